@@ -1,0 +1,93 @@
+//! What a person is asked before a call runs, and what they can answer.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The details shown when a call needs approval. One variant per kind of question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ConfirmationDetails {
+    /// A file change: the diff to approve.
+    Edit {
+        title: String,
+        file_name: String,
+        file_path: PathBuf,
+        diff: String,
+        original_content: Option<String>,
+        new_content: String,
+    },
+    /// A shell command, with the root commands that still need approval.
+    Exec { title: String, command: String, root_commands: Vec<String> },
+    /// A call to a tool of an MCP server.
+    Mcp { title: String, server: String, tool: String, tool_display_name: String },
+    /// Anything else: a prompt and the URLs it touches.
+    Info { title: String, prompt: String, urls: Vec<String> },
+    /// Leaving plan mode with this plan.
+    Plan { title: String, plan: String },
+}
+
+impl ConfirmationDetails {
+    pub fn title(&self) -> &str {
+        match self {
+            ConfirmationDetails::Edit { title, .. }
+            | ConfirmationDetails::Exec { title, .. }
+            | ConfirmationDetails::Mcp { title, .. }
+            | ConfirmationDetails::Info { title, .. }
+            | ConfirmationDetails::Plan { title, .. } => title,
+        }
+    }
+
+    /// The generic question for a call whose tool gave no details of its own.
+    pub fn generic(tool_display_name: &str, description: &str) -> Self {
+        ConfirmationDetails::Info {
+            title: format!("Confirm {tool_display_name}"),
+            prompt: description.to_string(),
+            urls: Vec::new(),
+        }
+    }
+
+    /// A short text of the question for a terminal.
+    pub fn summary(&self) -> String {
+        match self {
+            ConfirmationDetails::Edit { title, diff, .. } => format!("{title}\n{diff}"),
+            ConfirmationDetails::Exec { title, command, root_commands } => {
+                format!("{title}\n  $ {command}\n  (root commands: {})", root_commands.join(", "))
+            }
+            ConfirmationDetails::Mcp { title, server, tool, .. } => {
+                format!("{title}\n  MCP server `{server}`, tool `{tool}`")
+            }
+            ConfirmationDetails::Info { title, prompt, urls } => {
+                let mut s = format!("{title}\n  {prompt}");
+                for url in urls {
+                    s.push_str(&format!("\n  {url}"));
+                }
+                s
+            }
+            ConfirmationDetails::Plan { title, plan } => format!("{title}\n{plan}"),
+        }
+    }
+}
+
+/// A person's answer to a confirmation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ConfirmationOutcome {
+    ProceedOnce,
+    /// Run, and do not ask again for this tool in this session.
+    ProceedAlways,
+    /// Run, and do not ask again for any tool of this MCP server in this session.
+    ProceedAlwaysServer,
+    /// Run, and do not ask again for these shell root commands in this session.
+    ProceedAlwaysRootCommand,
+    ModifyWithEditor,
+    Cancel,
+}
+
+impl ConfirmationOutcome {
+    pub fn proceeds(self) -> bool {
+        !matches!(self, ConfirmationOutcome::Cancel | ConfirmationOutcome::ModifyWithEditor)
+    }
+}

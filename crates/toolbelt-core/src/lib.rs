@@ -1,0 +1,36 @@
+//! The core of toolbelt: what a tool is, how tools are registered and found, how the
+//! arguments a model sends are checked, how settings are read, and how much of a result
+//! may go back to the model.
+//!
+//! # Brief overview
+//!
+//! A [`Tool`] is a *declaration*: a name, a description, a kind and a JSON Schema. Given
+//! the JSON arguments of one call it *builds* an [`Invocation`], a validated call that can
+//! describe itself, ask for confirmation and execute. The [`ToolRegistry`] owns every tool
+//! as `Arc<dyn Tool>` under its model-facing name. [`validate`] checks arguments against the
+//! schema (leniently, the way models are sloppy) before a tool sees them. [`Settings`]
+//! merges the settings files. [`OutputPolicy`] is the single place that decides how much
+//! text goes back to the model; what is cut is spilled to a file.
+//!
+//! Nothing in this crate knows a wire format (OpenAI, MCP): those live in the crates that
+//! speak them.
+
+pub mod confirm;
+pub mod output;
+pub mod registry;
+pub mod result;
+pub mod settings;
+pub mod tool;
+pub mod validate;
+pub mod workspace;
+
+pub use confirm::{ConfirmationDetails, ConfirmationOutcome};
+pub use output::{LimitedText, OutputPolicy};
+pub use registry::{Origin, Registration, ToolRegistry};
+pub use result::{Display, ErrorKind, FileDiff, Part, TodoItem, TodoStatus, ToolError, ToolResult};
+pub use settings::{Settings, SettingsError, SettingsLayer, SettingsPaths};
+pub use tool::{
+    BoxFuture, ExecContext, Invocation, Kind, OutputSink, PermissionSubject, Tool,
+    ToolEnvironment,
+};
+pub use workspace::{PathError, WorkspaceRoots};

@@ -1,0 +1,316 @@
+//! The registry: every tool of a session under its model-facing name.
+//!
+//! Tools come from four places ([`Origin`]): built in, discovered by a command, offered
+//! by an MCP server, declared in a manifest. Architecture Invariant: a name collision
+//! never drops a tool silently. A built-in keeps its name; a later tool whose name is
+//! taken is registered under a qualified name (`discovered__x`, `declared__x`, or with a
+//! numeric suffix) and a warning says so.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::result::{ErrorKind, ToolError};
+use crate::settings::Settings;
+use crate::tool::{Invocation, Tool};
+use crate::validate::SchemaValidator;
+
+/// Longest tool name providers accept.
+pub const MAX_NAME_LEN: usize = 64;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Origin {
+    BuiltIn,
+    Discovered,
+    Mcp { server: String },
+    Declared,
+}
+
+impl Origin {
+    fn prefix(&self) -> &str {
+        match self {
+            Origin::BuiltIn => "builtin",
+            Origin::Discovered => "discovered",
+            Origin::Mcp { .. } => "mcp",
+            Origin::Declared => "declared",
+        }
+    }
+}
+
+/// A registered tool with its final name and its compiled schema.
+pub struct Registration {
+    pub name: String,
+    pub origin: Origin,
+    pub tool: Arc<dyn Tool>,
+    validator: SchemaValidator,
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration").field("name", &self.name).field("origin", &self.origin).finish()
+    }
+}
+
+impl Registration {
+    /// Checks `args` against the schema (with lenient coercion), then lets the tool build
+    /// the call.
+    pub fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let args = rename_parameters(args, self.tool.parameter_aliases());
+        let args = self.validator.validate(args)?;
+        self.tool.build(args)
+    }
+
+    pub fn declaration(&self) -> FunctionDeclaration {
+        FunctionDeclaration {
+            name: self.name.clone(),
+            description: self.tool.description().to_string(),
+            parameters: self.tool.parameter_schema().clone(),
+        }
+    }
+}
+
+/// What a model is told about a tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionDeclaration {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+#[derive(Default)]
+pub struct ToolRegistry {
+    entries: Vec<Registration>,
+    index: HashMap<String, usize>,
+    aliases: HashMap<String, String>,
+    /// Names removed by settings, with why, so a call to one is told the reason.
+    removed: BTreeMap<String, String>,
+    warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.entries.iter().map(|e| &e.name)).finish()
+    }
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `tool` and returns the name it is registered under.
+    pub fn register(&mut self, tool: Arc<dyn Tool>, origin: Origin) -> String {
+        let wanted = sanitize_tool_name(tool.name());
+        let name = if self.index.contains_key(&wanted) || self.aliases.contains_key(&wanted) {
+            let renamed = self.free_name(&wanted, &origin);
+            let holder = self.get(&wanted).map(|r| r.origin.prefix().to_string()).unwrap_or_default();
+            self.warnings.push(format!(
+                "tool '{wanted}' ({}) is registered as '{renamed}': the name is taken by a {holder} tool",
+                origin.prefix()
+            ));
+            renamed
+        } else {
+            wanted
+        };
+        for alias in tool.aliases() {
+            if !self.index.contains_key(*alias) {
+                self.aliases.entry(alias.to_string()).or_insert_with(|| name.clone());
+            }
+        }
+        let validator = SchemaValidator::new(tool.parameter_schema().clone());
+        self.index.insert(name.clone(), self.entries.len());
+        self.removed.remove(&name);
+        self.entries.push(Registration { name: name.clone(), origin, tool, validator });
+        name
+    }
+
+    fn free_name(&self, wanted: &str, origin: &Origin) -> String {
+        let taken = |n: &str| self.index.contains_key(n) || self.aliases.contains_key(n);
+        let qualified = match origin {
+            Origin::BuiltIn | Origin::Mcp { .. } => wanted.to_string(),
+            _ => sanitize_tool_name(&format!("{}__{wanted}", origin.prefix())),
+        };
+        if !taken(&qualified) {
+            return qualified;
+        }
+        (2..)
+            .map(|n| {
+                let suffix = format!("_{n}");
+                let keep = MAX_NAME_LEN.saturating_sub(suffix.len());
+                format!("{}{suffix}", truncate_chars(&qualified, keep))
+            })
+            .find(|candidate| !taken(candidate))
+            .unwrap_or(qualified)
+    }
+
+    /// Removes every tool for which `keep` is false, remembering `why` for calls to it.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Registration) -> bool, why: &str) {
+        let (kept, gone): (Vec<_>, Vec<_>) = std::mem::take(&mut self.entries).into_iter().partition(|r| keep(r));
+        for r in gone {
+            self.removed.insert(r.name.clone(), why.to_string());
+        }
+        self.entries = kept;
+        self.reindex();
+    }
+
+    /// Removes the tools of one origin (an MCP server being refreshed, say).
+    pub fn remove_origin(&mut self, origin: &Origin) {
+        self.entries.retain(|r| &r.origin != origin);
+        self.reindex();
+    }
+
+    fn reindex(&mut self) {
+        self.index = self.entries.iter().enumerate().map(|(i, r)| (r.name.clone(), i)).collect();
+        self.aliases.retain(|_, target| self.index.contains_key(target));
+    }
+
+    /// Applies `tools.core` (allow-list of built-ins), `tools.exclude` and whole-tool
+    /// `permissions.deny` entries. Entries with a specifier (`run_shell_command(git *)`)
+    /// are rules for the permission engine, not removals; in `tools.core` the specifier
+    /// is ignored and the tool kept.
+    pub fn apply_settings(&mut self, settings: &Settings) {
+        if let Some(core) = &settings.tools.core {
+            let allowed: Vec<&str> = core.iter().map(|e| rule_tool_name(e)).collect();
+            let aliases = self.aliases.clone();
+            self.retain(
+                |r| {
+                    r.origin != Origin::BuiltIn
+                        || allowed.iter().any(|a| *a == r.name || aliases.get(*a) == Some(&r.name))
+                },
+                "it is not in the tools.core allow-list of the settings",
+            );
+        }
+        let whole_tool = |entries: &[String]| -> Vec<String> {
+            entries.iter().filter(|e| !e.contains('(')).map(|e| e.trim().to_string()).collect()
+        };
+        for (list, why) in [
+            (whole_tool(&settings.tools.exclude), "it is excluded by tools.exclude in the settings"),
+            (whole_tool(&settings.permissions.deny), "it is denied by permissions.deny in the settings"),
+        ] {
+            if list.is_empty() {
+                continue;
+            }
+            let aliases = self.aliases.clone();
+            self.retain(
+                |r| !list.iter().any(|e| *e == r.name || aliases.get(e) == Some(&r.name)),
+                why,
+            );
+        }
+    }
+
+    /// The tool registered under `name` or under an old name of it.
+    pub fn get(&self, name: &str) -> Option<&Registration> {
+        let name = self.aliases.get(name).map(String::as_str).unwrap_or(name);
+        self.index.get(name).map(|&i| &self.entries[i])
+    }
+
+    /// Every tool, in registration order.
+    pub fn all(&self) -> impl Iterator<Item = &Registration> {
+        self.entries.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// What the model is told, in registration order.
+    pub fn function_declarations(&self) -> Vec<FunctionDeclaration> {
+        self.entries.iter().map(Registration::declaration).collect()
+    }
+
+    /// Collisions and other things worth telling the person.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Up to `n` registered names closest to `name`, most similar first.
+    pub fn closest(&self, name: &str, n: usize) -> Vec<&str> {
+        // Jaro-Winkler rewards a shared prefix, which is how models misspell tool names
+        // (`read_fil`, `grep`); plain edit distance would favour short unrelated names.
+        let mut scored: Vec<(f64, &str)> = self
+            .entries
+            .iter()
+            .map(|r| (strsim::jaro_winkler(name, &r.name), r.name.as_str()))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        scored.into_iter().take(n).map(|(_, name)| name).collect()
+    }
+
+    /// Looks up `name` and builds a call from `args`; an unknown name is an error that
+    /// names the closest tools, a removed one says why it is unavailable.
+    pub fn build(&self, name: &str, args: Value) -> Result<(&Registration, Box<dyn Invocation>), ToolError> {
+        let registration = self.get(name).ok_or_else(|| self.not_found(name))?;
+        Ok((registration, registration.build(args)?))
+    }
+
+    pub fn not_found(&self, name: &str) -> ToolError {
+        if let Some(why) = self.removed.get(name) {
+            return ToolError::new(
+                ErrorKind::ExecutionDenied,
+                format!("Tool \"{name}\" is not available: {why}."),
+            );
+        }
+        let close = self.closest(name, 3);
+        let hint = if close.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<String> = close.iter().map(|n| format!("\"{n}\"")).collect();
+            format!(" Did you mean one of: {}?", names.join(", "))
+        };
+        ToolError::new(ErrorKind::ToolNotRegistered, format!("Tool \"{name}\" not found in the registry.{hint}"))
+    }
+}
+
+/// Moves values given under an old parameter name to the current name.
+fn rename_parameters(mut args: Value, aliases: &[(&'static str, &'static str)]) -> Value {
+    if let Some(map) = args.as_object_mut() {
+        for (old, current) in aliases {
+            if !map.contains_key(*current) {
+                if let Some(v) = map.remove(*old) {
+                    map.insert(current.to_string(), v);
+                }
+            }
+        }
+    }
+    args
+}
+
+/// The tool part of a rule or list entry: `run_shell_command(git *)` → `run_shell_command`.
+pub fn rule_tool_name(entry: &str) -> &str {
+    entry.split('(').next().unwrap_or(entry).trim()
+}
+
+/// A valid model-facing name: characters outside `[A-Za-z0-9_.-]` become `_`, and a
+/// name over 64 characters keeps its head and gets a stable hash of the whole, so two
+/// long names that differ only at the end stay apart and stay the same across runs.
+pub fn sanitize_tool_name(raw: &str) -> String {
+    let clean: String = raw
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') { c } else { '_' })
+        .collect();
+    let clean = if clean.is_empty() { "_".to_string() } else { clean };
+    if clean.len() <= MAX_NAME_LEN {
+        return clean;
+    }
+    let digest = Sha256::digest(raw.as_bytes());
+    let hash: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    format!("{}_{hash}", truncate_chars(&clean, MAX_NAME_LEN - 1 - hash.len()))
+}
+
+fn truncate_chars(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests;

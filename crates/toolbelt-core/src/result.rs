@@ -1,0 +1,267 @@
+//! What a tool call produces: content for the model, something to show a person, and,
+//! when it failed, a typed error.
+//!
+//! A failed call is still a [`ToolResult`]: it goes back to the model, which can correct
+//! itself. Only faults of the agent itself (no model, bad configuration) end a session, and
+//! those are not represented here.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// One item of content for the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Part {
+    Text { text: String },
+    /// Raw bytes with their MIME type (images, audio, PDF). Serialized as base64.
+    InlineData {
+        mime_type: String,
+        #[serde(with = "base64_bytes")]
+        data: Vec<u8>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        display_name: Option<String>,
+    },
+}
+
+impl Part {
+    pub fn text(text: impl Into<String>) -> Self {
+        Part::Text { text: text.into() }
+    }
+
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Part::Text { text } => Some(text),
+            Part::InlineData { .. } => None,
+        }
+    }
+}
+
+mod base64_bytes {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A file change, as shown to a person (and carried by edit confirmations).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileDiff {
+    pub file_name: String,
+    pub file_path: PathBuf,
+    /// Unified diff of the change.
+    pub diff: String,
+    /// `None` when the file did not exist.
+    pub original_content: Option<String>,
+    pub new_content: String,
+    pub added_lines: usize,
+    pub removed_lines: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoItem {
+    pub id: String,
+    pub content: String,
+    pub status: TodoStatus,
+}
+
+/// What a person sees of a result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Display {
+    Markdown { text: String },
+    FileDiff(FileDiff),
+    TodoList { todos: Vec<TodoItem> },
+    Plan { plan: String, approved: bool },
+}
+
+impl Display {
+    pub fn markdown(text: impl Into<String>) -> Self {
+        Display::Markdown { text: text.into() }
+    }
+}
+
+/// The closed set of ways a tool call can fail. Serialized in `snake_case`, the names
+/// Qwen Code uses, so transcripts and tests carry over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    InvalidToolParams,
+    ToolNotRegistered,
+    ExecutionFailed,
+    ExecutionDenied,
+    Cancelled,
+    Timeout,
+    FileNotFound,
+    FileWriteFailure,
+    ReadContentFailure,
+    AttemptToCreateExistingFile,
+    FileTooLarge,
+    PermissionDenied,
+    NoSpaceLeft,
+    TargetIsDirectory,
+    PathNotInWorkspace,
+    PathIsNotADirectory,
+    SearchPathNotFound,
+    EditNoOccurrenceFound,
+    EditExpectedOccurrenceMismatch,
+    EditNoChange,
+    GlobExecutionError,
+    GrepExecutionError,
+    LsExecutionError,
+    ShellExecuteError,
+    McpToolError,
+    DiscoveredToolExecutionError,
+    WebFetchError,
+    WebSearchError,
+    MemoryToolExecutionError,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidToolParams => "invalid_tool_params",
+            ErrorKind::ToolNotRegistered => "tool_not_registered",
+            ErrorKind::ExecutionFailed => "execution_failed",
+            ErrorKind::ExecutionDenied => "execution_denied",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::FileNotFound => "file_not_found",
+            ErrorKind::FileWriteFailure => "file_write_failure",
+            ErrorKind::ReadContentFailure => "read_content_failure",
+            ErrorKind::AttemptToCreateExistingFile => "attempt_to_create_existing_file",
+            ErrorKind::FileTooLarge => "file_too_large",
+            ErrorKind::PermissionDenied => "permission_denied",
+            ErrorKind::NoSpaceLeft => "no_space_left",
+            ErrorKind::TargetIsDirectory => "target_is_directory",
+            ErrorKind::PathNotInWorkspace => "path_not_in_workspace",
+            ErrorKind::PathIsNotADirectory => "path_is_not_a_directory",
+            ErrorKind::SearchPathNotFound => "search_path_not_found",
+            ErrorKind::EditNoOccurrenceFound => "edit_no_occurrence_found",
+            ErrorKind::EditExpectedOccurrenceMismatch => "edit_expected_occurrence_mismatch",
+            ErrorKind::EditNoChange => "edit_no_change",
+            ErrorKind::GlobExecutionError => "glob_execution_error",
+            ErrorKind::GrepExecutionError => "grep_execution_error",
+            ErrorKind::LsExecutionError => "ls_execution_error",
+            ErrorKind::ShellExecuteError => "shell_execute_error",
+            ErrorKind::McpToolError => "mcp_tool_error",
+            ErrorKind::DiscoveredToolExecutionError => "discovered_tool_execution_error",
+            ErrorKind::WebFetchError => "web_fetch_error",
+            ErrorKind::WebSearchError => "web_search_error",
+            ErrorKind::MemoryToolExecutionError => "memory_tool_execution_error",
+        }
+    }
+
+    /// Maps an I/O error to the closest kind, with `fallback` for the rest.
+    pub fn from_io(err: &std::io::Error, fallback: ErrorKind) -> ErrorKind {
+        use std::io::ErrorKind as Io;
+        match err.kind() {
+            Io::NotFound => ErrorKind::FileNotFound,
+            Io::PermissionDenied => ErrorKind::PermissionDenied,
+            Io::IsADirectory => ErrorKind::TargetIsDirectory,
+            Io::NotADirectory => ErrorKind::PathIsNotADirectory,
+            Io::StorageFull => ErrorKind::NoSpaceLeft,
+            _ => fallback,
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failed call: what kind of failure, and a message the model can act on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolError {
+    #[serde(rename = "type")]
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ToolError { kind, message: message.into() }
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        ToolError::new(ErrorKind::InvalidToolParams, message)
+    }
+}
+
+/// The outcome of one tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub llm_content: Vec<Part>,
+    pub return_display: Display,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ToolError>,
+}
+
+impl ToolResult {
+    /// A success whose model text and display are the same text.
+    pub fn text(text: impl Into<String>) -> Self {
+        let text = text.into();
+        ToolResult {
+            return_display: Display::markdown(text.clone()),
+            llm_content: vec![Part::text(text)],
+            error: None,
+        }
+    }
+
+    pub fn with_display(llm_text: impl Into<String>, display: Display) -> Self {
+        ToolResult { llm_content: vec![Part::text(llm_text)], return_display: display, error: None }
+    }
+
+    /// A failure: the model reads `Error: <message>`, a person sees the same.
+    pub fn error(error: ToolError) -> Self {
+        let text = format!("Error: {}", error.message);
+        ToolResult {
+            llm_content: vec![Part::text(text.clone())],
+            return_display: Display::markdown(text),
+            error: Some(error),
+        }
+    }
+
+    pub fn err(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ToolResult::error(ToolError::new(kind, message))
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// All text parts joined with newlines: what a text-only model reads.
+    pub fn llm_text(&self) -> String {
+        let texts: Vec<&str> = self.llm_content.iter().filter_map(Part::as_text).collect();
+        texts.join("\n")
+    }
+}
+
+impl From<ToolError> for ToolResult {
+    fn from(error: ToolError) -> Self {
+        ToolResult::error(error)
+    }
+}

@@ -1,0 +1,206 @@
+//! The tool contract: a [`Tool`] declares itself and builds an [`Invocation`] from
+//! validated arguments; the invocation describes, confirms and executes one call.
+//!
+//! Two layers, as in Qwen Code's declarative tools: the tool is shared and immutable
+//! (`Arc<dyn Tool>` in the registry), the invocation is one call's own state, consumed by
+//! `execute`. Tools never see the conversation or the model: everything a call may use is
+//! in its [`ExecContext`].
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::confirm::ConfirmationDetails;
+use crate::output::OutputPolicy;
+use crate::result::{ToolError, ToolResult};
+use crate::settings::Settings;
+use crate::workspace::WorkspaceRoots;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a tool does, broadly. Drives approval (edits and execution ask by default) and
+/// parallelism (read-only kinds of one model turn may run together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Read,
+    Edit,
+    Delete,
+    Move,
+    Search,
+    Execute,
+    Fetch,
+    Think,
+    Other,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Read => "read",
+            Kind::Edit => "edit",
+            Kind::Delete => "delete",
+            Kind::Move => "move",
+            Kind::Search => "search",
+            Kind::Execute => "execute",
+            Kind::Fetch => "fetch",
+            Kind::Think => "think",
+            Kind::Other => "other",
+        }
+    }
+
+    /// Kinds that change nothing outside the session, so plan mode lets them run and the
+    /// scheduler may run them side by side.
+    pub fn is_read_only(self) -> bool {
+        matches!(self, Kind::Read | Kind::Search | Kind::Fetch | Kind::Think)
+    }
+
+    /// Kinds that change the workspace or run code.
+    pub fn is_mutator(self) -> bool {
+        matches!(self, Kind::Edit | Kind::Delete | Kind::Move | Kind::Execute)
+    }
+}
+
+/// What a permission rule's specifier is matched against for one call
+/// (`run_shell_command(git *)`, `read_file(//src/**)`, `web_fetch(domain:x.org)`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum PermissionSubject {
+    /// The rule can only name the tool as a whole.
+    #[default]
+    None,
+    /// The full command line of a shell call; the rules engine splits it.
+    Command(String),
+    /// The paths the call reads or writes.
+    Paths(Vec<PathBuf>),
+    /// The host a fetch goes to.
+    Domain(String),
+    /// A literal value (an agent type, a skill name).
+    Literal(String),
+}
+
+/// Live output of a running call (shell output, MCP progress), for a display.
+/// Cheap to clone; calling it on a call without a listener costs nothing.
+#[derive(Clone, Default)]
+pub struct OutputSink(Option<Arc<dyn Fn(&str) + Send + Sync>>);
+
+impl OutputSink {
+    pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        OutputSink(Some(Arc::new(f)))
+    }
+
+    pub fn none() -> Self {
+        OutputSink(None)
+    }
+
+    pub fn emit(&self, chunk: &str) {
+        if let Some(f) = &self.0 {
+            f(chunk);
+        }
+    }
+
+    pub fn is_listening(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+impl std::fmt::Debug for OutputSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "OutputSink(listening)" } else { "OutputSink(none)" })
+    }
+}
+
+/// What every tool of a session shares: where it may work, how much it may say, and the
+/// settings. Built once at start-up and handed to tools when they are constructed.
+#[derive(Debug, Clone)]
+pub struct ToolEnvironment {
+    pub roots: WorkspaceRoots,
+    pub output: OutputPolicy,
+    pub settings: Arc<Settings>,
+    /// Where per-session files live (spilled output, background logs, todos).
+    pub session_dir: PathBuf,
+}
+
+impl ToolEnvironment {
+    pub fn new(roots: WorkspaceRoots, settings: Arc<Settings>, session_dir: PathBuf) -> Self {
+        let output = OutputPolicy::from_settings(&settings, session_dir.join("output"));
+        ToolEnvironment { roots, output, settings, session_dir }
+    }
+}
+
+/// Everything one execution may use.
+#[derive(Debug, Clone)]
+pub struct ExecContext {
+    pub cancel: CancellationToken,
+    pub output: OutputSink,
+    pub env: Arc<ToolEnvironment>,
+}
+
+impl ExecContext {
+    pub fn new(env: Arc<ToolEnvironment>) -> Self {
+        ExecContext { cancel: CancellationToken::new(), output: OutputSink::none(), env }
+    }
+}
+
+/// A tool: a declaration that builds validated calls.
+///
+/// `build` receives arguments that already passed the JSON Schema (see
+/// [`crate::validate`]); it does the checks a schema cannot express (absolute paths, the
+/// workspace boundary, ranges that depend on each other) and returns an error message the
+/// model can act on.
+pub trait Tool: Send + Sync {
+    /// Model-facing name, `[A-Za-z0-9_.-]{1,64}`.
+    fn name(&self) -> &str;
+    fn display_name(&self) -> &str;
+    /// For the model: what it does, when to use it and when not, limits.
+    fn description(&self) -> &str;
+    fn kind(&self) -> Kind;
+    /// JSON Schema of the arguments, an object at the root.
+    fn parameter_schema(&self) -> &Value;
+    /// Older names that still resolve to this tool (`replace` for `edit`).
+    fn aliases(&self) -> &[&'static str] {
+        &[]
+    }
+    /// Older parameter names still accepted, as `(old, current)` pairs: when a call
+    /// carries `old` and not `current`, the value is moved before validation
+    /// (`file_path` → `absolute_path` for `read_file`).
+    fn parameter_aliases(&self) -> &[(&'static str, &'static str)] {
+        &[]
+    }
+    /// Whether `execute` streams live output through the sink.
+    fn can_update_output(&self) -> bool {
+        false
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError>;
+}
+
+/// One validated call.
+pub trait Invocation: Send + Sync {
+    /// One line saying what this call will do: "Read src/main.rs lines 1-200".
+    fn describe(&self) -> String;
+    /// Paths the call touches, for displays and path rules.
+    fn locations(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    /// What path, command or domain rules are matched against.
+    fn permission_subject(&self) -> PermissionSubject {
+        PermissionSubject::None
+    }
+    /// `None` when the call needs no approval by its nature; otherwise what to show.
+    /// The approval mode and permission rules decide whether the question is asked.
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>>;
+    /// Does the work. Honours `ctx.cancel`: a cancelled call returns promptly with what it
+    /// had done so far and an error of kind `cancelled`.
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult>;
+}
+
+impl std::fmt::Debug for dyn Invocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Invocation").field(&self.describe()).finish()
+    }
+}

@@ -1,0 +1,299 @@
+//! The workspace boundary: which directories tools may touch.
+//!
+//! Architecture Invariant: every path a tool reads or writes passes through
+//! [`WorkspaceRoots::resolve`], which resolves `..` and symbolic links *before* checking
+//! containment, also for paths that do not exist yet (the nearest existing ancestor is
+//! resolved and the rest appended). A symbolic link inside the workspace that points out
+//! of it is therefore outside.
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use crate::result::{ErrorKind, ToolError};
+
+/// The directories tools may work in: the current directory, `--include-directories`
+/// and `context.includeDirectories`, each stored resolved (canonical).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceRoots {
+    roots: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("the path is empty")]
+    Empty,
+    #[error("the path contains a NUL byte")]
+    NulByte,
+    #[error("the path must be absolute, but '{0}' is relative; prefix it with a workspace directory: {1}")]
+    Relative(String, RootList),
+    #[error("the path '{path}' is outside the workspace{via}; allowed directories: {roots}")]
+    Outside { path: String, via: String, roots: RootList },
+    #[error("the path '{0}' goes through a symbolic link whose target does not exist")]
+    DanglingLink(String),
+    #[error("cannot resolve '{0}': {1}")]
+    Io(String, String),
+}
+
+impl PathError {
+    pub fn error_kind(&self) -> ErrorKind {
+        match self {
+            PathError::Outside { .. } | PathError::DanglingLink(_) => ErrorKind::PathNotInWorkspace,
+            PathError::Io(..) => ErrorKind::ReadContentFailure,
+            _ => ErrorKind::InvalidToolParams,
+        }
+    }
+}
+
+impl From<PathError> for ToolError {
+    fn from(e: PathError) -> Self {
+        ToolError::new(e.error_kind(), e.to_string())
+    }
+}
+
+/// The roots, for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootList(pub Vec<PathBuf>);
+
+impl fmt::Display for RootList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<String> = self.0.iter().map(|p| p.display().to_string()).collect();
+        f.write_str(&names.join(", "))
+    }
+}
+
+impl WorkspaceRoots {
+    /// Resolves each root; roots that do not exist are an error naming them. Duplicates
+    /// and roots nested in another root are kept once.
+    pub fn new<I, P>(roots: I) -> std::io::Result<Self>
+    where
+        I: IntoIterator<Item = P>,
+        P: AsRef<Path>,
+    {
+        let mut resolved: Vec<PathBuf> = Vec::new();
+        for root in roots {
+            let root = root.as_ref();
+            let real = root.canonicalize().map_err(|e| {
+                std::io::Error::new(e.kind(), format!("workspace directory {}: {e}", root.display()))
+            })?;
+            if !real.is_dir() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotADirectory,
+                    format!("workspace directory {} is not a directory", root.display()),
+                ));
+            }
+            if !resolved.contains(&real) {
+                resolved.push(real);
+            }
+        }
+        Ok(WorkspaceRoots { roots: resolved })
+    }
+
+    /// The roots, the first being the primary one (the current directory).
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    pub fn primary(&self) -> Option<&Path> {
+        self.roots.first().map(PathBuf::as_path)
+    }
+
+    /// Whether an already resolved path lies in a root.
+    pub fn contains(&self, real: &Path) -> bool {
+        self.roots.iter().any(|root| real.starts_with(root))
+    }
+
+    /// The root that holds `real`, if any.
+    pub fn root_of(&self, real: &Path) -> Option<&Path> {
+        self.roots.iter().map(PathBuf::as_path).filter(|r| real.starts_with(r)).max_by_key(|r| r.as_os_str().len())
+    }
+
+    /// `real` relative to its root, for display; the path itself when outside.
+    pub fn display_relative(&self, real: &Path) -> String {
+        match self.root_of(real).and_then(|root| real.strip_prefix(root).ok()) {
+            Some(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Some(rel) => rel.display().to_string(),
+            None => real.display().to_string(),
+        }
+    }
+
+    /// Checks a path given by the model: not empty, no NUL, absolute; then resolves `..`
+    /// and symbolic links and checks that the result is inside a root. Returns the
+    /// resolved path, which need not exist.
+    pub fn resolve(&self, given: &str) -> Result<PathBuf, PathError> {
+        let path = check_absolute(given, &self.roots)?;
+        let real = resolve_real(&path)?;
+        if self.contains(&real) {
+            return Ok(real);
+        }
+        let normal = normalize_lexically(&path);
+        let via = if self.contains(&normal) {
+            format!(" (it resolves through a symbolic link to {})", real.display())
+        } else {
+            String::new()
+        };
+        Err(PathError::Outside { path: given.to_string(), via, roots: RootList(self.roots.clone()) })
+    }
+}
+
+fn check_absolute(given: &str, roots: &[PathBuf]) -> Result<PathBuf, PathError> {
+    if given.is_empty() {
+        return Err(PathError::Empty);
+    }
+    if given.contains('\0') {
+        return Err(PathError::NulByte);
+    }
+    let path = PathBuf::from(given);
+    if !path.is_absolute() {
+        return Err(PathError::Relative(given.to_string(), RootList(roots.to_vec())));
+    }
+    Ok(path)
+}
+
+/// `..` and `.` removed without touching the file system.
+pub fn normalize_lexically(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Resolves symbolic links in `path`. For a path that does not exist, the nearest
+/// existing ancestor is resolved and the missing rest appended; `..` in the missing
+/// rest is applied lexically after that, which cannot climb above the resolved
+/// ancestor's own parents without being seen by the containment check.
+fn resolve_real(path: &Path) -> Result<PathBuf, PathError> {
+    match path.canonicalize() {
+        Ok(real) => return Ok(real),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(PathError::Io(path.display().to_string(), e.to_string()));
+        }
+        Err(_) => {}
+    }
+    let mut missing: Vec<std::ffi::OsString> = Vec::new();
+    let mut current = path.to_path_buf();
+    loop {
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) => {
+                if meta.file_type().is_symlink() && current.canonicalize().is_err() {
+                    return Err(PathError::DanglingLink(path.display().to_string()));
+                }
+                let mut real = current
+                    .canonicalize()
+                    .map_err(|e| PathError::Io(current.display().to_string(), e.to_string()))?;
+                for part in missing.iter().rev() {
+                    if part == ".." {
+                        real.pop();
+                    } else if part != "." {
+                        real.push(part);
+                    }
+                }
+                return Ok(real);
+            }
+            Err(_) => {
+                let Some(name) = current.file_name().map(|n| n.to_os_string()) else {
+                    // `..` or the root: resolve the parent lexically and go on.
+                    let parent = normalize_lexically(&current);
+                    if parent == current {
+                        return Ok(normalize_lexically(path));
+                    }
+                    current = parent;
+                    continue;
+                };
+                missing.push(name);
+                if !current.pop() {
+                    return Ok(normalize_lexically(path));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, tempfile::TempDir, WorkspaceRoots) {
+        let ws = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let roots = WorkspaceRoots::new([ws.path()]).unwrap();
+        (ws, outside, roots)
+    }
+
+    fn s(p: &Path) -> String {
+        p.to_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn file_inside_is_resolved() {
+        let (ws, _o, roots) = setup();
+        std::fs::write(ws.path().join("a.txt"), "x").unwrap();
+        let real = roots.resolve(&s(&ws.path().join("a.txt"))).unwrap();
+        assert_eq!(real, ws.path().canonicalize().unwrap().join("a.txt"));
+    }
+
+    #[test]
+    fn relative_empty_and_nul_are_refused() {
+        let (_ws, _o, roots) = setup();
+        assert!(matches!(roots.resolve("a.txt"), Err(PathError::Relative(..))));
+        assert_eq!(roots.resolve(""), Err(PathError::Empty));
+        assert_eq!(roots.resolve("/tmp/a\0b"), Err(PathError::NulByte));
+    }
+
+    #[test]
+    fn dot_dot_traversal_is_refused() {
+        let (ws, _o, roots) = setup();
+        let given = format!("{}/../../etc/passwd", ws.path().display());
+        let err = roots.resolve(&given).unwrap_err();
+        assert!(matches!(err, PathError::Outside { .. }), "{err}");
+        assert!(err.to_string().contains("allowed directories"));
+    }
+
+    #[test]
+    fn missing_file_through_dot_dot_is_refused() {
+        let (ws, _o, roots) = setup();
+        let given = format!("{}/nope/../../new.txt", ws.path().display());
+        assert!(matches!(roots.resolve(&given), Err(PathError::Outside { .. })));
+    }
+
+    #[test]
+    fn symlink_to_outside_file_and_dir_is_refused() {
+        let (ws, outside, roots) = setup();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), ws.path().join("link")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.path().join("dir")).unwrap();
+        let err = roots.resolve(&s(&ws.path().join("link"))).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        // A new file under a linked directory is outside too.
+        let err = roots.resolve(&s(&ws.path().join("dir/new/file.txt"))).unwrap_err();
+        assert!(matches!(err, PathError::Outside { .. }));
+    }
+
+    #[test]
+    fn dangling_symlink_is_refused() {
+        let (ws, outside, roots) = setup();
+        std::os::unix::fs::symlink(outside.path().join("nothing"), ws.path().join("dangling")).unwrap();
+        let err = roots.resolve(&s(&ws.path().join("dangling/x"))).unwrap_err();
+        assert!(matches!(err, PathError::DanglingLink(_)), "{err}");
+    }
+
+    #[test]
+    fn new_file_inside_is_allowed() {
+        let (ws, _o, roots) = setup();
+        let real = roots.resolve(&s(&ws.path().join("sub/dir/new.rs"))).unwrap();
+        assert!(real.ends_with("sub/dir/new.rs"));
+        assert_eq!(roots.display_relative(&real), "sub/dir/new.rs");
+    }
+
+    #[test]
+    fn missing_root_is_an_error_naming_it() {
+        let err = WorkspaceRoots::new(["/definitely/not/here"]).unwrap_err();
+        assert!(err.to_string().contains("/definitely/not/here"));
+    }
+}
