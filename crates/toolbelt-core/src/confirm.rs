@@ -19,11 +19,24 @@ pub enum ConfirmationDetails {
         new_content: String,
     },
     /// A shell command, with the root commands that still need approval.
-    Exec { title: String, command: String, root_commands: Vec<String> },
+    Exec {
+        title: String,
+        command: String,
+        root_commands: Vec<String>,
+    },
     /// A call to a tool of an MCP server.
-    Mcp { title: String, server: String, tool: String, tool_display_name: String },
+    Mcp {
+        title: String,
+        server: String,
+        tool: String,
+        tool_display_name: String,
+    },
     /// Anything else: a prompt and the URLs it touches.
-    Info { title: String, prompt: String, urls: Vec<String> },
+    Info {
+        title: String,
+        prompt: String,
+        urls: Vec<String>,
+    },
     /// Leaving plan mode with this plan.
     Plan { title: String, plan: String },
 }
@@ -52,13 +65,29 @@ impl ConfirmationDetails {
     pub fn summary(&self) -> String {
         match self {
             ConfirmationDetails::Edit { title, diff, .. } => format!("{title}\n{diff}"),
-            ConfirmationDetails::Exec { title, command, root_commands } => {
-                format!("{title}\n  $ {command}\n  (root commands: {})", root_commands.join(", "))
+            ConfirmationDetails::Exec {
+                title,
+                command,
+                root_commands,
+            } => {
+                format!(
+                    "{title}\n  $ {command}\n  (root commands: {})",
+                    root_commands.join(", ")
+                )
             }
-            ConfirmationDetails::Mcp { title, server, tool, .. } => {
+            ConfirmationDetails::Mcp {
+                title,
+                server,
+                tool,
+                ..
+            } => {
                 format!("{title}\n  MCP server `{server}`, tool `{tool}`")
             }
-            ConfirmationDetails::Info { title, prompt, urls } => {
+            ConfirmationDetails::Info {
+                title,
+                prompt,
+                urls,
+            } => {
                 let mut s = format!("{title}\n  {prompt}");
                 for url in urls {
                     s.push_str(&format!("\n  {url}"));
@@ -88,6 +117,9 @@ pub enum ConfirmationOutcome {
 
 impl ConfirmationOutcome {
     pub fn proceeds(self) -> bool {
-        !matches!(self, ConfirmationOutcome::Cancel | ConfirmationOutcome::ModifyWithEditor)
+        !matches!(
+            self,
+            ConfirmationOutcome::Cancel | ConfirmationOutcome::ModifyWithEditor
+        )
     }
 }

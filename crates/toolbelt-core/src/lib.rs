@@ -30,7 +30,6 @@ pub use registry::{Origin, Registration, ToolRegistry};
 pub use result::{Display, ErrorKind, FileDiff, Part, TodoItem, TodoStatus, ToolError, ToolResult};
 pub use settings::{Settings, SettingsError, SettingsLayer, SettingsPaths};
 pub use tool::{
-    BoxFuture, ExecContext, Invocation, Kind, OutputSink, PermissionSubject, Tool,
-    ToolEnvironment,
+    BoxFuture, ExecContext, Invocation, Kind, OutputSink, PermissionSubject, Tool, ToolEnvironment,
 };
 pub use workspace::{PathError, WorkspaceRoots};

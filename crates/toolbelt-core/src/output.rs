@@ -38,7 +38,11 @@ static SPILL_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl OutputPolicy {
     pub fn new(max_chars: usize, max_lines: usize, spill_dir: PathBuf) -> Self {
-        OutputPolicy { max_chars, max_lines, spill_dir }
+        OutputPolicy {
+            max_chars,
+            max_lines,
+            spill_dir,
+        }
     }
 
     /// `tools.truncateToolOutputThreshold` and `tools.truncateToolOutputLines`; a value
@@ -69,20 +73,44 @@ impl OutputPolicy {
     /// the whole text under `spill_dir` (the file name starts with `label`).
     pub fn limit(&self, text: String, label: &str) -> LimitedText {
         if self.fits(&text) {
-            return LimitedText { text, truncated: false, spill_path: None };
+            return LimitedText {
+                text,
+                truncated: false,
+                spill_path: None,
+            };
         }
         let spill = self.spill(&text, label);
         let (head, tail, omitted_lines) = self.head_and_tail(&text);
         let total_lines = line_count(&text);
         let where_ = match &spill {
-            Ok(path) => format!("The full output ({total_lines} lines) is saved in {}; read it with read_file (offset and limit) or search it with grep_search.", path.display()),
+            Ok(path) => format!(
+                "The full output ({total_lines} lines) is saved in {}; read it with read_file (offset and limit) or search it with grep_search.",
+                path.display()
+            ),
             Err(e) => format!("The full output ({total_lines} lines) could not be saved: {e}."),
         };
         let text = format!(
             "{head}\n\n[... {omitted_lines} lines omitted: output exceeded the limit of {} characters or {} lines. {where_} ...]\n\n{tail}",
             self.max_chars, self.max_lines
         );
-        LimitedText { text, truncated: true, spill_path: spill.ok() }
+        LimitedText {
+            text,
+            truncated: true,
+            spill_path: spill.ok(),
+        }
+    }
+
+    /// Applies [`OutputPolicy::limit`] to every text part of a result. Inline data is
+    /// left alone (its size is capped by the tool that reads it).
+    pub fn limit_result(&self, mut result: crate::ToolResult, label: &str) -> crate::ToolResult {
+        for part in &mut result.llm_content {
+            if let crate::Part::Text { text } = part {
+                if !self.fits(text) {
+                    *text = self.limit(std::mem::take(text), label).text;
+                }
+            }
+        }
+        result
     }
 
     /// Head and tail within the budget: a fifth of it for the head, the rest for the
@@ -117,7 +145,11 @@ fn line_count(text: &str) -> usize {
         return 0;
     }
     let newlines = text.bytes().filter(|&b| b == b'\n').count();
-    if text.ends_with('\n') { newlines } else { newlines + 1 }
+    if text.ends_with('\n') {
+        newlines
+    } else {
+        newlines + 1
+    }
 }
 
 /// The longest prefix of at most `lines` lines and `chars` characters, cut at a char
@@ -160,10 +192,20 @@ fn take_tail(text: &str, lines: usize, chars: usize) -> &str {
 pub fn safe_file_stem(label: &str) -> String {
     let stem: String = label
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(48)
         .collect();
-    if stem.is_empty() { "output".to_string() } else { stem }
+    if stem.is_empty() {
+        "output".to_string()
+    } else {
+        stem
+    }
 }
 
 /// A default spill directory for callers without a session (tests, one-off calls).
@@ -190,7 +232,14 @@ mod tests {
     fn text_within_budget_is_untouched() {
         let dir = tempfile::tempdir().unwrap();
         let out = policy(100, 10, dir.path()).limit("a\nb\nc".into(), "t");
-        assert_eq!(out, LimitedText { text: "a\nb\nc".into(), truncated: false, spill_path: None });
+        assert_eq!(
+            out,
+            LimitedText {
+                text: "a\nb\nc".into(),
+                truncated: false,
+                spill_path: None
+            }
+        );
     }
 
     #[test]

@@ -51,7 +51,10 @@ pub struct Registration {
 
 impl std::fmt::Debug for Registration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Registration").field("name", &self.name).field("origin", &self.origin).finish()
+        f.debug_struct("Registration")
+            .field("name", &self.name)
+            .field("origin", &self.origin)
+            .finish()
     }
 }
 
@@ -93,7 +96,9 @@ pub struct ToolRegistry {
 
 impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.entries.iter().map(|e| &e.name)).finish()
+        f.debug_list()
+            .entries(self.entries.iter().map(|e| &e.name))
+            .finish()
     }
 }
 
@@ -107,7 +112,10 @@ impl ToolRegistry {
         let wanted = sanitize_tool_name(tool.name());
         let name = if self.index.contains_key(&wanted) || self.aliases.contains_key(&wanted) {
             let renamed = self.free_name(&wanted, &origin);
-            let holder = self.get(&wanted).map(|r| r.origin.prefix().to_string()).unwrap_or_default();
+            let holder = self
+                .get(&wanted)
+                .map(|r| r.origin.prefix().to_string())
+                .unwrap_or_default();
             self.warnings.push(format!(
                 "tool '{wanted}' ({}) is registered as '{renamed}': the name is taken by a {holder} tool",
                 origin.prefix()
@@ -118,13 +126,20 @@ impl ToolRegistry {
         };
         for alias in tool.aliases() {
             if !self.index.contains_key(*alias) {
-                self.aliases.entry(alias.to_string()).or_insert_with(|| name.clone());
+                self.aliases
+                    .entry(alias.to_string())
+                    .or_insert_with(|| name.clone());
             }
         }
         let validator = SchemaValidator::new(tool.parameter_schema().clone());
         self.index.insert(name.clone(), self.entries.len());
         self.removed.remove(&name);
-        self.entries.push(Registration { name: name.clone(), origin, tool, validator });
+        self.entries.push(Registration {
+            name: name.clone(),
+            origin,
+            tool,
+            validator,
+        });
         name
     }
 
@@ -149,7 +164,9 @@ impl ToolRegistry {
 
     /// Removes every tool for which `keep` is false, remembering `why` for calls to it.
     pub fn retain(&mut self, mut keep: impl FnMut(&Registration) -> bool, why: &str) {
-        let (kept, gone): (Vec<_>, Vec<_>) = std::mem::take(&mut self.entries).into_iter().partition(|r| keep(r));
+        let (kept, gone): (Vec<_>, Vec<_>) = std::mem::take(&mut self.entries)
+            .into_iter()
+            .partition(|r| keep(r));
         for r in gone {
             self.removed.insert(r.name.clone(), why.to_string());
         }
@@ -164,8 +181,14 @@ impl ToolRegistry {
     }
 
     fn reindex(&mut self) {
-        self.index = self.entries.iter().enumerate().map(|(i, r)| (r.name.clone(), i)).collect();
-        self.aliases.retain(|_, target| self.index.contains_key(target));
+        self.index = self
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.name.clone(), i))
+            .collect();
+        self.aliases
+            .retain(|_, target| self.index.contains_key(target));
     }
 
     /// Applies `tools.core` (allow-list of built-ins), `tools.exclude` and whole-tool
@@ -179,24 +202,40 @@ impl ToolRegistry {
             self.retain(
                 |r| {
                     r.origin != Origin::BuiltIn
-                        || allowed.iter().any(|a| *a == r.name || aliases.get(*a) == Some(&r.name))
+                        || allowed
+                            .iter()
+                            .any(|a| *a == r.name || aliases.get(*a) == Some(&r.name))
                 },
                 "it is not in the tools.core allow-list of the settings",
             );
         }
         let whole_tool = |entries: &[String]| -> Vec<String> {
-            entries.iter().filter(|e| !e.contains('(')).map(|e| e.trim().to_string()).collect()
+            entries
+                .iter()
+                .filter(|e| !e.contains('('))
+                .map(|e| e.trim().to_string())
+                .collect()
         };
         for (list, why) in [
-            (whole_tool(&settings.tools.exclude), "it is excluded by tools.exclude in the settings"),
-            (whole_tool(&settings.permissions.deny), "it is denied by permissions.deny in the settings"),
+            (
+                whole_tool(&settings.tools.exclude),
+                "it is excluded by tools.exclude in the settings",
+            ),
+            (
+                whole_tool(&settings.permissions.deny),
+                "it is denied by permissions.deny in the settings",
+            ),
         ] {
             if list.is_empty() {
                 continue;
             }
             let aliases = self.aliases.clone();
             self.retain(
-                |r| !list.iter().any(|e| *e == r.name || aliases.get(e) == Some(&r.name)),
+                |r| {
+                    !list
+                        .iter()
+                        .any(|e| *e == r.name || aliases.get(e) == Some(&r.name))
+                },
                 why,
             );
         }
@@ -246,7 +285,11 @@ impl ToolRegistry {
 
     /// Looks up `name` and builds a call from `args`; an unknown name is an error that
     /// names the closest tools, a removed one says why it is unavailable.
-    pub fn build(&self, name: &str, args: Value) -> Result<(&Registration, Box<dyn Invocation>), ToolError> {
+    pub fn build(
+        &self,
+        name: &str,
+        args: Value,
+    ) -> Result<(&Registration, Box<dyn Invocation>), ToolError> {
         let registration = self.get(name).ok_or_else(|| self.not_found(name))?;
         Ok((registration, registration.build(args)?))
     }
@@ -265,7 +308,10 @@ impl ToolRegistry {
             let names: Vec<String> = close.iter().map(|n| format!("\"{n}\"")).collect();
             format!(" Did you mean one of: {}?", names.join(", "))
         };
-        ToolError::new(ErrorKind::ToolNotRegistered, format!("Tool \"{name}\" not found in the registry.{hint}"))
+        ToolError::new(
+            ErrorKind::ToolNotRegistered,
+            format!("Tool \"{name}\" not found in the registry.{hint}"),
+        )
     }
 }
 
@@ -294,15 +340,28 @@ pub fn rule_tool_name(entry: &str) -> &str {
 pub fn sanitize_tool_name(raw: &str) -> String {
     let clean: String = raw
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
-    let clean = if clean.is_empty() { "_".to_string() } else { clean };
+    let clean = if clean.is_empty() {
+        "_".to_string()
+    } else {
+        clean
+    };
     if clean.len() <= MAX_NAME_LEN {
         return clean;
     }
     let digest = Sha256::digest(raw.as_bytes());
     let hash: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
-    format!("{}_{hash}", truncate_chars(&clean, MAX_NAME_LEN - 1 - hash.len()))
+    format!(
+        "{}_{hash}",
+        truncate_chars(&clean, MAX_NAME_LEN - 1 - hash.len())
+    )
 }
 
 fn truncate_chars(s: &str, max: usize) -> &str {

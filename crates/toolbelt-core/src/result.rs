@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Part {
-    Text { text: String },
+    Text {
+        text: String,
+    },
     /// Raw bytes with their MIME type (images, audio, PDF). Serialized as base64.
     InlineData {
         mime_type: String,
@@ -203,7 +205,10 @@ pub struct ToolError {
 
 impl ToolError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        ToolError { kind, message: message.into() }
+        ToolError {
+            kind,
+            message: message.into(),
+        }
     }
 
     pub fn invalid_params(message: impl Into<String>) -> Self {
@@ -232,7 +237,11 @@ impl ToolResult {
     }
 
     pub fn with_display(llm_text: impl Into<String>, display: Display) -> Self {
-        ToolResult { llm_content: vec![Part::text(llm_text)], return_display: display, error: None }
+        ToolResult {
+            llm_content: vec![Part::text(llm_text)],
+            return_display: display,
+            error: None,
+        }
     }
 
     /// A failure: the model reads `Error: <message>`, a person sees the same.

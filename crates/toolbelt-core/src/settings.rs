@@ -27,9 +27,18 @@ pub use merge::merge_layers;
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     #[error("{path}: {message} at line {line} column {column}")]
-    Parse { path: PathBuf, line: usize, column: usize, message: String },
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("{path}: {key}: {message}")]
-    Invalid { path: PathBuf, key: String, message: String },
+    Invalid {
+        path: PathBuf,
+        key: String,
+        message: String,
+    },
     #[error("{path}: {message}")]
     Io { path: PathBuf, message: String },
 }
@@ -60,8 +69,16 @@ impl SettingsPaths {
         let user = home.map(|h| h.join(".qwen/settings.json"));
         let workspace = project_dir.join(".qwen/settings.json");
         // In the home directory the workspace file is the user file: read it once.
-        let workspace = if Some(&workspace) == user.as_ref() { None } else { Some(workspace) };
-        SettingsPaths { user, workspace, system: Some(system) }
+        let workspace = if Some(&workspace) == user.as_ref() {
+            None
+        } else {
+            Some(workspace)
+        };
+        SettingsPaths {
+            user,
+            workspace,
+            system: Some(system),
+        }
     }
 
     fn layers(&self) -> impl Iterator<Item = (SettingsLayer, &PathBuf)> {
@@ -136,7 +153,10 @@ pub struct FileFiltering {
 
 impl Default for FileFiltering {
     fn default() -> Self {
-        FileFiltering { respect_git_ignore: true, respect_qwen_ignore: true }
+        FileFiltering {
+            respect_git_ignore: true,
+            respect_qwen_ignore: true,
+        }
     }
 }
 
@@ -176,9 +196,24 @@ pub struct ModelSettings {
 
 /// The top-level keys this build knows; others are reported at debug level.
 const KNOWN_TOP_LEVEL: &[&str] = &[
-    "tools", "permissions", "context", "mcpServers", "mcp", "model", "general", "ui",
-    "security", "privacy", "telemetry", "advanced", "ide", "env", "hooks", "output",
-    "modelProviders", "$schema",
+    "tools",
+    "permissions",
+    "context",
+    "mcpServers",
+    "mcp",
+    "model",
+    "general",
+    "ui",
+    "security",
+    "privacy",
+    "telemetry",
+    "advanced",
+    "ide",
+    "env",
+    "hooks",
+    "output",
+    "modelProviders",
+    "$schema",
 ];
 
 impl Settings {
@@ -192,11 +227,13 @@ impl Settings {
                 sources.push(path.clone());
             }
         }
-        let mut settings = Settings::from_value(merge_layers(layers))
-            .map_err(|(key, message)| SettingsError::Invalid {
-                path: sources.last().cloned().unwrap_or_default(),
-                key,
-                message,
+        let mut settings =
+            Settings::from_value(merge_layers(layers)).map_err(|(key, message)| {
+                SettingsError::Invalid {
+                    path: sources.last().cloned().unwrap_or_default(),
+                    key,
+                    message,
+                }
             })?;
         settings.sources = sources;
         Ok(settings)
@@ -226,13 +263,23 @@ fn read_layer(path: &Path) -> Result<Option<Value>, SettingsError> {
     let text = match std::fs::read(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(SettingsError::Io { path: path.to_path_buf(), message: e.to_string() }),
+        Err(e) => {
+            return Err(SettingsError::Io {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            });
+        }
     };
     let value = parse_settings_text(&text).map_err(|e| SettingsError::Parse {
         path: path.to_path_buf(),
         line: e.line(),
         column: e.column(),
-        message: e.to_string().split(" at line ").next().unwrap_or_default().to_string(),
+        message: e
+            .to_string()
+            .split(" at line ")
+            .next()
+            .unwrap_or_default()
+            .to_string(),
     })?;
     if !value.is_object() {
         return Err(SettingsError::Invalid {
@@ -243,10 +290,17 @@ fn read_layer(path: &Path) -> Result<Option<Value>, SettingsError> {
     }
     let value = expand_env(value);
     if let Err((key, message)) = Settings::from_value(value.clone()) {
-        return Err(SettingsError::Invalid { path: path.to_path_buf(), key, message });
+        return Err(SettingsError::Invalid {
+            path: path.to_path_buf(),
+            key,
+            message,
+        });
     }
     if let Some(map) = value.as_object() {
-        for key in map.keys().filter(|k| !KNOWN_TOP_LEVEL.contains(&k.as_str())) {
+        for key in map
+            .keys()
+            .filter(|k| !KNOWN_TOP_LEVEL.contains(&k.as_str()))
+        {
             tracing::debug!("{}: unknown settings key '{key}' ignored", path.display());
         }
     }
@@ -271,7 +325,9 @@ fn expand_env(value: Value) -> Value {
             Value::String(expanded.into_owned())
         }
         Value::Array(items) => Value::Array(items.into_iter().map(expand_env).collect()),
-        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, expand_env(v))).collect()),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().map(|(k, v)| (k, expand_env(v))).collect())
+        }
         other => other,
     }
 }
@@ -281,7 +337,9 @@ fn expand_env(value: Value) -> Value {
 /// likewise for the call command; `mcpServerCommand` → `mcp.serverCommand`;
 /// `coreTools`/`excludeTools`/`allowedTools` → `tools.core|exclude|allowed`.
 fn normalize_legacy(mut raw: Value) -> Value {
-    let Some(root) = raw.as_object_mut() else { return raw };
+    let Some(root) = raw.as_object_mut() else {
+        return raw;
+    };
     let moves: &[(&[&str], &str, &str)] = &[
         (&["toolDiscoveryCommand"], "tools", "discoveryCommand"),
         (&["toolCallCommand"], "tools", "callCommand"),
@@ -293,7 +351,9 @@ fn normalize_legacy(mut raw: Value) -> Value {
     for (old_keys, section, new_key) in moves {
         for old in *old_keys {
             if let Some(v) = root.remove(*old) {
-                let entry = root.entry(section.to_string()).or_insert_with(|| Value::Object(Map::new()));
+                let entry = root
+                    .entry(section.to_string())
+                    .or_insert_with(|| Value::Object(Map::new()));
                 if let Some(obj) = entry.as_object_mut() {
                     obj.entry(new_key.to_string()).or_insert(v);
                 }
@@ -301,7 +361,10 @@ fn normalize_legacy(mut raw: Value) -> Value {
         }
     }
     if let Some(tools) = root.get_mut("tools").and_then(Value::as_object_mut) {
-        for (old, new) in [("toolDiscoveryCommand", "discoveryCommand"), ("toolCallCommand", "callCommand")] {
+        for (old, new) in [
+            ("toolDiscoveryCommand", "discoveryCommand"),
+            ("toolCallCommand", "callCommand"),
+        ] {
             if let Some(v) = tools.remove(old) {
                 tools.entry(new.to_string()).or_insert(v);
             }

@@ -111,7 +111,11 @@ impl OutputSink {
 
 impl std::fmt::Debug for OutputSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "OutputSink(listening)" } else { "OutputSink(none)" })
+        f.write_str(if self.0.is_some() {
+            "OutputSink(listening)"
+        } else {
+            "OutputSink(none)"
+        })
     }
 }
 
@@ -129,7 +133,12 @@ pub struct ToolEnvironment {
 impl ToolEnvironment {
     pub fn new(roots: WorkspaceRoots, settings: Arc<Settings>, session_dir: PathBuf) -> Self {
         let output = OutputPolicy::from_settings(&settings, session_dir.join("output"));
-        ToolEnvironment { roots, output, settings, session_dir }
+        ToolEnvironment {
+            roots,
+            output,
+            settings,
+            session_dir,
+        }
     }
 }
 
@@ -143,7 +152,11 @@ pub struct ExecContext {
 
 impl ExecContext {
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        ExecContext { cancel: CancellationToken::new(), output: OutputSink::none(), env }
+        ExecContext {
+            cancel: CancellationToken::new(),
+            output: OutputSink::none(),
+            env,
+        }
     }
 }
 
@@ -171,6 +184,11 @@ pub trait Tool: Send + Sync {
     /// (`file_path` → `absolute_path` for `read_file`).
     fn parameter_aliases(&self) -> &[(&'static str, &'static str)] {
         &[]
+    }
+    /// Whether calls usually need a person's approval (for listings; the real answer
+    /// for one call is [`Invocation::confirmation`]).
+    fn needs_confirmation(&self) -> bool {
+        self.kind().is_mutator() || self.kind() == Kind::Fetch
     }
     /// Whether `execute` streams live output through the sink.
     fn can_update_output(&self) -> bool {

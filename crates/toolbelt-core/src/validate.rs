@@ -43,7 +43,10 @@ impl Clone for SchemaValidator {
 
 impl SchemaValidator {
     pub fn new(schema: Value) -> Self {
-        SchemaValidator { schema, compiled: OnceLock::new() }
+        SchemaValidator {
+            schema,
+            compiled: OnceLock::new(),
+        }
     }
 
     pub fn schema(&self) -> &Value {
@@ -52,7 +55,10 @@ impl SchemaValidator {
 
     /// The compiled schema, or why it does not compile.
     pub fn compiled(&self) -> Result<&Validator, &str> {
-        self.compiled.get_or_init(|| compile(&self.schema)).as_ref().map_err(String::as_str)
+        self.compiled
+            .get_or_init(|| compile(&self.schema))
+            .as_ref()
+            .map_err(String::as_str)
     }
 
     /// Validates `args`, coercing sloppy values where the schema leaves no doubt.
@@ -106,7 +112,11 @@ fn error_text(validator: &Validator, args: &Value) -> String {
         .iter_errors(args)
         .map(|e| {
             let path = pointer_to_path(e.instance_path().as_str());
-            if path.is_empty() { e.to_string() } else { format!("{path}: {e}") }
+            if path.is_empty() {
+                e.to_string()
+            } else {
+                format!("{path}: {e}")
+            }
         })
         .collect();
     lines.dedup();

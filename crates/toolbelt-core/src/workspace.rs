@@ -16,6 +16,9 @@ use crate::result::{ErrorKind, ToolError};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkspaceRoots {
     roots: Vec<PathBuf>,
+    /// Directories tools may read but not write: the session's own files (spilled
+    /// output, background job logs), so the model can page through what was cut.
+    readable: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -24,10 +27,16 @@ pub enum PathError {
     Empty,
     #[error("the path contains a NUL byte")]
     NulByte,
-    #[error("the path must be absolute, but '{0}' is relative; prefix it with a workspace directory: {1}")]
+    #[error(
+        "the path must be absolute, but '{0}' is relative; prefix it with a workspace directory: {1}"
+    )]
     Relative(String, RootList),
     #[error("the path '{path}' is outside the workspace{via}; allowed directories: {roots}")]
-    Outside { path: String, via: String, roots: RootList },
+    Outside {
+        path: String,
+        via: String,
+        roots: RootList,
+    },
     #[error("the path '{0}' goes through a symbolic link whose target does not exist")]
     DanglingLink(String),
     #[error("cannot resolve '{0}': {1}")]
@@ -73,7 +82,10 @@ impl WorkspaceRoots {
         for root in roots {
             let root = root.as_ref();
             let real = root.canonicalize().map_err(|e| {
-                std::io::Error::new(e.kind(), format!("workspace directory {}: {e}", root.display()))
+                std::io::Error::new(
+                    e.kind(),
+                    format!("workspace directory {}: {e}", root.display()),
+                )
             })?;
             if !real.is_dir() {
                 return Err(std::io::Error::new(
@@ -85,7 +97,36 @@ impl WorkspaceRoots {
                 resolved.push(real);
             }
         }
-        Ok(WorkspaceRoots { roots: resolved })
+        Ok(WorkspaceRoots {
+            roots: resolved,
+            readable: Vec::new(),
+        })
+    }
+
+    /// Adds a directory that read-only tools may read (created if missing).
+    pub fn add_readable(&mut self, dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let real = dir.canonicalize()?;
+        if !self.readable.contains(&real) {
+            self.readable.push(real);
+        }
+        Ok(())
+    }
+
+    /// Like [`WorkspaceRoots::resolve`], but also accepts the readable directories.
+    /// For tools that only read.
+    pub fn resolve_readable(&self, given: &str) -> Result<PathBuf, PathError> {
+        match self.resolve(given) {
+            Err(PathError::Outside { path, via, roots }) => {
+                let real = resolve_real(Path::new(given))?;
+                if self.readable.iter().any(|r| real.starts_with(r)) {
+                    Ok(real)
+                } else {
+                    Err(PathError::Outside { path, via, roots })
+                }
+            }
+            other => other,
+        }
     }
 
     /// The roots, the first being the primary one (the current directory).
@@ -104,12 +145,19 @@ impl WorkspaceRoots {
 
     /// The root that holds `real`, if any.
     pub fn root_of(&self, real: &Path) -> Option<&Path> {
-        self.roots.iter().map(PathBuf::as_path).filter(|r| real.starts_with(r)).max_by_key(|r| r.as_os_str().len())
+        self.roots
+            .iter()
+            .map(PathBuf::as_path)
+            .filter(|r| real.starts_with(r))
+            .max_by_key(|r| r.as_os_str().len())
     }
 
     /// `real` relative to its root, for display; the path itself when outside.
     pub fn display_relative(&self, real: &Path) -> String {
-        match self.root_of(real).and_then(|root| real.strip_prefix(root).ok()) {
+        match self
+            .root_of(real)
+            .and_then(|root| real.strip_prefix(root).ok())
+        {
             Some(rel) if rel.as_os_str().is_empty() => ".".to_string(),
             Some(rel) => rel.display().to_string(),
             None => real.display().to_string(),
@@ -127,11 +175,18 @@ impl WorkspaceRoots {
         }
         let normal = normalize_lexically(&path);
         let via = if self.contains(&normal) {
-            format!(" (it resolves through a symbolic link to {})", real.display())
+            format!(
+                " (it resolves through a symbolic link to {})",
+                real.display()
+            )
         } else {
             String::new()
         };
-        Err(PathError::Outside { path: given.to_string(), via, roots: RootList(self.roots.clone()) })
+        Err(PathError::Outside {
+            path: given.to_string(),
+            via,
+            roots: RootList(self.roots.clone()),
+        })
     }
 }
 
@@ -144,7 +199,10 @@ fn check_absolute(given: &str, roots: &[PathBuf]) -> Result<PathBuf, PathError> 
     }
     let path = PathBuf::from(given);
     if !path.is_absolute() {
-        return Err(PathError::Relative(given.to_string(), RootList(roots.to_vec())));
+        return Err(PathError::Relative(
+            given.to_string(),
+            RootList(roots.to_vec()),
+        ));
     }
     Ok(path)
 }
@@ -241,7 +299,10 @@ mod tests {
     #[test]
     fn relative_empty_and_nul_are_refused() {
         let (_ws, _o, roots) = setup();
-        assert!(matches!(roots.resolve("a.txt"), Err(PathError::Relative(..))));
+        assert!(matches!(
+            roots.resolve("a.txt"),
+            Err(PathError::Relative(..))
+        ));
         assert_eq!(roots.resolve(""), Err(PathError::Empty));
         assert_eq!(roots.resolve("/tmp/a\0b"), Err(PathError::NulByte));
     }
@@ -259,7 +320,10 @@ mod tests {
     fn missing_file_through_dot_dot_is_refused() {
         let (ws, _o, roots) = setup();
         let given = format!("{}/nope/../../new.txt", ws.path().display());
-        assert!(matches!(roots.resolve(&given), Err(PathError::Outside { .. })));
+        assert!(matches!(
+            roots.resolve(&given),
+            Err(PathError::Outside { .. })
+        ));
     }
 
     #[test]
@@ -271,24 +335,43 @@ mod tests {
         let err = roots.resolve(&s(&ws.path().join("link"))).unwrap_err();
         assert!(err.to_string().contains("symbolic link"), "{err}");
         // A new file under a linked directory is outside too.
-        let err = roots.resolve(&s(&ws.path().join("dir/new/file.txt"))).unwrap_err();
+        let err = roots
+            .resolve(&s(&ws.path().join("dir/new/file.txt")))
+            .unwrap_err();
         assert!(matches!(err, PathError::Outside { .. }));
     }
 
     #[test]
     fn dangling_symlink_is_refused() {
         let (ws, outside, roots) = setup();
-        std::os::unix::fs::symlink(outside.path().join("nothing"), ws.path().join("dangling")).unwrap();
-        let err = roots.resolve(&s(&ws.path().join("dangling/x"))).unwrap_err();
+        std::os::unix::fs::symlink(outside.path().join("nothing"), ws.path().join("dangling"))
+            .unwrap();
+        let err = roots
+            .resolve(&s(&ws.path().join("dangling/x")))
+            .unwrap_err();
         assert!(matches!(err, PathError::DanglingLink(_)), "{err}");
     }
 
     #[test]
     fn new_file_inside_is_allowed() {
         let (ws, _o, roots) = setup();
-        let real = roots.resolve(&s(&ws.path().join("sub/dir/new.rs"))).unwrap();
+        let real = roots
+            .resolve(&s(&ws.path().join("sub/dir/new.rs")))
+            .unwrap();
         assert!(real.ends_with("sub/dir/new.rs"));
         assert_eq!(roots.display_relative(&real), "sub/dir/new.rs");
+    }
+
+    #[test]
+    fn readable_directories_are_readable_only() {
+        let (ws, outside, mut roots) = setup();
+        std::fs::write(outside.path().join("spill.txt"), "s").unwrap();
+        let given = s(&outside.path().join("spill.txt"));
+        assert!(roots.resolve_readable(&given).is_err());
+        roots.add_readable(outside.path()).unwrap();
+        assert!(roots.resolve_readable(&given).is_ok());
+        assert!(roots.resolve(&given).is_err(), "not writable");
+        assert!(roots.resolve_readable(&s(&ws.path().join("x"))).is_ok());
     }
 
     #[test]

@@ -1,1 +1,48 @@
-fn main() {}
+//! `toolbelt`: the command line. Thin by design: it parses flags, assembles a session
+//! (settings, workspace roots, registry) and hands work to the library crates.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod cli;
+mod session;
+mod tools_cmd;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("toolbelt: cannot start the async runtime: {e}");
+            return ExitCode::from(cli::EXIT_TOOL_ERROR);
+        }
+    };
+    let code = runtime.block_on(run(cli));
+    // Tools may leave blocking reads behind after a cancel; do not wait for them.
+    runtime.shutdown_background();
+    ExitCode::from(code)
+}
+
+async fn run(cli: cli::Cli) -> u8 {
+    match cli.command {
+        Some(cli::Command::Tools { command }) => tools_cmd::run(&cli.global, command).await,
+        None => {
+            eprintln!("toolbelt: nothing to do; try `toolbelt --help`");
+            cli::EXIT_USAGE
+        }
+    }
+}
+
+fn init_tracing() {
+    // Quiet unless asked: TOOLBELT_LOG=debug (or any tracing filter).
+    let filter = std::env::var("TOOLBELT_LOG").unwrap_or_else(|_| "warn".to_string());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .try_init();
+}

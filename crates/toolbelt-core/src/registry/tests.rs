@@ -85,11 +85,18 @@ fn register_get_all_and_declarations() {
 fn aliases_resolve_to_the_current_name() {
     let mut r = ToolRegistry::new();
     r.register(fake_with_aliases("edit", &["replace"]), Origin::BuiltIn);
-    r.register(fake_with_aliases("grep_search", &["search_file_content", "grep"]), Origin::BuiltIn);
+    r.register(
+        fake_with_aliases("grep_search", &["search_file_content", "grep"]),
+        Origin::BuiltIn,
+    );
     assert_eq!(r.get("replace").unwrap().name, "edit");
     assert_eq!(r.get("search_file_content").unwrap().name, "grep_search");
     assert_eq!(r.get("grep").unwrap().name, "grep_search");
-    assert_eq!(names(&r), ["edit", "grep_search"], "aliases are not listed as tools");
+    assert_eq!(
+        names(&r),
+        ["edit", "grep_search"],
+        "aliases are not listed as tools"
+    );
 }
 
 #[test]
@@ -107,14 +114,21 @@ fn collisions_never_drop_a_tool() {
     assert_eq!(r.len(), 5);
     assert_eq!(r.get("read_file").unwrap().origin, Origin::BuiltIn);
     assert_eq!(r.warnings().len(), 3);
-    assert!(r.warnings()[0].contains("discovered__read_file"), "{:?}", r.warnings());
+    assert!(
+        r.warnings()[0].contains("discovered__read_file"),
+        "{:?}",
+        r.warnings()
+    );
 }
 
 #[test]
 fn a_discovered_tool_named_like_an_alias_is_renamed() {
     let mut r = ToolRegistry::new();
     r.register(fake_with_aliases("edit", &["replace"]), Origin::BuiltIn);
-    assert_eq!(r.register(fake("replace"), Origin::Discovered), "discovered__replace");
+    assert_eq!(
+        r.register(fake("replace"), Origin::Discovered),
+        "discovered__replace"
+    );
 }
 
 #[test]
@@ -125,8 +139,15 @@ fn unknown_name_suggests_the_three_closest() {
     }
     let e = r.build("read_fil", json!({})).unwrap_err();
     assert_eq!(e.kind, ErrorKind::ToolNotRegistered);
-    assert!(e.message.contains("Did you mean one of: \"read_file\""), "{}", e.message);
-    assert_eq!(r.closest("read_fil", 3), ["read_file", "read_many_files", "write_file"]);
+    assert!(
+        e.message.contains("Did you mean one of: \"read_file\""),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        r.closest("read_fil", 3),
+        ["read_file", "read_many_files", "write_file"]
+    );
 }
 
 #[test]
@@ -134,7 +155,11 @@ fn build_validates_schema_then_tool_checks() {
     let mut r = ToolRegistry::new();
     r.register(fake("t"), Origin::BuiltIn);
     let e = r.build("t", json!({"n": "x"})).unwrap_err();
-    assert!(e.message.contains("n: \"x\" is not of type \"integer\""), "{}", e.message);
+    assert!(
+        e.message.contains("n: \"x\" is not of type \"integer\""),
+        "{}",
+        e.message
+    );
     let e = r.build("t", json!({"n": 13})).unwrap_err();
     assert_eq!(e.message, "n must not be 13");
     let (reg, call) = r.build("t", json!({"n": "4"})).unwrap();
@@ -149,7 +174,8 @@ fn settings_core_allow_list_keeps_only_named_builtins() {
     r.register(fake("read_file"), Origin::BuiltIn);
     r.register(fake("run_shell_command"), Origin::BuiltIn);
     r.register(fake("mcp__s__t"), Origin::Mcp { server: "s".into() });
-    let s = Settings::from_value(json!({"tools": {"core": ["replace", "run_shell_command(git)"]}})).unwrap();
+    let s = Settings::from_value(json!({"tools": {"core": ["replace", "run_shell_command(git)"]}}))
+        .unwrap();
     r.apply_settings(&s);
     assert_eq!(names(&r), ["edit", "run_shell_command", "mcp__s__t"]);
     let e = r.build("read_file", json!({})).unwrap_err();
@@ -170,13 +196,26 @@ fn settings_exclude_and_deny_remove_whole_tools_only() {
     .unwrap();
     r.apply_settings(&s);
     assert_eq!(names(&r), ["run_shell_command", "edit"]);
-    assert!(r.build("read_file", json!({})).unwrap_err().message.contains("tools.exclude"));
-    assert!(r.build("glob", json!({})).unwrap_err().message.contains("permissions.deny"));
+    assert!(
+        r.build("read_file", json!({}))
+            .unwrap_err()
+            .message
+            .contains("tools.exclude")
+    );
+    assert!(
+        r.build("glob", json!({}))
+            .unwrap_err()
+            .message
+            .contains("permissions.deny")
+    );
 }
 
 #[test]
 fn names_are_sanitized_and_clamped_with_a_stable_hash() {
-    assert_eq!(sanitize_tool_name("mcp__my server__do/it"), "mcp__my_server__do_it");
+    assert_eq!(
+        sanitize_tool_name("mcp__my server__do/it"),
+        "mcp__my_server__do_it"
+    );
     let long_a = format!("mcp__server__{}", "a".repeat(80));
     let long_b = format!("mcp__server__{}b", "a".repeat(80));
     let (a, b) = (sanitize_tool_name(&long_a), sanitize_tool_name(&long_b));

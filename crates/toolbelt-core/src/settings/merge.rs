@@ -3,7 +3,12 @@
 use serde_json::{Map, Value};
 
 /// Keys whose arrays are the union of all layers (no duplicates).
-const UNION: &[&str] = &["permissions.allow", "permissions.ask", "permissions.deny", "tools.exclude"];
+const UNION: &[&str] = &[
+    "permissions.allow",
+    "permissions.ask",
+    "permissions.deny",
+    "tools.exclude",
+];
 /// Keys whose arrays are concatenated, lower layers first.
 const CONCAT: &[&str] = &["context.includeDirectories", "mcp.allowed", "mcp.excluded"];
 /// Keys whose objects merge one level deep: each entry is taken whole from the highest
@@ -23,7 +28,11 @@ fn merge_into(base: &mut Value, over: Value, path: &str) {
     match (base, over) {
         (Value::Object(base), Value::Object(over)) => {
             for (key, value) in over {
-                let child_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                let child_path = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
                 match base.get_mut(&key) {
                     Some(existing) if SHALLOW.contains(&child_path.as_str()) => {
                         if let (Value::Object(e), Value::Object(o)) = (&mut *existing, &value) {

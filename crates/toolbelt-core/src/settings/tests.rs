@@ -10,8 +10,16 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
-fn paths(user: Option<PathBuf>, workspace: Option<PathBuf>, system: Option<PathBuf>) -> SettingsPaths {
-    SettingsPaths { user, workspace, system }
+fn paths(
+    user: Option<PathBuf>,
+    workspace: Option<PathBuf>,
+    system: Option<PathBuf>,
+) -> SettingsPaths {
+    SettingsPaths {
+        user,
+        workspace,
+        system,
+    }
 }
 
 #[test]
@@ -26,43 +34,91 @@ fn missing_files_give_defaults() {
 #[test]
 fn precedence_is_system_over_workspace_over_user() {
     let dir = tempfile::tempdir().unwrap();
-    let user = write(dir.path(), "u.json", r#"{"tools": {"approvalMode": "plan", "truncateToolOutputLines": 10, "callCommand": "u"}}"#);
-    let ws = write(dir.path(), "w.json", r#"{"tools": {"approvalMode": "auto-edit", "truncateToolOutputLines": 20}}"#);
-    let sys = write(dir.path(), "s.json", r#"{"tools": {"approvalMode": "yolo"}}"#);
-    let s = Settings::load(&paths(Some(user.clone()), Some(ws.clone()), Some(sys.clone()))).unwrap();
+    let user = write(
+        dir.path(),
+        "u.json",
+        r#"{"tools": {"approvalMode": "plan", "truncateToolOutputLines": 10, "callCommand": "u"}}"#,
+    );
+    let ws = write(
+        dir.path(),
+        "w.json",
+        r#"{"tools": {"approvalMode": "auto-edit", "truncateToolOutputLines": 20}}"#,
+    );
+    let sys = write(
+        dir.path(),
+        "s.json",
+        r#"{"tools": {"approvalMode": "yolo"}}"#,
+    );
+    let s = Settings::load(&paths(
+        Some(user.clone()),
+        Some(ws.clone()),
+        Some(sys.clone()),
+    ))
+    .unwrap();
     assert_eq!(s.tools.approval_mode.as_deref(), Some("yolo"));
     assert_eq!(s.tools.truncate_tool_output_lines, Some(20));
-    assert_eq!(s.tools.call_command.as_deref(), Some("u"), "deep merge keeps lower keys");
+    assert_eq!(
+        s.tools.call_command.as_deref(),
+        Some("u"),
+        "deep merge keeps lower keys"
+    );
     assert_eq!(s.sources, vec![user, ws, sys]);
 }
 
 #[test]
 fn permission_lists_are_unions_and_include_directories_concatenate() {
     let dir = tempfile::tempdir().unwrap();
-    let user = write(dir.path(), "u.json", r#"{"permissions": {"deny": ["a", "b"]}, "context": {"includeDirectories": ["/x"]}, "tools": {"exclude": ["t1"], "core": ["read_file", "glob"]}}"#);
-    let ws = write(dir.path(), "w.json", r#"{"permissions": {"deny": ["b", "c"]}, "context": {"includeDirectories": ["/x", "/y"]}, "tools": {"exclude": ["t2"], "core": ["edit"]}}"#);
+    let user = write(
+        dir.path(),
+        "u.json",
+        r#"{"permissions": {"deny": ["a", "b"]}, "context": {"includeDirectories": ["/x"]}, "tools": {"exclude": ["t1"], "core": ["read_file", "glob"]}}"#,
+    );
+    let ws = write(
+        dir.path(),
+        "w.json",
+        r#"{"permissions": {"deny": ["b", "c"]}, "context": {"includeDirectories": ["/x", "/y"]}, "tools": {"exclude": ["t2"], "core": ["edit"]}}"#,
+    );
     let s = Settings::load(&paths(Some(user), Some(ws), None)).unwrap();
     assert_eq!(s.permissions.deny, vec!["a", "b", "c"]);
     assert_eq!(s.context.include_directories, vec!["/x", "/x", "/y"]);
     assert_eq!(s.tools.exclude, vec!["t1", "t2"]);
-    assert_eq!(s.tools.core, Some(vec!["edit".to_string()]), "other arrays are replaced");
+    assert_eq!(
+        s.tools.core,
+        Some(vec!["edit".to_string()]),
+        "other arrays are replaced"
+    );
 }
 
 #[test]
 fn mcp_servers_merge_by_name_taking_each_server_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let user = write(dir.path(), "u.json", r#"{"mcpServers": {"a": {"command": "ua", "trust": true}, "b": {"command": "ub"}}}"#);
-    let ws = write(dir.path(), "w.json", r#"{"mcpServers": {"a": {"command": "wa"}}}"#);
+    let user = write(
+        dir.path(),
+        "u.json",
+        r#"{"mcpServers": {"a": {"command": "ua", "trust": true}, "b": {"command": "ub"}}}"#,
+    );
+    let ws = write(
+        dir.path(),
+        "w.json",
+        r#"{"mcpServers": {"a": {"command": "wa"}}}"#,
+    );
     let s = Settings::load(&paths(Some(user), Some(ws), None)).unwrap();
     assert_eq!(s.mcp_servers["a"].command.as_deref(), Some("wa"));
-    assert!(!s.mcp_servers["a"].trust, "server a is taken whole from the workspace");
+    assert!(
+        !s.mcp_servers["a"].trust,
+        "server a is taken whole from the workspace"
+    );
     assert_eq!(s.mcp_servers["b"].command.as_deref(), Some("ub"));
 }
 
 #[test]
 fn comments_are_tolerated() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "s.json", "{\n  // line comment\n  \"tools\": { /* block */ \"exclude\": [\"x\"] } # shell\n}\n");
+    let f = write(
+        dir.path(),
+        "s.json",
+        "{\n  // line comment\n  \"tools\": { /* block */ \"exclude\": [\"x\"] } # shell\n}\n",
+    );
     let s = Settings::load(&paths(None, Some(f), None)).unwrap();
     assert_eq!(s.tools.exclude, vec!["x"]);
 }
@@ -70,18 +126,29 @@ fn comments_are_tolerated() {
 #[test]
 fn malformed_file_names_file_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "settings.json", "{\n  \"tools\": {\n    \"exclude\": [\"x\",]\n  }\n}\n");
+    let f = write(
+        dir.path(),
+        "settings.json",
+        "{\n  \"tools\": {\n    \"exclude\": [\"x\",]\n  }\n}\n",
+    );
     let err = Settings::load(&paths(None, Some(f.clone()), None)).unwrap_err();
     let text = err.to_string();
     assert!(text.starts_with(&f.display().to_string()), "{text}");
-    assert!(matches!(err, SettingsError::Parse { line: 3, .. }), "{text}");
+    assert!(
+        matches!(err, SettingsError::Parse { line: 3, .. }),
+        "{text}"
+    );
     assert!(text.contains("line 3 column"), "{text}");
 }
 
 #[test]
 fn wrong_type_for_a_known_key_names_file_and_key() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "settings.json", r#"{"tools": {"exclude": "read_file"}}"#);
+    let f = write(
+        dir.path(),
+        "settings.json",
+        r#"{"tools": {"exclude": "read_file"}}"#,
+    );
     let err = Settings::load(&paths(None, Some(f.clone()), None)).unwrap_err();
     let text = err.to_string();
     assert!(text.contains("settings.json"), "{text}");
@@ -92,13 +159,22 @@ fn wrong_type_for_a_known_key_names_file_and_key() {
 fn root_must_be_an_object() {
     let dir = tempfile::tempdir().unwrap();
     let f = write(dir.path(), "settings.json", "[1]");
-    assert!(Settings::load(&paths(None, Some(f), None)).unwrap_err().to_string().contains("JSON object"));
+    assert!(
+        Settings::load(&paths(None, Some(f), None))
+            .unwrap_err()
+            .to_string()
+            .contains("JSON object")
+    );
 }
 
 #[test]
 fn unknown_keys_are_not_fatal() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "s.json", r#"{"futureKey": {"x": 1}, "tools": {"futureToolKey": true, "exclude": ["a"]}}"#);
+    let f = write(
+        dir.path(),
+        "s.json",
+        r#"{"futureKey": {"x": 1}, "tools": {"futureToolKey": true, "exclude": ["a"]}}"#,
+    );
     let s = Settings::load(&paths(None, Some(f), None)).unwrap();
     assert_eq!(s.tools.exclude, vec!["a"]);
     assert_eq!(s.get("/futureKey/x"), Some(&json!(1)));
@@ -115,8 +191,14 @@ fn environment_variables_are_expanded_in_strings() {
         r#"{"tools": {"discoveryCommand": "$HOME/bin/d ${HOME}/x", "callCommand": "$TOOLBELT_SURELY_UNSET_VAR/c"}}"#,
     );
     let s = Settings::load(&paths(None, Some(f), None)).unwrap();
-    assert_eq!(s.tools.discovery_command, Some(format!("{home}/bin/d {home}/x")));
-    assert_eq!(s.tools.call_command.as_deref(), Some("$TOOLBELT_SURELY_UNSET_VAR/c"));
+    assert_eq!(
+        s.tools.discovery_command,
+        Some(format!("{home}/bin/d {home}/x"))
+    );
+    assert_eq!(
+        s.tools.call_command.as_deref(),
+        Some("$TOOLBELT_SURELY_UNSET_VAR/c")
+    );
 }
 
 #[test]
@@ -130,7 +212,8 @@ fn legacy_spellings_are_accepted() {
         assert_eq!(s.tools.discovery_command.as_deref(), Some("d"), "{raw}");
         assert_eq!(s.tools.call_command.as_deref(), Some("c"), "{raw}");
     }
-    let s = Settings::from_value(json!({"mcpServerCommand": "srv --stdio", "excludeTools": ["x"]})).unwrap();
+    let s = Settings::from_value(json!({"mcpServerCommand": "srv --stdio", "excludeTools": ["x"]}))
+        .unwrap();
     assert_eq!(s.mcp.server_command.as_deref(), Some("srv --stdio"));
     assert_eq!(s.tools.exclude, vec!["x"]);
 }
@@ -138,5 +221,8 @@ fn legacy_spellings_are_accepted() {
 #[test]
 fn empty_file_and_bom_are_fine() {
     assert_eq!(parse_settings_text(b"  \n").unwrap(), json!({}));
-    assert_eq!(parse_settings_text(b"\xEF\xBB\xBF{\"a\":1}").unwrap(), json!({"a": 1}));
+    assert_eq!(
+        parse_settings_text(b"\xEF\xBB\xBF{\"a\":1}").unwrap(),
+        json!({"a": 1})
+    );
 }

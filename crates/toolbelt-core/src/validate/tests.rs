@@ -26,7 +26,11 @@ fn check(args: Value, expect: Result<Value, &[&str]>) {
         (Ok(got), Ok(want)) => assert_eq!(got, want, "args {args}"),
         (Err(e), Err(fragments)) => {
             for f in fragments {
-                assert!(e.message.contains(f), "message {:?} lacks {f:?} (args {args})", e.message);
+                assert!(
+                    e.message.contains(f),
+                    "message {:?} lacks {f:?} (args {args})",
+                    e.message
+                );
             }
             assert_eq!(e.kind, crate::ErrorKind::InvalidToolParams);
         }
@@ -36,12 +40,18 @@ fn check(args: Value, expect: Result<Value, &[&str]>) {
 
 #[test]
 fn valid_arguments_pass_unchanged() {
-    check(json!({"absolute_path": "/a"}), Ok(json!({"absolute_path": "/a"})));
+    check(
+        json!({"absolute_path": "/a"}),
+        Ok(json!({"absolute_path": "/a"})),
+    );
 }
 
 #[test]
 fn wrong_type_names_the_path_and_the_expected_type() {
-    check(json!({"absolute_path": 5}), Err(&["absolute_path: 5 is not of type \"string\""]));
+    check(
+        json!({"absolute_path": 5}),
+        Err(&["absolute_path: 5 is not of type \"string\""]),
+    );
 }
 
 #[test]
@@ -56,12 +66,18 @@ fn unknown_property_is_named_when_the_schema_forbids_it() {
 
 #[test]
 fn minimum_is_reported_with_the_path() {
-    check(json!({"absolute_path": "/a", "limit": 0}), Err(&["limit: 0 is less than the minimum of 1"]));
+    check(
+        json!({"absolute_path": "/a", "limit": 0}),
+        Err(&["limit: 0 is less than the minimum of 1"]),
+    );
 }
 
 #[test]
 fn nested_paths_use_dots_and_brackets() {
-    check(json!({"absolute_path": "/a", "names": ["x", 3]}), Err(&["names[1]: 3 is not of type \"string\""]));
+    check(
+        json!({"absolute_path": "/a", "names": ["x", 3]}),
+        Err(&["names[1]: 3 is not of type \"string\""]),
+    );
 }
 
 #[test]
@@ -74,7 +90,10 @@ fn boolean_strings_are_coerced_also_nested() {
 
 #[test]
 fn numeric_strings_are_coerced_for_integers() {
-    check(json!({"absolute_path": "/a", "offset": "10"}), Ok(json!({"absolute_path": "/a", "offset": 10})));
+    check(
+        json!({"absolute_path": "/a", "offset": "10"}),
+        Ok(json!({"absolute_path": "/a", "offset": 10})),
+    );
 }
 
 #[test]
@@ -88,14 +107,23 @@ fn stringified_objects_and_arrays_are_parsed() {
 #[test]
 fn strings_are_left_alone_where_a_string_is_accepted() {
     // `either` accepts a string, so "[1]" stays a string and the arguments are valid.
-    check(json!({"absolute_path": "/a", "either": "[1]"}), Ok(json!({"absolute_path": "/a", "either": "[1]"})));
+    check(
+        json!({"absolute_path": "/a", "either": "[1]"}),
+        Ok(json!({"absolute_path": "/a", "either": "[1]"})),
+    );
     // A path that looks like `true` stays a string.
-    check(json!({"absolute_path": "true"}), Ok(json!({"absolute_path": "true"})));
+    check(
+        json!({"absolute_path": "true"}),
+        Ok(json!({"absolute_path": "true"})),
+    );
 }
 
 #[test]
 fn coercion_that_does_not_help_reports_the_error() {
-    check(json!({"absolute_path": "/a", "verbose": "yes"}), Err(&["verbose: \"yes\" is not of type \"boolean\""]));
+    check(
+        json!({"absolute_path": "/a", "verbose": "yes"}),
+        Err(&["verbose: \"yes\" is not of type \"boolean\""]),
+    );
 }
 
 #[test]
@@ -122,18 +150,24 @@ fn draft_2020_12_prefix_items_are_checked() {
     let e = v.validate(json!({"pair": ["a", "b"]})).unwrap_err();
     assert!(e.message.contains("pair[1]"), "{}", e.message);
     // prefixItems also guide coercion.
-    assert_eq!(v.validate(json!({"pair": ["a", "2"]})).unwrap(), json!({"pair": ["a", 2]}));
+    assert_eq!(
+        v.validate(json!({"pair": ["a", "2"]})).unwrap(),
+        json!({"pair": ["a", 2]})
+    );
 }
 
 #[test]
 fn draft_07_is_the_default() {
-    let v = SchemaValidator::new(json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
+    let v =
+        SchemaValidator::new(json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
     assert_eq!(v.compiled().unwrap().draft(), Draft::Draft7);
 }
 
 #[test]
 fn a_schema_that_does_not_compile_skips_validation() {
-    let v = SchemaValidator::new(json!({"type": "object", "properties": {"a": {"type": "no-such-type"}}}));
+    let v = SchemaValidator::new(
+        json!({"type": "object", "properties": {"a": {"type": "no-such-type"}}}),
+    );
     assert!(v.compiled().is_err());
     assert_eq!(v.validate(json!({"a": 1})).unwrap(), json!({"a": 1}));
 }

@@ -1,0 +1,125 @@
+//! What kind of content a file holds, decided from its name and its first bytes, so
+//! that images go to the model as images and binary files are named, not dumped.
+
+use std::path::Path;
+
+/// How many leading bytes are sniffed.
+pub const SNIFF_LEN: usize = 8192;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileType {
+    Text(TextEncoding),
+    /// Sent to the model as inline data with this MIME type (images, audio, video, PDF).
+    Media(String),
+    Binary,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextEncoding {
+    /// UTF-8, with or without a byte-order mark; invalid sequences are replaced.
+    Utf8 {
+        bom: bool,
+    },
+    Utf16Le,
+    Utf16Be,
+}
+
+/// Decides the type from the extension, then from `head` (the first bytes).
+pub fn detect(path: &Path, head: &[u8]) -> FileType {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    // TypeScript sources share `.ts`/`.mts`/`.cts` with MPEG transport streams; SVG is
+    // text the model reads better as markup.
+    let text_ext = matches!(ext.as_deref(), Some("ts" | "mts" | "cts" | "svg"));
+    if !text_ext {
+        if let Some(mime) = ext.as_deref().and_then(|e| mime_guess::from_ext(e).first()) {
+            let essence = mime.essence_str();
+            let media = matches!(mime.type_().as_str(), "image" | "audio" | "video")
+                || essence == "application/pdf";
+            if media {
+                return FileType::Media(essence.to_string());
+            }
+        }
+    }
+    if head.starts_with(b"\xEF\xBB\xBF") {
+        return FileType::Text(TextEncoding::Utf8 { bom: true });
+    }
+    if head.starts_with(b"\xFF\xFE") {
+        return FileType::Text(TextEncoding::Utf16Le);
+    }
+    if head.starts_with(b"\xFE\xFF") {
+        return FileType::Text(TextEncoding::Utf16Be);
+    }
+    if looks_binary(head) {
+        return FileType::Binary;
+    }
+    FileType::Text(TextEncoding::Utf8 { bom: false })
+}
+
+/// A NUL byte, or more than 30% control bytes other than tab, newline, form feed and
+/// carriage return.
+pub fn looks_binary(head: &[u8]) -> bool {
+    if head.is_empty() {
+        return false;
+    }
+    if head.contains(&0) {
+        return true;
+    }
+    let control = head
+        .iter()
+        .filter(|&&b| b < 9 || (14..32).contains(&b))
+        .count();
+    control * 10 > head.len() * 3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_by_extension_then_content() {
+        let p = |s: &str| Path::new(s).to_path_buf();
+        assert_eq!(
+            detect(&p("a.png"), b"\x89PNG"),
+            FileType::Media("image/png".into())
+        );
+        assert_eq!(
+            detect(&p("a.PDF"), b"%PDF"),
+            FileType::Media("application/pdf".into())
+        );
+        assert_eq!(
+            detect(&p("a.mp3"), b""),
+            FileType::Media("audio/mpeg".into())
+        );
+        assert_eq!(
+            detect(&p("a.ts"), b"let x = 1;"),
+            FileType::Text(TextEncoding::Utf8 { bom: false })
+        );
+        assert_eq!(
+            detect(&p("a.svg"), b"<svg/>"),
+            FileType::Text(TextEncoding::Utf8 { bom: false })
+        );
+        assert_eq!(detect(&p("a.bin"), b"\x00\x01\x02"), FileType::Binary);
+        assert_eq!(
+            detect(&p("noext"), b"\xEF\xBB\xBFhi"),
+            FileType::Text(TextEncoding::Utf8 { bom: true })
+        );
+        assert_eq!(
+            detect(&p("u16"), b"\xFF\xFEh\x00"),
+            FileType::Text(TextEncoding::Utf16Le)
+        );
+        assert_eq!(
+            detect(&p("a.rs"), "fn main() { \"é\" }".as_bytes()),
+            FileType::Text(TextEncoding::Utf8 { bom: false })
+        );
+    }
+
+    #[test]
+    fn control_heavy_content_is_binary() {
+        assert!(looks_binary(&[1, 2, 3, b'a']));
+        assert!(!looks_binary(b"plain\ttext\r\n"));
+        assert!(!looks_binary(b""));
+    }
+}

@@ -1,0 +1,388 @@
+//! `read_file`: one file's content for the model.
+//!
+//! Text is streamed line by line from `offset` (0-based) for `limit` lines, within the
+//! output policy's line and character budgets, and prefixed with a paging notice when
+//! anything was left out. Images, audio, video and PDF go back as inline data with their
+//! MIME type; other binary files are named, not dumped. Directories, FIFOs and devices
+//! are refused before they are opened (opening a FIFO would block).
+//!
+//! Size: a whole-file read is refused over [`MAX_WHOLE_READ`]; with `offset`/`limit` a
+//! file of any size can be paged through, since only the requested lines are kept.
+//! Inline data is capped at [`MAX_INLINE`]. Lines are not numbered, as in Qwen Code, so
+//! the text can be copied into `edit` as it is.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolbelt_core::{
+    BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind, Part,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+};
+
+use crate::file_type::{self, FileType, SNIFF_LEN, TextEncoding};
+
+/// Largest file read whole without `offset` or `limit`.
+pub const MAX_WHOLE_READ: u64 = 20 * 1024 * 1024;
+/// Largest file returned as inline data (providers cap requests near 10 MB of base64).
+pub const MAX_INLINE: u64 = 7 * 1024 * 1024;
+/// Marker appended to a line cut by the character budget.
+const CUT_MARKER: &str = "... [truncated]";
+
+pub struct ReadFile {
+    env: Arc<ToolEnvironment>,
+    schema: Value,
+}
+
+impl ReadFile {
+    pub fn new(env: Arc<ToolEnvironment>) -> Self {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "absolute_path": {
+                    "type": "string",
+                    "description": "Absolute path of the file to read (for example /home/me/project/src/main.rs). Relative paths are refused."
+                },
+                "offset": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "0-based line number to start reading from. Use with 'limit' to page through large files."
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Maximum number of lines to read. Defaults to the output limit (1000 lines)."
+                }
+            },
+            "required": ["absolute_path"],
+            "additionalProperties": false
+        });
+        ReadFile { env, schema }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Params {
+    absolute_path: String,
+    offset: Option<u64>,
+    limit: Option<u64>,
+}
+
+impl Tool for ReadFile {
+    fn name(&self) -> &str {
+        "read_file"
+    }
+    fn display_name(&self) -> &str {
+        "ReadFile"
+    }
+    fn description(&self) -> &str {
+        "Reads one file from the local filesystem. Text comes back as it is on disk, without line numbers; \
+         a file longer than the output limit (1000 lines or 25,000 characters) comes back in part, with a notice \
+         saying which lines are shown and how to read the rest with 'offset' and 'limit'. Images (PNG, JPEG, GIF, \
+         WEBP, ...), audio, video and PDF files come back as data the model can see. Other binary files are named, \
+         not shown. To read several files at once use read_many_files; to find text use grep_search."
+    }
+    fn kind(&self) -> Kind {
+        Kind::Read
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn parameter_aliases(&self) -> &[(&'static str, &'static str)] {
+        &[("file_path", "absolute_path"), ("path", "absolute_path")]
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let params: Params = crate::parse_params(args)?;
+        let path = self
+            .env
+            .roots
+            .resolve_readable(params.absolute_path.trim())?;
+        Ok(Box::new(ReadFileCall {
+            env: self.env.clone(),
+            display_path: self.env.roots.display_relative(&path),
+            path,
+            offset: params.offset.unwrap_or(0),
+            limit: params.limit,
+        }))
+    }
+}
+
+struct ReadFileCall {
+    env: Arc<ToolEnvironment>,
+    path: PathBuf,
+    display_path: String,
+    offset: u64,
+    limit: Option<u64>,
+}
+
+impl Invocation for ReadFileCall {
+    fn describe(&self) -> String {
+        match self.limit {
+            Some(limit) => format!(
+                "Read {} lines {}-{}",
+                self.display_path,
+                self.offset + 1,
+                self.offset + limit
+            ),
+            None if self.offset > 0 => {
+                format!("Read {} from line {}", self.display_path, self.offset + 1)
+            }
+            None => format!("Read {}", self.display_path),
+        }
+    }
+
+    fn locations(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
+
+    fn permission_subject(&self) -> PermissionSubject {
+        PermissionSubject::Paths(vec![self.path.clone()])
+    }
+
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
+        Box::pin(async { None })
+    }
+
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            let cancel = ctx.cancel.clone();
+            let work = tokio::task::spawn_blocking(move || self.read());
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => ToolResult::err(ErrorKind::Cancelled, "The read was cancelled."),
+                joined = work => joined.unwrap_or_else(|e| ToolResult::err(ErrorKind::ExecutionFailed, format!("read_file failed: {e}"))),
+            }
+        })
+    }
+}
+
+impl ReadFileCall {
+    fn read(&self) -> ToolResult {
+        match self.try_read() {
+            Ok(result) => result,
+            Err(e) => ToolResult::error(e),
+        }
+    }
+
+    fn try_read(&self) -> Result<ToolResult, ToolError> {
+        let meta = std::fs::metadata(&self.path).map_err(|e| self.io_error(&e))?;
+        if meta.is_dir() {
+            return Err(ToolError::new(
+                ErrorKind::TargetIsDirectory,
+                format!(
+                    "{} is a directory, not a file; use list_directory to see what it holds.",
+                    self.path.display()
+                ),
+            ));
+        }
+        if !meta.is_file() {
+            return Err(ToolError::new(
+                ErrorKind::ReadContentFailure,
+                format!(
+                    "{} is not a regular file (a FIFO, socket or device); only regular files can be read.",
+                    self.path.display()
+                ),
+            ));
+        }
+        let mut file = std::fs::File::open(&self.path).map_err(|e| self.io_error(&e))?;
+        let mut head = Vec::with_capacity(SNIFF_LEN);
+        (&mut file)
+            .take(SNIFF_LEN as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| self.io_error(&e))?;
+        let size = meta.len();
+        match file_type::detect(&self.path, &head) {
+            FileType::Binary => Ok(ToolResult::text(format!(
+                "Cannot display content of binary file: {}",
+                self.display_path
+            ))),
+            FileType::Media(mime) => self.read_media(mime, size),
+            FileType::Text(encoding) => {
+                let paging = self.offset > 0 || self.limit.is_some();
+                if size > MAX_WHOLE_READ && !paging {
+                    return Err(ToolError::new(
+                        ErrorKind::FileTooLarge,
+                        format!(
+                            "{} is {} bytes, over the {MAX_WHOLE_READ}-byte limit for a whole read; read part of it with 'offset' and 'limit', or find what you need with grep_search.",
+                            self.display_path, size
+                        ),
+                    ));
+                }
+                drop(file);
+                self.read_text(encoding)
+            }
+        }
+    }
+
+    fn read_media(&self, mime: String, size: u64) -> Result<ToolResult, ToolError> {
+        if size > MAX_INLINE {
+            return Err(ToolError::new(
+                ErrorKind::FileTooLarge,
+                format!(
+                    "{} ({mime}) is {size} bytes, over the {MAX_INLINE}-byte limit for media sent to the model.",
+                    self.display_path
+                ),
+            ));
+        }
+        let data = std::fs::read(&self.path).map_err(|e| self.io_error(&e))?;
+        let summary = format!("Read {} ({mime}, {} bytes)", self.display_path, data.len());
+        Ok(ToolResult {
+            llm_content: vec![Part::InlineData {
+                mime_type: mime,
+                data,
+                display_name: Some(self.display_path.clone()),
+            }],
+            return_display: Display::markdown(summary),
+            error: None,
+        })
+    }
+
+    fn read_text(&self, encoding: TextEncoding) -> Result<ToolResult, ToolError> {
+        let policy = &self.env.output;
+        let max_lines = self
+            .limit
+            .map(|l| l.min(usize::MAX as u64) as usize)
+            .unwrap_or(policy.max_lines);
+        let lines = match encoding {
+            TextEncoding::Utf8 { .. } => {
+                let file = std::fs::File::open(&self.path).map_err(|e| self.io_error(&e))?;
+                collect_lines(
+                    BufReader::new(file),
+                    self.offset,
+                    max_lines,
+                    policy.max_chars,
+                )
+            }
+            TextEncoding::Utf16Le | TextEncoding::Utf16Be => {
+                let bytes = std::fs::read(&self.path).map_err(|e| self.io_error(&e))?;
+                let codec = if encoding == TextEncoding::Utf16Le {
+                    encoding_rs::UTF_16LE
+                } else {
+                    encoding_rs::UTF_16BE
+                };
+                let (text, _, _) = codec.decode(&bytes);
+                collect_lines(text.as_bytes(), self.offset, max_lines, policy.max_chars)
+            }
+        }
+        .map_err(|e| self.io_error(&e))?;
+        Ok(self.render(lines))
+    }
+
+    fn render(&self, lines: Lines) -> ToolResult {
+        if lines.total == 0 {
+            return ToolResult::text(String::new());
+        }
+        if self.offset >= lines.total {
+            return ToolResult::err(
+                ErrorKind::InvalidToolParams,
+                format!(
+                    "offset {} is past the end of {}, which has {} lines.",
+                    self.offset, self.display_path, lines.total
+                ),
+            );
+        }
+        let first = self.offset + 1;
+        let last = self.offset + lines.kept.len() as u64;
+        let partial = first > 1 || last < lines.total || lines.cut;
+        let body = lines.kept.join("\n");
+        let text = if partial {
+            let mut notice = format!(
+                "Showing lines {first}-{last} of {} total lines.",
+                lines.total
+            );
+            if last < lines.total {
+                notice.push_str(&format!(
+                    " To read more, call read_file again with offset: {last}."
+                ));
+            }
+            if lines.cut {
+                notice.push_str(" A line longer than the character limit was cut.");
+            }
+            format!("{notice}\n\n---\n\n{body}")
+        } else {
+            body
+        };
+        ToolResult::text(text)
+    }
+
+    fn io_error(&self, e: &std::io::Error) -> ToolError {
+        let kind = ErrorKind::from_io(e, ErrorKind::ReadContentFailure);
+        let what = match kind {
+            ErrorKind::FileNotFound => "no such file".to_string(),
+            _ => e.to_string(),
+        };
+        ToolError::new(kind, format!("Cannot read {}: {what}", self.path.display()))
+    }
+}
+
+struct Lines {
+    kept: Vec<String>,
+    /// Lines in the whole file.
+    total: u64,
+    /// Whether the character budget cut a line.
+    cut: bool,
+}
+
+/// Reads lines `offset..offset+max_lines` within `max_chars`, counting the rest of the
+/// file's lines without keeping them. Trailing whitespace (and `\r`) is trimmed from each
+/// line, a byte-order mark dropped, invalid UTF-8 replaced.
+fn collect_lines(
+    mut reader: impl BufRead,
+    offset: u64,
+    max_lines: usize,
+    max_chars: usize,
+) -> std::io::Result<Lines> {
+    let mut kept = Vec::new();
+    let mut chars = 0usize;
+    let mut total = 0u64;
+    let mut cut = false;
+    let mut full = false;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        total += 1;
+        if full || total <= offset {
+            continue;
+        }
+        let raw = if total == 1 {
+            buf.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&buf)
+        } else {
+            &buf[..]
+        };
+        let line = String::from_utf8_lossy(raw);
+        let line = line.trim_end();
+        let len = line.chars().count();
+        if chars + len > max_chars {
+            let room = max_chars.saturating_sub(chars);
+            let head: String = line.chars().take(room).collect();
+            kept.push(format!("{head}{CUT_MARKER}"));
+            cut = true;
+            full = true;
+            continue;
+        }
+        chars += len + 1;
+        kept.push(line.to_string());
+        if kept.len() >= max_lines {
+            full = true;
+        }
+    }
+    Ok(Lines { kept, total, cut })
+}
+
+/// For tests and other tools: the first bytes of a file.
+pub fn sniff(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(SNIFF_LEN);
+    std::fs::File::open(path)?
+        .take(SNIFF_LEN as u64)
+        .read_to_end(&mut head)?;
+    Ok(head)
+}
+
+#[cfg(test)]
+mod tests;

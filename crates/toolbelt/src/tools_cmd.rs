@@ -1,0 +1,228 @@
+//! `toolbelt tools list` and `toolbelt tools call`.
+
+use std::io::{IsTerminal, Read, Write};
+
+use serde_json::Value;
+use toolbelt_core::validate::parse_arguments;
+use toolbelt_core::{ConfirmationDetails, Display, ExecContext, ToolResult};
+
+use crate::cli::{
+    EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs, ToolsCommand,
+};
+use crate::session::Session;
+
+pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
+    let session = match Session::load(global) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("toolbelt: {}", e.0);
+            return EXIT_USAGE;
+        }
+    };
+    match command {
+        ToolsCommand::List { json } => list(&session, json),
+        ToolsCommand::Call {
+            name,
+            args,
+            yes,
+            json,
+        } => call(&session, &name, args.as_deref(), yes, json).await,
+    }
+}
+
+fn list(session: &Session, json: bool) -> u8 {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let decls = session.registry.function_declarations();
+        let text = serde_json::to_string_pretty(&decls).unwrap_or_else(|_| "[]".into());
+        let _ = writeln!(out, "{text}");
+        return EXIT_OK;
+    }
+    let rows: Vec<[String; 4]> = session
+        .registry
+        .all()
+        .map(|r| {
+            let first_line = r
+                .tool
+                .description()
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
+            let first_sentence = first_line
+                .split(". ")
+                .next()
+                .unwrap_or("")
+                .trim_end_matches('.')
+                .to_string();
+            let confirm = if r.tool.needs_confirmation() {
+                "yes"
+            } else {
+                "no"
+            };
+            [
+                r.name.clone(),
+                r.tool.kind().as_str().to_string(),
+                confirm.to_string(),
+                first_sentence,
+            ]
+        })
+        .collect();
+    let header = [
+        "NAME".to_string(),
+        "KIND".into(),
+        "CONFIRM".into(),
+        "DESCRIPTION".into(),
+    ];
+    let widths: Vec<usize> = (0..3)
+        .map(|i| {
+            rows.iter()
+                .chain([&header])
+                .map(|r| r[i].len())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in [&header].into_iter().chain(rows.iter()) {
+        let _ = writeln!(
+            out,
+            "{:w0$}  {:w1$}  {:w2$}  {}",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
+    }
+    EXIT_OK
+}
+
+async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json: bool) -> u8 {
+    let args_from_stdin = args == Some("-");
+    let raw = match args {
+        Some("-") => {
+            let mut text = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut text) {
+                eprintln!("toolbelt: cannot read the arguments from standard input: {e}");
+                return EXIT_USAGE;
+            }
+            text
+        }
+        Some(text) => text.to_string(),
+        None => String::new(),
+    };
+    let args: Value = match parse_arguments(&raw) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("toolbelt: {name}: {}", e.message);
+            return EXIT_USAGE;
+        }
+    };
+    let (registration, invocation) = match session.registry.build(name, args) {
+        Ok(built) => built,
+        Err(e) => {
+            eprintln!("toolbelt: {name}: {}", e.message);
+            return EXIT_USAGE;
+        }
+    };
+    eprintln!(
+        "{}: {}",
+        registration.tool.display_name(),
+        invocation.describe()
+    );
+
+    if let Some(details) = invocation.confirmation().await {
+        let approved = if yes {
+            true
+        } else if can_ask(args_from_stdin) {
+            ask(&details)
+        } else {
+            eprintln!(
+                "toolbelt: refused: this call needs confirmation ({}) and there is no terminal to ask on; pass --yes to approve it.",
+                details.title()
+            );
+            return EXIT_REFUSED;
+        };
+        if !approved {
+            eprintln!("toolbelt: refused by the user.");
+            return EXIT_REFUSED;
+        }
+    }
+
+    let ctx = ExecContext::new(session.env.clone());
+    let cancel = ctx.cancel.clone();
+    let mut execution = std::pin::pin!(invocation.execute(ctx));
+    let mut interrupted = false;
+    let result: ToolResult = loop {
+        tokio::select! {
+            result = &mut execution => break result,
+            _ = tokio::signal::ctrl_c(), if !interrupted => {
+                eprintln!("toolbelt: interrupted; cancelling the running tool");
+                interrupted = true;
+                cancel.cancel();
+            }
+        }
+    };
+    let result = session
+        .env
+        .output
+        .limit_result(result, registration.name.as_str());
+    print_result(&result, json);
+    if interrupted {
+        EXIT_INTERRUPTED
+    } else if result.is_error() {
+        EXIT_TOOL_ERROR
+    } else {
+        EXIT_OK
+    }
+}
+
+/// Whether a person can be asked: both ends are a terminal, and standard input was not
+/// already used for the arguments.
+fn can_ask(args_from_stdin: bool) -> bool {
+    !args_from_stdin && std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+fn ask(details: &ConfirmationDetails) -> bool {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{}", details.summary());
+    let _ = write!(err, "Allow this call? [y]es / [n]o / [a]lways: ");
+    let _ = err.flush();
+    let mut answer = String::new();
+    if std::io::stdin().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes" | "a" | "always"
+    )
+}
+
+fn print_result(result: &ToolResult, json: bool) {
+    if json {
+        match serde_json::to_string_pretty(result) {
+            Ok(text) => println!("{text}"),
+            Err(e) => eprintln!("toolbelt: cannot print the result as JSON: {e}"),
+        }
+        return;
+    }
+    if let Some(error) = &result.error {
+        eprintln!("Error [{}]: {}", error.kind, error.message);
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = match &result.return_display {
+        Display::Markdown { text } => writeln!(out, "{text}"),
+        Display::FileDiff(diff) => write!(out, "{}", diff.diff),
+        Display::TodoList { todos } => {
+            for t in todos {
+                let _ = writeln!(out, "[{:?}] {} {}", t.status, t.id, t.content);
+            }
+            Ok(())
+        }
+        Display::Plan { plan, .. } => writeln!(out, "{plan}"),
+        _ => writeln!(out, "{}", result.llm_text()),
+    };
+}
