@@ -19,6 +19,7 @@ pub mod confirm;
 pub mod output;
 pub mod registry;
 pub mod result;
+pub mod rules;
 pub mod settings;
 pub mod tool;
 pub mod validate;
@@ -28,6 +29,7 @@ pub use confirm::{ConfirmationDetails, ConfirmationOutcome};
 pub use output::{LimitedText, OutputPolicy};
 pub use registry::{Origin, Registration, ToolRegistry};
 pub use result::{Display, ErrorKind, FileDiff, Part, TodoItem, TodoStatus, ToolError, ToolResult};
+pub use rules::{Decision, PermissionRules, Rule, RuleList};
 pub use settings::{Settings, SettingsError, SettingsLayer, SettingsPaths};
 pub use tool::{
     BoxFuture, ExecContext, Invocation, Kind, OutputSink, PermissionSubject, Tool, ToolEnvironment,

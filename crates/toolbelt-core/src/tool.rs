@@ -74,8 +74,10 @@ pub enum PermissionSubject {
     /// The rule can only name the tool as a whole.
     #[default]
     None,
-    /// The full command line of a shell call; the rules engine splits it.
-    Command(String),
+    /// The simple commands of a shell call, already split by the shell tool's parser on
+    /// `&&`, `||`, `;`, `|` and newlines, with leading `VAR=x` assignments removed. The
+    /// rules engine matches each and the strictest answer wins.
+    Commands(Vec<String>),
     /// The paths the call reads or writes.
     Paths(Vec<PathBuf>),
     /// The host a fetch goes to.
