@@ -104,10 +104,10 @@ impl OutputPolicy {
     /// left alone (its size is capped by the tool that reads it).
     pub fn limit_result(&self, mut result: crate::ToolResult, label: &str) -> crate::ToolResult {
         for part in &mut result.llm_content {
-            if let crate::Part::Text { text } = part {
-                if !self.fits(text) {
-                    *text = self.limit(std::mem::take(text), label).text;
-                }
+            if let crate::Part::Text { text } = part
+                && !self.fits(text)
+            {
+                *text = self.limit(std::mem::take(text), label).text;
             }
         }
         result

@@ -319,10 +319,10 @@ impl ToolRegistry {
 fn rename_parameters(mut args: Value, aliases: &[(&'static str, &'static str)]) -> Value {
     if let Some(map) = args.as_object_mut() {
         for (old, current) in aliases {
-            if !map.contains_key(*current) {
-                if let Some(v) = map.remove(*old) {
-                    map.insert(current.to_string(), v);
-                }
+            if !map.contains_key(*current)
+                && let Some(v) = map.remove(*old)
+            {
+                map.insert(current.to_string(), v);
             }
         }
     }

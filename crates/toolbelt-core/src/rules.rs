@@ -185,18 +185,18 @@ impl PermissionRules {
     /// its own and the strictest answer wins; a command no rule covers makes the whole
     /// call `Default` unless another part is stricter.
     pub fn evaluate(&self, tool: &str, subject: &PermissionSubject) -> Decision {
-        if let PermissionSubject::Commands(commands) = subject {
-            if commands.len() > 1 {
-                let per_part = commands.iter().map(|c| {
-                    self.evaluate_one(tool, &PermissionSubject::Commands(vec![c.clone()]))
-                });
-                let parts: Vec<Decision> = per_part.collect();
-                let strictest = parts.iter().copied().max().unwrap_or(Decision::Default);
-                if strictest == Decision::Allow && parts.contains(&Decision::Default) {
-                    return Decision::Default;
-                }
-                return strictest;
+        if let PermissionSubject::Commands(commands) = subject
+            && commands.len() > 1
+        {
+            let per_part = commands
+                .iter()
+                .map(|c| self.evaluate_one(tool, &PermissionSubject::Commands(vec![c.clone()])));
+            let parts: Vec<Decision> = per_part.collect();
+            let strictest = parts.iter().copied().max().unwrap_or(Decision::Default);
+            if strictest == Decision::Allow && parts.contains(&Decision::Default) {
+                return Decision::Default;
             }
+            return strictest;
         }
         self.evaluate_one(tool, subject)
     }

@@ -89,7 +89,9 @@ pub enum PermissionSubject {
 /// Live output of a running call (shell output, MCP progress), for a display.
 /// Cheap to clone; calling it on a call without a listener costs nothing.
 #[derive(Clone, Default)]
-pub struct OutputSink(Option<Arc<dyn Fn(&str) + Send + Sync>>);
+pub struct OutputSink(Option<Arc<OutputFn>>);
+
+type OutputFn = dyn Fn(&str) + Send + Sync;
 
 impl OutputSink {
     pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Self {

@@ -179,11 +179,12 @@ fn coerce(schema: &Value, value: &mut Value) -> bool {
     let mut changed = false;
     if let Value::String(s) = value {
         let types = admitted_types(schema);
-        if !types.is_empty() && !types.contains(&"string") {
-            if let Some(new) = coerce_string(s, &types) {
-                *value = new;
-                changed = true;
-            }
+        if !types.is_empty()
+            && !types.contains(&"string")
+            && let Some(new) = coerce_string(s, &types)
+        {
+            *value = new;
+            changed = true;
         }
     }
     match value {
@@ -221,26 +222,24 @@ fn coerce_string(s: &str, types: &[&str]) -> Option<Value> {
             _ => {}
         }
     }
-    if types.contains(&"integer") {
-        if let Ok(n) = t.parse::<i64>() {
-            return Some(Value::from(n));
-        }
+    if types.contains(&"integer")
+        && let Ok(n) = t.parse::<i64>()
+    {
+        return Some(Value::from(n));
     }
-    if types.contains(&"number") {
-        if let Ok(n) = t.parse::<f64>() {
-            if let Some(n) = serde_json::Number::from_f64(n) {
-                return Some(Value::Number(n));
-            }
-        }
+    if types.contains(&"number")
+        && let Ok(n) = t.parse::<f64>()
+        && let Some(n) = serde_json::Number::from_f64(n)
+    {
+        return Some(Value::Number(n));
     }
     let wants_object = types.contains(&"object") && t.starts_with('{');
     let wants_array = types.contains(&"array") && t.starts_with('[');
-    if wants_object || wants_array {
-        if let Ok(parsed) = serde_json::from_str::<Value>(t) {
-            if parsed.is_object() == wants_object {
-                return Some(parsed);
-            }
-        }
+    if (wants_object || wants_array)
+        && let Ok(parsed) = serde_json::from_str::<Value>(t)
+        && parsed.is_object() == wants_object
+    {
+        return Some(parsed);
     }
     if types.contains(&"null") && t == "null" {
         return Some(Value::Null);

@@ -33,14 +33,12 @@ pub fn detect(path: &Path, head: &[u8]) -> FileType {
     // TypeScript sources share `.ts`/`.mts`/`.cts` with MPEG transport streams; SVG is
     // text the model reads better as markup.
     let text_ext = matches!(ext.as_deref(), Some("ts" | "mts" | "cts" | "svg"));
-    if !text_ext {
-        if let Some(mime) = ext.as_deref().and_then(|e| mime_guess::from_ext(e).first()) {
-            let essence = mime.essence_str();
-            let media = matches!(mime.type_().as_str(), "image" | "audio" | "video")
-                || essence == "application/pdf";
-            if media {
-                return FileType::Media(essence.to_string());
-            }
+    if !text_ext && let Some(mime) = ext.as_deref().and_then(|e| mime_guess::from_ext(e).first()) {
+        let essence = mime.essence_str();
+        let media = matches!(mime.type_().as_str(), "image" | "audio" | "video")
+            || essence == "application/pdf";
+        if media {
+            return FileType::Media(essence.to_string());
         }
     }
     if head.starts_with(b"\xEF\xBB\xBF") {
