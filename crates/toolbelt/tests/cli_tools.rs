@@ -1,0 +1,326 @@
+//! The `toolbelt tools` command as a user meets it: the real binary, run in a temporary
+//! workspace with its own HOME, standard input not a terminal.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+struct Workspace {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+}
+
+impl Workspace {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("project");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let root = root.canonicalize().unwrap();
+        Workspace {
+            _dir: dir,
+            root,
+            home,
+        }
+    }
+
+    fn write(&self, rel: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_with_stdin(args, "")
+    }
+
+    fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(args)
+            .current_dir(&self.root)
+            .env("HOME", &self.home)
+            .env(
+                "TOOLBELT_SYSTEM_SETTINGS_PATH",
+                self.home.join("no-system-settings.json"),
+            )
+            .env_remove("TOOLBELT_HOME")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn arg(path: &Path) -> String {
+    serde_json::json!({ "absolute_path": path }).to_string()
+}
+
+#[test]
+fn list_json_is_declarations_with_object_schemas() {
+    let ws = Workspace::new();
+    let out = ws.run(&["tools", "list", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let decls: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!decls.is_empty());
+    for d in &decls {
+        assert!(d["name"].as_str().is_some_and(|n| !n.is_empty()), "{d}");
+        assert!(
+            d["description"].as_str().is_some_and(|n| !n.is_empty()),
+            "{d}"
+        );
+        assert_eq!(d["parameters"]["type"], "object", "{d}");
+        assert_eq!(
+            d.as_object().unwrap().len(),
+            3,
+            "only name, description, parameters: {d}"
+        );
+    }
+    assert!(decls.iter().any(|d| d["name"] == "read_file"));
+}
+
+#[test]
+fn list_table_has_a_header_and_a_row_per_tool() {
+    let ws = Workspace::new();
+    let out = ws.run(&["tools", "list"]);
+    let text = stdout(&out);
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    for column in ["NAME", "KIND", "CONFIRM", "DESCRIPTION"] {
+        assert!(header.contains(column), "{header}");
+    }
+    let row = lines.find(|l| l.starts_with("read_file ")).unwrap();
+    assert!(row.contains(" read ") && row.contains(" no "), "{row}");
+}
+
+#[test]
+fn call_read_file_prints_the_file() {
+    let ws = Workspace::new();
+    let file = ws.write("notes.txt", b"hello\nworld\n");
+    let out = ws.run(&["tools", "call", "read_file", &arg(&file)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hello\nworld\n");
+    assert!(
+        stderr(&out).contains("ReadFile: Read notes.txt"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn arguments_can_come_from_stdin() {
+    let ws = Workspace::new();
+    let file = ws.write("a.txt", b"from stdin\n");
+    let out = ws.run_with_stdin(&["tools", "call", "read_file", "-"], &arg(&file));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "from stdin\n");
+}
+
+#[test]
+fn wrong_type_exits_2_naming_the_parameter() {
+    let ws = Workspace::new();
+    let out = ws.run(&["tools", "call", "read_file", r#"{"absolute_path": 5}"#]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(r#"absolute_path: 5 is not of type "string""#),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn malformed_json_exits_2_with_the_position() {
+    let ws = Workspace::new();
+    let out = ws.run(&["tools", "call", "read_file", "{not json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("line 1 column 2"), "{}", stderr(&out));
+}
+
+#[test]
+fn misspelled_tool_suggests_the_right_one() {
+    let ws = Workspace::new();
+    let out = ws.run(&["tools", "call", "read_fil", "{}"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(r#"Did you mean one of: "read_file""#),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn paths_outside_the_workspace_are_refused() {
+    let ws = Workspace::new();
+    let outside = ws.home.join("secret.txt");
+    std::fs::write(&outside, "secret").unwrap();
+    std::os::unix::fs::symlink(&outside, ws.root.join("link.txt")).unwrap();
+    let relative = r#"{"absolute_path": "notes.txt"}"#.to_string();
+    let dotdot = arg(&ws.root.join("../home/secret.txt"));
+    for (args, needle) in [
+        (relative, "must be absolute"),
+        (arg(&outside), "outside the workspace"),
+        (arg(&ws.root.join("link.txt")), "symbolic link"),
+        (dotdot, "outside the workspace"),
+    ] {
+        let out = ws.run(&["tools", "call", "read_file", &args]);
+        assert_eq!(out.status.code(), Some(2), "{args}");
+        assert!(stderr(&out).contains(needle), "{args}: {}", stderr(&out));
+        assert!(!stdout(&out).contains("secret"));
+    }
+}
+
+#[test]
+fn include_directories_widen_the_workspace() {
+    let ws = Workspace::new();
+    let other = ws.home.join("lib");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("x.rs"), "fn x() {}\n").unwrap();
+    let args = arg(&other.join("x.rs"));
+    assert_eq!(
+        ws.run(&["tools", "call", "read_file", &args]).status.code(),
+        Some(2)
+    );
+    let out = ws.run(&[
+        "--include-directories",
+        other.to_str().unwrap(),
+        "tools",
+        "call",
+        "read_file",
+        &args,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "fn x() {}\n");
+}
+
+#[test]
+fn png_comes_back_as_inline_data_with_json() {
+    let ws = Workspace::new();
+    let png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01";
+    let file = ws.write("logo.png", png);
+    let out = ws.run(&["tools", "call", "read_file", &arg(&file), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let part = &result["llm_content"][0];
+    assert_eq!(part["type"], "inline_data");
+    assert_eq!(part["mime_type"], "image/png");
+    use base64::Engine;
+    let data = base64::engine::general_purpose::STANDARD
+        .decode(part["data"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(data, png);
+}
+
+#[test]
+fn tool_errors_exit_1_with_the_error_type() {
+    let ws = Workspace::new();
+    let out = ws.run(&[
+        "tools",
+        "call",
+        "read_file",
+        &arg(&ws.root.join("missing.txt")),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("Error [file_not_found]"),
+        "{}",
+        stderr(&out)
+    );
+    let out = ws.run(&[
+        "tools",
+        "call",
+        "read_file",
+        &arg(&ws.root.join("missing.txt")),
+        "--json",
+    ]);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["error"]["type"], "file_not_found");
+}
+
+#[test]
+fn settings_exclude_removes_the_tool() {
+    let ws = Workspace::new();
+    ws.write(
+        ".qwen/settings.json",
+        br#"{ "tools": { "exclude": ["read_file"] } }"#,
+    );
+    let file = ws.write("a.txt", b"x");
+    let out = ws.run(&["tools", "list", "--json"]);
+    let decls: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(decls.iter().all(|d| d["name"] != "read_file"));
+    let out = ws.run(&["tools", "call", "read_file", &arg(&file)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("tools.exclude"), "{}", stderr(&out));
+}
+
+#[test]
+fn malformed_settings_file_names_itself() {
+    let ws = Workspace::new();
+    let settings = ws.write(
+        ".qwen/settings.json",
+        b"{\n  \"tools\": {\n    \"exclude\": [\"a\" \"b\"]\n  }\n}\n",
+    );
+    let out = ws.run(&["tools", "list"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains(settings.to_str().unwrap()), "{err}");
+    assert!(err.contains("line 3 column"), "{err}");
+}
+
+#[test]
+fn user_settings_apply_and_workspace_settings_override_them() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.home.join(".qwen")).unwrap();
+    std::fs::write(
+        ws.home.join(".qwen/settings.json"),
+        r#"{"tools": {"truncateToolOutputLines": 2}}"#,
+    )
+    .unwrap();
+    let file = ws.write("a.txt", b"1\n2\n3\n4\n");
+    let out = ws.run(&["tools", "call", "read_file", &arg(&file)]);
+    assert!(
+        stdout(&out).starts_with("Showing lines 1-2 of 4 total lines."),
+        "{}",
+        stdout(&out)
+    );
+    ws.write(
+        ".qwen/settings.json",
+        br#"{"tools": {"truncateToolOutputLines": 3}}"#,
+    );
+    let out = ws.run(&["tools", "call", "read_file", &arg(&file)]);
+    assert!(
+        stdout(&out).starts_with("Showing lines 1-3 of 4 total lines."),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn help_lists_examples_and_exit_codes() {
+    let ws = Workspace::new();
+    let out = ws.run(&["tools", "call", "--help"]);
+    let text = stdout(&out);
+    assert!(text.contains("Examples:"), "{text}");
+    assert!(text.contains("130"), "{text}");
+    let out = ws.run(&["--version"]);
+    assert!(stdout(&out).starts_with("toolbelt "), "{}", stdout(&out));
+}
