@@ -271,7 +271,7 @@ impl EditCall {
         );
         match matcher::closest_region(text, old) {
             Some(region) => {
-                let lines: Vec<&str> = text.split('\n').collect();
+                let lines: Vec<&str> = text.lines().collect();
                 let from = region.start.saturating_sub(2);
                 let to = (region.end + 2).min(lines.len());
                 let width = to.to_string().len();
