@@ -113,7 +113,7 @@ impl Tool for Glob {
             return Err(ToolError::invalid_params("pattern must not be empty."));
         }
         let bases = match params.path.as_deref().map(str::trim) {
-            Some(path) if !path.is_empty() => vec![self.env.roots.resolve_readable(path)?],
+            Some(path) if !path.is_empty() => vec![search_dir(&self.env, path)?],
             _ => self.env.roots.roots().to_vec(),
         };
         // An absolute pattern inside the workspace becomes its own base.
@@ -143,6 +143,22 @@ impl Tool for Glob {
             rules,
             cap: MAX_FILES.min(self.env.output.max_lines.saturating_sub(8).max(1)),
         }))
+    }
+}
+
+/// A `path` argument: inside the workspace and an existing directory.
+fn search_dir(env: &ToolEnvironment, given: &str) -> Result<PathBuf, ToolError> {
+    let dir = env.roots.resolve_readable(given)?;
+    match std::fs::metadata(&dir) {
+        Ok(meta) if meta.is_dir() => Ok(dir),
+        Ok(_) => Err(ToolError::new(
+            ErrorKind::PathIsNotADirectory,
+            format!("{given} is not a directory; give the directory to search in 'path'."),
+        )),
+        Err(e) => Err(ToolError::new(
+            ErrorKind::SearchPathNotFound,
+            format!("Cannot search {given}: {e}"),
+        )),
     }
 }
 
