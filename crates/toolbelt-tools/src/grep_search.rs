@@ -145,9 +145,16 @@ impl Tool for GrepSearch {
             Some(g) if !g.is_empty() => Some(FileFilter::new(g)?),
             _ => None,
         };
-        let targets = match params.path.as_deref().map(str::trim) {
-            Some(p) if !p.is_empty() => vec![self.env.roots.resolve_readable(p)?],
-            _ => self.env.roots.roots().to_vec(),
+        let (targets, place) = match params.path.as_deref().map(str::trim) {
+            Some(p) if !p.is_empty() => {
+                let target = self.env.roots.resolve_readable(p)?;
+                let place = format!("path \"{}\"", target.display());
+                (vec![target], place)
+            }
+            _ => (
+                self.env.roots.roots().to_vec(),
+                "the workspace directories".to_string(),
+            ),
         };
         let cap = params
             .limit
@@ -158,6 +165,7 @@ impl Tool for GrepSearch {
             pattern: params.pattern,
             glob,
             targets,
+            place,
             matcher,
             rules: IgnoreRules::from_settings(&self.env.settings),
             cap,
@@ -205,6 +213,8 @@ struct GrepCall {
     pattern: String,
     glob: Option<FileFilter>,
     targets: Vec<PathBuf>,
+    /// Where the search looks, for the result text.
+    place: String,
     matcher: RegexMatcher,
     rules: IgnoreRules,
     cap: usize,
@@ -475,10 +485,7 @@ impl GrepCall {
         hits.sort_by(|a, b| a.path.cmp(&b.path));
         let count: usize = hits.iter().map(|h| h.lines.len()).sum();
 
-        let place = match self.targets.as_slice() {
-            [one] => format!("path \"{}\"", one.display()),
-            _ => "the workspace directories".to_string(),
-        };
+        let place = &self.place;
         let filter = self
             .glob
             .as_ref()
