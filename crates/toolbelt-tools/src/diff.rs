@@ -10,13 +10,16 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use similar::{ChangeTag, TextDiff};
+use similar::{ChangeTag, DiffTag, TextDiff};
 use toolbelt_core::FileDiff;
 
 /// Lines of context around each hunk.
 const CONTEXT: usize = 3;
 /// How long the line diff of the changed middle may take.
-const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
+const DIFF_TIMEOUT: Duration = Duration::from_millis(200);
+/// Lines of diff text rendered; past this the changes are only counted. A person
+/// cannot review a million-line diff, and building one costs more than the write.
+const MAX_RENDERED_LINES: usize = 20_000;
 
 /// The diff of `old` (`None`: the file does not exist) to `new`.
 pub fn file_diff(path: &Path, display_name: &str, old: Option<String>, new: String) -> FileDiff {
@@ -45,10 +48,26 @@ pub fn unified(name: &str, old: &str, new: &str) -> (String, usize, usize) {
         .timeout(DIFF_TIMEOUT)
         .diff_lines(old_part, new_part);
     let (mut added, mut removed) = (0, 0);
+    let mut rendered = 0;
     for group in diff.grouped_ops(CONTEXT) {
         let (Some(first), Some(last)) = (group.first(), group.last()) else {
             continue;
         };
+        if rendered >= MAX_RENDERED_LINES {
+            for op in &group {
+                let (tag, old_range, new_range) = op.as_tag_tuple();
+                match tag {
+                    DiffTag::Delete => removed += old_range.len(),
+                    DiffTag::Insert => added += new_range.len(),
+                    DiffTag::Replace => {
+                        removed += old_range.len();
+                        added += new_range.len();
+                    }
+                    DiffTag::Equal => {}
+                }
+            }
+            continue;
+        }
         let old_range = first.old_range().start..last.old_range().end;
         let new_range = first.new_range().start..last.new_range().end;
         let _ = writeln!(
@@ -70,6 +89,10 @@ pub fn unified(name: &str, old: &str, new: &str) -> (String, usize, usize) {
                         '+'
                     }
                 };
+                rendered += 1;
+                if rendered > MAX_RENDERED_LINES {
+                    continue;
+                }
                 let line = change.value();
                 out.push(sign);
                 out.push_str(line);
@@ -78,6 +101,12 @@ pub fn unified(name: &str, old: &str, new: &str) -> (String, usize, usize) {
                 }
             }
         }
+    }
+    if rendered > MAX_RENDERED_LINES {
+        let _ = writeln!(
+            out,
+            "[... the diff is cut after {MAX_RENDERED_LINES} lines: {added} lines added and {removed} removed in all]"
+        );
     }
     (out, added, removed)
 }
@@ -188,6 +217,15 @@ mod tests {
         let (diff, added, removed) = unified("x", "a\nb\nc\n", "A\nb\nC\n");
         assert_eq!((added, removed), (2, 2));
         assert!(diff.contains("@@ -1,3 +1,3 @@\n-a\n+A\n b\n-c\n+C\n"), "{diff}");
+    }
+
+    #[test]
+    fn huge_diffs_are_cut_but_fully_counted() {
+        let new: String = (0..50_000).map(|i| format!("{i}\n")).collect();
+        let (diff, added, removed) = unified("big", "", &new);
+        assert_eq!((added, removed), (50_000, 0));
+        assert!(diff.lines().count() < MAX_RENDERED_LINES + 10);
+        assert!(diff.ends_with("50000 lines added and 0 removed in all]\n"), "{}", &diff[diff.len() - 100..]);
     }
 
     #[test]
