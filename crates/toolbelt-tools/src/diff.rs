@@ -23,7 +23,8 @@ const MAX_RENDERED_LINES: usize = 20_000;
 
 /// The diff of `old` (`None`: the file does not exist) to `new`.
 pub fn file_diff(path: &Path, display_name: &str, old: Option<String>, new: String) -> FileDiff {
-    let (diff, added_lines, removed_lines) = unified(display_name, old.as_deref().unwrap_or(""), &new);
+    let (diff, added_lines, removed_lines) =
+        unified(display_name, old.as_deref().unwrap_or(""), &new);
     FileDiff {
         file_name: display_name.to_string(),
         file_path: path.to_path_buf(),
@@ -216,7 +217,10 @@ mod tests {
     fn change_at_the_very_start_and_end() {
         let (diff, added, removed) = unified("x", "a\nb\nc\n", "A\nb\nC\n");
         assert_eq!((added, removed), (2, 2));
-        assert!(diff.contains("@@ -1,3 +1,3 @@\n-a\n+A\n b\n-c\n+C\n"), "{diff}");
+        assert!(
+            diff.contains("@@ -1,3 +1,3 @@\n-a\n+A\n b\n-c\n+C\n"),
+            "{diff}"
+        );
     }
 
     #[test]
@@ -225,7 +229,11 @@ mod tests {
         let (diff, added, removed) = unified("big", "", &new);
         assert_eq!((added, removed), (50_000, 0));
         assert!(diff.lines().count() < MAX_RENDERED_LINES + 10);
-        assert!(diff.ends_with("50000 lines added and 0 removed in all]\n"), "{}", &diff[diff.len() - 100..]);
+        assert!(
+            diff.ends_with("50000 lines added and 0 removed in all]\n"),
+            "{}",
+            &diff[diff.len() - 100..]
+        );
     }
 
     #[test]
@@ -241,9 +249,19 @@ mod tests {
             let new = old.replacen(from, to, 1);
             let (_, added, removed) = unified("f", &old, &new);
             let full = TextDiff::from_lines(&old, &new);
-            let full_added = full.iter_all_changes().filter(|c| c.tag() == ChangeTag::Insert).count();
-            let full_removed = full.iter_all_changes().filter(|c| c.tag() == ChangeTag::Delete).count();
-            assert_eq!((added, removed), (full_added, full_removed), "{from:?} -> {to:?}");
+            let full_added = full
+                .iter_all_changes()
+                .filter(|c| c.tag() == ChangeTag::Insert)
+                .count();
+            let full_removed = full
+                .iter_all_changes()
+                .filter(|c| c.tag() == ChangeTag::Delete)
+                .count();
+            assert_eq!(
+                (added, removed),
+                (full_added, full_removed),
+                "{from:?} -> {to:?}"
+            );
         }
     }
 }

@@ -198,7 +198,13 @@ impl EditCall {
     fn plan_change(&self, file: TextFile, stamp: FileStamp) -> Result<Plan, ToolError> {
         let p = &self.params;
         let crlf = file.format.line_ending == LineEnding::Crlf;
-        let unify = |s: &str| if crlf { s.replace("\r\n", "\n") } else { s.to_string() };
+        let unify = |s: &str| {
+            if crlf {
+                s.replace("\r\n", "\n")
+            } else {
+                s.to_string()
+            }
+        };
         let (old, mut new) = (unify(&p.old_string), unify(&p.new_string));
         if old == new {
             return Err(ToolError::new(
@@ -212,7 +218,9 @@ impl EditCall {
         if count == 0 {
             return Err(self.no_occurrence(&text, &old));
         }
-        let expected = p.expected_replacements.unwrap_or(if p.replace_all { count } else { 1 });
+        let expected = p
+            .expected_replacements
+            .unwrap_or(if p.replace_all { count } else { 1 });
         if count != expected {
             return Err(self.count_mismatch(&text, &found.ranges, expected));
         }
@@ -300,7 +308,8 @@ impl EditCall {
         ranges: &[std::ops::Range<usize>],
         expected: usize,
     ) -> ToolError {
-        let lines = matcher::line_numbers(text, ranges.iter().take(MAX_LISTED_LINES).map(|r| r.start));
+        let lines =
+            matcher::line_numbers(text, ranges.iter().take(MAX_LISTED_LINES).map(|r| r.start));
         let mut listed: Vec<String> = lines.iter().map(usize::to_string).collect();
         if ranges.len() > MAX_LISTED_LINES {
             listed.push("...".into());
@@ -339,7 +348,10 @@ impl EditCall {
         };
         file_change::write_file(&self.path, &plan.bytes)?;
         let mut text = if plan.created {
-            format!("Created new file: {} with provided content.", self.path.display())
+            format!(
+                "Created new file: {} with provided content.",
+                self.path.display()
+            )
         } else if plan.occurrences > 1 {
             format!(
                 "The file: {} has been updated ({} occurrences replaced).",
@@ -373,7 +385,9 @@ fn snippet(text: &str, change: std::ops::Range<usize>) -> Option<String> {
     let start_byte = if from == 1 {
         0
     } else {
-        text.match_indices('\n').nth(from - 2).map_or(0, |(i, _)| i + 1)
+        text.match_indices('\n')
+            .nth(from - 2)
+            .map_or(0, |(i, _)| i + 1)
     };
     let body: Vec<&str> = text[start_byte..].lines().take(to + 1 - from).collect();
     Some(format!(

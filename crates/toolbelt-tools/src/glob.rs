@@ -130,7 +130,9 @@ impl Tool for Glob {
             .literal_separator(true)
             .backslash_escape(true)
             .build()
-            .map_err(|e| ToolError::invalid_params(format!("invalid glob pattern '{pattern}': {e}")))?
+            .map_err(|e| {
+                ToolError::invalid_params(format!("invalid glob pattern '{pattern}': {e}"))
+            })?
             .compile_matcher();
         let rules = IgnoreRules::from_settings(&self.env.settings)
             .with(params.respect_git_ignore, params.respect_qwen_ignore);
@@ -339,7 +341,10 @@ impl GlobCall {
         let within: Vec<String> = self.bases.iter().map(|b| b.display().to_string()).collect();
         let within = within.join(", ");
         if best.total == 0 {
-            let mut text = format!("No files found matching pattern \"{}\" within {within}.", self.pattern);
+            let mut text = format!(
+                "No files found matching pattern \"{}\" within {within}.",
+                self.pattern
+            );
             if self.rules.respect_git_ignore || self.rules.respect_qwen_ignore {
                 text.push_str(" Files ignored by .gitignore or .qwenignore were not searched; set respect_git_ignore (or respect_qwen_ignore) to false to include them.");
             }
@@ -372,7 +377,11 @@ impl Invocation for GlobCall {
             .iter()
             .map(|b| self.env.roots.display_relative(b))
             .collect();
-        format!("Find files matching '{}' in {}", self.pattern, within.join(", "))
+        format!(
+            "Find files matching '{}' in {}",
+            self.pattern,
+            within.join(", ")
+        )
     }
 
     fn locations(&self) -> Vec<PathBuf> {
@@ -392,7 +401,9 @@ impl Invocation for GlobCall {
             let cancel = ctx.cancel.clone();
             match tokio::task::spawn_blocking(move || self.walk(&cancel)).await {
                 Ok(result) => result,
-                Err(e) => ToolResult::err(ErrorKind::GlobExecutionError, format!("glob failed: {e}")),
+                Err(e) => {
+                    ToolResult::err(ErrorKind::GlobExecutionError, format!("glob failed: {e}"))
+                }
             }
         })
     }

@@ -301,7 +301,8 @@ impl Progress<'_> {
             self.fail(format!("{}: {e}", path.display()));
             return;
         }
-        if !sink.lines.is_empty() && !sink.binary
+        if !sink.lines.is_empty()
+            && !sink.binary
             && let Ok(mut hits) = self.hits.lock()
         {
             hits.push(FileHits {
@@ -335,7 +336,10 @@ impl Sink for FileSink<'_, '_> {
                 return Ok(false);
             }
             let text = cut_line(line);
-            if p.chars.fetch_add(text.len() + self.prefix_len, Ordering::Relaxed) > p.max_chars {
+            if p.chars
+                .fetch_add(text.len() + self.prefix_len, Ordering::Relaxed)
+                > p.max_chars
+            {
                 p.halt(Stop::Cap);
                 return Ok(false);
             }
@@ -411,7 +415,10 @@ impl ParallelVisitor for Visitor<'_> {
         if !walk::is_regular_file(&entry) {
             return WalkState::Continue;
         }
-        if self.glob.is_some_and(|g| !g.accepts(entry.path(), self.base)) {
+        if self
+            .glob
+            .is_some_and(|g| !g.accepts(entry.path(), self.base))
+        {
             return WalkState::Continue;
         }
         self.progress
@@ -447,7 +454,10 @@ impl GrepCall {
                     } else {
                         ErrorKind::GrepExecutionError
                     };
-                    return ToolResult::err(kind, format!("Cannot search {}: {e}", target.display()));
+                    return ToolResult::err(
+                        kind,
+                        format!("Cannot search {}: {e}", target.display()),
+                    );
                 }
             };
             if meta.is_file() {
@@ -492,7 +502,10 @@ impl GrepCall {
             .map(|g| format!(" (filter: \"{}\")", g.text))
             .unwrap_or_default();
         let mut text = if count == 0 {
-            format!("No matches found for pattern \"{}\" in {place}{filter}.", self.pattern)
+            format!(
+                "No matches found for pattern \"{}\" in {place}{filter}.",
+                self.pattern
+            )
         } else {
             let mut t = format!(
                 "Found {count} match{} for pattern \"{}\" in {place}{filter}:\n---\n",
@@ -539,7 +552,10 @@ impl GrepCall {
         }
         let mut result = ToolResult::text(text.trim_end().to_string());
         if stop == Some(Stop::Cancel) {
-            result.error = Some(ToolError::new(ErrorKind::Cancelled, "The search was cancelled."));
+            result.error = Some(ToolError::new(
+                ErrorKind::Cancelled,
+                "The search was cancelled.",
+            ));
         }
         result
     }

@@ -179,12 +179,14 @@ impl ListCall {
         let mut entries = Vec::new();
         for entry in all.flatten() {
             let name = entry.file_name();
-            let is_git_dir = name == ".git";
-            if !kept_git.contains(&name) && !(is_git_dir && !self.rules.respect_git_ignore) {
+            // The walker never enters `.git`; it counts as git-ignored unless the git
+            // rules are off, when it is listed like any directory.
+            let shown_anyway = name == ".git" && !self.rules.respect_git_ignore;
+            if !shown_anyway && !kept_git.contains(&name) {
                 git_ignored += 1;
                 continue;
             }
-            if !kept.contains(&name) && !is_git_dir {
+            if !shown_anyway && !kept.contains(&name) {
                 qwen_ignored += 1;
                 continue;
             }

@@ -47,9 +47,33 @@ pub const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
 /// File names left out unless `useDefaultExcludes` is false: compiled and archive
 /// files, office documents, secrets.
 pub const DEFAULT_EXCLUDED_FILES: &[&str] = &[
-    "*.pyc", "*.pyo", "*.bin", "*.exe", "*.dll", "*.so", "*.dylib", "*.class", "*.jar", "*.war",
-    "*.zip", "*.tar", "*.gz", "*.bz2", "*.rar", "*.7z", "*.doc", "*.docx", "*.xls", "*.xlsx",
-    "*.ppt", "*.pptx", "*.odt", "*.ods", "*.odp", ".DS_Store", ".env",
+    "*.pyc",
+    "*.pyo",
+    "*.bin",
+    "*.exe",
+    "*.dll",
+    "*.so",
+    "*.dylib",
+    "*.class",
+    "*.jar",
+    "*.war",
+    "*.zip",
+    "*.tar",
+    "*.gz",
+    "*.bz2",
+    "*.rar",
+    "*.7z",
+    "*.doc",
+    "*.docx",
+    "*.xls",
+    "*.xlsx",
+    "*.ppt",
+    "*.pptx",
+    "*.odt",
+    "*.ods",
+    "*.odp",
+    ".DS_Store",
+    ".env",
 ];
 /// Most files one call gathers, before the budget.
 const MAX_FILES: usize = 1_000;
@@ -142,12 +166,18 @@ impl Tool for ReadManyFiles {
     fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
         let params: Params = crate::parse_params(args)?;
         let Some(primary) = self.env.roots.primary() else {
-            return Err(ToolError::invalid_params("there is no workspace directory."));
+            return Err(ToolError::invalid_params(
+                "there is no workspace directory.",
+            ));
         };
         let default_excludes = params.use_default_excludes.unwrap_or(true);
         let user: Vec<&str> = params.exclude.iter().map(String::as_str).collect();
         let exclude = glob_set(&user)?;
-        let excluded_names = glob_set(if default_excludes { DEFAULT_EXCLUDED_FILES } else { &[] })?;
+        let excluded_names = glob_set(if default_excludes {
+            DEFAULT_EXCLUDED_FILES
+        } else {
+            &[]
+        })?;
         let mut requests = Vec::new();
         for given in params.paths.iter().chain(&params.include) {
             requests.push(Request::parse(given.trim(), primary, &self.env)?);
@@ -239,7 +269,9 @@ impl Request {
 
     fn given(&self) -> &str {
         match self {
-            Request::Path { given, .. } | Request::Glob { given, .. } | Request::Missing { given } => given,
+            Request::Path { given, .. }
+            | Request::Glob { given, .. }
+            | Request::Missing { given } => given,
         }
     }
 }
@@ -291,9 +323,15 @@ impl ReadManyCall {
                     given.clone(),
                     "not a regular file or directory (a FIFO, socket or device)".into(),
                 )),
-                Request::Glob { given, base, matcher } => {
+                Request::Glob {
+                    given,
+                    base,
+                    matcher,
+                } => {
                     let named_ext = given.to_ascii_lowercase();
-                    for file in self.walk(base, |p| p.strip_prefix(base).is_ok_and(|r| matcher.is_match(r))) {
+                    for file in self.walk(base, |p| {
+                        p.strip_prefix(base).is_ok_and(|r| matcher.is_match(r))
+                    }) {
                         // Media is "named" when the pattern spells its extension.
                         let named = file
                             .extension()
@@ -381,11 +419,17 @@ impl ReadManyCall {
                 FileType::Media(mime) => match std::fs::metadata(&file.path) {
                     Ok(m) if m.len() > MAX_INLINE => report.skipped.push((
                         shown,
-                        format!("{mime} of {} bytes, over the {MAX_INLINE}-byte limit", m.len()),
+                        format!(
+                            "{mime} of {} bytes, over the {MAX_INLINE}-byte limit",
+                            m.len()
+                        ),
                     )),
                     _ => match std::fs::read(&file.path) {
                         Ok(data) => {
-                            text.push_str(&format!("--- {shown} ---\n\n[{mime}, {} bytes, attached]\n\n", data.len()));
+                            text.push_str(&format!(
+                                "--- {shown} ---\n\n[{mime}, {} bytes, attached]\n\n",
+                                data.len()
+                            ));
                             report.read.push(shown.clone());
                             media.push(Part::InlineData {
                                 mime_type: mime,
@@ -414,7 +458,8 @@ impl ReadManyCall {
                                 ));
                                 chars_left = 0;
                             }
-                            chars_left = chars_left.saturating_sub(chunk.text.len() + shown.len() + 10);
+                            chars_left =
+                                chars_left.saturating_sub(chunk.text.len() + shown.len() + 10);
                             lines_left = lines_left.saturating_sub(chunk.lines + 3);
                             report.read.push(shown);
                         }
@@ -437,7 +482,11 @@ impl ReadManyCall {
                 .iter()
                 .map(|p| format!("- {}", self.env.roots.display_relative(Path::new(p))))
                 .collect();
-            format!("Read {} file(s):\n{}\n{notes}", report.read.len(), names.join("\n"))
+            format!(
+                "Read {} file(s):\n{}\n{notes}",
+                report.read.len(),
+                names.join("\n")
+            )
         };
         let mut llm_content = vec![Part::text(text)];
         llm_content.extend(media);
@@ -495,7 +544,9 @@ fn read_text(
         complete: true,
     };
     let reader: Box<dyn BufRead> = match encoding {
-        file_type::TextEncoding::Utf8 { .. } => Box::new(BufReader::new(std::fs::File::open(path)?)),
+        file_type::TextEncoding::Utf8 { .. } => {
+            Box::new(BufReader::new(std::fs::File::open(path)?))
+        }
         file_type::TextEncoding::Utf16Le | file_type::TextEncoding::Utf16Be => {
             let bytes = std::fs::read(path)?;
             let codec = if encoding == file_type::TextEncoding::Utf16Le {
@@ -503,7 +554,9 @@ fn read_text(
             } else {
                 encoding_rs::UTF_16BE
             };
-            Box::new(std::io::Cursor::new(codec.decode(&bytes).0.into_owned().into_bytes()))
+            Box::new(std::io::Cursor::new(
+                codec.decode(&bytes).0.into_owned().into_bytes(),
+            ))
         }
     };
     let mut reader = reader;
@@ -556,7 +609,10 @@ impl Invocation for ReadManyCall {
             let cancel = ctx.cancel.clone();
             match tokio::task::spawn_blocking(move || self.read(&cancel)).await {
                 Ok(result) => result,
-                Err(e) => ToolResult::err(ErrorKind::ExecutionFailed, format!("read_many_files failed: {e}")),
+                Err(e) => ToolResult::err(
+                    ErrorKind::ExecutionFailed,
+                    format!("read_many_files failed: {e}"),
+                ),
             }
         })
     }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use toolbelt_core::{
-    ConfirmationDetails, ErrorKind, ExecContext, Invocation, OutputPolicy, Settings, ToolEnvironment,
-    ToolError, ToolRegistry, ToolResult, WorkspaceRoots,
+    ConfirmationDetails, ErrorKind, ExecContext, Invocation, OutputPolicy, Settings,
+    ToolEnvironment, ToolError, ToolRegistry, ToolResult, WorkspaceRoots,
 };
 
 pub struct Fixture {

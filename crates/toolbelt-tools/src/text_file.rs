@@ -56,7 +56,7 @@ impl TextFormat {
                     out.extend_from_slice(b"\r\n");
                     start = i + 1;
                 }
-                out.extend_from_slice(text[start..].as_bytes());
+                out.extend_from_slice(&text.as_bytes()[start..]);
             }
         }
         out

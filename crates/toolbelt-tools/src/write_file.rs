@@ -193,7 +193,12 @@ impl Invocation for WriteFileCall {
             let (diff, proposed) = match self.propose() {
                 Ok(p) => (p.diff.clone(), Some(p)),
                 Err(e) => (
-                    file_diff(&self.path, &self.display_path, None, format!("(cannot compute the diff: {e})\n")),
+                    file_diff(
+                        &self.path,
+                        &self.display_path,
+                        None,
+                        format!("(cannot compute the diff: {e})\n"),
+                    ),
                     None,
                 ),
             };
@@ -214,7 +219,10 @@ impl Invocation for WriteFileCall {
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
             if ctx.cancel.is_cancelled() {
-                return ToolResult::err(ErrorKind::Cancelled, "The write was cancelled before it started; nothing was written.");
+                return ToolResult::err(
+                    ErrorKind::Cancelled,
+                    "The write was cancelled before it started; nothing was written.",
+                );
             }
             // Not raced against the cancellation token: once the write starts it runs to
             // the atomic rename, so a cancel never leaves a half-done state to report.
@@ -222,7 +230,10 @@ impl Invocation for WriteFileCall {
             match work.await {
                 Ok(Ok(result)) => result,
                 Ok(Err(e)) => ToolResult::error(e),
-                Err(e) => ToolResult::err(ErrorKind::ExecutionFailed, format!("write_file failed: {e}")),
+                Err(e) => ToolResult::err(
+                    ErrorKind::ExecutionFailed,
+                    format!("write_file failed: {e}"),
+                ),
             }
         })
     }

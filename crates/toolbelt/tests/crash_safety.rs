@@ -6,6 +6,9 @@
 //! only once the temporary file is partly written), so the kill lands between the start
 //! of the write and the rename.
 
+// A test crate: a panic in a helper is a test failure, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::fs::File;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -79,7 +82,10 @@ fn sigkill_during_write_file_leaves_old_or_new_content() {
             std::thread::yield_now();
         }
         let status = child.wait().unwrap();
-        eprintln!("attempt {attempt}: seen {seen:?} status {status} at {:?}", started.elapsed());
+        eprintln!(
+            "attempt {attempt}: seen {seen:?} status {status} at {:?}",
+            started.elapsed()
+        );
         let content = std::fs::read(&target).unwrap();
         assert!(
             content == old.as_bytes() || content == new.as_bytes(),

@@ -57,7 +57,10 @@ pub fn find(text: &str, old: &str) -> Found {
     };
     let mut pos = 0;
     while pos < text.len() {
-        let Some(offset) = text[pos..].char_indices().find_map(|(i, c)| (fold(c) == first).then_some(i)) else {
+        let Some(offset) = text[pos..]
+            .char_indices()
+            .find_map(|(i, c)| (fold(c) == first).then_some(i))
+        else {
             break;
         };
         let start = pos + offset;
@@ -170,7 +173,10 @@ pub fn line_numbers(text: &str, offsets: impl IntoIterator<Item = usize>) -> Vec
     let mut pos = 0;
     let mut out = Vec::new();
     for offset in offsets {
-        line += text.as_bytes()[pos..offset].iter().filter(|&&b| b == b'\n').count();
+        line += text.as_bytes()[pos..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
         pos = offset;
         out.push(line);
     }
@@ -223,7 +229,10 @@ pub fn closest_region(text: &str, old: &str) -> Option<Range<usize>> {
         .enumerate()
         .map(|(i, line)| {
             let n = normal(line);
-            (i, similar::TextDiff::from_chars(n.as_str(), probe.as_str()).ratio())
+            (
+                i,
+                similar::TextDiff::from_chars(n.as_str(), probe.as_str()).ratio(),
+            )
         })
         .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)))?;
     if ratio < 0.5 {
@@ -238,7 +247,11 @@ mod tests {
     use super::*;
 
     fn found<'t>(text: &'t str, old: &str) -> Vec<&'t str> {
-        find(text, old).ranges.into_iter().map(|r| &text[r]).collect()
+        find(text, old)
+            .ranges
+            .into_iter()
+            .map(|r| &text[r])
+            .collect()
     }
 
     #[test]
@@ -251,7 +264,10 @@ mod tests {
     #[test]
     fn curly_quotes_dashes_and_nbsp_match_their_ascii_forms() {
         let text = "let s = “hi” – x\u{00A0}y;\n";
-        assert_eq!(found(text, "let s = \"hi\" - x y;"), vec!["let s = “hi” – x\u{00A0}y;"]);
+        assert_eq!(
+            found(text, "let s = \"hi\" - x y;"),
+            vec!["let s = “hi” – x\u{00A0}y;"]
+        );
         // And the reverse: the file is ASCII, old_string has typographic characters.
         assert_eq!(found("say 'no'\n", "say ‘no’"), vec!["say 'no'"]);
     }
@@ -259,8 +275,14 @@ mod tests {
     #[test]
     fn trailing_whitespace_is_ignored_on_both_sides() {
         let text = "fn a() {   \n    body();\n}\n";
-        assert_eq!(found(text, "fn a() {\n    body();  \n}"), vec!["fn a() {   \n    body();\n}"]);
-        assert_eq!(find(text, "fn a() {\n    body();").strategy, Strategy::Tolerant);
+        assert_eq!(
+            found(text, "fn a() {\n    body();  \n}"),
+            vec!["fn a() {   \n    body();\n}"]
+        );
+        assert_eq!(
+            find(text, "fn a() {\n    body();").strategy,
+            Strategy::Tolerant
+        );
     }
 
     #[test]

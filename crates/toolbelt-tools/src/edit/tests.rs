@@ -70,9 +70,15 @@ async fn several_matches_without_replace_all_give_the_count_and_lines() {
     let f = fixture();
     f.write("a.rs", "let a = 1;\nfoo();\nlet b = 2;\nfoo();\nfoo();\n");
     let r = edit(&f, "a.rs", "foo();", "bar();").await;
-    assert_eq!(err_kind(&r), Some(ErrorKind::EditExpectedOccurrenceMismatch));
+    assert_eq!(
+        err_kind(&r),
+        Some(ErrorKind::EditExpectedOccurrenceMismatch)
+    );
     insta::assert_snapshot!(redact(&f, &r.llm_text()), @"Error: Found 3 occurrences of old_string in <ws>/a.rs (at lines 2, 4, 5), but replace_all is not set. No edits made. Include more surrounding lines in old_string so it matches exactly one place, or set replace_all to true to replace all 3.");
-    assert_eq!(f.read("a.rs"), b"let a = 1;\nfoo();\nlet b = 2;\nfoo();\nfoo();\n");
+    assert_eq!(
+        f.read("a.rs"),
+        b"let a = 1;\nfoo();\nlet b = 2;\nfoo();\nfoo();\n"
+    );
 }
 
 #[tokio::test]
@@ -95,8 +101,15 @@ async fn replace_all_and_expected_replacements() {
             json!({"file_path": p, "old_string": "bar", "new_string": "baz", "expected_replacements": 2}),
         )
         .await;
-    assert_eq!(err_kind(&r), Some(ErrorKind::EditExpectedOccurrenceMismatch));
-    assert!(r.llm_text().contains("expected_replacements is 2"), "{}", r.llm_text());
+    assert_eq!(
+        err_kind(&r),
+        Some(ErrorKind::EditExpectedOccurrenceMismatch)
+    );
+    assert!(
+        r.llm_text().contains("expected_replacements is 2"),
+        "{}",
+        r.llm_text()
+    );
     let r = f
         .call(
             "edit",
@@ -140,7 +153,11 @@ async fn no_match_and_nothing_similar() {
     f.write("a.txt", "alpha\nbeta\n");
     let r = edit(&f, "a.txt", "completely different words here", "x").await;
     assert_eq!(err_kind(&r), Some(ErrorKind::EditNoOccurrenceFound));
-    assert!(r.llm_text().contains("read the file with read_file"), "{}", r.llm_text());
+    assert!(
+        r.llm_text().contains("read the file with read_file"),
+        "{}",
+        r.llm_text()
+    );
 }
 
 #[tokio::test]
@@ -170,7 +187,11 @@ async fn missing_file_with_old_string_is_not_found() {
     let f = fixture();
     let r = edit(&f, "nope.txt", "x", "y").await;
     assert_eq!(err_kind(&r), Some(ErrorKind::FileNotFound));
-    assert!(r.llm_text().contains("empty old_string"), "{}", r.llm_text());
+    assert!(
+        r.llm_text().contains("empty old_string"),
+        "{}",
+        r.llm_text()
+    );
     assert!(!f.ws().join("nope.txt").exists());
 }
 
@@ -183,7 +204,12 @@ async fn no_op_edits_are_errors() {
     // Tolerant match whose replacement equals the text on disk.
     f.write("b.txt", "say \u{201C}hi\u{201D}\n");
     let r = edit(&f, "b.txt", "say \"hi\"", "say \u{201C}hi\u{201D}").await;
-    assert_eq!(err_kind(&r), Some(ErrorKind::EditNoChange), "{}", r.llm_text());
+    assert_eq!(
+        err_kind(&r),
+        Some(ErrorKind::EditNoChange),
+        "{}",
+        r.llm_text()
+    );
 }
 
 #[tokio::test]
@@ -201,7 +227,11 @@ async fn tolerant_matching_replaces_the_exact_text_on_disk() {
     )
     .await;
     assert_eq!(r.error, None, "{}", r.llm_text());
-    assert!(r.llm_text().contains("Unicode look-alike"), "{}", r.llm_text());
+    assert!(
+        r.llm_text().contains("Unicode look-alike"),
+        "{}",
+        r.llm_text()
+    );
     assert_eq!(
         String::from_utf8(f.read("q.py")).unwrap(),
         "def f():\n    return 2\n\nother = 1\n"
@@ -257,11 +287,17 @@ async fn confirmation_only_for_edits_that_would_apply() {
     let f = fixture();
     let p = f.write("a.txt", "x\n");
     let failing = f
-        .build("edit", json!({"file_path": p, "old_string": "zzz", "new_string": "y"}))
+        .build(
+            "edit",
+            json!({"file_path": p, "old_string": "zzz", "new_string": "y"}),
+        )
         .unwrap();
     assert!(failing.confirmation().await.is_none());
     let ok = f
-        .build("edit", json!({"file_path": p, "old_string": "x", "new_string": "y"}))
+        .build(
+            "edit",
+            json!({"file_path": p, "old_string": "x", "new_string": "y"}),
+        )
         .unwrap();
     let Some(ConfirmationDetails::Edit { title, diff, .. }) = ok.confirmation().await else {
         panic!()
@@ -288,18 +324,27 @@ async fn unsafe_targets_are_refused() {
     std::os::unix::fs::symlink(outside.join("secret.txt"), f.ws().join("link.txt")).unwrap();
     std::os::unix::fs::symlink(&outside, f.ws().join("linkdir")).unwrap();
     for (path, old) in [
-        (format!("{}/../outside/secret.txt", f.ws().display()), "secret"),
+        (
+            format!("{}/../outside/secret.txt", f.ws().display()),
+            "secret",
+        ),
         (outside.join("secret.txt").display().to_string(), "secret"),
         (f.path("link.txt"), "secret"),
         (f.path("linkdir/secret.txt"), "secret"),
         (f.path("linkdir/new.txt"), ""),
     ] {
         let r = f
-            .call("edit", json!({"file_path": path, "old_string": old, "new_string": "x"}))
+            .call(
+                "edit",
+                json!({"file_path": path, "old_string": old, "new_string": "x"}),
+            )
             .await;
         assert_eq!(err_kind(&r), Some(ErrorKind::PathNotInWorkspace), "{path}");
     }
-    assert_eq!(std::fs::read(outside.join("secret.txt")).unwrap(), b"secret\n");
+    assert_eq!(
+        std::fs::read(outside.join("secret.txt")).unwrap(),
+        b"secret\n"
+    );
     assert!(!outside.join("new.txt").exists());
 
     std::fs::create_dir(f.ws().join("d")).unwrap();
@@ -311,7 +356,11 @@ async fn unsafe_targets_are_refused() {
         .unwrap();
     assert!(status.success());
     let r = edit(&f, "fifo", "a", "b").await;
-    assert!(r.llm_text().contains("not a regular file"), "{}", r.llm_text());
+    assert!(
+        r.llm_text().contains("not a regular file"),
+        "{}",
+        r.llm_text()
+    );
     let r = f
         .call("edit", json!({"file_path": format!("{}/a\0", f.ws().display()), "old_string": "a", "new_string": "b"}))
         .await;

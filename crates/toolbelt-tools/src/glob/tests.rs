@@ -33,9 +33,13 @@ async fn recent_files_first_newest_first_then_alphabetical() {
     touch(&f, "d.rs", Duration::ZERO);
     touch(&f, "e.txt", Duration::ZERO);
     let r = f.call("glob", json!({"pattern": "**/*.rs"})).await;
-    assert_eq!(listed(&f, &r.llm_text()), ["d.rs", "sub/b.rs", "a.rs", "c.rs"]);
+    assert_eq!(
+        listed(&f, &r.llm_text()),
+        ["d.rs", "sub/b.rs", "a.rs", "c.rs"]
+    );
     assert!(
-        r.llm_text().starts_with("Found 4 file(s) matching \"**/*.rs\" within "),
+        r.llm_text()
+            .starts_with("Found 4 file(s) matching \"**/*.rs\" within "),
         "{}",
         r.llm_text()
     );
@@ -69,7 +73,11 @@ async fn case_insensitive_unless_asked() {
     let r = f
         .call("glob", json!({"pattern": "*.me", "case_sensitive": true}))
         .await;
-    assert!(r.llm_text().starts_with("No files found"), "{}", r.llm_text());
+    assert!(
+        r.llm_text().starts_with("No files found"),
+        "{}",
+        r.llm_text()
+    );
 }
 
 #[tokio::test]
@@ -122,11 +130,26 @@ async fn bad_patterns_and_paths_are_clear_errors() {
     for (args, kind) in [
         (json!({"pattern": "  "}), ErrorKind::InvalidToolParams),
         (json!({"pattern": "a[b"}), ErrorKind::InvalidToolParams),
-        (json!({"pattern": "*", "path": file}), ErrorKind::PathIsNotADirectory),
-        (json!({"pattern": "*", "path": f.path("missing")}), ErrorKind::SearchPathNotFound),
-        (json!({"pattern": "*", "path": f.outside()}), ErrorKind::PathNotInWorkspace),
-        (json!({"pattern": format!("{}/*", f.outside().display())}), ErrorKind::PathNotInWorkspace),
-        (json!({"pattern": "*", "path": format!("{}/../outside", f.ws().display())}), ErrorKind::PathNotInWorkspace),
+        (
+            json!({"pattern": "*", "path": file}),
+            ErrorKind::PathIsNotADirectory,
+        ),
+        (
+            json!({"pattern": "*", "path": f.path("missing")}),
+            ErrorKind::SearchPathNotFound,
+        ),
+        (
+            json!({"pattern": "*", "path": f.outside()}),
+            ErrorKind::PathNotInWorkspace,
+        ),
+        (
+            json!({"pattern": format!("{}/*", f.outside().display())}),
+            ErrorKind::PathNotInWorkspace,
+        ),
+        (
+            json!({"pattern": "*", "path": format!("{}/../outside", f.ws().display())}),
+            ErrorKind::PathNotInWorkspace,
+        ),
     ] {
         let r = f.call("glob", args.clone()).await;
         assert_eq!(err_kind(&r), Some(kind), "{args}: {}", r.llm_text());

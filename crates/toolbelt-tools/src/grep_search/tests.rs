@@ -14,8 +14,14 @@ fn redact(f: &Fixture, text: &str) -> String {
 }
 
 fn sample(f: &Fixture) {
-    f.write("src/main.rs", "fn main() {\n    let answer = compute();\n}\n");
-    f.write("src/lib.rs", "pub fn compute() -> u32 {\n    42 // The Answer\n}\n");
+    f.write(
+        "src/main.rs",
+        "fn main() {\n    let answer = compute();\n}\n",
+    );
+    f.write(
+        "src/lib.rs",
+        "pub fn compute() -> u32 {\n    42 // The Answer\n}\n",
+    );
     f.write("README.md", "No answers here.\nANSWER in capitals\n");
 }
 
@@ -32,9 +38,15 @@ async fn matches_are_grouped_per_file_and_case_insensitive() {
     src/main.rs:2:    let answer = compute();
     "#);
     let r = f
-        .call("grep_search", json!({"pattern": "Answer", "case_sensitive": true}))
+        .call(
+            "grep_search",
+            json!({"pattern": "Answer", "case_sensitive": true}),
+        )
         .await;
-    assert_eq!(redact(&f, &r.llm_text()).lines().nth(2), Some("src/lib.rs:2:    42 // The Answer"));
+    assert_eq!(
+        redact(&f, &r.llm_text()).lines().nth(2),
+        Some("src/lib.rs:2:    42 // The Answer")
+    );
     assert_eq!(r.llm_text().lines().count(), 3);
 }
 
@@ -53,9 +65,16 @@ async fn glob_and_its_old_name_include_filter_files() {
         assert!(text.contains("src/main.rs:2:"), "{args}: {text}");
     }
     let r = f
-        .call("search_file_content", json!({"pattern": "answer", "glob": "*.md"}))
+        .call(
+            "search_file_content",
+            json!({"pattern": "answer", "glob": "*.md"}),
+        )
         .await;
-    assert!(r.llm_text().contains("(filter: \"*.md\")"), "{}", r.llm_text());
+    assert!(
+        r.llm_text().contains("(filter: \"*.md\")"),
+        "{}",
+        r.llm_text()
+    );
     assert_eq!(r.llm_text().matches("README.md:").count(), 2);
 }
 
@@ -64,7 +83,10 @@ async fn a_single_file_can_be_searched() {
     let f = fixture();
     sample(&f);
     let r = f
-        .call("grep", json!({"pattern": "fn", "path": f.path("src/lib.rs")}))
+        .call(
+            "grep",
+            json!({"pattern": "fn", "path": f.path("src/lib.rs")}),
+        )
         .await;
     assert_eq!(
         redact(&f, &r.llm_text()),
@@ -78,7 +100,10 @@ async fn a_bad_regex_quotes_the_engine() {
     let r = f.call("grep_search", json!({"pattern": "fn (main"})).await;
     assert_eq!(err_kind(&r), Some(ErrorKind::InvalidToolParams));
     let text = r.llm_text();
-    assert!(text.contains("invalid regular expression \"fn (main\""), "{text}");
+    assert!(
+        text.contains("invalid regular expression \"fn (main\""),
+        "{text}"
+    );
     assert!(text.contains("unclosed group"), "{text}");
     // JavaScript accepts lookbehind; the engine that searches does not, and says so.
     let r = f.call("grep_search", json!({"pattern": "(?<=a)b"})).await;
@@ -91,7 +116,10 @@ async fn no_matches_is_a_plain_answer() {
     let f = fixture();
     sample(&f);
     let r = f
-        .call("grep_search", json!({"pattern": "nothing_like_this", "path": f.path("src")}))
+        .call(
+            "grep_search",
+            json!({"pattern": "nothing_like_this", "path": f.path("src")}),
+        )
         .await;
     assert_eq!(r.error, None);
     assert_eq!(
@@ -105,7 +133,9 @@ async fn the_limit_stops_the_search_and_says_so() {
     let f = fixture();
     let body: String = (0..50).map(|i| format!("hit {i}\n")).collect();
     f.write("many.txt", &body);
-    let r = f.call("grep_search", json!({"pattern": "hit", "limit": 5})).await;
+    let r = f
+        .call("grep_search", json!({"pattern": "hit", "limit": 5}))
+        .await;
     let text = r.llm_text();
     assert_eq!(text.matches("many.txt:").count(), 5, "{text}");
     assert!(
@@ -117,7 +147,9 @@ async fn the_limit_stops_the_search_and_says_so() {
 #[tokio::test]
 async fn the_output_budget_caps_lines_and_characters() {
     let f = fixture_with(300, 1_000, Settings::default());
-    let body: String = (0..50).map(|i| format!("match number {i} {}\n", "x".repeat(40))).collect();
+    let body: String = (0..50)
+        .map(|i| format!("match number {i} {}\n", "x".repeat(40)))
+        .collect();
     f.write("big.txt", &body);
     let r = f.call("grep_search", json!({"pattern": "match"})).await;
     let text = r.llm_text();
@@ -162,7 +194,9 @@ async fn the_time_limit_makes_a_partial_result_that_says_so() {
     let text = r.llm_text();
     assert!(text.starts_with("No matches found"), "{text}");
     assert!(
-        text.contains("The results are incomplete: the search hit its time limit of 0ns after 0 files."),
+        text.contains(
+            "The results are incomplete: the search hit its time limit of 0ns after 0 files."
+        ),
         "{text}"
     );
 }
@@ -171,7 +205,9 @@ async fn the_time_limit_makes_a_partial_result_that_says_so() {
 async fn a_cancelled_search_is_reported_as_cancelled() {
     let f = fixture();
     sample(&f);
-    let call = f.build("grep_search", json!({"pattern": "answer"})).unwrap();
+    let call = f
+        .build("grep_search", json!({"pattern": "answer"}))
+        .unwrap();
     let ctx = ExecContext::new(f.env.clone());
     ctx.cancel.cancel();
     let r = call.execute(ctx).await;
@@ -187,7 +223,13 @@ async fn outside_paths_links_fifos_and_odd_names() {
     std::os::unix::fs::symlink(f.outside().join("secret.txt"), f.ws().join("link.txt")).unwrap();
     std::fs::write(f.ws().join(OsStr::from_bytes(b"odd\xFF.txt")), "needle").unwrap();
     let fifo = f.ws().join("pipe");
-    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
     // The FIFO is skipped (reading it would block), the links are not followed.
     let r = f.call("grep_search", json!({"pattern": "needle"})).await;
     assert_eq!(
@@ -200,15 +242,27 @@ async fn outside_paths_links_fifos_and_odd_names() {
         f.outside().display().to_string(),
         format!("{}/../outside", f.ws().display()),
     ] {
-        let r = f.call("grep_search", json!({"pattern": "needle", "path": path})).await;
+        let r = f
+            .call("grep_search", json!({"pattern": "needle", "path": path}))
+            .await;
         assert_eq!(err_kind(&r), Some(ErrorKind::PathNotInWorkspace), "{path}");
     }
-    let r = f.call("grep_search", json!({"pattern": "x", "path": fifo})).await;
+    let r = f
+        .call("grep_search", json!({"pattern": "x", "path": fifo}))
+        .await;
     assert_eq!(err_kind(&r), Some(ErrorKind::GrepExecutionError));
-    let r = f.call("grep_search", json!({"pattern": "x", "path": f.path("missing")})).await;
+    let r = f
+        .call(
+            "grep_search",
+            json!({"pattern": "x", "path": f.path("missing")}),
+        )
+        .await;
     assert_eq!(err_kind(&r), Some(ErrorKind::SearchPathNotFound));
     let r = f
-        .call("grep_search", json!({"pattern": "x", "path": format!("{}/\0", f.ws().display())}))
+        .call(
+            "grep_search",
+            json!({"pattern": "x", "path": format!("{}/\0", f.ws().display())}),
+        )
         .await;
     assert_eq!(err_kind(&r), Some(ErrorKind::InvalidToolParams));
 }
@@ -218,5 +272,8 @@ fn grep_is_registered_under_its_old_names() {
     let f = fixture();
     let tool = GrepSearch::new(Arc::clone(&f.env));
     assert_eq!(tool.aliases(), ["search_file_content", "grep"]);
-    assert!(f.build("search_file_content", json!({"pattern": "x"})).is_ok());
+    assert!(
+        f.build("search_file_content", json!({"pattern": "x"}))
+            .is_ok()
+    );
 }

@@ -36,10 +36,16 @@ async fn ignored_entries_are_counted_not_shown() {
     f.write("keep.rs", "");
     f.write("notes.tmp", "");
     let r = f
-        .call("list_directory", json!({"path": f.ws(), "ignore": ["*.tmp"]}))
+        .call(
+            "list_directory",
+            json!({"path": f.ws(), "ignore": ["*.tmp"]}),
+        )
         .await;
     let text = r.llm_text();
-    assert!(text.contains("\n.gitignore\n.qwenignore\nkeep.rs"), "{text}");
+    assert!(
+        text.contains("\n.gitignore\n.qwenignore\nkeep.rs"),
+        "{text}"
+    );
     assert!(!text.contains("a.log") && !text.contains("build") && !text.contains("secret"));
     assert!(
         text.ends_with("(3 git-ignored, 1 qwen-ignored, 1 matching the ignore patterns not shown)"),
@@ -51,12 +57,18 @@ async fn ignored_entries_are_counted_not_shown() {
             json!({"path": f.ws(), "file_filtering_options": {"respect_git_ignore": false, "respect_qwen_ignore": false}}),
         )
         .await;
-    assert!(r.llm_text().starts_with(&"Listed 8 item(s)"), "{}", r.llm_text());
+    assert!(
+        r.llm_text().starts_with("Listed 8 item(s)"),
+        "{}",
+        r.llm_text()
+    );
 }
 
 #[tokio::test]
 async fn settings_can_turn_ignore_files_off() {
-    let settings = Settings::from_value(json!({"context": {"fileFiltering": {"respectGitIgnore": false}}})).unwrap();
+    let settings =
+        Settings::from_value(json!({"context": {"fileFiltering": {"respectGitIgnore": false}}}))
+            .unwrap();
     let f = fixture_with(25_000, 1_000, settings);
     f.write(".gitignore", "*.log\n");
     f.write("a.log", "");
@@ -68,9 +80,14 @@ async fn settings_can_turn_ignore_files_off() {
 async fn empty_directory_is_not_an_error() {
     let f = fixture();
     std::fs::create_dir(f.ws().join("empty")).unwrap();
-    let r = f.call("list_directory", json!({"path": f.path("empty")})).await;
+    let r = f
+        .call("list_directory", json!({"path": f.path("empty")}))
+        .await;
     assert_eq!(r.error, None);
-    assert_eq!(r.llm_text(), format!("Directory {} is empty.", f.path("empty")));
+    assert_eq!(
+        r.llm_text(),
+        format!("Directory {} is empty.", f.path("empty"))
+    );
 }
 
 #[tokio::test]
@@ -81,7 +98,10 @@ async fn the_cap_says_how_many_were_left_out() {
     }
     let r = f.call("list_directory", json!({"path": f.ws()})).await;
     let text = r.llm_text();
-    assert!(text.contains("f09\n---\n[15 more items not shown; the list is capped at 10."), "{text}");
+    assert!(
+        text.contains("f09\n---\n[15 more items not shown; the list is capped at 10."),
+        "{text}"
+    );
     assert!(!text.contains("f10"));
 }
 
@@ -91,7 +111,9 @@ async fn a_file_or_missing_path_is_an_error() {
     let p = f.write("a.txt", "");
     let r = f.call("list_directory", json!({"path": p})).await;
     assert_eq!(err_kind(&r), Some(ErrorKind::PathIsNotADirectory));
-    let r = f.call("list_directory", json!({"path": f.path("nope")})).await;
+    let r = f
+        .call("list_directory", json!({"path": f.path("nope")}))
+        .await;
     assert_eq!(err_kind(&r), Some(ErrorKind::FileNotFound));
 }
 

@@ -12,7 +12,11 @@ fn headers(f: &Fixture, text: &str) -> Vec<String> {
     redact(f, text)
         .lines()
         .filter(|l| l.starts_with("--- <ws>/"))
-        .map(|l| l.trim_start_matches("--- <ws>/").trim_end_matches(" ---").to_string())
+        .map(|l| {
+            l.trim_start_matches("--- <ws>/")
+                .trim_end_matches(" ---")
+                .to_string()
+        })
         .collect()
 }
 
@@ -22,7 +26,10 @@ async fn files_come_with_separators_and_an_end_marker() {
     f.write("b.txt", "bee\n");
     f.write("a.txt", "ay\nsecond line\n");
     let r = f
-        .call("read_many_files", json!({"paths": ["b.txt", f.path("a.txt")]}))
+        .call(
+            "read_many_files",
+            json!({"paths": ["b.txt", f.path("a.txt")]}),
+        )
         .await;
     assert_eq!(r.error, None);
     insta::assert_snapshot!(redact(&f, &r.llm_text()), @r"
@@ -47,9 +54,15 @@ async fn directories_globs_include_and_exclude() {
     f.write("src/c.md", "c");
     f.write("docs/x.md", "x");
     let r = f.call("read_many_files", json!({"paths": ["src"]})).await;
-    assert_eq!(headers(&f, &r.llm_text()), ["src/a.rs", "src/c.md", "src/deep/b.rs"]);
+    assert_eq!(
+        headers(&f, &r.llm_text()),
+        ["src/a.rs", "src/c.md", "src/deep/b.rs"]
+    );
     let r = f
-        .call("read_many_files", json!({"paths": ["src"], "recursive": false}))
+        .call(
+            "read_many_files",
+            json!({"paths": ["src"], "recursive": false}),
+        )
         .await;
     assert_eq!(headers(&f, &r.llm_text()), ["src/a.rs", "src/c.md"]);
     let r = f
@@ -58,7 +71,10 @@ async fn directories_globs_include_and_exclude() {
             json!({"paths": ["src/**/*.rs"], "include": ["**/*.md"], "exclude": ["docs/**"]}),
         )
         .await;
-    assert_eq!(headers(&f, &r.llm_text()), ["src/a.rs", "src/c.md", "src/deep/b.rs"]);
+    assert_eq!(
+        headers(&f, &r.llm_text()),
+        ["src/a.rs", "src/c.md", "src/deep/b.rs"]
+    );
     let pattern = format!("{}/src/*.rs", f.ws().display());
     let r = f.call("read_many_files", json!({"paths": [pattern]})).await;
     assert_eq!(headers(&f, &r.llm_text()), ["src/a.rs"]);
@@ -82,7 +98,13 @@ async fn default_excludes_and_ignore_files_apply_unless_turned_off() {
         .await;
     assert_eq!(
         headers(&f, &r.llm_text()),
-        [".gitignore", "app.js", "bundle.zip", "debug.log", "node_modules/lib/index.js"]
+        [
+            ".gitignore",
+            "app.js",
+            "bundle.zip",
+            "debug.log",
+            "node_modules/lib/index.js"
+        ]
     );
 }
 
@@ -95,7 +117,8 @@ async fn images_only_when_named() {
     let r = f.call("read_many_files", json!({"paths": ["img"]})).await;
     assert_eq!(r.llm_content.len(), 1, "no inline data");
     assert!(
-        r.llm_text().contains("logo.png (image/png: name it or its extension explicitly to include it)"),
+        r.llm_text()
+            .contains("logo.png (image/png: name it or its extension explicitly to include it)"),
         "{}",
         r.llm_text()
     );
@@ -107,10 +130,16 @@ async fn images_only_when_named() {
             .filter(|p| matches!(p, Part::InlineData { .. }))
             .collect();
         assert_eq!(inline.len(), 1, "{paths}");
-        let Part::InlineData { mime_type, data, .. } = inline[0] else {
+        let Part::InlineData {
+            mime_type, data, ..
+        } = inline[0]
+        else {
             unreachable!()
         };
-        assert_eq!((mime_type.as_str(), data.as_slice()), ("image/png", &png[..]));
+        assert_eq!(
+            (mime_type.as_str(), data.as_slice()),
+            ("image/png", &png[..])
+        );
     }
 }
 
@@ -137,15 +166,27 @@ async fn missing_binary_and_special_files_are_reported() {
     f.write("ok.txt", "fine");
     f.write("blob.dat", b"\x00\x01\x02\x03");
     let fifo = f.ws().join("pipe");
-    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
     let r = f
-        .call("read_many_files", json!({"paths": ["ok.txt", "blob.dat", "pipe", "gone.txt"]}))
+        .call(
+            "read_many_files",
+            json!({"paths": ["ok.txt", "blob.dat", "pipe", "gone.txt"]}),
+        )
         .await;
     let text = redact(&f, &r.llm_text());
     assert_eq!(headers(&f, &text), ["ok.txt"]);
     assert!(text.contains("Not found: gone.txt."), "{text}");
     assert!(text.contains("<ws>/blob.dat (binary file)"), "{text}");
-    assert!(text.contains("pipe (not a regular file or directory"), "{text}");
+    assert!(
+        text.contains("pipe (not a regular file or directory"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -166,7 +207,9 @@ async fn nothing_outside_the_workspace_is_read() {
         assert_eq!(err_kind(&r), Some(ErrorKind::PathNotInWorkspace), "{path}");
     }
     // Walking the workspace does not follow the links.
-    let r = f.call("read_many_files", json!({"paths": ["**/*.txt"]})).await;
+    let r = f
+        .call("read_many_files", json!({"paths": ["**/*.txt"]}))
+        .await;
     assert!(!r.llm_text().contains("secret"), "{}", r.llm_text());
     let r = f.call("read_many_files", json!({"paths": ["a\0b"]})).await;
     assert_eq!(err_kind(&r), Some(ErrorKind::InvalidToolParams));

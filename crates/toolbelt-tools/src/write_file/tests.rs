@@ -10,7 +10,10 @@ async fn creates_a_new_file_and_its_parent_directories() {
     let f = fixture();
     let p = f.path("a/b/c/new.txt");
     let (r, details) = f
-        .call_confirmed("write_file", json!({"file_path": p, "content": "one\ntwo\n"}))
+        .call_confirmed(
+            "write_file",
+            json!({"file_path": p, "content": "one\ntwo\n"}),
+        )
         .await;
     assert_eq!(r.error, None);
     assert_eq!(f.read("a/b/c/new.txt"), b"one\ntwo\n");
@@ -35,7 +38,10 @@ async fn confirmation_shows_the_diff_against_the_current_file() {
     let f = fixture();
     let p = f.write("a.txt", "keep\nold\n");
     let call = f
-        .build("write_file", json!({"file_path": p, "content": "keep\nnew\n"}))
+        .build(
+            "write_file",
+            json!({"file_path": p, "content": "keep\nnew\n"}),
+        )
         .unwrap();
     let Some(ConfirmationDetails::Edit {
         diff,
@@ -62,7 +68,10 @@ async fn overwrite_keeps_crlf_bom_and_permissions() {
     let p = f.write("win.txt", b"\xEF\xBB\xBFold\r\nlines\r\n");
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o741)).unwrap();
     let r = f
-        .call("write_file", json!({"file_path": p, "content": "new\nlines\nhere\n"}))
+        .call(
+            "write_file",
+            json!({"file_path": p, "content": "new\nlines\nhere\n"}),
+        )
         .await;
     assert_eq!(r.error, None);
     assert_eq!(r.llm_text(), format!("Successfully overwrote file: {p}."));
@@ -98,7 +107,10 @@ async fn directory_where_a_file_is_expected_and_the_reverse() {
     let f = fixture();
     std::fs::create_dir(f.ws().join("dir")).unwrap();
     let r = f
-        .call("write_file", json!({"file_path": f.path("dir"), "content": "x"}))
+        .call(
+            "write_file",
+            json!({"file_path": f.path("dir"), "content": "x"}),
+        )
         .await;
     assert_eq!(err_kind(&r), Some(ErrorKind::TargetIsDirectory));
     // A file where a parent directory is expected.
@@ -117,14 +129,26 @@ async fn directory_where_a_file_is_expected_and_the_reverse() {
 async fn a_fifo_is_refused_without_blocking() {
     let f = fixture();
     let fifo = f.ws().join("pipe");
-    let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(status.success());
     let r = f
         .call("write_file", json!({"file_path": fifo, "content": "x"}))
         .await;
     assert_eq!(err_kind(&r), Some(ErrorKind::FileWriteFailure));
-    assert!(r.llm_text().contains("not a regular file"), "{}", r.llm_text());
-    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(
+        r.llm_text().contains("not a regular file"),
+        "{}",
+        r.llm_text()
+    );
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
 }
 
 #[tokio::test]
@@ -146,7 +170,11 @@ async fn paths_outside_the_workspace_are_refused() {
             .call("write_file", json!({"file_path": path, "content": "pwned"}))
             .await;
         assert_eq!(err_kind(&r), Some(ErrorKind::PathNotInWorkspace), "{path}");
-        assert!(r.llm_text().contains("allowed directories"), "{}", r.llm_text());
+        assert!(
+            r.llm_text().contains("allowed directories"),
+            "{}",
+            r.llm_text()
+        );
     }
     assert_eq!(std::fs::read(outside.join("secret.txt")).unwrap(), b"s");
     let left: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
@@ -156,7 +184,10 @@ async fn paths_outside_the_workspace_are_refused() {
 #[tokio::test]
 async fn nul_bytes_and_relative_paths_are_invalid() {
     let f = fixture();
-    for path in [format!("{}/a\0b", f.ws().display()), "rel/a.txt".to_string()] {
+    for path in [
+        format!("{}/a\0b", f.ws().display()),
+        "rel/a.txt".to_string(),
+    ] {
         let r = f
             .call("write_file", json!({"file_path": path, "content": "x"}))
             .await;
@@ -170,7 +201,10 @@ async fn a_symlink_inside_the_workspace_writes_through_to_its_target() {
     let target = f.write("real.txt", "old\n");
     std::os::unix::fs::symlink(&target, f.ws().join("alias.txt")).unwrap();
     let r = f
-        .call("write_file", json!({"file_path": f.path("alias.txt"), "content": "new\n"}))
+        .call(
+            "write_file",
+            json!({"file_path": f.path("alias.txt"), "content": "new\n"}),
+        )
         .await;
     assert_eq!(r.error, None);
     assert_eq!(f.read("real.txt"), b"new\n");
