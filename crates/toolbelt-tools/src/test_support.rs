@@ -20,11 +20,22 @@ pub fn fixture() -> Fixture {
     fixture_with(25_000, 1_000, Settings::default())
 }
 
+/// A workspace of two directories, `ws` and `ws2`.
+pub fn fixture_two_roots() -> Fixture {
+    build(25_000, 1_000, Settings::default(), &["ws", "ws2"])
+}
+
 pub fn fixture_with(max_chars: usize, max_lines: usize, settings: Settings) -> Fixture {
+    build(max_chars, max_lines, settings, &["ws"])
+}
+
+fn build(max_chars: usize, max_lines: usize, settings: Settings, roots: &[&str]) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    for root in roots {
+        std::fs::create_dir(dir.path().join(root)).unwrap();
+    }
     std::fs::create_dir(dir.path().join("outside")).unwrap();
-    let roots = WorkspaceRoots::new([dir.path().join("ws")]).unwrap();
+    let roots = WorkspaceRoots::new(roots.iter().map(|r| dir.path().join(r))).unwrap();
     let mut env = ToolEnvironment::new(roots, Arc::new(settings), dir.path().join("session"));
     env.output = OutputPolicy::new(max_chars, max_lines, dir.path().join("spill"));
     let env = Arc::new(env);

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 use toolbelt_core::{ErrorKind, Settings};
 
-use crate::test_support::{Fixture, err_kind, fixture, fixture_with};
+use crate::test_support::{Fixture, err_kind, fixture, fixture_two_roots, fixture_with};
 
 fn touch(f: &Fixture, rel: &str, age: Duration) {
     let p = f.write(rel, "x");
@@ -170,4 +170,17 @@ async fn links_out_are_not_followed_and_odd_names_are_reported() {
     assert!(status.success());
     let r = f.call("glob", json!({"pattern": "**/*.rs"})).await;
     assert_eq!(listed(&f, &r.llm_text()), ["odd\u{FFFD}.rs"]);
+}
+
+#[tokio::test]
+async fn without_a_path_every_workspace_directory_is_searched() {
+    let f = fixture_two_roots();
+    touch(&f, "a.rs", 48 * HOUR);
+    let second = f.dir.path().join("ws2").canonicalize().unwrap();
+    std::fs::write(second.join("b.rs"), "").unwrap();
+    let r = f.call("glob", json!({"pattern": "*.rs"})).await;
+    let text = r.llm_text();
+    assert!(text.contains(&format!("{}/a.rs", f.ws().display())), "{text}");
+    assert!(text.contains(&format!("{}/b.rs", second.display())), "{text}");
+    assert!(text.starts_with("Found 2 file(s)"), "{text}");
 }

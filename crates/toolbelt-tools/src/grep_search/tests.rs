@@ -7,7 +7,7 @@ use serde_json::json;
 use toolbelt_core::{ErrorKind, ExecContext, Settings, Tool};
 
 use super::GrepSearch;
-use crate::test_support::{Fixture, err_kind, fixture, fixture_with};
+use crate::test_support::{Fixture, err_kind, fixture, fixture_two_roots, fixture_with};
 
 fn redact(f: &Fixture, text: &str) -> String {
     text.replace(&f.ws().display().to_string(), "<ws>")
@@ -276,4 +276,17 @@ fn grep_is_registered_under_its_old_names() {
         f.build("search_file_content", json!({"pattern": "x"}))
             .is_ok()
     );
+}
+
+#[tokio::test]
+async fn without_a_path_every_workspace_directory_is_searched() {
+    let f = fixture_two_roots();
+    f.write("a.txt", "needle one");
+    let second = f.dir.path().join("ws2").canonicalize().unwrap();
+    std::fs::write(second.join("b.txt"), "needle two").unwrap();
+    let r = f.call("grep_search", json!({"pattern": "needle"})).await;
+    let text = r.llm_text();
+    assert!(text.starts_with("Found 2 matches"), "{text}");
+    assert!(text.contains("a.txt:1:needle one"), "{text}");
+    assert!(text.contains("b.txt:1:needle two"), "{text}");
 }
