@@ -15,12 +15,34 @@ use std::sync::Arc;
 
 use toolbelt_core::{Origin, Tool, ToolEnvironment, ToolError, ToolRegistry};
 
+pub mod atomic_write;
+pub mod diff;
+pub mod edit;
+pub mod file_change;
 pub mod file_type;
+pub mod glob;
+pub mod grep_search;
+pub mod list_directory;
 pub mod read_file;
+pub mod read_many_files;
+pub mod text_file;
+pub mod walk;
+pub mod write_file;
+
+#[cfg(test)]
+mod test_support;
 
 /// Every built-in tool for a session.
 pub fn builtin_tools(env: &Arc<ToolEnvironment>) -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(read_file::ReadFile::new(env.clone()))]
+    vec![
+        Arc::new(read_file::ReadFile::new(env.clone())),
+        Arc::new(list_directory::ListDirectory::new(env.clone())),
+        Arc::new(read_many_files::ReadManyFiles::new(env.clone())),
+        Arc::new(write_file::WriteFile::new(env.clone())),
+        Arc::new(edit::Edit::new(env.clone())),
+        Arc::new(glob::Glob::new(env.clone())),
+        Arc::new(grep_search::GrepSearch::new(env.clone())),
+    ]
 }
 
 /// Registers every built-in tool.

@@ -1,0 +1,457 @@
+//! `edit`: replace text in a file.
+//!
+//! `old_string` is found exactly first, then tolerantly ([`matcher`]); the match is
+//! replaced with `new_string` taken literally (`$1` and `$&` are text, not references).
+//! One occurrence is expected unless `replace_all` is set or `expected_replacements`
+//! (older transcripts) gives the count. An empty `old_string` creates a new file. Every
+//! failure says what to do next: no match shows the closest region with line numbers,
+//! several matches give their count and lines.
+//!
+//! The write is the one `write_file` uses: atomic, parent directories created, line
+//! ending, byte-order mark and permissions kept. The change is computed once for the
+//! confirmation and applied as shown, unless the file changed in between.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolbelt_core::{
+    BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, FileDiff, Invocation, Kind,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+};
+
+use crate::diff::file_diff;
+use crate::file_change::{self, Current, FileStamp};
+use crate::text_file::{LineEnding, TextFile, TextFormat};
+
+pub mod matcher;
+use matcher::Strategy;
+
+/// Lines of context in the snippet of the edited file returned to the model.
+const SNIPPET_CONTEXT: usize = 4;
+/// A changed region longer than this is not echoed back.
+const SNIPPET_MAX_LINES: usize = 60;
+/// Line numbers listed when several occurrences match.
+const MAX_LISTED_LINES: usize = 20;
+
+pub struct Edit {
+    env: Arc<ToolEnvironment>,
+    schema: Value,
+}
+
+impl Edit {
+    pub fn new(env: Arc<ToolEnvironment>) -> Self {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "type": "string",
+                    "description": "Absolute path of the file to change."
+                },
+                "old_string": {
+                    "type": "string",
+                    "description": "The exact text to replace, copied from the file with its indentation, and enough surrounding lines to match only once. Empty to create a new file."
+                },
+                "new_string": {
+                    "type": "string",
+                    "description": "The text that replaces old_string, exactly as it should appear (taken literally)."
+                },
+                "replace_all": {
+                    "type": "boolean",
+                    "description": "Replace every occurrence of old_string instead of requiring exactly one. Default false."
+                },
+                "expected_replacements": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Older form of replace_all: the number of occurrences expected; the edit fails if the count differs."
+                }
+            },
+            "required": ["file_path", "old_string", "new_string"],
+            "additionalProperties": false
+        });
+        Edit { env, schema }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Params {
+    file_path: String,
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+    expected_replacements: Option<usize>,
+}
+
+impl Tool for Edit {
+    fn name(&self) -> &str {
+        "edit"
+    }
+    fn display_name(&self) -> &str {
+        "Edit"
+    }
+    fn description(&self) -> &str {
+        "Replaces text in a file. old_string must match exactly one place in the file (include a few lines of \
+         context), unless replace_all is true. Matching is exact first; if that fails, Unicode quotes, dashes and \
+         spaces are treated as their ASCII forms and trailing whitespace is ignored, but indentation must match. \
+         new_string is used literally. An empty old_string creates a new file. When nothing matches, the error shows \
+         the closest lines of the file with line numbers. Line endings and the byte-order mark of the file are kept. \
+         Read the file first (read_file) so old_string is copied from its current content."
+    }
+    fn kind(&self) -> Kind {
+        Kind::Edit
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn aliases(&self) -> &[&'static str] {
+        &["replace"]
+    }
+    fn parameter_aliases(&self) -> &[(&'static str, &'static str)] {
+        &[("absolute_path", "file_path"), ("path", "file_path")]
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let params: Params = crate::parse_params(args)?;
+        let path = self.env.roots.resolve(params.file_path.trim())?;
+        if path.is_dir() {
+            return Err(ToolError::new(
+                ErrorKind::TargetIsDirectory,
+                format!(
+                    "{} is a directory; give the path of a file to edit.",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(Box::new(EditCall {
+            display_path: self.env.roots.display_relative(&path),
+            path,
+            params,
+            planned: Mutex::new(None),
+        }))
+    }
+}
+
+struct EditCall {
+    path: PathBuf,
+    display_path: String,
+    params: Params,
+    /// The change as shown in the confirmation: `None` before anyone asked,
+    /// `Some(None)` when there was nothing to ask because the edit failed.
+    planned: Mutex<Option<Option<Plan>>>,
+}
+
+#[derive(Debug)]
+struct Plan {
+    stamp: Option<FileStamp>,
+    bytes: Vec<u8>,
+    diff: FileDiff,
+    created: bool,
+    occurrences: usize,
+    strategy: Strategy,
+    /// Byte range of the first replacement in the new text.
+    first_change: std::ops::Range<usize>,
+}
+
+impl EditCall {
+    fn plan(&self) -> Result<Plan, ToolError> {
+        let p = &self.params;
+        match file_change::read_current(&self.path)? {
+            Current::Missing if p.old_string.is_empty() => Ok(Plan {
+                stamp: None,
+                bytes: TextFormat::NEW.encode(&p.new_string),
+                first_change: 0..p.new_string.len(),
+                diff: file_diff(&self.path, &self.display_path, None, p.new_string.clone()),
+                created: true,
+                occurrences: 1,
+                strategy: Strategy::Exact,
+            }),
+            Current::Missing => Err(ToolError::new(
+                ErrorKind::FileNotFound,
+                format!(
+                    "File not found: {}. To create a new file, call edit with an empty old_string (or use write_file).",
+                    self.path.display()
+                ),
+            )),
+            Current::File { .. } if p.old_string.is_empty() => Err(ToolError::new(
+                ErrorKind::AttemptToCreateExistingFile,
+                format!(
+                    "old_string is empty, which creates a new file, but {} already exists. Give the text to replace in old_string, or use write_file to replace the whole file.",
+                    self.path.display()
+                ),
+            )),
+            Current::File { bytes, stamp } => {
+                let file = TextFile::decode(bytes).ok_or_else(|| {
+                    ToolError::new(
+                        ErrorKind::ReadContentFailure,
+                        format!(
+                            "{} is not UTF-8 text; edit only changes UTF-8 text files.",
+                            self.path.display()
+                        ),
+                    )
+                })?;
+                self.plan_change(file, stamp)
+            }
+        }
+    }
+
+    fn plan_change(&self, file: TextFile, stamp: FileStamp) -> Result<Plan, ToolError> {
+        let p = &self.params;
+        let crlf = file.format.line_ending == LineEnding::Crlf;
+        let unify = |s: &str| {
+            if crlf {
+                s.replace("\r\n", "\n")
+            } else {
+                s.to_string()
+            }
+        };
+        let (old, mut new) = (unify(&p.old_string), unify(&p.new_string));
+        if old == new {
+            return Err(ToolError::new(
+                ErrorKind::EditNoChange,
+                "old_string and new_string are identical, so the edit would change nothing. No edits made.",
+            ));
+        }
+        let text = file.text;
+        let found = matcher::find(&text, &old);
+        let count = found.ranges.len();
+        if count == 0 {
+            return Err(self.no_occurrence(&text, &old));
+        }
+        let expected = p
+            .expected_replacements
+            .unwrap_or(if p.replace_all { count } else { 1 });
+        if count != expected {
+            return Err(self.count_mismatch(&text, &found.ranges, expected));
+        }
+        if found.dropped_final_newline {
+            new = new.strip_suffix('\n').map(str::to_string).unwrap_or(new);
+        }
+        let mut ranges = found.ranges;
+        if new.is_empty() {
+            // Deleting whole lines removes their newline too, so no blank line is left.
+            for r in &mut ranges {
+                let at_line_start = r.start == 0 || text.as_bytes()[r.start - 1] == b'\n';
+                let ends_line = text[r.clone()].ends_with('\n');
+                if at_line_start && !ends_line && text.as_bytes().get(r.end) == Some(&b'\n') {
+                    r.end += 1;
+                }
+            }
+        }
+        let mut out = String::with_capacity(text.len() + count * new.len());
+        let mut last = 0;
+        let mut first_change = 0..0;
+        for (i, r) in ranges.iter().enumerate() {
+            out.push_str(&text[last..r.start]);
+            if i == 0 {
+                first_change = out.len()..out.len() + new.len();
+            }
+            out.push_str(&new);
+            last = r.end;
+        }
+        out.push_str(&text[last..]);
+        if out == text {
+            return Err(ToolError::new(
+                ErrorKind::EditNoChange,
+                format!(
+                    "The edit would leave {} unchanged (old_string matched text that new_string already equals). No edits made.",
+                    self.path.display()
+                ),
+            ));
+        }
+        let bytes = file.format.encode(&out);
+        Ok(Plan {
+            stamp: Some(stamp),
+            bytes,
+            diff: file_diff(&self.path, &self.display_path, Some(text), out),
+            created: false,
+            occurrences: count,
+            strategy: found.strategy,
+            first_change,
+        })
+    }
+
+    fn no_occurrence(&self, text: &str, old: &str) -> ToolError {
+        let mut message = format!(
+            "Failed to edit, 0 occurrences found for old_string in {}. No edits made. The text was not found, \
+             even ignoring trailing whitespace and Unicode quotes, dashes and spaces.",
+            self.path.display()
+        );
+        match matcher::closest_region(text, old) {
+            Some(region) => {
+                let lines: Vec<&str> = text.lines().collect();
+                let from = region.start.saturating_sub(2);
+                let to = (region.end + 2).min(lines.len());
+                let width = to.to_string().len();
+                message.push_str(&format!(
+                    " The closest match is at lines {}-{}:\n",
+                    region.start + 1,
+                    region.end.max(region.start + 1)
+                ));
+                for (n, line) in lines[from..to].iter().enumerate() {
+                    message.push_str(&format!("{:>width$}| {line}\n", from + n + 1));
+                }
+                message.push_str(
+                    "Copy old_string from these lines exactly (without the line numbers and '| '), check indentation, and retry.",
+                );
+            }
+            None => message.push_str(
+                " No similar text was found either; read the file with read_file to see its current content.",
+            ),
+        }
+        ToolError::new(ErrorKind::EditNoOccurrenceFound, message)
+    }
+
+    fn count_mismatch(
+        &self,
+        text: &str,
+        ranges: &[std::ops::Range<usize>],
+        expected: usize,
+    ) -> ToolError {
+        let lines =
+            matcher::line_numbers(text, ranges.iter().take(MAX_LISTED_LINES).map(|r| r.start));
+        let mut listed: Vec<String> = lines.iter().map(usize::to_string).collect();
+        if ranges.len() > MAX_LISTED_LINES {
+            listed.push("...".into());
+        }
+        let count = ranges.len();
+        let advice = if self.params.expected_replacements.is_some() {
+            format!("expected_replacements is {expected}")
+        } else {
+            "replace_all is not set".to_string()
+        };
+        ToolError::new(
+            ErrorKind::EditExpectedOccurrenceMismatch,
+            format!(
+                "Found {count} occurrences of old_string in {} (at lines {}), but {advice}. No edits made. \
+                 Include more surrounding lines in old_string so it matches exactly one place, or set replace_all to true to replace all {count}.",
+                self.path.display(),
+                listed.join(", ")
+            ),
+        )
+    }
+
+    fn apply(&self) -> Result<ToolResult, ToolError> {
+        let shown = self.planned.lock().map(|mut g| g.take()).unwrap_or(None);
+        let plan = match shown {
+            None => self.plan()?,
+            Some(Some(plan)) => {
+                if file_change::stamp_now(&self.path)? != plan.stamp {
+                    return Err(file_change::changed_since_confirmation(&self.path));
+                }
+                plan
+            }
+            Some(None) => {
+                self.plan()?;
+                return Err(file_change::changed_since_confirmation(&self.path));
+            }
+        };
+        file_change::write_file(&self.path, &plan.bytes)?;
+        let mut text = if plan.created {
+            format!(
+                "Created new file: {} with provided content.",
+                self.path.display()
+            )
+        } else if plan.occurrences > 1 {
+            format!(
+                "The file: {} has been updated ({} occurrences replaced).",
+                self.path.display(),
+                plan.occurrences
+            )
+        } else {
+            format!("The file: {} has been updated.", self.path.display())
+        };
+        if plan.strategy == Strategy::Tolerant {
+            text.push_str(" old_string matched after ignoring trailing whitespace or Unicode look-alike characters; the text on disk was replaced.");
+        }
+        if let Some(snippet) = snippet(&plan.diff.new_content, plan.first_change.clone()) {
+            text.push_str(&snippet);
+        }
+        Ok(ToolResult::with_display(text, Display::FileDiff(plan.diff)))
+    }
+}
+
+/// The changed lines with a few around them, so the model sees the result without
+/// reading the file again.
+fn snippet(text: &str, change: std::ops::Range<usize>) -> Option<String> {
+    let first = matcher::line_numbers(text, [change.start])[0];
+    let changed = text[change].matches('\n').count() + 1;
+    if changed > SNIPPET_MAX_LINES {
+        return None;
+    }
+    let total = text.lines().count().max(1);
+    let from = first.saturating_sub(SNIPPET_CONTEXT).max(1);
+    let to = (first + changed - 1 + SNIPPET_CONTEXT).min(total);
+    let start_byte = if from == 1 {
+        0
+    } else {
+        text.match_indices('\n')
+            .nth(from - 2)
+            .map_or(0, |(i, _)| i + 1)
+    };
+    let body: Vec<&str> = text[start_byte..].lines().take(to + 1 - from).collect();
+    Some(format!(
+        "\nShowing lines {from}-{to} of {total} from the edited file:\n\n---\n\n{}",
+        body.join("\n")
+    ))
+}
+
+impl Invocation for EditCall {
+    fn describe(&self) -> String {
+        let short: String = self.params.old_string.chars().take(30).collect();
+        let short = short.split('\n').next().unwrap_or("").to_string();
+        if self.params.old_string.is_empty() {
+            format!("Create {}", self.display_path)
+        } else {
+            format!("Edit {}: {short}...", self.display_path)
+        }
+    }
+
+    fn locations(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
+
+    fn permission_subject(&self) -> PermissionSubject {
+        PermissionSubject::Paths(vec![self.path.clone()])
+    }
+
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
+        Box::pin(async move {
+            // A failing edit needs no approval: it writes nothing and its error goes to
+            // the model. If it starts working before execute, execute refuses.
+            let plan = self.plan().ok();
+            let details = plan.as_ref().map(|plan| ConfirmationDetails::Edit {
+                title: format!("Confirm Edit: {}", self.display_path),
+                file_name: plan.diff.file_name.clone(),
+                file_path: self.path.clone(),
+                diff: plan.diff.diff.clone(),
+                original_content: plan.diff.original_content.clone(),
+                new_content: plan.diff.new_content.clone(),
+            });
+            if let Ok(mut slot) = self.planned.lock() {
+                *slot = Some(plan);
+            }
+            details
+        })
+    }
+
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            if ctx.cancel.is_cancelled() {
+                return ToolResult::err(
+                    ErrorKind::Cancelled,
+                    "The edit was cancelled before it started; nothing was written.",
+                );
+            }
+            // Once started, the write runs to its atomic rename (see write_file).
+            match tokio::task::spawn_blocking(move || self.apply()).await {
+                Ok(Ok(result)) => result,
+                Ok(Err(e)) => ToolResult::error(e),
+                Err(e) => ToolResult::err(ErrorKind::ExecutionFailed, format!("edit failed: {e}")),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

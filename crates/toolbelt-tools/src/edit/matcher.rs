@@ -1,0 +1,316 @@
+//! Finding `old_string` in a file: exactly first, then tolerantly.
+//!
+//! Models copy text through a tokenizer and a chat template: curly quotes come back
+//! straight (or the reverse), dashes and non-breaking spaces change, trailing spaces
+//! vanish. The tolerant pass compares character by character with Unicode look-alikes
+//! mapped to ASCII and trailing whitespace ignored at every line end. Leading
+//! indentation is never relaxed: in Python or YAML it is meaning, not noise. What is
+//! replaced is always the exact text on disk, so bytes outside the match never change.
+//!
+//! When nothing matches, [`closest_region`] finds the lines most like `old_string`, so
+//! the error can show them with line numbers and the model can correct itself in one
+//! step instead of looping on "0 occurrences" (Qwen Code issues #797 and #2460).
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+/// How `old_string` was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    Exact,
+    /// Found after mapping look-alike characters and ignoring trailing whitespace.
+    Tolerant,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Non-overlapping byte ranges of the file text, in order.
+    pub ranges: Vec<Range<usize>>,
+    pub strategy: Strategy,
+    /// `old_string` ended with a newline the file does not have at its end; the final
+    /// newline of `new_string` should be dropped too.
+    pub dropped_final_newline: bool,
+}
+
+/// Every non-overlapping occurrence of `old` in `text`: the exact ones when there are
+/// any, else the tolerant ones.
+pub fn find(text: &str, old: &str) -> Found {
+    let exact: Vec<Range<usize>> = text
+        .match_indices(old)
+        .map(|(i, m)| i..i + m.len())
+        .collect();
+    if !exact.is_empty() || old.is_empty() {
+        return Found {
+            ranges: exact,
+            strategy: Strategy::Exact,
+            dropped_final_newline: false,
+        };
+    }
+    let mut ranges = Vec::new();
+    let mut dropped = false;
+    let Some(first) = old.chars().next().map(fold) else {
+        return Found {
+            ranges,
+            strategy: Strategy::Tolerant,
+            dropped_final_newline: false,
+        };
+    };
+    let mut pos = 0;
+    while pos < text.len() {
+        let Some(offset) = text[pos..]
+            .char_indices()
+            .find_map(|(i, c)| (fold(c) == first).then_some(i))
+        else {
+            break;
+        };
+        let start = pos + offset;
+        match match_at(text, start, old) {
+            Some((end, at_eof)) if end > start => {
+                dropped |= at_eof;
+                ranges.push(start..end);
+                pos = end;
+            }
+            _ => pos = start + text[start..].chars().next().map_or(1, char::len_utf8),
+        }
+    }
+    Found {
+        ranges,
+        strategy: Strategy::Tolerant,
+        dropped_final_newline: dropped,
+    }
+}
+
+/// Maps a look-alike character to its ASCII form.
+pub fn fold(c: char) -> char {
+    match c {
+        '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{FE63}' | '\u{FF0D}' => '-',
+        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' | '\u{FF07}' => '\'',
+        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' | '\u{2033}' | '\u{FF02}' => '"',
+        '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => ' ',
+        other => other,
+    }
+}
+
+fn is_trailing_space(c: char) -> bool {
+    matches!(fold(c), ' ' | '\t' | '\r')
+}
+
+/// Matches `old` tolerantly at byte `start` of `text`. Returns the end of the match and
+/// whether it only matched by dropping `old`'s final newline at the end of the file.
+fn match_at(text: &str, start: usize, old: &str) -> Option<(usize, bool)> {
+    let mut t = text[start..].char_indices().peekable();
+    let mut o = old.chars().peekable();
+    let mut end = start;
+    loop {
+        let Some(&oc) = o.peek() else {
+            return Some((end, false));
+        };
+        if is_trailing_space(oc) && rest_is_line_end(o.clone()) {
+            // Trailing whitespace in old_string: skip it, and the file's own.
+            while o.peek().is_some_and(|&c| is_trailing_space(c)) {
+                o.next();
+            }
+            let mut look = t.clone();
+            let mut file_spaces = false;
+            while look.peek().is_some_and(|&(_, c)| is_trailing_space(c)) {
+                look.next();
+                file_spaces = true;
+            }
+            let at_line_end = look.peek().is_none_or(|&(_, c)| c == '\n');
+            if o.peek().is_none() {
+                // old_string ends here; the file's trailing spaces are not part of it.
+                return (at_line_end || file_spaces).then_some((end, false));
+            }
+            if !at_line_end {
+                return None;
+            }
+            t = look;
+            continue;
+        }
+        let Some(&(i, tc)) = t.peek() else {
+            // End of the file: only old_string's final newline may be left over.
+            let rest: String = o.collect();
+            return (rest == "\n").then_some((end, true));
+        };
+        if oc == '\n' && tc != '\n' && is_trailing_space(tc) {
+            // The file has trailing whitespace old_string lacks.
+            let mut look = t.clone();
+            while look.peek().is_some_and(|&(_, c)| is_trailing_space(c)) {
+                look.next();
+            }
+            if look.peek().is_none_or(|&(_, c)| c == '\n') {
+                t = look;
+                continue;
+            }
+            return None;
+        }
+        if fold(oc) != fold(tc) {
+            return None;
+        }
+        o.next();
+        t.next();
+        end = start + i + tc.len_utf8();
+    }
+}
+
+/// Whether the rest of `old` from here is whitespace up to a newline or its end.
+fn rest_is_line_end(mut o: std::iter::Peekable<std::str::Chars<'_>>) -> bool {
+    while let Some(&c) = o.peek() {
+        if c == '\n' {
+            return true;
+        }
+        if !is_trailing_space(c) {
+            return false;
+        }
+        o.next();
+    }
+    true
+}
+
+/// The 1-based line numbers at which byte offsets fall; `offsets` must be sorted.
+pub fn line_numbers(text: &str, offsets: impl IntoIterator<Item = usize>) -> Vec<usize> {
+    let mut line = 1;
+    let mut pos = 0;
+    let mut out = Vec::new();
+    for offset in offsets {
+        line += text.as_bytes()[pos..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        pos = offset;
+        out.push(line);
+    }
+    out
+}
+
+/// The 0-based line range of `text` most like `old`: first by lines equal after
+/// trimming and folding look-alikes, then, when no line is, by the character
+/// similarity of the first non-blank line of `old`. `None` when nothing is close.
+pub fn closest_region(text: &str, old: &str) -> Option<Range<usize>> {
+    /// Above this many lines the fuzzy fallback is skipped: it compares every line.
+    const FUZZY_LINE_LIMIT: usize = 20_000;
+    let normal = |s: &str| -> String { s.trim().chars().map(fold).collect() };
+    let old_lines: Vec<&str> = old.strip_suffix('\n').unwrap_or(old).split('\n').collect();
+    let text_lines: Vec<&str> = text.split('\n').collect();
+    let k = old_lines.len();
+    let mut wanted: HashMap<String, Vec<usize>> = HashMap::new();
+    for (j, line) in old_lines.iter().enumerate() {
+        let n = normal(line);
+        if !n.is_empty() {
+            wanted.entry(n).or_default().push(j);
+        }
+    }
+    let mut scores: HashMap<usize, usize> = HashMap::new();
+    for (i, line) in text_lines.iter().enumerate() {
+        if let Some(js) = wanted.get(&normal(line)) {
+            for &j in js {
+                if i >= j {
+                    *scores.entry(i - j).or_default() += 1;
+                }
+            }
+        }
+    }
+    if let Some((&start, _)) = scores
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+    {
+        return Some(start..(start + k).min(text_lines.len()));
+    }
+    if text_lines.len() > FUZZY_LINE_LIMIT {
+        return None;
+    }
+    let (j, probe) = old_lines
+        .iter()
+        .enumerate()
+        .map(|(j, l)| (j, normal(l)))
+        .find(|(_, l)| !l.is_empty())?;
+    let (best, ratio) = text_lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let n = normal(line);
+            (
+                i,
+                similar::TextDiff::from_chars(n.as_str(), probe.as_str()).ratio(),
+            )
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)))?;
+    if ratio < 0.5 {
+        return None;
+    }
+    let start = best.saturating_sub(j);
+    Some(start..(start + k).min(text_lines.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found<'t>(text: &'t str, old: &str) -> Vec<&'t str> {
+        find(text, old)
+            .ranges
+            .into_iter()
+            .map(|r| &text[r])
+            .collect()
+    }
+
+    #[test]
+    fn exact_matches_win_and_do_not_overlap() {
+        let f = find("aaaa", "aa");
+        assert_eq!(f.ranges, vec![0..2, 2..4]);
+        assert_eq!(f.strategy, Strategy::Exact);
+    }
+
+    #[test]
+    fn curly_quotes_dashes_and_nbsp_match_their_ascii_forms() {
+        let text = "let s = “hi” – x\u{00A0}y;\n";
+        assert_eq!(
+            found(text, "let s = \"hi\" - x y;"),
+            vec!["let s = “hi” – x\u{00A0}y;"]
+        );
+        // And the reverse: the file is ASCII, old_string has typographic characters.
+        assert_eq!(found("say 'no'\n", "say ‘no’"), vec!["say 'no'"]);
+    }
+
+    #[test]
+    fn trailing_whitespace_is_ignored_on_both_sides() {
+        let text = "fn a() {   \n    body();\n}\n";
+        assert_eq!(
+            found(text, "fn a() {\n    body();  \n}"),
+            vec!["fn a() {   \n    body();\n}"]
+        );
+        assert_eq!(
+            find(text, "fn a() {\n    body();").strategy,
+            Strategy::Tolerant
+        );
+    }
+
+    #[test]
+    fn leading_indentation_is_never_relaxed() {
+        let text = "if x:\n    y = 1\n";
+        assert!(find(text, "if x:\n  y = 1").ranges.is_empty());
+        assert!(find(text, "if x:\ny = 1").ranges.is_empty());
+    }
+
+    #[test]
+    fn final_newline_missing_at_end_of_file() {
+        let f = find("a\nlast line", "last line  \n");
+        assert_eq!(f.ranges, vec![2..11]);
+        assert!(f.dropped_final_newline);
+    }
+
+    #[test]
+    fn closest_region_prefers_most_equal_lines() {
+        let text = "a\nfn main() {\n    println!(\"hi\");\n}\nb\n";
+        let region = closest_region(text, "fn main() {\n    println!(\"bye\");\n}\n").unwrap();
+        assert_eq!(region, 1..4);
+        let region = closest_region("alpha\nbeta gamma\n", "beta gamme").unwrap();
+        assert_eq!(region, 1..2);
+        assert_eq!(closest_region("x\ny\n", "completely unrelated text"), None);
+    }
+
+    #[test]
+    fn line_numbers_of_offsets() {
+        assert_eq!(line_numbers("a\nb\nc\n", [0, 2, 4]), vec![1, 2, 3]);
+    }
+}

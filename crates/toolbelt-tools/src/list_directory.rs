@@ -1,0 +1,289 @@
+//! `list_directory` (`ls`): the entries of one directory.
+//!
+//! Directories first, then files, each group in alphabetical order, directories marked
+//! `[DIR]`. Entries hidden by `.gitignore` or `.qwenignore` are left out and counted,
+//! so the model knows they exist without their names filling the context; so are
+//! entries matching the call's own `ignore` globs (matched on names). A cap keeps a
+//! huge directory from flooding the output; the number left out is given.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolbelt_core::{
+    BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, PermissionSubject,
+    Tool, ToolEnvironment, ToolError, ToolResult,
+};
+
+use crate::walk::{self, IgnoreRules};
+
+/// Most entries listed, before the output policy's line budget.
+pub const MAX_ENTRIES: usize = 500;
+
+pub struct ListDirectory {
+    env: Arc<ToolEnvironment>,
+    schema: Value,
+}
+
+impl ListDirectory {
+    pub fn new(env: Arc<ToolEnvironment>) -> Self {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Absolute path of the directory to list."
+                },
+                "ignore": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Glob patterns of entry names to leave out, such as [\"*.log\", \"tmp*\"]."
+                },
+                "file_filtering_options": {
+                    "type": "object",
+                    "properties": {
+                        "respect_git_ignore": {"type": "boolean", "description": "Leave out entries ignored by .gitignore. Default true."},
+                        "respect_qwen_ignore": {"type": "boolean", "description": "Leave out entries ignored by .qwenignore. Default true."}
+                    },
+                    "additionalProperties": false
+                }
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        });
+        ListDirectory { env, schema }
+    }
+}
+
+#[derive(Debug, Deserialize, Default)]
+pub(crate) struct FilteringOptions {
+    pub respect_git_ignore: Option<bool>,
+    pub respect_qwen_ignore: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Params {
+    path: String,
+    #[serde(default)]
+    ignore: Vec<String>,
+    #[serde(default)]
+    file_filtering_options: FilteringOptions,
+}
+
+impl Tool for ListDirectory {
+    fn name(&self) -> &str {
+        "list_directory"
+    }
+    fn display_name(&self) -> &str {
+        "ReadFolder"
+    }
+    fn description(&self) -> &str {
+        "Lists the files and subdirectories directly inside a directory: directories first (marked [DIR]), then \
+         files, alphabetically. Entries ignored by .gitignore or .qwenignore are left out and counted. To find \
+         files by name across subdirectories use glob; to search their content use grep_search."
+    }
+    fn kind(&self) -> Kind {
+        Kind::Search
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn aliases(&self) -> &[&'static str] {
+        &["ls"]
+    }
+    fn parameter_aliases(&self) -> &[(&'static str, &'static str)] {
+        &[("dir_path", "path"), ("absolute_path", "path")]
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let params: Params = crate::parse_params(args)?;
+        let path = self.env.roots.resolve_readable(params.path.trim())?;
+        let ignore = name_globs(&params.ignore)?;
+        let rules = IgnoreRules::from_settings(&self.env.settings).with(
+            params.file_filtering_options.respect_git_ignore,
+            params.file_filtering_options.respect_qwen_ignore,
+        );
+        let cap = MAX_ENTRIES.min(self.env.output.max_lines.saturating_sub(8).max(1));
+        Ok(Box::new(ListCall {
+            display_path: self.env.roots.display_relative(&path),
+            path,
+            ignore,
+            rules,
+            cap,
+        }))
+    }
+}
+
+/// Globs matched against entry names.
+fn name_globs(patterns: &[String]) -> Result<GlobSet, ToolError> {
+    let mut set = GlobSetBuilder::new();
+    for p in patterns {
+        let glob = GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| ToolError::invalid_params(format!("invalid ignore pattern '{p}': {e}")))?;
+        set.add(glob);
+    }
+    set.build()
+        .map_err(|e| ToolError::invalid_params(format!("invalid ignore patterns: {e}")))
+}
+
+struct ListCall {
+    path: PathBuf,
+    display_path: String,
+    ignore: GlobSet,
+    rules: IgnoreRules,
+    cap: usize,
+}
+
+struct Entry {
+    name: String,
+    is_dir: bool,
+}
+
+impl ListCall {
+    fn list(&self) -> Result<ToolResult, ToolError> {
+        let meta = std::fs::metadata(&self.path).map_err(|e| {
+            let kind = ErrorKind::from_io(&e, ErrorKind::LsExecutionError);
+            ToolError::new(kind, format!("Cannot list {}: {e}", self.path.display()))
+        })?;
+        if !meta.is_dir() {
+            return Err(ToolError::new(
+                ErrorKind::PathIsNotADirectory,
+                format!(
+                    "{} is not a directory; use read_file to read a file.",
+                    self.path.display()
+                ),
+            ));
+        }
+        let all = std::fs::read_dir(&self.path).map_err(|e| {
+            ToolError::new(
+                ErrorKind::from_io(&e, ErrorKind::LsExecutionError),
+                format!("Cannot list {}: {e}", self.path.display()),
+            )
+        })?;
+        // What the ignore files keep: with every rule, and with git rules only, so the
+        // two kinds of hidden entries can be counted apart.
+        let kept = children(&self.path, self.rules);
+        let kept_git = children(
+            &self.path,
+            IgnoreRules {
+                respect_qwen_ignore: false,
+                ..self.rules
+            },
+        );
+        let (mut git_ignored, mut qwen_ignored, mut pattern_ignored) = (0, 0, 0);
+        let mut entries = Vec::new();
+        for entry in all.flatten() {
+            let name = entry.file_name();
+            // The walker never enters `.git`; it counts as git-ignored unless the git
+            // rules are off, when it is listed like any directory.
+            let shown_anyway = name == ".git" && !self.rules.respect_git_ignore;
+            if !shown_anyway && !kept_git.contains(&name) {
+                git_ignored += 1;
+                continue;
+            }
+            if !shown_anyway && !kept.contains(&name) {
+                qwen_ignored += 1;
+                continue;
+            }
+            if self.ignore.is_match(Path::new(&name)) {
+                pattern_ignored += 1;
+                continue;
+            }
+            // Follows links for the type, as `ls -L`: a link to a directory lists as one.
+            let is_dir = std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
+            entries.push(Entry {
+                name: name.to_string_lossy().into_owned(),
+                is_dir,
+            });
+        }
+        entries.sort_by(|a, b| b.is_dir.cmp(&a.is_dir).then_with(|| a.name.cmp(&b.name)));
+
+        let total = entries.len();
+        let mut text = if total == 0 {
+            format!("Directory {} is empty.", self.path.display())
+        } else {
+            let mut t = format!("Listed {total} item(s) in {}:\n---\n", self.path.display());
+            for e in entries.iter().take(self.cap) {
+                if e.is_dir {
+                    t.push_str("[DIR] ");
+                }
+                t.push_str(&e.name);
+                t.push('\n');
+            }
+            if total > self.cap {
+                t.push_str(&format!(
+                    "---\n[{} more items not shown; the list is capped at {}. Use glob with a pattern to find specific entries.]\n",
+                    total - self.cap,
+                    self.cap
+                ));
+            }
+            t
+        };
+        let mut hidden = Vec::new();
+        if git_ignored > 0 {
+            hidden.push(format!("{git_ignored} git-ignored"));
+        }
+        if qwen_ignored > 0 {
+            hidden.push(format!("{qwen_ignored} qwen-ignored"));
+        }
+        if pattern_ignored > 0 {
+            hidden.push(format!("{pattern_ignored} matching the ignore patterns"));
+        }
+        if !hidden.is_empty() {
+            text.push_str(&format!("\n({} not shown)", hidden.join(", ")));
+        }
+        Ok(ToolResult::text(text.trim_end().to_string()))
+    }
+}
+
+/// The names directly inside `dir` that the ignore rules keep.
+fn children(dir: &Path, rules: IgnoreRules) -> HashSet<OsString> {
+    walk::walker(dir, rules)
+        .max_depth(Some(1))
+        .build()
+        .flatten()
+        .filter(|e| e.depth() == 1)
+        .map(|e| e.file_name().to_os_string())
+        .collect()
+}
+
+impl Invocation for ListCall {
+    fn describe(&self) -> String {
+        format!("List {}", self.display_path)
+    }
+
+    fn locations(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
+
+    fn permission_subject(&self) -> PermissionSubject {
+        PermissionSubject::Paths(vec![self.path.clone()])
+    }
+
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
+        Box::pin(async { None })
+    }
+
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            let work = tokio::task::spawn_blocking(move || self.list());
+            tokio::select! {
+                biased;
+                _ = ctx.cancel.cancelled() => ToolResult::err(ErrorKind::Cancelled, "The listing was cancelled."),
+                joined = work => match joined {
+                    Ok(Ok(r)) => r,
+                    Ok(Err(e)) => ToolResult::error(e),
+                    Err(e) => ToolResult::err(ErrorKind::LsExecutionError, format!("list_directory failed: {e}")),
+                },
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,635 @@
+//! `read_many_files`: the content of several files at once, for the model to read
+//! together (and for `@path` in prompts).
+//!
+//! `paths` holds files, directories and globs, absolute or relative to the first
+//! workspace directory; `include` adds more globs, `exclude` removes matches, and the
+//! default excludes (dependency and build directories, archives, office files) apply
+//! unless `useDefaultExcludes` is false. Directories are walked with the ignore rules,
+//! recursively unless `recursive` is false.
+//!
+//! Each file is preceded by `--- <path> ---`. Images, audio and PDF files go back as
+//! inline data, but only when asked for by name or extension (`logo.png`, `*.pdf`):
+//! a directory full of screenshots should not eat the context. Text shares one budget,
+//! the output policy's: files are streamed until it is spent, and the files that did
+//! not fit are named so the model can read them separately.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::{
+    BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind, Part,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+};
+
+use crate::file_type::{self, FileType};
+use crate::list_directory::FilteringOptions;
+use crate::read_file::{MAX_INLINE, sniff};
+use crate::walk::{self, IgnoreRules};
+
+/// Directories never entered unless `useDefaultExcludes` is false: dependencies, VCS
+/// data, editor state and build output.
+pub const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
+    "node_modules",
+    ".git",
+    ".vscode",
+    ".idea",
+    "dist",
+    "build",
+    "coverage",
+    "__pycache__",
+    ".venv",
+];
+/// File names left out unless `useDefaultExcludes` is false: compiled and archive
+/// files, office documents, secrets.
+pub const DEFAULT_EXCLUDED_FILES: &[&str] = &[
+    "*.pyc",
+    "*.pyo",
+    "*.bin",
+    "*.exe",
+    "*.dll",
+    "*.so",
+    "*.dylib",
+    "*.class",
+    "*.jar",
+    "*.war",
+    "*.zip",
+    "*.tar",
+    "*.gz",
+    "*.bz2",
+    "*.rar",
+    "*.7z",
+    "*.doc",
+    "*.docx",
+    "*.xls",
+    "*.xlsx",
+    "*.ppt",
+    "*.pptx",
+    "*.odt",
+    "*.ods",
+    "*.odp",
+    ".DS_Store",
+    ".env",
+];
+/// Most files one call gathers, before the budget.
+const MAX_FILES: usize = 1_000;
+const END_MARKER: &str = "--- End of content ---";
+
+pub struct ReadManyFiles {
+    env: Arc<ToolEnvironment>,
+    schema: Value,
+}
+
+impl ReadManyFiles {
+    pub fn new(env: Arc<ToolEnvironment>) -> Self {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "paths": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "minItems": 1,
+                    "description": "Files, directories or glob patterns (such as 'src/**/*.rs'), absolute or relative to the first workspace directory."
+                },
+                "include": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "description": "More glob patterns to include, such as ['**/*.md']."
+                },
+                "exclude": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "description": "Glob patterns of files to leave out, such as ['**/*.test.ts']."
+                },
+                "recursive": {
+                    "type": "boolean",
+                    "description": "Walk directories recursively. Default true."
+                },
+                "useDefaultExcludes": {
+                    "type": "boolean",
+                    "description": "Leave out dependency and build directories, archives and binaries (node_modules, dist, *.zip, ...). Default true."
+                },
+                "file_filtering_options": {
+                    "type": "object",
+                    "properties": {
+                        "respect_git_ignore": {"type": "boolean"},
+                        "respect_qwen_ignore": {"type": "boolean"}
+                    },
+                    "additionalProperties": false
+                }
+            },
+            "required": ["paths"],
+            "additionalProperties": false
+        });
+        ReadManyFiles { env, schema }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Params {
+    paths: Vec<String>,
+    #[serde(default)]
+    include: Vec<String>,
+    #[serde(default)]
+    exclude: Vec<String>,
+    recursive: Option<bool>,
+    use_default_excludes: Option<bool>,
+    #[serde(default, rename = "file_filtering_options")]
+    file_filtering_options: FilteringOptions,
+}
+
+impl Tool for ReadManyFiles {
+    fn name(&self) -> &str {
+        "read_many_files"
+    }
+    fn display_name(&self) -> &str {
+        "ReadManyFiles"
+    }
+    fn description(&self) -> &str {
+        "Reads several text files at once: files, directories and glob patterns ('src/**/*.ts'), each file's \
+         content preceded by '--- <path> ---'. Files ignored by .gitignore or .qwenignore, dependency and build \
+         directories and binary files are skipped; images, audio and PDF files are only included when named or \
+         matched by their extension. The total output is capped (25,000 characters by default); files that do not \
+         fit are listed so they can be read separately with read_file."
+    }
+    fn kind(&self) -> Kind {
+        Kind::Read
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let params: Params = crate::parse_params(args)?;
+        let Some(primary) = self.env.roots.primary() else {
+            return Err(ToolError::invalid_params(
+                "there is no workspace directory.",
+            ));
+        };
+        let default_excludes = params.use_default_excludes.unwrap_or(true);
+        let user: Vec<&str> = params.exclude.iter().map(String::as_str).collect();
+        let exclude = glob_set(&user)?;
+        let excluded_names = glob_set(if default_excludes {
+            DEFAULT_EXCLUDED_FILES
+        } else {
+            &[]
+        })?;
+        let mut requests = Vec::new();
+        for given in params.paths.iter().chain(&params.include) {
+            requests.push(Request::parse(given.trim(), primary, &self.env)?);
+        }
+        let rules = IgnoreRules::from_settings(&self.env.settings).with(
+            params.file_filtering_options.respect_git_ignore,
+            params.file_filtering_options.respect_qwen_ignore,
+        );
+        Ok(Box::new(ReadManyCall {
+            env: self.env.clone(),
+            requests,
+            exclude,
+            excluded_names,
+            default_excludes,
+            recursive: params.recursive.unwrap_or(true),
+            rules,
+        }))
+    }
+}
+
+fn glob_set(patterns: &[&str]) -> Result<GlobSet, ToolError> {
+    let mut set = GlobSetBuilder::new();
+    for p in patterns {
+        set.add(
+            GlobBuilder::new(p)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| ToolError::invalid_params(format!("invalid pattern '{p}': {e}")))?,
+        );
+    }
+    set.build()
+        .map_err(|e| ToolError::invalid_params(format!("invalid patterns: {e}")))
+}
+
+/// One entry of `paths` or `include`.
+enum Request {
+    /// An existing file or directory, resolved inside the workspace.
+    Path { given: String, path: PathBuf },
+    /// A glob: walk `base`, keep files whose path relative to it matches.
+    Glob {
+        given: String,
+        base: PathBuf,
+        matcher: globset::GlobMatcher,
+    },
+    /// A path that does not exist, reported in the result.
+    Missing { given: String },
+}
+
+impl Request {
+    fn parse(given: &str, primary: &Path, env: &ToolEnvironment) -> Result<Request, ToolError> {
+        if given.is_empty() || given.contains('\0') {
+            return Err(ToolError::invalid_params(format!(
+                "invalid path {given:?}: paths must be non-empty and contain no NUL byte."
+            )));
+        }
+        let absolute = if Path::new(given).is_absolute() {
+            given.to_string()
+        } else {
+            format!("{}/{}", primary.display(), given.trim_start_matches("./"))
+        };
+        let is_glob = given.contains(['*', '?', '[', '{']);
+        if !is_glob {
+            let path = env.roots.resolve_readable(&absolute)?;
+            return Ok(if path.exists() {
+                Request::Path {
+                    given: given.to_string(),
+                    path,
+                }
+            } else {
+                Request::Missing {
+                    given: given.to_string(),
+                }
+            });
+        }
+        let stripped = absolute.trim_start_matches('/');
+        let (prefix, rest) = walk::literal_prefix(stripped);
+        let base = env.roots.resolve_readable(&format!("/{prefix}"))?;
+        let matcher = GlobBuilder::new(&rest)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| ToolError::invalid_params(format!("invalid glob '{given}': {e}")))?
+            .compile_matcher();
+        Ok(Request::Glob {
+            given: given.to_string(),
+            base,
+            matcher,
+        })
+    }
+
+    fn given(&self) -> &str {
+        match self {
+            Request::Path { given, .. }
+            | Request::Glob { given, .. }
+            | Request::Missing { given } => given,
+        }
+    }
+}
+
+struct ReadManyCall {
+    env: Arc<ToolEnvironment>,
+    requests: Vec<Request>,
+    /// The call's `exclude`, matched on paths relative to their workspace directory.
+    exclude: GlobSet,
+    /// The default file-name excludes (empty when turned off).
+    excluded_names: GlobSet,
+    default_excludes: bool,
+    recursive: bool,
+    rules: IgnoreRules,
+}
+
+/// A file to read and whether it was asked for by name (media files must be).
+struct Candidate {
+    path: PathBuf,
+    named: bool,
+}
+
+/// What happened to the files that are not in the output, for the model.
+#[derive(Default)]
+struct Report {
+    read: Vec<String>,
+    skipped: Vec<(String, String)>,
+    did_not_fit: Vec<String>,
+    missing: Vec<String>,
+}
+
+impl ReadManyCall {
+    /// The files the requests name, sorted and without duplicates.
+    fn collect(&self, report: &mut Report) -> Vec<Candidate> {
+        let mut files: std::collections::BTreeMap<PathBuf, bool> = Default::default();
+        for request in &self.requests {
+            match request {
+                Request::Missing { given } => report.missing.push(given.clone()),
+                Request::Path { path, .. } if path.is_file() => {
+                    files.insert(path.clone(), true);
+                }
+                Request::Path { path, given } if path.is_dir() => {
+                    for file in self.walk(path, |_| true) {
+                        files.entry(file).or_insert(false);
+                    }
+                    let _ = given;
+                }
+                Request::Path { given, .. } => report.skipped.push((
+                    given.clone(),
+                    "not a regular file or directory (a FIFO, socket or device)".into(),
+                )),
+                Request::Glob {
+                    given,
+                    base,
+                    matcher,
+                } => {
+                    let named_ext = given.to_ascii_lowercase();
+                    for file in self.walk(base, |p| {
+                        p.strip_prefix(base).is_ok_and(|r| matcher.is_match(r))
+                    }) {
+                        // Media is "named" when the pattern spells its extension.
+                        let named = file
+                            .extension()
+                            .map(|e| format!(".{}", e.to_string_lossy().to_ascii_lowercase()))
+                            .is_some_and(|ext| named_ext.contains(&ext));
+                        let slot = files.entry(file).or_insert(false);
+                        *slot |= named;
+                    }
+                }
+            }
+            if files.len() >= MAX_FILES {
+                break;
+            }
+        }
+        files
+            .into_iter()
+            .take(MAX_FILES)
+            .map(|(path, named)| Candidate { path, named })
+            .collect()
+    }
+
+    /// Regular files under `base` that the ignore rules and excludes keep.
+    fn walk(&self, base: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+        let mut builder = walk::walker(base, self.rules);
+        if !self.recursive {
+            builder.max_depth(Some(1));
+        }
+        if self.default_excludes {
+            builder.filter_entry(|e| {
+                !(e.file_type().is_some_and(|t| t.is_dir())
+                    && DEFAULT_EXCLUDED_DIRS.iter().any(|d| e.file_name() == *d))
+            });
+        }
+        builder
+            .build()
+            .flatten()
+            .filter(walk::is_regular_file)
+            .map(ignore::DirEntry::into_path)
+            .filter(|p| keep(p) && !self.is_excluded(p))
+            .take(MAX_FILES)
+            .collect()
+    }
+
+    fn is_excluded(&self, path: &Path) -> bool {
+        let rel = self
+            .env
+            .roots
+            .root_of(path)
+            .and_then(|root| path.strip_prefix(root).ok())
+            .unwrap_or(path);
+        self.exclude.is_match(rel)
+            || path
+                .file_name()
+                .is_some_and(|n| self.exclude.is_match(n) || self.excluded_names.is_match(n))
+    }
+
+    fn read(&self, cancel: &CancellationToken) -> ToolResult {
+        let mut report = Report::default();
+        let files = self.collect(&mut report);
+        let policy = &self.env.output;
+        // Room is kept for the separators and the closing notes.
+        let mut chars_left = policy.max_chars.saturating_sub(policy.max_chars / 10);
+        let mut lines_left = policy.max_lines.saturating_sub(policy.max_lines / 10);
+        let mut text = String::new();
+        let mut media = Vec::new();
+        for file in files {
+            let shown = file.path.display().to_string();
+            if cancel.is_cancelled() {
+                report.did_not_fit.push(shown);
+                continue;
+            }
+            let head = match sniff(&file.path) {
+                Ok(head) => head,
+                Err(e) => {
+                    report.skipped.push((shown, e.to_string()));
+                    continue;
+                }
+            };
+            match file_type::detect(&file.path, &head) {
+                FileType::Binary => report.skipped.push((shown, "binary file".into())),
+                FileType::Media(mime) if !file.named => report.skipped.push((
+                    shown,
+                    format!("{mime}: name it or its extension explicitly to include it"),
+                )),
+                FileType::Media(mime) => match std::fs::metadata(&file.path) {
+                    Ok(m) if m.len() > MAX_INLINE => report.skipped.push((
+                        shown,
+                        format!(
+                            "{mime} of {} bytes, over the {MAX_INLINE}-byte limit",
+                            m.len()
+                        ),
+                    )),
+                    _ => match std::fs::read(&file.path) {
+                        Ok(data) => {
+                            text.push_str(&format!(
+                                "--- {shown} ---\n\n[{mime}, {} bytes, attached]\n\n",
+                                data.len()
+                            ));
+                            report.read.push(shown.clone());
+                            media.push(Part::InlineData {
+                                mime_type: mime,
+                                data,
+                                display_name: Some(shown),
+                            });
+                        }
+                        Err(e) => report.skipped.push((shown, e.to_string())),
+                    },
+                },
+                FileType::Text(encoding) => {
+                    if chars_left == 0 || lines_left < 4 {
+                        report.did_not_fit.push(shown);
+                        continue;
+                    }
+                    match read_text(&file.path, encoding, chars_left, lines_left - 3) {
+                        Ok(chunk) => {
+                            text.push_str(&format!("--- {shown} ---\n\n"));
+                            text.push_str(&chunk.text);
+                            if chunk.complete {
+                                text.push_str("\n\n");
+                            } else {
+                                text.push_str(&format!(
+                                    "\n[... the output budget ran out after {} lines; read the rest with read_file and offset {}]\n\n",
+                                    chunk.lines, chunk.lines
+                                ));
+                                chars_left = 0;
+                            }
+                            chars_left =
+                                chars_left.saturating_sub(chunk.text.len() + shown.len() + 10);
+                            lines_left = lines_left.saturating_sub(chunk.lines + 3);
+                            report.read.push(shown);
+                        }
+                        Err(e) => report.skipped.push((shown, e.to_string())),
+                    }
+                }
+            }
+        }
+        text.push_str(END_MARKER);
+        let notes = report.notes();
+        if !notes.is_empty() {
+            text.push_str("\n\n");
+            text.push_str(&notes);
+        }
+        let display = if report.read.is_empty() {
+            format!("No files were read.\n{notes}")
+        } else {
+            let names: Vec<String> = report
+                .read
+                .iter()
+                .map(|p| format!("- {}", self.env.roots.display_relative(Path::new(p))))
+                .collect();
+            format!(
+                "Read {} file(s):\n{}\n{notes}",
+                report.read.len(),
+                names.join("\n")
+            )
+        };
+        let mut llm_content = vec![Part::text(text)];
+        llm_content.extend(media);
+        ToolResult {
+            llm_content,
+            return_display: Display::markdown(display.trim_end().to_string()),
+            error: cancel
+                .is_cancelled()
+                .then(|| ToolError::new(ErrorKind::Cancelled, "Reading the files was cancelled.")),
+        }
+    }
+}
+
+impl Report {
+    fn notes(&self) -> String {
+        let mut notes = Vec::new();
+        if !self.missing.is_empty() {
+            notes.push(format!("Not found: {}.", self.missing.join(", ")));
+        }
+        if !self.did_not_fit.is_empty() {
+            notes.push(format!(
+                "Not included because the output budget ran out ({} file(s)); read them with read_file: {}",
+                self.did_not_fit.len(),
+                self.did_not_fit.join(", ")
+            ));
+        }
+        if !self.skipped.is_empty() {
+            let list: Vec<String> = self
+                .skipped
+                .iter()
+                .map(|(p, why)| format!("{p} ({why})"))
+                .collect();
+            notes.push(format!("Skipped: {}.", list.join(", ")));
+        }
+        notes.join("\n")
+    }
+}
+
+/// A text file's lines within the budget.
+struct TextChunk {
+    text: String,
+    lines: usize,
+    complete: bool,
+}
+
+fn read_text(
+    path: &Path,
+    encoding: file_type::TextEncoding,
+    max_chars: usize,
+    max_lines: usize,
+) -> std::io::Result<TextChunk> {
+    let mut chunk = TextChunk {
+        text: String::new(),
+        lines: 0,
+        complete: true,
+    };
+    let reader: Box<dyn BufRead> = match encoding {
+        file_type::TextEncoding::Utf8 { .. } => {
+            Box::new(BufReader::new(std::fs::File::open(path)?))
+        }
+        file_type::TextEncoding::Utf16Le | file_type::TextEncoding::Utf16Be => {
+            let bytes = std::fs::read(path)?;
+            let codec = if encoding == file_type::TextEncoding::Utf16Le {
+                encoding_rs::UTF_16LE
+            } else {
+                encoding_rs::UTF_16BE
+            };
+            Box::new(std::io::Cursor::new(
+                codec.decode(&bytes).0.into_owned().into_bytes(),
+            ))
+        }
+    };
+    let mut reader = reader;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        let raw = if chunk.lines == 0 {
+            buf.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&buf)
+        } else {
+            &buf[..]
+        };
+        let line = String::from_utf8_lossy(raw);
+        let line = line.trim_end_matches(['\n', '\r']);
+        if chunk.lines >= max_lines || chunk.text.len() + line.len() + 1 > max_chars {
+            chunk.complete = false;
+            break;
+        }
+        if chunk.lines > 0 {
+            chunk.text.push('\n');
+        }
+        chunk.text.push_str(line);
+        chunk.lines += 1;
+    }
+    Ok(chunk)
+}
+
+impl Invocation for ReadManyCall {
+    fn describe(&self) -> String {
+        let given: Vec<&str> = self.requests.iter().map(Request::given).collect();
+        format!("Read {}", given.join(", "))
+    }
+
+    fn locations(&self) -> Vec<PathBuf> {
+        self.paths()
+    }
+
+    fn permission_subject(&self) -> PermissionSubject {
+        PermissionSubject::Paths(self.paths())
+    }
+
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
+        Box::pin(async { None })
+    }
+
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            let cancel = ctx.cancel.clone();
+            match tokio::task::spawn_blocking(move || self.read(&cancel)).await {
+                Ok(result) => result,
+                Err(e) => ToolResult::err(
+                    ErrorKind::ExecutionFailed,
+                    format!("read_many_files failed: {e}"),
+                ),
+            }
+        })
+    }
+}
+
+impl ReadManyCall {
+    fn paths(&self) -> Vec<PathBuf> {
+        self.requests
+            .iter()
+            .filter_map(|r| match r {
+                Request::Path { path, .. } => Some(path.clone()),
+                Request::Glob { base, .. } => Some(base.clone()),
+                Request::Missing { .. } => None,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

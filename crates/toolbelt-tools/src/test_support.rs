@@ -1,0 +1,95 @@
+//! A workspace in a temporary directory, an environment over it, and a registry with
+//! every built-in tool: what tool tests share.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use toolbelt_core::{
+    ConfirmationDetails, ErrorKind, ExecContext, Invocation, OutputPolicy, Settings,
+    ToolEnvironment, ToolError, ToolRegistry, ToolResult, WorkspaceRoots,
+};
+
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub env: Arc<ToolEnvironment>,
+    registry: ToolRegistry,
+}
+
+pub fn fixture() -> Fixture {
+    fixture_with(25_000, 1_000, Settings::default())
+}
+
+/// A workspace of two directories, `ws` and `ws2`.
+pub fn fixture_two_roots() -> Fixture {
+    build(25_000, 1_000, Settings::default(), &["ws", "ws2"])
+}
+
+pub fn fixture_with(max_chars: usize, max_lines: usize, settings: Settings) -> Fixture {
+    build(max_chars, max_lines, settings, &["ws"])
+}
+
+fn build(max_chars: usize, max_lines: usize, settings: Settings, roots: &[&str]) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    for root in roots {
+        std::fs::create_dir(dir.path().join(root)).unwrap();
+    }
+    std::fs::create_dir(dir.path().join("outside")).unwrap();
+    let roots = WorkspaceRoots::new(roots.iter().map(|r| dir.path().join(r))).unwrap();
+    let mut env = ToolEnvironment::new(roots, Arc::new(settings), dir.path().join("session"));
+    env.output = OutputPolicy::new(max_chars, max_lines, dir.path().join("spill"));
+    let env = Arc::new(env);
+    let mut registry = ToolRegistry::new();
+    crate::register_builtins(&mut registry, &env);
+    Fixture { dir, env, registry }
+}
+
+impl Fixture {
+    /// The workspace root, resolved.
+    pub fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws").canonicalize().unwrap()
+    }
+    /// A directory beside the workspace, outside it.
+    pub fn outside(&self) -> PathBuf {
+        self.dir.path().join("outside").canonicalize().unwrap()
+    }
+    /// Writes a file under the workspace and returns its absolute path.
+    pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> String {
+        let p = self.ws().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        p.to_str().unwrap().to_string()
+    }
+    pub fn path(&self, rel: &str) -> String {
+        self.ws().join(rel).to_str().unwrap().to_string()
+    }
+    pub fn read(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.ws().join(rel)).unwrap()
+    }
+    pub fn build(&self, tool: &str, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        self.registry.build(tool, args).map(|(_, call)| call)
+    }
+    /// Builds, asks for confirmation (approving it) and executes, as the CLI does with
+    /// `--yes`.
+    pub async fn call(&self, tool: &str, args: Value) -> ToolResult {
+        self.call_confirmed(tool, args).await.0
+    }
+    pub async fn call_confirmed(
+        &self,
+        tool: &str,
+        args: Value,
+    ) -> (ToolResult, Option<ConfirmationDetails>) {
+        match self.build(tool, args) {
+            Ok(call) => {
+                let details = call.confirmation().await;
+                let result = call.execute(ExecContext::new(self.env.clone())).await;
+                (result, details)
+            }
+            Err(e) => (ToolResult::error(e), None),
+        }
+    }
+}
+
+pub fn err_kind(r: &ToolResult) -> Option<ErrorKind> {
+    r.error.as_ref().map(|e| e.kind)
+}

@@ -1,0 +1,149 @@
+//! A text file as the editing tools see it: UTF-8 content with `\n` line breaks, plus
+//! the two things about its bytes that must survive a rewrite, the line ending and the
+//! byte-order mark.
+//!
+//! A file is CRLF only when *every* line break is `\r\n`. A file with mixed endings is
+//! treated as LF and its stray `\r` characters stay in the text untouched, so a rewrite
+//! never changes lines nobody edited. Qwen Code normalised CRLF for matching and
+//! rewrote files with LF (its issues #2257 and #2704); here the ending goes back on
+//! the way out.
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineEnding {
+    Lf,
+    Crlf,
+}
+
+/// How a file's bytes are laid out around its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextFormat {
+    pub line_ending: LineEnding,
+    pub bom: bool,
+}
+
+impl TextFormat {
+    /// What a new file gets: LF, no BOM.
+    pub const NEW: TextFormat = TextFormat {
+        line_ending: LineEnding::Lf,
+        bom: false,
+    };
+
+    /// The format of existing bytes (valid UTF-8 or not).
+    pub fn detect(bytes: &[u8]) -> TextFormat {
+        let bom = bytes.starts_with(BOM);
+        let body = if bom { &bytes[BOM.len()..] } else { bytes };
+        TextFormat {
+            line_ending: detect_line_ending(body),
+            bom,
+        }
+    }
+
+    /// `text` (with `\n` or `\r\n` breaks) as bytes in this format.
+    pub fn encode(self, text: &str) -> Vec<u8> {
+        let mut out = Vec::with_capacity(text.len() + text.len() / 32 + BOM.len());
+        if self.bom && !text.as_bytes().starts_with(BOM) {
+            out.extend_from_slice(BOM);
+        }
+        match self.line_ending {
+            LineEnding::Lf => out.extend_from_slice(text.as_bytes()),
+            LineEnding::Crlf => {
+                let mut start = 0;
+                for (i, _) in text.match_indices('\n') {
+                    let line = &text[start..i];
+                    out.extend_from_slice(line.strip_suffix('\r').unwrap_or(line).as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                    start = i + 1;
+                }
+                out.extend_from_slice(&text.as_bytes()[start..]);
+            }
+        }
+        out
+    }
+}
+
+fn detect_line_ending(body: &[u8]) -> LineEnding {
+    let mut any = false;
+    let text = String::from_utf8_lossy(body);
+    for (i, _) in text.match_indices('\n') {
+        if i == 0 || text.as_bytes()[i - 1] != b'\r' {
+            return LineEnding::Lf;
+        }
+        any = true;
+    }
+    if any {
+        LineEnding::Crlf
+    } else {
+        LineEnding::Lf
+    }
+}
+
+/// A decoded text file: its text with `\n` breaks (when the file is CRLF) and no BOM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextFile {
+    pub text: String,
+    pub format: TextFormat,
+}
+
+impl TextFile {
+    /// Decodes bytes that must be UTF-8; `None` when they are not.
+    pub fn decode(bytes: Vec<u8>) -> Option<TextFile> {
+        let format = TextFormat::detect(&bytes);
+        let mut text = String::from_utf8(bytes).ok()?;
+        if format.bom {
+            text.drain(..BOM.len());
+        }
+        if format.line_ending == LineEnding::Crlf {
+            text = text.replace("\r\n", "\n");
+        }
+        Some(TextFile { text, format })
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        self.format.encode(&self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crlf_and_bom_round_trip() {
+        let bytes = b"\xEF\xBB\xBFa\r\nb\r\n".to_vec();
+        let file = TextFile::decode(bytes.clone()).unwrap();
+        assert_eq!(file.text, "a\nb\n");
+        assert_eq!(
+            file.format,
+            TextFormat {
+                line_ending: LineEnding::Crlf,
+                bom: true
+            }
+        );
+        assert_eq!(file.encode(), bytes);
+    }
+
+    #[test]
+    fn mixed_endings_are_left_alone() {
+        let bytes = b"a\r\nb\nc\r\n".to_vec();
+        let file = TextFile::decode(bytes.clone()).unwrap();
+        assert_eq!(file.format.line_ending, LineEnding::Lf);
+        assert_eq!(file.text, "a\r\nb\nc\r\n");
+        assert_eq!(file.encode(), bytes);
+    }
+
+    #[test]
+    fn crlf_encoding_does_not_double_existing_cr() {
+        let f = TextFormat {
+            line_ending: LineEnding::Crlf,
+            bom: false,
+        };
+        assert_eq!(f.encode("x\r\ny\nz"), b"x\r\ny\r\nz");
+    }
+
+    #[test]
+    fn invalid_utf8_is_refused() {
+        assert_eq!(TextFile::decode(b"a\xFFb".to_vec()), None);
+    }
+}

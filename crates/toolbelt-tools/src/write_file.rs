@@ -1,0 +1,243 @@
+//! `write_file`: replace a file's whole content, or create it.
+//!
+//! The confirmation shows a unified diff against the file as it is now. The write is
+//! atomic ([`crate::atomic_write`]), parent directories are created, and an existing
+//! file keeps its permissions, its line ending (CRLF stays CRLF) and its UTF-8
+//! byte-order mark: the model writes `\n` and never sees either.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolbelt_core::{
+    BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, FileDiff, Invocation, Kind,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+};
+
+use crate::diff::file_diff;
+use crate::file_change::{self, Current, FileStamp};
+use crate::text_file::{LineEnding, TextFormat};
+
+pub struct WriteFile {
+    env: Arc<ToolEnvironment>,
+    schema: Value,
+}
+
+impl WriteFile {
+    pub fn new(env: Arc<ToolEnvironment>) -> Self {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "type": "string",
+                    "description": "Absolute path of the file to write (for example /home/me/project/src/lib.rs). Missing parent directories are created."
+                },
+                "content": {
+                    "type": "string",
+                    "description": "The whole new content of the file."
+                }
+            },
+            "required": ["file_path", "content"],
+            "additionalProperties": false
+        });
+        WriteFile { env, schema }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Params {
+    file_path: String,
+    content: String,
+}
+
+impl Tool for WriteFile {
+    fn name(&self) -> &str {
+        "write_file"
+    }
+    fn display_name(&self) -> &str {
+        "WriteFile"
+    }
+    fn description(&self) -> &str {
+        "Writes content to a file, replacing what it held, or creates the file (and missing parent directories). \
+         The person sees a diff and approves it first. An existing file keeps its line endings (CRLF stays CRLF), \
+         its UTF-8 byte-order mark and its permissions; the write is atomic, so the file is never left half-written. \
+         To change part of a file prefer edit, which sends only the changed text."
+    }
+    fn kind(&self) -> Kind {
+        Kind::Edit
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn parameter_aliases(&self) -> &[(&'static str, &'static str)] {
+        &[("absolute_path", "file_path"), ("path", "file_path")]
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let params: Params = crate::parse_params(args)?;
+        let path = self.env.roots.resolve(params.file_path.trim())?;
+        if path.is_dir() {
+            return Err(ToolError::new(
+                ErrorKind::TargetIsDirectory,
+                format!(
+                    "{} is a directory; give the path of a file to write.",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(Box::new(WriteFileCall {
+            display_path: self.env.roots.display_relative(&path),
+            path,
+            content: params.content,
+            proposed: Mutex::new(None),
+        }))
+    }
+}
+
+struct WriteFileCall {
+    path: PathBuf,
+    display_path: String,
+    content: String,
+    /// The change as shown in the confirmation, so the write applies exactly that:
+    /// `None` before anyone asked, `Some(None)` when the question showed an error.
+    proposed: Mutex<Option<Option<Proposed>>>,
+}
+
+#[derive(Debug)]
+struct Proposed {
+    stamp: Option<FileStamp>,
+    bytes: Vec<u8>,
+    diff: FileDiff,
+}
+
+impl WriteFileCall {
+    fn propose(&self) -> Result<Proposed, ToolError> {
+        let current = file_change::read_current(&self.path)?;
+        let (format, original) = match &current {
+            Current::Missing => (TextFormat::NEW, None),
+            Current::File { bytes, .. } => {
+                let format = TextFormat::detect(bytes);
+                let mut text = file_change::lossy(bytes);
+                if format.bom {
+                    text.drain(..'\u{FEFF}'.len_utf8());
+                }
+                if format.line_ending == LineEnding::Crlf {
+                    text = text.replace("\r\n", "\n");
+                }
+                (format, Some(text))
+            }
+        };
+        let shown = if format.line_ending == LineEnding::Crlf {
+            self.content.replace("\r\n", "\n")
+        } else {
+            self.content.clone()
+        };
+        let bytes = format.encode(&self.content);
+        let diff = file_diff(&self.path, &self.display_path, original, shown);
+        Ok(Proposed {
+            stamp: current.stamp(),
+            bytes,
+            diff,
+        })
+    }
+
+    fn write(&self) -> Result<ToolResult, ToolError> {
+        let shown = self.proposed.lock().map(|mut g| g.take()).unwrap_or(None);
+        let proposed = match shown {
+            None => self.propose()?,
+            Some(Some(p)) => {
+                if file_change::stamp_now(&self.path)? != p.stamp {
+                    return Err(file_change::changed_since_confirmation(&self.path));
+                }
+                p
+            }
+            // The person saw an error; the file must have changed for it to work now.
+            Some(None) => {
+                self.propose()?;
+                return Err(file_change::changed_since_confirmation(&self.path));
+            }
+        };
+        file_change::write_file(&self.path, &proposed.bytes)?;
+        let text = if proposed.stamp.is_some() {
+            format!("Successfully overwrote file: {}.", self.path.display())
+        } else {
+            format!(
+                "Successfully created and wrote to new file: {}.",
+                self.path.display()
+            )
+        };
+        Ok(ToolResult::with_display(
+            text,
+            Display::FileDiff(proposed.diff),
+        ))
+    }
+}
+
+impl Invocation for WriteFileCall {
+    fn describe(&self) -> String {
+        format!("Write to {}", self.display_path)
+    }
+
+    fn locations(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
+
+    fn permission_subject(&self) -> PermissionSubject {
+        PermissionSubject::Paths(vec![self.path.clone()])
+    }
+
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
+        Box::pin(async move {
+            // A call that cannot be proposed fails in `execute` before writing anything;
+            // an error still asks, so a transient failure cannot skip the question.
+            let (diff, proposed) = match self.propose() {
+                Ok(p) => (p.diff.clone(), Some(p)),
+                Err(e) => (
+                    file_diff(
+                        &self.path,
+                        &self.display_path,
+                        None,
+                        format!("(cannot compute the diff: {e})\n"),
+                    ),
+                    None,
+                ),
+            };
+            if let Ok(mut slot) = self.proposed.lock() {
+                *slot = Some(proposed);
+            }
+            Some(ConfirmationDetails::Edit {
+                title: format!("Confirm Write: {}", self.display_path),
+                file_name: diff.file_name,
+                file_path: self.path.clone(),
+                diff: diff.diff,
+                original_content: diff.original_content,
+                new_content: diff.new_content,
+            })
+        })
+    }
+
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            if ctx.cancel.is_cancelled() {
+                return ToolResult::err(
+                    ErrorKind::Cancelled,
+                    "The write was cancelled before it started; nothing was written.",
+                );
+            }
+            // Not raced against the cancellation token: once the write starts it runs to
+            // the atomic rename, so a cancel never leaves a half-done state to report.
+            let work = tokio::task::spawn_blocking(move || self.write());
+            match work.await {
+                Ok(Ok(result)) => result,
+                Ok(Err(e)) => ToolResult::error(e),
+                Err(e) => ToolResult::err(
+                    ErrorKind::ExecutionFailed,
+                    format!("write_file failed: {e}"),
+                ),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
