@@ -17,10 +17,14 @@ use toolbelt_core::{Origin, Tool, ToolEnvironment, ToolError, ToolRegistry};
 
 pub mod file_type;
 pub mod read_file;
+pub mod shell;
 
 /// Every built-in tool for a session.
 pub fn builtin_tools(env: &Arc<ToolEnvironment>) -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(read_file::ReadFile::new(env.clone()))]
+    vec![
+        Arc::new(read_file::ReadFile::new(env.clone())),
+        Arc::new(shell::RunShellCommand::new(env.clone())),
+    ]
 }
 
 /// Registers every built-in tool.

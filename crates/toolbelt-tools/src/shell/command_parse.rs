@@ -82,8 +82,8 @@ thread_local! {
 }
 
 /// Parses `command`. Never fails: text the grammar cannot make sense of is reported
-/// through [`ParsedCommand::syntax_error`], and if no command could be found at all the
-/// whole line is kept as one command so that rules still see it.
+/// through [`ParsedCommand::syntax_error`], and the whole line is then added as one more
+/// command so that rules judge it as written.
 pub fn parse(command: &str) -> ParsedCommand {
     let tree = PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
@@ -109,10 +109,14 @@ pub fn parse(command: &str) -> ParsedCommand {
         }
         None => parsed.syntax_error = true,
     }
-    if parsed.commands.is_empty() && parsed.syntax_error && !command.trim().is_empty() {
+    // After a syntax error the split cannot be trusted: the whole line is judged too,
+    // so a rule must cover it as written.
+    if parsed.syntax_error && !command.trim().is_empty() {
         let text = command.split_whitespace().collect::<Vec<_>>().join(" ");
-        let words = text.split(' ').map(unquote).collect();
-        parsed.commands.push(SimpleCommand { text, words });
+        if !parsed.commands.iter().any(|c| c.text == text) {
+            let words = text.split(' ').map(unquote).collect();
+            parsed.commands.push(SimpleCommand { text, words });
+        }
     }
     parsed
 }
@@ -134,11 +138,7 @@ fn walk(node: Node, src: &[u8], out: &mut ParsedCommand) {
             out.commands.push(from_words(&words, src));
         }
         "command_substitution" | "process_substitution" => out.has_substitution = true,
-        "file_redirect" => {
-            if redirect_writes(node, src) {
-                out.writes_to_file = true;
-            }
-        }
+        "file_redirect" if redirect_writes(node, src) => out.writes_to_file = true,
         "ERROR" => out.syntax_error = true,
         _ => {}
     }

@@ -12,18 +12,79 @@ use super::command_parse::{ParsedCommand, SimpleCommand};
 /// Commands that never change anything, whatever their arguments (beyond the checks in
 /// [`is_read_only`]).
 const READ_ONLY_ROOTS: &[&str] = &[
-    "[", "[[", "awk", "basename", "cat", "cd", "cmp", "column", "comm", "cut", "date", "df",
-    "diff", "dirname", "du", "echo", "env", "false", "file", "find", "git", "grep", "egrep",
-    "fgrep", "head", "hostname", "id", "less", "ls", "md5sum", "more", "nl", "printenv",
-    "printf", "ps", "pwd", "readlink", "realpath", "rg", "ripgrep", "sed", "sha1sum",
-    "sha256sum", "sort", "stat", "tac", "tail", "test", "tree", "true", "type", "uname",
-    "uniq", "wc", "where", "which", "whoami",
+    "[",
+    "[[",
+    "awk",
+    "basename",
+    "cat",
+    "cd",
+    "cmp",
+    "column",
+    "comm",
+    "cut",
+    "date",
+    "df",
+    "diff",
+    "dirname",
+    "du",
+    "echo",
+    "env",
+    "false",
+    "file",
+    "find",
+    "git",
+    "grep",
+    "egrep",
+    "fgrep",
+    "head",
+    "hostname",
+    "id",
+    "less",
+    "ls",
+    "md5sum",
+    "more",
+    "nl",
+    "printenv",
+    "printf",
+    "ps",
+    "pwd",
+    "readlink",
+    "realpath",
+    "rg",
+    "ripgrep",
+    "sed",
+    "sha1sum",
+    "sha256sum",
+    "sort",
+    "stat",
+    "tac",
+    "tail",
+    "test",
+    "tree",
+    "true",
+    "type",
+    "uname",
+    "uniq",
+    "wc",
+    "where",
+    "which",
+    "whoami",
 ];
 
 /// `git` subcommands that only read.
 const READ_ONLY_GIT: &[&str] = &[
-    "blame", "branch", "cat-file", "describe", "diff", "grep", "log", "ls-files", "remote",
-    "rev-parse", "show", "status",
+    "blame",
+    "branch",
+    "cat-file",
+    "describe",
+    "diff",
+    "grep",
+    "log",
+    "ls-files",
+    "remote",
+    "rev-parse",
+    "show",
+    "status",
 ];
 
 /// Whether the whole parsed line may run without confirmation.
@@ -91,8 +152,7 @@ fn git_is_read_only(args: &[String]) -> bool {
         return true; // plain `git` prints its help
     };
     let rest = &args[i + 1..];
-    if !READ_ONLY_GIT.contains(&sub.as_str()) || rest.iter().any(|a| a.starts_with("--output"))
-    {
+    if !READ_ONLY_GIT.contains(&sub.as_str()) || rest.iter().any(|a| a.starts_with("--output")) {
         return false;
     }
     match sub.as_str() {
