@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::sync::Once;
 
 use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, RulesetAttr, RulesetCreated,
-    RulesetCreatedAttr, RulesetError, path_beneath_rules,
+    ABI, AccessFs, CompatLevel, Compatible, RulesetAttr, RulesetCreated, RulesetCreatedAttr,
+    RulesetError, path_beneath_rules,
 };
 use tokio::process::Command;
 
