@@ -2,6 +2,9 @@
 //! not a terminal (headless): what needs confirmation is refused, read-only commands
 //! run, and the permission rules of the settings decide first.
 
+// A test binary: helpers outside `#[test]` functions may panic on broken fixtures.
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
