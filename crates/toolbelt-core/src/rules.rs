@@ -146,8 +146,6 @@ fn matches_subject(spec: &str, subject: &PermissionSubject, base: &RuleBase) -> 
         }
         PermissionSubject::Domain(host) => specifier::domain_matches(spec, host),
         PermissionSubject::None => false,
-        #[allow(unreachable_patterns)]
-        _ => false,
     }
 }
 
