@@ -29,7 +29,7 @@ pub use confirm::{ConfirmationDetails, ConfirmationOutcome};
 pub use output::{LimitedText, OutputPolicy};
 pub use registry::{Origin, Registration, ToolRegistry};
 pub use result::{Display, ErrorKind, FileDiff, Part, TodoItem, TodoStatus, ToolError, ToolResult};
-pub use rules::{Decision, PermissionRules, Rule, RuleList};
+pub use rules::{Decision, PermissionRules, Rule, RuleBase, RuleList, Verdict};
 pub use settings::{Settings, SettingsError, SettingsLayer, SettingsPaths};
 pub use tool::{
     BoxFuture, ExecContext, Invocation, Kind, OutputSink, PermissionSubject, Tool, ToolEnvironment,

@@ -9,10 +9,14 @@
 //! otherwise.
 //!
 //! This file holds the rule model, parsing, name matching and the decision order. The
-//! matching of specifiers against subjects is in [`Rule::matches_subject`].
+//! grammars of specifiers (command globs, path globs, domains) are in `rules/specifier.rs`.
+
+use std::path::PathBuf;
 
 use crate::settings::Settings;
 use crate::tool::PermissionSubject;
+
+mod specifier;
 
 /// The answer of the rules for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -106,27 +110,62 @@ impl Rule {
         })
     }
 
-    /// Whether the rule covers a call of `tool` with `subject`.
+    /// Whether the rule covers a call of `tool` with `subject`. Path specifiers are
+    /// resolved against the process's current directory and `$HOME`; use
+    /// [`Rule::matches_in`] to give them a project root.
     pub fn matches(&self, tool: &str, subject: &PermissionSubject) -> bool {
+        self.matches_in(tool, subject, &RuleBase::from_process())
+    }
+
+    /// Whether the rule covers a call of `tool` with `subject`, with path specifiers
+    /// resolved against `base`.
+    pub fn matches_in(&self, tool: &str, subject: &PermissionSubject, base: &RuleBase) -> bool {
         if !self.tools.iter().any(|t| t == tool) {
             return false;
         }
         match &self.specifier {
             None => true,
-            Some(spec) => self.matches_subject(spec, subject),
+            Some(spec) => matches_subject(spec, subject, base),
         }
     }
+}
 
-    /// Whether the specifier matches the subject. A rule with a specifier never matches
-    /// a call whose subject it cannot judge.
-    fn matches_subject(&self, spec: &str, subject: &PermissionSubject) -> bool {
-        match subject {
-            PermissionSubject::Literal(value) => value == spec,
-            // Commands, paths and domains are matched by their own grammars; until
-            // those land a specifier matches only itself, literally.
-            PermissionSubject::Commands(commands) => commands.iter().all(|c| c == spec),
-            PermissionSubject::Domain(host) => host == spec.trim_start_matches("domain:"),
-            PermissionSubject::Paths(_) | PermissionSubject::None => false,
+/// Whether a specifier matches the subject, by the subject's kind: a command glob for
+/// shell commands, a path glob for paths, a host for fetches, equality otherwise. A rule
+/// with a specifier never matches a call whose subject it cannot judge; a subject with
+/// several commands or paths matches only when every one does (the engine judges them one
+/// by one, see [`PermissionRules::evaluate`]).
+fn matches_subject(spec: &str, subject: &PermissionSubject, base: &RuleBase) -> bool {
+    match subject {
+        PermissionSubject::Literal(value) => value == spec,
+        PermissionSubject::Commands(commands) => {
+            !commands.is_empty() && commands.iter().all(|c| specifier::command_matches(spec, c))
+        }
+        PermissionSubject::Paths(paths) => {
+            !paths.is_empty() && paths.iter().all(|p| specifier::path_matches(spec, p, base))
+        }
+        PermissionSubject::Domain(host) => specifier::domain_matches(spec, host),
+        PermissionSubject::None => false,
+    }
+}
+
+/// Where relative path specifiers are anchored: `/x` is under the project root, `./x`
+/// and `x` under the current directory, `~/x` under the home directory.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RuleBase {
+    pub project_root: Option<PathBuf>,
+    pub cwd: Option<PathBuf>,
+    pub home: Option<PathBuf>,
+}
+
+impl RuleBase {
+    /// The process's current directory (as project root and cwd) and `$HOME`.
+    pub fn from_process() -> Self {
+        let cwd = std::env::current_dir().ok();
+        RuleBase {
+            project_root: cwd.clone(),
+            cwd,
+            home: std::env::var_os("HOME").map(PathBuf::from),
         }
     }
 }
@@ -137,15 +176,33 @@ pub struct PermissionRules {
     allow: Vec<Rule>,
     ask: Vec<Rule>,
     deny: Vec<Rule>,
+    /// The older `tools.core` shell restriction: when it names shell commands
+    /// (`run_shell_command(git)`), a command none of them covers is denied.
+    core_commands: Vec<Rule>,
+    base: RuleBase,
     /// Entries that did not parse, for a warning.
     pub invalid: Vec<String>,
 }
 
+/// A decision and the rule that made it, for messages ("denied by `Bash(rm *)`").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub decision: Decision,
+    /// The rule as written; `None` for [`Decision::Default`].
+    pub rule: Option<String>,
+}
+
 impl PermissionRules {
     /// `permissions.allow` + `tools.allowed` are allow rules; `permissions.ask` ask rules;
-    /// `permissions.deny` + `tools.exclude` deny rules.
+    /// `permissions.deny` + `tools.exclude` deny rules. `tools.core` entries with a shell
+    /// specifier restrict the shell to those commands (the older Gemini CLI meaning,
+    /// which Qwen Code's documentation still gives). Paths are anchored at the process's
+    /// current directory until [`PermissionRules::with_base`] says otherwise.
     pub fn from_settings(settings: &Settings) -> Self {
-        let mut rules = PermissionRules::default();
+        let mut rules = PermissionRules {
+            base: RuleBase::from_process(),
+            ..PermissionRules::default()
+        };
         for entry in settings
             .permissions
             .allow
@@ -165,7 +222,36 @@ impl PermissionRules {
         {
             rules.add(RuleList::Deny, entry);
         }
+        if let Some(core) = &settings.tools.core {
+            let shell: Vec<Rule> = core
+                .iter()
+                .filter_map(|e| Rule::parse(e))
+                .filter(|r| r.tools.iter().any(|t| t == SHELL_TOOL))
+                .collect();
+            // A bare `run_shell_command` in the list lifts the restriction.
+            if shell.iter().all(|r| r.specifier.is_some()) {
+                rules.core_commands = shell;
+            }
+        }
         rules
+    }
+
+    /// Anchors path specifiers: `/x` under `project_root`, `./x` and `x` under
+    /// `project_root` too (the session's working directory), `~/x` under `home`.
+    pub fn with_base(mut self, project_root: impl Into<PathBuf>, home: Option<PathBuf>) -> Self {
+        let root = project_root.into();
+        self.base = RuleBase {
+            project_root: Some(root.clone()),
+            cwd: Some(root),
+            home,
+        };
+        self
+    }
+
+    /// Anchors `./x` and `x` under `cwd` when it differs from the project root.
+    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.base.cwd = Some(cwd.into());
+        self
     }
 
     /// Adds one rule (from a flag such as `--allowed-tools`, or an "always allow" answer).
@@ -181,38 +267,87 @@ impl PermissionRules {
         }
     }
 
-    /// deny > ask > allow > default. For shell calls every simple command is judged on
-    /// its own and the strictest answer wins; a command no rule covers makes the whole
-    /// call `Default` unless another part is stricter.
+    /// deny > ask > allow > default. For shell calls every simple command (and for file
+    /// calls every path) is judged on its own and the strictest answer wins; a part no
+    /// rule covers makes the whole call `Default` unless another part is stricter.
     pub fn evaluate(&self, tool: &str, subject: &PermissionSubject) -> Decision {
-        if let PermissionSubject::Commands(commands) = subject
-            && commands.len() > 1
-        {
-            let per_part = commands
-                .iter()
-                .map(|c| self.evaluate_one(tool, &PermissionSubject::Commands(vec![c.clone()])));
-            let parts: Vec<Decision> = per_part.collect();
-            let strictest = parts.iter().copied().max().unwrap_or(Decision::Default);
-            if strictest == Decision::Allow && parts.contains(&Decision::Default) {
-                return Decision::Default;
-            }
-            return strictest;
-        }
-        self.evaluate_one(tool, subject)
+        self.verdict(tool, subject).decision
     }
 
-    fn evaluate_one(&self, tool: &str, subject: &PermissionSubject) -> Decision {
-        if self.deny.iter().any(|r| r.matches(tool, subject)) {
-            Decision::Deny
-        } else if self.ask.iter().any(|r| r.matches(tool, subject)) {
-            Decision::Ask
-        } else if self.allow.iter().any(|r| r.matches(tool, subject)) {
-            Decision::Allow
-        } else {
-            Decision::Default
+    /// Like [`PermissionRules::evaluate`], with the rule that decided.
+    pub fn verdict(&self, tool: &str, subject: &PermissionSubject) -> Verdict {
+        let parts: Vec<PermissionSubject> = match subject {
+            PermissionSubject::Commands(c) if c.len() > 1 => c
+                .iter()
+                .map(|c| PermissionSubject::Commands(vec![c.clone()]))
+                .collect(),
+            PermissionSubject::Paths(p) if p.len() > 1 => p
+                .iter()
+                .map(|p| PermissionSubject::Paths(vec![p.clone()]))
+                .collect(),
+            _ => return self.verdict_one(tool, subject),
+        };
+        let verdicts: Vec<Verdict> = parts.iter().map(|p| self.verdict_one(tool, p)).collect();
+        let mut strictest = Verdict {
+            decision: Decision::Default,
+            rule: None,
+        };
+        for v in &verdicts {
+            if v.decision > strictest.decision {
+                strictest = v.clone();
+            }
+        }
+        if strictest.decision == Decision::Allow
+            && verdicts.iter().any(|v| v.decision == Decision::Default)
+        {
+            return Verdict {
+                decision: Decision::Default,
+                rule: None,
+            };
+        }
+        strictest
+    }
+
+    fn verdict_one(&self, tool: &str, subject: &PermissionSubject) -> Verdict {
+        let found = |rules: &[Rule]| {
+            rules
+                .iter()
+                .find(|r| r.matches_in(tool, subject, &self.base))
+                .map(|r| r.text.clone())
+        };
+        if let Some(rule) = found(&self.deny) {
+            return Verdict {
+                decision: Decision::Deny,
+                rule: Some(rule),
+            };
+        }
+        if tool == SHELL_TOOL
+            && !self.core_commands.is_empty()
+            && matches!(subject, PermissionSubject::Commands(_))
+            && found(&self.core_commands).is_none()
+        {
+            let names: Vec<&str> = self.core_commands.iter().map(|r| r.text.as_str()).collect();
+            return Verdict {
+                decision: Decision::Deny,
+                rule: Some(format!("tools.core ({})", names.join(", "))),
+            };
+        }
+        for (rules, decision) in [(&self.ask, Decision::Ask), (&self.allow, Decision::Allow)] {
+            if let Some(rule) = found(rules) {
+                return Verdict {
+                    decision,
+                    rule: Some(rule),
+                };
+            }
+        }
+        Verdict {
+            decision: Decision::Default,
+            rule: None,
         }
     }
 }
+
+const SHELL_TOOL: &str = "run_shell_command";
 
 #[cfg(test)]
 mod tests {
@@ -293,5 +428,80 @@ mod tests {
         let mut rules = PermissionRules::default();
         rules.add(RuleList::Allow, "Bash(oops");
         assert_eq!(rules.invalid, ["Bash(oops"]);
+    }
+
+    fn commands(parts: &[&str]) -> PermissionSubject {
+        PermissionSubject::Commands(parts.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn compound_commands_take_the_strictest_part_and_name_the_rule() {
+        let s = Settings::from_value(json!({"permissions": {
+            "allow": ["Bash(git *)", "Bash(ls)"], "deny": ["run_shell_command(rm *)"]
+        }}))
+        .unwrap();
+        let rules = PermissionRules::from_settings(&s);
+        let tool = "run_shell_command";
+        assert_eq!(
+            rules.evaluate(tool, &commands(&["git status", "ls -la"])),
+            Decision::Allow
+        );
+        assert_eq!(
+            rules.evaluate(tool, &commands(&["git status", "make"])),
+            Decision::Default
+        );
+        let v = rules.verdict(tool, &commands(&["git status", "rm -rf x"]));
+        assert_eq!(v.decision, Decision::Deny);
+        assert_eq!(v.rule.as_deref(), Some("run_shell_command(rm *)"));
+        assert_eq!(
+            rules.evaluate(tool, &commands(&["FOO=1 rm -f y"])),
+            Decision::Deny
+        );
+    }
+
+    #[test]
+    fn tools_core_shell_entries_restrict_the_shell() {
+        let s = Settings::from_value(json!({"tools": {
+            "core": ["read_file", "run_shell_command(git)", "run_shell_command(ls)"]
+        }}))
+        .unwrap();
+        let rules = PermissionRules::from_settings(&s);
+        let tool = "run_shell_command";
+        assert_eq!(
+            rules.evaluate(tool, &commands(&["git log"])),
+            Decision::Default
+        );
+        let v = rules.verdict(tool, &commands(&["ls", "curl x"]));
+        assert_eq!(v.decision, Decision::Deny);
+        assert!(v.rule.unwrap().starts_with("tools.core"));
+        let open = Settings::from_value(json!({"tools": {
+            "core": ["run_shell_command", "run_shell_command(git)"]
+        }}))
+        .unwrap();
+        let rules = PermissionRules::from_settings(&open);
+        assert_eq!(
+            rules.evaluate(tool, &commands(&["curl x"])),
+            Decision::Default
+        );
+    }
+
+    #[test]
+    fn path_rules_use_the_base() {
+        let mut rules = PermissionRules::default().with_base("/proj", Some("/home/me".into()));
+        rules.add(RuleList::Deny, "Read(~/.ssh/**)");
+        rules.add(RuleList::Allow, "read_file(/src/**)");
+        let path = |p: &str| PermissionSubject::Paths(vec![p.into()]);
+        assert_eq!(
+            rules.evaluate("read_file", &path("/home/me/.ssh/id")),
+            Decision::Deny
+        );
+        assert_eq!(
+            rules.evaluate("read_file", &path("/proj/src/a.rs")),
+            Decision::Allow
+        );
+        assert_eq!(
+            rules.evaluate("read_file", &path("/proj/b.rs")),
+            Decision::Default
+        );
     }
 }

@@ -25,6 +25,7 @@ pub mod grep_search;
 pub mod list_directory;
 pub mod read_file;
 pub mod read_many_files;
+pub mod shell;
 pub mod text_file;
 pub mod walk;
 pub mod write_file;
@@ -42,6 +43,7 @@ pub fn builtin_tools(env: &Arc<ToolEnvironment>) -> Vec<Arc<dyn Tool>> {
         Arc::new(edit::Edit::new(env.clone())),
         Arc::new(glob::Glob::new(env.clone())),
         Arc::new(grep_search::GrepSearch::new(env.clone())),
+        Arc::new(shell::RunShellCommand::new(env.clone())),
     ]
 }
 

@@ -4,7 +4,9 @@ use std::io::{IsTerminal, Read, Write};
 
 use serde_json::Value;
 use toolbelt_core::validate::parse_arguments;
-use toolbelt_core::{ConfirmationDetails, Display, ExecContext, ToolResult};
+use toolbelt_core::{
+    ConfirmationDetails, Decision, Display, ExecContext, PermissionRules, ToolResult,
+};
 
 use crate::cli::{
     EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs, ToolsCommand,
@@ -133,15 +135,38 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
         invocation.describe()
     );
 
-    if let Some(details) = invocation.confirmation().await {
+    // The permission rules of the settings come first: a deny rule refuses the call, an
+    // allow rule runs it without a question, an ask rule asks even when the tool would
+    // not. Without a matching rule the tool's own confirmation decides.
+    let rules = permission_rules(session);
+    let verdict = rules.verdict(&registration.name, &invocation.permission_subject());
+    let rule = verdict.rule.as_deref().unwrap_or("");
+    let details = match verdict.decision {
+        Decision::Deny => {
+            eprintln!(
+                "toolbelt: refused: this call is denied by the permission rule `{rule}` in the settings."
+            );
+            return EXIT_REFUSED;
+        }
+        Decision::Allow => None,
+        Decision::Ask => Some(invocation.confirmation().await.unwrap_or_else(|| {
+            ConfirmationDetails::generic(registration.tool.display_name(), &invocation.describe())
+        })),
+        _ => invocation.confirmation().await,
+    };
+    if let Some(details) = details {
         let approved = if yes {
             true
         } else if can_ask(args_from_stdin) {
             ask(&details)
         } else {
+            let why = if verdict.decision == Decision::Ask {
+                format!("the permission rule `{rule}` asks for it")
+            } else {
+                format!("this call needs confirmation ({})", details.title())
+            };
             eprintln!(
-                "toolbelt: refused: this call needs confirmation ({}) and there is no terminal to ask on; pass --yes to approve it.",
-                details.title()
+                "toolbelt: refused: {why} and there is no terminal to ask on; pass --yes to approve it."
             );
             return EXIT_REFUSED;
         };
@@ -177,6 +202,22 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
     } else {
         EXIT_OK
     }
+}
+
+/// The session's permission rules, with path rules anchored at the primary workspace
+/// directory. Entries that do not parse are reported and otherwise ignored.
+fn permission_rules(session: &Session) -> PermissionRules {
+    let mut rules = PermissionRules::from_settings(&session.env.settings);
+    if let Some(root) = session.env.roots.primary() {
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        rules = rules.with_base(root, home);
+    }
+    for entry in &rules.invalid {
+        eprintln!(
+            "toolbelt: warning: ignoring the permission rule `{entry}`: unbalanced parentheses"
+        );
+    }
+    rules
 }
 
 /// Whether a person can be asked: both ends are a terminal, and standard input was not

@@ -1,0 +1,190 @@
+//! The grammars of rule specifiers, one per kind of subject, following Qwen Code's
+//! permission manager so rules written for it mean the same here.
+//!
+//! - **Command globs** (`run_shell_command(git *)`) are matched against one simple
+//!   command. `*` matches any run of characters, spaces included, anywhere in the
+//!   pattern; because the space before a `*` is literal, `ls *` does not match `lsof`
+//!   while `ls*` does. A trailing ` *` also matches the bare command (`git *` covers
+//!   `git`). Without a `*` the pattern matches the command exactly or as a prefix
+//!   followed by a space (`git commit` covers `git commit -m x`, not `git commitx`).
+//!   `*` alone matches everything. Leading `VAR=x` assignments of the command are
+//!   ignored, so `FOO=1 rm x` is judged as `rm x`.
+//! - **Path globs** (`read_file(//etc/**)`) use gitignore-style globs (`*` stays within
+//!   one directory, `**` crosses them): `//x` is the absolute `/x`, `~/x` is under the
+//!   home directory, `/x` is under the project root, `./x` and `x` under the working
+//!   directory; a pattern without a `/` matches at any depth, and a pattern whose last
+//!   component is a plain name covers everything under that name when it is a directory.
+//! - **Domains** (`web_fetch(domain:example.com)`, or a bare host) match the host itself
+//!   and its subdomains, case-insensitively.
+
+use std::path::Path;
+
+use globset::GlobBuilder;
+
+use super::RuleBase;
+
+/// Whether the command-glob `pattern` covers the simple command `command`.
+pub fn command_matches(pattern: &str, command: &str) -> bool {
+    let pattern = collapse_spaces(pattern);
+    let command = collapse_spaces(strip_assignments(command.trim()));
+    if pattern == "*" {
+        return true;
+    }
+    if !pattern.contains('*') {
+        return command == pattern
+            || (command.starts_with(&pattern) && command[pattern.len()..].starts_with(' '));
+    }
+    if let Some(prefix) = pattern.strip_suffix(" *")
+        && command == prefix
+    {
+        return true;
+    }
+    wildcard(pattern.as_bytes(), command.as_bytes())
+}
+
+/// `*` matches any run of bytes; everything else matches itself. Iterative, with one
+/// backtrack point, so a pattern with many stars stays linear-ish.
+fn wildcard(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() && pattern[p] == b'*' {
+            star = Some((p, t));
+            p += 1;
+        } else if p < pattern.len() && pattern[p] == text[t] {
+            p += 1;
+            t += 1;
+        } else if let Some((sp, st)) = star {
+            p = sp + 1;
+            t = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|&b| b == b'*')
+}
+
+fn collapse_spaces(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Drops leading `NAME=value` words (values may be quoted) from a command.
+pub fn strip_assignments(mut command: &str) -> &str {
+    loop {
+        let name_len = command
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        let starts_like_name = command
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
+        if !starts_like_name || command.as_bytes().get(name_len) != Some(&b'=') {
+            return command;
+        }
+        let value_end = word_end(&command[name_len + 1..]) + name_len + 1;
+        let rest = command[value_end..].trim_start();
+        if rest.is_empty() {
+            // Only assignments: keep the last one so the command is not empty.
+            return command;
+        }
+        command = rest;
+    }
+}
+
+/// The byte length of the shell word at the start of `s` (quotes and escapes kept
+/// together), stopping at unquoted whitespace.
+fn word_end(s: &str) -> usize {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'\'' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'\'' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    if bytes[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b if b.is_ascii_whitespace() => return i,
+            _ => i += 1,
+        }
+    }
+    bytes.len()
+}
+
+/// Whether the path-glob `spec` covers `path` (an absolute, resolved path).
+pub fn path_matches(spec: &str, path: &Path, base: &RuleBase) -> bool {
+    let escape = |p: &Path| globset::escape(&p.to_string_lossy());
+    let anchored = if let Some(rest) = spec.strip_prefix("//") {
+        format!("/{rest}")
+    } else if let Some(rest) = spec.strip_prefix("~/") {
+        match &base.home {
+            Some(home) => format!("{}/{rest}", escape(home)),
+            None => return false,
+        }
+    } else if let Some(rest) = spec.strip_prefix('/') {
+        match &base.project_root {
+            Some(root) => format!("{}/{rest}", escape(root)),
+            None => return false,
+        }
+    } else {
+        let rest = spec.strip_prefix("./").unwrap_or(spec);
+        let Some(cwd) = &base.cwd else {
+            return false;
+        };
+        if rest.contains('/') {
+            format!("{}/{rest}", escape(cwd))
+        } else {
+            format!("{}/**/{rest}", escape(cwd))
+        }
+    };
+    let anchored = anchored.trim_end_matches('/');
+    // A literal last component names a file or a directory; a directory covers what it
+    // holds. A glob last component (`*.md`, `*`) matches names in that directory only.
+    let last = anchored.rsplit('/').next().unwrap_or("");
+    let mut globs = vec![anchored.to_string()];
+    if !last.contains(['*', '?', '[', '{']) {
+        globs.push(format!("{anchored}/**"));
+    }
+    globs
+        .iter()
+        .filter_map(|g| {
+            GlobBuilder::new(g)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .ok()
+        })
+        .any(|glob| glob.compile_matcher().is_match(path))
+}
+
+/// Whether the domain `spec` (`domain:x.org`, `x.org` or `*.x.org`) covers `host`.
+pub fn domain_matches(spec: &str, host: &str) -> bool {
+    let domain = spec.strip_prefix("domain:").unwrap_or(spec).trim();
+    let domain = domain.strip_prefix("*.").unwrap_or(domain);
+    let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    if domain.is_empty() {
+        return false;
+    }
+    host == domain
+        || (host.len() > domain.len()
+            && host.ends_with(&domain)
+            && host.as_bytes()[host.len() - domain.len() - 1] == b'.')
+}
+
+#[cfg(test)]
+mod tests;

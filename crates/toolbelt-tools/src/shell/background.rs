@@ -1,0 +1,184 @@
+//! Background jobs: commands started with `is_background: true`.
+//!
+//! A job runs detached from the call that started it, in its own process group, with its
+//! output going straight to a log file under the session directory (which the model may
+//! read). The table records each job's id, PID, process group, log file, status and exit
+//! code, so "is it still running?" has an answer other than "the log is empty" (Qwen Code
+//! users saw models start duplicates of a job whose output was merely buffered).
+//!
+//! The table belongs to the shell tool and is shared by its calls. When it is dropped
+//! (the session ends), jobs still running are ended, unless
+//! `tools.shell.killBackgroundOnExit` is `false`.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::process;
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobStatus {
+    Running,
+    /// Exited on its own, with this code (or ended by this signal).
+    Exited {
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
+    /// Ended by [`JobTable::stop`] or at the end of the session.
+    Stopped,
+}
+
+/// One background job, as the model and a display see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    pub id: String,
+    pub command: String,
+    pub pid: u32,
+    /// Process group id (equal to the PID: the job leads its group).
+    pub pgid: u32,
+    pub log_path: PathBuf,
+    pub status: JobStatus,
+}
+
+/// A job and a channel that announces its status changes.
+#[derive(Clone)]
+struct Entry {
+    job: Arc<Mutex<Job>>,
+    status: tokio::sync::watch::Sender<JobStatus>,
+    /// Set once the shell has been waited for (reaped).
+    reaped: tokio::sync::watch::Sender<bool>,
+}
+
+impl Entry {
+    fn snapshot(&self) -> Option<Job> {
+        self.job.lock().ok().map(|j| j.clone())
+    }
+
+    /// Records a final status unless one was recorded already.
+    fn settle(&self, status: JobStatus) {
+        if let Ok(mut job) = self.job.lock()
+            && job.status == JobStatus::Running
+        {
+            job.status = status;
+            self.status.send_replace(status);
+        }
+    }
+}
+
+/// The jobs of one session.
+pub struct JobTable {
+    jobs: Mutex<Vec<Entry>>,
+    next_id: AtomicU64,
+    kill_on_drop: bool,
+}
+
+impl JobTable {
+    pub fn new(kill_on_drop: bool) -> Self {
+        JobTable {
+            jobs: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(1),
+            kill_on_drop,
+        }
+    }
+
+    /// A fresh job id (`bg_1`, `bg_2`, …).
+    pub fn next_id(&self) -> String {
+        format!("bg_{}", self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Records a started job and watches it: when the child exits, its status and exit
+    /// code are recorded (and the child reaped).
+    pub fn add(&self, job: Job, mut child: tokio::process::Child) -> Job {
+        let entry = Entry {
+            job: Arc::new(Mutex::new(job.clone())),
+            status: tokio::sync::watch::channel(JobStatus::Running).0,
+            reaped: tokio::sync::watch::channel(false).0,
+        };
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.push(entry.clone());
+        }
+        tokio::spawn(async move {
+            use std::os::unix::process::ExitStatusExt;
+            let status = child.wait().await;
+            entry.settle(match status {
+                Ok(s) => JobStatus::Exited {
+                    code: s.code(),
+                    signal: s.signal(),
+                },
+                Err(_) => JobStatus::Exited {
+                    code: None,
+                    signal: None,
+                },
+            });
+            entry.reaped.send_replace(true);
+        });
+        job
+    }
+
+    /// Every job, oldest first.
+    pub fn jobs(&self) -> Vec<Job> {
+        self.entries().iter().filter_map(Entry::snapshot).collect()
+    }
+
+    pub fn get(&self, id: &str) -> Option<Job> {
+        self.jobs().into_iter().find(|j| j.id == id)
+    }
+
+    /// Waits until the job is no longer running and returns it; `None` when there is no
+    /// such job.
+    pub async fn wait(&self, id: &str) -> Option<Job> {
+        let entry = self.entry(id)?;
+        let mut rx = entry.status.subscribe();
+        let _ = rx.wait_for(|s| *s != JobStatus::Running).await;
+        entry.snapshot()
+    }
+
+    /// Ends a running job's whole process group; `None` when there is no such job.
+    pub async fn stop(&self, id: &str) -> Option<Job> {
+        let entry = self.entry(id)?;
+        let job = entry.snapshot()?;
+        if job.status == JobStatus::Running {
+            process::terminate_group(job.pgid, process::KILL_GRACE).await;
+            entry.settle(JobStatus::Stopped);
+            // The watcher reaps the shell; wait for it so no zombie of ours remains
+            // (bounded: a watcher on a stopped runtime never answers).
+            let mut reaped = entry.reaped.subscribe();
+            let _ = tokio::time::timeout(process::KILL_GRACE, reaped.wait_for(|r| *r)).await;
+        }
+        entry.snapshot()
+    }
+
+    fn entry(&self, id: &str) -> Option<Entry> {
+        self.entries()
+            .into_iter()
+            .find(|e| e.snapshot().is_some_and(|j| j.id == id))
+    }
+
+    fn entries(&self) -> Vec<Entry> {
+        self.jobs.lock().map(|j| j.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for JobTable {
+    fn drop(&mut self) {
+        if !self.kill_on_drop {
+            return;
+        }
+        // A job whose shell exited may still have children in its group, so every
+        // group that still exists is ended, all at once.
+        let entries = self.entries();
+        let pgids: Vec<u32> = entries
+            .iter()
+            .filter_map(|e| e.snapshot().map(|j| j.pgid))
+            .filter(|&g| process::group_exists(g))
+            .collect();
+        if pgids.is_empty() {
+            return;
+        }
+        process::terminate_groups_blocking(&pgids, process::KILL_GRACE);
+        for entry in entries {
+            entry.settle(JobStatus::Stopped);
+        }
+    }
+}

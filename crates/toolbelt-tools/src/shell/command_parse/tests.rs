@@ -1,0 +1,245 @@
+//! Data-driven tests of the parser, the read-only set and the rules engine working
+//! together on real command lines: `check(input, expect)` tables, one line per case.
+
+use toolbelt_core::{Decision, PermissionRules, PermissionSubject, RuleList};
+
+use super::*;
+use crate::shell::read_only::is_line_read_only;
+
+/// The parsed line in one string: simple commands separated by ` ‖ `, then flags:
+/// `[subst]`, `[write]`, `[error]`, `[bg]`, and `[ro]` when no confirmation is needed.
+fn summary(input: &str) -> String {
+    let parsed = parse(input);
+    let mut s = parsed.command_texts().join(" ‖ ");
+    for (on, flag) in [
+        (parsed.has_substitution, " [subst]"),
+        (parsed.writes_to_file, " [write]"),
+        (parsed.syntax_error, " [error]"),
+        (parsed.ends_in_background, " [bg]"),
+        (is_line_read_only(&parsed), " [ro]"),
+    ] {
+        if on {
+            s.push_str(flag);
+        }
+    }
+    s
+}
+
+const PARSE_CASES: &[(&str, &str)] = &[
+    ("ls", "ls [ro]"),
+    ("ls -la /tmp", "ls -la /tmp [ro]"),
+    ("  git   status  ", "git status [ro]"),
+    ("git status && npm test", "git status ‖ npm test"),
+    ("make || echo failed", "make ‖ echo failed"),
+    ("cd src; ls", "cd src ‖ ls [ro]"),
+    ("cat a | grep x | wc -l", "cat a ‖ grep x ‖ wc -l [ro]"),
+    ("ls\nrm -rf build", "ls ‖ rm -rf build"),
+    ("FOO=1 BAR=2 npm run build", "npm run build"),
+    ("FOO='a b' ls", "ls [ro]"),
+    ("echo 'a && b'", "echo 'a && b' [ro]"),
+    ("echo \"a; rm -rf /\"", "echo \"a; rm -rf /\" [ro]"),
+    ("echo a\\;b", "echo a\\;b [ro]"),
+    ("echo $(rm -rf x)", "echo $(rm -rf x) ‖ rm -rf x [subst]"),
+    ("echo `whoami`", "echo `whoami` ‖ whoami [subst]"),
+    (
+        "diff <(ls a) <(ls b)",
+        "diff <(ls a) <(ls b) ‖ ls a ‖ ls b [subst]",
+    ),
+    ("tee >(cat) < x", "tee >(cat) ‖ cat [subst]"),
+    ("echo \"$(date)\"", "echo \"$(date)\" ‖ date [subst]"),
+    ("echo '$(date)'", "echo '$(date)' [ro]"),
+    ("ls > out.txt", "ls [write]"),
+    ("ls >> out.txt", "ls [write]"),
+    ("ls &> all.log", "ls [write]"),
+    ("ls 2>/dev/null", "ls [ro]"),
+    ("ls 2>&1 | head", "ls ‖ head [ro]"),
+    ("grep x < input.txt", "grep x [ro]"),
+    ("(cd a && make)", "cd a ‖ make"),
+    ("{ ls; pwd; }", "ls ‖ pwd [ro]"),
+    ("for f in *.rs; do wc -l $f; done", "wc -l $f [ro]"),
+    ("if test -f x; then cat x; fi", "test -f x ‖ cat x [ro]"),
+    ("while true; do sleep 1; done", "true ‖ sleep 1"),
+    ("npm run dev &", "npm run dev [bg]"),
+    ("a && b &", "a ‖ b [bg]"),
+    ("echo a & echo b", "echo a ‖ echo b [ro]"),
+    ("echo \\&", "echo \\& [ro]"),
+    ("export PATH=/x:$PATH", "export PATH=/x:$PATH"),
+    ("[[ -f x ]] && cat x", "[[ -f x ]] ‖ cat x [ro]"),
+    (
+        "git log --oneline | head -5",
+        "git log --oneline ‖ head -5 [ro]",
+    ),
+    ("git -C sub diff", "git -C sub diff [ro]"),
+    ("git push origin main", "git push origin main"),
+    ("git remote add o url", "git remote add o url"),
+    ("git branch -D old", "git branch -D old"),
+    ("git branch -a", "git branch -a [ro]"),
+    ("git -c core.pager=sh log", "git -c core.pager=sh log"),
+    ("find . -name '*.rs'", "find . -name '*.rs' [ro]"),
+    ("find . -delete", "find . -delete"),
+    ("find . -exec rm {} \\;", "find . -exec rm {} \\;"),
+    ("sed -n 1,5p f", "sed -n 1,5p f [ro]"),
+    ("sed -i s/a/b/ f", "sed -i s/a/b/ f"),
+    ("sed 's/a/b/w out' f", "sed 's/a/b/w out' f"),
+    ("awk '{print $1}' f", "awk '{print $1}' f [ro]"),
+    ("awk '{system(\"rm x\")}' f", "awk '{system(\"rm x\")}' f"),
+    ("sort -o out f", "sort -o out f"),
+    ("env", "env [ro]"),
+    ("env rm x", "env rm x"),
+    ("/usr/bin/ls", "/usr/bin/ls [ro]"),
+    ("\\rm -f x", "\\rm -f x"),
+    ("cat <<EOF\nhello\nEOF", "cat [ro]"),
+    ("echo hi # && rm x", "echo hi [ro]"),
+    ("echo 'unterminated", "echo ‖ echo 'unterminated [error]"),
+    ("f() { rm -rf x; }; f", "rm -rf x ‖ f"),
+    ("! grep -q x f", "grep -q x f [ro]"),
+];
+
+#[test]
+fn parser_splits_simple_commands_and_flags_dangers() {
+    let mut failures = Vec::new();
+    for (input, want) in PARSE_CASES {
+        let got = summary(input);
+        if got != *want {
+            failures.push(format!("{input:?}\n    want {want}\n    got  {got}"));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn roots_are_unquoted_and_without_directories() {
+    let parsed = parse("'git' status && /usr/bin/npm i && \"ls\" && git log");
+    assert_eq!(parsed.roots(), ["git", "npm", "ls"]);
+    assert_eq!(parse("A=1 \\rm x").roots(), ["rm"]);
+}
+
+#[test]
+fn unquote_handles_shell_quoting() {
+    assert_eq!(unquote("'a b'"), "a b");
+    assert_eq!(unquote("\"a \\\"b\\\" $x\""), "a \"b\" $x");
+    assert_eq!(unquote("a\\ b"), "a b");
+    assert_eq!(unquote("$'a\\tb'"), "a\tb");
+    assert_eq!(unquote("pre'mid'\"post\""), "premidpost");
+}
+
+/// `(list, rule, command line, decision)`: one rule, a real line through the parser.
+const RULE_CASES: &[(RuleList, &str, &str, Decision)] = &[
+    (
+        RuleList::Allow,
+        "run_shell_command(git *)",
+        "git status",
+        Decision::Allow,
+    ),
+    (
+        RuleList::Allow,
+        "Bash(git *)",
+        "git push && make",
+        Decision::Default,
+    ),
+    (RuleList::Allow, "Bash(git *)", "gitk", Decision::Default),
+    (
+        RuleList::Allow,
+        "Bash(npm run *)",
+        "NODE_ENV=prod npm run build",
+        Decision::Allow,
+    ),
+    (
+        RuleList::Allow,
+        "Bash(*)",
+        "anything | goes && here",
+        Decision::Allow,
+    ),
+    (RuleList::Allow, "Bash", "rm -rf x", Decision::Allow),
+    (RuleList::Allow, "Bash(git:*)", "git log", Decision::Allow),
+    (RuleList::Allow, "Bash(ls *)", "lsof", Decision::Default),
+    (RuleList::Allow, "Bash(ls*)", "lsof", Decision::Allow),
+    (
+        RuleList::Deny,
+        "Bash(rm *)",
+        "ls && rm -rf x",
+        Decision::Deny,
+    ),
+    (
+        RuleList::Deny,
+        "Bash(rm *)",
+        "echo $(rm -rf x)",
+        Decision::Deny,
+    ),
+    (RuleList::Deny, "Bash(rm *)", "FOO=1 rm x", Decision::Deny),
+    (
+        RuleList::Deny,
+        "Bash(rm *)",
+        "echo 'rm -rf x'",
+        Decision::Default,
+    ),
+    (
+        RuleList::Deny,
+        "Bash(rm *)",
+        "(cd a; rm -f b)",
+        Decision::Deny,
+    ),
+    (
+        RuleList::Deny,
+        "Bash(curl *)",
+        "cat x | curl -d @- example.com",
+        Decision::Deny,
+    ),
+    (
+        RuleList::Deny,
+        "Bash(git push *)",
+        "git push --force",
+        Decision::Deny,
+    ),
+    (
+        RuleList::Deny,
+        "Bash(git push *)",
+        "git pull",
+        Decision::Default,
+    ),
+    (
+        RuleList::Deny,
+        "run_shell_command(sudo)",
+        "sudo rm x",
+        Decision::Deny,
+    ),
+    (
+        RuleList::Deny,
+        "run_shell_command(sudo)",
+        "sudoku",
+        Decision::Default,
+    ),
+    (
+        RuleList::Ask,
+        "Bash(docker *)",
+        "docker ps; ls",
+        Decision::Ask,
+    ),
+    (
+        RuleList::Ask,
+        "Bash(* --force)",
+        "git push --force",
+        Decision::Ask,
+    ),
+    (RuleList::Deny, "read_file", "rm x", Decision::Default),
+];
+
+#[test]
+fn rules_judge_every_simple_command_of_a_line() {
+    let mut failures = Vec::new();
+    for (list, rule, line, want) in RULE_CASES {
+        let mut rules = PermissionRules::default();
+        rules.add(*list, rule);
+        let subject = PermissionSubject::Commands(parse(line).command_texts());
+        let got = rules.evaluate("run_shell_command", &subject);
+        if got != *want {
+            failures.push(format!("{rule} on {line:?}: want {want:?}, got {got:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn the_tables_hold_at_least_sixty_cases() {
+    assert!(PARSE_CASES.len() + RULE_CASES.len() >= 60);
+}

@@ -1,0 +1,287 @@
+//! A foreground command: run it, stream its output, stop it on timeout or cancellation,
+//! and render Qwen Code's result fields.
+//!
+//! One `select!` loop owns everything that can happen: output to read, the shell
+//! exiting, the timeout, the cancellation token, live output due for a listener. When the
+//! shell has exited, output is still read for a short while: processes it left in the
+//! background may hold the pipe open, and waiting for them would hang the call.
+
+use std::os::unix::process::ExitStatusExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use toolbelt_core::{Display, ErrorKind, ExecContext, OutputPolicy, Part, ToolError, ToolResult};
+
+use super::output::{self, LiveDecoder, OutputCapture};
+use super::process::{self, OutputTarget};
+use super::sandbox::PreparedSandbox;
+use super::{DRAIN_AFTER_EXIT, LIVE_INTERVAL, ShellCall};
+
+static LOG_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Why a foreground command did not finish on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Timeout,
+    Cancelled,
+}
+
+impl ShellCall {
+    pub(super) async fn run_foreground(
+        self,
+        ctx: ExecContext,
+        sandbox: Option<PreparedSandbox>,
+    ) -> ToolResult {
+        let n = LOG_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let log_path = self.log_path(
+            "shell",
+            &format!("run_shell_command-{}-{n}.log", std::process::id()),
+        );
+        let started = Instant::now();
+        let running = match process::spawn(&self.command, &self.cwd, OutputTarget::Pipe, sandbox) {
+            Ok(r) => r,
+            Err(e) => return self.spawn_error(&e),
+        };
+        let pgid = running.pid;
+        let mut child = running.child;
+        let mut reader = running.output;
+        let mut capture = OutputCapture::new(&self.env.output, log_path);
+        let mut live = LiveOutput::new(&ctx);
+        let deadline = tokio::time::Instant::from_std(started + self.timeout);
+        let mut ending: Option<Ending> = None;
+        let mut exit: Option<std::io::Result<std::process::ExitStatus>> = None;
+        let mut drain_until: Option<tokio::time::Instant> = None;
+        let mut buf = vec![0u8; 64 * 1024];
+        while exit.is_none() || reader.is_some() {
+            tokio::select! {
+                biased;
+                _ = ctx.cancel.cancelled(), if ending.is_none() => {
+                    ending = Some(Ending::Cancelled);
+                    process::terminate_group(pgid, process::KILL_GRACE).await;
+                }
+                _ = tokio::time::sleep_until(deadline), if ending.is_none() => {
+                    ending = Some(Ending::Timeout);
+                    process::terminate_group(pgid, process::KILL_GRACE).await;
+                }
+                read = read_some(&mut reader, &mut buf) => match read {
+                    Ok(0) | Err(_) => reader = None,
+                    Ok(n) => {
+                        capture.push(&buf[..n]);
+                        live.push(&buf[..n], &capture);
+                    }
+                },
+                status = child.wait(), if exit.is_none() => {
+                    exit = Some(status);
+                    drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+                }
+                _ = sleep_until_opt(live.next_flush()), if live.has_pending() => live.flush(),
+                _ = sleep_until_opt(drain_until), if drain_until.is_some() => {
+                    // Processes the command left in the background still hold the pipe.
+                    reader = None;
+                }
+            }
+        }
+        live.flush();
+        let background_pids = if ending.is_none() {
+            process::live_members(pgid)
+        } else {
+            Vec::new()
+        };
+        let captured = capture.finish(&self.output_budget());
+        self.render(Rendered {
+            output: captured,
+            exit,
+            ending,
+            pgid,
+            background_pids,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    /// The session's budget less room for the other fields of the result, so the whole
+    /// text fits and the scheduler's own cut never cuts it a second time.
+    fn output_budget(&self) -> OutputPolicy {
+        let policy = &self.env.output;
+        let reserve_chars = 600 + self.command.chars().count();
+        let reserve_lines = 12 + self.command.lines().count();
+        OutputPolicy::new(
+            shrink(policy.max_chars, reserve_chars),
+            shrink(policy.max_lines, reserve_lines),
+            policy.spill_dir.clone(),
+        )
+    }
+
+    fn render(&self, r: Rendered) -> ToolResult {
+        let (code, signal, wait_error) = match &r.exit {
+            Some(Ok(status)) => (status.code(), status.signal(), None),
+            Some(Err(e)) => (None, None, Some(e.to_string())),
+            None => (None, None, None),
+        };
+        let none = || "(none)".to_string();
+        let output = if r.output.text.is_empty() {
+            "(empty)".to_string()
+        } else {
+            r.output.text.clone()
+        };
+        let pids = if r.background_pids.is_empty() {
+            none()
+        } else {
+            r.background_pids
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let dir = if self.directory_given() {
+            self.env.roots.display_relative(&self.cwd)
+        } else {
+            "(root)".to_string()
+        };
+        let mut text = String::new();
+        match r.ending {
+            Some(Ending::Timeout) => text.push_str(&format!(
+                "Command timed out after {}ms before it could complete; its process group was killed. Below is the output before it timed out:\n",
+                self.timeout.as_millis()
+            )),
+            Some(Ending::Cancelled) => text.push_str(
+                "Command was cancelled by the user before it could complete; its process group was killed. Below is the output before it was cancelled:\n",
+            ),
+            None => {}
+        }
+        text.push_str(&format!(
+            "Command: {}\nDirectory: {dir}\nOutput: {output}\nError: {}\nExit Code: {}\nSignal: {}\nBackground PIDs: {pids}\nProcess Group PGID: {}",
+            self.command,
+            wait_error.clone().unwrap_or_else(none),
+            code.map_or_else(none, |c| c.to_string()),
+            signal.map_or_else(none, |s| s.to_string()),
+            r.pgid,
+        ));
+        let mut display = r.output.text.clone();
+        if let Some(c) = code.filter(|c| *c != 0) {
+            display.push_str(&format!("\n[exit code {c}]"));
+        }
+        if let Some(s) = signal {
+            display.push_str(&format!("\n[killed by signal {s}]"));
+        }
+        let error = match r.ending {
+            Some(Ending::Timeout) => Some(ToolError::new(
+                ErrorKind::Timeout,
+                format!("Command timed out after {}ms.", self.timeout.as_millis()),
+            )),
+            Some(Ending::Cancelled) => Some(ToolError::new(
+                ErrorKind::Cancelled,
+                "Command was cancelled by the user.",
+            )),
+            None => wait_error.map(|e| ToolError::new(ErrorKind::ShellExecuteError, e)),
+        };
+        tracing::debug!(
+            command = %self.command,
+            elapsed_ms = r.elapsed.as_millis() as u64,
+            bytes = r.output.total_bytes,
+            "shell command finished"
+        );
+        ToolResult {
+            llm_content: vec![Part::text(text)],
+            return_display: Display::markdown(display),
+            error,
+        }
+    }
+}
+
+/// `budget - reserve`, keeping at least a quarter of the budget; no limit stays none.
+fn shrink(budget: usize, reserve: usize) -> usize {
+    if budget == usize::MAX {
+        budget
+    } else {
+        budget.saturating_sub(reserve).max(budget / 4).max(1)
+    }
+}
+
+struct Rendered {
+    output: output::CapturedOutput,
+    exit: Option<std::io::Result<std::process::ExitStatus>>,
+    ending: Option<Ending>,
+    pgid: u32,
+    background_pids: Vec<u32>,
+    elapsed: Duration,
+}
+
+async fn read_some(reader: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> std::io::Result<usize> {
+    match reader {
+        Some(r) => r.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Live output for a listener, at most every [`LIVE_INTERVAL`]; for binary output only a
+/// byte count.
+struct LiveOutput {
+    sink: toolbelt_core::OutputSink,
+    decoder: LiveDecoder,
+    pending: String,
+    last: Instant,
+}
+
+/// Live text held back between emissions, at most (older text is dropped).
+const LIVE_PENDING_MAX: usize = 64 * 1024;
+
+impl LiveOutput {
+    fn new(ctx: &ExecContext) -> Self {
+        LiveOutput {
+            sink: ctx.output.clone(),
+            decoder: LiveDecoder::default(),
+            pending: String::new(),
+            last: Instant::now(),
+        }
+    }
+
+    fn push(&mut self, chunk: &[u8], capture: &OutputCapture) {
+        if !self.sink.is_listening() {
+            return;
+        }
+        if capture.is_binary() {
+            self.pending = format!(
+                "[Receiving binary output... {} bytes received]",
+                capture.total_bytes()
+            );
+        } else {
+            self.pending.push_str(&self.decoder.decode(chunk));
+            if self.pending.len() > LIVE_PENDING_MAX {
+                let mut cut = self.pending.len() - LIVE_PENDING_MAX;
+                while !self.pending.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                self.pending.drain(..cut);
+            }
+        }
+        if self.last.elapsed() >= LIVE_INTERVAL {
+            self.flush();
+        }
+    }
+
+    fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// When held-back output is due, so a quiet command's last words are not held back
+    /// until it exits.
+    fn next_flush(&self) -> Option<tokio::time::Instant> {
+        Some(tokio::time::Instant::from_std(self.last + LIVE_INTERVAL))
+    }
+
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            self.sink.emit(&std::mem::take(&mut self.pending));
+        }
+        self.last = Instant::now();
+    }
+}

@@ -1,0 +1,373 @@
+//! `run_shell_command`: runs a command with `bash -c`, the most powerful tool and the most
+//! dangerous one. It must never hang the agent, never leave processes behind, never blow
+//! up memory and never run what the rules forbid.
+//!
+//! # Brief overview
+//!
+//! - [`command_parse`] splits the command into simple commands with a real bash parser;
+//!   the invocation offers them as its [`PermissionSubject`] (the rules engine in the
+//!   core judges each) and as root commands in its `exec` confirmation.
+//! - [`read_only`] decides which lines need no confirmation at all.
+//! - [`process`] starts the command in its own process group (stdin closed, pager off)
+//!   and ends the whole group on timeout or cancellation.
+//! - [`output`] keeps a bounded head and tail of the output and spills the whole stream to
+//!   a log file under the session directory.
+//! - [`background`] holds the jobs started with `is_background: true`.
+//! - [`sandbox`] confines writes with Landlock when `tools.sandbox` is `"landlock"`.
+//!
+//! The result follows Qwen Code's shape (Command, Directory, Output, Error, Exit Code,
+//! Signal, Background PIDs, Process Group PGID), so prompts tuned for it carry over. A
+//! non-zero exit is a normal result the model reads; only failing to start is an error.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolbelt_core::{
+    BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+};
+
+pub mod background;
+pub mod command_parse;
+mod foreground;
+pub mod output;
+pub mod process;
+pub mod read_only;
+pub mod sandbox;
+
+use background::{Job, JobStatus, JobTable};
+use command_parse::ParsedCommand;
+use process::OutputTarget;
+use sandbox::PreparedSandbox;
+
+/// Default foreground timeout (Qwen Code's).
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Longest timeout a call may ask for.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// How long output is still read after the shell exits, for processes it left in the
+/// background that still hold the pipe.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+/// How often live output is sent to a listener.
+const LIVE_INTERVAL: Duration = Duration::from_millis(100);
+
+pub struct RunShellCommand {
+    env: Arc<ToolEnvironment>,
+    schema: Value,
+    jobs: Arc<JobTable>,
+}
+
+impl RunShellCommand {
+    pub fn new(env: Arc<ToolEnvironment>) -> Self {
+        let kill_on_exit = env
+            .settings
+            .get("/tools/shell/killBackgroundOnExit")
+            .and_then(Value::as_bool)
+            .unwrap_or(true);
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "command": {
+                    "type": "string",
+                    "description": "Exact bash command to run, as `bash -c <command>`. Compound commands (&&, ||, ;, |) are allowed; each part is checked against the permission rules."
+                },
+                "description": {
+                    "type": "string",
+                    "description": "Brief description of what the command does, shown to the person approving it."
+                },
+                "directory": {
+                    "type": "string",
+                    "description": "Absolute path of the directory to run in; must be inside the workspace. Defaults to the first workspace directory."
+                },
+                "is_background": {
+                    "type": "boolean",
+                    "description": "Run detached (servers, watchers, long builds): returns at once with a job id, the PID and a log file to read with read_file. Do not add a trailing '&'."
+                },
+                "timeout": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_TIMEOUT_MS,
+                    "description": "Timeout in milliseconds for a foreground command (default 120000, at most 600000). On timeout the whole process group is killed."
+                }
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        });
+        RunShellCommand {
+            env,
+            schema,
+            jobs: Arc::new(JobTable::new(kill_on_exit)),
+        }
+    }
+
+    /// The background jobs started by this tool's calls.
+    pub fn jobs(&self) -> &Arc<JobTable> {
+        &self.jobs
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Params {
+    command: String,
+    description: Option<String>,
+    directory: Option<String>,
+    is_background: Option<bool>,
+    timeout: Option<u64>,
+}
+
+impl Tool for RunShellCommand {
+    fn name(&self) -> &str {
+        "run_shell_command"
+    }
+    fn display_name(&self) -> &str {
+        "Shell"
+    }
+    fn description(&self) -> &str {
+        "Runs a bash command (`bash -c <command>`) and returns its output. The command runs in its own process group \
+         with standard input closed (it cannot prompt; pass flags such as --yes), pagers off, in the given directory or \
+         the first workspace directory. Standard output and standard error come back interleaved, with ANSI colours \
+         removed; long output is cut to its head and tail and the full output saved to a file whose path is given. \
+         The result gives Command, Directory, Output, Error, Exit Code, Signal, Background PIDs and Process Group PGID; \
+         a non-zero exit code is reported, not treated as a failure. Foreground commands time out after 'timeout' ms \
+         (default 120000); use is_background for servers and watchers. Prefer read_file, grep_search, glob and \
+         list_directory over cat, grep, find and ls."
+    }
+    fn kind(&self) -> Kind {
+        Kind::Execute
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn can_update_output(&self) -> bool {
+        true
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let params: Params = crate::parse_params(args)?;
+        let command = params.command.trim().to_string();
+        if command.is_empty() {
+            return Err(ToolError::invalid_params("The command is empty."));
+        }
+        let parsed = command_parse::parse(&command);
+        if parsed.commands.is_empty() {
+            return Err(ToolError::invalid_params(format!(
+                "Could not identify a command to run in '{command}'."
+            )));
+        }
+        let background = params.is_background.unwrap_or(false);
+        if background && parsed.ends_in_background {
+            return Err(ToolError::invalid_params(
+                "Remove the trailing '&': is_background already runs the command in the background, and a bare '&' would detach it from the job table.",
+            ));
+        }
+        let timeout_ms = params.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
+        if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
+            return Err(ToolError::invalid_params(format!(
+                "timeout must be between 1 and {MAX_TIMEOUT_MS} milliseconds, not {timeout_ms}."
+            )));
+        }
+        let cwd = match params.directory.as_deref().map(str::trim) {
+            Some(dir) if !dir.is_empty() => {
+                let real = self.env.roots.resolve(dir)?;
+                if !real.is_dir() {
+                    return Err(ToolError::new(
+                        ErrorKind::PathIsNotADirectory,
+                        format!("The directory '{dir}' does not exist or is not a directory."),
+                    ));
+                }
+                real
+            }
+            _ => self.env.roots.primary().map(PathBuf::from).ok_or_else(|| {
+                ToolError::invalid_params("There is no workspace directory to run in.")
+            })?,
+        };
+        Ok(Box::new(ShellCall {
+            env: self.env.clone(),
+            jobs: self.jobs.clone(),
+            command,
+            description: params.description.filter(|d| !d.trim().is_empty()),
+            parsed,
+            cwd,
+            background,
+            timeout: Duration::from_millis(timeout_ms),
+        }))
+    }
+}
+
+struct ShellCall {
+    env: Arc<ToolEnvironment>,
+    jobs: Arc<JobTable>,
+    command: String,
+    description: Option<String>,
+    parsed: ParsedCommand,
+    cwd: PathBuf,
+    background: bool,
+    timeout: Duration,
+}
+
+impl Invocation for ShellCall {
+    fn describe(&self) -> String {
+        let mut text = self.command.clone();
+        if self.directory_given() {
+            text.push_str(&format!(
+                " [in {}]",
+                self.env.roots.display_relative(&self.cwd)
+            ));
+        }
+        if let Some(d) = &self.description {
+            text.push_str(&format!(" ({})", d.replace('\n', " ")));
+        }
+        if self.background {
+            text.push_str(" [background]");
+        }
+        text
+    }
+
+    fn locations(&self) -> Vec<PathBuf> {
+        vec![self.cwd.clone()]
+    }
+
+    fn permission_subject(&self) -> PermissionSubject {
+        PermissionSubject::Commands(self.parsed.command_texts())
+    }
+
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
+        Box::pin(async move {
+            if read_only::is_line_read_only(&self.parsed) {
+                return None;
+            }
+            // Only the parts that are not read-only need approval; with a substitution
+            // (or a parse error) nothing can be vouched for, so every root is shown.
+            let vouch = !self.parsed.has_substitution && !self.parsed.syntax_error;
+            let mut roots: Vec<String> = Vec::new();
+            for c in &self.parsed.commands {
+                let root = c.root().to_string();
+                let needs = !vouch || !read_only::is_read_only(c) || self.parsed.writes_to_file;
+                if needs && !root.is_empty() && !roots.contains(&root) {
+                    roots.push(root);
+                }
+            }
+            Some(ConfirmationDetails::Exec {
+                title: "Confirm Shell Command".to_string(),
+                command: self.command.clone(),
+                root_commands: roots,
+            })
+        })
+    }
+
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            let sandbox = match self.prepare_sandbox() {
+                Ok(s) => s,
+                Err(e) => return ToolResult::err(ErrorKind::ExecutionDenied, e.0),
+            };
+            if self.background {
+                self.run_background(sandbox)
+            } else {
+                self.run_foreground(ctx, sandbox).await
+            }
+        })
+    }
+}
+
+impl ShellCall {
+    fn directory_given(&self) -> bool {
+        self.env.roots.primary() != Some(self.cwd.as_path())
+    }
+
+    /// `Ok(None)` without a sandbox; an error when Landlock is asked for and missing.
+    fn prepare_sandbox(&self) -> Result<Option<PreparedSandbox>, sandbox::SandboxUnavailable> {
+        let wanted = self
+            .env
+            .settings
+            .tools
+            .sandbox
+            .as_ref()
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.eq_ignore_ascii_case("landlock"));
+        if !wanted {
+            return Ok(None);
+        }
+        match PreparedSandbox::new(self.env.roots.roots()) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) => {
+                let allow = self
+                    .env
+                    .settings
+                    .get("/tools/shell/allowUnsandboxed")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                if allow { Ok(None) } else { Err(e) }
+            }
+        }
+    }
+
+    fn log_path(&self, dir: &str, name: &str) -> PathBuf {
+        self.env.session_dir.join(dir).join(name)
+    }
+
+    fn run_background(self, sandbox: Option<PreparedSandbox>) -> ToolResult {
+        let id = self.jobs.next_id();
+        let log_path = self.log_path("background", &format!("{id}-{}.log", std::process::id()));
+        let file = match log_path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::File::create(&log_path))
+        {
+            Ok(f) => f,
+            Err(e) => {
+                return ToolResult::err(
+                    ErrorKind::ShellExecuteError,
+                    format!(
+                        "Could not create the job's log file {}: {e}",
+                        log_path.display()
+                    ),
+                );
+            }
+        };
+        let running =
+            match process::spawn(&self.command, &self.cwd, OutputTarget::File(file), sandbox) {
+                Ok(r) => r,
+                Err(e) => return self.spawn_error(&e),
+            };
+        let job = self.jobs.add(
+            Job {
+                id: id.clone(),
+                command: self.command.clone(),
+                pid: running.pid,
+                pgid: running.pid,
+                log_path: log_path.clone(),
+                status: JobStatus::Running,
+            },
+            running.child,
+        );
+        let text = format!(
+            "Background command started.\nid: {id}\nCommand: {}\nDirectory: {}\nPID: {}\nProcess Group PGID: {}\nOutput file: {}\n\
+             The job keeps running after this call; its standard output and standard error go to the output file, \
+             which you can read with read_file. It is ended when the session ends.",
+            self.command,
+            self.env.roots.display_relative(&self.cwd),
+            job.pid,
+            job.pgid,
+            log_path.display()
+        );
+        ToolResult::with_display(
+            text,
+            Display::markdown(format!(
+                "Started `{}` in the background as {id} (PID {}).",
+                self.command, job.pid
+            )),
+        )
+    }
+
+    fn spawn_error(&self, e: &std::io::Error) -> ToolResult {
+        ToolResult::err(
+            ErrorKind::ShellExecuteError,
+            format!("Could not start the command `{}`: {e}", self.command),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;

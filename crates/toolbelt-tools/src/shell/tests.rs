@@ -1,0 +1,411 @@
+//! The shell tool with real processes: exit codes, signals, interleaving, timeouts and
+//! cancellation that end whole process groups, background jobs, huge output, rules.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::json;
+use toolbelt_core::{
+    ConfirmationDetails, ErrorKind, ExecContext, OutputPolicy, OutputSink, PermissionSubject,
+    Settings, Tool, ToolEnvironment, ToolResult, WorkspaceRoots,
+};
+
+use super::*;
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    env: Arc<ToolEnvironment>,
+    tool: RunShellCommand,
+}
+
+fn fixture() -> Fixture {
+    fixture_with(json!({}), 25_000, 1_000)
+}
+
+fn fixture_with(settings: serde_json::Value, max_chars: usize, max_lines: usize) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let roots = WorkspaceRoots::new([dir.path().join("ws")]).unwrap();
+    let settings = Settings::from_value(settings).unwrap();
+    let mut env = ToolEnvironment::new(roots, Arc::new(settings), dir.path().join("session"));
+    env.output = OutputPolicy::new(max_chars, max_lines, dir.path().join("spill"));
+    let env = Arc::new(env);
+    let tool = RunShellCommand::new(env.clone());
+    Fixture { dir, env, tool }
+}
+
+impl Fixture {
+    fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws").canonicalize().unwrap()
+    }
+    fn build(&self, args: serde_json::Value) -> Box<dyn Invocation> {
+        self.tool.build(args).unwrap()
+    }
+    async fn run(&self, command: &str) -> ToolResult {
+        self.run_args(json!({ "command": command })).await
+    }
+    async fn run_args(&self, args: serde_json::Value) -> ToolResult {
+        self.build(args)
+            .execute(ExecContext::new(self.env.clone()))
+            .await
+    }
+}
+
+/// The value of one `Field: value` line of the model text.
+fn field(result: &ToolResult, name: &str) -> String {
+    let text = result.llm_text();
+    let prefix = format!("{name}: ");
+    let start = text
+        .find(&format!("\n{prefix}"))
+        .map(|i| i + 1)
+        .or_else(|| text.starts_with(&prefix).then_some(0))
+        .unwrap_or_else(|| panic!("no {name} in {text}"));
+    let rest = &text[start + prefix.len()..];
+    // Output may span lines: it ends where the Error field starts.
+    let end = if name == "Output" {
+        rest.find("\nError: ").unwrap_or(rest.len())
+    } else {
+        rest.find('\n').unwrap_or(rest.len())
+    };
+    rest[..end].to_string()
+}
+
+/// PIDs printed by a command as `name:PID` words.
+fn pids(text: &str, name: &str) -> Vec<u32> {
+    text.split_whitespace()
+        .filter_map(|w| w.strip_prefix(&format!("{name}:")))
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// A process is finished for us when it is gone, or a zombie that is not our child
+/// (orphans belong to init, which reaps them; ours we must reap).
+fn finished(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    let rest = &stat[stat.rfind(')').unwrap() + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next().unwrap();
+    let ppid: u32 = fields.next().unwrap().parse().unwrap();
+    state == "Z" && ppid != std::process::id() || state == "X"
+}
+
+#[tokio::test]
+async fn output_exit_code_and_pgid_are_reported() {
+    let f = fixture();
+    let r = f.run("echo hello; exit 3").await;
+    assert!(r.error.is_none(), "a non-zero exit is not an error");
+    assert_eq!(field(&r, "Command"), "echo hello; exit 3");
+    assert_eq!(field(&r, "Directory"), "(root)");
+    assert_eq!(field(&r, "Output"), "hello");
+    assert_eq!(field(&r, "Exit Code"), "3");
+    assert_eq!(field(&r, "Signal"), "(none)");
+    assert_eq!(field(&r, "Background PIDs"), "(none)");
+    assert!(field(&r, "Process Group PGID").parse::<u32>().unwrap() > 1);
+}
+
+#[tokio::test]
+async fn a_signal_is_reported() {
+    let f = fixture();
+    let r = f.run("kill -TERM $$").await;
+    assert_eq!(field(&r, "Signal"), "15");
+    assert_eq!(field(&r, "Exit Code"), "(none)");
+}
+
+#[tokio::test]
+async fn stdout_and_stderr_interleave_in_order() {
+    let f = fixture();
+    let r = f.run("echo 1; echo 2 >&2; echo 3; echo 4 >&2").await;
+    assert_eq!(field(&r, "Output"), "1\n2\n3\n4");
+}
+
+#[tokio::test]
+async fn invalid_utf8_and_ansi_never_fail_a_call() {
+    let f = fixture();
+    let r = f.run(r"printf 'ok \377\376 \033[31mred\033[0m\n'").await;
+    assert!(r.error.is_none());
+    assert_eq!(field(&r, "Output"), "ok \u{fffd}\u{fffd} red");
+}
+
+#[tokio::test]
+async fn environment_stdin_and_directory() {
+    let f = fixture();
+    std::fs::create_dir(f.ws().join("sub")).unwrap();
+    let r = f
+        .run_args(json!({
+            "command": "echo $TOOLBELT $PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT; cat; pwd",
+            "directory": f.ws().join("sub").to_str().unwrap(),
+        }))
+        .await;
+    // `cat` reads /dev/null and returns at once.
+    assert_eq!(
+        field(&r, "Output"),
+        format!("1 cat cat 0\n{}", f.ws().join("sub").display())
+    );
+    assert_eq!(field(&r, "Directory"), "sub");
+}
+
+#[tokio::test]
+async fn directories_outside_the_workspace_are_refused() {
+    let f = fixture();
+    let outside = f.dir.path().join("session");
+    std::fs::create_dir_all(&outside).unwrap();
+    let err = f
+        .tool
+        .build(json!({"command": "ls", "directory": outside.to_str().unwrap()}))
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::PathNotInWorkspace);
+    let err = f
+        .tool
+        .build(json!({"command": "ls", "directory": "relative"}))
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidToolParams);
+    let err = f.tool.build(json!({"command": "   "})).unwrap_err();
+    assert!(err.message.contains("empty"));
+    let err = f
+        .tool
+        .build(json!({"command": "sleep 1 &", "is_background": true}))
+        .unwrap_err();
+    assert!(err.message.contains("trailing '&'"), "{err}");
+}
+
+#[tokio::test]
+async fn timeout_kills_children_and_grandchildren() {
+    let f = fixture();
+    let command =
+        "sleep 300 & echo child:$!; (sleep 300 & echo grandchild:$!; wait) & echo sub:$!; wait";
+    let r = f
+        .run_args(json!({"command": command, "timeout": 700}))
+        .await;
+    assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::Timeout));
+    let text = r.llm_text();
+    assert!(text.starts_with("Command timed out after 700ms"), "{text}");
+    let all: Vec<u32> = ["child", "grandchild", "sub"]
+        .iter()
+        .flat_map(|n| pids(&text, n))
+        .collect();
+    assert_eq!(all.len(), 3, "{text}");
+    let pgid: u32 = field(&r, "Process Group PGID").parse().unwrap();
+    for pid in all.iter().chain([&pgid]) {
+        assert!(finished(*pid), "process {pid} survived: {text}");
+    }
+    assert!(process::live_members(pgid).is_empty());
+}
+
+#[tokio::test]
+async fn cancellation_kills_the_group_and_keeps_the_output() {
+    let f = fixture();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let mut ctx = ExecContext::new(f.env.clone());
+    ctx.output = OutputSink::new(move |chunk| {
+        let _ = tx.send(chunk.to_string());
+    });
+    let cancel = ctx.cancel.clone();
+    let call = f.build(json!({"command": "sleep 300 & echo ready:$!; wait"}));
+    let run = tokio::spawn(call.execute(ctx));
+    // Live output tells us the command is running; then cancel.
+    let mut seen = String::new();
+    while !seen.contains("ready:") || !seen.ends_with('\n') {
+        seen.push_str(&rx.recv().await.unwrap());
+    }
+    cancel.cancel();
+    let r = run.await.unwrap();
+    assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::Cancelled));
+    assert!(field(&r, "Output").starts_with("ready:"));
+    for pid in pids(&r.llm_text(), "ready") {
+        assert!(finished(pid), "sleep {pid} survived");
+    }
+}
+
+#[tokio::test]
+async fn processes_left_in_the_background_are_listed() {
+    let f = fixture();
+    let r = f.run("sleep 300 >/dev/null 2>&1 & echo started").await;
+    assert_eq!(field(&r, "Output"), "started");
+    let bg: Vec<u32> = field(&r, "Background PIDs")
+        .split(", ")
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    assert_eq!(bg.len(), 1, "{}", r.llm_text());
+    process::terminate_group(
+        field(&r, "Process Group PGID").parse().unwrap(),
+        process::KILL_GRACE,
+    )
+    .await;
+    assert!(finished(bg[0]));
+}
+
+#[tokio::test]
+async fn huge_output_is_cut_for_the_model_and_kept_whole_in_a_log() {
+    let f = fixture_with(json!({}), 2_000, 100);
+    let r = f.run("seq 1 300000; echo done >&2").await;
+    let text = r.llm_text();
+    assert!(
+        f.env.output.fits(&text),
+        "the whole result fits the budget, so nothing cuts it twice: {} bytes",
+        text.len()
+    );
+    let output = field(&r, "Output");
+    assert!(output.starts_with("[Output truncated:"), "{output}");
+    assert!(output.contains("\n1\n2\n"), "head kept");
+    assert!(output.ends_with("299999\n300000\ndone"), "tail kept");
+    let log = output
+        .split("saved in ")
+        .nth(1)
+        .and_then(|s| s.split(';').next())
+        .unwrap();
+    let full = std::fs::read_to_string(log).unwrap();
+    assert_eq!(full.lines().count(), 300_001);
+    assert!(Path::new(log).starts_with(&f.env.session_dir));
+}
+
+#[tokio::test]
+async fn binary_output_is_summarised() {
+    let f = fixture();
+    let r = f.run("head -c 10000 /dev/zero").await;
+    let output = field(&r, "Output");
+    assert!(
+        output.starts_with("[Binary output: 10000 bytes"),
+        "{output}"
+    );
+}
+
+#[tokio::test]
+async fn read_only_lines_need_no_confirmation() {
+    let f = fixture();
+    for command in ["ls -la", "git status && git diff", "cat a | grep b | wc -l"] {
+        let call = f.build(json!({ "command": command }));
+        assert!(call.confirmation().await.is_none(), "{command}");
+    }
+    let call = f.build(json!({"command": "ls && FOO=1 rm -rf x && touch y"}));
+    match call.confirmation().await {
+        Some(ConfirmationDetails::Exec { root_commands, .. }) => {
+            assert_eq!(root_commands, ["rm", "touch"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        call.permission_subject(),
+        PermissionSubject::Commands(vec!["ls".into(), "rm -rf x".into(), "touch y".into()])
+    );
+    for command in ["echo $(ls)", "cat `ls`", "diff <(ls a) b", "ls > out"] {
+        let call = f.build(json!({ "command": command }));
+        assert!(call.confirmation().await.is_some(), "{command}");
+    }
+}
+
+#[tokio::test]
+async fn background_job_lifecycle() {
+    let f = fixture();
+    let r = f
+        .run_args(json!({"command": "echo started; exit 7", "is_background": true}))
+        .await;
+    assert!(r.error.is_none(), "{}", r.llm_text());
+    let text = r.llm_text();
+    assert!(text.starts_with("Background command started."));
+    let id = text.lines().find_map(|l| l.strip_prefix("id: ")).unwrap();
+    let job = f.tool.jobs().wait(id).await.unwrap();
+    assert_eq!(
+        job.status,
+        JobStatus::Exited {
+            code: Some(7),
+            signal: None
+        }
+    );
+    assert_eq!(std::fs::read_to_string(&job.log_path).unwrap(), "started\n");
+    assert!(job.log_path.starts_with(&f.env.session_dir));
+
+    let r = f
+        .run_args(json!({"command": "exec sleep 300", "is_background": true}))
+        .await;
+    let id = r
+        .llm_text()
+        .lines()
+        .find_map(|l| l.strip_prefix("id: ").map(str::to_string))
+        .unwrap();
+    let job = f.tool.jobs().get(&id).unwrap();
+    assert_eq!(job.status, JobStatus::Running);
+    assert_eq!(job.pid, job.pgid);
+    let stopped = f.tool.jobs().stop(&id).await.unwrap();
+    assert_eq!(stopped.status, JobStatus::Stopped);
+    assert!(finished(job.pid));
+}
+
+#[tokio::test]
+async fn jobs_end_with_the_tool_unless_configured() {
+    let f = fixture();
+    let r = f
+        .run_args(json!({"command": "sleep 300", "is_background": true}))
+        .await;
+    let pid: u32 = r
+        .llm_text()
+        .lines()
+        .find_map(|l| l.strip_prefix("PID: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(!finished(pid));
+    let Fixture { tool, dir, .. } = f;
+    drop(tool);
+    assert!(
+        process::live_members(pid).is_empty(),
+        "job survived the session"
+    );
+    drop(dir);
+
+    let f = fixture_with(
+        json!({"tools": {"shell": {"killBackgroundOnExit": false}}}),
+        25_000,
+        1_000,
+    );
+    let r = f
+        .run_args(json!({"command": "sleep 300", "is_background": true}))
+        .await;
+    let pid: u32 = r
+        .llm_text()
+        .lines()
+        .find_map(|l| l.strip_prefix("PID: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let Fixture { tool, .. } = f;
+    drop(tool);
+    assert_eq!(
+        process::live_members(pid),
+        [pid],
+        "kept running as configured"
+    );
+    process::terminate_group(pid, process::KILL_GRACE).await;
+}
+
+#[tokio::test]
+async fn landlock_confines_writes_to_the_workspace() {
+    let f = fixture_with(json!({"tools": {"sandbox": "landlock"}}), 25_000, 1_000);
+    let outside = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+    let inside = f.ws().join("inside.txt");
+    let blocked = outside.path().join("blocked.txt");
+    let command = format!(
+        "touch {} && echo in-ok; touch {} && echo out-ok; echo tmp > $(mktemp) && echo tmp-ok",
+        inside.display(),
+        blocked.display()
+    );
+    let r = f.run(&command).await;
+    if let Some(e) = &r.error {
+        assert_eq!(e.kind, ErrorKind::ExecutionDenied);
+        assert!(e.message.contains("cannot enforce Landlock"), "{e}");
+        eprintln!("skipped: this kernel has no Landlock ({})", e.message);
+        return;
+    }
+    let output = field(&r, "Output");
+    assert!(inside.exists(), "{output}");
+    assert!(
+        !blocked.exists(),
+        "a write outside the workspace got through: {output}"
+    );
+    assert!(
+        output.contains("in-ok") && output.contains("tmp-ok"),
+        "{output}"
+    );
+    assert!(!output.contains("out-ok"), "{output}");
+}

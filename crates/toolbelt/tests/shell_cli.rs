@@ -1,0 +1,143 @@
+//! `toolbelt tools call run_shell_command` through the real binary, with standard input
+//! not a terminal (headless): what needs confirmation is refused, read-only commands
+//! run, and the permission rules of the settings decide first.
+
+// A test binary: helpers outside `#[test]` functions may panic on broken fixtures.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Runs the binary in `project` with a private home, so no settings of the machine or
+/// the person running the tests leak in.
+fn toolbelt(project: &Path, home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args(args)
+        .current_dir(project)
+        .env("HOME", home)
+        .env("TOOLBELT_HOME", home.join(".toolbelt"))
+        .env(
+            "TOOLBELT_SYSTEM_SETTINGS_PATH",
+            home.join("no-system-settings.json"),
+        )
+        .env_remove("TOOLBELT_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+struct Project {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    home: std::path::PathBuf,
+}
+
+fn project(settings: Option<&str>) -> Project {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("proj");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(root.join("present.txt"), "x").unwrap();
+    if let Some(settings) = settings {
+        std::fs::create_dir_all(root.join(".qwen")).unwrap();
+        std::fs::write(root.join(".qwen/settings.json"), settings).unwrap();
+    }
+    Project {
+        _dir: dir,
+        root,
+        home,
+    }
+}
+
+impl Project {
+    fn shell(&self, command: &str, extra: &[&str]) -> Output {
+        let args = serde_json::json!({ "command": command }).to_string();
+        let mut all = vec!["tools", "call", "run_shell_command", args.as_str()];
+        all.extend_from_slice(extra);
+        toolbelt(&self.root, &self.home, &all)
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn headless_touch_is_refused_and_ls_runs() {
+    let p = project(None);
+    let out = p.shell("touch x", &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("needs confirmation"));
+    assert!(!p.root.join("x").exists(), "the refused command ran");
+
+    let out = p.shell("ls", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("present.txt"));
+}
+
+#[test]
+fn yes_approves_the_call() {
+    let p = project(None);
+    let out = p.shell("touch x && echo made", &["--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(p.root.join("x").exists());
+}
+
+#[test]
+fn substitution_always_needs_confirmation() {
+    let p = project(None);
+    let out = p.shell("echo $(touch y)", &[]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(!p.root.join("y").exists());
+}
+
+#[test]
+fn an_allow_rule_runs_without_a_question() {
+    let p = project(Some(r#"{"permissions": {"allow": ["Bash(touch *)"]}}"#));
+    let out = p.shell("touch x", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(p.root.join("x").exists());
+    // Only the covered part is allowed: the rest still needs a person.
+    let out = p.shell("touch y && rm present.txt", &[]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(p.root.join("present.txt").exists());
+}
+
+#[test]
+fn a_deny_rule_refuses_and_names_itself() {
+    let p = project(Some(
+        r#"{"permissions": {"deny": ["run_shell_command(ls *)"], "allow": ["Bash"]}}"#,
+    ));
+    let out = p.shell("echo ok && ls -la", &["--yes"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).contains("`run_shell_command(ls *)`"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = p.shell("echo ok", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn an_ask_rule_asks_even_for_read_only_commands() {
+    let p = project(Some(r#"{"permissions": {"ask": ["Bash(cat *)"]}}"#));
+    let out = p.shell("cat present.txt", &[]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).contains("`Bash(cat *)`"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_failing_command_is_a_result_not_a_refusal() {
+    let p = project(None);
+    let out = p.shell("ls does-not-exist", &["--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let llm = result["llm_content"][0]["text"].as_str().unwrap();
+    assert!(llm.contains("Exit Code: 2"), "{llm}");
+}
