@@ -409,3 +409,20 @@ async fn landlock_confines_writes_to_the_workspace() {
     );
     assert!(!output.contains("out-ok"), "{output}");
 }
+
+#[tokio::test]
+async fn failing_to_start_is_a_tool_error() {
+    let f = fixture();
+    let gone = f.ws().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let call = f.build(json!({"command": "ls", "directory": gone.to_str().unwrap()}));
+    std::fs::remove_dir(&gone).unwrap();
+    let r = call.execute(ExecContext::new(f.env.clone())).await;
+    assert_eq!(
+        r.error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::ShellExecuteError),
+        "{}",
+        r.llm_text()
+    );
+    assert!(r.llm_text().contains("Could not start the command"));
+}
