@@ -460,6 +460,20 @@ mod tests {
     }
 
     #[test]
+    fn tools_exclude_entries_with_a_command_are_deny_rules() {
+        let s = Settings::from_value(json!({"excludeTools": ["run_shell_command(rm)"]})).unwrap();
+        let rules = PermissionRules::from_settings(&s);
+        let tool = "run_shell_command";
+        let v = rules.verdict(tool, &commands(&["ls", "rm -rf build"]));
+        assert_eq!(v.decision, Decision::Deny);
+        assert_eq!(v.rule.as_deref(), Some("run_shell_command(rm)"));
+        assert_eq!(
+            rules.evaluate(tool, &commands(&["rmdir x"])),
+            Decision::Default
+        );
+    }
+
+    #[test]
     fn tools_core_shell_entries_restrict_the_shell() {
         let s = Settings::from_value(json!({"tools": {
             "core": ["read_file", "run_shell_command(git)", "run_shell_command(ls)"]

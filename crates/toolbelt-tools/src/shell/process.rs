@@ -136,8 +136,15 @@ pub fn terminate_groups_blocking(pgids: &[u32], grace: Duration) {
     while Instant::now() < deadline && pgids.iter().any(|&g| !live_members(g).is_empty()) {
         std::thread::sleep(Duration::from_millis(10));
     }
+    if pgids.iter().all(|&g| live_members(g).is_empty()) {
+        return;
+    }
     for pid in &pids {
         let _ = kill_process_group(*pid, Signal::KILL);
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline && pgids.iter().any(|&g| !live_members(g).is_empty()) {
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -159,6 +166,10 @@ async fn wait_until_gone(pgid: u32, limit: Duration) -> bool {
 
 /// PIDs of the group's processes that are not zombies, from `/proc`.
 pub fn live_members(pgid: u32) -> Vec<u32> {
+    // One system call answers the common case (the group is gone) without reading /proc.
+    if !group_exists(pgid) {
+        return Vec::new();
+    }
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

@@ -176,11 +176,11 @@ async fn timeout_kills_children_and_grandchildren() {
     let command =
         "sleep 300 & echo child:$!; (sleep 300 & echo grandchild:$!; wait) & echo sub:$!; wait";
     let r = f
-        .run_args(json!({"command": command, "timeout": 700}))
+        .run_args(json!({"command": command, "timeout": 1500}))
         .await;
     assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::Timeout));
     let text = r.llm_text();
-    assert!(text.starts_with("Command timed out after 700ms"), "{text}");
+    assert!(text.starts_with("Command timed out after 1500ms"), "{text}");
     let all: Vec<u32> = ["child", "grandchild", "sub"]
         .iter()
         .flat_map(|n| pids(&text, n))
@@ -408,4 +408,21 @@ async fn landlock_confines_writes_to_the_workspace() {
         "{output}"
     );
     assert!(!output.contains("out-ok"), "{output}");
+}
+
+#[tokio::test]
+async fn failing_to_start_is_a_tool_error() {
+    let f = fixture();
+    let gone = f.ws().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let call = f.build(json!({"command": "ls", "directory": gone.to_str().unwrap()}));
+    std::fs::remove_dir(&gone).unwrap();
+    let r = call.execute(ExecContext::new(f.env.clone())).await;
+    assert_eq!(
+        r.error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::ShellExecuteError),
+        "{}",
+        r.llm_text()
+    );
+    assert!(r.llm_text().contains("Could not start the command"));
 }
