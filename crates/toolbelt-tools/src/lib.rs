@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use toolbelt_core::{Origin, Tool, ToolEnvironment, ToolError, ToolRegistry};
 
+pub mod discovered;
 pub mod file_type;
 pub mod read_file;
 
