@@ -68,7 +68,8 @@ pub struct ServerReport {
 
 impl McpServers {
     /// Connects every server concurrently; stdio servers log their stderr to
-    /// `<log_dir>/<alias>.log`. Returns when each has connected, failed or timed out.
+    /// `<log_dir>/<alias>.log`. Returns when each has connected, failed or timed out;
+    /// see [`McpServers::reports`] for the outcome.
     pub async fn connect_all(
         servers: Vec<ServerConfig>,
         problems: Vec<ConfigProblem>,
@@ -79,12 +80,8 @@ impl McpServers {
             .into_iter()
             .map(|config| McpConnection::new(config, log_dir, tx.clone()))
             .collect();
-        let outcomes = join_all(connections.iter().map(|c| c.connect())).await;
-        for (connection, outcome) in connections.iter().zip(outcomes) {
-            if let Err(why) = outcome {
-                tracing::warn!("MCP server \"{}\": {why}", connection.alias());
-            }
-        }
+        // Failures are in each connection's status; the caller decides how to report them.
+        join_all(connections.iter().map(|c| c.connect())).await;
         McpServers {
             connections,
             problems,

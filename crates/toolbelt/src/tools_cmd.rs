@@ -12,14 +12,18 @@ use crate::cli::{
 use crate::session::Session;
 
 pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
-    let session = match Session::load(global) {
+    let mut session = match Session::load(global) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("toolbelt: {}", e.0);
             return EXIT_USAGE;
         }
     };
-    match command {
+    if let Err(e) = session.load_extensions(global).await {
+        eprintln!("toolbelt: {}", e.0);
+        return EXIT_USAGE;
+    }
+    let code = match command {
         ToolsCommand::List { json } => list(&session, json),
         ToolsCommand::Call {
             name,
@@ -27,7 +31,9 @@ pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
             yes,
             json,
         } => call(&session, &name, args.as_deref(), yes, json).await,
-    }
+    };
+    session.close().await;
+    code
 }
 
 fn list(session: &Session, json: bool) -> u8 {
