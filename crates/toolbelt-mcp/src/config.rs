@@ -238,3 +238,6 @@ pub fn parse_mcp_config(arg: &str) -> Result<BTreeMap<String, McpServerSettings>
     };
     serde_json::from_value(servers).map_err(|e| format!("{source}: not a map of MCP servers: {e}"))
 }
+
+#[cfg(test)]
+mod tests;

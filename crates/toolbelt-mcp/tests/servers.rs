@@ -546,3 +546,33 @@ async fn an_unreachable_http_server_fails_with_its_reason() {
         servers.reports()
     );
 }
+
+#[tokio::test]
+async fn servers_speaking_older_protocol_revisions_work() {
+    let f = fixture();
+    for revision in ["2025-03-26", "2025-06-18", "2025-11-25"] {
+        let entry = McpServerSettings {
+            env: [("TESTSERVER_PROTOCOL".to_string(), revision.to_string())].into(),
+            ..stdio(&[])
+        };
+        let (servers, registry) = f.connect(vec![("v", entry)]).await;
+        assert_eq!(
+            servers.connections()[0].status(),
+            ServerStatus::Connected,
+            "{revision}: {:?}",
+            servers.reports()
+        );
+        assert_eq!(
+            f.call(&registry, "mcp__v__protocol", json!({}))
+                .await
+                .llm_text(),
+            revision
+        );
+        assert_eq!(
+            f.call(&registry, "mcp__v__echo", json!({"message": revision}))
+                .await
+                .llm_text(),
+            format!("echo: {revision}")
+        );
+    }
+}

@@ -12,8 +12,10 @@
 //! Tools: `echo`, `image`, `structured`, `resource`, `fail` (an `isError` result),
 //! `protocol_error` (a JSON-RPC error), `sleep` (honours cancellation), `cancelled_count`,
 //! `crash` (exits mid-call), `progress`, `add_tool` (changes the tool list and says so),
-//! `read_status` (`readOnlyHint`), `pid`. `TESTSERVER_STDERR` is written to stderr at start.
+//! `read_status` (`readOnlyHint`), `pid`, `protocol` (the negotiated revision;
+//! `TESTSERVER_PROTOCOL` restricts the server to one). `TESTSERVER_STDERR` is written to stderr at start.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -21,7 +23,7 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ProtocolVersion, ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
@@ -111,6 +113,7 @@ fn tools() -> Vec<Tool> {
         Tool::new("read_status", "Reads a status; changes nothing.", no_args())
             .with_annotations(ToolAnnotations::new().read_only(true)),
         Tool::new("pid", "The server's process id.", no_args()),
+        Tool::new("protocol", "The negotiated protocol revision.", no_args()),
     ];
     let extra = state()
         .extra_tools
@@ -151,6 +154,17 @@ impl ServerHandler for TestServer {
                 .build(),
         )
         .with_server_info(Implementation::new("toolbelt-testserver", "0.1.0"))
+    }
+
+    /// `TESTSERVER_PROTOCOL=2025-03-26` makes the server speak only that revision.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        let only = std::env::var("TESTSERVER_PROTOCOL")
+            .ok()
+            .and_then(|v| serde_json::from_value::<ProtocolVersion>(json!(v)).ok());
+        match only {
+            Some(version) => Cow::Owned(vec![version]),
+            None => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+        }
     }
 
     async fn list_tools(
@@ -240,6 +254,16 @@ impl ServerHandler for TestServer {
             }
             "read_status" => Ok(text("all good")),
             "pid" => Ok(text(std::process::id().to_string())),
+            "protocol" => {
+                let version = context
+                    .protocol_version()
+                    .and_then(|v| serde_json::to_value(v).ok());
+                Ok(text(
+                    version
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default(),
+                ))
+            }
             other => {
                 let extra = state()
                     .extra_tools
