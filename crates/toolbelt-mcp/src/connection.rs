@@ -209,7 +209,10 @@ impl McpConnection {
                     Err(_) => Stdio::null(),
                 };
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env).current_dir(cwd);
+                // rmcp kills a dropped child from a spawned task; if the runtime ends
+                // first, that task is dropped instead, and only kill_on_drop still kills
+                // a server that ignores its closed stdin.
+                cmd.args(args).envs(env).current_dir(cwd).kill_on_drop(true);
                 let (transport, _) = TokioChildProcess::builder(cmd)
                     .stderr(stderr)
                     .spawn()

@@ -157,7 +157,11 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
         }
     }
 
-    let ctx = ExecContext::new(session.env.clone());
+    let mut ctx = ExecContext::new(session.env.clone());
+    if registration.tool.can_update_output() {
+        // Live output (MCP progress) goes to stderr; stdout keeps only the result.
+        ctx.output = toolbelt_core::OutputSink::new(|chunk| eprint!("{chunk}"));
+    }
     let cancel = ctx.cancel.clone();
     let mut execution = std::pin::pin!(invocation.execute(ctx));
     let mut interrupted = false;
