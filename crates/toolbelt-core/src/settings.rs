@@ -174,6 +174,8 @@ pub struct McpServerSettings {
     pub headers: BTreeMap<String, String>,
     /// Connect timeout in milliseconds.
     pub timeout: Option<u64>,
+    /// Time limit of one tool call in milliseconds (toolbelt's own key).
+    pub call_timeout: Option<u64>,
     pub trust: bool,
     pub include_tools: Option<Vec<String>>,
     pub exclude_tools: Vec<String>,

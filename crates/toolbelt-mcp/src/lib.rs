@@ -1,1 +1,206 @@
-//! placeholder
+//! The MCP client of toolbelt: the servers named in the settings become tools in the
+//! registry.
+//!
+//! # Brief overview
+//!
+//! [`config`] reads `mcpServers` (plus `--mcp-config` and `mcp.serverCommand`) into one
+//! [`ServerConfig`] per server. [`McpServers::connect_all`] starts every server at once,
+//! each within its own connect timeout, so the wait is the slowest healthy server or the
+//! timeout, never the sum, and a server that fails or hangs is reported with its reason
+//! while the others carry on. Each server is an [`McpConnection`] (rmcp client, status,
+//! tools, restart after a crash); each of its tools is an [`McpTool`] registered as
+//! `mcp__<alias>__<tool>`. Results are mapped to toolbelt parts in [`content`].
+//!
+//! Transports: stdio (rmcp's child-process transport; the server's stderr goes to a log
+//! file under the session directory, never into answers), Streamable HTTP (rmcp's reqwest
+//! client), and the legacy HTTP+SSE transport ([`sse`], our own: rmcp has none).
+//!
+//! # Tool-list changes
+//!
+//! The registry is a plain `ToolRegistry` owned by the session, so a server's
+//! `notifications/tools/list_changed` cannot change it behind the owner's back. Instead
+//! each connection sends its alias on a channel; the owner, when it is ready to see new
+//! tools (between model turns, or right away in a listing), calls
+//! [`McpServers::refresh_pending`] (or [`McpServers::wait_for_change`] then
+//! [`McpServers::refresh`]), which lists that server's tools again and swaps them in with
+//! `ToolRegistry::remove_origin` + `register`. No lock around the registry, and a model
+//! turn never sees the tool set change under it.
+//!
+//! Only this crate knows MCP JSON: everything leaves it as core types.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::future::join_all;
+use tokio::sync::mpsc;
+use toolbelt_core::{Origin, ToolRegistry};
+
+pub mod config;
+pub mod connection;
+pub mod content;
+pub mod events;
+pub mod sse;
+pub mod tool;
+
+pub use config::{ConfigProblem, ServerConfig, Transport, configured_servers, parse_mcp_config};
+pub use connection::{McpConnection, ServerStatus};
+pub use tool::McpTool;
+
+/// Every configured server of a session.
+pub struct McpServers {
+    connections: Vec<Arc<McpConnection>>,
+    problems: Vec<ConfigProblem>,
+    changes: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
+}
+
+/// One server as `toolbelt mcp list` shows it.
+#[derive(Debug, Clone)]
+pub struct ServerReport {
+    pub alias: String,
+    /// `stdio`, `http`, `sse`, or `-` for an entry that could not be read.
+    pub transport: String,
+    pub target: String,
+    pub status: ServerStatus,
+    /// `(model-facing name, name on the server, description)`.
+    pub tools: Vec<(String, String, String)>,
+}
+
+impl McpServers {
+    /// Connects every server concurrently; stdio servers log their stderr to
+    /// `<log_dir>/<alias>.log`. Returns when each has connected, failed or timed out;
+    /// see [`McpServers::reports`] for the outcome.
+    pub async fn connect_all(
+        servers: Vec<ServerConfig>,
+        problems: Vec<ConfigProblem>,
+        log_dir: &Path,
+    ) -> McpServers {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let connections: Vec<Arc<McpConnection>> = servers
+            .into_iter()
+            .map(|config| McpConnection::new(config, log_dir, tx.clone()))
+            .collect();
+        // Failures are in each connection's status; the caller decides how to report them.
+        join_all(connections.iter().map(|c| c.connect())).await;
+        McpServers {
+            connections,
+            problems,
+            changes: tokio::sync::Mutex::new(rx),
+        }
+    }
+
+    /// No servers at all.
+    pub fn empty() -> McpServers {
+        let (_tx, rx) = mpsc::unbounded_channel();
+        McpServers {
+            connections: Vec::new(),
+            problems: Vec::new(),
+            changes: tokio::sync::Mutex::new(rx),
+        }
+    }
+
+    pub fn connections(&self) -> &[Arc<McpConnection>] {
+        &self.connections
+    }
+
+    /// Registers the tools of every connected server.
+    pub fn register(&self, registry: &mut ToolRegistry) {
+        for connection in &self.connections {
+            register_server(connection, registry);
+        }
+    }
+
+    /// Waits for the next `tools/list_changed` and returns the server's alias.
+    pub async fn wait_for_change(&self) -> Option<String> {
+        self.changes.lock().await.recv().await
+    }
+
+    /// Lists `alias`'s tools again and replaces them in `registry`.
+    pub async fn refresh(&self, alias: &str, registry: &mut ToolRegistry) -> Result<(), String> {
+        let Some(connection) = self.connections.iter().find(|c| c.alias() == alias) else {
+            return Err(format!("no MCP server named \"{alias}\""));
+        };
+        connection.refresh_tools().await?;
+        registry.remove_origin(&Origin::Mcp {
+            server: alias.to_string(),
+        });
+        register_server(connection, registry);
+        Ok(())
+    }
+
+    /// Applies every change announced so far; returns the servers refreshed.
+    pub async fn refresh_pending(&self, registry: &mut ToolRegistry) -> Vec<String> {
+        let mut pending = Vec::new();
+        {
+            let mut changes = self.changes.lock().await;
+            while let Ok(alias) = changes.try_recv() {
+                if !pending.contains(&alias) {
+                    pending.push(alias);
+                }
+            }
+        }
+        let mut refreshed = Vec::new();
+        for alias in pending {
+            match self.refresh(&alias, registry).await {
+                Ok(()) => refreshed.push(alias),
+                Err(why) => {
+                    tracing::warn!("MCP server \"{alias}\": cannot refresh its tools: {why}")
+                }
+            }
+        }
+        refreshed
+    }
+
+    /// Every server with its status and tools, in alias order, entries that could not be
+    /// read included.
+    pub fn reports(&self) -> Vec<ServerReport> {
+        let mut reports: Vec<ServerReport> = self
+            .connections
+            .iter()
+            .map(|c| ServerReport {
+                alias: c.alias().to_string(),
+                transport: c.config().transport.kind().to_string(),
+                target: c.config().transport.target(),
+                status: c.status(),
+                tools: c
+                    .tools()
+                    .iter()
+                    .map(|t| {
+                        use toolbelt_core::Tool;
+                        (
+                            t.name().to_string(),
+                            t.remote_name().to_string(),
+                            t.description().to_string(),
+                        )
+                    })
+                    .collect(),
+            })
+            .collect();
+        reports.extend(self.problems.iter().map(|p| ServerReport {
+            alias: p.alias.clone(),
+            transport: "-".into(),
+            target: String::new(),
+            status: ServerStatus::Failed(p.reason.clone()),
+            tools: Vec::new(),
+        }));
+        reports.sort_by(|a, b| a.alias.cmp(&b.alias));
+        reports
+    }
+
+    /// Closes every connection.
+    pub async fn close(&self) {
+        join_all(self.connections.iter().map(|c| c.close())).await;
+    }
+}
+
+fn register_server(connection: &Arc<McpConnection>, registry: &mut ToolRegistry) {
+    let origin = Origin::Mcp {
+        server: connection.alias().to_string(),
+    };
+    for tool in connection.dyn_tools() {
+        registry.register(tool, origin.clone());
+    }
+}
+
+/// Convenience for callers that hold the extra servers of `--mcp-config` as a map.
+pub type ServerEntries = BTreeMap<String, toolbelt_core::settings::McpServerSettings>;

@@ -19,6 +19,7 @@ pub mod atomic_write;
 pub mod diff;
 pub mod edit;
 pub mod file_change;
+pub mod discovered;
 pub mod file_type;
 pub mod glob;
 pub mod grep_search;

@@ -40,6 +40,25 @@ pub struct GlobalArgs {
     /// More workspace directories besides the current one (comma-separated or repeated).
     #[arg(long = "include-directories", value_delimiter = ',', global = true)]
     pub include_directories: Vec<PathBuf>,
+    #[command(flatten)]
+    pub mcp: McpArgs,
+}
+
+/// Which MCP servers to connect, besides the settings' `mcpServers`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct McpArgs {
+    /// More MCP servers: a JSON file or inline JSON, `{"mcpServers": {...}}` or the
+    /// server map itself. Replaces settings entries of the same name. Repeatable.
+    #[arg(long = "mcp-config", value_name = "FILE|JSON", global = true)]
+    pub mcp_config: Vec<String>,
+    /// Connect only these MCP servers (comma-separated or repeated).
+    #[arg(
+        long = "allowed-mcp-server-names",
+        value_delimiter = ',',
+        value_name = "NAMES",
+        global = true
+    )]
+    pub allowed_mcp_server_names: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -48,6 +67,22 @@ pub enum Command {
     Tools {
         #[command(subcommand)]
         command: ToolsCommand,
+    },
+    /// Inspect the configured MCP servers.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Connect every configured server and show its status (with the reason when it
+    /// failed) and its tools.
+    List {
+        /// Print the servers as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 

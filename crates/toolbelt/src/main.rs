@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod cli;
+mod mcp_cmd;
 mod session;
 mod tools_cmd;
 
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
 async fn run(cli: cli::Cli) -> u8 {
     match cli.command {
         Some(cli::Command::Tools { command }) => tools_cmd::run(&cli.global, command).await,
+        Some(cli::Command::Mcp { command }) => mcp_cmd::run(&cli.global, command).await,
         None => {
             eprintln!("toolbelt: nothing to do; try `toolbelt --help`");
             cli::EXIT_USAGE

@@ -4,13 +4,18 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use toolbelt_core::{Settings, SettingsPaths, ToolEnvironment, ToolRegistry, WorkspaceRoots};
+use toolbelt_core::{
+    Origin, Settings, SettingsPaths, ToolEnvironment, ToolRegistry, WorkspaceRoots,
+};
+use toolbelt_mcp::McpServers;
 
 use crate::cli::GlobalArgs;
 
 pub struct Session {
     pub env: Arc<ToolEnvironment>,
     pub registry: ToolRegistry,
+    /// The MCP servers; empty until [`Session::load_extensions`].
+    pub mcp: McpServers,
 }
 
 /// Why a session could not be assembled: always the person's configuration.
@@ -46,8 +51,75 @@ impl Session {
         for warning in registry.warnings() {
             tracing::warn!("{warning}");
         }
-        Ok(Session { env, registry })
+        Ok(Session {
+            env,
+            registry,
+            mcp: McpServers::empty(),
+        })
     }
+
+    /// Runs the discovery command and connects the MCP servers, side by side, and
+    /// registers their tools. A failing command or server is a warning, never an error;
+    /// only an unreadable `--mcp-config` is.
+    pub async fn load_extensions(&mut self, global: &GlobalArgs) -> Result<(), SetupError> {
+        let warnings_before = self.registry.warnings().len();
+        let (discovery, mcp) = tokio::join!(
+            toolbelt_tools::discovered::discover(&self.env),
+            connect_mcp(&self.env, global)
+        );
+        let mcp = mcp?;
+        for report in mcp.reports() {
+            if let toolbelt_mcp::ServerStatus::Failed(why) = &report.status {
+                tracing::warn!("MCP server \"{}\" is not available: {why}", report.alias);
+            }
+        }
+        for warning in &discovery.warnings {
+            tracing::warn!("{warning}");
+        }
+        for tool in discovery.tools {
+            self.registry.register(tool, Origin::Discovered);
+        }
+        mcp.register(&mut self.registry);
+        // Servers such as server-everything announce a changed list right after the
+        // handshake; take what has arrived so far.
+        mcp.refresh_pending(&mut self.registry).await;
+        self.mcp = mcp;
+        self.registry.apply_settings(&self.env.settings);
+        for warning in &self.registry.warnings()[warnings_before..] {
+            tracing::warn!("{warning}");
+        }
+        Ok(())
+    }
+
+    /// Stops the MCP servers (bounded: a server that ignores its closed stdin is killed).
+    pub async fn close(&self) {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(3), self.mcp.close()).await;
+    }
+}
+
+/// Connects every MCP server of the settings and of `--mcp-config`, filtered by
+/// `--allowed-mcp-server-names`; stdio servers log to `<session dir>/mcp/<alias>.log`.
+pub async fn connect_mcp(
+    env: &ToolEnvironment,
+    global: &GlobalArgs,
+) -> Result<McpServers, SetupError> {
+    let mut extra = toolbelt_mcp::ServerEntries::new();
+    for arg in &global.mcp.mcp_config {
+        extra.extend(toolbelt_mcp::parse_mcp_config(arg).map_err(SetupError)?);
+    }
+    let allowed = &global.mcp.allowed_mcp_server_names;
+    let project_root = env
+        .roots
+        .primary()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let (servers, problems) = toolbelt_mcp::configured_servers(
+        &env.settings,
+        &extra,
+        (!allowed.is_empty()).then_some(allowed.as_slice()),
+        &project_root,
+    );
+    Ok(McpServers::connect_all(servers, problems, &env.session_dir.join("mcp")).await)
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {

@@ -14,14 +14,18 @@ use crate::cli::{
 use crate::session::Session;
 
 pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
-    let session = match Session::load(global) {
+    let mut session = match Session::load(global) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("toolbelt: {}", e.0);
             return EXIT_USAGE;
         }
     };
-    match command {
+    if let Err(e) = session.load_extensions(global).await {
+        eprintln!("toolbelt: {}", e.0);
+        return EXIT_USAGE;
+    }
+    let code = match command {
         ToolsCommand::List { json } => list(&session, json),
         ToolsCommand::Call {
             name,
@@ -29,7 +33,9 @@ pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
             yes,
             json,
         } => call(&session, &name, args.as_deref(), yes, json).await,
-    }
+    };
+    session.close().await;
+    code
 }
 
 fn list(session: &Session, json: bool) -> u8 {
@@ -176,7 +182,11 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
         }
     }
 
-    let ctx = ExecContext::new(session.env.clone());
+    let mut ctx = ExecContext::new(session.env.clone());
+    if registration.tool.can_update_output() {
+        // Live output (MCP progress) goes to stderr; stdout keeps only the result.
+        ctx.output = toolbelt_core::OutputSink::new(|chunk| eprint!("{chunk}"));
+    }
     let cancel = ctx.cancel.clone();
     let mut execution = std::pin::pin!(invocation.execute(ctx));
     let mut interrupted = false;

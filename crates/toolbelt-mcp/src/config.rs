@@ -1,0 +1,243 @@
+//! Which MCP servers to connect, and how: `mcpServers` from the settings, the extra
+//! servers of `--mcp-config`, `mcp.serverCommand`, filtered by `mcp.allowed`,
+//! `mcp.excluded` and `--allowed-mcp-server-names`.
+//!
+//! Transport priority is Qwen Code's: `httpUrl` (Streamable HTTP), then `url` (legacy
+//! SSE), then `command` (stdio). A server entry that names none of them is reported as a
+//! failed server with the reason, like any other failure: it never stops the others.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+use toolbelt_core::Settings;
+use toolbelt_core::settings::McpServerSettings;
+
+/// Default time to start a server, finish the handshake and list its tools.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default time one tool call may take.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        /// Already resolved against the project root.
+        cwd: PathBuf,
+    },
+    StreamableHttp {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+    /// The 2024-11-05 HTTP+SSE transport.
+    Sse {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl Transport {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Transport::Stdio { .. } => "stdio",
+            Transport::StreamableHttp { .. } => "http",
+            Transport::Sse { .. } => "sse",
+        }
+    }
+
+    /// The command line or URL, for listings.
+    pub fn target(&self) -> String {
+        match self {
+            Transport::Stdio { command, args, .. } => std::iter::once(command.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            Transport::StreamableHttp { url, .. } | Transport::Sse { url, .. } => url.clone(),
+        }
+    }
+}
+
+/// One server, ready to connect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub alias: String,
+    pub transport: Transport,
+    pub connect_timeout: Duration,
+    pub call_timeout: Duration,
+    /// Calls run without confirmation.
+    pub trust: bool,
+    pub include_tools: Option<Vec<String>>,
+    pub exclude_tools: Vec<String>,
+    pub description: Option<String>,
+}
+
+impl ServerConfig {
+    /// Reads one `mcpServers` entry; relative `cwd` is taken from `project_root`.
+    pub fn from_settings(
+        alias: &str,
+        entry: &McpServerSettings,
+        project_root: &Path,
+    ) -> Result<ServerConfig, String> {
+        let transport = if let Some(url) = entry.http_url.as_ref().filter(|u| !u.is_empty()) {
+            Transport::StreamableHttp {
+                url: url.clone(),
+                headers: entry.headers.clone(),
+            }
+        } else if let Some(url) = entry.url.as_ref().filter(|u| !u.is_empty()) {
+            Transport::Sse {
+                url: url.clone(),
+                headers: entry.headers.clone(),
+            }
+        } else if let Some(command) = entry.command.as_ref().filter(|c| !c.trim().is_empty()) {
+            let cwd = match &entry.cwd {
+                Some(dir) if Path::new(dir).is_absolute() => PathBuf::from(dir),
+                Some(dir) => project_root.join(dir),
+                None => project_root.to_path_buf(),
+            };
+            Transport::Stdio {
+                command: command.clone(),
+                args: entry.args.clone(),
+                env: entry.env.clone(),
+                cwd,
+            }
+        } else {
+            return Err(
+                "missing httpUrl (for Streamable HTTP), url (for SSE) and command (for stdio)"
+                    .into(),
+            );
+        };
+        let millis = |v: Option<u64>, default: Duration| {
+            v.filter(|ms| *ms > 0)
+                .map(Duration::from_millis)
+                .unwrap_or(default)
+        };
+        Ok(ServerConfig {
+            alias: alias.to_string(),
+            transport,
+            connect_timeout: millis(entry.timeout, DEFAULT_CONNECT_TIMEOUT),
+            call_timeout: millis(entry.call_timeout, DEFAULT_CALL_TIMEOUT),
+            trust: entry.trust,
+            include_tools: entry.include_tools.clone(),
+            exclude_tools: entry.exclude_tools.clone(),
+            description: entry.description.clone(),
+        })
+    }
+
+    /// `excludeTools` wins over `includeTools`; entries may be written `name(...)`.
+    pub fn offers_tool(&self, name: &str) -> bool {
+        let matches = |entry: &String| {
+            let entry = entry.trim();
+            entry == name
+                || entry
+                    .strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('('))
+        };
+        if self.exclude_tools.iter().any(matches) {
+            return false;
+        }
+        match &self.include_tools {
+            Some(include) => include.iter().any(matches),
+            None => true,
+        }
+    }
+}
+
+/// A server that could not even be configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigProblem {
+    pub alias: String,
+    pub reason: String,
+}
+
+/// Every server to connect, in alias order, and the entries that are wrong.
+///
+/// `extra` (from `--mcp-config`) replaces settings entries of the same alias.
+/// `allowed_names` (from `--allowed-mcp-server-names`) and `mcp.allowed` keep only the
+/// servers they name; `mcp.excluded` removes servers.
+pub fn configured_servers(
+    settings: &Settings,
+    extra: &BTreeMap<String, McpServerSettings>,
+    allowed_names: Option<&[String]>,
+    project_root: &Path,
+) -> (Vec<ServerConfig>, Vec<ConfigProblem>) {
+    let mut entries = settings.mcp_servers.clone();
+    if let Some(command) = settings
+        .mcp
+        .server_command
+        .as_ref()
+        .filter(|c| !c.trim().is_empty())
+    {
+        match shlex::split(command).filter(|argv| !argv.is_empty()) {
+            Some(argv) => {
+                entries
+                    .entry("mcp".to_string())
+                    .or_insert(McpServerSettings {
+                        command: Some(argv[0].clone()),
+                        args: argv[1..].to_vec(),
+                        ..Default::default()
+                    });
+            }
+            None => {
+                return (
+                    Vec::new(),
+                    vec![ConfigProblem {
+                        alias: "mcp".into(),
+                        reason: format!("mcp.serverCommand `{command}` has unbalanced quotes"),
+                    }],
+                );
+            }
+        }
+    }
+    for (alias, entry) in extra {
+        entries.insert(alias.clone(), entry.clone());
+    }
+    let mut servers = Vec::new();
+    let mut problems = Vec::new();
+    for (alias, entry) in &entries {
+        let listed = |list: &[String]| list.iter().any(|n| n.trim() == alias);
+        if allowed_names.is_some_and(|names| !names.is_empty() && !listed(names))
+            || settings
+                .mcp
+                .allowed
+                .as_deref()
+                .is_some_and(|names| !listed(names))
+            || listed(&settings.mcp.excluded)
+        {
+            continue;
+        }
+        match ServerConfig::from_settings(alias, entry, project_root) {
+            Ok(server) => servers.push(server),
+            Err(reason) => problems.push(ConfigProblem {
+                alias: alias.clone(),
+                reason,
+            }),
+        }
+    }
+    (servers, problems)
+}
+
+/// `--mcp-config FILE|JSON`: a file path or inline JSON, holding either
+/// `{"mcpServers": {...}}` or the server map itself.
+pub fn parse_mcp_config(arg: &str) -> Result<BTreeMap<String, McpServerSettings>, String> {
+    let trimmed = arg.trim();
+    let (text, source) = if trimmed.starts_with('{') {
+        (trimmed.to_string(), "the --mcp-config JSON".to_string())
+    } else {
+        let text = std::fs::read_to_string(trimmed)
+            .map_err(|e| format!("cannot read the --mcp-config file {trimmed}: {e}"))?;
+        (text, trimmed.to_string())
+    };
+    let value: Value = toolbelt_core::settings::parse_settings_text(text.as_bytes())
+        .map_err(|e| format!("{source}: {e}"))?;
+    let servers = match value.get("mcpServers") {
+        Some(inner) => inner.clone(),
+        None => value,
+    };
+    serde_json::from_value(servers).map_err(|e| format!("{source}: not a map of MCP servers: {e}"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,199 @@
+//! The legacy HTTP+SSE transport (protocol 2024-11-05), for `url` servers. rmcp has no
+//! client for it, so this is a small one on `reqwest`.
+//!
+//! The client opens a GET on the URL and reads Server-Sent Events. The first `endpoint`
+//! event names (relative to the URL) where to POST our messages; every `message` event
+//! after it is one JSON-RPC message from the server. A message that does not parse is
+//! logged and skipped, so one bad line does not end the session.
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use rmcp::RoleClient;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::Transport;
+use tokio::sync::mpsc;
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SseError(String);
+
+pub struct SseTransport {
+    client: reqwest::Client,
+    headers: HeaderMap,
+    endpoint: reqwest::Url,
+    incoming: mpsc::Receiver<ServerJsonRpcMessage>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SseTransport {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl SseTransport {
+    /// Opens the event stream and waits for the `endpoint` event.
+    pub async fn connect(url: &str, headers: &BTreeMap<String, String>) -> Result<Self, String> {
+        let base = reqwest::Url::parse(url).map_err(|e| format!("invalid url {url:?}: {e}"))?;
+        let mut header_map = HeaderMap::new();
+        for (name, value) in headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| format!("header name {name:?}: {e}"))?;
+            let value = HeaderValue::from_str(value).map_err(|e| format!("header {name}: {e}"))?;
+            header_map.insert(name, value);
+        }
+        let client = reqwest::Client::new();
+        let response = client
+            .get(base.clone())
+            .headers(header_map.clone())
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .send()
+            .await
+            .map_err(|e| format!("cannot open the SSE stream at {url}: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("GET {url} answered {}", response.status()));
+        }
+        let mut events = EventStream::new(
+            response
+                .bytes_stream()
+                .map(|chunk| chunk.map(|b| b.to_vec()))
+                .boxed(),
+        );
+        let endpoint = loop {
+            match events.next_event().await {
+                Some(event) if event.name == "endpoint" => {
+                    break base
+                        .join(event.data.trim())
+                        .map_err(|e| format!("bad endpoint event {:?}: {e}", event.data))?;
+                }
+                Some(_) => continue,
+                None => {
+                    return Err(format!(
+                        "the SSE stream at {url} ended before its endpoint event"
+                    ));
+                }
+            }
+        };
+        let (tx, incoming) = mpsc::channel(64);
+        let reader = tokio::spawn(async move {
+            while let Some(event) = events.next_event().await {
+                if event.name != "message" {
+                    continue;
+                }
+                match serde_json::from_str::<ServerJsonRpcMessage>(&event.data) {
+                    Ok(message) => {
+                        if tx.send(message).await.is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => tracing::warn!("SSE server sent a message that is not JSON-RPC: {e}"),
+                }
+            }
+        });
+        Ok(SseTransport {
+            client,
+            headers: header_map,
+            endpoint,
+            incoming,
+            reader,
+        })
+    }
+}
+
+impl Transport<RoleClient> for SseTransport {
+    type Error = SseError;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let request = self
+            .client
+            .post(self.endpoint.clone())
+            .headers(self.headers.clone())
+            .json(&item);
+        async move {
+            let response = request
+                .send()
+                .await
+                .map_err(|e| SseError(format!("POST failed: {e}")))?;
+            if response.status().is_success() {
+                Ok(())
+            } else {
+                Err(SseError(format!("POST answered {}", response.status())))
+            }
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {
+        self.incoming.recv()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.reader.abort();
+        std::future::ready(Ok(()))
+    }
+}
+
+struct Event {
+    name: String,
+    data: String,
+}
+
+/// A minimal Server-Sent Events parser: `event:` and `data:` fields, events ended by a
+/// blank line, `\r\n` or `\n` line ends, comments (`:`) ignored.
+struct EventStream {
+    bytes: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    buffer: Vec<u8>,
+}
+
+impl EventStream {
+    fn new(bytes: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>) -> Self {
+        EventStream {
+            bytes,
+            buffer: Vec::new(),
+        }
+    }
+
+    async fn next_event(&mut self) -> Option<Event> {
+        let mut name = String::new();
+        let mut data: Vec<String> = Vec::new();
+        loop {
+            while let Some(pos) = self.buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buffer.drain(..=pos).collect();
+                let line = String::from_utf8_lossy(&line);
+                let line = line.trim_end_matches(['\n', '\r']);
+                if line.is_empty() {
+                    if !data.is_empty() || !name.is_empty() {
+                        let name = if name.is_empty() {
+                            "message".to_string()
+                        } else {
+                            name
+                        };
+                        return Some(Event {
+                            name,
+                            data: data.join("\n"),
+                        });
+                    }
+                    continue;
+                }
+                if line.starts_with(':') {
+                    continue;
+                }
+                let (field, value) = line.split_once(':').unwrap_or((line, ""));
+                let value = value.strip_prefix(' ').unwrap_or(value);
+                match field {
+                    "event" => name = value.to_string(),
+                    "data" => data.push(value.to_string()),
+                    _ => {}
+                }
+            }
+            match self.bytes.next().await {
+                Some(Ok(chunk)) => self.buffer.extend_from_slice(&chunk),
+                _ => return None,
+            }
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Running a user's command (the discovery command or the call command) with a time
+//! limit, an output cap and cancellation.
+//!
+//! The command runs without a shell, in its own process group, so a timeout, a cancel or
+//! an output overflow kills everything it started (a wrapper script's children too), not
+//! only the first process. Output is read concurrently from both pipes so a command that
+//! fills stderr cannot deadlock one that we read stdout from.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+/// How long to wait for the pipes to close after the group was killed. A process that
+/// left the group (`setsid`) may keep them open; its output is then given up.
+const DRAIN_AFTER_KILL: Duration = Duration::from_secs(2);
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnd {
+    /// The process exited with this code.
+    Exited(i32),
+    /// The process was killed by this signal (not by us).
+    Signaled(i32),
+    /// The time limit passed; the group was killed.
+    TimedOut(Duration),
+    /// The caller cancelled; the group was killed.
+    Cancelled,
+    /// Output passed the cap; the group was killed.
+    OutputTooLarge(usize),
+    /// The command could not be started.
+    SpawnFailed(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub end: RunEnd,
+}
+
+impl RunOutput {
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+}
+
+/// What to run and within which limits.
+pub struct RunSpec<'a> {
+    pub argv: &'a [String],
+    pub cwd: &'a Path,
+    pub stdin: Option<Vec<u8>>,
+    pub timeout: Duration,
+    /// Bytes each of stdout and stderr may have.
+    pub output_cap: usize,
+    pub cancel: CancellationToken,
+}
+
+pub async fn run(spec: RunSpec<'_>) -> RunOutput {
+    let failed = |why: String| RunOutput {
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        end: RunEnd::SpawnFailed(why),
+    };
+    let Some((program, args)) = spec.argv.split_first() else {
+        return failed("the command is empty".into());
+    };
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .current_dir(spec.cwd)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => return failed(format!("cannot start `{program}`: {e}")),
+    };
+    let pid = child.id();
+    if let (Some(input), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
+        // A command that exits without reading its input is not an error of ours.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&input).await;
+            let _ = stdin.shutdown().await;
+        });
+    }
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let cap = spec.output_cap;
+    let work = async {
+        let (out, err) = tokio::join!(read_capped(stdout, cap, pid), read_capped(stderr, cap, pid));
+        let status = child.wait().await;
+        (out, err, status)
+    };
+    tokio::pin!(work);
+    let mut forced = None;
+    let finished = tokio::select! {
+        done = &mut work => Some(done),
+        _ = tokio::time::sleep(spec.timeout) => { forced = Some(RunEnd::TimedOut(spec.timeout)); None }
+        _ = spec.cancel.cancelled() => { forced = Some(RunEnd::Cancelled); None }
+    };
+    let (out, err, status) = match finished {
+        Some(done) => done,
+        None => {
+            kill_group(pid);
+            match tokio::time::timeout(DRAIN_AFTER_KILL, &mut work).await {
+                Ok(done) => done,
+                Err(_) => (
+                    Capped::default(),
+                    Capped::default(),
+                    Err(std::io::Error::other("gone")),
+                ),
+            }
+        }
+    };
+    let end = if let Some(end) = forced {
+        end
+    } else if out.overflowed || err.overflowed {
+        RunEnd::OutputTooLarge(cap)
+    } else {
+        match status {
+            Ok(status) => match (status.code(), exit_signal(&status)) {
+                (Some(code), _) => RunEnd::Exited(code),
+                (None, Some(signal)) => RunEnd::Signaled(signal),
+                (None, None) => RunEnd::Exited(-1),
+            },
+            Err(e) => RunEnd::SpawnFailed(format!("cannot wait for `{program}`: {e}")),
+        }
+    };
+    RunOutput {
+        stdout: out.bytes,
+        stderr: err.bytes,
+        end,
+    }
+}
+
+#[derive(Default)]
+struct Capped {
+    bytes: Vec<u8>,
+    overflowed: bool,
+}
+
+/// Reads until end of file or until `cap` bytes; past the cap the process group is killed
+/// so the writer does not block forever on a full pipe.
+async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, cap: usize, pid: Option<u32>) -> Capped {
+    let mut capped = Capped::default();
+    let Some(mut pipe) = pipe else {
+        return capped;
+    };
+    let mut buf = [0u8; 8192];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = cap.saturating_sub(capped.bytes.len());
+                capped.bytes.extend_from_slice(&buf[..n.min(room)]);
+                if n > room {
+                    capped.overflowed = true;
+                    kill_group(pid);
+                    break;
+                }
+            }
+        }
+    }
+    capped
+}
+
+fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal()
+}
+
+/// Kills the process group led by `pid` (the child was started with `process_group(0)`,
+/// so its group id is its pid).
+fn kill_group(pid: Option<u32>) {
+    let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) else {
+        return;
+    };
+    if pid <= 1 {
+        return;
+    }
+    // SAFETY: `kill` with a negative pid signals a process group; it takes plain integers
+    // and touches no memory of ours. The standard library has no process-group kill, and
+    // killing only the leader would leave a wrapper script's children running.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+}
+
+/// A signal number's usual name, for messages.
+pub fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_string()
+}
