@@ -17,9 +17,9 @@ use toolbelt_core::{Origin, Tool, ToolEnvironment, ToolError, ToolRegistry};
 
 pub mod atomic_write;
 pub mod diff;
+pub mod discovered;
 pub mod edit;
 pub mod file_change;
-pub mod discovered;
 pub mod file_type;
 pub mod glob;
 pub mod grep_search;

@@ -63,8 +63,9 @@ async fn call(
     }
 }
 
+/// The names of the tools that are not built in: what discovery added.
 fn names(registry: &ToolRegistry) -> Vec<String> {
-    registry.all().map(|r| r.name.clone()).collect()
+    registry.all().filter(|r| r.origin != Origin::BuiltIn).map(|r| r.name.clone()).collect()
 }
 
 #[tokio::test]
@@ -81,7 +82,7 @@ EOF"#,
         .registry(json!({"tools": {"discoveryCommand": cmd}}))
         .await;
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!(names(&registry), ["read_file", "deploy", "lint"]);
+    assert_eq!(names(&registry), ["deploy", "lint"]);
     let deploy = registry.get("deploy").unwrap();
     assert_eq!(deploy.origin, Origin::Discovered);
     assert_eq!(
@@ -104,7 +105,7 @@ async fn both_wrapper_spellings_are_accepted_alongside_bare_items() {
         .registry(json!({"tools": {"discoveryCommand": cmd}}))
         .await;
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!(names(&registry), ["read_file", "a", "b", "c"]);
+    assert_eq!(names(&registry), ["a", "b", "c"]);
 }
 
 #[tokio::test]
@@ -114,7 +115,7 @@ async fn garbage_output_is_a_warning_that_says_what_was_wrong() {
     let (registry, warnings, _) = f
         .registry(json!({"tools": {"discoveryCommand": cmd}}))
         .await;
-    assert_eq!(names(&registry), ["read_file"]);
+    assert!(names(&registry).is_empty());
     assert_eq!(warnings.len(), 1);
     assert!(warnings[0].contains("not JSON"), "{}", warnings[0]);
     assert!(warnings[0].contains("Loading plugins"), "{}", warnings[0]);
@@ -130,7 +131,7 @@ async fn bad_items_are_skipped_with_a_warning_and_good_ones_still_load() {
     let (registry, warnings, _) = f
         .registry(json!({"tools": {"discoveryCommand": cmd}}))
         .await;
-    assert_eq!(names(&registry), ["read_file", "ok"]);
+    assert_eq!(names(&registry), ["ok"]);
     let all = warnings.join("\n");
     assert!(all.contains("item 0 is a number"), "{all}");
     assert!(all.contains("item 1 has no \"name\""), "{all}");
@@ -162,7 +163,7 @@ async fn a_failing_discovery_command_is_a_warning_naming_exit_code_and_stderr() 
     let (registry, warnings, _) = f
         .registry(json!({"tools": {"discoveryCommand": cmd}}))
         .await;
-    assert_eq!(names(&registry), ["read_file"]);
+    assert!(names(&registry).is_empty());
     assert!(warnings[0].contains("exit code 3"), "{}", warnings[0]);
     assert!(warnings[0].contains("config missing"), "{}", warnings[0]);
 }
@@ -180,7 +181,7 @@ async fn a_hanging_discovery_command_is_killed_at_its_timeout() {
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(names(&registry), ["read_file"]);
+    assert!(names(&registry).is_empty());
     assert!(
         warnings[0].contains("no answer within 300 ms"),
         "{}",
@@ -376,7 +377,7 @@ async fn a_discovered_tool_named_like_a_builtin_is_renamed_not_dropped() {
         .registry(json!({"tools": {"discoveryCommand": cmd}}))
         .await;
     assert!(warnings.is_empty());
-    assert_eq!(names(&registry), ["read_file", "discovered__read_file"]);
+    assert_eq!(names(&registry), ["discovered__read_file"]);
     assert_eq!(registry.get("read_file").unwrap().origin, Origin::BuiltIn);
 }
 
