@@ -2,6 +2,9 @@
 //! call arguments, schema validation with coercion, and model-given paths. Whatever the
 //! input, they return a value or a clear error; they never panic.
 
+// Test fixtures outside #[test] functions may panic on a broken test setup.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use toolbelt_core::settings::parse_settings_text;

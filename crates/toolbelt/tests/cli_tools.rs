@@ -1,6 +1,9 @@
 //! The `toolbelt tools` command as a user meets it: the real binary, run in a temporary
 //! workspace with its own HOME, standard input not a terminal.
 
+// Test fixtures outside #[test] functions may panic on a broken test setup.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
