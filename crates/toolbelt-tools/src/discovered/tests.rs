@@ -65,7 +65,11 @@ async fn call(
 
 /// The names of the tools that are not built in: what discovery added.
 fn names(registry: &ToolRegistry) -> Vec<String> {
-    registry.all().filter(|r| r.origin != Origin::BuiltIn).map(|r| r.name.clone()).collect()
+    registry
+        .all()
+        .filter(|r| r.origin != Origin::BuiltIn)
+        .map(|r| r.name.clone())
+        .collect()
 }
 
 #[tokio::test]
