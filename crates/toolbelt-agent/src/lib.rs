@@ -28,6 +28,7 @@ use toolbelt_model::{
     FinishReason, Message, Model, ModelError, ModelRequest, ToolCall, ToolSpec, Usage, UserPart,
 };
 
+pub mod at_paths;
 pub mod context_files;
 pub mod prompt;
 
@@ -119,6 +120,10 @@ impl Agent {
 
     pub fn scheduler(&self) -> &Scheduler {
         &self.scheduler
+    }
+
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
     }
 
     fn emit(&self, event: AgentEvent) {
