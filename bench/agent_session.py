@@ -127,6 +127,7 @@ def snapshot(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--qwen-runs", type=int, default=5)
     ap.add_argument("--sessions", default="seven,calls200")
     ap.add_argument("--agents", default="toolbelt-replay,toolbelt-loopback,qwen-loopback")
     ap.add_argument("--no-build", action="store_true")
@@ -146,13 +147,18 @@ def main():
                 continue
             ws = os.path.join(tmp, f"{session}-{agent}")
             home = os.path.join(tmp, f"home-{agent}")
-            os.makedirs(home, exist_ok=True)
+            os.makedirs(os.path.join(home, ".qwen"), exist_ok=True)
+            if agent.startswith("qwen"):
+                # Qwen Code 0.24.4 disables list_directory unless settings enable it.
+                shutil.copy(os.path.join(BENCH, "qwen-settings.json"), os.path.join(home, ".qwen/settings.json"))
             walls, rsss, problems = [], [], []
-            for i in range(args.runs):
+            runs = args.qwen_runs if agent.startswith("qwen") else args.runs
+            for i in range(runs):
                 make_workspace(ws)
                 ws_real = os.path.realpath(ws)
                 env = {"PATH": os.environ["PATH"], "HOME": home, "TOOLBELT_HOME": os.path.join(home, ".toolbelt"),
-                       "TOOLBELT_SYSTEM_SETTINGS_PATH": os.path.join(tmp, "none.json")}
+                       "TOOLBELT_SYSTEM_SETTINGS_PATH": os.path.join(tmp, "none.json"),
+                       "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"}
                 server = None
                 if agent.endswith("loopback"):
                     server = Server(script, ws_real, lenient=agent.startswith("qwen"))
@@ -175,7 +181,7 @@ def main():
             results[(session, agent)] = (statistics.median(walls), statistics.median(rsss), min(walls), max(walls))
             med, rss, lo, hi = results[(session, agent)]
             print(f"{session:9} {agent:18} median {med * 1000:8.1f} ms (min {lo * 1000:.1f}, max {hi * 1000:.1f})"
-                  f"  peak RSS {rss / 1024:6.1f} MiB  runs {args.runs}")
+                  f"  peak RSS {rss / 1024:6.1f} MiB  runs {runs}")
             for p in problems[:5]:
                 print(f"   problem: {p}")
     # Files left behind, compared with the first agent of each session.

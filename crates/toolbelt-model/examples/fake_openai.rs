@@ -80,6 +80,7 @@ async fn main() {
                     "requests": n,
                     "unused_replies": server.unused(),
                     "violations": server.violations(),
+                    "last_request": server.requests().last().map(|r| r.body.clone()),
                 });
                 let _ = std::fs::write(path, text.to_string());
             }
