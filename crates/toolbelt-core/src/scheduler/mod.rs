@@ -24,7 +24,7 @@
 //! result instead of ending the session.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
@@ -32,27 +32,26 @@ use tokio_util::sync::CancellationToken;
 
 use crate::confirm::{ConfirmationDetails, ConfirmationOutcome};
 use crate::registry::ToolRegistry;
-use crate::result::{ErrorKind, Part, ToolError, ToolResult};
+use crate::result::{ErrorKind, ToolError, ToolResult};
 use crate::rules::Decision;
-use crate::tool::{ExecContext, Invocation, Kind, OutputSink, ToolEnvironment};
+use crate::tool::{Invocation, Kind, ToolEnvironment};
 use crate::validate::parse_arguments;
 
 pub mod approval;
 pub mod events;
 pub mod guards;
+mod run_call;
 
 pub use approval::{
     ApprovalMode, ApprovalRequest, Approver, EXIT_PLAN_MODE, Permissions, SessionAllowances,
 };
 pub use events::{CallState, CompletedCall, SchedulerEvent, ToolCallRequest};
 use guards::{RETRY_LOOP_NOTE, RetryLoopGuard, TRUNCATED_EDIT_ADVICE};
+pub use run_call::text_for_model;
+use run_call::{JobInfo, cancelled_error, execute};
 
 /// Qwen Code's `QWEN_CODE_MAX_TOOL_CONCURRENCY` default.
 pub const DEFAULT_MAX_PARALLEL: usize = 10;
-
-/// How long a cancelled call may take to hand back its partial result before it is
-/// dropped. Tools honour cancellation promptly; this only bounds one that does not.
-const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 /// How a session's scheduler behaves. Built once per session.
 pub struct SchedulerConfig {
@@ -502,103 +501,6 @@ impl Scheduler {
             }
         }
     }
-}
-
-struct JobInfo {
-    call_id: String,
-    tool: String,
-    description: String,
-}
-
-/// Runs one invocation: waits for a slot, starts, races cancellation.
-async fn execute(
-    invocation: Box<dyn Invocation>,
-    info: JobInfo,
-    env: Arc<ToolEnvironment>,
-    events: Option<mpsc::UnboundedSender<SchedulerEvent>>,
-    permits: Option<Arc<Semaphore>>,
-    cancel: CancellationToken,
-) -> (ToolResult, Duration) {
-    let _permit = match permits {
-        Some(p) => tokio::select! {
-            permit = p.acquire_owned() => permit.ok(),
-            _ = cancel.cancelled() => return (ToolResult::error(cancelled_error()), Duration::ZERO),
-        },
-        None => None,
-    };
-    if cancel.is_cancelled() {
-        return (ToolResult::error(cancelled_error()), Duration::ZERO);
-    }
-    if let Some(tx) = &events {
-        let _ = tx.send(SchedulerEvent::Started {
-            call_id: info.call_id.clone(),
-            tool: info.tool.clone(),
-            description: info.description.clone(),
-        });
-    }
-    let output = match events {
-        Some(tx) => {
-            let call_id = info.call_id.clone();
-            OutputSink::new(move |chunk| {
-                let _ = tx.send(SchedulerEvent::Output {
-                    call_id: call_id.clone(),
-                    chunk: chunk.to_string(),
-                });
-            })
-        }
-        None => OutputSink::none(),
-    };
-    let ctx = ExecContext {
-        cancel: cancel.clone(),
-        output,
-        env,
-    };
-    let started = Instant::now();
-    let mut running = invocation.execute(ctx);
-    let result = tokio::select! {
-        result = &mut running => result,
-        _ = cancel.cancelled() => {
-            tokio::select! {
-                result = &mut running => result,
-                _ = tokio::time::sleep(CANCEL_GRACE) => ToolResult::error(ToolError::new(
-                    ErrorKind::Cancelled,
-                    format!("[Operation Cancelled] {} did not stop in time and was abandoned.", info.tool),
-                )),
-            }
-        }
-    };
-    let result = if cancel.is_cancelled() && result.error.is_none() && result.llm_content.is_empty()
-    {
-        ToolResult::error(cancelled_error())
-    } else {
-        result
-    };
-    (result, started.elapsed())
-}
-
-fn cancelled_error() -> ToolError {
-    ToolError::new(
-        ErrorKind::Cancelled,
-        "[Operation Cancelled] The user cancelled the tool call before it ran.",
-    )
-}
-
-/// Text parts of a result, for models that read text only: inline data becomes a short
-/// note naming what was left out.
-pub fn text_for_model(result: &ToolResult) -> String {
-    let mut out = Vec::new();
-    for part in &result.llm_content {
-        match part {
-            Part::Text { text } => out.push(text.clone()),
-            Part::InlineData {
-                mime_type, data, ..
-            } => out.push(format!(
-                "[{mime_type} content, {} bytes, not shown: this model does not take inline media]",
-                data.len()
-            )),
-        }
-    }
-    out.join("\n")
 }
 
 #[cfg(test)]

@@ -1,11 +1,19 @@
 //! Approval: every mode against every kind, rules, "always allow", and cancellation
 //! while a person is being asked.
 
+use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
 
-use super::*;
-use crate::confirm::ConfirmationOutcome;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::fixtures::*;
+use crate::confirm::{ConfirmationDetails, ConfirmationOutcome};
+use crate::registry::{Origin, ToolRegistry};
+use crate::result::ErrorKind;
 use crate::rules::RuleList;
+use crate::scheduler::*;
+use crate::tool::{BoxFuture, Kind};
 
 /// Answers every question with a fixed outcome and counts the questions.
 struct ScriptedApprover {
