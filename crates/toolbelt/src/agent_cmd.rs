@@ -124,18 +124,7 @@ async fn execute(p: Prepared, args: &AgentArgs, started: Instant) -> u8 {
         },
     );
     let cancel = CancellationToken::new();
-    let interrupts = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("toolbelt: interrupted; cancelling (Ctrl-C again to quit at once)");
-                cancel.cancel();
-            }
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(i32::from(EXIT_INTERRUPTED));
-            }
-        })
-    };
+    let interrupts = watch_interrupts(cancel.clone());
     let (prompt, warnings) = at_paths::inline(
         &p.prompt,
         p.agent.registry(),
@@ -246,4 +235,40 @@ fn build_model(
         None => model,
     };
     Ok(Arc::from(model))
+}
+
+/// Ctrl-C once cancels `cancel`; twice exits. The handler is registered before this
+/// returns, so an interrupt during the first request is never lost to the default action.
+#[cfg(unix)]
+fn watch_interrupts(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupts = match signal(SignalKind::interrupt()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("cannot watch for Ctrl-C: {e}");
+            return tokio::spawn(async {});
+        }
+    };
+    tokio::spawn(async move {
+        if interrupts.recv().await.is_some() {
+            eprintln!("toolbelt: interrupted; cancelling (Ctrl-C again to quit at once)");
+            cancel.cancel();
+        }
+        if interrupts.recv().await.is_some() {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    })
+}
+
+#[cfg(not(unix))]
+fn watch_interrupts(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("toolbelt: interrupted; cancelling (Ctrl-C again to quit at once)");
+            cancel.cancel();
+        }
+        if tokio::signal::ctrl_c().await.is_ok() {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    })
 }

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use toolbelt_model::fake_server::{FakeOpenAi, Reply};
 use toolbelt_model::{FinishReason, ModelTurn, ToolCall, parse_script};
 
-use crate::support::Workspace;
+use crate::support::{Workspace, wait};
 
 fn read_call(ws: &Path, id: &str) -> Value {
     json!({"tool_calls": [{"id": id, "name": "read_file", "arguments": {"absolute_path": ws.join("README.md")}}]})
@@ -365,4 +365,27 @@ async fn headless_calls_that_need_approval_are_refused_unless_allowed() {
         .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_the_request_in_flight_and_exits_130() {
+    let w = Workspace::new();
+    // A server that accepts the request and never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let child = w
+        .command(&["--openai-base-url", &url, "-m", "m", "wait forever"], &[])
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap().to_string();
+    // Once the connection is accepted the request is in flight.
+    let (_socket, _) = listener.accept().await.unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let run = wait(child).await;
+    assert_eq!(run.code, 130, "{}", run.stderr);
+    assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
 }

@@ -44,6 +44,20 @@ impl Workspace {
     }
 
     pub async fn run(&self, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Run {
+        let mut cmd = self.command(args, env);
+        if stdin.is_some() {
+            cmd.stdin(Stdio::piped());
+        }
+        let mut child = cmd.spawn().unwrap();
+        if let Some(text) = stdin {
+            let mut pipe = child.stdin.take().unwrap();
+            pipe.write_all(text.as_bytes()).await.unwrap();
+        }
+        wait(child).await
+    }
+
+    /// The binary with a clean environment, in the workspace, stdin closed, output piped.
+    pub fn command(&self, args: &[&str], env: &[(&str, &str)]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolbelt"));
         cmd.args(args)
             .current_dir(self.ws())
@@ -57,28 +71,10 @@ impl Workspace {
                 self.dir.path().join("none.json"),
             )
             .envs(env.iter().copied())
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
+            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        if let Some(text) = stdin {
-            let mut pipe = child.stdin.take().unwrap();
-            pipe.write_all(text.as_bytes()).await.unwrap();
-        }
-        let out =
-            tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
-                .await
-                .expect("toolbelt hung")
-                .unwrap();
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        cmd
     }
 
     /// The names of the tools the binary offers.
@@ -100,5 +96,18 @@ impl Workspace {
             println!("SKIPPED {test}: the binary does not offer {missing:?} yet");
         }
         missing.is_empty()
+    }
+}
+
+/// Waits for the binary, bounded so a hang fails the test.
+pub async fn wait(child: tokio::process::Child) -> Run {
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("toolbelt hung")
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
