@@ -106,10 +106,11 @@ def measured(argv, cwd, env):
 
 
 def agent_argv(agent, script):
+    turns = ["--max-session-turns", "300"]
     if agent == "toolbelt-replay":
-        return [TOOLBELT, "--model-replay", script, "--yolo", "Run the session."]
+        return [TOOLBELT, "--model-replay", script, "--yolo"] + turns + ["Run the session."]
     if agent == "toolbelt-loopback":
-        return [TOOLBELT, "--yolo", "Run the session."]
+        return [TOOLBELT, "--yolo"] + turns + ["Run the session."]
     return [QWEN, "--yolo", "--auth-type", "openai", "-p", "Run the session."]
 
 
@@ -167,7 +168,7 @@ def main():
                 argv = agent_argv(agent, script)
                 wall, rss, code, out, err = measured(argv, ws_real, env)
                 if code != 0:
-                    problems.append(f"run {i}: exit {code}: {err[-400:]}")
+                    problems.append(f"run {i}: exit {code}: {err.strip().splitlines()[-1:]}")
                 if server:
                     report = server.result()
                     server.stop()

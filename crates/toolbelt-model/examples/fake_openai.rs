@@ -50,7 +50,11 @@ async fn main() {
     let replies = script
         .iter()
         .enumerate()
-        .map(|(i, t)| Reply::turn(t.to_model_turn(i + 1)))
+        .map(|(i, t)| Reply::Stream {
+            turn: t.to_model_turn(i + 1),
+            // About one SSE event per write, as real servers send them.
+            piece: 256,
+        })
         .collect();
     let server = match FakeOpenAi::start(replies).await {
         Ok(s) => s,

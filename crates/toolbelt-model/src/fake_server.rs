@@ -153,6 +153,9 @@ impl FakeOpenAi {
 
 async fn serve(listener: TcpListener, shared: Arc<Mutex<Shared>>) {
     while let Ok((stream, _)) = listener.accept().await {
+        // Streams are written in small pieces; without this, Nagle's algorithm and the
+        // client's delayed ACKs would add tens of milliseconds per answer.
+        let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         tokio::spawn(async move {
             if let Err(e) = handle(stream, &shared).await
