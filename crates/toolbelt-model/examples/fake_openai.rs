@@ -76,7 +76,7 @@ async fn main() {
     let report = value("--report");
     let mut seen = usize::MAX;
     loop {
-        let n = server.requests().len();
+        let n = server.request_count();
         if n != seen {
             seen = n;
             if let Some(path) = &report {
@@ -84,7 +84,7 @@ async fn main() {
                     "requests": n,
                     "unused_replies": server.unused(),
                     "violations": server.violations(),
-                    "last_request": server.requests().last().map(|r| r.body.clone()),
+                    "last_request": server.last_request().map(|r| r.body),
                 });
                 let _ = std::fs::write(path, text.to_string());
             }

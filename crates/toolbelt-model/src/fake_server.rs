@@ -138,6 +138,16 @@ impl FakeOpenAi {
             .unwrap_or_default()
     }
 
+    /// The last request received, if any.
+    pub fn last_request(&self) -> Option<Recorded> {
+        self.shared.lock().ok().and_then(|s| s.requests.last().cloned())
+    }
+
+    /// Requests received so far (cheaper than `requests().len()`).
+    pub fn request_count(&self) -> usize {
+        self.shared.lock().map(|s| s.requests.len()).unwrap_or(0)
+    }
+
     pub fn violations(&self) -> Vec<String> {
         self.shared
             .lock()
@@ -158,7 +168,13 @@ async fn serve(listener: TcpListener, shared: Arc<Mutex<Shared>>) {
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         tokio::spawn(async move {
+            // A client may hang up once it has read `[DONE]`, before the final chunk
+            // marker: that is its right, not a protocol violation.
             if let Err(e) = handle(stream, &shared).await
+                && !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                )
                 && let Ok(mut s) = shared.lock()
             {
                 s.violations.push(format!("connection error: {e}"));
