@@ -140,7 +140,10 @@ impl FakeOpenAi {
 
     /// The last request received, if any.
     pub fn last_request(&self) -> Option<Recorded> {
-        self.shared.lock().ok().and_then(|s| s.requests.last().cloned())
+        self.shared
+            .lock()
+            .ok()
+            .and_then(|s| s.requests.last().cloned())
     }
 
     /// Requests received so far (cheaper than `requests().len()`).
