@@ -1,1 +1,300 @@
-//! placeholder
+//! The agent loop: the prompt goes to the model, the tool calls of its answer go through
+//! the scheduler, their results go back, until the model answers without tool calls or
+//! the turn limit is reached (SPEC §7).
+//!
+//! # Brief overview
+//!
+//! [`Agent::run`] owns the conversation. Each turn it sends the whole history and the
+//! tool declarations to the [`Model`], records the answer, and hands the calls to the
+//! [`Scheduler`], which returns one result per call in call order. Architecture
+//! Invariant: every tool call of an assistant message is answered by exactly one tool
+//! message before the next request, also when the turn was cancelled, so the
+//! conversation stays well-formed for any server.
+//!
+//! Events (model answers and the scheduler's call events, in the order they happen) go
+//! to one callback, which the command line turns into text, JSON or a JSON stream.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::scheduler::{
+    CompletedCall, Scheduler, SchedulerConfig, SchedulerEvent, ToolCallRequest, TurnInfo,
+    text_for_model,
+};
+use toolbelt_core::{Part, ToolEnvironment, ToolRegistry};
+use toolbelt_model::{
+    FinishReason, Message, Model, ModelError, ModelRequest, ToolCall, ToolSpec, Usage, UserPart,
+};
+
+pub mod at_paths;
+pub mod context_files;
+pub mod prompt;
+
+/// Qwen Code's `MAX_TURNS`.
+pub const DEFAULT_MAX_TURNS: usize = 100;
+
+/// What happened, for displays.
+// Each event is moved once into the sink; boxing the large variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum AgentEvent {
+    /// The model answered.
+    Assistant {
+        turn: usize,
+        text: String,
+        tool_calls: Vec<ToolCall>,
+        finish_reason: FinishReason,
+        usage: Option<Usage>,
+    },
+    /// A tool call moved on.
+    Tool(SchedulerEvent),
+}
+
+pub type EventSink = Arc<dyn Fn(AgentEvent) + Send + Sync>;
+
+/// Why the run stopped.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The model answered without tool calls.
+    Answered,
+    /// `max_turns` model turns were used.
+    MaxTurns(usize),
+    Cancelled,
+    /// The model could not be used (refused, unreachable after retries).
+    ModelFailed(ModelError),
+}
+
+/// The outcome of a run, complete or not.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The text of the last answer.
+    pub answer: String,
+    /// Every tool call, in order.
+    pub calls: Vec<CompletedCall>,
+    pub usage: Usage,
+    /// Model requests made.
+    pub turns: usize,
+    pub stop: StopReason,
+    pub model_time: Duration,
+    pub tool_time: Duration,
+}
+
+pub struct Agent {
+    model: Arc<dyn Model>,
+    registry: Arc<ToolRegistry>,
+    scheduler: Scheduler,
+    scheduler_events: tokio::sync::Mutex<mpsc::UnboundedReceiver<SchedulerEvent>>,
+    system_prompt: String,
+    max_turns: usize,
+    sink: Option<EventSink>,
+}
+
+impl Agent {
+    /// The agent takes the scheduler's event channel over (any `events` in `config` is
+    /// replaced) so model and tool events reach `sink` in order.
+    pub fn new(
+        model: Arc<dyn Model>,
+        registry: Arc<ToolRegistry>,
+        env: Arc<ToolEnvironment>,
+        mut config: SchedulerConfig,
+        system_prompt: String,
+        max_turns: usize,
+        sink: Option<EventSink>,
+    ) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        config.events = Some(tx);
+        Agent {
+            model,
+            registry,
+            scheduler: Scheduler::new(env, config),
+            scheduler_events: tokio::sync::Mutex::new(rx),
+            system_prompt,
+            max_turns: max_turns.max(1),
+            sink,
+        }
+    }
+
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.scheduler
+    }
+
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
+    }
+
+    fn emit(&self, event: AgentEvent) {
+        if let Some(sink) = &self.sink {
+            sink(event);
+        }
+    }
+
+    /// Runs the loop for one prompt. Never fails: a model fault is a [`StopReason`], so
+    /// the caller still gets the calls made so far.
+    pub async fn run(&self, prompt: Vec<UserPart>, cancel: &CancellationToken) -> RunOutcome {
+        let mut request = ModelRequest {
+            messages: vec![
+                Message::System(self.system_prompt.clone()),
+                Message::User(prompt),
+            ],
+            tools: self
+                .registry
+                .function_declarations()
+                .into_iter()
+                .map(ToolSpec::from)
+                .collect(),
+        };
+        let mut outcome = RunOutcome {
+            answer: String::new(),
+            calls: Vec::new(),
+            usage: Usage::default(),
+            turns: 0,
+            stop: StopReason::MaxTurns(self.max_turns),
+            model_time: Duration::ZERO,
+            tool_time: Duration::ZERO,
+        };
+        for turn_number in 1..=self.max_turns {
+            if cancel.is_cancelled() {
+                outcome.stop = StopReason::Cancelled;
+                return outcome;
+            }
+            let started = Instant::now();
+            let answer = self.model.complete(&request, cancel).await;
+            outcome.model_time += started.elapsed();
+            outcome.turns = turn_number;
+            let turn = match answer {
+                Ok(t) => t,
+                Err(ModelError::Cancelled) => {
+                    outcome.stop = StopReason::Cancelled;
+                    return outcome;
+                }
+                Err(e) => {
+                    outcome.stop = StopReason::ModelFailed(e);
+                    return outcome;
+                }
+            };
+            if let Some(u) = turn.usage {
+                outcome.usage.add(u);
+            }
+            self.emit(AgentEvent::Assistant {
+                turn: turn_number,
+                text: turn.text.clone(),
+                tool_calls: turn.tool_calls.clone(),
+                finish_reason: turn.finish_reason.clone(),
+                usage: turn.usage,
+            });
+            outcome.answer = turn.text.clone();
+            request.messages.push(Message::Assistant {
+                text: turn.text.clone(),
+                tool_calls: turn.tool_calls.clone(),
+            });
+            if turn.tool_calls.is_empty() {
+                outcome.stop = StopReason::Answered;
+                return outcome;
+            }
+            let calls: Vec<ToolCallRequest> = turn
+                .tool_calls
+                .iter()
+                .map(|c| ToolCallRequest {
+                    call_id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                })
+                .collect();
+            let info = TurnInfo {
+                reply_truncated: turn.finish_reason == FinishReason::Length,
+            };
+            let started = Instant::now();
+            let completed = self.run_tools(calls, info, cancel).await;
+            outcome.tool_time += started.elapsed();
+            self.answer_calls(&mut request, &completed);
+            outcome.calls.extend(completed);
+            if cancel.is_cancelled() {
+                outcome.stop = StopReason::Cancelled;
+                return outcome;
+            }
+        }
+        outcome
+    }
+
+    /// Runs the scheduler while forwarding its events as they come.
+    async fn run_tools(
+        &self,
+        calls: Vec<ToolCallRequest>,
+        info: TurnInfo,
+        cancel: &CancellationToken,
+    ) -> Vec<CompletedCall> {
+        let mut events = self.scheduler_events.lock().await;
+        let mut running = std::pin::pin!(self.scheduler.run(&self.registry, calls, info, cancel));
+        let completed = loop {
+            tokio::select! {
+                biased;
+                Some(event) = events.recv() => self.emit(AgentEvent::Tool(event)),
+                done = &mut running => break done,
+            }
+        };
+        while let Ok(event) = events.try_recv() {
+            self.emit(AgentEvent::Tool(event));
+        }
+        completed
+    }
+
+    /// One tool message per call, in order; inline media follows in one user message
+    /// for models that take images, and becomes a note for the others.
+    fn answer_calls(&self, request: &mut ModelRequest, completed: &[CompletedCall]) {
+        let images = self.model.takes_images();
+        let mut media = Vec::new();
+        for call in completed {
+            let mut text = if images {
+                let mut texts = Vec::new();
+                for part in &call.result.llm_content {
+                    match part {
+                        Part::InlineData {
+                            mime_type, data, ..
+                        } if mime_type.starts_with("image/") => {
+                            media.push(UserPart::Image {
+                                mime_type: mime_type.clone(),
+                                data: data.clone(),
+                            });
+                            texts.push(format!(
+                                "[{mime_type} attached in the following user message]"
+                            ));
+                        }
+                        Part::Text { text } => texts.push(text.clone()),
+                        _ => {}
+                    }
+                }
+                let has_other_media = call.result.llm_content.iter().any(|p| {
+                    matches!(p, Part::InlineData { mime_type, .. } if !mime_type.starts_with("image/"))
+                });
+                if has_other_media {
+                    texts
+                        .push("[other inline media (audio, PDF) is not sent to this model]".into());
+                }
+                texts.join("\n")
+            } else {
+                text_for_model(&call.result)
+            };
+            if text.trim().is_empty() {
+                text = "Tool execution succeeded.".to_string();
+            }
+            request.messages.push(Message::Tool {
+                call_id: call.call_id.clone(),
+                text,
+            });
+        }
+        if !media.is_empty() {
+            media.insert(
+                0,
+                UserPart::Text("Media returned by the tool calls above:".to_string()),
+            );
+            request.messages.push(Message::User(media));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

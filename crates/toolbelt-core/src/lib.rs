@@ -20,6 +20,7 @@ pub mod output;
 pub mod registry;
 pub mod result;
 pub mod rules;
+pub mod scheduler;
 pub mod settings;
 pub mod tool;
 pub mod validate;

@@ -9,14 +9,26 @@ pub const EXIT_TOOL_ERROR: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_REFUSED: u8 = 3;
 pub const EXIT_INTERRUPTED: u8 = 130;
+/// The agent reached `--max-session-turns` (Qwen Code's code for the same).
+pub const EXIT_TURN_LIMIT: u8 = 53;
 
 const EXAMPLES: &str = "\
 Examples:
+  toolbelt --model-replay examples/tour.jsonl --yolo \"tour the tools\"
+  OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_MODEL=qwen3-coder toolbelt -y \"fix the failing test\"
+  git diff | toolbelt -p \"review this diff\" --output-format json
   toolbelt tools list
   toolbelt tools list --json
   toolbelt tools call read_file '{\"absolute_path\": \"/abs/path/README.md\"}'
   echo '{\"absolute_path\": \"/abs/path/logo.png\"}' | toolbelt tools call read_file - --json
   toolbelt --include-directories ../lib tools call read_file '{\"absolute_path\": \"/abs/lib/x.rs\"}'
+
+Exit codes of the agent (`toolbelt PROMPT`):
+  0    the model answered
+  1    the model could not be used (refused the request, unreachable after retries)
+  2    usage error (no prompt, bad flags, bad settings, unreadable replay file)
+  53   the session reached --max-session-turns
+  130  interrupted with Ctrl-C
 
 Exit codes of `tools call`:
   0    the tool succeeded
@@ -27,10 +39,18 @@ Exit codes of `tools call`:
   130  interrupted with Ctrl-C (the running tool is cancelled first)";
 
 #[derive(Debug, Parser)]
-#[command(name = "toolbelt", version, about = "A fast, safe tool runtime for LLM coding agents", after_help = EXAMPLES)]
+#[command(
+    name = "toolbelt",
+    version,
+    about = "A fast, safe tool runtime for LLM coding agents",
+    after_help = EXAMPLES,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    #[command(flatten)]
+    pub agent: AgentArgs,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -59,6 +79,63 @@ pub struct McpArgs {
         global = true
     )]
     pub allowed_mcp_server_names: Vec<String>,
+}
+
+/// The headless agent: the same words as Qwen Code's headless mode where they exist.
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    /// The prompt (several words are joined with spaces). Standard input, when it is not
+    /// a terminal, is appended to it.
+    #[arg(value_name = "PROMPT")]
+    pub words: Vec<String>,
+    /// The prompt, as a flag (Qwen Code's `-p`); joined with the positional words.
+    #[arg(short = 'p', long = "prompt", value_name = "PROMPT")]
+    pub prompt: Option<String>,
+    /// Model name [env: OPENAI_MODEL; settings: model.name].
+    #[arg(short = 'm', long)]
+    pub model: Option<String>,
+    /// API key of the OpenAI-compatible server [env: OPENAI_API_KEY].
+    #[arg(long, value_name = "KEY")]
+    pub openai_api_key: Option<String>,
+    /// Base URL of the OpenAI-compatible server, up to the version
+    /// [env: OPENAI_BASE_URL; default: https://api.openai.com/v1].
+    #[arg(long, value_name = "URL")]
+    pub openai_base_url: Option<String>,
+    /// What runs without asking [settings: tools.approvalMode; default: default].
+    /// Headless, nothing can be asked: calls that would ask are refused and the model is
+    /// told why.
+    #[arg(long, value_parser = ["plan", "default", "auto-edit", "yolo"])]
+    pub approval_mode: Option<String>,
+    /// Approve every call (`--approval-mode yolo`).
+    #[arg(short = 'y', long)]
+    pub yolo: bool,
+    /// Tools (or rules such as `run_shell_command(git *)`) that run without asking
+    /// (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub allowed_tools: Vec<String>,
+    /// Tools the model is not offered (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub exclude_tools: Vec<String>,
+    /// text: the answer on stdout, tool activity on stderr; json: one object at the end;
+    /// stream-json: one JSON event per line as it happens.
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// Most model turns in the session.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub max_session_turns: usize,
+    /// Answer model requests from this JSONL script instead of a server (offline).
+    #[arg(long, value_name = "FILE")]
+    pub model_replay: Option<PathBuf>,
+    /// Write the model's turns to this JSONL file, in the replay format.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    StreamJson,
 }
 
 #[derive(Debug, Subcommand)]

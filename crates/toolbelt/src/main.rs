@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+mod agent_cmd;
+mod agent_output;
 mod cli;
 mod mcp_cmd;
 mod session;
@@ -33,10 +35,7 @@ async fn run(cli: cli::Cli) -> u8 {
     match cli.command {
         Some(cli::Command::Tools { command }) => tools_cmd::run(&cli.global, command).await,
         Some(cli::Command::Mcp { command }) => mcp_cmd::run(&cli.global, command).await,
-        None => {
-            eprintln!("toolbelt: nothing to do; try `toolbelt --help`");
-            cli::EXIT_USAGE
-        }
+        None => agent_cmd::run(&cli.global, cli.agent).await,
     }
 }
 

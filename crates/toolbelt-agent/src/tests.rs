@@ -1,0 +1,295 @@
+//! The loop against the fake OpenAI server (which checks that every call is answered
+//! once, in order) and against the replay model.
+
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+use toolbelt_core::scheduler::{ApprovalMode, CallState};
+use toolbelt_core::{
+    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, Origin, Settings, Tool,
+    ToolError, ToolResult, WorkspaceRoots,
+};
+use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+use toolbelt_model::{
+    ModelTurn, OpenAiClient, OpenAiConfig, ReplayModel, RetryPolicy, parse_script,
+};
+
+use super::*;
+
+/// `note` echoes its value; `picture` returns a tiny PNG; `wait` runs until cancelled.
+struct TestTool(&'static str);
+
+struct TestCall(&'static str, String);
+
+impl Tool for TestTool {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn display_name(&self) -> &str {
+        self.0
+    }
+    fn description(&self) -> &str {
+        "test"
+    }
+    fn kind(&self) -> Kind {
+        Kind::Read
+    }
+    fn parameter_schema(&self) -> &Value {
+        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        SCHEMA
+            .get_or_init(|| json!({"type": "object", "properties": {"value": {"type": "string"}}}))
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let v = args["value"].as_str().unwrap_or("").to_string();
+        Ok(Box::new(TestCall(self.0, v)))
+    }
+}
+
+impl Invocation for TestCall {
+    fn describe(&self) -> String {
+        format!("{} {}", self.0, self.1)
+    }
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
+        Box::pin(async { None })
+    }
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            match self.0 {
+                "picture" => ToolResult {
+                    llm_content: vec![
+                        Part::text("a picture"),
+                        Part::InlineData {
+                            mime_type: "image/png".into(),
+                            data: vec![137, 80, 78, 71],
+                            display_name: None,
+                        },
+                    ],
+                    return_display: toolbelt_core::Display::markdown("picture"),
+                    error: None,
+                },
+                "wait" => {
+                    ctx.cancel.cancelled().await;
+                    ToolResult::err(toolbelt_core::ErrorKind::Cancelled, "stopped")
+                }
+                _ => ToolResult::text(format!("noted: {}", self.1)),
+            }
+        })
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    env: Arc<ToolEnvironment>,
+    registry: Arc<ToolRegistry>,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let roots = WorkspaceRoots::new([dir.path()]).unwrap();
+    let env = Arc::new(ToolEnvironment::new(
+        roots,
+        Arc::new(Settings::default()),
+        dir.path().join("s"),
+    ));
+    let mut registry = ToolRegistry::new();
+    for name in ["note", "picture", "wait"] {
+        registry.register(Arc::new(TestTool(name)), Origin::BuiltIn);
+    }
+    Fixture {
+        _dir: dir,
+        env,
+        registry: Arc::new(registry),
+    }
+}
+
+fn call(id: &str, name: &str, value: &str) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: json!({ "value": value }).to_string(),
+    }
+}
+
+fn turn(text: &str, calls: Vec<ToolCall>, tokens: u64) -> ModelTurn {
+    ModelTurn {
+        text: text.into(),
+        tool_calls: calls,
+        finish_reason: FinishReason::Stop,
+        usage: Some(Usage {
+            prompt_tokens: tokens,
+            completion_tokens: 1,
+            total_tokens: tokens + 1,
+        }),
+    }
+}
+
+fn agent(f: &Fixture, model: Arc<dyn Model>, max_turns: usize, sink: Option<EventSink>) -> Agent {
+    let config = SchedulerConfig {
+        mode: ApprovalMode::Yolo,
+        ..Default::default()
+    };
+    Agent::new(
+        model,
+        f.registry.clone(),
+        f.env.clone(),
+        config,
+        "system".into(),
+        max_turns,
+        sink,
+    )
+}
+
+fn client(server: &FakeOpenAi, images: bool) -> Arc<dyn Model> {
+    let mut config = OpenAiConfig::new(server.base_url(), "m");
+    config.takes_images = images;
+    config.retry = RetryPolicy {
+        max_attempts: 2,
+        base_delay: Duration::from_millis(1),
+        ..Default::default()
+    };
+    Arc::new(OpenAiClient::new(config).unwrap())
+}
+
+fn prompt(text: &str) -> Vec<UserPart> {
+    vec![UserPart::Text(text.into())]
+}
+
+#[tokio::test]
+async fn the_loop_answers_every_call_until_the_model_stops() {
+    let f = fixture();
+    let server = FakeOpenAi::start(vec![
+        Reply::turn(turn(
+            "",
+            vec![call("a", "note", "1"), call("b", "nope", "2")],
+            10,
+        )),
+        Reply::turn(turn("one more", vec![call("c", "note", "3")], 20)),
+        Reply::turn(turn("all done", vec![], 30)),
+    ])
+    .await
+    .unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let sink: EventSink = {
+        let log = log.clone();
+        Arc::new(move |e| {
+            let line = match e {
+                AgentEvent::Assistant { turn, .. } => format!("assistant {turn}"),
+                AgentEvent::Tool(SchedulerEvent::Finished(c)) => format!("done {}", c.call_id),
+                AgentEvent::Tool(_) => return,
+            };
+            log.lock().unwrap().push(line);
+        })
+    };
+    let a = agent(&f, client(&server, false), 10, Some(sink));
+    let out = a.run(prompt("go"), &CancellationToken::new()).await;
+    assert!(matches!(out.stop, StopReason::Answered), "{:?}", out.stop);
+    assert_eq!(out.answer, "all done");
+    assert_eq!(out.turns, 3);
+    assert_eq!(out.usage.prompt_tokens, 60);
+    let states: Vec<_> = out.calls.iter().map(|c| c.state).collect();
+    assert_eq!(
+        states,
+        [CallState::Success, CallState::Error, CallState::Success]
+    );
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let second = &server.requests()[1].body["messages"];
+    assert_eq!(second[0]["content"], "system");
+    assert_eq!(second[3]["content"], "noted: 1");
+    assert!(second[4]["content"].as_str().unwrap().contains("not found"));
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "assistant 1",
+            "done b",
+            "done a",
+            "assistant 2",
+            "done c",
+            "assistant 3"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_turn_limit_stops_the_loop_with_every_call_answered() {
+    let f = fixture();
+    let line = r#"{"tool_calls": [{"name": "note", "arguments": {"value": "x"}}]}"#;
+    let script = parse_script(&[line; 5].join("\n"), None).unwrap();
+    let a = agent(&f, Arc::new(ReplayModel::new(&script, "r")), 3, None);
+    let out = a.run(prompt("loop"), &CancellationToken::new()).await;
+    assert!(matches!(out.stop, StopReason::MaxTurns(3)));
+    assert_eq!(out.turns, 3);
+    assert_eq!(out.calls.len(), 3);
+}
+
+#[tokio::test]
+async fn a_refusing_model_ends_the_run_with_its_message() {
+    let f = fixture();
+    let server = FakeOpenAi::start(vec![Reply::status(401, "invalid api key")])
+        .await
+        .unwrap();
+    let out = agent(&f, client(&server, false), 10, None)
+        .run(prompt("x"), &CancellationToken::new())
+        .await;
+    match out.stop {
+        StopReason::ModelFailed(e) => assert!(e.to_string().contains("invalid api key")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn images_follow_in_a_user_message_or_become_a_note() {
+    for images in [true, false] {
+        let f = fixture();
+        let server = FakeOpenAi::start(vec![
+            Reply::turn(turn("", vec![call("p", "picture", "")], 1)),
+            Reply::text("seen"),
+        ])
+        .await
+        .unwrap();
+        agent(&f, client(&server, images), 5, None)
+            .run(prompt("look"), &CancellationToken::new())
+            .await;
+        assert_eq!(server.violations(), Vec::<String>::new());
+        let messages = server.requests()[1].body["messages"].clone();
+        let tool_text = messages[3]["content"].as_str().unwrap().to_string();
+        if images {
+            assert!(tool_text.contains("attached in the following user message"));
+            let url = messages[4]["content"][1]["image_url"]["url"]
+                .as_str()
+                .unwrap();
+            assert_eq!(url, "data:image/png;base64,iVBORw==");
+        } else {
+            assert!(
+                tool_text.contains("image/png content, 4 bytes, not shown"),
+                "{tool_text}"
+            );
+            assert_eq!(messages.as_array().unwrap().len(), 4);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_stops_the_running_tool_and_the_loop() {
+    let f = fixture();
+    let script = parse_script(
+        "{\"tool_calls\": [{\"name\": \"wait\"}]}\n{\"text\": \"never\"}",
+        None,
+    )
+    .unwrap();
+    let cancel = CancellationToken::new();
+    let sink: EventSink = {
+        let cancel = cancel.clone();
+        Arc::new(move |e| {
+            if let AgentEvent::Tool(SchedulerEvent::Started { .. }) = e {
+                cancel.cancel();
+            }
+        })
+    };
+    let a = agent(&f, Arc::new(ReplayModel::new(&script, "r")), 5, Some(sink));
+    let out = tokio::time::timeout(Duration::from_secs(20), a.run(prompt("x"), &cancel))
+        .await
+        .unwrap();
+    assert!(matches!(out.stop, StopReason::Cancelled));
+    assert_eq!(out.calls[0].state, CallState::Cancelled);
+    assert_eq!(out.turns, 1);
+}

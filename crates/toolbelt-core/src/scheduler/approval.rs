@@ -1,0 +1,240 @@
+//! Who decides whether a call runs: permission rules, the approval mode, what the person
+//! already allowed in this session, and, when all of those leave it open, the person.
+//!
+//! The order, per call (SPEC §3 step 5):
+//! 1. rules `Deny` → refused, naming the rule; rules `Ask` → the person must be asked
+//!    (even in yolo mode: an explicit ask rule is the stricter word);
+//!    rules `Allow` → runs (outside plan mode);
+//! 2. plan mode refuses every kind that is not read-only, except `exit_plan_mode`;
+//! 3. a call whose invocation asks no confirmation runs;
+//! 4. yolo approves everything; auto-edit approves edit confirmations; "always allow"
+//!    answers of this session approve what they cover;
+//! 5. otherwise the [`Approver`] is asked. Without one (headless) the call is refused with
+//!    a message that tells the model why and what the person can do.
+//!
+//! Asking is an async trait object so the headless command line, tests and a future
+//! terminal UI plug in their own way of asking.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Mutex;
+
+use crate::confirm::{ConfirmationDetails, ConfirmationOutcome};
+use crate::registry::Origin;
+use crate::rules::{Decision, PermissionRules, Rule, RuleList};
+use crate::settings::Settings;
+use crate::tool::{BoxFuture, Kind, PermissionSubject};
+
+/// Name of the tool whose approval leaves plan mode.
+pub const EXIT_PLAN_MODE: &str = "exit_plan_mode";
+
+/// How much runs without asking (Qwen Code's `--approval-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ApprovalMode {
+    /// Read-only kinds only, until a plan is approved through `exit_plan_mode`.
+    Plan,
+    /// Ask for edits, execution, fetches and untrusted MCP tools.
+    #[default]
+    Default,
+    /// Edits approved; the rest as in `Default`.
+    AutoEdit,
+    /// Everything approved (explicit ask and deny rules still hold).
+    Yolo,
+}
+
+impl ApprovalMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalMode::Plan => "plan",
+            ApprovalMode::Default => "default",
+            ApprovalMode::AutoEdit => "auto-edit",
+            ApprovalMode::Yolo => "yolo",
+        }
+    }
+}
+
+impl fmt::Display for ApprovalMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ApprovalMode {
+    type Err = String;
+
+    /// Accepts the spellings of Qwen Code's flag and settings (`auto-edit`, `auto_edit`,
+    /// `autoEdit`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "plan" => Ok(ApprovalMode::Plan),
+            "default" => Ok(ApprovalMode::Default),
+            "auto-edit" | "autoedit" => Ok(ApprovalMode::AutoEdit),
+            "yolo" => Ok(ApprovalMode::Yolo),
+            other => Err(format!(
+                "unknown approval mode '{other}': expected plan, default, auto-edit or yolo"
+            )),
+        }
+    }
+}
+
+/// What a person is asked about.
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    pub call_id: String,
+    pub tool: String,
+    pub kind: Kind,
+    pub description: String,
+    pub details: ConfirmationDetails,
+    /// False when an explicit ask rule forced the question: "always allow" would
+    /// contradict the rule, so a display should not offer it.
+    pub may_always_allow: bool,
+}
+
+/// Asks a person. Implementations: a terminal prompt, a UI, a scripted test answerer.
+/// The scheduler stops waiting when the turn is cancelled, so an implementation need
+/// not watch for cancellation itself.
+pub trait Approver: Send + Sync {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ConfirmationOutcome>;
+}
+
+/// "Always allow" answers given in this session.
+#[derive(Debug, Default)]
+pub struct SessionAllowances {
+    inner: Mutex<Allowed>,
+}
+
+#[derive(Debug, Default)]
+struct Allowed {
+    tools: HashSet<String>,
+    mcp_servers: HashSet<String>,
+    root_commands: HashSet<String>,
+}
+
+impl SessionAllowances {
+    /// Whether an earlier answer covers this call.
+    pub fn covers(&self, tool: &str, origin: &Origin, details: &ConfirmationDetails) -> bool {
+        let Ok(allowed) = self.inner.lock() else {
+            return false;
+        };
+        if allowed.tools.contains(tool) {
+            return true;
+        }
+        let server = mcp_server(origin, details);
+        if server.is_some_and(|s| allowed.mcp_servers.contains(s)) {
+            return true;
+        }
+        match details {
+            ConfirmationDetails::Exec { root_commands, .. } => {
+                !root_commands.is_empty()
+                    && root_commands
+                        .iter()
+                        .all(|c| allowed.root_commands.contains(c))
+            }
+            _ => false,
+        }
+    }
+
+    /// Remembers what `outcome` allows from now on.
+    pub fn remember(
+        &self,
+        outcome: ConfirmationOutcome,
+        tool: &str,
+        origin: &Origin,
+        details: &ConfirmationDetails,
+    ) {
+        let Ok(mut allowed) = self.inner.lock() else {
+            return;
+        };
+        match outcome {
+            ConfirmationOutcome::ProceedAlways => {
+                allowed.tools.insert(tool.to_string());
+            }
+            ConfirmationOutcome::ProceedAlwaysServer => match mcp_server(origin, details) {
+                Some(server) => {
+                    allowed.mcp_servers.insert(server.to_string());
+                }
+                None => {
+                    allowed.tools.insert(tool.to_string());
+                }
+            },
+            ConfirmationOutcome::ProceedAlwaysRootCommand => match details {
+                ConfirmationDetails::Exec { root_commands, .. } if !root_commands.is_empty() => {
+                    allowed.root_commands.extend(root_commands.iter().cloned());
+                }
+                _ => {
+                    allowed.tools.insert(tool.to_string());
+                }
+            },
+            _ => {}
+        }
+    }
+}
+
+fn mcp_server<'a>(origin: &'a Origin, details: &'a ConfirmationDetails) -> Option<&'a str> {
+    match (origin, details) {
+        (Origin::Mcp { server }, _) => Some(server),
+        (_, ConfirmationDetails::Mcp { server, .. }) => Some(server),
+        _ => None,
+    }
+}
+
+/// The permission rules of a session, plus the deny rules as written so a refusal can
+/// name the rule that caused it.
+#[derive(Debug, Clone, Default)]
+pub struct Permissions {
+    rules: PermissionRules,
+    deny: Vec<Rule>,
+}
+
+impl Permissions {
+    /// `permissions.*`, `tools.allowed` and `tools.exclude` (see
+    /// [`PermissionRules::from_settings`]).
+    pub fn from_settings(settings: &Settings) -> Self {
+        let deny = settings
+            .permissions
+            .deny
+            .iter()
+            .chain(&settings.tools.exclude)
+            .filter_map(|t| Rule::parse(t))
+            .collect();
+        Permissions {
+            rules: PermissionRules::from_settings(settings),
+            deny,
+        }
+    }
+
+    /// Adds a rule from a flag (`--allowed-tools`, `--exclude-tools`).
+    pub fn add(&mut self, list: RuleList, text: &str) {
+        if list == RuleList::Deny
+            && let Some(rule) = Rule::parse(text)
+        {
+            self.deny.push(rule);
+        }
+        self.rules.add(list, text);
+    }
+
+    pub fn evaluate(&self, tool: &str, subject: &PermissionSubject) -> Decision {
+        self.rules.evaluate(tool, subject)
+    }
+
+    /// Entries that did not parse, for a warning.
+    pub fn invalid(&self) -> &[String] {
+        &self.rules.invalid
+    }
+
+    /// The first deny rule that covers the call (or one of its shell commands).
+    pub fn deny_rule(&self, tool: &str, subject: &PermissionSubject) -> Option<&str> {
+        let parts: Vec<PermissionSubject> = match subject {
+            PermissionSubject::Commands(commands) => commands
+                .iter()
+                .map(|c| PermissionSubject::Commands(vec![c.clone()]))
+                .collect(),
+            other => vec![other.clone()],
+        };
+        self.deny
+            .iter()
+            .find(|rule| parts.iter().any(|p| rule.matches(tool, p)))
+            .map(|rule| rule.text.as_str())
+    }
+}

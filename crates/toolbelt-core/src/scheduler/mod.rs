@@ -1,0 +1,507 @@
+//! The scheduler: the function calls of one model turn in, one result per call out, in
+//! call order (SPEC §3 steps 2 to 8).
+//!
+//! # Brief overview
+//!
+//! [`Scheduler::run`] takes the calls of a turn through two phases:
+//!
+//! 1. **Validate and approve, one call at a time, in order.** Parse the argument text,
+//!    look the tool up (an unknown name gets the closest names), apply the guards
+//!    (truncated edit, repeated failure), build the invocation, then decide approval (see
+//!    [`approval`]). Asking is sequential on purpose: a person answers one question at a
+//!    time, and an "always allow" answer covers the calls after it.
+//! 2. **Execute.** The approved calls are split into consecutive runs: a run of read-only
+//!    calls (read, search, fetch, think) executes in parallel, at most
+//!    [`SchedulerConfig::max_parallel`] at once; any other call executes alone, in order.
+//!    `[read, read, edit, read]` becomes `[[read ∥ read], [edit], [read]]`.
+//!
+//! One [`CancellationToken`] covers the turn: cancelling it stops the call waiting for
+//! approval, every running call (each gets a child token, so a tool can return what it
+//! had done so far), and every call not yet started. Every call gets exactly one result;
+//! every text part passes [`OutputPolicy::limit_result`](crate::OutputPolicy::limit_result).
+//!
+//! Each call is a task of its own (`tokio::spawn`), so a panicking tool becomes an error
+//! result instead of ending the session.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::confirm::{ConfirmationDetails, ConfirmationOutcome};
+use crate::registry::ToolRegistry;
+use crate::result::{ErrorKind, ToolError, ToolResult};
+use crate::rules::Decision;
+use crate::tool::{Invocation, Kind, ToolEnvironment};
+use crate::validate::parse_arguments;
+
+pub mod approval;
+pub mod events;
+pub mod guards;
+mod run_call;
+
+pub use approval::{
+    ApprovalMode, ApprovalRequest, Approver, EXIT_PLAN_MODE, Permissions, SessionAllowances,
+};
+pub use events::{CallState, CompletedCall, SchedulerEvent, ToolCallRequest};
+use guards::{RETRY_LOOP_NOTE, RetryLoopGuard, TRUNCATED_EDIT_ADVICE};
+pub use run_call::text_for_model;
+use run_call::{JobInfo, cancelled_error, execute};
+
+/// Qwen Code's `QWEN_CODE_MAX_TOOL_CONCURRENCY` default.
+pub const DEFAULT_MAX_PARALLEL: usize = 10;
+
+/// How a session's scheduler behaves. Built once per session.
+pub struct SchedulerConfig {
+    pub mode: ApprovalMode,
+    pub permissions: Permissions,
+    /// Who is asked; `None` when nobody can be (headless).
+    pub approver: Option<Arc<dyn Approver>>,
+    /// Cap on read-only calls running at once.
+    pub max_parallel: usize,
+    /// Where events go; `None` when nobody watches.
+    pub events: Option<mpsc::UnboundedSender<SchedulerEvent>>,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            mode: ApprovalMode::Default,
+            permissions: Permissions::default(),
+            approver: None,
+            max_parallel: DEFAULT_MAX_PARALLEL,
+            events: None,
+        }
+    }
+}
+
+/// Facts about the model reply the calls came from.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TurnInfo {
+    /// The reply stopped at the output token limit.
+    pub reply_truncated: bool,
+}
+
+pub struct Scheduler {
+    env: Arc<ToolEnvironment>,
+    permissions: Permissions,
+    approver: Option<Arc<dyn Approver>>,
+    max_parallel: usize,
+    events: Option<mpsc::UnboundedSender<SchedulerEvent>>,
+    mode: Mutex<ApprovalMode>,
+    allowances: SessionAllowances,
+    retry_guard: Mutex<RetryLoopGuard>,
+}
+
+/// A call between the phases: either finished already, or approved with its invocation.
+enum Prepared {
+    Done(CompletedCall),
+    Approved(Approved),
+}
+
+struct Approved {
+    request: ToolCallRequest,
+    arguments: Value,
+    tool: String,
+    kind: Kind,
+    description: String,
+    invocation: Box<dyn Invocation>,
+}
+
+/// How approval ended for one call.
+enum Verdict {
+    Run,
+    Refuse(ToolError),
+    Cancelled(ToolError),
+}
+
+impl Scheduler {
+    pub fn new(env: Arc<ToolEnvironment>, config: SchedulerConfig) -> Self {
+        Scheduler {
+            env,
+            permissions: config.permissions,
+            approver: config.approver,
+            max_parallel: config.max_parallel.max(1),
+            events: config.events,
+            mode: Mutex::new(config.mode),
+            allowances: SessionAllowances::default(),
+            retry_guard: Mutex::new(RetryLoopGuard::default()),
+        }
+    }
+
+    pub fn mode(&self) -> ApprovalMode {
+        self.mode.lock().map(|m| *m).unwrap_or_default()
+    }
+
+    pub fn set_mode(&self, mode: ApprovalMode) {
+        if let Ok(mut m) = self.mode.lock() {
+            *m = mode;
+        }
+    }
+
+    pub fn allowances(&self) -> &SessionAllowances {
+        &self.allowances
+    }
+
+    pub fn env(&self) -> &Arc<ToolEnvironment> {
+        &self.env
+    }
+
+    fn emit(&self, event: SchedulerEvent) {
+        if let Some(tx) = &self.events {
+            let _ = tx.send(event);
+        }
+    }
+
+    /// Runs the calls of one model turn; returns one completed call per request, in the
+    /// order given.
+    pub async fn run(
+        &self,
+        registry: &ToolRegistry,
+        calls: Vec<ToolCallRequest>,
+        turn: TurnInfo,
+        cancel: &CancellationToken,
+    ) -> Vec<CompletedCall> {
+        let mut prepared = Vec::with_capacity(calls.len());
+        for request in calls {
+            let p = self.prepare(registry, request, turn, cancel).await;
+            if let Prepared::Done(done) = &p {
+                self.emit(SchedulerEvent::Finished(done.clone()));
+            }
+            prepared.push(p);
+        }
+        self.execute_all(prepared, cancel).await
+    }
+
+    /// Phase 1 for one call.
+    async fn prepare(
+        &self,
+        registry: &ToolRegistry,
+        request: ToolCallRequest,
+        turn: TurnInfo,
+        cancel: &CancellationToken,
+    ) -> Prepared {
+        let fail = |request: ToolCallRequest, arguments: Value, description: String, error| {
+            Prepared::Done(self.finish_early(request, arguments, description, error))
+        };
+        if cancel.is_cancelled() {
+            return fail(request, Value::Null, String::new(), cancelled_error());
+        }
+        let arguments = match parse_arguments(&request.arguments) {
+            Ok(v) => v,
+            Err(e) => return fail(request, Value::Null, String::new(), e),
+        };
+        let Some(registration) = registry.get(&request.name) else {
+            let error = registry.not_found(&request.name);
+            return fail(request, arguments, String::new(), error);
+        };
+        let tool = registration.name.clone();
+        let kind = registration.tool.kind();
+        if turn.reply_truncated && kind == Kind::Edit {
+            let error = ToolError::new(ErrorKind::ExecutionDenied, TRUNCATED_EDIT_ADVICE);
+            return fail(request, arguments, String::new(), error);
+        }
+        let invocation = match registration.build(arguments.clone()) {
+            Ok(inv) => inv,
+            Err(mut error) => {
+                let repeated = self
+                    .retry_guard
+                    .lock()
+                    .map(|mut g| g.failed(&tool, &error.message))
+                    .unwrap_or(false);
+                if repeated {
+                    error.message = format!("{}\n\n{RETRY_LOOP_NOTE}", error.message);
+                }
+                return fail(request, arguments, String::new(), error);
+            }
+        };
+        if let Ok(mut g) = self.retry_guard.lock() {
+            g.passed(&tool);
+        }
+        let description = invocation.describe();
+        self.emit(SchedulerEvent::Validated {
+            call_id: request.call_id.clone(),
+            tool: tool.clone(),
+            description: description.clone(),
+        });
+        let verdict = self
+            .decide(
+                registration,
+                &request,
+                kind,
+                &description,
+                &*invocation,
+                cancel,
+            )
+            .await;
+        match verdict {
+            Verdict::Run => {
+                self.emit(SchedulerEvent::Scheduled {
+                    call_id: request.call_id.clone(),
+                });
+                Prepared::Approved(Approved {
+                    request,
+                    arguments,
+                    tool,
+                    kind,
+                    description,
+                    invocation,
+                })
+            }
+            Verdict::Refuse(error) => fail(request, arguments, description, error),
+            Verdict::Cancelled(error) => {
+                let mut done = self.finish_early(request, arguments, description, error);
+                done.state = CallState::Cancelled;
+                Prepared::Done(done)
+            }
+        }
+    }
+
+    /// The approval decision for one validated call (see [`approval`] for the order).
+    async fn decide(
+        &self,
+        registration: &crate::registry::Registration,
+        request: &ToolCallRequest,
+        kind: Kind,
+        description: &str,
+        invocation: &dyn Invocation,
+        cancel: &CancellationToken,
+    ) -> Verdict {
+        let tool = registration.name.as_str();
+        let subject = invocation.permission_subject();
+        let decision = self.permissions.evaluate(tool, &subject);
+        if decision == Decision::Deny {
+            let rule = self
+                .permissions
+                .deny_rule(tool, &subject)
+                .map(|r| format!(" Matching deny rule: \"{r}\"."))
+                .unwrap_or_default();
+            return Verdict::Refuse(ToolError::new(
+                ErrorKind::ExecutionDenied,
+                format!(
+                    "Tool \"{tool}\" is denied by permission rules.{rule} It was not run; do not retry it."
+                ),
+            ));
+        }
+        let mode = self.mode();
+        if mode == ApprovalMode::Plan && !kind.is_read_only() && tool != EXIT_PLAN_MODE {
+            return Verdict::Refuse(ToolError::new(
+                ErrorKind::ExecutionDenied,
+                format!(
+                    "Plan mode is active: only read-only tools (read, search, fetch, think) run, and \"{tool}\" ({}) was not run. Finish researching, then present your plan with {EXIT_PLAN_MODE}; once the user approves it, changes are allowed.",
+                    kind.as_str()
+                ),
+            ));
+        }
+        let details = invocation.confirmation().await;
+        let forced_ask = decision == Decision::Ask;
+        let details = match details {
+            Some(d) => d,
+            None if forced_ask => {
+                ConfirmationDetails::generic(registration.tool.display_name(), description)
+            }
+            None => return Verdict::Run,
+        };
+        if !forced_ask {
+            let plan_exit = tool == EXIT_PLAN_MODE;
+            let auto = decision == Decision::Allow
+                || (mode == ApprovalMode::Yolo && !plan_exit)
+                || (mode == ApprovalMode::AutoEdit
+                    && matches!(details, ConfirmationDetails::Edit { .. }))
+                || self.allowances.covers(tool, &registration.origin, &details);
+            if auto {
+                return Verdict::Run;
+            }
+        }
+        let Some(approver) = &self.approver else {
+            return Verdict::Refuse(ToolError::new(
+                ErrorKind::ExecutionDenied,
+                format!(
+                    "Tool \"{tool}\" needs the user's approval ({}), and this session runs without anyone to ask (non-interactive, approval mode {mode}), so it was not run. Do not retry it; continue without it if you can, or tell the user what you need. The user can allow it with --yolo, --approval-mode auto-edit (for edits) or --allowed-tools {tool}.",
+                    details.title()
+                ),
+            ));
+        };
+        self.emit(SchedulerEvent::AwaitingApproval {
+            call_id: request.call_id.clone(),
+            tool: tool.to_string(),
+            details: details.clone(),
+        });
+        let ask = ApprovalRequest {
+            call_id: request.call_id.clone(),
+            tool: tool.to_string(),
+            kind,
+            description: description.to_string(),
+            details: details.clone(),
+            may_always_allow: !forced_ask,
+        };
+        let outcome = tokio::select! {
+            outcome = approver.approve(&ask) => outcome,
+            _ = cancel.cancelled() => return Verdict::Cancelled(cancelled_error()),
+        };
+        if !outcome.proceeds() {
+            return Verdict::Cancelled(ToolError::new(
+                ErrorKind::ExecutionDenied,
+                format!("The user did not allow this call to \"{tool}\"; it was not run."),
+            ));
+        }
+        if !forced_ask {
+            self.allowances
+                .remember(outcome, tool, &registration.origin, &details);
+        }
+        if tool == EXIT_PLAN_MODE && mode == ApprovalMode::Plan {
+            self.set_mode(if outcome == ConfirmationOutcome::ProceedAlways {
+                ApprovalMode::AutoEdit
+            } else {
+                ApprovalMode::Default
+            });
+        }
+        Verdict::Run
+    }
+
+    fn finish_early(
+        &self,
+        request: ToolCallRequest,
+        arguments: Value,
+        description: String,
+        error: ToolError,
+    ) -> CompletedCall {
+        let state = if error.kind == ErrorKind::Cancelled {
+            CallState::Cancelled
+        } else {
+            CallState::Error
+        };
+        let description = if description.is_empty() {
+            request.name.clone()
+        } else {
+            description
+        };
+        CompletedCall {
+            call_id: request.call_id,
+            name: request.name,
+            arguments,
+            description,
+            state,
+            result: ToolResult::error(error),
+            duration: Duration::ZERO,
+        }
+    }
+
+    /// Phase 2: runs the approved calls in consecutive batches; returns every call in the
+    /// original order.
+    async fn execute_all(
+        &self,
+        prepared: Vec<Prepared>,
+        cancel: &CancellationToken,
+    ) -> Vec<CompletedCall> {
+        let mut out: Vec<Option<CompletedCall>> = Vec::with_capacity(prepared.len());
+        // Read-only calls waiting to run together: (slot in `out`, call).
+        let mut batch: Vec<(usize, Approved)> = Vec::new();
+        for p in prepared {
+            match p {
+                Prepared::Done(done) => out.push(Some(done)),
+                Prepared::Approved(call) if call.kind.is_read_only() => {
+                    batch.push((out.len(), call));
+                    out.push(None);
+                }
+                Prepared::Approved(call) => {
+                    self.run_parallel(std::mem::take(&mut batch), &mut out, cancel)
+                        .await;
+                    let done = self.start_call(call, None, cancel).await;
+                    self.emit(SchedulerEvent::Finished(done.clone()));
+                    out.push(Some(done));
+                }
+            }
+        }
+        self.run_parallel(batch, &mut out, cancel).await;
+        out.into_iter().flatten().collect()
+    }
+
+    async fn run_parallel(
+        &self,
+        batch: Vec<(usize, Approved)>,
+        out: &mut [Option<CompletedCall>],
+        cancel: &CancellationToken,
+    ) {
+        if batch.is_empty() {
+            return;
+        }
+        let permits = Arc::new(Semaphore::new(self.max_parallel));
+        let running: Vec<(usize, _)> = batch
+            .into_iter()
+            .map(|(slot, call)| (slot, self.start_call(call, Some(permits.clone()), cancel)))
+            .collect();
+        for (slot, handle) in running {
+            let done = handle.await;
+            self.emit(SchedulerEvent::Finished(done.clone()));
+            out[slot] = Some(done);
+        }
+    }
+
+    /// Starts one call as a task of its own; the returned future yields its completed
+    /// call, never fails.
+    fn start_call(
+        &self,
+        call: Approved,
+        permits: Option<Arc<Semaphore>>,
+        cancel: &CancellationToken,
+    ) -> impl std::future::Future<Output = CompletedCall> + Send + 'static {
+        let cancel = cancel.child_token();
+        let env = self.env.clone();
+        let events = self.events.clone();
+        let Approved {
+            request,
+            arguments,
+            tool,
+            kind: _,
+            description,
+            invocation,
+        } = call;
+        let call_id = request.call_id.clone();
+        let job = execute(
+            invocation,
+            JobInfo {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                description: description.clone(),
+            },
+            env.clone(),
+            events,
+            permits,
+            cancel,
+        );
+        let handle = tokio::spawn(job);
+        async move {
+            let (result, duration) = match handle.await {
+                Ok(done) => done,
+                Err(e) => (
+                    ToolResult::err(
+                        ErrorKind::ExecutionFailed,
+                        format!("the tool failed unexpectedly: {e}"),
+                    ),
+                    Duration::ZERO,
+                ),
+            };
+            let state = match &result.error {
+                None => CallState::Success,
+                Some(e) if e.kind == ErrorKind::Cancelled => CallState::Cancelled,
+                Some(_) => CallState::Error,
+            };
+            let result = env.output.limit_result(result, &tool);
+            CompletedCall {
+                call_id,
+                name: request.name,
+                arguments,
+                description,
+                state,
+                result,
+                duration,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,113 @@
+//! Running one approved call: wait for a slot in the parallel batch, start, race the
+//! cancellation token, and turn what comes back into a result.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use super::SchedulerEvent;
+use crate::result::{ErrorKind, Part, ToolError, ToolResult};
+use crate::tool::{ExecContext, Invocation, OutputSink, ToolEnvironment};
+
+/// How long a cancelled call may take to hand back its partial result before it is
+/// dropped. Tools honour cancellation promptly; this only bounds one that does not.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+pub(super) struct JobInfo {
+    pub call_id: String,
+    pub tool: String,
+    pub description: String,
+}
+
+/// Runs one invocation: waits for a slot, starts, races cancellation.
+pub(super) async fn execute(
+    invocation: Box<dyn Invocation>,
+    info: JobInfo,
+    env: Arc<ToolEnvironment>,
+    events: Option<mpsc::UnboundedSender<SchedulerEvent>>,
+    permits: Option<Arc<Semaphore>>,
+    cancel: CancellationToken,
+) -> (ToolResult, Duration) {
+    let _permit = match permits {
+        Some(p) => tokio::select! {
+            permit = p.acquire_owned() => permit.ok(),
+            _ = cancel.cancelled() => return (ToolResult::error(cancelled_error()), Duration::ZERO),
+        },
+        None => None,
+    };
+    if cancel.is_cancelled() {
+        return (ToolResult::error(cancelled_error()), Duration::ZERO);
+    }
+    if let Some(tx) = &events {
+        let _ = tx.send(SchedulerEvent::Started {
+            call_id: info.call_id.clone(),
+            tool: info.tool.clone(),
+            description: info.description.clone(),
+        });
+    }
+    let output = match events {
+        Some(tx) => {
+            let call_id = info.call_id.clone();
+            OutputSink::new(move |chunk| {
+                let _ = tx.send(SchedulerEvent::Output {
+                    call_id: call_id.clone(),
+                    chunk: chunk.to_string(),
+                });
+            })
+        }
+        None => OutputSink::none(),
+    };
+    let ctx = ExecContext {
+        cancel: cancel.clone(),
+        output,
+        env,
+    };
+    let started = Instant::now();
+    let mut running = invocation.execute(ctx);
+    let result = tokio::select! {
+        result = &mut running => result,
+        _ = cancel.cancelled() => {
+            tokio::select! {
+                result = &mut running => result,
+                _ = tokio::time::sleep(CANCEL_GRACE) => ToolResult::error(ToolError::new(
+                    ErrorKind::Cancelled,
+                    format!("[Operation Cancelled] {} did not stop in time and was abandoned.", info.tool),
+                )),
+            }
+        }
+    };
+    let result = if cancel.is_cancelled() && result.error.is_none() && result.llm_content.is_empty()
+    {
+        ToolResult::error(cancelled_error())
+    } else {
+        result
+    };
+    (result, started.elapsed())
+}
+
+pub(super) fn cancelled_error() -> ToolError {
+    ToolError::new(
+        ErrorKind::Cancelled,
+        "[Operation Cancelled] The user cancelled the tool call before it ran.",
+    )
+}
+
+/// Text parts of a result, for models that read text only: inline data becomes a short
+/// note naming what was left out.
+pub fn text_for_model(result: &ToolResult) -> String {
+    let mut out = Vec::new();
+    for part in &result.llm_content {
+        match part {
+            Part::Text { text } => out.push(text.clone()),
+            Part::InlineData {
+                mime_type, data, ..
+            } => out.push(format!(
+                "[{mime_type} content, {} bytes, not shown: this model does not take inline media]",
+                data.len()
+            )),
+        }
+    }
+    out.join("\n")
+}

@@ -1,0 +1,537 @@
+//! A scripted OpenAI-compatible server on 127.0.0.1, for tests and benchmarks, that
+//! checks every request it receives.
+//!
+//! It speaks real HTTP/1.1 over a real socket: streamed answers use chunked transfer
+//! encoding and are written in small pieces (so they split inside JSON and inside tool
+//! call arguments), one request per connection. Each request is answered with the next
+//! [`Reply`] of the script.
+//!
+//! The checks, recorded as violations rather than panics so the test sees them all:
+//! the path is `/v1/chat/completions`; the body is JSON with a model and messages; every
+//! tool call of an assistant message is answered by exactly one `tool` message, in order,
+//! before anything else is said; and the tool calls in the conversation are exactly the
+//! ones this server sent (same ids, names and arguments, in order).
+
+use std::collections::{HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::{FinishReason, ModelTurn, ToolCall};
+
+/// How the server answers one request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A streamed turn, written in pieces of `piece` bytes.
+    Stream { turn: ModelTurn, piece: usize },
+    /// This SSE text, exactly, then a clean end (for malformed streams).
+    RawStream(String),
+    /// The start of a streamed turn (`bytes` of it), then the connection is dropped.
+    Drop { turn: ModelTurn, bytes: usize },
+    /// A whole JSON response (for clients that do not stream).
+    Whole(ModelTurn),
+    /// An HTTP error with a JSON error body.
+    Status {
+        status: u16,
+        retry_after: Option<String>,
+        message: String,
+    },
+}
+
+impl Reply {
+    pub fn turn(turn: ModelTurn) -> Reply {
+        Reply::Stream { turn, piece: 7 }
+    }
+
+    pub fn text(text: &str) -> Reply {
+        Reply::turn(ModelTurn {
+            text: text.to_string(),
+            ..Default::default()
+        })
+    }
+
+    pub fn status(status: u16, message: &str) -> Reply {
+        Reply::Status {
+            status,
+            retry_after: None,
+            message: message.to_string(),
+        }
+    }
+}
+
+/// One request as received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub path: String,
+    pub authorization: Option<String>,
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct Shared {
+    replies: VecDeque<Reply>,
+    /// Answer when the script is used up; `None` records a violation and answers 500.
+    fallback: Option<Reply>,
+    /// Requests without tools get this and do not use a script turn (side requests of
+    /// other agents, such as Qwen Code's "next speaker" check).
+    side_reply: Option<Reply>,
+    requests: Vec<Recorded>,
+    violations: Vec<String>,
+    /// Tool calls this server sent in complete answers, in order.
+    sent_calls: Vec<ToolCall>,
+}
+
+pub struct FakeOpenAi {
+    addr: SocketAddr,
+    shared: Arc<Mutex<Shared>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeOpenAi {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeOpenAi {
+    pub async fn start(replies: Vec<Reply>) -> std::io::Result<Self> {
+        Self::start_on("127.0.0.1:0", replies).await
+    }
+
+    pub async fn start_on(addr: &str, replies: Vec<Reply>) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Mutex::new(Shared {
+            replies: replies.into(),
+            ..Default::default()
+        }));
+        let task = tokio::spawn(serve(listener, shared.clone()));
+        Ok(FakeOpenAi { addr, shared, task })
+    }
+
+    /// What a client is given as its base URL.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Answer with `reply` once the script is used up instead of failing.
+    pub fn set_fallback(&self, reply: Reply) {
+        if let Ok(mut s) = self.shared.lock() {
+            s.fallback = Some(reply);
+        }
+    }
+
+    /// Answer requests without tools with `reply`, outside the script.
+    pub fn set_side_reply(&self, reply: Reply) {
+        if let Ok(mut s) = self.shared.lock() {
+            s.side_reply = Some(reply);
+        }
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared
+            .lock()
+            .map(|s| s.requests.clone())
+            .unwrap_or_default()
+    }
+
+    /// The last request received, if any.
+    pub fn last_request(&self) -> Option<Recorded> {
+        self.shared
+            .lock()
+            .ok()
+            .and_then(|s| s.requests.last().cloned())
+    }
+
+    /// Requests received so far (cheaper than `requests().len()`).
+    pub fn request_count(&self) -> usize {
+        self.shared.lock().map(|s| s.requests.len()).unwrap_or(0)
+    }
+
+    pub fn violations(&self) -> Vec<String> {
+        self.shared
+            .lock()
+            .map(|s| s.violations.clone())
+            .unwrap_or_else(|_| vec!["the server state is poisoned".into()])
+    }
+
+    /// Script replies not used yet.
+    pub fn unused(&self) -> usize {
+        self.shared.lock().map(|s| s.replies.len()).unwrap_or(0)
+    }
+}
+
+async fn serve(listener: TcpListener, shared: Arc<Mutex<Shared>>) {
+    while let Ok((stream, _)) = listener.accept().await {
+        // Streams are written in small pieces; without this, Nagle's algorithm and the
+        // client's delayed ACKs would add tens of milliseconds per answer.
+        let _ = stream.set_nodelay(true);
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            // A client may hang up once it has read `[DONE]`, before the final chunk
+            // marker: that is its right, not a protocol violation.
+            if let Err(e) = handle(stream, &shared).await
+                && !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                )
+                && let Ok(mut s) = shared.lock()
+            {
+                s.violations.push(format!("connection error: {e}"));
+            }
+        });
+    }
+}
+
+async fn handle(mut stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
+    let Some((head, body)) = read_request(&mut stream).await? else {
+        return Ok(());
+    };
+    let mut lines = head.lines();
+    let request_line = lines.next().unwrap_or_default().to_string();
+    let path = request_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    let authorization = lines
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("authorization"))
+        .map(|(_, v)| v.trim().to_string());
+    let reply = {
+        let Ok(mut s) = shared.lock() else {
+            return Ok(());
+        };
+        let body: Value = match serde_json::from_slice(&body) {
+            Ok(v) => v,
+            Err(e) => {
+                s.violations.push(format!("request body is not JSON: {e}"));
+                Value::Null
+            }
+        };
+        let n = s.requests.len() + 1;
+        if !request_line.starts_with("POST ") || path != "/v1/chat/completions" {
+            s.violations.push(format!(
+                "request {n}: unexpected request line '{request_line}'"
+            ));
+        }
+        let has_tools = body.get("tools").is_some_and(|t| t.is_array());
+        let reply = match (&s.side_reply, has_tools) {
+            (Some(side), false) => side.clone(),
+            _ => {
+                let problems = check_request(&body, &s.sent_calls);
+                s.violations
+                    .extend(problems.into_iter().map(|p| format!("request {n}: {p}")));
+                match s.replies.pop_front().or_else(|| s.fallback.clone()) {
+                    Some(r) => r,
+                    None => {
+                        s.violations
+                            .push(format!("request {n}: the script has no reply left"));
+                        Reply::status(500, "the fake server's script is used up")
+                    }
+                }
+            }
+        };
+        if let Reply::Stream { turn, .. } | Reply::Whole(turn) = &reply {
+            s.sent_calls.extend(turn.tool_calls.iter().cloned());
+        }
+        s.requests.push(Recorded {
+            path,
+            authorization,
+            body,
+        });
+        reply
+    };
+    write_reply(&mut stream, reply).await
+}
+
+/// Reads one request: the head as text and the body (Content-Length or chunked).
+async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<(String, Vec<u8>)>> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 8192];
+    let head_end = loop {
+        if let Some(i) = find(&buf, b"\r\n\r\n") {
+            break i;
+        }
+        let n = stream.read(&mut tmp).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut rest = buf[head_end + 4..].to_vec();
+    let header = |name: &str| {
+        head.lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim().to_ascii_lowercase())
+    };
+    if let Some(len) = header("content-length").and_then(|v| v.parse::<usize>().ok()) {
+        while rest.len() < len {
+            let n = stream.read(&mut tmp).await?;
+            if n == 0 {
+                break;
+            }
+            rest.extend_from_slice(&tmp[..n]);
+        }
+        rest.truncate(len);
+        return Ok(Some((head, rest)));
+    }
+    if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+        while find(&rest, b"0\r\n\r\n").is_none() {
+            let n = stream.read(&mut tmp).await?;
+            if n == 0 {
+                break;
+            }
+            rest.extend_from_slice(&tmp[..n]);
+        }
+        return Ok(Some((head, dechunk(&rest))));
+    }
+    Ok(Some((head, rest)))
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = find(data, b"\r\n") {
+        let size = std::str::from_utf8(&data[..eol])
+            .ok()
+            .and_then(|s| usize::from_str_radix(s.split(';').next().unwrap_or("").trim(), 16).ok())
+            .unwrap_or(0);
+        if size == 0 || data.len() < eol + 2 + size {
+            break;
+        }
+        out.extend_from_slice(&data[eol + 2..eol + 2 + size]);
+        data = &data[(eol + 4 + size).min(data.len())..];
+    }
+    out
+}
+
+async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
+    const STREAM_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+    match reply {
+        Reply::Stream { turn, piece } => {
+            stream.write_all(STREAM_HEAD.as_bytes()).await?;
+            write_chunks(stream, sse_body(&turn).as_bytes(), piece).await?;
+            stream.write_all(b"0\r\n\r\n").await?;
+        }
+        Reply::RawStream(text) => {
+            stream.write_all(STREAM_HEAD.as_bytes()).await?;
+            write_chunks(stream, text.as_bytes(), 7).await?;
+            stream.write_all(b"0\r\n\r\n").await?;
+        }
+        Reply::Drop { turn, bytes } => {
+            stream.write_all(STREAM_HEAD.as_bytes()).await?;
+            let body = sse_body(&turn);
+            let cut = bytes.min(body.len().saturating_sub(1));
+            write_chunks(stream, &body.as_bytes()[..cut], 7).await?;
+            // Closing here, without the final chunk, is a broken connection to the client.
+        }
+        Reply::Whole(turn) => {
+            let body = whole_body(&turn).to_string();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(body.as_bytes()).await?;
+        }
+        Reply::Status {
+            status,
+            retry_after,
+            message,
+        } => {
+            let body = json!({"error": {"message": message, "type": "fake_error", "code": status}})
+                .to_string();
+            let retry = retry_after
+                .map(|r| format!("retry-after: {r}\r\n"))
+                .unwrap_or_default();
+            let head = format!(
+                "HTTP/1.1 {status} Fake\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{retry}connection: close\r\n\r\n",
+                body.len()
+            );
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(body.as_bytes()).await?;
+        }
+    }
+    stream.flush().await?;
+    stream.shutdown().await
+}
+
+async fn write_chunks(stream: &mut TcpStream, body: &[u8], piece: usize) -> std::io::Result<()> {
+    for part in body.chunks(piece.max(1)) {
+        stream
+            .write_all(format!("{:x}\r\n", part.len()).as_bytes())
+            .await?;
+        stream.write_all(part).await?;
+        stream.write_all(b"\r\n").await?;
+        stream.flush().await?;
+    }
+    Ok(())
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let v = json!({
+        "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+    });
+    format!("data: {v}\n\n")
+}
+
+fn finish_str(turn: &ModelTurn) -> &str {
+    match &turn.finish_reason {
+        FinishReason::Stop if !turn.tool_calls.is_empty() => "tool_calls",
+        FinishReason::Stop => "stop",
+        FinishReason::ToolCalls => "tool_calls",
+        FinishReason::Length => "length",
+        FinishReason::ContentFilter => "content_filter",
+        FinishReason::Other(s) => s,
+    }
+}
+
+/// The SSE text of a turn: text in two deltas, each tool call's arguments in pieces of
+/// five characters, the finish reason, then a usage chunk and `[DONE]`.
+pub fn sse_body(turn: &ModelTurn) -> String {
+    let mut out = chunk(json!({"role": "assistant", "content": ""}), None);
+    if !turn.text.is_empty() {
+        let mid = turn
+            .text
+            .char_indices()
+            .nth(turn.text.chars().count() / 2)
+            .map_or(0, |(i, _)| i);
+        for part in [&turn.text[..mid], &turn.text[mid..]] {
+            out.push_str(&chunk(json!({"content": part}), None));
+        }
+    }
+    for (i, call) in turn.tool_calls.iter().enumerate() {
+        out.push_str(&chunk(
+            json!({"tool_calls": [{"index": i, "id": call.id, "type": "function",
+                "function": {"name": call.name, "arguments": ""}}]}),
+            None,
+        ));
+        let chars: Vec<char> = call.arguments.chars().collect();
+        for piece in chars.chunks(5) {
+            let piece: String = piece.iter().collect();
+            out.push_str(&chunk(
+                json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}),
+                None,
+            ));
+        }
+    }
+    out.push_str(&chunk(json!({}), Some(finish_str(turn))));
+    let usage = turn.usage.unwrap_or_default();
+    let usage = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+        "model": "fake", "choices": [], "usage": usage});
+    out.push_str(&format!("data: {usage}\n\ndata: [DONE]\n\n"));
+    out
+}
+
+fn whole_body(turn: &ModelTurn) -> Value {
+    let calls: Vec<Value> = turn
+        .tool_calls
+        .iter()
+        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+        .collect();
+    let mut message = json!({"role": "assistant", "content": turn.text});
+    if !calls.is_empty() {
+        message["tool_calls"] = Value::Array(calls);
+    }
+    json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_str(turn)}],
+        "usage": turn.usage.unwrap_or_default()})
+}
+
+/// The conversation invariants of one request body.
+pub fn check_request(body: &Value, sent: &[ToolCall]) -> Vec<String> {
+    let mut problems = Vec::new();
+    if body
+        .get("model")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        problems.push("no model named".to_string());
+    }
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        problems.push("no messages array".to_string());
+        return problems;
+    };
+    let mut open: VecDeque<String> = VecDeque::new();
+    let mut answered: HashSet<String> = HashSet::new();
+    let mut seen_calls: Vec<ToolCall> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+        if role == "tool" {
+            let id = m.get("tool_call_id").and_then(Value::as_str).unwrap_or("");
+            match open.front() {
+                Some(next) if next == id => {
+                    open.pop_front();
+                    answered.insert(id.to_string());
+                }
+                _ if answered.contains(id) => {
+                    problems.push(format!("message {i}: tool call '{id}' answered twice"))
+                }
+                Some(next) => problems.push(format!(
+                    "message {i}: answers '{id}' but '{next}' is the next call to answer"
+                )),
+                None => problems.push(format!("message {i}: answers unknown call '{id}'")),
+            }
+            continue;
+        }
+        if let Some(id) = open.front() {
+            problems.push(format!(
+                "message {i} ({role}) comes before call '{id}' was answered"
+            ));
+            open.clear();
+        }
+        if role == "assistant"
+            && let Some(calls) = m.get("tool_calls").and_then(Value::as_array)
+        {
+            for c in calls {
+                let id = c
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                if id.is_empty() {
+                    problems.push(format!("message {i}: a tool call without an id"));
+                }
+                let f = c.get("function").cloned().unwrap_or(Value::Null);
+                seen_calls.push(ToolCall {
+                    id: id.clone(),
+                    name: f.get("name").and_then(Value::as_str).unwrap_or("").into(),
+                    arguments: f
+                        .get("arguments")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .into(),
+                });
+                open.push_back(id);
+            }
+        }
+    }
+    if let Some(id) = open.front() {
+        problems.push(format!("call '{id}' is never answered"));
+    }
+    if seen_calls != sent {
+        problems.push(format!(
+            "the conversation's tool calls {:?} differ from the ones the server sent {:?}",
+            ids(&seen_calls),
+            ids(sent)
+        ));
+    }
+    problems
+}
+
+fn ids(calls: &[ToolCall]) -> Vec<String> {
+    calls
+        .iter()
+        .map(|c| format!("{}:{}", c.id, c.name))
+        .collect()
+}

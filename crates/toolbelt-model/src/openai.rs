@@ -1,0 +1,271 @@
+//! The OpenAI-compatible Chat Completions client: one request, streamed or not, with
+//! retries.
+//!
+//! Timeouts: `request_timeout` bounds the wait for the response headers and, when
+//! streaming, every gap between two pieces of the body, rather than the whole response:
+//! a long answer that keeps coming is fine, a server that goes silent is not.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::StatusCode;
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::BoxFuture;
+
+use crate::retry::{RetryPolicy, parse_retry_after};
+use crate::sse::{SseDecoder, Step, TurnAssembler};
+use crate::wire::{self, Response};
+use crate::{FinishReason, Model, ModelError, ModelRequest, ModelTurn};
+
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    /// Up to and including the version, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub model: String,
+    pub stream: bool,
+    pub request_timeout: Duration,
+    pub retry: RetryPolicy,
+    /// Whether inline images may be sent.
+    pub takes_images: bool,
+}
+
+impl OpenAiConfig {
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        OpenAiConfig {
+            base_url: base_url.into(),
+            api_key: None,
+            model: model.into(),
+            stream: true,
+            request_timeout: Duration::from_secs(120),
+            retry: RetryPolicy::default(),
+            takes_images: false,
+        }
+    }
+}
+
+pub struct OpenAiClient {
+    http: reqwest::Client,
+    config: OpenAiConfig,
+    url: String,
+}
+
+/// How one attempt failed.
+enum AttemptError {
+    Retry {
+        reason: String,
+        retry_after: Option<Duration>,
+    },
+    Fatal(ModelError),
+}
+
+fn retry(reason: impl Into<String>) -> AttemptError {
+    AttemptError::Retry {
+        reason: reason.into(),
+        retry_after: None,
+    }
+}
+
+impl OpenAiClient {
+    pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.request_timeout.min(Duration::from_secs(30)))
+            .build()
+            .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
+        let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        if !url.starts_with("http://") && !url.starts_with("https://") {
+            return Err(ModelError::Config(format!(
+                "the model base URL must start with http:// or https://, got '{}'",
+                config.base_url
+            )));
+        }
+        Ok(OpenAiClient { http, config, url })
+    }
+
+    async fn attempt(&self, request: &ModelRequest) -> Result<ModelTurn, AttemptError> {
+        let body = wire::request_body(&self.config.model, request, self.config.stream);
+        let mut builder = self.http.post(&self.url).json(&body);
+        if let Some(key) = &self.config.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        let timeout = self.config.request_timeout;
+        let response = match tokio::time::timeout(timeout, builder.send()).await {
+            Err(_) => return Err(retry(format!("no response within {timeout:?}"))),
+            Ok(Err(e)) => return Err(retry(format!("connection error: {}", error_chain(&e)))),
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            return Err(self.status_error(status, response).await);
+        }
+        if self.config.stream {
+            self.read_stream(response).await
+        } else {
+            let text = match tokio::time::timeout(timeout, response.text()).await {
+                Err(_) => return Err(retry(format!("the response body took over {timeout:?}"))),
+                Ok(Err(e)) => return Err(retry(format!("reading the response: {e}"))),
+                Ok(Ok(t)) => t,
+            };
+            parse_whole(&text)
+        }
+    }
+
+    async fn status_error(&self, status: StatusCode, response: reqwest::Response) -> AttemptError {
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let body = tokio::time::timeout(self.config.request_timeout, response.text())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let message = wire::error_message(&body);
+        if RetryPolicy::retryable_status(status.as_u16()) {
+            AttemptError::Retry {
+                reason: format!("HTTP {}: {message}", status.as_u16()),
+                retry_after,
+            }
+        } else {
+            let hint = match status.as_u16() {
+                401 | 403 => " (check OPENAI_API_KEY or --openai-api-key)",
+                404 => " (check OPENAI_BASE_URL and the model name)",
+                _ => "",
+            };
+            AttemptError::Fatal(ModelError::Rejected {
+                status: status.as_u16(),
+                message: format!("{message}{hint}"),
+            })
+        }
+    }
+
+    async fn read_stream(&self, response: reqwest::Response) -> Result<ModelTurn, AttemptError> {
+        let timeout = self.config.request_timeout;
+        let mut body = response.bytes_stream();
+        let mut decoder = SseDecoder::default();
+        let mut turn = TurnAssembler::default();
+        loop {
+            let piece = match tokio::time::timeout(timeout, body.next()).await {
+                Err(_) => return Err(retry(format!("the stream was silent for {timeout:?}"))),
+                Ok(None) => break,
+                Ok(Some(Err(e))) => {
+                    return Err(retry(format!(
+                        "the connection broke mid-stream: {}",
+                        error_chain(&e)
+                    )));
+                }
+                Ok(Some(Ok(bytes))) => bytes,
+            };
+            for payload in decoder.feed(&piece) {
+                if turn.apply(&payload).map_err(retry)? == Step::Done {
+                    return Ok(turn.into_turn());
+                }
+            }
+        }
+        if let Some(payload) = decoder.finish() {
+            turn.apply(&payload).map_err(retry)?;
+        }
+        if turn.is_complete() {
+            Ok(turn.into_turn())
+        } else {
+            Err(retry("the stream ended before the answer was complete"))
+        }
+    }
+}
+
+fn parse_whole(text: &str) -> Result<ModelTurn, AttemptError> {
+    let response: Response = serde_json::from_str(text).map_err(|e| {
+        retry(format!(
+            "malformed response ({e}): {}",
+            wire::error_message(text)
+        ))
+    })?;
+    let Some(choice) = response.choices.into_iter().next() else {
+        return Err(retry("the response has no choices"));
+    };
+    let tool_calls: Vec<_> = choice
+        .message
+        .tool_calls
+        .into_iter()
+        .enumerate()
+        .map(|(n, c)| c.into_call(n))
+        .collect();
+    let finish_reason = match choice.finish_reason.as_deref() {
+        Some(r) => FinishReason::from_wire(r),
+        None if !tool_calls.is_empty() => FinishReason::ToolCalls,
+        None => FinishReason::Stop,
+    };
+    Ok(ModelTurn {
+        text: choice.message.content.unwrap_or_default(),
+        tool_calls,
+        finish_reason,
+        usage: response.usage.map(Into::into),
+    })
+}
+
+/// An error with its causes, which is where reqwest keeps the useful part.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+impl Model for OpenAiClient {
+    fn name(&self) -> &str {
+        &self.config.model
+    }
+
+    fn takes_images(&self) -> bool {
+        self.config.takes_images
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<ModelTurn, ModelError>> {
+        Box::pin(async move {
+            let policy = &self.config.retry;
+            let attempts = policy.max_attempts.max(1);
+            let mut last = String::new();
+            for attempt in 1..=attempts {
+                let outcome = tokio::select! {
+                    outcome = self.attempt(request) => outcome,
+                    _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+                };
+                let retry_after = match outcome {
+                    Ok(turn) => return Ok(turn),
+                    Err(AttemptError::Fatal(e)) => return Err(e),
+                    Err(AttemptError::Retry {
+                        reason,
+                        retry_after,
+                    }) => {
+                        last = reason;
+                        retry_after
+                    }
+                };
+                if attempt == attempts {
+                    break;
+                }
+                let delay = policy.delay(attempt, retry_after);
+                tracing::warn!(
+                    "model request failed (attempt {attempt} of {attempts}): {last}; retrying in {delay:?}"
+                );
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+                }
+            }
+            Err(ModelError::Unavailable { attempts, last })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

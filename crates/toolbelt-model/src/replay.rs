@@ -1,0 +1,329 @@
+//! Replay and record: the model as a script.
+//!
+//! A script is JSONL, one model turn per line:
+//!
+//! ```text
+//! {"text": "Listing first.", "tool_calls": [{"id": "c1", "name": "list_directory", "arguments": {"path": "${WORKSPACE}"}}]}
+//! {"text": "Done: the workspace has 3 files."}
+//! ```
+//!
+//! `arguments` is an object, or a string sent as it is (to script malformed
+//! arguments). `id` defaults to `call_<turn>_<n>`; `finish_reason` (`stop`,
+//! `tool_calls`, `length`) and `usage` are optional. Empty lines and lines starting
+//! with `#` or `//` are skipped. `${WORKSPACE}` in any string becomes the workspace
+//! directory, so one script runs anywhere (tools want absolute paths).
+//!
+//! The n-th request gets the n-th turn, whatever it contains: replay checks nothing about
+//! the requests, so a script written for one run may be replayed against changed tools.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::BoxFuture;
+
+use crate::{FinishReason, Model, ModelError, ModelRequest, ModelTurn, ToolCall, Usage};
+
+/// Placeholder replaced by the workspace directory.
+pub const WORKSPACE_PLACEHOLDER: &str = "${WORKSPACE}";
+
+/// One scripted model turn.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptTurn {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ScriptedCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<FinishReason>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedCall {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+impl ScriptTurn {
+    /// The model turn this line stands for; `turn` (from 1) numbers default call ids.
+    pub fn to_model_turn(&self, turn: usize) -> ModelTurn {
+        let tool_calls: Vec<ToolCall> = self
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(n, c)| ToolCall {
+                id: c
+                    .id
+                    .clone()
+                    .unwrap_or_else(|| format!("call_{turn}_{}", n + 1)),
+                name: c.name.clone(),
+                arguments: match &c.arguments {
+                    Value::String(s) => s.clone(),
+                    Value::Null => "{}".to_string(),
+                    other => other.to_string(),
+                },
+            })
+            .collect();
+        let finish_reason = self
+            .finish_reason
+            .clone()
+            .unwrap_or(if tool_calls.is_empty() {
+                FinishReason::Stop
+            } else {
+                FinishReason::ToolCalls
+            });
+        ModelTurn {
+            text: self.text.clone(),
+            tool_calls,
+            finish_reason,
+            usage: self.usage,
+        }
+    }
+
+    /// A line for a recording: arguments that are JSON objects are kept as objects.
+    pub fn from_model_turn(turn: &ModelTurn) -> Self {
+        ScriptTurn {
+            text: turn.text.clone(),
+            tool_calls: turn
+                .tool_calls
+                .iter()
+                .map(|c| ScriptedCall {
+                    id: Some(c.id.clone()),
+                    name: c.name.clone(),
+                    arguments: serde_json::from_str::<Value>(&c.arguments)
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| Value::String(c.arguments.clone())),
+                })
+                .collect(),
+            finish_reason: Some(turn.finish_reason.clone()),
+            usage: turn.usage,
+        }
+    }
+}
+
+/// Parses a script; errors name the line.
+pub fn parse_script(text: &str, workspace: Option<&Path>) -> Result<Vec<ScriptTurn>, String> {
+    let mut turns = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with("//") {
+            continue;
+        }
+        let mut value: Value =
+            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        if let Some(dir) = workspace {
+            substitute(&mut value, &dir.to_string_lossy());
+        }
+        let turn: ScriptTurn =
+            serde_json::from_value(value).map_err(|e| format!("line {}: {e}", n + 1))?;
+        turns.push(turn);
+    }
+    if turns.is_empty() {
+        return Err("the script has no turns".to_string());
+    }
+    Ok(turns)
+}
+
+fn substitute(value: &mut Value, workspace: &str) {
+    match value {
+        Value::String(s) if s.contains(WORKSPACE_PLACEHOLDER) => {
+            *s = s.replace(WORKSPACE_PLACEHOLDER, workspace);
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| substitute(v, workspace)),
+        Value::Object(map) => map.values_mut().for_each(|v| substitute(v, workspace)),
+        _ => {}
+    }
+}
+
+/// Answers the n-th request with the n-th scripted turn.
+pub struct ReplayModel {
+    turns: Vec<ModelTurn>,
+    next: AtomicUsize,
+    name: String,
+}
+
+impl ReplayModel {
+    pub fn new(script: &[ScriptTurn], name: impl Into<String>) -> Self {
+        ReplayModel {
+            turns: script
+                .iter()
+                .enumerate()
+                .map(|(i, t)| t.to_model_turn(i + 1))
+                .collect(),
+            next: AtomicUsize::new(0),
+            name: name.into(),
+        }
+    }
+
+    /// Reads a script file.
+    pub fn from_file(path: &Path, workspace: Option<&Path>) -> Result<Self, ModelError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ModelError::Replay(format!("cannot read {}: {e}", path.display())))?;
+        let script = parse_script(&text, workspace)
+            .map_err(|e| ModelError::Replay(format!("{}: {e}", path.display())))?;
+        Ok(ReplayModel::new(
+            &script,
+            format!("replay:{}", path.display()),
+        ))
+    }
+}
+
+impl Model for ReplayModel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: &'a ModelRequest,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<ModelTurn, ModelError>> {
+        Box::pin(async move {
+            if cancel.is_cancelled() {
+                return Err(ModelError::Cancelled);
+            }
+            let n = self.next.fetch_add(1, Ordering::SeqCst);
+            self.turns.get(n).cloned().ok_or_else(|| {
+                ModelError::Replay(format!(
+                    "the script has {} turns and the agent asked for turn {}; end the script with a turn without tool calls",
+                    self.turns.len(),
+                    n + 1
+                ))
+            })
+        })
+    }
+}
+
+/// Wraps a model and appends every turn it answers to a script file.
+pub struct RecordingModel {
+    inner: Box<dyn Model>,
+    out: Mutex<std::fs::File>,
+}
+
+impl RecordingModel {
+    /// Creates (truncates) `path`.
+    pub fn new(inner: Box<dyn Model>, path: &Path) -> Result<Self, ModelError> {
+        let out = std::fs::File::create(path).map_err(|e| {
+            ModelError::Config(format!(
+                "cannot create the record file {}: {e}",
+                path.display()
+            ))
+        })?;
+        Ok(RecordingModel {
+            inner,
+            out: Mutex::new(out),
+        })
+    }
+
+    fn record(&self, turn: &ModelTurn) {
+        let line = match serde_json::to_string(&ScriptTurn::from_model_turn(turn)) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!("cannot record a model turn: {e}");
+                return;
+            }
+        };
+        if let Ok(mut f) = self.out.lock()
+            && let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush())
+        {
+            tracing::warn!("cannot write the record file: {e}");
+        }
+    }
+}
+
+impl Model for RecordingModel {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn takes_images(&self) -> bool {
+        self.inner.takes_images()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<ModelTurn, ModelError>> {
+        Box::pin(async move {
+            let turn = self.inner.complete(request, cancel).await?;
+            self.record(&turn);
+            Ok(turn)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_parse_with_placeholders_defaults_and_comments() {
+        let text = r#"
+# a comment
+{"text": "hi", "tool_calls": [{"name": "read_file", "arguments": {"absolute_path": "${WORKSPACE}/a.txt"}}, {"id": "x", "name": "glob", "arguments": "{bad"}]}
+// another
+{"text": "done", "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}
+"#;
+        let script = parse_script(text, Some(Path::new("/w"))).unwrap();
+        let t1 = script[0].to_model_turn(1);
+        assert_eq!(t1.tool_calls[0].id, "call_1_1");
+        assert_eq!(
+            t1.tool_calls[0].arguments,
+            r#"{"absolute_path":"/w/a.txt"}"#
+        );
+        assert_eq!(t1.tool_calls[1].arguments, "{bad");
+        assert_eq!(t1.finish_reason, FinishReason::ToolCalls);
+        let t2 = script[1].to_model_turn(2);
+        assert_eq!(t2.finish_reason, FinishReason::Stop);
+        assert_eq!(t2.usage.unwrap().total_tokens, 5);
+    }
+
+    #[test]
+    fn bad_lines_are_named() {
+        let err = parse_script("{\"text\": \"a\"}\n{\"txt\": 1}\n", None).unwrap_err();
+        assert!(err.starts_with("line 2:"), "{err}");
+        assert!(parse_script("\n# only comments\n", None).is_err());
+    }
+
+    #[test]
+    fn a_recorded_turn_replays_as_itself() {
+        let turn = ModelTurn {
+            text: "t".into(),
+            tool_calls: vec![ToolCall {
+                id: "c9".into(),
+                name: "edit".into(),
+                arguments: r#"{"file_path":"/a"}"#.into(),
+            }],
+            finish_reason: FinishReason::Length,
+            usage: None,
+        };
+        let line = serde_json::to_string(&ScriptTurn::from_model_turn(&turn)).unwrap();
+        let back = parse_script(&line, None).unwrap()[0].to_model_turn(1);
+        assert_eq!(back, turn);
+    }
+
+    #[tokio::test]
+    async fn replay_answers_in_order_then_says_the_script_ran_out() {
+        let script = parse_script("{\"text\": \"one\"}\n{\"text\": \"two\"}", None).unwrap();
+        let model = ReplayModel::new(&script, "r");
+        let req = ModelRequest::default();
+        let cancel = CancellationToken::new();
+        assert_eq!(model.complete(&req, &cancel).await.unwrap().text, "one");
+        assert_eq!(model.complete(&req, &cancel).await.unwrap().text, "two");
+        let err = model.complete(&req, &cancel).await.unwrap_err().to_string();
+        assert!(err.contains("has 2 turns"), "{err}");
+    }
+}

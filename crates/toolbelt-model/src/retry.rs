@@ -1,0 +1,127 @@
+//! When and how long to wait before asking the server again.
+//!
+//! Retried: 429 (rate limit), 408, 5xx, connection errors, timeouts and streams that end
+//! early or carry corrupted data. Not retried: other 4xx, which mean the request itself
+//! is wrong (bad key, unknown model) and would fail the same way again.
+//!
+//! Delays grow exponentially from `base_delay`, capped at `max_delay`, with "full
+//! jitter" (a random point between half the delay and the delay) so many clients
+//! rate-limited together do not come back together. A `Retry-After` header from the
+//! server wins over the computed delay, up to `max_retry_after`.
+
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included.
+    pub max_attempts: u32,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+    /// The longest `Retry-After` honoured; a longer one is cut to this.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 6,
+            base_delay: Duration::from_millis(1_000),
+            max_delay: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Whether an HTTP status is worth another attempt.
+    pub fn retryable_status(status: u16) -> bool {
+        status == 429 || status == 408 || status == 409 || (500..600).contains(&status)
+    }
+
+    /// The wait before attempt `attempt + 1` (attempts count from 1).
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(after) = retry_after {
+            return after.min(self.max_retry_after);
+        }
+        let exp = self
+            .base_delay
+            .saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)));
+        let capped = exp.min(self.max_delay);
+        let half = capped / 2;
+        half + half.mul_f64(random_unit())
+    }
+}
+
+/// `Retry-After` as seconds (the form rate limiters use). The HTTP-date form is not
+/// honoured; the computed backoff applies instead.
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    let secs: f64 = value.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+/// A number in [0, 1) from the standard library's randomly seeded hasher: jitter needs
+/// no cryptographic quality and this avoids a dependency.
+fn random_unit() -> f64 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_grow_and_stay_within_jitter_bounds() {
+        let p = RetryPolicy {
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(1_000),
+            ..Default::default()
+        };
+        for (attempt, full) in [
+            (1, 100),
+            (2, 200),
+            (3, 400),
+            (4, 800),
+            (5, 1_000),
+            (9, 1_000),
+        ] {
+            let d = p.delay(attempt, None);
+            let full = Duration::from_millis(full);
+            assert!(d >= full / 2 && d <= full, "attempt {attempt}: {d:?}");
+        }
+    }
+
+    #[test]
+    fn retry_after_wins_up_to_its_cap() {
+        let p = RetryPolicy::default();
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(2))),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(600))),
+            p.max_retry_after
+        );
+        assert_eq!(parse_retry_after(" 3 "), Some(Duration::from_secs(3)));
+        assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(parse_retry_after("-1"), None);
+    }
+
+    #[test]
+    fn which_statuses_are_retried() {
+        for s in [429, 500, 502, 503, 504, 408] {
+            assert!(RetryPolicy::retryable_status(s), "{s}");
+        }
+        for s in [400, 401, 403, 404, 422] {
+            assert!(!RetryPolicy::retryable_status(s), "{s}");
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! Server-sent events: bytes in, `data:` payloads out; and the assembly of a streamed
+//! turn from its chunks.
+//!
+//! Bytes arrive split anywhere (inside a UTF-8 sequence, inside a JSON string, inside
+//! a tool call's arguments), so the decoder buffers until a line ends and an event ends
+//! at a blank line. Lines other than `data:` (comments, `event:`, `id:`, stray text) are
+//! ignored, as the SSE specification says. A `data:` payload that is not JSON is a
+//! corrupted stream: the caller retries the request.
+//!
+//! Tool calls arrive as deltas keyed by `index`: the first carries the id and the name,
+//! later ones pieces of the argument text. Some servers omit the index; then a delta
+//! with a new id starts a new call and one without an id continues the last.
+
+use std::collections::BTreeMap;
+
+use crate::wire::{Chunk, ToolCallDelta};
+use crate::{FinishReason, ModelTurn, ToolCall, Usage};
+
+/// Splits a byte stream into event payloads.
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    buffer: Vec<u8>,
+    data: Vec<String>,
+}
+
+impl SseDecoder {
+    /// Feeds bytes; returns the payloads of the events completed by them.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
+        self.buffer.extend_from_slice(bytes);
+        let mut events = Vec::new();
+        while let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.buffer.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            let line = line.trim_end_matches(['\n', '\r']);
+            if line.is_empty() {
+                if !self.data.is_empty() {
+                    events.push(std::mem::take(&mut self.data).join("\n"));
+                }
+                continue;
+            }
+            if let Some(value) = line.strip_prefix("data:") {
+                self.data
+                    .push(value.strip_prefix(' ').unwrap_or(value).to_string());
+            }
+        }
+        events
+    }
+
+    /// The payload of an event the stream ended without a blank line after.
+    pub fn finish(&mut self) -> Option<String> {
+        let rest = String::from_utf8_lossy(&std::mem::take(&mut self.buffer)).into_owned();
+        if let Some(value) = rest.trim_end().strip_prefix("data:") {
+            self.data.push(value.trim_start().to_string());
+        }
+        (!self.data.is_empty()).then(|| std::mem::take(&mut self.data).join("\n"))
+    }
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Builds a [`ModelTurn`] from chunks.
+#[derive(Debug, Default)]
+pub struct TurnAssembler {
+    text: String,
+    calls: BTreeMap<u32, PartialCall>,
+    last_index: Option<u32>,
+    finish: Option<String>,
+    usage: Option<Usage>,
+    done: bool,
+}
+
+/// What one payload meant.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    Continue,
+    Done,
+}
+
+impl TurnAssembler {
+    /// Applies one payload. `Err` carries why the payload is unusable.
+    pub fn apply(&mut self, payload: &str) -> Result<Step, String> {
+        let payload = payload.trim();
+        if payload == "[DONE]" {
+            self.done = true;
+            return Ok(Step::Done);
+        }
+        let chunk: Chunk = serde_json::from_str(payload)
+            .map_err(|e| format!("malformed stream data ({e}): {}", shorten(payload)))?;
+        if let Some(error) = chunk.error {
+            return Err(format!(
+                "the server reported an error mid-stream: {}",
+                crate::wire::error_message(&error.to_string())
+            ));
+        }
+        if let Some(u) = chunk.usage {
+            self.usage = Some(u.into());
+        }
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            if let Some(text) = choice.delta.content {
+                self.text.push_str(&text);
+            }
+            for delta in choice.delta.tool_calls {
+                self.apply_call(delta);
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish = Some(reason);
+            }
+        }
+        Ok(Step::Continue)
+    }
+
+    fn apply_call(&mut self, delta: ToolCallDelta) {
+        let index = match (delta.index, &delta.id) {
+            (Some(i), _) => i,
+            (None, Some(id)) => match self.calls.iter().find(|(_, c)| &c.id == id) {
+                Some((&i, _)) => i,
+                None => self.calls.keys().next_back().map_or(0, |i| i + 1),
+            },
+            (None, None) => self.last_index.unwrap_or(0),
+        };
+        self.last_index = Some(index);
+        let call = self.calls.entry(index).or_default();
+        if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
+            call.id = id;
+        }
+        if let Some(name) = delta.function.name.filter(|n| !n.is_empty()) {
+            // Most servers send the name once; some repeat it whole in every delta, a
+            // few split it. A repeat is not appended.
+            if call.name.is_empty() {
+                call.name = name;
+            } else if call.name != name {
+                call.name.push_str(&name);
+            }
+        }
+        if let Some(args) = delta.function.arguments {
+            call.arguments.push_str(&args);
+        }
+    }
+
+    /// Whether the stream said it was complete (`[DONE]` or a finish reason).
+    pub fn is_complete(&self) -> bool {
+        self.done || self.finish.is_some()
+    }
+
+    pub fn into_turn(self) -> ModelTurn {
+        let tool_calls: Vec<ToolCall> = self
+            .calls
+            .into_values()
+            .enumerate()
+            .filter(|(_, c)| !c.name.is_empty())
+            .map(|(n, c)| ToolCall {
+                id: if c.id.is_empty() {
+                    format!("call_{n}")
+                } else {
+                    c.id
+                },
+                name: c.name,
+                arguments: c.arguments,
+            })
+            .collect();
+        let finish_reason = match self.finish.as_deref() {
+            Some(r) => FinishReason::from_wire(r),
+            None if !tool_calls.is_empty() => FinishReason::ToolCalls,
+            None => FinishReason::Stop,
+        };
+        ModelTurn {
+            text: self.text,
+            tool_calls,
+            finish_reason,
+            usage: self.usage,
+        }
+    }
+}
+
+fn shorten(s: &str) -> String {
+    match s.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_split_anywhere_are_reassembled() {
+        let stream = "data: {\"a\":1}\n\n: comment\nevent: x\ndata: [DONE]\n\n";
+        for split in 1..stream.len() {
+            let mut d = SseDecoder::default();
+            let mut got = d.feed(&stream.as_bytes()[..split]);
+            got.extend(d.feed(&stream.as_bytes()[split..]));
+            assert_eq!(got, ["{\"a\":1}", "[DONE]"], "split at {split}");
+        }
+    }
+
+    #[test]
+    fn crlf_lines_and_a_missing_final_blank_line() {
+        let mut d = SseDecoder::default();
+        assert_eq!(d.feed(b"data: one\r\n\r\ndata: two"), ["one"]);
+        assert_eq!(d.finish().as_deref(), Some("two"));
+    }
+
+    #[test]
+    fn tool_calls_are_assembled_by_index() {
+        let mut a = TurnAssembler::default();
+        for payload in [
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"glob","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c2","function":{"name":"grep_search","arguments":"{\"pat"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"pattern\":\"*.rs\"}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"tern\":\"fn\"}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}"#,
+        ] {
+            assert_eq!(a.apply(payload), Ok(Step::Continue));
+        }
+        let turn = a.into_turn();
+        assert_eq!(turn.tool_calls.len(), 2);
+        assert_eq!(turn.tool_calls[0].arguments, r#"{"pattern":"*.rs"}"#);
+        assert_eq!(turn.tool_calls[1].name, "grep_search");
+        assert_eq!(turn.tool_calls[1].arguments, r#"{"pattern":"fn"}"#);
+        assert_eq!(turn.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(turn.usage.map(|u| u.total_tokens), Some(15));
+    }
+
+    #[test]
+    fn deltas_without_index_follow_their_ids() {
+        let mut a = TurnAssembler::default();
+        for payload in [
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"x","arguments":"{"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"y","arguments":"{}"}}]}}]}"#,
+        ] {
+            a.apply(payload).unwrap();
+        }
+        let calls = a.into_turn().tool_calls;
+        assert_eq!(
+            calls
+                .iter()
+                .map(|c| (c.id.as_str(), c.arguments.as_str()))
+                .collect::<Vec<_>>(),
+            [("a", "{}"), ("b", "{}")]
+        );
+    }
+
+    #[test]
+    fn malformed_data_is_an_error_naming_it() {
+        let mut a = TurnAssembler::default();
+        let err = a.apply("{not json").unwrap_err();
+        assert!(err.contains("malformed stream data"), "{err}");
+    }
+}

@@ -1,0 +1,226 @@
+//! The OpenAI Chat Completions wire format: request bodies, streamed chunks, whole
+//! responses. Architecture Invariant: these shapes exist only in this crate; everything
+//! else speaks [`crate::Message`] and [`crate::ModelTurn`].
+//!
+//! Deserialization is deliberately lenient (every field optional, unknown fields
+//! ignored): OpenAI-compatible servers (vLLM, Ollama, llama.cpp, DashScope) differ in
+//! what they leave out.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::{Message, ModelRequest, ToolCall, Usage, UserPart};
+
+/// The request body.
+pub fn request_body(model: &str, request: &ModelRequest, stream: bool) -> Value {
+    let messages: Vec<Value> = request.messages.iter().map(message).collect();
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+    });
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    }
+                })
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    if stream {
+        body["stream"] = Value::Bool(true);
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    body
+}
+
+fn message(m: &Message) -> Value {
+    match m {
+        Message::System(text) => json!({"role": "system", "content": text}),
+        Message::User(parts) => {
+            if let [UserPart::Text(text)] = parts.as_slice() {
+                return json!({"role": "user", "content": text});
+            }
+            let content: Vec<Value> = parts
+                .iter()
+                .map(|p| match p {
+                    UserPart::Text(text) => json!({"type": "text", "text": text}),
+                    UserPart::Image { mime_type, data } => json!({
+                        "type": "image_url",
+                        "image_url": {"url": format!("data:{mime_type};base64,{}", STANDARD.encode(data))}
+                    }),
+                })
+                .collect();
+            json!({"role": "user", "content": content})
+        }
+        Message::Assistant { text, tool_calls } => {
+            let mut v = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text.clone()) }});
+            if !tool_calls.is_empty() {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments}
+                        })
+                    })
+                    .collect();
+                v["tool_calls"] = Value::Array(calls);
+            }
+            v
+        }
+        Message::Tool { call_id, text } => {
+            json!({"role": "tool", "tool_call_id": call_id, "content": text})
+        }
+    }
+}
+
+/// One `data:` payload of a streamed response.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct Chunk {
+    pub choices: Vec<ChunkChoice>,
+    pub usage: Option<WireUsage>,
+    pub error: Option<Value>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct ChunkChoice {
+    pub index: u32,
+    pub delta: Delta,
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct Delta {
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCallDelta>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct ToolCallDelta {
+    pub index: Option<u32>,
+    pub id: Option<String>,
+    pub function: FunctionDelta,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct FunctionDelta {
+    pub name: Option<String>,
+    pub arguments: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Serialize, Default, Clone, Copy)]
+#[serde(default)]
+pub struct WireUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Self {
+        Usage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            total_tokens: if u.total_tokens == 0 {
+                u.prompt_tokens + u.completion_tokens
+            } else {
+                u.total_tokens
+            },
+        }
+    }
+}
+
+/// A whole (non-streamed) response.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct Response {
+    pub choices: Vec<ResponseChoice>,
+    pub usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct ResponseChoice {
+    pub message: ResponseMessage,
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct ResponseMessage {
+    pub content: Option<String>,
+    pub tool_calls: Vec<WireToolCall>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct WireToolCall {
+    pub id: String,
+    pub function: WireFunction,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct WireFunction {
+    pub name: String,
+    /// Text in OpenAI's format; some servers send an object instead.
+    pub arguments: Value,
+}
+
+impl WireToolCall {
+    pub fn into_call(self, n: usize) -> ToolCall {
+        let arguments = match self.function.arguments {
+            Value::String(s) => s,
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        ToolCall {
+            id: if self.id.is_empty() {
+                format!("call_{n}")
+            } else {
+                self.id
+            },
+            name: self.function.name,
+            arguments,
+        }
+    }
+}
+
+/// The message of an error body (`{"error": {"message": ...}}` and its variants), or
+/// the body itself, shortened.
+pub fn error_message(body: &str) -> String {
+    let from_json = serde_json::from_str::<Value>(body).ok().and_then(|v| {
+        let e = v.get("error").unwrap_or(&v);
+        e.get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| e.as_str().map(str::to_string))
+    });
+    let text = from_json.unwrap_or_else(|| body.trim().to_string());
+    let text = if text.is_empty() {
+        "(empty response body)".to_string()
+    } else {
+        text
+    };
+    match text.char_indices().nth(500) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
+}

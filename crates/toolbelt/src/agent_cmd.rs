@@ -1,0 +1,285 @@
+//! `toolbelt [PROMPT]`: the headless agent, a stand-in for `qwen "prompt"`.
+//!
+//! Assembly only: the prompt (flag, words, standard input), the session (settings, roots,
+//! registry), the permission rules and approval mode, the model (a server, or a replay
+//! script, perhaps recorded), the system prompt with context files; then the loop of
+//! `toolbelt-agent` runs and `agent_output` prints. Nobody can be asked here, so the
+//! scheduler gets no approver: calls that would ask are refused with a message that
+//! tells the model why.
+//!
+//! Ctrl-C once cancels the running tools and the model request (the run then ends with
+//! what it has, exit 130); twice exits at once.
+
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+use toolbelt_agent::prompt::{PromptFacts, system_prompt};
+use toolbelt_agent::{Agent, AgentEvent, EventSink, StopReason};
+use toolbelt_agent::{at_paths, context_files};
+use toolbelt_core::RuleList;
+use toolbelt_core::scheduler::{ApprovalMode, Permissions, SchedulerConfig};
+use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayModel, UserPart};
+
+use crate::agent_output::{self, InitInfo};
+use crate::cli::{
+    AgentArgs, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, EXIT_TURN_LIMIT, EXIT_USAGE, GlobalArgs,
+};
+use crate::session::Session;
+
+const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
+    let started = Instant::now();
+    match prepare(global, &args).await {
+        Ok(prepared) => execute(prepared, &args, started).await,
+        Err(message) => {
+            eprintln!("toolbelt: {message}");
+            EXIT_USAGE
+        }
+    }
+}
+
+struct Prepared {
+    agent: Agent,
+    prompt: String,
+    model_name: String,
+    tools: Vec<String>,
+    mode: ApprovalMode,
+    cwd: PathBuf,
+    /// Kept alive for the run: dropping it stops the MCP servers.
+    mcp: toolbelt_mcp::McpServers,
+}
+
+async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, String> {
+    let prompt = read_prompt(args)?;
+    let mut session = Session::load(global).map_err(|e| e.0)?;
+    // Discovered and MCP tools join the built-ins. The agent's registry is fixed for
+    // the run: a server's list_changed during a run is applied by the next run.
+    session.load_extensions(global).await.map_err(|e| e.0)?;
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let Session {
+        env,
+        mut registry,
+        mcp,
+    } = session;
+    if !args.exclude_tools.is_empty() {
+        let excluded = &args.exclude_tools;
+        registry.retain(
+            |r| !excluded.iter().any(|e| e.trim() == r.name),
+            "it is excluded by --exclude-tools",
+        );
+    }
+    let mode = approval_mode(args, &env.settings)?;
+    let mut permissions = Permissions::from_settings(&env.settings);
+    for tool in &args.allowed_tools {
+        permissions.add(RuleList::Allow, tool);
+    }
+    for bad in permissions.invalid() {
+        tracing::warn!("permission rule '{bad}' is not valid and is ignored");
+    }
+    let model = build_model(args, &env.settings, &cwd)?;
+    let model_name = model.name().to_string();
+    let tools: Vec<String> = registry.all().map(|r| r.name.clone()).collect();
+    let names = context_files::file_names(&env.settings);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let facts = PromptFacts {
+        workspace_dirs: env.roots.roots().to_vec(),
+        cwd: cwd.clone(),
+        approval_mode: mode.to_string(),
+        tool_names: tools.clone(),
+        context_files: context_files::load(&names, home.as_deref(), &cwd),
+    };
+    let format = args.output_format;
+    let sink: EventSink =
+        Arc::new(move |event: AgentEvent| agent_output::print_event(format, &event));
+    let config = SchedulerConfig {
+        mode,
+        permissions,
+        approver: None,
+        ..Default::default()
+    };
+    let agent = Agent::new(
+        model,
+        Arc::new(registry),
+        env,
+        config,
+        system_prompt(&facts),
+        args.max_session_turns,
+        Some(sink),
+    );
+    Ok(Prepared {
+        agent,
+        prompt,
+        model_name,
+        tools,
+        mode,
+        cwd,
+        mcp,
+    })
+}
+
+async fn execute(p: Prepared, args: &AgentArgs, started: Instant) -> u8 {
+    let format = args.output_format;
+    agent_output::print_init(
+        format,
+        &InitInfo {
+            model: &p.model_name,
+            tools: p.tools.clone(),
+            approval_mode: p.mode.as_str(),
+            cwd: &p.cwd,
+        },
+    );
+    let cancel = CancellationToken::new();
+    let interrupts = watch_interrupts(cancel.clone());
+    let (prompt, warnings) = at_paths::inline(
+        &p.prompt,
+        p.agent.registry(),
+        p.agent.scheduler().env(),
+        &p.cwd,
+    )
+    .await;
+    for warning in warnings {
+        eprintln!("toolbelt: {warning}");
+    }
+    let outcome = p.agent.run(vec![UserPart::Text(prompt)], &cancel).await;
+    interrupts.abort();
+    agent_output::print_result(format, &outcome, &p.model_name, started.elapsed());
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(3), p.mcp.close()).await;
+    match outcome.stop {
+        StopReason::Answered => EXIT_OK,
+        StopReason::MaxTurns(_) => EXIT_TURN_LIMIT,
+        StopReason::Cancelled => EXIT_INTERRUPTED,
+        _ => EXIT_TOOL_ERROR,
+    }
+}
+
+/// `-p` and the positional words, then standard input when it is piped.
+fn read_prompt(args: &AgentArgs) -> Result<String, String> {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(p) = &args.prompt {
+        parts.push(p.clone());
+    }
+    if !args.words.is_empty() {
+        parts.push(args.words.join(" "));
+    }
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let mut piped = String::new();
+        stdin
+            .lock()
+            .read_to_string(&mut piped)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        if !piped.trim().is_empty() {
+            parts.push(piped.trim_end().to_string());
+        }
+    }
+    let prompt = parts.join("\n\n");
+    if prompt.trim().is_empty() {
+        return Err(
+            "no prompt: give one as arguments, with -p, or on standard input; `toolbelt --help` shows more"
+                .to_string(),
+        );
+    }
+    Ok(prompt)
+}
+
+/// `--yolo`, `--approval-mode`, settings `tools.approvalMode`, then `default`.
+fn approval_mode(
+    args: &AgentArgs,
+    settings: &toolbelt_core::Settings,
+) -> Result<ApprovalMode, String> {
+    let flag = args.approval_mode.as_deref();
+    if args.yolo {
+        if flag.is_some_and(|m| m != "yolo") {
+            return Err("--yolo and --approval-mode cannot be used together".to_string());
+        }
+        return Ok(ApprovalMode::Yolo);
+    }
+    match flag.or(settings.tools.approval_mode.as_deref()) {
+        Some(m) => m.parse(),
+        None => Ok(ApprovalMode::Default),
+    }
+}
+
+/// The replay script, or a server from flags, environment and settings; perhaps
+/// recorded.
+fn build_model(
+    args: &AgentArgs,
+    settings: &toolbelt_core::Settings,
+    cwd: &std::path::Path,
+) -> Result<Arc<dyn Model>, String> {
+    let env_var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let takes_images = settings
+        .get("/model/vision")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let model: Box<dyn Model> = if let Some(path) = &args.model_replay {
+        Box::new(ReplayModel::from_file(path, Some(cwd)).map_err(|e| e.to_string())?)
+    } else {
+        let name = args
+            .model
+            .clone()
+            .or_else(|| env_var("OPENAI_MODEL"))
+            .or_else(|| settings.model.name.clone())
+            .ok_or_else(|| {
+                "no model: pass -m/--model, set OPENAI_MODEL, or set model.name in the settings (or use --model-replay FILE to run offline)".to_string()
+            })?;
+        let base_url = args
+            .openai_base_url
+            .clone()
+            .or_else(|| env_var("OPENAI_BASE_URL"))
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        let mut config = OpenAiConfig::new(base_url, name);
+        config.api_key = args
+            .openai_api_key
+            .clone()
+            .or_else(|| env_var("OPENAI_API_KEY"));
+        config.takes_images = takes_images;
+        Box::new(OpenAiClient::new(config).map_err(|e| e.to_string())?)
+    };
+    let model: Box<dyn Model> = match &args.record {
+        Some(path) => Box::new(RecordingModel::new(model, path).map_err(|e| e.to_string())?),
+        None => model,
+    };
+    Ok(Arc::from(model))
+}
+
+/// Ctrl-C once cancels `cancel`; twice exits. The handler is registered before this
+/// returns, so an interrupt during the first request is never lost to the default action.
+#[cfg(unix)]
+fn watch_interrupts(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupts = match signal(SignalKind::interrupt()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("cannot watch for Ctrl-C: {e}");
+            return tokio::spawn(async {});
+        }
+    };
+    tokio::spawn(async move {
+        if interrupts.recv().await.is_some() {
+            eprintln!("toolbelt: interrupted; cancelling (Ctrl-C again to quit at once)");
+            cancel.cancel();
+        }
+        if interrupts.recv().await.is_some() {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    })
+}
+
+#[cfg(not(unix))]
+fn watch_interrupts(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("toolbelt: interrupted; cancelling (Ctrl-C again to quit at once)");
+            cancel.cancel();
+        }
+        if tokio::signal::ctrl_c().await.is_ok() {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    })
+}

@@ -1,0 +1,391 @@
+//! Output formats, model flags, exit codes, record and replay, `@path`.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+use toolbelt_model::{FinishReason, ModelTurn, ToolCall, parse_script};
+
+use crate::support::{Workspace, wait};
+
+fn read_call(ws: &Path, id: &str) -> Value {
+    json!({"tool_calls": [{"id": id, "name": "read_file", "arguments": {"absolute_path": ws.join("README.md")}}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_session_prints_the_answer_and_the_tool_activity() {
+    let w = Workspace::new();
+    w.write("README.md", "hello from the readme\n");
+    let script = w.script(&[
+        read_call(&w.ws(), "c1"),
+        json!({"tool_calls": [{"id": "c2", "name": "read_fil", "arguments": {}}]}),
+        json!({"text": "The README says hello."}),
+    ]);
+    let run = w
+        .run(
+            &[
+                "--model-replay",
+                script.to_str().unwrap(),
+                "what does the readme say?",
+            ],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "The README says hello.\n");
+    assert!(run.stderr.contains("✓ read_file"), "{}", run.stderr);
+    assert!(run.stderr.contains("✗ read_fil read_fil"), "{}", run.stderr);
+    assert!(run.stderr.contains("tool_not_registered"), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_and_stream_json_describe_calls_usage_and_timings() {
+    let w = Workspace::new();
+    w.write("README.md", "hi\n");
+    let script = w.script(&[
+        read_call(&w.ws(), "c1"),
+        json!({"text": "ok", "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}}),
+    ]);
+    let s = script.to_str().unwrap();
+    let run = w
+        .run(&["--model-replay", s, "-o", "json", "go"], &[], None)
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["answer"], "ok");
+    assert_eq!(v["stop_reason"], "answered");
+    assert_eq!(v["turns"], 2);
+    assert_eq!(v["usage"]["total_tokens"], 9);
+    assert_eq!(v["tool_calls"][0]["name"], "read_file");
+    assert_eq!(v["tool_calls"][0]["status"], "success");
+    assert!(v["timings"]["total_ms"].as_f64().unwrap() > 0.0);
+
+    let run = w
+        .run(
+            &["--model-replay", s, "--output-format", "stream-json", "go"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let events: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<String> = events
+        .iter()
+        .map(|e| {
+            let t = e["type"].as_str().unwrap();
+            match e["event"].as_str() {
+                Some(sub) => format!("{t}:{sub}"),
+                None => t.to_string(),
+            }
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "system",
+            "assistant",
+            "tool:validated",
+            "tool:scheduled",
+            "tool:started",
+            "tool_result",
+            "assistant",
+            "result"
+        ]
+    );
+    assert_eq!(events[5]["output"], "hi");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn against_a_loopback_server_every_request_is_well_formed() {
+    let w = Workspace::new();
+    w.write("README.md", "loopback\n");
+    let call = ToolCall {
+        id: "call_x".into(),
+        name: "read_file".into(),
+        arguments: json!({"absolute_path": w.ws().join("README.md")}).to_string(),
+    };
+    let server = FakeOpenAi::start(vec![
+        Reply::turn(ModelTurn {
+            tool_calls: vec![call],
+            finish_reason: FinishReason::ToolCalls,
+            ..Default::default()
+        }),
+        Reply::text("It says loopback."),
+    ])
+    .await
+    .unwrap();
+    let url = server.base_url();
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "sk-local"),
+        ("OPENAI_MODEL", "qwen3-coder-plus"),
+    ];
+    let run = w
+        .run(&["-p", "Summarise", "--yolo"], &env, Some("the piped part"))
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "It says loopback.\n");
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0].authorization.as_deref(),
+        Some("Bearer sk-local")
+    );
+    assert_eq!(requests[0].body["model"], "qwen3-coder-plus");
+    assert_eq!(
+        requests[0].body["messages"][1]["content"],
+        "Summarise\n\nthe piped part"
+    );
+    assert_eq!(requests[1].body["messages"][3]["content"], "loopback");
+    let system = requests[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains(&w.ws().display().to_string()),
+        "names the workspace"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_references_inline_files_before_the_first_request() {
+    let w = Workspace::new();
+    w.write("docs/spec.md", "the spec text\n");
+    let server = FakeOpenAi::start(vec![Reply::text("read it")])
+        .await
+        .unwrap();
+    let url = server.base_url();
+    let run = w
+        .run(
+            &[
+                "--openai-base-url",
+                &url,
+                "-m",
+                "m",
+                "explain @docs/spec.md please",
+            ],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let user = server.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        user.starts_with("explain @docs/spec.md please\n\n--- Content from referenced files ---"),
+        "{user}"
+    );
+    assert!(user.contains("the spec text"), "{user}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flags_win_over_the_environment_and_a_refusal_ends_the_run() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![Reply::status(401, "Invalid API key: sk-b***")])
+        .await
+        .unwrap();
+    let url = server.base_url();
+    let run = w
+        .run(
+            &[
+                "--openai-base-url",
+                &url,
+                "--openai-api-key",
+                "sk-bad",
+                "-m",
+                "m1",
+                "hi",
+            ],
+            &[
+                ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+                ("OPENAI_MODEL", "other"),
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("HTTP 401") && run.stderr.contains("Invalid API key"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(server.requests()[0].body["model"], "m1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_turn_limit_and_usage_errors_have_their_exit_codes() {
+    let w = Workspace::new();
+    w.write("README.md", "x\n");
+    let script = w.script(&[
+        read_call(&w.ws(), "a"),
+        read_call(&w.ws(), "b"),
+        json!({"text": "late"}),
+    ]);
+    let s = script.to_str().unwrap();
+    let run = w
+        .run(
+            &["--model-replay", s, "--max-session-turns", "2", "go"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 53, "{}", run.stderr);
+    assert!(run.stderr.contains("--max-session-turns"), "{}", run.stderr);
+
+    let run = w.run(&["--model-replay", s], &[], None).await;
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("no prompt"), "{}", run.stderr);
+
+    let run = w
+        .run(
+            &[
+                "--yolo",
+                "--approval-mode",
+                "plan",
+                "--model-replay",
+                s,
+                "x",
+            ],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("cannot be used together"),
+        "{}",
+        run.stderr
+    );
+
+    let run = w.run(&["hi"], &[], None).await;
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("no model"), "{}", run.stderr);
+
+    let run = w.run(&["tools", "list"], &[], None).await;
+    assert_eq!(
+        run.code, 0,
+        "the tools subcommand still works: {}",
+        run.stderr
+    );
+    assert!(run.stdout.contains("read_file"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_run_replays_to_the_same_answer() {
+    let w = Workspace::new();
+    w.write("README.md", "rec\n");
+    let call = ToolCall {
+        id: "call_r".into(),
+        name: "read_file".into(),
+        arguments: json!({"absolute_path": w.ws().join("README.md")}).to_string(),
+    };
+    let server = FakeOpenAi::start(vec![
+        Reply::turn(ModelTurn {
+            tool_calls: vec![call.clone()],
+            ..Default::default()
+        }),
+        Reply::text("recorded answer"),
+    ])
+    .await
+    .unwrap();
+    let record = w.dir.path().join("rec.jsonl");
+    let url = server.base_url();
+    let run = w
+        .run(
+            &[
+                "--openai-base-url",
+                &url,
+                "-m",
+                "m",
+                "--record",
+                record.to_str().unwrap(),
+                "go",
+            ],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let script = parse_script(&std::fs::read_to_string(&record).unwrap(), None).unwrap();
+    assert_eq!(script[0].to_model_turn(1).tool_calls, [call]);
+    let replay = w
+        .run(
+            &["--model-replay", record.to_str().unwrap(), "go"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(replay.stdout, "recorded answer\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headless_calls_that_need_approval_are_refused_unless_allowed() {
+    let w = Workspace::new();
+    if !w
+        .has_tools(
+            "headless_calls_that_need_approval_are_refused_unless_allowed",
+            &["write_file"],
+        )
+        .await
+    {
+        return;
+    }
+    let target = w.ws().join("new.txt");
+    let script = w.script(&[
+        json!({"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"file_path": target, "content": "x\n"}}]}),
+        json!({"text": "tried"}),
+    ]);
+    let s = script.to_str().unwrap();
+    let run = w
+        .run(&["--model-replay", s, "-o", "json", "write"], &[], None)
+        .await;
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        v["tool_calls"][0]["error"]["type"], "execution_denied",
+        "{v}"
+    );
+    assert!(!target.exists());
+    let run = w
+        .run(
+            &[
+                "--model-replay",
+                s,
+                "--allowed-tools",
+                "write_file",
+                "write",
+            ],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_the_request_in_flight_and_exits_130() {
+    let w = Workspace::new();
+    // A server that accepts the request and never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let child = w
+        .command(&["--openai-base-url", &url, "-m", "m", "wait forever"], &[])
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap().to_string();
+    // Once the connection is accepted the request is in flight.
+    let (_socket, _) = listener.accept().await.unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let run = wait(child).await;
+    assert_eq!(run.code, 130, "{}", run.stderr);
+    assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
+}
