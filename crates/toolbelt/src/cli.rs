@@ -44,7 +44,10 @@ Exit codes of `tools call`:
     version,
     about = "A fast, safe tool runtime for LLM coding agents",
     after_help = EXAMPLES,
-    args_conflicts_with_subcommands = true
+    // Global flags (`--include-directories`) may stand before a subcommand, so top-level
+    // arguments must not rule subcommands out; a first word that names a subcommand is
+    // that subcommand, any other starts the prompt.
+    subcommand_precedence_over_arg = true
 )]
 pub struct Cli {
     #[command(flatten)]

@@ -114,14 +114,20 @@ pub async fn run(spec: RunSpec<'_>) -> RunOutput {
         Some(done) => done,
         None => {
             kill_group(pid);
-            match tokio::time::timeout(DRAIN_AFTER_KILL, &mut work).await {
+            let drained = match tokio::time::timeout(DRAIN_AFTER_KILL, &mut work).await {
                 Ok(done) => done,
                 Err(_) => (
                     Capped::default(),
                     Capped::default(),
                     Err(std::io::Error::other("gone")),
                 ),
+            };
+            // The result says the command was ended: make it true of the whole group,
+            // not only of the leader that was reaped above.
+            if let Some(pid) = pid {
+                crate::shell::process::wait_until_no_live_members(pid, DRAIN_AFTER_KILL).await;
             }
+            drained
         }
     };
     let end = if let Some(end) = forced {

@@ -164,6 +164,22 @@ async fn wait_until_gone(pgid: u32, limit: Duration) -> bool {
     }
 }
 
+/// Waits until no process of the group is alive (zombies left to an init that does not
+/// reap them do not count), for at most `limit`. A signal is delivered asynchronously,
+/// so a caller that reports "killed" waits here first. Returns whether the group died.
+pub async fn wait_until_no_live_members(pgid: u32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if live_members(pgid).is_empty() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// PIDs of the group's processes that are not zombies, from `/proc`.
 pub fn live_members(pgid: u32) -> Vec<u32> {
     // One system call answers the common case (the group is gone) without reading /proc.
