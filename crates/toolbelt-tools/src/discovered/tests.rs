@@ -407,13 +407,20 @@ fn legacy_spellings_of_the_commands_are_read() {
 }
 
 fn process_alive(pid: &str) -> bool {
-    // A killed child of an exited shell is reaped by init; a zombie has no /proc/PID/stat
-    // state other than Z, so treat Z as gone.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .split(") ")
-            .nth(1)
-            .is_some_and(|rest| rest.starts_with('Z')),
-        Err(_) => false,
+    // A killed process closes its pipes a moment before it becomes a zombie (state Z)
+    // and is reaped; wait up to five seconds for that, and count a zombie as gone.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let alive = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => !stat
+                .split(") ")
+                .nth(1)
+                .is_some_and(|rest| rest.starts_with('Z')),
+            Err(_) => false,
+        };
+        if !alive || Instant::now() >= deadline {
+            return alive;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
