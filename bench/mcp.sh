@@ -3,9 +3,9 @@
 #
 # 1. Start-up with five stdio servers of which one never answers `initialize`
 #    (connect timeout 2 s): `toolbelt mcp list` must take about the timeout, not the sum.
-#    Reference: the same five servers connected one after another by the official
-#    TypeScript SDK client (bench/mcp_ref_client.mjs in `startup` mode is not needed:
-#    the sequential lower bound is 4 healthy start-ups + the 2 s timeout).
+#    Reference: one healthy server alone; connecting one after another would cost the
+#    sum (4 start-ups + 2 s). Also the three-server check of the issue (healthy,
+#    missing command, never answers with a 2 s timeout).
 # 2. Calls per second through the client to a local stdio server (sequential `echo`
 #    calls), toolbelt's client (examples/mcp_bench.rs) against the official TypeScript
 #    SDK client (bench/mcp_ref_client.mjs), both against the same servers: our rmcp test
@@ -29,16 +29,15 @@ cat > "$work/project/.qwen/settings.json" <<JSON
   "hangs": {"command": "$TS", "args": ["silent"], "timeout": 2000}
 }}
 JSON
-cat > "$work/project/.qwen/healthy.json" <<JSON
-{"mcpServers": {"s1": {"command": "$TS"}}}
-JSON
+three=$(printf '{"mcpServers": {"healthy": {"command": "%s"}, "missing": {"command": "/nonexistent/mcp-server"}, "hangs": {"command": "%s", "args": ["silent"], "timeout": 2000}}}' "$TS" "$TS")
 export HOME=$work/home TOOLBELT_HOME=$work/home/.toolbelt TOOLBELT_SYSTEM_SETTINGS_PATH=$work/none.json
 cd "$work/project"
 
-echo "== start-up: five servers, one hangs (timeout 2 s)"
+echo "== start-up: five servers, one hangs (timeout 2 s); one healthy server alone; three servers (healthy, missing, hangs)"
 hyperfine -N --warmup 1 --runs 5 --export-markdown "$work/startup.md" \
     "$TB mcp list" \
-    "$TB --allowed-mcp-server-names s1 mcp list" >/dev/null
+    "$TB --allowed-mcp-server-names s1 mcp list" \
+    "$TB --allowed-mcp-server-names healthy,missing,hangs --mcp-config '$three' mcp list" >/dev/null
 cat "$work/startup.md"
 
 echo "== calls per second, $N sequential echo calls"

@@ -63,6 +63,8 @@ pub struct McpConnection {
     live: tokio::sync::Mutex<Option<Client>>,
     status: Mutex<ServerStatus>,
     tools: Mutex<Vec<Arc<McpTool>>>,
+    /// The process of the stdio server being started, killed when its handshake times out.
+    starting_pid: Mutex<Option<u32>>,
 }
 
 impl McpConnection {
@@ -89,6 +91,7 @@ impl McpConnection {
             live: tokio::sync::Mutex::new(None),
             status: Mutex::new(ServerStatus::Connecting),
             tools: Mutex::new(Vec::new()),
+            starting_pid: Mutex::new(None),
         })
     }
 
@@ -139,7 +142,7 @@ impl McpConnection {
         let outcome = match outcome {
             Ok(result) => result,
             Err(_) => {
-                // Dropping the client kills a stdio server that never answered.
+                self.kill_starting();
                 self.live.lock().await.take();
                 Err(format!(
                     "no answer within {} (connect timeout)",
@@ -258,6 +261,27 @@ impl McpConnection {
         }
     }
 
+    /// Kills a stdio server whose handshake timed out. rmcp kills a dropped child from a
+    /// spawned task, which never runs when the program exits right after (as
+    /// `toolbelt mcp list` does); a server that ignores its closed stdin would outlive us.
+    fn kill_starting(&self) {
+        let pid = self
+            .starting_pid
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 1) else {
+            return;
+        };
+        // SAFETY: `kill` takes plain integers and touches no memory of ours. The pid is
+        // our own child whose handle was dropped a moment ago; at worst rmcp's kill task
+        // has just reaped it, and a pid is not reused within microseconds.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+
     /// The live client's peer; starts the server again when it died.
     async fn peer(&self) -> Result<Peer<RoleClient>, String> {
         let mut live = self.live.lock().await;
@@ -278,6 +302,7 @@ impl McpConnection {
                 }
                 Ok(Err(why)) => last = why,
                 Err(_) => {
+                    self.kill_starting();
                     last = format!(
                         "no answer within {} (connect timeout)",
                         human_duration(self.config.connect_timeout)
