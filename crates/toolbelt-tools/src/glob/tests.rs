@@ -180,7 +180,13 @@ async fn without_a_path_every_workspace_directory_is_searched() {
     std::fs::write(second.join("b.rs"), "").unwrap();
     let r = f.call("glob", json!({"pattern": "*.rs"})).await;
     let text = r.llm_text();
-    assert!(text.contains(&format!("{}/a.rs", f.ws().display())), "{text}");
-    assert!(text.contains(&format!("{}/b.rs", second.display())), "{text}");
+    assert!(
+        text.contains(&format!("{}/a.rs", f.ws().display())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{}/b.rs", second.display())),
+        "{text}"
+    );
     assert!(text.starts_with("Found 2 file(s)"), "{text}");
 }
