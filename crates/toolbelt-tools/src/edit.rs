@@ -251,7 +251,9 @@ impl EditCall {
             last = r.end;
         }
         out.push_str(&text[last..]);
-        if out == text {
+        // Unchanged when every match already reads as new_string (a tolerant match of
+        // text equal to it); checked on the matches, not by comparing whole files.
+        if ranges.iter().all(|r| text[r.clone()] == *new) {
             return Err(ToolError::new(
                 ErrorKind::EditNoChange,
                 format!(
