@@ -4,6 +4,7 @@
 #
 #   bench/search.sh            # the 15,000-file tree, edit of a 50 MB file
 #   bench/search.sh large      # also the 100,000-file / 1 GB tree and peak RSS
+#   bench/search.sh edit       # only the edit of a 50 MB file
 #
 # Results (JSON and a Markdown table) go to bench/out/. Corpora are generated once
 # under bench/corpus/ (git-ignored) by bench/gen_corpus.py.
@@ -48,6 +49,7 @@ print(f'| {sys.argv[2]} | `{sys.argv[3]}` | {ms(t)} | `{sys.argv[4]}` | {ms(ref)
 PY
 }
 
+if [ "${1:-}" != edit ]; then
 echo "| benchmark | toolbelt command | toolbelt | reference command | reference | ratio |"
 echo "|---|---|---|---|---|---|"
 GREP='{"pattern":"xylophonequartz"}'
@@ -66,6 +68,7 @@ if [ "${1:-}" = large ]; then
         | awk '/Maximum resident/ {print $6}')
     echo
     echo "Peak RSS of grep_search over the 100,000-file tree: $((rss / 1024)) MiB (rg -i: $((rg_rss / 1024)) MiB)"
+fi
 fi
 
 # edit of one line in the middle of a 50 MB file, against reading the file once: on

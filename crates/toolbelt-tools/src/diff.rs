@@ -134,23 +134,14 @@ struct ChangedWindow {
 impl ChangedWindow {
     fn find(old: &str, new: &str) -> ChangedWindow {
         let (o, n) = (old.as_bytes(), new.as_bytes());
-        let same_head = o.iter().zip(n).take_while(|(a, b)| a == b).count();
+        let same_head = common_prefix(o, n);
         // Back to the start of the line holding the first difference.
-        let head = o[..same_head]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
+        let head = memchr::memrchr(b'\n', &o[..same_head]).map_or(0, |i| i + 1);
         let max_tail = (o.len() - head).min(n.len() - head);
-        let same_tail = o
-            .iter()
-            .rev()
-            .zip(n.iter().rev())
-            .take(max_tail)
-            .take_while(|(a, b)| a == b)
-            .count();
+        let same_tail = common_suffix(&o[o.len() - max_tail..], &n[n.len() - max_tail..]);
         // Forward to the start of a line in the common tail (both sides agree there).
         let tail_text = &o[o.len() - same_tail..];
-        let tail = match tail_text.iter().position(|&b| b == b'\n') {
+        let tail = match memchr::memchr(b'\n', tail_text) {
             Some(i) => same_tail - (i + 1),
             None => 0,
         };
@@ -176,7 +167,7 @@ impl ChangedWindow {
                 .position(|&b| b == b'\n')
                 .map_or(rest.len(), |i| i + 1);
         }
-        let first_line = o[..start].iter().filter(|&&b| b == b'\n').count();
+        let first_line = crate::text_file::count_newlines(&o[..start]);
         ChangedWindow {
             old_start: start,
             old_end: o.len() - tail_keep,
@@ -185,6 +176,37 @@ impl ChangedWindow {
             first_line,
         }
     }
+}
+
+/// Block size for comparing long equal runs with `memcmp`.
+const BLOCK: usize = 4096;
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let len = a.len().min(b.len());
+    let mut i = 0;
+    while i + BLOCK <= len && a[i..i + BLOCK] == b[i..i + BLOCK] {
+        i += BLOCK;
+    }
+    i + a[i..len]
+        .iter()
+        .zip(&b[i..len])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let len = a.len().min(b.len());
+    let (a, b) = (&a[a.len() - len..], &b[b.len() - len..]);
+    let mut i = 0;
+    while i + BLOCK <= len && a[len - i - BLOCK..len - i] == b[len - i - BLOCK..len - i] {
+        i += BLOCK;
+    }
+    i + a[..len - i]
+        .iter()
+        .rev()
+        .zip(b[..len - i].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 #[cfg(test)]
@@ -234,6 +256,16 @@ mod tests {
             "{}",
             &diff[diff.len() - 100..]
         );
+    }
+
+    #[test]
+    fn common_prefix_and_suffix_across_blocks() {
+        let a = "x".repeat(10_000) + "A" + &"y".repeat(9_000);
+        let b = "x".repeat(10_000) + "BB" + &"y".repeat(9_000);
+        assert_eq!(common_prefix(a.as_bytes(), b.as_bytes()), 10_000);
+        assert_eq!(common_suffix(a.as_bytes(), b.as_bytes()), 9_000);
+        assert_eq!(common_prefix(b"abc", b"abc"), 3);
+        assert_eq!(common_suffix(b"", b"abc"), 0);
     }
 
     #[test]

@@ -144,7 +144,8 @@ struct EditCall {
 #[derive(Debug)]
 struct Plan {
     stamp: Option<FileStamp>,
-    bytes: Vec<u8>,
+    /// The bytes to write, when they differ from `diff.new_content` (CRLF, BOM).
+    bytes: Option<Vec<u8>>,
     diff: FileDiff,
     created: bool,
     occurrences: usize,
@@ -159,7 +160,7 @@ impl EditCall {
         match file_change::read_current(&self.path)? {
             Current::Missing if p.old_string.is_empty() => Ok(Plan {
                 stamp: None,
-                bytes: TextFormat::NEW.encode(&p.new_string),
+                bytes: None,
                 first_change: 0..p.new_string.len(),
                 diff: file_diff(&self.path, &self.display_path, None, p.new_string.clone()),
                 created: true,
@@ -250,7 +251,9 @@ impl EditCall {
             last = r.end;
         }
         out.push_str(&text[last..]);
-        if out == text {
+        // Unchanged when every match already reads as new_string (a tolerant match of
+        // text equal to it); checked on the matches, not by comparing whole files.
+        if ranges.iter().all(|r| text[r.clone()] == *new) {
             return Err(ToolError::new(
                 ErrorKind::EditNoChange,
                 format!(
@@ -259,7 +262,8 @@ impl EditCall {
                 ),
             ));
         }
-        let bytes = file.format.encode(&out);
+        // A 50 MB file is copied once less when its format is plain LF without a BOM.
+        let bytes = (file.format != TextFormat::NEW).then(|| file.format.encode(&out));
         Ok(Plan {
             stamp: Some(stamp),
             bytes,
@@ -346,7 +350,11 @@ impl EditCall {
                 return Err(file_change::changed_since_confirmation(&self.path));
             }
         };
-        file_change::write_file(&self.path, &plan.bytes)?;
+        let bytes = plan
+            .bytes
+            .as_deref()
+            .unwrap_or(plan.diff.new_content.as_bytes());
+        file_change::write_file(&self.path, bytes)?;
         let mut text = if plan.created {
             format!(
                 "Created new file: {} with provided content.",
@@ -379,7 +387,9 @@ fn snippet(text: &str, change: std::ops::Range<usize>) -> Option<String> {
     if changed > SNIPPET_MAX_LINES {
         return None;
     }
-    let total = text.lines().count().max(1);
+    let total = (crate::text_file::count_newlines(text.as_bytes())
+        + usize::from(!text.is_empty() && !text.ends_with('\n')))
+    .max(1);
     let from = first.saturating_sub(SNIPPET_CONTEXT).max(1);
     let to = (first + changed - 1 + SNIPPET_CONTEXT).min(total);
     let start_byte = if from == 1 {

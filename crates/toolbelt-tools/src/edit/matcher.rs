@@ -35,10 +35,15 @@ pub struct Found {
 /// Every non-overlapping occurrence of `old` in `text`: the exact ones when there are
 /// any, else the tolerant ones.
 pub fn find(text: &str, old: &str) -> Found {
-    let exact: Vec<Range<usize>> = text
-        .match_indices(old)
-        .map(|(i, m)| i..i + m.len())
-        .collect();
+    // memmem is SIMD-accelerated, several times faster than `str::match_indices` on a
+    // large file; both report non-overlapping matches left to right.
+    let exact: Vec<Range<usize>> = if old.is_empty() {
+        Vec::new()
+    } else {
+        memchr::memmem::find_iter(text.as_bytes(), old.as_bytes())
+            .map(|i| i..i + old.len())
+            .collect()
+    };
     if !exact.is_empty() || old.is_empty() {
         return Found {
             ranges: exact,
