@@ -3,6 +3,7 @@
 use std::io::{IsTerminal, Read, Write};
 
 use serde_json::Value;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use toolbelt_core::validate::parse_arguments;
 use toolbelt_core::{
     ConfirmationDetails, Decision, Display, ExecContext, PermissionRules, ToolResult,
@@ -135,6 +136,15 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
             return EXIT_USAGE;
         }
     };
+    // Take over SIGINT before anything is shown: a Ctrl-C from here on cancels the
+    // call (exit 130) instead of killing the process with a half-done tool.
+    let mut interrupts = match signal(SignalKind::interrupt()) {
+        Ok(stream) => Some(stream),
+        Err(e) => {
+            tracing::warn!("cannot listen for Ctrl-C: {e}");
+            None
+        }
+    };
     eprintln!(
         "{}: {}",
         registration.tool.display_name(),
@@ -193,7 +203,7 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
     let result: ToolResult = loop {
         tokio::select! {
             result = &mut execution => break result,
-            _ = tokio::signal::ctrl_c(), if !interrupted => {
+            Some(()) = next_interrupt(&mut interrupts), if !interrupted => {
                 eprintln!("toolbelt: interrupted; cancelling the running tool");
                 interrupted = true;
                 cancel.cancel();
@@ -228,6 +238,14 @@ fn permission_rules(session: &Session) -> PermissionRules {
         );
     }
     rules
+}
+
+/// The next SIGINT; never, when the listener could not be installed.
+async fn next_interrupt(stream: &mut Option<Signal>) -> Option<()> {
+    match stream {
+        Some(stream) => stream.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Whether a person can be asked: both ends are a terminal, and standard input was not

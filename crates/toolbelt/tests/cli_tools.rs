@@ -327,3 +327,103 @@ fn help_lists_examples_and_exit_codes() {
     let out = ws.run(&["--version"]);
     assert!(stdout(&out).starts_with("toolbelt "), "{}", stdout(&out));
 }
+
+#[test]
+fn ctrl_c_cancels_the_running_tool_and_exits_130() {
+    use std::io::{BufRead, BufReader};
+    let ws = Workspace::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args([
+            "tools",
+            "call",
+            "run_shell_command",
+            r#"{"command": "sleep 30"}"#,
+            "--yes",
+        ])
+        .current_dir(&ws.root)
+        .env("HOME", &ws.home)
+        .env("TOOLBELT_SYSTEM_SETTINGS_PATH", ws.home.join("none.json"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    // The description line is printed after the SIGINT handler is installed.
+    let mut line = String::new();
+    while !line.starts_with("Shell: ") {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no description line"
+        );
+    }
+    let started = std::time::Instant::now();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert_eq!(out.status.code(), Some(130), "stderr: {rest}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the sleep was not cancelled"
+    );
+    assert!(
+        rest.contains("interrupted; cancelling the running tool"),
+        "{rest}"
+    );
+}
+
+/// Runs `toolbelt ARGS` under `script`, so its standard input and error are a terminal,
+/// typing `answer` at the prompt.
+fn run_on_a_terminal(ws: &Workspace, args: &str, answer: &str) -> (Option<i32>, String) {
+    use std::io::Write;
+    let command = format!("{} {args}", env!("CARGO_BIN_EXE_toolbelt"));
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(&ws.root)
+        .env("HOME", &ws.home)
+        .env("TOOLBELT_SYSTEM_SETTINGS_PATH", ws.home.join("none.json"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answer.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), stdout(&out))
+}
+
+#[test]
+fn on_a_terminal_the_person_is_asked_yes_no_or_always() {
+    if Command::new("script").arg("--version").output().is_err() {
+        println!("skipped: `script` (util-linux) is not installed, so no terminal can be made");
+        return;
+    }
+    let ws = Workspace::new();
+    let target = ws.root.join("asked.txt");
+    let args = format!(
+        "tools call write_file '{}'",
+        serde_json::json!({"file_path": target, "content": "hello\n"})
+    );
+    let (code, screen) = run_on_a_terminal(&ws, &args, "n\n");
+    assert_eq!(code, Some(3), "{screen}");
+    assert!(screen.contains("[y]es / [n]o / [a]lways"), "{screen}");
+    assert!(
+        screen.contains("+hello"),
+        "the question shows the diff: {screen}"
+    );
+    assert!(!target.exists());
+    let (code, screen) = run_on_a_terminal(&ws, &args, "always\n");
+    assert_eq!(code, Some(0), "{screen}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello\n");
+}
