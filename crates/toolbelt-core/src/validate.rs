@@ -143,7 +143,8 @@ fn pointer_to_path(pointer: &str) -> String {
     out
 }
 
-fn describe_type(v: &Value) -> &'static str {
+/// "a string", "an object", ...: a JSON value's type for messages.
+pub fn describe_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

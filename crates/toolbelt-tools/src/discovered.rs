@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use toolbelt_core::validate::describe_type;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind, Part, Tool,
     ToolEnvironment, ToolError, ToolResult,
@@ -199,7 +200,7 @@ pub fn parse_declarations(stdout: &[u8]) -> Parsed {
         other => {
             parsed.warnings.push(format!(
                 "the output must be a JSON array of function declarations, not {}",
-                json_type(&other)
+                describe_type(&other)
             ));
             return parsed;
         }
@@ -208,7 +209,7 @@ pub fn parse_declarations(stdout: &[u8]) -> Parsed {
         let Value::Object(map) = item else {
             parsed.warnings.push(format!(
                 "item {i} is {}, not a function declaration object; skipped",
-                json_type(&item)
+                describe_type(&item)
             ));
             continue;
         };
@@ -241,7 +242,7 @@ fn read_declaration(decl: &Value, at: &str, parsed: &mut Parsed) {
     let Some(map) = decl.as_object() else {
         parsed.warnings.push(format!(
             "{at} is {}, not an object; skipped",
-            json_type(decl)
+            describe_type(decl)
         ));
         return;
     };
@@ -275,7 +276,7 @@ fn read_declaration(decl: &Value, at: &str, parsed: &mut Parsed) {
         Some(other) => {
             parsed.warnings.push(format!(
                 "{at} (\"{name}\"): the parameters must be a JSON Schema object, not {}; the tool takes no arguments",
-                json_type(other)
+                describe_type(other)
             ));
             json!({"type": "object", "properties": {}})
         }
@@ -301,17 +302,6 @@ fn lowercase_types(schema: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(lowercase_types),
         _ => {}
-    }
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -113,16 +113,7 @@ impl Tool for Edit {
     }
     fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
         let params: Params = crate::parse_params(args)?;
-        let path = self.env.roots.resolve(params.file_path.trim())?;
-        if path.is_dir() {
-            return Err(ToolError::new(
-                ErrorKind::TargetIsDirectory,
-                format!(
-                    "{} is a directory; give the path of a file to edit.",
-                    path.display()
-                ),
-            ));
-        }
+        let path = file_change::resolve_target(&self.env.roots, &params.file_path, "edit")?;
         Ok(Box::new(EditCall {
             display_path: self.env.roots.display_relative(&path),
             path,

@@ -6,10 +6,10 @@
 //! the file changed before the call runs, writing anyway would apply a change nobody
 //! saw, so the call fails and nothing is written; the model is told to look again.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use toolbelt_core::{ErrorKind, ToolError};
+use toolbelt_core::{ErrorKind, ToolError, WorkspaceRoots};
 
 use crate::atomic_write::write_atomic;
 
@@ -37,6 +37,26 @@ impl Current {
 }
 
 /// The stamp of `path` now (`None` when it does not exist).
+/// Resolves a path the model wants written (through the workspace boundary) and
+/// refuses a directory; `verb` completes "give the path of a file to ...".
+pub fn resolve_target(
+    roots: &WorkspaceRoots,
+    given: &str,
+    verb: &str,
+) -> Result<PathBuf, ToolError> {
+    let path = roots.resolve(given.trim())?;
+    if path.is_dir() {
+        return Err(ToolError::new(
+            ErrorKind::TargetIsDirectory,
+            format!(
+                "{} is a directory; give the path of a file to {verb}.",
+                path.display()
+            ),
+        ));
+    }
+    Ok(path)
+}
+
 pub fn stamp_now(path: &Path) -> Result<Option<FileStamp>, ToolError> {
     match std::fs::metadata(path) {
         Ok(meta) => Ok(Some(FileStamp {

@@ -75,16 +75,7 @@ impl Tool for WriteFile {
     }
     fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
         let params: Params = crate::parse_params(args)?;
-        let path = self.env.roots.resolve(params.file_path.trim())?;
-        if path.is_dir() {
-            return Err(ToolError::new(
-                ErrorKind::TargetIsDirectory,
-                format!(
-                    "{} is a directory; give the path of a file to write.",
-                    path.display()
-                ),
-            ));
-        }
+        let path = file_change::resolve_target(&self.env.roots, &params.file_path, "write")?;
         Ok(Box::new(WriteFileCall {
             display_path: self.env.roots.display_relative(&path),
             path,
