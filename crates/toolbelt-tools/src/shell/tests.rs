@@ -382,7 +382,24 @@ async fn jobs_end_with_the_tool_unless_configured() {
 #[tokio::test]
 async fn landlock_confines_writes_to_the_workspace() {
     let f = fixture_with(json!({"tools": {"sandbox": "landlock"}}), 25_000, 1_000);
-    let outside = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+    // "Outside" must be neither in the workspace nor in the temp directory (which the
+    // sandbox allows): a checkout under /tmp cannot host it, so try a few places.
+    let temp = std::env::temp_dir().canonicalize().unwrap();
+    let candidates = [
+        std::env::current_dir().ok(),
+        std::env::var_os("HOME").map(std::path::PathBuf::from),
+        Some(std::path::PathBuf::from("/var/tmp")),
+    ];
+    let outside = candidates
+        .into_iter()
+        .flatten()
+        .filter_map(|dir| dir.canonicalize().ok())
+        .filter(|dir| !dir.starts_with(&temp) && !dir.starts_with(f.ws()))
+        .find_map(|dir| tempfile::tempdir_in(dir).ok());
+    let Some(outside) = outside else {
+        eprintln!("skipped: no writable directory outside the workspace and the temp directory");
+        return;
+    };
     let inside = f.ws().join("inside.txt");
     let blocked = outside.path().join("blocked.txt");
     let command = format!(
