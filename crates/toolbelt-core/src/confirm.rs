@@ -52,6 +52,19 @@ impl ConfirmationDetails {
         }
     }
 
+    /// The question for a file change: the diff a person approves. `file_path` is the
+    /// diff's own path.
+    pub fn edit(title: String, diff: crate::FileDiff) -> Self {
+        ConfirmationDetails::Edit {
+            title,
+            file_name: diff.file_name,
+            file_path: diff.file_path,
+            diff: diff.diff,
+            original_content: diff.original_content,
+            new_content: diff.new_content,
+        }
+    }
+
     /// The generic question for a call whose tool gave no details of its own.
     pub fn generic(tool_display_name: &str, description: &str) -> Self {
         ConfirmationDetails::Info {

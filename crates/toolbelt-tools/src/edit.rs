@@ -421,13 +421,11 @@ impl Invocation for EditCall {
             // A failing edit needs no approval: it writes nothing and its error goes to
             // the model. If it starts working before execute, execute refuses.
             let plan = self.plan().ok();
-            let details = plan.as_ref().map(|plan| ConfirmationDetails::Edit {
-                title: format!("Confirm Edit: {}", self.display_path),
-                file_name: plan.diff.file_name.clone(),
-                file_path: self.path.clone(),
-                diff: plan.diff.diff.clone(),
-                original_content: plan.diff.original_content.clone(),
-                new_content: plan.diff.new_content.clone(),
+            let details = plan.as_ref().map(|plan| {
+                ConfirmationDetails::edit(
+                    format!("Confirm Edit: {}", self.display_path),
+                    plan.diff.clone(),
+                )
             });
             if let Ok(mut slot) = self.planned.lock() {
                 *slot = Some(plan);

@@ -196,14 +196,10 @@ impl Invocation for WriteFileCall {
             if let Ok(mut slot) = self.proposed.lock() {
                 *slot = Some(proposed);
             }
-            Some(ConfirmationDetails::Edit {
-                title: format!("Confirm Write: {}", self.display_path),
-                file_name: diff.file_name,
-                file_path: self.path.clone(),
-                diff: diff.diff,
-                original_content: diff.original_content,
-                new_content: diff.new_content,
-            })
+            Some(ConfirmationDetails::edit(
+                format!("Confirm Write: {}", self.display_path),
+                diff,
+            ))
         })
     }
 
