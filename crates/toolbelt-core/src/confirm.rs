@@ -15,8 +15,11 @@ pub enum ConfirmationDetails {
         file_name: String,
         file_path: PathBuf,
         diff: String,
+        /// The change creates the file.
+        is_new_file: bool,
+        /// The whole texts, `None` above [`crate::FileDiff::CONTENT_LIMIT`].
         original_content: Option<String>,
-        new_content: String,
+        new_content: Option<String>,
     },
     /// A shell command, with the root commands that still need approval.
     Exec {
@@ -60,6 +63,7 @@ impl ConfirmationDetails {
             file_name: diff.file_name,
             file_path: diff.file_path,
             diff: diff.diff,
+            is_new_file: diff.is_new_file,
             original_content: diff.original_content,
             new_content: diff.new_content,
         }

@@ -57,17 +57,30 @@ mod base64_bytes {
 }
 
 /// A file change, as shown to a person (and carried by edit confirmations).
+///
+/// The whole texts before and after (for a side-by-side view) are carried only for
+/// files up to [`FileDiff::CONTENT_LIMIT`] bytes. Above it both are `None` and the
+/// unified diff is the record of the change: a one-line edit of a 50 MB log should not
+/// hold 100 MB in every confirmation, result and transcript.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileDiff {
     pub file_name: String,
     pub file_path: PathBuf,
     /// Unified diff of the change.
     pub diff: String,
-    /// `None` when the file did not exist.
+    /// The change creates the file.
+    pub is_new_file: bool,
+    /// The text before; `None` for a new file or a file over the limit.
     pub original_content: Option<String>,
-    pub new_content: String,
+    /// The text after; `None` for a file over the limit.
+    pub new_content: Option<String>,
     pub added_lines: usize,
     pub removed_lines: usize,
+}
+
+impl FileDiff {
+    /// Largest file (before or after the change) whose whole text is carried.
+    pub const CONTENT_LIMIT: usize = 8 * 1024 * 1024;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

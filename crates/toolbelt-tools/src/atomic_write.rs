@@ -20,6 +20,15 @@ pub const TEMP_MARKER: &str = ".toolbelt-";
 /// Replaces (or creates) `path` with `bytes` atomically. The parent directory must
 /// exist.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |file| file.write_all(bytes))
+}
+
+/// Replaces (or creates) `path` atomically with what `fill` writes into the temporary
+/// file. If `fill` fails, the temporary file is removed and `path` is untouched.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -39,7 +48,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         }
         Err(e) => return Err(e),
     }
-    temp.write_all(bytes)?;
+    fill(temp.as_file_mut())?;
     temp.flush()?;
     temp.as_file().sync_all()?;
     temp.persist(path).map_err(|e| e.error)?;

@@ -21,16 +21,18 @@ const DIFF_TIMEOUT: Duration = Duration::from_millis(200);
 /// cannot review a million-line diff, and building one costs more than the write.
 const MAX_RENDERED_LINES: usize = 20_000;
 
-/// The diff of `old` (`None`: the file does not exist) to `new`.
-pub fn file_diff(path: &Path, display_name: &str, old: Option<String>, new: String) -> FileDiff {
-    let (diff, added_lines, removed_lines) =
-        unified(display_name, old.as_deref().unwrap_or(""), &new);
+/// The diff of `old` (`None`: the file does not exist) to `new`, with both texts
+/// carried when they fit [`FileDiff::CONTENT_LIMIT`].
+pub fn file_diff(path: &Path, display_name: &str, old: Option<&str>, new: &str) -> FileDiff {
+    let (diff, added_lines, removed_lines) = unified(display_name, old.unwrap_or(""), new);
+    let fits = old.map_or(0, str::len).max(new.len()) <= FileDiff::CONTENT_LIMIT;
     FileDiff {
         file_name: display_name.to_string(),
         file_path: path.to_path_buf(),
         diff,
-        original_content: old,
-        new_content: new,
+        is_new_file: old.is_none(),
+        original_content: old.filter(|_| fits).map(str::to_string),
+        new_content: fits.then(|| new.to_string()),
         added_lines,
         removed_lines,
     }
@@ -38,78 +40,115 @@ pub fn file_diff(path: &Path, display_name: &str, old: Option<String>, new: Stri
 
 /// The unified diff text and the added and removed line counts.
 pub fn unified(name: &str, old: &str, new: &str) -> (String, usize, usize) {
-    let mut out = format!("--- {name}\tCurrent\n+++ {name}\tProposed\n");
-    if old == new {
-        return (out, 0, 0);
+    let mut diff = Unified::new(name);
+    diff.region(old, new, 0, 0);
+    diff.finish()
+}
+
+/// A unified diff built region by region: a file edited in place is diffed around
+/// each change, without the whole text in memory.
+pub struct Unified {
+    out: String,
+    added: usize,
+    removed: usize,
+    rendered: usize,
+}
+
+impl Unified {
+    pub fn new(name: &str) -> Self {
+        Unified {
+            out: format!("--- {name}\tCurrent\n+++ {name}\tProposed\n"),
+            added: 0,
+            removed: 0,
+            rendered: 0,
+        }
     }
-    let window = ChangedWindow::find(old, new);
-    let old_part = &old[window.old_start..window.old_end];
-    let new_part = &new[window.new_start..window.new_end];
-    let diff = TextDiff::configure()
-        .timeout(DIFF_TIMEOUT)
-        .diff_lines(old_part, new_part);
-    let (mut added, mut removed) = (0, 0);
-    let mut rendered = 0;
-    for group in diff.grouped_ops(CONTEXT) {
-        let (Some(first), Some(last)) = (group.first(), group.last()) else {
-            continue;
-        };
-        if rendered >= MAX_RENDERED_LINES {
+
+    /// Adds the changes between `old` and `new`, two versions of a region that starts
+    /// at a line start: 0-based line `old_line` of the old file and `new_line` of the
+    /// new one. Regions must come in file order and must not overlap.
+    pub fn region(&mut self, old: &str, new: &str, old_line: usize, new_line: usize) {
+        if old == new {
+            return;
+        }
+        let window = ChangedWindow::find(old, new);
+        let old_part = &old[window.old_start..window.old_end];
+        let new_part = &new[window.new_start..window.new_end];
+        let diff = TextDiff::configure()
+            .timeout(DIFF_TIMEOUT)
+            .diff_lines(old_part, new_part);
+        for group in diff.grouped_ops(CONTEXT) {
+            let (Some(first), Some(last)) = (group.first(), group.last()) else {
+                continue;
+            };
+            if self.rendered >= MAX_RENDERED_LINES {
+                for op in &group {
+                    let (tag, old_range, new_range) = op.as_tag_tuple();
+                    match tag {
+                        DiffTag::Delete => self.removed += old_range.len(),
+                        DiffTag::Insert => self.added += new_range.len(),
+                        DiffTag::Replace => {
+                            self.removed += old_range.len();
+                            self.added += new_range.len();
+                        }
+                        DiffTag::Equal => {}
+                    }
+                }
+                continue;
+            }
+            let old_range = first.old_range().start..last.old_range().end;
+            let new_range = first.new_range().start..last.new_range().end;
+            let _ = writeln!(
+                self.out,
+                "@@ -{} +{} @@",
+                hunk_range(
+                    old_line + window.first_line + old_range.start,
+                    old_range.len()
+                ),
+                hunk_range(
+                    new_line + window.first_line + new_range.start,
+                    new_range.len()
+                ),
+            );
             for op in &group {
-                let (tag, old_range, new_range) = op.as_tag_tuple();
-                match tag {
-                    DiffTag::Delete => removed += old_range.len(),
-                    DiffTag::Insert => added += new_range.len(),
-                    DiffTag::Replace => {
-                        removed += old_range.len();
-                        added += new_range.len();
+                for change in diff.iter_changes(op) {
+                    let sign = match change.tag() {
+                        ChangeTag::Equal => ' ',
+                        ChangeTag::Delete => {
+                            self.removed += 1;
+                            '-'
+                        }
+                        ChangeTag::Insert => {
+                            self.added += 1;
+                            '+'
+                        }
+                    };
+                    self.rendered += 1;
+                    if self.rendered > MAX_RENDERED_LINES {
+                        continue;
                     }
-                    DiffTag::Equal => {}
-                }
-            }
-            continue;
-        }
-        let old_range = first.old_range().start..last.old_range().end;
-        let new_range = first.new_range().start..last.new_range().end;
-        let _ = writeln!(
-            out,
-            "@@ -{} +{} @@",
-            hunk_range(window.first_line + old_range.start, old_range.len()),
-            hunk_range(window.first_line + new_range.start, new_range.len()),
-        );
-        for op in &group {
-            for change in diff.iter_changes(op) {
-                let sign = match change.tag() {
-                    ChangeTag::Equal => ' ',
-                    ChangeTag::Delete => {
-                        removed += 1;
-                        '-'
+                    let line = change.value();
+                    self.out.push(sign);
+                    self.out.push_str(line);
+                    if !line.ends_with('\n') {
+                        self.out.push_str("\n\\ No newline at end of file\n");
                     }
-                    ChangeTag::Insert => {
-                        added += 1;
-                        '+'
-                    }
-                };
-                rendered += 1;
-                if rendered > MAX_RENDERED_LINES {
-                    continue;
-                }
-                let line = change.value();
-                out.push(sign);
-                out.push_str(line);
-                if !line.ends_with('\n') {
-                    out.push_str("\n\\ No newline at end of file\n");
                 }
             }
         }
     }
-    if rendered > MAX_RENDERED_LINES {
-        let _ = writeln!(
-            out,
-            "[... the diff is cut after {MAX_RENDERED_LINES} lines: {added} lines added and {removed} removed in all]"
-        );
+
+    /// The diff text and the added and removed line counts.
+    pub fn finish(mut self) -> (String, usize, usize) {
+        if self.rendered > MAX_RENDERED_LINES {
+            let _ = writeln!(
+                self.out,
+                "[... the diff is cut after {MAX_RENDERED_LINES} lines: {} lines added and {} removed in all]",
+                self.added, self.removed
+            );
+        }
+        (self.out, self.added, self.removed)
     }
-    (out, added, removed)
 }
 
 /// `start,len` of a hunk side, 1-based; an empty side names the line before it.

@@ -22,10 +22,11 @@ use toolbelt_core::{
 };
 
 use crate::diff::file_diff;
-use crate::file_change::{self, Current, FileStamp};
-use crate::text_file::{LineEnding, TextFile, TextFormat};
+use crate::file_change::{self, FileStamp, Opened};
+use crate::text_file::{LineEnding, TextFile};
 
 pub mod matcher;
+pub mod stream;
 use matcher::Strategy;
 
 /// Lines of context in the snippet of the edited file returned to the model.
@@ -38,10 +39,35 @@ const MAX_LISTED_LINES: usize = 20;
 pub struct Edit {
     env: Arc<ToolEnvironment>,
     schema: Value,
+    streaming: Streaming,
+}
+
+/// When a file is edited by streaming it ([`stream`]) instead of reading it whole.
+#[derive(Debug, Clone, Copy)]
+pub struct Streaming {
+    /// Files larger than this are streamed: the size above which a [`FileDiff`] no
+    /// longer carries the whole texts, so nothing needs them in memory.
+    pub above: u64,
+    /// Bytes read at a time.
+    pub chunk: usize,
+}
+
+impl Default for Streaming {
+    fn default() -> Self {
+        Streaming {
+            above: FileDiff::CONTENT_LIMIT as u64,
+            chunk: stream::CHUNK,
+        }
+    }
 }
 
 impl Edit {
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
+        Self::with_streaming(env, Streaming::default())
+    }
+
+    /// An edit tool that streams files above other limits (tests use tiny ones).
+    pub fn with_streaming(env: Arc<ToolEnvironment>, streaming: Streaming) -> Self {
         let schema = json!({
             "type": "object",
             "properties": {
@@ -70,7 +96,11 @@ impl Edit {
             "required": ["file_path", "old_string", "new_string"],
             "additionalProperties": false
         });
-        Edit { env, schema }
+        Edit {
+            env,
+            schema,
+            streaming,
+        }
     }
 }
 
@@ -118,6 +148,7 @@ impl Tool for Edit {
             display_path: self.env.roots.display_relative(&path),
             path,
             params,
+            streaming: self.streaming,
             planned: Mutex::new(None),
         }))
     }
@@ -127,6 +158,7 @@ struct EditCall {
     path: PathBuf,
     display_path: String,
     params: Params,
+    streaming: Streaming,
     /// The change as shown in the confirmation: `None` before anyone asked,
     /// `Some(None)` when there was nothing to ask because the edit failed.
     planned: Mutex<Option<Option<Plan>>>,
@@ -135,44 +167,58 @@ struct EditCall {
 #[derive(Debug)]
 struct Plan {
     stamp: Option<FileStamp>,
-    /// The bytes to write, when they differ from `diff.new_content` (CRLF, BOM).
-    bytes: Option<Vec<u8>>,
+    write: NewFile,
     diff: FileDiff,
     created: bool,
     occurrences: usize,
     strategy: Strategy,
-    /// Byte range of the first replacement in the new text.
-    first_change: std::ops::Range<usize>,
+    /// The lines around the first change, for the model.
+    snippet: Option<String>,
+}
+
+/// How the new file is written.
+#[derive(Debug)]
+enum NewFile {
+    /// These bytes.
+    Bytes(Vec<u8>),
+    /// The old file with ranges replaced, copied from disk as it is written.
+    Spliced(stream::Found),
 }
 
 impl EditCall {
     fn plan(&self) -> Result<Plan, ToolError> {
         let p = &self.params;
-        match file_change::read_current(&self.path)? {
-            Current::Missing if p.old_string.is_empty() => Ok(Plan {
+        match file_change::open_current(&self.path)? {
+            Opened::Missing if p.old_string.is_empty() => Ok(Plan {
                 stamp: None,
-                bytes: None,
-                first_change: 0..p.new_string.len(),
-                diff: file_diff(&self.path, &self.display_path, None, p.new_string.clone()),
+                write: NewFile::Bytes(p.new_string.clone().into_bytes()),
+                snippet: snippet(&p.new_string, 1, 0..p.new_string.len(), None),
+                diff: file_diff(&self.path, &self.display_path, None, &p.new_string),
                 created: true,
                 occurrences: 1,
                 strategy: Strategy::Exact,
             }),
-            Current::Missing => Err(ToolError::new(
+            Opened::Missing => Err(ToolError::new(
                 ErrorKind::FileNotFound,
                 format!(
                     "File not found: {}. To create a new file, call edit with an empty old_string (or use write_file).",
                     self.path.display()
                 ),
             )),
-            Current::File { .. } if p.old_string.is_empty() => Err(ToolError::new(
+            Opened::File { .. } if p.old_string.is_empty() => Err(ToolError::new(
                 ErrorKind::AttemptToCreateExistingFile,
                 format!(
                     "old_string is empty, which creates a new file, but {} already exists. Give the text to replace in old_string, or use write_file to replace the whole file.",
                     self.path.display()
                 ),
             )),
-            Current::File { bytes, stamp } => {
+            Opened::File { file, stamp } => {
+                if stamp.size() > self.streaming.above
+                    && let Some(plan) = self.plan_streamed(&file, stamp)?
+                {
+                    return Ok(plan);
+                }
+                let bytes = file_change::read_all(file, stamp.size(), &self.path)?;
                 let file = TextFile::decode(bytes).ok_or_else(|| {
                     ToolError::new(
                         ErrorKind::ReadContentFailure,
@@ -185,6 +231,70 @@ impl EditCall {
                 self.plan_change(file, stamp)
             }
         }
+    }
+
+    /// The plan of an exact edit of a large file, found by streaming it; `None` when
+    /// the in-memory path must decide (see [`stream`]).
+    fn plan_streamed(
+        &self,
+        file: &std::fs::File,
+        stamp: FileStamp,
+    ) -> Result<Option<Plan>, ToolError> {
+        let p = &self.params;
+        let request = stream::Request {
+            old: &p.old_string,
+            new: &p.new_string,
+        };
+        let read_error = |e: std::io::Error| file_change::io_error(&self.path, "read", &e);
+        let found = match stream::scan(file, stamp.size(), &request, self.streaming.chunk)
+            .map_err(read_error)?
+        {
+            stream::Scan::Found(found) => found,
+            stream::Scan::Fallback(why) => {
+                tracing::debug!(path = %self.path.display(), why, "edit: reading the whole file");
+                return Ok(None);
+            }
+        };
+        let count = found.occurrences();
+        let expected = p
+            .expected_replacements
+            .unwrap_or(if p.replace_all { count } else { 1 });
+        if count != expected {
+            let lines: Vec<usize> = found
+                .lines
+                .iter()
+                .take(MAX_LISTED_LINES)
+                .map(|l| l + 1)
+                .collect();
+            return Err(self.count_mismatch(&lines, count, expected));
+        }
+        let Some(shown) = found.render(file, &self.display_path).map_err(read_error)? else {
+            return Ok(None);
+        };
+        let diff = FileDiff {
+            file_name: self.display_path.clone(),
+            file_path: self.path.clone(),
+            diff: shown.diff,
+            is_new_file: false,
+            original_content: None,
+            new_content: None,
+            added_lines: shown.added,
+            removed_lines: shown.removed,
+        };
+        Ok(Some(Plan {
+            stamp: Some(stamp),
+            snippet: snippet(
+                &shown.first_window,
+                shown.first_window_line,
+                shown.first_change,
+                Some(shown.new_total_lines),
+            ),
+            write: NewFile::Spliced(found),
+            diff,
+            created: false,
+            occurrences: count,
+            strategy: Strategy::Exact,
+        }))
     }
 
     fn plan_change(&self, file: TextFile, stamp: FileStamp) -> Result<Plan, ToolError> {
@@ -214,19 +324,28 @@ impl EditCall {
             .expected_replacements
             .unwrap_or(if p.replace_all { count } else { 1 });
         if count != expected {
-            return Err(self.count_mismatch(&text, &found.ranges, expected));
+            let starts = found.ranges.iter().take(MAX_LISTED_LINES).map(|r| r.start);
+            return Err(self.count_mismatch(
+                &matcher::line_numbers(&text, starts),
+                count,
+                expected,
+            ));
         }
         if found.dropped_final_newline {
             new = new.strip_suffix('\n').map(str::to_string).unwrap_or(new);
         }
         let mut ranges = found.ranges;
         if new.is_empty() {
-            // Deleting whole lines removes their newline too, so no blank line is left.
-            for r in &mut ranges {
+            // Deleting whole lines removes their newline too, so no blank line is left
+            // (unless the next occurrence starts right there).
+            for i in 0..ranges.len() {
+                let r = ranges[i].clone();
                 let at_line_start = r.start == 0 || text.as_bytes()[r.start - 1] == b'\n';
                 let ends_line = text[r.clone()].ends_with('\n');
-                if at_line_start && !ends_line && text.as_bytes().get(r.end) == Some(&b'\n') {
-                    r.end += 1;
+                let fits = ranges.get(i + 1).is_none_or(|n| n.start > r.end);
+                if at_line_start && !ends_line && fits && text.as_bytes().get(r.end) == Some(&b'\n')
+                {
+                    ranges[i].end += 1;
                 }
             }
         }
@@ -253,16 +372,15 @@ impl EditCall {
                 ),
             ));
         }
-        // A 50 MB file is copied once less when its format is plain LF without a BOM.
-        let bytes = (file.format != TextFormat::NEW).then(|| file.format.encode(&out));
+        let diff = file_diff(&self.path, &self.display_path, Some(&text), &out);
         Ok(Plan {
             stamp: Some(stamp),
-            bytes,
-            diff: file_diff(&self.path, &self.display_path, Some(text), out),
+            snippet: snippet(&out, 1, first_change, None),
+            write: NewFile::Bytes(file.format.encode_owned(out)),
+            diff,
             created: false,
             occurrences: count,
             strategy: found.strategy,
-            first_change,
         })
     }
 
@@ -297,19 +415,12 @@ impl EditCall {
         ToolError::new(ErrorKind::EditNoOccurrenceFound, message)
     }
 
-    fn count_mismatch(
-        &self,
-        text: &str,
-        ranges: &[std::ops::Range<usize>],
-        expected: usize,
-    ) -> ToolError {
-        let lines =
-            matcher::line_numbers(text, ranges.iter().take(MAX_LISTED_LINES).map(|r| r.start));
+    /// `lines`: 1-based lines of the first occurrences.
+    fn count_mismatch(&self, lines: &[usize], count: usize, expected: usize) -> ToolError {
         let mut listed: Vec<String> = lines.iter().map(usize::to_string).collect();
-        if ranges.len() > MAX_LISTED_LINES {
+        if count > lines.len() {
             listed.push("...".into());
         }
-        let count = ranges.len();
         let advice = if self.params.expected_replacements.is_some() {
             format!("expected_replacements is {expected}")
         } else {
@@ -341,11 +452,10 @@ impl EditCall {
                 return Err(file_change::changed_since_confirmation(&self.path));
             }
         };
-        let bytes = plan
-            .bytes
-            .as_deref()
-            .unwrap_or(plan.diff.new_content.as_bytes());
-        file_change::write_file(&self.path, bytes)?;
+        match &plan.write {
+            NewFile::Bytes(bytes) => file_change::write_file(&self.path, bytes)?,
+            NewFile::Spliced(found) => self.write_spliced(found, plan.stamp)?,
+        }
         let mut text = if plan.created {
             format!(
                 "Created new file: {} with provided content.",
@@ -363,34 +473,71 @@ impl EditCall {
         if plan.strategy == Strategy::Tolerant {
             text.push_str(" old_string matched after ignoring trailing whitespace or Unicode look-alike characters; the text on disk was replaced.");
         }
-        if let Some(snippet) = snippet(&plan.diff.new_content, plan.first_change.clone()) {
-            text.push_str(&snippet);
+        if let Some(snippet) = &plan.snippet {
+            text.push_str(snippet);
         }
         Ok(ToolResult::with_display(text, Display::FileDiff(plan.diff)))
+    }
+
+    /// Writes a streamed plan: the file is opened again, must still be the one that
+    /// was scanned, and is copied into the new file around the replacements.
+    fn write_spliced(
+        &self,
+        found: &stream::Found,
+        stamp: Option<FileStamp>,
+    ) -> Result<(), ToolError> {
+        let Opened::File { file, stamp: now } = file_change::open_current(&self.path)? else {
+            return Err(file_change::changed_since_confirmation(&self.path));
+        };
+        if Some(now) != stamp {
+            return Err(file_change::changed_since_confirmation(&self.path));
+        }
+        let written = crate::atomic_write::write_atomic_with(&self.path, |out| {
+            found.write_into(&file, out)?;
+            // A write to the old file during the copy would be lost by the rename.
+            if file_change::stamp_now(&self.path).ok().flatten() != stamp {
+                return Err(std::io::Error::other(stream::Changed));
+            }
+            Ok(())
+        });
+        match written {
+            Ok(()) => Ok(()),
+            Err(e) if stream::is_changed(&e) => {
+                Err(file_change::changed_since_confirmation(&self.path))
+            }
+            Err(e) => Err(file_change::io_error(&self.path, "write", &e)),
+        }
     }
 }
 
 /// The changed lines with a few around them, so the model sees the result without
-/// reading the file again.
-fn snippet(text: &str, change: std::ops::Range<usize>) -> Option<String> {
-    let first = matcher::line_numbers(text, [change.start])[0];
-    let changed = text[change].matches('\n').count() + 1;
+/// reading the file again. `text` is a region of the new file that starts at 1-based
+/// line `first_line` and holds the change (`change`, a byte range of it) with
+/// [`SNIPPET_CONTEXT`] lines around it where the file has them; `total` is the new
+/// file's line count (counted from `text` when it is the whole file).
+fn snippet(
+    text: &str,
+    first_line: usize,
+    change: std::ops::Range<usize>,
+    total: Option<usize>,
+) -> Option<String> {
+    let bytes = text.as_bytes();
+    let changed = crate::text_file::count_newlines(&bytes[change.clone()]) + 1;
     if changed > SNIPPET_MAX_LINES {
         return None;
     }
-    let total = (crate::text_file::count_newlines(text.as_bytes())
-        + usize::from(!text.is_empty() && !text.ends_with('\n')))
-    .max(1);
-    let from = first.saturating_sub(SNIPPET_CONTEXT).max(1);
-    let to = (first + changed - 1 + SNIPPET_CONTEXT).min(total);
-    let start_byte = if from == 1 {
-        0
-    } else {
-        text.match_indices('\n')
-            .nth(from - 2)
-            .map_or(0, |(i, _)| i + 1)
-    };
-    let body: Vec<&str> = text[start_byte..].lines().take(to + 1 - from).collect();
+    let total = total
+        .unwrap_or_else(|| {
+            crate::text_file::count_newlines(bytes)
+                + usize::from(!text.is_empty() && !text.ends_with('\n'))
+        })
+        .max(1);
+    // 0-based line of the change within `text`.
+    let at = crate::text_file::count_newlines(&bytes[..change.start]);
+    let skip = at.saturating_sub(SNIPPET_CONTEXT);
+    let from = first_line + skip;
+    let to = (first_line + at + changed - 1 + SNIPPET_CONTEXT).min(total);
+    let body: Vec<&str> = text.lines().skip(skip).take(to + 1 - from).collect();
     Some(format!(
         "\nShowing lines {from}-{to} of {total} from the edited file:\n\n---\n\n{}",
         body.join("\n")

@@ -6,6 +6,7 @@
 //! the file changed before the call runs, writing anyway would apply a change nobody
 //! saw, so the call fails and nothing is written; the model is told to look again.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -13,11 +14,31 @@ use toolbelt_core::{ErrorKind, ToolError, WorkspaceRoots};
 
 use crate::atomic_write::write_atomic;
 
-/// What identifies a version of a file cheaply: length and modification time.
+/// What identifies a version of a file cheaply: which file (device and inode, so a
+/// file replaced by a rename is noticed), its length and modification time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {
+    dev: u64,
+    ino: u64,
     len: u64,
     modified: Option<SystemTime>,
+}
+
+impl FileStamp {
+    pub fn of(meta: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+
+    /// The file's length in bytes.
+    pub fn size(&self) -> u64 {
+        self.len
+    }
 }
 
 /// The current state of a path about to be written.
@@ -36,7 +57,16 @@ impl Current {
     }
 }
 
-/// The stamp of `path` now (`None` when it does not exist).
+/// An existing file opened for reading, not yet read.
+#[derive(Debug)]
+pub enum Opened {
+    Missing,
+    File {
+        file: std::fs::File,
+        stamp: FileStamp,
+    },
+}
+
 /// Resolves a path the model wants written (through the workspace boundary) and
 /// refuses a directory; `verb` completes "give the path of a file to ...".
 pub fn resolve_target(
@@ -57,25 +87,40 @@ pub fn resolve_target(
     Ok(path)
 }
 
+/// The stamp of `path` now (`None` when it does not exist).
 pub fn stamp_now(path: &Path) -> Result<Option<FileStamp>, ToolError> {
     match std::fs::metadata(path) {
-        Ok(meta) => Ok(Some(FileStamp {
-            len: meta.len(),
-            modified: meta.modified().ok(),
-        })),
+        Ok(meta) => Ok(Some(FileStamp::of(&meta))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_error(path, "read", &e)),
     }
 }
 
-/// Reads the file at `path` if there is one. Directories, FIFOs and devices are refused
-/// before they are opened: a FIFO would block the read.
-pub fn read_current(path: &Path) -> Result<Current, ToolError> {
+/// Opens the file at `path` if there is one. Directories, FIFOs and devices are refused
+/// before they are opened (a FIFO would block the open); the stamp is taken from the
+/// open file, so it describes the bytes that will be read.
+pub fn open_current(path: &Path) -> Result<Opened, ToolError> {
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Current::Missing),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Opened::Missing),
         Err(e) => return Err(io_error(path, "read", &e)),
     };
+    check_regular(path, &meta)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| io_error(path, "read", &e))?;
+    // The path may have been swapped between the check and the open.
+    let meta = file.metadata().map_err(|e| io_error(path, "read", &e))?;
+    check_regular(path, &meta)?;
+    Ok(Opened::File {
+        stamp: FileStamp::of(&meta),
+        file,
+    })
+}
+
+fn check_regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), ToolError> {
     if meta.is_dir() {
         return Err(ToolError::new(
             ErrorKind::TargetIsDirectory,
@@ -94,12 +139,29 @@ pub fn read_current(path: &Path) -> Result<Current, ToolError> {
             ),
         ));
     }
-    let stamp = FileStamp {
-        len: meta.len(),
-        modified: meta.modified().ok(),
-    };
-    let bytes = std::fs::read(path).map_err(|e| io_error(path, "read", &e))?;
-    Ok(Current::File { bytes, stamp })
+    Ok(())
+}
+
+/// Reads the file at `path` if there is one (see [`open_current`]).
+pub fn read_current(path: &Path) -> Result<Current, ToolError> {
+    match open_current(path)? {
+        Opened::Missing => Ok(Current::Missing),
+        Opened::File { file, stamp } => Ok(Current::File {
+            bytes: read_all(file, stamp.len, path)?,
+            stamp,
+        }),
+    }
+}
+
+/// The whole content of an open file whose length is expected to be `len`.
+pub fn read_all(mut file: std::fs::File, len: u64, path: &Path) -> Result<Vec<u8>, ToolError> {
+    use std::io::{Read, Seek};
+    // From the start, whatever was read of it before.
+    file.rewind().map_err(|e| io_error(path, "read", &e))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
+    file.read_to_end(&mut bytes)
+        .map_err(|e| io_error(path, "read", &e))?;
+    Ok(bytes)
 }
 
 /// The error for a file that changed after its diff was shown.

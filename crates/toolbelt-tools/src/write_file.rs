@@ -123,8 +123,8 @@ impl WriteFileCall {
         } else {
             self.content.clone()
         };
-        let bytes = format.encode(&self.content);
-        let diff = file_diff(&self.path, &self.display_path, original, shown);
+        let bytes = format.encode(&shown);
+        let diff = file_diff(&self.path, &self.display_path, original.as_deref(), &shown);
         Ok(Proposed {
             stamp: current.stamp(),
             bytes,
@@ -188,7 +188,7 @@ impl Invocation for WriteFileCall {
                         &self.path,
                         &self.display_path,
                         None,
-                        format!("(cannot compute the diff: {e})\n"),
+                        &format!("(cannot compute the diff: {e})\n"),
                     ),
                     None,
                 ),

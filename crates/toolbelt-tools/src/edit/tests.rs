@@ -366,3 +366,19 @@ async fn unsafe_targets_are_refused() {
         .await;
     assert_eq!(err_kind(&r), Some(ErrorKind::InvalidToolParams));
 }
+
+#[tokio::test]
+async fn deleting_lines_next_to_each_other_never_overlaps_two_occurrences() {
+    // The first occurrence is a whole line followed by a break that starts the second
+    // occurrence: taking that break too would cut into the second.
+    let f = fixture();
+    let p = f.write("a.txt", "\n\nq\nq");
+    let r = f
+        .call(
+            "edit",
+            json!({"file_path": p, "old_string": "\nq", "new_string": "", "replace_all": true}),
+        )
+        .await;
+    assert_eq!(r.error, None, "{}", r.llm_text());
+    assert_eq!(f.read("a.txt"), b"\n");
+}

@@ -48,6 +48,9 @@ struct Entry {
     status: tokio::sync::watch::Sender<JobStatus>,
     /// Set once the shell has been waited for (reaped).
     reaped: tokio::sync::watch::Sender<bool>,
+    /// Set by `stop` before it signals the group, so the exit it causes is recorded
+    /// as stopped, not as an exit by SIGTERM, whichever side notices first.
+    stopping: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Entry {
@@ -94,6 +97,7 @@ impl JobTable {
             job: Arc::new(Mutex::new(job.clone())),
             status: tokio::sync::watch::channel(JobStatus::Running).0,
             reaped: tokio::sync::watch::channel(false).0,
+            stopping: Arc::default(),
         };
         if let Ok(mut jobs) = self.jobs.lock() {
             jobs.push(entry.clone());
@@ -102,6 +106,7 @@ impl JobTable {
             use std::os::unix::process::ExitStatusExt;
             let status = child.wait().await;
             entry.settle(match status {
+                _ if entry.stopping.load(Ordering::SeqCst) => JobStatus::Stopped,
                 Ok(s) => JobStatus::Exited {
                     code: s.code(),
                     signal: s.signal(),
@@ -139,6 +144,7 @@ impl JobTable {
         let entry = self.entry(id)?;
         let job = entry.snapshot()?;
         if job.status == JobStatus::Running {
+            entry.stopping.store(true, Ordering::SeqCst);
             process::terminate_group(job.pgid, process::KILL_GRACE).await;
             entry.settle(JobStatus::Stopped);
             // The watcher reaps the shell; wait for it so no zombie of ours remains

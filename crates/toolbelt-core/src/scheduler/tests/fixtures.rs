@@ -72,8 +72,9 @@ pub fn natural_confirmation(kind: Kind, name: &str) -> Option<ConfirmationDetail
             file_name: "a.txt".into(),
             file_path: "/w/a.txt".into(),
             diff: "-a\n+b\n".into(),
+            is_new_file: false,
             original_content: Some("a\n".into()),
-            new_content: "b\n".into(),
+            new_content: Some("b\n".into()),
         }),
         Kind::Execute => Some(ConfirmationDetails::Exec {
             title: "Confirm shell command".into(),
