@@ -100,9 +100,11 @@ pub fn scan(file: &File, len: u64, req: &Request<'_>, chunk: usize) -> std::io::
     let mut reader = file;
     reader.seek(SeekFrom::Start(0))?;
     // The line ending matters when the edit involves line breaks: the needle and the
-    // replacement are then written in the file's ending. Deleting (empty new_string)
-    // also looks at the break after the match.
-    let spans_lines = req.old.contains('\n') || req.new.contains('\n') || req.new.is_empty();
+    // replacement are then written in the file's ending, and a `\r` in old_string must
+    // not match the `\r` of a CRLF break. Deleting (empty new_string) also looks at the
+    // break after the match.
+    let spans_lines =
+        req.old.contains(['\n', '\r']) || req.new.contains('\n') || req.new.is_empty();
     // At least the three bytes of a byte-order mark in the first read.
     let chunk = chunk.max(BOM.len());
     let mut buf = vec![0u8; chunk + 2 * req.old.len() + 4];

@@ -349,3 +349,78 @@ proptest! {
         same_both_ways(&f, &text, &args(&f, old, new, replace_all), chunk);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+
+    /// The same with old_string cut from the file itself, so it always occurs, often
+    /// several times and across chunk boundaries.
+    #[test]
+    fn edits_of_text_taken_from_the_file_agree(
+        text in file_text(),
+        start in any::<prop::sample::Index>(),
+        len in 1usize..8,
+        new in prop::sample::select(vec!["", "y", "y\nz", "\n", "é"]),
+        how in 0..3u8,
+        chunk in 1usize..10,
+    ) {
+        let body = String::from_utf8(text.clone()).unwrap();
+        let body = body.strip_prefix('\u{FEFF}').unwrap_or(&body);
+        let chars: Vec<char> = body.chars().collect();
+        prop_assume!(!chars.is_empty());
+        let at = start.index(chars.len());
+        let old: String = chars[at..(at + len).min(chars.len())].iter().collect();
+        let f = fixture();
+        let mut a = args(&f, &old, new, how == 1);
+        if how == 2 {
+            a["expected_replacements"] = json!(2);
+        }
+        same_both_ways(&f, &text, &a, chunk);
+    }
+}
+
+fn scan_bytes(bytes: &[u8], old: &str, new: &str, chunk: usize) -> Scan {
+    let mut file = tempfile::tempfile().unwrap();
+    file.write_all(bytes).unwrap();
+    scan(&file, bytes.len() as u64, &Request { old, new }, chunk).unwrap()
+}
+
+#[test]
+fn scan_finds_every_occurrence_and_its_line_at_any_chunk_size() {
+    for chunk in 1..16 {
+        let Scan::Found(found) = scan_bytes(b"ab\nxab\nab", "ab", "c", chunk) else {
+            panic!("chunk {chunk}: fell back")
+        };
+        assert_eq!(found.ranges, vec![0..2, 4..6, 7..9], "chunk {chunk}");
+        assert_eq!(found.lines, vec![0, 1, 2], "chunk {chunk}");
+        // A CRLF file: the needle gets CRLF breaks, and its line is still counted.
+        let Scan::Found(found) = scan_bytes(b"a\r\nb\r\nc\r\nb\r\nc", "b\nc", "x", chunk) else {
+            panic!("chunk {chunk}: fell back on CRLF")
+        };
+        assert_eq!(found.format.line_ending, LineEnding::Crlf);
+        assert_eq!(found.ranges, vec![3..7, 9..13], "chunk {chunk}");
+        assert_eq!(found.lines, vec![1, 3], "chunk {chunk}");
+    }
+}
+
+#[test]
+fn scan_falls_back_where_the_whole_text_is_needed() {
+    let fallback = |bytes: &[u8], old: &str, new: &str| {
+        matches!(scan_bytes(bytes, old, new, 4), Scan::Fallback(_))
+    };
+    assert!(fallback(b"abc\n", "zzz", "y"), "no exact occurrence");
+    assert!(fallback(b"a\xFFb\n", "a", "y"), "not UTF-8");
+    assert!(
+        fallback(b"a\r\nb\nc\r\n", "b\nc", "y"),
+        "CRLF file with a bare LF"
+    );
+    assert!(
+        fallback(b"a\r\nb\r\n", "a\r", "y"),
+        "a CR in old_string of a CRLF edit"
+    );
+    assert!(fallback(b"same\n", "same", "same"), "no change");
+    let many = "x\n".repeat(MAX_OCCURRENCES + 1);
+    assert!(fallback(many.as_bytes(), "x", "y"), "too many occurrences");
+    // Mixed endings are fine when the edit does not involve line breaks.
+    assert!(!fallback(b"a\r\nb\nc\r\n", "b", "y"));
+}
