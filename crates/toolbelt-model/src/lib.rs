@@ -7,7 +7,7 @@
 //! only this crate knows the OpenAI wire format (`wire.rs`). [`OpenAiClient`] sends a
 //! request, streamed (`sse.rs` decodes the event stream and assembles tool-call deltas by
 //! index) or not, and retries what is worth retrying (`retry.rs`: 429, 5xx, connection
-//! errors, a stream cut short; exponential backoff with jitter; `Retry-After` honoured).
+//! errors, a stream cut short; exponential backoff with jitter; `Retry-After` honoured, seconds or HTTP date).
 //! A refusal the server means (400, 401, 403, 404) ends the run with the server's own
 //! message. [`ReplayModel`] answers the n-th request with the n-th turn of a JSONL
 //! script, so the whole agent runs offline; [`RecordingModel`] writes a real run's turns

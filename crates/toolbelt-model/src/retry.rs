@@ -56,8 +56,18 @@ impl RetryPolicy {
 /// `Retry-After` as seconds (the form rate limiters use). The HTTP-date form is not
 /// honoured; the computed backoff applies instead.
 pub fn parse_retry_after(value: &str) -> Option<Duration> {
-    let secs: f64 = value.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    parse_retry_after_at(value, std::time::SystemTime::now())
+}
+
+/// `Retry-After` as seconds or as an HTTP date (RFC 9110 §10.2.3), seen at `now`. A
+/// date in the past means "retry now".
+fn parse_retry_after_at(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// A number in [0, 1) from the standard library's randomly seeded hasher: jitter needs
@@ -111,8 +121,18 @@ mod tests {
         );
         assert_eq!(parse_retry_after(" 3 "), Some(Duration::from_secs(3)));
         assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
         assert_eq!(parse_retry_after("-1"), None);
+        assert_eq!(parse_retry_after("soon"), None);
+        // The date form: how long from now, and zero once it has passed.
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
+        assert_eq!(
+            parse_retry_after_at("Wed, 21 Oct 2015 07:28:30 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after_at("Wed, 21 Oct 2015 07:27:00 GMT", now),
+            Some(Duration::ZERO)
+        );
     }
 
     #[test]
