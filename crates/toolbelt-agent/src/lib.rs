@@ -23,7 +23,7 @@ use toolbelt_core::scheduler::{
     CompletedCall, Scheduler, SchedulerConfig, SchedulerEvent, ToolCallRequest, TurnInfo,
     text_for_model,
 };
-use toolbelt_core::{Part, ToolEnvironment, ToolRegistry};
+use toolbelt_core::{BoxFuture, Part, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{
     FinishReason, Message, Model, ModelError, ModelRequest, ToolCall, ToolSpec, Usage, UserPart,
 };
@@ -55,6 +55,21 @@ pub enum AgentEvent {
 
 pub type EventSink = Arc<dyn Fn(AgentEvent) + Send + Sync>;
 
+/// Where the tools can change during a run: MCP servers that announce a new list
+/// (`notifications/tools/list_changed`) or have just added a tool the model already
+/// names. The agent asks before every model request and before running calls whose
+/// names it does not know; a turn keeps the registry it started with.
+pub trait ToolSource: Send + Sync {
+    /// `current` with the changes applied, or `None` when nothing changed. `unknown`
+    /// holds the names of the coming calls that `current` lacks (empty before a model
+    /// request).
+    fn refresh<'a>(
+        &'a self,
+        current: &'a ToolRegistry,
+        unknown: &'a [String],
+    ) -> BoxFuture<'a, Option<ToolRegistry>>;
+}
+
 /// Why the run stopped.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -85,7 +100,9 @@ pub struct RunOutcome {
 
 pub struct Agent {
     model: Arc<dyn Model>,
-    registry: Arc<ToolRegistry>,
+    /// The tools as of the last refresh; each turn runs with a snapshot.
+    registry: std::sync::Mutex<Arc<ToolRegistry>>,
+    source: Option<Arc<dyn ToolSource>>,
     scheduler: Scheduler,
     scheduler_events: tokio::sync::Mutex<mpsc::UnboundedReceiver<SchedulerEvent>>,
     system_prompt: String,
@@ -109,7 +126,8 @@ impl Agent {
         config.events = Some(tx);
         Agent {
             model,
-            registry,
+            registry: std::sync::Mutex::new(registry),
+            source: None,
             scheduler: Scheduler::new(env, config),
             scheduler_events: tokio::sync::Mutex::new(rx),
             system_prompt,
@@ -122,8 +140,44 @@ impl Agent {
         &self.scheduler
     }
 
-    pub fn registry(&self) -> &Arc<ToolRegistry> {
-        &self.registry
+    /// Lets the tools change during a run (see [`ToolSource`]).
+    pub fn with_tool_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.source = Some(source);
+        self
+    }
+
+    /// The tools as they are now.
+    pub fn registry(&self) -> Arc<ToolRegistry> {
+        match self.registry.lock() {
+            Ok(r) => r.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Applies the tool source's changes, if any; `true` when the tools changed (the
+    /// model must then be told the new declarations).
+    async fn refresh_tools(&self, unknown: &[String]) -> bool {
+        let Some(source) = &self.source else {
+            return false;
+        };
+        let current = self.registry();
+        let Some(next) = source.refresh(&current, unknown).await else {
+            return false;
+        };
+        let next = Arc::new(next);
+        match self.registry.lock() {
+            Ok(mut r) => *r = next,
+            Err(poisoned) => *poisoned.into_inner() = next,
+        }
+        true
+    }
+
+    fn declarations(registry: &ToolRegistry) -> Vec<ToolSpec> {
+        registry
+            .function_declarations()
+            .into_iter()
+            .map(ToolSpec::from)
+            .collect()
     }
 
     fn emit(&self, event: AgentEvent) {
@@ -140,13 +194,10 @@ impl Agent {
                 Message::System(self.system_prompt.clone()),
                 Message::User(prompt),
             ],
-            tools: self
-                .registry
-                .function_declarations()
-                .into_iter()
-                .map(ToolSpec::from)
-                .collect(),
+            tools: Vec::new(),
         };
+        self.refresh_tools(&[]).await;
+        request.tools = Self::declarations(&self.registry());
         let mut outcome = RunOutcome {
             answer: String::new(),
             calls: Vec::new(),
@@ -160,6 +211,9 @@ impl Agent {
             if cancel.is_cancelled() {
                 outcome.stop = StopReason::Cancelled;
                 return outcome;
+            }
+            if turn_number > 1 && self.refresh_tools(&[]).await {
+                request.tools = Self::declarations(&self.registry());
             }
             let started = Instant::now();
             let answer = self.model.complete(&request, cancel).await;
@@ -207,6 +261,19 @@ impl Agent {
             let info = TurnInfo {
                 reply_truncated: turn.finish_reason == FinishReason::Length,
             };
+            // A call to a tool a server has just added (its announcement may still be
+            // on its way) finds it after a refresh.
+            let unknown: Vec<String> = {
+                let registry = self.registry();
+                calls
+                    .iter()
+                    .filter(|c| registry.get(&c.name).is_none())
+                    .map(|c| c.name.clone())
+                    .collect()
+            };
+            if !unknown.is_empty() && self.refresh_tools(&unknown).await {
+                request.tools = Self::declarations(&self.registry());
+            }
             let started = Instant::now();
             let completed = self.run_tools(calls, info, cancel).await;
             outcome.tool_time += started.elapsed();
@@ -228,7 +295,8 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Vec<CompletedCall> {
         let mut events = self.scheduler_events.lock().await;
-        let mut running = std::pin::pin!(self.scheduler.run(&self.registry, calls, info, cancel));
+        let registry = self.registry();
+        let mut running = std::pin::pin!(self.scheduler.run(&registry, calls, info, cancel));
         let completed = loop {
             tokio::select! {
                 biased;

@@ -293,3 +293,73 @@ async fn cancelling_stops_the_running_tool_and_the_loop() {
     assert_eq!(out.calls[0].state, CallState::Cancelled);
     assert_eq!(out.turns, 1);
 }
+
+/// A tool source that adds `late` when a call names it, and removes `picture` before
+/// the third model request; it records what it was asked.
+struct ScriptedSource {
+    asked: Mutex<Vec<Vec<String>>>,
+}
+
+impl ToolSource for ScriptedSource {
+    fn refresh<'a>(
+        &'a self,
+        current: &'a ToolRegistry,
+        unknown: &'a [String],
+    ) -> BoxFuture<'a, Option<ToolRegistry>> {
+        Box::pin(async move {
+            let mut asked = self.asked.lock().unwrap();
+            asked.push(unknown.to_vec());
+            let mut next = current.clone();
+            if unknown.iter().any(|n| n == "late") {
+                next.register(Arc::new(TestTool("late")), Origin::BuiltIn);
+                return Some(next);
+            }
+            // Asked before requests 1 and 2, then after the unknown call: the 4th ask
+            // comes before request 3.
+            if asked.len() == 4 {
+                next.retain(|r| r.name != "picture", "the server dropped it");
+                return Some(next);
+            }
+            None
+        })
+    }
+}
+
+fn declared(server: &FakeOpenAi, request: usize) -> Vec<String> {
+    server.requests()[request].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn tools_that_change_during_a_run_are_used_and_declared() {
+    let f = fixture();
+    let server = FakeOpenAi::start(vec![
+        Reply::turn(turn("", vec![call("a", "note", "1")], 1)),
+        // A tool the source adds only when a call names it.
+        Reply::turn(turn("", vec![call("b", "late", "2")], 1)),
+        Reply::turn(turn("done", vec![], 1)),
+    ])
+    .await
+    .unwrap();
+    let source = Arc::new(ScriptedSource {
+        asked: Mutex::new(Vec::new()),
+    });
+    let a = agent(&f, client(&server, false), 10, None).with_tool_source(source.clone());
+    let out = a.run(prompt("go"), &CancellationToken::new()).await;
+    assert!(matches!(out.stop, StopReason::Answered), "{:?}", out.stop);
+    let states: Vec<_> = out.calls.iter().map(|c| c.state).collect();
+    assert_eq!(states, [CallState::Success, CallState::Success]);
+    assert_eq!(out.calls[1].result.llm_text(), "noted: 2");
+    assert_eq!(
+        *source.asked.lock().unwrap(),
+        [vec![], vec![], vec!["late".to_string()], vec![]]
+    );
+    assert_eq!(declared(&server, 0), ["note", "picture", "wait"]);
+    assert_eq!(declared(&server, 1), ["note", "picture", "wait"]);
+    assert_eq!(declared(&server, 2), ["note", "wait", "late"]);
+    assert_eq!(server.violations(), Vec::<String>::new());
+}

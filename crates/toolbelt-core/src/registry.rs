@@ -41,12 +41,14 @@ impl Origin {
     }
 }
 
-/// A registered tool with its final name and its compiled schema.
+/// A registered tool with its final name and its compiled schema (shared by copies of
+/// the registry, so it is compiled once).
+#[derive(Clone)]
 pub struct Registration {
     pub name: String,
     pub origin: Origin,
     pub tool: Arc<dyn Tool>,
-    validator: SchemaValidator,
+    validator: Arc<SchemaValidator>,
 }
 
 impl std::fmt::Debug for Registration {
@@ -84,7 +86,10 @@ pub struct FunctionDeclaration {
     pub parameters: Value,
 }
 
-#[derive(Default)]
+/// The tools of a session. Cloning is cheap (tools and compiled schemas are shared): an
+/// agent swaps in a changed copy between turns while a turn keeps the one it started
+/// with.
+#[derive(Default, Clone)]
 pub struct ToolRegistry {
     entries: Vec<Registration>,
     index: HashMap<String, usize>,
@@ -131,7 +136,7 @@ impl ToolRegistry {
                     .or_insert_with(|| name.clone());
             }
         }
-        let validator = SchemaValidator::new(tool.parameter_schema().clone());
+        let validator = Arc::new(SchemaValidator::new(tool.parameter_schema().clone()));
         self.index.insert(name.clone(), self.entries.len());
         self.removed.remove(&name);
         self.entries.push(Registration {

@@ -21,8 +21,8 @@
 //! `notifications/tools/list_changed` cannot change it behind the owner's back. Instead
 //! each connection sends its alias on a channel; the owner, when it is ready to see new
 //! tools (between model turns, or right away in a listing), calls
-//! [`McpServers::refresh_pending`] (or [`McpServers::wait_for_change`] then
-//! [`McpServers::refresh`]), which lists that server's tools again and swaps them in with
+//! [`McpServers::refresh_pending`] (or [`McpServers::take_changed`] /
+//! [`McpServers::wait_for_change`] then [`McpServers::refresh`]), which lists that server's tools again and swaps them in with
 //! `ToolRegistry::remove_origin` + `register`. No lock around the registry, and a model
 //! turn never sees the tool set change under it.
 //!
@@ -128,17 +128,31 @@ impl McpServers {
         Ok(())
     }
 
-    /// Applies every change announced so far; returns the servers refreshed.
-    pub async fn refresh_pending(&self, registry: &mut ToolRegistry) -> Vec<String> {
+    /// The servers that announced a changed tool list since the last call, once each.
+    pub async fn take_changed(&self) -> Vec<String> {
         let mut pending = Vec::new();
-        {
-            let mut changes = self.changes.lock().await;
-            while let Ok(alias) = changes.try_recv() {
-                if !pending.contains(&alias) {
-                    pending.push(alias);
-                }
+        let mut changes = self.changes.lock().await;
+        while let Ok(alias) = changes.try_recv() {
+            if !pending.contains(&alias) {
+                pending.push(alias);
             }
         }
+        pending
+    }
+
+    /// The server whose tools are named like `name` (`mcp__<alias>__...`), if it is one
+    /// of these: a model may call a tool a server added before its announcement
+    /// arrived.
+    pub fn server_of_tool_name(&self, name: &str) -> Option<&str> {
+        self.connections.iter().map(|c| c.alias()).find(|alias| {
+            let prefix = toolbelt_core::registry::sanitize_tool_name(&format!("mcp__{alias}__"));
+            name.starts_with(&prefix)
+        })
+    }
+
+    /// Applies every change announced so far; returns the servers refreshed.
+    pub async fn refresh_pending(&self, registry: &mut ToolRegistry) -> Vec<String> {
+        let pending = self.take_changed().await;
         let mut refreshed = Vec::new();
         for alias in pending {
             match self.refresh(&alias, registry).await {

@@ -17,10 +17,10 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::prompt::{PromptFacts, system_prompt};
-use toolbelt_agent::{Agent, AgentEvent, EventSink, StopReason};
+use toolbelt_agent::{Agent, AgentEvent, EventSink, StopReason, ToolSource};
 use toolbelt_agent::{at_paths, context_files};
-use toolbelt_core::RuleList;
 use toolbelt_core::scheduler::{ApprovalMode, Permissions, SchedulerConfig};
+use toolbelt_core::{BoxFuture, RuleList, ToolRegistry};
 use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayModel, UserPart};
 
 use crate::agent_output::{self, InitInfo};
@@ -50,14 +50,68 @@ struct Prepared {
     mode: ApprovalMode,
     cwd: PathBuf,
     /// Kept alive for the run: dropping it stops the MCP servers.
-    mcp: toolbelt_mcp::McpServers,
+    mcp: Arc<toolbelt_mcp::McpServers>,
+}
+
+/// The MCP servers as the agent's [`ToolSource`]: a server's announced change, or a call
+/// to a tool named after a server but not (yet) registered, lists that server's tools
+/// again; the settings' filters and `--exclude-tools` apply to the new list as they did
+/// at start-up.
+struct McpToolSource {
+    mcp: Arc<toolbelt_mcp::McpServers>,
+    settings: Arc<toolbelt_core::Settings>,
+    excluded: Vec<String>,
+}
+
+impl ToolSource for McpToolSource {
+    fn refresh<'a>(
+        &'a self,
+        current: &'a ToolRegistry,
+        unknown: &'a [String],
+    ) -> BoxFuture<'a, Option<ToolRegistry>> {
+        Box::pin(async move {
+            let mut aliases = self.mcp.take_changed().await;
+            for name in unknown {
+                if let Some(alias) = self.mcp.server_of_tool_name(name)
+                    && !aliases.iter().any(|a| a == alias)
+                {
+                    aliases.push(alias.to_string());
+                }
+            }
+            if aliases.is_empty() {
+                return None;
+            }
+            let mut next = current.clone();
+            for alias in &aliases {
+                match self.mcp.refresh(alias, &mut next).await {
+                    Ok(()) => tracing::info!("MCP server \"{alias}\": tools listed again"),
+                    Err(why) => {
+                        tracing::warn!("MCP server \"{alias}\": cannot refresh its tools: {why}")
+                    }
+                }
+            }
+            next.apply_settings(&self.settings);
+            exclude(&mut next, &self.excluded);
+            Some(next)
+        })
+    }
+}
+
+/// `--exclude-tools`.
+fn exclude(registry: &mut ToolRegistry, excluded: &[String]) {
+    if !excluded.is_empty() {
+        registry.retain(
+            |r| !excluded.iter().any(|e| e.trim() == r.name),
+            "it is excluded by --exclude-tools",
+        );
+    }
 }
 
 async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, String> {
     let prompt = read_prompt(args)?;
     let mut session = Session::load(global).map_err(|e| e.0)?;
-    // Discovered and MCP tools join the built-ins. The agent's registry is fixed for
-    // the run: a server's list_changed during a run is applied by the next run.
+    // Discovered and MCP tools join the built-ins; MCP servers may change theirs during
+    // the run (`McpToolSource`).
     session.load_extensions(global).await.map_err(|e| e.0)?;
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
@@ -66,13 +120,8 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
         mut registry,
         mcp,
     } = session;
-    if !args.exclude_tools.is_empty() {
-        let excluded = &args.exclude_tools;
-        registry.retain(
-            |r| !excluded.iter().any(|e| e.trim() == r.name),
-            "it is excluded by --exclude-tools",
-        );
-    }
+    exclude(&mut registry, &args.exclude_tools);
+    let mcp = Arc::new(mcp);
     let mode = approval_mode(args, &env.settings)?;
     let mut permissions = Permissions::from_settings(&env.settings);
     for tool in &args.allowed_tools {
@@ -93,6 +142,7 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
         tool_names: tools.clone(),
         context_files: context_files::load(&names, home.as_deref(), &cwd),
     };
+    let env_settings = env.settings.clone();
     let format = args.output_format;
     let sink: EventSink =
         Arc::new(move |event: AgentEvent| agent_output::print_event(format, &event));
@@ -110,7 +160,12 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
         system_prompt(&facts),
         args.max_session_turns,
         Some(sink),
-    );
+    )
+    .with_tool_source(Arc::new(McpToolSource {
+        mcp: mcp.clone(),
+        settings: env_settings,
+        excluded: args.exclude_tools.clone(),
+    }));
     Ok(Prepared {
         agent,
         prompt,
@@ -137,7 +192,7 @@ async fn execute(p: Prepared, args: &AgentArgs, started: Instant) -> u8 {
     let interrupts = watch_interrupts(cancel.clone());
     let (prompt, warnings) = at_paths::inline(
         &p.prompt,
-        p.agent.registry(),
+        &p.agent.registry(),
         p.agent.scheduler().env(),
         &p.cwd,
     )

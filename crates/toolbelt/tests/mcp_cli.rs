@@ -306,3 +306,34 @@ fn server_everything_echo_get_sum_and_get_tiny_image_run_through_tools_call() {
     assert_eq!(image["mime_type"], "image/png");
     assert!(image["data"].as_str().unwrap().starts_with("iVBORw0KGgo"));
 }
+
+/// The agent runs with the tools a server adds during the run: a call to a tool the
+/// server has just added is found (its list is read again), and the model is told of
+/// it from then on.
+#[test]
+fn the_agent_uses_a_tool_an_mcp_server_adds_during_the_run() {
+    let project =
+        Project::new(json!({"mcpServers": {"t": {"command": testserver(), "trust": true}}}));
+    let script = project.dir.path().join("script.jsonl");
+    let lines = [
+        json!({"tool_calls": [{"id": "c1", "name": "mcp__t__add_tool", "arguments": {"name": "fresh"}}]}),
+        json!({"tool_calls": [{"id": "c2", "name": "mcp__t__fresh", "arguments": {}}]}),
+        json!({"text": "done"}),
+    ];
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&script, text.join("\n")).unwrap();
+    let out = project.run(&[
+        "--model-replay",
+        script.to_str().unwrap(),
+        "-o",
+        "json",
+        "add a tool and use it",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let calls = v["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{v}");
+    assert_eq!(calls[0]["status"], "success", "{v}");
+    assert_eq!(calls[1]["name"], "mcp__t__fresh");
+    assert_eq!(calls[1]["status"], "success", "{v}");
+}
