@@ -72,7 +72,7 @@ fn unnamed_temp(dir: &Path) -> Option<std::fs::File> {
     let fd = rustix::fs::openat(
         CWD,
         dir,
-        OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC,
+        OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
         Mode::from_raw_mode(0o600),
     )
     .ok()?;
@@ -92,28 +92,52 @@ fn write_unnamed(
 ) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::PermissionsExt;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     file.set_permissions(std::fs::Permissions::from_mode(mode))?;
     fill(&mut file)?;
     file.flush()?;
     file.sync_all()?;
     // linkat(2) on the /proc path is how open(2) documents naming an O_TMPFILE file.
     let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    let link = |temp: &Path| {
+        rustix::fs::linkat(
+            rustix::fs::CWD,
+            proc_path.as_str(),
+            rustix::fs::CWD,
+            temp,
+            rustix::fs::AtFlags::SYMLINK_FOLLOW,
+        )
+    };
+    name_and_rename(file, dir, name, path, mode, link)
+}
+
+/// Gives the written unnamed `file` a temporary name with `link` and renames it over
+/// `path`; when it cannot be named, copies it into a named temporary file instead.
+fn name_and_rename(
+    mut file: std::fs::File,
+    dir: &Path,
+    name: &str,
+    path: &Path,
+    mode: u32,
+    link: impl Fn(&Path) -> rustix::io::Result<()>,
+) -> std::io::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut attempt = 0;
     let temp = loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let temp = dir.join(format!(".{name}{TEMP_MARKER}{}-{n}", std::process::id()));
-        match rustix::fs::linkat(
-            rustix::fs::CWD,
-            proc_path.as_str(),
-            rustix::fs::CWD,
-            &temp,
-            rustix::fs::AtFlags::SYMLINK_FOLLOW,
-        ) {
+        match link(&temp) {
             Ok(()) => break temp,
             Err(e) if e == rustix::io::Errno::EXIST && attempt < 100 => attempt += 1,
-            Err(e) => return Err(e.into()),
+            // The data is written but cannot be named (a restricted /proc, say): copy
+            // it into a named temporary file instead of failing the write.
+            Err(_) => {
+                return write_named(dir, name, path, mode, |out| {
+                    use std::io::Seek;
+                    file.rewind()?;
+                    std::io::copy(&mut file, out).map(|_| ())
+                });
+            }
         }
     };
     if let Err(e) = std::fs::rename(&temp, path) {
@@ -228,6 +252,23 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.to_string(), "fill failed");
         assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        assert!(temp_names(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn unnamed_data_that_cannot_be_linked_is_copied_into_a_named_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(mut file) = unnamed_temp(dir.path()) else {
+            // No O_TMPFILE here: the named path is the only one (tested above).
+            return;
+        };
+        file.write_all(b"unnamed data").unwrap();
+        let p = dir.path().join("d.txt");
+        name_and_rename(file, dir.path(), "d.txt", &p, 0o600, |_| {
+            Err(rustix::io::Errno::NOENT)
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"unnamed data");
         assert!(temp_names(dir.path()).is_empty());
     }
 
