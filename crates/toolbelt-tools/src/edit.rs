@@ -582,20 +582,7 @@ impl Invocation for EditCall {
     }
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
-        Box::pin(async move {
-            if ctx.cancel.is_cancelled() {
-                return ToolResult::err(
-                    ErrorKind::Cancelled,
-                    "The edit was cancelled before it started; nothing was written.",
-                );
-            }
-            // Once started, the write runs to its atomic rename (see write_file).
-            match tokio::task::spawn_blocking(move || self.apply()).await {
-                Ok(Ok(result)) => result,
-                Ok(Err(e)) => ToolResult::error(e),
-                Err(e) => ToolResult::err(ErrorKind::ExecutionFailed, format!("edit failed: {e}")),
-            }
-        })
+        Box::pin(async move { file_change::run_change(&ctx, "edit", move || self.apply()).await })
     }
 }
 

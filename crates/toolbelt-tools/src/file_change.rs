@@ -183,6 +183,29 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
     write_atomic(path, bytes).map_err(|e| io_error(path, "write", &e))
 }
 
+/// Runs a file change off the async runtime, unless the call was cancelled before it
+/// started. It is not raced against the cancellation token: once the write starts it
+/// runs to its atomic rename, so a cancel never leaves a half-done state to report.
+/// `what` names the change in messages ("edit", "write").
+pub async fn run_change(
+    ctx: &toolbelt_core::ExecContext,
+    what: &str,
+    change: impl FnOnce() -> Result<toolbelt_core::ToolResult, ToolError> + Send + 'static,
+) -> toolbelt_core::ToolResult {
+    use toolbelt_core::ToolResult;
+    if ctx.cancel.is_cancelled() {
+        return ToolResult::err(
+            ErrorKind::Cancelled,
+            format!("The {what} was cancelled before it started; nothing was written."),
+        );
+    }
+    match tokio::task::spawn_blocking(change).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(e)) => ToolResult::error(e),
+        Err(e) => ToolResult::err(ErrorKind::ExecutionFailed, format!("{what} failed: {e}")),
+    }
+}
+
 /// An I/O error as a tool error with the closest kind (`EACCES` → permission denied,
 /// `ENOSPC` → no space left, ...).
 pub fn io_error(path: &Path, action: &str, e: &std::io::Error) -> ToolError {

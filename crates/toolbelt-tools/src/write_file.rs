@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, FileDiff, Invocation, Kind,
+    BoxFuture, ConfirmationDetails, Display, ExecContext, FileDiff, Invocation, Kind,
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
@@ -204,25 +204,7 @@ impl Invocation for WriteFileCall {
     }
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
-        Box::pin(async move {
-            if ctx.cancel.is_cancelled() {
-                return ToolResult::err(
-                    ErrorKind::Cancelled,
-                    "The write was cancelled before it started; nothing was written.",
-                );
-            }
-            // Not raced against the cancellation token: once the write starts it runs to
-            // the atomic rename, so a cancel never leaves a half-done state to report.
-            let work = tokio::task::spawn_blocking(move || self.write());
-            match work.await {
-                Ok(Ok(result)) => result,
-                Ok(Err(e)) => ToolResult::error(e),
-                Err(e) => ToolResult::err(
-                    ErrorKind::ExecutionFailed,
-                    format!("write_file failed: {e}"),
-                ),
-            }
-        })
+        Box::pin(async move { file_change::run_change(&ctx, "write", move || self.write()).await })
     }
 }
 
