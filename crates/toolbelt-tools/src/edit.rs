@@ -50,6 +50,10 @@ pub struct Streaming {
     pub above: u64,
     /// Bytes read at a time.
     pub chunk: usize,
+    /// Counts the edits written by splicing (the streamed path), so tests can tell
+    /// that the streamed path really ran rather than falling back.
+    #[cfg(test)]
+    pub spliced: Option<&'static std::sync::atomic::AtomicUsize>,
 }
 
 impl Default for Streaming {
@@ -57,6 +61,8 @@ impl Default for Streaming {
         Streaming {
             above: FileDiff::CONTENT_LIMIT as u64,
             chunk: stream::CHUNK,
+            #[cfg(test)]
+            spliced: None,
         }
     }
 }
@@ -454,7 +460,13 @@ impl EditCall {
         };
         match &plan.write {
             NewFile::Bytes(bytes) => file_change::write_file(&self.path, bytes)?,
-            NewFile::Spliced(found) => self.write_spliced(found, plan.stamp)?,
+            NewFile::Spliced(found) => {
+                self.write_spliced(found, plan.stamp)?;
+                #[cfg(test)]
+                if let Some(count) = self.streaming.spliced {
+                    count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
         }
         let mut text = if plan.created {
             format!(

@@ -326,15 +326,6 @@ async fn a_recorded_run_replays_to_the_same_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn headless_calls_that_need_approval_are_refused_unless_allowed() {
     let w = Workspace::new();
-    if !w
-        .has_tools(
-            "headless_calls_that_need_approval_are_refused_unless_allowed",
-            &["write_file"],
-        )
-        .await
-    {
-        return;
-    }
     let target = w.ws().join("new.txt");
     let script = w.script(&[
         json!({"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"file_path": target, "content": "x\n"}}]}),

@@ -88,12 +88,6 @@ fn walk(dir: &Path) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seven_call_session_replayed_offline() {
     let w = Workspace::new();
-    if !w
-        .has_tools("the_seven_call_session_replayed_offline", &SEVEN_TOOLS)
-        .await
-    {
-        return;
-    }
     seven_workspace(&w);
     let script = seven_script();
     let run = w
@@ -111,15 +105,6 @@ async fn the_seven_call_session_replayed_offline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seven_call_session_against_a_loopback_server() {
     let w = Workspace::new();
-    if !w
-        .has_tools(
-            "the_seven_call_session_against_a_loopback_server",
-            &SEVEN_TOOLS,
-        )
-        .await
-    {
-        return;
-    }
     seven_workspace(&w);
     let text = std::fs::read_to_string(seven_script()).unwrap();
     let script = parse_script(&text, Some(&w.ws())).unwrap();
@@ -149,15 +134,6 @@ async fn the_examples_tour_runs_every_tool_on_the_demo_workspace() {
         .collect();
     assert!(used.is_superset(&SEVEN_TOOLS.iter().map(|s| s.to_string()).collect()));
     let w = Workspace::new();
-    if !w
-        .has_tools(
-            "the_examples_tour_runs_every_tool_on_the_demo_workspace",
-            &SEVEN_TOOLS,
-        )
-        .await
-    {
-        return;
-    }
     for rel in ["README.md", "src/greet.py", "src/util.py"] {
         w.write(
             rel,

@@ -1,6 +1,5 @@
 //! Running the binary in a temp workspace.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Stdio;
 
@@ -75,27 +74,6 @@ impl Workspace {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         cmd
-    }
-
-    /// The names of the tools the binary offers.
-    pub async fn tool_names(&self) -> BTreeSet<String> {
-        let run = self.run(&["tools", "list", "--json"], &[], None).await;
-        assert_eq!(run.code, 0, "{}", run.stderr);
-        let decls: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
-        decls
-            .iter()
-            .map(|d| d["name"].as_str().unwrap().to_string())
-            .collect()
-    }
-
-    /// Whether every tool is offered; prints why the caller skips otherwise.
-    pub async fn has_tools(&self, test: &str, wanted: &[&str]) -> bool {
-        let names = self.tool_names().await;
-        let missing: Vec<&&str> = wanted.iter().filter(|w| !names.contains(**w)).collect();
-        if !missing.is_empty() {
-            println!("SKIPPED {test}: the binary does not offer {missing:?} yet");
-        }
-        missing.is_empty()
     }
 }
 

@@ -75,16 +75,33 @@ fn run(f: &Fixture, streaming: Streaming, original: &[u8], args: &Value) -> Outc
 const IN_MEMORY: Streaming = Streaming {
     above: u64::MAX,
     chunk: CHUNK,
+    spliced: None,
 };
 
 fn streamed(chunk: usize) -> Streaming {
-    Streaming { above: 0, chunk }
+    Streaming {
+        above: 0,
+        chunk,
+        spliced: None,
+    }
 }
 
 /// Asserts that the streamed edit gives what the in-memory edit gives, and returns it.
 fn same_both_ways(f: &Fixture, original: &[u8], args: &Value, chunk: usize) -> Outcome {
+    same_both_ways_counted(f, original, args, streamed(chunk))
+}
+
+/// [`same_both_ways`] with the streamed tool's configuration given, so a caller can count
+/// how often the streamed path really wrote (rather than falling back).
+fn same_both_ways_counted(
+    f: &Fixture,
+    original: &[u8],
+    args: &Value,
+    streaming: Streaming,
+) -> Outcome {
+    let chunk = streaming.chunk;
     let memory = run(f, IN_MEMORY, original, args);
-    let stream = run(f, streamed(chunk), original, args);
+    let stream = run(f, streaming, original, args);
     assert_eq!(
         stream,
         memory,
@@ -332,51 +349,102 @@ fn file_text() -> impl Strategy<Value = Vec<u8>> {
         })
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
-
-    /// The streamed edit is indistinguishable from the in-memory one: same file, same
-    /// text for the model, same diff, same errors.
-    #[test]
-    fn streamed_and_in_memory_edits_agree(
-        text in file_text(),
-        old in prop::sample::select(vec!["a", "ab", "b\n", "\na", "a\r\n", "é", "x\nb", "\n", "b"]),
-        new in prop::sample::select(vec!["", "y", "y\nz", "\n", "é", "a", "\r\n"]),
-        replace_all in any::<bool>(),
-        chunk in 1usize..10,
-    ) {
-        let f = fixture();
-        same_both_ways(&f, &text, &args(&f, old, new, replace_all), chunk);
+/// Runs `cases` generated cases of `check` and returns how many of them the streamed
+/// path wrote by splicing. Both property tests assert that a good share did, so a change
+/// that made every streamed edit fall back to the in-memory path cannot pass unnoticed.
+fn run_counting<S: Strategy>(
+    cases: u32,
+    strategy: S,
+    check: impl Fn(S::Value, Streaming) -> Result<(), TestCaseError>,
+) -> usize {
+    // One counter per run, leaked so the `Copy` configuration can point at it.
+    let counter: &'static std::sync::atomic::AtomicUsize =
+        Box::leak(Box::new(std::sync::atomic::AtomicUsize::new(0)));
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    });
+    let outcome = runner.run(&strategy, |value| {
+        check(
+            value,
+            Streaming {
+                above: 0,
+                chunk: CHUNK,
+                spliced: Some(counter),
+            },
+        )
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
     }
+    counter.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+/// The streamed edit is indistinguishable from the in-memory one: same file, same text
+/// for the model, same diff, same errors.
+#[test]
+fn streamed_and_in_memory_edits_agree() {
+    let strategy = (
+        file_text(),
+        prop::sample::select(vec!["a", "ab", "b\n", "\na", "a\r\n", "é", "x\nb", "\n", "b"]),
+        prop::sample::select(vec!["", "y", "y\nz", "\n", "é", "a", "\r\n"]),
+        any::<bool>(),
+        1usize..10,
+    );
+    let spliced = run_counting(
+        300,
+        strategy,
+        |(text, old, new, replace_all, chunk), streaming| {
+            let f = fixture();
+            let streaming = Streaming { chunk, ..streaming };
+            same_both_ways_counted(&f, &text, &args(&f, old, new, replace_all), streaming);
+            Ok(())
+        },
+    );
+    assert!(
+        spliced >= 30,
+        "only {spliced} of 300 cases were written by the streamed path"
+    );
+}
 
-    /// The same with old_string cut from the file itself, so it always occurs, often
-    /// several times and across chunk boundaries.
-    #[test]
-    fn edits_of_text_taken_from_the_file_agree(
-        text in file_text(),
-        start in any::<prop::sample::Index>(),
-        len in 1usize..8,
-        new in prop::sample::select(vec!["", "y", "y\nz", "\n", "é"]),
-        how in 0..3u8,
-        chunk in 1usize..10,
-    ) {
-        let body = String::from_utf8(text.clone()).unwrap();
-        let body = body.strip_prefix('\u{FEFF}').unwrap_or(&body);
-        let chars: Vec<char> = body.chars().collect();
-        prop_assume!(!chars.is_empty());
-        let at = start.index(chars.len());
-        let old: String = chars[at..(at + len).min(chars.len())].iter().collect();
-        let f = fixture();
-        let mut a = args(&f, &old, new, how == 1);
-        if how == 2 {
-            a["expected_replacements"] = json!(2);
-        }
-        same_both_ways(&f, &text, &a, chunk);
-    }
+/// The same with old_string cut from the file itself, so it always occurs, often several
+/// times and across chunk boundaries.
+#[test]
+fn edits_of_text_taken_from_the_file_agree() {
+    let strategy = (
+        file_text(),
+        any::<prop::sample::Index>(),
+        1usize..8,
+        prop::sample::select(vec!["", "y", "y\nz", "\n", "é"]),
+        0..3u8,
+        1usize..10,
+    );
+    let spliced = run_counting(
+        200,
+        strategy,
+        |(text, start, len, new, how, chunk), streaming| {
+            let body = String::from_utf8(text.clone()).unwrap();
+            let body = body.strip_prefix('\u{FEFF}').unwrap_or(&body);
+            let chars: Vec<char> = body.chars().collect();
+            if chars.is_empty() {
+                return Ok(());
+            }
+            let at = start.index(chars.len());
+            let old: String = chars[at..(at + len).min(chars.len())].iter().collect();
+            let f = fixture();
+            let mut a = args(&f, &old, new, how == 1);
+            if how == 2 {
+                a["expected_replacements"] = json!(2);
+            }
+            let streaming = Streaming { chunk, ..streaming };
+            same_both_ways_counted(&f, &text, &a, streaming);
+            Ok(())
+        },
+    );
+    assert!(
+        spliced >= 40,
+        "only {spliced} of 200 cases were written by the streamed path"
+    );
 }
 
 fn scan_bytes(bytes: &[u8], old: &str, new: &str, chunk: usize) -> Scan {
