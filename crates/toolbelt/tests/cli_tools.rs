@@ -337,7 +337,7 @@ fn ctrl_c_cancels_the_running_tool_and_exits_130() {
             "tools",
             "call",
             "run_shell_command",
-            r#"{"command": "sleep 30"}"#,
+            r#"{"command": "sleep 120"}"#,
             "--yes",
         ])
         .current_dir(&ws.root)
@@ -369,7 +369,7 @@ fn ctrl_c_cancels_the_running_tool_and_exits_130() {
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
     assert_eq!(out.status.code(), Some(130), "stderr: {rest}");
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(20),
+        started.elapsed() < std::time::Duration::from_secs(60),
         "the sleep was not cancelled"
     );
     assert!(
