@@ -1,5 +1,5 @@
 //! `@path` in a prompt: the named files are read before the first request and their
-//! content follows the prompt, as Qwen Code's `@` command does (SPEC §7).
+//! content follows the prompt, as Qwen Code's `@` command does.
 //!
 //! A reference is `@` at the start of the prompt or after whitespace, followed by a path
 //! up to the next unescaped whitespace (`\ ` keeps a space). `user@example.com` is not a

@@ -1,6 +1,6 @@
 //! The agent loop: the prompt goes to the model, the tool calls of its answer go through
 //! the scheduler, their results go back, until the model answers without tool calls or
-//! the turn limit is reached (SPEC §7).
+//! the turn limit is reached.
 //!
 //! # Brief overview
 //!

@@ -1,4 +1,4 @@
-//! MCP tool results to toolbelt results (SPEC §5): text stays text; images and audio
+//! MCP tool results to toolbelt results: text stays text; images and audio
 //! become inline data; embedded resources and resource links become text; structured
 //! content becomes JSON text when the server sent no text. `isError` results become
 //! `mcp_tool_error` results carrying the server's text.

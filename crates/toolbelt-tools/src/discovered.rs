@@ -1,7 +1,7 @@
 //! Tools a project brings with a command: `tools.discoveryCommand` lists them,
 //! `tools.callCommand NAME` runs one with the JSON arguments on stdin.
 //!
-//! The protocol is Qwen Code's (SPEC §5); what differs is robustness. Both commands run
+//! The protocol is Qwen Code's; what differs is robustness. Both commands run
 //! without a shell in the project root, in their own process group, with a time limit
 //! (`tools.discoveryTimeout`, default 30 s; `tools.callTimeout`, default 10 min; both in
 //! milliseconds) and a cap on each output stream (`tools.commandOutputLimit`, default

@@ -1,7 +1,7 @@
 //! Who decides whether a call runs: permission rules, the approval mode, what the person
 //! already allowed in this session, and, when all of those leave it open, the person.
 //!
-//! The order, per call (SPEC §3 step 5):
+//! The order, per call:
 //! 1. rules `Deny` → refused, naming the rule; rules `Ask` → the person must be asked
 //!    (even in yolo mode: an explicit ask rule is the stricter word);
 //!    rules `Allow` → runs (outside plan mode);

@@ -1,5 +1,5 @@
 //! The scheduler: the function calls of one model turn in, one result per call out, in
-//! call order (SPEC §3 steps 2 to 8).
+//! call order.
 //!
 //! # Brief overview
 //!
