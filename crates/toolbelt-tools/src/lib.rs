@@ -15,21 +15,35 @@ use std::sync::Arc;
 
 use toolbelt_core::{Origin, Tool, ToolEnvironment, ToolError, ToolRegistry};
 
-pub mod atomic_write;
-pub mod diff;
-pub mod discovered;
-pub mod edit;
-pub mod file_change;
-pub mod file_type;
-pub mod glob;
-pub mod grep_search;
-pub mod list_directory;
-pub mod read_file;
-pub mod read_many_files;
-pub mod shell;
-pub mod text_file;
-pub mod walk;
-pub mod write_file;
+// The modules are the crate's own: an embedder gets the tools through [`builtin_tools`] /
+// [`register_builtins`], the tool types re-exported below, and [`discover`] for the
+// project's own tools. Process handling, the walker and the write path are internals
+// that may change without notice.
+mod atomic_write;
+mod diff;
+mod discovered;
+mod edit;
+mod file_change;
+mod file_type;
+mod glob;
+mod grep_search;
+mod list_directory;
+mod read_file;
+mod read_many_files;
+mod shell;
+mod text_file;
+mod walk;
+mod write_file;
+
+pub use discovered::{DiscoveredTool, Discovery, discover};
+pub use edit::Edit;
+pub use glob::Glob;
+pub use grep_search::GrepSearch;
+pub use list_directory::ListDirectory;
+pub use read_file::ReadFile;
+pub use read_many_files::ReadManyFiles;
+pub use shell::RunShellCommand;
+pub use write_file::WriteFile;
 
 #[cfg(test)]
 mod test_support;

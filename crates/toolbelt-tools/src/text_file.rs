@@ -116,6 +116,7 @@ impl TextFile {
         Some(TextFile { text, format })
     }
 
+    #[cfg(test)]
     pub fn encode(&self) -> Vec<u8> {
         self.format.encode(&self.text)
     }

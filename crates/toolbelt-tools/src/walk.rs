@@ -55,11 +55,6 @@ impl IgnoreRules {
             respect_qwen_ignore: qwen.unwrap_or(self.respect_qwen_ignore),
         }
     }
-
-    pub const NONE: IgnoreRules = IgnoreRules {
-        respect_git_ignore: false,
-        respect_qwen_ignore: false,
-    };
 }
 
 /// A walker over `root` configured with `rules`. Callers add depth limits or

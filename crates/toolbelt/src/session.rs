@@ -64,7 +64,7 @@ impl Session {
     pub async fn load_extensions(&mut self, global: &GlobalArgs) -> Result<(), SetupError> {
         let warnings_before = self.registry.warnings().len();
         let (discovery, mcp) = tokio::join!(
-            toolbelt_tools::discovered::discover(&self.env),
+            toolbelt_tools::discover(&self.env),
             connect_mcp(&self.env, global)
         );
         let mcp = mcp?;

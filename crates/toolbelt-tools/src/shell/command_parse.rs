@@ -59,6 +59,7 @@ pub struct ParsedCommand {
 
 impl ParsedCommand {
     /// The distinct root commands, in order of appearance.
+    #[cfg(test)]
     pub fn roots(&self) -> Vec<String> {
         let mut roots: Vec<String> = Vec::new();
         for c in &self.commands {

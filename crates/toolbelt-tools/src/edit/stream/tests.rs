@@ -386,7 +386,9 @@ fn run_counting<S: Strategy>(
 fn streamed_and_in_memory_edits_agree() {
     let strategy = (
         file_text(),
-        prop::sample::select(vec!["a", "ab", "b\n", "\na", "a\r\n", "é", "x\nb", "\n", "b"]),
+        prop::sample::select(vec![
+            "a", "ab", "b\n", "\na", "a\r\n", "é", "x\nb", "\n", "b",
+        ]),
         prop::sample::select(vec!["", "y", "y\nz", "\n", "é", "a", "\r\n"]),
         any::<bool>(),
         1usize..10,
