@@ -30,9 +30,12 @@ pub use confirm::{ConfirmationDetails, ConfirmationOutcome};
 pub use output::{LimitedText, OutputPolicy};
 pub use registry::{Origin, Registration, ToolRegistry};
 pub use result::{Display, ErrorKind, FileDiff, Part, TodoItem, TodoStatus, ToolError, ToolResult};
-pub use rules::{Decision, PermissionRules, Rule, RuleBase, RuleList, Verdict};
+pub use rules::{
+    CommandPurpose, Decision, PermissionRules, Rule, RuleBase, RuleList, SYSTEM_BIN_DIRS, Verdict,
+};
 pub use settings::{Settings, SettingsError, SettingsLayer, SettingsPaths};
 pub use tool::{
-    BoxFuture, ExecContext, Invocation, Kind, OutputSink, PermissionSubject, Tool, ToolEnvironment,
+    BoxFuture, ExecContext, Invocation, Kind, OutputSink, PermissionSubject, ShellCommand, Tool,
+    ToolEnvironment,
 };
 pub use workspace::{PathError, WorkspaceRoots};

@@ -15,8 +15,12 @@ use std::path::PathBuf;
 
 use crate::settings::Settings;
 use crate::tool::PermissionSubject;
+#[cfg(test)]
+use crate::tool::ShellCommand;
 
 mod specifier;
+
+pub use specifier::{CommandPurpose, SYSTEM_BIN_DIRS};
 
 /// The answer of the rules for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -110,22 +114,43 @@ impl Rule {
         })
     }
 
-    /// Whether the rule covers a call of `tool` with `subject`. Path specifiers are
-    /// resolved against the process's current directory and `$HOME`; use
+    /// Whether the rule, taken from `list`, covers a call of `tool` with `subject`. Path
+    /// specifiers are resolved against the process's current directory and `$HOME`; use
     /// [`Rule::matches_in`] to give them a project root.
-    pub fn matches(&self, tool: &str, subject: &PermissionSubject) -> bool {
-        self.matches_in(tool, subject, &RuleBase::from_process())
+    pub fn matches(&self, list: RuleList, tool: &str, subject: &PermissionSubject) -> bool {
+        self.matches_in(list, tool, subject, &RuleBase::from_process())
     }
 
-    /// Whether the rule covers a call of `tool` with `subject`, with path specifiers
-    /// resolved against `base`.
-    pub fn matches_in(&self, tool: &str, subject: &PermissionSubject, base: &RuleBase) -> bool {
+    /// Whether the rule, taken from `list`, covers a call of `tool` with `subject`, with
+    /// path specifiers resolved against `base`. The list matters for shell commands: an
+    /// allow rule approves less than a deny rule refuses (see `rules/specifier.rs`).
+    pub fn matches_in(
+        &self,
+        list: RuleList,
+        tool: &str,
+        subject: &PermissionSubject,
+        base: &RuleBase,
+    ) -> bool {
+        let purpose = match list {
+            RuleList::Allow => CommandPurpose::Approve,
+            RuleList::Ask | RuleList::Deny => CommandPurpose::Restrict,
+        };
+        self.matches_for(purpose, tool, subject, base)
+    }
+
+    fn matches_for(
+        &self,
+        purpose: CommandPurpose,
+        tool: &str,
+        subject: &PermissionSubject,
+        base: &RuleBase,
+    ) -> bool {
         if !self.tools.iter().any(|t| t == tool) {
             return false;
         }
         match &self.specifier {
             None => true,
-            Some(spec) => matches_subject(spec, subject, base),
+            Some(spec) => matches_subject(spec, subject, base, purpose),
         }
     }
 }
@@ -135,11 +160,19 @@ impl Rule {
 /// with a specifier never matches a call whose subject it cannot judge; a subject with
 /// several commands or paths matches only when every one does (the engine judges them one
 /// by one, see [`PermissionRules::evaluate`]).
-fn matches_subject(spec: &str, subject: &PermissionSubject, base: &RuleBase) -> bool {
+fn matches_subject(
+    spec: &str,
+    subject: &PermissionSubject,
+    base: &RuleBase,
+    purpose: CommandPurpose,
+) -> bool {
     match subject {
         PermissionSubject::Literal(value) => value == spec,
         PermissionSubject::Commands(commands) => {
-            !commands.is_empty() && commands.iter().all(|c| specifier::command_matches(spec, c))
+            !commands.is_empty()
+                && commands
+                    .iter()
+                    .all(|c| specifier::shell_command_matches(spec, c, purpose))
         }
         PermissionSubject::Paths(paths) => {
             !paths.is_empty() && paths.iter().all(|p| specifier::path_matches(spec, p, base))
@@ -309,13 +342,13 @@ impl PermissionRules {
     }
 
     fn verdict_one(&self, tool: &str, subject: &PermissionSubject) -> Verdict {
-        let found = |rules: &[Rule]| {
+        let found = |rules: &[Rule], purpose: CommandPurpose| {
             rules
                 .iter()
-                .find(|r| r.matches_in(tool, subject, &self.base))
+                .find(|r| r.matches_for(purpose, tool, subject, &self.base))
                 .map(|r| r.text.clone())
         };
-        if let Some(rule) = found(&self.deny) {
+        if let Some(rule) = found(&self.deny, CommandPurpose::Restrict) {
             return Verdict {
                 decision: Decision::Deny,
                 rule: Some(rule),
@@ -324,7 +357,7 @@ impl PermissionRules {
         if tool == SHELL_TOOL
             && !self.core_commands.is_empty()
             && matches!(subject, PermissionSubject::Commands(_))
-            && found(&self.core_commands).is_none()
+            && found(&self.core_commands, CommandPurpose::Limit).is_none()
         {
             let names: Vec<&str> = self.core_commands.iter().map(|r| r.text.as_str()).collect();
             return Verdict {
@@ -332,8 +365,11 @@ impl PermissionRules {
                 rule: Some(format!("tools.core ({})", names.join(", "))),
             };
         }
-        for (rules, decision) in [(&self.ask, Decision::Ask), (&self.allow, Decision::Allow)] {
-            if let Some(rule) = found(rules) {
+        for (rules, decision, purpose) in [
+            (&self.ask, Decision::Ask, CommandPurpose::Restrict),
+            (&self.allow, Decision::Allow, CommandPurpose::Approve),
+        ] {
+            if let Some(rule) = found(rules, purpose) {
                 return Verdict {
                     decision,
                     rule: Some(rule),
@@ -431,7 +467,7 @@ mod tests {
     }
 
     fn commands(parts: &[&str]) -> PermissionSubject {
-        PermissionSubject::Commands(parts.iter().map(|s| s.to_string()).collect())
+        PermissionSubject::Commands(parts.iter().map(|s| ShellCommand::from_text(s)).collect())
     }
 
     #[test]

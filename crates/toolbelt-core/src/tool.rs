@@ -75,15 +75,64 @@ pub enum PermissionSubject {
     #[default]
     None,
     /// The simple commands of a shell call, already split by the shell tool's parser on
-    /// `&&`, `||`, `;`, `|` and newlines, with leading `VAR=x` assignments removed. The
-    /// rules engine matches each and the strictest answer wins.
-    Commands(Vec<String>),
+    /// `&&`, `||`, `;`, `|`, newlines and substitutions. The rules engine matches each and
+    /// the strictest answer wins; an allow rule approves a command only when it names
+    /// everything the command runs and the command writes nothing through a redirection
+    /// (see [`ShellCommand`]).
+    Commands(Vec<ShellCommand>),
     /// The paths the call reads or writes.
     Paths(Vec<PathBuf>),
     /// The host a fetch goes to.
     Domain(String),
     /// A literal value (an agent type, a skill name).
     Literal(String),
+}
+
+/// One simple command of a shell call, as the permission rules see it.
+///
+/// Deny and ask rules must not be sidestepped by spelling (`\rm`, `r"m"`, `/bin/rm`,
+/// `FOO=1 rm`), so they are matched against every form below; allow rules must not
+/// approve more than they name, so they refuse a command that writes through a
+/// redirection or runs with an environment prefix the rule does not spell out (see
+/// `rules/specifier.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShellCommand {
+    /// The words as written (quotes kept), joined by single spaces, without leading
+    /// `VAR=x` assignments and without redirections.
+    pub text: String,
+    /// The words as the shell passes them to the program: quotes and escapes removed
+    /// (`l"s"` and `\ls` are `ls`). Expansions (`$x`) stay as written.
+    pub words: Vec<String>,
+    /// Leading `VAR=x` assignments, as written (`LD_PRELOAD=/tmp/x.so`).
+    pub assignments: Vec<String>,
+    /// Output of this command (or of a group around it) is redirected to a file other
+    /// than `/dev/null`, or the command line could not be parsed: something may be written.
+    pub writes: bool,
+}
+
+impl ShellCommand {
+    /// A command from its text alone, split on whitespace (for tests and callers without
+    /// a shell parser): leading `NAME=value` words are its assignments; no quotes are
+    /// removed and no redirection is seen.
+    pub fn from_text(text: &str) -> Self {
+        let all: Vec<&str> = text.split_whitespace().collect();
+        let is_assignment = |w: &&&str| {
+            w.split_once('=').is_some_and(|(name, _)| {
+                name.bytes()
+                    .next()
+                    .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                    && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            })
+        };
+        let assigned = all.iter().take_while(is_assignment).count();
+        let words = &all[assigned..];
+        ShellCommand {
+            text: words.join(" "),
+            words: words.iter().map(|w| w.to_string()).collect(),
+            assignments: all[..assigned].iter().map(|w| w.to_string()).collect(),
+            writes: false,
+        }
+    }
 }
 
 /// Live output of a running call (shell output, MCP progress), for a display.

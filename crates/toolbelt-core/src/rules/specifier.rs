@@ -7,8 +7,14 @@
 //!   while `ls*` does. A trailing ` *` also matches the bare command (`git *` covers
 //!   `git`). Without a `*` the pattern matches the command exactly or as a prefix
 //!   followed by a space (`git commit` covers `git commit -m x`, not `git commitx`).
-//!   `*` alone matches everything. Leading `VAR=x` assignments of the command are
-//!   ignored, so `FOO=1 rm x` is judged as `rm x`.
+//!   `*` alone matches everything. A shell command is matched in the forms the shell
+//!   would run it (`\rm`, `r"m"` and `/bin/rm` are `rm`), and how depends on the list
+//!   (`specifier/command_forms.rs`): deny and ask rules match any spelling, a
+//!   path-qualified name by its last component and the command inside a wrapper
+//!   (`env`, `sudo`, `xargs`, …), so `FOO=1 ./rm x` and `sudo rm x` are judged as `rm`;
+//!   allow rules approve only a bare name or one in a system directory (`/usr/bin/ls`
+//!   but not `./ls`), only when the command writes nothing through a redirection, and
+//!   only with the leading `VAR=x` assignments the rule itself spells out.
 //! - **Path globs** (`read_file(//etc/**)`) use gitignore-style globs (`*` stays within
 //!   one directory, `**` crosses them): `//x` is the absolute `/x`, `~/x` is under the
 //!   home directory, `/x` is under the project root, `./x` and `x` under the working
@@ -22,11 +28,57 @@ use std::path::Path;
 use globset::GlobBuilder;
 
 use super::RuleBase;
+use crate::tool::ShellCommand;
 
-/// Whether the command-glob `pattern` covers the simple command `command`.
+mod command_forms;
+
+pub use command_forms::{CommandPurpose, SYSTEM_BIN_DIRS};
+
+/// Whether the command-glob `pattern` covers one simple command of a shell call, read
+/// for `purpose` (see [`CommandPurpose`]).
+pub fn shell_command_matches(
+    pattern: &str,
+    command: &ShellCommand,
+    purpose: CommandPurpose,
+) -> bool {
+    match purpose {
+        CommandPurpose::Approve => {
+            // A redirection to a file writes where no rule can see; an environment
+            // prefix (`LD_PRELOAD=`, `GIT_EXTERNAL_DIFF=`, `PAGER=`) can make the named
+            // program run something else. Neither is approved unless the rule spells the
+            // assignments out (`Bash(NODE_ENV=test npm *)`).
+            if command.writes {
+                return false;
+            }
+            let prefix = command.assignments.join(" ");
+            command_forms::strict(command).iter().any(|form| {
+                if prefix.is_empty() {
+                    glob_matches(pattern, form)
+                } else {
+                    glob_matches(pattern, &format!("{prefix} {form}"))
+                }
+            })
+        }
+        CommandPurpose::Limit => command_forms::strict(command)
+            .iter()
+            .any(|form| glob_matches(pattern, form)),
+        CommandPurpose::Restrict => command_forms::every(command)
+            .iter()
+            .any(|form| glob_matches(pattern, form)),
+    }
+}
+
+/// Whether the command-glob `pattern` covers the simple command `command` (its text;
+/// leading assignments ignored).
+#[cfg(test)]
 pub fn command_matches(pattern: &str, command: &str) -> bool {
+    glob_matches(pattern, strip_assignments(command.trim()))
+}
+
+/// The command glob itself, on a text taken as it is.
+fn glob_matches(pattern: &str, command: &str) -> bool {
     let pattern = collapse_spaces(pattern);
-    let command = collapse_spaces(strip_assignments(command.trim()));
+    let command = collapse_spaces(command);
     if pattern == "*" {
         return true;
     }
@@ -70,6 +122,7 @@ fn collapse_spaces(s: &str) -> String {
 }
 
 /// Drops leading `NAME=value` words (values may be quoted) from a command.
+#[cfg(test)]
 pub fn strip_assignments(mut command: &str) -> &str {
     loop {
         let name_len = command
@@ -95,6 +148,7 @@ pub fn strip_assignments(mut command: &str) -> &str {
 
 /// The byte length of the shell word at the start of `s` (quotes and escapes kept
 /// together), stopping at unquoted whitespace.
+#[cfg(test)]
 fn word_end(s: &str) -> usize {
     let bytes = s.as_bytes();
     let mut i = 0;

@@ -234,7 +234,7 @@ impl Permissions {
         };
         self.deny
             .iter()
-            .find(|rule| parts.iter().any(|p| rule.matches(tool, p)))
+            .find(|rule| parts.iter().any(|p| rule.matches(RuleList::Deny, tool, p)))
             .map(|rule| rule.text.as_str())
     }
 }

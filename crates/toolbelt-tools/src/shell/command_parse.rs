@@ -32,6 +32,9 @@ pub struct SimpleCommand {
     pub text: String,
     /// The words with quotes and escapes removed, for the read-only check.
     pub words: Vec<String>,
+    /// Leading `VAR=x` assignments, as written. Any of them makes the command need
+    /// confirmation (`LD_PRELOAD=`, `LESSOPEN=`, `GIT_EXTERNAL_DIFF=` change what runs).
+    pub assignments: Vec<String>,
 }
 
 impl SimpleCommand {
@@ -71,9 +74,21 @@ impl ParsedCommand {
         roots
     }
 
-    /// The texts of the simple commands: the subject of permission rules.
-    pub fn command_texts(&self) -> Vec<String> {
-        self.commands.iter().map(|c| c.text.clone()).collect()
+    /// The simple commands as the permission rules see them. A redirection to a file or
+    /// a line that did not parse marks every command as writing: the split cannot tell
+    /// which command a group's redirection belongs to, and an allow rule must not approve
+    /// a write it cannot see.
+    pub fn rule_subjects(&self) -> Vec<toolbelt_core::ShellCommand> {
+        let writes = self.writes_to_file || self.syntax_error;
+        self.commands
+            .iter()
+            .map(|c| toolbelt_core::ShellCommand {
+                text: c.text.clone(),
+                words: c.words.clone(),
+                assignments: c.assignments.clone(),
+                writes,
+            })
+            .collect()
     }
 }
 
@@ -116,7 +131,11 @@ pub fn parse(command: &str) -> ParsedCommand {
         let text = command.split_whitespace().collect::<Vec<_>>().join(" ");
         if !parsed.commands.iter().any(|c| c.text == text) {
             let words = text.split(' ').map(unquote).collect();
-            parsed.commands.push(SimpleCommand { text, words });
+            parsed.commands.push(SimpleCommand {
+                text,
+                words,
+                assignments: Vec::new(),
+            });
         }
     }
     parsed
@@ -136,7 +155,7 @@ fn walk(node: Node, src: &[u8], out: &mut ParsedCommand) {
                 .into_iter()
                 .filter(|c| c.kind() != "comment")
                 .collect();
-            out.commands.push(from_words(&words, src));
+            out.commands.push(from_words(&words, Vec::new(), src));
         }
         "command_substitution" | "process_substitution" => out.has_substitution = true,
         "file_redirect" if redirect_writes(node, src) => out.writes_to_file = true,
@@ -159,15 +178,22 @@ fn children(node: Node) -> Vec<Node> {
 /// A `command` node: assignments and redirections are skipped; the name and the
 /// arguments are the words.
 fn simple_command(node: Node, src: &[u8]) -> SimpleCommand {
-    let words: Vec<Node> = children(node)
+    let all = children(node);
+    let assignments = all
+        .iter()
+        .take_while(|c| c.kind() == "variable_assignment" || is_redirect(c.kind()))
+        .filter(|c| c.kind() == "variable_assignment")
+        .map(|c| text(*c, src).trim().to_string())
+        .collect();
+    let words: Vec<Node> = all
         .into_iter()
         .skip_while(|c| c.kind() == "variable_assignment" || is_redirect(c.kind()))
         .filter(|c| !is_redirect(c.kind()) && c.kind() != "comment")
         .collect();
-    from_words(&words, src)
+    from_words(&words, assignments, src)
 }
 
-fn from_words(words: &[Node], src: &[u8]) -> SimpleCommand {
+fn from_words(words: &[Node], assignments: Vec<String>, src: &[u8]) -> SimpleCommand {
     let raw: Vec<&str> = words.iter().map(|w| text(*w, src)).collect();
     SimpleCommand {
         text: raw
@@ -177,6 +203,7 @@ fn from_words(words: &[Node], src: &[u8]) -> SimpleCommand {
             .collect::<Vec<_>>()
             .join(" "),
         words: raw.iter().map(|w| unquote(w.trim())).collect(),
+        assignments,
     }
 }
 

@@ -53,6 +53,33 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 /// How often live output is sent to a listener.
 const LIVE_INTERVAL: Duration = Duration::from_millis(100);
 
+/// How long the repository's configuration may take to list before the call asks.
+const GIT_CONFIG_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether the git repository around `cwd` configures nothing that git would run (see
+/// [`read_only::git_config_is_inert`]). No repository, or no `git`, is inert: the command
+/// will fail on its own. A listing that fails otherwise or takes too long is not.
+async fn repository_config_is_inert(cwd: &std::path::Path) -> bool {
+    let mut command = tokio::process::Command::new("git");
+    command
+        .args(["config", "--list", "--show-scope", "-z"])
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let output = match tokio::time::timeout(GIT_CONFIG_TIMEOUT, command.output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => return e.kind() == std::io::ErrorKind::NotFound,
+        Err(_) => return false,
+    };
+    if !output.status.success() {
+        // Outside a repository `git config --list` still lists the person's own
+        // configuration and succeeds; a failure means a configuration git cannot read.
+        return false;
+    }
+    read_only::git_config_is_inert(&output.stdout)
+}
+
 pub struct RunShellCommand {
     env: Arc<ToolEnvironment>,
     schema: Value,
@@ -229,12 +256,16 @@ impl Invocation for ShellCall {
     }
 
     fn permission_subject(&self) -> PermissionSubject {
-        PermissionSubject::Commands(self.parsed.command_texts())
+        PermissionSubject::Commands(self.parsed.rule_subjects())
     }
 
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
         Box::pin(async move {
-            if read_only::is_line_read_only(&self.parsed) {
+            let line_read_only = read_only::is_line_read_only(&self.parsed);
+            if line_read_only
+                && (!read_only::uses_git(&self.parsed)
+                    || repository_config_is_inert(&self.cwd).await)
+            {
                 return None;
             }
             // Only the parts that are not read-only need approval; with a substitution
@@ -243,7 +274,15 @@ impl Invocation for ShellCall {
             let mut roots: Vec<String> = Vec::new();
             for c in &self.parsed.commands {
                 let root = c.root().to_string();
-                let needs = !vouch || !read_only::is_read_only(c) || self.parsed.writes_to_file;
+                // A read-only line that still asks does so because of the repository's
+                // git configuration: its git commands are the ones to show.
+                let needs = if line_read_only {
+                    c.words
+                        .first()
+                        .is_some_and(|w| w.rsplit('/').next() == Some("git"))
+                } else {
+                    !vouch || !read_only::is_read_only(c) || self.parsed.writes_to_file
+                };
                 if needs && !root.is_empty() && !roots.contains(&root) {
                     roots.push(root);
                 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::json;
 use toolbelt_core::{
     ConfirmationDetails, ErrorKind, ExecContext, OutputPolicy, OutputSink, PermissionSubject,
-    Settings, Tool, ToolEnvironment, ToolResult, WorkspaceRoots,
+    Settings, ShellCommand, Tool, ToolEnvironment, ToolResult, WorkspaceRoots,
 };
 
 use super::*;
@@ -287,7 +287,14 @@ async fn read_only_lines_need_no_confirmation() {
     }
     assert_eq!(
         call.permission_subject(),
-        PermissionSubject::Commands(vec!["ls".into(), "rm -rf x".into(), "touch y".into()])
+        PermissionSubject::Commands(vec![
+            ShellCommand::from_text("ls"),
+            ShellCommand {
+                assignments: vec!["FOO=1".into()],
+                ..ShellCommand::from_text("rm -rf x")
+            },
+            ShellCommand::from_text("touch y"),
+        ])
     );
     for command in ["echo $(ls)", "cat `ls`", "diff <(ls a) b", "ls > out"] {
         let call = f.build(json!({ "command": command }));
@@ -454,4 +461,49 @@ async fn failing_to_start_is_a_tool_error() {
         r.llm_text()
     );
     assert!(r.llm_text().contains("Could not start the command"));
+}
+
+#[tokio::test]
+async fn git_asks_when_the_repository_configures_a_program() {
+    let f = fixture();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(f.ws())
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "git {args:?}: {status:?}");
+    };
+    git(&["init", "-q"]);
+    for command in ["git status", "git log --oneline -1", "git diff"] {
+        let call = f.build(json!({ "command": command }));
+        assert!(call.confirmation().await.is_none(), "{command}");
+    }
+    // What the model could write into .git/config in auto-edit mode: a program git runs
+    // on every `status`, and an external diff.
+    let pwned = f.ws().join("pwned");
+    git(&[
+        "config",
+        "core.fsmonitor",
+        &format!("touch {}; echo", pwned.display()),
+    ]);
+    git(&[
+        "config",
+        "diff.external",
+        &format!("touch {}", pwned.display()),
+    ]);
+    for command in ["git status", "ls && git diff", "git --no-pager log -p"] {
+        let call = f.build(json!({ "command": command }));
+        match call.confirmation().await {
+            Some(ConfirmationDetails::Exec { root_commands, .. }) => {
+                assert_eq!(root_commands, ["git"], "{command}");
+            }
+            other => panic!("{command}: {other:?}"),
+        }
+    }
+    // Deciding ran nothing.
+    assert!(!pwned.exists());
+    // Commands without git are not affected.
+    let call = f.build(json!({"command": "ls"}));
+    assert!(call.confirmation().await.is_none());
 }
