@@ -3,8 +3,10 @@
 //!
 //! The command runs without a shell, in its own process group, so a timeout, a cancel or
 //! an output overflow kills everything it started (a wrapper script's children too), not
-//! only the first process. Output is read concurrently from both pipes so a command that
-//! fills stderr cannot deadlock one that we read stdout from.
+//! only the first process. It also carries an owner marker (`toolbelt-process`), so
+//! what left the group (`setsid`, `nohup`) is ended too, and nothing it started outlives
+//! the run, however the run ended. Output is read concurrently from both pipes so a
+//! command that fills stderr cannot deadlock one that we read stdout from.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -12,9 +14,11 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
+use toolbelt_process::{KILL_GRACE, Owner};
 
 /// How long to wait for the pipes to close after the group was killed. A process that
-/// left the group (`setsid`) may keep them open; its output is then given up.
+/// left the group and cleared its environment may keep them open; its output is then
+/// given up.
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(2);
 
 /// How a run ended.
@@ -70,9 +74,12 @@ pub async fn run(spec: RunSpec<'_>) -> RunOutput {
     let Some((program, args)) = spec.argv.split_first() else {
         return failed("the command is empty".into());
     };
+    let owner = Owner::new();
+    let (marker_key, marker) = owner.env();
     let mut command = tokio::process::Command::new(program);
     command
         .args(args)
+        .env(marker_key, marker)
         .current_dir(spec.cwd)
         .stdin(if spec.stdin.is_some() {
             Stdio::piped()
@@ -88,6 +95,9 @@ pub async fn run(spec: RunSpec<'_>) -> RunOutput {
         Err(e) => return failed(format!("cannot start `{program}`: {e}")),
     };
     let pid = child.id();
+    if let Some(pid) = pid {
+        owner.started(pid);
+    }
     if let (Some(input), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
         // A command that exits without reading its input is not an error of ours.
         tokio::spawn(async move {
@@ -114,6 +124,8 @@ pub async fn run(spec: RunSpec<'_>) -> RunOutput {
         Some(done) => done,
         None => {
             kill_group(pid);
+            // Processes that left the group may hold the pipes: end them before draining.
+            owner.kill_leftovers(KILL_GRACE).await;
             let drained = match tokio::time::timeout(DRAIN_AFTER_KILL, &mut work).await {
                 Ok(done) => done,
                 Err(_) => (
@@ -125,11 +137,13 @@ pub async fn run(spec: RunSpec<'_>) -> RunOutput {
             // The result says the command was ended: make it true of the whole group,
             // not only of the leader that was reaped above.
             if let Some(pid) = pid {
-                crate::shell::process::wait_until_no_live_members(pid, DRAIN_AFTER_KILL).await;
+                toolbelt_process::wait_until_no_live_members(pid, DRAIN_AFTER_KILL).await;
             }
             drained
         }
     };
+    // Whatever the command left running (in its group or not) ends with the run.
+    owner.kill_leftovers(KILL_GRACE).await;
     let end = if let Some(end) = forced {
         end
     } else if out.overflowed || err.overflowed {
@@ -188,20 +202,11 @@ fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
 }
 
 /// Kills the process group led by `pid` (the child was started with `process_group(0)`,
-/// so its group id is its pid).
+/// so its group id is its pid). Only called while the child is not yet reaped, so the
+/// group id is still the child's.
 fn kill_group(pid: Option<u32>) {
-    let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) else {
-        return;
-    };
-    if pid <= 1 {
-        return;
-    }
-    // SAFETY: `kill` with a negative pid signals a process group; it takes plain integers
-    // and touches no memory of ours. The standard library has no process-group kill, and
-    // killing only the leader would leave a wrapper script's children running.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::kill(-pid, libc::SIGKILL);
+    if let Some(pid) = pid {
+        toolbelt_process::signal_group(pid, rustix::process::Signal::KILL);
     }
 }
 

@@ -8,13 +8,20 @@
 //!
 //! The table belongs to the shell tool and is shared by its calls. When it is dropped
 //! (the session ends), jobs still running are ended, unless
-//! `tools.shell.killBackgroundOnExit` is `false`.
+//! `tools.shell.killBackgroundOnExit` is `false` (then the binary's last sweep spares
+//! them too, see `toolbelt_process::end_descendants_blocking`).
+//!
+//! Ending a job ends what its [`Owner`] finds: the shell while it runs, its group while
+//! the group is provably the job's, and every process carrying the job's marker (what it
+//! started with `setsid` or `nohup` and left behind when its shell exited). Each is
+//! signalled by its own identity, never by a group id: once a job's shell has been
+//! reaped its group id may be reused by an unrelated process.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::process;
+use super::process::{self, Owner};
 
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +58,8 @@ struct Entry {
     /// Set by `stop` before it signals the group, so the exit it causes is recorded
     /// as stopped, not as an exit by SIGTERM, whichever side notices first.
     stopping: Arc<std::sync::atomic::AtomicBool>,
+    /// Finds the job's processes, also those that left its group.
+    owner: Arc<Owner>,
 }
 
 impl Entry {
@@ -91,13 +100,18 @@ impl JobTable {
     }
 
     /// Records a started job and watches it: when the child exits, its status and exit
-    /// code are recorded (and the child reaped).
-    pub fn add(&self, job: Job, mut child: tokio::process::Child) -> Job {
+    /// code are recorded (and the child reaped). `owner` is the one the job's shell was
+    /// spawned with.
+    pub fn add(&self, job: Job, mut child: tokio::process::Child, owner: Owner) -> Job {
+        if !self.kill_on_drop {
+            owner.keep_on_exit();
+        }
         let entry = Entry {
             job: Arc::new(Mutex::new(job.clone())),
             status: tokio::sync::watch::channel(JobStatus::Running).0,
             reaped: tokio::sync::watch::channel(false).0,
             stopping: Arc::default(),
+            owner: Arc::new(owner),
         };
         if let Ok(mut jobs) = self.jobs.lock() {
             jobs.push(entry.clone());
@@ -139,13 +153,17 @@ impl JobTable {
         entry.snapshot()
     }
 
-    /// Ends a running job's whole process group; `None` when there is no such job.
+    /// Ends a job: its shell if it still runs, and every process it started, also one
+    /// it left behind after its shell exited. `None` when there is no such job.
     pub async fn stop(&self, id: &str) -> Option<Job> {
         let entry = self.entry(id)?;
         let job = entry.snapshot()?;
-        if job.status == JobStatus::Running {
+        let running = job.status == JobStatus::Running;
+        if running {
             entry.stopping.store(true, Ordering::SeqCst);
-            process::terminate_group(job.pgid, process::KILL_GRACE).await;
+        }
+        entry.owner.kill(process::KILL_GRACE, true).await;
+        if running {
             entry.settle(JobStatus::Stopped);
             // The watcher reaps the shell; wait for it so no zombie of ours remains
             // (bounded: a watcher on a stopped runtime never answers).
@@ -171,18 +189,14 @@ impl Drop for JobTable {
         if !self.kill_on_drop {
             return;
         }
-        // A job whose shell exited may still have children in its group, so every
-        // group that still exists is ended, all at once.
+        // A job whose shell exited may have left processes (in its group or not): every
+        // job's owner is asked, and all are ended at once, each process by identity.
         let entries = self.entries();
-        let pgids: Vec<u32> = entries
-            .iter()
-            .filter_map(|e| e.snapshot().map(|j| j.pgid))
-            .filter(|&g| process::group_exists(g))
-            .collect();
-        if pgids.is_empty() {
-            return;
+        let owners: Vec<&Owner> = entries.iter().map(|e| e.owner.as_ref()).collect();
+        for entry in &entries {
+            entry.stopping.store(true, Ordering::SeqCst);
         }
-        process::terminate_groups_blocking(&pgids, process::KILL_GRACE);
+        toolbelt_process::kill_all_blocking(&owners, process::KILL_GRACE, true);
         for entry in entries {
             entry.settle(JobStatus::Stopped);
         }

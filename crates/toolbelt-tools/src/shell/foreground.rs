@@ -2,9 +2,17 @@
 //! and render Qwen Code's result fields.
 //!
 //! One `select!` loop owns everything that can happen: output to read, the shell
-//! exiting, the timeout, the cancellation token, live output due for a listener. When the
-//! shell has exited, output is still read for a short while: processes it left in the
-//! background may hold the pipe open, and waiting for them would hang the call.
+//! exiting, the timeout, the cancellation token, live output due for a listener, and a
+//! look at the processes below the shell a few times a second (so one that clears its
+//! environment is still known as the call's).
+//!
+//! A foreground call leaves nothing running. When the shell exits (or is killed on
+//! timeout or cancellation), every process the call started that is still alive is
+//! ended, whatever its group or session (`setsid`, `nohup … &`, `(… &)`, `disown`): the
+//! call's [`Owner`] finds them. The result names them and points at `is_background`,
+//! which is what long-lived processes are for. Output is then read until the pipe
+//! closes, for a short while at most: a process that could not be told apart may still
+//! hold it, and waiting for it would hang the call.
 
 use std::os::unix::process::ExitStatusExt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,9 +23,10 @@ use tokio::net::unix::pipe;
 use toolbelt_core::{Display, ErrorKind, ExecContext, OutputPolicy, Part, ToolError, ToolResult};
 
 use super::output::{self, LiveDecoder, OutputCapture};
-use super::process::{self, OutputTarget};
+use super::process::{self, OutputTarget, Owner};
 use super::sandbox::PreparedSandbox;
 use super::{DRAIN_AFTER_EXIT, LIVE_INTERVAL, ShellCall};
+use toolbelt_process::Leftover;
 
 static LOG_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -40,7 +49,14 @@ impl ShellCall {
             &format!("run_shell_command-{}-{n}.log", std::process::id()),
         );
         let started = Instant::now();
-        let running = match process::spawn(&self.command, &self.cwd, OutputTarget::Pipe, sandbox) {
+        let owner = Owner::new();
+        let running = match process::spawn(
+            &self.command,
+            &self.cwd,
+            OutputTarget::Pipe,
+            sandbox,
+            &owner,
+        ) {
             Ok(r) => r,
             Err(e) => return self.spawn_error(&e),
         };
@@ -54,6 +70,9 @@ impl ShellCall {
         let mut exit: Option<std::io::Result<std::process::ExitStatus>> = None;
         let mut drain_until: Option<tokio::time::Instant> = None;
         let mut buf = vec![0u8; 64 * 1024];
+        let mut leftovers: Vec<Leftover> = Vec::new();
+        let mut observe = tokio::time::interval(OBSERVE_INTERVAL);
+        observe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         while exit.is_none() || reader.is_some() {
             tokio::select! {
                 biased;
@@ -74,8 +93,12 @@ impl ShellCall {
                 },
                 status = child.wait(), if exit.is_none() => {
                     exit = Some(status);
+                    // What the command left running goes now; then the pipe closes as
+                    // soon as the last writer is gone.
+                    leftovers = owner.kill_leftovers(process::KILL_GRACE).await;
                     drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
                 }
+                _ = observe.tick(), if exit.is_none() => owner.observe(),
                 _ = sleep_until_opt(live.next_flush()), if live.has_pending() => live.flush(),
                 _ = sleep_until_opt(drain_until), if drain_until.is_some() => {
                     // Processes the command left in the background still hold the pipe.
@@ -84,18 +107,13 @@ impl ShellCall {
             }
         }
         live.flush();
-        let background_pids = if ending.is_none() {
-            process::live_members(pgid)
-        } else {
-            Vec::new()
-        };
         let captured = capture.finish(&self.output_budget());
         self.render(Rendered {
             output: captured,
             exit,
             ending,
             pgid,
-            background_pids,
+            leftovers,
             elapsed: started.elapsed(),
         })
     }
@@ -104,7 +122,8 @@ impl ShellCall {
     /// text fits and the scheduler's own cut never cuts it a second time.
     fn output_budget(&self) -> OutputPolicy {
         let policy = &self.env.output;
-        let reserve_chars = 600 + self.command.chars().count();
+        // 600 for the fields, 700 for a note about processes left running.
+        let reserve_chars = 1300 + self.command.chars().count();
         let reserve_lines = 12 + self.command.lines().count();
         OutputPolicy::new(
             shrink(policy.max_chars, reserve_chars),
@@ -125,12 +144,12 @@ impl ShellCall {
         } else {
             r.output.text.clone()
         };
-        let pids = if r.background_pids.is_empty() {
+        let pids = if r.leftovers.is_empty() {
             none()
         } else {
-            r.background_pids
+            r.leftovers
                 .iter()
-                .map(u32::to_string)
+                .map(|l| l.pid.to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -158,7 +177,17 @@ impl ShellCall {
             signal.map_or_else(none, |s| s.to_string()),
             r.pgid,
         ));
+        if !r.leftovers.is_empty() {
+            let note = leftovers_note(&r.leftovers);
+            text.push_str(&format!("\n{note}"));
+        }
         let mut display = r.output.text.clone();
+        if !r.leftovers.is_empty() {
+            display.push_str(&format!(
+                "\n[ended {} process(es) the command left running]",
+                r.leftovers.len()
+            ));
+        }
         if let Some(c) = code.filter(|c| *c != 0) {
             display.push_str(&format!("\n[exit code {c}]"));
         }
@@ -190,6 +219,31 @@ impl ShellCall {
     }
 }
 
+/// Tells the model what was ended and what to do instead.
+fn leftovers_note(leftovers: &[Leftover]) -> String {
+    const LISTED: usize = 20;
+    let mut listed: Vec<String> = leftovers
+        .iter()
+        .take(LISTED)
+        .map(|l| {
+            if l.name.is_empty() {
+                l.pid.to_string()
+            } else {
+                format!("{} ({})", l.pid, l.name)
+            }
+        })
+        .collect();
+    if leftovers.len() > LISTED {
+        listed.push(format!("and {} more", leftovers.len() - LISTED));
+    }
+    format!(
+        "Note: the command left processes running ({}); they were ended when the command ended, \
+         because a foreground command leaves nothing behind (also with setsid, nohup, disown or a subshell). \
+         To keep a server, watcher or other long-lived process running, call run_shell_command with is_background: true.",
+        listed.join(", ")
+    )
+}
+
 /// `budget - reserve`, keeping at least a quarter of the budget; no limit stays none.
 fn shrink(budget: usize, reserve: usize) -> usize {
     if budget == usize::MAX {
@@ -204,7 +258,8 @@ struct Rendered {
     exit: Option<std::io::Result<std::process::ExitStatus>>,
     ending: Option<Ending>,
     pgid: u32,
-    background_pids: Vec<u32>,
+    /// Processes the command left running, ended when it ended.
+    leftovers: Vec<Leftover>,
     elapsed: Duration,
 }
 
@@ -233,6 +288,9 @@ struct LiveOutput {
 
 /// Live text held back between emissions, at most (older text is dropped).
 const LIVE_PENDING_MAX: usize = 64 * 1024;
+
+/// How often the processes below a running shell are recorded.
+const OBSERVE_INTERVAL: Duration = Duration::from_millis(250);
 
 impl LiveOutput {
     fn new(ctx: &ExecContext) -> Self {
@@ -285,3 +343,6 @@ impl LiveOutput {
         self.last = Instant::now();
     }
 }
+
+#[cfg(test)]
+mod tests;

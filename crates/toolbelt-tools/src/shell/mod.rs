@@ -365,11 +365,17 @@ impl ShellCall {
                 );
             }
         };
-        let running =
-            match process::spawn(&self.command, &self.cwd, OutputTarget::File(file), sandbox) {
-                Ok(r) => r,
-                Err(e) => return self.spawn_error(&e),
-            };
+        let owner = process::Owner::new();
+        let running = match process::spawn(
+            &self.command,
+            &self.cwd,
+            OutputTarget::File(file),
+            sandbox,
+            &owner,
+        ) {
+            Ok(r) => r,
+            Err(e) => return self.spawn_error(&e),
+        };
         let job = self.jobs.add(
             Job {
                 id: id.clone(),
@@ -380,6 +386,7 @@ impl ShellCall {
                 status: JobStatus::Running,
             },
             running.child,
+            owner,
         );
         let text = format!(
             "Background command started.\nid: {id}\nCommand: {}\nDirectory: {}\nPID: {}\nProcess Group PGID: {}\nOutput file: {}\n\

@@ -1,0 +1,39 @@
+//! Ending what toolbelt started, in one place: the shell tool, discovered tools, MCP
+//! servers and the binary's exit all use these functions, so there is one way to kill
+//! a process group and one notion of "what this call left behind".
+//!
+//! # Brief overview
+//!
+//! - [`group`]: signalling a process group (SIGTERM, a grace period, SIGKILL) and
+//!   asking whether any member is still alive. A group is the first line: one signal
+//!   reaches a command and all its ordinary children.
+//! - [`owner`]: what a group cannot reach. A child can leave its group (`setsid`,
+//!   `setsid -f`, `nohup … &` in a new session) or its parent can exit so it is
+//!   orphaned (`(sleep 1000 &)`, `… & disown`). Every process toolbelt starts carries an
+//!   *owner marker* in its environment (`TOOLBELT_OWNER=<toolbelt pid>.<n>`), inherited by
+//!   everything it starts; toolbelt is a *child subreaper*, so orphans re-parent to it
+//!   instead of to init and stay in its process tree. When a call ends, its leftovers are
+//!   the processes below toolbelt that carry its marker, or that were seen below its
+//!   shell while it ran, and everything below those.
+//! - [`procfs`]: the few `/proc` fields all of this reads.
+//!
+//! Killing goes through a pidfd where the kernel has one, after checking that the pid
+//! still names the process that was found (same start time), so a pid reused in the
+//! meantime is never signalled. Reaping: an orphan adopted by toolbelt is our child, so
+//! its zombie is reaped here, with `waitpid` on that exact pid. Never `waitpid(-1)`:
+//! tokio owns the exit statuses of the children it spawned.
+//!
+//! Linux only (`/proc`, `PR_SET_CHILD_SUBREAPER`), like the rest of toolbelt's process
+//! handling.
+
+pub mod group;
+pub mod owner;
+pub mod procfs;
+
+pub use group::{
+    KILL_GRACE, group_exists, live_members, signal_group, terminate_group,
+    terminate_groups_blocking, wait_until_no_live_members,
+};
+pub use owner::{
+    Leftover, OWNER_VAR, Owner, become_subreaper, end_descendants_blocking, kill_all_blocking,
+};

@@ -1,0 +1,160 @@
+//! The few fields of `/proc/<pid>/stat`, `environ` and `comm` that process tracking
+//! reads. A process that vanished between listing and reading is simply absent: every
+//! function here answers `None` or `false` rather than an error, because a process that
+//! exited needs no killing.
+
+use std::collections::HashMap;
+
+/// One process as `/proc/<pid>/stat` describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pid: u32,
+    /// The state letter: `R`, `S`, `D`, `T`, `Z` (zombie), `X` (dead), ...
+    pub state: char,
+    pub ppid: u32,
+    pub pgid: u32,
+    /// Clock ticks after boot at which the process started: with the pid, an identity
+    /// that survives pid reuse.
+    pub start_time: u64,
+}
+
+impl ProcStat {
+    /// Not a zombie (or a process being torn down): it can still run code.
+    pub fn is_alive(&self) -> bool {
+        self.state != 'Z' && self.state != 'X'
+    }
+}
+
+/// Reads `/proc/<pid>/stat`.
+pub fn stat(pid: u32) -> Option<ProcStat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &text)
+}
+
+fn parse_stat(pid: u32, text: &str) -> Option<ProcStat> {
+    // The command name (field 2) may hold spaces and parentheses: the fields after it
+    // start after the last ')'. Field 3 is the state, 4 the parent, 5 the group, 22 the
+    // start time.
+    let rest = text.get(text.rfind(')')? + 1..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some(ProcStat {
+        pid,
+        state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
+        pgid: fields.get(2)?.parse().ok()?,
+        start_time: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// Every process the system shows us, in no particular order.
+pub fn all() -> Vec<ProcStat> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(stat)
+        .collect()
+}
+
+/// The processes below `root` (not `root` itself), by parent links, in breadth-first
+/// order.
+pub fn descendants(all: &[ProcStat], root: u32) -> Vec<ProcStat> {
+    let mut children: HashMap<u32, Vec<ProcStat>> = HashMap::new();
+    for p in all {
+        children.entry(p.ppid).or_default().push(*p);
+    }
+    let mut found = Vec::new();
+    let mut queue = vec![root];
+    while let Some(parent) = queue.pop() {
+        for child in children.get(&parent).into_iter().flatten() {
+            // A pid cannot be its own ancestor, but a torn read of /proc could make a
+            // loop; the check keeps the walk finite.
+            if child.pid != root && !found.iter().any(|f: &ProcStat| f.pid == child.pid) {
+                found.push(*child);
+                queue.push(child.pid);
+            }
+        }
+    }
+    found
+}
+
+/// Whether the environment the process was started with holds `key=value` exactly.
+/// Unreadable (another user's process, a zombie) is `false`.
+pub fn has_env(pid: u32, key: &str, value: &str) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    environ.split(|b| *b == 0).any(|entry| {
+        entry.len() == key.len() + 1 + value.len()
+            && entry.starts_with(key.as_bytes())
+            && entry[key.len()] == b'='
+            && entry.ends_with(value.as_bytes())
+    })
+}
+
+/// The value of `key` in the environment the process was started with.
+pub fn env_value(pid: u32, key: &str) -> Option<String> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    environ.split(|b| *b == 0).find_map(|entry| {
+        let value = entry.strip_prefix(key.as_bytes())?.strip_prefix(b"=")?;
+        Some(String::from_utf8_lossy(value).into_owned())
+    })
+}
+
+/// The short command name (`comm`), for messages.
+pub fn name(pid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(text.trim_end().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_read_after_the_last_parenthesis() {
+        let line = "42 (a (b) c) S 7 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 1 1";
+        let s = parse_stat(42, line);
+        assert_eq!(
+            s,
+            Some(ProcStat {
+                pid: 42,
+                state: 'S',
+                ppid: 7,
+                pgid: 42,
+                start_time: 12345
+            })
+        );
+    }
+
+    #[test]
+    fn our_own_process_is_listed_with_its_environment() {
+        let me = std::process::id();
+        let s = stat(me);
+        assert!(s.is_some_and(|s| s.is_alive()));
+        assert!(all().iter().any(|p| p.pid == me));
+        assert!(has_env(
+            me,
+            "PATH",
+            &std::env::var("PATH").unwrap_or_default()
+        ));
+        assert!(!has_env(me, "PATH", "certainly-not-the-path"));
+    }
+
+    #[test]
+    fn descendants_follow_parent_links() {
+        let p = |pid, ppid| ProcStat {
+            pid,
+            state: 'S',
+            ppid,
+            pgid: pid,
+            start_time: 0,
+        };
+        let all = [p(1, 0), p(10, 1), p(11, 10), p(12, 11), p(20, 1)];
+        let mut found: Vec<u32> = descendants(&all, 10).iter().map(|p| p.pid).collect();
+        found.sort_unstable();
+        assert_eq!(found, [11, 12]);
+    }
+}
