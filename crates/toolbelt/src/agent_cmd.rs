@@ -321,7 +321,8 @@ fn watch_interrupts(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
             cancel.cancel();
         }
         if interrupts.recv().await.is_some() {
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
+            eprintln!("toolbelt: interrupted again; ending every process it started");
+            tokio::task::block_in_place(|| crate::ending::end_now(EXIT_INTERRUPTED));
         }
     })
 }

@@ -8,6 +8,7 @@ use clap::Parser;
 mod agent_cmd;
 mod agent_output;
 mod cli;
+mod ending;
 mod mcp_cmd;
 mod session;
 mod tools_cmd;
@@ -25,10 +26,15 @@ fn main() -> ExitCode {
             return ExitCode::from(cli::EXIT_TOOL_ERROR);
         }
     };
-    let code = runtime.block_on(run(cli));
+    ending::start();
+    let code = runtime.block_on(async {
+        ending::watch_termination();
+        run(cli).await
+    });
     // Tools may leave blocking reads behind after a cancel; do not wait for them.
     runtime.shutdown_background();
-    ExitCode::from(code)
+    ending::clean_up();
+    ExitCode::from(ending::exit_code(code))
 }
 
 async fn run(cli: cli::Cli) -> u8 {

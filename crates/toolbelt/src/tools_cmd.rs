@@ -203,8 +203,12 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
     let result: ToolResult = loop {
         tokio::select! {
             result = &mut execution => break result,
-            Some(()) = next_interrupt(&mut interrupts), if !interrupted => {
-                eprintln!("toolbelt: interrupted; cancelling the running tool");
+            Some(()) = next_interrupt(&mut interrupts) => {
+                if interrupted {
+                    eprintln!("toolbelt: interrupted again; ending every process it started");
+                    tokio::task::block_in_place(|| crate::ending::end_now(EXIT_INTERRUPTED));
+                }
+                eprintln!("toolbelt: interrupted; cancelling the running tool (Ctrl-C again to quit at once)");
                 interrupted = true;
                 cancel.cancel();
             }
