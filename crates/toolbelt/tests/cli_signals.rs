@@ -2,6 +2,8 @@
 //! end what toolbelt started, also a process that left the call's process group and
 //! session (`setsid`), which a signal's default action would leave running.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -85,7 +87,7 @@ fn signal(pid: u32, name: &str) {
 }
 
 fn ends_everything_on(signals: &[&str], code: i32) {
-    let mut run = start();
+    let run = start();
     let sleep = sleep_pid(&run.pid_file);
     assert!(!ended(sleep), "the sleep should be running");
     for name in signals {
