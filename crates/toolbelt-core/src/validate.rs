@@ -6,7 +6,16 @@
 //! `"true"`/`"false"` where only a boolean fits, `"5"` where only a number fits, and
 //! stringified JSON where only an object or array fits. A value whose schema also accepts
 //! a string is never coerced. Messages name the JSON path and what was expected, e.g.
-//! `absolute_path: 5 is not of type "string"`.
+//! `absolute_path: 5 is not of type "string"`, and quote at most [`MAX_QUOTED_CHARS`]
+//! characters of a value (a 140,000-character argument does not come back whole).
+//!
+//! Integers: JSON has one number type, so `1.0` is the integer 1 to JSON Schema (draft 6
+//! on) but not to `serde`, which would refuse it as a float. Where the schema admits an
+//! integer and no other number, an integral value written as a float (`1.0`, `1e3`, or
+//! the string `"1.0"`) becomes that integer, consistently for every integer parameter of
+//! every tool; `1.5` fails the schema with `1.5 is not of type "integer"`. Built-in
+//! tools bound their integers with `maximum` (at most [`MAX_SAFE_INTEGER`], the largest
+//! integer every JSON reader agrees on), so no tool's arithmetic sees 2^64-1.
 
 use std::sync::OnceLock;
 
@@ -14,6 +23,14 @@ use jsonschema::{Draft, Validator};
 use serde_json::{Map, Value};
 
 use crate::result::ToolError;
+
+/// The largest integer every JSON implementation represents exactly (2^53-1, the
+/// `Number.MAX_SAFE_INTEGER` of JavaScript). Built-in tools use it as the `maximum` of
+/// integer parameters that have no smaller natural bound.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Characters of one validation message kept (the engine quotes the whole value).
+pub const MAX_QUOTED_CHARS: usize = 300;
 
 /// Parses the raw argument text of a function call. Empty text means no arguments.
 /// Malformed JSON is an error that gives the position.
@@ -89,10 +106,13 @@ impl SchemaValidator {
             }
         };
         if validator.is_valid(&args) {
+            let mut args = args;
+            integers_from_floats(&self.schema, &mut args);
             return Ok(args);
         }
         let mut coerced = args.clone();
         if coerce(&self.schema, &mut coerced) && validator.is_valid(&coerced) {
+            integers_from_floats(&self.schema, &mut coerced);
             return Ok(coerced);
         }
         Err(ToolError::invalid_params(error_text(validator, &coerced)))
@@ -112,10 +132,11 @@ fn error_text(validator: &Validator, args: &Value) -> String {
         .iter_errors(args)
         .map(|e| {
             let path = pointer_to_path(e.instance_path().as_str());
+            let message = cut_message(&e.to_string());
             if path.is_empty() {
-                e.to_string()
+                message
             } else {
-                format!("{path}: {e}")
+                format!("{path}: {message}")
             }
         })
         .collect();
@@ -124,6 +145,22 @@ fn error_text(validator: &Validator, args: &Value) -> String {
         lines.push("the arguments do not match the parameter schema".to_string());
     }
     lines.join("; ")
+}
+
+/// One engine message, at most [`MAX_QUOTED_CHARS`] characters: its head and its tail,
+/// which says what was wrong (`... is longer than 4096 characters`).
+fn cut_message(message: &str) -> String {
+    let count = message.chars().count();
+    if count <= MAX_QUOTED_CHARS {
+        return message.to_string();
+    }
+    let keep = MAX_QUOTED_CHARS / 2;
+    let head: String = message.chars().take(keep).collect();
+    let tail: String = message.chars().skip(count - keep).collect();
+    format!(
+        "{head} [... {} characters cut ...] {tail}",
+        count - 2 * keep
+    )
 }
 
 /// `/todos/0/status` → `todos[0].status`.
@@ -214,6 +251,58 @@ fn coerce(schema: &Value, value: &mut Value) -> bool {
     changed
 }
 
+/// Whether a schema admits integers but no other numbers.
+fn wants_integer(schema: &Value) -> bool {
+    let types = admitted_types(schema);
+    types.contains(&"integer") && !types.contains(&"number")
+}
+
+/// An integral float (`1.0`, `1e3`) as the integer it is, when it fits in 64 bits.
+fn integral(n: f64) -> Option<Value> {
+    if n.fract() != 0.0 || !n.is_finite() {
+        return None;
+    }
+    // 2^63 and 2^64 are exact in f64; the comparisons keep the casts exact.
+    if (0.0..18_446_744_073_709_551_616.0).contains(&n) {
+        Some(Value::from(n as u64))
+    } else if (-9_223_372_036_854_775_808.0..0.0).contains(&n) {
+        Some(Value::from(n as i64))
+    } else {
+        None
+    }
+}
+
+/// Rewrites integral floats to integers wherever the schema wants an integer, after the
+/// arguments passed validation (which already accepts `1.0` as an integer).
+fn integers_from_floats(schema: &Value, value: &mut Value) {
+    match value {
+        Value::Number(n) if n.is_f64() && wants_integer(schema) => {
+            if let Some(int) = n.as_f64().and_then(integral) {
+                *value = int;
+            }
+        }
+        Value::Object(map) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|v| v.is_object());
+            for (key, child) in map.iter_mut() {
+                if let Some(child_schema) = properties.and_then(|p| p.get(key)).or(additional) {
+                    integers_from_floats(child_schema, child);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let prefix = schema.get("prefixItems").and_then(Value::as_array);
+            let rest = schema.get("items").filter(|v| v.is_object());
+            for (i, child) in items.iter_mut().enumerate() {
+                if let Some(child_schema) = prefix.and_then(|p| p.get(i)).or(rest) {
+                    integers_from_floats(child_schema, child);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 fn coerce_string(s: &str, types: &[&str]) -> Option<Value> {
     let t = s.trim();
     if types.contains(&"boolean") {
@@ -223,10 +312,19 @@ fn coerce_string(s: &str, types: &[&str]) -> Option<Value> {
             _ => {}
         }
     }
-    if types.contains(&"integer")
-        && let Ok(n) = t.parse::<i64>()
-    {
-        return Some(Value::from(n));
+    if types.contains(&"integer") {
+        if let Ok(n) = t.parse::<u64>() {
+            return Some(Value::from(n));
+        }
+        if let Ok(n) = t.parse::<i64>() {
+            return Some(Value::from(n));
+        }
+        // "1.0" like 1.0; "1.5" stays a string and fails the schema.
+        if !types.contains(&"number")
+            && let Some(n) = t.parse::<f64>().ok().and_then(integral)
+        {
+            return Some(n);
+        }
     }
     if types.contains(&"number")
         && let Ok(n) = t.parse::<f64>()

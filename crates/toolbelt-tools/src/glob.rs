@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::GlobSet;
 use ignore::{ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -28,6 +28,8 @@ use toolbelt_core::{
     Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
+use crate::listed_name::escaped;
+use crate::pattern::GlobOptions;
 use crate::walk::{self, IgnoreRules};
 
 /// Most paths returned.
@@ -116,30 +118,40 @@ impl Tool for Glob {
             Some(path) if !path.is_empty() => vec![search_dir(&self.env, path)?],
             _ => self.env.roots.roots().to_vec(),
         };
-        // An absolute pattern inside the workspace becomes its own base.
-        let (bases, pattern) = if let Some(absolute) = pattern.strip_prefix('/') {
-            let (prefix, rest) = walk::literal_prefix(absolute);
-            let base = self.env.roots.resolve_readable(&format!("/{prefix}"))?;
-            (vec![base], rest)
+        let pattern = pattern.trim_start_matches("./").to_string();
+        // Where each walk starts: the pattern's literal directories, resolved inside
+        // the workspace (a link out of it is an error, not a way out).
+        let mut starts = Vec::new();
+        let mut rest = String::new();
+        for base in &bases {
+            let (start, below) = walk::glob_start(&self.env.roots, base, &pattern)?;
+            if !starts.contains(&start) {
+                starts.push(start);
+            }
+            rest = below;
+            if pattern.starts_with('/') {
+                break;
+            }
+        }
+        let bases = if pattern.starts_with('/') {
+            starts.clone()
         } else {
-            (bases, pattern.trim_start_matches("./").to_string())
+            bases
         };
-        let (prefix, rest) = walk::literal_prefix(&pattern);
-        let matcher = GlobBuilder::new(&rest)
-            .case_insensitive(!params.case_sensitive)
-            .literal_separator(true)
-            .backslash_escape(true)
-            .build()
-            .map_err(|e| {
-                ToolError::invalid_params(format!("invalid glob pattern '{pattern}': {e}"))
-            })?
-            .compile_matcher();
+        let matcher = crate::pattern::glob(
+            &rest,
+            "glob pattern",
+            GlobOptions {
+                case_insensitive: !params.case_sensitive,
+                ..GlobOptions::PATHS
+            },
+        )?;
         let rules = IgnoreRules::from_settings(&self.env.settings)
             .with(params.respect_git_ignore, params.respect_qwen_ignore);
         Ok(Box::new(GlobCall {
             env: self.env.clone(),
             pattern,
-            prefix,
+            starts,
             bases,
             matcher,
             rules,
@@ -167,10 +179,12 @@ fn search_dir(env: &ToolEnvironment, given: &str) -> Result<PathBuf, ToolError> 
 struct GlobCall {
     env: Arc<ToolEnvironment>,
     pattern: String,
-    /// Literal leading directories of the pattern, walked directly.
-    prefix: String,
+    /// Where the walks start: the pattern's literal leading directories below each
+    /// base, resolved (real paths inside the workspace).
+    starts: Vec<PathBuf>,
+    /// The directories searched, as the result names them.
     bases: Vec<PathBuf>,
-    matcher: GlobMatcher,
+    matcher: GlobSet,
     rules: IgnoreRules,
     cap: usize,
 }
@@ -222,7 +236,7 @@ impl Best {
 #[derive(Clone, Copy)]
 struct Shared<'s> {
     start: &'s Path,
-    matcher: &'s GlobMatcher,
+    matcher: &'s GlobSet,
     recent_since: SystemTime,
     cap: usize,
     best: &'s Mutex<Best>,
@@ -305,19 +319,16 @@ impl GlobCall {
         let recent_since = SystemTime::now()
             .checked_sub(RECENT)
             .unwrap_or(SystemTime::UNIX_EPOCH);
-        let mut searched = Vec::new();
-        for (i, base) in self.bases.iter().enumerate() {
-            // A root nested in another root is already walked with it.
-            if self.bases[..i].iter().any(|b| base.starts_with(b)) {
+        for (i, start) in self.starts.iter().enumerate() {
+            // A start nested in another is already walked with it.
+            if self.starts[..i].iter().any(|s| start.starts_with(s)) {
                 continue;
             }
-            let start = base.join(&self.prefix);
             if !start.is_dir() {
                 continue;
             }
-            searched.push(base.clone());
             let shared = Shared {
-                start: &start,
+                start,
                 matcher: &self.matcher,
                 recent_since,
                 cap: self.cap,
@@ -325,7 +336,7 @@ impl GlobCall {
                 stop: &stop,
                 cancel,
             };
-            walk::walker(&start, self.rules)
+            walk::walker(start, self.rules)
                 .threads(walk::threads())
                 .build_parallel()
                 .visit(&mut Visitors(shared));
@@ -356,7 +367,7 @@ impl GlobCall {
             best.total, self.pattern
         );
         for hit in &hits {
-            text.push_str(&hit.path.to_string_lossy());
+            text.push_str(&escaped(&hit.path));
             text.push('\n');
         }
         if best.total > hits.len() {
@@ -385,11 +396,11 @@ impl Invocation for GlobCall {
     }
 
     fn locations(&self) -> Vec<PathBuf> {
-        self.bases.clone()
+        self.starts.clone()
     }
 
     fn permission_subject(&self) -> PermissionSubject {
-        PermissionSubject::Paths(self.bases.clone())
+        PermissionSubject::Paths(self.starts.clone())
     }
 
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {

@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use globset::{GlobBuilder, GlobMatcher};
-use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use globset::GlobSet;
+use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::{ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use serde::Deserialize;
@@ -28,9 +28,11 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, PermissionSubject,
-    Tool, ToolEnvironment, ToolError, ToolResult,
+    Tool, ToolEnvironment, ToolError, ToolResult, validate::MAX_SAFE_INTEGER,
 };
 
+use crate::listed_name::{escaped, escaped_relative};
+use crate::pattern::GlobOptions;
 use crate::walk::{self, IgnoreRules};
 
 /// How long one search may run before it stops and says so.
@@ -66,6 +68,7 @@ impl GrepSearch {
                 "limit": {
                     "type": "integer",
                     "minimum": 1,
+                    "maximum": MAX_SAFE_INTEGER,
                     "description": "Most matching lines to return. Default and maximum: the output limit (1000 lines)."
                 },
                 "case_sensitive": {
@@ -131,16 +134,7 @@ impl Tool for GrepSearch {
         if params.pattern.is_empty() {
             return Err(ToolError::invalid_params("pattern must not be empty."));
         }
-        let matcher = RegexMatcherBuilder::new()
-            .case_insensitive(!params.case_sensitive)
-            .line_terminator(Some(b'\n'))
-            .build(&params.pattern)
-            .map_err(|e| {
-                ToolError::invalid_params(format!(
-                    "invalid regular expression {:?}: {e}",
-                    params.pattern
-                ))
-            })?;
+        let matcher = crate::pattern::regex(&params.pattern, !params.case_sensitive)?;
         let glob = match params.glob.as_deref().map(str::trim) {
             Some(g) if !g.is_empty() => Some(FileFilter::new(g)?),
             _ => None,
@@ -179,18 +173,31 @@ impl Tool for GrepSearch {
 /// the searched directory (ripgrep's `-g` rule).
 struct FileFilter {
     text: String,
-    matcher: GlobMatcher,
+    matcher: GlobSet,
     on_name: bool,
 }
 
 impl FileFilter {
     fn new(glob: &str) -> Result<FileFilter, ToolError> {
         let on_name = !glob.contains('/');
-        let matcher = GlobBuilder::new(glob.trim_start_matches("./"))
-            .literal_separator(!on_name)
-            .build()
-            .map_err(|e| ToolError::invalid_params(format!("invalid glob '{glob}': {e}")))?
-            .compile_matcher();
+        let relative = glob.trim_start_matches("./");
+        // Matched below the searched directory, so '..' could never match: say so
+        // rather than find nothing.
+        if relative.split('/').any(|part| part == "..") {
+            return Err(ToolError::invalid_params(format!(
+                "the glob filter {} cannot contain '..': it is matched on paths below the searched directory; give that directory in 'path' instead.",
+                crate::pattern::quote(glob)
+            )));
+        }
+        let matcher = crate::pattern::glob(
+            relative,
+            "glob filter",
+            GlobOptions {
+                case_insensitive: false,
+                literal_separator: !on_name,
+                backslash_escape: true,
+            },
+        )?;
         Ok(FileFilter {
             text: glob.to_string(),
             matcher,
@@ -298,7 +305,7 @@ impl Progress<'_> {
             binary: false,
         };
         if let Err(e) = searcher.search_path(matcher, path, &mut sink) {
-            self.fail(format!("{}: {e}", path.display()));
+            self.fail(format!("{}: {e}", escaped(path)));
             return;
         }
         if !sink.lines.is_empty()
@@ -513,7 +520,7 @@ impl GrepCall {
                 self.pattern
             );
             for file in &hits {
-                let shown = self.env.roots.display_relative(&file.path);
+                let shown = escaped_relative(&self.env.roots, &file.path);
                 for (line, content) in &file.lines {
                     t.push_str(&format!("{shown}:{line}:{content}\n"));
                 }

@@ -28,6 +28,8 @@ mod file_type;
 mod glob;
 mod grep_search;
 mod list_directory;
+mod listed_name;
+mod pattern;
 mod read_file;
 mod read_many_files;
 mod shell;
@@ -47,6 +49,9 @@ pub use write_file::WriteFile;
 
 #[cfg(test)]
 mod test_support;
+
+#[cfg(test)]
+mod bounds_tests;
 
 /// Every built-in tool for a session.
 pub fn builtin_tools(env: &Arc<ToolEnvironment>) -> Vec<Arc<dyn Tool>> {

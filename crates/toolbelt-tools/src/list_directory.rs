@@ -11,7 +11,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::GlobSet;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolbelt_core::{
@@ -19,6 +19,8 @@ use toolbelt_core::{
     Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
+use crate::listed_name::escaped_os;
+use crate::pattern::GlobOptions;
 use crate::walk::{self, IgnoreRules};
 
 /// Most entries listed, before the output policy's line budget.
@@ -119,16 +121,8 @@ impl Tool for ListDirectory {
 
 /// Globs matched against entry names.
 fn name_globs(patterns: &[String]) -> Result<GlobSet, ToolError> {
-    let mut set = GlobSetBuilder::new();
-    for p in patterns {
-        let glob = GlobBuilder::new(p)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| ToolError::invalid_params(format!("invalid ignore pattern '{p}': {e}")))?;
-        set.add(glob);
-    }
-    set.build()
-        .map_err(|e| ToolError::invalid_params(format!("invalid ignore patterns: {e}")))
+    let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
+    crate::pattern::globs(&patterns, "ignore pattern", GlobOptions::PATHS)
 }
 
 struct ListCall {
@@ -140,7 +134,8 @@ struct ListCall {
 }
 
 struct Entry {
-    name: String,
+    /// The name as on disk; escaped only when written ([`escaped_os`]).
+    name: OsString,
     is_dir: bool,
 }
 
@@ -196,10 +191,7 @@ impl ListCall {
             }
             // Follows links for the type, as `ls -L`: a link to a directory lists as one.
             let is_dir = std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
-            entries.push(Entry {
-                name: name.to_string_lossy().into_owned(),
-                is_dir,
-            });
+            entries.push(Entry { name, is_dir });
         }
         entries.sort_by(|a, b| b.is_dir.cmp(&a.is_dir).then_with(|| a.name.cmp(&b.name)));
 
@@ -212,7 +204,7 @@ impl ListCall {
                 if e.is_dir {
                     t.push_str("[DIR] ");
                 }
-                t.push_str(&e.name);
+                t.push_str(&escaped_os(&e.name));
                 t.push('\n');
             }
             if total > self.cap {

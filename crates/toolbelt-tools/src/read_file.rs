@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind, Part,
-    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult, validate::MAX_SAFE_INTEGER,
 };
 
 use crate::file_type::{self, FileType, SNIFF_LEN, TextEncoding};
@@ -48,11 +48,13 @@ impl ReadFile {
                 "offset": {
                     "type": "integer",
                     "minimum": 0,
+                    "maximum": MAX_SAFE_INTEGER,
                     "description": "0-based line number to start reading from. Use with 'limit' to page through large files."
                 },
                 "limit": {
                     "type": "integer",
                     "minimum": 1,
+                    "maximum": MAX_SAFE_INTEGER,
                     "description": "Maximum number of lines to read. Defaults to the output limit (1000 lines)."
                 }
             },
@@ -119,15 +121,17 @@ struct ReadFileCall {
 
 impl Invocation for ReadFileCall {
     fn describe(&self) -> String {
+        // The schema bounds both at 2^53-1; saturating keeps a caller that skipped the
+        // schema from wrapping to "line 0".
+        let first = self.offset.saturating_add(1);
         match self.limit {
             Some(limit) => format!(
-                "Read {} lines {}-{}",
+                "Read {} lines {first}-{}",
                 self.display_path,
-                self.offset + 1,
-                self.offset + limit
+                self.offset.saturating_add(limit)
             ),
             None if self.offset > 0 => {
-                format!("Read {} from line {}", self.display_path, self.offset + 1)
+                format!("Read {} from line {first}", self.display_path)
             }
             None => format!("Read {}", self.display_path),
         }
@@ -283,8 +287,8 @@ impl ReadFileCall {
                 ),
             );
         }
-        let first = self.offset + 1;
-        let last = self.offset + lines.kept.len() as u64;
+        let first = self.offset.saturating_add(1);
+        let last = self.offset.saturating_add(lines.kept.len() as u64);
         let partial = first > 1 || last < lines.total || lines.cut;
         let body = lines.kept.join("\n");
         let text = if partial {

@@ -17,7 +17,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::GlobSet;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -28,6 +28,8 @@ use toolbelt_core::{
 
 use crate::file_type::{self, FileType};
 use crate::list_directory::FilteringOptions;
+use crate::listed_name::{escaped, escaped_relative};
+use crate::pattern::GlobOptions;
 use crate::read_file::{MAX_INLINE, sniff};
 use crate::walk::{self, IgnoreRules};
 
@@ -199,17 +201,7 @@ impl Tool for ReadManyFiles {
 }
 
 fn glob_set(patterns: &[&str]) -> Result<GlobSet, ToolError> {
-    let mut set = GlobSetBuilder::new();
-    for p in patterns {
-        set.add(
-            GlobBuilder::new(p)
-                .literal_separator(true)
-                .build()
-                .map_err(|e| ToolError::invalid_params(format!("invalid pattern '{p}': {e}")))?,
-        );
-    }
-    set.build()
-        .map_err(|e| ToolError::invalid_params(format!("invalid patterns: {e}")))
+    crate::pattern::globs(patterns, "exclude pattern", GlobOptions::PATHS)
 }
 
 /// One entry of `paths` or `include`.
@@ -220,7 +212,7 @@ enum Request {
     Glob {
         given: String,
         base: PathBuf,
-        matcher: globset::GlobMatcher,
+        matcher: GlobSet,
     },
     /// A path that does not exist, reported in the result.
     Missing { given: String },
@@ -252,14 +244,10 @@ impl Request {
                 }
             });
         }
-        let stripped = absolute.trim_start_matches('/');
-        let (prefix, rest) = walk::literal_prefix(stripped);
-        let base = env.roots.resolve_readable(&format!("/{prefix}"))?;
-        let matcher = GlobBuilder::new(&rest)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| ToolError::invalid_params(format!("invalid glob '{given}': {e}")))?
-            .compile_matcher();
+        // The pattern's literal directories are resolved like a path: `../*` is
+        // outside the workspace, and so is a link out of it (`link/*`).
+        let (base, rest) = walk::glob_start(&env.roots, primary, &absolute)?;
+        let matcher = crate::pattern::glob(&rest, "glob", GlobOptions::PATHS)?;
         Ok(Request::Glob {
             given: given.to_string(),
             base,
@@ -297,7 +285,7 @@ struct Candidate {
 /// What happened to the files that are not in the output, for the model.
 #[derive(Default)]
 struct Report {
-    read: Vec<String>,
+    read: Vec<PathBuf>,
     skipped: Vec<(String, String)>,
     did_not_fit: Vec<String>,
     missing: Vec<String>,
@@ -398,7 +386,7 @@ impl ReadManyCall {
         let mut text = String::new();
         let mut media = Vec::new();
         for file in files {
-            let shown = file.path.display().to_string();
+            let shown = escaped(&file.path);
             if cancel.is_cancelled() {
                 report.did_not_fit.push(shown);
                 continue;
@@ -430,7 +418,7 @@ impl ReadManyCall {
                                 "--- {shown} ---\n\n[{mime}, {} bytes, attached]\n\n",
                                 data.len()
                             ));
-                            report.read.push(shown.clone());
+                            report.read.push(file.path.clone());
                             media.push(Part::InlineData {
                                 mime_type: mime,
                                 data,
@@ -461,7 +449,7 @@ impl ReadManyCall {
                             chars_left =
                                 chars_left.saturating_sub(chunk.text.len() + shown.len() + 10);
                             lines_left = lines_left.saturating_sub(chunk.lines + 3);
-                            report.read.push(shown);
+                            report.read.push(file.path.clone());
                         }
                         Err(e) => report.skipped.push((shown, e.to_string())),
                     }
@@ -480,7 +468,7 @@ impl ReadManyCall {
             let names: Vec<String> = report
                 .read
                 .iter()
-                .map(|p| format!("- {}", self.env.roots.display_relative(Path::new(p))))
+                .map(|p| format!("- {}", escaped_relative(&self.env.roots, p)))
                 .collect();
             format!(
                 "Read {} file(s):\n{}\n{notes}",

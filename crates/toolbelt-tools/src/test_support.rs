@@ -93,3 +93,26 @@ impl Fixture {
 pub fn err_kind(r: &ToolResult) -> Option<ErrorKind> {
     r.error.as_ref().map(|e| e.kind)
 }
+
+impl Fixture {
+    /// Every registered tool name with the names and JSON types of its parameters.
+    pub fn tools_and_parameters(&self) -> Vec<(String, Vec<(String, String)>)> {
+        self.registry
+            .all()
+            .map(|r| {
+                let params = r.tool.parameter_schema()["properties"]
+                    .as_object()
+                    .map(|p| {
+                        p.iter()
+                            .map(|(name, schema)| {
+                                let kind = schema["type"].as_str().unwrap_or("string");
+                                (name.clone(), kind.to_string())
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (r.name.to_string(), params)
+            })
+            .collect()
+    }
+}

@@ -14,10 +14,11 @@
 //! followed (a link out of the workspace would leak it), and only regular files are
 //! reported as files: FIFOs and devices would block or never end.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ignore::WalkBuilder;
 use toolbelt_core::settings::Settings;
+use toolbelt_core::{ToolError, WorkspaceRoots};
 
 /// The custom ignore file Qwen Code reads besides `.gitignore`.
 pub const QWEN_IGNORE: &str = ".qwenignore";
@@ -92,19 +93,63 @@ pub fn is_regular_file(entry: &ignore::DirEntry) -> bool {
 
 /// The literal leading directories of a glob (`src/app/**/*.rs` → `src/app`), so a walk
 /// can start there instead of at the root. Stops at the first component with a glob
-/// metacharacter, and never includes the last component (it names files).
+/// metacharacter, and never includes the last component (it names files). `.` and empty
+/// components are dropped; `..` is kept in the prefix, where [`glob_start`] resolves it
+/// like any path (so `../*` is outside the workspace rather than matching nothing).
 pub fn literal_prefix(pattern: &str) -> (String, String) {
     let parts: Vec<&str> = pattern.split('/').collect();
     let mut prefix = Vec::new();
+    let mut taken = 0;
     for part in &parts[..parts.len().saturating_sub(1)] {
-        let meta = part.contains(['*', '?', '[', ']', '{', '}', '\\']);
-        if part.is_empty() || *part == "." || *part == ".." || meta {
+        if part.contains(['*', '?', '[', ']', '{', '}', '\\']) {
             break;
         }
-        prefix.push(*part);
+        taken += 1;
+        if !part.is_empty() && *part != "." {
+            prefix.push(*part);
+        }
     }
-    let rest = parts[prefix.len()..].join("/");
+    let rest = parts[taken..].join("/");
     (prefix.join("/"), rest)
+}
+
+/// Where the walk for a glob starts, and the part of the pattern matched below it.
+///
+/// The pattern is relative to `base` unless it is absolute. Its literal leading
+/// directories are resolved like any path the model gives, through
+/// [`WorkspaceRoots::resolve_readable`]: `..` and symbolic links are resolved *before*
+/// containment is checked. This is what keeps a walk inside the roots: the walker never
+/// follows a link it meets, but it does enter the directory it is started on, so
+/// `etc_link/pass*` (with `etc_link` → `/etc`) must fail here, with the same
+/// "outside the workspace" error as `read_file` gives. A `..` after the first wildcard
+/// could only be matched by leaving the walked tree; it is refused.
+pub fn glob_start(
+    roots: &WorkspaceRoots,
+    base: &Path,
+    pattern: &str,
+) -> Result<(PathBuf, String), ToolError> {
+    let (absolute, relative) = match pattern.strip_prefix('/') {
+        Some(rest) => (true, rest),
+        None => (false, pattern),
+    };
+    let (prefix, rest) = literal_prefix(relative);
+    if rest.split('/').any(|part| part == "..") {
+        return Err(ToolError::invalid_params(format!(
+            "'..' may only come before the first wildcard of a pattern, not in '{rest}'."
+        )));
+    }
+    let joined = if absolute {
+        PathBuf::from(format!("/{prefix}"))
+    } else {
+        base.join(&prefix)
+    };
+    let Some(joined) = joined.to_str() else {
+        return Err(ToolError::invalid_params(
+            "the pattern's directory is not valid UTF-8.",
+        ));
+    };
+    let start = roots.resolve_readable(joined)?;
+    Ok((start, rest))
 }
 
 #[cfg(test)]
@@ -119,7 +164,9 @@ mod tests {
             ("*.rs", ("", "*.rs")),
             ("src/main.rs", ("src", "main.rs")),
             ("a/b*/c.rs", ("a", "b*/c.rs")),
-            ("../x/*.rs", ("", "../x/*.rs")),
+            ("../x/*.rs", ("../x", "*.rs")),
+            ("./src//*.rs", ("src", "*.rs")),
+            ("a/../b*/c", ("a/..", "b*/c")),
             ("src/{a,b}/x.rs", ("src", "{a,b}/x.rs")),
         ];
         for (pattern, (prefix, rest)) in cases {

@@ -54,7 +54,7 @@ fn text_event(event: &AgentEvent) {
         AgentEvent::Assistant {
             text, tool_calls, ..
         } if !tool_calls.is_empty() && !text.trim().is_empty() => {
-            let _ = writeln!(err, "{}", text.trim_end());
+            crate::pipes::check(writeln!(err, "{}", text.trim_end()));
         }
         AgentEvent::Tool(SchedulerEvent::Finished(call)) => {
             let mark = match call.state.as_str() {
@@ -62,20 +62,20 @@ fn text_event(event: &AgentEvent) {
                 "cancelled" => "⊘",
                 _ => "✗",
             };
-            let _ = write!(
+            crate::pipes::check(write!(
                 err,
                 "{mark} {} {} ({})",
                 call.name,
                 call.description,
                 millis(call.duration)
-            );
+            ));
             match &call.result.error {
                 Some(e) => {
                     let first = e.message.lines().next().unwrap_or("");
-                    let _ = writeln!(err, ": {}: {first}", e.kind);
+                    crate::pipes::check(writeln!(err, ": {}: {first}", e.kind));
                 }
                 None => {
-                    let _ = writeln!(err);
+                    crate::pipes::check(writeln!(err));
                 }
             }
         }
@@ -171,7 +171,7 @@ pub fn print_result(format: OutputFormat, outcome: &RunOutcome, model: &str, tot
         OutputFormat::Text => {
             if !outcome.answer.is_empty() && matches!(outcome.stop, StopReason::Answered) {
                 let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{}", outcome.answer.trim_end());
+                crate::pipes::check(writeln!(out, "{}", outcome.answer.trim_end()));
             }
             if let Some(error) = error {
                 eprintln!("toolbelt: {error}");
@@ -198,7 +198,7 @@ pub fn print_result(format: OutputFormat, outcome: &RunOutcome, model: &str, tot
             } else {
                 let mut out = std::io::stdout().lock();
                 let text = serde_json::to_string_pretty(&v).unwrap_or_default();
-                let _ = writeln!(out, "{text}");
+                crate::pipes::check(writeln!(out, "{text}"));
             }
         }
     }
@@ -206,6 +206,6 @@ pub fn print_result(format: OutputFormat, outcome: &RunOutcome, model: &str, tot
 
 fn line(v: &Value) {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{v}");
-    let _ = out.flush();
+    crate::pipes::check(writeln!(out, "{v}"));
+    crate::pipes::check(out.flush());
 }

@@ -5,6 +5,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+// First, so its print macros (a closed pipe ends quietly) shadow the standard ones in
+// every module below.
+#[macro_use]
+mod pipes;
+
 mod agent_cmd;
 mod agent_output;
 mod cli;
@@ -15,7 +20,7 @@ mod tools_cmd;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    init_tracing();
+    pipes::init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -43,13 +48,4 @@ async fn run(cli: cli::Cli) -> u8 {
         Some(cli::Command::Mcp { command }) => mcp_cmd::run(&cli.global, command).await,
         None => agent_cmd::run(&cli.global, cli.agent).await,
     }
-}
-
-fn init_tracing() {
-    // Quiet unless asked: TOOLBELT_LOG=debug (or any tracing filter).
-    let filter = std::env::var("TOOLBELT_LOG").unwrap_or_else(|_| "warn".to_string());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
-        .try_init();
 }

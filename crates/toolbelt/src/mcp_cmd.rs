@@ -49,22 +49,22 @@ pub async fn run(global: &GlobalArgs, command: McpCommand) -> u8 {
             })
             .collect();
         let text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "[]".into());
-        let _ = writeln!(out, "{text}");
+        crate::pipes::check(writeln!(out, "{text}"));
     } else if reports.is_empty() {
-        let _ = writeln!(
+        crate::pipes::check(writeln!(
             out,
             "No MCP servers configured (mcpServers in .qwen/settings.json, or --mcp-config)."
-        );
+        ));
     } else {
         for r in &reports {
-            let _ = writeln!(
+            crate::pipes::check(writeln!(
                 out,
                 "{} ({} {}): {}",
                 r.alias, r.transport, r.target, r.status
-            );
+            ));
             for (name, _, description) in &r.tools {
                 let first = description.lines().next().unwrap_or_default();
-                let _ = writeln!(out, "  {name}  {first}");
+                crate::pipes::check(writeln!(out, "  {name}  {first}"));
             }
         }
     }

@@ -44,7 +44,7 @@ fn list(session: &Session, json: bool) -> u8 {
     if json {
         let decls = session.registry.function_declarations();
         let text = serde_json::to_string_pretty(&decls).unwrap_or_else(|_| "[]".into());
-        let _ = writeln!(out, "{text}");
+        crate::pipes::check(writeln!(out, "{text}"));
         return EXIT_OK;
     }
     let rows: Vec<[String; 4]> = session
@@ -93,7 +93,7 @@ fn list(session: &Session, json: bool) -> u8 {
         })
         .collect();
     for row in [&header].into_iter().chain(rows.iter()) {
-        let _ = writeln!(
+        crate::pipes::check(writeln!(
             out,
             "{:w0$}  {:w1$}  {:w2$}  {}",
             row[0],
@@ -103,7 +103,7 @@ fn list(session: &Session, json: bool) -> u8 {
             w0 = widths[0],
             w1 = widths[1],
             w2 = widths[2]
-        );
+        ));
     }
     EXIT_OK
 }
@@ -260,9 +260,9 @@ fn can_ask(args_from_stdin: bool) -> bool {
 
 fn ask(details: &ConfirmationDetails) -> bool {
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{}", details.summary());
-    let _ = write!(err, "Allow this call? [y]es / [n]o / [a]lways: ");
-    let _ = err.flush();
+    crate::pipes::check(writeln!(err, "{}", details.summary()));
+    crate::pipes::check(write!(err, "Allow this call? [y]es / [n]o / [a]lways: "));
+    crate::pipes::check(err.flush());
     let mut answer = String::new();
     if std::io::stdin().read_line(&mut answer).is_err() {
         return false;
@@ -286,16 +286,16 @@ fn print_result(result: &ToolResult, json: bool) {
         return;
     }
     let mut out = std::io::stdout().lock();
-    let _ = match &result.return_display {
+    crate::pipes::check(match &result.return_display {
         Display::Markdown { text } => writeln!(out, "{text}"),
         Display::FileDiff(diff) => write!(out, "{}", diff.diff),
         Display::TodoList { todos } => {
             for t in todos {
-                let _ = writeln!(out, "[{:?}] {} {}", t.status, t.id, t.content);
+                crate::pipes::check(writeln!(out, "[{:?}] {} {}", t.status, t.id, t.content));
             }
             Ok(())
         }
         Display::Plan { plan, .. } => writeln!(out, "{plan}"),
         _ => writeln!(out, "{}", result.llm_text()),
-    };
+    });
 }

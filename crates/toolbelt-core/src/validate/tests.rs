@@ -185,3 +185,68 @@ fn pointer_to_path_handles_escapes() {
     assert_eq!(pointer_to_path(""), "");
     assert_eq!(pointer_to_path("/a~1b/0/c~0d"), "a/b[0].c~d");
 }
+
+#[test]
+fn an_integral_float_is_the_integer_and_a_fraction_is_refused() {
+    // `1.0` passes JSON Schema's "integer" but not serde's u64: it must arrive as 1.
+    check(
+        json!({"absolute_path": "/a", "offset": 1.0}),
+        Ok(json!({"absolute_path": "/a", "offset": 1})),
+    );
+    check(
+        json!({"absolute_path": "/a", "offset": 1e3}),
+        Ok(json!({"absolute_path": "/a", "offset": 1000})),
+    );
+    check(
+        json!({"absolute_path": "/a", "offset": "1.0"}),
+        Ok(json!({"absolute_path": "/a", "offset": 1})),
+    );
+    check(
+        json!({"absolute_path": "/a", "offset": "1"}),
+        Ok(json!({"absolute_path": "/a", "offset": 1})),
+    );
+    check(
+        json!({"absolute_path": "/a", "offset": 1.5}),
+        Err(&["offset: 1.5 is not of type \"integer\""]),
+    );
+    check(
+        json!({"absolute_path": "/a", "offset": "1.5"}),
+        Err(&["offset: \"1.5\" is not of type \"integer\""]),
+    );
+    // A number parameter keeps its float.
+    let schema = json!({"type": "object", "properties": {"x": {"type": "number"}}});
+    let got = SchemaValidator::new(schema)
+        .validate(json!({"x": 2.0}))
+        .unwrap();
+    assert!(got["x"].is_f64(), "{got}");
+}
+
+#[test]
+fn every_integer_parameter_gets_the_same_float_rule() {
+    // Nested in arrays and objects, and through anyOf.
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "list": {"type": "array", "items": {"type": "integer"}},
+            "inner": {"type": "object", "properties": {"n": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}}
+        }
+    });
+    let got = SchemaValidator::new(schema)
+        .validate(json!({"list": [1.0, 2, 3e0], "inner": {"n": 4.0}}))
+        .unwrap();
+    assert_eq!(got, json!({"list": [1, 2, 3], "inner": {"n": 4}}));
+    let typed: Vec<u64> = serde_json::from_value(got["list"].clone()).unwrap();
+    assert_eq!(typed, [1, 2, 3]);
+}
+
+#[test]
+fn a_huge_value_is_not_quoted_whole_in_the_message() {
+    let huge = "x".repeat(140_000);
+    let v = SchemaValidator::new(read_file_schema());
+    let e = v
+        .validate(json!({"absolute_path": "/a", "offset": huge}))
+        .unwrap_err();
+    assert!(e.message.len() < 1_000, "{} bytes", e.message.len());
+    assert!(e.message.starts_with("offset: \"xxx"), "{}", e.message);
+    assert!(e.message.contains("characters cut"), "{}", e.message);
+}

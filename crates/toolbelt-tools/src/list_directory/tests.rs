@@ -129,7 +129,7 @@ async fn odd_names_and_special_files_are_listed_safely() {
     std::os::unix::fs::symlink(f.outside(), f.ws().join("out")).unwrap();
     let r = f.call("list_directory", json!({"path": f.ws()})).await;
     let text = r.llm_text();
-    assert!(text.contains("bad\u{FFFD}name"), "{text}");
+    assert!(text.contains("\"bad\\xffname\""), "{text}");
     assert!(text.contains("\npipe"), "{text}");
     // A link is listed by name (as ls does); following it is refused below.
     assert!(text.contains("[DIR] out"), "{text}");
