@@ -125,6 +125,17 @@ pub struct ToolsSettings {
     pub call_command: Option<String>,
     pub truncate_tool_output_threshold: Option<i64>,
     pub truncate_tool_output_lines: Option<i64>,
+    /// How `write_file` and `edit` treat files (`tools.files`).
+    pub files: FileWriteSettings,
+}
+
+/// `tools.files`: what writes may do beyond a file's own permissions.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FileWriteSettings {
+    /// `tools.files.overwriteReadOnly`: replace files that have no write permission
+    /// for this user (mode 0444, say). Off by default: such a file is refused.
+    pub overwrite_read_only: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -1,40 +1,102 @@
-//! Writing a file so that a crash leaves the old content or the new, never a mix.
+//! Replacing a file's content so that a crash leaves the old content or the new, never
+//! a mix, and so that the file stays what it was: owner, group, mode and extended
+//! attributes are kept ([`attributes`]).
 //!
-//! The bytes go to a temporary file in the same directory (same file system, so the
-//! final `rename` is atomic), which is flushed and `fsync`ed before it replaces the
-//! target; the directory is synced afterwards so the rename itself survives a power
-//! cut. An existing file's permission bits are copied to the new one first.
+//! **The atomic path** (the normal one). The bytes go to a temporary file in the same
+//! directory (same file system, so the final `rename` is atomic). Before its first byte
+//! it is given the old file's owner, group, extended attributes and mode; it is then
+//! filled, flushed and `fsync`ed, and renamed over the target; the directory is synced
+//! afterwards so the rename itself survives a power cut. A crash at any moment leaves
+//! the old content or the new one. Where the file system allows it (Linux `O_TMPFILE`:
+//! ext4, xfs, btrfs, tmpfs) the temporary file has no name while it is written and is
+//! linked under a temporary name only for the rename, so a process killed mid-write
+//! leaves nothing behind; elsewhere a named temporary file (`.<name>.toolbelt-*`) is
+//! used, and a killed process leaves it.
 //!
-//! Where the file system allows it (Linux `O_TMPFILE`: ext4, xfs, btrfs, tmpfs), the
-//! temporary file has no name while it is written and is linked under a temporary name
-//! only for the rename, so a process killed mid-write leaves nothing behind. Elsewhere a
-//! named temporary file (`.<name>.toolbelt-*`) is used, and a killed process leaves it.
+//! **The in-place path** (the fallback, [`in_place`]): when a new file could not be what
+//! the old one was, the old file's bytes are overwritten instead ([`InPlaceReason`]):
+//! its owner or group cannot be given to a new file (this process is not root and the
+//! file is another user's, or belongs to a group the process is not in), an extended
+//! attribute cannot be copied, or the directory takes no new file while the file itself
+//! is writable. That path is **not atomic**: a crash during it can leave a mix of old
+//! and new. The caller learns which path ran ([`Replaced`]) and says so.
+//!
+//! Both paths clear setuid and setgid and drop file capabilities, as the kernel does
+//! when a file is written. Whether the file may be written at all (a read-only file) is
+//! the caller's decision, made before calling here (`file_change`).
 //!
 //! Costs and limits: the whole content is written again even for a one-line change
 //! (`edit` copies the unchanged parts of a large file with `copy_file_range`), and a
 //! rename gives the path a new inode, so hard links to the old file keep the old
 //! content (editors that write in place have the opposite trade-off: no torn writes
-//! cannot be promised). Either way a killed process never leaves a damaged target.
+//! cannot be promised). Either way a killed process never leaves a damaged target on the
+//! atomic path.
 
 use std::io::Write;
 use std::path::Path;
 
+mod attributes;
+mod in_place;
+
+use attributes::{Attributes, NotKept};
+
 /// Prefix of temporary files, after the leading dot and the target's name.
 pub const TEMP_MARKER: &str = ".toolbelt-";
 
-/// Replaces (or creates) `path` with `bytes` atomically. The parent directory must
-/// exist.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_atomic_with(path, |file| file.write_all(bytes))
+/// How new content reached a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replaced {
+    /// A new file, written and synced in full, renamed over the old one (or created):
+    /// a crash leaves the old content or the new.
+    Atomically,
+    /// The old file's bytes were overwritten (not atomic), for this reason.
+    InPlace(InPlaceReason),
 }
 
-/// Replaces (or creates) `path` atomically with what `fill` writes into the temporary
-/// file. If `fill` fails, the temporary file is removed and `path` is untouched.
-pub fn write_atomic_with(
+/// Why a file was written in place rather than replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InPlaceReason {
+    /// Its owner or group cannot be given to a new file: this process is not root and
+    /// the file belongs to another user, or to a group the process is not in.
+    Owner,
+    /// One of its extended attributes (an ACL, a security label, ...) cannot be read or
+    /// set on a new file by this process.
+    ExtendedAttributes,
+    /// Its directory does not let this process create a file there (no write
+    /// permission), while the file itself is writable.
+    Directory,
+}
+
+impl InPlaceReason {
+    /// Why, in words for a message ("... because {why}").
+    pub fn describe(self) -> &'static str {
+        match self {
+            InPlaceReason::Owner => {
+                "a new file could not keep its owner and group (it belongs to another user or group)"
+            }
+            InPlaceReason::ExtendedAttributes => {
+                "a new file could not keep its extended attributes (ACLs or security labels)"
+            }
+            InPlaceReason::Directory => {
+                "its directory is not writable, so no temporary file could be created beside it"
+            }
+        }
+    }
+}
+
+/// Replaces (or creates) `path` with `bytes`. The parent directory must exist.
+#[cfg(test)]
+pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<Replaced> {
+    replace_with(path, |file| file.write_all(bytes))
+}
+
+/// Replaces (or creates) `path` with what `fill` writes into the file it is given
+/// (a temporary file beside `path`, or a staging file for the in-place path). If
+/// `fill` fails, the temporary file is removed and `path` is untouched, on both paths.
+pub fn replace_with(
     path: &Path,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
+) -> std::io::Result<Replaced> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -43,23 +105,117 @@ pub fn write_atomic_with(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    // An existing file's mode is kept; a new file gets the usual 0666 & !umask (temporary
-    // files are created 0600).
-    let mode = match std::fs::metadata(path) {
-        Ok(meta) => meta.permissions().mode(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0o666 & !current_umask(),
+    let existing = match std::fs::metadata(path) {
+        Ok(meta) => Some(meta),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e),
     };
-    match unnamed_temp(dir) {
-        Some(file) => write_unnamed(file, dir, &name, path, mode, fill)?,
-        None => write_named(dir, &name, path, mode, fill)?,
+    match prepare(dir, &name, path, existing.as_ref())? {
+        Route::Atomic { temp, attributes } => {
+            temp.fill_and_commit(dir, &name, path, &attributes, fill)?;
+            // The rename is durable once the directory is synced. Some file systems
+            // refuse to open or sync a directory; the data itself is already safe, so
+            // that is not an error.
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+            Ok(Replaced::Atomically)
+        }
+        Route::InPlace { reason, before } => {
+            in_place::write_in_place(path, before, fill)?;
+            Ok(Replaced::InPlace(reason))
+        }
     }
-    // The rename is durable once the directory is synced. Some file systems refuse to
-    // open or sync a directory; the data itself is already safe, so that is not an error.
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
+}
+
+/// Which path a write takes, decided before any content is written.
+enum Route<'a> {
+    Atomic {
+        temp: Temp,
+        attributes: Attributes,
+    },
+    InPlace {
+        reason: InPlaceReason,
+        before: &'a std::fs::Metadata,
+    },
+}
+
+/// Creates the temporary file and gives it the old file's attributes, or decides to
+/// write in place when that cannot be done.
+fn prepare<'a>(
+    dir: &Path,
+    name: &str,
+    path: &Path,
+    existing: Option<&'a std::fs::Metadata>,
+) -> std::io::Result<Route<'a>> {
+    let in_place = |reason| match existing {
+        Some(before) => Ok(Route::InPlace { reason, before }),
+        None => Err(std::io::Error::other("in place needs an existing file")),
+    };
+    let attributes = match existing {
+        None => Attributes::new_file(current_umask()),
+        Some(meta) => match Attributes::of(path, meta) {
+            Ok(a) => a,
+            Err(NotKept::Io(e)) => return Err(e),
+            Err(NotKept::Owner) => return in_place(InPlaceReason::Owner),
+            Err(NotKept::ExtendedAttributes) => return in_place(InPlaceReason::ExtendedAttributes),
+        },
+    };
+    let temp = match Temp::create(dir, name) {
+        Ok(temp) => temp,
+        // EACCES or EPERM: the directory takes no new file. A file that exists may
+        // still be writable itself.
+        Err(e) if existing.is_some() && e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return in_place(InPlaceReason::Directory);
+        }
+        Err(e) => return Err(e),
+    };
+    match attributes.apply(temp.file()) {
+        Ok(()) => Ok(Route::Atomic { temp, attributes }),
+        // The temporary file is dropped: unnamed, it vanishes; named, it is removed.
+        Err(NotKept::Owner) => in_place(InPlaceReason::Owner),
+        Err(NotKept::ExtendedAttributes) => in_place(InPlaceReason::ExtendedAttributes),
+        Err(NotKept::Io(e)) => Err(e),
     }
-    Ok(())
+}
+
+/// A temporary file beside the target.
+enum Temp {
+    /// `O_TMPFILE`: no name until it is linked for the rename.
+    Unnamed(std::fs::File),
+    /// A named file, removed when dropped before it is persisted.
+    Named(tempfile::NamedTempFile),
+}
+
+impl Temp {
+    fn create(dir: &Path, name: &str) -> std::io::Result<Temp> {
+        match unnamed_temp(dir) {
+            Some(file) => Ok(Temp::Unnamed(file)),
+            None => named_temp(dir, name).map(Temp::Named),
+        }
+    }
+
+    fn file(&self) -> &std::fs::File {
+        match self {
+            Temp::Unnamed(file) => file,
+            Temp::Named(named) => named.as_file(),
+        }
+    }
+
+    /// Fills the file, syncs it and renames it over `path`.
+    fn fill_and_commit(
+        self,
+        dir: &Path,
+        name: &str,
+        path: &Path,
+        attributes: &Attributes,
+        fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        match self {
+            Temp::Unnamed(file) => write_unnamed(file, dir, name, path, attributes, fill),
+            Temp::Named(named) => write_named(named, path, fill),
+        }
+    }
 }
 
 /// An unnamed file in `dir` (`O_TMPFILE`), when the file system has them and
@@ -79,6 +235,12 @@ fn unnamed_temp(dir: &Path) -> Option<std::fs::File> {
     Some(std::fs::File::from(fd))
 }
 
+fn named_temp(dir: &Path, name: &str) -> std::io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}{TEMP_MARKER}"))
+        .tempfile_in(dir)
+}
+
 /// Writes into an unnamed file, then links it under a temporary name and renames that
 /// over `path`. Until the link the data has no name, so a process killed while writing
 /// leaves nothing behind: the kernel frees the file with its last descriptor.
@@ -87,12 +249,10 @@ fn write_unnamed(
     dir: &Path,
     name: &str,
     path: &Path,
-    mode: u32,
+    attributes: &Attributes,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
-    use std::os::unix::fs::PermissionsExt;
-    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
     fill(&mut file)?;
     file.flush()?;
     file.sync_all()?;
@@ -107,17 +267,18 @@ fn write_unnamed(
             rustix::fs::AtFlags::SYMLINK_FOLLOW,
         )
     };
-    name_and_rename(file, dir, name, path, mode, link)
+    name_and_rename(file, dir, name, path, attributes, link)
 }
 
 /// Gives the written unnamed `file` a temporary name with `link` and renames it over
-/// `path`; when it cannot be named, copies it into a named temporary file instead.
+/// `path`; when it cannot be named, copies it into a named temporary file (given the
+/// same attributes) instead.
 fn name_and_rename(
     mut file: std::fs::File,
     dir: &Path,
     name: &str,
     path: &Path,
-    mode: u32,
+    attributes: &Attributes,
     link: impl Fn(&Path) -> rustix::io::Result<()>,
 ) -> std::io::Result<()> {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -132,7 +293,19 @@ fn name_and_rename(
             // The data is written but cannot be named (a restricted /proc, say): copy
             // it into a named temporary file instead of failing the write.
             Err(_) => {
-                return write_named(dir, name, path, mode, |out| {
+                let named = named_temp(dir, name)?;
+                match attributes.apply(named.as_file()) {
+                    Ok(()) => {}
+                    Err(NotKept::Io(e)) => return Err(e),
+                    // The unnamed file took them a moment ago; the same directory
+                    // refusing them now is not worth a second fallback.
+                    Err(_) => {
+                        return Err(std::io::Error::other(
+                            "the file's owner or attributes could not be kept on the new file",
+                        ));
+                    }
+                }
+                return write_named(named, path, |out| {
                     use std::io::Seek;
                     file.rewind()?;
                     std::io::copy(&mut file, out).map(|_| ())
@@ -147,21 +320,13 @@ fn name_and_rename(
     Ok(())
 }
 
-/// The portable way: a named temporary file, removed if anything fails (but left
-/// behind by a process killed while writing it).
+/// The portable way: a named temporary file (already given its attributes), removed if
+/// anything fails (but left behind by a process killed while writing it).
 fn write_named(
-    dir: &Path,
-    name: &str,
+    mut temp: tempfile::NamedTempFile,
     path: &Path,
-    mode: u32,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mut temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}{TEMP_MARKER}"))
-        .tempfile_in(dir)?;
-    temp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
     fill(temp.as_file_mut())?;
     temp.flush()?;
     temp.as_file().sync_all()?;
@@ -184,113 +349,4 @@ fn current_umask() -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn replaces_content_and_keeps_the_mode() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("script.sh");
-        std::fs::write(&p, "old").unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o750)).unwrap();
-        write_atomic(&p, b"new").unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"new");
-        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o750);
-        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(left.len(), 1, "no temporary file left behind");
-    }
-
-    #[test]
-    fn a_new_file_gets_the_umask_mode_not_0600() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("new.txt");
-        write_atomic(&p, b"x").unwrap();
-        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o666 & !current_umask());
-    }
-
-    fn temp_names(dir: &Path) -> Vec<String> {
-        std::fs::read_dir(dir)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.contains(TEMP_MARKER))
-            .collect()
-    }
-
-    #[test]
-    fn the_data_has_no_name_while_it_is_written_where_the_file_system_allows() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a.txt");
-        std::fs::write(&p, "old").unwrap();
-        let unnamed = unnamed_temp(dir.path()).is_some();
-        write_atomic_with(&p, |file| {
-            file.write_all(b"new")?;
-            // A kill now leaves a named temporary file only on the fallback path.
-            assert_eq!(temp_names(dir.path()).len(), usize::from(!unnamed));
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"new");
-        assert!(temp_names(dir.path()).is_empty());
-    }
-
-    #[test]
-    fn the_named_fallback_replaces_and_cleans_up_on_failure() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("b.txt");
-        std::fs::write(&p, "old").unwrap();
-        write_named(dir.path(), "b.txt", &p, 0o640, |f| f.write_all(b"new")).unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"new");
-        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o640);
-        let err = write_named(dir.path(), "b.txt", &p, 0o640, |_| {
-            Err(std::io::Error::other("fill failed"))
-        })
-        .unwrap_err();
-        assert_eq!(err.to_string(), "fill failed");
-        assert_eq!(std::fs::read(&p).unwrap(), b"new");
-        assert!(temp_names(dir.path()).is_empty());
-    }
-
-    #[test]
-    fn unnamed_data_that_cannot_be_linked_is_copied_into_a_named_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let Some(mut file) = unnamed_temp(dir.path()) else {
-            // No O_TMPFILE here: the named path is the only one (tested above).
-            return;
-        };
-        file.write_all(b"unnamed data").unwrap();
-        let p = dir.path().join("d.txt");
-        name_and_rename(file, dir.path(), "d.txt", &p, 0o600, |_| {
-            Err(rustix::io::Errno::NOENT)
-        })
-        .unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"unnamed data");
-        assert!(temp_names(dir.path()).is_empty());
-    }
-
-    #[test]
-    fn a_failing_fill_leaves_the_target_and_no_temporary_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("c.txt");
-        std::fs::write(&p, "keep").unwrap();
-        let err = write_atomic_with(&p, |f| {
-            f.write_all(b"partial")?;
-            Err(std::io::Error::other("stop"))
-        })
-        .unwrap_err();
-        assert_eq!(err.to_string(), "stop");
-        assert_eq!(std::fs::read(&p).unwrap(), b"keep");
-        assert!(temp_names(dir.path()).is_empty());
-    }
-
-    #[test]
-    fn a_missing_directory_is_an_error_and_writes_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let err = write_atomic(&dir.path().join("no/such/file"), b"x").unwrap_err();
-        assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
-    }
-}
+mod tests;

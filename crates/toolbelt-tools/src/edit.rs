@@ -7,8 +7,10 @@
 //! failure says what to do next: no match shows the closest region with line numbers,
 //! several matches give their count and lines.
 //!
-//! The write is the one `write_file` uses: atomic, parent directories created, line
-//! ending, byte-order mark and permissions kept. The change is computed once for the
+//! The write is the one `write_file` uses ([`file_change::write_with`]): read-only files
+//! refused, atomic where the owner allows (in place otherwise), parent directories
+//! created, line ending, byte-order mark, owner, mode and attributes kept; a streamed
+//! edit goes through it too, copying the old file into the new one. The change is computed once for the
 //! confirmation and applied as shown, unless the file changed in between.
 
 use std::path::PathBuf;
@@ -21,8 +23,9 @@ use toolbelt_core::{
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
+use crate::atomic_write;
 use crate::diff::file_diff;
-use crate::file_change::{self, FileStamp, Opened};
+use crate::file_change::{self, FileStamp, Opened, WritePolicy};
 use crate::text_file::{LineEnding, TextFile};
 
 pub mod matcher;
@@ -155,6 +158,7 @@ impl Tool for Edit {
             path,
             params,
             streaming: self.streaming,
+            policy: WritePolicy::from_settings(&self.env.settings),
             planned: Mutex::new(None),
         }))
     }
@@ -165,6 +169,7 @@ struct EditCall {
     display_path: String,
     params: Params,
     streaming: Streaming,
+    policy: WritePolicy,
     /// The change as shown in the confirmation: `None` before anyone asked,
     /// `Some(None)` when there was nothing to ask because the edit failed.
     planned: Mutex<Option<Option<Plan>>>,
@@ -194,7 +199,7 @@ enum NewFile {
 impl EditCall {
     fn plan(&self) -> Result<Plan, ToolError> {
         let p = &self.params;
-        match file_change::open_current(&self.path)? {
+        match file_change::open_current(&self.path, self.policy)? {
             Opened::Missing if p.old_string.is_empty() => Ok(Plan {
                 stamp: None,
                 write: NewFile::Bytes(p.new_string.clone().into_bytes()),
@@ -458,16 +463,17 @@ impl EditCall {
                 return Err(file_change::changed_since_confirmation(&self.path));
             }
         };
-        match &plan.write {
-            NewFile::Bytes(bytes) => file_change::write_file(&self.path, bytes)?,
+        let replaced = match &plan.write {
+            NewFile::Bytes(bytes) => file_change::write_file(&self.path, bytes, self.policy)?,
             NewFile::Spliced(found) => {
-                self.write_spliced(found, plan.stamp)?;
+                let replaced = self.write_spliced(found, plan.stamp)?;
                 #[cfg(test)]
                 if let Some(count) = self.streaming.spliced {
                     count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
+                replaced
             }
-        }
+        };
         let mut text = if plan.created {
             format!(
                 "Created new file: {} with provided content.",
@@ -485,6 +491,7 @@ impl EditCall {
         if plan.strategy == Strategy::Tolerant {
             text.push_str(" old_string matched after ignoring trailing whitespace or Unicode look-alike characters; the text on disk was replaced.");
         }
+        text.push_str(&file_change::how_written(replaced));
         if let Some(snippet) = &plan.snippet {
             text.push_str(snippet);
         }
@@ -492,33 +499,28 @@ impl EditCall {
     }
 
     /// Writes a streamed plan: the file is opened again, must still be the one that
-    /// was scanned, and is copied into the new file around the replacements.
+    /// was scanned, and is copied into the new file around the replacements (on the
+    /// in-place path into a staging file first: the old bytes are the source).
     fn write_spliced(
         &self,
         found: &stream::Found,
         stamp: Option<FileStamp>,
-    ) -> Result<(), ToolError> {
-        let Opened::File { file, stamp: now } = file_change::open_current(&self.path)? else {
+    ) -> Result<atomic_write::Replaced, ToolError> {
+        let Opened::File { file, stamp: now } = file_change::open_current(&self.path, self.policy)?
+        else {
             return Err(file_change::changed_since_confirmation(&self.path));
         };
         if Some(now) != stamp {
             return Err(file_change::changed_since_confirmation(&self.path));
         }
-        let written = crate::atomic_write::write_atomic_with(&self.path, |out| {
+        file_change::write_with(&self.path, self.policy, |out| {
             found.write_into(&file, out)?;
             // A write to the old file during the copy would be lost by the rename.
             if file_change::stamp_now(&self.path).ok().flatten() != stamp {
                 return Err(std::io::Error::other(stream::Changed));
             }
             Ok(())
-        });
-        match written {
-            Ok(()) => Ok(()),
-            Err(e) if stream::is_changed(&e) => {
-                Err(file_change::changed_since_confirmation(&self.path))
-            }
-            Err(e) => Err(file_change::io_error(&self.path, "write", &e)),
-        }
+        })
     }
 }
 

@@ -1,10 +1,18 @@
-//! What `write_file` and `edit` share: reading the current file safely, noticing that
-//! it changed between the approved diff and the write, and writing the new bytes
-//! atomically with parent directories created.
+//! What `write_file` and `edit` share: resolving the target, reading the current file
+//! safely, refusing files this user may not write, noticing that the file changed
+//! between the approved diff and the write, and writing the new bytes (atomically where
+//! the file's owner and attributes allow, [`crate::atomic_write`]) with parent
+//! directories created.
 //!
 //! A person approves a diff computed from the file as it was when they were asked. If
 //! the file changed before the call runs, writing anyway would apply a change nobody
 //! saw, so the call fails and nothing is written; the model is told to look again.
+//!
+//! A file without write permission for this user (`chmod a-w`) is refused, with
+//! nothing changed, unless the person's settings say `tools.files.overwriteReadOnly`.
+//! Without this check a rename would replace it anyway (a rename needs only the
+//! directory's permission), which is how a read-only file used to be overwritten
+//! silently. See [`may_write`] for how "may write" is decided, also for root.
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -12,7 +20,23 @@ use std::time::SystemTime;
 
 use toolbelt_core::{ErrorKind, ToolError, WorkspaceRoots};
 
-use crate::atomic_write::write_atomic;
+use crate::atomic_write::{self, Replaced};
+
+/// What writes may do beyond a file's own permissions (from settings).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WritePolicy {
+    /// `tools.files.overwriteReadOnly`: replace files this user has no write
+    /// permission for.
+    pub overwrite_read_only: bool,
+}
+
+impl WritePolicy {
+    pub fn from_settings(settings: &toolbelt_core::Settings) -> WritePolicy {
+        WritePolicy {
+            overwrite_read_only: settings.tools.files.overwrite_read_only,
+        }
+    }
+}
 
 /// What identifies a version of a file cheaply: which file (device and inode, so a
 /// file replaced by a rename is noticed), its length and modification time.
@@ -69,12 +93,25 @@ pub enum Opened {
 
 /// Resolves a path the model wants written (through the workspace boundary) and
 /// refuses a directory; `verb` completes "give the path of a file to ...".
+///
+/// A path that ends in `/` (or in `/.` or `/..`) names a directory even when nothing
+/// is there yet; resolving it as text would drop the slash and create a *file* named
+/// like the directory, so it is refused before resolution.
 pub fn resolve_target(
     roots: &WorkspaceRoots,
     given: &str,
     verb: &str,
 ) -> Result<PathBuf, ToolError> {
-    let path = roots.resolve(given.trim())?;
+    let given = given.trim();
+    if names_a_directory(given) {
+        return Err(ToolError::new(
+            ErrorKind::TargetIsDirectory,
+            format!(
+                "{given} ends with '/' (or '.' or '..'), so it names a directory; give the path of a file to {verb}, without a trailing slash."
+            ),
+        ));
+    }
+    let path = roots.resolve(given)?;
     if path.is_dir() {
         return Err(ToolError::new(
             ErrorKind::TargetIsDirectory,
@@ -87,6 +124,15 @@ pub fn resolve_target(
     Ok(path)
 }
 
+/// Whether a path, as text, can only name a directory.
+fn names_a_directory(given: &str) -> bool {
+    given.ends_with('/')
+        || given.ends_with("/.")
+        || given.ends_with("/..")
+        || given == "."
+        || given == ".."
+}
+
 /// The stamp of `path` now (`None` when it does not exist).
 pub fn stamp_now(path: &Path) -> Result<Option<FileStamp>, ToolError> {
     match std::fs::metadata(path) {
@@ -96,16 +142,18 @@ pub fn stamp_now(path: &Path) -> Result<Option<FileStamp>, ToolError> {
     }
 }
 
-/// Opens the file at `path` if there is one. Directories, FIFOs and devices are refused
-/// before they are opened (a FIFO would block the open); the stamp is taken from the
-/// open file, so it describes the bytes that will be read.
-pub fn open_current(path: &Path) -> Result<Opened, ToolError> {
+/// Opens the file at `path` if there is one, to be rewritten. Directories, FIFOs and
+/// devices are refused before they are opened (a FIFO would block the open), and so is
+/// a file this user may not write unless `policy` allows it; the stamp is taken from
+/// the open file, so it describes the bytes that will be read.
+pub fn open_current(path: &Path, policy: WritePolicy) -> Result<Opened, ToolError> {
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Opened::Missing),
         Err(e) => return Err(io_error(path, "read", &e)),
     };
     check_regular(path, &meta)?;
+    check_writable(path, &meta, policy)?;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
@@ -143,8 +191,8 @@ fn check_regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), ToolError>
 }
 
 /// Reads the file at `path` if there is one (see [`open_current`]).
-pub fn read_current(path: &Path) -> Result<Current, ToolError> {
-    match open_current(path)? {
+pub fn read_current(path: &Path, policy: WritePolicy) -> Result<Current, ToolError> {
+    match open_current(path, policy)? {
         Opened::Missing => Ok(Current::Missing),
         Opened::File { file, stamp } => Ok(Current::File {
             bytes: read_all(file, stamp.len, path)?,
@@ -175,12 +223,110 @@ pub fn changed_since_confirmation(path: &Path) -> ToolError {
     )
 }
 
-/// Creates the parent directories of `path` and replaces it with `bytes` atomically.
-pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| io_error(parent, "create", &e))?;
+/// Creates the parent directories of `path` and replaces it with `bytes`.
+pub fn write_file(path: &Path, bytes: &[u8], policy: WritePolicy) -> Result<Replaced, ToolError> {
+    use std::io::Write;
+    write_with(path, policy, |file| file.write_all(bytes))
+}
+
+/// Creates the parent directories of `path` and replaces it with what `fill` writes,
+/// after checking (again, at the moment of writing) that this user may write it. The
+/// file keeps its owner, group, mode and extended attributes; the write is atomic
+/// unless the result says [`Replaced::InPlace`]. A `fill` that fails with
+/// [`ChangedWhileWriting`] gives the "changed since the confirmation" error.
+pub fn write_with(
+    path: &Path,
+    policy: WritePolicy,
+    fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> Result<Replaced, ToolError> {
+    match std::fs::metadata(path) {
+        Ok(meta) => {
+            check_regular(path, &meta)?;
+            check_writable(path, &meta, policy)?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| io_error(parent, "create", &e))?;
+            }
+        }
+        Err(e) => return Err(io_error(path, "write", &e)),
     }
-    write_atomic(path, bytes).map_err(|e| io_error(path, "write", &e))
+    atomic_write::replace_with(path, fill).map_err(|e| {
+        if e.get_ref()
+            .is_some_and(|inner| inner.is::<ChangedWhileWriting>())
+        {
+            changed_since_confirmation(path)
+        } else {
+            io_error(path, "write", &e)
+        }
+    })
+}
+
+/// The error a `fill` gives when the file it copies from changed under it.
+#[derive(Debug, thiserror::Error)]
+#[error("the file changed while the new content was written")]
+pub struct ChangedWhileWriting;
+
+/// A sentence for a result, saying how the file was written when that is not the
+/// usual atomic replacement ("" otherwise).
+pub fn how_written(replaced: Replaced) -> String {
+    match replaced {
+        Replaced::Atomically => String::new(),
+        Replaced::InPlace(reason) => format!(
+            " It was written in place, not atomically, because {}; owner, group, mode and attributes are unchanged.",
+            reason.describe()
+        ),
+    }
+}
+
+/// Refuses a file this user may not write (see [`may_write`]), unless the settings
+/// allow overwriting read-only files.
+pub fn check_writable(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    policy: WritePolicy,
+) -> Result<(), ToolError> {
+    use std::os::unix::fs::MetadataExt;
+    if policy.overwrite_read_only
+        || may_write(path, meta).map_err(|e| io_error(path, "write", &e))?
+    {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        ErrorKind::PermissionDenied,
+        format!(
+            "{} is read-only (mode {:04o}, owner uid {}): this user has no write permission for it, so nothing was written. \
+             Ask the person to make it writable (for example chmod u+w) if it should change; \
+             they can also let toolbelt replace read-only files with the setting tools.files.overwriteReadOnly: true.",
+            path.display(),
+            meta.mode() & 0o7777,
+            meta.uid()
+        ),
+    ))
+}
+
+/// Whether this process may write the file, by its permission bits.
+///
+/// For any user but root this is the kernel's own answer, `faccessat(W_OK,
+/// AT_EACCESS)` for the effective user and groups (ACLs included). Root passes every
+/// permission check, so for root the answer is read from the mode instead: a file with
+/// no write bit at all (`chmod a-w`: 0444, 0555) was made read-only on purpose and is
+/// refused; a file that some class may write is writable. Root is not held to the
+/// "other" class of a file another user owns, because a checkout owned by a regular
+/// user and edited by root (a container with a mounted directory) is the common case.
+/// A read-only file system or an immutable file is an error, not "read-only": no
+/// setting can override those.
+pub fn may_write(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<bool> {
+    use rustix::fs::{Access, AtFlags, CWD};
+    use std::os::unix::fs::MetadataExt;
+    if rustix::process::geteuid().is_root() {
+        return Ok(meta.mode() & 0o222 != 0);
+    }
+    match rustix::fs::accessat(CWD, path, Access::WRITE_OK, AtFlags::EACCESS) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::ACCESS) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Runs a file change off the async runtime, unless the call was cancelled before it

@@ -52,6 +52,8 @@ mod test_support;
 
 #[cfg(test)]
 mod bounds_tests;
+#[cfg(test)]
+mod write_permissions_tests;
 
 /// Every built-in tool for a session.
 pub fn builtin_tools(env: &Arc<ToolEnvironment>) -> Vec<Arc<dyn Tool>> {

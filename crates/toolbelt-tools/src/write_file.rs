@@ -1,9 +1,12 @@
 //! `write_file`: replace a file's whole content, or create it.
 //!
-//! The confirmation shows a unified diff against the file as it is now. The write is
-//! atomic ([`crate::atomic_write`]), parent directories are created, and an existing
-//! file keeps its permissions, its line ending (CRLF stays CRLF) and its UTF-8
-//! byte-order mark: the model writes `\n` and never sees either.
+//! The confirmation shows a unified diff against the file as it is now. The write goes
+//! through [`file_change::write_with`]: a read-only file is refused, the write is atomic
+//! ([`crate::atomic_write`]) unless the file's owner or attributes force an in-place
+//! write (the result says so), parent directories are created, and an existing file
+//! keeps its owner, group, mode (minus setuid/setgid), extended attributes, its line
+//! ending (CRLF stays CRLF) and its UTF-8 byte-order mark: the model writes `\n` and
+//! never sees either.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -16,7 +19,7 @@ use toolbelt_core::{
 };
 
 use crate::diff::file_diff;
-use crate::file_change::{self, Current, FileStamp};
+use crate::file_change::{self, Current, FileStamp, WritePolicy};
 use crate::text_file::{LineEnding, TextFormat};
 
 pub struct WriteFile {
@@ -61,7 +64,8 @@ impl Tool for WriteFile {
     fn description(&self) -> &str {
         "Writes content to a file, replacing what it held, or creates the file (and missing parent directories). \
          The person sees a diff and approves it first. An existing file keeps its line endings (CRLF stays CRLF), \
-         its UTF-8 byte-order mark and its permissions; the write is atomic, so the file is never left half-written. \
+         its UTF-8 byte-order mark, its owner and its permissions; the write is atomic where the file's owner allows. \
+         A file without write permission is refused. \
          To change part of a file prefer edit, which sends only the changed text."
     }
     fn kind(&self) -> Kind {
@@ -80,6 +84,7 @@ impl Tool for WriteFile {
             display_path: self.env.roots.display_relative(&path),
             path,
             content: params.content,
+            policy: WritePolicy::from_settings(&self.env.settings),
             proposed: Mutex::new(None),
         }))
     }
@@ -89,6 +94,7 @@ struct WriteFileCall {
     path: PathBuf,
     display_path: String,
     content: String,
+    policy: WritePolicy,
     /// The change as shown in the confirmation, so the write applies exactly that:
     /// `None` before anyone asked, `Some(None)` when the question showed an error.
     proposed: Mutex<Option<Option<Proposed>>>,
@@ -103,7 +109,7 @@ struct Proposed {
 
 impl WriteFileCall {
     fn propose(&self) -> Result<Proposed, ToolError> {
-        let current = file_change::read_current(&self.path)?;
+        let current = file_change::read_current(&self.path, self.policy)?;
         let (format, original) = match &current {
             Current::Missing => (TextFormat::NEW, None),
             Current::File { bytes, .. } => {
@@ -148,9 +154,13 @@ impl WriteFileCall {
                 return Err(file_change::changed_since_confirmation(&self.path));
             }
         };
-        file_change::write_file(&self.path, &proposed.bytes)?;
+        let replaced = file_change::write_file(&self.path, &proposed.bytes, self.policy)?;
         let text = if proposed.stamp.is_some() {
-            format!("Successfully overwrote file: {}.", self.path.display())
+            format!(
+                "Successfully overwrote file: {}.{}",
+                self.path.display(),
+                file_change::how_written(replaced)
+            )
         } else {
             format!(
                 "Successfully created and wrote to new file: {}.",

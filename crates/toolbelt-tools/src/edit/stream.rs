@@ -471,10 +471,9 @@ impl Found {
     }
 }
 
-/// The error [`Found::write_into`] gives when the file changed under it.
-#[derive(Debug, thiserror::Error)]
-#[error("the file changed while the edit was written")]
-pub struct Changed;
+/// The error [`Found::write_into`] gives when the file changed under it: the one the
+/// shared write path turns into "changed since the confirmation".
+pub use crate::file_change::ChangedWhileWriting as Changed;
 
 fn changed() -> std::io::Error {
     std::io::Error::other(Changed)
@@ -489,6 +488,7 @@ fn changed_on_eof(e: std::io::Error) -> std::io::Error {
 }
 
 /// Whether an I/O error is [`Changed`].
+#[cfg(test)]
 pub fn is_changed(e: &std::io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<Changed>())
 }
