@@ -7,7 +7,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
 use toolbelt_core::Settings;
 
 /// Names read when settings name none.
@@ -25,20 +24,7 @@ pub struct ContextFile {
 /// The file names from `context.fileName` (a string or a list), or the defaults.
 pub fn file_names(settings: &Settings) -> Vec<String> {
     match &settings.context.file_name {
-        Some(Value::String(s)) if !s.trim().is_empty() => vec![s.clone()],
-        Some(Value::Array(items)) => {
-            let names: Vec<String> = items
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|s| !s.trim().is_empty())
-                .map(str::to_string)
-                .collect();
-            if names.is_empty() {
-                DEFAULT_NAMES.iter().map(|s| s.to_string()).collect()
-            } else {
-                names
-            }
-        }
+        Some(names) if !names.0.is_empty() => names.0.clone(),
         _ => DEFAULT_NAMES.iter().map(|s| s.to_string()).collect(),
     }
 }

@@ -9,7 +9,7 @@
 //! describe itself, ask for confirmation and execute. The [`ToolRegistry`] owns every tool
 //! as `Arc<dyn Tool>` under its model-facing name. [`validate`] checks arguments against the
 //! schema (leniently, the way models are sloppy) before a tool sees them. [`Settings`]
-//! merges the settings files. [`OutputPolicy`] is the single place that decides how much
+//! merges the settings files; [`trust`] says which folders may use the settings they bring. [`OutputPolicy`] is the single place that decides how much
 //! text goes back to the model; what is cut is spilled to a file.
 //!
 //! Nothing in this crate knows a wire format (OpenAI, MCP): those live in the crates that
@@ -23,6 +23,7 @@ pub mod rules;
 pub mod scheduler;
 pub mod settings;
 pub mod tool;
+pub mod trust;
 pub mod validate;
 pub mod workspace;
 
@@ -33,7 +34,9 @@ pub use result::{Display, ErrorKind, FileDiff, Part, TodoItem, TodoStatus, ToolE
 pub use rules::{
     CommandPurpose, Decision, PermissionRules, Rule, RuleBase, RuleList, SYSTEM_BIN_DIRS, Verdict,
 };
-pub use settings::{Settings, SettingsError, SettingsLayer, SettingsPaths};
+pub use settings::{
+    Settings, SettingsError, SettingsLayer, SettingsPaths, UntrustedWorkspace, WorkspaceTrust,
+};
 pub use tool::{
     BoxFuture, ExecContext, Invocation, Kind, OutputSink, PermissionSubject, ShellCommand, Tool,
     ToolEnvironment,

@@ -10,9 +10,16 @@
 //!
 //! Comments (`//`, `/* */`, `#`) are tolerated. Strings may use `$VAR` and `${VAR}`;
 //! unset variables are left as written. A malformed file is an error naming the file,
-//! line and column; a known key with a value of the wrong type names the file and key;
-//! unknown keys are ignored (reported at debug level), so newer files work with older
-//! builds.
+//! line and column. Every key toolbelt reads is typed ([`types`]), and each file is checked
+//! on its own, so a value of the wrong type or outside an enumeration is an error naming
+//! the file, the key and the accepted values. Unknown keys are ignored (reported at debug
+//! level), so newer files work with older builds.
+//!
+//! The workspace file comes with the project, so it is the one layer a stranger can
+//! write. Unless the folder is trusted ([`crate::trust`], `security.folderTrust.enabled`
+//! in the user or system file, on by default), the keys that run commands or widen access
+//! are dropped from it before merging ([`untrusted`]), and [`Settings::untrusted_workspace`]
+//! says which.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,8 +28,18 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 mod merge;
+pub mod types;
+mod untrusted;
 
 pub use merge::merge_layers;
+pub(crate) use types::show_value;
+pub use types::{
+    ApprovalModeSetting, ContextFileNames, ContextSettings, FileFiltering, FolderTrustSettings,
+    McpServerSettings, McpSettings, Millis, ModelSettings, PermissionSettings, Sandbox,
+    SecuritySettings, ShellSettings, ToolsSettings,
+};
+
+use crate::trust::{TrustError, TrustedFolders};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
@@ -41,6 +58,8 @@ pub enum SettingsError {
     },
     #[error("{path}: {message}")]
     Io { path: PathBuf, message: String },
+    #[error(transparent)]
+    Trust(#[from] TrustError),
 }
 
 /// Which file a layer comes from.
@@ -51,34 +70,105 @@ pub enum SettingsLayer {
     System,
 }
 
-/// Where the settings files are.
-#[derive(Debug, Clone, Default)]
+/// Where the settings files are, and how the workspace file is trusted.
+#[derive(Debug, Clone)]
 pub struct SettingsPaths {
     pub user: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
     pub system: Option<PathBuf>,
+    pub trust: WorkspaceTrust,
+}
+
+/// Whether the workspace file may use the keys that run commands or widen access.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkspaceTrust {
+    /// The person said so for this run (`--trust-workspace`, `TOOLBELT_TRUST_WORKSPACE=1`).
+    Trusted,
+    /// Trusted when folder trust is off (`security.folderTrust.enabled: false` in the
+    /// user or system file), or when the trusted-folders file trusts `project`. No file
+    /// (`None`) trusts nothing.
+    FromFolders {
+        project: PathBuf,
+        trusted_folders: Option<PathBuf>,
+    },
+}
+
+/// The workspace keys that were ignored because the folder is not trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UntrustedWorkspace {
+    /// The workspace settings file.
+    pub file: PathBuf,
+    /// The project folder that would need trust.
+    pub project: PathBuf,
+    /// The ignored keys, as written in a settings file (`tools.discoveryCommand`).
+    pub ignored: Vec<String>,
+}
+
+impl UntrustedWorkspace {
+    /// One warning: what was ignored, and how to trust the folder.
+    pub fn warning(&self) -> String {
+        format!(
+            "{}: this folder is not trusted, so these workspace settings were ignored: {}. \
+             To use them, trust the folder with `toolbelt trust {}` (or, for one run, pass \
+             --trust-workspace or set TOOLBELT_TRUST_WORKSPACE=1).",
+            self.file.display(),
+            self.ignored.join(", "),
+            shell_quoted(&self.project),
+        )
+    }
+}
+
+/// A path as a person can paste it into a shell.
+fn shell_quoted(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c))
+    {
+        text.into_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 impl SettingsPaths {
-    /// The standard places for a project at `project_dir`.
+    /// The standard places for a project at `project_dir`, trusted through
+    /// `~/.qwen/trustedFolders.json`.
     pub fn standard(project_dir: &Path) -> Self {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
         let system = std::env::var_os("TOOLBELT_SYSTEM_SETTINGS_PATH")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/etc/toolbelt/settings.json"));
-        let user = home.map(|h| h.join(".qwen/settings.json"));
+        let user = home.as_ref().map(|h| h.join(".qwen/settings.json"));
         let workspace = project_dir.join(".qwen/settings.json");
-        // In the home directory the workspace file is the user file: read it once.
-        let workspace = if Some(&workspace) == user.as_ref() {
-            None
-        } else {
-            Some(workspace)
-        };
+        // In the home directory the workspace file is the user file: read it once, as the
+        // person's own. (Compared resolved, so a link to home is home too.)
+        let same_as_user = user.as_ref().is_some_and(|u| {
+            u == &workspace
+                || matches!(
+                    (std::fs::canonicalize(u), std::fs::canonicalize(&workspace)),
+                    (Ok(a), Ok(b)) if a == b
+                )
+        });
+        let workspace = (!same_as_user).then_some(workspace);
         SettingsPaths {
             user,
             workspace,
             system: Some(system),
+            trust: WorkspaceTrust::FromFolders {
+                project: project_dir.to_path_buf(),
+                trusted_folders: TrustedFolders::user_file(),
+            },
         }
+    }
+
+    /// These paths with the workspace trusted for this run.
+    pub fn trusting_workspace(mut self) -> Self {
+        self.trust = WorkspaceTrust::Trusted;
+        self
     }
 
     fn layers(&self) -> impl Iterator<Item = (SettingsLayer, &PathBuf)> {
@@ -92,119 +182,24 @@ impl SettingsPaths {
     }
 }
 
-/// The merged settings: the raw JSON (for keys read by one component only) and a typed
-/// view of the keys the core uses.
+/// The merged settings: a typed view of every key toolbelt reads (see [`types`]).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Settings {
-    #[serde(skip)]
-    pub raw: Value,
     /// The files that were read, lowest layer first.
     #[serde(skip)]
     pub sources: Vec<PathBuf>,
+    /// Set when the workspace file was read in an untrusted folder and some of its keys
+    /// were ignored; the binary prints [`UntrustedWorkspace::warning`] once.
+    #[serde(skip)]
+    pub untrusted_workspace: Option<UntrustedWorkspace>,
     pub tools: ToolsSettings,
     pub permissions: PermissionSettings,
     pub context: ContextSettings,
     pub mcp_servers: BTreeMap<String, McpServerSettings>,
     pub mcp: McpSettings,
     pub model: ModelSettings,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ToolsSettings {
-    /// Allow-list of built-in tools; `None` means all.
-    pub core: Option<Vec<String>>,
-    pub exclude: Vec<String>,
-    /// Tools (or rules) that run without confirmation.
-    pub allowed: Vec<String>,
-    pub approval_mode: Option<String>,
-    /// `"landlock"`, `true`/`false`, or absent.
-    pub sandbox: Option<Value>,
-    pub discovery_command: Option<String>,
-    pub call_command: Option<String>,
-    pub truncate_tool_output_threshold: Option<i64>,
-    pub truncate_tool_output_lines: Option<i64>,
-    /// How `write_file` and `edit` treat files (`tools.files`).
-    pub files: FileWriteSettings,
-}
-
-/// `tools.files`: what writes may do beyond a file's own permissions.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct FileWriteSettings {
-    /// `tools.files.overwriteReadOnly`: replace files that have no write permission
-    /// for this user (mode 0444, say). Off by default: such a file is refused.
-    pub overwrite_read_only: bool,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct PermissionSettings {
-    pub allow: Vec<String>,
-    pub ask: Vec<String>,
-    pub deny: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ContextSettings {
-    pub include_directories: Vec<String>,
-    /// A file name or a list of them (`QWEN.md`, `AGENTS.md` when absent).
-    pub file_name: Option<Value>,
-    pub file_filtering: FileFiltering,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct FileFiltering {
-    pub respect_git_ignore: bool,
-    pub respect_qwen_ignore: bool,
-}
-
-impl Default for FileFiltering {
-    fn default() -> Self {
-        FileFiltering {
-            respect_git_ignore: true,
-            respect_qwen_ignore: true,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct McpServerSettings {
-    pub command: Option<String>,
-    pub args: Vec<String>,
-    pub env: BTreeMap<String, String>,
-    pub cwd: Option<String>,
-    /// Legacy SSE endpoint.
-    pub url: Option<String>,
-    /// Streamable HTTP endpoint.
-    pub http_url: Option<String>,
-    pub headers: BTreeMap<String, String>,
-    /// Connect timeout in milliseconds.
-    pub timeout: Option<u64>,
-    /// Time limit of one tool call in milliseconds (toolbelt's own key).
-    pub call_timeout: Option<u64>,
-    pub trust: bool,
-    pub include_tools: Option<Vec<String>>,
-    pub exclude_tools: Vec<String>,
-    pub description: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct McpSettings {
-    pub server_command: Option<String>,
-    pub allowed: Option<Vec<String>>,
-    pub excluded: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ModelSettings {
-    pub name: Option<String>,
+    pub security: SecuritySettings,
 }
 
 /// The top-level keys this build knows; others are reported at debug level.
@@ -230,48 +225,146 @@ const KNOWN_TOP_LEVEL: &[&str] = &[
 ];
 
 impl Settings {
-    /// Reads and merges the files in `paths`; files that do not exist are skipped.
+    /// Reads and merges the files in `paths`; files that do not exist are skipped. In an
+    /// untrusted folder the workspace file loses the keys that run commands or widen
+    /// access ([`Settings::untrusted_workspace`] names them).
     pub fn load(paths: &SettingsPaths) -> Result<Settings, SettingsError> {
-        let mut layers = Vec::new();
-        let mut sources = Vec::new();
-        for (_layer, path) in paths.layers() {
+        let mut layers: Vec<(SettingsLayer, PathBuf, Value)> = Vec::new();
+        for (layer, path) in paths.layers() {
             if let Some(value) = read_layer(path)? {
-                layers.push(value);
-                sources.push(path.clone());
+                layers.push((layer, path.clone(), value));
             }
         }
+        let mut untrusted_workspace = None;
+        if !workspace_trusted(paths, &layers)?
+            && let Some((_, file, value)) = layers
+                .iter_mut()
+                .find(|(layer, ..)| *layer == SettingsLayer::Workspace)
+        {
+            let ignored = untrusted::strip_restricted(value);
+            if !ignored.is_empty() {
+                let project = match &paths.trust {
+                    WorkspaceTrust::FromFolders { project, .. } => project.clone(),
+                    WorkspaceTrust::Trusted => PathBuf::new(),
+                };
+                untrusted_workspace = Some(UntrustedWorkspace {
+                    file: file.clone(),
+                    project,
+                    ignored,
+                });
+            }
+        }
+        // Each layer alone, so a bad value is blamed on its own file.
+        for (_, path, value) in &layers {
+            check_layer(path, value)?;
+        }
+        let sources: Vec<PathBuf> = layers.iter().map(|(_, p, _)| p.clone()).collect();
+        let merged = merge_layers(layers.into_iter().map(|(_, _, v)| v).collect());
         let mut settings =
-            Settings::from_value(merge_layers(layers)).map_err(|(key, message)| {
-                SettingsError::Invalid {
-                    path: sources.last().cloned().unwrap_or_default(),
-                    key,
-                    message,
-                }
+            Settings::from_value(merged).map_err(|(key, message)| SettingsError::Invalid {
+                path: sources.last().cloned().unwrap_or_default(),
+                key,
+                message,
             })?;
         settings.sources = sources;
+        settings.untrusted_workspace = untrusted_workspace;
         Ok(settings)
     }
 
     /// Settings from one JSON value (already merged), after legacy keys are normalised.
-    /// The error names the offending key.
+    /// The error names the offending key (`tools.shell.killBackgroundOnExit`) and says
+    /// what it accepts.
     pub fn from_value(raw: Value) -> Result<Settings, (String, String)> {
         let raw = normalize_legacy(raw);
-        let mut settings: Settings = match serde_json::from_value(raw.clone()) {
-            Ok(s) => s,
-            Err(e) => return Err(locate_type_error(&raw, &e.to_string())),
-        };
-        settings.raw = raw;
-        Ok(settings)
-    }
-
-    /// A raw value by JSON pointer (`/tools/sandbox`), for keys owned by one component.
-    pub fn get(&self, pointer: &str) -> Option<&Value> {
-        self.raw.pointer(pointer)
+        serde_path_to_error::deserialize(&raw).map_err(|e| {
+            let key = e.path().to_string();
+            let key = if key == "." {
+                "(root)".to_string()
+            } else {
+                key
+            };
+            (key, describe_error(&e.into_inner().to_string()))
+        })
     }
 }
 
+/// Whether the workspace layer is trusted: by the person for this run, because folder
+/// trust is off in the *user or system* file (the workspace cannot switch it off), or by
+/// the trusted-folders file.
+fn workspace_trusted(
+    paths: &SettingsPaths,
+    layers: &[(SettingsLayer, PathBuf, Value)],
+) -> Result<bool, SettingsError> {
+    let (project, file) = match &paths.trust {
+        WorkspaceTrust::Trusted => return Ok(true),
+        WorkspaceTrust::FromFolders {
+            project,
+            trusted_folders,
+        } => (project, trusted_folders),
+    };
+    let own: Vec<Value> = layers
+        .iter()
+        .filter(|(layer, ..)| *layer != SettingsLayer::Workspace)
+        .map(|(_, _, v)| v.clone())
+        .collect();
+    let enabled = merge_layers(own)
+        .pointer("/security/folderTrust/enabled")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    if !enabled {
+        return Ok(true);
+    }
+    let Some(file) = file else {
+        return Ok(false);
+    };
+    let folders = TrustedFolders::load(file)?;
+    Ok(folders.decide(project).is_some_and(|d| d.trusted))
+}
+
+/// The typed check of one file.
+fn check_layer(path: &Path, value: &Value) -> Result<(), SettingsError> {
+    Settings::from_value(value.clone())
+        .map(drop)
+        .map_err(|(key, message)| SettingsError::Invalid {
+            path: path.to_path_buf(),
+            key,
+            message,
+        })
+}
+
+/// serde's wording, in the words of a settings file: `invalid type: string "no",
+/// expected a boolean` becomes `"no" is not accepted; accepted values: true, false`.
+fn describe_error(message: &str) -> String {
+    let Some(rest) = message.strip_prefix("invalid type: ") else {
+        return message.to_string();
+    };
+    let Some((found, expected)) = rest.split_once(", expected ") else {
+        return message.to_string();
+    };
+    let found = found
+        .strip_prefix("string ")
+        .or_else(|| found.strip_prefix("integer "))
+        .or_else(|| found.strip_prefix("floating point "))
+        .or_else(|| found.strip_prefix("boolean "))
+        .unwrap_or(found);
+    let accepted = match expected {
+        "a boolean" => "true, false",
+        "a string" => "a string",
+        "a sequence" => "a list",
+        "u64" => "a whole number (0 or more)",
+        "i64" => "a whole number",
+        "a map" | "struct ToolsSettings" | "struct ShellSettings" | "struct McpServerSettings" => {
+            "an object"
+        }
+        other if other.starts_with("struct ") => "an object",
+        other => other,
+    };
+    format!("{found} is not accepted; accepted values: {accepted}")
+}
+
 /// Parses one file: comments stripped (positions kept), environment variables expanded,
-/// the typed view checked so a wrong type is blamed on this file.
+/// legacy spellings moved to their current place (so the trust filter sees every
+/// spelling).
 fn read_layer(path: &Path) -> Result<Option<Value>, SettingsError> {
     let text = match std::fs::read(path) {
         Ok(t) => t,
@@ -301,14 +394,7 @@ fn read_layer(path: &Path) -> Result<Option<Value>, SettingsError> {
             message: "settings must be a JSON object".into(),
         });
     }
-    let value = expand_env(value);
-    if let Err((key, message)) = Settings::from_value(value.clone()) {
-        return Err(SettingsError::Invalid {
-            path: path.to_path_buf(),
-            key,
-            message,
-        });
-    }
+    let value = normalize_legacy(expand_env(value));
     if let Some(map) = value.as_object() {
         for key in map
             .keys()
@@ -386,31 +472,9 @@ fn normalize_legacy(mut raw: Value) -> Value {
     raw
 }
 
-/// serde's message names the expected type but not the key path; find the path by
-/// deserializing each known section alone.
-fn locate_type_error(raw: &Value, message: &str) -> (String, String) {
-    fn check<T: for<'de> Deserialize<'de>>(raw: &Value, key: &str) -> Option<(String, String)> {
-        let v = raw.get(key)?;
-        let err = serde_json::from_value::<T>(v.clone()).err()?;
-        if let Some(map) = v.as_object() {
-            for (sub, subv) in map {
-                let mut probe = Map::new();
-                probe.insert(sub.clone(), subv.clone());
-                if serde_json::from_value::<T>(Value::Object(probe)).is_err() {
-                    return Some((format!("{key}.{sub}"), err.to_string()));
-                }
-            }
-        }
-        Some((key.to_string(), err.to_string()))
-    }
-    check::<ToolsSettings>(raw, "tools")
-        .or_else(|| check::<PermissionSettings>(raw, "permissions"))
-        .or_else(|| check::<ContextSettings>(raw, "context"))
-        .or_else(|| check::<BTreeMap<String, McpServerSettings>>(raw, "mcpServers"))
-        .or_else(|| check::<McpSettings>(raw, "mcp"))
-        .or_else(|| check::<ModelSettings>(raw, "model"))
-        .unwrap_or_else(|| ("(root)".to_string(), message.to_string()))
-}
-
+#[cfg(test)]
+mod check_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;

@@ -2,7 +2,9 @@
 //! `tools.callCommand NAME` runs one with the JSON arguments on stdin.
 //!
 //! The protocol is Qwen Code's; what differs is robustness. Both commands run
-//! without a shell in the project root, in their own process group, with a time limit
+//! without a shell (split into words the way a shell splits them; shell syntax such as
+//! `;`, `|` or `$(...)` is an error that says to write `sh -c '...'` for a shell) in the
+//! project root, in their own process group, with a time limit
 //! (`tools.discoveryTimeout`, default 30 s; `tools.callTimeout`, default 10 min; both in
 //! milliseconds) and a cap on each output stream (`tools.commandOutputLimit`, default
 //! 10 MB). A cancelled call kills the whole group. Exit code 0 is success even when the
@@ -27,7 +29,10 @@ use toolbelt_core::{
     ToolEnvironment, ToolError, ToolResult,
 };
 
+mod command_line;
 pub mod run;
+
+pub use command_line::split_command;
 
 use run::{RunEnd, RunOutput, RunSpec};
 
@@ -53,13 +58,6 @@ pub struct CommandSettings {
 impl CommandSettings {
     pub fn from_env(env: &ToolEnvironment) -> Self {
         let s = &env.settings;
-        let millis = |key: &str, default: Duration| {
-            s.get(key)
-                .and_then(Value::as_u64)
-                .filter(|ms| *ms > 0)
-                .map(Duration::from_millis)
-                .unwrap_or(default)
-        };
         CommandSettings {
             discovery_command: s
                 .tools
@@ -71,18 +69,14 @@ impl CommandSettings {
                 .call_command
                 .clone()
                 .filter(|c| !c.trim().is_empty()),
-            discovery_timeout: millis("/tools/discoveryTimeout", DEFAULT_DISCOVERY_TIMEOUT),
-            call_timeout: millis("/tools/callTimeout", DEFAULT_CALL_TIMEOUT),
-            output_limit: s
-                .get("/tools/commandOutputLimit")
-                .and_then(Value::as_u64)
-                .filter(|n| *n > 0)
+            discovery_timeout: (s.tools.discovery_timeout.and_then(|m| m.duration()))
+                .unwrap_or(DEFAULT_DISCOVERY_TIMEOUT),
+            call_timeout: (s.tools.call_timeout.and_then(|m| m.duration()))
+                .unwrap_or(DEFAULT_CALL_TIMEOUT),
+            output_limit: (s.tools.command_output_limit.filter(|n| *n > 0))
                 .and_then(|n| usize::try_from(n).ok())
                 .unwrap_or(DEFAULT_OUTPUT_LIMIT),
-            trusted: s
-                .get("/tools/trustDiscoveredTools")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            trusted: s.tools.trust_discovered_tools,
             allowed: s.tools.allowed.clone(),
         }
     }
@@ -151,16 +145,6 @@ fn project_root(env: &ToolEnvironment) -> PathBuf {
         .primary()
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."))
-}
-
-/// A command line split the way a POSIX shell splits words (quotes, backslashes), without
-/// running a shell: no globbing, no variables, no pipes.
-pub fn split_command(command: &str) -> Result<Vec<String>, String> {
-    match shlex::split(command) {
-        Some(argv) if !argv.is_empty() => Ok(argv),
-        Some(_) => Err("the command is empty".into()),
-        None => Err("unbalanced quotes in the command line".into()),
-    }
 }
 
 /// One declaration read from the discovery output.

@@ -254,9 +254,13 @@ fn approval_mode(
         }
         return Ok(ApprovalMode::Yolo);
     }
-    match flag.or(settings.tools.approval_mode.as_deref()) {
+    match flag {
         Some(m) => m.parse(),
-        None => Ok(ApprovalMode::Default),
+        None => Ok(settings
+            .tools
+            .approval_mode
+            .map(|m| m.0)
+            .unwrap_or_default()),
     }
 }
 
@@ -268,10 +272,7 @@ fn build_model(
     cwd: &std::path::Path,
 ) -> Result<Arc<dyn Model>, String> {
     let env_var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    let takes_images = settings
-        .get("/model/vision")
-        .and_then(serde_json::Value::as_bool)
-        .unwrap_or(false);
+    let takes_images = settings.model.vision;
     let model: Box<dyn Model> = if let Some(path) = &args.model_replay {
         Box::new(ReplayModel::from_file(path, Some(cwd)).map_err(|e| e.to_string())?)
     } else {

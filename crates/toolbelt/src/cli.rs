@@ -63,6 +63,11 @@ pub struct GlobalArgs {
     /// More workspace directories besides the current one (comma-separated or repeated).
     #[arg(long = "include-directories", value_delimiter = ',', global = true)]
     pub include_directories: Vec<PathBuf>,
+    /// Trust this folder's `.qwen/settings.json` for this run (its commands, MCP servers,
+    /// allow rules and extra directories), as `toolbelt trust` would for good
+    /// [env: TOOLBELT_TRUST_WORKSPACE=1].
+    #[arg(long, global = true)]
+    pub trust_workspace: bool,
     #[command(flatten)]
     pub mcp: McpArgs,
 }
@@ -152,6 +157,16 @@ pub enum Command {
     Mcp {
         #[command(subcommand)]
         command: McpCommand,
+    },
+    /// Trust a folder (default: the current one): its `.qwen/settings.json` may then run
+    /// commands, start MCP servers, add allow rules and widen the workspace. Saved in
+    /// `~/.qwen/trustedFolders.json`, as Qwen Code does.
+    Trust {
+        /// The folder to trust.
+        path: Option<PathBuf>,
+        /// Stop trusting it instead.
+        #[arg(long)]
+        remove: bool,
     },
 }
 

@@ -17,6 +17,7 @@ mod ending;
 mod mcp_cmd;
 mod session;
 mod tools_cmd;
+mod trust_cmd;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -46,6 +47,7 @@ async fn run(cli: cli::Cli) -> u8 {
     match cli.command {
         Some(cli::Command::Tools { command }) => tools_cmd::run(&cli.global, command).await,
         Some(cli::Command::Mcp { command }) => mcp_cmd::run(&cli.global, command).await,
+        Some(cli::Command::Trust { path, remove }) => trust_cmd::run(path.as_deref(), remove),
         None => agent_cmd::run(&cli.global, cli.agent).await,
     }
 }

@@ -26,8 +26,14 @@ impl Session {
     pub fn load(global: &GlobalArgs) -> Result<Session, SetupError> {
         let cwd = std::env::current_dir()
             .map_err(|e| SetupError(format!("cannot read the current directory: {e}")))?;
-        let settings = Settings::load(&SettingsPaths::standard(&cwd))
-            .map_err(|e| SetupError(e.to_string()))?;
+        let mut paths = SettingsPaths::standard(&cwd);
+        if global.trust_workspace || trust_from_environment() {
+            paths = paths.trusting_workspace();
+        }
+        let settings = Settings::load(&paths).map_err(|e| SetupError(e.to_string()))?;
+        if let Some(untrusted) = &settings.untrusted_workspace {
+            eprintln!("toolbelt: warning: {}", untrusted.warning());
+        }
         let mut dirs: Vec<PathBuf> = vec![cwd.clone()];
         dirs.extend(global.include_directories.iter().map(|d| absolute(&cwd, d)));
         dirs.extend(
@@ -119,7 +125,15 @@ pub async fn connect_mcp(
         (!allowed.is_empty()).then_some(allowed.as_slice()),
         &project_root,
     );
-    Ok(McpServers::connect_all(servers, problems, &env.session_dir.join("mcp")).await)
+    let project = env.roots.primary().unwrap_or(Path::new("/"));
+    Ok(McpServers::connect_all(servers, problems, &log_dir(project).join("mcp")).await)
+}
+
+/// `TOOLBELT_TRUST_WORKSPACE=1` (or `true`): `--trust-workspace` for a whole environment,
+/// such as a CI job that runs on its own repository.
+fn trust_from_environment() -> bool {
+    std::env::var("TOOLBELT_TRUST_WORKSPACE")
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {
@@ -130,17 +144,55 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
     }
 }
 
-/// `$TOOLBELT_HOME/tmp/<project>` (default `~/.toolbelt`), or the system temp directory
-/// when there is no home.
-fn session_dir(project: &Path) -> PathBuf {
-    let base = std::env::var_os("TOOLBELT_HOME")
+/// `$TOOLBELT_HOME` (default `~/.toolbelt`), or the system temp directory when there is
+/// no home.
+fn toolbelt_home() -> PathBuf {
+    std::env::var_os("TOOLBELT_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".toolbelt")))
-        .unwrap_or_else(|| std::env::temp_dir().join("toolbelt"));
-    let name: String = project
+        .unwrap_or_else(|| std::env::temp_dir().join("toolbelt"))
+}
+
+/// One directory name per project: the path made readable (`home-me-src-app`), then a
+/// hash of the exact path, so `/a/b-c` and `/a/b/c` never share a directory.
+fn project_dir_name(project: &Path) -> String {
+    use sha2::Digest;
+    use std::os::unix::ffi::OsStrExt;
+    let readable: String = project
         .to_string_lossy()
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
-    base.join("tmp").join(name.trim_matches('-'))
+    let readable: String = readable.trim_matches('-').chars().take(80).collect();
+    let digest = sha2::Sha256::digest(project.as_os_str().as_bytes());
+    let hash: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{readable}-{hash}")
+}
+
+/// `<toolbelt home>/tmp/<project>`: spilled output and job logs, readable by the model.
+fn session_dir(project: &Path) -> PathBuf {
+    toolbelt_home().join("tmp").join(project_dir_name(project))
+}
+
+/// `<toolbelt home>/logs/<project>`: MCP server logs. Outside every directory the
+/// model's tools can read: a server's stderr may hold what it was given (tokens in a
+/// URL, headers), and the model must not read it back.
+fn log_dir(project: &Path) -> PathBuf {
+    toolbelt_home().join("logs").join(project_dir_name(project))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn projects_never_share_a_session_directory() {
+        let a = session_dir(Path::new("/a/b-c"));
+        let b = session_dir(Path::new("/a/b/c"));
+        assert_ne!(a, b);
+        assert!(a.ends_with(project_dir_name(Path::new("/a/b-c"))));
+        assert!(project_dir_name(Path::new("/a/b-c")).starts_with("a-b-c-"));
+        assert_ne!(log_dir(Path::new("/a/b-c")), a);
+        assert!(!log_dir(Path::new("/a")).starts_with(session_dir(Path::new("/a"))));
+    }
 }

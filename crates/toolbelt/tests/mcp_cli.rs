@@ -57,6 +57,8 @@ impl Project {
             .current_dir(self.root())
             .env("HOME", self.dir.path().join("home"))
             .env("TOOLBELT_HOME", self.dir.path().join("home/.toolbelt"))
+            // What workspace settings do; `cli_trust.rs` covers an untrusted folder.
+            .env("TOOLBELT_TRUST_WORKSPACE", "1")
             .env(
                 "TOOLBELT_SYSTEM_SETTINGS_PATH",
                 self.dir.path().join("no-system-settings.json"),

@@ -16,6 +16,9 @@ fn toolbelt(project: &Path, home: &Path, args: &[&str]) -> Output {
         .current_dir(project)
         .env("HOME", home)
         .env("TOOLBELT_HOME", home.join(".toolbelt"))
+        // These tests are about what workspace settings do; `cli_trust.rs` covers a
+        // folder that is not trusted.
+        .env("TOOLBELT_TRUST_WORKSPACE", "1")
         .env(
             "TOOLBELT_SYSTEM_SETTINGS_PATH",
             home.join("no-system-settings.json"),

@@ -88,11 +88,7 @@ pub struct RunShellCommand {
 
 impl RunShellCommand {
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let kill_on_exit = env
-            .settings
-            .get("/tools/shell/killBackgroundOnExit")
-            .and_then(Value::as_bool)
-            .unwrap_or(true);
+        let kill_on_exit = env.settings.tools.shell.kill_background_on_exit;
         let schema = json!({
             "type": "object",
             "properties": {
@@ -317,26 +313,14 @@ impl ShellCall {
 
     /// `Ok(None)` without a sandbox; an error when Landlock is asked for and missing.
     fn prepare_sandbox(&self) -> Result<Option<PreparedSandbox>, sandbox::SandboxUnavailable> {
-        let wanted = self
-            .env
-            .settings
-            .tools
-            .sandbox
-            .as_ref()
-            .and_then(Value::as_str)
-            .is_some_and(|s| s.eq_ignore_ascii_case("landlock"));
+        let wanted = self.env.settings.tools.sandbox == toolbelt_core::settings::Sandbox::Landlock;
         if !wanted {
             return Ok(None);
         }
         match PreparedSandbox::new(self.env.roots.roots()) {
             Ok(s) => Ok(Some(s)),
             Err(e) => {
-                let allow = self
-                    .env
-                    .settings
-                    .get("/tools/shell/allowUnsandboxed")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
+                let allow = self.env.settings.tools.shell.allow_unsandboxed;
                 if allow { Ok(None) } else { Err(e) }
             }
         }

@@ -1,0 +1,276 @@
+//! The typed view of every settings key toolbelt reads.
+//!
+//! Every key a component uses is a field here, with the type it must have, so one check at
+//! load time covers them all: a wrong type or a value outside an enumeration is an error
+//! that names the file, the key and what is accepted, never a silent default. (A value
+//! that was ignored silently is how `tools.sandbox: "landlok"` used to run the shell
+//! unsandboxed.) Keys that this build does not know are not fields and stay allowed:
+//! Qwen Code's settings files hold many.
+//!
+//! Enumerations deserialize through `TryFrom<Value>` so their error message lists the
+//! accepted values in the words a person writes in the file.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::scheduler::ApprovalMode;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ToolsSettings {
+    /// Allow-list of built-in tools; `None` means all.
+    pub core: Option<Vec<String>>,
+    pub exclude: Vec<String>,
+    /// Tools (or rules) that run without confirmation.
+    pub allowed: Vec<String>,
+    pub approval_mode: Option<ApprovalModeSetting>,
+    pub sandbox: Sandbox,
+    pub shell: ShellSettings,
+    pub discovery_command: Option<String>,
+    pub call_command: Option<String>,
+    /// Time limit of the discovery command (`tools.discoveryTimeout`, ms).
+    pub discovery_timeout: Option<Millis>,
+    /// Time limit of one discovered-tool call (`tools.callTimeout`, ms).
+    pub call_timeout: Option<Millis>,
+    /// Cap on each output stream of the discovery and call commands, in bytes.
+    pub command_output_limit: Option<u64>,
+    /// Discovered tools run without asking.
+    pub trust_discovered_tools: bool,
+    pub truncate_tool_output_threshold: Option<i64>,
+    pub truncate_tool_output_lines: Option<i64>,
+    /// How `write_file` and `edit` treat files (`tools.files`).
+    pub files: FileWriteSettings,
+}
+
+/// `tools.files`: what writes may do beyond a file's own permissions.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FileWriteSettings {
+    /// `tools.files.overwriteReadOnly`: replace files that have no write permission
+    /// for this user (mode 0444, say). Off by default: such a file is refused.
+    pub overwrite_read_only: bool,
+}
+
+/// `tools.shell`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ShellSettings {
+    /// Background jobs are killed when the session ends (default true).
+    pub kill_background_on_exit: bool,
+    /// Run unsandboxed when Landlock is asked for but the kernel has none (default false).
+    pub allow_unsandboxed: bool,
+}
+
+impl Default for ShellSettings {
+    fn default() -> Self {
+        ShellSettings {
+            kill_background_on_exit: true,
+            allow_unsandboxed: false,
+        }
+    }
+}
+
+/// `tools.sandbox`: the shell's confinement. Qwen Code's `true` means "the platform's
+/// sandbox"; here that is Landlock, the only one. Container sandboxes (`"docker"`,
+/// `"podman"`) are not available and are an error rather than a silent "none".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sandbox {
+    #[default]
+    Off,
+    Landlock,
+}
+
+impl Sandbox {
+    pub const ACCEPTED: &'static str = "\"landlock\", true (Landlock), false";
+}
+
+impl<'de> Deserialize<'de> for Sandbox {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        match &value {
+            Value::Bool(false) | Value::Null => Ok(Sandbox::Off),
+            Value::Bool(true) => Ok(Sandbox::Landlock),
+            Value::String(s) if s.trim().eq_ignore_ascii_case("landlock") => Ok(Sandbox::Landlock),
+            other => Err(not_accepted(other, Sandbox::ACCEPTED)),
+        }
+    }
+}
+
+/// `tools.approvalMode`, with the spellings the flag accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApprovalModeSetting(pub ApprovalMode);
+
+impl<'de> Deserialize<'de> for ApprovalModeSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        value
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .map(ApprovalModeSetting)
+            .ok_or_else(|| not_accepted(&value, "\"plan\", \"default\", \"auto-edit\", \"yolo\""))
+    }
+}
+
+/// A duration in milliseconds, written as a non-negative integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Millis(pub u64);
+
+impl Millis {
+    /// The duration, or `None` for 0 (which means "the default" in Qwen Code's files).
+    pub fn duration(self) -> Option<Duration> {
+        (self.0 > 0).then(|| Duration::from_millis(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        value
+            .as_u64()
+            .map(Millis)
+            .ok_or_else(|| not_accepted(&value, "a whole number of milliseconds (0 or more)"))
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PermissionSettings {
+    pub allow: Vec<String>,
+    pub ask: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ContextSettings {
+    pub include_directories: Vec<String>,
+    /// The context file names (`QWEN.md`, `AGENTS.md` when absent).
+    pub file_name: Option<ContextFileNames>,
+    pub file_filtering: FileFiltering,
+}
+
+/// `context.fileName`: one name or a list. Each must be a plain file name: the loader
+/// joins it to every directory it searches, and a path (`/etc/shadow`, `../../x`) would
+/// put a file from anywhere into the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextFileNames(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for ContextFileNames {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const ACCEPTED: &str = "a file name or a list of file names (no directories)";
+        let value = Value::deserialize(d)?;
+        let items: Vec<&Value> = match &value {
+            Value::Array(items) => items.iter().collect(),
+            one => vec![one],
+        };
+        let mut names = Vec::new();
+        for item in items {
+            match item.as_str() {
+                Some(s) if s.trim().is_empty() => {}
+                Some(s) if s.contains('/') || s == ".." || s == "." || s.contains('\0') => {
+                    return Err(not_accepted(item, ACCEPTED));
+                }
+                Some(s) => names.push(s.to_string()),
+                None => return Err(not_accepted(item, ACCEPTED)),
+            }
+        }
+        Ok(ContextFileNames(names))
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FileFiltering {
+    pub respect_git_ignore: bool,
+    pub respect_qwen_ignore: bool,
+}
+
+impl Default for FileFiltering {
+    fn default() -> Self {
+        FileFiltering {
+            respect_git_ignore: true,
+            respect_qwen_ignore: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct McpServerSettings {
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<String>,
+    /// Legacy SSE endpoint.
+    pub url: Option<String>,
+    /// Streamable HTTP endpoint.
+    pub http_url: Option<String>,
+    pub headers: BTreeMap<String, String>,
+    /// Connect timeout in milliseconds.
+    pub timeout: Option<u64>,
+    /// Time limit of one tool call in milliseconds (toolbelt's own key).
+    pub call_timeout: Option<u64>,
+    pub trust: bool,
+    pub include_tools: Option<Vec<String>>,
+    pub exclude_tools: Vec<String>,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct McpSettings {
+    pub server_command: Option<String>,
+    pub allowed: Option<Vec<String>>,
+    pub excluded: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelSettings {
+    pub name: Option<String>,
+    /// The model takes images (`read_file` of an image sends it as an image).
+    pub vision: bool,
+}
+
+/// `security`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SecuritySettings {
+    pub folder_trust: FolderTrustSettings,
+}
+
+/// `security.folderTrust`: on by default here (Qwen Code's default is off).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FolderTrustSettings {
+    pub enabled: bool,
+}
+
+impl Default for FolderTrustSettings {
+    fn default() -> Self {
+        FolderTrustSettings { enabled: true }
+    }
+}
+
+/// The error of a value outside what a key accepts, in the file's own words:
+/// `"landlok" is not accepted; accepted values: "landlock", true (Landlock), false`.
+fn not_accepted<E: serde::de::Error>(value: &Value, accepted: &str) -> E {
+    E::custom(format!(
+        "{} is not accepted; accepted values: {accepted}",
+        show_value(value)
+    ))
+}
+
+/// A value as written in JSON, shortened.
+pub(crate) fn show_value(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 60 {
+        let head: String = text.chars().take(57).collect();
+        format!("{head}...")
+    } else {
+        text
+    }
+}

@@ -1,0 +1,113 @@
+//! What the settings file of an untrusted folder may not do.
+//!
+//! A cloned repository brings its own `.qwen/settings.json`. Until the person trusts the
+//! folder, that file must not run commands (`tools.discoveryCommand`, `tools.callCommand`,
+//! MCP servers: a stdio server is a command, and even an HTTP one could be sent workspace
+//! data), make calls run without asking (allow rules, `tools.allowed`, a permissive
+//! approval mode, trust flags), weaken the shell's confinement, or widen the roots
+//! (`context.includeDirectories`). Everything else (deny and ask rules, exclusions, output
+//! limits, file filtering) only narrows or is harmless, and still applies.
+//!
+//! The list is data, in one place: a new key that runs a command or widens access belongs
+//! here. Each entry names the key as a person writes it, and says which values are still
+//! fine (a workspace may turn the sandbox *on*).
+
+use serde_json::{Map, Value};
+
+/// When a workspace value of a key is ignored.
+#[derive(Clone, Copy)]
+enum Refuse {
+    /// Any value that says something (not `null`, `false`, `""`, `[]` or `{}`).
+    AnyValue,
+    /// Values for which the function returns false.
+    Unless(fn(&Value) -> bool),
+}
+
+const RESTRICTED: &[(&str, Refuse)] = &[
+    // Runs commands.
+    ("tools.discoveryCommand", Refuse::AnyValue),
+    ("tools.callCommand", Refuse::AnyValue),
+    ("mcpServers", Refuse::AnyValue),
+    ("mcp.serverCommand", Refuse::AnyValue),
+    // Lets calls run without asking.
+    ("permissions.allow", Refuse::AnyValue),
+    ("tools.allowed", Refuse::AnyValue),
+    // Replaces the person's own list (a bare `run_shell_command` lifts a restriction).
+    ("tools.core", Refuse::AnyValue),
+    ("tools.approvalMode", Refuse::Unless(is_plan_or_default)),
+    ("tools.trustDiscoveredTools", Refuse::AnyValue),
+    // Weakens the shell's confinement.
+    ("tools.sandbox", Refuse::Unless(turns_sandbox_on)),
+    ("tools.shell.allowUnsandboxed", Refuse::AnyValue),
+    ("tools.shell.killBackgroundOnExit", Refuse::Unless(is_true)),
+    // Lets writes replace files without write permission.
+    ("tools.files.overwriteReadOnly", Refuse::AnyValue),
+    // Widens the roots.
+    ("context.includeDirectories", Refuse::AnyValue),
+    // The folder cannot switch off the check that guards it.
+    ("security.folderTrust", Refuse::AnyValue),
+];
+
+/// Removes the restricted keys from one workspace layer (legacy spellings already moved
+/// to their current place) and returns their names, in the order of [`RESTRICTED`].
+pub(crate) fn strip_restricted(layer: &mut Value) -> Vec<String> {
+    let mut ignored = Vec::new();
+    for (key, refuse) in RESTRICTED {
+        let Some((parent, last)) = parent_of(layer, key) else {
+            continue;
+        };
+        let Some(value) = parent.get(last) else {
+            continue;
+        };
+        let refused = match refuse {
+            Refuse::AnyValue => says_something(value),
+            Refuse::Unless(fine) => !fine(value),
+        };
+        if refused {
+            parent.remove(last);
+            ignored.push((*key).to_string());
+        }
+    }
+    ignored
+}
+
+/// The object that holds the last segment of a dotted key, and that segment.
+fn parent_of<'a>(
+    layer: &'a mut Value,
+    key: &'a str,
+) -> Option<(&'a mut Map<String, Value>, &'a str)> {
+    let mut segments: Vec<&str> = key.split('.').collect();
+    let last = segments.pop()?;
+    let mut node = layer;
+    for segment in segments {
+        node = node.get_mut(segment)?;
+    }
+    Some((node.as_object_mut()?, last))
+}
+
+fn says_something(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::Bool(false) => false,
+        Value::String(s) => !s.trim().is_empty(),
+        Value::Array(items) => !items.is_empty(),
+        Value::Object(map) => !map.is_empty(),
+        Value::Bool(true) | Value::Number(_) => true,
+    }
+}
+
+fn is_plan_or_default(value: &Value) -> bool {
+    value
+        .as_str()
+        .is_some_and(|s| matches!(s.trim().to_ascii_lowercase().as_str(), "plan" | "default"))
+}
+
+fn turns_sandbox_on(value: &Value) -> bool {
+    value == &Value::Bool(true)
+        || value
+            .as_str()
+            .is_some_and(|s| s.trim().eq_ignore_ascii_case("landlock"))
+}
+
+fn is_true(value: &Value) -> bool {
+    value == &Value::Bool(true)
+}
