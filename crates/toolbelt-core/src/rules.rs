@@ -8,6 +8,11 @@
 //! commands for shell calls, paths for file tools, the host for fetches, a literal
 //! otherwise.
 //!
+//! Path rules of file tools name *operations* (reading, editing), not single tools:
+//! `read_file(//etc/**)` also covers `grep_search`, `glob`, `read_many_files` and
+//! `list_directory` (see `rules/paths.rs`, which also compiles them into the
+//! [`PathPolicy`] that path resolution and walks apply).
+//!
 //! This file holds the rule model, parsing, name matching and the decision order. The
 //! grammars of specifiers (command globs, path globs, domains) are in `rules/specifier.rs`.
 
@@ -16,7 +21,10 @@ use std::path::PathBuf;
 use crate::settings::Settings;
 use crate::tool::PermissionSubject;
 
+mod paths;
 mod specifier;
+
+pub use paths::{PathOperation, PathPolicy};
 
 /// The answer of the rules for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -125,6 +133,27 @@ impl Rule {
         }
         match &self.specifier {
             None => true,
+            Some(spec) => matches_subject(spec, subject, base),
+        }
+    }
+
+    /// Like [`Rule::matches_in`] for a rule found in `list`, with path rules read as
+    /// operations: `read_file(//x)` also covers a `glob` call whose paths it matches, and
+    /// deny and ask rules on reading also cover edits (see `rules/paths.rs`).
+    fn covers(
+        &self,
+        tool: &str,
+        subject: &PermissionSubject,
+        base: &RuleBase,
+        list: RuleList,
+    ) -> bool {
+        if !self.speaks_about(tool, list) {
+            return false;
+        }
+        let by_name = self.tools.iter().any(|t| t == tool);
+        match &self.specifier {
+            None => by_name,
+            Some(_) if !by_name && !matches!(subject, PermissionSubject::Paths(_)) => false,
             Some(spec) => matches_subject(spec, subject, base),
         }
     }
@@ -309,13 +338,13 @@ impl PermissionRules {
     }
 
     fn verdict_one(&self, tool: &str, subject: &PermissionSubject) -> Verdict {
-        let found = |rules: &[Rule]| {
+        let found = |rules: &[Rule], list: RuleList| {
             rules
                 .iter()
-                .find(|r| r.matches_in(tool, subject, &self.base))
+                .find(|r| r.covers(tool, subject, &self.base, list))
                 .map(|r| r.text.clone())
         };
-        if let Some(rule) = found(&self.deny) {
+        if let Some(rule) = found(&self.deny, RuleList::Deny) {
             return Verdict {
                 decision: Decision::Deny,
                 rule: Some(rule),
@@ -324,7 +353,7 @@ impl PermissionRules {
         if tool == SHELL_TOOL
             && !self.core_commands.is_empty()
             && matches!(subject, PermissionSubject::Commands(_))
-            && found(&self.core_commands).is_none()
+            && found(&self.core_commands, RuleList::Allow).is_none()
         {
             let names: Vec<&str> = self.core_commands.iter().map(|r| r.text.as_str()).collect();
             return Verdict {
@@ -332,8 +361,11 @@ impl PermissionRules {
                 rule: Some(format!("tools.core ({})", names.join(", "))),
             };
         }
-        for (rules, decision) in [(&self.ask, Decision::Ask), (&self.allow, Decision::Allow)] {
-            if let Some(rule) = found(rules) {
+        for (rules, list, decision) in [
+            (&self.ask, RuleList::Ask, Decision::Ask),
+            (&self.allow, RuleList::Allow, Decision::Allow),
+        ] {
+            if let Some(rule) = found(rules, list) {
                 return Verdict {
                     decision,
                     rule: Some(rule),
@@ -344,6 +376,29 @@ impl PermissionRules {
             decision: Decision::Default,
             rule: None,
         }
+    }
+}
+
+impl PermissionRules {
+    /// The tool names, as written, of rules that name neither an alias (`Read`, `Bash`,
+    /// `WebFetch`, ...) nor a tool `known` accepts, once each in the order written: such
+    /// a rule has no effect, and is usually a misspelling worth a warning.
+    pub fn unknown_tools(&self, known: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut unknown: Vec<String> = Vec::new();
+        for rule in self
+            .allow
+            .iter()
+            .chain(&self.ask)
+            .chain(&self.deny)
+            .chain(&self.core_commands)
+        {
+            let name = crate::registry::rule_tool_name(&rule.text);
+            let is_alias = ALIASES.iter().any(|(alias, _)| *alias == name);
+            if !is_alias && !known(name) && !unknown.iter().any(|u| u == name) {
+                unknown.push(name.to_string());
+            }
+        }
+        unknown
     }
 }
 
@@ -517,5 +572,81 @@ mod tests {
             rules.evaluate("read_file", &path("/proj/b.rs")),
             Decision::Default
         );
+    }
+
+    #[test]
+    fn path_rules_name_operations_not_tools() {
+        let mut rules = PermissionRules::default().with_base("/proj", None);
+        rules.add(RuleList::Deny, "read_file(//secret/**)");
+        rules.add(RuleList::Deny, "edit(/locked.txt)");
+        rules.add(RuleList::Allow, "Read(/src/**)");
+        let path = |p: &str| PermissionSubject::Paths(vec![p.into()]);
+        for tool in [
+            "read_file",
+            "read_many_files",
+            "grep_search",
+            "glob",
+            "list_directory",
+        ] {
+            let v = rules.verdict(tool, &path("/secret/key"));
+            assert_eq!(v.decision, Decision::Deny, "{tool}");
+            assert_eq!(v.rule.as_deref(), Some("read_file(//secret/**)"));
+            assert_eq!(
+                rules.evaluate(tool, &path("/proj/src/a.rs")),
+                Decision::Allow
+            );
+        }
+        for tool in ["edit", "write_file", "notebook_edit"] {
+            assert_eq!(
+                rules.evaluate(tool, &path("/proj/locked.txt")),
+                Decision::Deny,
+                "{tool}"
+            );
+            assert_eq!(
+                rules.evaluate(tool, &path("/secret/key")),
+                Decision::Deny,
+                "{tool}: an edit reads the file too"
+            );
+            assert_eq!(
+                rules.evaluate(tool, &path("/proj/src/a.rs")),
+                Decision::Default,
+                "{tool}: allowing reads does not allow edits"
+            );
+        }
+        assert_eq!(
+            rules.evaluate("read_file", &path("/proj/locked.txt")),
+            Decision::Default,
+            "an edit rule does not forbid reading"
+        );
+        // Other tools keep their own names: a file rule says nothing about MCP tools.
+        assert_eq!(
+            rules.evaluate("mcp__x__read", &path("/secret/key")),
+            Decision::Default
+        );
+        // A bare rule names one tool, not the operation.
+        let mut bare = PermissionRules::default();
+        bare.add(RuleList::Deny, "read_file");
+        assert_eq!(
+            bare.evaluate("glob", &path("/x")),
+            Decision::Default
+        );
+        assert_eq!(bare.evaluate("read_file", &path("/x")), Decision::Deny);
+    }
+
+    #[test]
+    fn unknown_tools_are_named_and_aliases_are_not_unknown() {
+        let mut rules = PermissionRules::default();
+        for (list, text) in [
+            (RuleList::Deny, "raed_file(//x)"),
+            (RuleList::Allow, "WebFetch(domain:x.org)"),
+            (RuleList::Allow, "Bash(git *)"),
+            (RuleList::Ask, "glob"),
+            (RuleList::Ask, "raed_file"),
+            (RuleList::Deny, "mcp__gone__tool"),
+        ] {
+            rules.add(list, text);
+        }
+        let known = |name: &str| name == "glob" || name == "read_file";
+        assert_eq!(rules.unknown_tools(known), ["raed_file", "mcp__gone__tool"]);
     }
 }

@@ -32,6 +32,8 @@ pub mod walk;
 pub mod write_file;
 
 #[cfg(test)]
+mod path_rules_tests;
+#[cfg(test)]
 mod test_support;
 
 /// Every built-in tool for a session.
