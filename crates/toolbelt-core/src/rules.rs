@@ -414,7 +414,16 @@ mod tests {
         let r = Rule::parse("Bash(git:*)").unwrap();
         assert_eq!(r.tools, ["run_shell_command"]);
         assert_eq!(r.specifier.as_deref(), Some("git *"));
-        assert_eq!(Rule::parse("Read").unwrap().tools.len(), 5);
+        assert_eq!(
+            Rule::parse("Read").unwrap().tools,
+            [
+                "read_file",
+                "read_many_files",
+                "grep_search",
+                "glob",
+                "list_directory"
+            ]
+        );
         assert_eq!(
             Rule::parse("edit(*)").unwrap().specifier,
             None,
@@ -423,6 +432,69 @@ mod tests {
         assert!(Rule::parse("Bash(git").is_none());
         assert!(Rule::parse("Bash)").is_none());
         assert!(Rule::parse("").is_none());
+    }
+
+    /// Every alias, as a bare deny rule, against every built-in tool: the verdict of each
+    /// pair, not only how many tools an alias expands to.
+    #[test]
+    fn alias_table_verdicts() {
+        const TOOLS: &[&str] = &[
+            "run_shell_command",
+            "read_file",
+            "read_many_files",
+            "grep_search",
+            "glob",
+            "list_directory",
+            "edit",
+            "write_file",
+            "web_fetch",
+            "web_search",
+            "agent",
+        ];
+        let table: &[(&str, &[&str])] = &[
+            ("Bash", &["run_shell_command"]),
+            ("Shell", &["run_shell_command"]),
+            (
+                "Read",
+                &[
+                    "read_file",
+                    "read_many_files",
+                    "grep_search",
+                    "glob",
+                    "list_directory",
+                ],
+            ),
+            ("Edit", &["edit", "write_file"]),
+            ("Write", &["write_file"]),
+            ("Grep", &["grep_search"]),
+            ("Glob", &["glob"]),
+            ("LS", &["list_directory"]),
+            ("WebFetch", &["web_fetch"]),
+            ("WebSearch", &["web_search"]),
+            ("Agent", &["agent"]),
+            ("Task", &["agent"]),
+            ("replace", &["edit"]),
+            ("search_file_content", &["grep_search"]),
+            ("ls", &["list_directory"]),
+            ("task", &["agent"]),
+            ("read_file", &["read_file"]),
+        ];
+        for (alias, denied) in table {
+            let mut rules = PermissionRules::default();
+            rules.add(RuleList::Deny, alias);
+            for tool in TOOLS {
+                let want = if denied.contains(tool) {
+                    Decision::Deny
+                } else {
+                    Decision::Default
+                };
+                let verdict = rules.verdict(tool, &PermissionSubject::None);
+                assert_eq!(verdict.decision, want, "deny {alias} on {tool}");
+                if want == Decision::Deny {
+                    assert_eq!(verdict.rule.as_deref(), Some(*alias));
+                }
+            }
+        }
     }
 
     #[test]
