@@ -698,10 +698,7 @@ mod tests {
         // A bare rule names one tool, not the operation.
         let mut bare = PermissionRules::default();
         bare.add(RuleList::Deny, "read_file");
-        assert_eq!(
-            bare.evaluate("glob", &path("/x")),
-            Decision::Default
-        );
+        assert_eq!(bare.evaluate("glob", &path("/x")), Decision::Default);
         assert_eq!(bare.evaluate("read_file", &path("/x")), Decision::Deny);
     }
 

@@ -121,7 +121,10 @@ async fn grep_search_skips_denied_files_and_refuses_a_denied_path() {
     let r = f.call("grep_search", json!({"pattern": "needle"})).await;
     let text = r.llm_text();
     assert!(text.contains("public.txt:1:"), "{text}");
-    assert!(text.contains("locked.txt:1:"), "an edit rule does not hide: {text}");
+    assert!(
+        text.contains("locked.txt:1:"),
+        "an edit rule does not hide: {text}"
+    );
     assert_withheld(&text, 3);
     let r = f
         .call(
@@ -147,7 +150,10 @@ async fn glob_lists_no_denied_file() {
     assert!(text.contains("public.txt"), "{text}");
     assert_withheld(&text, 3);
     let r = f
-        .call("glob", json!({"pattern": format!("{}/*", f.path("private"))}))
+        .call(
+            "glob",
+            json!({"pattern": format!("{}/*", f.path("private"))}),
+        )
         .await;
     assert_denied(&r, "Read(/private)");
     let r = f

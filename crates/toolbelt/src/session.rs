@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use toolbelt_core::rules::PathPolicy;
 use toolbelt_core::{
-    Origin, PermissionRules, Settings, SettingsPaths, ToolEnvironment, ToolRegistry,
-    WorkspaceRoots,
+    Origin, PermissionRules, Settings, SettingsPaths, ToolEnvironment, ToolRegistry, WorkspaceRoots,
 };
 use toolbelt_mcp::McpServers;
 

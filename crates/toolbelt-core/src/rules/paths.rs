@@ -184,9 +184,7 @@ impl PathPolicy {
             (RuleList::Allow, Decision::Allow),
         ] {
             let found = self.rules.iter().find(|r| {
-                r.list == list
-                    && operation.answers_to(r.operation, list)
-                    && r.glob.is_match(path)
+                r.list == list && operation.answers_to(r.operation, list) && r.glob.is_match(path)
             });
             if let Some(rule) = found {
                 return Verdict {
