@@ -252,6 +252,12 @@ impl ToolRegistry {
         self.index.get(name).map(|&i| &self.entries[i])
     }
 
+    /// Whether `name` is a tool of this session, registered or removed by the settings
+    /// (a rule naming a removed tool is not a misspelling).
+    pub fn knows(&self, name: &str) -> bool {
+        self.get(name).is_some() || self.removed.contains_key(name)
+    }
+
     /// Every tool, in registration order.
     pub fn all(&self) -> impl Iterator<Item = &Registration> {
         self.entries.iter()

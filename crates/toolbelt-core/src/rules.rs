@@ -8,6 +8,11 @@
 //! commands for shell calls, paths for file tools, the host for fetches, a literal
 //! otherwise.
 //!
+//! Path rules of file tools name *operations* (reading, editing), not single tools:
+//! `read_file(//etc/**)` also covers `grep_search`, `glob`, `read_many_files` and
+//! `list_directory` (see `rules/paths.rs`, which also compiles them into the
+//! [`PathPolicy`] that path resolution and walks apply).
+//!
 //! This file holds the rule model, parsing, name matching and the decision order. The
 //! grammars of specifiers (command globs, path globs, domains) are in `rules/specifier.rs`.
 
@@ -18,8 +23,10 @@ use crate::tool::PermissionSubject;
 #[cfg(test)]
 use crate::tool::ShellCommand;
 
+mod paths;
 mod specifier;
 
+pub use paths::{PathOperation, PathPolicy};
 pub use specifier::{CommandPurpose, SYSTEM_BIN_DIRS};
 
 /// The answer of the rules for one call.
@@ -150,6 +157,28 @@ impl Rule {
         }
         match &self.specifier {
             None => true,
+            Some(spec) => matches_subject(spec, subject, base, purpose),
+        }
+    }
+
+    /// Like [`Rule::matches_in`] for a rule found in `list`, with path rules read as
+    /// operations: `read_file(//x)` also covers a `glob` call whose paths it matches, and
+    /// deny and ask rules on reading also cover edits (see `rules/paths.rs`).
+    fn covers(
+        &self,
+        tool: &str,
+        subject: &PermissionSubject,
+        base: &RuleBase,
+        list: RuleList,
+        purpose: CommandPurpose,
+    ) -> bool {
+        if !self.speaks_about(tool, list) {
+            return false;
+        }
+        let by_name = self.tools.iter().any(|t| t == tool);
+        match &self.specifier {
+            None => by_name,
+            Some(_) if !by_name && !matches!(subject, PermissionSubject::Paths(_)) => false,
             Some(spec) => matches_subject(spec, subject, base, purpose),
         }
     }
@@ -342,13 +371,13 @@ impl PermissionRules {
     }
 
     fn verdict_one(&self, tool: &str, subject: &PermissionSubject) -> Verdict {
-        let found = |rules: &[Rule], purpose: CommandPurpose| {
+        let found = |rules: &[Rule], list: RuleList, purpose: CommandPurpose| {
             rules
                 .iter()
-                .find(|r| r.matches_for(purpose, tool, subject, &self.base))
+                .find(|r| r.covers(tool, subject, &self.base, list, purpose))
                 .map(|r| r.text.clone())
         };
-        if let Some(rule) = found(&self.deny, CommandPurpose::Restrict) {
+        if let Some(rule) = found(&self.deny, RuleList::Deny, CommandPurpose::Restrict) {
             return Verdict {
                 decision: Decision::Deny,
                 rule: Some(rule),
@@ -357,7 +386,7 @@ impl PermissionRules {
         if tool == SHELL_TOOL
             && !self.core_commands.is_empty()
             && matches!(subject, PermissionSubject::Commands(_))
-            && found(&self.core_commands, CommandPurpose::Limit).is_none()
+            && found(&self.core_commands, RuleList::Allow, CommandPurpose::Limit).is_none()
         {
             let names: Vec<&str> = self.core_commands.iter().map(|r| r.text.as_str()).collect();
             return Verdict {
@@ -365,11 +394,21 @@ impl PermissionRules {
                 rule: Some(format!("tools.core ({})", names.join(", "))),
             };
         }
-        for (rules, decision, purpose) in [
-            (&self.ask, Decision::Ask, CommandPurpose::Restrict),
-            (&self.allow, Decision::Allow, CommandPurpose::Approve),
+        for (rules, list, decision, purpose) in [
+            (
+                &self.ask,
+                RuleList::Ask,
+                Decision::Ask,
+                CommandPurpose::Restrict,
+            ),
+            (
+                &self.allow,
+                RuleList::Allow,
+                Decision::Allow,
+                CommandPurpose::Approve,
+            ),
         ] {
-            if let Some(rule) = found(rules, purpose) {
+            if let Some(rule) = found(rules, list, purpose) {
                 return Verdict {
                     decision,
                     rule: Some(rule),
@@ -380,6 +419,29 @@ impl PermissionRules {
             decision: Decision::Default,
             rule: None,
         }
+    }
+}
+
+impl PermissionRules {
+    /// The tool names, as written, of rules that name neither an alias (`Read`, `Bash`,
+    /// `WebFetch`, ...) nor a tool `known` accepts, once each in the order written: such
+    /// a rule has no effect, and is usually a misspelling worth a warning.
+    pub fn unknown_tools(&self, known: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut unknown: Vec<String> = Vec::new();
+        for rule in self
+            .allow
+            .iter()
+            .chain(&self.ask)
+            .chain(&self.deny)
+            .chain(&self.core_commands)
+        {
+            let name = crate::registry::rule_tool_name(&rule.text);
+            let is_alias = ALIASES.iter().any(|(alias, _)| *alias == name);
+            if !is_alias && !known(name) && !unknown.iter().any(|u| u == name) {
+                unknown.push(name.to_string());
+            }
+        }
+        unknown
     }
 }
 
@@ -395,7 +457,16 @@ mod tests {
         let r = Rule::parse("Bash(git:*)").unwrap();
         assert_eq!(r.tools, ["run_shell_command"]);
         assert_eq!(r.specifier.as_deref(), Some("git *"));
-        assert_eq!(Rule::parse("Read").unwrap().tools.len(), 5);
+        assert_eq!(
+            Rule::parse("Read").unwrap().tools,
+            [
+                "read_file",
+                "read_many_files",
+                "grep_search",
+                "glob",
+                "list_directory"
+            ]
+        );
         assert_eq!(
             Rule::parse("edit(*)").unwrap().specifier,
             None,
@@ -404,6 +475,69 @@ mod tests {
         assert!(Rule::parse("Bash(git").is_none());
         assert!(Rule::parse("Bash)").is_none());
         assert!(Rule::parse("").is_none());
+    }
+
+    /// Every alias, as a bare deny rule, against every built-in tool: the verdict of each
+    /// pair, not only how many tools an alias expands to.
+    #[test]
+    fn alias_table_verdicts() {
+        const TOOLS: &[&str] = &[
+            "run_shell_command",
+            "read_file",
+            "read_many_files",
+            "grep_search",
+            "glob",
+            "list_directory",
+            "edit",
+            "write_file",
+            "web_fetch",
+            "web_search",
+            "agent",
+        ];
+        let table: &[(&str, &[&str])] = &[
+            ("Bash", &["run_shell_command"]),
+            ("Shell", &["run_shell_command"]),
+            (
+                "Read",
+                &[
+                    "read_file",
+                    "read_many_files",
+                    "grep_search",
+                    "glob",
+                    "list_directory",
+                ],
+            ),
+            ("Edit", &["edit", "write_file"]),
+            ("Write", &["write_file"]),
+            ("Grep", &["grep_search"]),
+            ("Glob", &["glob"]),
+            ("LS", &["list_directory"]),
+            ("WebFetch", &["web_fetch"]),
+            ("WebSearch", &["web_search"]),
+            ("Agent", &["agent"]),
+            ("Task", &["agent"]),
+            ("replace", &["edit"]),
+            ("search_file_content", &["grep_search"]),
+            ("ls", &["list_directory"]),
+            ("task", &["agent"]),
+            ("read_file", &["read_file"]),
+        ];
+        for (alias, denied) in table {
+            let mut rules = PermissionRules::default();
+            rules.add(RuleList::Deny, alias);
+            for tool in TOOLS {
+                let want = if denied.contains(tool) {
+                    Decision::Deny
+                } else {
+                    Decision::Default
+                };
+                let verdict = rules.verdict(tool, &PermissionSubject::None);
+                assert_eq!(verdict.decision, want, "deny {alias} on {tool}");
+                if want == Decision::Deny {
+                    assert_eq!(verdict.rule.as_deref(), Some(*alias));
+                }
+            }
+        }
     }
 
     #[test]
@@ -553,5 +687,78 @@ mod tests {
             rules.evaluate("read_file", &path("/proj/b.rs")),
             Decision::Default
         );
+    }
+
+    #[test]
+    fn path_rules_name_operations_not_tools() {
+        let mut rules = PermissionRules::default().with_base("/proj", None);
+        rules.add(RuleList::Deny, "read_file(//secret/**)");
+        rules.add(RuleList::Deny, "edit(/locked.txt)");
+        rules.add(RuleList::Allow, "Read(/src/**)");
+        let path = |p: &str| PermissionSubject::Paths(vec![p.into()]);
+        for tool in [
+            "read_file",
+            "read_many_files",
+            "grep_search",
+            "glob",
+            "list_directory",
+        ] {
+            let v = rules.verdict(tool, &path("/secret/key"));
+            assert_eq!(v.decision, Decision::Deny, "{tool}");
+            assert_eq!(v.rule.as_deref(), Some("read_file(//secret/**)"));
+            assert_eq!(
+                rules.evaluate(tool, &path("/proj/src/a.rs")),
+                Decision::Allow
+            );
+        }
+        for tool in ["edit", "write_file", "notebook_edit"] {
+            assert_eq!(
+                rules.evaluate(tool, &path("/proj/locked.txt")),
+                Decision::Deny,
+                "{tool}"
+            );
+            assert_eq!(
+                rules.evaluate(tool, &path("/secret/key")),
+                Decision::Deny,
+                "{tool}: an edit reads the file too"
+            );
+            assert_eq!(
+                rules.evaluate(tool, &path("/proj/src/a.rs")),
+                Decision::Default,
+                "{tool}: allowing reads does not allow edits"
+            );
+        }
+        assert_eq!(
+            rules.evaluate("read_file", &path("/proj/locked.txt")),
+            Decision::Default,
+            "an edit rule does not forbid reading"
+        );
+        // Other tools keep their own names: a file rule says nothing about MCP tools.
+        assert_eq!(
+            rules.evaluate("mcp__x__read", &path("/secret/key")),
+            Decision::Default
+        );
+        // A bare rule names one tool, not the operation.
+        let mut bare = PermissionRules::default();
+        bare.add(RuleList::Deny, "read_file");
+        assert_eq!(bare.evaluate("glob", &path("/x")), Decision::Default);
+        assert_eq!(bare.evaluate("read_file", &path("/x")), Decision::Deny);
+    }
+
+    #[test]
+    fn unknown_tools_are_named_and_aliases_are_not_unknown() {
+        let mut rules = PermissionRules::default();
+        for (list, text) in [
+            (RuleList::Deny, "raed_file(//x)"),
+            (RuleList::Allow, "WebFetch(domain:x.org)"),
+            (RuleList::Allow, "Bash(git *)"),
+            (RuleList::Ask, "glob"),
+            (RuleList::Ask, "raed_file"),
+            (RuleList::Deny, "mcp__gone__tool"),
+        ] {
+            rules.add(list, text);
+        }
+        let known = |name: &str| name == "glob" || name == "read_file";
+        assert_eq!(rules.unknown_tools(known), ["raed_file", "mcp__gone__tool"]);
     }
 }

@@ -5,11 +5,19 @@
 //! containment, also for paths that do not exist yet (the nearest existing ancestor is
 //! resolved and the rest appended). A symbolic link inside the workspace that points out
 //! of it is therefore outside.
+//!
+//! The roots also carry the session's [`PathPolicy`]: path rules name operations
+//! (reading, editing), and the resolving methods are where every file tool's paths pass,
+//! so a denied path is refused here, naming the rule, whichever tool asked for it.
+//! [`WorkspaceRoots::resolve_readable`] checks reading, [`WorkspaceRoots::resolve`]
+//! editing (it is the write path); both check the path as given and as resolved, so a
+//! symbolic link cannot walk around a rule written for either name.
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
 use crate::result::{ErrorKind, ToolError};
+use crate::rules::{PathOperation, PathPolicy};
 
 /// The directories tools may work in: the current directory, `--include-directories`
 /// and `context.includeDirectories`, each stored resolved (canonical).
@@ -19,6 +27,8 @@ pub struct WorkspaceRoots {
     /// Directories tools may read but not write: the session's own files (spilled
     /// output, background job logs), so the model can page through what was cut.
     readable: Vec<PathBuf>,
+    /// The permission rules on reading and editing paths.
+    policy: PathPolicy,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,6 +51,23 @@ pub enum PathError {
     DanglingLink(String),
     #[error("cannot resolve '{0}': {1}")]
     Io(String, String),
+    #[error(
+        "{} '{path}' is denied by the permission rule `{rule}` in the settings; do not try to reach it another way",
+        capitalized(operation.gerund())
+    )]
+    Denied {
+        path: String,
+        operation: PathOperation,
+        rule: String,
+    },
+}
+
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 impl PathError {
@@ -48,6 +75,7 @@ impl PathError {
         match self {
             PathError::Outside { .. } | PathError::DanglingLink(_) => ErrorKind::PathNotInWorkspace,
             PathError::Io(..) => ErrorKind::ReadContentFailure,
+            PathError::Denied { .. } => ErrorKind::ExecutionDenied,
             _ => ErrorKind::InvalidToolParams,
         }
     }
@@ -100,7 +128,43 @@ impl WorkspaceRoots {
         Ok(WorkspaceRoots {
             roots: resolved,
             readable: Vec::new(),
+            policy: PathPolicy::default(),
         })
+    }
+
+    /// Applies `policy` to every path resolved from now on.
+    pub fn with_path_policy(mut self, policy: PathPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The path rules, for walks that must leave covered paths out.
+    pub fn path_policy(&self) -> &PathPolicy {
+        &self.policy
+    }
+
+    /// Refuses `operation` on a path a deny rule covers, by its resolved name or by the
+    /// name it was given (lexically normalised).
+    fn check_rules(
+        &self,
+        operation: PathOperation,
+        given: &str,
+        real: &Path,
+    ) -> Result<(), PathError> {
+        if self.policy.is_empty() {
+            return Ok(());
+        }
+        let lexical = normalize_lexically(Path::new(given));
+        for path in [real, lexical.as_path()] {
+            if let Some(rule) = self.policy.denying_rule(operation, path) {
+                return Err(PathError::Denied {
+                    path: given.to_string(),
+                    operation,
+                    rule,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Adds a directory that read-only tools may read (created if missing).
@@ -113,20 +177,22 @@ impl WorkspaceRoots {
         Ok(())
     }
 
-    /// Like [`WorkspaceRoots::resolve`], but also accepts the readable directories.
-    /// For tools that only read.
+    /// Like [`WorkspaceRoots::resolve`], but also accepts the readable directories, and
+    /// checks the rules on *reading* (not editing) the path. For tools that only read.
     pub fn resolve_readable(&self, given: &str) -> Result<PathBuf, PathError> {
-        match self.resolve(given) {
+        let real = match self.resolve_contained(given) {
             Err(PathError::Outside { path, via, roots }) => {
                 let real = resolve_real(Path::new(given))?;
                 if self.readable.iter().any(|r| real.starts_with(r)) {
-                    Ok(real)
+                    real
                 } else {
-                    Err(PathError::Outside { path, via, roots })
+                    return Err(PathError::Outside { path, via, roots });
                 }
             }
-            other => other,
-        }
+            other => other?,
+        };
+        self.check_rules(PathOperation::Read, given, &real)?;
+        Ok(real)
     }
 
     /// The roots, the first being the primary one (the current directory).
@@ -165,9 +231,18 @@ impl WorkspaceRoots {
     }
 
     /// Checks a path given by the model: not empty, no NUL, absolute; then resolves `..`
-    /// and symbolic links and checks that the result is inside a root. Returns the
-    /// resolved path, which need not exist.
+    /// and symbolic links and checks that the result is inside a root, and that no rule
+    /// denies *editing* it (this is the write path). Returns the resolved path, which
+    /// need not exist.
     pub fn resolve(&self, given: &str) -> Result<PathBuf, PathError> {
+        let real = self.resolve_contained(given)?;
+        self.check_rules(PathOperation::Edit, given, &real)?;
+        Ok(real)
+    }
+
+    /// The containment check of [`WorkspaceRoots::resolve`] alone, without the path
+    /// rules: for a place that is neither read nor edited as a file (a working directory).
+    pub fn resolve_contained(&self, given: &str) -> Result<PathBuf, PathError> {
         let path = check_absolute(given, &self.roots)?;
         let real = resolve_real(&path)?;
         if self.contains(&real) {

@@ -319,6 +319,7 @@ impl GlobCall {
         let recent_since = SystemTime::now()
             .checked_sub(RECENT)
             .unwrap_or(SystemTime::UNIX_EPOCH);
+        let withheld = walk::Withheld::new(&self.env.roots);
         for (i, start) in self.starts.iter().enumerate() {
             // A start nested in another is already walked with it.
             if self.starts[..i].iter().any(|s| start.starts_with(s)) {
@@ -336,7 +337,7 @@ impl GlobCall {
                 stop: &stop,
                 cancel,
             };
-            walk::walker(start, self.rules)
+            walk::walker(start, self.rules, &withheld)
                 .threads(walk::threads())
                 .build_parallel()
                 .visit(&mut Visitors(shared));
@@ -345,10 +346,10 @@ impl GlobCall {
             return ToolResult::err(ErrorKind::Cancelled, "The file search was cancelled.");
         }
         let best = best.into_inner().unwrap_or_default();
-        self.render(best)
+        self.render(best, &withheld)
     }
 
-    fn render(&self, best: Best) -> ToolResult {
+    fn render(&self, best: Best, withheld: &walk::Withheld) -> ToolResult {
         let within: Vec<String> = self.bases.iter().map(|b| b.display().to_string()).collect();
         let within = within.join(", ");
         if best.total == 0 {
@@ -358,6 +359,10 @@ impl GlobCall {
             );
             if self.rules.respect_git_ignore || self.rules.respect_qwen_ignore {
                 text.push_str(" Files ignored by .gitignore or .qwenignore were not searched; set respect_git_ignore (or respect_qwen_ignore) to false to include them.");
+            }
+            if let Some(note) = withheld.note() {
+                text.push(' ');
+                text.push_str(&note);
             }
             return ToolResult::text(text);
         }
@@ -376,6 +381,9 @@ impl GlobCall {
                 best.total - hits.len(),
                 self.cap
             ));
+        }
+        if let Some(note) = withheld.note() {
+            text.push_str(&format!("---\n{note}"));
         }
         ToolResult::text(text.trim_end().to_string())
     }

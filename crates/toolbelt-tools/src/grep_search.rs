@@ -449,6 +449,7 @@ impl GrepCall {
             hits: Mutex::new(Vec::new()),
             failures: Mutex::new((0, Vec::new())),
         };
+        let withheld = walk::Withheld::new(&self.env.roots);
         for (i, target) in self.targets.iter().enumerate() {
             if self.targets[..i].iter().any(|t| target.starts_with(t)) {
                 continue;
@@ -472,7 +473,7 @@ impl GrepCall {
                 // would skip it, as ripgrep does.
                 progress.search_file(&mut searcher(), &self.matcher, target);
             } else if meta.is_dir() {
-                walk::walker(target, self.rules)
+                walk::walker(target, self.rules, &withheld)
                     .threads(walk::threads())
                     .build_parallel()
                     .visit(&mut Visitors {
@@ -491,10 +492,10 @@ impl GrepCall {
                 );
             }
         }
-        self.render(progress)
+        self.render(progress, &withheld)
     }
 
-    fn render(&self, progress: Progress<'_>) -> ToolResult {
+    fn render(&self, progress: Progress<'_>, withheld: &walk::Withheld) -> ToolResult {
         let stop = progress.stop.lock().ok().and_then(|s| *s);
         let files_searched = progress.files_searched.load(Ordering::Relaxed);
         let (failed, named) = progress.failures.into_inner().unwrap_or_default();
@@ -549,6 +550,7 @@ impl GrepCall {
                 if failed > named.len() { "; ..." } else { "" }
             ));
         }
+        notes.extend(withheld.note());
         if !notes.is_empty() {
             if count > 0 {
                 text.push_str("---\n");

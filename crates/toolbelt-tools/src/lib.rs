@@ -48,6 +48,8 @@ pub use shell::RunShellCommand;
 pub use write_file::WriteFile;
 
 #[cfg(test)]
+mod path_rules_tests;
+#[cfg(test)]
 mod test_support;
 
 #[cfg(test)]

@@ -110,6 +110,7 @@ impl Tool for ListDirectory {
         );
         let cap = MAX_ENTRIES.min(self.env.output.max_lines.saturating_sub(8).max(1));
         Ok(Box::new(ListCall {
+            withheld: walk::Withheld::new(&self.env.roots),
             display_path: self.env.roots.display_relative(&path),
             path,
             ignore,
@@ -131,6 +132,8 @@ struct ListCall {
     ignore: GlobSet,
     rules: IgnoreRules,
     cap: usize,
+    /// What the permission rules keep from this listing.
+    withheld: walk::Withheld,
 }
 
 struct Entry {
@@ -174,6 +177,10 @@ impl ListCall {
         let mut entries = Vec::new();
         for entry in all.flatten() {
             let name = entry.file_name();
+            // Before the ignore checks: `children` did not see a withheld name either.
+            if self.withheld.withholds(&entry.path()) {
+                continue;
+            }
             // The walker never enters `.git`; it counts as git-ignored unless the git
             // rules are off, when it is listed like any directory.
             let shown_anyway = name == ".git" && !self.rules.respect_git_ignore;
@@ -229,13 +236,17 @@ impl ListCall {
         if !hidden.is_empty() {
             text.push_str(&format!("\n({} not shown)", hidden.join(", ")));
         }
+        if let Some(note) = self.withheld.note() {
+            text.push_str(&format!("\n{note}"));
+        }
         Ok(ToolResult::text(text.trim_end().to_string()))
     }
 }
 
 /// The names directly inside `dir` that the ignore rules keep.
 fn children(dir: &Path, rules: IgnoreRules) -> HashSet<OsString> {
-    walk::walker(dir, rules)
+    // The caller checks the permission rules itself, name by name, and counts them.
+    walk::walker(dir, rules, &walk::Withheld::default())
         .max_depth(Some(1))
         .build()
         .flatten()

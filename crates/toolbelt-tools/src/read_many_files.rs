@@ -196,6 +196,7 @@ impl Tool for ReadManyFiles {
             default_excludes,
             recursive: params.recursive.unwrap_or(true),
             rules,
+            withheld: walk::Withheld::new(&self.env.roots),
         }))
     }
 }
@@ -274,6 +275,8 @@ struct ReadManyCall {
     default_excludes: bool,
     recursive: bool,
     rules: IgnoreRules,
+    /// What the permission rules kept out of this call's walks.
+    withheld: walk::Withheld,
 }
 
 /// A file to read and whether it was asked for by name (media files must be).
@@ -289,6 +292,8 @@ struct Report {
     skipped: Vec<(String, String)>,
     did_not_fit: Vec<String>,
     missing: Vec<String>,
+    /// The note saying that permission rules left paths out, if they did.
+    withheld: Option<String>,
 }
 
 impl ReadManyCall {
@@ -343,7 +348,7 @@ impl ReadManyCall {
 
     /// Regular files under `base` that the ignore rules and excludes keep.
     fn walk(&self, base: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
-        let mut builder = walk::walker(base, self.rules);
+        let mut builder = walk::walker(base, self.rules, &self.withheld);
         if !self.recursive {
             builder.max_depth(Some(1));
         }
@@ -379,6 +384,7 @@ impl ReadManyCall {
     fn read(&self, cancel: &CancellationToken) -> ToolResult {
         let mut report = Report::default();
         let files = self.collect(&mut report);
+        report.withheld = self.withheld.note();
         let policy = &self.env.output;
         // Room is kept for the separators and the closing notes.
         let mut chars_left = policy.max_chars.saturating_sub(policy.max_chars / 10);
@@ -509,6 +515,7 @@ impl Report {
                 .collect();
             notes.push(format!("Skipped: {}.", list.join(", ")));
         }
+        notes.extend(self.withheld.clone());
         notes.join("\n")
     }
 }

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
+use toolbelt_core::rules::PathPolicy;
 use toolbelt_core::{
-    ConfirmationDetails, ErrorKind, ExecContext, Invocation, OutputPolicy, Settings,
-    ToolEnvironment, ToolError, ToolRegistry, ToolResult, WorkspaceRoots,
+    ConfirmationDetails, ErrorKind, ExecContext, Invocation, OutputPolicy, PermissionRules,
+    RuleList, Settings, ToolEnvironment, ToolError, ToolRegistry, ToolResult, WorkspaceRoots,
 };
 
 pub struct Fixture {
@@ -22,20 +23,37 @@ pub fn fixture() -> Fixture {
 
 /// A workspace of two directories, `ws` and `ws2`.
 pub fn fixture_two_roots() -> Fixture {
-    build(25_000, 1_000, Settings::default(), &["ws", "ws2"])
+    build(25_000, 1_000, Settings::default(), &["ws", "ws2"], &[])
 }
 
 pub fn fixture_with(max_chars: usize, max_lines: usize, settings: Settings) -> Fixture {
-    build(max_chars, max_lines, settings, &["ws"])
+    build(max_chars, max_lines, settings, &["ws"], &[])
 }
 
-fn build(max_chars: usize, max_lines: usize, settings: Settings, roots: &[&str]) -> Fixture {
+/// A workspace whose permission rules are `rules`, path rules anchored at `ws` (as the
+/// binary anchors them at the primary workspace directory).
+pub fn fixture_with_rules(rules: &[(RuleList, &str)]) -> Fixture {
+    build(25_000, 1_000, Settings::default(), &["ws"], rules)
+}
+
+fn build(
+    max_chars: usize,
+    max_lines: usize,
+    settings: Settings,
+    roots: &[&str],
+    rules: &[(RuleList, &str)],
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     for root in roots {
         std::fs::create_dir(dir.path().join(root)).unwrap();
     }
     std::fs::create_dir(dir.path().join("outside")).unwrap();
     let roots = WorkspaceRoots::new(roots.iter().map(|r| dir.path().join(r))).unwrap();
+    let mut permission_rules = PermissionRules::default().with_base(roots.primary().unwrap(), None);
+    for (list, text) in rules {
+        permission_rules.add(*list, text);
+    }
+    let roots = roots.with_path_policy(PathPolicy::new(&permission_rules));
     let mut env = ToolEnvironment::new(roots, Arc::new(settings), dir.path().join("session"));
     env.output = OutputPolicy::new(max_chars, max_lines, dir.path().join("spill"));
     let env = Arc::new(env);

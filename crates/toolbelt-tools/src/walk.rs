@@ -13,10 +13,22 @@
 //! Hidden files are walked (models ask for `.github/**`), symbolic links are not
 //! followed (a link out of the workspace would leak it), and only regular files are
 //! reported as files: FIFOs and devices would block or never end.
+//!
+//! The permission rules on reading paths apply here too, for every tool that walks: a
+//! file or directory that a deny *or ask* rule covers (`read_file(//ws/.env)`,
+//! `Read(/secrets/**)`) is left out while walking, and a denied directory is not
+//! entered. A walk cannot stop to ask, so asking is for calls that name the path
+//! directly. What was left out is counted in a [`Withheld`], so a result can say that
+//! rules withheld N paths without naming them (a listing of names would say what the
+//! person did not want looked at). [`Walker`] wraps the builder so a tool adding its
+//! own `filter_entry` cannot replace these filters.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ignore::WalkBuilder;
+use ignore::{DirEntry, WalkBuilder};
+use toolbelt_core::rules::PathPolicy;
 use toolbelt_core::settings::Settings;
 use toolbelt_core::{ToolError, WorkspaceRoots};
 
@@ -58,9 +70,93 @@ impl IgnoreRules {
     }
 }
 
-/// A walker over `root` configured with `rules`. Callers add depth limits or
-/// parallelism on the returned builder.
-pub fn walker(root: &Path, rules: IgnoreRules) -> WalkBuilder {
+/// The paths the permission rules kept out of one call's walks, counted.
+/// Cheap to clone; clones share the count.
+#[derive(Debug, Clone, Default)]
+pub struct Withheld {
+    policy: PathPolicy,
+    count: Arc<AtomicUsize>,
+}
+
+impl Withheld {
+    /// The rules of the session whose roots these are, nothing withheld yet.
+    pub fn new(roots: &WorkspaceRoots) -> Self {
+        Withheld {
+            policy: roots.path_policy().clone(),
+            count: Arc::default(),
+        }
+    }
+
+    /// Whether `path` must be left out; if so it is counted.
+    pub fn withholds(&self, path: &Path) -> bool {
+        let out = self.policy.withholds_from_walk(path);
+        if out {
+            self.count.fetch_add(1, Ordering::Relaxed);
+        }
+        out
+    }
+
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// A sentence for the result when something was left out (a directory counts once).
+    pub fn note(&self) -> Option<String> {
+        match self.count() {
+            0 => None,
+            n => Some(format!(
+                "{n} path(s) were left out because the user's permission rules deny or restrict reading them; do not try to reach them another way."
+            )),
+        }
+    }
+}
+
+/// A walk being configured: the `ignore` builder with the ignore rules, `.git` and the
+/// permission rules already in place. The methods mirror [`WalkBuilder`]'s.
+pub struct Walker {
+    builder: WalkBuilder,
+    base_filter: Arc<dyn Fn(&DirEntry) -> bool + Send + Sync>,
+}
+
+impl Walker {
+    pub fn threads(&mut self, n: usize) -> &mut Self {
+        self.builder.threads(n);
+        self
+    }
+
+    pub fn max_depth(&mut self, depth: Option<usize>) -> &mut Self {
+        self.builder.max_depth(depth);
+        self
+    }
+
+    /// Adds a filter; entries must pass it *and* the walker's own filters (`ignore`'s
+    /// `filter_entry` would replace them).
+    pub fn filter_entry<P>(&mut self, filter: P) -> &mut Self
+    where
+        P: Fn(&DirEntry) -> bool + Send + Sync + 'static,
+    {
+        let base = self.base_filter.clone();
+        let both: Arc<dyn Fn(&DirEntry) -> bool + Send + Sync> =
+            Arc::new(move |entry: &DirEntry| base(entry) && filter(entry));
+        let installed = both.clone();
+        self.builder.filter_entry(move |entry| installed(entry));
+        self.base_filter = both;
+        self
+    }
+
+    pub fn build(&self) -> ignore::Walk {
+        self.builder.build()
+    }
+
+    pub fn build_parallel(&self) -> ignore::WalkParallel {
+        self.builder.build_parallel()
+    }
+}
+
+/// A walker over `root` configured with `rules`, leaving out (and counting in
+/// `withheld`) what the permission rules keep from reading. Callers add depth limits,
+/// filters or parallelism on the returned [`Walker`].
+pub fn walker(root: &Path, rules: IgnoreRules, withheld: &Withheld) -> Walker {
     let mut builder = WalkBuilder::new(root);
     builder
         .standard_filters(false)
@@ -70,12 +166,24 @@ pub fn walker(root: &Path, rules: IgnoreRules) -> WalkBuilder {
         .git_ignore(rules.respect_git_ignore)
         .git_exclude(rules.respect_git_ignore)
         .git_global(rules.respect_git_ignore)
-        .require_git(false)
-        .filter_entry(|entry| entry.file_name() != ".git");
+        .require_git(false);
     if rules.respect_qwen_ignore {
         builder.add_custom_ignore_filename(QWEN_IGNORE);
     }
-    builder
+    let withheld = withheld.clone();
+    // The rules are checked last, so an ignored file is not counted as withheld.
+    // `ignore` never applies the filter to the root itself (depth 0): the root was
+    // resolved, and checked, by the tool.
+    let base_filter: Arc<dyn Fn(&DirEntry) -> bool + Send + Sync> =
+        Arc::new(move |entry: &DirEntry| {
+            entry.file_name() != ".git" && !withheld.withholds(entry.path())
+        });
+    let installed = base_filter.clone();
+    builder.filter_entry(move |entry| installed(entry));
+    Walker {
+        builder,
+        base_filter,
+    }
 }
 
 /// Threads for a parallel walk: one per core, as ripgrep does.

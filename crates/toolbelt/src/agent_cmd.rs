@@ -115,21 +115,17 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
     session.load_extensions(global).await.map_err(|e| e.0)?;
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
-    let Session {
-        env,
-        mut registry,
-        mcp,
-    } = session;
-    exclude(&mut registry, &args.exclude_tools);
-    let mcp = Arc::new(mcp);
-    let mode = approval_mode(args, &env.settings)?;
-    let mut permissions = Permissions::from_settings(&env.settings);
+    exclude(&mut session.registry, &args.exclude_tools);
+    let mut permissions = Permissions::from_rules(session.rules.clone());
     for tool in &args.allowed_tools {
         permissions.add(RuleList::Allow, tool);
     }
-    for bad in permissions.invalid() {
-        tracing::warn!("permission rule '{bad}' is not valid and is ignored");
-    }
+    session.warn_about_rules(permissions.rules());
+    let Session {
+        env, registry, mcp, ..
+    } = session;
+    let mcp = Arc::new(mcp);
+    let mode = approval_mode(args, &env.settings)?;
     let model = build_model(args, &env.settings, &cwd)?;
     let model_name = model.name().to_string();
     let tools: Vec<String> = registry.all().map(|r| r.name.clone()).collect();

@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use toolbelt_core::rules::PathPolicy;
 use toolbelt_core::{
-    Origin, Settings, SettingsPaths, ToolEnvironment, ToolRegistry, WorkspaceRoots,
+    Origin, PermissionRules, Settings, SettingsPaths, ToolEnvironment, ToolRegistry, WorkspaceRoots,
 };
 use toolbelt_mcp::McpServers;
 
@@ -16,6 +17,9 @@ pub struct Session {
     pub registry: ToolRegistry,
     /// The MCP servers; empty until [`Session::load_extensions`].
     pub mcp: McpServers,
+    /// The permission rules of the settings, path rules anchored at the primary
+    /// workspace directory and `$HOME`. Their path part is also in `env.roots`.
+    pub rules: PermissionRules,
 }
 
 /// Why a session could not be assembled: always the person's configuration.
@@ -44,6 +48,14 @@ impl Session {
                 .map(|d| absolute(&cwd, Path::new(d))),
         );
         let mut roots = WorkspaceRoots::new(&dirs).map_err(|e| SetupError(e.to_string()))?;
+        let mut rules = PermissionRules::from_settings(&settings);
+        if let Some(root) = roots.primary() {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            rules = rules.with_base(root, home);
+        }
+        // Path rules name operations on paths: every file tool resolves and walks
+        // through the roots, so they are applied there (see `rules/paths.rs`).
+        roots = roots.with_path_policy(PathPolicy::new(&rules));
         let session_dir = session_dir(&cwd);
         // Spilled output and job logs must be readable by the model; failing to create
         // the directory only costs that.
@@ -61,7 +73,32 @@ impl Session {
             env,
             registry,
             mcp: McpServers::empty(),
+            rules,
         })
+    }
+
+    /// Warns, once, on stderr, about rules that have no effect: entries that do not
+    /// parse, and tool names that are neither a tool of this session (registered, or
+    /// removed by the settings) nor a rule alias such as `Read` or `Bash`, naming the
+    /// closest tool. Call after [`Session::load_extensions`], so MCP and discovered
+    /// tools are known.
+    pub fn warn_about_rules(&self, rules: &PermissionRules) {
+        for entry in &rules.invalid {
+            eprintln!(
+                "toolbelt: warning: ignoring the permission rule `{entry}`: unbalanced parentheses"
+            );
+        }
+        for name in rules.unknown_tools(|name| self.registry.knows(name)) {
+            let closest = self
+                .registry
+                .closest(&name, 1)
+                .first()
+                .map(|c| format!("; the closest tool is `{c}`"))
+                .unwrap_or_default();
+            eprintln!(
+                "toolbelt: warning: a permission rule names `{name}`, which is no tool of this session{closest}; the rule has no effect"
+            );
+        }
     }
 
     /// Runs the discovery command and connects the MCP servers, side by side, and

@@ -5,9 +5,7 @@ use std::io::{IsTerminal, Read, Write};
 use serde_json::Value;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use toolbelt_core::validate::parse_arguments;
-use toolbelt_core::{
-    ConfirmationDetails, Decision, Display, ExecContext, PermissionRules, ToolResult,
-};
+use toolbelt_core::{ConfirmationDetails, Decision, Display, ErrorKind, ExecContext, ToolResult};
 
 use crate::cli::{
     EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs, ToolsCommand,
@@ -26,6 +24,7 @@ pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
         eprintln!("toolbelt: {}", e.0);
         return EXIT_USAGE;
     }
+    session.warn_about_rules(&session.rules);
     let code = match command {
         ToolsCommand::List { json } => list(&session, json),
         ToolsCommand::Call {
@@ -131,6 +130,12 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
     };
     let (registration, invocation) = match session.registry.build(name, args) {
         Ok(built) => built,
+        // A tool the settings removed (`deny: ["read_file"]`), or a path a rule denies:
+        // refused like any denial, not a usage error.
+        Err(e) if e.kind == ErrorKind::ExecutionDenied => {
+            eprintln!("toolbelt: refused: {name}: {}", e.message);
+            return EXIT_REFUSED;
+        }
         Err(e) => {
             eprintln!("toolbelt: {name}: {}", e.message);
             return EXIT_USAGE;
@@ -154,7 +159,7 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
     // The permission rules of the settings come first: a deny rule refuses the call, an
     // allow rule runs it without a question, an ask rule asks even when the tool would
     // not. Without a matching rule the tool's own confirmation decides.
-    let rules = permission_rules(session);
+    let rules = &session.rules;
     let verdict = rules.verdict(&registration.name, &invocation.permission_subject());
     let rule = verdict.rule.as_deref().unwrap_or("");
     let details = match verdict.decision {
@@ -226,22 +231,6 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
     } else {
         EXIT_OK
     }
-}
-
-/// The session's permission rules, with path rules anchored at the primary workspace
-/// directory. Entries that do not parse are reported and otherwise ignored.
-fn permission_rules(session: &Session) -> PermissionRules {
-    let mut rules = PermissionRules::from_settings(&session.env.settings);
-    if let Some(root) = session.env.roots.primary() {
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        rules = rules.with_base(root, home);
-    }
-    for entry in &rules.invalid {
-        eprintln!(
-            "toolbelt: warning: ignoring the permission rule `{entry}`: unbalanced parentheses"
-        );
-    }
-    rules
 }
 
 /// The next SIGINT; never, when the listener could not be installed.

@@ -271,7 +271,8 @@ fn settings_exclude_removes_the_tool() {
     let decls: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert!(decls.iter().all(|d| d["name"] != "read_file"));
     let out = ws.run(&["tools", "call", "read_file", &arg(&file)]);
-    assert_eq!(out.status.code(), Some(2));
+    // A tool the settings removed is refused (exit 3), not a usage error.
+    assert_eq!(out.status.code(), Some(3));
     assert!(stderr(&out).contains("tools.exclude"), "{}", stderr(&out));
 }
 

@@ -25,7 +25,7 @@
 
 use std::path::Path;
 
-use globset::GlobBuilder;
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::RuleBase;
 use crate::tool::ShellCommand;
@@ -181,48 +181,65 @@ fn word_end(s: &str) -> usize {
 
 /// Whether the path-glob `spec` covers `path` (an absolute, resolved path).
 pub fn path_matches(spec: &str, path: &Path, base: &RuleBase) -> bool {
-    let escape = |p: &Path| globset::escape(&p.to_string_lossy());
-    let anchored = if let Some(rest) = spec.strip_prefix("//") {
-        format!("/{rest}")
-    } else if let Some(rest) = spec.strip_prefix("~/") {
-        match &base.home {
-            Some(home) => format!("{}/{rest}", escape(home)),
-            None => return false,
-        }
-    } else if let Some(rest) = spec.strip_prefix('/') {
-        match &base.project_root {
-            Some(root) => format!("{}/{rest}", escape(root)),
-            None => return false,
-        }
-    } else {
-        let rest = spec.strip_prefix("./").unwrap_or(spec);
-        let Some(cwd) = &base.cwd else {
-            return false;
-        };
-        if rest.contains('/') {
-            format!("{}/{rest}", escape(cwd))
+    PathGlob::compile(spec, base).is_some_and(|glob| glob.is_match(path))
+}
+
+/// A path specifier anchored at a [`RuleBase`] and compiled once, so a walk over many
+/// files does not build the same globs again for each of them.
+#[derive(Debug, Clone)]
+pub struct PathGlob {
+    set: GlobSet,
+}
+
+impl PathGlob {
+    /// `None` when the specifier cannot be anchored (`~/x` without a home) or is not a
+    /// valid glob: such a rule matches no path.
+    pub fn compile(spec: &str, base: &RuleBase) -> Option<PathGlob> {
+        let escape = |p: &Path| globset::escape(&p.to_string_lossy());
+        let anchored = if let Some(rest) = spec.strip_prefix("//") {
+            format!("/{rest}")
+        } else if let Some(rest) = spec.strip_prefix("~/") {
+            format!("{}/{rest}", escape(base.home.as_ref()?))
+        } else if let Some(rest) = spec.strip_prefix('/') {
+            format!("{}/{rest}", escape(base.project_root.as_ref()?))
         } else {
-            format!("{}/**/{rest}", escape(cwd))
+            let rest = spec.strip_prefix("./").unwrap_or(spec);
+            let cwd = base.cwd.as_ref()?;
+            if rest.contains('/') {
+                format!("{}/{rest}", escape(cwd))
+            } else {
+                format!("{}/**/{rest}", escape(cwd))
+            }
+        };
+        let anchored = anchored.trim_end_matches('/');
+        // A literal last component names a file or a directory; a directory covers what it
+        // holds. A glob last component (`*.md`, `*`) matches names in that directory only.
+        let last = anchored.rsplit('/').next().unwrap_or("");
+        let mut globs = vec![anchored.to_string()];
+        if !last.contains(['*', '?', '[', '{']) {
+            globs.push(format!("{anchored}/**"));
         }
-    };
-    let anchored = anchored.trim_end_matches('/');
-    // A literal last component names a file or a directory; a directory covers what it
-    // holds. A glob last component (`*.md`, `*`) matches names in that directory only.
-    let last = anchored.rsplit('/').next().unwrap_or("");
-    let mut globs = vec![anchored.to_string()];
-    if !last.contains(['*', '?', '[', '{']) {
-        globs.push(format!("{anchored}/**"));
-    }
-    globs
-        .iter()
-        .filter_map(|g| {
-            GlobBuilder::new(g)
+        let mut set = GlobSetBuilder::new();
+        let mut any = false;
+        for g in &globs {
+            if let Ok(glob) = GlobBuilder::new(g)
                 .literal_separator(true)
                 .backslash_escape(true)
                 .build()
-                .ok()
-        })
-        .any(|glob| glob.compile_matcher().is_match(path))
+            {
+                set.add(glob);
+                any = true;
+            }
+        }
+        if !any {
+            return None;
+        }
+        set.build().ok().map(|set| PathGlob { set })
+    }
+
+    pub fn is_match(&self, path: &Path) -> bool {
+        self.set.is_match(path)
+    }
 }
 
 /// Whether the domain `spec` (`domain:x.org`, `x.org` or `*.x.org`) covers `host`.

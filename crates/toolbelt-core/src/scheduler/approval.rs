@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 use crate::confirm::{ConfirmationDetails, ConfirmationOutcome};
 use crate::registry::Origin;
-use crate::rules::{Decision, PermissionRules, Rule, RuleList};
+use crate::rules::{Decision, PermissionRules, RuleList};
 use crate::settings::Settings;
 use crate::tool::{BoxFuture, Kind, PermissionSubject};
 
@@ -179,38 +179,27 @@ fn mcp_server<'a>(origin: &'a Origin, details: &'a ConfirmationDetails) -> Optio
     }
 }
 
-/// The permission rules of a session, plus the deny rules as written so a refusal can
-/// name the rule that caused it.
+/// The permission rules of a session, as the scheduler applies them.
 #[derive(Debug, Clone, Default)]
 pub struct Permissions {
     rules: PermissionRules,
-    deny: Vec<Rule>,
 }
 
 impl Permissions {
     /// `permissions.*`, `tools.allowed` and `tools.exclude` (see
-    /// [`PermissionRules::from_settings`]).
+    /// [`PermissionRules::from_settings`]), path rules anchored at the process's current
+    /// directory. A session that knows its roots uses [`Permissions::from_rules`].
     pub fn from_settings(settings: &Settings) -> Self {
-        let deny = settings
-            .permissions
-            .deny
-            .iter()
-            .chain(&settings.tools.exclude)
-            .filter_map(|t| Rule::parse(t))
-            .collect();
-        Permissions {
-            rules: PermissionRules::from_settings(settings),
-            deny,
-        }
+        Permissions::from_rules(PermissionRules::from_settings(settings))
+    }
+
+    /// Rules already built (and anchored with [`PermissionRules::with_base`]).
+    pub fn from_rules(rules: PermissionRules) -> Self {
+        Permissions { rules }
     }
 
     /// Adds a rule from a flag (`--allowed-tools`, `--exclude-tools`).
     pub fn add(&mut self, list: RuleList, text: &str) {
-        if list == RuleList::Deny
-            && let Some(rule) = Rule::parse(text)
-        {
-            self.deny.push(rule);
-        }
         self.rules.add(list, text);
     }
 
@@ -218,23 +207,22 @@ impl Permissions {
         self.rules.evaluate(tool, subject)
     }
 
+    /// The rules themselves.
+    pub fn rules(&self) -> &PermissionRules {
+        &self.rules
+    }
+
     /// Entries that did not parse, for a warning.
     pub fn invalid(&self) -> &[String] {
         &self.rules.invalid
     }
 
-    /// The first deny rule that covers the call (or one of its shell commands).
-    pub fn deny_rule(&self, tool: &str, subject: &PermissionSubject) -> Option<&str> {
-        let parts: Vec<PermissionSubject> = match subject {
-            PermissionSubject::Commands(commands) => commands
-                .iter()
-                .map(|c| PermissionSubject::Commands(vec![c.clone()]))
-                .collect(),
-            other => vec![other.clone()],
-        };
-        self.deny
-            .iter()
-            .find(|rule| parts.iter().any(|p| rule.matches(RuleList::Deny, tool, p)))
-            .map(|rule| rule.text.as_str())
+    /// The deny rule that refuses the call (or one of its shell commands or paths), as
+    /// written. Path rules are read as operations, as in [`PermissionRules::verdict`].
+    pub fn deny_rule(&self, tool: &str, subject: &PermissionSubject) -> Option<String> {
+        let verdict = self.rules.verdict(tool, subject);
+        (verdict.decision == Decision::Deny)
+            .then_some(verdict.rule)
+            .flatten()
     }
 }

@@ -1,0 +1,313 @@
+//! Path rules name *operations* on paths, not tools (as Qwen Code's and Claude Code's
+//! `Read(...)`/`Edit(...)` rules do).
+//!
+//! A rule with a path specifier for any file-reading tool (`read_file`, `read_many_files`,
+//! `grep_search`, `glob`, `list_directory`, or the aliases `Read`, `Grep`, `Glob`, `LS`)
+//! is a rule on **reading** those paths, whichever tool reads them; one for a file-editing
+//! tool (`edit`, `write_file`, `notebook_edit`, or `Edit`, `Write`, `replace`) is a rule on
+//! **editing** them. Otherwise `read_file(//etc/**)` would stop `read_file` while
+//! `grep_search` and `glob` still returned the same files.
+//!
+//! Editing a file also reads it (an edit must match its text; the diff shows the old
+//! lines), so deny and ask rules on reading a path apply to editing it too; an allow rule
+//! on reading never allows an edit.
+//!
+//! Two places apply these rules, and both are shared by every tool:
+//! - the scheduler (and `tools call`) match a call's [`PermissionSubject`] paths through
+//!   [`PermissionRules`], so a call that *names* a covered path is refused or asked;
+//! - the [`PathPolicy`], carried by [`crate::WorkspaceRoots`], refuses a denied path when
+//!   a tool resolves it, and the shared walker of the tools crate leaves out every path
+//!   a deny or ask rule covers for reading (a walk cannot stop to ask).
+//!
+//! A bare rule without a specifier (`deny: ["read_file"]`) still names one tool: it
+//! removes that tool, not the operation.
+//!
+//! [`PermissionSubject`]: crate::tool::PermissionSubject
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::specifier::PathGlob;
+use super::{Decision, PermissionRules, Rule, RuleBase, RuleList, Verdict};
+
+/// What a file tool does to the paths it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PathOperation {
+    /// Reading contents or listing names.
+    Read,
+    /// Creating, replacing or changing a file.
+    Edit,
+}
+
+/// Built-in tools that read the paths they are given (contents or names).
+const READ_TOOLS: &[&str] = &[
+    "read_file",
+    "read_many_files",
+    "grep_search",
+    "glob",
+    "list_directory",
+];
+
+/// Built-in tools that change the files they are given. `notebook_edit` does not exist
+/// yet; rules written for it already mean editing.
+const EDIT_TOOLS: &[&str] = &["edit", "write_file", "notebook_edit"];
+
+impl PathOperation {
+    /// The operation a built-in file tool performs on its paths; `None` for every other
+    /// tool (its path rules, if any, name that tool alone).
+    pub fn of_tool(tool: &str) -> Option<PathOperation> {
+        if READ_TOOLS.contains(&tool) {
+            Some(PathOperation::Read)
+        } else if EDIT_TOOLS.contains(&tool) {
+            Some(PathOperation::Edit)
+        } else {
+            None
+        }
+    }
+
+    /// "reading" / "editing", for messages.
+    pub fn gerund(self) -> &'static str {
+        match self {
+            PathOperation::Read => "reading",
+            PathOperation::Edit => "editing",
+        }
+    }
+
+    /// Whether a rule on `rule_op` in `list` speaks about this operation: its own, and
+    /// for edits also the deny and ask rules on reading.
+    fn answers_to(self, rule_op: PathOperation, list: RuleList) -> bool {
+        self == rule_op
+            || (self == PathOperation::Edit
+                && rule_op == PathOperation::Read
+                && list != RuleList::Allow)
+    }
+}
+
+impl Rule {
+    /// The operations this rule's path specifier speaks about (empty for a rule without
+    /// a specifier or naming no file tool).
+    pub fn path_operations(&self) -> Vec<PathOperation> {
+        if self.specifier.is_none() {
+            return Vec::new();
+        }
+        let mut ops: Vec<PathOperation> = self
+            .tools
+            .iter()
+            .filter_map(|t| PathOperation::of_tool(t))
+            .collect();
+        ops.dedup();
+        ops
+    }
+
+    /// Whether this rule, found in `list`, speaks about `tool`: by name, or, for a file
+    /// tool judged on paths, through the operation both stand for.
+    pub(super) fn speaks_about(&self, tool: &str, list: RuleList) -> bool {
+        if self.tools.iter().any(|t| t == tool) {
+            return true;
+        }
+        match PathOperation::of_tool(tool) {
+            Some(op) => self
+                .path_operations()
+                .into_iter()
+                .any(|rule_op| op.answers_to(rule_op, list)),
+            None => false,
+        }
+    }
+}
+
+/// One path rule, compiled.
+#[derive(Debug, Clone)]
+struct PathRule {
+    text: String,
+    list: RuleList,
+    operation: PathOperation,
+    glob: PathGlob,
+}
+
+/// The path rules of a session, compiled once, applied wherever a tool resolves or
+/// walks paths. Cheap to clone (shared). Empty by default: no path is refused.
+#[derive(Debug, Clone, Default)]
+pub struct PathPolicy {
+    rules: Arc<Vec<PathRule>>,
+}
+
+impl PathPolicy {
+    /// The path rules among `rules` (every list), anchored at their base. The anchors are
+    /// resolved (symbolic links) so they compare with the resolved paths tools use.
+    pub fn new(rules: &PermissionRules) -> PathPolicy {
+        let real = |p: &Option<std::path::PathBuf>| {
+            p.as_ref()
+                .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+        };
+        let base = RuleBase {
+            project_root: real(&rules.base.project_root),
+            cwd: real(&rules.base.cwd),
+            home: real(&rules.base.home),
+        };
+        let mut compiled = Vec::new();
+        for (list, entries) in [
+            (RuleList::Deny, &rules.deny),
+            (RuleList::Ask, &rules.ask),
+            (RuleList::Allow, &rules.allow),
+        ] {
+            for rule in entries {
+                let Some(spec) = &rule.specifier else {
+                    continue;
+                };
+                let Some(glob) = PathGlob::compile(spec, &base) else {
+                    continue;
+                };
+                for operation in rule.path_operations() {
+                    compiled.push(PathRule {
+                        text: rule.text.clone(),
+                        list,
+                        operation,
+                        glob: glob.clone(),
+                    });
+                }
+            }
+        }
+        PathPolicy {
+            rules: Arc::new(compiled),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// deny > ask > allow > default for `operation` on the resolved `path`.
+    pub fn verdict(&self, operation: PathOperation, path: &Path) -> Verdict {
+        for (list, decision) in [
+            (RuleList::Deny, Decision::Deny),
+            (RuleList::Ask, Decision::Ask),
+            (RuleList::Allow, Decision::Allow),
+        ] {
+            let found = self.rules.iter().find(|r| {
+                r.list == list && operation.answers_to(r.operation, list) && r.glob.is_match(path)
+            });
+            if let Some(rule) = found {
+                return Verdict {
+                    decision,
+                    rule: Some(rule.text.clone()),
+                };
+            }
+        }
+        Verdict {
+            decision: Decision::Default,
+            rule: None,
+        }
+    }
+
+    /// The deny rule that forbids `operation` on `path`, if any.
+    pub fn denying_rule(&self, operation: PathOperation, path: &Path) -> Option<String> {
+        let verdict = self.verdict(operation, path);
+        (verdict.decision == Decision::Deny)
+            .then_some(verdict.rule)
+            .flatten()
+    }
+
+    /// Whether a walk must leave `path` out: a deny or ask rule covers reading it.
+    pub fn withholds_from_walk(&self, path: &Path) -> bool {
+        !self.is_empty() && self.verdict(PathOperation::Read, path).decision >= Decision::Ask
+    }
+}
+
+/// Two policies are equal when they hold the same rules (for `WorkspaceRoots: Eq`).
+impl PartialEq for PathPolicy {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.rules, &other.rules)
+            || (self.rules.len() == other.rules.len()
+                && self.rules.iter().zip(other.rules.iter()).all(|(a, b)| {
+                    a.text == b.text && a.list == b.list && a.operation == b.operation
+                }))
+    }
+}
+
+impl Eq for PathPolicy {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(list: RuleList, rules: &[&str]) -> PathPolicy {
+        let mut all = PermissionRules::default().with_base("/proj", Some("/home/me".into()));
+        for r in rules {
+            all.add(list, r);
+        }
+        PathPolicy::new(&all)
+    }
+
+    #[test]
+    fn a_read_rule_of_any_read_tool_is_a_rule_on_reading() {
+        for rule in [
+            "read_file(//secret/**)",
+            "glob(//secret/**)",
+            "grep_search(//secret/**)",
+            "Read(//secret/**)",
+            "LS(//secret/**)",
+        ] {
+            let p = policy(RuleList::Deny, &[rule]);
+            let v = p.verdict(PathOperation::Read, Path::new("/secret/a.txt"));
+            assert_eq!(v.decision, Decision::Deny, "{rule}");
+            assert_eq!(v.rule.as_deref(), Some(rule));
+            assert_eq!(
+                p.verdict(PathOperation::Read, Path::new("/public/a.txt"))
+                    .decision,
+                Decision::Default
+            );
+        }
+    }
+
+    #[test]
+    fn edit_rules_cover_every_edit_tool_and_read_denials_cover_edits() {
+        let p = policy(RuleList::Deny, &["write_file(/locked/**)"]);
+        assert_eq!(
+            p.verdict(PathOperation::Edit, Path::new("/proj/locked/x"))
+                .decision,
+            Decision::Deny
+        );
+        assert_eq!(
+            p.verdict(PathOperation::Read, Path::new("/proj/locked/x"))
+                .decision,
+            Decision::Default,
+            "an edit rule does not forbid reading"
+        );
+        let p = policy(RuleList::Deny, &["read_file(~/.ssh/**)"]);
+        assert_eq!(
+            p.verdict(PathOperation::Edit, Path::new("/home/me/.ssh/id"))
+                .decision,
+            Decision::Deny,
+            "an edit reads the file too"
+        );
+        let p = policy(RuleList::Allow, &["Read(/src/**)"]);
+        assert_eq!(
+            p.verdict(PathOperation::Edit, Path::new("/proj/src/a.rs"))
+                .decision,
+            Decision::Default,
+            "allowing reads never allows edits"
+        );
+    }
+
+    #[test]
+    fn walks_leave_out_denied_and_asked_paths() {
+        let mut all = PermissionRules::default().with_base("/proj", None);
+        all.add(RuleList::Deny, "read_file(/a)");
+        all.add(RuleList::Ask, "read_file(/b)");
+        all.add(RuleList::Allow, "read_file(/c)");
+        let p = PathPolicy::new(&all);
+        assert!(p.withholds_from_walk(Path::new("/proj/a")));
+        assert!(p.withholds_from_walk(Path::new("/proj/b/inner.txt")));
+        assert!(!p.withholds_from_walk(Path::new("/proj/c")));
+        assert!(!PathPolicy::default().withholds_from_walk(Path::new("/proj/a")));
+    }
+
+    #[test]
+    fn rules_of_other_tools_are_not_path_operations() {
+        let p = policy(
+            RuleList::Deny,
+            &["run_shell_command(rm *)", "read_file", "mcp__x__read(/a)"],
+        );
+        assert!(p.is_empty());
+    }
+}

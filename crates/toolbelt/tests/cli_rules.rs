@@ -1,0 +1,152 @@
+//! Permission rules as a user meets them through the real binary: a denial exits 3
+//! whatever its form, path rules hold for every file tool, and a rule naming no tool
+//! is a warning.
+
+// Test fixtures outside #[test] functions may panic on a broken test setup.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// A project and a home of its own; the rules go in the user settings
+/// (`~/.qwen/settings.json`), which are the person's own in every folder.
+struct Project {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+}
+
+fn project(settings: &str) -> Project {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(home.join(".qwen")).unwrap();
+    std::fs::write(home.join(".qwen/settings.json"), settings).unwrap();
+    let root = root.canonicalize().unwrap();
+    for name in ["public.txt", "secret.txt"] {
+        std::fs::write(root.join(name), format!("needle in {name}\n")).unwrap();
+    }
+    Project {
+        _dir: dir,
+        root,
+        home,
+    }
+}
+
+impl Project {
+    fn call(&self, tool: &str, args: serde_json::Value) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(["tools", "call", tool, &args.to_string()])
+            .current_dir(&self.root)
+            .env("HOME", &self.home)
+            .env(
+                "TOOLBELT_SYSTEM_SETTINGS_PATH",
+                self.home.join("no-system-settings.json"),
+            )
+            .env_remove("TOOLBELT_HOME")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.root.join(name).to_str().unwrap().to_string()
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn a_bare_deny_of_a_tool_is_a_refusal_exit_3() {
+    let p = project(r#"{"permissions": {"deny": ["read_file"]}}"#);
+    let out = p.call(
+        "read_file",
+        serde_json::json!({"absolute_path": p.path("public.txt")}),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("refused"), "{err}");
+    assert!(err.contains("permissions.deny"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_read_rule_holds_for_every_tool_that_reads() {
+    let p = project(r#"{"permissions": {"deny": ["read_file(/secret.txt)"]}}"#);
+    for (tool, args) in [
+        ("glob", serde_json::json!({"pattern": "*.txt"})),
+        ("grep_search", serde_json::json!({"pattern": "needle"})),
+        ("read_many_files", serde_json::json!({"paths": ["*.txt"]})),
+        ("list_directory", serde_json::json!({"path": p.path("")})),
+    ] {
+        let out = p.call(tool, args);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{tool}: {}", text(&out.stderr));
+        assert!(stdout.contains("public.txt"), "{tool}: {stdout}");
+        assert!(!stdout.contains("secret"), "{tool} leaked it: {stdout}");
+        assert!(
+            stdout.contains("1 path(s) were left out"),
+            "{tool}: {stdout}"
+        );
+    }
+    // Named directly, by any reading tool: refused, exit 3, the rule named.
+    for (tool, args) in [
+        (
+            "read_file",
+            serde_json::json!({"absolute_path": p.path("secret.txt")}),
+        ),
+        (
+            "read_many_files",
+            serde_json::json!({"paths": ["secret.txt"]}),
+        ),
+        (
+            "grep_search",
+            serde_json::json!({"pattern": "x", "path": p.path("secret.txt")}),
+        ),
+    ] {
+        let out = p.call(tool, args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{tool}: {err}");
+        assert!(err.contains("`read_file(/secret.txt)`"), "{tool}: {err}");
+        assert!(!text(&out.stdout).contains("needle"), "{tool}");
+    }
+}
+
+#[test]
+fn an_edit_rule_holds_for_write_file() {
+    let p = project(r#"{"permissions": {"deny": ["Edit(/public.txt)"]}}"#);
+    let out = p.call(
+        "write_file",
+        serde_json::json!({"file_path": p.path("public.txt"), "content": "gone"}),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("`Edit(/public.txt)`"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("public.txt")).unwrap(),
+        "needle in public.txt\n"
+    );
+}
+
+#[test]
+fn a_rule_naming_no_tool_is_a_warning_with_the_closest_name() {
+    let p = project(
+        r#"{"permissions": {
+            "deny": ["raed_file(/secret.txt)", "WebFetch(domain:x.org)"],
+            "allow": ["Read(/public.txt)", "Bash(git *)", "glob"]
+        }}"#,
+    );
+    let out = p.call(
+        "read_file",
+        serde_json::json!({"absolute_path": p.path("public.txt")}),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains("`raed_file`"), "{err}");
+    assert!(warnings[0].contains("`read_file`"), "{err}");
+}
