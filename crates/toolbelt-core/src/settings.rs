@@ -102,6 +102,10 @@ pub struct Settings {
     /// The files that were read, lowest layer first.
     #[serde(skip)]
     pub sources: Vec<PathBuf>,
+    /// `(name, value)` of every environment variable that `$VAR`/`${VAR}` expanded, for
+    /// [`crate::redact`]: see [`Settings::expanded_variables`].
+    #[serde(skip)]
+    expanded: Vec<(String, String)>,
     pub tools: ToolsSettings,
     pub permissions: PermissionSettings,
     pub context: ContextSettings,
@@ -176,7 +180,12 @@ pub struct McpServerSettings {
     pub timeout: Option<u64>,
     /// Time limit of one tool call in milliseconds (toolbelt's own key).
     pub call_timeout: Option<u64>,
+    /// Calls run without confirmation (and the server's annotations are believed).
     pub trust: bool,
+    /// Believe the server's tool annotations: a tool it marks `readOnlyHint` runs
+    /// without confirmation, as a read. Without this (or `trust`) annotations only
+    /// inform the display, as the MCP specification says of untrusted servers.
+    pub trust_annotations: bool,
     pub include_tools: Option<Vec<String>>,
     pub exclude_tools: Vec<String>,
     pub description: Option<String>,
@@ -223,8 +232,9 @@ impl Settings {
     pub fn load(paths: &SettingsPaths) -> Result<Settings, SettingsError> {
         let mut layers = Vec::new();
         let mut sources = Vec::new();
+        let mut expanded = Vec::new();
         for (_layer, path) in paths.layers() {
-            if let Some(value) = read_layer(path)? {
+            if let Some(value) = read_layer(path, &mut expanded)? {
                 layers.push(value);
                 sources.push(path.clone());
             }
@@ -238,7 +248,15 @@ impl Settings {
                 }
             })?;
         settings.sources = sources;
+        settings.expanded = expanded;
         Ok(settings)
+    }
+
+    /// `(name, value)` of every environment variable the files expanded, so that the
+    /// values (tokens in headers, passwords in URLs) can be masked wherever they could
+    /// be printed.
+    pub fn expanded_variables(&self) -> &[(String, String)] {
+        &self.expanded
     }
 
     /// Settings from one JSON value (already merged), after legacy keys are normalised.
@@ -261,7 +279,10 @@ impl Settings {
 
 /// Parses one file: comments stripped (positions kept), environment variables expanded,
 /// the typed view checked so a wrong type is blamed on this file.
-fn read_layer(path: &Path) -> Result<Option<Value>, SettingsError> {
+fn read_layer(
+    path: &Path,
+    expanded: &mut Vec<(String, String)>,
+) -> Result<Option<Value>, SettingsError> {
     let text = match std::fs::read(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -290,7 +311,7 @@ fn read_layer(path: &Path) -> Result<Option<Value>, SettingsError> {
             message: "settings must be a JSON object".into(),
         });
     }
-    let value = expand_env(value);
+    let value = expand_env(value, expanded);
     if let Err((key, message)) = Settings::from_value(value.clone()) {
         return Err(SettingsError::Invalid {
             path: path.to_path_buf(),
@@ -318,18 +339,28 @@ pub fn parse_settings_text(text: &[u8]) -> Result<Value, serde_json::Error> {
     serde_json::from_reader(json_comments::StripComments::new(text))
 }
 
-/// `$VAR` and `${VAR}` in every string; unset variables stay as written.
-fn expand_env(value: Value) -> Value {
+/// `$VAR` and `${VAR}` in every string; unset variables stay as written. Each variable
+/// used is added to `used`.
+fn expand_env(value: Value, used: &mut Vec<(String, String)>) -> Value {
     match value {
         Value::String(s) if s.contains('$') => {
-            let expanded =
-                shellexpand::env_with_context_no_errors(&s, |name| std::env::var(name).ok());
+            let expanded = shellexpand::env_with_context_no_errors(&s, |name| {
+                let value = std::env::var(name).ok()?;
+                if !used.iter().any(|(n, v)| n == name && *v == value) {
+                    used.push((name.to_string(), value.clone()));
+                }
+                Some(value)
+            });
             Value::String(expanded.into_owned())
         }
-        Value::Array(items) => Value::Array(items.into_iter().map(expand_env).collect()),
-        Value::Object(map) => {
-            Value::Object(map.into_iter().map(|(k, v)| (k, expand_env(v))).collect())
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| expand_env(v, used)).collect())
         }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, expand_env(v, used)))
+                .collect(),
+        ),
         other => other,
     }
 }
