@@ -17,6 +17,7 @@
 
 pub mod confirm;
 pub mod output;
+pub mod redact;
 pub mod registry;
 pub mod result;
 pub mod rules;

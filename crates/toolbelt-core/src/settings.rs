@@ -193,6 +193,10 @@ pub struct Settings {
     /// were ignored; the binary prints [`UntrustedWorkspace::warning`] once.
     #[serde(skip)]
     pub untrusted_workspace: Option<UntrustedWorkspace>,
+    /// `(name, value)` of every environment variable that `$VAR`/`${VAR}` expanded, for
+    /// [`crate::redact`]: see [`Settings::expanded_variables`].
+    #[serde(skip)]
+    expanded: Vec<(String, String)>,
     pub tools: ToolsSettings,
     pub permissions: PermissionSettings,
     pub context: ContextSettings,
@@ -230,8 +234,9 @@ impl Settings {
     /// access ([`Settings::untrusted_workspace`] names them).
     pub fn load(paths: &SettingsPaths) -> Result<Settings, SettingsError> {
         let mut layers: Vec<(SettingsLayer, PathBuf, Value)> = Vec::new();
+        let mut expanded = Vec::new();
         for (layer, path) in paths.layers() {
-            if let Some(value) = read_layer(path)? {
+            if let Some(value) = read_layer(path, &mut expanded)? {
                 layers.push((layer, path.clone(), value));
             }
         }
@@ -268,7 +273,15 @@ impl Settings {
             })?;
         settings.sources = sources;
         settings.untrusted_workspace = untrusted_workspace;
+        settings.expanded = expanded;
         Ok(settings)
+    }
+
+    /// `(name, value)` of every environment variable the files expanded, so that the
+    /// values (tokens in headers, passwords in URLs) can be masked wherever they could
+    /// be printed.
+    pub fn expanded_variables(&self) -> &[(String, String)] {
+        &self.expanded
     }
 
     /// Settings from one JSON value (already merged), after legacy keys are normalised.
@@ -364,8 +377,11 @@ fn describe_error(message: &str) -> String {
 
 /// Parses one file: comments stripped (positions kept), environment variables expanded,
 /// legacy spellings moved to their current place (so the trust filter sees every
-/// spelling).
-fn read_layer(path: &Path) -> Result<Option<Value>, SettingsError> {
+/// spelling). The values of the variables it expands are added to `expanded`.
+fn read_layer(
+    path: &Path,
+    expanded: &mut Vec<(String, String)>,
+) -> Result<Option<Value>, SettingsError> {
     let text = match std::fs::read(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -394,7 +410,7 @@ fn read_layer(path: &Path) -> Result<Option<Value>, SettingsError> {
             message: "settings must be a JSON object".into(),
         });
     }
-    let value = normalize_legacy(expand_env(value));
+    let value = normalize_legacy(expand_env(value, expanded));
     if let Some(map) = value.as_object() {
         for key in map
             .keys()
@@ -415,18 +431,28 @@ pub fn parse_settings_text(text: &[u8]) -> Result<Value, serde_json::Error> {
     serde_json::from_reader(json_comments::StripComments::new(text))
 }
 
-/// `$VAR` and `${VAR}` in every string; unset variables stay as written.
-fn expand_env(value: Value) -> Value {
+/// `$VAR` and `${VAR}` in every string; unset variables stay as written. Each variable
+/// used is added to `used`.
+fn expand_env(value: Value, used: &mut Vec<(String, String)>) -> Value {
     match value {
         Value::String(s) if s.contains('$') => {
-            let expanded =
-                shellexpand::env_with_context_no_errors(&s, |name| std::env::var(name).ok());
+            let expanded = shellexpand::env_with_context_no_errors(&s, |name| {
+                let value = std::env::var(name).ok()?;
+                if !used.iter().any(|(n, v)| n == name && *v == value) {
+                    used.push((name.to_string(), value.clone()));
+                }
+                Some(value)
+            });
             Value::String(expanded.into_owned())
         }
-        Value::Array(items) => Value::Array(items.into_iter().map(expand_env).collect()),
-        Value::Object(map) => {
-            Value::Object(map.into_iter().map(|(k, v)| (k, expand_env(v))).collect())
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| expand_env(v, used)).collect())
         }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, expand_env(v, used)))
+                .collect(),
+        ),
         other => other,
     }
 }

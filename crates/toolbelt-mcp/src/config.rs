@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use toolbelt_core::Settings;
+use toolbelt_core::redact::{self, Redactor};
 use toolbelt_core::settings::McpServerSettings;
 
 /// Default time to start a server, finish the handshake and list its tools.
@@ -48,14 +49,35 @@ impl Transport {
         }
     }
 
-    /// The command line or URL, for listings.
+    /// The command line or URL, for listings, with credentials masked.
     pub fn target(&self) -> String {
-        match self {
+        let target = match self {
             Transport::Stdio { command, args, .. } => std::iter::once(command.as_str())
                 .chain(args.iter().map(String::as_str))
                 .collect::<Vec<_>>()
                 .join(" "),
             Transport::StreamableHttp { url, .. } | Transport::Sse { url, .. } => url.clone(),
+        };
+        redact::redact(&target)
+    }
+
+    /// Registers the credentials this transport carries with `redactor`: header values,
+    /// URL user-info and secret query parameters, secret-looking `env` values and the
+    /// values of secret-looking flags.
+    pub fn register_secrets(&self, redactor: &Redactor) {
+        match self {
+            Transport::Stdio { args, env, .. } => {
+                redactor.add_arguments(args);
+                for (name, value) in env {
+                    redactor.add_named_value(name, value);
+                }
+            }
+            Transport::StreamableHttp { url, headers } | Transport::Sse { url, headers } => {
+                redactor.add_url(url);
+                for value in headers.values() {
+                    redactor.add_header_value(value);
+                }
+            }
         }
     }
 }
@@ -67,8 +89,11 @@ pub struct ServerConfig {
     pub transport: Transport,
     pub connect_timeout: Duration,
     pub call_timeout: Duration,
-    /// Calls run without confirmation.
+    /// Calls run without confirmation; the server's annotations are believed.
     pub trust: bool,
+    /// The server's annotations are believed (`readOnlyHint` tools run unasked, as
+    /// reads); its other tools still ask.
+    pub trust_annotations: bool,
     pub include_tools: Option<Vec<String>>,
     pub exclude_tools: Vec<String>,
     pub description: Option<String>,
@@ -120,10 +145,17 @@ impl ServerConfig {
             connect_timeout: millis(entry.timeout, DEFAULT_CONNECT_TIMEOUT),
             call_timeout: millis(entry.call_timeout, DEFAULT_CALL_TIMEOUT),
             trust: entry.trust,
+            trust_annotations: entry.trust_annotations,
             include_tools: entry.include_tools.clone(),
             exclude_tools: entry.exclude_tools.clone(),
             description: entry.description.clone(),
         })
+    }
+
+    /// Whether the server's tool annotations (`readOnlyHint`) may decide that a call
+    /// needs no confirmation: only when the person said so in their settings.
+    pub fn believes_annotations(&self) -> bool {
+        self.trust || self.trust_annotations
     }
 
     /// `excludeTools` wins over `includeTools`; entries may be written `name(...)`.

@@ -1,33 +1,40 @@
 //! One MCP server: starting it, the handshake, its tools, calls, and restarting it when
 //! it died.
 //!
-//! A connection is shared (`Arc`) by every tool of its server. The live rmcp client sits
-//! behind an async mutex that is held only to take a clone of its `Peer` or to
-//! (re)connect, so calls run concurrently. A server that closes the connection during a
-//! call fails that call; the next call starts it again (up to [`RECONNECT_ATTEMPTS`]
-//! tries), and the other servers never notice.
+//! A connection is shared (`Arc`) by every tool of its server. The live rmcp client is
+//! a [`Link`] behind a plain mutex that is held only to look at it or swap it, never
+//! across a wait, so calls run concurrently and a slow restart blocks nobody who does
+//! not need the server. A server that closes the connection during a call fails that
+//! call; the next call starts it again (up to [`RECONNECT_ATTEMPTS`] tries) in a task of
+//! its own that every waiting call shares, and each call waits for it with its own
+//! cancellation: a cancelled call ends at once, and closing the session does not wait.
+//!
+//! What a server writes to stderr goes to its log file and never into a status, an
+//! error or a result: it is the server's text, and may hold what it was configured
+//! with. Errors say where the log is. Every text that leaves is masked with
+//! [`toolbelt_core::redact`]. An outage is logged once, not on every call.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use reqwest::header::{HeaderName, HeaderValue};
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, ServerResult,
 };
-use rmcp::service::{PeerRequestOptions, RunningService};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{Peer, RoleClient, ServiceError, ServiceExt};
+use rmcp::service::PeerRequestOptions;
+use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::redact::redact;
 use toolbelt_core::{ErrorKind, ExecContext, Tool, ToolResult};
 
 use crate::config::{ServerConfig, Transport};
 use crate::events::ServerEvents;
-use crate::sse::SseTransport;
+use crate::start::{Client, start};
 use crate::tool::McpTool;
 
 /// How many times a call tries to start a server that died before giving up.
@@ -53,18 +60,38 @@ impl std::fmt::Display for ServerStatus {
     }
 }
 
-type Client = RunningService<RoleClient, ServerEvents>;
+/// A restart under way, shared by every call that waits for it.
+type Restart = Shared<BoxFuture<'static, Result<Peer<RoleClient>, String>>>;
+
+/// The connection to the server right now.
+enum Link {
+    /// Never connected, or it died and no restart is under way.
+    Down,
+    Up(Client),
+    Restarting(Restart),
+    /// [`McpConnection::close`] was called: nothing starts again.
+    Closed,
+}
+
+/// Why a call could not get the server.
+enum Unavailable {
+    Cancelled,
+    Failed(String),
+}
 
 pub struct McpConnection {
     config: ServerConfig,
     /// The server's stderr (stdio servers), never shown to the model.
     log_path: PathBuf,
     events: ServerEvents,
-    live: tokio::sync::Mutex<Option<Client>>,
+    /// Held only to look or swap, never across an `.await`.
+    link: Mutex<Link>,
     status: Mutex<ServerStatus>,
     tools: Mutex<Vec<Arc<McpTool>>>,
     /// The process of the stdio server being started, killed when its handshake times out.
     starting_pid: Mutex<Option<u32>>,
+    /// The current outage was logged: one line per server per outage, not per call.
+    outage_logged: AtomicBool,
 }
 
 impl McpConnection {
@@ -84,14 +111,18 @@ impl McpConnection {
                 }
             })
             .collect();
+        config
+            .transport
+            .register_secrets(toolbelt_core::redact::global());
         Arc::new(McpConnection {
             events: ServerEvents::new(&config.alias, changes),
             log_path: log_dir.join(format!("{file_name}.log")),
             config,
-            live: tokio::sync::Mutex::new(None),
+            link: Mutex::new(Link::Down),
             status: Mutex::new(ServerStatus::Connecting),
             tools: Mutex::new(Vec::new()),
             starting_pid: Mutex::new(None),
+            outage_logged: AtomicBool::new(false),
         })
     }
 
@@ -114,8 +145,36 @@ impl McpConnection {
             .clone()
     }
 
+    /// Masked, since a reason may quote a URL or a command line.
     fn set_status(&self, status: ServerStatus) {
+        let status = match status {
+            ServerStatus::Failed(why) => ServerStatus::Failed(redact(&why)),
+            other => other,
+        };
         *self.status.lock().unwrap_or_else(PoisonError::into_inner) = status;
+    }
+
+    fn link(&self) -> std::sync::MutexGuard<'_, Link> {
+        self.link.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The server is up: status, and the next outage will be logged again.
+    fn mark_connected(&self) {
+        self.set_status(ServerStatus::Connected);
+        self.outage_logged.store(false, Ordering::SeqCst);
+    }
+
+    /// The server is not usable: status, and one warning per outage.
+    fn mark_failed(&self, why: &str) {
+        let why = self.with_log_hint(why);
+        if !self.outage_logged.swap(true, Ordering::SeqCst) {
+            tracing::warn!(
+                "MCP server \"{}\" is not available: {}",
+                self.config.alias,
+                redact(&why)
+            );
+        }
+        self.set_status(ServerStatus::Failed(why));
     }
 
     /// The tools of the last successful listing, after `includeTools`/`excludeTools`.
@@ -127,23 +186,28 @@ impl McpConnection {
     }
 
     /// Starts the server, does the handshake and lists its tools, all within the
-    /// connect timeout. The outcome is also the connection's status.
+    /// connect timeout. The outcome is also the connection's status; the caller reports
+    /// a failure (this counts as the outage's one warning).
     pub async fn connect(self: &Arc<Self>) -> Result<(), String> {
         self.set_status(ServerStatus::Connecting);
         let outcome = tokio::time::timeout(self.config.connect_timeout, async {
-            let mut live = self.live.lock().await;
             let client = self.start().await?;
             let peer = client.peer().clone();
-            *live = Some(client);
-            drop(live);
+            self.install(client)?;
             self.list_and_store(&peer).await
         })
         .await;
+        // Whether it answered or not, the process is no longer "being started".
         let outcome = match outcome {
-            Ok(result) => result,
+            Ok(result) => {
+                self.starting_pid
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                result
+            }
             Err(_) => {
                 self.kill_starting();
-                self.live.lock().await.take();
                 Err(format!(
                     "no answer within {} (connect timeout)",
                     human_duration(self.config.connect_timeout)
@@ -151,15 +215,38 @@ impl McpConnection {
             }
         };
         match &outcome {
-            Ok(()) => self.set_status(ServerStatus::Connected),
-            Err(why) => self.set_status(ServerStatus::Failed(self.with_log_hint(why))),
+            Ok(()) => self.mark_connected(),
+            Err(why) => {
+                // A client that answered the handshake but not tools/list is dropped.
+                let mut link = self.link();
+                if matches!(*link, Link::Up(_)) {
+                    *link = Link::Down;
+                }
+                drop(link);
+                self.outage_logged.store(true, Ordering::SeqCst);
+                self.mark_failed(why);
+            }
         }
-        outcome.map_err(|why| self.with_log_hint(&why))
+        outcome.map_err(|why| redact(&self.with_log_hint(&why)))
+    }
+
+    /// Makes `client` the live one, unless the connection was closed meanwhile.
+    fn install(&self, client: Client) -> Result<(), String> {
+        let mut link = self.link();
+        if matches!(*link, Link::Closed) {
+            return Err("the connection was closed".into());
+        }
+        *link = Link::Up(client);
+        Ok(())
     }
 
     /// Lists the tools again (after `notifications/tools/list_changed`).
     pub async fn refresh_tools(self: &Arc<Self>) -> Result<(), String> {
-        let peer = self.peer().await?;
+        let peer = match self.peer(&CancellationToken::new()).await {
+            Ok(peer) => peer,
+            Err(Unavailable::Failed(why)) => return Err(why),
+            Err(Unavailable::Cancelled) => return Err("cancelled".into()),
+        };
         match tokio::time::timeout(self.config.connect_timeout, self.list_and_store(&peer)).await {
             Ok(result) => result,
             Err(_) => Err(format!(
@@ -185,80 +272,13 @@ impl McpConnection {
 
     /// Starts the transport and does the `initialize` handshake.
     async fn start(&self) -> Result<Client, String> {
-        let handshake =
-            |e: rmcp::service::ClientInitializeError| format!("the MCP handshake failed: {e}");
-        match &self.config.transport {
-            Transport::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                if !cwd.is_dir() {
-                    return Err(format!(
-                        "the working directory {} does not exist",
-                        cwd.display()
-                    ));
-                }
-                if let Some(dir) = self.log_path.parent() {
-                    let _ = std::fs::create_dir_all(dir);
-                }
-                let stderr = match std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&self.log_path)
-                {
-                    Ok(file) => Stdio::from(file),
-                    Err(_) => Stdio::null(),
-                };
-                let mut cmd = tokio::process::Command::new(command);
-                // rmcp kills a dropped child from a spawned task; if the runtime ends
-                // first, that task is dropped instead, and only kill_on_drop still kills
-                // a server that ignores its closed stdin.
-                cmd.args(args).envs(env).current_dir(cwd).kill_on_drop(true);
-                let (transport, _) = TokioChildProcess::builder(cmd)
-                    .stderr(stderr)
-                    .spawn()
-                    .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-                self.events
-                    .clone()
-                    .serve(transport)
-                    .await
-                    .map_err(handshake)
-            }
-            Transport::StreamableHttp { url, headers } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                let mut custom = HashMap::new();
-                for (name, value) in headers {
-                    if name.eq_ignore_ascii_case("authorization")
-                        && let Some(token) = value.strip_prefix("Bearer ")
-                    {
-                        config = config.auth_header(token.to_string());
-                        continue;
-                    }
-                    let name = HeaderName::from_bytes(name.as_bytes())
-                        .map_err(|e| format!("header name {name:?}: {e}"))?;
-                    let value =
-                        HeaderValue::from_str(value).map_err(|e| format!("header {name}: {e}"))?;
-                    custom.insert(name, value);
-                }
-                let transport =
-                    StreamableHttpClientTransport::from_config(config.custom_headers(custom));
-                self.events
-                    .clone()
-                    .serve(transport)
-                    .await
-                    .map_err(handshake)
-            }
-            Transport::Sse { url, headers } => {
-                let transport = SseTransport::connect(url, headers).await?;
-                self.events
-                    .clone()
-                    .serve(transport)
-                    .await
-                    .map_err(handshake)
-            }
-        }
+        start(
+            &self.config.transport,
+            &self.events,
+            &self.log_path,
+            &self.starting_pid,
+        )
+        .await
     }
 
     /// Kills a stdio server whose handshake timed out. rmcp kills a dropped child from a
@@ -270,62 +290,119 @@ impl McpConnection {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 1) else {
-            return;
-        };
-        // SAFETY: `kill` takes plain integers and touches no memory of ours. The pid is
-        // our own child whose handle was dropped a moment ago; at worst rmcp's kill task
-        // has just reaped it, and a pid is not reused within microseconds.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
+        // The server leads its own process group (`process_group(0)`): kill the group,
+        // so whatever it started (`npx` → node) goes too. The pid is our own child whose
+        // handle was dropped a moment ago, and a pid is not reused within microseconds.
+        if let Some(pid) = pid {
+            toolbelt_process::signal_group(pid, rustix::process::Signal::KILL);
         }
     }
 
-    /// The live client's peer; starts the server again when it died.
-    async fn peer(&self) -> Result<Peer<RoleClient>, String> {
-        let mut live = self.live.lock().await;
-        if let Some(client) = live.as_ref()
-            && !client.is_closed()
-        {
-            return Ok(client.peer().clone());
-        }
-        live.take();
-        let mut last = String::from("it is not connected");
-        for _ in 0..RECONNECT_ATTEMPTS {
-            match tokio::time::timeout(self.config.connect_timeout, self.start()).await {
-                Ok(Ok(client)) => {
-                    let peer = client.peer().clone();
-                    *live = Some(client);
-                    self.set_status(ServerStatus::Connected);
-                    return Ok(peer);
+    /// The live client's peer. When the server died, starts it again (or joins the
+    /// restart under way) and waits for that, or for `cancel`, whichever comes first.
+    async fn peer(
+        self: &Arc<Self>,
+        cancel: &CancellationToken,
+    ) -> Result<Peer<RoleClient>, Unavailable> {
+        let restart = {
+            let mut link = self.link();
+            match &*link {
+                Link::Up(client) if !client.is_closed() => return Ok(client.peer().clone()),
+                Link::Closed => {
+                    return Err(Unavailable::Failed("the connection was closed".into()));
                 }
-                Ok(Err(why)) => last = why,
-                Err(_) => {
-                    self.kill_starting();
-                    last = format!(
-                        "no answer within {} (connect timeout)",
-                        human_duration(self.config.connect_timeout)
-                    )
+                Link::Restarting(restart) => restart.clone(),
+                Link::Up(_) | Link::Down => {
+                    let restart = self.spawn_restart();
+                    *link = Link::Restarting(restart.clone());
+                    restart
                 }
             }
+        };
+        tokio::select! {
+            outcome = restart => outcome.map_err(Unavailable::Failed),
+            _ = cancel.cancelled() => Err(Unavailable::Cancelled),
         }
-        let why = format!(
-            "it could not be restarted after {RECONNECT_ATTEMPTS} attempts: {}",
-            self.with_log_hint(&last)
-        );
-        self.set_status(ServerStatus::Failed(why.clone()));
-        Err(why)
+    }
+
+    /// A task that starts the server again, up to [`RECONNECT_ATTEMPTS`] times, each
+    /// within the connect timeout. It runs on its own, so a cancelled caller does not
+    /// stop a restart that others wait for; it holds no lock while it waits.
+    fn spawn_restart(self: &Arc<Self>) -> Restart {
+        let this = Arc::clone(self);
+        let task = tokio::spawn(async move { this.restart().await });
+        async move {
+            match task.await {
+                Ok(outcome) => outcome,
+                Err(e) => Err(format!("the restart stopped: {e}")),
+            }
+        }
+        .boxed()
+        .shared()
+    }
+
+    async fn restart(&self) -> Result<Peer<RoleClient>, String> {
+        let mut last = String::from("it is not connected");
+        for _ in 0..RECONNECT_ATTEMPTS {
+            if matches!(*self.link(), Link::Closed) {
+                return Err("the connection was closed".into());
+            }
+            let attempt = tokio::time::timeout(self.config.connect_timeout, self.start()).await;
+            let started = match attempt {
+                Ok(started) => {
+                    self.starting_pid
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .take();
+                    started
+                }
+                Err(_) => {
+                    self.kill_starting();
+                    Err(format!(
+                        "no answer within {} (connect timeout)",
+                        human_duration(self.config.connect_timeout)
+                    ))
+                }
+            };
+            match started {
+                Ok(client) => {
+                    let peer = client.peer().clone();
+                    self.install(client)?;
+                    self.mark_connected();
+                    return Ok(peer);
+                }
+                Err(why) => last = why,
+            }
+        }
+        let why = format!("it could not be restarted after {RECONNECT_ATTEMPTS} attempts: {last}");
+        let mut link = self.link();
+        if matches!(*link, Link::Restarting(_)) {
+            *link = Link::Down;
+        }
+        drop(link);
+        self.mark_failed(&why);
+        Err(redact(&self.with_log_hint(&why)))
     }
 
     /// Runs `tool` on the server: honours `ctx.cancel` (sends `notifications/cancelled`),
     /// the call timeout, and passes progress notifications to `ctx.output`.
-    pub async fn call(&self, tool: &str, args: Value, ctx: ExecContext) -> ToolResult {
+    pub async fn call(self: &Arc<Self>, tool: &str, args: Value, ctx: ExecContext) -> ToolResult {
         let alias = &self.config.alias;
-        let failed = |why: String| ToolResult::err(ErrorKind::McpToolError, why);
-        let peer = match self.peer().await {
+        let cancelled = || {
+            ToolResult::err(
+                ErrorKind::Cancelled,
+                format!("The call to MCP tool \"{tool}\" of server \"{alias}\" was cancelled."),
+            )
+        };
+        let peer = match self.peer(&ctx.cancel).await {
             Ok(peer) => peer,
-            Err(why) => return failed(format!("MCP server \"{alias}\" is not available: {why}")),
+            Err(Unavailable::Cancelled) => return cancelled(),
+            Err(Unavailable::Failed(why)) => {
+                return ToolResult::err(
+                    ErrorKind::McpToolError,
+                    redact(&format!("MCP server \"{alias}\" is not available: {why}")),
+                );
+            }
         };
         let arguments = match args {
             Value::Object(map) => map,
@@ -337,7 +414,7 @@ impl McpConnection {
         let options = PeerRequestOptions::with_timeout(self.config.call_timeout);
         let handle = match peer.send_request_with_option(request, options).await {
             Ok(handle) => handle,
-            Err(e) => return self.failed_call(tool, e).await,
+            Err(e) => return self.failed_call(tool, e),
         };
         let id = handle.id.clone();
         let token = handle.progress_token.clone();
@@ -352,33 +429,37 @@ impl McpConnection {
             None => {
                 let param =
                     CancelledNotificationParam::new(Some(id), Some("cancelled by the user".into()));
-                let _ = peer.notify_cancelled(param).await;
-                ToolResult::err(
-                    ErrorKind::Cancelled,
-                    format!("The call to MCP tool \"{tool}\" of server \"{alias}\" was cancelled."),
-                )
+                // Best effort and bounded: a cancelled call ends now, not when a stuck
+                // server takes the notification.
+                let _ =
+                    tokio::time::timeout(Duration::from_millis(500), peer.notify_cancelled(param))
+                        .await;
+                cancelled()
             }
             Some(Ok(ServerResult::CallToolResult(result))) => {
                 crate::content::to_tool_result(alias, tool, result)
             }
-            Some(Ok(_)) => failed(format!(
-                "MCP tool \"{tool}\" of server \"{alias}\" answered with something other than a tool result (tasks and input requests are not supported)."
-            )),
-            Some(Err(e)) => self.failed_call(tool, e).await,
+            Some(Ok(_)) => ToolResult::err(
+                ErrorKind::McpToolError,
+                format!(
+                    "MCP tool \"{tool}\" of server \"{alias}\" answered with something other than a tool result (tasks and input requests are not supported)."
+                ),
+            ),
+            Some(Err(e)) => self.failed_call(tool, e),
         }
     }
 
-    async fn failed_call(&self, tool: &str, error: ServiceError) -> ToolResult {
+    fn failed_call(&self, tool: &str, error: ServiceError) -> ToolResult {
         let alias = &self.config.alias;
-        match error {
-            ServiceError::McpError(e) => ToolResult::err(
+        let (kind, message) = match error {
+            ServiceError::McpError(e) => (
                 ErrorKind::McpToolError,
                 format!(
                     "MCP tool \"{tool}\" of server \"{alias}\" failed: MCP error {}: {}",
                     e.code.0, e.message
                 ),
             ),
-            ServiceError::Timeout { timeout } => ToolResult::err(
+            ServiceError::Timeout { timeout } => (
                 ErrorKind::Timeout,
                 format!(
                     "MCP tool \"{tool}\" of server \"{alias}\" did not answer within {}; the request was cancelled.",
@@ -386,48 +467,40 @@ impl McpConnection {
                 ),
             ),
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                self.live.lock().await.take();
-                let why = "the server closed the connection during a call (it may have crashed); it will be restarted on next use".to_string();
-                self.set_status(ServerStatus::Failed(self.with_log_hint(&why)));
-                ToolResult::err(
+                let mut link = self.link();
+                if matches!(*link, Link::Up(_)) {
+                    *link = Link::Down;
+                }
+                drop(link);
+                let why = "the server closed the connection during a call (it may have crashed); it will be restarted on next use";
+                self.mark_failed(why);
+                (
                     ErrorKind::McpToolError,
                     format!(
                         "MCP tool \"{tool}\" of server \"{alias}\" failed: {}",
-                        self.with_log_hint(&why)
+                        self.with_log_hint(why)
                     ),
                 )
             }
-            other => ToolResult::err(
+            other => (
                 ErrorKind::McpToolError,
                 format!(
                     "MCP tool \"{tool}\" of server \"{alias}\" failed: {}",
                     service_error_text(&other)
                 ),
             ),
-        }
+        };
+        ToolResult::err(kind, redact(&message))
     }
 
-    /// Adds the last line the server wrote to stderr, and where the whole log is.
+    /// Where the server's log is (stdio servers). Never its content: that is the
+    /// server's text and may hold what it was configured with (see the module docs).
     fn with_log_hint(&self, why: &str) -> String {
-        if !matches!(self.config.transport, Transport::Stdio { .. }) {
+        if !matches!(self.config.transport, Transport::Stdio { .. }) || why.contains("(server log ")
+        {
             return why.to_string();
         }
-        let last = std::fs::read(&self.log_path).ok().and_then(|bytes| {
-            let text =
-                String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(2048)..]).into_owned();
-            text.lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(str::to_string)
-        });
-        match last {
-            Some(line) if !why.contains("(log ") => format!(
-                "{why} (log {}: last line: {})",
-                self.log_path.display(),
-                line.chars().take(200).collect::<String>()
-            ),
-            _ => why.to_string(),
-        }
+        format!("{why} (server log {})", self.log_path.display())
     }
 
     /// The registered tools, as `dyn Tool`.
@@ -439,10 +512,13 @@ impl McpConnection {
     }
 
     /// Closes the connection (a stdio server gets its stdin closed, then is killed).
+    /// Does not wait for a restart under way: that one finds the link closed and stops.
     pub async fn close(&self) {
-        if let Some(mut client) = self.live.lock().await.take() {
+        let previous = std::mem::replace(&mut *self.link(), Link::Closed);
+        if let Link::Up(mut client) = previous {
             let _ = client.close_with_timeout(Duration::from_secs(2)).await;
         }
+        self.kill_starting();
     }
 }
 

@@ -12,8 +12,22 @@
 //! `mcp__<alias>__<tool>`. Results are mapped to toolbelt parts in [`content`].
 //!
 //! Transports: stdio (rmcp's child-process transport; the server's stderr goes to a log
-//! file under the session directory, never into answers), Streamable HTTP (rmcp's reqwest
-//! client), and the legacy HTTP+SSE transport ([`sse`], our own: rmcp has none).
+//! file in the directory the caller names, never into answers, statuses or errors),
+//! Streamable HTTP (rmcp's transport on our reqwest client), and the legacy HTTP+SSE
+//! transport ([`sse`], our own: rmcp has none). HTTP clients follow redirects only within
+//! the configured origin, so configured headers never reach another host.
+//!
+//! # Secrets
+//!
+//! Each [`ServerConfig`] registers its credentials (header values, URL user-info, secret
+//! `env` values and flags) with [`toolbelt_core::redact::global`] when its connection is
+//! made; every status, error and listing of this crate is masked with it.
+//!
+//! # Trust
+//!
+//! A server's tool annotations are claims. `readOnlyHint` makes a tool run unasked (as a
+//! read) only when the person's settings trust the server (`trust: true` or
+//! `trustAnnotations: true`); see [`tool`].
 //!
 //! # Tool-list changes
 //!
@@ -41,6 +55,7 @@ pub mod connection;
 pub mod content;
 pub mod events;
 pub mod sse;
+mod start;
 pub mod tool;
 
 pub use config::{ConfigProblem, ServerConfig, Transport, configured_servers, parse_mcp_config};
@@ -68,7 +83,8 @@ pub struct ServerReport {
 
 impl McpServers {
     /// Connects every server concurrently; stdio servers log their stderr to
-    /// `<log_dir>/<alias>.log`. Returns when each has connected, failed or timed out;
+    /// `<log_dir>/<alias>.log`. `log_dir` must be outside what the model's tools can
+    /// read (not the session directory): a server's log is its own text. Returns when each has connected, failed or timed out;
     /// see [`McpServers::reports`] for the outcome.
     pub async fn connect_all(
         servers: Vec<ServerConfig>,
@@ -194,7 +210,7 @@ impl McpServers {
             alias: p.alias.clone(),
             transport: "-".into(),
             target: String::new(),
-            status: ServerStatus::Failed(p.reason.clone()),
+            status: ServerStatus::Failed(toolbelt_core::redact::redact(&p.reason)),
             tools: Vec::new(),
         }));
         reports.sort_by(|a, b| a.alias.cmp(&b.alias));

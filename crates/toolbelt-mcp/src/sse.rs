@@ -5,11 +5,16 @@
 //! event names (relative to the URL) where to POST our messages; every `message` event
 //! after it is one JSON-RPC message from the server. A message that does not parse is
 //! logged and skipped, so one bad line does not end the session.
+//!
+//! The configured headers (API keys) go with every request, so every request must go to
+//! the origin the person configured: an `endpoint` on another scheme, host or port is
+//! refused, and redirects are followed only within the origin. Otherwise a server (or
+//! whoever controls its responses) could have our credentials sent anywhere.
 
 use std::collections::BTreeMap;
 
 use futures::StreamExt;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::HeaderMap;
 use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -37,21 +42,20 @@ impl SseTransport {
     /// Opens the event stream and waits for the `endpoint` event.
     pub async fn connect(url: &str, headers: &BTreeMap<String, String>) -> Result<Self, String> {
         let base = reqwest::Url::parse(url).map_err(|e| format!("invalid url {url:?}: {e}"))?;
-        let mut header_map = HeaderMap::new();
-        for (name, value) in headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| format!("header name {name:?}: {e}"))?;
-            let value = HeaderValue::from_str(value).map_err(|e| format!("header {name}: {e}"))?;
-            header_map.insert(name, value);
-        }
-        let client = reqwest::Client::new();
+        let header_map = crate::start::header_map(headers)?;
+        let client = crate::start::same_origin_client()?;
         let response = client
             .get(base.clone())
             .headers(header_map.clone())
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .send()
             .await
-            .map_err(|e| format!("cannot open the SSE stream at {url}: {e}"))?;
+            .map_err(|e| {
+                format!(
+                    "cannot open the SSE stream at {url}: {}",
+                    crate::start::error_chain(&e)
+                )
+            })?;
         if !response.status().is_success() {
             return Err(format!("GET {url} answered {}", response.status()));
         }
@@ -64,9 +68,15 @@ impl SseTransport {
         let endpoint = loop {
             match events.next_event().await {
                 Some(event) if event.name == "endpoint" => {
-                    break base
+                    let endpoint = base
                         .join(event.data.trim())
                         .map_err(|e| format!("bad endpoint event {:?}: {e}", event.data))?;
+                    if endpoint.origin() != base.origin() {
+                        return Err(format!(
+                            "the SSE server at {url} named an endpoint on another origin ({endpoint}); refused, since the configured headers would go there"
+                        ));
+                    }
+                    break endpoint;
                 }
                 Some(_) => continue,
                 None => {
@@ -118,7 +128,7 @@ impl Transport<RoleClient> for SseTransport {
             let response = request
                 .send()
                 .await
-                .map_err(|e| SseError(format!("POST failed: {e}")))?;
+                .map_err(|e| SseError(format!("POST failed: {}", crate::start::error_chain(&e))))?;
             if response.status().is_success() {
                 Ok(())
             } else {

@@ -1,9 +1,16 @@
 //! One tool of an MCP server, as a toolbelt [`Tool`].
 //!
 //! Named `mcp__<alias>__<tool>` (sanitised, at most 64 characters with a stable hash), so
-//! two servers can offer tools of the same name. MCP tools are untrusted: a call asks for
-//! confirmation unless the server has `trust: true` or the tool carries `readOnlyHint`
-//! (then its kind is `read`, so the scheduler may run it beside other reads).
+//! two servers can offer tools of the same name.
+//!
+//! MCP tools are untrusted: a call asks for confirmation unless the person's settings
+//! say otherwise. A server's own annotations cannot: the MCP specification calls
+//! annotations from untrusted servers hints, and a server that wants to run unasked
+//! would simply claim `readOnlyHint`. So `readOnlyHint` only informs the confirmation
+//! (its title says what the server claims) unless the server is configured with
+//! `trust: true` (every call unasked) or `trustAnnotations: true` (tools it marks
+//! read-only run unasked and have kind `read`, so the scheduler may run them beside
+//! other reads).
 
 use std::sync::Arc;
 
@@ -23,7 +30,9 @@ pub struct McpTool {
     display_name: String,
     description: String,
     schema: Value,
-    read_only: bool,
+    /// The server's `readOnlyHint`: a claim, believed only per
+    /// [`crate::ServerConfig::believes_annotations`].
+    read_only_hint: bool,
 }
 
 impl McpTool {
@@ -35,7 +44,7 @@ impl McpTool {
             .clone()
             .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()))
             .unwrap_or_else(|| remote_name.clone());
-        let read_only = tool
+        let read_only_hint = tool
             .annotations
             .as_ref()
             .and_then(|a| a.read_only_hint)
@@ -49,7 +58,7 @@ impl McpTool {
             display_name: format!("{title} ({alias} MCP Server)"),
             description: tool.description.map(|d| d.to_string()).unwrap_or_default(),
             schema,
-            read_only,
+            read_only_hint,
             remote_name,
             connection,
         }
@@ -64,12 +73,19 @@ impl McpTool {
         self.connection.alias()
     }
 
+    /// Whether the tool only reads, as far as toolbelt believes: the server says so and
+    /// the person trusts its annotations.
     pub fn is_read_only(&self) -> bool {
-        self.read_only
+        self.read_only_hint && self.connection.config().believes_annotations()
+    }
+
+    /// Whether the server claims the tool only reads (believed or not).
+    pub fn claims_read_only(&self) -> bool {
+        self.read_only_hint
     }
 
     fn runs_unasked(&self) -> bool {
-        self.connection.config().trust || self.read_only
+        self.connection.config().trust || self.is_read_only()
     }
 }
 
@@ -84,7 +100,7 @@ impl Tool for McpTool {
         &self.description
     }
     fn kind(&self) -> Kind {
-        if self.read_only {
+        if self.is_read_only() {
             Kind::Read
         } else {
             Kind::Other
@@ -105,6 +121,7 @@ impl Tool for McpTool {
             remote_name: self.remote_name.clone(),
             display_name: self.display_name.clone(),
             unasked: self.runs_unasked(),
+            claims_read_only: self.read_only_hint,
             args,
         }))
     }
@@ -115,6 +132,7 @@ struct McpCall {
     remote_name: String,
     display_name: String,
     unasked: bool,
+    claims_read_only: bool,
     args: Value,
 }
 
@@ -139,7 +157,11 @@ impl Invocation for McpCall {
                 return None;
             }
             Some(ConfirmationDetails::Mcp {
-                title: "Confirm MCP Tool Execution".into(),
+                title: if self.claims_read_only {
+                    "Confirm MCP Tool Execution (the server says this tool only reads)".into()
+                } else {
+                    "Confirm MCP Tool Execution".into()
+                },
                 server: self.connection.alias().to_string(),
                 tool: self.remote_name.clone(),
                 tool_display_name: self.display_name.clone(),

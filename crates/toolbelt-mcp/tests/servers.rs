@@ -241,10 +241,12 @@ async fn a_crashed_server_fails_its_call_and_is_restarted_on_next_use() {
     let (kind, message) = error_of(&f.call(&registry, "mcp__t__crash", json!({})).await);
     assert_eq!(kind, ErrorKind::McpToolError);
     assert!(message.contains("closed the connection"), "{message}");
+    // The server's own words stay in its log: the result names the log, not the line.
     assert!(
-        message.contains("crashing on purpose"),
-        "the log line is named: {message}"
+        !message.contains("crashing on purpose"),
+        "stderr reached the result: {message}"
     );
+    assert!(message.contains("server log"), "{message}");
     assert!(matches!(
         servers.connections()[0].status(),
         ServerStatus::Failed(_)
@@ -402,14 +404,22 @@ async fn long_names_are_cut_to_64_with_a_stable_hash() {
 }
 
 #[tokio::test]
-async fn trust_and_read_only_hint_skip_confirmation() {
+async fn trust_and_trusted_annotations_skip_confirmation() {
     let f = fixture();
     let trusted = McpServerSettings {
         trust: true,
         ..stdio(&[])
     };
+    let believed = McpServerSettings {
+        trust_annotations: true,
+        ..stdio(&[])
+    };
     let (_servers, registry) = f
-        .connect(vec![("t", stdio(&[])), ("trusted", trusted)])
+        .connect(vec![
+            ("t", stdio(&[])),
+            ("trusted", trusted),
+            ("believed", believed),
+        ])
         .await;
     let (_, echo) = registry
         .build("mcp__t__echo", json!({"message": "x"}))
@@ -420,10 +430,22 @@ async fn trust_and_read_only_hint_skip_confirmation() {
         }
         other => panic!("expected an MCP confirmation, got {other:?}"),
     }
+    // An untrusted server's readOnlyHint is a hint: the call still asks and is not a read.
     let read = registry.get("mcp__t__read_status").unwrap();
-    assert_eq!(read.tool.kind(), Kind::Read);
+    assert_eq!(read.tool.kind(), Kind::Other);
     let (_, status) = registry.build("mcp__t__read_status", json!({})).unwrap();
+    assert!(status.confirmation().await.is_some());
+    // With trustAnnotations in the person's settings, the hint is believed.
+    let read = registry.get("mcp__believed__read_status").unwrap();
+    assert_eq!(read.tool.kind(), Kind::Read);
+    let (_, status) = registry
+        .build("mcp__believed__read_status", json!({}))
+        .unwrap();
     assert!(status.confirmation().await.is_none());
+    let (_, echo) = registry
+        .build("mcp__believed__echo", json!({"message": "x"}))
+        .unwrap();
+    assert!(echo.confirmation().await.is_some());
     let (_, trusted_echo) = registry
         .build("mcp__trusted__echo", json!({"message": "x"}))
         .unwrap();

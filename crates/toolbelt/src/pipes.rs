@@ -92,11 +92,18 @@ pub struct LogWriter;
 
 impl Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let written = io::stderr().write(buf);
-        if matches!(&written, Err(e) if e.kind() == io::ErrorKind::BrokenPipe) {
-            crate::ending::end_now(EXIT_BROKEN_PIPE);
+        // Log lines can quote what a library saw (an rmcp error holds the request URL):
+        // secrets the settings expanded and URL credentials are masked here, in the one
+        // place every log line passes.
+        let text = String::from_utf8_lossy(buf);
+        let masked = toolbelt_core::redact::redact(&text);
+        match io::stderr().write_all(masked.as_bytes()) {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                crate::ending::end_now(EXIT_BROKEN_PIPE)
+            }
+            Err(e) => Err(e),
+            Ok(()) => Ok(buf.len()),
         }
-        written
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -111,9 +118,11 @@ pub fn log_colours(stderr_is_terminal: bool, no_color: Option<&OsStr>) -> bool {
 }
 
 /// The tracing subscriber: quiet unless `TOOLBELT_LOG` asks (any tracing filter), on
-/// stderr, coloured by [`log_colours`].
+/// stderr, coloured by [`log_colours`]. By default rmcp's own log is off: it dumps its
+/// raw error on every failed request while a server is down, and the MCP client already
+/// says that once per outage, in a sentence.
 pub fn init_tracing() {
-    let filter = std::env::var("TOOLBELT_LOG").unwrap_or_else(|_| "warn".to_string());
+    let filter = std::env::var("TOOLBELT_LOG").unwrap_or_else(|_| "warn,rmcp=off".to_string());
     let colours = log_colours(
         io::stderr().is_terminal(),
         std::env::var_os("NO_COLOR").as_deref(),

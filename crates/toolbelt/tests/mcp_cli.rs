@@ -184,9 +184,9 @@ fn mcp_and_discovered_tools_are_listed_and_callable() {
     // Without --yes and without a terminal, an untrusted MCP tool is refused.
     let out = project.run(&["tools", "call", "mcp__t__echo", r#"{"message": "x"}"#]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    // A readOnlyHint tool runs without asking.
+    // A readOnlyHint from a server that is not trusted is only a hint: it still asks.
     let out = project.run(&["tools", "call", "mcp__t__read_status"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
 
     let out = project.run(&["tools", "call", "shout", r#"{"word": "hey"}"#, "--yes"]);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -214,6 +214,10 @@ pub struct McpServerSettings {
     /// Time limit of one tool call in milliseconds (toolbelt's own key).
     pub call_timeout: Option<u64>,
     pub trust: bool,
+    /// Believe the server's tool annotations: a tool it marks `readOnlyHint` runs
+    /// without confirmation, as a read. Without this (or `trust`) annotations only
+    /// inform the display, as the MCP specification says of untrusted servers.
+    pub trust_annotations: bool,
     pub include_tools: Option<Vec<String>>,
     pub exclude_tools: Vec<String>,
     pub description: Option<String>,

@@ -14,6 +14,11 @@
 //! `crash` (exits mid-call), `progress`, `add_tool` (changes the tool list and says so),
 //! `read_status` (`readOnlyHint`), `pid`, `protocol` (the negotiated revision;
 //! `TESTSERVER_PROTOCOL` restricts the server to one). `TESTSERVER_STDERR` is written to stderr at start.
+//!
+//! Misbehaving on purpose: `TESTSERVER_PID_FILE` names a file the server writes its pid
+//! to at start (so a test can see it gone); with `TESTSERVER_HANG_ON_RESTART` naming a
+//! file, the first start creates the file and serves, every later start (the file
+//! exists) hangs like `silent`: a server that cannot be restarted.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -288,7 +293,21 @@ async fn main() {
     if let Ok(line) = std::env::var("TESTSERVER_STDERR") {
         eprintln!("{line}");
     }
-    let mode = std::env::args().nth(1).unwrap_or_else(|| "stdio".into());
+    if let Ok(path) = std::env::var("TESTSERVER_PID_FILE") {
+        let _ = std::fs::write(path, std::process::id().to_string());
+    }
+    let mut mode = std::env::args().nth(1).unwrap_or_else(|| "stdio".into());
+    if let Ok(marker) = std::env::var("TESTSERVER_HANG_ON_RESTART") {
+        // create_new: exactly one start wins the marker and serves.
+        if std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&marker)
+            .is_err()
+        {
+            mode = "silent".into();
+        }
+    }
     match mode.as_str() {
         "silent" => {
             let mut sink = tokio::io::sink();

@@ -1,0 +1,196 @@
+//! Starting a server's transport and doing the `initialize` handshake, and saying in one
+//! line why that failed.
+//!
+//! rmcp's errors print the transport's Rust type and every wrapper
+//! (`Send message error Transport [rmcp::transport::worker::WorkerTransport<...>] error:
+//! Client error: ...`); a person needs the URL or command and the cause at the bottom of
+//! the chain, so [`init_error_text`] walks the chain instead.
+
+use std::collections::{BTreeMap, HashMap};
+use std::error::Error;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Mutex, PoisonError};
+
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::service::{ClientInitializeError, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+
+use crate::config::Transport;
+use crate::events::ServerEvents;
+use crate::sse::SseTransport;
+
+pub(crate) type Client = RunningService<RoleClient, ServerEvents>;
+
+/// Starts the transport of `transport` and does the handshake. A stdio server's pid is
+/// put in `starting_pid` as soon as it runs, so that a caller whose wait timed out can
+/// kill it (see `McpConnection::kill_starting`).
+pub(crate) async fn start(
+    transport: &Transport,
+    events: &ServerEvents,
+    log_path: &Path,
+    starting_pid: &Mutex<Option<u32>>,
+) -> Result<Client, String> {
+    let target = transport.target();
+    let handshake = |e: ClientInitializeError| {
+        format!(
+            "the MCP handshake with {target} failed: {}",
+            init_error_text(&e)
+        )
+    };
+    match transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            if !cwd.is_dir() {
+                return Err(format!(
+                    "the working directory {} does not exist",
+                    cwd.display()
+                ));
+            }
+            let stderr = open_log(log_path);
+            let mut cmd = tokio::process::Command::new(command);
+            // rmcp kills a dropped child from a spawned task; if the runtime ends
+            // first, that task is dropped instead, and only kill_on_drop still kills
+            // a server that ignores its closed stdin. Its own process group lets a
+            // server that timed out be killed with whatever it started (`npx` → node).
+            cmd.args(args)
+                .envs(env)
+                .current_dir(cwd)
+                .kill_on_drop(true)
+                .process_group(0);
+            let (child, _) = TokioChildProcess::builder(cmd)
+                .stderr(stderr)
+                .spawn()
+                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            *starting_pid.lock().unwrap_or_else(PoisonError::into_inner) = child.id();
+            events.clone().serve(child).await.map_err(handshake)
+        }
+        Transport::StreamableHttp { url, headers } => {
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            let mut custom = HashMap::new();
+            for (name, value) in headers {
+                if name.eq_ignore_ascii_case("authorization")
+                    && let Some(token) = value.strip_prefix("Bearer ")
+                {
+                    config = config.auth_header(token.to_string());
+                    continue;
+                }
+                let (name, value) = header(name, value)?;
+                custom.insert(name, value);
+            }
+            let transport = StreamableHttpClientTransport::with_client(
+                same_origin_client()?,
+                config.custom_headers(custom),
+            );
+            events.clone().serve(transport).await.map_err(handshake)
+        }
+        Transport::Sse { url, headers } => {
+            let transport = SseTransport::connect(url, headers).await?;
+            events.clone().serve(transport).await.map_err(handshake)
+        }
+    }
+}
+
+/// The server's stderr, appended to its log; the directory is the person's alone
+/// (0700), since a server may log what it was given.
+fn open_log(log_path: &Path) -> Stdio {
+    if let Some(dir) = log_path.parent() {
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir);
+    }
+    match std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path)
+    {
+        Ok(file) => Stdio::from(file),
+        Err(_) => Stdio::null(),
+    }
+}
+
+/// One configured header, checked. The error names the header, never its value.
+pub(crate) fn header(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), String> {
+    let name = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("header name {name:?} is not a valid HTTP header name"))?;
+    let mut value = HeaderValue::from_str(value)
+        .map_err(|_| format!("the value of header {name} is not a valid HTTP header value"))?;
+    value.set_sensitive(true);
+    Ok((name, value))
+}
+
+/// The configured headers as a map, checked.
+pub(crate) fn header_map(
+    headers: &BTreeMap<String, String>,
+) -> Result<reqwest::header::HeaderMap, String> {
+    let mut map = reqwest::header::HeaderMap::new();
+    for (name, value) in headers {
+        let (name, value) = header(name, value)?;
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
+/// An HTTP client that follows redirects only within the origin it was sent to: a
+/// server must not be able to send our configured headers (API keys) to another host
+/// by answering with a redirect. reqwest drops `Authorization` and cookies on a
+/// cross-host redirect, but not custom headers such as `X-Api-Key`.
+pub(crate) fn same_origin_client() -> Result<reqwest::Client, String> {
+    let policy = reqwest::redirect::Policy::custom(|attempt| {
+        let first = attempt.previous().first().map(|u| u.origin());
+        if attempt.previous().len() > 10 {
+            attempt.error("too many redirects")
+        } else if first.is_some_and(|origin| origin != attempt.url().origin()) {
+            let to = toolbelt_core::redact::redact(attempt.url().as_str());
+            attempt.error(format!(
+                "the server redirected to another origin ({to}); refused, since the configured headers would go there"
+            ))
+        } else {
+            attempt.follow()
+        }
+    });
+    reqwest::Client::builder()
+        .redirect(policy)
+        .build()
+        .map_err(|e| format!("cannot set up the HTTP client: {}", error_chain(&e)))
+}
+
+/// A handshake failure in one line: the cause, without rmcp's type dumps.
+pub(crate) fn init_error_text(e: &ClientInitializeError) -> String {
+    match e {
+        ClientInitializeError::TransportError { error, context } => {
+            format!("{} ({context})", error_chain(error.error.as_ref()))
+        }
+        ClientInitializeError::ConnectionClosed(_) => {
+            "the server closed the connection before answering (it may have exited)".into()
+        }
+        ClientInitializeError::ExpectedInitResponse(_)
+        | ClientInitializeError::ExpectedInitResult(_) => {
+            "the server answered initialize with something else".into()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Every message in an error's source chain, joined by `: `, leaving out a message
+/// that only repeats the one after it (reqwest and hyper nest the same text).
+pub(crate) fn error_chain(e: &(dyn Error + 'static)) -> String {
+    let mut messages: Vec<String> = Vec::new();
+    let mut current: Option<&(dyn Error + 'static)> = Some(e);
+    while let Some(error) = current {
+        let text = error.to_string();
+        if !messages.iter().any(|m| m.contains(&text)) {
+            messages.push(text);
+        }
+        current = error.source();
+    }
+    messages.join(": ")
+}
