@@ -2,7 +2,7 @@
 //! `read_file(//abs/path/**)`, `web_fetch(domain:example.com)`, decided as
 //! deny > ask > allow > the tool's own default.
 //!
-//! A rule is a tool name (or an alias such as `Bash`, `Read`, `Edit`, `WebFetch`) with an
+//! A rule is a tool name (or an alias such as `Bash`, `Read`, `Edit`) with an
 //! optional specifier in parentheses. Without a specifier it covers every call of the
 //! tool. With one, the specifier is matched against the call's [`PermissionSubject`]:
 //! commands for shell calls, paths for file tools, the host for fetches, a literal
@@ -77,14 +77,9 @@ const ALIASES: &[(&str, &[&str])] = &[
     ("Grep", &["grep_search"]),
     ("Glob", &["glob"]),
     ("LS", &["list_directory"]),
-    ("WebFetch", &["web_fetch"]),
-    ("WebSearch", &["web_search"]),
-    ("Agent", &["agent"]),
-    ("Task", &["agent"]),
     ("replace", &["edit"]),
     ("search_file_content", &["grep_search"]),
     ("ls", &["list_directory"]),
-    ("task", &["agent"]),
 ];
 
 impl Rule {
@@ -424,7 +419,7 @@ impl PermissionRules {
 
 impl PermissionRules {
     /// The tool names, as written, of rules that name neither an alias (`Read`, `Bash`,
-    /// `WebFetch`, ...) nor a tool `known` accepts, once each in the order written: such
+    /// ...) nor a tool `known` accepts, once each in the order written: such
     /// a rule has no effect, and is usually a misspelling worth a warning.
     pub fn unknown_tools(&self, known: impl Fn(&str) -> bool) -> Vec<String> {
         let mut unknown: Vec<String> = Vec::new();
@@ -512,14 +507,9 @@ mod tests {
             ("Grep", &["grep_search"]),
             ("Glob", &["glob"]),
             ("LS", &["list_directory"]),
-            ("WebFetch", &["web_fetch"]),
-            ("WebSearch", &["web_search"]),
-            ("Agent", &["agent"]),
-            ("Task", &["agent"]),
             ("replace", &["edit"]),
             ("search_file_content", &["grep_search"]),
             ("ls", &["list_directory"]),
-            ("task", &["agent"]),
             ("read_file", &["read_file"]),
         ];
         for (alias, denied) in table {
@@ -575,7 +565,7 @@ mod tests {
     fn literal_and_domain_specifiers() {
         let mut rules = PermissionRules::default();
         rules.add(RuleList::Allow, "agent(reviewer)");
-        rules.add(RuleList::Deny, "WebFetch(domain:evil.example)");
+        rules.add(RuleList::Deny, "web_fetch(domain:evil.example)");
         assert_eq!(
             rules.evaluate("agent", &PermissionSubject::Literal("reviewer".into())),
             Decision::Allow
@@ -750,7 +740,7 @@ mod tests {
         let mut rules = PermissionRules::default();
         for (list, text) in [
             (RuleList::Deny, "raed_file(//x)"),
-            (RuleList::Allow, "WebFetch(domain:x.org)"),
+            (RuleList::Allow, "Read(//x)"),
             (RuleList::Allow, "Bash(git *)"),
             (RuleList::Ask, "glob"),
             (RuleList::Ask, "raed_file"),
