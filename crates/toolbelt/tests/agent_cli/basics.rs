@@ -380,3 +380,28 @@ async fn ctrl_c_cancels_the_request_in_flight_and_exits_130() {
     assert_eq!(run.code, 130, "{}", run.stderr);
     assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
 }
+
+/// SIGTERM and SIGHUP go through the same cleanup as Ctrl-C twice and exit with
+/// 128 + the signal (before, the default action killed toolbelt with no cleanup and no
+/// exit code).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_and_sighup_end_through_the_cleanup() {
+    for (signal, code) in [("-TERM", 143), ("-HUP", 129)] {
+        let w = Workspace::new();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let child = w
+            .command(&["--openai-base-url", &url, "-m", "m", "wait forever"], &[])
+            .spawn()
+            .unwrap();
+        let pid = child.id().unwrap().to_string();
+        let (_socket, _) = listener.accept().await.unwrap();
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let run = wait(child).await;
+        assert_eq!(run.code, code, "{signal}: {}", run.stderr);
+    }
+}
