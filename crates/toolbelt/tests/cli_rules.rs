@@ -135,7 +135,7 @@ fn an_edit_rule_holds_for_write_file() {
 fn a_rule_naming_no_tool_is_a_warning_with_the_closest_name() {
     let p = project(
         r#"{"permissions": {
-            "deny": ["raed_file(/secret.txt)", "WebFetch(domain:x.org)"],
+            "deny": ["raed_file(/secret.txt)", "Grep(//etc/**)"],
             "allow": ["Read(/public.txt)", "Bash(git *)", "glob"]
         }}"#,
     );
