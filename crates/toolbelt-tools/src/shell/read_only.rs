@@ -524,6 +524,17 @@ const INERT_GIT_KEYS: &[&str] = &[
     "merge.conflictstyle",
     "maintenance.auto",
     "maintenance.strategy",
+    // Hooks run on commits, merges and checkouts, never on the read-only subcommands
+    // above; husky and pre-commit set this in many repositories.
+    "core.hookspath",
+    // Signing settings: only `gpg.program` (not listed) names what runs.
+    "commit.gpgsign",
+    "tag.gpgsign",
+    "user.signingkey",
+    "gpg.format",
+    "lfs.repositoryformatversion",
+    "rerere.enabled",
+    "blame.ignorerevsfile",
 ];
 
 /// Whether every key in `config` (the output of `git config --list --show-scope -z`) that

@@ -515,6 +515,8 @@ fn repository_configuration_is_inert_only_with_inert_keys() {
             "+refs/heads/*:refs/remotes/x/*",
         ),
         ("local", "branch.main.remote", "origin"),
+        ("local", "core.hooksPath", ".husky"),
+        ("local", "commit.gpgsign", "true"),
     ];
     assert!(git_config_is_inert(&config(&plain)));
     for (key, value) in [
@@ -524,7 +526,6 @@ fn repository_configuration_is_inert_only_with_inert_keys() {
         ("diff.bin.textconv", "touch x"),
         ("diff.bin.command", "touch x"),
         ("filter.x.clean", "touch x"),
-        ("core.hookspath", "/tmp"),
         ("include.path", "/tmp/x"),
         ("gpg.program", "touch x"),
         ("pager.log", "touch x"),
