@@ -213,7 +213,7 @@ impl Owner {
         sweep.signal(Signal::TERM);
         if !wait_async(&mut sweep, grace).await {
             sweep.signal(Signal::KILL);
-            wait_async(&mut sweep, grace).await;
+            wait_async(&mut sweep, grace.max(AFTER_KILL)).await;
         }
         found
     }
@@ -235,7 +235,7 @@ pub fn kill_all_blocking(owners: &[&Owner], grace: Duration, with_leader: bool) 
     sweep.signal(Signal::TERM);
     if !wait_blocking(&mut sweep, grace) {
         sweep.signal(Signal::KILL);
-        wait_blocking(&mut sweep, grace);
+        wait_blocking(&mut sweep, grace.max(AFTER_KILL));
     }
     found
 }
@@ -359,6 +359,12 @@ async fn wait_async(sweep: &mut Sweep, limit: Duration) -> bool {
     }
 }
 
+/// How long to wait, at most, for processes sent SIGKILL to die and be reaped. SIGKILL
+/// cannot be ignored, so the wait ends as soon as they are gone (usually at once); the
+/// bound only matters on a loaded machine, where a shorter one left adopted zombies
+/// unreaped.
+const AFTER_KILL: Duration = Duration::from_secs(5);
+
 fn wait_blocking(sweep: &mut Sweep, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     loop {
@@ -407,7 +413,7 @@ pub fn end_descendants_blocking(grace: Duration) -> usize {
     sweep.signal(Signal::TERM);
     if !wait_blocking(&mut sweep, grace) {
         sweep.signal(Signal::KILL);
-        wait_blocking(&mut sweep, grace);
+        wait_blocking(&mut sweep, grace.max(AFTER_KILL));
     }
     count
 }
