@@ -36,7 +36,8 @@ pub(crate) use types::show_value;
 pub use types::{
     ApprovalModeSetting, ContextFileNames, ContextSettings, FileFiltering, FolderTrustSettings,
     McpServerSettings, McpSettings, Millis, ModelSettings, PermissionSettings, Sandbox,
-    SecuritySettings, ShellSettings, ToolsSettings,
+    SecuritySettings, ShellSettings, ToolsSettings, WebFetchSettings, WebSearchKind,
+    WebSearchProvider, WebSearchSettings,
 };
 
 use crate::trust::{TrustError, TrustedFolders};
@@ -204,6 +205,7 @@ pub struct Settings {
     pub mcp: McpSettings,
     pub model: ModelSettings,
     pub security: SecuritySettings,
+    pub web_search: WebSearchSettings,
 }
 
 /// The top-level keys this build knows; others are reported at debug level.
@@ -217,6 +219,7 @@ const KNOWN_TOP_LEVEL: &[&str] = &[
     "general",
     "ui",
     "security",
+    "webSearch",
     "privacy",
     "telemetry",
     "advanced",

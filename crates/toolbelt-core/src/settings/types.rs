@@ -43,6 +43,90 @@ pub struct ToolsSettings {
     pub truncate_tool_output_lines: Option<i64>,
     /// How `write_file` and `edit` treat files (`tools.files`).
     pub files: FileWriteSettings,
+    /// `web_fetch`'s limits and the hosts it may reach (`tools.webFetch`).
+    pub web_fetch: WebFetchSettings,
+}
+
+/// `tools.webFetch`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WebFetchSettings {
+    /// Hosts and networks the private-address guard lets through: host names
+    /// (`docs.internal`), addresses (`127.0.0.1`, `::1`) and CIDRs (`10.1.0.0/16`).
+    /// Widens access, so an untrusted workspace file cannot set it.
+    pub allow_hosts: Vec<String>,
+    /// Turns the private-address guard off entirely (default false). Widens access.
+    pub allow_private_addresses: bool,
+    /// Bytes of body read at most (default 10 MiB); the connection is dropped there.
+    pub max_bytes: Option<u64>,
+    /// Time limit to connect, in ms (default 10 000).
+    pub connect_timeout: Option<Millis>,
+    /// Time limit of the whole request, redirects and body included, in ms (default 30 000).
+    pub timeout: Option<Millis>,
+    /// In the agent, ask the session's model once to answer the prompt from the page.
+    pub summarize: bool,
+}
+
+/// `webSearch`: the search providers `web_search` may use.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WebSearchSettings {
+    /// The configured providers, in order of preference.
+    pub provider: Vec<WebSearchProvider>,
+    /// The provider used when a call names none (its `type`); the first one otherwise.
+    pub default: Option<String>,
+}
+
+/// One entry of `webSearch.provider`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebSearchProvider {
+    /// `tavily`, `searxng` or `brave`.
+    #[serde(rename = "type")]
+    pub kind: WebSearchKind,
+    /// The key (write `$TAVILY_API_KEY` to take it from the environment). SearXNG
+    /// needs none.
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// Where the provider's API is; required for SearXNG (self-hosted), optional for the
+    /// others (their public endpoint by default).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Results asked for (default 5, at most 20).
+    #[serde(default)]
+    pub max_results: Option<u32>,
+}
+
+/// The search providers toolbelt speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebSearchKind {
+    Tavily,
+    Searxng,
+    Brave,
+}
+
+impl WebSearchKind {
+    pub const ACCEPTED: &'static str = "\"tavily\", \"searxng\", \"brave\"";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WebSearchKind::Tavily => "tavily",
+            WebSearchKind::Searxng => "searxng",
+            WebSearchKind::Brave => "brave",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WebSearchKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        match value.as_str().map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+            Some("tavily") => Ok(WebSearchKind::Tavily),
+            Some("searxng") => Ok(WebSearchKind::Searxng),
+            Some("brave") => Ok(WebSearchKind::Brave),
+            _ => Err(not_accepted(&value, WebSearchKind::ACCEPTED)),
+        }
+    }
 }
 
 /// `tools.files`: what writes may do beyond a file's own permissions.

@@ -44,6 +44,11 @@ const RESTRICTED: &[(&str, Refuse)] = &[
     ("tools.files.overwriteReadOnly", Refuse::AnyValue),
     // Widens the roots.
     ("context.includeDirectories", Refuse::AnyValue),
+    // Opens private addresses to web_fetch.
+    ("tools.webFetch.allowHosts", Refuse::AnyValue),
+    ("tools.webFetch.allowPrivateAddresses", Refuse::AnyValue),
+    // Sends queries (and, through `$VAR`, keys) to a server the file names.
+    ("webSearch", Refuse::AnyValue),
     // The folder cannot switch off the check that guards it.
     ("security.folderTrust", Refuse::AnyValue),
 ];
