@@ -39,7 +39,7 @@ pub use settings::{
     Settings, SettingsError, SettingsLayer, SettingsPaths, UntrustedWorkspace, WorkspaceTrust,
 };
 pub use tool::{
-    BoxFuture, ExecContext, Invocation, Kind, OutputSink, PermissionSubject, ShellCommand, Tool,
-    ToolEnvironment,
+    AskOnce, AskOnceSlot, BoxFuture, ExecContext, Invocation, Kind, OutputSink, PermissionSubject,
+    ShellCommand, Tool, ToolEnvironment,
 };
 pub use workspace::{PathError, WorkspaceRoots};

@@ -150,6 +150,9 @@ pub enum ErrorKind {
     ShellExecuteError,
     McpToolError,
     DiscoveredToolExecutionError,
+    WebFetchError,
+    WebSearchError,
+    MemoryToolExecutionError,
 }
 
 impl ErrorKind {
@@ -181,6 +184,9 @@ impl ErrorKind {
             ErrorKind::ShellExecuteError => "shell_execute_error",
             ErrorKind::McpToolError => "mcp_tool_error",
             ErrorKind::DiscoveredToolExecutionError => "discovered_tool_execution_error",
+            ErrorKind::WebFetchError => "web_fetch_error",
+            ErrorKind::WebSearchError => "web_search_error",
+            ErrorKind::MemoryToolExecutionError => "memory_tool_execution_error",
         }
     }
 

@@ -80,6 +80,10 @@ const ALIASES: &[(&str, &[&str])] = &[
     ("replace", &["edit"]),
     ("search_file_content", &["grep_search"]),
     ("ls", &["list_directory"]),
+    ("WebFetch", &["web_fetch"]),
+    ("WebSearch", &["web_search"]),
+    ("TodoWrite", &["todo_write"]),
+    ("NotebookEdit", &["notebook_edit"]),
 ];
 
 impl Rule {

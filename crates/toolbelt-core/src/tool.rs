@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -172,6 +172,45 @@ impl std::fmt::Debug for OutputSink {
     }
 }
 
+/// A narrow capability handed to tools that need a model's judgement (`web_fetch` with
+/// `tools.webFetch.summarize`): one question to the session's model, with the given
+/// instructions, no conversation and no tools. Tools never get the model itself.
+pub trait AskOnce: Send + Sync {
+    /// The model's answer text, or why there is none.
+    fn ask<'a>(
+        &'a self,
+        instructions: &'a str,
+        question: &'a str,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<String, String>>;
+}
+
+/// Where the session's [`AskOnce`] is put once the model exists (the environment is
+/// built before it). Empty in `tools call` and in embedders that give none.
+#[derive(Clone, Default)]
+pub struct AskOnceSlot(Arc<OnceLock<Arc<dyn AskOnce>>>);
+
+impl AskOnceSlot {
+    /// Sets the capability; a second call is ignored.
+    pub fn set(&self, ask: Arc<dyn AskOnce>) {
+        let _ = self.0.set(ask);
+    }
+
+    pub fn get(&self) -> Option<&Arc<dyn AskOnce>> {
+        self.0.get()
+    }
+}
+
+impl std::fmt::Debug for AskOnceSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "AskOnceSlot(set)"
+        } else {
+            "AskOnceSlot(empty)"
+        })
+    }
+}
+
 /// What every tool of a session shares: where it may work, how much it may say, and the
 /// settings. Built once at start-up and handed to tools when they are constructed.
 #[derive(Debug, Clone)]
@@ -181,6 +220,8 @@ pub struct ToolEnvironment {
     pub settings: Arc<Settings>,
     /// Where per-session files live (spilled output, background logs, todos).
     pub session_dir: PathBuf,
+    /// The model, as one question at a time (see [`AskOnce`]).
+    pub ask_once: AskOnceSlot,
 }
 
 impl ToolEnvironment {
@@ -191,6 +232,7 @@ impl ToolEnvironment {
             output,
             settings,
             session_dir,
+            ask_once: AskOnceSlot::default(),
         }
     }
 }

@@ -35,6 +35,7 @@ mod read_many_files;
 mod shell;
 mod text_file;
 mod walk;
+mod web_fetch;
 mod write_file;
 
 pub use discovered::{DiscoveredTool, Discovery, discover};
@@ -45,6 +46,7 @@ pub use list_directory::ListDirectory;
 pub use read_file::ReadFile;
 pub use read_many_files::ReadManyFiles;
 pub use shell::RunShellCommand;
+pub use web_fetch::{HostResolver, WebFetch};
 pub use write_file::WriteFile;
 
 #[cfg(test)]
@@ -68,6 +70,7 @@ pub fn builtin_tools(env: &Arc<ToolEnvironment>) -> Vec<Arc<dyn Tool>> {
         Arc::new(glob::Glob::new(env.clone())),
         Arc::new(grep_search::GrepSearch::new(env.clone())),
         Arc::new(shell::RunShellCommand::new(env.clone())),
+        Arc::new(web_fetch::WebFetch::new(env.clone())),
     ]
 }
 

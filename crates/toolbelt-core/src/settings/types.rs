@@ -120,7 +120,11 @@ impl WebSearchKind {
 impl<'de> Deserialize<'de> for WebSearchKind {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(d)?;
-        match value.as_str().map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+        match value
+            .as_str()
+            .map(|s| s.trim().to_ascii_lowercase())
+            .as_deref()
+        {
             Some("tavily") => Ok(WebSearchKind::Tavily),
             Some("searxng") => Ok(WebSearchKind::Searxng),
             Some("brave") => Ok(WebSearchKind::Brave),

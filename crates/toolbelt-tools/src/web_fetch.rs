@@ -1,0 +1,439 @@
+//! `web_fetch`: one web page, as text the model can use.
+//!
+//! Safer than its peers on three counts:
+//!
+//! - **The private-address guard** ([`guard`]) is on by default: loopback, private,
+//!   link-local, CGNAT, unique-local, multicast, unspecified and cloud-metadata
+//!   addresses are refused, however they are spelled, in the URL and in every redirect,
+//!   and names are resolved once by the guard itself, which the client then connects to
+//!   (no DNS rebinding). `tools.webFetch.allowHosts` opens named hosts or networks.
+//! - **The body is streamed** and reading stops at `tools.webFetch.maxBytes` (10 MiB by
+//!   default); the connection is then dropped, so a huge or endless body costs at most
+//!   the cap in memory and transfer.
+//! - **Time limits**: `tools.webFetch.connectTimeout` (10 s) and `tools.webFetch.timeout`
+//!   (30 s) for the whole request, redirects and body included.
+//!
+//! HTML becomes Markdown without scripts, styles and navigation chrome; text, Markdown
+//! and JSON pass through; other types are described. The page text goes back with the
+//! call's prompt above it. With `tools.webFetch.summarize` and a model in the session
+//! (the agent), the model is asked once, with only the page and the prompt, through the
+//! [`toolbelt_core::AskOnce`] capability, and its answer is the result.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolbelt_core::{
+    BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+};
+
+mod content;
+mod guard;
+
+use content::{Body, BodyKind, Format, ReadError};
+pub use guard::HostResolver;
+use guard::{AddressPolicy, GuardedResolver, Refused, SystemResolver};
+
+/// Body bytes read at most, by default.
+pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Redirects followed at most, each one checked again.
+const MAX_REDIRECTS: usize = 10;
+/// Characters of page sent to the model when it is asked to answer the prompt.
+const SUMMARY_INPUT_CHARS: usize = 100_000;
+
+const SUMMARY_INSTRUCTIONS: &str = "You answer a request about one web page, using only the page's content given below. \
+Quote exact names, figures, commands and code from the page. If the page does not hold what was asked, say so plainly. \
+Answer in Markdown and keep it short.";
+
+pub struct WebFetch {
+    env: Arc<ToolEnvironment>,
+    schema: Value,
+    policy: Arc<AddressPolicy>,
+    resolver: Arc<dyn HostResolver>,
+    client: OnceLock<Result<reqwest::Client, String>>,
+}
+
+impl WebFetch {
+    pub fn new(env: Arc<ToolEnvironment>) -> Self {
+        WebFetch::with_resolver(env, Arc::new(SystemResolver))
+    }
+
+    /// A `web_fetch` whose host names are resolved by `resolver` (the guard still judges
+    /// every address it returns, and the client connects to exactly those).
+    pub fn with_resolver(env: Arc<ToolEnvironment>, resolver: Arc<dyn HostResolver>) -> Self {
+        let settings = &env.settings.tools.web_fetch;
+        let (policy, warnings) =
+            AddressPolicy::new(&settings.allow_hosts, settings.allow_private_addresses);
+        for warning in warnings {
+            tracing::warn!("{warning}");
+        }
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "url": {
+                    "type": "string",
+                    "description": "The http:// or https:// URL to fetch. GitHub 'blob' URLs are fetched as raw files."
+                },
+                "prompt": {
+                    "type": "string",
+                    "description": "What to look for in the page: the question it should answer or the information to extract."
+                },
+                "format": {
+                    "type": "string",
+                    "enum": ["auto", "markdown", "text", "html"],
+                    "description": "How an HTML page comes back: 'auto' and 'markdown' convert it to Markdown (default), 'text' to plain text, 'html' keeps the markup."
+                }
+            },
+            "required": ["url", "prompt"],
+            "additionalProperties": false
+        });
+        WebFetch {
+            env,
+            schema,
+            policy: Arc::new(policy),
+            resolver,
+            client: OnceLock::new(),
+        }
+    }
+
+    fn client(&self) -> Result<reqwest::Client, ToolError> {
+        self.client
+            .get_or_init(|| build_client(&self.env, &self.policy, &self.resolver))
+            .clone()
+            .map_err(|e| ToolError::new(ErrorKind::WebFetchError, e))
+    }
+}
+
+fn build_client(
+    env: &ToolEnvironment,
+    policy: &Arc<AddressPolicy>,
+    resolver: &Arc<dyn HostResolver>,
+) -> Result<reqwest::Client, String> {
+    let settings = &env.settings.tools.web_fetch;
+    let redirect_policy = policy.clone();
+    let redirects = reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.previous().len() > MAX_REDIRECTS {
+            let error = format!("more than {MAX_REDIRECTS} redirects");
+            return attempt.error(error);
+        }
+        match guard::check_url(attempt.url(), &redirect_policy) {
+            Ok(()) => attempt.follow(),
+            Err(why) => {
+                let error = format!("redirected to {}: {why}", attempt.url());
+                attempt.error(error)
+            }
+        }
+    });
+    reqwest::Client::builder()
+        .user_agent(concat!(
+            "toolbelt/",
+            env!("CARGO_PKG_VERSION"),
+            " (web_fetch)"
+        ))
+        // A proxy would resolve names itself, out of the guard's sight.
+        .no_proxy()
+        .dns_resolver(Arc::new(GuardedResolver {
+            inner: resolver.clone(),
+            policy: policy.clone(),
+        }))
+        .redirect(redirects)
+        .connect_timeout(
+            settings
+                .connect_timeout
+                .and_then(|m| m.duration())
+                .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+        )
+        .timeout(
+            settings
+                .timeout
+                .and_then(|m| m.duration())
+                .unwrap_or(DEFAULT_TIMEOUT),
+        )
+        .build()
+        .map_err(|e| format!("cannot set up the HTTP client: {e}"))
+}
+
+#[derive(Debug, Deserialize)]
+struct Params {
+    url: String,
+    prompt: String,
+    #[serde(default)]
+    format: Format,
+}
+
+impl Tool for WebFetch {
+    fn name(&self) -> &str {
+        "web_fetch"
+    }
+    fn display_name(&self) -> &str {
+        "WebFetch"
+    }
+    fn description(&self) -> &str {
+        "Fetches one web page (http or https) and returns its content as Markdown, with your prompt above it: \
+         HTML is converted (scripts, styles and navigation dropped), text, Markdown and JSON come as they are, \
+         other types are described. Use it to read documentation, an issue or an API reference the user names. \
+         Private and local addresses (localhost, 10.x, 192.168.x, cloud metadata) are refused unless the user allowed them. \
+         Bodies are cut at a size limit; long pages may be saved to a file you can read in parts."
+    }
+    fn kind(&self) -> Kind {
+        Kind::Fetch
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let params: Params = crate::parse_params(args)?;
+        if params.prompt.trim().is_empty() {
+            return Err(ToolError::invalid_params(
+                "prompt must say what to look for in the page",
+            ));
+        }
+        let url = reqwest::Url::parse(params.url.trim())
+            .map_err(|e| ToolError::invalid_params(format!("invalid URL '{}': {e}", params.url)))?;
+        let url = github_raw(url);
+        guard::check_url(&url, &self.policy)
+            .map_err(|why| ToolError::new(ErrorKind::WebFetchError, why))?;
+        let settings = &self.env.settings.tools.web_fetch;
+        Ok(Box::new(WebFetchCall {
+            host: url.host_str().unwrap_or_default().to_string(),
+            url,
+            prompt: params.prompt,
+            format: params.format,
+            client: self.client()?,
+            max_bytes: settings.max_bytes.unwrap_or(DEFAULT_MAX_BYTES).max(1024) as usize,
+            summarize: settings.summarize,
+        }))
+    }
+}
+
+/// `https://github.com/o/r/blob/ref/path` → `https://raw.githubusercontent.com/o/r/ref/path`.
+fn github_raw(url: reqwest::Url) -> reqwest::Url {
+    if url.host_str() != Some("github.com") {
+        return url;
+    }
+    let segments: Vec<&str> = url.path_segments().map(|s| s.collect()).unwrap_or_default();
+    if segments.len() < 5 || segments[2] != "blob" {
+        return url;
+    }
+    let path = [&segments[..2], &segments[3..]].concat().join("/");
+    reqwest::Url::parse(&format!("https://raw.githubusercontent.com/{path}")).unwrap_or(url)
+}
+
+struct WebFetchCall {
+    url: reqwest::Url,
+    host: String,
+    prompt: String,
+    format: Format,
+    client: reqwest::Client,
+    max_bytes: usize,
+    summarize: bool,
+}
+
+impl Invocation for WebFetchCall {
+    fn describe(&self) -> String {
+        let prompt: String = self.prompt.chars().take(80).collect();
+        format!("Fetch {} ({prompt})", self.url)
+    }
+
+    fn permission_subject(&self) -> PermissionSubject {
+        PermissionSubject::Domain(self.host.clone())
+    }
+
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
+        Box::pin(async move {
+            Some(ConfirmationDetails::Info {
+                title: format!("Confirm Web Fetch from {}", self.host),
+                prompt: format!(
+                    "Fetch {} (host {}), looking for: {}",
+                    self.url, self.host, self.prompt
+                ),
+                urls: vec![self.url.to_string()],
+            })
+        })
+    }
+
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            match self.fetch(&ctx).await {
+                Ok(result) => result,
+                Err(e) => ToolResult::error(e),
+            }
+        })
+    }
+}
+
+/// What a fetch brought back, as text.
+struct Page {
+    final_url: String,
+    mime: String,
+    text: String,
+    note: String,
+}
+
+impl WebFetchCall {
+    async fn fetch(&self, ctx: &ExecContext) -> Result<ToolResult, ToolError> {
+        let request = self
+            .client
+            .get(self.url.clone())
+            .header(reqwest::header::ACCEPT, self.format.accept());
+        let response = tokio::select! {
+            r = request.send() => r.map_err(|e| self.request_error(&e))?,
+            _ = ctx.cancel.cancelled() => return Err(cancelled()),
+        };
+        let final_url = response.url().to_string();
+        let status = response.status();
+        let header = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        if status.is_redirection() {
+            // The client follows every redirect it may; one it stopped at leads outside
+            // http and https.
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("(no location)");
+            return Err(ToolError::new(
+                ErrorKind::WebFetchError,
+                format!(
+                    "refused to fetch {location}: {final_url} redirects there, and web_fetch only follows http and https URLs."
+                ),
+            ));
+        }
+        if !status.is_success() {
+            return Err(ToolError::new(
+                ErrorKind::WebFetchError,
+                format!(
+                    "{final_url} answered HTTP {}{}; no content was fetched.",
+                    status.as_u16(),
+                    status
+                        .canonical_reason()
+                        .map(|r| format!(" {r}"))
+                        .unwrap_or_default()
+                ),
+            ));
+        }
+        let body = match content::read_capped(response, self.max_bytes, &ctx.cancel).await {
+            Ok(body) => body,
+            Err(ReadError::Cancelled) => return Err(cancelled()),
+            Err(ReadError::Failed(e)) => return Err(self.request_error(&e)),
+        };
+        let page = convert(final_url, header, body, self.format, self.max_bytes).await;
+        if self.summarize
+            && let Some(ask) = ctx.env.ask_once.get()
+        {
+            let excerpt: String = page.text.chars().take(SUMMARY_INPUT_CHARS).collect();
+            let question = format!(
+                "Request: {}\n\nPage {}:\n---\n{excerpt}\n---",
+                self.prompt, page.final_url
+            );
+            match ask.ask(SUMMARY_INSTRUCTIONS, &question, &ctx.cancel).await {
+                Ok(answer) => {
+                    let text = format!("{answer}\n\nSource: {}", page.final_url);
+                    return Ok(ToolResult::with_display(text.clone(), Display::markdown(text)));
+                }
+                Err(why) => tracing::warn!("web_fetch: the model could not summarise: {why}"),
+            }
+        }
+        let mime = if page.mime.is_empty() {
+            "no content type".to_string()
+        } else {
+            page.mime
+        };
+        let text = format!(
+            "Content of {} ({mime}){} fetched for the request: {}\n\n{}",
+            page.final_url, page.note, self.prompt, page.text
+        );
+        Ok(ToolResult::text(text))
+    }
+
+    /// The message for a failed request, in terms the model can act on.
+    fn request_error(&self, e: &reqwest::Error) -> ToolError {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(err) = source {
+            if let Some(refused) = err.downcast_ref::<Refused>() {
+                return ToolError::new(ErrorKind::WebFetchError, refused.to_string());
+            }
+            source = err.source();
+        }
+        if e.is_timeout() {
+            return ToolError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "fetching {} timed out (tools.webFetch.timeout / connectTimeout); nothing was returned.",
+                    self.url
+                ),
+            );
+        }
+        let mut message = format!("fetching {} failed: {e}", self.url);
+        let mut source = std::error::Error::source(e);
+        while let Some(err) = source {
+            message.push_str(&format!(": {err}"));
+            source = err.source();
+        }
+        ToolError::new(ErrorKind::WebFetchError, message)
+    }
+}
+
+fn cancelled() -> ToolError {
+    ToolError::new(
+        ErrorKind::Cancelled,
+        "[Operation Cancelled] the fetch was cancelled.",
+    )
+}
+
+/// Decodes and converts a body; HTML conversion runs off the async threads.
+async fn convert(
+    final_url: String,
+    header: Option<String>,
+    body: Body,
+    format: Format,
+    cap: usize,
+) -> Page {
+    let (mime, charset) = content::parse_content_type(header.as_deref());
+    let kind = content::body_kind(&mime, &body.bytes);
+    let note = if body.capped {
+        format!(
+            " (cut at {}, the tools.webFetch.maxBytes limit; the rest was not read)",
+            content::human_bytes(cap as u64)
+        )
+    } else {
+        String::new()
+    };
+    let size = body.bytes.len() as u64;
+    let text = match kind {
+        BodyKind::Html => {
+            let converted = tokio::task::spawn_blocking(move || {
+                let html = content::decode(&body.bytes, charset.as_deref(), true);
+                if format == Format::Html {
+                    html
+                } else {
+                    content::html_to_text(&html, format)
+                }
+            })
+            .await;
+            converted.unwrap_or_else(|e| format!("(the page could not be converted: {e})"))
+        }
+        BodyKind::Text => content::decode(&body.bytes, charset.as_deref(), false),
+        BodyKind::Binary => format!(
+            "(binary content of type {}, {} read; not shown. Fetch a text or HTML page instead, or ask the user to download it.)",
+            if mime.is_empty() { "unknown" } else { &mime },
+            content::human_bytes(size)
+        ),
+    };
+    Page {
+        final_url,
+        mime,
+        text,
+        note,
+    }
+}
+
+#[cfg(test)]
+mod tests;

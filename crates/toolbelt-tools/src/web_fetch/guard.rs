@@ -1,0 +1,263 @@
+//! The private-address guard of `web_fetch`.
+//!
+//! A fetch may only reach public addresses unless the person opened a host or network in
+//! `tools.webFetch.allowHosts`. Three places enforce it, so no path around it exists:
+//!
+//! - **Literal addresses** in the URL and in every redirect are checked before a
+//!   connection (the `url` crate has already turned `2130706433`, `0x7f.1` and
+//!   `0177.0.0.1` into `127.0.0.1`, and `[::ffff:127.0.0.1]` is checked as the IPv4
+//!   address it carries).
+//! - **Host names** are resolved by [`GuardedResolver`], the HTTP client's only resolver:
+//!   it refuses the name when any of its addresses is refused, and the client connects to
+//!   exactly the addresses it returned. There is no second lookup, so a name that answers
+//!   a public address to the check and a private one to the connection (DNS rebinding)
+//!   cannot slip through.
+//! - The client has **no proxy** (a proxy would resolve names itself).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+use ipnet::IpNet;
+use toolbelt_core::BoxFuture;
+
+/// Resolves a host name to addresses. The default is the system's resolver; tests inject
+/// their own.
+pub trait HostResolver: Send + Sync {
+    fn lookup(&self, host: &str) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>>;
+}
+
+/// The system's resolver (`getaddrinfo` through tokio).
+pub struct SystemResolver;
+
+impl HostResolver for SystemResolver {
+    fn lookup(&self, host: &str) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> {
+        let host = host.to_string();
+        Box::pin(async move {
+            let addrs = tokio::net::lookup_host((host.as_str(), 0)).await?;
+            Ok(addrs.map(|a| a.ip()).collect())
+        })
+    }
+}
+
+/// What the guard lets through: public addresses, plus what the settings open.
+#[derive(Debug, Clone, Default)]
+pub struct AddressPolicy {
+    /// The guard is off (`tools.webFetch.allowPrivateAddresses`).
+    pub off: bool,
+    /// Host names opened whatever they resolve to (`docs.internal`, `*.corp.example`).
+    names: Vec<String>,
+    /// Addresses and networks opened.
+    nets: Vec<IpNet>,
+}
+
+/// A refused destination: what was refused and how to allow it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "refused to fetch from {host}: it is {what} ({address}), and web_fetch only reaches public addresses. To allow it, add \"{host}\" (or the address or its network in CIDR form) to tools.webFetch.allowHosts in the user settings (~/.qwen/settings.json)."
+)]
+pub struct Refused {
+    pub host: String,
+    pub address: IpAddr,
+    pub what: &'static str,
+}
+
+impl AddressPolicy {
+    /// The policy of the settings' `allowHosts` entries: CIDRs, addresses (`::1`,
+    /// `[::1]`) and host names (`*.x.org` covers subdomains). Entries that are none of
+    /// these are returned as warnings.
+    pub fn new(allow_hosts: &[String], off: bool) -> (AddressPolicy, Vec<String>) {
+        let mut policy = AddressPolicy {
+            off,
+            ..AddressPolicy::default()
+        };
+        let mut warnings = Vec::new();
+        for entry in allow_hosts {
+            let entry = entry.trim();
+            let bare = entry.trim_start_matches('[').trim_end_matches(']');
+            if let Ok(net) = bare.parse::<IpNet>() {
+                policy.nets.push(net);
+            } else if let Ok(ip) = bare.parse::<IpAddr>() {
+                policy.nets.push(IpNet::from(ip));
+            } else if is_host_name(entry) {
+                policy.names.push(entry.to_ascii_lowercase());
+            } else {
+                warnings.push(format!(
+                    "tools.webFetch.allowHosts: \"{entry}\" is neither a host name, an address nor a CIDR; ignored"
+                ));
+            }
+        }
+        (policy, warnings)
+    }
+
+    /// Whether the settings open this host name whatever it resolves to.
+    pub fn allows_name(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        self.names.iter().any(|name| match name.strip_prefix("*.") {
+            Some(domain) => host.len() > domain.len() && host.ends_with(&format!(".{domain}")),
+            None => *name == host,
+        })
+    }
+
+    /// `Err` when `address` may not be reached for `host`.
+    pub fn check(&self, host: &str, address: IpAddr) -> Result<(), Refused> {
+        if self.off || self.nets.iter().any(|net| net.contains(&address)) {
+            return Ok(());
+        }
+        match refused_kind(address) {
+            None => Ok(()),
+            Some(what) => Err(Refused {
+                host: host.to_string(),
+                address,
+                what,
+            }),
+        }
+    }
+}
+
+fn is_host_name(entry: &str) -> bool {
+    let name = entry.strip_prefix("*.").unwrap_or(entry);
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+/// What kind of non-public address this is, or `None` for a public one.
+pub fn refused_kind(address: IpAddr) -> Option<&'static str> {
+    match address {
+        IpAddr::V4(v4) => refused_v4(v4),
+        IpAddr::V6(v6) => refused_v6(v6),
+    }
+}
+
+fn refused_v4(ip: Ipv4Addr) -> Option<&'static str> {
+    let [a, b, c, _] = ip.octets();
+    let kind = match (a, b) {
+        _ if ip == Ipv4Addr::new(169, 254, 169, 254) => "a cloud metadata address",
+        (0, _) => "an unspecified (\"this network\") address",
+        (127, _) => "a loopback address",
+        (10, _) | (192, 168) => "a private address",
+        (172, 16..=31) => "a private address",
+        (100, 64..=127) => "a shared (CGNAT) address",
+        (169, 254) => "a link-local address",
+        (192, 0) if c == 0 => "an IETF protocol address",
+        (198, 18 | 19) => "a benchmarking address",
+        (224..=239, _) => "a multicast address",
+        (240..=255, _) => "a reserved or broadcast address",
+        _ => return None,
+    };
+    Some(kind)
+}
+
+fn refused_v6(ip: Ipv6Addr) -> Option<&'static str> {
+    // Addresses that carry an IPv4 address are judged by it.
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return refused_v4(v4);
+    }
+    let seg = ip.segments();
+    if seg[..6] == [0, 0, 0, 0, 0, 0] && !ip.is_loopback() && !ip.is_unspecified() {
+        // IPv4-compatible (::a.b.c.d), deprecated but still routed by some stacks.
+        return refused_v4(Ipv4Addr::from(((seg[6] as u32) << 16) | seg[7] as u32));
+    }
+    if seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        // NAT64: the gateway would connect to the IPv4 address inside.
+        return refused_v4(Ipv4Addr::from(((seg[6] as u32) << 16) | seg[7] as u32));
+    }
+    if seg[0] == 0x2002 {
+        // 6to4 carries the IPv4 address in the next 32 bits.
+        return refused_v4(Ipv4Addr::from(((seg[1] as u32) << 16) | seg[2] as u32));
+    }
+    let kind = if ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254) {
+        "a cloud metadata address"
+    } else if ip.is_unspecified() {
+        "an unspecified address"
+    } else if ip.is_loopback() {
+        "a loopback address"
+    } else if seg[0] & 0xfe00 == 0xfc00 {
+        "a unique-local address"
+    } else if seg[0] & 0xffc0 == 0xfe80 || seg[0] & 0xffc0 == 0xfec0 {
+        "a link-local address"
+    } else if seg[0] & 0xff00 == 0xff00 {
+        "a multicast address"
+    } else if seg[0] == 0x2001 && seg[1] == 0x0db8 {
+        "a documentation address"
+    } else {
+        return None;
+    };
+    Some(kind)
+}
+
+/// The HTTP client's resolver: resolves through `inner`, then refuses a name with any
+/// refused address. The client connects to exactly the addresses returned here.
+pub struct GuardedResolver {
+    pub inner: Arc<dyn HostResolver>,
+    pub policy: Arc<AddressPolicy>,
+}
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_string();
+        let lookup = self.inner.lookup(&host);
+        let policy = self.policy.clone();
+        Box::pin(async move {
+            let addresses = lookup.await?;
+            if addresses.is_empty() {
+                return Err(format!("{host} has no address").into());
+            }
+            if !policy.allows_name(&host) {
+                for address in &addresses {
+                    policy.check(&host, *address)?;
+                }
+            }
+            let addrs: reqwest::dns::Addrs = Box::new(
+                addresses
+                    .into_iter()
+                    .map(|ip| SocketAddr::new(ip, 0))
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            );
+            Ok(addrs)
+        })
+    }
+}
+
+/// The guard's verdict on a URL before any connection: its scheme, and its host when the
+/// host is a literal address (names are judged by [`GuardedResolver`]).
+pub fn check_url(url: &reqwest::Url, policy: &AddressPolicy) -> Result<(), String> {
+    match url.scheme() {
+        "http" | "https" => {}
+        other => {
+            return Err(format!(
+                "refused to fetch {url}: only http and https URLs are fetched, not {other}:"
+            ));
+        }
+    }
+    let address = match url.host() {
+        Some(url::Host::Ipv4(v4)) => IpAddr::V4(v4),
+        Some(url::Host::Ipv6(v6)) => IpAddr::V6(v6),
+        Some(url::Host::Domain(name)) => {
+            // `localhost` and its subdomains never leave the machine, whatever a
+            // resolver answers.
+            let lower = name.trim_end_matches('.').to_ascii_lowercase();
+            if (lower == "localhost" || lower.ends_with(".localhost"))
+                && !policy.allows_name(&lower)
+            {
+                return policy
+                    .check(&lower, IpAddr::V4(Ipv4Addr::LOCALHOST))
+                    .map_err(|e| e.to_string());
+            }
+            return Ok(());
+        }
+        None => return Err(format!("refused to fetch {url}: the URL has no host")),
+    };
+    let host = url.host_str().unwrap_or_default();
+    policy.check(host, address).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+#[path = "guard_tests.rs"]
+mod tests;
