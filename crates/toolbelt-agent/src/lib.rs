@@ -364,5 +364,34 @@ impl Agent {
     }
 }
 
+/// The session's model as a [`toolbelt_core::AskOnce`]: one question with its own
+/// instructions, no conversation, no tools. What `web_fetch` gets when
+/// `tools.webFetch.summarize` is on.
+pub struct ModelAsker(pub Arc<dyn Model>);
+
+impl toolbelt_core::AskOnce for ModelAsker {
+    fn ask<'a>(
+        &'a self,
+        instructions: &'a str,
+        question: &'a str,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            let request = ModelRequest {
+                messages: vec![
+                    Message::System(instructions.to_string()),
+                    Message::user_text(question),
+                ],
+                tools: Vec::new(),
+            };
+            match self.0.complete(&request, cancel).await {
+                Ok(turn) if !turn.text.trim().is_empty() => Ok(turn.text),
+                Ok(_) => Err("the model gave an empty answer".to_string()),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -23,6 +23,7 @@ mod atomic_write;
 mod diff;
 mod discovered;
 mod edit;
+mod exit_plan_mode;
 mod file_change;
 mod file_type;
 mod glob;
@@ -32,20 +33,25 @@ mod listed_name;
 mod pattern;
 mod read_file;
 mod read_many_files;
+mod save_memory;
 mod shell;
 mod text_file;
+mod todo_write;
 mod walk;
 mod web_fetch;
 mod write_file;
 
 pub use discovered::{DiscoveredTool, Discovery, discover};
 pub use edit::Edit;
+pub use exit_plan_mode::ExitPlanMode;
 pub use glob::Glob;
 pub use grep_search::GrepSearch;
 pub use list_directory::ListDirectory;
 pub use read_file::ReadFile;
 pub use read_many_files::ReadManyFiles;
+pub use save_memory::SaveMemory;
 pub use shell::RunShellCommand;
+pub use todo_write::TodoWrite;
 pub use web_fetch::{HostResolver, WebFetch};
 pub use write_file::WriteFile;
 
@@ -71,6 +77,9 @@ pub fn builtin_tools(env: &Arc<ToolEnvironment>) -> Vec<Arc<dyn Tool>> {
         Arc::new(grep_search::GrepSearch::new(env.clone())),
         Arc::new(shell::RunShellCommand::new(env.clone())),
         Arc::new(web_fetch::WebFetch::new(env.clone())),
+        Arc::new(save_memory::SaveMemory::new(env.clone())),
+        Arc::new(todo_write::TodoWrite::new(env.clone())),
+        Arc::new(exit_plan_mode::ExitPlanMode::new(env.clone())),
     ]
 }
 

@@ -336,7 +336,10 @@ impl WebFetchCall {
             match ask.ask(SUMMARY_INSTRUCTIONS, &question, &ctx.cancel).await {
                 Ok(answer) => {
                     let text = format!("{answer}\n\nSource: {}", page.final_url);
-                    return Ok(ToolResult::with_display(text.clone(), Display::markdown(text)));
+                    return Ok(ToolResult::with_display(
+                        text.clone(),
+                        Display::markdown(text),
+                    ));
                 }
                 Err(why) => tracing::warn!("web_fetch: the model could not summarise: {why}"),
             }

@@ -128,6 +128,8 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
     let mode = approval_mode(args, &env.settings)?;
     let model = build_model(args, &env.settings, &cwd)?;
     let model_name = model.name().to_string();
+    env.ask_once
+        .set(Arc::new(toolbelt_agent::ModelAsker(model.clone())));
     let tools: Vec<String> = registry.all().map(|r| r.name.clone()).collect();
     let names = context_files::file_names(&env.settings);
     let home = std::env::var_os("HOME").map(PathBuf::from);

@@ -1,0 +1,260 @@
+//! `save_memory`: one fact appended to a context file, for every later session.
+//!
+//! The fact becomes a bullet under `## Qwen Added Memories` of the global file
+//! (`~/.qwen/QWEN.md`, the default) or the project's (`QWEN.md` in the primary workspace
+//! directory); the first name of `context.fileName` replaces `QWEN.md` when set. The
+//! section is created once, facts are one line (newlines folded), and nothing else in
+//! the file changes. The write is atomic (the shared write path).
+//!
+//! Unlike Qwen Code's tool, a call asks first (an edit-style diff of the file): what is
+//! saved is read into the system prompt of every later session, so a page or file the
+//! model read must not be able to plant instructions there unseen.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolbelt_core::{
+    BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+};
+
+use crate::diff::file_diff;
+use crate::file_change::{self, Current, WritePolicy};
+
+/// The heading the facts go under (Qwen Code's, so its files and ours agree).
+pub const MEMORY_SECTION: &str = "## Qwen Added Memories";
+
+pub struct SaveMemory {
+    env: Arc<ToolEnvironment>,
+    home: Option<PathBuf>,
+    schema: Value,
+}
+
+impl SaveMemory {
+    pub fn new(env: Arc<ToolEnvironment>) -> Self {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        SaveMemory::with_home(env, home)
+    }
+
+    /// With the global file under `home` instead of `$HOME`.
+    pub fn with_home(env: Arc<ToolEnvironment>, home: Option<PathBuf>) -> Self {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "fact": {
+                    "type": "string",
+                    "description": "The fact to remember, as one short self-contained sentence (\"The user prefers tabs in Go files\")."
+                },
+                "scope": {
+                    "type": "string",
+                    "enum": ["global", "project"],
+                    "description": "'global' (default): every project of this user (~/.qwen/QWEN.md). 'project': this project only (QWEN.md at its root)."
+                }
+            },
+            "required": ["fact"],
+            "additionalProperties": false
+        });
+        SaveMemory { env, home, schema }
+    }
+
+    fn file_name(&self) -> String {
+        self.env
+            .settings
+            .context
+            .file_name
+            .as_ref()
+            .and_then(|names| names.0.first().cloned())
+            .filter(|n| !n.trim().is_empty() && !n.contains('/'))
+            .unwrap_or_else(|| "QWEN.md".to_string())
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Params {
+    fact: String,
+    #[serde(default)]
+    scope: Option<String>,
+}
+
+impl Tool for SaveMemory {
+    fn name(&self) -> &str {
+        "save_memory"
+    }
+    fn display_name(&self) -> &str {
+        "SaveMemory"
+    }
+    fn description(&self) -> &str {
+        "Remembers one fact for later sessions: it is added to the user's context file and read at every start. \
+         Use it when the user asks you to remember something, or states a lasting preference about their work. \
+         Not for session notes or anything private the user did not ask to keep. The user approves each fact."
+    }
+    fn kind(&self) -> Kind {
+        Kind::Think
+    }
+    fn needs_confirmation(&self) -> bool {
+        true
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let params: Params = crate::parse_params(args)?;
+        let fact = one_line(&params.fact);
+        if fact.is_empty() {
+            return Err(ToolError::invalid_params(
+                "fact is empty: write the fact to remember",
+            ));
+        }
+        let name = self.file_name();
+        let path = match params.scope.as_deref().unwrap_or("global") {
+            "project" => self
+                .env
+                .roots
+                .primary()
+                .map(|root| root.join(&name))
+                .ok_or_else(|| {
+                    ToolError::invalid_params("this session has no project directory")
+                })?,
+            _ => self
+                .home
+                .as_ref()
+                .map(|home| home.join(".qwen").join(&name))
+                .ok_or_else(|| {
+                    ToolError::new(
+                        ErrorKind::MemoryToolExecutionError,
+                        "HOME is not set, so there is no global memory file; use scope 'project'",
+                    )
+                })?,
+        };
+        Ok(Box::new(SaveMemoryCall {
+            display_path: path.display().to_string(),
+            path,
+            fact,
+            policy: WritePolicy::from_settings(&self.env.settings),
+        }))
+    }
+}
+
+/// The fact on one line: line breaks folded into spaces, leading list markers dropped.
+fn one_line(fact: &str) -> String {
+    let joined = fact.split_whitespace().collect::<Vec<_>>().join(" ");
+    joined
+        .trim_start_matches(['-', '*', ' '])
+        .trim()
+        .to_string()
+}
+
+/// `text` with `- fact` appended to the memory section, which is created (after a blank
+/// line) when missing. Everything else is kept byte for byte.
+pub fn with_fact(text: &str, fact: &str) -> String {
+    let bullet = format!("- {fact}\n");
+    let heading = text
+        .match_indices(MEMORY_SECTION)
+        .find(|(at, _)| *at == 0 || text.as_bytes()[at - 1] == b'\n')
+        .map(|(at, _)| at);
+    let Some(at) = heading else {
+        let mut out = text.to_string();
+        if !out.is_empty() {
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+            if !out.ends_with("\n\n") {
+                out.push('\n');
+            }
+        }
+        out.push_str(MEMORY_SECTION);
+        out.push('\n');
+        out.push_str(&bullet);
+        return out;
+    };
+    // The section runs to the next `## ` heading or the end. The fact goes after its
+    // last non-blank line, or first in an empty section; blank lines stay where they were.
+    let body_start = match text[at..].find('\n') {
+        Some(n) => at + n + 1,
+        None => return format!("{text}\n{bullet}"),
+    };
+    let end = text[body_start..]
+        .find("\n## ")
+        .map_or(text.len(), |n| body_start + n + 1);
+    let content_len = text[body_start..end].trim_end().len();
+    let (insert_at, insert) = if content_len == 0 {
+        (body_start, bullet)
+    } else {
+        (body_start + content_len, format!("\n- {fact}"))
+    };
+    format!("{}{insert}{}", &text[..insert_at], &text[insert_at..])
+}
+
+struct SaveMemoryCall {
+    path: PathBuf,
+    display_path: String,
+    fact: String,
+    policy: WritePolicy,
+}
+
+impl SaveMemoryCall {
+    fn current(&self) -> Result<Option<String>, ToolError> {
+        match file_change::read_current(&self.path, self.policy)? {
+            Current::Missing => Ok(None),
+            Current::File { bytes, .. } => String::from_utf8(bytes).map(Some).map_err(|_| {
+                ToolError::new(
+                    ErrorKind::MemoryToolExecutionError,
+                    format!(
+                        "{} is not UTF-8 text; it was left alone",
+                        self.path.display()
+                    ),
+                )
+            }),
+        }
+    }
+
+    fn save(&self) -> Result<ToolResult, ToolError> {
+        let before = self.current()?;
+        let after = with_fact(before.as_deref().unwrap_or(""), &self.fact);
+        file_change::write_file(&self.path, after.as_bytes(), self.policy)?;
+        let diff = file_diff(&self.path, &self.display_path, before.as_deref(), &after);
+        Ok(ToolResult::with_display(
+            format!(
+                "Okay, I've remembered that: \"{}\" (saved in {}).",
+                self.fact,
+                self.path.display()
+            ),
+            Display::FileDiff(diff),
+        ))
+    }
+}
+
+impl Invocation for SaveMemoryCall {
+    fn describe(&self) -> String {
+        format!("Remember in {}: {}", self.display_path, self.fact)
+    }
+
+    fn locations(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
+
+    fn permission_subject(&self) -> PermissionSubject {
+        PermissionSubject::Paths(vec![self.path.clone()])
+    }
+
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
+        Box::pin(async move {
+            let before = self.current().ok().flatten();
+            let after = with_fact(before.as_deref().unwrap_or(""), &self.fact);
+            let diff = file_diff(&self.path, &self.display_path, before.as_deref(), &after);
+            Some(ConfirmationDetails::edit(
+                format!("Remember this in {}?", self.display_path),
+                diff,
+            ))
+        })
+    }
+
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move { file_change::run_change(&ctx, "save", move || self.save()).await })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,179 @@
+//! `todo_write`: the session's task list, replaced whole on each call.
+//!
+//! The list is checked (ids unique and non-empty, content non-empty, at most one task in
+//! progress), kept in `<session dir>/todos.json`, shown as a checklist, and returned to
+//! the model with a reminder of what comes next. The headless output carries the last
+//! list (`todos` in `-o json` and on `tool_result` lines of `stream-json`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolbelt_core::{
+    BoxFuture, ConfirmationDetails, Display, ExecContext, Invocation, Kind, TodoItem, TodoStatus,
+    Tool, ToolEnvironment, ToolError, ToolResult,
+};
+
+pub struct TodoWrite {
+    env: Arc<ToolEnvironment>,
+    schema: Value,
+}
+
+impl TodoWrite {
+    pub fn new(env: Arc<ToolEnvironment>) -> Self {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "todos": {
+                    "type": "array",
+                    "description": "The whole updated task list (it replaces the previous one; an empty list clears it).",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "string", "description": "A short id, unique in the list."},
+                            "content": {"type": "string", "minLength": 1, "description": "What the task is, in a few words."},
+                            "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
+                        },
+                        "required": ["id", "content", "status"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["todos"],
+            "additionalProperties": false
+        });
+        TodoWrite { env, schema }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Params {
+    todos: Vec<TodoItem>,
+}
+
+impl Tool for TodoWrite {
+    fn name(&self) -> &str {
+        "todo_write"
+    }
+    fn display_name(&self) -> &str {
+        "TodoWrite"
+    }
+    fn description(&self) -> &str {
+        "Keeps the task list of this session: send the whole updated list each time (it replaces the previous one). \
+         Use it for work of three steps or more: plan the steps, mark one in_progress before starting it and completed as soon as it is done. \
+         At most one task may be in_progress. Skip it for a single simple step."
+    }
+    fn kind(&self) -> Kind {
+        Kind::Think
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let params: Params = crate::parse_params(args)?;
+        check(&params.todos)?;
+        Ok(Box::new(TodoCall {
+            todos: params.todos,
+            file: self.env.session_dir.join("todos.json"),
+        }))
+    }
+}
+
+fn check(todos: &[TodoItem]) -> Result<(), ToolError> {
+    let mut ids = HashSet::new();
+    for (i, todo) in todos.iter().enumerate() {
+        if todo.id.trim().is_empty() {
+            return Err(ToolError::invalid_params(format!(
+                "todos[{i}] has an empty id; give every task a short unique id"
+            )));
+        }
+        if todo.content.trim().is_empty() {
+            return Err(ToolError::invalid_params(format!(
+                "todos[{i}] (id \"{}\") has empty content",
+                todo.id
+            )));
+        }
+        if !ids.insert(todo.id.as_str()) {
+            return Err(ToolError::invalid_params(format!(
+                "the id \"{}\" is used by more than one task; ids must be unique",
+                todo.id
+            )));
+        }
+    }
+    let in_progress: Vec<&str> = todos
+        .iter()
+        .filter(|t| t.status == TodoStatus::InProgress)
+        .map(|t| t.id.as_str())
+        .collect();
+    if in_progress.len() > 1 {
+        return Err(ToolError::invalid_params(format!(
+            "{} tasks are in_progress ({}); at most one may be. Mark the others pending or completed.",
+            in_progress.len(),
+            in_progress.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+struct TodoCall {
+    todos: Vec<TodoItem>,
+    file: std::path::PathBuf,
+}
+
+impl TodoCall {
+    fn reminder(&self) -> String {
+        if self.todos.is_empty() {
+            return "The task list is now empty.".to_string();
+        }
+        self.todos
+            .iter()
+            .find(|t| t.status == TodoStatus::InProgress)
+            .map(|t| format!("Next: continue \"{}\" (in progress).", t.content))
+            .or_else(|| {
+                self.todos
+                    .iter()
+                    .find(|t| t.status == TodoStatus::Pending)
+                    .map(|t| format!("Next: mark \"{}\" in_progress and start it.", t.content))
+            })
+            .unwrap_or_else(|| "All tasks are completed.".to_string())
+    }
+}
+
+impl Invocation for TodoCall {
+    fn describe(&self) -> String {
+        let done = self
+            .todos
+            .iter()
+            .filter(|t| t.status == TodoStatus::Completed)
+            .count();
+        format!("Update the task list ({done}/{} done)", self.todos.len())
+    }
+
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
+        Box::pin(async { None })
+    }
+
+    fn execute(self: Box<Self>, _ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            let list = serde_json::to_string(&self.todos).unwrap_or_else(|_| "[]".into());
+            // The file is a convenience for people and tools outside the session; the
+            // list itself travels in the result.
+            if let Some(dir) = self.file.parent()
+                && let Err(e) = std::fs::create_dir_all(dir)
+                    .and_then(|()| std::fs::write(&self.file, format!("{{\"todos\":{list}}}\n")))
+            {
+                tracing::warn!("cannot save the task list to {}: {e}", self.file.display());
+            }
+            let text = format!(
+                "The task list was updated. Do not mention this to the user; keep working on the tasks.\n\
+                 <system-reminder>The current task list: {list}. {}</system-reminder>",
+                self.reminder()
+            );
+            ToolResult::with_display(text, Display::TodoList { todos: self.todos })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
