@@ -23,7 +23,7 @@ use toolbelt_core::scheduler::{
     CompletedCall, Scheduler, SchedulerConfig, SchedulerEvent, ToolCallRequest, TurnInfo,
     text_for_model,
 };
-use toolbelt_core::{BoxFuture, Part, ToolEnvironment, ToolRegistry};
+use toolbelt_core::{BoxFuture, Display, Part, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{
     FinishReason, Message, Model, ModelError, ModelRequest, ToolCall, ToolSpec, Usage, UserPart,
 };
@@ -81,6 +81,9 @@ pub enum StopReason {
     Cancelled,
     /// The model could not be used (refused, unreachable after retries).
     ModelFailed(ModelError),
+    /// In plan mode with no one to approve, the model presented its plan
+    /// (`exit_plan_mode`); the plan is the answer.
+    PlanProposed,
 }
 
 /// The outcome of a run, complete or not.
@@ -278,7 +281,21 @@ impl Agent {
             let completed = self.run_tools(calls, info, cancel).await;
             outcome.tool_time += started.elapsed();
             self.answer_calls(&mut request, &completed);
+            let proposed = completed
+                .iter()
+                .find_map(|c| match &c.result.return_display {
+                    Display::Plan {
+                        plan,
+                        approved: false,
+                    } => Some(plan.clone()),
+                    _ => None,
+                });
             outcome.calls.extend(completed);
+            if let Some(plan) = proposed {
+                outcome.answer = plan;
+                outcome.stop = StopReason::PlanProposed;
+                return outcome;
+            }
             if cancel.is_cancelled() {
                 outcome.stop = StopReason::Cancelled;
                 return outcome;

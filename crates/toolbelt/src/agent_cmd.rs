@@ -203,7 +203,7 @@ async fn execute(p: Prepared, args: &AgentArgs, started: Instant) -> u8 {
     agent_output::print_result(format, &outcome, &p.model_name, started.elapsed());
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), p.mcp.close()).await;
     match outcome.stop {
-        StopReason::Answered => EXIT_OK,
+        StopReason::Answered | StopReason::PlanProposed => EXIT_OK,
         StopReason::MaxTurns(_) => EXIT_TURN_LIMIT,
         StopReason::Cancelled => EXIT_INTERRUPTED,
         _ => EXIT_TOOL_ERROR,

@@ -3,7 +3,7 @@
 //! - `text`: tool activity and intermediate model text on stderr as it happens, the
 //!   final answer on stdout, so `toolbelt "..." > answer.md` keeps only the answer;
 //! - `json`: one object on stdout at the end: the answer, every tool call with its
-//!   outcome, token usage and timings;
+//!   outcome, the task list `todo_write` last set (`todos`), token usage and timings;
 //! - `stream-json`: one JSON object per line on stdout as things happen (`init`,
 //!   `assistant`, `tool`, `tool_result`), ending with the same `result` object as `json`.
 //!
@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolbelt_agent::{AgentEvent, RunOutcome, StopReason};
+use toolbelt_core::Display;
 use toolbelt_core::scheduler::{CompletedCall, SchedulerEvent};
 
 use crate::cli::OutputFormat;
@@ -102,6 +103,13 @@ fn stream_event(event: &AgentEvent) -> Option<Value> {
             let mut v = call_json(call);
             v["type"] = json!("tool_result");
             v["output"] = json!(call.result.llm_text());
+            match &call.result.return_display {
+                Display::TodoList { todos } => v["todos"] = json!(todos),
+                Display::Plan { plan, approved } => {
+                    v["plan"] = json!({"plan": plan, "approved": approved})
+                }
+                _ => {}
+            }
             v
         }
         AgentEvent::Tool(SchedulerEvent::Validated {
@@ -144,6 +152,18 @@ fn call_json(call: &CompletedCall) -> Value {
     })
 }
 
+/// The session's task list as `todo_write` last set it (`null` when never set).
+fn last_todos(calls: &[CompletedCall]) -> Value {
+    calls
+        .iter()
+        .rev()
+        .find_map(|c| match &c.result.return_display {
+            Display::TodoList { todos } => Some(json!(todos)),
+            _ => None,
+        })
+        .unwrap_or(Value::Null)
+}
+
 fn millis(d: Duration) -> String {
     format!("{:.0} ms", d.as_secs_f64() * 1000.0)
 }
@@ -160,6 +180,7 @@ pub fn stop_words(stop: &StopReason) -> (&'static str, Option<String>) {
         ),
         StopReason::Cancelled => ("cancelled", Some("interrupted".to_string())),
         StopReason::ModelFailed(e) => ("model_error", Some(e.to_string())),
+        StopReason::PlanProposed => ("plan_proposed", None),
         _ => ("stopped", None),
     }
 }
@@ -169,7 +190,12 @@ pub fn print_result(format: OutputFormat, outcome: &RunOutcome, model: &str, tot
     let (stop, error) = stop_words(&outcome.stop);
     match format {
         OutputFormat::Text => {
-            if !outcome.answer.is_empty() && matches!(outcome.stop, StopReason::Answered) {
+            if !outcome.answer.is_empty()
+                && matches!(
+                    outcome.stop,
+                    StopReason::Answered | StopReason::PlanProposed
+                )
+            {
                 let mut out = std::io::stdout().lock();
                 crate::pipes::check(writeln!(out, "{}", outcome.answer.trim_end()));
             }
@@ -185,6 +211,7 @@ pub fn print_result(format: OutputFormat, outcome: &RunOutcome, model: &str, tot
                 "model": model,
                 "turns": outcome.turns,
                 "tool_calls": outcome.calls.iter().map(call_json).collect::<Vec<_>>(),
+                "todos": last_todos(&outcome.calls),
                 "usage": outcome.usage,
                 "timings": {
                     "total_ms": total.as_secs_f64() * 1000.0,

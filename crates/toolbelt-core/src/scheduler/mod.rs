@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::confirm::{ConfirmationDetails, ConfirmationOutcome};
 use crate::registry::ToolRegistry;
-use crate::result::{ErrorKind, ToolError, ToolResult};
+use crate::result::{Display, ErrorKind, ToolError, ToolResult};
 use crate::rules::Decision;
 use crate::tool::{Invocation, Kind, ToolEnvironment};
 use crate::validate::parse_arguments;
@@ -91,6 +91,9 @@ pub struct Scheduler {
     max_parallel: usize,
     events: Option<mpsc::UnboundedSender<SchedulerEvent>>,
     mode: Mutex<ApprovalMode>,
+    /// The mode to return to when a plan is approved: the one the session had before it
+    /// entered plan mode (`Default` when it started in plan mode).
+    before_plan: Mutex<ApprovalMode>,
     allowances: SessionAllowances,
     retry_guard: Mutex<RetryLoopGuard>,
 }
@@ -115,6 +118,9 @@ enum Verdict {
     Run,
     Refuse(ToolError),
     Cancelled(ToolError),
+    /// Answered without running the tool (a plan proposed where no one can approve it,
+    /// or `exit_plan_mode` outside plan mode).
+    Answered(ToolResult),
 }
 
 impl Scheduler {
@@ -126,6 +132,7 @@ impl Scheduler {
             max_parallel: config.max_parallel.max(1),
             events: config.events,
             mode: Mutex::new(config.mode),
+            before_plan: Mutex::new(ApprovalMode::Default),
             allowances: SessionAllowances::default(),
             retry_guard: Mutex::new(RetryLoopGuard::default()),
         }
@@ -135,8 +142,16 @@ impl Scheduler {
         self.mode.lock().map(|m| *m).unwrap_or_default()
     }
 
+    /// Switches the approval mode. Entering plan mode remembers the mode left, which an
+    /// approved plan returns to.
     pub fn set_mode(&self, mode: ApprovalMode) {
         if let Ok(mut m) = self.mode.lock() {
+            if mode == ApprovalMode::Plan
+                && *m != ApprovalMode::Plan
+                && let Ok(mut before) = self.before_plan.lock()
+            {
+                *before = *m;
+            }
             *m = mode;
         }
     }
@@ -251,6 +266,13 @@ impl Scheduler {
                 })
             }
             Verdict::Refuse(error) => fail(request, arguments, description, error),
+            Verdict::Answered(result) => {
+                let mut done =
+                    self.finish_early(request, arguments, description, cancelled_error());
+                done.state = CallState::Success;
+                done.result = result;
+                Prepared::Done(done)
+            }
             Verdict::Cancelled(error) => {
                 let mut done = self.finish_early(request, arguments, description, error);
                 done.state = CallState::Cancelled;
@@ -295,6 +317,11 @@ impl Scheduler {
                 ),
             ));
         }
+        if tool == EXIT_PLAN_MODE && mode != ApprovalMode::Plan {
+            return Verdict::Answered(ToolResult::text(format!(
+                "Plan mode is not active (approval mode {mode}), so there is nothing to exit and no plan approval is needed. Carry on with the task."
+            )));
+        }
         let details = invocation.confirmation().await;
         let forced_ask = decision == Decision::Ask;
         let details = match details {
@@ -312,10 +339,26 @@ impl Scheduler {
                     && matches!(details, ConfirmationDetails::Edit { .. }))
                 || self.allowances.covers(tool, &registration.origin, &details);
             if auto {
+                if plan_exit && mode == ApprovalMode::Plan {
+                    self.leave_plan_mode(ConfirmationOutcome::ProceedOnce);
+                }
                 return Verdict::Run;
             }
         }
         let Some(approver) = &self.approver else {
+            if tool == EXIT_PLAN_MODE
+                && let ConfirmationDetails::Plan { plan, .. } = &details
+            {
+                // No one to approve: the plan is the session's answer and the run ends
+                // with it (the agent loop stops on an unapproved plan).
+                return Verdict::Answered(ToolResult::with_display(
+                    "The plan was recorded as the session's answer; it was not approved, and no changes are to be made.",
+                    Display::Plan {
+                        plan: plan.clone(),
+                        approved: false,
+                    },
+                ));
+            }
             return Verdict::Refuse(ToolError::new(
                 ErrorKind::ExecutionDenied,
                 format!(
@@ -342,6 +385,12 @@ impl Scheduler {
             _ = cancel.cancelled() => return Verdict::Cancelled(cancelled_error()),
         };
         if !outcome.proceeds() {
+            if tool == EXIT_PLAN_MODE {
+                return Verdict::Refuse(ToolError::new(
+                    ErrorKind::ExecutionDenied,
+                    "The user did not approve the plan. Plan mode stays on: keep researching with read-only tools, ask what they want changed if unclear, and present a revised plan with exit_plan_mode.",
+                ));
+            }
             return Verdict::Cancelled(ToolError::new(
                 ErrorKind::ExecutionDenied,
                 format!("The user did not allow this call to \"{tool}\"; it was not run."),
@@ -352,13 +401,20 @@ impl Scheduler {
                 .remember(outcome, tool, &registration.origin, &details);
         }
         if tool == EXIT_PLAN_MODE && mode == ApprovalMode::Plan {
-            self.set_mode(if outcome == ConfirmationOutcome::ProceedAlways {
-                ApprovalMode::AutoEdit
-            } else {
-                ApprovalMode::Default
-            });
+            self.leave_plan_mode(outcome);
         }
         Verdict::Run
+    }
+
+    /// An approved plan returns the session to the mode it had before plan mode, or to
+    /// auto-edit when the person chose "always" (approve the plan and its edits).
+    fn leave_plan_mode(&self, outcome: ConfirmationOutcome) {
+        let before = self.before_plan.lock().map(|b| *b).unwrap_or_default();
+        self.set_mode(if outcome == ConfirmationOutcome::ProceedAlways {
+            ApprovalMode::AutoEdit
+        } else {
+            before
+        });
     }
 
     fn finish_early(

@@ -8,5 +8,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod basics;
+mod planning;
 mod sessions;
 mod support;

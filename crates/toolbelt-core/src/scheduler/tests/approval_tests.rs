@@ -365,6 +365,99 @@ async fn approving_exit_plan_mode_leaves_plan_mode() {
     assert_eq!(out[0].state, CallState::Success);
 }
 
+fn plan_tool() -> TestTool {
+    let mut plan = TestTool::new(EXIT_PLAN_MODE, Kind::Think, Behaviour::Echo);
+    plan.confirm = Some(ConfirmationDetails::Plan {
+        title: "Ready to code?".into(),
+        plan: "1. edit a\n2. test".into(),
+    });
+    plan
+}
+
+#[tokio::test]
+async fn headless_plan_is_answered_unapproved_and_plan_mode_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(vec![
+        plan_tool(),
+        TestTool::new("e", Kind::Edit, Behaviour::Echo),
+    ]);
+    let s = scheduler(&dir, ApprovalMode::Plan, None, Permissions::default());
+    let out = run(&s, &reg, vec![call("1", EXIT_PLAN_MODE, "")]).await;
+    assert_eq!(out[0].state, CallState::Success);
+    assert_eq!(
+        out[0].result.return_display,
+        crate::result::Display::Plan {
+            plan: "1. edit a\n2. test".into(),
+            approved: false
+        }
+    );
+    assert_eq!(s.mode(), ApprovalMode::Plan);
+    let out = run(&s, &reg, vec![call("2", "e", "")]).await;
+    assert_eq!(
+        out[0].state,
+        CallState::Error,
+        "still planning: edits refused"
+    );
+}
+
+#[tokio::test]
+async fn exit_plan_mode_outside_plan_mode_asks_no_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(vec![plan_tool()]);
+    let approver = ScriptedApprover::new(ConfirmationOutcome::Cancel);
+    let s = scheduler(
+        &dir,
+        ApprovalMode::Default,
+        Some(approver.clone()),
+        Permissions::default(),
+    );
+    let out = run(&s, &reg, vec![call("1", EXIT_PLAN_MODE, "")]).await;
+    assert_eq!(out[0].state, CallState::Success);
+    assert!(out[0].result.llm_text().contains("not active"));
+    assert!(approver.asked().is_empty());
+    assert_eq!(s.mode(), ApprovalMode::Default);
+}
+
+#[tokio::test]
+async fn a_refused_plan_keeps_plan_mode_and_tells_the_model_to_keep_planning() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(vec![plan_tool()]);
+    let approver = ScriptedApprover::new(ConfirmationOutcome::Cancel);
+    let s = scheduler(
+        &dir,
+        ApprovalMode::Plan,
+        Some(approver.clone()),
+        Permissions::default(),
+    );
+    let out = run(&s, &reg, vec![call("1", EXIT_PLAN_MODE, "")]).await;
+    assert_eq!(
+        out[0].state,
+        CallState::Error,
+        "an answer for the model, not a cancel"
+    );
+    assert!(out[0].result.llm_text().contains("revised plan"));
+    assert_eq!(approver.asked(), vec!["1".to_string()]);
+    assert_eq!(s.mode(), ApprovalMode::Plan);
+}
+
+#[tokio::test]
+async fn an_approved_plan_returns_to_the_mode_before_plan_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(vec![plan_tool()]);
+    let approver = ScriptedApprover::new(ConfirmationOutcome::ProceedOnce);
+    let s = scheduler(
+        &dir,
+        ApprovalMode::Yolo,
+        Some(approver.clone()),
+        Permissions::default(),
+    );
+    s.set_mode(ApprovalMode::Plan);
+    let out = run(&s, &reg, vec![call("1", EXIT_PLAN_MODE, "")]).await;
+    assert_eq!(out[0].state, CallState::Success);
+    assert_eq!(approver.asked().len(), 1, "yolo does not approve plans");
+    assert_eq!(s.mode(), ApprovalMode::Yolo);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_while_waiting_for_approval_cancels_that_call_and_the_rest() {
     let dir = tempfile::tempdir().unwrap();
