@@ -52,7 +52,7 @@ pub use read_many_files::ReadManyFiles;
 pub use save_memory::SaveMemory;
 pub use shell::RunShellCommand;
 pub use todo_write::TodoWrite;
-pub use web_fetch::{HostResolver, WebFetch};
+pub use web_fetch::{HostResolver, WebFetch, html_to_markdown};
 pub use write_file::WriteFile;
 
 #[cfg(test)]

@@ -37,6 +37,14 @@ pub use guard::HostResolver;
 use guard::{AddressPolicy, GuardedResolver, Refused, SystemResolver};
 
 /// Body bytes read at most, by default.
+/// An HTML document as `web_fetch` gives it to the model: decoded with the charset of
+/// the header or the document, converted to Markdown without scripts, styles and
+/// navigation. Public so a person can measure or reuse the conversion alone.
+pub fn html_to_markdown(bytes: &[u8], header_charset: Option<&str>) -> String {
+    let html = content::decode(bytes, header_charset, true);
+    content::html_to_text(&html, Format::Markdown)
+}
+
 pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
