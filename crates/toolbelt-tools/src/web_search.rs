@@ -9,7 +9,7 @@
 //! Requests follow no redirect (a header with the key must not travel to another host)
 //! and have time limits: 10 s to connect, 30 s in all.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde::Deserialize;
