@@ -11,7 +11,11 @@ fn main() -> std::process::ExitCode {
     match std::fs::read(&path) {
         Ok(bytes) => {
             let markdown = toolbelt_tools::html_to_markdown(&bytes, None);
-            println!("{} bytes of HTML -> {} bytes of Markdown", bytes.len(), markdown.len());
+            println!(
+                "{} bytes of HTML -> {} bytes of Markdown",
+                bytes.len(),
+                markdown.len()
+            );
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {

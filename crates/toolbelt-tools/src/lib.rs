@@ -39,6 +39,7 @@ mod text_file;
 mod todo_write;
 mod walk;
 mod web_fetch;
+mod web_search;
 mod write_file;
 
 pub use discovered::{DiscoveredTool, Discovery, discover};
@@ -53,6 +54,10 @@ pub use save_memory::SaveMemory;
 pub use shell::RunShellCommand;
 pub use todo_write::TodoWrite;
 pub use web_fetch::{HostResolver, WebFetch, html_to_markdown};
+pub use web_search::{
+    DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, SearchError, SearchHit, SearchProvider, SearchResults,
+    WebSearch, web_search_unavailable_reason,
+};
 pub use write_file::WriteFile;
 
 #[cfg(test)]
@@ -65,9 +70,10 @@ mod bounds_tests;
 #[cfg(test)]
 mod write_permissions_tests;
 
-/// Every built-in tool for a session.
+/// Every built-in tool for a session. `web_search` is among them only when a provider
+/// is configured (see [`web_search_unavailable_reason`]).
 pub fn builtin_tools(env: &Arc<ToolEnvironment>) -> Vec<Arc<dyn Tool>> {
-    vec![
+    let mut tools: Vec<Arc<dyn Tool>> = vec![
         Arc::new(read_file::ReadFile::new(env.clone())),
         Arc::new(list_directory::ListDirectory::new(env.clone())),
         Arc::new(read_many_files::ReadManyFiles::new(env.clone())),
@@ -77,10 +83,16 @@ pub fn builtin_tools(env: &Arc<ToolEnvironment>) -> Vec<Arc<dyn Tool>> {
         Arc::new(grep_search::GrepSearch::new(env.clone())),
         Arc::new(shell::RunShellCommand::new(env.clone())),
         Arc::new(web_fetch::WebFetch::new(env.clone())),
-        Arc::new(save_memory::SaveMemory::new(env.clone())),
+    ];
+    if let Some(search) = web_search::WebSearch::from_settings(env) {
+        tools.push(Arc::new(search));
+    }
+    tools.extend([
+        Arc::new(save_memory::SaveMemory::new(env.clone())) as Arc<dyn Tool>,
         Arc::new(todo_write::TodoWrite::new(env.clone())),
         Arc::new(exit_plan_mode::ExitPlanMode::new(env.clone())),
-    ]
+    ]);
+    tools
 }
 
 /// Registers every built-in tool.

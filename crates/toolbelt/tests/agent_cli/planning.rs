@@ -195,5 +195,8 @@ async fn saved_memories_reach_the_next_sessions_system_prompt() {
         system.contains("- The staging database is called bluebird"),
         "{system}"
     );
-    assert!(system.contains("- Tests run with cargo nextest"), "{system}");
+    assert!(
+        system.contains("- Tests run with cargo nextest"),
+        "{system}"
+    );
 }
