@@ -104,6 +104,14 @@ fn list(session: &Session, json: bool) -> u8 {
             w2 = widths[2]
         ));
     }
+    if session.registry.get("web_search").is_none()
+        && let Some(why) = toolbelt_tools::web_search_unavailable_reason(&session.env.settings)
+    {
+        crate::pipes::check(writeln!(
+            out,
+            "\nnote: web_search is not registered: {why} (webSearch.provider: tavily, searxng or brave)."
+        ));
+    }
     EXIT_OK
 }
 

@@ -117,6 +117,46 @@ fn list_table_has_a_header_and_a_row_per_tool() {
 }
 
 #[test]
+fn list_shows_the_web_memory_todo_and_plan_tools_with_kind_and_confirmation() {
+    let ws = Workspace::new();
+    let out = ws.run(&["tools", "list"]);
+    let text = stdout(&out);
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row for {name}: {text}"))
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(row("web_fetch"), "web_fetch fetch yes");
+    assert_eq!(row("save_memory"), "save_memory think yes");
+    assert_eq!(row("todo_write"), "todo_write think no");
+    assert_eq!(row("exit_plan_mode"), "exit_plan_mode think yes");
+    assert!(!text.lines().any(|l| l.starts_with("web_search ")), "{text}");
+    assert!(
+        text.contains("web_search is not registered: no webSearch provider configured"),
+        "{text}"
+    );
+
+    std::fs::create_dir_all(ws.home.join(".qwen")).unwrap();
+    std::fs::write(
+        ws.home.join(".qwen/settings.json"),
+        r#"{"webSearch": {"provider": [{"type": "searxng", "baseUrl": "http://127.0.0.1:9"}]}}"#,
+    )
+    .unwrap();
+    let out = ws.run(&["tools", "list"]);
+    let text = stdout(&out);
+    let row = text.lines().find(|l| l.starts_with("web_search ")).unwrap();
+    assert_eq!(
+        row.split_whitespace().take(3).collect::<Vec<_>>(),
+        ["web_search", "search", "yes"]
+    );
+    assert!(!text.contains("not registered"), "{text}");
+}
+
+#[test]
 fn call_read_file_prints_the_file() {
     let ws = Workspace::new();
     let file = ws.write("notes.txt", b"hello\nworld\n");
