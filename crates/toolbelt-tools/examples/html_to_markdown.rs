@@ -10,10 +10,10 @@ fn main() -> std::process::ExitCode {
     };
     match std::fs::read(&path) {
         Ok(bytes) => {
-            let markdown = toolbelt_tools::html_to_markdown(&bytes, None);
+            let size = bytes.len();
+            let markdown = toolbelt_tools::html_to_markdown(bytes, None);
             println!(
-                "{} bytes of HTML -> {} bytes of Markdown",
-                bytes.len(),
+                "{size} bytes of HTML -> {} bytes of Markdown",
                 markdown.len()
             );
             std::process::ExitCode::SUCCESS

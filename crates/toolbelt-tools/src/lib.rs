@@ -30,6 +30,7 @@ mod glob;
 mod grep_search;
 mod list_directory;
 mod listed_name;
+mod notebook_edit;
 mod pattern;
 mod read_file;
 mod read_many_files;
@@ -48,6 +49,7 @@ pub use exit_plan_mode::ExitPlanMode;
 pub use glob::Glob;
 pub use grep_search::GrepSearch;
 pub use list_directory::ListDirectory;
+pub use notebook_edit::NotebookEdit;
 pub use read_file::ReadFile;
 pub use read_many_files::ReadManyFiles;
 pub use save_memory::SaveMemory;
@@ -91,6 +93,7 @@ pub fn builtin_tools(env: &Arc<ToolEnvironment>) -> Vec<Arc<dyn Tool>> {
         Arc::new(save_memory::SaveMemory::new(env.clone())) as Arc<dyn Tool>,
         Arc::new(todo_write::TodoWrite::new(env.clone())),
         Arc::new(exit_plan_mode::ExitPlanMode::new(env.clone())),
+        Arc::new(notebook_edit::NotebookEdit::new(env.clone())),
     ]);
     tools
 }

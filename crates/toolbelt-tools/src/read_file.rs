@@ -4,7 +4,8 @@
 //! output policy's line and character budgets, and prefixed with a paging notice when
 //! anything was left out. Images, audio, video and PDF go back as inline data with their
 //! MIME type; other binary files are named, not dumped. Directories, FIFOs and devices
-//! are refused before they are opened (opening a FIFO would block).
+//! are refused before they are opened (opening a FIFO would block). A Jupyter notebook
+//! is shown as its cells with their outputs, images attached ([`notebook`]).
 //!
 //! Size: a whole-file read is refused over [`MAX_WHOLE_READ`]; with `offset`/`limit` a
 //! file of any size can be paged through, since only the requested lines are kept.
@@ -23,6 +24,8 @@ use toolbelt_core::{
 };
 
 use crate::file_type::{self, FileType, SNIFF_LEN, TextEncoding};
+
+mod notebook;
 
 /// Largest file read whole without `offset` or `limit`.
 pub const MAX_WHOLE_READ: u64 = 20 * 1024 * 1024;
@@ -83,8 +86,9 @@ impl Tool for ReadFile {
         "Reads one file from the local filesystem. Text comes back as it is on disk, without line numbers; \
          a file longer than the output limit (1000 lines or 25,000 characters) comes back in part, with a notice \
          saying which lines are shown and how to read the rest with 'offset' and 'limit'. Images (PNG, JPEG, GIF, \
-         WEBP, ...), audio, video and PDF files come back as data the model can see. Other binary files are named, \
-         not shown. To read several files at once use read_many_files; to find text use grep_search."
+         WEBP, ...), audio, video and PDF files come back as data the model can see. A Jupyter notebook (.ipynb) \
+         comes back as its cells, each under a header with its index, type and id, followed by its outputs; its \
+         images are attached. Other binary files are named, not shown. To read several files at once use read_many_files; to find text use grep_search."
     }
     fn kind(&self) -> Kind {
         Kind::Read
@@ -215,6 +219,9 @@ impl ReadFileCall {
                     ));
                 }
                 drop(file);
+                if is_notebook(&self.path) && size <= MAX_WHOLE_READ {
+                    return self.read_notebook(encoding);
+                }
                 self.read_text(encoding)
             }
         }
@@ -241,6 +248,61 @@ impl ReadFileCall {
             return_display: Display::markdown(summary),
             error: None,
         })
+    }
+
+    /// A notebook as cells ([`notebook`]), paged like text; invalid notebook JSON is
+    /// read as text, with a note.
+    fn read_notebook(&self, encoding: TextEncoding) -> Result<ToolResult, ToolError> {
+        let bytes = std::fs::read(&self.path).map_err(|e| self.io_error(&e))?;
+        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+        let parsed = serde_json::from_slice::<Value>(bytes).map_err(|e| e.to_string());
+        let rendered = parsed.and_then(|nb| {
+            notebook::render(&nb, &self.display_path, MAX_INLINE)
+                .ok_or_else(|| "it has no \"cells\" list".to_string())
+        });
+        let rendered = match rendered {
+            Ok(rendered) => rendered,
+            Err(why) => {
+                let mut result = self.read_text(encoding)?;
+                if let Some(Part::Text { text }) = result.llm_content.first_mut() {
+                    *text = format!(
+                        "[{} is not a valid Jupyter notebook ({why}); showing it as text.]\n{text}",
+                        self.display_path
+                    );
+                }
+                return Ok(result);
+            }
+        };
+        let policy = &self.env.output;
+        let max_lines = self
+            .limit
+            .map(|l| l.min(usize::MAX as u64) as usize)
+            .unwrap_or(policy.max_lines);
+        let lines = collect_lines(
+            rendered.text.as_bytes(),
+            self.offset,
+            max_lines,
+            policy.max_chars,
+        )
+        .map_err(|e| self.io_error(&e))?;
+        let shown = self.offset..self.offset.saturating_add(lines.kept.len() as u64);
+        let mut result = self.render(lines);
+        if result.is_error() {
+            return Ok(result);
+        }
+        let images: Vec<Part> = rendered
+            .images
+            .into_iter()
+            .filter(|(line, _)| shown.contains(&(*line as u64)))
+            .map(|(_, part)| part)
+            .collect();
+        result.return_display = Display::markdown(format!(
+            "Read notebook {} ({} image(s) attached)",
+            self.display_path,
+            images.len()
+        ));
+        result.llm_content.extend(images);
+        Ok(result)
     }
 
     fn read_text(&self, encoding: TextEncoding) -> Result<ToolResult, ToolError> {
@@ -377,6 +439,12 @@ fn collect_lines(
         }
     }
     Ok(Lines { kept, total, cut })
+}
+
+/// Whether the path names a Jupyter notebook (`.ipynb`).
+fn is_notebook(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("ipynb"))
 }
 
 /// For tests and other tools: the first bytes of a file.

@@ -40,9 +40,9 @@ use guard::{AddressPolicy, GuardedResolver, Refused, SystemResolver};
 /// An HTML document as `web_fetch` gives it to the model: decoded with the charset of
 /// the header or the document, converted to Markdown without scripts, styles and
 /// navigation. Public so a person can measure or reuse the conversion alone.
-pub fn html_to_markdown(bytes: &[u8], header_charset: Option<&str>) -> String {
+pub fn html_to_markdown(bytes: Vec<u8>, header_charset: Option<&str>) -> String {
     let html = content::decode(bytes, header_charset, true);
-    content::html_to_text(&html, Format::Markdown)
+    content::html_to_text(html, Format::Markdown)
 }
 
 pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
@@ -421,17 +421,17 @@ async fn convert(
     let text = match kind {
         BodyKind::Html => {
             let converted = tokio::task::spawn_blocking(move || {
-                let html = content::decode(&body.bytes, charset.as_deref(), true);
+                let html = content::decode(body.bytes, charset.as_deref(), true);
                 if format == Format::Html {
                     html
                 } else {
-                    content::html_to_text(&html, format)
+                    content::html_to_text(html, format)
                 }
             })
             .await;
             converted.unwrap_or_else(|e| format!("(the page could not be converted: {e})"))
         }
-        BodyKind::Text => content::decode(&body.bytes, charset.as_deref(), false),
+        BodyKind::Text => content::decode(body.bytes, charset.as_deref(), false),
         BodyKind::Binary => format!(
             "(binary content of type {}, {} read; not shown. Fetch a text or HTML page instead, or ask the user to download it.)",
             if mime.is_empty() { "unknown" } else { &mime },

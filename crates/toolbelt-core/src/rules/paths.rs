@@ -48,8 +48,7 @@ const READ_TOOLS: &[&str] = &[
     "list_directory",
 ];
 
-/// Built-in tools that change the files they are given. `notebook_edit` does not exist
-/// yet; rules written for it already mean editing.
+/// Built-in tools that change the files they are given.
 const EDIT_TOOLS: &[&str] = &["edit", "write_file", "notebook_edit"];
 
 impl PathOperation {

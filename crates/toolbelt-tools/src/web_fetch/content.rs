@@ -147,15 +147,22 @@ pub fn body_kind(mime: &str, bytes: &[u8]) -> BodyKind {
 
 /// Decodes text with the charset of the header, else of a byte-order mark, else (for
 /// HTML) of a `<meta>` in the first 1024 bytes, else as UTF-8. Bad bytes become U+FFFD.
-pub fn decode(bytes: &[u8], header_charset: Option<&str>, html: bool) -> String {
+///
+/// Takes the bytes so that a UTF-8 body (most of the web) becomes the text in place,
+/// without a second copy of a page that may be megabytes long.
+pub fn decode(bytes: Vec<u8>, header_charset: Option<&str>, html: bool) -> String {
     let from_header = header_charset.and_then(|c| Encoding::for_label(c.as_bytes()));
-    let from_bom = Encoding::for_bom(bytes).map(|(e, _)| e);
-    let from_meta = if html { meta_charset(bytes) } else { None };
+    let from_bom = Encoding::for_bom(&bytes).map(|(e, _)| e);
+    let from_meta = if html { meta_charset(&bytes) } else { None };
     let encoding = from_bom
         .or(from_header)
         .or(from_meta)
         .unwrap_or(encoding_rs::UTF_8);
-    let (text, _, _) = encoding.decode(bytes);
+    if encoding == encoding_rs::UTF_8 && from_bom.is_none() {
+        return String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    }
+    let (text, _, _) = encoding.decode(&bytes);
     text.into_owned()
 }
 
@@ -193,7 +200,10 @@ const DROPPED: &[&str] = &[
 ];
 
 /// HTML as Markdown (or plain text), without the [`DROPPED`] elements.
-pub fn html_to_text(html: &str, format: Format) -> String {
+///
+/// Takes the HTML so it is freed before the Markdown is tidied (the parse tree is the
+/// largest thing alive while converting).
+pub fn html_to_text(html: String, format: Format) -> String {
     let mut builder = htmd::HtmlToMarkdown::builder()
         .skip_tags(DROPPED.to_vec())
         .scripting_enabled(false);
@@ -205,10 +215,14 @@ pub fn html_to_text(html: &str, format: Format) -> String {
             },
         );
     }
-    let converted = builder.build().convert(html).unwrap_or_else(|_| {
+    let converted = match builder.build().convert(&html) {
+        Ok(markdown) => {
+            drop(html);
+            markdown
+        }
         // The parser only fails on I/O, which a string cannot have; keep the text anyway.
-        html.to_string()
-    });
+        Err(_) => html,
+    };
     collapse_blank_lines(&converted)
 }
 

@@ -1,0 +1,723 @@
+//! `notebook_edit`: replace, insert or delete one cell of a Jupyter notebook.
+//!
+//! The notebook is parsed to find the cell, but written back by splicing: only the
+//! changed cell is serialized again (its keys in their order, the file's indentation,
+//! non-ASCII as it is), and the rest of the file keeps its bytes, so `git diff` shows
+//! that cell alone. Cells are addressed by `id`; in a notebook without ids (nbformat
+//! 4.4 and older) by 0-based index, written `cell-3` or `3`.
+//!
+//! Path resolution, the read-only check, the stale-file check between confirmation and
+//! write, and the atomic write are `edit`'s ([`file_change`]).
+
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use toolbelt_core::{
+    BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, FileDiff, Invocation, Kind,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+};
+
+use crate::diff::file_diff;
+use crate::file_change::{self, FileStamp, Opened, WritePolicy};
+use crate::text_file::TextFile;
+
+/// Cell ids listed when the one asked for does not exist.
+const LISTED_IDS: usize = 8;
+
+pub struct NotebookEdit {
+    env: Arc<ToolEnvironment>,
+    schema: Value,
+}
+
+impl NotebookEdit {
+    pub fn new(env: Arc<ToolEnvironment>) -> Self {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "notebook_path": {
+                    "type": "string",
+                    "description": "Absolute path of the Jupyter notebook (.ipynb) to change."
+                },
+                "cell_id": {
+                    "type": "string",
+                    "description": "The id of the cell to replace or delete, or to insert after (omit to insert at the start). In a notebook whose cells have no ids, the 0-based index: cell-3 or 3."
+                },
+                "new_source": {
+                    "type": "string",
+                    "description": "The new source of the cell (required to replace; the content of an inserted cell)."
+                },
+                "cell_type": {
+                    "type": "string",
+                    "enum": ["code", "markdown"],
+                    "description": "The type of the cell: required to insert; to replace, changes the cell's type."
+                },
+                "edit_mode": {
+                    "type": "string",
+                    "enum": ["replace", "insert", "delete"],
+                    "description": "replace (default) the cell's source, insert a new cell after cell_id, or delete the cell."
+                }
+            },
+            "required": ["notebook_path"],
+            "additionalProperties": false
+        });
+        NotebookEdit { env, schema }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Params {
+    notebook_path: String,
+    cell_id: Option<String>,
+    new_source: Option<String>,
+    cell_type: Option<CellType>,
+    #[serde(default)]
+    edit_mode: EditMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum CellType {
+    Code,
+    Markdown,
+}
+
+impl CellType {
+    fn as_str(self) -> &'static str {
+        match self {
+            CellType::Code => "code",
+            CellType::Markdown => "markdown",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum EditMode {
+    #[default]
+    Replace,
+    Insert,
+    Delete,
+}
+
+impl Tool for NotebookEdit {
+    fn name(&self) -> &str {
+        "notebook_edit"
+    }
+    fn display_name(&self) -> &str {
+        "NotebookEdit"
+    }
+    fn description(&self) -> &str {
+        "Changes one cell of a Jupyter notebook (.ipynb): replaces its source (edit_mode replace, the default; \
+         cell_type may change its type), inserts a new cell after cell_id or at the start (edit_mode insert, \
+         cell_type required), or deletes it (edit_mode delete). Cells are named by their id as read_file shows \
+         them; in notebooks without cell ids use the 0-based index, as cell-3. The rest of the file is kept \
+         byte for byte. Read the notebook with read_file first."
+    }
+    fn kind(&self) -> Kind {
+        Kind::Edit
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn parameter_aliases(&self) -> &[(&'static str, &'static str)] {
+        &[
+            ("file_path", "notebook_path"),
+            ("absolute_path", "notebook_path"),
+            ("path", "notebook_path"),
+        ]
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let params: Params = crate::parse_params(args)?;
+        let missing = |what: &str| Err(ToolError::invalid_params(what.to_string()));
+        match params.edit_mode {
+            EditMode::Replace if params.cell_id.is_none() => {
+                return missing("cell_id is required to replace a cell.");
+            }
+            EditMode::Replace if params.new_source.is_none() => {
+                return missing(
+                    "new_source is required to replace a cell (use edit_mode delete to remove it).",
+                );
+            }
+            EditMode::Delete if params.cell_id.is_none() => {
+                return missing("cell_id is required to delete a cell.");
+            }
+            EditMode::Insert if params.cell_type.is_none() => {
+                return missing("cell_type (code or markdown) is required to insert a cell.");
+            }
+            _ => {}
+        }
+        let path = file_change::resolve_target(&self.env.roots, &params.notebook_path, "edit")?;
+        Ok(Box::new(NotebookEditCall {
+            display_path: self.env.roots.display_relative(&path),
+            path,
+            params,
+            policy: WritePolicy::from_settings(&self.env.settings),
+            planned: Mutex::new(None),
+        }))
+    }
+}
+
+struct NotebookEditCall {
+    path: PathBuf,
+    display_path: String,
+    params: Params,
+    policy: WritePolicy,
+    /// The change as shown in the confirmation: `None` before anyone asked,
+    /// `Some(None)` when there was nothing to ask because the edit failed.
+    planned: Mutex<Option<Option<Plan>>>,
+}
+
+#[derive(Debug)]
+struct Plan {
+    stamp: FileStamp,
+    bytes: Vec<u8>,
+    diff: FileDiff,
+    /// What was done, for the model.
+    summary: String,
+}
+
+impl NotebookEditCall {
+    fn plan(&self) -> Result<Plan, ToolError> {
+        let (file, stamp) = match file_change::open_current(&self.path, self.policy)? {
+            Opened::File { file, stamp } => (file, stamp),
+            Opened::Missing => {
+                return Err(ToolError::new(
+                    ErrorKind::FileNotFound,
+                    format!(
+                        "Notebook not found: {}. notebook_edit changes existing notebooks; create one with write_file.",
+                        self.path.display()
+                    ),
+                ));
+            }
+        };
+        let bytes = file_change::read_all(file, stamp.size(), &self.path)?;
+        let file = TextFile::decode(bytes).ok_or_else(|| self.not_a_notebook("it is not UTF-8"))?;
+        let (new_text, summary) = self.change(&file.text)?;
+        let diff = file_diff(&self.path, &self.display_path, Some(&file.text), &new_text);
+        Ok(Plan {
+            stamp,
+            bytes: file.format.encode_owned(new_text),
+            diff,
+            summary,
+        })
+    }
+
+    /// The notebook's new text and a sentence saying what changed.
+    fn change(&self, text: &str) -> Result<(String, String), ToolError> {
+        let notebook: Value = serde_json::from_str(text).map_err(|e| {
+            self.not_a_notebook(&format!(
+                "invalid JSON at line {} column {}: {e}",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        let cells = notebook
+            .get("cells")
+            .and_then(Value::as_array)
+            .filter(|cells| cells.iter().all(Value::is_object))
+            .ok_or_else(|| self.not_a_notebook("it has no \"cells\" list of cells (nbformat 4)"))?;
+        let layout = Layout::scan(text)
+            .filter(|l| l.cells.len() == cells.len())
+            .ok_or_else(|| self.not_a_notebook("its \"cells\" list could not be located"))?;
+        let p = &self.params;
+        let at = p
+            .cell_id
+            .as_deref()
+            .map(|id| self.find_cell(cells, id))
+            .transpose()?;
+        let style = Style::detect(text, &layout);
+        let mut out = String::with_capacity(text.len() + 256);
+        let summary = match (p.edit_mode, at) {
+            (EditMode::Replace, Some(i)) => {
+                let mut cell = cells[i].as_object().cloned().unwrap_or_default();
+                let source = p.new_source.as_deref().unwrap_or_default();
+                replace_cell(&mut cell, source, p.cell_type);
+                let cell = Value::Object(cell);
+                if cell == cells[i] {
+                    return Err(ToolError::new(
+                        ErrorKind::EditNoChange,
+                        format!(
+                            "Cell {} already has this source and type; no edits made.",
+                            describe_cell(&cells[i], i)
+                        ),
+                    ));
+                }
+                let range = layout.cells[i].clone();
+                out.push_str(&text[..range.start]);
+                out.push_str(&style.cell(&cell));
+                out.push_str(&text[range.end..]);
+                format!(
+                    "Replaced cell {} in {}.",
+                    describe_cell(&cell, i),
+                    self.path.display()
+                )
+            }
+            (EditMode::Delete, Some(i)) => {
+                // The cell goes with the separator before it (after it, for the first).
+                let range = match (i, layout.cells.len()) {
+                    (_, 1) => layout.open + 1..layout.close,
+                    (0, _) => layout.cells[0].start..layout.cells[1].start,
+                    (i, _) => layout.cells[i - 1].end..layout.cells[i].end,
+                };
+                out.push_str(&text[..range.start]);
+                out.push_str(&text[range.end..]);
+                format!(
+                    "Deleted cell {} from {}; {} cells remain.",
+                    describe_cell(&cells[i], i),
+                    self.path.display(),
+                    cells.len() - 1
+                )
+            }
+            (EditMode::Insert, after) => {
+                let cell_type = p.cell_type.unwrap_or(CellType::Code);
+                let ids = uses_ids(&notebook, cells).then(|| fresh_id(cells));
+                let cell = new_cell(
+                    cell_type,
+                    ids.as_deref(),
+                    p.new_source.as_deref().unwrap_or(""),
+                );
+                let cell_text = style.cell(&cell);
+                let index = after.map_or(0, |i| i + 1);
+                match (after, layout.cells.is_empty()) {
+                    (_, true) => {
+                        out.push_str(&text[..=layout.open]);
+                        out.push_str(&style.break_at(2));
+                        out.push_str(&cell_text);
+                        out.push_str(&style.break_at(1));
+                        out.push_str(&text[layout.close..]);
+                    }
+                    (None, false) => {
+                        let first = layout.cells[0].start;
+                        out.push_str(&text[..first]);
+                        out.push_str(&cell_text);
+                        out.push(',');
+                        out.push_str(&style.break_at(2));
+                        out.push_str(&text[first..]);
+                    }
+                    (Some(i), false) => {
+                        let end = layout.cells[i].end;
+                        out.push_str(&text[..end]);
+                        out.push(',');
+                        out.push_str(&style.break_at(2));
+                        out.push_str(&cell_text);
+                        out.push_str(&text[end..]);
+                    }
+                }
+                let place = match after {
+                    None => "at the start".to_string(),
+                    Some(i) => format!("after cell {}", describe_cell(&cells[i], i)),
+                };
+                format!(
+                    "Inserted a new {} cell {} {place} of {}.",
+                    cell_type.as_str(),
+                    describe_cell(&cell, index),
+                    self.path.display()
+                )
+            }
+            (EditMode::Replace | EditMode::Delete, None) => {
+                return Err(ToolError::invalid_params("cell_id is required."));
+            }
+        };
+        Ok((out, summary))
+    }
+
+    /// The index of the cell named `wanted`: its id, or, when no cell has an id, its
+    /// 0-based index (`3` or `cell-3`).
+    fn find_cell(&self, cells: &[Value], wanted: &str) -> Result<usize, ToolError> {
+        let wanted = wanted.trim();
+        if let Some(i) = cells.iter().position(|c| cell_id(c) == Some(wanted)) {
+            return Ok(i);
+        }
+        let ids: Vec<&str> = cells.iter().filter_map(cell_id).collect();
+        if ids.is_empty() {
+            let index = wanted
+                .strip_prefix("cell-")
+                .unwrap_or(wanted)
+                .parse::<usize>();
+            return match index {
+                Ok(i) if i < cells.len() => Ok(i),
+                _ => Err(ToolError::invalid_params(format!(
+                    "No cell '{wanted}' in {}. Its cells have no ids (nbformat 4.4 or older): name a cell by its 0-based index, cell-0 to cell-{}.",
+                    self.path.display(),
+                    cells.len().saturating_sub(1)
+                ))),
+            };
+        }
+        let mut listed = ids
+            .iter()
+            .take(LISTED_IDS)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if ids.len() > LISTED_IDS {
+            listed.push_str(&format!(", ... ({} cells in all)", cells.len()));
+        }
+        Err(ToolError::invalid_params(format!(
+            "No cell with id '{wanted}' in {}. Its cell ids are: {listed}. Read the notebook with read_file to see them.",
+            self.path.display()
+        )))
+    }
+
+    fn not_a_notebook(&self, why: &str) -> ToolError {
+        ToolError::new(
+            ErrorKind::ReadContentFailure,
+            format!(
+                "{} is not a Jupyter notebook: {why}. Nothing was written.",
+                self.path.display()
+            ),
+        )
+    }
+
+    fn apply(&self) -> Result<ToolResult, ToolError> {
+        let shown = self.planned.lock().map(|mut g| g.take()).unwrap_or(None);
+        let plan = match shown {
+            None => self.plan()?,
+            Some(Some(plan)) => {
+                if file_change::stamp_now(&self.path)? != Some(plan.stamp) {
+                    return Err(file_change::changed_since_confirmation(&self.path));
+                }
+                plan
+            }
+            Some(None) => {
+                self.plan()?;
+                return Err(file_change::changed_since_confirmation(&self.path));
+            }
+        };
+        let replaced = file_change::write_file(&self.path, &plan.bytes, self.policy)?;
+        let text = format!("{}{}", plan.summary, file_change::how_written(replaced));
+        Ok(ToolResult::with_display(text, Display::FileDiff(plan.diff)))
+    }
+}
+
+impl Invocation for NotebookEditCall {
+    fn describe(&self) -> String {
+        let cell = self.params.cell_id.as_deref().unwrap_or("start");
+        match self.params.edit_mode {
+            EditMode::Replace => format!("Replace cell {cell} of {}", self.display_path),
+            EditMode::Insert => format!("Insert a cell after {cell} in {}", self.display_path),
+            EditMode::Delete => format!("Delete cell {cell} of {}", self.display_path),
+        }
+    }
+
+    fn locations(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
+
+    fn permission_subject(&self) -> PermissionSubject {
+        PermissionSubject::Paths(vec![self.path.clone()])
+    }
+
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
+        Box::pin(async move {
+            // As in `edit`: a failing change writes nothing and needs no approval; if it
+            // starts working before execute, execute refuses.
+            let plan = self.plan().ok();
+            let details = plan.as_ref().map(|plan| {
+                ConfirmationDetails::edit(
+                    format!("Confirm Notebook Edit: {}", self.display_path),
+                    plan.diff.clone(),
+                )
+            });
+            if let Ok(mut slot) = self.planned.lock() {
+                *slot = Some(plan);
+            }
+            details
+        })
+    }
+
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            file_change::run_change(&ctx, "notebook edit", move || self.apply()).await
+        })
+    }
+}
+
+/// A cell's source as one string (nbformat allows a string or a list of lines).
+pub(crate) fn source_text(source: Option<&Value>) -> String {
+    match source {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(lines)) => lines.iter().filter_map(Value::as_str).collect(),
+        _ => String::new(),
+    }
+}
+
+/// A source as Jupyter stores it: lines keeping their `\n`, the last without one.
+fn source_lines(source: &str) -> Value {
+    Value::Array(
+        source
+            .split_inclusive('\n')
+            .map(|l| Value::String(l.to_string()))
+            .collect(),
+    )
+}
+
+fn cell_id(cell: &Value) -> Option<&str> {
+    cell.get("id").and_then(Value::as_str)
+}
+
+/// `id=abc` or `cell-3` for messages.
+fn describe_cell(cell: &Value, index: usize) -> String {
+    match cell_id(cell) {
+        Some(id) => format!("id={id} (index {index})"),
+        None => format!("cell-{index}"),
+    }
+}
+
+/// Sets the source, and the type with the keys that go with it.
+fn replace_cell(cell: &mut Map<String, Value>, source: &str, cell_type: Option<CellType>) {
+    let sorted = cell.keys().is_sorted();
+    cell.insert("source".into(), source_lines(source));
+    if let Some(to) = cell_type
+        && cell.get("cell_type").and_then(Value::as_str) != Some(to.as_str())
+    {
+        cell.insert("cell_type".into(), Value::String(to.as_str().into()));
+        match to {
+            CellType::Markdown => {
+                cell.shift_remove("outputs");
+                cell.shift_remove("execution_count");
+            }
+            CellType::Code => {
+                // Attachments belong to markdown and raw cells only.
+                cell.shift_remove("attachments");
+                cell.entry("execution_count").or_insert(Value::Null);
+                cell.entry("outputs").or_insert_with(|| json!([]));
+            }
+        }
+        if sorted {
+            cell.sort_keys();
+        }
+    }
+}
+
+/// A new cell with its keys in the order Jupyter writes them (sorted).
+fn new_cell(cell_type: CellType, id: Option<&str>, source: &str) -> Value {
+    let mut cell = Map::new();
+    cell.insert("cell_type".into(), Value::String(cell_type.as_str().into()));
+    if cell_type == CellType::Code {
+        cell.insert("execution_count".into(), Value::Null);
+    }
+    if let Some(id) = id {
+        cell.insert("id".into(), Value::String(id.into()));
+    }
+    cell.insert("metadata".into(), json!({}));
+    if cell_type == CellType::Code {
+        cell.insert("outputs".into(), json!([]));
+    }
+    cell.insert("source".into(), source_lines(source));
+    Value::Object(cell)
+}
+
+/// Whether cells carry ids: some already do, or the format is nbformat 4.5 or later.
+fn uses_ids(notebook: &Value, cells: &[Value]) -> bool {
+    let version = |key| notebook.get(key).and_then(Value::as_u64).unwrap_or(0);
+    cells.iter().any(|c| cell_id(c).is_some())
+        || (version("nbformat"), version("nbformat_minor")) >= (4, 5)
+}
+
+/// Eight hex digits no cell uses yet.
+fn fresh_id(cells: &[Value]) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let state = std::collections::hash_map::RandomState::new();
+    let mut n = 0u64;
+    loop {
+        let mut hasher = state.build_hasher();
+        hasher.write_u64(n);
+        let id = format!("{:08x}", hasher.finish() as u32);
+        if !cells.iter().any(|c| cell_id(c) == Some(&id)) {
+            return id;
+        }
+        n += 1;
+    }
+}
+
+/// Where the `cells` list and each cell are in the notebook's text (byte offsets).
+#[derive(Debug)]
+struct Layout {
+    /// The `[` of the list.
+    open: usize,
+    /// Its `]`.
+    close: usize,
+    cells: Vec<Range<usize>>,
+}
+
+impl Layout {
+    /// Scans text that is known to be valid JSON for the top-level `cells` list.
+    fn scan(text: &str) -> Option<Layout> {
+        let b = text.as_bytes();
+        let mut pos = skip_ws(b, 0);
+        if b.get(pos) != Some(&b'{') {
+            return None;
+        }
+        pos += 1;
+        loop {
+            pos = skip_ws(b, pos);
+            if b.get(pos) != Some(&b'"') {
+                return None;
+            }
+            let key_end = skip_string(b, pos)?;
+            let key: String = serde_json::from_str(&text[pos..key_end]).ok()?;
+            pos = skip_ws(b, key_end);
+            if b.get(pos) != Some(&b':') {
+                return None;
+            }
+            pos = skip_ws(b, pos + 1);
+            if key == "cells" {
+                return Self::scan_list(b, pos);
+            }
+            pos = skip_ws(b, skip_value(b, pos)?);
+            if b.get(pos) != Some(&b',') {
+                return None;
+            }
+            pos += 1;
+        }
+    }
+
+    fn scan_list(b: &[u8], open: usize) -> Option<Layout> {
+        if b.get(open) != Some(&b'[') {
+            return None;
+        }
+        let mut cells = Vec::new();
+        let mut pos = skip_ws(b, open + 1);
+        if b.get(pos) == Some(&b']') {
+            return Some(Layout {
+                open,
+                close: pos,
+                cells,
+            });
+        }
+        loop {
+            let end = skip_value(b, pos)?;
+            cells.push(pos..end);
+            pos = skip_ws(b, end);
+            match b.get(pos)? {
+                b',' => pos = skip_ws(b, pos + 1),
+                b']' => {
+                    return Some(Layout {
+                        open,
+                        close: pos,
+                        cells,
+                    });
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+fn skip_ws(b: &[u8], mut pos: usize) -> usize {
+    while b.get(pos).is_some_and(u8::is_ascii_whitespace) {
+        pos += 1;
+    }
+    pos
+}
+
+/// The end of the string starting at `pos` (just after its closing quote).
+fn skip_string(b: &[u8], pos: usize) -> Option<usize> {
+    let mut i = pos + 1;
+    loop {
+        match b.get(i)? {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+}
+
+/// The end of the value starting at `pos`.
+fn skip_value(b: &[u8], pos: usize) -> Option<usize> {
+    match b.get(pos)? {
+        b'"' => skip_string(b, pos),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = pos;
+            loop {
+                match b.get(i)? {
+                    b'"' => {
+                        i = skip_string(b, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let mut i = pos;
+            while b
+                .get(i)
+                .is_some_and(|c| !matches!(c, b',' | b']' | b'}') && !c.is_ascii_whitespace())
+            {
+                i += 1;
+            }
+            Some(i)
+        }
+    }
+}
+
+/// How the notebook is laid out: its indentation unit (`None`: on one line) and the
+/// indentation of its cells.
+#[derive(Debug)]
+struct Style {
+    unit: Option<String>,
+    cell_indent: String,
+}
+
+impl Style {
+    fn detect(text: &str, layout: &Layout) -> Style {
+        let b = text.as_bytes();
+        let open = skip_ws(b, 0) + 1;
+        let unit = text[open..]
+            .strip_prefix('\n')
+            .or_else(|| text[open..].strip_prefix("\r\n"))
+            .map(|rest| {
+                let n = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+                rest[..n].to_string()
+            })
+            .filter(|u| !u.is_empty());
+        let cell_indent = match (&unit, layout.cells.first()) {
+            (None, _) => String::new(),
+            (Some(_), Some(first)) => {
+                let line_start = text[..first.start].rfind('\n').map_or(0, |i| i + 1);
+                text[line_start..first.start].to_string()
+            }
+            (Some(unit), None) => unit.repeat(2),
+        };
+        Style { unit, cell_indent }
+    }
+
+    /// A cell serialized to sit at the cell indentation.
+    fn cell(&self, cell: &Value) -> String {
+        let Some(unit) = &self.unit else {
+            return serde_json::to_string(cell).unwrap_or_default();
+        };
+        let mut out = Vec::new();
+        let formatter = serde_json::ser::PrettyFormatter::with_indent(unit.as_bytes());
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
+        // Serializing a `Value` into a Vec cannot fail.
+        let _ = serde::Serialize::serialize(cell, &mut ser);
+        String::from_utf8_lossy(&out).replace('\n', &format!("\n{}", self.cell_indent))
+    }
+
+    /// A line break followed by the indentation of `depth` (1: the notebook's keys,
+    /// 2: its cells); nothing when the notebook is on one line.
+    fn break_at(&self, depth: usize) -> String {
+        match &self.unit {
+            None => String::new(),
+            Some(_) if depth == 2 => format!("\n{}", self.cell_indent),
+            Some(unit) => format!("\n{}", unit.repeat(depth)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
