@@ -76,6 +76,21 @@ HUGE=$(printf '{"url": "http://127.0.0.1:%s/huge", "prompt": "first lines"}' "$P
 /usr/bin/time -f '%e s wall, %M KiB peak RSS' "$TB" tools call web_fetch "$HUGE" --yes \
   >"$work/out.txt" 2>"$work/time.txt" || { cat "$work/time.txt"; exit 1; }
 echo "toolbelt web_fetch: $(tail -1 "$work/time.txt")"
+# The bytes toolbelt took from its sockets: every recvfrom/recvmsg, counted by strace.
+need strace strace
+strace -f -qq -e trace=recvfrom,recvmsg,read -e signal=none -o "$work/strace.txt" \
+  "$TB" tools call web_fetch "$HUGE" --yes >/dev/null 2>&1 || true
+python3 - "$work/strace.txt" <<'PY'
+import re, sys
+total = 0
+for line in open(sys.argv[1], errors="replace"):
+    if re.search(r"\brecv(from|msg)\(", line):
+        m = re.search(r"= (\d+)$", line.strip())
+        if m:
+            total += int(m.group(1))
+cap = 10 * 1024 * 1024
+print(f"bytes toolbelt received from sockets: {total}; cap {cap}; beyond the cap: {total - cap}")
+PY
 grep -o 'cut at [^;]*' "$work/out.txt" | head -1 || true
 stats=$(curl -s "http://127.0.0.1:$PORT/stats")
 python3 - "$stats" <<'PY'

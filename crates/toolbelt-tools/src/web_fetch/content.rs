@@ -201,8 +201,8 @@ const DROPPED: &[&str] = &[
 
 /// HTML as Markdown (or plain text), without the [`DROPPED`] elements.
 ///
-/// Takes the HTML so it is freed before the Markdown is tidied (the parse tree is the
-/// largest thing alive while converting).
+/// Takes the HTML so it is freed as soon as it is parsed: the parse tree is the largest
+/// thing alive while converting, and nothing else need be beside it.
 pub fn html_to_text(html: String, format: Format) -> String {
     let mut builder = htmd::HtmlToMarkdown::builder()
         .skip_tags(DROPPED.to_vec())
@@ -215,9 +215,13 @@ pub fn html_to_text(html: String, format: Format) -> String {
             },
         );
     }
-    let converted = match builder.build().convert(&html) {
-        Ok(markdown) => {
+    let converter = builder.build();
+    let converted = match converter.html_to_tree(&html) {
+        Ok(tree) => {
+            // The text lives in the tree now; free it before the walk.
             drop(html);
+            let markdown = converter.tree_to_markdown(&tree);
+            drop(tree);
             markdown
         }
         // The parser only fails on I/O, which a string cannot have; keep the text anyway.
