@@ -108,16 +108,18 @@ impl Tool for SaveMemory {
             ));
         }
         let name = self.file_name();
-        let path = match params.scope.as_deref().unwrap_or("global") {
-            "project" => self
-                .env
-                .roots
-                .primary()
-                .map(|root| root.join(&name))
-                .ok_or_else(|| {
+        let project = params.scope.as_deref() == Some("project");
+        let path = match project {
+            // Through the workspace boundary like any edit: a `QWEN.md` that is a
+            // symbolic link out of the workspace is refused, as are path rules on it.
+            true => {
+                let root = self.env.roots.primary().ok_or_else(|| {
                     ToolError::invalid_params("this session has no project directory")
-                })?,
-            _ => self
+                })?;
+                let given = root.join(&name);
+                file_change::resolve_target(&self.env.roots, &given.to_string_lossy(), "save")?
+            }
+            false => self
                 .home
                 .as_ref()
                 .map(|home| home.join(".qwen").join(&name))
@@ -130,6 +132,7 @@ impl Tool for SaveMemory {
         };
         Ok(Box::new(SaveMemoryCall {
             display_path: path.display().to_string(),
+            in_workspace: project,
             path,
             fact,
             policy: WritePolicy::from_settings(&self.env.settings),
@@ -189,6 +192,9 @@ pub fn with_fact(text: &str, fact: &str) -> String {
 
 struct SaveMemoryCall {
     path: PathBuf,
+    /// The project's file: approving edits (auto-edit mode) approves it; the global
+    /// file is outside the workspace and always asks.
+    in_workspace: bool,
     display_path: String,
     fact: String,
     policy: WritePolicy,
@@ -211,6 +217,12 @@ impl SaveMemoryCall {
     }
 
     fn save(&self) -> Result<ToolResult, ToolError> {
+        // Calls of one turn may run side by side (the tool only adds to a file); one at a
+        // time, so no fact is lost between a read and a write.
+        static SAVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one_at_a_time = SAVING
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let before = self.current()?;
         let after = with_fact(before.as_deref().unwrap_or(""), &self.fact);
         file_change::write_file(&self.path, after.as_bytes(), self.policy)?;
@@ -244,10 +256,16 @@ impl Invocation for SaveMemoryCall {
             let before = self.current().ok().flatten();
             let after = with_fact(before.as_deref().unwrap_or(""), &self.fact);
             let diff = file_diff(&self.path, &self.display_path, before.as_deref(), &after);
-            Some(ConfirmationDetails::edit(
-                format!("Remember this in {}?", self.display_path),
-                diff,
-            ))
+            let title = format!("Remember this in {}?", self.display_path);
+            if self.in_workspace {
+                return Some(ConfirmationDetails::edit(title, diff));
+            }
+            // Not an edit of the workspace, so auto-edit mode does not approve it.
+            Some(ConfirmationDetails::Info {
+                title,
+                prompt: diff.diff,
+                urls: Vec::new(),
+            })
         })
     }
 

