@@ -219,8 +219,18 @@ impl NotebookEditCall {
             .and_then(Value::as_array)
             .filter(|cells| cells.iter().all(Value::is_object))
             .ok_or_else(|| self.not_a_notebook("it has no \"cells\" list of cells (nbformat 4)"))?;
+        // The located cells must be the parsed ones (a notebook with a second "cells"
+        // key, say, is read one way by the parser and could be scanned another).
         let layout = Layout::scan(text)
-            .filter(|l| l.cells.len() == cells.len())
+            .filter(|l| {
+                l.cells.len() == cells.len()
+                    && l.cells.iter().zip(cells).all(|(span, cell)| {
+                        serde_json::from_str::<Value>(&text[span.clone()])
+                            .ok()
+                            .as_ref()
+                            == Some(cell)
+                    })
+            })
             .ok_or_else(|| self.not_a_notebook("its \"cells\" list could not be located"))?;
         let p = &self.params;
         let at = p

@@ -720,3 +720,178 @@ async fn read_file_of_invalid_notebook_json_falls_back_to_text() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_notebook_with_two_cells_lists_is_refused_not_misedited() {
+    let f = fixture();
+    let text = r#"{"cells": [{"cell_type": "markdown", "id": "a", "metadata": {}, "source": ["first"]}],
+ "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+ "cells": [{"cell_type": "markdown", "id": "a", "metadata": {}, "source": ["second"]}]}
+"#;
+    let path = f.write("dup.ipynb", text.as_bytes());
+    let r = notebook_edit(
+        &f,
+        json!({"notebook_path": path, "cell_id": "a", "new_source": "changed"}),
+    )
+    .await;
+    assert!(r.error.is_some(), "{}", r.llm_text());
+    assert_eq!(text_of(&f, "dup.ipynb"), text);
+}
+
+/// Any notebook, in any of the layouts Jupyter and other tools write, with sources full
+/// of JSON's special characters: replacing one cell gives exactly the expected notebook,
+/// and every byte outside that cell stays as it was. Arbitrary damaged text never panics
+/// and is never written.
+mod properties {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::{notebook_edit, serialize};
+    use crate::test_support::fixture;
+    use toolbelt_core::ErrorKind;
+
+    fn source() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop::sample::select(vec![
+                "a",
+                "\"",
+                "\\",
+                "{",
+                "}",
+                "[",
+                "]",
+                ",",
+                ":",
+                "\n",
+                "é",
+                "\u{1F600}",
+                " ",
+                "\t",
+                "\\u0041",
+                "null",
+            ]),
+            0..12,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    fn notebook() -> impl Strategy<Value = (Value, usize, String, usize, bool)> {
+        (
+            prop::collection::vec((source(), any::<bool>()), 1..6),
+            source(),
+            0usize..5,
+            any::<bool>(),
+            any::<prop::sample::Index>(),
+        )
+            .prop_map(|(cells, new_source, layout, newline, which)| {
+                let cells: Vec<Value> = cells
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (src, code))| {
+                        let mut cell = json!({
+                            "cell_type": if *code { "code" } else { "markdown" },
+                            "id": format!("c{i}"),
+                            "metadata": {"tags": ["]", "\"x\""]},
+                            "source": super::super::source_lines(src),
+                        });
+                        if *code {
+                            cell["execution_count"] = Value::Null;
+                            cell["outputs"] = json!([{"name": "stdout", "output_type": "stream", "text": ["}{"]}]);
+                        }
+                        cell
+                    })
+                    .collect();
+                let target = which.index(cells.len());
+                let nb = json!({
+                    "metadata": {"kernelspec": {"name": "python3"}, "odd": "\"cells\": ["},
+                    "cells": cells,
+                    "nbformat": 4,
+                    "nbformat_minor": 5,
+                });
+                (nb, target, new_source, layout, newline)
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn replacing_a_cell_changes_that_cell_and_nothing_else(
+            (nb, target, new_source, layout, newline) in notebook()
+        ) {
+            let indent = [None, Some(" "), Some("  "), Some("    "), Some("\t")][layout];
+            let text = serialize(&nb, indent, newline);
+            let f = fixture();
+            let path = f.write("nb.ipynb", text.as_bytes());
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let r = rt.block_on(notebook_edit(&f, json!({
+                "notebook_path": path,
+                "cell_id": format!("c{target}"),
+                "new_source": new_source,
+            })));
+            let after = String::from_utf8(f.read("nb.ipynb")).unwrap();
+            let mut expected = nb.clone();
+            expected["cells"][target]["source"] = super::super::source_lines(&new_source);
+            if expected == nb {
+                prop_assert_eq!(r.error.map(|e| e.kind), Some(ErrorKind::EditNoChange));
+                prop_assert_eq!(after, text);
+                return Ok(());
+            }
+            prop_assert!(r.error.is_none(), "{:?}", r.error);
+            let got: Value = serde_json::from_str(&after).unwrap();
+            prop_assert_eq!(&got, &expected);
+            // What changed in the text lies inside the edited cell: no other cell's id,
+            // no notebook-level key is in the replaced stretch.
+            let head = text.bytes().zip(after.bytes()).take_while(|(a, b)| a == b).count();
+            let tail = text
+                .bytes()
+                .rev()
+                .zip(after.bytes().rev())
+                .take_while(|(a, b)| a == b)
+                .count()
+                .min(text.len() - head)
+                .min(after.len() - head);
+            let replaced = &text.as_bytes()[head..text.len() - tail];
+            let replaced = String::from_utf8_lossy(replaced);
+            for other in 0..nb["cells"].as_array().unwrap().len() {
+                if other != target {
+                    prop_assert!(!replaced.contains(&format!("\"c{other}\"")), "{replaced}");
+                }
+            }
+            for key in ["kernelspec", "nbformat", "odd"] {
+                prop_assert!(!replaced.contains(key), "{replaced}");
+            }
+            prop_assert_eq!(after.ends_with('\n'), newline);
+        }
+
+        #[test]
+        fn damaged_notebooks_never_panic_and_are_never_written(
+            (nb, target, _new, layout, newline) in notebook(),
+            cut in any::<prop::sample::Index>(),
+            junk in prop::sample::select(vec!["", "\"", "]", "}", "{", "\\", ","]),
+        ) {
+            let indent = [None, Some(" "), Some("  "), Some("    "), Some("\t")][layout];
+            let text = serialize(&nb, indent, newline);
+            let mut at = cut.index(text.len());
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            let damaged = format!("{}{junk}", &text[..at]);
+            let f = fixture();
+            let path = f.write("nb.ipynb", damaged.as_bytes());
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let r = rt.block_on(notebook_edit(&f, json!({
+                "notebook_path": path,
+                "cell_id": format!("c{target}"),
+                "new_source": "x",
+            })));
+            let after = f.read("nb.ipynb");
+            if serde_json::from_str::<Value>(&damaged).is_err() {
+                prop_assert!(r.error.is_some());
+                prop_assert_eq!(after, damaged.into_bytes());
+            } else {
+                let _: Value = serde_json::from_slice(&after).unwrap();
+            }
+        }
+    }
+}
