@@ -150,3 +150,71 @@ fn a_rule_naming_no_tool_is_a_warning_with_the_closest_name() {
     assert!(warnings[0].contains("`raed_file`"), "{err}");
     assert!(warnings[0].contains("`read_file`"), "{err}");
 }
+
+/// An HTML page on 127.0.0.1 that counts the connections it gets.
+fn page_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/doc.html", listener.local_addr().unwrap());
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = hits.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let body =
+                "<html><body><h1>Hello from loopback</h1><script>evil()</script></body></html>";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, hits)
+}
+
+#[test]
+fn web_fetch_rules_name_the_domain_and_the_guard_still_holds() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let (url, hits) = page_server();
+    let args = serde_json::json!({"url": url, "prompt": "the heading"});
+    let open = r#""tools": {"webFetch": {"allowHosts": ["127.0.0.1"]}}"#;
+
+    // An allow rule on the domain runs it without a question.
+    let p = project(&format!(
+        r#"{{{open}, "permissions": {{"allow": ["WebFetch(domain:127.0.0.1)"]}}}}"#
+    ));
+    let out = p.call("web_fetch", args.clone());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let page = text(&out.stdout);
+    assert!(page.contains("# Hello from loopback"), "{page}");
+    assert!(!page.contains("evil()"), "{page}");
+    assert_eq!(hits.load(SeqCst), 1);
+
+    // Without a rule it asks, and with no one to ask it is refused before connecting.
+    let p = project(&format!("{{{open}}}"));
+    let out = p.call("web_fetch", args.clone());
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    // A deny rule wins over the allow rule.
+    let p = project(&format!(
+        r#"{{{open}, "permissions": {{"allow": ["WebFetch(domain:127.0.0.1)"], "deny": ["web_fetch(domain:127.0.0.1)"]}}}}"#
+    ));
+    let out = p.call("web_fetch", args.clone());
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert_eq!(hits.load(SeqCst), 1);
+
+    // An allow rule approves the call, not the address: the guard refuses a literal
+    // loopback address when the call is built (exit 2, like any bad argument).
+    let p = project(r#"{"permissions": {"allow": ["WebFetch(domain:127.0.0.1)"]}}"#);
+    let out = p.call("web_fetch", args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("tools.webFetch.allowHosts"), "{err}");
+    assert_eq!(hits.load(SeqCst), 1, "no connection was made");
+}
