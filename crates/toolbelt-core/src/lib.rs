@@ -16,6 +16,7 @@
 //! speak them.
 
 pub mod confirm;
+pub mod lint;
 pub mod output;
 pub mod redact;
 pub mod registry;

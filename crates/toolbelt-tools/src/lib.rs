@@ -70,6 +70,8 @@ mod test_support;
 #[cfg(test)]
 mod bounds_tests;
 #[cfg(test)]
+mod lint_tests;
+#[cfg(test)]
 mod write_permissions_tests;
 
 /// Every built-in tool for a session. `web_search` is among them only when a provider

@@ -47,6 +47,7 @@ impl ListDirectory {
                 },
                 "file_filtering_options": {
                     "type": "object",
+                    "description": "Which ignore files to honour; both are honoured by default.",
                     "properties": {
                         "respect_git_ignore": {"type": "boolean", "description": "Leave out entries ignored by .gitignore. Default true."},
                         "respect_qwen_ignore": {"type": "boolean", "description": "Leave out entries ignored by .qwenignore. Default true."}

@@ -93,18 +93,18 @@ impl ReadManyFiles {
             "properties": {
                 "paths": {
                     "type": "array",
-                    "items": {"type": "string", "minLength": 1},
+                    "items": {"type": "string"},
                     "minItems": 1,
                     "description": "Files, directories or glob patterns (such as 'src/**/*.rs'), absolute or relative to the first workspace directory."
                 },
                 "include": {
                     "type": "array",
-                    "items": {"type": "string", "minLength": 1},
+                    "items": {"type": "string"},
                     "description": "More glob patterns to include, such as ['**/*.md']."
                 },
                 "exclude": {
                     "type": "array",
-                    "items": {"type": "string", "minLength": 1},
+                    "items": {"type": "string"},
                     "description": "Glob patterns of files to leave out, such as ['**/*.test.ts']."
                 },
                 "recursive": {
@@ -117,9 +117,10 @@ impl ReadManyFiles {
                 },
                 "file_filtering_options": {
                     "type": "object",
+                    "description": "Which ignore files to honour when expanding directories and globs; both are honoured by default.",
                     "properties": {
-                        "respect_git_ignore": {"type": "boolean"},
-                        "respect_qwen_ignore": {"type": "boolean"}
+                        "respect_git_ignore": {"type": "boolean", "description": "Leave out files ignored by .gitignore. Default true."},
+                        "respect_qwen_ignore": {"type": "boolean", "description": "Leave out files ignored by .qwenignore. Default true."}
                     },
                     "additionalProperties": false
                 }

@@ -32,8 +32,8 @@ impl TodoWrite {
                         "type": "object",
                         "properties": {
                             "id": {"type": "string", "description": "A short id, unique in the list."},
-                            "content": {"type": "string", "minLength": 1, "description": "What the task is, in a few words."},
-                            "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
+                            "content": {"type": "string", "description": "What the task is, in a few words."},
+                            "status": {"type": "string", "enum": ["pending", "in_progress", "completed"], "description": "pending, in_progress (at most one task) or completed."}
                         },
                         "required": ["id", "content", "status"],
                         "additionalProperties": false

@@ -99,7 +99,6 @@ impl WebSearch {
             "properties": {
                 "query": {
                     "type": "string",
-                    "minLength": 1,
                     "description": "What to search for, as you would type it into a search engine."
                 }
             },

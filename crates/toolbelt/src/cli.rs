@@ -189,6 +189,13 @@ pub enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Check every registered tool (built-in, discovered, MCP) against the naming and
+    /// description guidelines and the providers' limits. Exit 1 when there are errors.
+    Lint {
+        /// Print the findings as a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run one tool call through the whole flow: lookup, validation, confirmation,
     /// execution.
     #[command(after_help = EXAMPLES)]

@@ -1,4 +1,4 @@
-//! `toolbelt tools list` and `toolbelt tools call`.
+//! `toolbelt tools list`, `toolbelt tools lint` and `toolbelt tools call`.
 
 use std::io::{IsTerminal, Read, Write};
 
@@ -27,6 +27,7 @@ pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
     session.warn_about_rules(&session.rules);
     let code = match command {
         ToolsCommand::List { json } => list(&session, json),
+        ToolsCommand::Lint { json } => lint(&session, json),
         ToolsCommand::Call {
             name,
             args,
@@ -36,6 +37,39 @@ pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
     };
     session.close().await;
     code
+}
+
+fn lint(session: &Session, json: bool) -> u8 {
+    use toolbelt_core::lint::{Severity, lint_registry};
+    let findings = lint_registry(&session.registry);
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    let mut out = std::io::stdout().lock();
+    if json {
+        let text = serde_json::to_string_pretty(&findings).unwrap_or_else(|_| "[]".into());
+        crate::pipes::check(writeln!(out, "{text}"));
+    } else {
+        for f in &findings {
+            let level = match f.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+            };
+            crate::pipes::check(writeln!(
+                out,
+                "{level}[{}] {}: {}",
+                f.rule, f.tool, f.message
+            ));
+        }
+        crate::pipes::check(writeln!(
+            out,
+            "{} tools checked: {errors} errors, {} warnings",
+            session.registry.len(),
+            findings.len() - errors
+        ));
+    }
+    if errors > 0 { EXIT_TOOL_ERROR } else { EXIT_OK }
 }
 
 fn list(session: &Session, json: bool) -> u8 {

@@ -218,3 +218,41 @@ fn web_fetch_rules_name_the_domain_and_the_guard_still_holds() {
     assert!(err.contains("tools.webFetch.allowHosts"), "{err}");
     assert_eq!(hits.load(SeqCst), 1, "no connection was made");
 }
+
+#[test]
+fn lint_reports_a_badly_declared_tool_and_exits_1() {
+    // A discovered tool (user settings, so trusted) that is not verb_noun, with an
+    // undescribed parameter and a schema that requires what it does not define.
+    let decls = r#"[{"name": "weather", "description": "x", "parameters": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}}]"#;
+    let p = project(
+        &serde_json::json!({
+            "tools": {"discoveryCommand": format!("echo '{decls}'")}
+        })
+        .to_string(),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args(["tools", "lint", "--json"])
+        .current_dir(&p.root)
+        .env("HOME", &p.home)
+        .env("TOOLBELT_SYSTEM_SETTINGS_PATH", p.home.join("none.json"))
+        .env_remove("TOOLBELT_HOME")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let findings: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let rules: Vec<(&str, &str)> = findings
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap(), f["severity"].as_str().unwrap()))
+        .collect();
+    for expected in [
+        ("schema-required", "error"),
+        ("name-verb-noun", "warning"),
+        ("parameter-description", "warning"),
+    ] {
+        assert!(rules.contains(&expected), "{expected:?} in {rules:?}");
+    }
+    assert!(
+        findings.iter().all(|f| f["tool"] != "read_file"),
+        "built-ins are clean"
+    );
+}
