@@ -18,7 +18,7 @@
 //! The workspace file comes with the project, so it is the one layer a stranger can
 //! write. Unless the folder is trusted ([`crate::trust`], `security.folderTrust.enabled`
 //! in the user or system file, on by default), the keys that run commands or widen access
-//! are dropped from it before merging ([`untrusted`]), and [`Settings::untrusted_workspace`]
+//! are dropped from it before merging (the table in `settings/untrusted.rs`), and [`Settings::untrusted_workspace`]
 //! says which.
 
 use std::collections::BTreeMap;
