@@ -389,7 +389,10 @@ impl Parser<'_> {
                 }
             }
             _ if self.options.regex_recovery && self.text(&token).starts_with('/') => {
-                self.recover_regex()
+                match self.recover_regex() {
+                    Some(regex) => regex,
+                    None => return Err(self.error_at(token, false)),
+                }
             }
             TokenKind::Error(_) => return Err(self.error_at(token, false)),
             _ => {
@@ -433,8 +436,9 @@ impl Parser<'_> {
     }
 
     /// Joins the raw text from the current token up to `&&`, `||`, an unbalanced `)` or
-    /// the end, and splits it at its last `/` into source and flags.
-    fn recover_regex(&mut self) -> (String, String) {
+    /// the end, and splits it at its last `/` into source and flags; `None` when there is
+    /// no closing `/`.
+    fn recover_regex(&mut self) -> Option<(String, String)> {
         let start = self.peek().offset;
         let mut end = start;
         let mut depth = 0usize;
@@ -451,12 +455,8 @@ impl Parser<'_> {
             self.advance();
         }
         let text = self.input.get(start + 1..end).unwrap_or_default();
-        match text.rsplit_once('/') {
-            Some((source, flags)) => {
-                let flags: String = flags.chars().filter(|c| "igsmyu".contains(*c)).collect();
-                (source.to_owned(), flags)
-            }
-            None => (text.to_owned(), String::new()),
-        }
+        let (source, flags) = text.rsplit_once('/')?;
+        let flags: String = flags.chars().filter(|c| "igsmyu".contains(*c)).collect();
+        Some((source.to_owned(), flags))
     }
 }

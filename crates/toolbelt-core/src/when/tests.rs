@@ -133,6 +133,9 @@ fn parser_recovers_unescaped_regexes() {
         "resourcePath =~ /\\.md(\\.yml|\\.txt)*$/im",
     );
     check("view =~ '/(servers)/'", "view =~ /(servers)/");
+    check("a =~ /\\/foo/ && b", "b && a =~ /\\/foo/");
+    check("a =~ /x/z/ || b", "b || a =~ /x\\/z/");
+    check_error("a =~ /foo && b", 5);
     check("view =~ '/(servers)/i' && a", "a && view =~ /(servers)/i");
 }
 
@@ -192,8 +195,20 @@ fn strict_parse_needs_a_valid_regex_literal() {
         matches!(e, Err(WhenErrorKind::InvalidRegex { .. })),
         "{e:?}"
     );
-    // JavaScript regexes have lookahead.
-    assert!(parse("a =~ /^(?!bar)/").is_ok());
+    // JavaScript regexes have lookahead, and `\/` is a slash.
+    let expr = parse("a =~ /^(?!bar).*\\/x$/").map_err(|e| e.to_string());
+    assert!(
+        expr.as_ref()
+            .is_ok_and(|e| e.evaluate(&json!({"a": "foo/x"}))),
+        "{expr:?}"
+    );
+    assert!(expr.is_ok_and(|e| !e.evaluate(&json!({"a": "bar/x"}))));
+    // `m` and `s` reach the engine.
+    assert!(eval("a =~ /^b$/m", &json!({"a": "a\nb"})));
+    assert!(!eval("a =~ /^b$/", &json!({"a": "a\nb"})));
+    assert!(eval("a =~ /a.b/s", &json!({"a": "a\nb"})));
+    assert!(!eval("a =~ /a.b/", &json!({"a": "a\nb"})));
+    assert!(eval("a =~ /^TRUE$/i", &json!({"a": true})));
 }
 
 #[test]
@@ -487,7 +502,9 @@ fn token_soup() -> impl Strategy<Value = String> {
         "not", "true", "false", "'s'", "'", "/x/i", "/", "/(?!a)/", "a", "b.c", "5", "-1", " ",
         "=", "&", "|", "isMac", "é", "[", "\\",
     ]);
-    prop::collection::vec(pieces, 0..40).prop_map(|v| v.join(""))
+    let gap = prop::sample::select(vec!["", " "]);
+    prop::collection::vec((pieces, gap), 0..40)
+        .prop_map(|v| v.into_iter().flat_map(|(p, g)| [p, g]).collect())
 }
 
 proptest! {
@@ -511,10 +528,94 @@ proptest! {
                 let value = expr.evaluate(&ctx);
                 let printed = expr.serialize();
                 // Printing and reparsing gives the same expression and value.
-                if let Ok(again) = parse_with(&printed, ParseOptions { regex_recovery: true }) {
+                let again = parse_with(&printed, ParseOptions { regex_recovery: true });
+                prop_assert!(again.is_ok(), "{} -> {} -> {:?}", input, printed, again);
+                if let Ok(again) = again {
                     prop_assert_eq!(again.evaluate(&ctx), value, "{} -> {}", input, printed);
+                    prop_assert_eq!(again.serialize(), printed.clone(), "{}", input);
                 }
             }
+        }
+    }
+}
+
+/// A clause as written, before normalization, with its value computed the plain way.
+#[derive(Debug, Clone)]
+enum Written {
+    Atom(&'static str),
+    Not(Box<Written>),
+    And(Box<Written>, Box<Written>),
+    Or(Box<Written>, Box<Written>),
+}
+
+impl Written {
+    fn text(&self) -> String {
+        match self {
+            Self::Atom(a) => (*a).to_owned(),
+            Self::Not(x) => format!("!({})", x.text()),
+            Self::And(x, y) => format!("({}) && ({})", x.text(), y.text()),
+            Self::Or(x, y) => format!("({}) || ({})", x.text(), y.text()),
+        }
+    }
+
+    fn value(&self, ctx: &Value) -> bool {
+        match self {
+            Self::Atom(a) => eval(a, ctx),
+            Self::Not(x) => !x.value(ctx),
+            Self::And(x, y) => x.value(ctx) && y.value(ctx),
+            Self::Or(x, y) => x.value(ctx) || y.value(ctx),
+        }
+    }
+}
+
+fn written() -> impl Strategy<Value = Written> {
+    // Comparisons only on keys holding numbers: on anything else `!(a > 1)` (`a <= 1`)
+    // is not the complement of `a > 1`, by design.
+    let atom = prop::sample::select(vec![
+        "true",
+        "false",
+        "a",
+        "b",
+        "c",
+        "d",
+        "a == 2",
+        "b != 0",
+        "c == x",
+        "d == ''",
+        "c =~ /X/i",
+        "d =~ /^und/",
+        "a > 1",
+        "b >= 0",
+        "a < 2",
+        "b <= -1",
+        "c in e",
+        "a not in e",
+        "d in e",
+    ])
+    .prop_map(Written::Atom);
+    atom.prop_recursive(5, 40, 2, |inner| {
+        prop_oneof![
+            inner.clone().prop_map(|x| Written::Not(Box::new(x))),
+            (inner.clone(), inner.clone())
+                .prop_map(|(x, y)| Written::And(Box::new(x), Box::new(y))),
+            (inner.clone(), inner).prop_map(|(x, y)| Written::Or(Box::new(x), Box::new(y))),
+        ]
+    })
+}
+
+proptest! {
+    #[test]
+    fn normal_form_keeps_the_meaning(clause in written(), b in 0..3i64, c in "[xX ]{0,2}") {
+        let ctx = json!({"a": 2, "b": b, "c": c, "e": ["x", 2, "X"]});
+        let text = clause.text();
+        let expr = recovering(&text);
+        prop_assert!(expr.is_ok(), "{} -> {:?}", text, expr);
+        if let Ok(expr) = expr {
+            let printed = expr.serialize();
+            prop_assert_eq!(expr.evaluate(&ctx), clause.value(&ctx), "{} -> {}", text, printed);
+            prop_assert_eq!(expr.negate().evaluate(&ctx), !clause.value(&ctx), "{}", text);
+            let again = recovering(&printed).map(|e| e.serialize());
+            prop_assert_eq!(again, Ok(printed.clone()), "{}", text);
         }
     }
 }
