@@ -18,6 +18,8 @@ mod eval;
 pub mod lexer;
 pub mod parser;
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
 
 use std::cmp::Ordering;
@@ -420,6 +422,58 @@ impl Expr {
                 .map(Self::serialize)
                 .collect::<Vec<_>>()
                 .join(" || "),
+        }
+    }
+
+    /// The context keys the expression reads, sorted, without duplicates.
+    pub fn keys(&self) -> Vec<&str> {
+        let mut keys = Vec::new();
+        self.collect_keys(&mut keys);
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
+
+    fn collect_keys<'a>(&'a self, keys: &mut Vec<&'a str>) {
+        match self {
+            Self::False | Self::True => {}
+            Self::Defined(key)
+            | Self::Not(key)
+            | Self::Equals { key, .. }
+            | Self::NotEquals { key, .. }
+            | Self::Regex { key, .. }
+            | Self::NotRegex { key, .. }
+            | Self::Compare { key, .. } => keys.push(key),
+            Self::In { key, list_key } | Self::NotIn { key, list_key } => {
+                keys.push(key);
+                keys.push(list_key);
+            }
+            Self::And(children) | Self::Or(children) => {
+                children.iter().for_each(|c| c.collect_keys(keys));
+            }
+        }
+    }
+
+    /// Whether `self` being true guarantees `other` is, judged on the normal forms: every
+    /// term of `other` is among those of `self`. It can answer `false` for an implication
+    /// that needs reasoning about values (`a == 'x'` does imply `a`).
+    pub fn implies(&self, other: &Expr) -> bool {
+        match (self, other) {
+            (Self::False, _) | (_, Self::True) => true,
+            (Self::Or(alternatives), _) => alternatives.iter().all(|a| a.implies(other)),
+            (_, Self::Or(alternatives)) => alternatives.iter().any(|a| self.implies(a)),
+            _ => {
+                let mine = self.terms();
+                other.terms().iter().all(|t| mine.contains(t))
+            }
+        }
+    }
+
+    /// The children of an `And`, or the expression itself.
+    fn terms(&self) -> &[Expr] {
+        match self {
+            Self::And(children) => children,
+            other => std::slice::from_ref(other),
         }
     }
 
