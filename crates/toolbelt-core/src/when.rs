@@ -226,9 +226,10 @@ fn constant(key: &str) -> Option<bool> {
     }
 }
 
-/// At most this many terms come out of distributing `&&` over `||`; past it the `&&` is
-/// kept as written, so a hostile clause cannot make parsing exponential.
-const MAX_DISTRIBUTED_TERMS: usize = 1024;
+/// Distributing `&&` over `||` may make at most this many atoms; past it the `&&` is kept
+/// with its `||` children, so a hostile clause cannot make parsing exponential. VS Code
+/// has no such limit; no real clause comes near it.
+const MAX_DISTRIBUTED_ATOMS: usize = 4096;
 
 impl Expr {
     fn from_bool(b: bool) -> Self {
@@ -294,11 +295,7 @@ impl Expr {
             .iter()
             .filter_map(|e| if let Self::Or(v) = e { Some(v) } else { None })
             .collect();
-        let terms = ors
-            .iter()
-            .try_fold(1usize, |n, v| n.checked_mul(v.len()))
-            .filter(|n| *n <= MAX_DISTRIBUTED_TERMS);
-        if !ors.is_empty() && terms.is_some() {
+        if !ors.is_empty() && distributable(&flat, &ors) {
             let (ors, rest): (Vec<Expr>, Vec<Expr>) =
                 flat.into_iter().partition(|e| matches!(e, Self::Or(_)));
             let mut products: Vec<Vec<Expr>> = vec![rest];
@@ -469,6 +466,14 @@ impl Expr {
         }
     }
 
+    /// How many atoms (non-`&&`/`||` nodes) the expression has.
+    fn atoms(&self) -> usize {
+        match self {
+            Self::And(children) | Self::Or(children) => children.iter().map(Self::atoms).sum(),
+            _ => 1,
+        }
+    }
+
     /// The children of an `And`, or the expression itself.
     fn terms(&self) -> &[Expr] {
         match self {
@@ -556,6 +561,27 @@ impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.serialize())
     }
+}
+
+/// Whether distributing the `ors` among the conjuncts `flat` stays under
+/// [`MAX_DISTRIBUTED_ATOMS`] and yields terms that need no further distribution.
+fn distributable(flat: &[Expr], ors: &[&Vec<Expr>]) -> bool {
+    let nested_or = ors
+        .iter()
+        .flat_map(|v| v.iter())
+        .any(|a| matches!(a, Expr::And(c) if c.iter().any(|x| matches!(x, Expr::Or(_)))));
+    let Some(terms) = ors.iter().try_fold(1usize, |n, v| n.checked_mul(v.len())) else {
+        return false;
+    };
+    let rest = flat.iter().filter(|e| !matches!(e, Expr::Or(_))).count();
+    // Each term holds the rest and one alternative of every `||`; an alternative of a
+    // `||` with `len` alternatives appears in `terms / len` terms.
+    let atoms = ors.iter().try_fold(terms.saturating_mul(rest), |n, v| {
+        let per_alternative = terms / v.len().max(1);
+        let size: usize = v.iter().map(Expr::atoms).sum();
+        n.checked_add(per_alternative.checked_mul(size)?)
+    });
+    !nested_or && atoms.is_some_and(|n| n <= MAX_DISTRIBUTED_ATOMS)
 }
 
 fn sort_dedup(children: &mut Vec<Expr>) {

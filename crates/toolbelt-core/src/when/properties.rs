@@ -130,3 +130,29 @@ proptest! {
         }
     }
 }
+
+/// Clauses whose full normal form would be exponential stay small (distribution is
+/// bounded) and still mean the same.
+#[test]
+fn hostile_clauses_stay_small() {
+    let pair = |i: usize| format!("(a{i} && b{i} || c{i} && d{i})");
+    let pairs = |joiner: &str| (0..40).map(pair).collect::<Vec<_>>().join(joiner);
+    let mut nested = "a".to_owned();
+    for i in 0..30 {
+        nested = format!("!(({nested}) && (x{i} || y{i} || z{i}))");
+    }
+    for input in [
+        format!("!({})", pairs(" || ")),
+        format!("!({})", pairs(" && ")),
+        nested,
+        "a || ".repeat(5000) + "a",
+    ] {
+        let printed = parse(&input).map(|e| e.serialize());
+        prop_assert_ok(&printed, &input);
+        assert!(printed.is_ok_and(|p| p.len() < 20_000), "{input}");
+    }
+}
+
+fn prop_assert_ok(result: &Result<String, WhenError>, input: &str) {
+    assert!(result.is_ok(), "{input}: {result:?}");
+}
