@@ -8,7 +8,8 @@
 //! the JSON arguments of one call it *builds* an [`Invocation`], a validated call that can
 //! describe itself, ask for confirmation and execute. The [`ToolRegistry`] owns every tool
 //! as `Arc<dyn Tool>` under its model-facing name. [`validate`] checks arguments against the
-//! schema (leniently, the way models are sloppy) before a tool sees them. [`Settings`]
+//! schema (leniently, the way models are sloppy) before a tool sees them. [`when`] parses
+//! and evaluates VS Code's when-clauses. [`Settings`]
 //! merges the settings files; [`trust`] says which folders may use the settings they bring. [`OutputPolicy`] is the single place that decides how much
 //! text goes back to the model; what is cut is spilled to a file.
 //!
@@ -27,6 +28,7 @@ pub mod settings;
 pub mod tool;
 pub mod trust;
 pub mod validate;
+pub mod when;
 pub mod workspace;
 
 pub use confirm::{ConfirmationDetails, ConfirmationOutcome};
