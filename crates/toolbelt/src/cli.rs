@@ -189,6 +189,16 @@ pub enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Evaluate a VS Code when-clause against this session's context keys: prints
+    /// `true` (exit 0) or `false` (exit 1); a clause that does not parse is exit 2, with
+    /// the position.
+    When {
+        /// The clause, such as `isLinux && workspaceFolderCount > 1`.
+        expr: String,
+        /// Set a context key (KEY=JSON; a value that is not JSON is a string). Repeatable.
+        #[arg(long = "context", value_name = "KEY=JSON")]
+        context: Vec<String>,
+    },
     /// Check every registered tool (built-in, discovered, MCP) against the naming and
     /// description guidelines and the providers' limits. Exit 1 when there are errors.
     Lint {

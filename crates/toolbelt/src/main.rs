@@ -18,6 +18,7 @@ mod mcp_cmd;
 mod session;
 mod tools_cmd;
 mod trust_cmd;
+mod when_cmd;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

@@ -20,6 +20,9 @@ pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
             return EXIT_USAGE;
         }
     };
+    if let ToolsCommand::When { expr, context } = &command {
+        return crate::when_cmd::run(&session, expr, context);
+    }
     if let Err(e) = session.load_extensions(global).await {
         eprintln!("toolbelt: {}", e.0);
         return EXIT_USAGE;
@@ -28,6 +31,7 @@ pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
     let code = match command {
         ToolsCommand::List { json } => list(&session, json),
         ToolsCommand::Lint { json } => lint(&session, json),
+        ToolsCommand::When { .. } => EXIT_USAGE,
         ToolsCommand::Call {
             name,
             args,

@@ -475,3 +475,42 @@ fn on_a_terminal_the_person_is_asked_yes_no_or_always() {
     assert_eq!(code, Some(0), "{screen}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello\n");
 }
+
+#[test]
+fn when_evaluates_a_clause_against_the_session_and_given_keys() {
+    let ws = Workspace::new();
+    let out = ws.run(&["tools", "when", "workspaceFolderCount == 1 && !isWindows"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "true\n");
+    let out = ws.run(&["tools", "when", "approvalMode == yolo"]);
+    assert_eq!(
+        (out.status.code(), stdout(&out)),
+        (Some(1), "false\n".to_string())
+    );
+    let out = ws.run(&[
+        "tools",
+        "when",
+        "debugState == 'running' && count > 2 && lang in langs",
+        "--context",
+        "debugState=running",
+        "--context",
+        "count=3",
+        "--context",
+        "lang=rust",
+        "--context",
+        r#"langs=["go", "rust"]"#,
+    ]);
+    assert_eq!(stdout(&out), "true\n", "{}", stderr(&out));
+    let out = ws.run(&["tools", "when", "a && (b || "]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).is_empty());
+    let err = stderr(&out);
+    assert!(err.contains("Unexpected end of expression"), "{err}");
+    assert!(
+        err.ends_with("\n  a && (b || \n             ^\n"),
+        "{err:?}"
+    );
+    let out = ws.run(&["tools", "when", "a == b !"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("at offset 7"), "{}", stderr(&out));
+}
