@@ -2,7 +2,7 @@
 //! it died.
 //!
 //! A connection is shared (`Arc`) by every tool of its server. The live rmcp client is
-//! a [`Link`] behind a plain mutex that is held only to look at it or swap it, never
+//! a `Link` behind a plain mutex that is held only to look at it or swap it, never
 //! across a wait, so calls run concurrently and a slow restart blocks nobody who does
 //! not need the server. A server that closes the connection during a call fails that
 //! call; the next call starts it again (up to [`RECONNECT_ATTEMPTS`] tries) in a task of

@@ -90,6 +90,8 @@ pub struct McpArgs {
 }
 
 /// The headless agent: the same words as Qwen Code's headless mode where they exist.
+// The help text names URLs as a person reads them in a terminal.
+#[allow(rustdoc::bare_urls)]
 #[derive(Debug, Clone, Args)]
 pub struct AgentArgs {
     /// The prompt (several words are joined with spaces). Standard input, when it is not
