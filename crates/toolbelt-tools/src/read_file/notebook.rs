@@ -7,6 +7,7 @@ use serde_json::Value;
 use toolbelt_core::Part;
 
 use crate::notebook_edit::source_text;
+use crate::shell::output::strip_ansi;
 
 /// Characters kept of one text output.
 pub const MAX_OUTPUT_CHARS: usize = 2000;
@@ -211,40 +212,4 @@ impl Renderer<'_> {
             },
         ));
     }
-}
-
-/// `text` without ANSI escape sequences (colours, cursor moves, titles).
-pub fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\u{1b}' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            // CSI: parameters and intermediates, then one final byte in @..~.
-            Some('[') => {
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            // OSC: up to BEL or ESC \.
-            Some(']') => {
-                while let Some(c) = chars.next() {
-                    if c == '\u{7}' {
-                        break;
-                    }
-                    if c == '\u{1b}' {
-                        chars.next_if_eq(&'\\');
-                        break;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    out
 }
