@@ -1,8 +1,5 @@
 //! The headless agent as a person runs it: the real binary in a temp workspace, with a
 //! replay script or the fake OpenAI server on 127.0.0.1 (which checks every request).
-//!
-//! Tests that need built-in tools other than `read_file` skip with a printed reason when
-//! the binary does not offer them yet.
 
 // A test target: a failed unwrap is a failed test, with its location.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,5 +1,5 @@
 //! Whole sessions with every built-in tool: the seven-call session (offline and against
-//! a loopback server) and the examples tour. They skip until the tools land.
+//! a loopback server) and the examples tour.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
