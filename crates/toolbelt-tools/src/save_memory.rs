@@ -66,7 +66,15 @@ impl SaveMemory {
             .file_name
             .as_ref()
             .and_then(|names| names.0.first().cloned())
-            .filter(|n| !n.trim().is_empty() && !n.contains('/'))
+            // A Markdown file only: a workspace's settings may name the context file, and
+            // must not turn a memory into a write to `~/.qwen/settings.json`.
+            .filter(|n| {
+                !n.trim().is_empty()
+                    && !n.contains('/')
+                    && std::path::Path::new(n)
+                        .extension()
+                        .is_some_and(|e| e.eq_ignore_ascii_case("md"))
+            })
             .unwrap_or_else(|| "QWEN.md".to_string())
     }
 }

@@ -126,3 +126,24 @@ async fn facts_saved_side_by_side_are_all_kept() {
     }
     assert_eq!(text.matches("## Qwen Added Memories").count(), 1);
 }
+
+#[tokio::test]
+async fn a_context_file_name_that_is_not_markdown_is_not_written_to() {
+    for (name, expected) in [("settings.json", "QWEN.md"), ("AGENTS.md", "AGENTS.md")] {
+        let settings: toolbelt_core::Settings =
+            serde_json::from_value(json!({"context": {"fileName": [name]}})).unwrap();
+        let fx = crate::test_support::fixture_with(25_000, 1_000, settings);
+        let home = fx.dir.path().join("home");
+        std::fs::create_dir_all(home.join(".qwen")).unwrap();
+        std::fs::write(home.join(".qwen/settings.json"), "{}").unwrap();
+        let tool = SaveMemory::with_home(fx.env.clone(), Some(home.clone()));
+        let call = tool.build(json!({"fact": "x"})).unwrap();
+        let r = call.execute(ExecContext::new(fx.env.clone())).await;
+        assert!(r.error.is_none(), "{:?}", r.error);
+        assert_eq!(
+            std::fs::read_to_string(home.join(".qwen/settings.json")).unwrap(),
+            "{}"
+        );
+        assert!(home.join(".qwen").join(expected).exists(), "{name}");
+    }
+}
