@@ -198,6 +198,7 @@ impl Agent {
                 Message::User(prompt),
             ],
             tools: Vec::new(),
+            tool_choice: None,
         };
         self.refresh_tools(&[]).await;
         request.tools = Self::declarations(&self.registry());
@@ -400,6 +401,7 @@ impl toolbelt_core::AskOnce for ModelAsker {
                     Message::user_text(question),
                 ],
                 tools: Vec::new(),
+                tool_choice: None,
             };
             match self.0.complete(&request, cancel).await {
                 Ok(turn) if !turn.text.trim().is_empty() => Ok(turn.text),

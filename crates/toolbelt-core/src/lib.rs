@@ -33,7 +33,7 @@ pub mod workspace;
 
 pub use confirm::{ConfirmationDetails, ConfirmationOutcome};
 pub use output::{LimitedText, OutputPolicy};
-pub use registry::{Origin, Registration, ToolRegistry};
+pub use registry::{Origin, Registration, ToolRegistry, ToolSet};
 pub use result::{Display, ErrorKind, FileDiff, Part, TodoItem, TodoStatus, ToolError, ToolResult};
 pub use rules::{
     CommandPurpose, Decision, PermissionRules, Rule, RuleBase, RuleList, SYSTEM_BIN_DIRS, Verdict,

@@ -96,7 +96,20 @@ pub struct ToolRegistry {
     aliases: HashMap<String, String>,
     /// Names removed by settings, with why, so a call to one is told the reason.
     removed: BTreeMap<String, String>,
+    /// Registered tools whose `when` clause is false, with the clause.
+    disabled: BTreeMap<String, String>,
+    tool_sets: Vec<ToolSet>,
     warnings: Vec<String>,
+}
+
+/// VS Code's tool set: a name a prompt references (`#name`) for several tools at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolSet {
+    /// The reference name, `^[\w-]+$`.
+    pub name: String,
+    pub description: String,
+    /// Registered names of the member tools (nested sets already expanded).
+    pub tools: Vec<String>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -173,10 +186,93 @@ impl ToolRegistry {
             .into_iter()
             .partition(|r| keep(r));
         for r in gone {
+            self.disabled.remove(&r.name);
             self.removed.insert(r.name.clone(), why.to_string());
         }
         self.entries = kept;
         self.reindex();
+        let index = &self.index;
+        for set in &mut self.tool_sets {
+            set.tools.retain(|t| index.contains_key(t));
+        }
+        self.tool_sets.retain(|s| !s.tools.is_empty());
+    }
+
+    /// Evaluates every tool's `when` clause against `context`: a tool whose clause is false
+    /// is left out of [`ToolRegistry::function_declarations`] and a call to it is refused
+    /// (see [`ToolRegistry::disabled`]) until the clause holds again or the tool is
+    /// [enabled](ToolRegistry::enable) by a reference.
+    pub fn apply_when<C: crate::when::Context + ?Sized>(&mut self, context: &C) {
+        self.disabled = self
+            .entries
+            .iter()
+            .filter_map(|r| {
+                let clause = r.tool.when_clause()?;
+                (!clause.evaluate(context)).then(|| (r.name.clone(), clause.serialize()))
+            })
+            .collect();
+    }
+
+    /// Declares `name` although its `when` clause is false (a `#reference` asked for it).
+    pub fn enable(&mut self, name: &str) {
+        self.disabled.remove(name);
+    }
+
+    /// Why a call to `name` is refused although the tool is registered: its `when` clause
+    /// is false.
+    pub fn disabled(&self, name: &str) -> Option<ToolError> {
+        let registration = self.get(name)?;
+        let clause = self.disabled.get(&registration.name)?;
+        Some(ToolError::new(
+            ErrorKind::ExecutionDenied,
+            format!(
+                "Tool \"{}\" is disabled: its when clause `{clause}` is false in this session. It was not run.",
+                registration.name
+            ),
+        ))
+    }
+
+    /// Whether `name` is registered but disabled by its `when` clause.
+    pub fn is_disabled(&self, name: &str) -> bool {
+        self.disabled.contains_key(name)
+    }
+
+    /// Adds a tool set; members that are not registered are dropped, and a set left
+    /// empty is not added (a warning says so).
+    pub fn add_tool_set(&mut self, mut set: ToolSet) {
+        set.tools.retain(|t| self.index.contains_key(t));
+        if set.tools.is_empty() {
+            self.warnings.push(format!(
+                "tool set '{}' is skipped: none of its tools is registered",
+                set.name
+            ));
+            return;
+        }
+        self.tool_sets.retain(|s| s.name != set.name);
+        self.tool_sets.push(set);
+    }
+
+    /// The tool sets, in the order they were added.
+    pub fn tool_sets(&self) -> &[ToolSet] {
+        &self.tool_sets
+    }
+
+    /// The registered names a prompt's `#reference` stands for: the tool whose
+    /// [`Tool::reference_name`] it is, else the members of the tool set of that name;
+    /// empty when it names neither.
+    pub fn resolve_reference(&self, reference: &str) -> Vec<String> {
+        if let Some(r) = self
+            .entries
+            .iter()
+            .find(|r| r.tool.reference_name() == Some(reference))
+        {
+            return vec![r.name.clone()];
+        }
+        self.tool_sets
+            .iter()
+            .find(|s| s.name == reference)
+            .map(|s| s.tools.clone())
+            .unwrap_or_default()
     }
 
     /// Removes the tools of one origin (an MCP server being refreshed, say).
@@ -271,9 +367,14 @@ impl ToolRegistry {
         self.entries.is_empty()
     }
 
-    /// What the model is told, in registration order.
+    /// What the model is told, in registration order: every tool but those disabled by
+    /// their `when` clause.
     pub fn function_declarations(&self) -> Vec<FunctionDeclaration> {
-        self.entries.iter().map(Registration::declaration).collect()
+        self.entries
+            .iter()
+            .filter(|r| !self.disabled.contains_key(&r.name))
+            .map(Registration::declaration)
+            .collect()
     }
 
     /// Collisions and other things worth telling the person.

@@ -198,6 +198,15 @@ pub struct Settings {
     /// [`crate::redact`]: see [`Settings::expanded_variables`].
     #[serde(skip)]
     expanded: Vec<(String, String)>,
+    /// The project folder when the workspace is not trusted (whether or not its settings
+    /// file asked for anything): workspace tool manifests then load without their
+    /// `command` bindings. `None` when trusted or when no trust applies.
+    #[serde(skip)]
+    pub untrusted_project: Option<PathBuf>,
+    /// The merged settings as JSON (after the untrusted keys were removed), for the
+    /// `config.<path>` keys of when-clauses.
+    #[serde(skip)]
+    pub raw: Value,
     pub tools: ToolsSettings,
     pub permissions: PermissionSettings,
     pub context: ContextSettings,
@@ -244,7 +253,8 @@ impl Settings {
             }
         }
         let mut untrusted_workspace = None;
-        if !workspace_trusted(paths, &layers)?
+        let trusted = workspace_trusted(paths, &layers)?;
+        if !trusted
             && let Some((_, file, value)) = layers
                 .iter_mut()
                 .find(|(layer, ..)| *layer == SettingsLayer::Workspace)
@@ -268,15 +278,20 @@ impl Settings {
         }
         let sources: Vec<PathBuf> = layers.iter().map(|(_, p, _)| p.clone()).collect();
         let merged = merge_layers(layers.into_iter().map(|(_, _, v)| v).collect());
-        let mut settings =
-            Settings::from_value(merged).map_err(|(key, message)| SettingsError::Invalid {
+        let mut settings = Settings::from_value(merged.clone()).map_err(|(key, message)| {
+            SettingsError::Invalid {
                 path: sources.last().cloned().unwrap_or_default(),
                 key,
                 message,
-            })?;
+            }
+        })?;
         settings.sources = sources;
         settings.untrusted_workspace = untrusted_workspace;
         settings.expanded = expanded;
+        settings.raw = merged;
+        if !trusted && let WorkspaceTrust::FromFolders { project, .. } = &paths.trust {
+            settings.untrusted_project = Some(project.clone());
+        }
         Ok(settings)
     }
 

@@ -289,6 +289,18 @@ pub trait Tool: Send + Sync {
     fn can_update_output(&self) -> bool {
         false
     }
+    /// VS Code's `when` clause: while it is false in the session's context the tool is
+    /// not declared to the model and a call to it is refused as disabled (a `#reference`
+    /// in the prompt still brings it in). `None`: always available.
+    fn when_clause(&self) -> Option<&crate::when::Expr> {
+        None
+    }
+    /// The name a prompt uses to bring this tool into a request (`#name`), for tools
+    /// that can be referenced.
+    fn reference_name(&self) -> Option<&str> {
+        None
+    }
+    /// Checks the validated arguments and builds the call.
     fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError>;
 }
 
@@ -303,6 +315,14 @@ pub trait Invocation: Send + Sync {
     /// What path, command or domain rules are matched against.
     fn permission_subject(&self) -> PermissionSubject {
         PermissionSubject::None
+    }
+    /// VS Code's `prepareInvocation`: side-effect-free work done once, before
+    /// [`Invocation::describe`] and [`Invocation::confirmation`], that may need time (a
+    /// declared tool's `prepare` command yields its invocation and confirmation
+    /// messages). Must honour `cancel`; most calls have nothing to prepare.
+    fn prepare<'a>(&'a mut self, cancel: &'a CancellationToken) -> BoxFuture<'a, ()> {
+        let _ = cancel;
+        Box::pin(std::future::ready(()))
     }
     /// `None` when the call needs no approval by its nature; otherwise what to show.
     /// The approval mode and permission rules decide whether the question is asked.

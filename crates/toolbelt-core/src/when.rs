@@ -19,6 +19,7 @@ pub mod lexer;
 pub mod parser;
 #[cfg(test)]
 mod properties;
+mod session;
 #[cfg(test)]
 mod tests;
 
@@ -27,6 +28,7 @@ use std::fmt;
 
 pub use eval::Context;
 pub use parser::{ParseOptions, WhenError, WhenErrorKind, parse, parse_with};
+pub use session::session_context;
 
 /// A when-clause in normal form; build it with [`parse`] or the constructors here.
 #[derive(Debug, Clone, PartialEq)]

@@ -458,6 +458,38 @@ pub fn check_request(body: &Value, sent: &[ToolCall]) -> Vec<String> {
     {
         problems.push("no model named".to_string());
     }
+    let tools = body.get("tools").and_then(Value::as_array);
+    if let Some(tools) = tools {
+        if tools.len() > 128 {
+            problems.push(format!(
+                "{} tools in one request (at most 128)",
+                tools.len()
+            ));
+        }
+        for t in tools {
+            let name = t
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if name.is_empty() || name.len() > 64 {
+                problems.push(format!("tool name '{name}' is empty or over 64 characters"));
+            }
+        }
+    }
+    if let Some(choice) = body.get("tool_choice").filter(|c| c.is_object()) {
+        let forced = choice.pointer("/function/name").and_then(Value::as_str);
+        let offered = forced.is_some_and(|f| {
+            tools.is_some_and(|ts| {
+                ts.iter()
+                    .any(|t| t.pointer("/function/name").and_then(Value::as_str) == Some(f))
+            })
+        });
+        if !offered {
+            problems.push(format!(
+                "tool_choice forces {forced:?}, which is not among the request's tools"
+            ));
+        }
+    }
     let Some(messages) = body.get("messages").and_then(Value::as_array) else {
         problems.push("no messages array".to_string());
         return problems;

@@ -98,6 +98,9 @@ impl From<toolbelt_core::registry::FunctionDeclaration> for ToolSpec {
 pub struct ModelRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
+    /// The tool the model must call in this request (`tool_choice` naming it), as VS
+    /// Code's loop forces each `#reference`d tool once. `None`: the model chooses.
+    pub tool_choice: Option<String>,
 }
 
 /// Why the model stopped.

@@ -36,6 +36,9 @@ pub fn request_body(model: &str, request: &ModelRequest, stream: bool) -> Value 
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        if let Some(name) = &request.tool_choice {
+            body["tool_choice"] = json!({"type": "function", "function": {"name": name}});
+        }
     }
     if stream {
         body["stream"] = Value::Bool(true);

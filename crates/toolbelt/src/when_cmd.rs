@@ -1,13 +1,14 @@
 //! `toolbelt tools when EXPR [--context KEY=JSON ...]`: a when-clause evaluated against
 //! the session's context keys, as a declared tool's `when` will be.
 //!
-//! Keys: `isLinux`, `isMac`, `isWindows`, `approvalMode`, `workspaceFolderCount`,
-//! `gitRepository`, then every `--context` pair (which wins). A key nobody set is
+//! Keys: those of [`when::session_context`] (platform, `approvalMode`,
+//! `workspaceFolderCount`, `gitRepository`, `config.*`, opted-in `env.*`, settings
+//! `context.keys`), then every `--context` pair (which wins). A key nobody set is
 //! `undefined`, as in VS Code.
 
 use std::io::Write;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use toolbelt_core::when;
 
 use crate::cli::{EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
@@ -43,26 +44,14 @@ pub fn run(session: &Session, expr: &str, pairs: &[String]) -> u8 {
 }
 
 fn session_keys(session: &Session) -> Map<String, Value> {
-    let roots = session.env.roots.roots();
     // The mode the settings give; the agent's --approval-mode and --yolo are not flags
     // of `tools`, so `--context approvalMode=...` stands in for them.
-    let approval = session
+    let mode = session
         .env
         .settings
         .tools
         .approval_mode
         .map(|m| m.0)
-        .unwrap_or_default()
-        .to_string();
-    let git = roots
-        .first()
-        .is_some_and(|root| root.ancestors().any(|dir| dir.join(".git").exists()));
-    let mut keys = Map::new();
-    keys.insert("isLinux".into(), json!(cfg!(target_os = "linux")));
-    keys.insert("isMac".into(), json!(cfg!(target_os = "macos")));
-    keys.insert("isWindows".into(), json!(cfg!(windows)));
-    keys.insert("approvalMode".into(), json!(approval));
-    keys.insert("workspaceFolderCount".into(), json!(roots.len()));
-    keys.insert("gitRepository".into(), json!(git));
-    keys
+        .unwrap_or_default();
+    when::session_context(&session.env.settings, session.env.roots.roots(), mode)
 }

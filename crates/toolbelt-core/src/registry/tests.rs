@@ -236,3 +236,110 @@ fn remove_origin_drops_one_server() {
     assert_eq!(names(&r), ["mcp__b__t"]);
     assert!(r.get("mcp__b__t").is_some());
 }
+
+/// A tool with a when clause and a reference name, as a declared tool has.
+struct Conditional {
+    inner: Fake,
+    when: crate::when::Expr,
+    reference: &'static str,
+}
+
+impl Tool for Conditional {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn display_name(&self) -> &str {
+        "Conditional"
+    }
+    fn description(&self) -> &str {
+        "A tool with a when clause."
+    }
+    fn kind(&self) -> Kind {
+        Kind::Read
+    }
+    fn parameter_schema(&self) -> &Value {
+        self.inner.parameter_schema()
+    }
+    fn when_clause(&self) -> Option<&crate::when::Expr> {
+        Some(&self.when)
+    }
+    fn reference_name(&self) -> Option<&str> {
+        Some(self.reference)
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        self.inner.build(args)
+    }
+}
+
+fn conditional(name: &str, when: &str, reference: &'static str) -> Arc<dyn Tool> {
+    Arc::new(Conditional {
+        inner: Fake {
+            name: name.into(),
+            aliases: &[],
+            schema: json!({"type": "object"}),
+        },
+        when: crate::when::parse(when).unwrap(),
+        reference,
+    })
+}
+
+#[test]
+fn a_false_when_clause_hides_the_tool_until_it_holds_or_is_referenced() {
+    let mut registry = ToolRegistry::new();
+    registry.register(fake("always"), Origin::BuiltIn);
+    registry.register(
+        conditional("debug_tool", "debugState == running", "dbg"),
+        Origin::Declared,
+    );
+    let declared = |r: &ToolRegistry| -> Vec<String> {
+        r.function_declarations()
+            .into_iter()
+            .map(|d| d.name)
+            .collect()
+    };
+    registry.apply_when(&json!({"debugState": "stopped"}));
+    assert_eq!(declared(&registry), ["always"]);
+    let refusal = registry.disabled("debug_tool").unwrap();
+    assert_eq!(refusal.kind, ErrorKind::ExecutionDenied);
+    assert!(
+        refusal.message.contains("debugState == 'running'"),
+        "{}",
+        refusal.message
+    );
+    assert!(registry.disabled("always").is_none());
+
+    registry.apply_when(&json!({"debugState": "running"}));
+    assert_eq!(declared(&registry), ["always", "debug_tool"]);
+    assert!(registry.disabled("debug_tool").is_none());
+
+    registry.apply_when(&json!({}));
+    assert!(registry.is_disabled("debug_tool"));
+    assert_eq!(registry.resolve_reference("dbg"), ["debug_tool"]);
+    registry.enable("debug_tool");
+    assert_eq!(declared(&registry), ["always", "debug_tool"]);
+}
+
+#[test]
+fn tool_sets_keep_registered_members_and_resolve_as_references() {
+    let mut registry = ToolRegistry::new();
+    registry.register(fake("a"), Origin::Declared);
+    registry.register(fake("b"), Origin::Declared);
+    registry.add_tool_set(ToolSet {
+        name: "pair".into(),
+        description: "Both.".into(),
+        tools: vec!["a".into(), "b".into(), "ghost".into()],
+    });
+    registry.add_tool_set(ToolSet {
+        name: "nothing".into(),
+        description: "None registered.".into(),
+        tools: vec!["ghost".into()],
+    });
+    assert_eq!(registry.tool_sets().len(), 1);
+    assert_eq!(registry.resolve_reference("pair"), ["a", "b"]);
+    assert!(registry.resolve_reference("unknown").is_empty());
+    assert!(registry.warnings().iter().any(|w| w.contains("'nothing'")));
+    registry.retain(|r| r.name != "a", "gone");
+    assert_eq!(registry.resolve_reference("pair"), ["b"]);
+    registry.retain(|r| r.name != "b", "gone");
+    assert!(registry.tool_sets().is_empty());
+}

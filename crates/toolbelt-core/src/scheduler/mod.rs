@@ -212,13 +212,16 @@ impl Scheduler {
             let error = registry.not_found(&request.name);
             return fail(request, arguments, String::new(), error);
         };
+        if let Some(error) = registry.disabled(&request.name) {
+            return fail(request, arguments, String::new(), error);
+        }
         let tool = registration.name.clone();
         let kind = registration.tool.kind();
         if turn.reply_truncated && kind == Kind::Edit {
             let error = ToolError::new(ErrorKind::ExecutionDenied, TRUNCATED_EDIT_ADVICE);
             return fail(request, arguments, String::new(), error);
         }
-        let invocation = match registration.build(arguments.clone()) {
+        let mut invocation = match registration.build(arguments.clone()) {
             Ok(inv) => inv,
             Err(mut error) => {
                 let repeated = self
@@ -235,6 +238,7 @@ impl Scheduler {
         if let Ok(mut g) = self.retry_guard.lock() {
             g.passed(&tool);
         }
+        invocation.prepare(cancel).await;
         let description = invocation.describe();
         self.emit(SchedulerEvent::Validated {
             call_id: request.call_id.clone(),

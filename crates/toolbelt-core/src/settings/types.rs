@@ -45,6 +45,30 @@ pub struct ToolsSettings {
     pub files: FileWriteSettings,
     /// `web_fetch`'s limits and the hosts it may reach (`tools.webFetch`).
     pub web_fetch: WebFetchSettings,
+    /// Folders (or files) holding declared-tool manifests, beside `.qwen/tools/` and
+    /// `~/.qwen/tools/` (`tools.manifests`). A folder may hold a VS Code extension's
+    /// `package.json`. Loads commands, so an untrusted workspace file cannot set it.
+    pub manifests: Vec<String>,
+    /// Time limit of a declared tool's `prepare` command (`tools.prepareTimeout`, ms;
+    /// default 5 s). Past it the generic confirmation is used.
+    pub prepare_timeout: Option<Millis>,
+    /// When tool declarations are deferred behind `tool_search` (`tools.search`).
+    pub search: ToolSearchSettings,
+}
+
+/// `tools.search`: above either budget, tools that are not built in are deferred and the
+/// model finds them with `tool_search`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ToolSearchSettings {
+    /// `false` never defers, `true` always does (when any tool can be deferred); absent
+    /// defers only above the budgets.
+    pub enabled: Option<bool>,
+    /// Most tools declared before deferring (default 60).
+    pub max_tools: Option<u32>,
+    /// Most bytes of declarations (names, descriptions, schemas as JSON) before
+    /// deferring (default 40 KiB).
+    pub max_schema_bytes: Option<u64>,
 }
 
 /// `tools.webFetch`.
@@ -238,6 +262,11 @@ pub struct ContextSettings {
     /// The context file names (`QWEN.md`, `AGENTS.md` when absent).
     pub file_name: Option<ContextFileNames>,
     pub file_filtering: FileFiltering,
+    /// Extra when-clause context keys and their values (`context.keys`).
+    pub keys: BTreeMap<String, Value>,
+    /// Environment variables offered to when-clauses as `env.<NAME>` (`context.envKeys`);
+    /// no variable is visible unless listed.
+    pub env_keys: Vec<String>,
 }
 
 /// `context.fileName`: one name or a list. Each must be a plain file name: the loader

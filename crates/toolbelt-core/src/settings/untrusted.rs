@@ -29,6 +29,8 @@ const RESTRICTED: &[(&str, Refuse)] = &[
     ("tools.callCommand", Refuse::AnyValue),
     ("mcpServers", Refuse::AnyValue),
     ("mcp.serverCommand", Refuse::AnyValue),
+    // Names folders whose manifests bind tools to commands.
+    ("tools.manifests", Refuse::AnyValue),
     // Lets calls run without asking.
     ("permissions.allow", Refuse::AnyValue),
     ("tools.allowed", Refuse::AnyValue),

@@ -61,6 +61,7 @@ fn request() -> ModelRequest {
             description: "Find files.".into(),
             parameters: json!({"type": "object"}),
         }],
+        tool_choice: None,
     }
 }
 
@@ -353,4 +354,30 @@ fn the_request_checker_catches_orphans_twins_and_foreign_ids() {
     assert!(orphan[0].contains("unknown call"), "{orphan:?}");
     let foreign = check_request(&body(json!([call, answer("a")])), &[]);
     assert!(foreign[0].contains("differ"), "{foreign:?}");
+}
+
+#[test]
+fn a_forced_tool_is_sent_as_tool_choice_and_checked_against_the_tools() {
+    let mut req = request();
+    req.tool_choice = Some("glob".into());
+    let body = crate::wire::request_body("m", &req, true);
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "function", "function": {"name": "glob"}})
+    );
+    assert!(
+        check_request(&body, &[]).is_empty(),
+        "{:?}",
+        check_request(&body, &[])
+    );
+    req.tool_choice = Some("grep".into());
+    let body = crate::wire::request_body("m", &req, true);
+    let problems = check_request(&body, &[]);
+    assert!(problems[0].contains("not among"), "{problems:?}");
+    req.tool_choice = None;
+    assert!(
+        crate::wire::request_body("m", &req, true)
+            .get("tool_choice")
+            .is_none()
+    );
 }
