@@ -31,6 +31,7 @@ use toolbelt_model::{
 pub mod at_paths;
 pub mod context_files;
 pub mod prompt;
+pub mod references;
 
 /// Qwen Code's `MAX_TURNS`.
 pub const DEFAULT_MAX_TURNS: usize = 100;
@@ -167,12 +168,15 @@ impl Agent {
         let Some(next) = source.refresh(&current, unknown).await else {
             return false;
         };
-        let next = Arc::new(next);
+        self.set_registry(Arc::new(next));
+        true
+    }
+
+    fn set_registry(&self, next: Arc<ToolRegistry>) {
         match self.registry.lock() {
             Ok(mut r) => *r = next,
             Err(poisoned) => *poisoned.into_inner() = next,
         }
-        true
     }
 
     fn declarations(registry: &ToolRegistry) -> Vec<ToolSpec> {
@@ -201,6 +205,17 @@ impl Agent {
             tool_choice: None,
         };
         self.refresh_tools(&[]).await;
+        // `#reference`d tools join the request even when their `when` clause is false,
+        // and each is forced once, in order, before the model chooses freely.
+        let referenced = references::referenced_tools(&request.messages[1..], &self.registry());
+        if referenced.iter().any(|t| self.registry().is_disabled(t)) {
+            let mut enabled = (*self.registry()).clone();
+            for tool in &referenced {
+                enabled.enable(tool);
+            }
+            self.set_registry(Arc::new(enabled));
+        }
+        let mut forced = referenced.clone().into_iter();
         request.tools = Self::declarations(&self.registry());
         let mut outcome = RunOutcome {
             answer: String::new(),
@@ -219,6 +234,9 @@ impl Agent {
             if turn_number > 1 && self.refresh_tools(&[]).await {
                 request.tools = Self::declarations(&self.registry());
             }
+            request.tool_choice = forced
+                .by_ref()
+                .find(|t| request.tools.iter().any(|d| &d.name == t));
             let started = Instant::now();
             let answer = self.model.complete(&request, cancel).await;
             outcome.model_time += started.elapsed();

@@ -363,3 +363,104 @@ async fn tools_that_change_during_a_run_are_used_and_declared() {
     assert_eq!(declared(&server, 2), ["note", "wait", "late"]);
     assert_eq!(server.violations(), Vec::<String>::new());
 }
+
+/// `note` with a reference name and a when clause that is false in the fixture.
+struct Referenced(TestTool, toolbelt_core::when::Expr);
+
+impl Tool for Referenced {
+    fn name(&self) -> &str {
+        "hidden_note"
+    }
+    fn display_name(&self) -> &str {
+        "Hidden note"
+    }
+    fn description(&self) -> &str {
+        "test"
+    }
+    fn kind(&self) -> Kind {
+        Kind::Read
+    }
+    fn parameter_schema(&self) -> &Value {
+        self.0.parameter_schema()
+    }
+    fn when_clause(&self) -> Option<&toolbelt_core::when::Expr> {
+        Some(&self.1)
+    }
+    fn reference_name(&self) -> Option<&str> {
+        Some("noteRef")
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        self.0.build(args)
+    }
+}
+
+#[tokio::test]
+async fn a_reference_declares_a_hidden_tool_and_forces_it_once() {
+    let mut f = fixture();
+    let mut registry = (*f.registry).clone();
+    let clause = toolbelt_core::when::parse("debugState == running").unwrap();
+    registry.register(
+        Arc::new(Referenced(TestTool("note"), clause)),
+        Origin::Declared,
+    );
+    registry.apply_when(&json!({}));
+    f.registry = Arc::new(registry);
+    let names = |body: &Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .map(|ts| {
+                ts.iter()
+                    .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+
+    // Without a reference the tool is hidden and a call to it is refused.
+    let server = FakeOpenAi::start(vec![
+        Reply::turn(turn("", vec![call("a", "hidden_note", "x")], 1)),
+        Reply::text("done"),
+    ])
+    .await
+    .unwrap();
+    let out = agent(&f, client(&server, false), 5, None)
+        .run(prompt("go"), &CancellationToken::new())
+        .await;
+    let requests = server.requests();
+    assert!(!names(&requests[0].body).contains(&"hidden_note".to_string()));
+    assert_eq!(out.calls[0].state, CallState::Error);
+    assert!(
+        text_for_model(&out.calls[0].result).contains("disabled"),
+        "{:?}",
+        out.calls[0].result
+    );
+
+    // `#noteRef` declares it, forces it in the first request only, and the call runs.
+    let server = FakeOpenAi::start(vec![
+        Reply::turn(turn("", vec![call("a", "hidden_note", "x")], 1)),
+        Reply::text("done"),
+    ])
+    .await
+    .unwrap();
+    let out = agent(&f, client(&server, false), 5, None)
+        .run(
+            prompt("count with #noteRef please, not #unknown"),
+            &CancellationToken::new(),
+        )
+        .await;
+    let requests = server.requests();
+    assert_eq!(server.violations(), Vec::<String>::new());
+    assert!(names(&requests[0].body).contains(&"hidden_note".to_string()));
+    assert_eq!(
+        requests[0].body["tool_choice"],
+        json!({"type": "function", "function": {"name": "hidden_note"}})
+    );
+    assert!(requests[1].body.get("tool_choice").is_none());
+    assert!(names(&requests[1].body).contains(&"hidden_note".to_string()));
+    assert_eq!(
+        requests[0].body["messages"][1]["content"],
+        "count with #noteRef please, not #unknown"
+    );
+    assert_eq!(out.calls[0].state, CallState::Success);
+    assert_eq!(text_for_model(&out.calls[0].result), "noted: x");
+}

@@ -121,11 +121,12 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
         permissions.add(RuleList::Allow, tool);
     }
     session.warn_about_rules(permissions.rules());
+    let mode = approval_mode(args, &session.env.settings)?;
+    session.apply_when(mode);
     let Session {
         env, registry, mcp, ..
     } = session;
     let mcp = Arc::new(mcp);
-    let mode = approval_mode(args, &env.settings)?;
     let model = build_model(args, &env.settings, &cwd)?;
     let model_name = model.name().to_string();
     env.ask_once

@@ -68,6 +68,11 @@ pub struct GlobalArgs {
     /// [env: TOOLBELT_TRUST_WORKSPACE=1].
     #[arg(long, global = true)]
     pub trust_workspace: bool,
+    /// Set a when-clause context key for declared tools (KEY=JSON; a value that is not
+    /// JSON is a string), over the session's own keys and settings `context.keys`.
+    /// Repeatable.
+    #[arg(long = "context", value_name = "KEY=JSON", global = true)]
+    pub context: Vec<String>,
     #[command(flatten)]
     pub mcp: McpArgs,
 }
@@ -195,11 +200,9 @@ pub enum ToolsCommand {
     /// `true` (exit 0) or `false` (exit 1); a clause that does not parse is exit 2, with
     /// the position.
     When {
-        /// The clause, such as `isLinux && workspaceFolderCount > 1`.
+        /// The clause, such as `isLinux && workspaceFolderCount > 1`. Context keys are
+        /// set with the global `--context KEY=JSON`.
         expr: String,
-        /// Set a context key (KEY=JSON; a value that is not JSON is a string). Repeatable.
-        #[arg(long = "context", value_name = "KEY=JSON")]
-        context: Vec<String>,
     },
     /// Check every registered tool (built-in, discovered, MCP) against the naming and
     /// description guidelines and the providers' limits. Exit 1 when there are errors.

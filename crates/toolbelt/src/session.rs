@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde_json::{Map, Value};
 use toolbelt_core::rules::PathPolicy;
+use toolbelt_core::scheduler::ApprovalMode;
 use toolbelt_core::{
     Origin, PermissionRules, Settings, SettingsPaths, ToolEnvironment, ToolRegistry, WorkspaceRoots,
 };
@@ -20,6 +22,8 @@ pub struct Session {
     /// The permission rules of the settings, path rules anchored at the primary
     /// workspace directory and `$HOME`. Their path part is also in `env.roots`.
     pub rules: PermissionRules,
+    /// `--context KEY=JSON` pairs, over the session's own when-clause keys.
+    context_overrides: Map<String, Value>,
 }
 
 /// Why a session could not be assembled: always the person's configuration.
@@ -35,6 +39,7 @@ impl Session {
             paths = paths.trusting_workspace();
         }
         let settings = Settings::load(&paths).map_err(|e| SetupError(e.to_string()))?;
+        let context_overrides = parse_context_pairs(&global.context)?;
         if let Some(untrusted) = &settings.untrusted_workspace {
             eprintln!("toolbelt: warning: {}", untrusted.warning());
         }
@@ -69,12 +74,41 @@ impl Session {
         for warning in registry.warnings() {
             tracing::warn!("{warning}");
         }
-        Ok(Session {
+        let mut session = Session {
             env,
             registry,
             mcp: McpServers::empty(),
             rules,
-        })
+            context_overrides,
+        };
+        session.apply_when(session.settings_mode());
+        Ok(session)
+    }
+
+    /// The approval mode the settings give (the agent's flags may change it).
+    pub fn settings_mode(&self) -> ApprovalMode {
+        self.env
+            .settings
+            .tools
+            .approval_mode
+            .map(|m| m.0)
+            .unwrap_or_default()
+    }
+
+    /// The when-clause context keys of this session in approval mode `mode`: see
+    /// [`toolbelt_core::when::session_context`], then the `--context` pairs (which win).
+    pub fn when_context(&self, mode: ApprovalMode) -> Map<String, Value> {
+        let mut keys =
+            toolbelt_core::when::session_context(&self.env.settings, self.env.roots.roots(), mode);
+        keys.extend(self.context_overrides.clone());
+        keys
+    }
+
+    /// Evaluates every tool's `when` clause in approval mode `mode` (see
+    /// [`ToolRegistry::apply_when`]).
+    pub fn apply_when(&mut self, mode: ApprovalMode) {
+        let context = self.when_context(mode);
+        self.registry.apply_when(&context);
     }
 
     /// Warns, once, on stderr, about rules that have no effect: entries that do not
@@ -128,6 +162,7 @@ impl Session {
         mcp.refresh_pending(&mut self.registry).await;
         self.mcp = mcp;
         self.registry.apply_settings(&self.env.settings);
+        self.apply_when(self.settings_mode());
         for warning in &self.registry.warnings()[warnings_before..] {
             tracing::warn!("{warning}");
         }
@@ -164,6 +199,21 @@ pub async fn connect_mcp(
     );
     let project = env.roots.primary().unwrap_or(Path::new("/"));
     Ok(McpServers::connect_all(servers, problems, &log_dir(project).join("mcp")).await)
+}
+
+/// `--context KEY=JSON` pairs; a value that is not JSON is a string.
+fn parse_context_pairs(pairs: &[String]) -> Result<Map<String, Value>, SetupError> {
+    let mut keys = Map::new();
+    for pair in pairs {
+        let Some((key, raw)) = pair.split_once('=').filter(|(k, _)| !k.trim().is_empty()) else {
+            return Err(SetupError(format!(
+                "--context {pair}: write KEY=JSON, such as debugState='\"running\"' or count=3"
+            )));
+        };
+        let value = serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+        keys.insert(key.trim().to_string(), value);
+    }
+    Ok(keys)
 }
 
 /// `TOOLBELT_TRUST_WORKSPACE=1` (or `true`): `--trust-workspace` for a whole environment,

@@ -20,8 +20,8 @@ pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
             return EXIT_USAGE;
         }
     };
-    if let ToolsCommand::When { expr, context } = &command {
-        return crate::when_cmd::run(&session, expr, context);
+    if let ToolsCommand::When { expr } = &command {
+        return crate::when_cmd::run(&session, expr);
     }
     if let Err(e) = session.load_extensions(global).await {
         eprintln!("toolbelt: {}", e.0);
@@ -84,7 +84,7 @@ fn list(session: &Session, json: bool) -> u8 {
         crate::pipes::check(writeln!(out, "{text}"));
         return EXIT_OK;
     }
-    let rows: Vec<[String; 4]> = session
+    let rows: Vec<[String; 5]> = session
         .registry
         .all()
         .map(|r| {
@@ -106,11 +106,23 @@ fn list(session: &Session, json: bool) -> u8 {
             } else {
                 "no"
             };
+            let reference = r
+                .tool
+                .reference_name()
+                .map(|n| format!("#{n}"))
+                .unwrap_or_else(|| "-".into());
+            let description = match r.tool.when_clause() {
+                Some(clause) if session.registry.is_disabled(&r.name) => {
+                    format!("[off: when {}] {first_sentence}", clause.serialize())
+                }
+                _ => first_sentence,
+            };
             [
                 r.name.clone(),
                 r.tool.kind().as_str().to_string(),
                 confirm.to_string(),
-                first_sentence,
+                reference,
+                description,
             ]
         })
         .collect();
@@ -118,9 +130,10 @@ fn list(session: &Session, json: bool) -> u8 {
         "NAME".to_string(),
         "KIND".into(),
         "CONFIRM".into(),
+        "REFERENCE".into(),
         "DESCRIPTION".into(),
     ];
-    let widths: Vec<usize> = (0..3)
+    let widths: Vec<usize> = (0..4)
         .map(|i| {
             rows.iter()
                 .chain([&header])
@@ -132,15 +145,30 @@ fn list(session: &Session, json: bool) -> u8 {
     for row in [&header].into_iter().chain(rows.iter()) {
         crate::pipes::check(writeln!(
             out,
-            "{:w0$}  {:w1$}  {:w2$}  {}",
+            "{:w0$}  {:w1$}  {:w2$}  {:w3$}  {}",
             row[0],
             row[1],
             row[2],
             row[3],
+            row[4],
             w0 = widths[0],
             w1 = widths[1],
-            w2 = widths[2]
+            w2 = widths[2],
+            w3 = widths[3]
         ));
+    }
+    let sets = session.registry.tool_sets();
+    if !sets.is_empty() {
+        crate::pipes::check(writeln!(out, "\nTool sets:"));
+        for set in sets {
+            crate::pipes::check(writeln!(
+                out,
+                "  #{}  {} ({})",
+                set.name,
+                set.description,
+                set.tools.join(", ")
+            ));
+        }
     }
     if session.registry.get("web_search").is_none()
         && let Some(why) = toolbelt_tools::web_search_unavailable_reason(&session.env.settings)
