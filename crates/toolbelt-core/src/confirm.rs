@@ -11,40 +11,61 @@ use serde::{Deserialize, Serialize};
 pub enum ConfirmationDetails {
     /// A file change: the diff to approve.
     Edit {
+        /// Heading of the question, e.g. `Confirm Edit`.
         title: String,
+        /// File name as shown to a person (usually relative to a workspace root).
         file_name: String,
+        /// Absolute path of the file that changes.
         file_path: PathBuf,
+        /// Unified diff of the change.
         diff: String,
         /// The change creates the file.
         is_new_file: bool,
         /// The whole texts, `None` above [`crate::FileDiff::CONTENT_LIMIT`].
         original_content: Option<String>,
+        /// The whole text after the change, `None` above [`crate::FileDiff::CONTENT_LIMIT`].
         new_content: Option<String>,
     },
     /// A shell command, with the root commands that still need approval.
     Exec {
+        /// Heading of the question, e.g. `Confirm Shell Command`.
         title: String,
+        /// The command line as the model sent it.
         command: String,
+        /// Root commands (program names) not yet approved; "always allow" remembers these.
         root_commands: Vec<String>,
     },
     /// A call to a tool of an MCP server.
     Mcp {
+        /// Heading of the question.
         title: String,
+        /// Alias of the server in the settings (`mcpServers.<alias>`).
         server: String,
+        /// The tool's name on the server (not the `mcp__` name the model uses).
         tool: String,
+        /// Name to show for the tool.
         tool_display_name: String,
     },
     /// Anything else: a prompt and the URLs it touches.
     Info {
+        /// Heading of the question.
         title: String,
+        /// What the call will do, in words (usually the invocation's description).
         prompt: String,
+        /// URLs the call will fetch or send data to; empty when none.
         urls: Vec<String>,
     },
     /// Leaving plan mode with this plan.
-    Plan { title: String, plan: String },
+    Plan {
+        /// Heading of the question.
+        title: String,
+        /// The plan, in Markdown.
+        plan: String,
+    },
 }
 
 impl ConfirmationDetails {
+    /// The question's heading, whatever the variant.
     pub fn title(&self) -> &str {
         match self {
             ConfirmationDetails::Edit { title, .. }
@@ -121,6 +142,7 @@ impl ConfirmationDetails {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ConfirmationOutcome {
+    /// Run this call only.
     ProceedOnce,
     /// Run, and do not ask again for this tool in this session.
     ProceedAlways,
@@ -128,11 +150,15 @@ pub enum ConfirmationOutcome {
     ProceedAlwaysServer,
     /// Run, and do not ask again for these shell root commands in this session.
     ProceedAlwaysRootCommand,
+    /// Edit the proposal before running it. No editor flow exists yet: the scheduler treats it
+    /// like [`ConfirmationOutcome::Cancel`] and the call is not run.
     ModifyWithEditor,
+    /// Do not run the call; the model is told the person refused it.
     Cancel,
 }
 
 impl ConfirmationOutcome {
+    /// Whether the call runs: `false` for `Cancel` and `ModifyWithEditor`.
     pub fn proceeds(self) -> bool {
         !matches!(
             self,

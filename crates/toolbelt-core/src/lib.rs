@@ -16,6 +16,8 @@
 //! Nothing in this crate knows a wire format (OpenAI, MCP): those live in the crates that
 //! speak them.
 
+#![warn(missing_docs)]
+
 pub mod confirm;
 pub mod lint;
 pub mod output;

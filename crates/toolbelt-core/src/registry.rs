@@ -21,12 +21,22 @@ use crate::validate::SchemaValidator;
 /// Longest tool name providers accept.
 pub const MAX_NAME_LEN: usize = 64;
 
+/// Where a registered tool comes from; decides the qualified name it gets on a collision
+/// and which tools a refresh replaces.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Origin {
+    /// Compiled into toolbelt (`toolbelt-tools`).
     BuiltIn,
+    /// Listed by the project's `tools.discoveryCommand` and run through `tools.callCommand`.
     Discovered,
-    Mcp { server: String },
+    /// Offered by an MCP server.
+    Mcp {
+        /// Alias of the server in the settings (`mcpServers.<alias>`).
+        server: String,
+    },
+    /// Declared in a tool manifest (or given by an embedder as its own), qualified as
+    /// `declared__<name>` on a collision.
     Declared,
 }
 
@@ -45,8 +55,11 @@ impl Origin {
 /// the registry, so it is compiled once).
 #[derive(Clone)]
 pub struct Registration {
+    /// The name the model calls it by (the tool's own name, or the qualified name a collision gave it).
     pub name: String,
+    /// Where the tool comes from.
     pub origin: Origin,
+    /// The tool itself, shared by every copy of the registry.
     pub tool: Arc<dyn Tool>,
     validator: Arc<SchemaValidator>,
 }
@@ -69,6 +82,7 @@ impl Registration {
         self.tool.build(args)
     }
 
+    /// What the model is told about this tool, under its registered name.
     pub fn declaration(&self) -> FunctionDeclaration {
         FunctionDeclaration {
             name: self.name.clone(),
@@ -81,8 +95,11 @@ impl Registration {
 /// What a model is told about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionDeclaration {
+    /// The registered name.
     pub name: String,
+    /// The tool's description, for the model.
     pub description: String,
+    /// JSON Schema of the arguments (an object at the root).
     pub parameters: Value,
 }
 
@@ -107,6 +124,7 @@ pub struct ToolRegistry {
 pub struct ToolSet {
     /// The reference name, `^[\w-]+$`.
     pub name: String,
+    /// What the set is for, shown where sets are listed.
     pub description: String,
     /// Registered names of the member tools (nested sets already expanded).
     pub tools: Vec<String>,
@@ -121,6 +139,7 @@ impl std::fmt::Debug for ToolRegistry {
 }
 
 impl ToolRegistry {
+    /// An empty registry.
     pub fn new() -> Self {
         Self::default()
     }
@@ -359,10 +378,12 @@ impl ToolRegistry {
         self.entries.iter()
     }
 
+    /// Number of registered tools (those disabled by their `when` clause included).
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// Whether no tool is registered.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -406,6 +427,8 @@ impl ToolRegistry {
         Ok((registration, registration.build(args)?))
     }
 
+    /// The error for a call to `name` that is not registered: why, when the settings removed
+    /// it (`execution_denied`); otherwise `tool_not_registered`, naming up to three close names.
     pub fn not_found(&self, name: &str) -> ToolError {
         if let Some(why) = self.removed.get(name) {
             return ToolError::new(

@@ -15,24 +15,31 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Part {
+    /// Plain text (UTF-8), the usual content of a result.
     Text {
+        /// The text itself, sent to the model as is.
         text: String,
     },
     /// Raw bytes with their MIME type (images, audio, PDF). Serialized as base64.
     InlineData {
+        /// MIME type of `data`, e.g. `image/png`, `application/pdf`.
         mime_type: String,
+        /// The raw bytes (not encoded; base64 only on the wire).
         #[serde(with = "base64_bytes")]
         data: Vec<u8>,
+        /// Name to show for the data (usually the file name); `None` when there is none.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         display_name: Option<String>,
     },
 }
 
 impl Part {
+    /// A [`Part::Text`] holding `text`.
     pub fn text(text: impl Into<String>) -> Self {
         Part::Text { text: text.into() }
     }
 
+    /// The text of a [`Part::Text`]; `None` for inline data.
     pub fn as_text(&self) -> Option<&str> {
         match self {
             Part::Text { text } => Some(text),
@@ -64,7 +71,9 @@ mod base64_bytes {
 /// hold 100 MB in every confirmation, result and transcript.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileDiff {
+    /// File name as shown to a person (usually the path relative to a workspace root).
     pub file_name: String,
+    /// Absolute path of the changed file.
     pub file_path: PathBuf,
     /// Unified diff of the change.
     pub diff: String,
@@ -74,7 +83,9 @@ pub struct FileDiff {
     pub original_content: Option<String>,
     /// The text after; `None` for a file over the limit.
     pub new_content: Option<String>,
+    /// Number of lines the diff adds.
     pub added_lines: usize,
+    /// Number of lines the diff removes.
     pub removed_lines: usize,
 }
 
@@ -86,18 +97,26 @@ impl FileDiff {
     pub const CONTENT_LIMIT: usize = 1024 * 1024;
 }
 
+/// State of one entry of the `todo_write` task list. Serialized in `snake_case`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TodoStatus {
+    /// Not started yet.
     Pending,
+    /// Being worked on (at most one at a time, by the tool's instructions).
     InProgress,
+    /// Done.
     Completed,
 }
 
+/// One entry of the `todo_write` task list, as shown to a person.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TodoItem {
+    /// Identifier the model chose, unique within the list.
     pub id: String,
+    /// What the task is, in the model's words.
     pub content: String,
+    /// Where the task stands.
     pub status: TodoStatus,
 }
 
@@ -106,13 +125,30 @@ pub struct TodoItem {
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Display {
-    Markdown { text: String },
+    /// Markdown text (most results: the same text the model reads, or a summary).
+    Markdown {
+        /// The Markdown source.
+        text: String,
+    },
+    /// A file change (`write_file`, `edit`), to show as a diff.
     FileDiff(FileDiff),
-    TodoList { todos: Vec<TodoItem> },
-    Plan { plan: String, approved: bool },
+    /// The task list after `todo_write`.
+    TodoList {
+        /// Every task, in the model's order.
+        todos: Vec<TodoItem>,
+    },
+    /// A plan proposed by `exit_plan_mode`.
+    Plan {
+        /// The plan, in Markdown.
+        plan: String,
+        /// `true` when the person approved it and plan mode ended; `false` when it was
+        /// only recorded (headless, no one to approve).
+        approved: bool,
+    },
 }
 
 impl Display {
+    /// A [`Display::Markdown`] holding `text`.
     pub fn markdown(text: impl Into<String>) -> Self {
         Display::Markdown { text: text.into() }
     }
@@ -124,38 +160,68 @@ impl Display {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {
+    /// The arguments are malformed, fail the schema or name something the tool refuses.
     InvalidToolParams,
+    /// No tool of that name is registered (or it is disabled in this session).
     ToolNotRegistered,
+    /// The tool failed for a reason no narrower kind covers (including a panic in the tool).
     ExecutionFailed,
+    /// The call was not run: refused by a rule, the approval mode, the person or a guard.
     ExecutionDenied,
+    /// The call was cancelled before it finished (Ctrl-C, the end of the turn).
     Cancelled,
+    /// The call ran past its time limit and was stopped.
     Timeout,
+    /// The file the call names does not exist.
     FileNotFound,
+    /// Writing the file failed.
     FileWriteFailure,
+    /// Reading the file (or resolving its path) failed.
     ReadContentFailure,
+    /// `edit` with an empty `old_string` on a file that already exists.
     AttemptToCreateExistingFile,
+    /// The file is larger than the tool reads.
     FileTooLarge,
+    /// The operating system refused access (or the file is read-only).
     PermissionDenied,
+    /// The disk (or quota) is full.
     NoSpaceLeft,
+    /// A file was expected and the path is a directory.
     TargetIsDirectory,
+    /// The path resolves outside every workspace root.
     PathNotInWorkspace,
+    /// A directory was expected and the path is something else.
     PathIsNotADirectory,
+    /// The path a search starts from does not exist.
     SearchPathNotFound,
+    /// `edit` found no occurrence of `old_string`.
     EditNoOccurrenceFound,
+    /// `edit` found a number of occurrences other than the one expected.
     EditExpectedOccurrenceMismatch,
+    /// The edit would leave the file as it is.
     EditNoChange,
+    /// `glob` failed (bad pattern, walking error).
     GlobExecutionError,
+    /// `grep_search` failed (bad pattern, walking error).
     GrepExecutionError,
+    /// `list_directory` failed.
     LsExecutionError,
+    /// The shell command could not be run or failed in the shell tool itself.
     ShellExecuteError,
+    /// An MCP server returned an error or could not be reached.
     McpToolError,
+    /// A tool brought by `tools.discoveryCommand` failed when run through `tools.callCommand`.
     DiscoveredToolExecutionError,
+    /// `web_fetch` failed (refused address, HTTP error, unreadable body).
     WebFetchError,
+    /// `web_search` failed (no provider, provider error).
     WebSearchError,
+    /// `save_memory` failed.
     MemoryToolExecutionError,
 }
 
 impl ErrorKind {
+    /// The `snake_case` name, as serialized and as Qwen Code spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::InvalidToolParams => "invalid_tool_params",
@@ -214,12 +280,15 @@ impl fmt::Display for ErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{message}")]
 pub struct ToolError {
+    /// What kind of failure; serialized as `type`.
     #[serde(rename = "type")]
     pub kind: ErrorKind,
+    /// What went wrong and, where it helps, what to do instead; the model reads it.
     pub message: String,
 }
 
 impl ToolError {
+    /// A failure of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         ToolError {
             kind,
@@ -227,6 +296,7 @@ impl ToolError {
         }
     }
 
+    /// An [`ErrorKind::InvalidToolParams`] failure.
     pub fn invalid_params(message: impl Into<String>) -> Self {
         ToolError::new(ErrorKind::InvalidToolParams, message)
     }
@@ -235,8 +305,11 @@ impl ToolError {
 /// The outcome of one tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolResult {
+    /// What the model reads (text, and inline data for models that take it).
     pub llm_content: Vec<Part>,
+    /// What a person sees.
     pub return_display: Display,
+    /// The failure, `None` for a success; a failed call still has content for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ToolError>,
 }
@@ -252,6 +325,7 @@ impl ToolResult {
         }
     }
 
+    /// A success with `llm_text` for the model and a separate `display` for a person.
     pub fn with_display(llm_text: impl Into<String>, display: Display) -> Self {
         ToolResult {
             llm_content: vec![Part::text(llm_text)],
@@ -270,10 +344,12 @@ impl ToolResult {
         }
     }
 
+    /// Shorthand for [`ToolResult::error`] with a new [`ToolError`].
     pub fn err(kind: ErrorKind, message: impl Into<String>) -> Self {
         ToolResult::error(ToolError::new(kind, message))
     }
 
+    /// Whether the call failed (`error` is set).
     pub fn is_error(&self) -> bool {
         self.error.is_some()
     }

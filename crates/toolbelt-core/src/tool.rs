@@ -21,6 +21,7 @@ use crate::result::{ToolError, ToolResult};
 use crate::settings::Settings;
 use crate::workspace::WorkspaceRoots;
 
+/// A boxed, `Send` future: what the object-safe [`Tool`] and [`Invocation`] methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What a tool does, broadly. Drives approval (edits and execution ask by default) and
@@ -28,18 +29,29 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
+    /// Reads files (`read_file`, `read_many_files`).
     Read,
+    /// Changes files (`write_file`, `edit`, `notebook_edit`).
     Edit,
+    /// Deletes files.
     Delete,
+    /// Moves or renames files.
     Move,
+    /// Searches or lists without changing anything (`grep_search`, `glob`, `list_directory`, `web_search`).
     Search,
+    /// Runs commands or programs (`run_shell_command`, discovered tools).
     Execute,
+    /// Fetches from the network (`web_fetch`).
     Fetch,
+    /// Planning and notes rather than work on the workspace (`todo_write`,
+    /// `exit_plan_mode`, and `save_memory`, which appends to a `QWEN.md` memory file).
     Think,
+    /// Anything else; neither read-only nor a mutator.
     Other,
 }
 
 impl Kind {
+    /// The `snake_case` name, as serialized and shown in listings.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Read => "read",
@@ -143,20 +155,24 @@ pub struct OutputSink(Option<Arc<OutputFn>>);
 type OutputFn = dyn Fn(&str) + Send + Sync;
 
 impl OutputSink {
+    /// A sink that passes every chunk to `f` (called on the executing task; keep it quick).
     pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Self {
         OutputSink(Some(Arc::new(f)))
     }
 
+    /// A sink with no listener: `emit` does nothing.
     pub fn none() -> Self {
         OutputSink(None)
     }
 
+    /// Passes a chunk of live output to the listener, if there is one.
     pub fn emit(&self, chunk: &str) {
         if let Some(f) = &self.0 {
             f(chunk);
         }
     }
 
+    /// Whether someone listens, so a tool can skip preparing output no one reads.
     pub fn is_listening(&self) -> bool {
         self.0.is_some()
     }
@@ -196,6 +212,7 @@ impl AskOnceSlot {
         let _ = self.0.set(ask);
     }
 
+    /// The capability, `None` until the model exists (and always in `tools call`).
     pub fn get(&self) -> Option<&Arc<dyn AskOnce>> {
         self.0.get()
     }
@@ -215,8 +232,11 @@ impl std::fmt::Debug for AskOnceSlot {
 /// settings. Built once at start-up and handed to tools when they are constructed.
 #[derive(Debug, Clone)]
 pub struct ToolEnvironment {
+    /// The workspace roots every path is resolved against (with the session's path rules).
     pub roots: WorkspaceRoots,
+    /// How much text goes back to the model and where the rest is spilled.
     pub output: OutputPolicy,
+    /// The merged settings of the session.
     pub settings: Arc<Settings>,
     /// Where per-session files live (spilled output, background logs, todos).
     pub session_dir: PathBuf,
@@ -225,6 +245,7 @@ pub struct ToolEnvironment {
 }
 
 impl ToolEnvironment {
+    /// An environment whose output policy comes from `settings`, spilling to `<session_dir>/output`, with an empty [`AskOnceSlot`].
     pub fn new(roots: WorkspaceRoots, settings: Arc<Settings>, session_dir: PathBuf) -> Self {
         let output = OutputPolicy::from_settings(&settings, session_dir.join("output"));
         ToolEnvironment {
@@ -240,12 +261,16 @@ impl ToolEnvironment {
 /// Everything one execution may use.
 #[derive(Debug, Clone)]
 pub struct ExecContext {
+    /// Cancelled when the call should stop (Ctrl-C, the turn ends); the tool must honour it.
     pub cancel: CancellationToken,
+    /// Where live output goes; [`OutputSink::none`] when nobody listens.
     pub output: OutputSink,
+    /// The session's shared environment.
     pub env: Arc<ToolEnvironment>,
 }
 
 impl ExecContext {
+    /// A context with a fresh cancellation token and no output listener.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         ExecContext {
             cancel: CancellationToken::new(),
@@ -264,9 +289,11 @@ impl ExecContext {
 pub trait Tool: Send + Sync {
     /// Model-facing name, `[A-Za-z0-9_.-]{1,64}`.
     fn name(&self) -> &str;
+    /// Name shown to a person (e.g. `ReadFile`); free text.
     fn display_name(&self) -> &str;
     /// For the model: what it does, when to use it and when not, limits.
     fn description(&self) -> &str;
+    /// What the tool does broadly: drives approval, plan mode and parallel runs.
     fn kind(&self) -> Kind;
     /// JSON Schema of the arguments, an object at the root.
     fn parameter_schema(&self) -> &Value;

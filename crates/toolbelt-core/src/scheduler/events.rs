@@ -18,6 +18,7 @@ use crate::result::ToolResult;
 pub struct ToolCallRequest {
     /// The model's id for the call; the result goes back under the same id.
     pub call_id: String,
+    /// The name the model called, as it wrote it (possibly an alias or an unknown name).
     pub name: String,
     /// The raw argument text. Parsed by the scheduler, so malformed JSON becomes an error
     /// result for the model rather than a fault of the agent.
@@ -25,6 +26,7 @@ pub struct ToolCallRequest {
 }
 
 impl ToolCallRequest {
+    /// A request whose `arguments` is the JSON text of `arguments`.
     pub fn new(call_id: impl Into<String>, name: impl Into<String>, arguments: &Value) -> Self {
         ToolCallRequest {
             call_id: call_id.into(),
@@ -39,16 +41,24 @@ impl ToolCallRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallState {
+    /// Being looked up, parsed and validated.
     Validating,
+    /// Waiting for a person's answer.
     AwaitingApproval,
+    /// Approved (or needing no approval), waiting to run.
     Scheduled,
+    /// Running.
     Executing,
+    /// Finished without an error.
     Success,
+    /// Failed before or while running: not found, invalid, refused or a tool error.
     Error,
+    /// Cancelled (the turn was cancelled, or the person refused the call).
     Cancelled,
 }
 
 impl CallState {
+    /// Whether the call is finished (`Success`, `Error` or `Cancelled`) and will not move again.
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
@@ -56,6 +66,7 @@ impl CallState {
         )
     }
 
+    /// The `snake_case` name, as serialized.
     pub fn as_str(self) -> &'static str {
         match self {
             CallState::Validating => "validating",
@@ -78,6 +89,7 @@ impl CallState {
 /// A call that reached a terminal state: what goes back to the model and to displays.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompletedCall {
+    /// The model's id for the call, as in its [`ToolCallRequest`].
     pub call_id: String,
     /// The name the model used (an alias stays as written, so the model recognises it).
     pub name: String,
@@ -101,34 +113,49 @@ pub struct CompletedCall {
 pub enum SchedulerEvent {
     /// The call passed lookup and validation.
     Validated {
+        /// The call's id.
         call_id: String,
+        /// Registered name of the tool (an alias is resolved to the tool's own name).
         tool: String,
+        /// One line saying what the call will do ([`crate::Invocation::describe`]).
         description: String,
     },
     /// A person is being asked.
     AwaitingApproval {
+        /// The call's id.
         call_id: String,
+        /// Registered name of the tool.
         tool: String,
+        /// What the person is asked.
         details: ConfirmationDetails,
     },
     /// The call is approved (or needs no approval) and waits for its turn.
     Scheduled {
+        /// The call's id.
         call_id: String,
     },
+    /// The call starts executing.
     Started {
+        /// The call's id.
         call_id: String,
+        /// Registered name of the tool.
         tool: String,
+        /// One line saying what the call does.
         description: String,
     },
     /// Live output of a running call.
     Output {
+        /// The call's id.
         call_id: String,
+        /// A piece of the output, as the tool produced it (not necessarily whole lines).
         chunk: String,
     },
+    /// The call reached a terminal state; always the last event of a call.
     Finished(CompletedCall),
 }
 
 impl SchedulerEvent {
+    /// The id of the call the event is about.
     pub fn call_id(&self) -> &str {
         match self {
             SchedulerEvent::Validated { call_id, .. }
