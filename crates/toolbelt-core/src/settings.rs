@@ -42,23 +42,41 @@ pub use types::{
 
 use crate::trust::{TrustError, TrustedFolders};
 
+/// Why the settings could not be loaded; every variant names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
+    /// A file is not valid JSON (comments aside).
     #[error("{path}: {message} at line {line} column {column}")]
     Parse {
+        /// The file.
         path: PathBuf,
+        /// Line of the error, from 1.
         line: usize,
+        /// Column of the error, from 1.
         column: usize,
+        /// What the parser expected, without the position.
         message: String,
     },
+    /// A key has a value of the wrong type or outside its enumeration, or the file is not
+    /// a JSON object (`key` is then `(root)`).
     #[error("{path}: {key}: {message}")]
     Invalid {
+        /// The file (for a problem of the merged settings, the highest layer read).
         path: PathBuf,
+        /// The key, as a dotted path (`tools.sandbox`).
         key: String,
+        /// What is wrong and what is accepted.
         message: String,
     },
+    /// A file exists but could not be read.
     #[error("{path}: {message}")]
-    Io { path: PathBuf, message: String },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        message: String,
+    },
+    /// The trusted-folders file could not be read.
     #[error(transparent)]
     Trust(#[from] TrustError),
 }
@@ -66,17 +84,24 @@ pub enum SettingsError {
 /// Which file a layer comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SettingsLayer {
+    /// `~/.qwen/settings.json`.
     User,
+    /// `<project>/.qwen/settings.json`.
     Workspace,
+    /// `/etc/toolbelt/settings.json` (or `TOOLBELT_SYSTEM_SETTINGS_PATH`), the highest layer.
     System,
 }
 
 /// Where the settings files are, and how the workspace file is trusted.
 #[derive(Debug, Clone)]
 pub struct SettingsPaths {
+    /// The user file; `None` without a home directory.
     pub user: Option<PathBuf>,
+    /// The workspace file; `None` when it would be the user file (the project is home).
     pub workspace: Option<PathBuf>,
+    /// The system file.
     pub system: Option<PathBuf>,
+    /// Whether the workspace file may use the restricted keys.
     pub trust: WorkspaceTrust,
 }
 
@@ -89,7 +114,9 @@ pub enum WorkspaceTrust {
     /// user or system file), or when the trusted-folders file trusts `project`. No file
     /// (`None`) trusts nothing.
     FromFolders {
+        /// The project folder whose trust is looked up.
         project: PathBuf,
+        /// The trusted-folders file (`~/.qwen/trustedFolders.json`); `None`: no folder is trusted.
         trusted_folders: Option<PathBuf>,
     },
 }
@@ -207,13 +234,21 @@ pub struct Settings {
     /// `config.<path>` keys of when-clauses.
     #[serde(skip)]
     pub raw: Value,
+    /// `tools`.
     pub tools: ToolsSettings,
+    /// `permissions`.
     pub permissions: PermissionSettings,
+    /// `context`.
     pub context: ContextSettings,
+    /// `mcpServers`: each server by its alias.
     pub mcp_servers: BTreeMap<String, McpServerSettings>,
+    /// `mcp`.
     pub mcp: McpSettings,
+    /// `model`.
     pub model: ModelSettings,
+    /// `security`.
     pub security: SecuritySettings,
+    /// `webSearch`.
     pub web_search: WebSearchSettings,
 }
 

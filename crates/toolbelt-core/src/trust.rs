@@ -23,14 +23,20 @@ use crate::settings::parse_settings_text;
 /// The file name, in `~/.qwen/`.
 pub const TRUSTED_FOLDERS_FILE: &str = "trustedFolders.json";
 
+/// What a rule of the trusted-folders file says about its folder.
+/// `TRUST_FOLDER`: the folder and everything under it are trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrustLevel {
+    /// `TRUST_PARENT`: the folder's parent and everything under it are trusted.
     TrustFolder,
+    /// `DO_NOT_TRUST`: the folder and everything under it are not trusted (unless a deeper
+    /// rule trusts a part).
     TrustParent,
     DoNotTrust,
 }
 
 impl TrustLevel {
+    /// The spelling in the file (`TRUST_FOLDER`, `TRUST_PARENT`, `DO_NOT_TRUST`).
     pub fn as_str(self) -> &'static str {
         match self {
             TrustLevel::TrustFolder => "TRUST_FOLDER",
@@ -49,12 +55,27 @@ impl TrustLevel {
     }
 }
 
+/// Why the trusted-folders file could not be read or written; every variant names the file
+/// where there is one.
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
+    /// The file exists but could not be read, or could not be written.
     #[error("{path}: {message}")]
-    Io { path: PathBuf, message: String },
+    Io {
+        /// The trusted-folders file.
+        path: PathBuf,
+        /// The operating system's error.
+        message: String,
+    },
+    /// The file is not JSON, not an object, or holds a value other than the three levels.
     #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
+    Invalid {
+        /// The trusted-folders file.
+        path: PathBuf,
+        /// What is wrong, naming the accepted values.
+        message: String,
+    },
+    /// No home directory, so there is no trusted-folders file to use.
     #[error("no home directory (HOME is not set): cannot find ~/.qwen/{TRUSTED_FOLDERS_FILE}")]
     NoHome,
 }
@@ -62,9 +83,11 @@ pub enum TrustError {
 /// The rule that decided, and what it decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrustDecision {
+    /// Whether the folder is trusted (`false` only for `DO_NOT_TRUST`).
     pub trusted: bool,
     /// The path as written in the file.
     pub rule_path: String,
+    /// The rule's level.
     pub level: TrustLevel,
 }
 
@@ -122,6 +145,7 @@ impl TrustedFolders {
         Ok(folders)
     }
 
+    /// The file these rules were read from and [`TrustedFolders::save`] writes.
     pub fn path(&self) -> &Path {
         &self.path
     }

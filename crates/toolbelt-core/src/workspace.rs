@@ -31,33 +31,49 @@ pub struct WorkspaceRoots {
     policy: PathPolicy,
 }
 
+/// Why a path given to a tool was refused; [`PathError::error_kind`] maps it to the
+/// [`ErrorKind`] of the result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
+    /// The path is the empty string.
     #[error("the path is empty")]
     Empty,
+    /// The path contains a NUL byte.
     #[error("the path contains a NUL byte")]
     NulByte,
+    /// The path is relative (as given), and the workspace roots to prefix it with.
     #[error(
         "the path must be absolute, but '{0}' is relative; prefix it with a workspace directory: {1}"
     )]
     Relative(String, RootList),
+    /// The resolved path lies outside every root.
     #[error("the path '{path}' is outside the workspace{via}; allowed directories: {roots}")]
     Outside {
+        /// The path as given.
         path: String,
+        /// Empty, or ` (it resolves through a symbolic link to …)` when the path looks inside
+        /// a root but a link leads out.
         via: String,
+        /// The workspace roots.
         roots: RootList,
     },
+    /// A symbolic link on the way has a target that does not exist (the path as given).
     #[error("the path '{0}' goes through a symbolic link whose target does not exist")]
     DanglingLink(String),
+    /// Resolving failed (the path examined, the operating system's error).
     #[error("cannot resolve '{0}': {1}")]
     Io(String, String),
+    /// A path rule of the settings denies the operation on this path.
     #[error(
         "{} '{path}' is denied by the permission rule `{rule}` in the settings; do not try to reach it another way",
         capitalized(operation.gerund())
     )]
     Denied {
+        /// The path as the call gave it (the rule may have matched its resolved form).
         path: String,
+        /// What was to be done to the path (reading, editing).
         operation: PathOperation,
+        /// The rule, as written in the settings.
         rule: String,
     },
 }
@@ -71,6 +87,8 @@ fn capitalized(word: &str) -> String {
 }
 
 impl PathError {
+    /// The [`ErrorKind`] a tool result carries for this error: `path_not_in_workspace`,
+    /// `read_content_failure`, `execution_denied`, or `invalid_tool_params` for a malformed path.
     pub fn error_kind(&self) -> ErrorKind {
         match self {
             PathError::Outside { .. } | PathError::DanglingLink(_) => ErrorKind::PathNotInWorkspace,
@@ -200,6 +218,7 @@ impl WorkspaceRoots {
         &self.roots
     }
 
+    /// The primary root (the current directory); `None` only when built from no roots.
     pub fn primary(&self) -> Option<&Path> {
         self.roots.first().map(PathBuf::as_path)
     }

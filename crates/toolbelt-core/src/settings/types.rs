@@ -18,18 +18,29 @@ use serde_json::Value;
 
 use crate::scheduler::ApprovalMode;
 
+/// `tools`: which tools exist, how calls are approved and how much of their output the
+/// model reads.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ToolsSettings {
     /// Allow-list of built-in tools; `None` means all.
     pub core: Option<Vec<String>>,
+    /// Tools removed from the session (`tools.exclude`); a `name(...)` entry is a permission
+    /// rule instead, not a removal.
     pub exclude: Vec<String>,
     /// Tools (or rules) that run without confirmation.
     pub allowed: Vec<String>,
+    /// Approval mode when no flag sets one (`tools.approvalMode`); `None`: `default`.
     pub approval_mode: Option<ApprovalModeSetting>,
+    /// Confinement of the shell tool (`tools.sandbox`); off by default.
     pub sandbox: Sandbox,
+    /// The shell tool's settings (`tools.shell`).
     pub shell: ShellSettings,
+    /// Command whose output (JSON function declarations) lists the project's own tools
+    /// (`tools.discoveryCommand`); `None`: no discovered tools.
     pub discovery_command: Option<String>,
+    /// Command that runs a discovered tool: given the tool name as its argument and the JSON
+    /// arguments on stdin (`tools.callCommand`).
     pub call_command: Option<String>,
     /// Time limit of the discovery command (`tools.discoveryTimeout`, ms).
     pub discovery_timeout: Option<Millis>,
@@ -39,7 +50,11 @@ pub struct ToolsSettings {
     pub command_output_limit: Option<u64>,
     /// Discovered tools run without asking.
     pub trust_discovered_tools: bool,
+    /// Most characters of a result the model reads (`tools.truncateToolOutputThreshold`;
+    /// default 25 000, 0 or less: no limit); the rest is spilled to a file.
     pub truncate_tool_output_threshold: Option<i64>,
+    /// Most lines of a result the model reads (`tools.truncateToolOutputLines`; default
+    /// 1 000, 0 or less: no limit).
     pub truncate_tool_output_lines: Option<i64>,
     /// How `write_file` and `edit` treat files (`tools.files`).
     pub files: FileWriteSettings,
@@ -124,14 +139,19 @@ pub struct WebSearchProvider {
 /// The search providers toolbelt speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WebSearchKind {
+    /// Tavily's search API (needs an API key).
     Tavily,
+    /// A SearXNG instance (needs `baseUrl`, no key).
     Searxng,
+    /// Brave Search's API (needs an API key).
     Brave,
 }
 
 impl WebSearchKind {
+    /// The accepted spellings, for error messages.
     pub const ACCEPTED: &'static str = "\"tavily\", \"searxng\", \"brave\"";
 
+    /// The lower-case name written in the settings.
     pub fn as_str(self) -> &'static str {
         match self {
             WebSearchKind::Tavily => "tavily",
@@ -190,12 +210,16 @@ impl Default for ShellSettings {
 /// `"podman"`) are not available and are an error rather than a silent "none".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Sandbox {
+    /// No confinement: the shell runs with the user's rights.
     #[default]
     Off,
+    /// Landlock: a command may write only inside the workspace roots and the temporary
+    /// directory; reading is not restricted.
     Landlock,
 }
 
 impl Sandbox {
+    /// The accepted spellings, for error messages.
     pub const ACCEPTED: &'static str = "\"landlock\", true (Landlock), false";
 }
 
@@ -247,20 +271,30 @@ impl<'de> Deserialize<'de> for Millis {
     }
 }
 
+/// `permissions`: rules written `tool` or `tool(specifier)`, the strictest match wins
+/// (deny over ask over allow).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct PermissionSettings {
+    /// Rules that let a matching call run without asking (`permissions.allow`).
     pub allow: Vec<String>,
+    /// Rules that always ask before a matching call, whatever the approval mode
+    /// (`permissions.ask`).
     pub ask: Vec<String>,
+    /// Rules that refuse a matching call (`permissions.deny`); a bare tool name removes the
+    /// tool from the session.
     pub deny: Vec<String>,
 }
 
+/// `context`: what the session reads for context beyond the prompt.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ContextSettings {
+    /// More workspace roots (`context.includeDirectories`), relative to the working directory.
     pub include_directories: Vec<String>,
     /// The context file names (`QWEN.md`, `AGENTS.md` when absent).
     pub file_name: Option<ContextFileNames>,
+    /// Which files listing and search tools leave out (`context.fileFiltering`).
     pub file_filtering: FileFiltering,
     /// Extra when-clause context keys and their values (`context.keys`).
     pub keys: BTreeMap<String, Value>,
@@ -298,10 +332,13 @@ impl<'de> Deserialize<'de> for ContextFileNames {
     }
 }
 
+/// `context.fileFiltering`: which ignore files the walkers obey.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct FileFiltering {
+    /// Obey `.gitignore`, `.git/info/exclude` and the global excludes file (default true).
     pub respect_git_ignore: bool,
+    /// Obey `.qwenignore` (default true).
     pub respect_qwen_ignore: bool,
 }
 
@@ -314,43 +351,61 @@ impl Default for FileFiltering {
     }
 }
 
+/// One entry of `mcpServers`: how to reach the server and how far to trust it. The
+/// transport is `httpUrl` if set, else `url`, else `command`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct McpServerSettings {
+    /// Program to start for a stdio server.
     pub command: Option<String>,
+    /// Arguments of `command`.
     pub args: Vec<String>,
+    /// Environment variables set for `command` (values may use `$VAR`).
     pub env: BTreeMap<String, String>,
+    /// Working directory of `command`, relative to the project root; default the project root.
     pub cwd: Option<String>,
     /// Legacy SSE endpoint.
     pub url: Option<String>,
     /// Streamable HTTP endpoint.
     pub http_url: Option<String>,
+    /// HTTP headers sent with every request (values may use `$VAR`).
     pub headers: BTreeMap<String, String>,
     /// Connect timeout in milliseconds.
     pub timeout: Option<u64>,
     /// Time limit of one tool call in milliseconds (toolbelt's own key).
     pub call_timeout: Option<u64>,
+    /// Calls of this server's tools run without confirmation (also believes its annotations).
     pub trust: bool,
     /// Believe the server's tool annotations: a tool it marks `readOnlyHint` runs
     /// without confirmation, as a read. Without this (or `trust`) annotations only
     /// inform the display, as the MCP specification says of untrusted servers.
     pub trust_annotations: bool,
+    /// Only these tools of the server are registered; `None`: all. Entries may be `name(...)`.
     pub include_tools: Option<Vec<String>>,
+    /// These tools of the server are not registered; wins over `include_tools`.
     pub exclude_tools: Vec<String>,
+    /// What the server is for, shown in listings.
     pub description: Option<String>,
 }
 
+/// `mcp`: settings about MCP servers as a whole.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct McpSettings {
+    /// A command line started as an extra stdio server under the alias `mcp` (split like a
+    /// shell would; an `mcpServers.mcp` entry wins).
     pub server_command: Option<String>,
+    /// Only the servers of these aliases are connected (`mcp.allowed`); `None`: all.
     pub allowed: Option<Vec<String>>,
+    /// Servers of these aliases are not connected (`mcp.excluded`).
     pub excluded: Vec<String>,
 }
 
+/// `model`: the model the agent talks to.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ModelSettings {
+    /// Model name sent to the API (`model.name`); the `-m` flag and `OPENAI_MODEL` win.
     pub name: Option<String>,
     /// The model takes images (`read_file` of an image sends it as an image).
     pub vision: bool,
@@ -360,6 +415,7 @@ pub struct ModelSettings {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SecuritySettings {
+    /// `security.folderTrust`.
     pub folder_trust: FolderTrustSettings,
 }
 
@@ -367,6 +423,8 @@ pub struct SecuritySettings {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct FolderTrustSettings {
+    /// Whether folder trust applies: when on, a workspace settings file of a folder the person
+    /// has not trusted loses the keys listed in `settings/untrusted.rs` (default true).
     pub enabled: bool,
 }
 
