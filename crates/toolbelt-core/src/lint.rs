@@ -51,20 +51,26 @@ pub const STRICT_MODE_UNSUPPORTED: &[&str] = &[
 /// they are not `verb_noun`.
 const COMPATIBLE_NAMES: &[&str] = &["edit", "glob"];
 
+/// How bad a [`Finding`] is. Ordered: errors sort before warnings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// A provider would reject the declaration or a model could not use it; `tools lint` fails.
     Error,
+    /// Against a guideline; the tool still works.
     Warning,
 }
 
 /// One thing a tool's declaration gets wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
+    /// Registered name of the tool.
     pub tool: String,
+    /// Error or warning.
     pub severity: Severity,
     /// A short stable name of the rule, such as `name-charset`.
     pub rule: &'static str,
+    /// What is wrong and how to fix it, for a person.
     pub message: String,
 }
 

@@ -16,6 +16,8 @@ pub const DEFAULT_MAX_CHARS: usize = 25_000;
 /// Default line budget of one text part (Qwen Code's `truncateToolOutputLines`).
 pub const DEFAULT_MAX_LINES: usize = 1_000;
 
+/// How much text of a result the model reads, and where the rest goes: a text part over
+/// either budget keeps its head (a fifth) and tail around a marker naming the spill file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutputPolicy {
     /// Characters (Unicode scalar values) one text part may have; `usize::MAX` for none.
@@ -29,14 +31,19 @@ pub struct OutputPolicy {
 /// A text after the policy: what the model reads, and where the whole is if it was cut.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LimitedText {
+    /// The text the model reads: the original, or head, marker and tail.
     pub text: String,
+    /// Whether the text was cut.
     pub truncated: bool,
+    /// The file holding the whole text; `None` when nothing was cut or saving it failed (the
+    /// marker then says why).
     pub spill_path: Option<PathBuf>,
 }
 
 static SPILL_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl OutputPolicy {
+    /// A policy with these budgets (`usize::MAX` for none), spilling to `spill_dir`.
     pub fn new(max_chars: usize, max_lines: usize, spill_dir: PathBuf) -> Self {
         OutputPolicy {
             max_chars,

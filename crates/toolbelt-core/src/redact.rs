@@ -60,6 +60,8 @@ pub struct Redactor {
 }
 
 impl Redactor {
+    /// An empty redactor: it masks only URL user-info until secrets are added (see
+    /// [`global`] for the one the process shares).
     pub fn new() -> Redactor {
         Redactor::default()
     }

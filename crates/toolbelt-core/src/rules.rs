@@ -34,16 +34,23 @@ pub use specifier::{CommandPurpose, SYSTEM_BIN_DIRS};
 pub enum Decision {
     /// No rule matched: the tool's own default and the approval mode decide.
     Default,
+    /// An allow rule matched (and no deny or ask rule): the call runs without asking (plan
+    /// mode still refuses kinds that are not read-only).
     Allow,
+    /// An ask rule matched (and no deny rule): a person is asked, whatever the approval mode.
     Ask,
+    /// A deny rule matched (or the `tools.core` shell restriction): the call is refused.
     Deny,
 }
 
 /// Which list a rule came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RuleList {
+    /// `permissions.allow`, `tools.allowed`, `--allowed-tools` and "always allow" answers.
     Allow,
+    /// `permissions.ask`.
     Ask,
+    /// `permissions.deny` and `tools.exclude`.
     Deny,
 }
 
@@ -214,8 +221,11 @@ fn matches_subject(
 /// and `x` under the current directory, `~/x` under the home directory.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RuleBase {
+    /// What `/x` is anchored under; `None`: the specifier cannot match.
     pub project_root: Option<PathBuf>,
+    /// What `./x` and `x` are anchored under; `None`: the specifier cannot match.
     pub cwd: Option<PathBuf>,
+    /// What `~/x` is anchored under; `None`: the specifier cannot match.
     pub home: Option<PathBuf>,
 }
 
@@ -248,6 +258,7 @@ pub struct PermissionRules {
 /// A decision and the rule that made it, for messages ("denied by `Bash(rm *)`").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
+    /// What the rules say.
     pub decision: Decision,
     /// The rule as written; `None` for [`Decision::Default`].
     pub rule: Option<String>,

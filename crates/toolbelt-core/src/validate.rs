@@ -59,6 +59,7 @@ impl Clone for SchemaValidator {
 }
 
 impl SchemaValidator {
+    /// A validator for `schema`; nothing is compiled until the first use.
     pub fn new(schema: Value) -> Self {
         SchemaValidator {
             schema,
@@ -66,6 +67,7 @@ impl SchemaValidator {
         }
     }
 
+    /// The schema as given.
     pub fn schema(&self) -> &Value {
         &self.schema
     }

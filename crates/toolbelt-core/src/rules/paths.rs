@@ -171,6 +171,7 @@ impl PathPolicy {
         }
     }
 
+    /// Whether there are no path rules (then nothing is refused and nothing is checked).
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }

@@ -44,6 +44,7 @@ pub enum ApprovalMode {
 }
 
 impl ApprovalMode {
+    /// The spelling the flag and the settings take (`plan`, `default`, `auto-edit`, `yolo`).
     pub fn as_str(self) -> &'static str {
         match self {
             ApprovalMode::Plan => "plan",
@@ -81,10 +82,15 @@ impl FromStr for ApprovalMode {
 /// What a person is asked about.
 #[derive(Debug, Clone)]
 pub struct ApprovalRequest {
+    /// The model's id for the call.
     pub call_id: String,
+    /// Registered name of the tool.
     pub tool: String,
+    /// The tool's kind.
     pub kind: Kind,
+    /// One line saying what the call will do.
     pub description: String,
+    /// What to show: the diff, the command, the plan.
     pub details: ConfirmationDetails,
     /// False when an explicit ask rule forced the question: "always allow" would
     /// contradict the rule, so a display should not offer it.
@@ -95,6 +101,8 @@ pub struct ApprovalRequest {
 /// The scheduler stops waiting when the turn is cancelled, so an implementation need
 /// not watch for cancellation itself.
 pub trait Approver: Send + Sync {
+    /// The person's answer. A display should offer the "always" answers only when
+    /// `request.may_always_allow` is true.
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ConfirmationOutcome>;
 }
 
@@ -203,6 +211,8 @@ impl Permissions {
         self.rules.add(list, text);
     }
 
+    /// What the rules say about a call of `tool` with `subject` (deny > ask > allow >
+    /// [`Decision::Default`]).
     pub fn evaluate(&self, tool: &str, subject: &PermissionSubject) -> Decision {
         self.rules.evaluate(tool, subject)
     }

@@ -7,8 +7,11 @@ use std::collections::HashMap;
 /// How many identical validation failures in a row earn the note.
 pub const RETRY_LOOP_THRESHOLD: u32 = 3;
 
+/// Appended to a validation error once [`RETRY_LOOP_THRESHOLD`] identical failures of a
+/// tool came in a row.
 pub const RETRY_LOOP_NOTE: &str = "This is the same error for the same tool several times in a row: repeating the call will not help. Try a fundamentally different approach: re-read the file or the tool's parameter descriptions, use another tool, or ask the user.";
 
+/// The error of an edit-kind call from a reply cut off by the output token limit.
 pub const TRUNCATED_EDIT_ADVICE: &str = "Your previous reply was cut off by the output token limit, so the arguments of this edit may be incomplete; the call was refused and nothing was changed. Send smaller changes: first write_file with a short skeleton, then fill it in with several edit calls of modest size.";
 
 /// Counts identical validation failures per tool. A success or a different error for
@@ -32,6 +35,7 @@ impl RetryLoopGuard {
         entry.1 >= RETRY_LOOP_THRESHOLD
     }
 
+    /// Records that a call of `tool` passed validation: its count starts again.
     pub fn passed(&mut self, tool: &str) {
         self.last.remove(tool);
     }

@@ -55,7 +55,9 @@ pub const DEFAULT_MAX_PARALLEL: usize = 10;
 
 /// How a session's scheduler behaves. Built once per session.
 pub struct SchedulerConfig {
+    /// Approval mode the session starts in (see [`ApprovalMode`]); default `Default`.
     pub mode: ApprovalMode,
+    /// The permission rules every call is judged by first.
     pub permissions: Permissions,
     /// Who is asked; `None` when nobody can be (headless).
     pub approver: Option<Arc<dyn Approver>>,
@@ -84,6 +86,10 @@ pub struct TurnInfo {
     pub reply_truncated: bool,
 }
 
+/// Runs the tool calls of each model turn: lookup, argument checks, approval (rules,
+/// mode, person), execution (read-only calls side by side, the rest one at a time) and
+/// the output policy, with exactly one [`CompletedCall`] per call. One per session: it
+/// keeps the approval mode and the "always allow" answers across turns.
 pub struct Scheduler {
     env: Arc<ToolEnvironment>,
     permissions: Permissions,
@@ -124,6 +130,7 @@ enum Verdict {
 }
 
 impl Scheduler {
+    /// A scheduler for a session in `env`; a `max_parallel` of 0 is taken as 1.
     pub fn new(env: Arc<ToolEnvironment>, config: SchedulerConfig) -> Self {
         Scheduler {
             env,
@@ -138,6 +145,7 @@ impl Scheduler {
         }
     }
 
+    /// The current approval mode (it changes when a plan is approved or [`Scheduler::set_mode`] is called).
     pub fn mode(&self) -> ApprovalMode {
         self.mode.lock().map(|m| *m).unwrap_or_default()
     }
@@ -156,10 +164,12 @@ impl Scheduler {
         }
     }
 
+    /// The "always allow" answers of this session.
     pub fn allowances(&self) -> &SessionAllowances {
         &self.allowances
     }
 
+    /// The environment the session's tools were built with.
     pub fn env(&self) -> &Arc<ToolEnvironment> {
         &self.env
     }
