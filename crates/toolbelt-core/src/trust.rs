@@ -24,14 +24,14 @@ use crate::settings::parse_settings_text;
 pub const TRUSTED_FOLDERS_FILE: &str = "trustedFolders.json";
 
 /// What a rule of the trusted-folders file says about its folder.
-/// `TRUST_FOLDER`: the folder and everything under it are trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrustLevel {
-    /// `TRUST_PARENT`: the folder's parent and everything under it are trusted.
+    /// `TRUST_FOLDER`: the folder and everything under it are trusted.
     TrustFolder,
+    /// `TRUST_PARENT`: the folder's parent and everything under it are trusted.
+    TrustParent,
     /// `DO_NOT_TRUST`: the folder and everything under it are not trusted (unless a deeper
     /// rule trusts a part).
-    TrustParent,
     DoNotTrust,
 }
 
