@@ -30,9 +30,10 @@ pub enum ConfirmationDetails {
     Exec {
         /// Heading of the question, e.g. `Confirm Shell Command`.
         title: String,
-        /// The command line as the model sent it.
+        /// The command that will run, as a person reads it.
         command: String,
-        /// Root commands (program names) not yet approved; "always allow" remembers these.
+        /// Root commands (program names) that need approval; "always allow" remembers
+        /// these.
         root_commands: Vec<String>,
     },
     /// A call to a tool of an MCP server.

@@ -162,11 +162,12 @@ impl Display {
 pub enum ErrorKind {
     /// The arguments are malformed, fail the schema or name something the tool refuses.
     InvalidToolParams,
-    /// No tool of that name is registered (or it is disabled in this session).
+    /// No tool of that name (or old name) is registered; the message names the closest.
     ToolNotRegistered,
     /// The tool failed for a reason no narrower kind covers (including a panic in the tool).
     ExecutionFailed,
-    /// The call was not run: refused by a rule, the approval mode, the person or a guard.
+    /// The call was not run: refused by a permission rule, the approval mode, the person
+    /// or a guard, or the tool is removed or disabled in this session.
     ExecutionDenied,
     /// The call was cancelled before it finished (Ctrl-C, the end of the turn).
     Cancelled,
