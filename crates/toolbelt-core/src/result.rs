@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub enum Part {
     /// Plain text (UTF-8), the usual content of a result.
     Text {
-        /// The text itself, sent to the model as is.
+        /// The text the model reads (the output policy may cut it).
         text: String,
     },
     /// Raw bytes with their MIME type (images, audio, PDF). Serialized as base64.

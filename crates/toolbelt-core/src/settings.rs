@@ -54,7 +54,7 @@ pub enum SettingsError {
         line: usize,
         /// Column of the error, from 1.
         column: usize,
-        /// What the parser expected, without the position.
+        /// The parser's message, without the position.
         message: String,
     },
     /// A key has a value of the wrong type or outside its enumeration, or the file is not
@@ -99,7 +99,7 @@ pub struct SettingsPaths {
     pub user: Option<PathBuf>,
     /// The workspace file; `None` when it would be the user file (the project is home).
     pub workspace: Option<PathBuf>,
-    /// The system file.
+    /// The system file, the highest layer; `None` to read none.
     pub system: Option<PathBuf>,
     /// Whether the workspace file may use the restricted keys.
     pub trust: WorkspaceTrust,

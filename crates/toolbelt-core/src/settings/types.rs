@@ -25,8 +25,8 @@ use crate::scheduler::ApprovalMode;
 pub struct ToolsSettings {
     /// Allow-list of built-in tools; `None` means all.
     pub core: Option<Vec<String>>,
-    /// Tools removed from the session (`tools.exclude`); a `name(...)` entry is a permission
-    /// rule instead, not a removal.
+    /// Deny rules (`tools.exclude`); a bare tool name also removes the tool from the
+    /// session, a `name(...)` entry only refuses the calls it matches.
     pub exclude: Vec<String>,
     /// Tools (or rules) that run without confirmation.
     pub allowed: Vec<String>,
