@@ -210,11 +210,6 @@ impl ToolRegistry {
         }
         self.entries = kept;
         self.reindex();
-        let index = &self.index;
-        for set in &mut self.tool_sets {
-            set.tools.retain(|t| index.contains_key(t));
-        }
-        self.tool_sets.retain(|s| !s.tools.is_empty());
     }
 
     /// Evaluates every tool's `when` clause against `context`: a tool whose clause is false
@@ -253,7 +248,8 @@ impl ToolRegistry {
 
     /// Whether `name` is registered but disabled by its `when` clause.
     pub fn is_disabled(&self, name: &str) -> bool {
-        self.disabled.contains_key(name)
+        self.get(name)
+            .is_some_and(|r| self.disabled.contains_key(&r.name))
     }
 
     /// Adds a tool set; members that are not registered are dropped, and a set left
@@ -309,6 +305,12 @@ impl ToolRegistry {
             .collect();
         self.aliases
             .retain(|_, target| self.index.contains_key(target));
+        let index = &self.index;
+        self.disabled.retain(|name, _| index.contains_key(name));
+        for set in &mut self.tool_sets {
+            set.tools.retain(|t| index.contains_key(t));
+        }
+        self.tool_sets.retain(|s| !s.tools.is_empty());
     }
 
     /// Applies `tools.core` (allow-list of built-ins), `tools.exclude` and whole-tool
@@ -469,14 +471,15 @@ pub fn rule_tool_name(entry: &str) -> &str {
     entry.split('(').next().unwrap_or(entry).trim()
 }
 
-/// A valid model-facing name: characters outside `[A-Za-z0-9_.-]` become `_`, and a
+/// A valid model-facing name: characters outside `[A-Za-z0-9_-]` become `_` (OpenAI
+/// refuses a `.` in a function name), and a
 /// name over 64 characters keeps its head and gets a stable hash of the whole, so two
 /// long names that differ only at the end stay apart and stay the same across runs.
 pub fn sanitize_tool_name(raw: &str) -> String {
     let clean: String = raw
         .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') {
                 c
             } else {
                 '_'

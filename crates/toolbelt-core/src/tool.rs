@@ -287,7 +287,7 @@ impl ExecContext {
 /// workspace boundary, ranges that depend on each other) and returns an error message the
 /// model can act on.
 pub trait Tool: Send + Sync {
-    /// Model-facing name, `[A-Za-z0-9_.-]{1,64}`.
+    /// Model-facing name, `[A-Za-z0-9_-]{1,64}` (the registry replaces anything else).
     fn name(&self) -> &str;
     /// Name shown to a person (e.g. `ReadFile`); free text.
     fn display_name(&self) -> &str;

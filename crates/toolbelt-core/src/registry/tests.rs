@@ -225,6 +225,10 @@ fn names_are_sanitized_and_clamped_with_a_stable_hash() {
     assert_eq!(a, sanitize_tool_name(&long_a), "stable");
     assert_eq!(sanitize_tool_name(&"x".repeat(64)), "x".repeat(64));
     assert_eq!(sanitize_tool_name("ünï"), "_n_");
+    assert_eq!(
+        sanitize_tool_name("mcp__docs__search.v2"),
+        "mcp__docs__search_v2"
+    );
 }
 
 #[test]
@@ -340,6 +344,6 @@ fn tool_sets_keep_registered_members_and_resolve_as_references() {
     assert!(registry.warnings().iter().any(|w| w.contains("'nothing'")));
     registry.retain(|r| r.name != "a", "gone");
     assert_eq!(registry.resolve_reference("pair"), ["b"]);
-    registry.retain(|r| r.name != "b", "gone");
+    registry.remove_origin(&Origin::Declared);
     assert!(registry.tool_sets().is_empty());
 }
