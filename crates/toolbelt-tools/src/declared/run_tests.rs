@@ -501,3 +501,64 @@ async fn an_mcp_binding_delegates_to_that_servers_tool() {
     );
     assert_eq!(result.llm_text(), "echo {\"x\":1}");
 }
+
+/// Copies `from` into `to`, keeping the executable bits.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_example_in_examples_declared_loads_and_runs() {
+    let f = setup(Settings::default());
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/declared");
+    copy_tree(&example, &f.ws());
+    let mut registry = builtins(&f);
+    let warnings = register_declared(&mut registry, load(&f));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        registry.resolve_reference("notes"),
+        vec!["find_notes", "word_count"]
+    );
+
+    let (_, mut count) = registry
+        .build("word_count", json!({"path": "notes/todo.md"}))
+        .unwrap();
+    count.prepare(&Default::default()).await;
+    assert_eq!(
+        count.describe(),
+        "Counting the words of notes/todo.md (46 bytes)"
+    );
+    assert_eq!(
+        info(count.confirmation().await).0,
+        "Count the words of notes/todo.md?"
+    );
+    let result = count.execute(ExecContext::new(f.env.clone())).await;
+    assert!(result.error.is_none(), "{result:?}");
+    assert_eq!(
+        result.llm_content,
+        vec![
+            Part::text("notes/todo.md: 4 lines, 11 words, 46 characters"),
+            Part::text(r#"{"lines": 4, "words": 11, "chars": 46}"#),
+        ]
+    );
+
+    let (_, find) = registry.build("find_notes", json!({})).unwrap();
+    assert_eq!(find.confirmation().await, None);
+    let text = find
+        .execute(ExecContext::new(f.env.clone()))
+        .await
+        .llm_text();
+    assert!(
+        text.contains("todo.md") && text.contains("ideas.md"),
+        "{text}"
+    );
+}
