@@ -113,6 +113,7 @@ pub async fn discover(env: &Arc<ToolEnvironment>) -> Discovery {
         timeout: settings.discovery_timeout,
         output_cap: settings.output_limit,
         cancel: Default::default(),
+        env: Vec::new(),
     })
     .await;
     if output.end != RunEnd::Exited(0) {
@@ -140,7 +141,7 @@ pub async fn discover(env: &Arc<ToolEnvironment>) -> Discovery {
     discovery
 }
 
-fn project_root(env: &ToolEnvironment) -> PathBuf {
+pub(crate) fn project_root(env: &ToolEnvironment) -> PathBuf {
     env.roots
         .primary()
         .map(PathBuf::from)
@@ -299,7 +300,7 @@ fn excerpt(text: &str, max: usize) -> String {
     format!("{one_line:?}")
 }
 
-fn describe_end(end: &RunEnd) -> String {
+pub(crate) fn describe_end(end: &RunEnd) -> String {
     match end {
         RunEnd::Exited(code) => format!("exit code {code}"),
         RunEnd::Signaled(signal) => format!("killed by {}", run::signal_name(*signal)),
@@ -446,6 +447,7 @@ impl Invocation for DiscoveredCall {
                 timeout: self.settings.call_timeout,
                 output_cap: self.settings.output_limit,
                 cancel: ctx.cancel.clone(),
+                env: Vec::new(),
             })
             .await;
             call_result(&self.name, output)

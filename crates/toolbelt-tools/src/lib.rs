@@ -20,6 +20,7 @@ use toolbelt_core::{Origin, Tool, ToolEnvironment, ToolError, ToolRegistry};
 // project's own tools. Process handling, the walker and the write path are internals
 // that may change without notice.
 mod atomic_write;
+pub mod declared;
 mod diff;
 mod discovered;
 mod edit;
@@ -43,6 +44,7 @@ mod web_fetch;
 mod web_search;
 mod write_file;
 
+pub use declared::{LoadedManifests, load_declared, register_declared};
 pub use discovered::{DiscoveredTool, Discovery, discover};
 pub use edit::Edit;
 pub use exit_plan_mode::ExitPlanMode;

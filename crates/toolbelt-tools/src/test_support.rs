@@ -63,6 +63,14 @@ fn build(
 }
 
 impl Fixture {
+    /// The same workspace with other settings (the built-in registry keeps the old).
+    pub fn with_settings(mut self, settings: Settings) -> Fixture {
+        let mut env = (*self.env).clone();
+        env.settings = Arc::new(settings);
+        self.env = Arc::new(env);
+        self
+    }
+
     /// The workspace root, resolved.
     pub fn ws(&self) -> PathBuf {
         self.dir.path().join("ws").canonicalize().unwrap()

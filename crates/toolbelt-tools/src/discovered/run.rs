@@ -63,6 +63,9 @@ pub struct RunSpec<'a> {
     /// Bytes each of stdout and stderr may have.
     pub output_cap: usize,
     pub cancel: CancellationToken,
+    /// Variables added to the inherited environment (a declared tool's
+    /// `TOOLBELT_MANIFEST_DIR`).
+    pub env: Vec<(String, std::ffi::OsString)>,
 }
 
 pub async fn run(spec: RunSpec<'_>) -> RunOutput {
@@ -80,6 +83,7 @@ pub async fn run(spec: RunSpec<'_>) -> RunOutput {
     command
         .args(args)
         .env(marker_key, marker)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .current_dir(spec.cwd)
         .stdin(if spec.stdin.is_some() {
             Stdio::piped()
