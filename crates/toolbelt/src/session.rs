@@ -136,7 +136,7 @@ impl Session {
     }
 
     /// Runs the discovery command and connects the MCP servers, side by side, and
-    /// registers their tools. A failing command or server is a warning, never an error;
+    /// registers their tools, then the declared tools of the manifests. A failing command or server is a warning, never an error;
     /// only an unreadable `--mcp-config` is.
     pub async fn load_extensions(&mut self, global: &GlobalArgs) -> Result<(), SetupError> {
         let warnings_before = self.registry.warnings().len();
@@ -160,6 +160,12 @@ impl Session {
         // Servers such as server-everything announce a changed list right after the
         // handshake; take what has arrived so far.
         mcp.refresh_pending(&mut self.registry).await;
+        // Declared tools last: their `mcp` and `builtin` bindings name tools registered
+        // above.
+        let declared = toolbelt_tools::load_declared(&self.env);
+        for warning in toolbelt_tools::register_declared(&mut self.registry, declared) {
+            eprintln!("toolbelt: warning: {warning}");
+        }
         self.mcp = mcp;
         self.registry.apply_settings(&self.env.settings);
         self.apply_when(self.settings_mode());

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod basics;
+mod declared;
 mod planning;
 mod sessions;
 mod support;
