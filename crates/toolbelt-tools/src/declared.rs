@@ -217,7 +217,12 @@ fn read_manifest(source: &Source) -> Result<manifest::ParsedManifest, String> {
             source.path.display()
         ));
     };
-    if let Some(contributes) = map.get("contributes") {
+    // A `package.json` is an extension's, whatever else it holds; its tools (if any)
+    // are under `contributes`.
+    let is_package = source.path.file_name().is_some_and(|n| n == "package.json");
+    if is_package || map.contains_key("contributes") {
+        let empty = Value::Null;
+        let contributes = map.get("contributes").unwrap_or(&empty);
         let bindings_file = source
             .path
             .parent()

@@ -675,3 +675,40 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn tools_manifests_entries_are_relative_to_the_project_and_a_missing_one_warns() {
+    let f0 = setup(Settings::default());
+    let ws = f0.ws();
+    write_json(
+        &ws.join("tooling/one.json"),
+        &json!({"languageModelTools": [tool("one")], "bindings": {"one": command_binding()}}),
+    );
+    write_json(
+        &ws.join("tooling/two.json"),
+        &json!({"languageModelTools": [tool("two")], "bindings": {"two": command_binding()}}),
+    );
+    // A package.json that contributes no tools is an extension with none, not an error.
+    write_json(
+        &ws.join("plain/package.json"),
+        &json!({"name": "plain", "version": "1.0.0"}),
+    );
+    let mut settings = Settings::default();
+    settings.tools.manifests = vec![
+        "tooling".into(),
+        "tooling/one.json".into(),
+        "plain".into(),
+        "nowhere".into(),
+    ];
+    let f = f0.with_settings(settings);
+    let loaded = load(&f);
+    assert_eq!(loaded.tool_names(), vec!["one", "two"]);
+    assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+    assert_warned(
+        &loaded.warnings,
+        &[
+            "tools.manifests entry \"nowhere\"",
+            "neither a file nor a folder",
+        ],
+    );
+}
