@@ -30,6 +30,7 @@ use toolbelt_core::registry::sanitize_tool_name;
 use toolbelt_core::{Origin, ToolEnvironment, ToolRegistry, ToolSet};
 
 mod binding;
+mod input_schema;
 mod manifest;
 mod output;
 mod template;
@@ -494,6 +495,8 @@ pub fn register_declared(registry: &mut ToolRegistry, loaded: LoadedManifests) -
     warnings
 }
 
+#[cfg(test)]
+mod fuzz_tests;
 #[cfg(test)]
 mod run_tests;
 #[cfg(test)]
