@@ -30,6 +30,7 @@ use toolbelt_core::registry::sanitize_tool_name;
 use toolbelt_core::{Origin, ToolEnvironment, ToolRegistry, ToolSet};
 
 mod binding;
+mod input_schema;
 mod manifest;
 mod output;
 mod template;
@@ -217,7 +218,12 @@ fn read_manifest(source: &Source) -> Result<manifest::ParsedManifest, String> {
             source.path.display()
         ));
     };
-    if let Some(contributes) = map.get("contributes") {
+    // A `package.json` is an extension's, whatever else it holds; its tools (if any)
+    // are under `contributes`.
+    let is_package = source.path.file_name().is_some_and(|n| n == "package.json");
+    if is_package || map.contains_key("contributes") {
+        let empty = Value::Null;
+        let contributes = map.get("contributes").unwrap_or(&empty);
         let bindings_file = source
             .path
             .parent()
@@ -489,6 +495,8 @@ pub fn register_declared(registry: &mut ToolRegistry, loaded: LoadedManifests) -
     warnings
 }
 
+#[cfg(test)]
+mod fuzz_tests;
 #[cfg(test)]
 mod run_tests;
 #[cfg(test)]

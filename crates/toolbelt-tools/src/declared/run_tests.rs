@@ -562,3 +562,29 @@ async fn the_example_in_examples_declared_loads_and_runs() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_cancelled_prepare_ends_its_command_and_keeps_the_templates() {
+    let f = setup(Settings::default());
+    let registry = registry_with(
+        &f,
+        json!({
+            "command": ["sh", "-c", "echo ok"],
+            "prepare": ["sh", "-c", "exec sleep 1000"],
+            "invocationMessage": "Static"
+        }),
+        None,
+    );
+    let (_, mut invocation) = registry.build("t", json!({})).unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    cancel.cancel();
+    // With the default 5 s limit, only the cancel can end this promptly; the test's own
+    // timeout is a backstop, far above what the cancel takes.
+    tokio::time::timeout(
+        std::time::Duration::from_secs(4),
+        invocation.prepare(&cancel),
+    )
+    .await
+    .expect("prepare did not honour the cancel");
+    assert_eq!(invocation.describe(), "Static");
+}

@@ -591,87 +591,39 @@ fn a_declared_name_taken_by_a_builtin_is_renamed_and_sets_follow_the_new_name() 
     );
 }
 
-mod fuzz {
-    use proptest::prelude::*;
-    use serde_json::{Map, Value};
-
-    use super::super::manifest::{ManifestInput, Scope, parse_manifest};
-
-    const KEYS: &[&str] = &[
-        "name",
-        "displayName",
-        "modelDescription",
-        "toolReferenceName",
-        "canBeReferencedInPrompt",
-        "tags",
-        "inputSchema",
-        "when",
-        "type",
-        "properties",
-        "items",
-        "tools",
-        "description",
-        "command",
-        "mcp",
-        "builtin",
-        "arguments",
-        "kind",
-        "prepare",
-        "confirmationMessages",
-        "title",
-        "message",
-        "icon",
-        "x",
+#[test]
+fn tools_manifests_entries_are_relative_to_the_project_and_a_missing_one_warns() {
+    let f0 = setup(Settings::default());
+    let ws = f0.ws();
+    write_json(
+        &ws.join("tooling/one.json"),
+        &json!({"languageModelTools": [tool("one")], "bindings": {"one": command_binding()}}),
+    );
+    write_json(
+        &ws.join("tooling/two.json"),
+        &json!({"languageModelTools": [tool("two")], "bindings": {"two": command_binding()}}),
+    );
+    // A package.json that contributes no tools is an extension with none, not an error.
+    write_json(
+        &ws.join("plain/package.json"),
+        &json!({"name": "plain", "version": "1.0.0"}),
+    );
+    let mut settings = Settings::default();
+    settings.tools.manifests = vec![
+        "tooling".into(),
+        "tooling/one.json".into(),
+        "plain".into(),
+        "nowhere".into(),
     ];
-
-    fn json() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(Value::from),
-            "[a-z_ (){}$.&|!=']{0,12}".prop_map(Value::String),
-            prop::sample::select(vec![
-                "object",
-                "string",
-                "copilot_x",
-                "a && b",
-                "read",
-                "srv/tool",
-                "${input.a}",
-            ])
-            .prop_map(|s| Value::String(s.to_string())),
-        ];
-        leaf.prop_recursive(5, 64, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-                prop::collection::vec((prop::sample::select(KEYS), inner), 0..6).prop_map(
-                    |pairs| Value::Object(
-                        pairs
-                            .into_iter()
-                            .map(|(k, v)| (k.to_string(), v))
-                            .collect::<Map<_, _>>()
-                    )
-                ),
-            ]
-        })
-    }
-
-    proptest! {
-        #[test]
-        fn the_manifest_parser_never_panics(tools in json(), sets in json(), bindings in json()) {
-            let file = std::path::Path::new("/tmp/fuzz/manifest.json");
-            let parsed = parse_manifest(ManifestInput {
-                file,
-                scope: Scope::Workspace,
-                tools: Some(&tools),
-                sets: Some(&sets),
-                bindings: Some(&bindings),
-                bindings_file: file,
-            });
-            // Every loaded tool passed the name rule.
-            for tool in parsed.tools {
-                prop_assert!(super::super::manifest::is_word_name(&tool.name));
-            }
-        }
-    }
+    let f = f0.with_settings(settings);
+    let loaded = load(&f);
+    assert_eq!(loaded.tool_names(), vec!["one", "two"]);
+    assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+    assert_warned(
+        &loaded.warnings,
+        &[
+            "tools.manifests entry \"nowhere\"",
+            "neither a file nor a folder",
+        ],
+    );
 }

@@ -251,11 +251,16 @@ impl Common {
                     .collect::<String>()
             })
         };
-        if let Some(invocation) = message(prepared.get("invocationMessage")) {
+        // The message is Markdown and may span lines; the invocation message and the
+        // title are one line each.
+        let one_line = |v: Option<&Value>| {
+            message(v).map(|s| s.chars().filter(|c| !c.is_control()).collect::<String>())
+        };
+        if let Some(invocation) = one_line(prepared.get("invocationMessage")) {
             self.messages.invocation = Some(invocation);
         }
         if let Some(confirmation) = prepared.get("confirmationMessages") {
-            if let Some(title) = message(confirmation.get("title")) {
+            if let Some(title) = one_line(confirmation.get("title")) {
                 self.messages.title = Some(title);
             }
             if let Some(text) = message(confirmation.get("message")) {
