@@ -2,7 +2,7 @@
 //! `vscode://schemas/toolsParameters` (a subset of draft-07).
 
 use serde_json::{Value, json};
-use toolbelt_core::validate::{SchemaValidator, describe_type};
+use toolbelt_core::validate::describe_type;
 
 use super::manifest::printable;
 
@@ -58,7 +58,8 @@ const SCHEMA_TYPES: &[&str] = &[
 ];
 
 /// VS Code's `vscode://schemas/toolsParameters`: an object at the top level, only the
-/// listed draft-07 keywords there, `type` from the JSON types; and it must compile.
+/// listed draft-07 keywords there, `type` from the JSON types. Compiling is left to the
+/// first call and to `tools lint`.
 ///
 /// The keyword list is applied at the top level only: nested property schemas commonly
 /// carry `default` or `examples` (VS Code's own sample does), and VS Code's meta-schema
@@ -88,9 +89,9 @@ pub(crate) fn check_schema(schema: &Value) -> Result<Value, String> {
     if schema.get("type").is_none() {
         schema["type"] = json!("object");
     }
-    SchemaValidator::new(schema.clone())
-        .compiled()
-        .map_err(|e| format!("inputSchema does not compile: {e}"))?;
+    // Not compiled here: that is most of the start-up cost with hundreds of declared
+    // tools. The registry compiles a schema on the tool's first call and `tools lint`
+    // reports one that does not compile (rule `schema-compiles`).
     Ok(schema)
 }
 

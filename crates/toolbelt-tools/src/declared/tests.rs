@@ -123,14 +123,6 @@ fn each_load_time_rule_skips_its_entry_names_file_entry_and_rule_and_the_rest_lo
             ),
             Some("inputSchema.properties.f: \"type\" must be one of"),
         ),
-        (
-            with(
-                tool("schema_compile"),
-                "inputSchema",
-                json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "(unclosed"}}}),
-            ),
-            Some("inputSchema does not compile"),
-        ),
     ];
     let entries: Vec<Value> = table.iter().map(|(e, _)| e.clone()).collect();
     let mut bindings = serde_json::Map::new();
@@ -625,5 +617,36 @@ fn tools_manifests_entries_are_relative_to_the_project_and_a_missing_one_warns()
             "tools.manifests entry \"nowhere\"",
             "neither a file nor a folder",
         ],
+    );
+}
+
+/// Compiling 500 schemas is most of a start-up with 500 declared tools, so a schema is
+/// compiled on the tool's first call (an invalid one then skips validation with a
+/// warning, as for MCP tools) and `tools lint` reports it; loading checks VS Code's
+/// meta-schema subset only.
+#[test]
+fn a_schema_that_does_not_compile_loads_and_lint_reports_it() {
+    let f = setup(Settings::default());
+    let file = f.ws().join(".qwen/tools/pattern.json");
+    write_json(
+        &file,
+        &json!({
+            "languageModelTools": [with(
+                tool("bad_pattern"),
+                "inputSchema",
+                json!({"type": "object", "properties": {"p": {"type": "string", "description": "A value.", "pattern": "(unclosed"}}}),
+            )],
+            "bindings": {"bad_pattern": command_binding()}
+        }),
+    );
+    let mut registry = builtins(&f);
+    let warnings = register_declared(&mut registry, load(&f));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let findings = toolbelt_core::lint::lint_registry(&registry);
+    assert!(
+        findings
+            .iter()
+            .any(|x| x.tool == "bad_pattern" && x.rule == "schema-compiles"),
+        "{findings:?}"
     );
 }
