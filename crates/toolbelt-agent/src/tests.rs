@@ -558,3 +558,33 @@ async fn a_deferred_tool_called_by_name_without_searching_still_runs() {
     );
     assert_eq!(server.violations(), Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn a_referenced_tool_is_declared_although_deferred() {
+    let mut f = fixture();
+    let mut registry = (*f.registry).clone();
+    for (tool, origin) in crate::tool_search::tests::mcp_tools(300) {
+        registry.register(tool, origin);
+    }
+    registry.add_tool_set(toolbelt_core::ToolSet {
+        name: "slackUsers".into(),
+        description: "the Slack user tools".into(),
+        tools: vec!["mcp__slack__list_user".into()],
+    });
+    f.registry = Arc::new(registry);
+    let server = FakeOpenAi::start(vec![Reply::text("ok")]).await.unwrap();
+    agent(&f, client(&server, false), 5, None)
+        .run(prompt("who is in #slackUsers"), &CancellationToken::new())
+        .await;
+    let first = declared(&server, 0);
+    assert!(first.len() <= 60, "{}", first.len());
+    assert!(
+        first.iter().any(|n| n == "mcp__slack__list_user"),
+        "{first:?}"
+    );
+    assert!(first.iter().any(|n| n == "tool_search"));
+    assert_eq!(
+        server.requests()[0].body["tool_choice"]["function"]["name"],
+        "mcp__slack__list_user"
+    );
+}
