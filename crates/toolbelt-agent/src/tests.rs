@@ -588,3 +588,25 @@ async fn a_referenced_tool_is_declared_although_deferred() {
         "mcp__slack__list_user"
     );
 }
+
+/// The built-ins with a few MCP tools stay under the default budget: a session with one
+/// small server declares everything, as before tool search.
+#[test]
+fn the_built_ins_and_a_small_server_are_not_deferred() {
+    let f = fixture();
+    let mut registry = ToolRegistry::new();
+    toolbelt_tools::register_builtins(&mut registry, &f.env);
+    for (tool, origin) in crate::tool_search::tests::mcp_tools(5) {
+        registry.register(tool, origin);
+    }
+    let bytes: u64 = registry
+        .all()
+        .map(crate::tool_search::declaration_bytes)
+        .sum();
+    let defaults = toolbelt_core::settings::types::ToolSearchSettings::default();
+    assert!(
+        !crate::tool_search::needs_deferral(&registry, &defaults, None),
+        "{} tools, {bytes} bytes",
+        registry.len()
+    );
+}
