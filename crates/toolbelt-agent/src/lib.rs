@@ -32,6 +32,7 @@ pub mod at_paths;
 pub mod context_files;
 pub mod prompt;
 pub mod references;
+pub mod tool_search;
 
 /// Qwen Code's `MAX_TURNS`.
 pub const DEFAULT_MAX_TURNS: usize = 100;
@@ -112,6 +113,8 @@ pub struct Agent {
     system_prompt: String,
     max_turns: usize,
     sink: Option<EventSink>,
+    /// Defers tools behind `tool_search` above the `tools.search` budget.
+    tool_search: tool_search::ToolSearch,
 }
 
 impl Agent {
@@ -128,6 +131,7 @@ impl Agent {
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         config.events = Some(tx);
+        let tool_search = tool_search::ToolSearch::new(env.settings.tools.search.clone());
         Agent {
             model,
             registry: std::sync::Mutex::new(registry),
@@ -137,6 +141,7 @@ impl Agent {
             system_prompt,
             max_turns: max_turns.max(1),
             sink,
+            tool_search,
         }
     }
 
@@ -179,12 +184,25 @@ impl Agent {
         }
     }
 
-    fn declarations(registry: &ToolRegistry) -> Vec<ToolSpec> {
-        registry
-            .function_declarations()
-            .into_iter()
-            .map(ToolSpec::from)
-            .collect()
+    /// The declarations of the next model request (see [`tool_search`]): core tools,
+    /// and above the `tools.search` budget `tool_search` with the tools it found and
+    /// those in `forced`, at most [`tool_search::MAX_TOOLS_PER_REQUEST`]. Registers
+    /// `tool_search` into the agent's registry when deferral starts.
+    fn declarations(&self, forced: &[String]) -> Vec<ToolSpec> {
+        let registry = self.registry();
+        let (replaced, plan) = self.tool_search.declarations(&registry, forced);
+        if let Some(next) = replaced {
+            self.set_registry(next);
+        }
+        if !plan.core_cut.is_empty() {
+            tracing::warn!(
+                "{} tools are not declared: a request carries at most {} tools ({})",
+                plan.core_cut.len(),
+                tool_search::MAX_TOOLS_PER_REQUEST,
+                plan.core_cut.join(", ")
+            );
+        }
+        plan.declarations.into_iter().map(ToolSpec::from).collect()
     }
 
     fn emit(&self, event: AgentEvent) {
@@ -216,7 +234,6 @@ impl Agent {
             self.set_registry(Arc::new(enabled));
         }
         let mut forced = referenced.clone().into_iter();
-        request.tools = Self::declarations(&self.registry());
         let mut outcome = RunOutcome {
             answer: String::new(),
             calls: Vec::new(),
@@ -231,9 +248,12 @@ impl Agent {
                 outcome.stop = StopReason::Cancelled;
                 return outcome;
             }
-            if turn_number > 1 && self.refresh_tools(&[]).await {
-                request.tools = Self::declarations(&self.registry());
+            if turn_number > 1 {
+                self.refresh_tools(&[]).await;
             }
+            // Every request: tool_search may have found tools since the last one, and
+            // referenced tools are declared even when deferred.
+            request.tools = self.declarations(&referenced);
             request.tool_choice = forced
                 .by_ref()
                 .find(|t| request.tools.iter().any(|d| &d.name == t));
@@ -293,8 +313,8 @@ impl Agent {
                     .map(|c| c.name.clone())
                     .collect()
             };
-            if !unknown.is_empty() && self.refresh_tools(&unknown).await {
-                request.tools = Self::declarations(&self.registry());
+            if !unknown.is_empty() {
+                self.refresh_tools(&unknown).await;
             }
             let started = Instant::now();
             let completed = self.run_tools(calls, info, cancel).await;

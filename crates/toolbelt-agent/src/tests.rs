@@ -464,3 +464,149 @@ async fn a_reference_declares_a_hidden_tool_and_forces_it_once() {
     assert_eq!(out.calls[0].state, CallState::Success);
     assert_eq!(text_for_model(&out.calls[0].result), "noted: x");
 }
+
+#[tokio::test]
+async fn above_the_budget_tools_are_found_with_tool_search_then_declared_and_called() {
+    let mut f = fixture();
+    let mut registry = (*f.registry).clone();
+    for (tool, origin) in crate::tool_search::tests::mcp_tools(300) {
+        registry.register(tool, origin);
+    }
+    f.registry = Arc::new(registry);
+    let target = "mcp__github__create_issue";
+    let search = ToolCall {
+        id: "s".into(),
+        name: "tool_search".into(),
+        arguments: json!({"query": "create a GitHub issue"}).to_string(),
+    };
+    let create = ToolCall {
+        id: "c".into(),
+        name: target.into(),
+        arguments: json!({"title": "It broke", "body": "details"}).to_string(),
+    };
+    let server = FakeOpenAi::start(vec![
+        Reply::turn(turn("", vec![search], 1)),
+        Reply::turn(turn("", vec![create], 1)),
+        Reply::turn(turn("filed", vec![], 1)),
+    ])
+    .await
+    .unwrap();
+    let a = agent(&f, client(&server, false), 10, None);
+    let out = a
+        .run(prompt("file an issue"), &CancellationToken::new())
+        .await;
+    assert!(matches!(out.stop, StopReason::Answered), "{:?}", out.stop);
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    for i in 0..requests.len() {
+        assert!(declared(&server, i).len() <= 128);
+    }
+
+    let first = declared(&server, 0);
+    assert!(first.len() <= 60, "{}", first.len());
+    assert!(first.iter().any(|n| n == "tool_search"));
+    assert!(!first.iter().any(|n| n == target));
+
+    let found = out.calls[0].result.llm_text();
+    assert!(found.contains(&format!("- {target}: ")), "{found}");
+    let second = declared(&server, 1);
+    assert!(second.iter().any(|n| n == target), "{second:?}");
+    assert!(second.iter().any(|n| n == "tool_search"));
+
+    assert_eq!(out.calls[1].state, CallState::Success);
+    let third = &requests[2].body["messages"];
+    let last = &third[third.as_array().unwrap().len() - 1];
+    assert_eq!(last["role"], "tool");
+    assert_eq!(
+        last["content"],
+        format!("{target} ran with {{\"title\":\"It broke\",\"body\":\"details\"}}")
+    );
+    assert!(declared(&server, 2).iter().any(|n| n == target));
+}
+
+#[tokio::test]
+async fn a_deferred_tool_called_by_name_without_searching_still_runs() {
+    let mut f = fixture();
+    let mut registry = (*f.registry).clone();
+    for (tool, origin) in crate::tool_search::tests::mcp_tools(100) {
+        registry.register(tool, origin);
+    }
+    f.registry = Arc::new(registry);
+    let server = FakeOpenAi::start(vec![
+        Reply::turn(turn(
+            "",
+            vec![ToolCall {
+                id: "x".into(),
+                name: "mcp__slack__list_user".into(),
+                arguments: "{}".into(),
+            }],
+            1,
+        )),
+        Reply::text("ok"),
+    ])
+    .await
+    .unwrap();
+    let out = agent(&f, client(&server, false), 5, None)
+        .run(prompt("who"), &CancellationToken::new())
+        .await;
+    assert_eq!(out.calls[0].state, CallState::Success);
+    assert!(
+        !declared(&server, 1)
+            .iter()
+            .any(|n| n == "mcp__slack__list_user")
+    );
+    assert_eq!(server.violations(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_referenced_tool_is_declared_although_deferred() {
+    let mut f = fixture();
+    let mut registry = (*f.registry).clone();
+    for (tool, origin) in crate::tool_search::tests::mcp_tools(300) {
+        registry.register(tool, origin);
+    }
+    registry.add_tool_set(toolbelt_core::ToolSet {
+        name: "slackUsers".into(),
+        description: "the Slack user tools".into(),
+        tools: vec!["mcp__slack__list_user".into()],
+    });
+    f.registry = Arc::new(registry);
+    let server = FakeOpenAi::start(vec![Reply::text("ok")]).await.unwrap();
+    agent(&f, client(&server, false), 5, None)
+        .run(prompt("who is in #slackUsers"), &CancellationToken::new())
+        .await;
+    let first = declared(&server, 0);
+    assert!(first.len() <= 60, "{}", first.len());
+    assert!(
+        first.iter().any(|n| n == "mcp__slack__list_user"),
+        "{first:?}"
+    );
+    assert!(first.iter().any(|n| n == "tool_search"));
+    assert_eq!(
+        server.requests()[0].body["tool_choice"]["function"]["name"],
+        "mcp__slack__list_user"
+    );
+}
+
+/// The built-ins with a few MCP tools stay under the default budget: a session with one
+/// small server declares everything, as before tool search.
+#[test]
+fn the_built_ins_and_a_small_server_are_not_deferred() {
+    let f = fixture();
+    let mut registry = ToolRegistry::new();
+    toolbelt_tools::register_builtins(&mut registry, &f.env);
+    for (tool, origin) in crate::tool_search::tests::mcp_tools(5) {
+        registry.register(tool, origin);
+    }
+    let bytes: u64 = registry
+        .all()
+        .map(crate::tool_search::declaration_bytes)
+        .sum();
+    let defaults = toolbelt_core::settings::types::ToolSearchSettings::default();
+    assert!(
+        !crate::tool_search::needs_deferral(&registry, &defaults, None),
+        "{} tools, {bytes} bytes",
+        registry.len()
+    );
+}
