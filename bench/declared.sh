@@ -16,8 +16,8 @@ export HOME="$work/home" TOOLBELT_TRUST_WORKSPACE=1
 count=$(cd "$work/declared" && "$bin" tools list --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 echo "declared project offers $count tools" >&2
 hyperfine -N --warmup 10 --runs 100 --export-json "$work/out.json" \
-  -n "tools list (built-ins only)" "sh -c 'cd $work/bare && exec $bin tools list'" \
-  -n "tools list (500 declared tools, 20 manifests)" "sh -c 'cd $work/declared && exec $bin tools list'" >&2
+  -n "tools list (built-ins only)" "env -C $work/bare $bin tools list" \
+  -n "tools list (500 declared tools, 20 manifests)" "env -C $work/declared $bin tools list" >&2
 python3 - "$work/out.json" <<'PY'
 import json, sys
 rs = json.load(open(sys.argv[1]))["results"]

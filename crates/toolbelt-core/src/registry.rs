@@ -61,7 +61,8 @@ pub struct Registration {
     pub origin: Origin,
     /// The tool itself, shared by every copy of the registry.
     pub tool: Arc<dyn Tool>,
-    validator: Arc<SchemaValidator>,
+    /// Made on the first call: registering hundreds of tools copies no schema.
+    validator: Arc<std::sync::OnceLock<SchemaValidator>>,
 }
 
 impl std::fmt::Debug for Registration {
@@ -78,7 +79,10 @@ impl Registration {
     /// the call.
     pub fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
         let args = rename_parameters(args, self.tool.parameter_aliases());
-        let args = self.validator.validate(args)?;
+        let validator = self
+            .validator
+            .get_or_init(|| SchemaValidator::new(self.tool.parameter_schema().clone()));
+        let args = validator.validate(args)?;
         self.tool.build(args)
     }
 
@@ -168,7 +172,7 @@ impl ToolRegistry {
                     .or_insert_with(|| name.clone());
             }
         }
-        let validator = Arc::new(SchemaValidator::new(tool.parameter_schema().clone()));
+        let validator = Arc::new(std::sync::OnceLock::new());
         self.index.insert(name.clone(), self.entries.len());
         self.removed.remove(&name);
         self.entries.push(Registration {

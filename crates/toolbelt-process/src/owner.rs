@@ -384,9 +384,9 @@ fn wait_blocking(sweep: &mut Sweep, limit: Duration) -> bool {
 /// jobs, and whatever any call left go here if nothing ended them before. Returns how
 /// many processes it found.
 pub fn end_descendants_blocking(grace: Duration) -> usize {
-    let all = procfs::all();
     let me = std::process::id();
-    let below = procfs::descendants(&all, me);
+    let below =
+        procfs::descendants_of(me).unwrap_or_else(|| procfs::descendants(&procfs::all(), me));
     let kept_markers = KEPT.lock().unwrap_or_else(PoisonError::into_inner).clone();
     let kept_roots: Vec<u32> = below
         .iter()

@@ -58,6 +58,47 @@ pub fn all() -> Vec<ProcStat> {
         .collect()
 }
 
+/// The processes below `root` (not `root` itself), read from the kernel's
+/// `/proc/<pid>/task/<tid>/children` lists instead of every process's `stat`: the cost
+/// is the size of the tree, not of the machine. `None` when the kernel has no such
+/// lists (built without `CONFIG_PROC_CHILDREN`); then use [`descendants`] over [`all`].
+pub fn descendants_of(root: u32) -> Option<Vec<ProcStat>> {
+    let mut found: Vec<ProcStat> = Vec::new();
+    let mut queue = vec![root];
+    let mut first = true;
+    while let Some(parent) = queue.pop() {
+        let tasks = match std::fs::read_dir(format!("/proc/{parent}/task")) {
+            Ok(tasks) => tasks,
+            Err(_) if first => return None,
+            // Gone since it was listed: nothing below it any more.
+            Err(_) => continue,
+        };
+        for task in tasks.flatten() {
+            let path = task.path().join("children");
+            let text = match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(_) if first => return None,
+                Err(_) => continue,
+            };
+            for pid in text
+                .split_whitespace()
+                .filter_map(|w| w.parse::<u32>().ok())
+            {
+                // A torn read could repeat a pid; the check keeps the walk finite.
+                if pid == root || found.iter().any(|f| f.pid == pid) {
+                    continue;
+                }
+                if let Some(p) = stat(pid) {
+                    found.push(p);
+                    queue.push(pid);
+                }
+            }
+        }
+        first = false;
+    }
+    Some(found)
+}
+
 /// The processes below `root` (not `root` itself), by parent links, in breadth-first
 /// order.
 pub fn descendants(all: &[ProcStat], root: u32) -> Vec<ProcStat> {
@@ -141,6 +182,37 @@ mod tests {
             &std::env::var("PATH").unwrap_or_default()
         ));
         assert!(!has_env(me, "PATH", "certainly-not-the-path"));
+    }
+
+    #[test]
+    fn the_children_lists_find_children_and_grandchildren_as_the_full_scan_does() {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let grandchild: u32 = line.trim().parse().unwrap();
+        let me = std::process::id();
+        let listed: Vec<u32> = descendants_of(me)
+            .expect("this kernel has children lists")
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        let scanned: Vec<u32> = descendants(&all(), me).iter().map(|p| p.pid).collect();
+        for pid in [child.id(), grandchild] {
+            assert!(listed.contains(&pid), "{pid} not in {listed:?}");
+            assert!(scanned.contains(&pid), "{pid} not in {scanned:?}");
+        }
+        let _ = std::process::Command::new("kill")
+            .arg(grandchild.to_string())
+            .status();
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     #[test]

@@ -28,7 +28,10 @@ pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
         return EXIT_USAGE;
     }
     session.warn_about_rules(&session.rules);
-    let ran_nothing = matches!(command, ToolsCommand::List { .. } | ToolsCommand::Lint { .. });
+    let ran_nothing = matches!(
+        command,
+        ToolsCommand::List { .. } | ToolsCommand::Lint { .. }
+    );
     let code = match command {
         ToolsCommand::List { json } => list(&session, json),
         ToolsCommand::Lint { json } => lint(&session, json),
