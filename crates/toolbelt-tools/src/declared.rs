@@ -19,7 +19,9 @@
 //! Folder trust: in an untrusted folder the `command` and `prepare` bindings of workspace
 //! manifests do not load (they would run project code); one warning lists them and says
 //! how to trust the folder. User manifests and `tools.manifests` (which an untrusted
-//! workspace file cannot set) load as usual.
+//! workspace file cannot set) load as usual, unless the file is inside the project: a
+//! relative `tools.manifests` entry in the user's settings names a folder of every
+//! project, so such files are judged as workspace files.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -120,6 +122,22 @@ pub(crate) fn load_with_home(env: &Arc<ToolEnvironment>, home: Option<&Path>) ->
                 "tools.manifests entry \"{entry}\": {} is neither a file nor a folder; nothing was loaded from it",
                 path.display()
             ));
+        }
+    }
+
+    // Trust follows where a file is, not how it was named: a user's `tools.manifests`
+    // entry such as `tools` (relative, so inside every project) or a user folder inside
+    // the project reads files the project controls, so they count as workspace files.
+    if let Some(project) = project.as_deref().and_then(|p| p.canonicalize().ok()) {
+        for source in &mut sources {
+            if source.scope != Scope::Workspace
+                && source
+                    .path
+                    .canonicalize()
+                    .is_ok_and(|p| p.starts_with(&project))
+            {
+                source.scope = Scope::Workspace;
+            }
         }
     }
 
@@ -402,8 +420,8 @@ fn apply_untrusted(project: &Path, tools: &mut Vec<ToolEntry>, warnings: &mut Ve
         ));
     }
     warnings.push(format!(
-        "{}: this folder is not trusted, so the commands of its tool manifests (.qwen/tools) do not run; {}. To use them, trust the folder with `toolbelt trust {}` (or, for one run, pass --trust-workspace or set TOOLBELT_TRUST_WORKSPACE=1).",
-        project.join(".qwen/tools").display(),
+        "{}: this folder is not trusted, so the commands of the tool manifests inside it (.qwen/tools, and tools.manifests entries there) do not run; {}. To use them, trust the folder with `toolbelt trust {}` (or, for one run, pass --trust-workspace or set TOOLBELT_TRUST_WORKSPACE=1).",
+        project.display(),
         what.join("; "),
         project.display()
     ));

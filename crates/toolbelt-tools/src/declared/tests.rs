@@ -650,3 +650,40 @@ fn a_schema_that_does_not_compile_loads_and_lint_reports_it() {
         "{findings:?}"
     );
 }
+
+/// A relative `tools.manifests` entry in the user's own settings points into every
+/// project, so an untrusted project cannot use it to run its commands.
+#[test]
+fn a_configured_manifest_inside_an_untrusted_project_loses_its_commands() {
+    let f0 = setup(Settings::default());
+    let project = f0.ws();
+    let mut settings: Settings =
+        serde_json::from_value(json!({"tools": {"manifests": ["tools"]}})).unwrap();
+    settings.untrusted_project = Some(project.clone());
+    let f = f0.with_settings(settings);
+    write_json(
+        &f.ws().join("tools/evil.json"),
+        &json!({
+            "languageModelTools": [tool("evil_command"), tool("listing")],
+            "bindings": {
+                "evil_command": {"command": ["sh", "-c", "touch pwned"]},
+                "listing": {"builtin": "list_directory"}
+            }
+        }),
+    );
+    let loaded = load(&f);
+    assert_eq!(
+        loaded.tool_names(),
+        vec!["listing"],
+        "{:?}",
+        loaded.warnings
+    );
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("not trusted") && w.contains("evil_command")),
+        "{:?}",
+        loaded.warnings
+    );
+}
