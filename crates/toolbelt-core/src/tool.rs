@@ -327,6 +327,13 @@ pub trait Tool: Send + Sync {
     fn reference_name(&self) -> Option<&str> {
         None
     }
+    /// The registered tool whose permission rules also apply to calls of this one (a
+    /// declared tool bound to a built-in or MCP tool). The scheduler takes the strictest
+    /// answer of the two, so a deny or ask rule on the target cannot be sidestepped by
+    /// calling it under another name.
+    fn rule_target(&self) -> Option<&str> {
+        None
+    }
     /// Checks the validated arguments and builds the call.
     fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError>;
 }

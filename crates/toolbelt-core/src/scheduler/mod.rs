@@ -307,11 +307,18 @@ impl Scheduler {
     ) -> Verdict {
         let tool = registration.name.as_str();
         let subject = invocation.permission_subject();
-        let decision = self.permissions.evaluate(tool, &subject);
+        // A tool that runs another (a declared tool bound to `run_shell_command`) answers
+        // to that tool's rules too; the strictest answer wins (Deny > Ask > Allow).
+        let target = registration.tool.rule_target();
+        let decision = std::iter::once(tool)
+            .chain(target)
+            .map(|name| self.permissions.evaluate(name, &subject))
+            .max()
+            .unwrap_or(Decision::Default);
         if decision == Decision::Deny {
-            let rule = self
-                .permissions
-                .deny_rule(tool, &subject)
+            let rule = std::iter::once(tool)
+                .chain(target)
+                .find_map(|name| self.permissions.deny_rule(name, &subject))
                 .map(|r| format!(" Matching deny rule: \"{r}\"."))
                 .unwrap_or_default();
             return Verdict::Refuse(ToolError::new(

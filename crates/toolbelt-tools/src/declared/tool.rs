@@ -124,6 +124,13 @@ impl Tool for DeclaredTool {
             None
         }
     }
+    fn rule_target(&self) -> Option<&str> {
+        match &self.resolved {
+            Resolved::Command { .. } => None,
+            Resolved::Delegate { target, .. } => Some(&target.name),
+        }
+    }
+
     fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
         let messages = Messages::from_templates(&self.entry.binding, &args);
         let common = Common {

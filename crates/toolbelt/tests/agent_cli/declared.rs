@@ -247,3 +247,42 @@ async fn an_untrusted_folder_loads_no_command_binding_and_says_how_to_trust_it()
     assert!(run.stderr.contains("deploy_service"), "{}", run.stderr);
     assert!(run.stderr.contains("toolbelt trust"), "{}", run.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deny_rule_on_the_bound_tool_holds_under_the_declared_name_even_in_yolo() {
+    let w = Workspace::new();
+    w.write("victim.txt", "keep me\n");
+    let manifest = json!({
+        "languageModelTools": [{
+            "name": "tidy_workspace",
+            "displayName": "Tidy workspace",
+            "modelDescription": "Runs one clean-up command in the project. Use it to remove build leftovers.",
+            "inputSchema": {"type": "object", "properties": {"command": {"type": "string", "description": "The command."}}, "required": ["command"]}
+        }],
+        "bindings": {"tidy_workspace": {"builtin": "run_shell_command"}}
+    });
+    w.write(
+        ".qwen/tools/tidy.json",
+        &serde_json::to_string_pretty(&manifest).unwrap(),
+    );
+    w.write(
+        ".qwen/settings.json",
+        r#"{"permissions": {"deny": ["run_shell_command(rm *)"]}}"#,
+    );
+    let (server, url) = serve(vec![
+        calls_turn(vec![
+            call("t1", "tidy_workspace", json!({"command": "rm victim.txt"})),
+            call("t2", "tidy_workspace", json!({"command": "echo tidy"})),
+        ]),
+        Reply::text("done"),
+    ])
+    .await;
+    let run = w.run(&["--yolo", "-p", "tidy up"], &env(&url), None).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let body = &server.requests()[1].body;
+    let refused = answer(body, "t1");
+    assert!(refused.contains("denied"), "{refused}");
+    assert!(refused.contains("run_shell_command(rm *)"), "{refused}");
+    assert!(w.ws().join("victim.txt").exists(), "the deny rule held");
+    assert!(answer(body, "t2").contains("tidy"), "other commands run");
+}
