@@ -455,26 +455,34 @@ impl Invocation for DiscoveredCall {
     }
 }
 
+/// A command's successful result: `parts` and `display`, with what it wrote to stderr
+/// added to both as a note (exit 0 is success even with stderr output).
+pub(crate) fn success_with_stderr(
+    mut parts: Vec<Part>,
+    mut display: String,
+    stderr: &str,
+) -> ToolResult {
+    if !stderr.trim().is_empty() {
+        let note = format!(
+            "Note: the tool also wrote to stderr:\n{}",
+            stderr.trim_end()
+        );
+        display.push_str(&format!("\n\n{note}"));
+        parts.push(Part::text(note));
+    }
+    ToolResult {
+        llm_content: parts,
+        return_display: Display::markdown(display),
+        error: None,
+    }
+}
+
 /// Exit 0: stdout is the result, stderr a note. Anything else: Qwen Code's error shape.
 fn call_result(name: &str, output: RunOutput) -> ToolResult {
     let stdout = output.stdout_text();
     let stderr = output.stderr_text();
     if output.end == RunEnd::Exited(0) {
-        let mut parts = vec![Part::text(stdout.clone())];
-        let mut display = stdout;
-        if !stderr.trim().is_empty() {
-            let note = format!(
-                "Note: the tool also wrote to stderr:\n{}",
-                stderr.trim_end()
-            );
-            display.push_str(&format!("\n\n{note}"));
-            parts.push(Part::text(note));
-        }
-        return ToolResult {
-            llm_content: parts,
-            return_display: Display::markdown(display),
-            error: None,
-        };
+        return success_with_stderr(vec![Part::text(stdout.clone())], stdout, &stderr);
     }
     let (code, signal, why) = match &output.end {
         RunEnd::Exited(code) => (

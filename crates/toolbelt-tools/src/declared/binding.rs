@@ -8,6 +8,8 @@ use serde_json::{Map, Value};
 use toolbelt_core::Kind;
 use toolbelt_core::validate::describe_type;
 
+use super::manifest::string_field;
+
 /// What a call runs.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Target {
@@ -139,12 +141,12 @@ pub(crate) fn parse_binding(raw: &Value, manifest_dir: &Path) -> Result<Binding,
         None => None,
         some => Some(argv(some, "prepare", manifest_dir)?),
     };
-    let invocation_message = optional_string(map, "invocationMessage")?;
+    let invocation_message = string_field(map, "invocationMessage")?;
     let (confirmation_title, confirmation_message) = match map.get("confirmationMessages") {
         None => (None, None),
         Some(Value::Object(messages)) => (
-            optional_string(messages, "title")?,
-            optional_string(messages, "message")?,
+            string_field(messages, "title")?,
+            string_field(messages, "message")?,
         ),
         Some(other) => {
             return Err(format!(
@@ -162,17 +164,6 @@ pub(crate) fn parse_binding(raw: &Value, manifest_dir: &Path) -> Result<Binding,
         confirmation_message,
         manifest_dir: manifest_dir.to_path_buf(),
     })
-}
-
-fn optional_string(map: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    match map.get(key) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!(
-            "\"{key}\" must be a string, not {}",
-            describe_type(other)
-        )),
-    }
 }
 
 fn argv(raw: Option<&Value>, key: &str, manifest_dir: &Path) -> Result<Vec<String>, String> {

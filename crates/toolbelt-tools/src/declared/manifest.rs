@@ -263,7 +263,8 @@ struct CheckedTool {
     warnings: Vec<String>,
 }
 
-fn string_field(map: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+/// An optional string property; another type is the rule broken.
+pub(super) fn string_field(map: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
     match map.get(key) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),

@@ -9,10 +9,10 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
-use toolbelt_core::{Display, ErrorKind, Part, ToolResult};
+use toolbelt_core::{ErrorKind, Part, ToolResult};
 
-use crate::discovered::describe_end;
 use crate::discovered::run::{RunEnd, RunOutput, signal_name};
+use crate::discovered::{describe_end, success_with_stderr};
 
 pub(crate) fn command_result(name: &str, output: RunOutput) -> ToolResult {
     let stdout = output.stdout_text();
@@ -28,23 +28,11 @@ pub(crate) fn command_result(name: &str, output: RunOutput) -> ToolResult {
             ),
         );
     }
-    let (mut parts, mut display) = match content_parts(&stdout) {
+    let (parts, display) = match content_parts(&stdout) {
         Some(parsed) => parsed,
         None => (vec![Part::text(stdout.clone())], stdout),
     };
-    if !stderr.trim().is_empty() {
-        let note = format!(
-            "Note: the tool also wrote to stderr:\n{}",
-            stderr.trim_end()
-        );
-        display.push_str(&format!("\n\n{note}"));
-        parts.push(Part::text(note));
-    }
-    ToolResult {
-        llm_content: parts,
-        return_display: Display::markdown(display),
-        error: None,
-    }
+    success_with_stderr(parts, display, &stderr)
 }
 
 fn failure(name: &str, end: &RunEnd, stdout: &str, stderr: &str) -> ToolResult {
