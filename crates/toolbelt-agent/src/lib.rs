@@ -212,8 +212,30 @@ impl Agent {
     }
 
     /// Runs the loop for one prompt. Never fails: a model fault is a [`StopReason`], so
-    /// the caller still gets the calls made so far.
+    /// the caller still gets the calls made so far. `#references` are read from the
+    /// prompt's text; when the prompt holds text the person did not write (files inlined
+    /// for `@path`), use [`Agent::run_with_references`].
     pub async fn run(&self, prompt: Vec<UserPart>, cancel: &CancellationToken) -> RunOutcome {
+        let written: String = prompt
+            .iter()
+            .filter_map(|p| match p {
+                UserPart::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.run_with_references(prompt, &written, cancel).await
+    }
+
+    /// [`Agent::run`], with the `#references` read from `written` (what the person
+    /// typed) rather than from the prompt, so the content of an inlined file cannot
+    /// force a call or bring in a tool its `when` clause hides.
+    pub async fn run_with_references(
+        &self,
+        prompt: Vec<UserPart>,
+        written: &str,
+        cancel: &CancellationToken,
+    ) -> RunOutcome {
         let mut request = ModelRequest {
             messages: vec![
                 Message::System(self.system_prompt.clone()),
@@ -225,7 +247,7 @@ impl Agent {
         self.refresh_tools(&[]).await;
         // `#reference`d tools join the request even when their `when` clause is false,
         // and each is forced once, in order, before the model chooses freely.
-        let referenced = references::referenced_tools(&request.messages[1..], &self.registry());
+        let referenced = references::referenced_tools(written, &self.registry());
         if referenced.iter().any(|t| self.registry().is_disabled(t)) {
             let mut enabled = (*self.registry()).clone();
             for tool in &referenced {

@@ -7,7 +7,6 @@
 //! plain text (`#123` in "fix #123" stays an issue number).
 
 use toolbelt_core::ToolRegistry;
-use toolbelt_model::{Message, UserPart};
 
 /// The reference names in `text`, in order of first appearance, without duplicates.
 pub fn reference_names(text: &str) -> Vec<&str> {
@@ -35,22 +34,14 @@ pub fn reference_names(text: &str) -> Vec<&str> {
     names
 }
 
-/// The registered tools the references of the user messages stand for, in order, without duplicates.
-pub fn referenced_tools(messages: &[Message], registry: &ToolRegistry) -> Vec<String> {
+/// The registered tools the references in `text` stand for, in order, without
+/// duplicates.
+pub fn referenced_tools(text: &str, registry: &ToolRegistry) -> Vec<String> {
     let mut tools: Vec<String> = Vec::new();
-    let parts = messages.iter().flat_map(|m| match m {
-        Message::User(parts) => parts.as_slice(),
-        _ => &[],
-    });
-    for part in parts {
-        let UserPart::Text(text) = part else {
-            continue;
-        };
-        for name in reference_names(text) {
-            for tool in registry.resolve_reference(name) {
-                if !tools.contains(&tool) {
-                    tools.push(tool);
-                }
+    for name in reference_names(text) {
+        for tool in registry.resolve_reference(name) {
+            if !tools.contains(&tool) {
+                tools.push(tool);
             }
         }
     }

@@ -199,7 +199,11 @@ async fn execute(p: Prepared, args: &AgentArgs, started: Instant) -> u8 {
     for warning in warnings {
         eprintln!("toolbelt: {warning}");
     }
-    let outcome = p.agent.run(vec![UserPart::Text(prompt)], &cancel).await;
+    // `#references` count only in what the person wrote, not in inlined files.
+    let outcome = p
+        .agent
+        .run_with_references(vec![UserPart::Text(prompt)], &p.prompt, &cancel)
+        .await;
     interrupts.abort();
     agent_output::print_result(format, &outcome, &p.model_name, started.elapsed());
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), p.mcp.close()).await;
