@@ -126,10 +126,17 @@ pub async fn serve(
                     if let Some(refusal) = check(&req, token.as_deref()) {
                         return Ok::<_, Infallible>(refusal);
                     }
-                    match tower_service::Service::call(&mut service, req).await {
-                        Ok(response) => Ok(response),
+                    let ends_session = req.method() == hyper::Method::DELETE;
+                    let mut response = match tower_service::Service::call(&mut service, req).await {
+                        Ok(response) => response,
                         Err(never) => match never {},
+                    };
+                    // rmcp answers a session's end with 202; the Python SDK takes only
+                    // 200 or 204 and logs a failure for anything else.
+                    if ends_session && response.status() == StatusCode::ACCEPTED {
+                        *response.status_mut() = StatusCode::NO_CONTENT;
                     }
+                    Ok(response)
                 }
             });
             let _ = hyper::server::conn::http1::Builder::new()

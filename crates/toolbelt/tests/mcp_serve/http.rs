@@ -1,0 +1,204 @@
+//! Streamable HTTP: rmcp's client, the `Origin` and token checks, and stateless
+//! instances answering one client in turn.
+
+use std::process::Stdio;
+
+use rmcp::ServiceExt;
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::support::*;
+
+/// A server on a free loopback port, and its endpoint URL (from its stderr).
+async fn start_http(
+    ws: &Ws,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (tokio::process::Child, String) {
+    let mut all = vec!["--http", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let mut cmd = ws.command(&all);
+    cmd.envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = bounded(async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("the server exited");
+            if let Some(url) = line
+                .split(" at ")
+                .nth(1)
+                .filter(|_| line.contains("Streamable HTTP"))
+            {
+                return url.trim().to_string();
+            }
+        }
+    })
+    .await;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+async fn post(
+    url: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> (reqwest::StatusCode, reqwest::header::HeaderMap, String) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json")
+        .header("MCP-Protocol-Version", "2025-06-18")
+        .body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = bounded(request.send()).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    (status, headers, bounded(response.text()).await.unwrap())
+}
+
+/// The JSON-RPC message of a response body: plain JSON or the `data:` of an SSE event.
+fn message(body: &str) -> Value {
+    if let Ok(value) = serde_json::from_str(body) {
+        return value;
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v.get("id").is_some())
+        .unwrap_or_else(|| panic!("no JSON-RPC message in {body}"))
+}
+
+fn initialize(id: i64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+}
+
+#[tokio::test]
+async fn the_rmcp_client_lists_reads_and_confirms_over_http() {
+    let ws = Ws::new();
+    let file = ws.ws().join("a.txt");
+    ws.write(&file, "hello\n");
+    let (_server, url) = start_http(&ws, &[], &[]).await;
+    let client = TestClient::new(Answer::Accept { always: false });
+    let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+    let service = bounded(client.clone().serve(transport)).await.unwrap();
+    let tools = bounded(service.list_all_tools()).await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "run_shell_command"));
+    let read = call(&service, "read_file", json!({"absolute_path": file})).await;
+    assert_eq!(text(&read), "hello");
+    let edit = call(
+        &service,
+        "edit",
+        json!({"file_path": file, "old_string": "hello", "new_string": "bye"}),
+    )
+    .await;
+    assert!(!is_error(&edit), "{}", text(&edit));
+    assert_eq!(client.questions().len(), 1);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "bye\n");
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_foreign_origin_gets_403_and_a_missing_or_wrong_token_401() {
+    let ws = Ws::new();
+    let (_server, url) = start_http(
+        &ws,
+        &["--auth-token-env", "TB_TOKEN"],
+        &[("TB_TOKEN", "s3cret")],
+    )
+    .await;
+    let good = ("Authorization", "Bearer s3cret");
+
+    let (status, _, _) = post(
+        &url,
+        &initialize(1),
+        &[good, ("Origin", "http://evil.example")],
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, _, _) = post(
+        &url,
+        &initialize(1),
+        &[good, ("Origin", "http://127.0.0.1.evil.example:80")],
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, headers, _) = post(&url, &initialize(1), &[]).await;
+    assert_eq!(status, 401);
+    assert_eq!(headers["www-authenticate"], "Bearer");
+    let (status, _, _) = post(&url, &initialize(1), &[("Authorization", "Bearer s3cre")]).await;
+    assert_eq!(status, 401);
+
+    let (status, headers, body) = post(
+        &url,
+        &initialize(1),
+        &[good, ("Origin", "http://localhost:6274")],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(message(&body)["result"]["serverInfo"]["name"], "toolbelt");
+    let session = headers["mcp-session-id"].to_str().unwrap();
+    assert!(session.len() >= 32, "a long random session id: {session}");
+}
+
+#[tokio::test]
+async fn a_public_address_without_a_token_is_refused() {
+    let ws = Ws::new();
+    let out = bounded(ws.command(&["--http", "0.0.0.0:0"]).output())
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--auth-token-env"), "{stderr}");
+}
+
+#[tokio::test]
+async fn stateless_instances_answer_one_client_in_turn() {
+    let ws = Ws::new();
+    let file = ws.ws().join("a.txt");
+    ws.write(&file, "served by either\n");
+    let (_a, url_a) = start_http(&ws, &["--stateless"], &[]).await;
+    let (_b, url_b) = start_http(&ws, &["--stateless"], &[]).await;
+    assert_ne!(url_a, url_b);
+
+    let (status, headers, body) = post(&url_a, &initialize(1), &[]).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        headers.get("mcp-session-id").is_none(),
+        "stateless: no session"
+    );
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) = post(&url_b, &initialized, &[]).await;
+    assert!(status.is_success(), "{status}");
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (status, _, body) = post(&url_a, &list, &[]).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(message(&body)["result"]["tools"].as_array().unwrap().len() > 5);
+
+    let read = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "read_file", "arguments": {"absolute_path": file}}});
+    let (status, _, body) = post(&url_b, &read, &[]).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        message(&body)["result"]["content"][0]["text"],
+        "served by either"
+    );
+
+    let edit = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "edit", "arguments": {"file_path": file, "old_string": "either", "new_string": "one"}}});
+    let (_, _, body) = post(&url_a, &edit, &[]).await;
+    let answer = message(&body);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(answer.to_string().contains("stateless"), "{answer}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "served by either\n"
+    );
+}

@@ -1,0 +1,9 @@
+//! `toolbelt mcp serve` driven by real clients: rmcp's client over stdio and Streamable
+//! HTTP, and raw JSON-RPC lines and HTTP requests for what a well-behaved client never
+//! sends. The Python SDK and the Inspector CLI are in `mcp_serve_interop.rs`.
+
+mod confirm;
+mod http;
+mod stdio;
+mod support;
+mod wire;

@@ -1,0 +1,167 @@
+//! Listing and calling over stdio with rmcp's client; the workspace from the client's
+//! roots.
+
+use std::sync::atomic::Ordering;
+
+use serde_json::json;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn every_tool_is_listed_with_its_title_schema_and_annotations() {
+    let ws = Ws::new();
+    let service = ws.connect(TestClient::new(Answer::CannotAsk), &[]).await;
+    let tools = bounded(service.list_all_tools()).await.unwrap();
+    let get = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("{name} not listed"))
+    };
+    for name in [
+        "read_file",
+        "grep_search",
+        "edit",
+        "run_shell_command",
+        "glob",
+    ] {
+        let tool = get(name);
+        assert_eq!(tool.input_schema.get("type"), Some(&json!("object")));
+        assert!(tool.title.as_deref().is_some_and(|t| !t.is_empty()));
+    }
+    let hints = |name: &str| get(name).annotations.clone().unwrap();
+    let read = hints("read_file");
+    assert_eq!(read.read_only_hint, Some(true));
+    assert_eq!(read.open_world_hint, Some(false));
+    let edit = hints("edit");
+    assert_eq!(edit.read_only_hint, Some(false));
+    assert_eq!(edit.destructive_hint, Some(true));
+    assert_eq!(edit.idempotent_hint, Some(false));
+    assert_eq!(hints("run_shell_command").destructive_hint, Some(true));
+    assert_eq!(hints("write_file").idempotent_hint, Some(true));
+    assert_eq!(hints("web_fetch").open_world_hint, Some(true));
+    assert_eq!(hints("grep_search").open_world_hint, Some(false));
+    assert_eq!(get("read_file").title.as_deref(), Some("ReadFile"));
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn reads_searches_and_errors_come_back_as_the_model_would_see_them() {
+    let ws = Ws::new();
+    let file = ws.ws().join("notes.txt");
+    ws.write(&file, "alpha\nneedle in a haystack\nomega\n");
+    let service = ws.connect(TestClient::new(Answer::CannotAsk), &[]).await;
+
+    let read = call(&service, "read_file", json!({"absolute_path": file})).await;
+    assert!(!is_error(&read), "{}", text(&read));
+    assert!(text(&read).contains("needle in a haystack"));
+
+    let grep = call(&service, "grep_search", json!({"pattern": "needle"})).await;
+    assert!(!is_error(&grep));
+    assert!(text(&grep).contains("notes.txt"), "{}", text(&grep));
+    assert!(text(&grep).contains("2:"), "{}", text(&grep));
+
+    let outside = call(
+        &service,
+        "read_file",
+        json!({"absolute_path": "/etc/hostname"}),
+    )
+    .await;
+    assert!(is_error(&outside));
+    assert!(
+        text(&outside).contains("outside the workspace"),
+        "{}",
+        text(&outside)
+    );
+
+    let unknown = call(&service, "read_fil", json!({})).await;
+    assert!(is_error(&unknown));
+    assert!(text(&unknown).contains("read_file"), "{}", text(&unknown));
+
+    let invalid = call(&service, "read_file", json!({"absolute_path": 7})).await;
+    assert!(is_error(&invalid));
+    assert!(
+        text(&invalid).contains("absolute_path"),
+        "{}",
+        text(&invalid)
+    );
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_without_elicitation_is_told_how_to_allow_the_call() {
+    let ws = Ws::new();
+    let file = ws.ws().join("a.txt");
+    ws.write(&file, "hello\n");
+    let service = ws.connect(TestClient::new(Answer::CannotAsk), &[]).await;
+    let edit = call(
+        &service,
+        "edit",
+        json!({"file_path": file, "old_string": "hello", "new_string": "bye"}),
+    )
+    .await;
+    assert!(is_error(&edit));
+    let message = text(&edit);
+    assert!(message.contains("offers no elicitation"), "{message}");
+    assert!(message.contains("--approval-mode auto-edit"), "{message}");
+    assert!(message.contains("--allowed-tools edit"), "{message}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello\n");
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn allowed_tools_run_unasked_and_the_diff_comes_in_meta() {
+    let ws = Ws::new();
+    let file = ws.ws().join("a.txt");
+    ws.write(&file, "hello\n");
+    let service = ws
+        .connect(
+            TestClient::new(Answer::CannotAsk),
+            &["--allowed-tools", "edit"],
+        )
+        .await;
+    let edit = call(
+        &service,
+        "edit",
+        json!({"file_path": file, "old_string": "hello", "new_string": "bye"}),
+    )
+    .await;
+    assert!(!is_error(&edit), "{}", text(&edit));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "bye\n");
+    let display = &edit.meta.as_ref().unwrap().0["toolbelt/display"];
+    assert_eq!(display["type"], "file_diff");
+    assert!(
+        display["diff"].as_str().unwrap().contains("+bye"),
+        "{display}"
+    );
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_clients_roots_are_the_workspace_and_follow_its_changes() {
+    let ws = Ws::new();
+    let in_other = ws.other().join("b.txt");
+    ws.write(&in_other, "from the root\n");
+    let in_ws = ws.ws().join("a.txt");
+    ws.write(&in_ws, "from the server's directory\n");
+    let client = TestClient::new(Answer::CannotAsk).with_roots(vec![ws.other()]);
+    let roots = client.roots.clone().unwrap();
+    let seen = client.seen.clone();
+    let service = ws.connect(client, &[]).await;
+
+    let read = call(&service, "read_file", json!({"absolute_path": in_other})).await;
+    assert!(!is_error(&read), "{}", text(&read));
+    let outside = call(&service, "read_file", json!({"absolute_path": in_ws})).await;
+    assert!(is_error(&outside), "{}", text(&outside));
+
+    *roots.lock().unwrap() = vec![ws.ws()];
+    let changed = seen.list_changed_arrived.notified();
+    bounded(service.notify_roots_list_changed()).await.unwrap();
+    bounded(changed).await;
+    assert!(seen.list_changed.load(Ordering::SeqCst) >= 1);
+    let read = call(&service, "read_file", json!({"absolute_path": in_ws})).await;
+    assert!(!is_error(&read), "{}", text(&read));
+    let outside = call(&service, "read_file", json!({"absolute_path": in_other})).await;
+    assert!(is_error(&outside), "{}", text(&outside));
+    service.cancel().await.unwrap();
+}

@@ -1,0 +1,238 @@
+//! A temp workspace, the binary as an MCP server, and an rmcp client whose answers
+//! (elicitation, roots) each test chooses.
+
+// Roots and logging are deprecated by rmcp for the 2026-07-28 revision only; the server
+// speaks 2025-11-25 and before, where they are the protocol.
+#![allow(deprecated)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ErrorData, Implementation, ListRootsResult,
+    LoggingMessageNotificationParam, ProgressNotificationParam, Root,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+pub struct Ws {
+    pub dir: tempfile::TempDir,
+}
+
+impl Ws {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["ws", "other", "home", "tbhome"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        Ws { dir }
+    }
+
+    /// The server's working directory (canonical, as the tools report paths).
+    pub fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws").canonicalize().unwrap()
+    }
+
+    /// A second directory, outside the default workspace.
+    pub fn other(&self) -> PathBuf {
+        self.dir.path().join("other").canonicalize().unwrap()
+    }
+
+    pub fn write(&self, path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// `toolbelt mcp serve ARGS` in the workspace with a clean environment.
+    pub fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolbelt"));
+        cmd.arg("mcp")
+            .arg("serve")
+            .args(args)
+            .current_dir(self.ws())
+            .env("HOME", self.dir.path().join("home"))
+            .env("TOOLBELT_HOME", self.dir.path().join("tbhome"))
+            .env(
+                "TOOLBELT_SYSTEM_SETTINGS_PATH",
+                self.dir.path().join("none.json"),
+            )
+            .kill_on_drop(true);
+        cmd
+    }
+
+    /// An rmcp client connected to `toolbelt mcp serve ARGS` over stdio.
+    pub async fn connect(&self, client: TestClient, args: &[&str]) -> Service {
+        let mut cmd = self.command(args);
+        cmd.stderr(Stdio::null());
+        let transport = TokioChildProcess::new(cmd).unwrap();
+        bounded(client.serve(transport)).await.unwrap()
+    }
+}
+
+pub type Service = RunningService<RoleClient, TestClient>;
+
+/// How the client answers `elicitation/create`.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Answer {
+    /// The client declares no elicitation capability.
+    CannotAsk,
+    Accept {
+        always: bool,
+    },
+    Decline,
+}
+
+/// What the server sent the client.
+#[derive(Default)]
+pub struct Seen {
+    pub questions: Mutex<Vec<String>>,
+    pub schemas: Mutex<Vec<Value>>,
+    pub progress: Mutex<Vec<(f64, String)>>,
+    pub progress_arrived: Notify,
+    pub list_changed: AtomicUsize,
+    pub list_changed_arrived: Notify,
+    pub logs: Mutex<Vec<String>>,
+}
+
+#[derive(Clone)]
+pub struct TestClient {
+    pub answer: Answer,
+    /// `Some`: the client offers these roots.
+    pub roots: Option<Arc<Mutex<Vec<PathBuf>>>>,
+    pub seen: Arc<Seen>,
+}
+
+impl TestClient {
+    pub fn new(answer: Answer) -> Self {
+        TestClient {
+            answer,
+            roots: None,
+            seen: Arc::default(),
+        }
+    }
+
+    pub fn with_roots(mut self, roots: Vec<PathBuf>) -> Self {
+        self.roots = Some(Arc::new(Mutex::new(roots)));
+        self
+    }
+
+    pub fn questions(&self) -> Vec<String> {
+        self.seen.questions.lock().unwrap().clone()
+    }
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        let mut caps = serde_json::Map::new();
+        if self.answer != Answer::CannotAsk {
+            caps.insert("elicitation".into(), json!({}));
+        }
+        if self.roots.is_some() {
+            caps.insert("roots".into(), json!({"listChanged": true}));
+        }
+        let caps: ClientCapabilities = serde_json::from_value(Value::Object(caps)).unwrap();
+        ClientConfig::new(caps, Implementation::new("toolbelt-test-client", "1.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        {
+            self.seen.questions.lock().unwrap().push(message);
+            self.seen
+                .schemas
+                .lock()
+                .unwrap()
+                .push(serde_json::to_value(requested_schema).unwrap());
+        }
+        Ok(match self.answer {
+            Answer::Accept { always } => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({ "always": always })),
+            _ => ElicitResult::new(ElicitationAction::Decline),
+        })
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let roots = match &self.roots {
+            Some(roots) => roots.lock().unwrap().clone(),
+            None => Vec::new(),
+        };
+        Ok(ListRootsResult::new(
+            roots
+                .iter()
+                .map(|p| Root::new(format!("file://{}", p.display())))
+                .collect(),
+        ))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.seen
+            .progress
+            .lock()
+            .unwrap()
+            .push((params.progress, params.message.unwrap_or_default()));
+        self.seen.progress_arrived.notify_waiters();
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.seen.list_changed.fetch_add(1, Ordering::SeqCst);
+        self.seen.list_changed_arrived.notify_waiters();
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.seen.logs.lock().unwrap().push(params.data.to_string());
+    }
+}
+
+/// Calls `name` with `args`; a JSON-RPC error fails the test.
+pub async fn call(service: &Service, name: &str, args: Value) -> CallToolResult {
+    let params = CallToolRequestParams::new(name.to_string())
+        .with_arguments(args.as_object().cloned().unwrap_or_default());
+    bounded(service.call_tool(params)).await.unwrap()
+}
+
+/// The text parts of a result, joined.
+pub fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn is_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+}
+
+/// Waits for `future`, bounded so a hang fails the test.
+pub async fn bounded<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(30), future)
+        .await
+        .expect("timed out after 30 s")
+}
