@@ -129,8 +129,16 @@ impl Workspace {
     /// A command in the workspace with the isolating environment, stdin closed, output
     /// piped, killed if the test lets go of it.
     fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Command {
+        self.command_in(program, &self.ws())
+    }
+
+    fn command_in(
+        &self,
+        program: impl AsRef<std::ffi::OsStr>,
+        dir: &Path,
+    ) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(program);
-        cmd.current_dir(self.ws())
+        cmd.current_dir(dir)
             .env_remove("TOOLBELT_LOG")
             .env_remove("OPENAI_API_KEY")
             .env_remove("OPENAI_BASE_URL")
@@ -199,8 +207,8 @@ impl PythonRun {
     }
 }
 
-/// Runs the Python client with `steps` against a server it reaches through `target`
-/// (`--stdio CMD...` or `--url URL`, last on its command line).
+/// Runs the Python client in the workspace with `steps` against a server it reaches
+/// through `target` (`--stdio CMD...` or `--url URL`, last on its command line).
 async fn python_client(
     ws: &Workspace,
     python: &Path,
@@ -208,7 +216,19 @@ async fn python_client(
     client_flags: &[&str],
     target: &[&str],
 ) -> PythonRun {
-    let mut cmd = ws.command(python);
+    python_client_in(ws, &ws.ws(), python, steps, client_flags, target).await
+}
+
+/// [`python_client`] in `dir` (a stdio server starts there too).
+async fn python_client_in(
+    ws: &Workspace,
+    dir: &Path,
+    python: &Path,
+    steps: &Value,
+    client_flags: &[&str],
+    target: &[&str],
+) -> PythonRun {
+    let mut cmd = ws.command_in(python, dir);
     cmd.arg(client_script())
         .args(["--steps", &steps.to_string()])
         .args(client_flags)
@@ -402,6 +422,40 @@ async fn python_client_without_elicitation_is_refused_with_how_to_allow_the_call
     let (is_error, text, _) = run.call(1);
     assert!(!is_error, "read_file failed: {text}");
     assert!(text.contains("needle in the haystack"), "{text}");
+}
+
+#[tokio::test]
+async fn python_client_roots_are_the_workspace_not_the_servers_directory() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    let ws = Workspace::new();
+    ws.write("notes.txt", NOTES);
+    // The server starts in another directory that has a match of its own; the client's
+    // one root is the workspace.
+    let elsewhere = ws.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("decoy.txt"), "needle in the decoy\n").unwrap();
+    let steps = json!([
+        {"op": "call", "name": "grep_search", "arguments": {"pattern": "needle"}},
+    ]);
+    let root = ws.ws().to_string_lossy().into_owned();
+    let run = python_client_in(
+        &ws,
+        &elsewhere,
+        &python,
+        &steps,
+        &["--root", &root],
+        &["--stdio", toolbelt(), "mcp", "serve"],
+    )
+    .await;
+    let (is_error, text, _) = run.call(0);
+    assert!(!is_error, "grep_search failed: {text}\n{}", run.stderr);
+    assert!(text.contains("needle in the haystack"), "{text}");
+    assert!(
+        !text.contains("decoy"),
+        "searched the server's directory: {text}"
+    );
 }
 
 /// `toolbelt mcp serve --http 127.0.0.1:0` in the workspace, and its URL once it listens.
