@@ -314,8 +314,12 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
          "arguments": edit_args(&ws, "accepted.txt", "status = old", "status = new")},
         {"op": "call", "name": "edit", "answer": "decline",
          "arguments": edit_args(&ws, "declined.txt", "status = old", "status = new")},
+        // `tee` writes a file, so the command needs confirmation (a plain `echo` is on
+        // toolbelt's read-only list and would run without asking).
         {"op": "call", "name": "run_shell_command", "answer": "accept",
-         "arguments": {"command": "echo interop-$((6 * 7))"}},
+         "arguments": {"command": "echo interop-$((6 * 7)) | tee shell-ran.txt"}},
+        {"op": "call", "name": "run_shell_command", "answer": "decline",
+         "arguments": {"command": "echo hi"}},
     ]);
     let run = python_client(
         &ws,
@@ -382,6 +386,13 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
     assert_confirmation_form(&elicitations, "run_shell_command");
     assert!(!is_error, "the shell command failed: {text}");
     assert!(text.contains("interop-42"), "{text}");
+    assert_eq!(ws.read("shell-ran.txt"), "interop-42\n");
+
+    // A read-only command never asks (the client would have declined).
+    let (is_error, text, elicitations) = run.call(6);
+    assert!(elicitations.is_empty(), "`echo hi` asked: {elicitations:?}");
+    assert!(!is_error, "`echo hi` failed: {text}");
+    assert!(text.contains("hi"), "{text}");
 }
 
 #[tokio::test]
@@ -648,8 +659,9 @@ async fn inspector_cli_lists_tools_and_calls_read_grep_edit_and_shell() {
 
     let text = call(
         "run_shell_command",
-        json!({"command": "echo interop-$((6 * 7))"}),
+        json!({"command": "echo interop-$((6 * 7)) | tee shell-ran.txt"}),
     )
     .await;
     assert!(text.contains("interop-42"), "{text}");
+    assert_eq!(ws.read("shell-ran.txt"), "interop-42\n");
 }
