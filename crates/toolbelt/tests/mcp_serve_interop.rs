@@ -306,6 +306,7 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
     ws.write("notes.txt", NOTES);
     ws.write("accepted.txt", "status = old\n");
     ws.write("declined.txt", "status = old\n");
+    ws.write("always.txt", "one = old\ntwo = old\n");
     let steps = json!([
         {"op": "list"},
         {"op": "call", "name": "read_file", "arguments": {"absolute_path": ws.path("notes.txt")}},
@@ -320,6 +321,14 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
          "arguments": {"command": "echo interop-$((6 * 7)) | tee shell-ran.txt"}},
         {"op": "call", "name": "run_shell_command", "answer": "decline",
          "arguments": {"command": "echo hi"}},
+        {"op": "call", "name": "edit", "answer": "cancel",
+         "arguments": edit_args(&ws, "declined.txt", "status = old", "status = new")},
+        // "always" allows the tool for the rest of the connection: the next edit does not
+        // ask (the client would have declined).
+        {"op": "call", "name": "edit", "answer": "accept-always",
+         "arguments": edit_args(&ws, "always.txt", "one = old", "one = new")},
+        {"op": "call", "name": "edit", "answer": "decline",
+         "arguments": edit_args(&ws, "always.txt", "two = old", "two = new")},
     ]);
     let run = python_client(
         &ws,
@@ -375,7 +384,7 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
     let (is_error, text, elicitations) = run.call(4);
     assert_confirmation_form(&elicitations, "edit (declined)");
     assert!(is_error, "a declined edit must be an error result: {text}");
-    assert!(!text.trim().is_empty(), "the declined edit says nothing");
+    assert!(text.contains("did not allow"), "{text}");
     assert_eq!(
         ws.read("declined.txt"),
         "status = old\n",
@@ -393,6 +402,26 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
     assert!(elicitations.is_empty(), "`echo hi` asked: {elicitations:?}");
     assert!(!is_error, "`echo hi` failed: {text}");
     assert!(text.contains("hi"), "{text}");
+
+    let (is_error, text, elicitations) = run.call(7);
+    assert_confirmation_form(&elicitations, "edit (cancelled)");
+    assert!(is_error, "a cancelled edit must be an error result: {text}");
+    assert_eq!(
+        ws.read("declined.txt"),
+        "status = old\n",
+        "cancelled, yet changed"
+    );
+
+    let (is_error, text, elicitations) = run.call(8);
+    assert_confirmation_form(&elicitations, "edit (always)");
+    assert!(!is_error, "the edit accepted with always failed: {text}");
+    let (is_error, text, elicitations) = run.call(9);
+    assert!(
+        elicitations.is_empty(),
+        "asked again after always: {elicitations:?}"
+    );
+    assert!(!is_error, "the second edit failed: {text}");
+    assert_eq!(ws.read("always.txt"), "one = new\ntwo = new\n");
 }
 
 #[tokio::test]
@@ -433,6 +462,26 @@ async fn python_client_without_elicitation_is_refused_with_how_to_allow_the_call
     let (is_error, text, _) = run.call(1);
     assert!(!is_error, "read_file failed: {text}");
     assert!(text.contains("needle in the haystack"), "{text}");
+
+    // What the refusal advises works for the same client.
+    let run = python_client(
+        &ws,
+        &python,
+        &steps,
+        &["--elicitation", "none"],
+        &[
+            "--stdio",
+            toolbelt(),
+            "mcp",
+            "serve",
+            "--approval-mode",
+            "auto-edit",
+        ],
+    )
+    .await;
+    let (is_error, text, _) = run.call(0);
+    assert!(!is_error, "the edit failed in auto-edit mode: {text}");
+    assert_eq!(ws.read("target.txt"), "status = new\n");
 }
 
 #[tokio::test]
