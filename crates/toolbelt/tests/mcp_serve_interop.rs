@@ -485,7 +485,7 @@ async fn python_client_without_elicitation_is_refused_with_how_to_allow_the_call
 }
 
 #[tokio::test]
-async fn python_client_roots_are_the_workspace_not_the_servers_directory() {
+async fn python_high_level_client_roots_are_the_workspace_not_the_servers_directory() {
     let Some(python) = available("the MCP Python SDK", python()) else {
         return;
     };
@@ -505,10 +505,13 @@ async fn python_client_roots_are_the_workspace_not_the_servers_directory() {
         &elsewhere,
         &python,
         &steps,
-        &["--root", &root],
+        // The SDK's high-level `Client`, which probes `server/discover` before the
+        // initialize handshake.
+        &["--root", &root, "--connect", "auto"],
         &["--stdio", toolbelt(), "mcp", "serve"],
     )
     .await;
+    assert_eq!(run.out["serverInfo"]["name"], "toolbelt", "{}", run.out);
     let (is_error, text, _) = run.call(0);
     assert!(!is_error, "grep_search failed: {text}\n{}", run.stderr);
     assert!(text.contains("needle in the haystack"), "{text}");
