@@ -605,12 +605,13 @@ async fn python_client_over_streamable_http_lists_reads_and_edits() {
 }
 
 /// The Inspector CLI against `toolbelt mcp serve <server_args>` over stdio: `--format json`
-/// output parsed, exit code checked.
+/// output parsed, exit code checked (0; 5 is its code for an `isError` tool result).
 async fn inspector_cli(
     ws: &Workspace,
     (node, launcher): &(PathBuf, PathBuf),
     method_args: &[&str],
     server_args: &[&str],
+    expected_code: i32,
 ) -> Value {
     let mut cmd = ws.command(node);
     cmd.arg(launcher)
@@ -627,8 +628,8 @@ async fn inspector_cli(
     let run = finish(&mut cmd, "the MCP Inspector CLI").await;
     assert_eq!(
         run.code,
-        Some(0),
-        "the Inspector failed ({method_args:?})\nstdout:\n{}\nstderr:\n{}",
+        Some(expected_code),
+        "the Inspector's exit code ({method_args:?})\nstdout:\n{}\nstderr:\n{}",
         run.stdout,
         run.stderr
     );
@@ -640,10 +641,10 @@ async fn inspector_cli(
     })
 }
 
-/// The text of a tools/call result the Inspector printed, after checking it succeeded.
-fn inspector_text(out: &Value, what: &str) -> String {
+/// The text of a tools/call result the Inspector printed, after checking its `isError`.
+fn inspector_text(out: &Value, is_error: bool, what: &str) -> String {
     let result = &out["result"];
-    assert_eq!(result["isError"], false, "{what}: {out}");
+    assert_eq!(result["isError"], is_error, "{what}: {out}");
     result["content"]
         .as_array()
         .unwrap_or_else(|| panic!("{what}: no content in {out}"))
@@ -662,7 +663,7 @@ async fn inspector_cli_lists_tools_and_calls_read_grep_edit_and_shell() {
     ws.write("notes.txt", NOTES);
     ws.write("target.txt", "status = old\n");
 
-    let out = inspector_cli(&ws, &inspector, &["--method", "tools/list"], &[]).await;
+    let out = inspector_cli(&ws, &inspector, &["--method", "tools/list"], &[], 0).await;
     let tools = out["result"]["tools"]
         .as_array()
         .cloned()
@@ -689,9 +690,10 @@ async fn inspector_cli_lists_tools_and_calls_read_grep_edit_and_shell() {
                     &args,
                 ],
                 &["--approval-mode", "yolo"],
+                0,
             )
             .await;
-            inspector_text(&out, name)
+            inspector_text(&out, false, name)
         }
     };
 
@@ -716,4 +718,36 @@ async fn inspector_cli_lists_tools_and_calls_read_grep_edit_and_shell() {
     .await;
     assert!(text.contains("interop-42"), "{text}");
     assert_eq!(ws.read("shell-ran.txt"), "interop-42\n");
+}
+
+#[tokio::test]
+async fn inspector_cli_without_yolo_is_refused_and_the_file_is_unchanged() {
+    let Some(inspector) = available("the MCP Inspector (Node 22)", inspector()) else {
+        return;
+    };
+    let ws = Workspace::new();
+    ws.write("target.txt", "status = old\n");
+    let args = edit_args(&ws, "target.txt", "status = old", "status = new").to_string();
+    let out = inspector_cli(
+        &ws,
+        &inspector,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "edit",
+            "--tool-args-json",
+            &args,
+        ],
+        &[],
+        5,
+    )
+    .await;
+    let text = inspector_text(&out, true, "edit without elicitation");
+    assert!(text.contains("--approval-mode"), "{text}");
+    assert_eq!(
+        ws.read("target.txt"),
+        "status = old\n",
+        "refused, yet changed"
+    );
 }
