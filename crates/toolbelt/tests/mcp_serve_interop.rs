@@ -608,23 +608,39 @@ async fn python_client_over_streamable_http_lists_reads_and_edits() {
 /// output parsed, exit code checked (0; 5 is its code for an `isError` tool result).
 async fn inspector_cli(
     ws: &Workspace,
-    (node, launcher): &(PathBuf, PathBuf),
+    inspector: &(PathBuf, PathBuf),
     method_args: &[&str],
     server_args: &[&str],
+    expected_code: i32,
+) -> Value {
+    let mut target = vec!["--cwd".to_string(), ws.ws().to_string_lossy().into_owned()];
+    // The Inspector starts a stdio server with a minimal environment: pass what isolates
+    // toolbelt explicitly (its -e flags go before the server command too).
+    for (key, value) in ws.env() {
+        target.extend(["-e".to_string(), format!("{key}={value}")]);
+    }
+    let server = [toolbelt(), "mcp", "serve"]
+        .into_iter()
+        .chain(server_args.iter().copied());
+    target.extend(server.map(str::to_string));
+    inspector_cli_at(ws, inspector, method_args, &target, expected_code).await
+}
+
+/// The Inspector CLI with `method_args` against `target` (its last arguments: a server
+/// command line or a URL).
+async fn inspector_cli_at(
+    ws: &Workspace,
+    (node, launcher): &(PathBuf, PathBuf),
+    method_args: &[&str],
+    target: &[String],
     expected_code: i32,
 ) -> Value {
     let mut cmd = ws.command(node);
     cmd.arg(launcher)
         .arg("--cli")
         .args(["--format", "json"])
-        .args(["--cwd", &ws.ws().to_string_lossy()])
-        .args(method_args);
-    // The Inspector starts a stdio server with a minimal environment: pass what isolates
-    // toolbelt explicitly (its -e flags go before the server command too).
-    for (key, value) in ws.env() {
-        cmd.args(["-e", &format!("{key}={value}")]);
-    }
-    cmd.arg(toolbelt()).args(["mcp", "serve"]).args(server_args);
+        .args(method_args)
+        .args(target);
     let run = finish(&mut cmd, "the MCP Inspector CLI").await;
     assert_eq!(
         run.code,
@@ -750,4 +766,43 @@ async fn inspector_cli_without_yolo_is_refused_and_the_file_is_unchanged() {
         "status = old\n",
         "refused, yet changed"
     );
+}
+
+#[tokio::test]
+async fn inspector_cli_over_streamable_http_lists_tools_and_reads_a_file() {
+    let Some(inspector) = available("the MCP Inspector (Node 22)", inspector()) else {
+        return;
+    };
+    let ws = Workspace::new();
+    ws.write("notes.txt", NOTES);
+    let server = HttpServer::start(&ws).await;
+    let url = [server.url.clone()];
+    let listed = inspector_cli_at(&ws, &inspector, &["--method", "tools/list"], &url, 0).await;
+    let args = json!({"absolute_path": ws.path("notes.txt")}).to_string();
+    let read = inspector_cli_at(
+        &ws,
+        &inspector,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "read_file",
+            "--tool-args-json",
+            &args,
+        ],
+        &url,
+        0,
+    )
+    .await;
+    let server_stderr = server.stop().await;
+
+    let tools = listed["result"]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_else(|| panic!("no tools in {listed}\nserver stderr:\n{server_stderr}"));
+    for name in ["read_file", "grep_search", "edit", "run_shell_command"] {
+        tool(&tools, name);
+    }
+    let text = inspector_text(&read, false, "read_file over HTTP");
+    assert!(text.contains("needle in the haystack"), "{text}");
 }
