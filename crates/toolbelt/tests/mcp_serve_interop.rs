@@ -1,14 +1,20 @@
-//! `toolbelt mcp serve` with real third-party MCP clients: the official Python SDK (`mcp`,
-//! driven by `tests/fixtures/mcp_clients/python_client.py`) over stdio and Streamable
-//! HTTP, with an elicitation callback that accepts, one that declines and none at all;
-//! and the MCP Inspector CLI (`@modelcontextprotocol/inspector --cli`, which has no
-//! elicitation, so its server runs in yolo mode). `scripts/setup.sh` installs both into
-//! `.cache/`; where one is missing its tests say so and pass, except under `CI`, where they
-//! fail.
+//! `toolbelt mcp serve` with real third-party MCP clients:
 //!
-//! Each test runs the real binary in a temp workspace with HOME and TOOLBELT_HOME inside
-//! the temp dir, and asserts on what the client saw (the JSON the Python client prints,
-//! the Inspector's `--format json` result) and on the files on disk.
+//! - the official Python SDK (`mcp`, driven by `tests/fixtures/mcp_clients/python_client.py`):
+//!   `ClientSession` over stdio with an elicitation callback that accepts, declines,
+//!   cancels or accepts "always", and without elicitation (the refusal, then its advice
+//!   followed); over Streamable HTTP (`--http 127.0.0.1:0`); and the high-level
+//!   `mcp.Client` (which probes `server/discover` first) offering the workspace as its root;
+//! - the MCP Inspector CLI (`@modelcontextprotocol/inspector --cli`), which has no
+//!   elicitation: over stdio in yolo mode it calls read_file, grep_search, edit and
+//!   run_shell_command; in default mode its edit is refused; over Streamable HTTP it lists
+//!   and reads.
+//!
+//! `scripts/setup.sh` installs both into `.cache/`; where one is missing its tests say so
+//! and pass, except under `CI`, where they fail. Each test runs the real binary in a temp
+//! workspace with HOME and TOOLBELT_HOME inside the temp dir, and asserts on what the
+//! client saw (the JSON the Python client prints, the Inspector's `--format json` result)
+//! and on the files on disk.
 
 // Test helpers outside #[test] functions may unwrap: a failure there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
