@@ -3,7 +3,8 @@
 //! - the official Python SDK (`mcp`, driven by `tests/fixtures/mcp_clients/python_client.py`):
 //!   `ClientSession` over stdio with an elicitation callback that accepts, declines,
 //!   cancels or accepts "always", and without elicitation (the refusal, then its advice
-//!   followed); over Streamable HTTP (`--http 127.0.0.1:0`); and the high-level
+//!   followed); over Streamable HTTP (`--http 127.0.0.1:0`, with sessions and
+//!   `--stateless`, which cannot ask and says so); and the high-level
 //!   `mcp.Client` (which probes `server/discover` first) offering the workspace as its root;
 //! - the MCP Inspector CLI (`@modelcontextprotocol/inspector --cli`), which has no
 //!   elicitation: over stdio in yolo mode it calls read_file, grep_search, edit and
@@ -538,9 +539,14 @@ const LISTENING: &str = "toolbelt: MCP over Streamable HTTP at ";
 
 impl HttpServer {
     async fn start(ws: &Workspace) -> HttpServer {
+        HttpServer::start_with(ws, &[]).await
+    }
+
+    async fn start_with(ws: &Workspace, flags: &[&str]) -> HttpServer {
         let mut child = ws
             .command(toolbelt())
             .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+            .args(flags)
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
@@ -608,6 +614,44 @@ async fn python_client_over_streamable_http_lists_reads_and_edits() {
     assert_confirmation_form(&elicitations, "edit over HTTP");
     assert!(!is_error, "the accepted edit failed: {text}\n{context}");
     assert_eq!(ws.read("target.txt"), "status = new\n", "{context}");
+}
+
+#[tokio::test]
+async fn python_client_over_stateless_http_reads_and_is_told_why_an_edit_cannot_be_confirmed() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    let ws = Workspace::new();
+    ws.write("notes.txt", NOTES);
+    ws.write("target.txt", "status = old\n");
+    let server = HttpServer::start_with(&ws, &["--stateless"]).await;
+    let steps = json!([
+        {"op": "call", "name": "read_file", "arguments": {"absolute_path": ws.path("notes.txt")}},
+        // The client could confirm, but a stateless server cannot ask.
+        {"op": "call", "name": "edit", "answer": "accept",
+         "arguments": edit_args(&ws, "target.txt", "status = old", "status = new")},
+    ]);
+    let url = server.url.clone();
+    let run = python_client(&ws, &python, &steps, &[], &["--url", &url]).await;
+    let server_stderr = server.stop().await;
+    let context = format!("server stderr:\n{server_stderr}");
+
+    let (is_error, text, _) = run.call(0);
+    assert!(!is_error, "read_file failed: {text}\n{context}");
+    assert!(text.contains("needle in the haystack"), "{text}");
+    let (is_error, text, elicitations) = run.call(1);
+    assert!(
+        elicitations.is_empty(),
+        "a stateless server asked: {elicitations:?}"
+    );
+    assert!(is_error, "the edit ran unconfirmed: {text}\n{context}");
+    assert!(text.contains("stateless"), "{text}");
+    assert!(text.contains("--approval-mode"), "{text}");
+    assert_eq!(
+        ws.read("target.txt"),
+        "status = old\n",
+        "refused, yet changed"
+    );
 }
 
 /// The Inspector CLI against `toolbelt mcp serve <server_args>` over stdio: `--format json`
