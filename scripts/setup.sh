@@ -25,6 +25,57 @@ if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
 else
     missing "node/npm not found (the MCP interop test needs them)"
 fi
+
+# Real MCP clients for the interoperability tests of `toolbelt mcp serve`
+# (crates/toolbelt/tests/mcp_serve_interop.rs). Each is installed once and again only when
+# its pin changes (a stamp file records what was installed). The two installs run side by
+# side (about 25 s each from scratch); under CI a failure in either fails the script.
+#
+# The official Python SDK, pinned with what it pulls in, in a virtualenv.
+install_python_sdk() {
+    local dir=.cache/python
+    local requirements=crates/toolbelt/tests/fixtures/mcp_clients/requirements.txt
+    cmp -s "$requirements" "$dir/installed-requirements.txt" 2>/dev/null && return 0
+    if ! command -v python3 >/dev/null 2>&1; then
+        missing "python3 not found (the MCP Python client tests need it)"
+        return 0
+    fi
+    rm -rf "$dir"
+    if python3 -m venv "$dir" >/dev/null 2>&1 \
+        && "$dir/bin/pip" install --quiet --disable-pip-version-check --no-input \
+            -r "$requirements" >/dev/null 2>&1; then
+        cp "$requirements" "$dir/installed-requirements.txt"
+    else
+        missing "could not install the MCP Python SDK into $dir (python3 -m venv, pip install -r $requirements)"
+    fi
+}
+# The MCP Inspector CLI, which needs Node 22 (>= 22.19 for 2.x). The npm package `node`
+# ships a Node binary as a platform package from the npm registry, so Node 22 comes from
+# there too, whatever node is on PATH.
+install_inspector() {
+    local dir=.cache/node22
+    local packages="node@22.23.3 @modelcontextprotocol/inspector@2.12.0"
+    [ "$(cat "$dir/installed" 2>/dev/null)" = "$packages" ] && return 0
+    if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+        missing "node/npm not found (the MCP Inspector tests need them)"
+        return 0
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086 # two package specs
+    if npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $packages >/dev/null 2>&1 \
+        && "$dir/node_modules/.bin/node" --version >/dev/null 2>&1; then
+        echo "$packages" >"$dir/installed"
+    else
+        missing "could not install $packages into $dir (the MCP Inspector tests need them)"
+    fi
+}
+install_python_sdk &
+python_sdk=$!
+install_inspector &
+inspector=$!
+wait "$python_sdk" || exit 1
+wait "$inspector" || exit 1
 # `script` (util-linux) gives the terminal tests a pty.
 command -v script >/dev/null 2>&1 || missing "\`script\` (util-linux) not found (the terminal prompt test needs it)"
 exit 0
