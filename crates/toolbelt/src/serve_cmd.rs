@@ -180,7 +180,6 @@ impl ServeWorkspaces {
             _ => (&self.cwd, &[][..]),
         };
         let mut session = Session::load_in(&self.global, primary, more).map_err(|e| e.0)?;
-        let warnings_before = session.registry.warnings().len();
         session
             .load_extensions_with(&self.global, false)
             .await
@@ -200,10 +199,12 @@ impl ServeWorkspaces {
             &session.env.settings,
         )?;
         session.apply_when(mode);
-        let warnings = session.registry.warnings()
-            [warnings_before.min(session.registry.warnings().len())..]
-            .to_vec();
-        let Session { env, registry, .. } = session;
+        let Session {
+            env,
+            registry,
+            warnings,
+            ..
+        } = session;
         Ok(Toolset {
             env,
             registry,

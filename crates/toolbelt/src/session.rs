@@ -24,6 +24,9 @@ pub struct Session {
     pub rules: PermissionRules,
     /// `--context KEY=JSON` pairs, over the session's own when-clause keys.
     context_overrides: Map<String, Value>,
+    /// Every warning of the assembly (untrusted settings, discovery, manifests,
+    /// registry), also printed on stderr: `toolbelt mcp serve` sends them to its client.
+    pub warnings: Vec<String>,
 }
 
 /// Why a session could not be assembled: always the person's configuration.
@@ -53,8 +56,10 @@ impl Session {
         }
         let settings = Settings::load(&paths).map_err(|e| SetupError(e.to_string()))?;
         let context_overrides = parse_context_pairs(&global.context)?;
+        let mut warnings = Vec::new();
         if let Some(untrusted) = &settings.untrusted_workspace {
             eprintln!("toolbelt: warning: {}", untrusted.warning());
+            warnings.push(untrusted.warning());
         }
         let mut dirs: Vec<PathBuf> = vec![cwd.clone()];
         dirs.extend(more_dirs.iter().cloned());
@@ -87,6 +92,7 @@ impl Session {
         registry.apply_settings(&env.settings);
         for warning in registry.warnings() {
             tracing::warn!("{warning}");
+            warnings.push(warning.clone());
         }
         let mut session = Session {
             env,
@@ -94,6 +100,7 @@ impl Session {
             mcp: McpServers::empty(),
             rules,
             context_overrides,
+            warnings,
         };
         session.apply_when(session.settings_mode());
         Ok(session)
@@ -180,6 +187,7 @@ impl Session {
         }
         for warning in &discovery.warnings {
             tracing::warn!("{warning}");
+            self.warnings.push(warning.to_string());
         }
         for tool in discovery.tools {
             self.registry.register(tool, Origin::Discovered);
@@ -193,12 +201,14 @@ impl Session {
         let declared = toolbelt_tools::load_declared(&self.env);
         for warning in toolbelt_tools::register_declared(&mut self.registry, declared) {
             eprintln!("toolbelt: warning: {warning}");
+            self.warnings.push(warning.to_string());
         }
         self.mcp = mcp;
         self.registry.apply_settings(&self.env.settings);
         self.apply_when(self.settings_mode());
         for warning in &self.registry.warnings()[warnings_before..] {
             tracing::warn!("{warning}");
+            self.warnings.push(warning.clone());
         }
         Ok(())
     }

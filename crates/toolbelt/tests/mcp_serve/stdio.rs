@@ -165,3 +165,59 @@ async fn the_clients_roots_are_the_workspace_and_follow_its_changes() {
     assert!(is_error(&outside), "{}", text(&outside));
     service.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn proxied_servers_tools_are_offered_and_their_changes_announced() {
+    let ws = Ws::new();
+    let config = json!({"mcpServers": {"t": {"command": testserver()}}}).to_string();
+    let client = TestClient::new(Answer::CannotAsk);
+    let seen = client.seen.clone();
+    let args = ["--proxy-mcp", "--mcp-config", &config, "--yolo"];
+    let service = ws.connect(client, &args).await;
+    let tools = bounded(service.list_all_tools()).await.unwrap();
+    let echo = tools.iter().find(|t| t.name == "mcp__t__echo").unwrap();
+    assert_eq!(
+        echo.annotations.as_ref().unwrap().open_world_hint,
+        Some(true)
+    );
+    let answer = call(&service, "mcp__t__echo", json!({"message": "through"})).await;
+    assert!(text(&answer).contains("echo: through"), "{}", text(&answer));
+
+    let changed = seen.list_changed_arrived.notified();
+    call(&service, "mcp__t__add_tool", json!({"name": "fresh"})).await;
+    bounded(changed).await;
+    let tools = bounded(service.list_all_tools()).await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "mcp__t__fresh"));
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn without_proxy_mcp_the_configured_servers_stay_out() {
+    let ws = Ws::new();
+    let config = json!({"mcpServers": {"t": {"command": testserver()}}}).to_string();
+    let service = ws
+        .connect(
+            TestClient::new(Answer::CannotAsk),
+            &["--mcp-config", &config],
+        )
+        .await;
+    let tools = bounded(service.list_all_tools()).await.unwrap();
+    assert!(tools.iter().all(|t| !t.name.starts_with("mcp__")));
+    assert!(tools.iter().any(|t| t.name == "read_file"));
+    service.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn setup_warnings_reach_the_client_as_log_messages() {
+    let ws = Ws::new();
+    ws.write(&ws.ws().join(".qwen/tools/broken.json"), "{ not json");
+    let client = TestClient::new(Answer::CannotAsk);
+    let seen = client.seen.clone();
+    let logged = seen.logs_arrived.notified();
+    let service = ws.connect(client, &[]).await;
+    bounded(service.list_all_tools()).await.unwrap();
+    bounded(logged).await;
+    let logs = seen.logs.lock().unwrap().join("\n");
+    assert!(logs.contains("broken.json"), "{logs}");
+    service.cancel().await.unwrap();
+}

@@ -99,6 +99,7 @@ pub struct Seen {
     pub list_changed: AtomicUsize,
     pub list_changed_arrived: Notify,
     pub logs: Mutex<Vec<String>>,
+    pub logs_arrived: Notify,
 }
 
 #[derive(Clone)]
@@ -206,6 +207,7 @@ impl ClientHandler for TestClient {
         _context: NotificationContext<RoleClient>,
     ) {
         self.seen.logs.lock().unwrap().push(params.data.to_string());
+        self.seen.logs_arrived.notify_waiters();
     }
 }
 
@@ -235,4 +237,21 @@ pub async fn bounded<F: std::future::Future>(future: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(30), future)
         .await
         .expect("timed out after 30 s")
+}
+
+/// The `mcp_testserver` example of `toolbelt-mcp`, built by `cargo test --workspace`.
+pub fn testserver() -> String {
+    let path = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("examples")
+        .join("mcp_testserver");
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo test --workspace` (or `cargo build -p toolbelt-mcp --examples`) first",
+        path.display()
+    );
+    path.display().to_string()
 }
