@@ -264,10 +264,11 @@ impl ToolbeltServer {
     /// Sends `message` to the client as `notifications/message` when it wants `level`.
     async fn log(&self, peer: &Peer<RoleServer>, level: LoggingLevel, message: &str) {
         tracing::warn!("{message}");
+        let message = toolbelt_core::redact::redact(message);
         if level_rank(level) >= self.log_level.load(Ordering::SeqCst) {
             let _ = peer
                 .notify_logging_message(
-                    LoggingMessageNotificationParam::new(level, Value::String(message.into()))
+                    LoggingMessageNotificationParam::new(level, Value::String(message))
                         .with_logger("toolbelt"),
                 )
                 .await;

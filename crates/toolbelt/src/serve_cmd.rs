@@ -90,11 +90,17 @@ async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)>
             .await
             .map_err(|e| (EXIT_TOOL_ERROR, e)),
         Some(http) => {
+            let open_to_local_users = http.token.is_none();
             let served = http::serve(http, workspaces, options, stop, |addr: SocketAddr| {
                 eprintln!(
                     "toolbelt: MCP over Streamable HTTP at http://{addr}{}",
                     http::ENDPOINT
                 );
+                if open_to_local_users {
+                    eprintln!(
+                        "toolbelt: note: without --auth-token-env, every process and user of this machine can connect"
+                    );
+                }
             });
             served.await.map_err(|e| (EXIT_USAGE, e.to_string()))
         }
@@ -110,7 +116,11 @@ fn http_options(args: &ServeArgs) -> impl Fn(&str) -> Result<HttpOptions, String
         let token = match &args.auth_token_env {
             None => None,
             Some(name) => match std::env::var(name) {
-                Ok(token) if !token.trim().is_empty() => Some(token.trim().to_string()),
+                Ok(token) if !token.trim().is_empty() => {
+                    // Never in a log line, an error or a message to a client.
+                    toolbelt_core::redact::global().add_secret(token.trim());
+                    Some(token.trim().to_string())
+                }
                 _ => {
                     return Err(format!(
                         "--auth-token-env {name}: the environment variable {name} is not set or empty"

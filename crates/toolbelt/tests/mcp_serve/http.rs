@@ -129,6 +129,9 @@ async fn a_foreign_origin_gets_403_and_a_missing_or_wrong_token_401() {
     )
     .await;
     assert_eq!(status, 403);
+    // DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends its own Host.
+    let (status, _, _) = post(&url, &initialize(1), &[good, ("Host", "evil.example")]).await;
+    assert_eq!(status, 403);
     let (status, headers, _) = post(&url, &initialize(1), &[]).await;
     assert_eq!(status, 401);
     assert_eq!(headers["www-authenticate"], "Bearer");
