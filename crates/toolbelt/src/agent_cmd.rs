@@ -105,15 +105,15 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
     session.load_extensions(global).await.map_err(|e| e.0)?;
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
-    exclude(&mut session.registry, &args.exclude_tools);
+    exclude(&mut session.registry, &args.policy.exclude_tools);
     let mut permissions = Permissions::from_rules(session.rules.clone());
-    for tool in &args.allowed_tools {
+    for tool in &args.policy.allowed_tools {
         permissions.add(RuleList::Allow, tool);
     }
     session.warn_about_rules(permissions.rules());
     let mode = session::approval_mode(
-        args.approval_mode.as_deref(),
-        args.yolo,
+        args.policy.approval_mode.as_deref(),
+        args.policy.yolo,
         &session.env.settings,
     )?;
     session.apply_when(mode);
@@ -157,7 +157,7 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
     .with_tool_source(Arc::new(McpToolSource {
         mcp: mcp.clone(),
         settings: env_settings,
-        excluded: args.exclude_tools.clone(),
+        excluded: args.policy.exclude_tools.clone(),
     }));
     Ok(Prepared {
         agent,

@@ -116,21 +116,8 @@ pub struct AgentArgs {
     /// [env: OPENAI_BASE_URL; default: https://api.openai.com/v1].
     #[arg(long, value_name = "URL")]
     pub openai_base_url: Option<String>,
-    /// What runs without asking [settings: tools.approvalMode; default: default].
-    /// Headless, nothing can be asked: calls that would ask are refused and the model is
-    /// told why.
-    #[arg(long, value_parser = ["plan", "default", "auto-edit", "yolo"])]
-    pub approval_mode: Option<String>,
-    /// Approve every call (`--approval-mode yolo`).
-    #[arg(short = 'y', long)]
-    pub yolo: bool,
-    /// Tools (or rules such as `run_shell_command(git *)`) that run without asking
-    /// (comma-separated or repeated).
-    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
-    pub allowed_tools: Vec<String>,
-    /// Tools the model is not offered (comma-separated or repeated).
-    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
-    pub exclude_tools: Vec<String>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     /// text: the answer on stdout, tool activity on stderr; json: one object at the end;
     /// stream-json: one JSON event per line as it happens.
     #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
@@ -144,6 +131,27 @@ pub struct AgentArgs {
     /// Write the model's turns to this JSONL file, in the replay format.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+}
+
+/// What runs without asking and which tools are offered: the same words for the agent
+/// and the MCP server.
+#[derive(Debug, Clone, Args)]
+pub struct PolicyArgs {
+    /// What runs without asking [settings: tools.approvalMode; default: default]. When
+    /// nobody can be asked (headless, an MCP client without elicitation), calls that
+    /// would ask are refused with the reason and how to allow them.
+    #[arg(long, value_parser = ["plan", "default", "auto-edit", "yolo"])]
+    pub approval_mode: Option<String>,
+    /// Approve every call (`--approval-mode yolo`).
+    #[arg(short = 'y', long)]
+    pub yolo: bool,
+    /// Tools (or rules such as `run_shell_command(git *)`) that run without asking
+    /// (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub allowed_tools: Vec<String>,
+    /// Tools not offered at all (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub exclude_tools: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -210,21 +218,8 @@ pub struct ServeArgs {
     /// Also offer the tools of the configured MCP servers (`mcpServers`, --mcp-config).
     #[arg(long)]
     pub proxy_mcp: bool,
-    /// What runs without asking the client [settings: tools.approvalMode; default:
-    /// default]. Calls that would ask use elicitation, or are refused when the client
-    /// has none.
-    #[arg(long, value_parser = ["plan", "default", "auto-edit", "yolo"])]
-    pub approval_mode: Option<String>,
-    /// Approve every call (`--approval-mode yolo`).
-    #[arg(short = 'y', long)]
-    pub yolo: bool,
-    /// Tools (or rules such as `run_shell_command(git *)`) that run without asking
-    /// (comma-separated or repeated).
-    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
-    pub allowed_tools: Vec<String>,
-    /// Tools not offered (comma-separated or repeated).
-    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
-    pub exclude_tools: Vec<String>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -52,8 +52,8 @@ async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)>
     // at start, not a failed `initialize`.
     let first = Session::load_in(global, &cwd, &[]).map_err(|e| usage(e.0))?;
     session::approval_mode(
-        args.approval_mode.as_deref(),
-        args.yolo,
+        args.policy.approval_mode.as_deref(),
+        args.policy.yolo,
         &first.env.settings,
     )
     .map_err(usage)?;
@@ -198,14 +198,14 @@ impl ServeWorkspaces {
             mcp.register(&mut session.registry);
             session.registry.apply_settings(&session.env.settings);
         }
-        exclude(&mut session.registry, &self.args.exclude_tools);
+        exclude(&mut session.registry, &self.args.policy.exclude_tools);
         let mut permissions = Permissions::from_rules(session.rules.clone());
-        for tool in &self.args.allowed_tools {
+        for tool in &self.args.policy.allowed_tools {
             permissions.add(RuleList::Allow, tool);
         }
         let mode = session::approval_mode(
-            self.args.approval_mode.as_deref(),
-            self.args.yolo,
+            self.args.policy.approval_mode.as_deref(),
+            self.args.policy.yolo,
             &session.env.settings,
         )?;
         session.apply_when(mode);
