@@ -226,14 +226,27 @@ impl ServeWorkspaces {
 }
 
 /// Lists a proxied server's tools again when it announces a change, then tells every
-/// connection.
+/// connection. Announcements are coalesced and taken at most every [`CHANGE_PAUSE`]: a
+/// server that announces in a loop must not make every connection rebuild its tools
+/// (and re-run a discovery command) and flood its client.
 async fn follow_proxied(mcp: Arc<McpServers>, workspaces: Arc<ServeWorkspaces>) {
-    while let Some(alias) = mcp.wait_for_change().await {
+    while let Some(first) = mcp.wait_for_change().await {
+        let mut aliases = vec![first];
+        for alias in mcp.take_changed().await {
+            if !aliases.contains(&alias) {
+                aliases.push(alias);
+            }
+        }
         let mut scratch = ToolRegistry::new();
-        if let Err(why) = mcp.refresh(&alias, &mut scratch).await {
-            tracing::warn!("MCP server \"{alias}\": cannot refresh its tools: {why}");
-            continue;
+        for alias in &aliases {
+            if let Err(why) = mcp.refresh(alias, &mut scratch).await {
+                tracing::warn!("MCP server \"{alias}\": cannot refresh its tools: {why}");
+            }
         }
         workspaces.changes.send_modify(|g| *g += 1);
+        tokio::time::sleep(CHANGE_PAUSE).await;
     }
 }
+
+/// The shortest time between two tool-list changes taken from proxied servers.
+const CHANGE_PAUSE: std::time::Duration = std::time::Duration::from_millis(250);

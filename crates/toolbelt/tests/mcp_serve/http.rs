@@ -148,6 +148,12 @@ async fn a_foreign_origin_gets_403_and_a_missing_or_wrong_token_401() {
     assert_eq!(message(&body)["result"]["serverInfo"]["name"], "toolbelt");
     let session = headers["mcp-session-id"].to_str().unwrap();
     assert!(session.len() >= 32, "a long random session id: {session}");
+
+    // A body above the limit (4 MiB) is refused before it is read whole.
+    let huge = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "read_file", "arguments": {"absolute_path": "x".repeat(5 << 20)}}});
+    let (status, _, _) = post(&url, &huge, &[good, ("Mcp-Session-Id", session)]).await;
+    assert_eq!(status, 413);
 }
 
 #[tokio::test]
