@@ -29,7 +29,11 @@
 //!
 //! File changes of all connections are serialised (one `edit`/`write_file` at a time per
 //! process): two clients editing one file must not lose either change. Reads, searches
-//! and commands run side by side.
+//! and commands run side by side. The cost: the lock covers the whole call, its question
+//! included, so a change waiting for its user's answer holds back the other clients'
+//! changes until it is answered (or the answer times out, see [`approve`]). The edit
+//! tools' own check ("changed after the change was proposed") would catch a lost update
+//! without the lock, but only by failing the later call; the lock makes it succeed.
 
 // Logging and roots are deprecated by rmcp for the 2026-07-28 revision only, which this
 // server does not speak (see `supported_protocol_versions`); for 2025-11-25 and before
