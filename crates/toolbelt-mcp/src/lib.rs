@@ -40,6 +40,11 @@
 //! `ToolRegistry::remove_origin` + `register`. No lock around the registry, and a model
 //! turn never sees the tool set change under it.
 //!
+//! # Serving
+//!
+//! [`serve`] is the other direction: toolbelt's own tools offered to MCP clients
+//! (`toolbelt mcp serve`), over stdio or Streamable HTTP.
+//!
 //! Only this crate knows MCP JSON: everything leaves it as core types.
 
 use std::collections::BTreeMap;
@@ -54,6 +59,7 @@ pub mod config;
 pub mod connection;
 pub mod content;
 pub mod events;
+pub mod serve;
 pub mod sse;
 mod start;
 pub mod tool;

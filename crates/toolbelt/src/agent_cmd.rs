@@ -27,7 +27,7 @@ use crate::agent_output::{self, InitInfo};
 use crate::cli::{
     AgentArgs, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, EXIT_TURN_LIMIT, EXIT_USAGE, GlobalArgs,
 };
-use crate::session::Session;
+use crate::session::{self, Session, exclude};
 
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
@@ -97,16 +97,6 @@ impl ToolSource for McpToolSource {
     }
 }
 
-/// `--exclude-tools`.
-fn exclude(registry: &mut ToolRegistry, excluded: &[String]) {
-    if !excluded.is_empty() {
-        registry.retain(
-            |r| !excluded.iter().any(|e| e.trim() == r.name),
-            "it is excluded by --exclude-tools",
-        );
-    }
-}
-
 async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, String> {
     let prompt = read_prompt(args)?;
     let mut session = Session::load(global).map_err(|e| e.0)?;
@@ -121,7 +111,11 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
         permissions.add(RuleList::Allow, tool);
     }
     session.warn_about_rules(permissions.rules());
-    let mode = approval_mode(args, &session.env.settings)?;
+    let mode = session::approval_mode(
+        args.approval_mode.as_deref(),
+        args.yolo,
+        &session.env.settings,
+    )?;
     session.apply_when(mode);
     let Session {
         env, registry, mcp, ..
@@ -246,27 +240,6 @@ fn read_prompt(args: &AgentArgs) -> Result<String, String> {
 }
 
 /// `--yolo`, `--approval-mode`, settings `tools.approvalMode`, then `default`.
-fn approval_mode(
-    args: &AgentArgs,
-    settings: &toolbelt_core::Settings,
-) -> Result<ApprovalMode, String> {
-    let flag = args.approval_mode.as_deref();
-    if args.yolo {
-        if flag.is_some_and(|m| m != "yolo") {
-            return Err("--yolo and --approval-mode cannot be used together".to_string());
-        }
-        return Ok(ApprovalMode::Yolo);
-    }
-    match flag {
-        Some(m) => m.parse(),
-        None => Ok(settings
-            .tools
-            .approval_mode
-            .map(|m| m.0)
-            .unwrap_or_default()),
-    }
-}
-
 /// The replay script, or a server from flags, environment and settings; perhaps
 /// recorded.
 fn build_model(

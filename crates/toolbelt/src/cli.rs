@@ -186,6 +186,45 @@ pub enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Serve toolbelt's tools to an MCP client, over stdio (default) or Streamable HTTP.
+    /// The workspace is the client's roots when it offers them, else the current
+    /// directory; settings, rules and approval mode are the agent's.
+    Serve(ServeArgs),
+}
+
+/// `toolbelt mcp serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Serve Streamable HTTP at http://ADDR:PORT/mcp instead of stdio (port 0: any free
+    /// port; the URL is printed on stderr). Loopback unless --auth-token-env is given.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub http: Option<String>,
+    /// Serve HTTP without sessions, so any instance can answer any request (behind a
+    /// load balancer). Nothing is asked of the client: no elicitation, no roots.
+    #[arg(long, requires = "http")]
+    pub stateless: bool,
+    /// Require `Authorization: Bearer <token>`, the token read from this environment
+    /// variable. Needed to listen on a non-loopback address.
+    #[arg(long, value_name = "NAME", requires = "http")]
+    pub auth_token_env: Option<String>,
+    /// Also offer the tools of the configured MCP servers (`mcpServers`, --mcp-config).
+    #[arg(long)]
+    pub proxy_mcp: bool,
+    /// What runs without asking the client [settings: tools.approvalMode; default:
+    /// default]. Calls that would ask use elicitation, or are refused when the client
+    /// has none.
+    #[arg(long, value_parser = ["plan", "default", "auto-edit", "yolo"])]
+    pub approval_mode: Option<String>,
+    /// Approve every call (`--approval-mode yolo`).
+    #[arg(short = 'y', long)]
+    pub yolo: bool,
+    /// Tools (or rules such as `run_shell_command(git *)`) that run without asking
+    /// (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub allowed_tools: Vec<String>,
+    /// Tools not offered (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub exclude_tools: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -15,6 +15,7 @@ mod agent_output;
 mod cli;
 mod ending;
 mod mcp_cmd;
+mod serve_cmd;
 mod session;
 mod tools_cmd;
 mod trust_cmd;

@@ -11,6 +11,10 @@ use crate::cli::{EXIT_OK, EXIT_USAGE, GlobalArgs, McpCommand};
 use crate::session::{Session, connect_mcp};
 
 pub async fn run(global: &GlobalArgs, command: McpCommand) -> u8 {
+    let json = match command {
+        McpCommand::List { json } => json,
+        McpCommand::Serve(args) => return crate::serve_cmd::run(global, args).await,
+    };
     let session = match Session::load(global) {
         Ok(s) => s,
         Err(e) => {
@@ -18,7 +22,6 @@ pub async fn run(global: &GlobalArgs, command: McpCommand) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let McpCommand::List { json } = command;
     let servers = match connect_mcp(&session.env, global).await {
         Ok(servers) => servers,
         Err(e) => {

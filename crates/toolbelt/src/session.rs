@@ -34,6 +34,19 @@ impl Session {
     pub fn load(global: &GlobalArgs) -> Result<Session, SetupError> {
         let cwd = std::env::current_dir()
             .map_err(|e| SetupError(format!("cannot read the current directory: {e}")))?;
+        Session::load_in(global, &cwd, &[])
+    }
+
+    /// A session whose primary directory is `cwd` (its settings, its rules' anchor)
+    /// and whose workspace also holds `more_dirs`, besides `--include-directories` and
+    /// the settings' `context.includeDirectories`. `toolbelt mcp serve` opens one per
+    /// set of client roots.
+    pub fn load_in(
+        global: &GlobalArgs,
+        cwd: &Path,
+        more_dirs: &[PathBuf],
+    ) -> Result<Session, SetupError> {
+        let cwd = cwd.to_path_buf();
         let mut paths = SettingsPaths::standard(&cwd);
         if global.trust_workspace || trust_from_environment() {
             paths = paths.trusting_workspace();
@@ -44,6 +57,7 @@ impl Session {
             eprintln!("toolbelt: warning: {}", untrusted.warning());
         }
         let mut dirs: Vec<PathBuf> = vec![cwd.clone()];
+        dirs.extend(more_dirs.iter().cloned());
         dirs.extend(global.include_directories.iter().map(|d| absolute(&cwd, d)));
         dirs.extend(
             settings
@@ -139,11 +153,25 @@ impl Session {
     /// registers their tools, then the declared tools of the manifests. A failing command or server is a warning, never an error;
     /// only an unreadable `--mcp-config` is.
     pub async fn load_extensions(&mut self, global: &GlobalArgs) -> Result<(), SetupError> {
+        self.load_extensions_with(global, true).await
+    }
+
+    /// [`Session::load_extensions`], connecting the MCP servers only when `connect`
+    /// (`toolbelt mcp serve` connects them once for every session, with `--proxy-mcp`).
+    pub async fn load_extensions_with(
+        &mut self,
+        global: &GlobalArgs,
+        connect: bool,
+    ) -> Result<(), SetupError> {
         let warnings_before = self.registry.warnings().len();
-        let (discovery, mcp) = tokio::join!(
-            toolbelt_tools::discover(&self.env),
-            connect_mcp(&self.env, global)
-        );
+        let connecting = async {
+            if connect {
+                connect_mcp(&self.env, global).await
+            } else {
+                Ok(McpServers::empty())
+            }
+        };
+        let (discovery, mcp) = tokio::join!(toolbelt_tools::discover(&self.env), connecting);
         let mcp = mcp?;
         for report in mcp.reports() {
             if let toolbelt_mcp::ServerStatus::Failed(why) = &report.status {
@@ -187,6 +215,15 @@ pub async fn connect_mcp(
     env: &ToolEnvironment,
     global: &GlobalArgs,
 ) -> Result<McpServers, SetupError> {
+    connect_mcp_with_env(env, global, &[]).await
+}
+
+/// [`connect_mcp`], with `extra_env` set for every stdio server.
+pub async fn connect_mcp_with_env(
+    env: &ToolEnvironment,
+    global: &GlobalArgs,
+    extra_env: &[(&str, &str)],
+) -> Result<McpServers, SetupError> {
     let mut extra = toolbelt_mcp::ServerEntries::new();
     for arg in &global.mcp.mcp_config {
         extra.extend(toolbelt_mcp::parse_mcp_config(arg).map_err(SetupError)?);
@@ -197,14 +234,53 @@ pub async fn connect_mcp(
         .primary()
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let (servers, problems) = toolbelt_mcp::configured_servers(
+    let (mut servers, problems) = toolbelt_mcp::configured_servers(
         &env.settings,
         &extra,
         (!allowed.is_empty()).then_some(allowed.as_slice()),
         &project_root,
     );
+    for server in &mut servers {
+        if let toolbelt_mcp::Transport::Stdio { env, .. } = &mut server.transport {
+            for (key, value) in extra_env {
+                env.insert(key.to_string(), value.to_string());
+            }
+        }
+    }
     let project = env.roots.primary().unwrap_or(Path::new("/"));
     Ok(McpServers::connect_all(servers, problems, &log_dir(project).join("mcp")).await)
+}
+
+/// The approval mode of `--approval-mode` / `--yolo`, else of the settings.
+pub fn approval_mode(
+    flag: Option<&str>,
+    yolo: bool,
+    settings: &toolbelt_core::Settings,
+) -> Result<ApprovalMode, String> {
+    if yolo {
+        if flag.is_some_and(|m| m != "yolo") {
+            return Err("--yolo and --approval-mode cannot be used together".to_string());
+        }
+        return Ok(ApprovalMode::Yolo);
+    }
+    match flag {
+        Some(m) => m.parse(),
+        None => Ok(settings
+            .tools
+            .approval_mode
+            .map(|m| m.0)
+            .unwrap_or_default()),
+    }
+}
+
+/// `--exclude-tools`: the tools are not offered at all.
+pub fn exclude(registry: &mut ToolRegistry, excluded: &[String]) {
+    if !excluded.is_empty() {
+        registry.retain(
+            |r| !excluded.iter().any(|e| e.trim() == r.name),
+            "it is excluded by --exclude-tools",
+        );
+    }
 }
 
 /// `--context KEY=JSON` pairs; a value that is not JSON is a string.

@@ -65,6 +65,21 @@ pub struct SchedulerConfig {
     pub max_parallel: usize,
     /// Where events go; `None` when nobody watches.
     pub events: Option<mpsc::UnboundedSender<SchedulerEvent>>,
+    /// Why nobody can be asked and how the person allows a call, for the refusal of a
+    /// call that needs approval when there is no approver; `None` gives the headless
+    /// command line's words (`--yolo`, `--allowed-tools`).
+    pub nobody_to_ask: Option<NobodyToAsk>,
+}
+
+/// The words of a refusal when nobody can be asked (see
+/// [`SchedulerConfig::nobody_to_ask`]): a server's client, not a command line, may be
+/// the one that cannot ask, and the advice must name what that person can change.
+#[derive(Debug, Clone)]
+pub struct NobodyToAsk {
+    /// Why no one can be asked, as a clause: "this session runs without anyone to ask".
+    pub why: String,
+    /// How to allow the call, as a sentence; `{tool}` is replaced with the tool's name.
+    pub how: String,
 }
 
 impl Default for SchedulerConfig {
@@ -75,6 +90,7 @@ impl Default for SchedulerConfig {
             approver: None,
             max_parallel: DEFAULT_MAX_PARALLEL,
             events: None,
+            nobody_to_ask: None,
         }
     }
 }
@@ -96,6 +112,7 @@ pub struct Scheduler {
     approver: Option<Arc<dyn Approver>>,
     max_parallel: usize,
     events: Option<mpsc::UnboundedSender<SchedulerEvent>>,
+    nobody_to_ask: Option<NobodyToAsk>,
     mode: Mutex<ApprovalMode>,
     /// The mode to return to when a plan is approved: the one the session had before it
     /// entered plan mode (`Default` when it started in plan mode).
@@ -138,6 +155,7 @@ impl Scheduler {
             approver: config.approver,
             max_parallel: config.max_parallel.max(1),
             events: config.events,
+            nobody_to_ask: config.nobody_to_ask,
             mode: Mutex::new(config.mode),
             before_plan: Mutex::new(ApprovalMode::Default),
             allowances: SessionAllowances::default(),
@@ -380,10 +398,21 @@ impl Scheduler {
                     },
                 ));
             }
+            let (why, how) = match &self.nobody_to_ask {
+                Some(n) => (n.why.clone(), n.how.replace("{tool}", tool)),
+                None => (
+                    format!(
+                        "this session runs without anyone to ask (non-interactive, approval mode {mode})"
+                    ),
+                    format!(
+                        "The user can allow it with --yolo, --approval-mode auto-edit (for edits) or --allowed-tools {tool}."
+                    ),
+                ),
+            };
             return Verdict::Refuse(ToolError::new(
                 ErrorKind::ExecutionDenied,
                 format!(
-                    "Tool \"{tool}\" needs the user's approval ({}), and this session runs without anyone to ask (non-interactive, approval mode {mode}), so it was not run. Do not retry it; continue without it if you can, or tell the user what you need. The user can allow it with --yolo, --approval-mode auto-edit (for edits) or --allowed-tools {tool}.",
+                    "Tool \"{tool}\" needs the user's approval ({}), and {why}, so it was not run. Do not retry it; continue without it if you can, or tell the user what you need. {how}",
                     details.title()
                 ),
             ));

@@ -1,0 +1,462 @@
+//! toolbelt as an MCP server: every registered tool, behind the same workspace boundary,
+//! rules and approval policy as the agent, for any MCP client.
+//!
+//! # Brief overview
+//!
+//! The binary knows how to assemble a session (settings, roots, registry, rules); this
+//! module knows MCP. They meet at [`Workspaces`]: given the workspace roots (the
+//! client's `roots`, or none for the current directory) it opens a [`Toolset`]. Each
+//! connection is a [`ToolbeltServer`] (rmcp's `ServerHandler`) holding one
+//! [`Scheduler`] per toolset, so a `tools/call` goes through exactly the flow of a model's
+//! function call: lookup, argument checks, rules, approval mode, confirmation,
+//! execution, output limits. Results are mapped in [`wire`].
+//!
+//! - **Confirmation**: the client is the one that asks. A call that needs it (by kind,
+//!   rules and mode) becomes `elicitation/create` when the client declared elicitation
+//!   ([`approve`]); otherwise it is refused with an `isError` result that says how to
+//!   allow it. Read-only tools never ask (unless an explicit `ask` rule says so).
+//! - **Long calls**: live output becomes `notifications/progress` when the request has a
+//!   progress token ([`progress`]); `notifications/cancelled` cancels the call's token,
+//!   which kills its processes.
+//! - **Roots**: when the client offers `roots`, they are the workspace (read lazily, on the
+//!   first request that needs the tools, and again after
+//!   `notifications/roots/list_changed`).
+//! - **List changes**: [`Workspaces::changes`] ticks when the tools may have changed
+//!   (a proxied server's list); each connection then sends
+//!   `notifications/tools/list_changed`, as it does when its roots change.
+//! - **Stateless HTTP**: [`ServeOptions::stateless`] makes a connection ask nothing of
+//!   the client (no roots, no elicitation), so any process can answer any request.
+//!
+//! File changes of all connections are serialised (one `edit`/`write_file` at a time per
+//! process): two clients editing one file must not lose either change. Reads, searches
+//! and commands run side by side.
+
+// Logging and roots are deprecated by rmcp for the 2026-07-28 revision only, which this
+// server does not speak (see `supported_protocol_versions`); for 2025-11-25 and before
+// they are the protocol.
+#![allow(deprecated)]
+
+pub mod approve;
+pub mod http;
+pub mod progress;
+pub mod wire;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::Duration;
+
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, ErrorData,
+    Implementation, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use serde_json::Value;
+use tokio::sync::{Mutex, watch};
+use toolbelt_core::scheduler::{
+    ApprovalMode, Approver, NobodyToAsk, Permissions, Scheduler, SchedulerConfig, ToolCallRequest,
+    TurnInfo,
+};
+use toolbelt_core::{BoxFuture, Kind, ToolEnvironment, ToolRegistry};
+
+use approve::{ElicitationApprover, Remembered};
+use progress::ProgressWatch;
+
+/// The tools of one workspace, as the binary assembled them.
+pub struct Toolset {
+    /// The environment the tools were built with (roots, settings).
+    pub env: Arc<ToolEnvironment>,
+    /// Every tool offered (built-in, discovered, declared, proxied).
+    pub registry: ToolRegistry,
+    /// The rules every call is judged by (settings, `--allowed-tools`).
+    pub permissions: Permissions,
+    /// The approval mode calls start in.
+    pub mode: ApprovalMode,
+    /// Problems met while assembling (a bad manifest, a rule that names no tool): sent
+    /// to the client as `notifications/message` warnings.
+    pub warnings: Vec<String>,
+}
+
+/// Opens toolsets: implemented by the binary, which knows settings and sessions.
+pub trait Workspaces: Send + Sync + 'static {
+    /// The tools for the workspace `roots` (their first is the primary directory), or
+    /// for the default workspace (the current directory and the flags') when `None`.
+    /// The error is said to the client.
+    fn open<'a>(
+        &'a self,
+        roots: Option<&'a [PathBuf]>,
+    ) -> BoxFuture<'a, Result<Arc<Toolset>, String>>;
+
+    /// A counter that grows when tools may have changed (a proxied server's list):
+    /// connections open their toolset again and tell their client.
+    fn changes(&self) -> watch::Receiver<u64>;
+}
+
+/// How connections behave; shared by every connection of a process.
+pub struct ServeOptions {
+    /// Ask nothing of the client (no roots, no elicitation): any process can answer any
+    /// request. Calls that need confirmation are refused.
+    pub stateless: bool,
+    /// How the person allows a call when nobody can be asked, as a sentence; `{tool}` is
+    /// replaced with the tool's name.
+    pub how_to_allow: String,
+    /// Serialises file changes across connections.
+    file_changes: Mutex<()>,
+}
+
+impl ServeOptions {
+    /// Options; `how_to_allow` as in [`ServeOptions::how_to_allow`].
+    pub fn new(stateless: bool, how_to_allow: impl Into<String>) -> Self {
+        ServeOptions {
+            stateless,
+            how_to_allow: how_to_allow.into(),
+            file_changes: Mutex::new(()),
+        }
+    }
+}
+
+/// The tools of a connection and the scheduler that runs their calls.
+struct Active {
+    toolset: Arc<Toolset>,
+    scheduler: Scheduler,
+    generation: u64,
+    roots_epoch: u64,
+}
+
+/// One MCP connection (a stdio session, an HTTP session, or one stateless request).
+pub struct ToolbeltServer {
+    workspaces: Arc<dyn Workspaces>,
+    options: Arc<ServeOptions>,
+    active: Mutex<Option<Arc<Active>>>,
+    /// Grows when the client says its roots changed.
+    roots_epoch: AtomicU64,
+    next_call: AtomicU64,
+    remembered: Arc<Remembered>,
+    progress: ProgressWatch,
+    /// The lowest level of `notifications/message` the client wants, as `level_rank`.
+    log_level: Arc<AtomicU8>,
+}
+
+impl ToolbeltServer {
+    /// A connection's handler.
+    pub fn new(workspaces: Arc<dyn Workspaces>, options: Arc<ServeOptions>) -> Self {
+        ToolbeltServer {
+            workspaces,
+            options,
+            active: Mutex::new(None),
+            roots_epoch: AtomicU64::new(0),
+            next_call: AtomicU64::new(1),
+            remembered: Arc::default(),
+            progress: ProgressWatch::default(),
+            log_level: Arc::new(AtomicU8::new(level_rank(LoggingLevel::Info))),
+        }
+    }
+
+    /// The connection's tools, opened again when the roots or the tools changed.
+    async fn active(&self, peer: &Peer<RoleServer>) -> Result<Arc<Active>, ErrorData> {
+        let mut slot = self.active.lock().await;
+        let generation = *self.workspaces.changes().borrow();
+        let roots_epoch = self.roots_epoch.load(Ordering::SeqCst);
+        if let Some(active) = slot.as_ref()
+            && active.generation == generation
+            && active.roots_epoch == roots_epoch
+        {
+            return Ok(active.clone());
+        }
+        let roots = self.client_roots(peer).await;
+        let toolset = self
+            .workspaces
+            .open(roots.as_deref())
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        for warning in &toolset.warnings {
+            self.log(peer, LoggingLevel::Warning, warning).await;
+        }
+        let scheduler = self.scheduler_for(&toolset, peer);
+        let active = Arc::new(Active {
+            toolset,
+            scheduler,
+            generation,
+            roots_epoch,
+        });
+        *slot = Some(active.clone());
+        Ok(active)
+    }
+
+    fn scheduler_for(&self, toolset: &Toolset, peer: &Peer<RoleServer>) -> Scheduler {
+        let (events, routed) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(self.progress.clone().route(routed));
+        let can_ask = !self.options.stateless
+            && peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.elicitation.is_some());
+        let approver: Option<Arc<dyn Approver>> = can_ask.then(|| {
+            Arc::new(ElicitationApprover {
+                peer: peer.clone(),
+                remembered: self.remembered.clone(),
+            }) as Arc<dyn Approver>
+        });
+        let why = if self.options.stateless {
+            "this server runs stateless, so it cannot ask the MCP client's user".to_string()
+        } else {
+            "the MCP client offers no elicitation, so the server cannot ask its user".to_string()
+        };
+        let scheduler = Scheduler::new(
+            toolset.env.clone(),
+            SchedulerConfig {
+                mode: toolset.mode,
+                permissions: toolset.permissions.clone(),
+                approver,
+                events: Some(events),
+                nobody_to_ask: Some(NobodyToAsk {
+                    why: format!("{why} (approval mode {})", toolset.mode),
+                    how: self.options.how_to_allow.clone(),
+                }),
+                ..Default::default()
+            },
+        );
+        self.remembered.replay(&scheduler, &toolset.registry);
+        scheduler
+    }
+
+    /// The client's roots as directories, when it offers them and this connection may
+    /// ask; `None` means the default workspace.
+    async fn client_roots(&self, peer: &Peer<RoleServer>) -> Option<Vec<PathBuf>> {
+        if self.options.stateless {
+            return None;
+        }
+        peer.peer_info()?.capabilities.roots.as_ref()?;
+        let listed = tokio::time::timeout(Duration::from_secs(10), peer.list_roots()).await;
+        let roots = match listed {
+            Ok(Ok(result)) => result.roots,
+            Ok(Err(e)) => {
+                self.log(peer, LoggingLevel::Warning, &format!("cannot list the client's roots ({e}); the workspace is the server's directory")).await;
+                return None;
+            }
+            Err(_) => {
+                self.log(peer, LoggingLevel::Warning, "the client did not list its roots within 10 s; the workspace is the server's directory").await;
+                return None;
+            }
+        };
+        let mut dirs = Vec::new();
+        for root in roots {
+            match url::Url::parse(&root.uri).ok().and_then(|u| {
+                (u.scheme() == "file")
+                    .then(|| u.to_file_path().ok())
+                    .flatten()
+            }) {
+                Some(path) if path.is_dir() => dirs.push(path),
+                _ => {
+                    let message = format!(
+                        "ignoring the root {}: not a directory on this machine (file:// URI)",
+                        root.uri
+                    );
+                    self.log(peer, LoggingLevel::Warning, &message).await;
+                }
+            }
+        }
+        (!dirs.is_empty()).then_some(dirs)
+    }
+
+    /// Sends `message` to the client as `notifications/message` when it wants `level`.
+    async fn log(&self, peer: &Peer<RoleServer>, level: LoggingLevel, message: &str) {
+        tracing::warn!("{message}");
+        if level_rank(level) >= self.log_level.load(Ordering::SeqCst) {
+            let _ = peer
+                .notify_logging_message(
+                    LoggingMessageNotificationParam::new(level, Value::String(message.into()))
+                        .with_logger("toolbelt"),
+                )
+                .await;
+        }
+    }
+
+    /// Tells the client its tool list changed whenever [`Workspaces::changes`] ticks.
+    fn watch_changes(&self, peer: Peer<RoleServer>) {
+        let mut changes = self.workspaces.changes();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+}
+
+/// The requests of the revisions served: one of these that reaches
+/// `on_custom_request` had parameters rmcp could not read.
+const KNOWN_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "logging/setLevel",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+];
+
+/// `notifications/message` levels in order (RFC 5424, least severe first).
+fn level_rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// Kinds that change files: one at a time per process (see the module documentation).
+fn changes_files(kind: Kind) -> bool {
+    matches!(kind, Kind::Edit | Kind::Delete | Kind::Move)
+}
+
+impl ServerHandler for ToolbeltServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(Implementation::new("toolbelt", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "toolbelt's coding tools: read, search, edit and run commands inside the workspace \
+             (the client's roots, or the server's directory). Paths are absolute. Calls that \
+             change files or run commands may ask the user first.",
+        )
+    }
+
+    /// The revisions with an `initialize` handshake this server implements: 2024-11-05
+    /// to 2025-11-25. (2026-07-28 replaces server-to-client requests, which confirmation
+    /// and roots need, with a different flow.)
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let active = self.active(&context.peer).await?;
+        let registry = &active.toolset.registry;
+        let tools = registry
+            .all()
+            .filter(|r| !registry.is_disabled(&r.name))
+            .map(wire::tool)
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let active = self.active(&context.peer).await?;
+        let call_id = format!("mcp-{}", self.next_call.fetch_add(1, Ordering::SeqCst));
+        if let Some(token) = context.meta.get_progress_token() {
+            self.progress.watch(&call_id, context.peer.clone(), token);
+        }
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let call = ToolCallRequest::new(&call_id, request.name.as_ref(), &arguments);
+        let registry = &active.toolset.registry;
+        let exclusive = registry
+            .get(&request.name)
+            .is_some_and(|r| changes_files(r.tool.kind()));
+        let _turn = if exclusive {
+            Some(self.options.file_changes.lock().await)
+        } else {
+            None
+        };
+        let mut done = active
+            .scheduler
+            .run(registry, vec![call], TurnInfo::default(), &context.ct)
+            .await;
+        self.progress.unwatch(&call_id);
+        match done.pop() {
+            Some(call) => Ok(wire::call_result(call).into()),
+            None => Err(ErrorData::internal_error("the call gave no result", None)),
+        }
+    }
+
+    /// A request rmcp could not read as any method it knows: a known method whose
+    /// parameters have the wrong shape (`"name": 5`) is -32602 naming the method, an
+    /// unknown one -32601 naming it; rmcp alone would call both "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method;
+        if KNOWN_METHODS.contains(&method.as_str()) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "invalid parameters for {method}: they do not match the MCP schema of this method (check the names and types, e.g. tools/call needs a string `name` and an object `arguments`)"
+                ),
+                None,
+            ));
+        }
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("method not found: {method}"),
+            None,
+        ))
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_level
+            .store(level_rank(request.level), Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.watch_changes(context.peer.clone());
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.roots_epoch.fetch_add(1, Ordering::SeqCst);
+        // The tools may differ (when clauses read the folder count) and every path of
+        // the old roots may now be outside: the client lists them again.
+        let _ = context.peer.notify_tool_list_changed().await;
+    }
+}
+
+/// Serves one client over stdin/stdout until it closes its end (or `stop` is cancelled).
+/// Nothing but MCP is written to stdout.
+pub async fn serve_stdio(
+    workspaces: Arc<dyn Workspaces>,
+    options: Arc<ServeOptions>,
+    stop: tokio_util::sync::CancellationToken,
+) -> Result<(), String> {
+    use rmcp::ServiceExt;
+    let server = ToolbeltServer::new(workspaces, options);
+    let running = server
+        .serve_with_ct(rmcp::transport::stdio(), stop)
+        .await
+        .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+    running
+        .waiting()
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("the MCP connection ended with an error: {e}"))
+}

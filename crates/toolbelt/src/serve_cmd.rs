@@ -1,0 +1,228 @@
+//! `toolbelt mcp serve`: toolbelt's tools for any MCP client, over stdio or Streamable
+//! HTTP. Assembly only: a [`Workspaces`] that opens a session (settings, roots,
+//! registry, rules, approval mode) for the client's roots, exactly as the agent would;
+//! `toolbelt_mcp::serve` speaks MCP.
+//!
+//! `--proxy-mcp` connects the configured MCP servers once, for every connection, and
+//! offers their tools too. A server that is toolbelt itself (a Qwen Code
+//! `settings.json` that lists `toolbelt mcp serve` is also read by toolbelt) would start
+//! another toolbelt, which would start another: `TOOLBELT_MCP_SERVING` is set in the
+//! environment of every proxied server, and a server started with it does not proxy.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::{Mutex, watch};
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::scheduler::Permissions;
+use toolbelt_core::{BoxFuture, RuleList, ToolRegistry};
+use toolbelt_mcp::McpServers;
+use toolbelt_mcp::serve::http::{self, HttpOptions};
+use toolbelt_mcp::serve::{ServeOptions, Toolset, Workspaces};
+
+use crate::cli::{EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs, ServeArgs};
+use crate::session::{self, Session, connect_mcp_with_env, exclude};
+
+/// Set for every server a serving toolbelt proxies (see the module documentation).
+const SERVING_ENV: &str = "TOOLBELT_MCP_SERVING";
+
+pub async fn run(global: &GlobalArgs, args: ServeArgs) -> u8 {
+    match serve(global, args).await {
+        Ok(()) => EXIT_OK,
+        Err((code, message)) => {
+            eprintln!("toolbelt: {message}");
+            code
+        }
+    }
+}
+
+async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)> {
+    let usage = |m: String| (EXIT_USAGE, m);
+    let cwd = std::env::current_dir()
+        .map_err(|e| usage(format!("cannot read the current directory: {e}")))?;
+    let http = args
+        .http
+        .as_deref()
+        .map(http_options(&args))
+        .transpose()
+        .map_err(usage)?;
+    let nested = std::env::var_os(SERVING_ENV).is_some();
+    // A first session checks the settings and flags now, so a mistake is a clear error
+    // at start, not a failed `initialize`.
+    let first = Session::load_in(global, &cwd, &[]).map_err(|e| usage(e.0))?;
+    session::approval_mode(
+        args.approval_mode.as_deref(),
+        args.yolo,
+        &first.env.settings,
+    )
+    .map_err(usage)?;
+    let mcp = if args.proxy_mcp && nested {
+        eprintln!(
+            "toolbelt: warning: not proxying MCP servers: this toolbelt was started by another `toolbelt mcp serve`"
+        );
+        None
+    } else if args.proxy_mcp {
+        let servers = connect_mcp_with_env(&first.env, global, &[(SERVING_ENV, "1")]).await;
+        Some(Arc::new(servers.map_err(|e| usage(e.0))?))
+    } else {
+        None
+    };
+    let (changes, _) = watch::channel(0u64);
+    let workspaces = Arc::new(ServeWorkspaces {
+        global: global.clone(),
+        args: args.clone(),
+        cwd,
+        mcp: mcp.clone(),
+        cache: Mutex::new(None),
+        changes,
+    });
+    if let Some(mcp) = mcp {
+        tokio::spawn(follow_proxied(mcp, workspaces.clone()));
+    }
+    let options = Arc::new(ServeOptions::new(
+        args.stateless,
+        "The user can allow it by starting `toolbelt mcp serve` with --approval-mode auto-edit (edits) or --approval-mode yolo (everything), with --allowed-tools {tool}, or with a permissions.allow rule in .qwen/settings.json; or by using an MCP client that supports elicitation.",
+    ));
+    let stop = CancellationToken::new();
+    match http {
+        None => toolbelt_mcp::serve::serve_stdio(workspaces, options, stop)
+            .await
+            .map_err(|e| (EXIT_TOOL_ERROR, e)),
+        Some(http) => {
+            let served = http::serve(http, workspaces, options, stop, |addr: SocketAddr| {
+                eprintln!(
+                    "toolbelt: MCP over Streamable HTTP at http://{addr}{}",
+                    http::ENDPOINT
+                );
+            });
+            served.await.map_err(|e| (EXIT_USAGE, e.to_string()))
+        }
+    }
+}
+
+/// `--http ADDR:PORT` and the token of `--auth-token-env`.
+fn http_options(args: &ServeArgs) -> impl Fn(&str) -> Result<HttpOptions, String> + '_ {
+    move |addr| {
+        let addr: SocketAddr = addr
+            .parse()
+            .map_err(|e| format!("--http {addr}: {e} (write ADDR:PORT, such as 127.0.0.1:8765)"))?;
+        let token = match &args.auth_token_env {
+            None => None,
+            Some(name) => match std::env::var(name) {
+                Ok(token) if !token.trim().is_empty() => Some(token.trim().to_string()),
+                _ => {
+                    return Err(format!(
+                        "--auth-token-env {name}: the environment variable {name} is not set or empty"
+                    ));
+                }
+            },
+        };
+        Ok(HttpOptions {
+            addr,
+            token,
+            stateless: args.stateless,
+        })
+    }
+}
+
+/// Opens a session per workspace, the last one cached (a stateless server opens one per
+/// request; a discovery command must not run each time).
+struct ServeWorkspaces {
+    global: GlobalArgs,
+    args: ServeArgs,
+    cwd: PathBuf,
+    mcp: Option<Arc<McpServers>>,
+    cache: Mutex<Option<Opened>>,
+    changes: watch::Sender<u64>,
+}
+
+/// The last toolset opened: for which roots, at which generation of the tools.
+struct Opened {
+    roots: Option<Vec<PathBuf>>,
+    generation: u64,
+    toolset: Arc<Toolset>,
+}
+
+impl Workspaces for ServeWorkspaces {
+    fn open<'a>(
+        &'a self,
+        roots: Option<&'a [PathBuf]>,
+    ) -> BoxFuture<'a, Result<Arc<Toolset>, String>> {
+        Box::pin(async move {
+            let generation = *self.changes.borrow();
+            let mut cache = self.cache.lock().await;
+            if let Some(opened) = cache.as_ref()
+                && opened.roots.as_deref() == roots
+                && opened.generation == generation
+            {
+                return Ok(opened.toolset.clone());
+            }
+            let toolset = Arc::new(self.assemble(roots).await?);
+            *cache = Some(Opened {
+                roots: roots.map(<[PathBuf]>::to_vec),
+                generation,
+                toolset: toolset.clone(),
+            });
+            Ok(toolset)
+        })
+    }
+
+    fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+}
+
+impl ServeWorkspaces {
+    async fn assemble(&self, roots: Option<&[PathBuf]>) -> Result<Toolset, String> {
+        let (primary, more) = match roots {
+            Some([first, rest @ ..]) => (first, rest),
+            _ => (&self.cwd, &[][..]),
+        };
+        let mut session = Session::load_in(&self.global, primary, more).map_err(|e| e.0)?;
+        let warnings_before = session.registry.warnings().len();
+        session
+            .load_extensions_with(&self.global, false)
+            .await
+            .map_err(|e| e.0)?;
+        if let Some(mcp) = &self.mcp {
+            mcp.register(&mut session.registry);
+            session.registry.apply_settings(&session.env.settings);
+        }
+        exclude(&mut session.registry, &self.args.exclude_tools);
+        let mut permissions = Permissions::from_rules(session.rules.clone());
+        for tool in &self.args.allowed_tools {
+            permissions.add(RuleList::Allow, tool);
+        }
+        let mode = session::approval_mode(
+            self.args.approval_mode.as_deref(),
+            self.args.yolo,
+            &session.env.settings,
+        )?;
+        session.apply_when(mode);
+        let warnings = session.registry.warnings()
+            [warnings_before.min(session.registry.warnings().len())..]
+            .to_vec();
+        let Session { env, registry, .. } = session;
+        Ok(Toolset {
+            env,
+            registry,
+            permissions,
+            mode,
+            warnings,
+        })
+    }
+}
+
+/// Lists a proxied server's tools again when it announces a change, then tells every
+/// connection.
+async fn follow_proxied(mcp: Arc<McpServers>, workspaces: Arc<ServeWorkspaces>) {
+    while let Some(alias) = mcp.wait_for_change().await {
+        let mut scratch = ToolRegistry::new();
+        if let Err(why) = mcp.refresh(&alias, &mut scratch).await {
+            tracing::warn!("MCP server \"{alias}\": cannot refresh its tools: {why}");
+            continue;
+        }
+        workspaces.changes.send_modify(|g| *g += 1);
+    }
+}
