@@ -11,7 +11,7 @@
 # N sequential `tools/call` reads of a ~4 KB source file (each waits for its answer),
 # then N more with K in flight; every answer must be a result, not an error, and
 # contain the file's last line (so a wrong or cut answer fails the run). Then the
-# server's peak RSS (VmHWM) is read from /proc. Rounds alternate reference, toolbelt;
+# server's peak RSS (VmHWM) and CPU time (user + system, per call) are read from /proc. Rounds alternate reference, toolbelt;
 # the table gives the median of the rounds and the ratios toolbelt / reference.
 #
 # The reference server is installed with npm into .cache/node-bench/ (git-ignored).
@@ -108,13 +108,16 @@ def cell(label, phase, key, scale=1.0, fmt="{:,.0f}", unit=""):
         return "pending"
     m = statistics.median(v) * scale
     return f"{fmt.format(m)}{unit} ({fmt.format(min(v) * scale)}–{fmt.format(max(v) * scale)})"
-print(f"| server | sequential calls/s | {k} in flight calls/s | sequential p50 / p99 | peak RSS (VmHWM) | RSS at end |")
-print("|---|---:|---:|---:|---:|---:|")
+print(f"| server | sequential calls/s | {k} in flight calls/s | sequential p50 / p99 "
+      f"| server CPU per call, sequential / {k} in flight | peak RSS (VmHWM) | RSS at end |")
+print("|---|---:|---:|---:|---:|---:|---:|")
 for label in labels:
     p50, p99 = med(label, "sequential", "p50_us"), med(label, "sequential", "p99_us")
     lat = f"{p50:.0f} / {p99:.0f} µs" if p50 is not None else "pending"
+    c1, c2 = (med(label, ph, "server_cpu_us_per_call") for ph in ("sequential", "in_flight"))
+    cpu = f"{c1:.0f} / {c2:.0f} µs" if c1 is not None and c2 is not None else "pending"
     print(f"| {label} | {cell(label, 'sequential', 'calls_per_sec')} "
-          f"| {cell(label, 'in_flight', 'calls_per_sec')} | {lat} "
+          f"| {cell(label, 'in_flight', 'calls_per_sec')} | {lat} | {cpu} "
           f"| {cell(label, 'memory', 'vm_hwm_kib', 1 / 1024, '{:.1f}', ' MiB')} "
           f"| {cell(label, 'memory', 'vm_rss_kib', 1 / 1024, '{:.1f}', ' MiB')} |")
 def ratio(phase, key):

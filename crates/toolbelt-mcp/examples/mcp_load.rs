@@ -317,6 +317,28 @@ fn memory_kib(pid: u32) -> Res<(u64, u64)> {
     Ok((field("VmHWM:")?, field("VmRSS:")?))
 }
 
+/// CPU time (user + system) a process has used so far, in milliseconds, from
+/// /proc/<pid>/stat (fields 14 and 15, in USER_HZ ticks, 100 per second on Linux).
+fn cpu_ms(pid: u32) -> Res<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name (field 2) may hold spaces: count from after its `)`.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or("bad /proc/<pid>/stat")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| -> Res<f64> {
+        let v: u64 = fields
+            .get(i)
+            .ok_or("short /proc/<pid>/stat")?
+            .parse()
+            .map_err(|e| format!("/proc/<pid>/stat: {e}"))?;
+        Ok(v as f64 * 10.0)
+    };
+    // After `)`: state is field 3, so utime (14) and stime (15) are at 11 and 12.
+    Ok(tick(11)? + tick(12)?)
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -364,17 +386,20 @@ async fn run(o: Options, child: &mut Child) -> Res<()> {
 
     client.sequential(&o.tool, &o.args, o.warmup).await?;
 
+    let cpu_start = cpu_ms(pid)?;
     let start = Instant::now();
     let mut latencies = client.sequential(&o.tool, &o.args, o.calls).await?;
     let seq_secs = start.elapsed().as_secs_f64();
     latencies.sort_unstable();
     let seq_rate = o.calls as f64 / seq_secs;
+    let cpu_mid = cpu_ms(pid)?;
+    let seq_cpu_us = (cpu_mid - cpu_start) * 1e3 / o.calls as f64;
     println!(
         "{}",
         json!({"label": o.label, "phase": "sequential", "calls": o.calls, "in_flight": 1,
             "seconds": seq_secs, "calls_per_sec": seq_rate,
             "p50_us": percentile(&latencies, 0.5), "p99_us": percentile(&latencies, 0.99),
-            "initialize_ms": init_ms, "server": server})
+            "server_cpu_us_per_call": seq_cpu_us, "initialize_ms": init_ms, "server": server})
     );
 
     let start = Instant::now();
@@ -383,10 +408,12 @@ async fn run(o: Options, child: &mut Child) -> Res<()> {
         .await?;
     let par_secs = start.elapsed().as_secs_f64();
     let par_rate = o.calls as f64 / par_secs;
+    let par_cpu_us = (cpu_ms(pid)? - cpu_mid) * 1e3 / o.calls as f64;
     println!(
         "{}",
         json!({"label": o.label, "phase": "in_flight", "calls": o.calls,
-            "in_flight": o.in_flight, "seconds": par_secs, "calls_per_sec": par_rate})
+            "in_flight": o.in_flight, "seconds": par_secs, "calls_per_sec": par_rate,
+            "server_cpu_us_per_call": par_cpu_us})
     );
 
     let (hwm, rss) = memory_kib(pid)?;
@@ -396,14 +423,17 @@ async fn run(o: Options, child: &mut Child) -> Res<()> {
             "vm_rss_kib": rss})
     );
     eprintln!(
-        "{}: {:.0} calls/s sequential (p50 {:.0} us, p99 {:.0} us), {:.0} calls/s with {} in \
-         flight, {} calls each; peak RSS {:.1} MiB (now {:.1} MiB); initialize {:.1} ms",
+        "{}: {:.0} calls/s sequential (p50 {:.0} us, p99 {:.0} us, server CPU {:.0} us/call), \
+         {:.0} calls/s with {} in flight (server CPU {:.0} us/call), {} calls each; peak RSS \
+         {:.1} MiB (now {:.1} MiB); initialize {:.1} ms",
         o.label,
         seq_rate,
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99),
+        seq_cpu_us,
         par_rate,
         o.in_flight,
+        par_cpu_us,
         o.calls,
         hwm as f64 / 1024.0,
         rss as f64 / 1024.0,
