@@ -5,6 +5,7 @@
 #
 #   bash bench/mcp_serve.sh                 # N=2000 calls per phase, K=64, ROUNDS=3
 #   N=5000 ROUNDS=5 bash bench/mcp_serve.sh
+#   PIN=1 bash bench/mcp_serve.sh           # diagnostic: client on CPU 0, server on CPU 1
 #
 # Client: crates/toolbelt-mcp/examples/mcp_load.rs, plain JSON-RPC lines over the
 # server's stdin/stdout (no SDK). Per server and round: initialize, 50 warm-up calls,
@@ -79,19 +80,24 @@ have_serve=1
 "$TB" mcp serve --help >/dev/null 2>&1 || have_serve=0
 [ "$have_serve" = 1 ] || echo "this toolbelt has no \`mcp serve\`: reference server only" >&2
 
+client=() server=()
+if [ "${PIN:-0}" = 1 ]; then
+    client=(taskset -c 0) server=(taskset -c 1)
+    echo "pinned: client on CPU 0, each server (all its threads) on CPU 1" >&2
+fi
 results=$OUT/mcp_serve.jsonl
 : >"$results"
 for round in $(seq "$ROUNDS"); do
-    "$LOAD" --label server-filesystem -n "$N" --in-flight "$K" --tool read_text_file \
-        --args "{\"path\":\"$FILE\"}" --expect "$MARKER" -- node "$REF" "$work/ws" >>"$results"
+    "${client[@]}" "$LOAD" --label server-filesystem -n "$N" --in-flight "$K" --tool read_text_file \
+        --args "{\"path\":\"$FILE\"}" --expect "$MARKER" -- "${server[@]}" node "$REF" "$work/ws" >>"$results"
     if [ "$have_serve" = 1 ]; then
-        "$LOAD" --label toolbelt -n "$N" --in-flight "$K" --tool read_file \
-            --args "{\"absolute_path\":\"$FILE\"}" --expect "$MARKER" -- "$TB" mcp serve >>"$results"
+        "${client[@]}" "$LOAD" --label toolbelt -n "$N" --in-flight "$K" --tool read_file \
+            --args "{\"absolute_path\":\"$FILE\"}" --expect "$MARKER" -- "${server[@]}" "$TB" mcp serve >>"$results"
     fi
 done
 
 echo
-echo "node $(node --version), server-filesystem $REF_VERSION, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "node $(node --version), server-filesystem $REF_VERSION, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)${server[*]:+, server under ${server[*]}}"
 python3 - "$results" "$N" "$K" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
@@ -123,8 +129,13 @@ for label in labels:
 def ratio(phase, key):
     t, r = med("toolbelt", phase, key), med("server-filesystem", phase, key)
     return f"{t / r:.2f}x" if t and r else "pending"
+def per_round(phase, key):
+    t, r = values("toolbelt", phase, key), values("server-filesystem", phase, key)
+    return " ".join(f"{a / b:.2f}x" for a, b in zip(t, r)) or "pending"
 print()
 print(f"medians of the rounds, {n} calls per phase (min–max in brackets)")
+print(f"per-round ratios, sequential: {per_round('sequential', 'calls_per_sec')}; "
+      f"{k} in flight: {per_round('in_flight', 'calls_per_sec')}")
 print(f"ratio toolbelt / server-filesystem: sequential {ratio('sequential', 'calls_per_sec')} "
       f"(target >= 5x), {k} in flight {ratio('in_flight', 'calls_per_sec')}, "
       f"peak RSS {ratio('memory', 'vm_hwm_kib')} (toolbelt target < 32 MiB)")
