@@ -177,6 +177,15 @@ fn answer_id(message: &Value) -> Option<u64> {
     message.get("id").and_then(Value::as_u64)
 }
 
+/// At most the first `chars` characters of `text`.
+fn prefix(text: &str, chars: usize) -> &str {
+    let end = text
+        .char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(i, _)| i);
+    &text[..end]
+}
+
 /// Checks that an answer to `tools/call` is a result, not an error, and that its text
 /// content contains the marker.
 fn check_call_result(message: &Value, expect: &str) -> Res<()> {
@@ -186,7 +195,7 @@ fn check_call_result(message: &Value, expect: &str) -> Res<()> {
     let result = message.get("result").ok_or("answer without result")?;
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
         let text = serde_json::to_string(result.get("content").unwrap_or(&Value::Null))?;
-        return Err(format!("tool error: {}", &text[..text.len().min(300)]).into());
+        return Err(format!("tool error: {}", prefix(&text, 300)).into());
     }
     let found = result
         .get("content")
@@ -197,8 +206,7 @@ fn check_call_result(message: &Value, expect: &str) -> Res<()> {
         .any(|t| t.contains(expect));
     if !found {
         let text = serde_json::to_string(result)?;
-        let end = text.char_indices().nth(300).map_or(text.len(), |(i, _)| i);
-        return Err(format!("answer lacks the marker {expect:?}: {}", &text[..end]).into());
+        return Err(format!("answer lacks the marker {expect:?}: {}", prefix(&text, 300)).into());
     }
     Ok(())
 }
