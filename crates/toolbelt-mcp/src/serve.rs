@@ -456,7 +456,7 @@ pub async fn serve_stdio(
     use rmcp::ServiceExt;
     let server = ToolbeltServer::new(workspaces, options);
     let running = server
-        .serve_with_ct(rmcp::transport::stdio(), stop)
+        .serve_with_ct(rmcp::transport::stdio_pipes(), stop)
         .await
         .map_err(|e| format!("the MCP handshake failed: {e}"))?;
     running
