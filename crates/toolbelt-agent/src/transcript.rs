@@ -36,7 +36,10 @@
 //!   space: each continuation repeats the history.
 //! - **A tool call without a result** (the run ended mid-call) is answered on load with an
 //!   error result saying the session ended before it finished: model servers reject a
-//!   call without a result, and running it again could repeat a side effect.
+//!   call without a result, and running it again could repeat a side effect. The
+//!   results of one model turn are saved together, in call order, once its last call
+//!   has finished (the order the model must see them in); a crash while a turn's calls
+//!   run therefore answers all of them with that error, also those that had finished.
 //! - **Damage is an error naming the file and line**, except an unterminated last line
 //!   (a crash while writing), which is a warning. A line in the middle is never skipped:
 //!   dropping an assistant message would leave its results answering nothing.

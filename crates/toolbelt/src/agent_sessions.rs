@@ -97,7 +97,11 @@ pub fn start(
         .create(SessionHeader::new(cwd, model.to_string(), parent))
         .and_then(|writer| {
             for message in history {
-                writer.append(message)?;
+                if let Err(e) = writer.append(message) {
+                    // A half-copied history must not become the latest session.
+                    let _ = std::fs::remove_file(writer.path());
+                    return Err(e);
+                }
             }
             Ok(writer)
         });

@@ -276,3 +276,19 @@ async fn a_session_cut_short_mid_call_resumes_with_an_error_for_the_call() {
     let named = format!("{}:2: not a session record", path.display());
     assert!(refused.stderr.contains(&named), "{}", refused.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_without_a_saved_session_is_a_usage_error() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![Reply::text("unused")])
+        .await
+        .unwrap();
+    let run = run(&w, &server, &["--continue", "go on"]).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no saved session for this project"),
+        "{}",
+        run.stderr
+    );
+    assert!(server.requests().is_empty());
+}
