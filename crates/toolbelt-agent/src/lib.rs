@@ -33,6 +33,7 @@ pub mod context_files;
 pub mod prompt;
 pub mod references;
 pub mod tool_search;
+pub mod transcript;
 
 /// Qwen Code's `MAX_TURNS`.
 pub const DEFAULT_MAX_TURNS: usize = 100;
@@ -115,6 +116,13 @@ pub struct Agent {
     sink: Option<EventSink>,
     /// Defers tools behind `tool_search` above the `tools.search` budget.
     tool_search: tool_search::ToolSearch,
+    /// The conversation of earlier runs (a resumed session), between the system prompt
+    /// and the new prompt.
+    history: Vec<Message>,
+    /// Where each message is saved as it joins the conversation.
+    log: Option<Arc<transcript::SessionWriter>>,
+    /// Set after the first failed write, so a full disk warns once.
+    log_failed: std::sync::atomic::AtomicBool,
 }
 
 impl Agent {
@@ -142,7 +150,39 @@ impl Agent {
             max_turns: max_turns.max(1),
             sink,
             tool_search,
+            history: Vec::new(),
+            log: None,
+            log_failed: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Continues a conversation: `history` (without a system prompt, every tool call
+    /// answered, as [`transcript::LoadedSession::messages`] gives it) is sent before the
+    /// new prompt. Nothing in it is run again.
+    pub fn with_history(mut self, history: Vec<Message>) -> Self {
+        self.history = history;
+        self
+    }
+
+    /// Saves every message of the run (the new prompt, the model's answers, the tool
+    /// results) to `log` as it joins the conversation. A failed write is a warning: the
+    /// run matters more than its record.
+    pub fn with_session_log(mut self, log: Arc<transcript::SessionWriter>) -> Self {
+        self.log = Some(log);
+        self
+    }
+
+    /// Adds `message` to the conversation, saving it first.
+    fn push(&self, request: &mut ModelRequest, message: Message) {
+        if let Some(log) = &self.log
+            && let Err(e) = log.append(&message)
+            && !self
+                .log_failed
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!("the session is no longer saved: {e}");
+        }
+        request.messages.push(message);
     }
 
     pub fn scheduler(&self) -> &Scheduler {
@@ -236,14 +276,15 @@ impl Agent {
         written: &str,
         cancel: &CancellationToken,
     ) -> RunOutcome {
+        let mut messages = Vec::with_capacity(self.history.len() + 2);
+        messages.push(Message::System(self.system_prompt.clone()));
+        messages.extend(self.history.iter().cloned());
         let mut request = ModelRequest {
-            messages: vec![
-                Message::System(self.system_prompt.clone()),
-                Message::User(prompt),
-            ],
+            messages,
             tools: Vec::new(),
             tool_choice: None,
         };
+        self.push(&mut request, Message::User(prompt));
         self.refresh_tools(&[]).await;
         // `#reference`d tools join the request even when their `when` clause is false,
         // and each is forced once, in order, before the model chooses freely.
@@ -305,10 +346,13 @@ impl Agent {
                 usage: turn.usage,
             });
             outcome.answer = turn.text.clone();
-            request.messages.push(Message::Assistant {
-                text: turn.text.clone(),
-                tool_calls: turn.tool_calls.clone(),
-            });
+            self.push(
+                &mut request,
+                Message::Assistant {
+                    text: turn.text.clone(),
+                    tool_calls: turn.tool_calls.clone(),
+                },
+            );
             if turn.tool_calls.is_empty() {
                 outcome.stop = StopReason::Answered;
                 return outcome;
@@ -427,17 +471,20 @@ impl Agent {
             if text.trim().is_empty() {
                 text = "Tool execution succeeded.".to_string();
             }
-            request.messages.push(Message::Tool {
-                call_id: call.call_id.clone(),
-                text,
-            });
+            self.push(
+                request,
+                Message::Tool {
+                    call_id: call.call_id.clone(),
+                    text,
+                },
+            );
         }
         if !media.is_empty() {
             media.insert(
                 0,
                 UserPart::Text("Media returned by the tool calls above:".to_string()),
             );
-            request.messages.push(Message::User(media));
+            self.push(request, Message::User(media));
         }
     }
 }

@@ -610,3 +610,49 @@ fn the_built_ins_and_a_small_server_are_not_deferred() {
         registry.len()
     );
 }
+
+#[tokio::test]
+async fn a_saved_run_continues_with_its_history_and_no_call_runs_again() {
+    use transcript::{SessionHeader, SessionStore};
+    let f = fixture();
+    let server = FakeOpenAi::start(vec![
+        Reply::turn(turn("", vec![call("a", "note", "1")], 1)),
+        Reply::turn(turn("noted", vec![], 1)),
+        Reply::turn(turn("again", vec![], 1)),
+    ])
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path().join("sessions"));
+    let header = || SessionHeader::new(dir.path().to_path_buf(), "m".into(), None);
+    let first = Arc::new(store.create(header()).unwrap());
+    let a = agent(&f, client(&server, false), 10, None).with_session_log(first.clone());
+    let out = a.run(prompt("go"), &CancellationToken::new()).await;
+    assert!(matches!(out.stop, StopReason::Answered), "{:?}", out.stop);
+
+    let saved = store.load(first.id()).unwrap();
+    assert_eq!(saved.messages.len(), 4, "{:?}", saved.messages);
+    let second = Arc::new(store.create(header()).unwrap());
+    for m in &saved.messages {
+        second.append(m).unwrap();
+    }
+    let b = agent(&f, client(&server, false), 10, None)
+        .with_history(saved.messages.clone())
+        .with_session_log(second.clone());
+    let out = b.run(prompt("more"), &CancellationToken::new()).await;
+    assert!(out.calls.is_empty());
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let sent = &server.requests()[2].body["messages"];
+    assert_eq!(sent[0]["content"], "system");
+    assert_eq!(sent[1]["content"], "go");
+    assert_eq!(sent[3]["content"], "noted: 1");
+    assert_eq!(sent[5]["content"], "more");
+    let resaved = store.load(second.id()).unwrap();
+    let mut expected = saved.messages;
+    expected.push(Message::user_text("more"));
+    expected.push(Message::Assistant {
+        text: "again".into(),
+        tool_calls: Vec::new(),
+    });
+    assert_eq!(resaved.messages, expected);
+}

@@ -7,6 +7,9 @@
 //! scheduler gets no approver: calls that would ask are refused with a message that
 //! tells the model why.
 //!
+//! Every run is saved as a session (`agent_sessions`, format in
+//! `toolbelt_agent::transcript`); `--continue` and `--resume ID` start from a saved one.
+//!
 //! Ctrl-C once cancels the running tools and the model request (the run then ends with
 //! what it has, exit 130); twice exits at once.
 
@@ -24,6 +27,7 @@ use toolbelt_core::{BoxFuture, RuleList, ToolRegistry};
 use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayModel, UserPart};
 
 use crate::agent_output::{self, InitInfo};
+use crate::agent_sessions::{self, Choice};
 use crate::cli::{
     AgentArgs, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, EXIT_TURN_LIMIT, EXIT_USAGE, GlobalArgs,
 };
@@ -33,6 +37,9 @@ const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     let started = Instant::now();
+    if let Choice::List = Choice::of(&args) {
+        return list_sessions(global);
+    }
     match prepare(global, &args).await {
         Ok(prepared) => execute(prepared, &args, started).await,
         Err(message) => {
@@ -42,10 +49,41 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     }
 }
 
+/// `--resume` without an ID: the project's sessions, newest first.
+fn list_sessions(global: &GlobalArgs) -> u8 {
+    let listed = Session::load(global).map_err(|e| e.0).and_then(|session| {
+        let project = project_of(&session)?;
+        agent_sessions::list(&agent_sessions::store(&project))
+    });
+    match listed {
+        Ok(text) => {
+            print!("{text}");
+            EXIT_OK
+        }
+        Err(message) => {
+            eprintln!("toolbelt: {message}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// The project a session belongs to: the primary workspace root (the current directory
+/// unless the settings say otherwise).
+fn project_of(session: &Session) -> Result<PathBuf, String> {
+    match session.env.roots.primary() {
+        Some(root) => Ok(root.to_path_buf()),
+        None => {
+            std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))
+        }
+    }
+}
+
 struct Prepared {
     agent: Agent,
     prompt: String,
     model_name: String,
+    /// The ID of the file this run is saved to, if it is saved.
+    session_id: Option<String>,
     tools: Vec<String>,
     mode: ApprovalMode,
     cwd: PathBuf,
@@ -98,8 +136,11 @@ impl ToolSource for McpToolSource {
 }
 
 async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, String> {
-    let prompt = read_prompt(args)?;
     let mut session = Session::load(global).map_err(|e| e.0)?;
+    // The saved session first: an unknown ID fails before any server starts.
+    let store = agent_sessions::store(&project_of(&session)?);
+    let continued = agent_sessions::load(&store, &Choice::of(args))?;
+    let prompt = read_prompt(args)?;
     // Discovered and MCP tools join the built-ins; MCP servers may change theirs during
     // the run (`McpToolSource`).
     session.load_extensions(global).await.map_err(|e| e.0)?;
@@ -123,6 +164,8 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
     let mcp = Arc::new(mcp);
     let model = build_model(args, &env.settings, &cwd)?;
     let model_name = model.name().to_string();
+    let log = agent_sessions::start(&store, cwd.clone(), &model_name, continued.as_ref());
+    let session_id = log.as_ref().map(|l| l.id().to_string());
     env.ask_once
         .set(Arc::new(toolbelt_agent::ModelAsker(model.clone())));
     let tools: Vec<String> = registry.all().map(|r| r.name.clone()).collect();
@@ -158,11 +201,17 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
         mcp: mcp.clone(),
         settings: env_settings,
         excluded: args.policy.exclude_tools.clone(),
-    }));
+    }))
+    .with_history(continued.map(|c| c.messages).unwrap_or_default());
+    let agent = match log {
+        Some(log) => agent.with_session_log(Arc::new(log)),
+        None => agent,
+    };
     Ok(Prepared {
         agent,
         prompt,
         model_name,
+        session_id,
         tools,
         mode,
         cwd,
@@ -178,6 +227,7 @@ async fn execute(p: Prepared, args: &AgentArgs, started: Instant) -> u8 {
             model: &p.model_name,
             tools: p.tools.clone(),
             approval_mode: p.mode.as_str(),
+            session_id: p.session_id.as_deref(),
             cwd: &p.cwd,
         },
     );
@@ -199,7 +249,13 @@ async fn execute(p: Prepared, args: &AgentArgs, started: Instant) -> u8 {
         .run_with_references(vec![UserPart::Text(prompt)], &p.prompt, &cancel)
         .await;
     interrupts.abort();
-    agent_output::print_result(format, &outcome, &p.model_name, started.elapsed());
+    agent_output::print_result(
+        format,
+        &outcome,
+        &p.model_name,
+        p.session_id.as_deref(),
+        started.elapsed(),
+    );
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), p.mcp.close()).await;
     match outcome.stop {
         StopReason::Answered | StopReason::PlanProposed => EXIT_OK,

@@ -24,6 +24,8 @@ pub struct InitInfo<'a> {
     pub model: &'a str,
     pub tools: Vec<String>,
     pub approval_mode: &'a str,
+    /// The saved session's ID, when it is saved.
+    pub session_id: Option<&'a str>,
     pub cwd: &'a std::path::Path,
 }
 
@@ -32,6 +34,7 @@ pub fn print_init(format: OutputFormat, info: &InitInfo<'_>) {
         line(&json!({
             "type": "system", "subtype": "init", "model": info.model, "tools": info.tools,
             "approval_mode": info.approval_mode, "cwd": info.cwd,
+            "session_id": info.session_id,
         }));
     }
 }
@@ -186,7 +189,13 @@ pub fn stop_words(stop: &StopReason) -> (&'static str, Option<String>) {
 }
 
 /// The final output.
-pub fn print_result(format: OutputFormat, outcome: &RunOutcome, model: &str, total: Duration) {
+pub fn print_result(
+    format: OutputFormat,
+    outcome: &RunOutcome,
+    model: &str,
+    session_id: Option<&str>,
+    total: Duration,
+) {
     let (stop, error) = stop_words(&outcome.stop);
     match format {
         OutputFormat::Text => {
@@ -209,6 +218,7 @@ pub fn print_result(format: OutputFormat, outcome: &RunOutcome, model: &str, tot
                 "stop_reason": stop,
                 "error": error,
                 "model": model,
+                "session_id": session_id,
                 "turns": outcome.turns,
                 "tool_calls": outcome.calls.iter().map(call_json).collect::<Vec<_>>(),
                 "todos": last_todos(&outcome.calls),

@@ -131,6 +131,16 @@ pub struct AgentArgs {
     /// Write the model's turns to this JSONL file, in the replay format.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// Continue this project's latest saved session: its conversation (tool results
+    /// included, nothing run again) comes before the new prompt. Every run is saved
+    /// under `~/.toolbelt/sessions/<project>/`.
+    #[arg(long = "continue", conflicts_with = "resume")]
+    pub continue_latest: bool,
+    /// Continue the saved session ID. Without an ID, list this project's sessions and
+    /// exit (headless has no picker). The next word is taken as the ID: put the prompt
+    /// after it, or use `-p`.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
 }
 
 /// What runs without asking and which tools are offered: the same words for the agent

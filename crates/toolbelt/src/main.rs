@@ -12,6 +12,7 @@ mod pipes;
 
 mod agent_cmd;
 mod agent_output;
+mod agent_sessions;
 mod cli;
 mod ending;
 mod mcp_cmd;

@@ -353,6 +353,15 @@ fn session_dir(project: &Path) -> PathBuf {
     toolbelt_home().join("tmp").join(project_dir_name(project))
 }
 
+/// `<toolbelt home>/sessions/<project>`: the saved conversations (`--continue`,
+/// `--resume`). Outside every directory the model's tools can read, like the logs: tool
+/// output in them may hold secrets.
+pub fn sessions_dir(project: &Path) -> PathBuf {
+    toolbelt_home()
+        .join("sessions")
+        .join(project_dir_name(project))
+}
+
 /// `<toolbelt home>/logs/<project>`: MCP server logs. Outside every directory the
 /// model's tools can read: a server's stderr may hold what it was given (tokens in a
 /// URL, headers), and the model must not read it back.

@@ -7,5 +7,6 @@
 mod basics;
 mod declared;
 mod planning;
+mod resume;
 mod sessions;
 mod support;

@@ -1,0 +1,656 @@
+//! Saved sessions: every run's conversation as a JSONL file under
+//! `<toolbelt home>/sessions/<project>/<ID>.jsonl`, and loading one back so a later run
+//! continues it.
+//!
+//! # Format (version 1)
+//!
+//! One JSON object per line, each with a `type`:
+//!
+//! ```text
+//! {"type":"session","version":1,"id":"20261123T171500.123Z-1a2b3c4d","cwd":"/src/app","model":"qwen3","started":"2026-11-23T17:15:00.123Z","parent":null}
+//! {"type":"user","content":[{"text":"what does the readme say?"}]}
+//! {"type":"assistant","text":"","tool_calls":[{"id":"c1","name":"read_file","arguments":"{\"absolute_path\":\"/src/app/README.md\"}"}]}
+//! {"type":"tool","call_id":"c1","text":"hello"}
+//! {"type":"assistant","text":"It says hello.","tool_calls":[]}
+//! ```
+//!
+//! The header comes first; then every message of the conversation as the model saw it,
+//! in order, except the system prompt: that is rebuilt by each run (the tools, the
+//! approval mode and the context files may have changed since), so a resumed session
+//! speaks to the model as a new run would, with the old conversation in between. Images
+//! in user messages are base64 (`{"image":{"mime_type":"image/png","data":"..."}}`).
+//! Tool results are the text the model read, never run again: loading a file gives back
+//! exactly the history that was sent.
+//!
+//! # Choices
+//!
+//! - **One line per message, written as it happens** (one `write` of the whole line, no
+//!   buffering), so a crash keeps everything up to the message it was writing; a last
+//!   line cut short is skipped with a warning. No `fsync`: the file survives a crash of
+//!   toolbelt, not necessarily of the machine, which would cost a disk flush per message.
+//! - **A continued session is a new file** whose header names its `parent`, and which
+//!   starts with a copy of the parent's history (with any repair, below, written out).
+//!   Each file is whole on its own (loading never follows a chain), an old file is never
+//!   rewritten (a crashed session stays as it was), and two runs continuing the same
+//!   session fork instead of interleaving their lines in one file. The cost is disk
+//!   space: each continuation repeats the history.
+//! - **A tool call without a result** (the run ended mid-call) is answered on load with an
+//!   error result saying the session ended before it finished: model servers reject a
+//!   call without a result, and running it again could repeat a side effect. The
+//!   results of one model turn are saved together, in call order, once its last call
+//!   has finished (the order the model must see them in); a crash while a turn's calls
+//!   run therefore answers all of them with that error, also those that had finished.
+//! - **Damage is an error naming the file and line**, except an unterminated last line
+//!   (a crash while writing), which is a warning. A line in the middle is never skipped:
+//!   dropping an assistant message would leave its results answering nothing.
+//! - **IDs** are the UTC start time to the millisecond and 32 random bits
+//!   (`20261123T171500.123Z-1a2b3c4d`): sorting names sorts sessions by time. An ID given
+//!   by a person is checked to be a plain name (letters, digits, `.`, `_`, `-`, starting
+//!   with a letter or digit), so it can never name a path outside the sessions directory.
+//! - **Permissions**: tool output may hold secrets, so the directories are created 0700
+//!   and the files 0600.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use toolbelt_model::{Message, ToolCall, UserPart};
+
+/// The version this code writes and reads.
+pub const FORMAT_VERSION: u64 = 1;
+
+/// What answers a call the session did not see finish.
+pub const UNFINISHED_CALL_TEXT: &str = "Error: the session ended before this tool call finished, so its result is unknown (it may or may not have taken effect). Check the current state before relying on it.";
+
+/// How many IDs an "unknown session" error lists.
+const LATEST_SHOWN: usize = 5;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TranscriptError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: {reason}", path.display())]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+    #[error(
+        "{}: session format version {found}; this toolbelt reads version {FORMAT_VERSION}",
+        path.display()
+    )]
+    UnsupportedVersion { path: PathBuf, found: String },
+    #[error(
+        "not a session ID: {0:?} (IDs look like 20261123T171500.123Z-1a2b3c4d; `toolbelt --resume` lists them)"
+    )]
+    InvalidId(String),
+    #[error("no session {id:?} in {}; {}", dir.display(), latest_text(latest))]
+    UnknownId {
+        id: String,
+        dir: PathBuf,
+        latest: Vec<String>,
+    },
+    #[error("no saved session for this project (in {})", dir.display())]
+    NoSessions { dir: PathBuf },
+}
+
+fn latest_text(latest: &[String]) -> String {
+    if latest.is_empty() {
+        "this project has no saved sessions".to_string()
+    } else {
+        format!("the latest: {}", latest.join(", "))
+    }
+}
+
+/// The first line of a session file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionHeader {
+    pub version: u64,
+    pub id: String,
+    pub cwd: PathBuf,
+    pub model: String,
+    /// UTC, RFC 3339 with milliseconds.
+    pub started: String,
+    /// The session this one continues, if any.
+    #[serde(default)]
+    pub parent: Option<String>,
+}
+
+impl SessionHeader {
+    /// A header for a session starting now, with a fresh ID.
+    pub fn new(cwd: PathBuf, model: String, parent: Option<String>) -> Self {
+        let now = SystemTime::now();
+        SessionHeader {
+            version: FORMAT_VERSION,
+            id: new_id(now),
+            cwd,
+            model,
+            started: rfc3339(now),
+            parent,
+        }
+    }
+}
+
+/// One line of the file, as written.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Line {
+    Session(SessionHeader),
+    User {
+        content: Vec<ContentRecord>,
+    },
+    Assistant {
+        text: String,
+        #[serde(default)]
+        tool_calls: Vec<CallRecord>,
+    },
+    Tool {
+        call_id: String,
+        text: String,
+    },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ContentRecord {
+    Text(String),
+    Image { mime_type: String, data: String },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct CallRecord {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl Line {
+    /// `None` for the system prompt, which is not saved.
+    fn from_message(message: &Message) -> Option<Line> {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        Some(match message {
+            Message::System(_) => return None,
+            Message::User(parts) => Line::User {
+                content: parts
+                    .iter()
+                    .map(|p| match p {
+                        UserPart::Text(t) => ContentRecord::Text(t.clone()),
+                        UserPart::Image { mime_type, data } => ContentRecord::Image {
+                            mime_type: mime_type.clone(),
+                            data: b64.encode(data),
+                        },
+                    })
+                    .collect(),
+            },
+            Message::Assistant { text, tool_calls } => Line::Assistant {
+                text: text.clone(),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|c| CallRecord {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        arguments: c.arguments.clone(),
+                    })
+                    .collect(),
+            },
+            Message::Tool { call_id, text } => Line::Tool {
+                call_id: call_id.clone(),
+                text: text.clone(),
+            },
+        })
+    }
+
+    fn into_message(self) -> Result<Message, String> {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        Ok(match self {
+            Line::Session(_) => return Err("a second session header".to_string()),
+            Line::User { content } => {
+                let mut parts = Vec::with_capacity(content.len());
+                for c in content {
+                    parts.push(match c {
+                        ContentRecord::Text(t) => UserPart::Text(t),
+                        ContentRecord::Image { mime_type, data } => UserPart::Image {
+                            mime_type,
+                            data: b64
+                                .decode(data.as_bytes())
+                                .map_err(|e| format!("an image that is not base64: {e}"))?,
+                        },
+                    });
+                }
+                Message::User(parts)
+            }
+            Line::Assistant { text, tool_calls } => Message::Assistant {
+                text,
+                tool_calls: tool_calls
+                    .into_iter()
+                    .map(|c| ToolCall {
+                        id: c.id,
+                        name: c.name,
+                        arguments: c.arguments,
+                    })
+                    .collect(),
+            },
+            Line::Tool { call_id, text } => Message::Tool { call_id, text },
+        })
+    }
+}
+
+/// A session read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedSession {
+    pub path: PathBuf,
+    pub header: SessionHeader,
+    /// The conversation without the system prompt, every tool call answered.
+    pub messages: Vec<Message>,
+    /// What was repaired or skipped, each naming the file (and line).
+    pub warnings: Vec<String>,
+}
+
+/// Reads a session file's bytes. Never panics, whatever the bytes.
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<LoadedSession, TranscriptError> {
+    let corrupt = |line: usize, reason: String| TranscriptError::Corrupt {
+        path: path.to_path_buf(),
+        line,
+        reason,
+    };
+    let terminated = bytes.last() == Some(&b'\n');
+    let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    if terminated {
+        lines.pop();
+    }
+    let count = lines.len();
+    let Some(first) = lines.first().filter(|_| !bytes.is_empty()) else {
+        return Err(corrupt(1, "an empty file, no session header".to_string()));
+    };
+    let header = match std::str::from_utf8(first) {
+        Err(e) => return Err(corrupt(1, format!("not UTF-8: {e}"))),
+        Ok(text) => match check_header(text) {
+            Ok(h) => h,
+            Err(HeaderProblem::Version(found)) => {
+                return Err(TranscriptError::UnsupportedVersion {
+                    path: path.to_path_buf(),
+                    found,
+                });
+            }
+            Err(HeaderProblem::Bad(reason)) => return Err(corrupt(1, reason)),
+        },
+    };
+    let mut warnings = Vec::new();
+    let mut messages = Vec::new();
+    let mut pending: Vec<String> = Vec::new();
+    for (index, raw) in lines.into_iter().enumerate().skip(1) {
+        let number = index + 1;
+        let unterminated_last = number == count && !terminated;
+        let parsed = std::str::from_utf8(raw)
+            .map_err(|e| format!("not UTF-8: {e}"))
+            .and_then(|text| {
+                if text.trim().is_empty() {
+                    Ok(None)
+                } else {
+                    serde_json::from_str::<Line>(text)
+                        .map(Some)
+                        .map_err(|e| format!("not a session record: {e}"))
+                }
+            });
+        let line = match parsed {
+            Ok(Some(line)) => line,
+            Ok(None) => continue,
+            Err(_) if unterminated_last => {
+                warnings.push(format!(
+                    "{}:{number}: incomplete last line skipped (the run ended while writing it)",
+                    path.display()
+                ));
+                break;
+            }
+            Err(reason) => return Err(corrupt(number, reason)),
+        };
+        let message = line.into_message().map_err(|r| corrupt(number, r))?;
+        match &message {
+            Message::Tool { call_id, .. } => {
+                let Some(at) = pending.iter().position(|p| p == call_id) else {
+                    return Err(corrupt(
+                        number,
+                        format!(
+                            "a result for tool call {call_id:?}, which no assistant message left unanswered"
+                        ),
+                    ));
+                };
+                pending.remove(at);
+            }
+            other => {
+                answer_unfinished(path, &mut pending, &mut messages, &mut warnings);
+                if let Message::Assistant { tool_calls, .. } = other {
+                    pending = tool_calls.iter().map(|c| c.id.clone()).collect();
+                }
+            }
+        }
+        messages.push(message);
+    }
+    answer_unfinished(path, &mut pending, &mut messages, &mut warnings);
+    Ok(LoadedSession {
+        path: path.to_path_buf(),
+        header,
+        messages,
+        warnings,
+    })
+}
+
+enum HeaderProblem {
+    /// A header of another version (the version as written).
+    Version(String),
+    Bad(String),
+}
+
+/// Line 1: a header of a version this code reads.
+fn check_header(text: &str) -> Result<SessionHeader, HeaderProblem> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| HeaderProblem::Bad(format!("not a session header: {e}")))?;
+    if value.get("type").and_then(|t| t.as_str()) != Some("session") {
+        return Err(HeaderProblem::Bad(
+            "not a session header (line 1 must have \"type\":\"session\")".to_string(),
+        ));
+    }
+    match value.get("version") {
+        Some(v) if v.as_u64() == Some(FORMAT_VERSION) => {}
+        Some(v) => return Err(HeaderProblem::Version(v.to_string())),
+        None => return Err(HeaderProblem::Version("(none)".to_string())),
+    }
+    match serde_json::from_value::<Line>(value) {
+        Ok(Line::Session(h)) => Ok(h),
+        Ok(_) => Err(HeaderProblem::Bad("not a session header".to_string())),
+        Err(e) => Err(HeaderProblem::Bad(format!(
+            "a session header with a bad field: {e}"
+        ))),
+    }
+}
+
+fn answer_unfinished(
+    path: &Path,
+    pending: &mut Vec<String>,
+    messages: &mut Vec<Message>,
+    warnings: &mut Vec<String>,
+) {
+    if pending.is_empty() {
+        return;
+    }
+    warnings.push(format!(
+        "{}: the session ended before {} tool call(s) finished ({}); each is answered with an error, none is run again",
+        path.display(),
+        pending.len(),
+        pending.join(", ")
+    ));
+    for call_id in pending.drain(..) {
+        messages.push(Message::Tool {
+            call_id,
+            text: UNFINISHED_CALL_TEXT.to_string(),
+        });
+    }
+}
+
+/// Whether `id` is a plain session name (never a path).
+pub fn valid_id(id: &str) -> bool {
+    id.len() <= 100
+        && id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// The saved sessions of one project: a directory of `<ID>.jsonl` files.
+#[derive(Debug, Clone)]
+pub struct SessionStore {
+    dir: PathBuf,
+}
+
+impl SessionStore {
+    pub fn new(dir: PathBuf) -> Self {
+        SessionStore { dir }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The IDs of the saved sessions, newest first. No directory: none.
+    pub fn ids(&self) -> Result<Vec<String>, TranscriptError> {
+        let io = |source| TranscriptError::Io {
+            path: self.dir.clone(),
+            source,
+        };
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io(e)),
+        };
+        let mut ids = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(io)?;
+            let name = entry.file_name();
+            if let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".jsonl"))
+                && valid_id(id)
+            {
+                ids.push(id.to_string());
+            }
+        }
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        Ok(ids)
+    }
+
+    /// The session `id`; an ID that is not a plain name is refused before any file is
+    /// touched.
+    pub fn load(&self, id: &str) -> Result<LoadedSession, TranscriptError> {
+        if !valid_id(id) {
+            return Err(TranscriptError::InvalidId(id.to_string()));
+        }
+        let path = self.path_of(id);
+        match std::fs::read(&path) {
+            Ok(bytes) => parse(&path, &bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let mut latest = self.ids()?;
+                latest.truncate(LATEST_SHOWN);
+                Err(TranscriptError::UnknownId {
+                    id: id.to_string(),
+                    dir: self.dir.clone(),
+                    latest,
+                })
+            }
+            Err(source) => Err(TranscriptError::Io { path, source }),
+        }
+    }
+
+    /// The newest session.
+    pub fn latest(&self) -> Result<LoadedSession, TranscriptError> {
+        match self.ids()?.first() {
+            Some(id) => self.load(id),
+            None => Err(TranscriptError::NoSessions {
+                dir: self.dir.clone(),
+            }),
+        }
+    }
+
+    /// The first line of the first prompt of session `id`, for listings; `None` when the
+    /// file cannot be read.
+    pub fn first_prompt(&self, id: &str) -> Option<String> {
+        let bytes = std::fs::read(self.path_of(id)).ok()?;
+        let loaded = parse(&self.path_of(id), &bytes).ok()?;
+        loaded.messages.iter().find_map(|m| match m {
+            Message::User(parts) => parts.iter().find_map(|p| match p {
+                UserPart::Text(t) => t.lines().next().map(str::to_string),
+                UserPart::Image { .. } => None,
+            }),
+            _ => None,
+        })
+    }
+
+    /// Starts a session file (directory 0700, file 0600) with `header` as its first
+    /// line.
+    pub fn create(&self, mut header: SessionHeader) -> Result<SessionWriter, TranscriptError> {
+        create_private_dir(&self.dir)?;
+        let mut attempt = 0;
+        let (file, path) = loop {
+            let path = self.path_of(&header.id);
+            match open_new_private(&path) {
+                Ok(file) => break (file, path),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 8 => {
+                    attempt += 1;
+                    header.id = new_id(SystemTime::now());
+                }
+                Err(source) => return Err(TranscriptError::Io { path, source }),
+            }
+        };
+        let writer = SessionWriter {
+            id: header.id.clone(),
+            path,
+            file: Mutex::new(file),
+        };
+        writer.write_line(&Line::Session(header))?;
+        Ok(writer)
+    }
+
+    fn path_of(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.jsonl"))
+    }
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> Result<(), TranscriptError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| TranscriptError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> Result<(), TranscriptError> {
+    std::fs::create_dir_all(dir).map_err(|source| TranscriptError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+fn open_new_private(path: &Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+/// An open session file; each message is one line, written at once.
+#[derive(Debug)]
+pub struct SessionWriter {
+    id: String,
+    path: PathBuf,
+    file: Mutex<File>,
+}
+
+impl SessionWriter {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one message (the system prompt is not saved, see the module docs).
+    pub fn append(&self, message: &Message) -> Result<(), TranscriptError> {
+        match Line::from_message(message) {
+            Some(line) => self.write_line(&line),
+            None => Ok(()),
+        }
+    }
+
+    fn write_line(&self, line: &Line) -> Result<(), TranscriptError> {
+        let io = |source| TranscriptError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut text = serde_json::to_string(line).map_err(|e| io(std::io::Error::other(e)))?;
+        text.push('\n');
+        let mut file = match self.file.lock() {
+            Ok(f) => f,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        file.write_all(text.as_bytes()).map_err(io)?;
+        file.flush().map_err(io)
+    }
+}
+
+/// `20261123T171500.123Z-1a2b3c4d`.
+fn new_id(now: SystemTime) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let (date, time, millis) = utc_parts(now);
+    // RandomState is seeded from the system's randomness once per process and stepped
+    // per instance; with the time and the process ID it is unique enough for names that
+    // are also created with `create_new`.
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(
+        now.duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    let random = hasher.finish() as u32;
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}.{millis:03}Z-{random:08x}",
+        date.0, date.1, date.2, time.0, time.1, time.2
+    )
+}
+
+/// `2026-11-23T17:15:00.123Z`.
+fn rfc3339(now: SystemTime) -> String {
+    let (date, time, millis) = utc_parts(now);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        date.0, date.1, date.2, time.0, time.1, time.2
+    )
+}
+
+type Date = (i64, u32, u32);
+type Time = (u64, u64, u64);
+
+fn utc_parts(now: SystemTime) -> (Date, Time, u32) {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let days = (secs / 86_400) as i64;
+    let rest = secs % 86_400;
+    (
+        civil_from_days(days),
+        (rest / 3600, rest % 3600 / 60, rest % 60),
+        since.subsec_millis(),
+    )
+}
+
+/// Howard Hinnant's `civil_from_days`: days since 1970-01-01 to (year, month, day).
+fn civil_from_days(days: i64) -> Date {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,357 @@
+//! Saving and loading sessions: the history comes back exactly, damage is named by file
+//! and line, a cut-short file still loads, and no input panics the loader.
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn call(id: &str) -> ToolCall {
+    ToolCall {
+        id: id.to_string(),
+        name: "read_file".to_string(),
+        arguments: format!("{{\"absolute_path\":\"/w/{id}.txt\"}}"),
+    }
+}
+
+/// A conversation with every kind of message: text and image prompts, two calls in one
+/// turn, results, a final answer.
+fn conversation() -> Vec<Message> {
+    vec![
+        Message::User(vec![
+            UserPart::Text("read both\nplease".to_string()),
+            UserPart::Image {
+                mime_type: "image/png".to_string(),
+                data: vec![0, 1, 2, 255, b'\n', b'"'],
+            },
+        ]),
+        Message::Assistant {
+            text: "Reading.".to_string(),
+            tool_calls: vec![call("c1"), call("c2")],
+        },
+        Message::Tool {
+            call_id: "c1".to_string(),
+            text: "one\n\"quoted\"".to_string(),
+        },
+        Message::Tool {
+            call_id: "c2".to_string(),
+            text: "two".to_string(),
+        },
+        Message::Assistant {
+            text: "Both say hello.".to_string(),
+            tool_calls: Vec::new(),
+        },
+    ]
+}
+
+fn header() -> SessionHeader {
+    SessionHeader::new(PathBuf::from("/w"), "test-model".to_string(), None)
+}
+
+/// A session file's text with `messages`, as a run writes it.
+fn file_text(messages: &[Message]) -> String {
+    let mut lines = vec![serde_json::to_string(&Line::Session(header())).unwrap()];
+    for m in messages {
+        if let Some(line) = Line::from_message(m) {
+            lines.push(serde_json::to_string(&line).unwrap());
+        }
+    }
+    lines.join("\n") + "\n"
+}
+
+fn saved(store: &SessionStore, messages: &[Message]) -> String {
+    let writer = store.create(header()).unwrap();
+    writer
+        .append(&Message::System("not saved".to_string()))
+        .unwrap();
+    for m in messages {
+        writer.append(m).unwrap();
+    }
+    writer.id().to_string()
+}
+
+#[test]
+fn a_saved_session_loads_back_as_the_same_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path().join("sessions/project"));
+    let id = saved(&store, &conversation());
+    let loaded = store.load(&id).unwrap();
+    assert_eq!(loaded.messages, conversation());
+    assert_eq!(loaded.header.id, id);
+    assert_eq!(loaded.header.model, "test-model");
+    assert_eq!(loaded.header.version, FORMAT_VERSION);
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert_eq!(store.first_prompt(&id).as_deref(), Some("read both"));
+}
+
+#[cfg(unix)]
+#[test]
+fn the_directory_is_private_and_so_is_each_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path().join("sessions/project"));
+    let id = saved(&store, &conversation());
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir.path().join("sessions")), 0o700);
+    assert_eq!(mode(store.dir()), 0o700);
+    assert_eq!(mode(&store.dir().join(format!("{id}.jsonl"))), 0o600);
+}
+
+#[test]
+fn ids_sort_by_time_and_the_latest_is_the_newest() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path().to_path_buf());
+    assert!(matches!(
+        store.latest(),
+        Err(TranscriptError::NoSessions { .. })
+    ));
+    let mut older = header();
+    older.id = "20250101T000000.000Z-00000000".to_string();
+    store.create(older).unwrap();
+    let newer = saved(&store, &conversation());
+    std::fs::write(dir.path().join("notes.txt"), "not a session").unwrap();
+    assert_eq!(
+        store.ids().unwrap(),
+        [newer.clone(), "20250101T000000.000Z-00000000".to_string()]
+    );
+    assert_eq!(store.latest().unwrap().header.id, newer);
+}
+
+#[test]
+fn new_ids_are_valid_unique_and_name_the_utc_time() {
+    let at = UNIX_EPOCH + std::time::Duration::from_millis(20_780 * 86_400_000 + 61_234);
+    let id = new_id(at);
+    assert!(id.starts_with("20261123T000101.234Z-"), "{id}");
+    assert_eq!(id.len(), "20261123T000101.234Z-".len() + 8);
+    assert!(valid_id(&id));
+    assert_ne!(new_id(at), new_id(at));
+    assert_eq!(rfc3339(at), "2026-11-23T00:01:01.234Z");
+    assert_eq!(civil_from_days(0), (1970, 1, 1));
+    assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+}
+
+#[test]
+fn an_id_is_never_a_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path().join("s"));
+    for bad in [
+        "",
+        "../x",
+        "/etc/passwd",
+        "a/b",
+        ".hidden",
+        "..",
+        "x\0y",
+        "a\\b",
+    ] {
+        assert!(!valid_id(bad), "{bad:?}");
+        assert!(
+            matches!(store.load(bad), Err(TranscriptError::InvalidId(_))),
+            "{bad:?}"
+        );
+    }
+    assert!(valid_id("20261123T171500.123Z-1a2b3c4d"));
+}
+
+#[test]
+fn an_unknown_id_names_the_latest_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path().to_path_buf());
+    let id = saved(&store, &conversation());
+    let err = store.load("20200101T000000.000Z-deadbeef").unwrap_err();
+    let TranscriptError::UnknownId { latest, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(latest, std::slice::from_ref(&id));
+    assert!(err.to_string().contains(&id), "{err}");
+}
+
+#[test]
+fn a_call_left_without_a_result_is_answered_with_an_error() {
+    let mut messages = conversation();
+    messages.truncate(3); // the assistant asked for c1 and c2; only c1 came back
+    let text = file_text(&messages);
+    let loaded = parse(Path::new("s.jsonl"), text.as_bytes()).unwrap();
+    assert_eq!(loaded.messages.len(), 4);
+    assert_eq!(
+        loaded.messages[3],
+        Message::Tool {
+            call_id: "c2".to_string(),
+            text: UNFINISHED_CALL_TEXT.to_string()
+        }
+    );
+    assert_eq!(loaded.warnings.len(), 1);
+    assert!(
+        loaded.warnings[0].contains("s.jsonl"),
+        "{:?}",
+        loaded.warnings
+    );
+    assert!(loaded.warnings[0].contains("c2"), "{:?}", loaded.warnings);
+}
+
+#[test]
+fn a_truncated_last_line_is_skipped_with_a_warning() {
+    let text = file_text(&conversation());
+    let cut = &text[..text.len() - 10];
+    let loaded = parse(Path::new("s.jsonl"), cut.as_bytes()).unwrap();
+    assert_eq!(loaded.messages[..4], conversation()[..4]);
+    assert_eq!(loaded.messages.len(), 4);
+    assert!(
+        loaded.warnings[0].starts_with("s.jsonl:6: incomplete last line"),
+        "{:?}",
+        loaded.warnings
+    );
+}
+
+/// Each case: the file's text, and what the error says.
+#[test]
+fn damage_is_an_error_naming_the_file_and_line() {
+    let good = file_text(&conversation());
+    let lines: Vec<&str> = good.lines().collect();
+    let with = |i: usize, line: &str| {
+        let mut l = lines.clone();
+        l[i] = line;
+        l.join("\n") + "\n"
+    };
+    let cases = [
+        (
+            with(2, "{\"type\":\"assistant\",\"te"),
+            "s.jsonl:3: not a session record",
+        ),
+        (
+            with(3, "{\"type\":\"novel\"}"),
+            "s.jsonl:4: not a session record",
+        ),
+        (with(1, lines[0]), "s.jsonl:2: a second session header"),
+        (
+            with(3, "{\"type\":\"tool\",\"call_id\":\"zz\",\"text\":\"\"}"),
+            "s.jsonl:4: a result for tool call \"zz\"",
+        ),
+        (String::new(), "s.jsonl:1: an empty file"),
+        (
+            with(0, "{\"type\":\"user\",\"content\":[]}"),
+            "s.jsonl:1: not a session header",
+        ),
+        (
+            with(
+                1,
+                "{\"type\":\"user\",\"content\":[{\"image\":{\"mime_type\":\"image/png\",\"data\":\"!!\"}}]}",
+            ),
+            "s.jsonl:2: an image that is not base64",
+        ),
+        (format!("\u{feff}{good}"), "s.jsonl:1: not a session header"),
+    ];
+    for (text, expected) in cases {
+        let err = parse(Path::new("s.jsonl"), text.as_bytes()).unwrap_err();
+        assert!(err.to_string().starts_with(expected), "{err} / {expected}");
+    }
+    let other = good.replacen("\"version\":1", "\"version\":2", 1);
+    let err = parse(Path::new("s.jsonl"), other.as_bytes()).unwrap_err();
+    assert!(
+        matches!(&err, TranscriptError::UnsupportedVersion { found, .. } if found == "2"),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "s.jsonl: session format version 2; this toolbelt reads version 1"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn an_unreadable_directory_is_an_error_naming_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("s");
+    std::fs::create_dir(&sessions).unwrap();
+    std::fs::set_permissions(&sessions, std::fs::Permissions::from_mode(0o000)).unwrap();
+    if std::fs::read_dir(&sessions).is_ok() {
+        return; // running as root: permissions do not apply
+    }
+    let err = SessionStore::new(sessions.clone()).ids().unwrap_err();
+    assert!(
+        err.to_string().starts_with(&sessions.display().to_string()),
+        "{err}"
+    );
+    std::fs::set_permissions(&sessions, std::fs::Permissions::from_mode(0o700)).unwrap();
+}
+
+/// Every history the loader accepts is well formed: each call of an assistant message
+/// is answered by exactly one tool message before the next other message.
+fn assert_well_formed(messages: &[Message]) {
+    let mut pending: Vec<&str> = Vec::new();
+    for m in messages {
+        match m {
+            Message::Tool { call_id, .. } => {
+                let at = pending.iter().position(|p| p == call_id).unwrap();
+                pending.remove(at);
+            }
+            Message::Assistant { tool_calls, .. } => {
+                assert!(pending.is_empty());
+                pending = tool_calls.iter().map(|c| c.id.as_str()).collect();
+            }
+            _ => assert!(pending.is_empty()),
+        }
+    }
+    assert!(pending.is_empty());
+}
+
+#[test]
+fn a_file_cut_anywhere_loads_a_prefix_or_fails_cleanly() {
+    let text = file_text(&conversation());
+    let header_end = text.find('\n').unwrap();
+    for cut in 0..=text.len() {
+        match parse(Path::new("s.jsonl"), &text.as_bytes()[..cut]) {
+            Ok(loaded) => {
+                assert!(cut >= header_end, "{cut}");
+                assert_well_formed(&loaded.messages);
+                let kept = loaded
+                    .messages
+                    .iter()
+                    .filter(|m| !matches!(m, Message::Tool { text, .. } if text == UNFINISHED_CALL_TEXT))
+                    .cloned()
+                    .collect::<Vec<_>>();
+                assert_eq!(kept[..], conversation()[..kept.len()], "cut at {cut}");
+            }
+            Err(e) => assert!(cut < header_end, "cut at {cut}: {e}"),
+        }
+    }
+}
+
+proptest! {
+    /// Random bytes, random lines among good ones: an answer or an error, never a
+    /// panic, and what loads is well formed.
+    #[test]
+    fn no_input_panics_the_loader(
+        garbage in proptest::collection::vec(any::<u8>(), 0..200),
+        at in 0usize..8,
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let good = file_text(&conversation());
+        let mut lines: Vec<Vec<u8>> = good.lines().map(|l| l.as_bytes().to_vec()).collect();
+        let at = at.min(lines.len());
+        lines.insert(at, garbage.clone());
+        let mut bytes = lines.join(&b'\n');
+        bytes.truncate(cut.index(bytes.len() + 1));
+        if let Ok(loaded) = parse(Path::new("s.jsonl"), &bytes) {
+            assert_well_formed(&loaded.messages);
+        }
+        if let Ok(loaded) = parse(Path::new("s.jsonl"), &garbage) {
+            assert_well_formed(&loaded.messages);
+        }
+    }
+
+    /// Line-shaped noise: JSON objects of the right `type` with wrong fields.
+    #[test]
+    fn records_of_the_wrong_shape_are_errors_not_panics(
+        kind in prop::sample::select(vec!["user", "assistant", "tool", "session"]),
+        field in "[a-z_]{1,12}",
+        value in prop_oneof![Just("null".to_string()), Just("[]".to_string()), Just("{}".to_string()), "\"[a-z]{0,5}\"", "-?[0-9]{1,20}"],
+    ) {
+        let good = file_text(&conversation()[..1]);
+        let line = format!("{{\"type\":\"{kind}\",\"{field}\":{value}}}\n");
+        let text = format!("{good}{line}");
+        if let Ok(loaded) = parse(Path::new("s.jsonl"), text.as_bytes()) {
+            assert_well_formed(&loaded.messages);
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! The headless agent's saved sessions: which one `--continue` or `--resume ID` picks up,
+//! the listing `--resume` prints without an ID, and the new file each run writes.
+//!
+//! The format, loading and saving are `toolbelt_agent::transcript`'s; this module only
+//! maps the flags onto it. A continued session is a new file naming its parent (the
+//! reasons are in the transcript module). Headless has no picker: `--resume` without an
+//! ID lists the sessions, newest first, and exits.
+
+use std::path::{Path, PathBuf};
+
+use toolbelt_agent::transcript::{LoadedSession, SessionHeader, SessionStore, SessionWriter};
+use toolbelt_model::Message;
+
+use crate::cli::AgentArgs;
+
+/// How many sessions the listing shows.
+const LISTED: usize = 20;
+
+/// What the flags ask for.
+pub enum Choice<'a> {
+    /// A new conversation.
+    Fresh,
+    Latest,
+    Id(&'a str),
+    /// `--resume` without an ID.
+    List,
+}
+
+impl<'a> Choice<'a> {
+    pub fn of(args: &'a AgentArgs) -> Self {
+        match args.resume.as_deref() {
+            Some("") => Choice::List,
+            Some(id) => Choice::Id(id),
+            None if args.continue_latest => Choice::Latest,
+            None => Choice::Fresh,
+        }
+    }
+}
+
+/// The store of the project whose primary workspace root is `project`.
+pub fn store(project: &Path) -> SessionStore {
+    SessionStore::new(crate::session::sessions_dir(project))
+}
+
+/// The session to continue, its warnings printed; `None` for a fresh one.
+pub fn load(store: &SessionStore, choice: &Choice<'_>) -> Result<Option<LoadedSession>, String> {
+    let loaded = match choice {
+        Choice::Fresh | Choice::List => return Ok(None),
+        Choice::Latest => store.latest(),
+        Choice::Id(id) => store.load(id),
+    }
+    .map_err(|e| e.to_string())?;
+    for warning in &loaded.warnings {
+        eprintln!("toolbelt: warning: {warning}");
+    }
+    Ok(Some(loaded))
+}
+
+/// The listing of `--resume`: one session a line, newest first, `ID  first prompt line`.
+pub fn list(store: &SessionStore) -> Result<String, String> {
+    let ids = store.ids().map_err(|e| e.to_string())?;
+    if ids.is_empty() {
+        return Err(format!(
+            "no saved session for this project (in {})",
+            store.dir().display()
+        ));
+    }
+    let mut out = String::new();
+    for id in ids.iter().take(LISTED) {
+        let prompt = store
+            .first_prompt(id)
+            .unwrap_or_else(|| "(unreadable)".to_string());
+        let prompt: String = prompt.chars().take(70).collect();
+        out.push_str(&format!("{id}  {prompt}\n"));
+    }
+    if ids.len() > LISTED {
+        out.push_str(&format!(
+            "... and {} older, in {}\n",
+            ids.len() - LISTED,
+            store.dir().display()
+        ));
+    }
+    Ok(out)
+}
+
+/// Starts this run's file, with the continued conversation copied in first. A session
+/// that cannot be saved is a warning: the run goes on unsaved.
+pub fn start(
+    store: &SessionStore,
+    cwd: PathBuf,
+    model: &str,
+    continued: Option<&LoadedSession>,
+) -> Option<SessionWriter> {
+    let parent = continued.map(|c| c.header.id.clone());
+    let history: &[Message] = continued.map_or(&[], |c| &c.messages);
+    let started = store
+        .create(SessionHeader::new(cwd, model.to_string(), parent))
+        .and_then(|writer| {
+            for message in history {
+                if let Err(e) = writer.append(message) {
+                    // A half-copied history must not become the latest session.
+                    let _ = std::fs::remove_file(writer.path());
+                    return Err(e);
+                }
+            }
+            Ok(writer)
+        });
+    match started {
+        Ok(writer) => Some(writer),
+        Err(e) => {
+            eprintln!("toolbelt: warning: this session is not saved: {e}");
+            None
+        }
+    }
+}
