@@ -25,10 +25,7 @@ mod when_cmd;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     pipes::init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_builder(&cli).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("toolbelt: cannot start the async runtime: {e}");
@@ -44,6 +41,19 @@ fn main() -> ExitCode {
     runtime.shutdown_background();
     ending::clean_up();
     ExitCode::from(ending::exit_code(code))
+}
+
+/// One thread for an MCP server over stdio: its work is a line in, a call, a line out,
+/// and a second worker only adds wake-ups and hand-offs between cores (measured in
+/// BENCHMARKS.md). File reads and commands still run on the blocking pool, side by side.
+/// Everything else gets a worker per core.
+fn runtime_builder(cli: &cli::Cli) -> tokio::runtime::Builder {
+    match &cli.command {
+        Some(cli::Command::Mcp {
+            command: cli::McpCommand::Serve(args),
+        }) if args.http.is_none() => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    }
 }
 
 async fn run(cli: cli::Cli) -> u8 {
