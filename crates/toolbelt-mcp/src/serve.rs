@@ -133,6 +133,8 @@ struct Active {
 /// One MCP connection (a stdio session, an HTTP session, or one stateless request).
 pub struct ToolbeltServer {
     workspaces: Arc<dyn Workspaces>,
+    /// [`Workspaces::changes`], subscribed once per connection.
+    changes: watch::Receiver<u64>,
     options: Arc<ServeOptions>,
     active: Mutex<Option<Arc<Active>>>,
     /// Grows when the client says its roots changed.
@@ -148,6 +150,7 @@ impl ToolbeltServer {
     /// A connection's handler.
     pub fn new(workspaces: Arc<dyn Workspaces>, options: Arc<ServeOptions>) -> Self {
         ToolbeltServer {
+            changes: workspaces.changes(),
             workspaces,
             options,
             active: Mutex::new(None),
@@ -162,7 +165,7 @@ impl ToolbeltServer {
     /// The connection's tools, opened again when the roots or the tools changed.
     async fn active(&self, peer: &Peer<RoleServer>) -> Result<Arc<Active>, ErrorData> {
         let mut slot = self.active.lock().await;
-        let generation = *self.workspaces.changes().borrow();
+        let generation = *self.changes.borrow();
         let roots_epoch = self.roots_epoch.load(Ordering::SeqCst);
         if let Some(active) = slot.as_ref()
             && active.generation == generation
@@ -281,7 +284,7 @@ impl ToolbeltServer {
 
     /// Tells the client its tool list changed whenever [`Workspaces::changes`] ticks.
     fn watch_changes(&self, peer: Peer<RoleServer>) {
-        let mut changes = self.workspaces.changes();
+        let mut changes = self.changes.clone();
         tokio::spawn(async move {
             while changes.changed().await.is_ok() {
                 if peer.notify_tool_list_changed().await.is_err() {

@@ -44,7 +44,7 @@ async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)>
     let http = args
         .http
         .as_deref()
-        .map(http_options(&args))
+        .map(|addr| http_options(addr, &args))
         .transpose()
         .map_err(usage)?;
     let nested = std::env::var_os(SERVING_ENV).is_some();
@@ -108,32 +108,30 @@ async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)>
 }
 
 /// `--http ADDR:PORT` and the token of `--auth-token-env`.
-fn http_options(args: &ServeArgs) -> impl Fn(&str) -> Result<HttpOptions, String> + '_ {
-    move |addr| {
-        let addr: SocketAddr = addr
-            .parse()
-            .map_err(|e| format!("--http {addr}: {e} (write ADDR:PORT, such as 127.0.0.1:8765)"))?;
-        let token = match &args.auth_token_env {
-            None => None,
-            Some(name) => match std::env::var(name) {
-                Ok(token) if !token.trim().is_empty() => {
-                    // Never in a log line, an error or a message to a client.
-                    toolbelt_core::redact::global().add_secret(token.trim());
-                    Some(token.trim().to_string())
-                }
-                _ => {
-                    return Err(format!(
-                        "--auth-token-env {name}: the environment variable {name} is not set or empty"
-                    ));
-                }
-            },
-        };
-        Ok(HttpOptions {
-            addr,
-            token,
-            stateless: args.stateless,
-        })
-    }
+fn http_options(addr: &str, args: &ServeArgs) -> Result<HttpOptions, String> {
+    let addr: SocketAddr = addr
+        .parse()
+        .map_err(|e| format!("--http {addr}: {e} (write ADDR:PORT, such as 127.0.0.1:8765)"))?;
+    let token = match &args.auth_token_env {
+        None => None,
+        Some(name) => match std::env::var(name) {
+            Ok(token) if !token.trim().is_empty() => {
+                // Never in a log line, an error or a message to a client.
+                toolbelt_core::redact::global().add_secret(token.trim());
+                Some(token.trim().to_string())
+            }
+            _ => {
+                return Err(format!(
+                    "--auth-token-env {name}: the environment variable {name} is not set or empty"
+                ));
+            }
+        },
+    };
+    Ok(HttpOptions {
+        addr,
+        token,
+        stateless: args.stateless,
+    })
 }
 
 /// Opens a session per workspace, the last one cached (a stateless server opens one per
