@@ -596,7 +596,6 @@ impl SessionWriter {
 /// `20261123T171500.123Z-1a2b3c4d`.
 fn new_id(now: SystemTime) -> String {
     use std::hash::{BuildHasher, Hasher};
-    let (date, time, millis) = utc_parts(now);
     // RandomState is seeded from the system's randomness once per process and stepped
     // per instance; with the time and the process ID it is unique enough for names that
     // are also created with `create_new`.
@@ -608,48 +607,13 @@ fn new_id(now: SystemTime) -> String {
             .unwrap_or(0),
     );
     let random = hasher.finish() as u32;
-    format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}.{millis:03}Z-{random:08x}",
-        date.0, date.1, date.2, time.0, time.1, time.2
-    )
+    let utc = chrono::DateTime::<chrono::Utc>::from(now);
+    format!("{}Z-{random:08x}", utc.format("%Y%m%dT%H%M%S%.3f"))
 }
 
 /// `2026-11-23T17:15:00.123Z`.
 fn rfc3339(now: SystemTime) -> String {
-    let (date, time, millis) = utc_parts(now);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        date.0, date.1, date.2, time.0, time.1, time.2
-    )
-}
-
-type Date = (i64, u32, u32);
-type Time = (u64, u64, u64);
-
-fn utc_parts(now: SystemTime) -> (Date, Time, u32) {
-    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let days = (secs / 86_400) as i64;
-    let rest = secs % 86_400;
-    (
-        civil_from_days(days),
-        (rest / 3600, rest % 3600 / 60, rest % 60),
-        since.subsec_millis(),
-    )
-}
-
-/// Howard Hinnant's `civil_from_days`: days since 1970-01-01 to (year, month, day).
-fn civil_from_days(days: i64) -> Date {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    chrono::DateTime::<chrono::Utc>::from(now).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 #[cfg(test)]

@@ -125,8 +125,9 @@ fn new_ids_are_valid_unique_and_name_the_utc_time() {
     assert!(valid_id(&id));
     assert_ne!(new_id(at), new_id(at));
     assert_eq!(rfc3339(at), "2026-11-23T00:01:01.234Z");
-    assert_eq!(civil_from_days(0), (1970, 1, 1));
-    assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+    let leap_day = UNIX_EPOCH + std::time::Duration::from_secs(11_016 * 86_400);
+    assert_eq!(rfc3339(leap_day), "2000-02-29T00:00:00.000Z");
 }
 
 #[test]
