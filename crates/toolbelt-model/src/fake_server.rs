@@ -48,6 +48,11 @@ pub enum Reply {
         parties: usize,
         then: Box<Reply>,
     },
+    /// `then`, after `delay` (a model's thinking time, for benchmarks).
+    Delayed {
+        delay: std::time::Duration,
+        then: Box<Reply>,
+    },
     /// An HTTP error with a JSON error body.
     Status {
         status: u16,
@@ -390,7 +395,7 @@ async fn handle(
 /// What a reply finally answers with (a rendezvous answers with its `then`).
 fn final_reply(reply: &Reply) -> &Reply {
     match reply {
-        Reply::Rendezvous { then, .. } => final_reply(then),
+        Reply::Rendezvous { then, .. } | Reply::Delayed { then, .. } => final_reply(then),
         other => other,
     }
 }
@@ -491,6 +496,10 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
             stream.write_all(body.as_bytes()).await?;
         }
         Reply::Rendezvous { then, .. } => {
+            return Box::pin(write_reply(stream, *then)).await;
+        }
+        Reply::Delayed { delay, then } => {
+            tokio::time::sleep(delay).await;
             return Box::pin(write_reply(stream, *then)).await;
         }
         Reply::Status {
