@@ -186,7 +186,10 @@ impl Agent {
         };
         let notices = tasks.take_notices();
         if !notices.is_empty() {
-            self.push(request, Message::User(vec![UserPart::Text(notices.join("\n\n"))]));
+            self.push(
+                request,
+                Message::User(vec![UserPart::Text(notices.join("\n\n"))]),
+            );
         }
     }
 

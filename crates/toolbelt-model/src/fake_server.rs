@@ -311,10 +311,7 @@ async fn handle(
         }
         let has_tools = body.get("tools").is_some_and(|t| t.is_array());
         let opening = opening(&body);
-        let route = s
-            .routes
-            .iter()
-            .position(|r| opening.contains(&r.marker));
+        let route = s.routes.iter().position(|r| opening.contains(&r.marker));
         let route_name = route.map(|i| s.routes[i].marker.clone());
         let reply = match (&s.side_reply, has_tools) {
             (Some(side), false) => side.clone(),

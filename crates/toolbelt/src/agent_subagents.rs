@@ -7,11 +7,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use toolbelt_agent::subagents::{
-    AgentCatalog, AgentDirs, AgentTool, BackgroundTasks, ModelChooser, ShellJobs,
-    SubagentRuntime, TaskStop,
-};
 use toolbelt_agent::EventSink;
+use toolbelt_agent::subagents::{
+    AgentCatalog, AgentDirs, AgentTool, BackgroundTasks, ModelChooser, ShellJobs, SubagentRuntime,
+    TaskStop,
+};
 use toolbelt_core::scheduler::{ApprovalMode, Permissions};
 use toolbelt_core::{BoxFuture, Origin, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{Model, OpenAiClient, OpenAiConfig};

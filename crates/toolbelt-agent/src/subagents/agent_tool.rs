@@ -49,6 +49,9 @@ use crate::{Agent, AgentEvent, EventSink, RunOutcome, StopReason};
 /// depth has no `agent` tool, whatever its definition says.
 pub const MAX_DEPTH: usize = 3;
 
+/// How much of each definition's description the `agent` tool's description carries.
+const DESCRIPTION_CHARS: usize = 600;
+
 /// The model of a sub-agent: the parent's, or the one its definition names.
 pub trait ModelChooser: Send + Sync {
     fn model(&self, name: Option<&str>) -> Result<Arc<dyn Model>, String>;
@@ -101,13 +104,25 @@ pub struct AgentTool {
 impl AgentTool {
     /// The tool for an agent at `depth`; its declaration lists the catalog's agents
     /// (build a new one when the set changes).
-    pub fn new(runtime: Arc<SubagentRuntime>, depth: usize, background: Arc<BackgroundTasks>) -> Self {
+    pub fn new(
+        runtime: Arc<SubagentRuntime>,
+        depth: usize,
+        background: Arc<BackgroundTasks>,
+    ) -> Self {
         let names = runtime.catalog.names();
         let mut description = String::from(
             "Launch a sub-agent to carry out a task on its own: it gets a fresh conversation with only the prompt you write (include every fact and path it needs), its own tools and turn limit, and returns its final answer as this call's result with a summary line (turns, tool calls, time, why it stopped). Use it for independent searches or multi-step work whose details you do not need to keep; several agent calls in one message run in parallel. With run_in_background the call returns a task id at once and the answer arrives later as a message (stop it with task_stop). Do not use it for a single read or search you can do yourself.\n\nAvailable agent types (subagent_type):",
         );
+        // A definition's description is the repository's text: bounded, so one file
+        // cannot crowd every request.
         for a in runtime.catalog.agents() {
-            description.push_str(&format!("\n- {}: {}", a.name, a.description.trim()));
+            let text: String = a
+                .description
+                .trim()
+                .chars()
+                .take(DESCRIPTION_CHARS)
+                .collect();
+            description.push_str(&format!("\n- {}: {text}", a.name));
         }
         let schema = json!({
             "type": "object",
@@ -315,7 +330,10 @@ async fn run_subagent(
     if call.depth >= MAX_DEPTH {
         registry.retain(
             |r| r.name != AGENT_TOOL,
-            &format!("sub-agents nest at most {MAX_DEPTH} deep, and this one is at depth {}", call.depth),
+            &format!(
+                "sub-agents nest at most {MAX_DEPTH} deep, and this one is at depth {}",
+                call.depth
+            ),
         );
     }
     registry.retain(
@@ -460,9 +478,13 @@ fn summary_line(
         .iter()
         .filter(|c| c.state != CallState::Success)
         .count();
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
     let calls = match failed {
-        0 => format!("{} tool calls", outcome.calls.len()),
-        n => format!("{} tool calls ({n} failed or refused)", outcome.calls.len()),
+        0 => plural(outcome.calls.len(), "tool call"),
+        n => format!(
+            "{} ({n} failed or refused)",
+            plural(outcome.calls.len(), "tool call")
+        ),
     };
     let why = match &outcome.stop {
         StopReason::Answered => "answered".to_string(),
@@ -487,9 +509,9 @@ fn summary_line(
         .map(|p| format!("; transcript {}", p.display()))
         .unwrap_or_default();
     format!(
-        "[sub-agent {} ({id}): {why}; {} turns, {calls}, {:.1} s{narrowed}{file}]",
+        "[sub-agent {} ({id}): {why}; {}, {calls}, {:.1} s{narrowed}{file}]",
         def.name,
-        outcome.turns,
+        plural(outcome.turns, "turn"),
         elapsed.as_secs_f64()
     )
 }

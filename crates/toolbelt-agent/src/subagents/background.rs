@@ -138,8 +138,12 @@ impl BackgroundTasks {
 
     /// Cancels every task (the session ends) and waits, bounded, for them to end.
     pub async fn stop_all(&self) {
-        let tokens: Vec<CancellationToken> =
-            self.lock().running.values().map(|r| r.cancel.clone()).collect();
+        let tokens: Vec<CancellationToken> = self
+            .lock()
+            .running
+            .values()
+            .map(|r| r.cancel.clone())
+            .collect();
         if tokens.is_empty() {
             return;
         }
@@ -257,10 +261,7 @@ impl Invocation for StopCall {
             };
             ToolResult::error(ToolError::new(
                 ErrorKind::InvalidToolParams,
-                format!(
-                    "No running task has the id \"{}\". {known}",
-                    self.task_id
-                ),
+                format!("No running task has the id \"{}\". {known}", self.task_id),
             ))
         })
     }

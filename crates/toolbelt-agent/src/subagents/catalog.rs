@@ -66,7 +66,11 @@ impl AgentCatalog {
         // Highest level first; within a level, file order.
         all.sort_by(|a, b| a.name.cmp(&b.name).then(b.level.cmp(&a.level)));
         for d in all {
-            if catalog.agents.last().is_some_and(|last| last.name == d.name) {
+            if catalog
+                .agents
+                .last()
+                .is_some_and(|last| last.name == d.name)
+            {
                 catalog.shadowed.push(d);
             } else {
                 catalog.agents.push(d);

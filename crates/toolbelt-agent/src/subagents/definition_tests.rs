@@ -33,7 +33,10 @@ fn reads_every_key() {
 fn problems_name_line_and_key() {
     let e = parse_text("---\nname: a\ndescription: d\ntools: 3\n---\nbody").unwrap_err();
     assert_eq!((e.line, e.key.as_str()), (4, "tools"), "{e}");
-    assert!(e.to_string().starts_with("/p/.qwen/agents/a.md:4: key `tools`: "));
+    assert!(
+        e.to_string()
+            .starts_with("/p/.qwen/agents/a.md:4: key `tools`: ")
+    );
     let e = parse_text("---\ndescription: d\n---\nbody").unwrap_err();
     assert_eq!(e.key, "name");
     let e = parse_text("---\nname: a\ndescription: d\napprovalMode: always\n---\nb").unwrap_err();

@@ -147,16 +147,25 @@ async fn two_sub_agents_run_in_parallel_with_their_own_tools_and_limits() {
         .unwrap()
         .clone();
     let names = &agent_decl["function"]["parameters"]["properties"]["subagent_type"]["enum"];
-    assert_eq!(*names, json!(["Explore", "finder", "general-purpose", "reader"]));
+    assert_eq!(
+        *names,
+        json!(["Explore", "finder", "general-purpose", "reader"])
+    );
     let first = tool_message(&parent[1].body, "a1");
+    assert!(first.contains("stopped at its limit of 2 turns"), "{first}");
     assert!(
-        first.contains("stopped at its limit of 2 turns"),
+        first.contains("2 tool calls (1 failed or refused)"),
         "{first}"
     );
-    assert!(first.contains("2 tool calls (1 failed or refused)"), "{first}");
     let second = tool_message(&parent[1].body, "a2");
-    assert!(second.starts_with("The readme says hello.\n\n[sub-agent reader ("), "{second}");
-    assert!(second.contains("answered; 2 turns, 1 tool calls"), "{second}");
+    assert!(
+        second.starts_with("The readme says hello.\n\n[sub-agent reader ("),
+        "{second}"
+    );
+    assert!(
+        second.contains("answered; 2 turns, 1 tool call,"),
+        "{second}"
+    );
     // The transcript named in the summary holds the sub-agent's conversation.
     let transcript = second
         .split("transcript ")
@@ -174,13 +183,18 @@ async fn two_sub_agents_run_in_parallel_with_their_own_tools_and_limits() {
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|v| v.get("agent_id").is_some())
         .collect();
-    assert!(
-        tagged
-            .iter()
-            .any(|v| v["parent_call_id"] == "a2" && v["type"] == "tool_result" && v["name"] == "read_file")
-    );
+    assert!(tagged.iter().any(|v| v["parent_call_id"] == "a2"
+        && v["type"] == "tool_result"
+        && v["name"] == "read_file"));
     assert!(tagged.iter().any(|v| v["parent_call_id"] == "a1"));
-    assert!(transcript.contains(tagged[0]["agent_id"].as_str().unwrap()) || tagged.iter().any(|v| transcript.contains(v["agent_id"].as_str().unwrap())));
+    // The reader's id is its transcript's name.
+    let reader_id = tagged.iter().find(|v| v["parent_call_id"] == "a2").unwrap()["agent_id"]
+        .as_str()
+        .unwrap();
+    assert!(
+        transcript.ends_with(&format!("{reader_id}.jsonl")),
+        "{transcript}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -198,7 +212,11 @@ async fn a_definition_cannot_widen_the_approval_mode() {
     server.add_route(
         "MARK-WRITER",
         vec![
-            calls(&[("w1", "write_file", json!({"file_path": target, "content": "x"}))]),
+            calls(&[(
+                "w1",
+                "write_file",
+                json!({"file_path": target, "content": "x"}),
+            )]),
             Reply::text("I could not write."),
         ],
     );
@@ -233,16 +251,27 @@ async fn recursion_stops_at_depth_three() {
     let server = FakeOpenAi::start(vec![step("p1", "MARK-L1"), Reply::text("top done")])
         .await
         .unwrap();
-    server.add_route("MARK-L1", vec![step("l1", "MARK-L2"), Reply::text("l1 done")]);
-    server.add_route("MARK-L2", vec![step("l2", "MARK-L3"), Reply::text("l2 done")]);
-    server.add_route("MARK-L3", vec![step("l3", "MARK-L4"), Reply::text("bottom")]);
+    server.add_route(
+        "MARK-L1",
+        vec![step("l1", "MARK-L2"), Reply::text("l1 done")],
+    );
+    server.add_route(
+        "MARK-L2",
+        vec![step("l2", "MARK-L3"), Reply::text("l2 done")],
+    );
+    server.add_route(
+        "MARK-L3",
+        vec![step("l3", "MARK-L4"), Reply::text("bottom")],
+    );
     let out = run(&w, &server, &["go"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout, "top done\n");
     assert_eq!(server.violations(), Vec::<String>::new());
     // Depth 3 has no `agent` tool: the call is refused, no fourth agent starts.
     let l3 = route_requests(&server, "MARK-L3");
-    assert!(l3[0].body.get("tools").is_none() || l3[0].body["tools"].as_array().unwrap().is_empty());
+    assert!(
+        l3[0].body.get("tools").is_none() || l3[0].body["tools"].as_array().unwrap().is_empty()
+    );
     let refused = tool_message(&l3[1].body, "l3");
     assert!(refused.contains("not available"), "{refused}");
     assert!(refused.contains("at most 3 deep"), "{refused}");
@@ -278,7 +307,11 @@ async fn a_background_agent_answers_at_the_parents_next_turn_and_cannot_ask() {
             Reply::rendezvous(
                 "bg",
                 2,
-                calls(&[("b1", "write_file", json!({"file_path": target, "content": "x"}))]),
+                calls(&[(
+                    "b1",
+                    "write_file",
+                    json!({"file_path": target, "content": "x"}),
+                )]),
             ),
             Reply::text("background result 42"),
         ],
@@ -294,9 +327,17 @@ async fn a_background_agent_answers_at_the_parents_next_turn_and_cannot_ask() {
         .collect();
     assert_eq!(parent.len(), 3);
     let started = tool_message(&parent[1].body, "a1");
-    assert!(started.contains("in the background as task agent_1"), "{started}");
+    assert!(
+        started.contains("in the background as task agent_1"),
+        "{started}"
+    );
     // The notice is a user message of the next request after the answer.
-    let last = parent[2].body["messages"].as_array().unwrap().last().unwrap().clone();
+    let last = parent[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(last["role"], "user");
     let notice = last["content"].to_string();
     assert!(notice.contains("task agent_1"), "{notice}");
@@ -322,7 +363,9 @@ fn ended(pid: u32) -> bool {
 async fn cancelling_the_run_ends_sub_agents_and_their_processes() {
     let w = Workspace::new();
     let (n, a) = agent_call("general-purpose", "MARK-SLEEP: wait");
-    let server = FakeOpenAi::start(vec![calls(&[("a1", n, a)])]).await.unwrap();
+    let server = FakeOpenAi::start(vec![calls(&[("a1", n, a)])])
+        .await
+        .unwrap();
     server.add_route(
         "MARK-SLEEP",
         vec![calls(&[(
@@ -343,7 +386,10 @@ async fn cancelling_the_run_ends_sub_agents_and_their_processes() {
         {
             break pid;
         }
-        assert!(Instant::now() < deadline, "the sub-agent's command never started");
+        assert!(
+            Instant::now() < deadline,
+            "the sub-agent's command never started"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert!(!ended(sleep_pid));
@@ -401,8 +447,108 @@ async fn agents_list_shows_levels_tools_and_broken_files() {
     assert!(warnings.contains("broken.md:4: key `tools`"), "{warnings}");
 
     let text = w.run(&["agents", "list"], &[], None).await;
-    assert!(text.stdout.contains("reviewer [project]"), "{}", text.stdout);
-    assert!(text.stdout.contains("reviewer [user] hidden by the project definition"), "{}", text.stdout);
-    assert!(text.stdout.contains("tools: mcp__github__*, read_file"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("reviewer [project]"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains("reviewer [user] hidden by the project definition"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("tools: mcp__github__*, read_file"),
+        "{}",
+        text.stdout
+    );
     assert!(text.stdout.contains("warning: "), "{}", text.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_stop_stops_a_background_agent_and_a_background_shell_job() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![
+        calls(&[
+            (
+                "s1",
+                "run_shell_command",
+                json!({"command": "exec sleep 30", "is_background": true}),
+            ),
+            (
+                "a1",
+                "agent",
+                json!({"description": "long work", "prompt": "MARK-STOP: work long", "run_in_background": true}),
+            ),
+        ]),
+        // Answered once the background agent is under way.
+        Reply::rendezvous(
+            "stop",
+            2,
+            calls(&[
+                ("t1", "task_stop", json!({"task_id": "agent_1"})),
+                ("t2", "task_stop", json!({"task_id": "bg_1"})),
+                ("t3", "task_stop", json!({"task_id": "nope"})),
+            ]),
+        ),
+        Reply::text("Everything is stopped."),
+    ])
+    .await
+    .unwrap();
+    server.add_route(
+        "MARK-STOP",
+        vec![Reply::rendezvous(
+            "stop",
+            2,
+            calls(&[(
+                "x1",
+                "run_shell_command",
+                json!({"command": "exec sleep 30"}),
+            )]),
+        )],
+    );
+    let out = run(&w, &server, &["--yolo", "go"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "Everything is stopped.\n");
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let parent: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.route.is_none())
+        .collect();
+    assert_eq!(parent.len(), 3);
+    let started = tool_message(&parent[1].body, "s1");
+    let pid: u32 = started
+        .lines()
+        .find_map(|l| l.strip_prefix("PID: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let stopped_agent = tool_message(&parent[2].body, "t1");
+    assert!(
+        stopped_agent.contains("agent_1 was stopped"),
+        "{stopped_agent}"
+    );
+    let stopped_job = tool_message(&parent[2].body, "t2");
+    assert!(stopped_job.contains("Background job bg_1"), "{stopped_job}");
+    assert!(stopped_job.contains("was stopped"), "{stopped_job}");
+    assert!(ended(pid), "the background job outlived task_stop");
+    let unknown = tool_message(&parent[2].body, "t3");
+    assert!(
+        unknown.contains("No running task has the id \"nope\""),
+        "{unknown}"
+    );
+    // The stopped agent's notice came before the next request.
+    let last = parent[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "user");
+    let notice = last["content"].to_string();
+    assert!(notice.contains("task agent_1"), "{notice}");
+    assert!(notice.contains("cancelled"), "{notice}");
 }
