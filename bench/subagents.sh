@@ -4,7 +4,8 @@
 # (crates/toolbelt-model/examples/fake_subagents.rs), versus one sub-agent alone.
 # Whole `toolbelt` runs; wall time (median of RUNS) and peak RSS of the toolbelt process
 # (GNU time's maximum resident set size, the largest of the runs).
-# Usage: bench/subagents.sh [RUNS] [DELAY_MS...]   (builds the release binaries first)
+# Usage: bench/subagents.sh [RUNS] [DELAY_MS...]   (builds the release binaries first,
+#   unless SKIP_BUILD=1)
 #   DELAY_MS: how long the fake model takes per answer (default: 0 and 50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,8 +13,10 @@ runs=${1:-7}
 shift || true
 delays=("${@:-0}")
 [ $# -eq 0 ] && delays=(0 50)
-cargo build --release -q -p toolbelt
-cargo build --release -q -p toolbelt-model --features fake-server --example fake_subagents
+if [ -z "${SKIP_BUILD:-}" ]; then
+  cargo build --release -q -p toolbelt
+  cargo build --release -q -p toolbelt-model --features fake-server --example fake_subagents
+fi
 bin="$PWD/target/release/toolbelt"
 server_bin="$PWD/target/release/examples/fake_subagents"
 work=$(mktemp -d)
