@@ -32,6 +32,7 @@ pub mod at_paths;
 pub mod context_files;
 pub mod prompt;
 pub mod references;
+pub mod subagents;
 pub mod tool_search;
 pub mod transcript;
 
@@ -54,6 +55,14 @@ pub enum AgentEvent {
     },
     /// A tool call moved on.
     Tool(SchedulerEvent),
+    /// An event of a sub-agent started by the `agent` call `parent_call_id`; the
+    /// sub-agent's own sub-agents nest further.
+    SubAgent {
+        /// The sub-agent's id (its transcript's file name).
+        agent_id: String,
+        parent_call_id: String,
+        event: Box<AgentEvent>,
+    },
 }
 
 pub type EventSink = Arc<dyn Fn(AgentEvent) + Send + Sync>;
@@ -123,6 +132,9 @@ pub struct Agent {
     log: Option<Arc<transcript::SessionWriter>>,
     /// Set after the first failed write, so a full disk warns once.
     log_failed: std::sync::atomic::AtomicBool,
+    /// The background agents this loop's `agent` tool starts: their notices join the
+    /// conversation before the next request.
+    background: Option<Arc<subagents::BackgroundTasks>>,
 }
 
 impl Agent {
@@ -153,6 +165,31 @@ impl Agent {
             history: std::sync::Mutex::new(Vec::new()),
             log: None,
             log_failed: std::sync::atomic::AtomicBool::new(false),
+            background: None,
+        }
+    }
+
+    /// Delivers the notices of `tasks` (background agents the loop's `agent` tool
+    /// started) as user messages before each model request, and keeps the loop going
+    /// while tasks run: a model that answers while one still runs gets its notice at
+    /// the next turn instead of the run ending without it.
+    pub fn with_background(mut self, tasks: Arc<subagents::BackgroundTasks>) -> Self {
+        self.background = Some(tasks);
+        self
+    }
+
+    /// Adds the notices of finished background agents as one user message. Called only
+    /// between turns, after every call of the last answer has its tool message.
+    fn deliver_notices(&self, request: &mut ModelRequest) {
+        let Some(tasks) = &self.background else {
+            return;
+        };
+        let notices = tasks.take_notices();
+        if !notices.is_empty() {
+            self.push(
+                request,
+                Message::User(vec![UserPart::Text(notices.join("\n\n"))]),
+            );
         }
     }
 
@@ -349,6 +386,7 @@ impl Agent {
             if turn_number > 1 {
                 self.refresh_tools(&[]).await;
             }
+            self.deliver_notices(&mut request);
             // Every request: tool_search may have found tools since the last one, and
             // referenced tools are declared even when deferred.
             request.tools = self.declarations(&referenced);
@@ -389,6 +427,18 @@ impl Agent {
                 },
             );
             if turn.tool_calls.is_empty() {
+                // Background agents still running: their answers are the next turn's.
+                if let Some(tasks) = &self.background
+                    && tasks.pending()
+                    && turn_number < self.max_turns
+                {
+                    tasks.wait_for_notice(cancel).await;
+                    if cancel.is_cancelled() {
+                        outcome.stop = StopReason::Cancelled;
+                        return outcome;
+                    }
+                    continue;
+                }
                 outcome.stop = StopReason::Answered;
                 return outcome;
             }

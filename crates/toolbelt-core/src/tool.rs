@@ -267,6 +267,9 @@ pub struct ExecContext {
     pub output: OutputSink,
     /// The session's shared environment.
     pub env: Arc<ToolEnvironment>,
+    /// The model's id for this call (empty outside a scheduler): what a tool that runs
+    /// a conversation of its own (`agent`) tags its events with.
+    pub call_id: String,
 }
 
 impl ExecContext {
@@ -276,6 +279,7 @@ impl ExecContext {
             cancel: CancellationToken::new(),
             output: OutputSink::none(),
             env,
+            call_id: String::new(),
         }
     }
 }

@@ -11,6 +11,13 @@
 //! tool call of an assistant message is answered by exactly one `tool` message, in order,
 //! before anything else is said; and the tool calls in the conversation are exactly the
 //! ones this server sent (same ids, names and arguments, in order).
+//!
+//! Several conversations at once (an agent and its sub-agents) are told apart by
+//! routes: [`FakeOpenAi::add_route`] gives a script to the conversations whose system
+//! prompt or first user message contains a marker. Each route has its own script and
+//! its own record of the calls it sent, so the checks hold per conversation. A
+//! [`Reply::Rendezvous`] holds its answer until that many requests have reached the same
+//! rendezvous: conversations that must run at the same time prove it by not timing out.
 
 use std::collections::{HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -33,6 +40,19 @@ pub enum Reply {
     Drop { turn: ModelTurn, bytes: usize },
     /// A whole JSON response (for clients that do not stream).
     Whole(ModelTurn),
+    /// Waits until `parties` requests (this one included) have reached the rendezvous
+    /// `name`, then answers `then`. Not reached within ten seconds: a violation, and
+    /// `then` anyway.
+    Rendezvous {
+        name: String,
+        parties: usize,
+        then: Box<Reply>,
+    },
+    /// `then`, after `delay` (a model's thinking time, for benchmarks).
+    Delayed {
+        delay: std::time::Duration,
+        then: Box<Reply>,
+    },
     /// An HTTP error with a JSON error body.
     Status {
         status: u16,
@@ -53,6 +73,15 @@ impl Reply {
         })
     }
 
+    /// `then`, once `parties` requests have reached the rendezvous `name`.
+    pub fn rendezvous(name: &str, parties: usize, then: Reply) -> Reply {
+        Reply::Rendezvous {
+            name: name.to_string(),
+            parties,
+            then: Box::new(then),
+        }
+    }
+
     pub fn status(status: u16, message: &str) -> Reply {
         Reply::Status {
             status,
@@ -68,6 +97,18 @@ pub struct Recorded {
     pub path: String,
     pub authorization: Option<String>,
     pub body: Value,
+    /// The marker of the route that answered; `None` for the main script.
+    pub route: Option<String>,
+    /// When the request arrived.
+    pub at: std::time::Instant,
+}
+
+/// A script for the conversations that carry `marker`.
+#[derive(Default)]
+struct Route {
+    marker: String,
+    replies: VecDeque<Reply>,
+    sent_calls: Vec<ToolCall>,
 }
 
 #[derive(Default)]
@@ -82,6 +123,9 @@ struct Shared {
     violations: Vec<String>,
     /// Tool calls this server sent in complete answers, in order.
     sent_calls: Vec<ToolCall>,
+    routes: Vec<Route>,
+    /// Requests that reached each rendezvous.
+    rendezvous: std::collections::HashMap<String, usize>,
 }
 
 pub struct FakeOpenAi {
@@ -108,8 +152,37 @@ impl FakeOpenAi {
             replies: replies.into(),
             ..Default::default()
         }));
-        let task = tokio::spawn(serve(listener, shared.clone()));
+        // Bumped when a request reaches a rendezvous.
+        let arrivals = Arc::new(tokio::sync::watch::Sender::new(0));
+        let task = tokio::spawn(serve(listener, shared.clone(), arrivals));
         Ok(FakeOpenAi { addr, shared, task })
+    }
+
+    /// Answers the conversations whose system prompt or first user message contains
+    /// `marker` from `replies` (the first matching route wins; others use the main
+    /// script).
+    pub fn add_route(&self, marker: &str, replies: Vec<Reply>) {
+        if let Ok(mut s) = self.shared.lock() {
+            s.routes.push(Route {
+                marker: marker.to_string(),
+                replies: replies.into(),
+                sent_calls: Vec::new(),
+            });
+        }
+    }
+
+    /// Replies of route `marker` not used yet.
+    pub fn unused_in_route(&self, marker: &str) -> usize {
+        self.shared
+            .lock()
+            .ok()
+            .and_then(|s| {
+                s.routes
+                    .iter()
+                    .find(|r| r.marker == marker)
+                    .map(|r| r.replies.len())
+            })
+            .unwrap_or(0)
     }
 
     /// What a client is given as its base URL.
@@ -164,16 +237,21 @@ impl FakeOpenAi {
     }
 }
 
-async fn serve(listener: TcpListener, shared: Arc<Mutex<Shared>>) {
+async fn serve(
+    listener: TcpListener,
+    shared: Arc<Mutex<Shared>>,
+    arrivals: Arc<tokio::sync::watch::Sender<u64>>,
+) {
     while let Ok((stream, _)) = listener.accept().await {
         // Streams are written in small pieces; without this, Nagle's algorithm and the
         // client's delayed ACKs would add tens of milliseconds per answer.
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
+        let arrivals = arrivals.clone();
         tokio::spawn(async move {
             // A client may hang up once it has read `[DONE]`, before the final chunk
             // marker: that is its right, not a protocol violation.
-            if let Err(e) = handle(stream, &shared).await
+            if let Err(e) = handle(stream, &shared, &arrivals).await
                 && !matches!(
                     e.kind(),
                     std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
@@ -186,7 +264,20 @@ async fn serve(listener: TcpListener, shared: Arc<Mutex<Shared>>) {
     }
 }
 
-async fn handle(mut stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
+/// The first two messages as text, where a route's marker is looked for.
+fn opening(body: &Value) -> String {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .map(|m| m.iter().take(2).map(Value::to_string).collect::<String>())
+        .unwrap_or_default()
+}
+
+async fn handle(
+    mut stream: TcpStream,
+    shared: &Mutex<Shared>,
+    arrivals: &tokio::sync::watch::Sender<u64>,
+) -> std::io::Result<()> {
+    let at = std::time::Instant::now();
     let Some((head, body)) = read_request(&mut stream).await? else {
         return Ok(());
     };
@@ -219,33 +310,91 @@ async fn handle(mut stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Resul
             ));
         }
         let has_tools = body.get("tools").is_some_and(|t| t.is_array());
+        let opening = opening(&body);
+        let route = s.routes.iter().position(|r| opening.contains(&r.marker));
+        let route_name = route.map(|i| s.routes[i].marker.clone());
         let reply = match (&s.side_reply, has_tools) {
             (Some(side), false) => side.clone(),
             _ => {
-                let problems = check_request(&body, &s.sent_calls);
-                s.violations
-                    .extend(problems.into_iter().map(|p| format!("request {n}: {p}")));
-                match s.replies.pop_front().or_else(|| s.fallback.clone()) {
+                let shared = &mut *s;
+                let (sent, replies) = match route {
+                    Some(i) => {
+                        let r = &mut shared.routes[i];
+                        (&mut r.sent_calls, &mut r.replies)
+                    }
+                    None => (&mut shared.sent_calls, &mut shared.replies),
+                };
+                let problems = check_request(&body, sent);
+                let label = route_name
+                    .as_ref()
+                    .map(|r| format!("request {n} (route {r})"))
+                    .unwrap_or_else(|| format!("request {n}"));
+                let mut found = problems
+                    .into_iter()
+                    .map(|p| format!("{label}: {p}"))
+                    .collect::<Vec<_>>();
+                let reply = match replies.pop_front().or_else(|| shared.fallback.clone()) {
                     Some(r) => r,
                     None => {
-                        s.violations
-                            .push(format!("request {n}: the script has no reply left"));
+                        found.push(format!("{label}: the script has no reply left"));
                         Reply::status(500, "the fake server's script is used up")
                     }
+                };
+                if let Reply::Stream { turn, .. } | Reply::Whole(turn) = final_reply(&reply) {
+                    sent.extend(turn.tool_calls.iter().cloned());
                 }
+                shared.violations.extend(found);
+                reply
             }
         };
-        if let Reply::Stream { turn, .. } | Reply::Whole(turn) = &reply {
-            s.sent_calls.extend(turn.tool_calls.iter().cloned());
-        }
         s.requests.push(Recorded {
             path,
             authorization,
             body,
+            route: route_name,
+            at,
         });
         reply
     };
+    let reply = match reply {
+        Reply::Rendezvous {
+            name,
+            parties,
+            then,
+        } => {
+            if let Ok(mut s) = shared.lock() {
+                *s.rendezvous.entry(name.clone()).or_default() += 1;
+            }
+            arrivals.send_modify(|v| *v += 1);
+            let mut rx = arrivals.subscribe();
+            let all_there = rx.wait_for(|_| {
+                shared
+                    .lock()
+                    .map(|s| s.rendezvous.get(&name).copied().unwrap_or(0) >= parties)
+                    .unwrap_or(true)
+            });
+            if tokio::time::timeout(std::time::Duration::from_secs(10), all_there)
+                .await
+                .is_err()
+                && let Ok(mut s) = shared.lock()
+            {
+                s.violations.push(format!(
+                    "rendezvous {name}: fewer than {parties} requests arrived at the same time"
+                ));
+            }
+            *then
+        }
+        other => other,
+    };
     write_reply(&mut stream, reply).await
+}
+
+/// What a reply finally answers with (a rendezvous answers with its `then`).
+fn final_reply(reply: &Reply) -> &Reply {
+    match reply {
+        Reply::Rendezvous { then, .. } | Reply::Delayed { then, .. } => final_reply(then),
+        other => other,
+    }
 }
 
 /// Reads one request: the head as text and the body (Content-Length or chunked).
@@ -342,6 +491,13 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
             );
             stream.write_all(head.as_bytes()).await?;
             stream.write_all(body.as_bytes()).await?;
+        }
+        Reply::Rendezvous { then, .. } => {
+            return Box::pin(write_reply(stream, *then)).await;
+        }
+        Reply::Delayed { delay, then } => {
+            tokio::time::sleep(delay).await;
+            return Box::pin(write_reply(stream, *then)).await;
         }
         Reply::Status {
             status,

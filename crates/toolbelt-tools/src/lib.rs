@@ -56,6 +56,7 @@ pub use read_file::ReadFile;
 pub use read_many_files::ReadManyFiles;
 pub use save_memory::SaveMemory;
 pub use shell::RunShellCommand;
+pub use shell::background::{Job, JobStatus, JobTable};
 pub use todo_write::TodoWrite;
 pub use web_fetch::{HostResolver, WebFetch, html_to_markdown};
 pub use web_search::{
@@ -79,6 +80,15 @@ mod write_permissions_tests;
 /// Every built-in tool for a session. `web_search` is among them only when a provider
 /// is configured (see [`web_search_unavailable_reason`]).
 pub fn builtin_tools(env: &Arc<ToolEnvironment>) -> Vec<Arc<dyn Tool>> {
+    builtin_tools_with_shell(env, Arc::new(shell::RunShellCommand::new(env.clone())))
+}
+
+/// [`builtin_tools`] around a given shell tool, whose background job table the caller
+/// keeps (for `task_stop`).
+pub fn builtin_tools_with_shell(
+    env: &Arc<ToolEnvironment>,
+    shell: Arc<shell::RunShellCommand>,
+) -> Vec<Arc<dyn Tool>> {
     let mut tools: Vec<Arc<dyn Tool>> = vec![
         Arc::new(read_file::ReadFile::new(env.clone())),
         Arc::new(list_directory::ListDirectory::new(env.clone())),
@@ -87,7 +97,7 @@ pub fn builtin_tools(env: &Arc<ToolEnvironment>) -> Vec<Arc<dyn Tool>> {
         Arc::new(edit::Edit::new(env.clone())),
         Arc::new(glob::Glob::new(env.clone())),
         Arc::new(grep_search::GrepSearch::new(env.clone())),
-        Arc::new(shell::RunShellCommand::new(env.clone())),
+        shell,
         Arc::new(web_fetch::WebFetch::new(env.clone())),
     ];
     if let Some(search) = web_search::WebSearch::from_settings(env) {

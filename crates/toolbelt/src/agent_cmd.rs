@@ -28,6 +28,7 @@ use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayMo
 
 use crate::agent_output::{self, InitInfo};
 use crate::agent_sessions::{self, Choice};
+use crate::agent_subagents;
 use crate::cli::{
     AgentArgs, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, EXIT_TURN_LIMIT, EXIT_USAGE, GlobalArgs,
 };
@@ -89,6 +90,8 @@ struct Prepared {
     cwd: PathBuf,
     /// Kept alive for the run: dropping it stops the MCP servers.
     mcp: Arc<toolbelt_mcp::McpServers>,
+    /// Background agents still running when the run ends are stopped.
+    background: Arc<toolbelt_agent::subagents::BackgroundTasks>,
 }
 
 /// The MCP servers as the agent's [`ToolSource`]: a server's announced change, or a call
@@ -158,16 +161,52 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
         &session.env.settings,
     )?;
     session.apply_when(mode);
+    let project = project_of(&session)?;
     let Session {
-        env, registry, mcp, ..
+        env,
+        mut registry,
+        mcp,
+        shell_jobs,
+        ..
     } = session;
     let mcp = Arc::new(mcp);
-    let model = build_model(args, &env.settings, &cwd)?;
+    let (model, server) = build_model(args, &env.settings, &cwd)?;
     let model_name = model.name().to_string();
     let log = agent_sessions::start(&store, cwd.clone(), &model_name, continued.as_ref());
     let session_id = log.as_ref().map(|l| l.id().to_string());
     env.ask_once
         .set(Arc::new(toolbelt_agent::ModelAsker(model.clone())));
+    let format = args.output_format;
+    let sink: EventSink =
+        Arc::new(move |event: AgentEvent| agent_output::print_event(format, &event));
+    // `agent` and `task_stop` see the tools as they are now (without themselves); the
+    // settings' lists and --exclude-tools apply to them as to every other tool.
+    let catalog = agent_subagents::catalog(&project);
+    for warning in &catalog.warnings {
+        eprintln!("toolbelt: warning: agent definition {warning}");
+    }
+    let background = agent_subagents::install(
+        &mut registry,
+        agent_subagents::Parts {
+            catalog,
+            models: agent_subagents::Models {
+                parent: model.clone(),
+                server,
+            },
+            env: env.clone(),
+            permissions: permissions.clone(),
+            mode,
+            sink: sink.clone(),
+            session: session_id
+                .as_ref()
+                .map(|id| (store.dir().to_path_buf(), id.clone())),
+            cwd: cwd.clone(),
+            max_turns: args.max_session_turns,
+            shell_jobs,
+        },
+    );
+    registry.apply_settings(&env.settings);
+    exclude(&mut registry, &args.policy.exclude_tools);
     let tools: Vec<String> = registry.all().map(|r| r.name.clone()).collect();
     let names = context_files::file_names(&env.settings);
     let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -179,9 +218,6 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
         context_files: context_files::load(&names, home.as_deref(), &cwd),
     };
     let env_settings = env.settings.clone();
-    let format = args.output_format;
-    let sink: EventSink =
-        Arc::new(move |event: AgentEvent| agent_output::print_event(format, &event));
     let config = SchedulerConfig {
         mode,
         permissions,
@@ -202,7 +238,8 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
         settings: env_settings,
         excluded: args.policy.exclude_tools.clone(),
     }))
-    .with_history(continued.map(|c| c.messages).unwrap_or_default());
+    .with_history(continued.map(|c| c.messages).unwrap_or_default())
+    .with_background(background.clone());
     let agent = match log {
         Some(log) => agent.with_session_log(Arc::new(log)),
         None => agent,
@@ -216,6 +253,7 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
         mode,
         cwd,
         mcp,
+        background,
     })
 }
 
@@ -248,6 +286,7 @@ async fn execute(p: Prepared, args: &AgentArgs, started: Instant) -> u8 {
         .agent
         .run_with_references(vec![UserPart::Text(prompt)], &p.prompt, &cancel)
         .await;
+    p.background.stop_all().await;
     interrupts.abort();
     agent_output::print_result(
         format,
@@ -302,9 +341,10 @@ fn build_model(
     args: &AgentArgs,
     settings: &toolbelt_core::Settings,
     cwd: &std::path::Path,
-) -> Result<Arc<dyn Model>, String> {
+) -> Result<(Arc<dyn Model>, Option<OpenAiConfig>), String> {
     let env_var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     let takes_images = settings.model.vision;
+    let mut server = None;
     let model: Box<dyn Model> = if let Some(path) = &args.model_replay {
         Box::new(ReplayModel::from_file(path, Some(cwd)).map_err(|e| e.to_string())?)
     } else {
@@ -327,13 +367,14 @@ fn build_model(
             .clone()
             .or_else(|| env_var("OPENAI_API_KEY"));
         config.takes_images = takes_images;
+        server = Some(config.clone());
         Box::new(OpenAiClient::new(config).map_err(|e| e.to_string())?)
     };
     let model: Box<dyn Model> = match &args.record {
         Some(path) => Box::new(RecordingModel::new(model, path).map_err(|e| e.to_string())?),
         None => model,
     };
-    Ok(Arc::from(model))
+    Ok((Arc::from(model), server))
 }
 
 /// Ctrl-C once cancels `cancel`; twice exits. The handler is registered before this

@@ -7,6 +7,10 @@
 //! - `stream-json`: one JSON object per line on stdout as things happen (`init`,
 //!   `assistant`, `tool`, `tool_result`), ending with the same `result` object as `json`.
 //!
+//! A sub-agent's events come as [`AgentEvent::SubAgent`]: in `stream-json` they are the
+//! same lines with `agent_id` and `parent_call_id` added (the innermost agent's, for
+//! sub-agents of sub-agents); in `text` its tool lines are indented under the call.
+//!
 //! Write errors (a closed pipe) are ignored: losing output must not crash the run.
 
 use std::io::Write;
@@ -53,12 +57,20 @@ pub fn print_event(format: OutputFormat, event: &AgentEvent) {
 }
 
 fn text_event(event: &AgentEvent) {
+    text_event_at(event, 0);
+}
+
+fn text_event_at(event: &AgentEvent, depth: usize) {
+    if let AgentEvent::SubAgent { event, .. } = event {
+        return text_event_at(event, depth + 1);
+    }
     let mut err = std::io::stderr().lock();
+    let indent = "  ".repeat(depth);
     match event {
         AgentEvent::Assistant {
             text, tool_calls, ..
         } if !tool_calls.is_empty() && !text.trim().is_empty() => {
-            crate::pipes::check(writeln!(err, "{}", text.trim_end()));
+            crate::pipes::check(writeln!(err, "{indent}{}", text.trim_end()));
         }
         AgentEvent::Tool(SchedulerEvent::Finished(call)) => {
             let mark = match call.state.as_str() {
@@ -68,7 +80,7 @@ fn text_event(event: &AgentEvent) {
             };
             crate::pipes::check(write!(
                 err,
-                "{mark} {} {} ({})",
+                "{indent}{mark} {} {} ({})",
                 call.name,
                 call.description,
                 millis(call.duration)
@@ -89,6 +101,19 @@ fn text_event(event: &AgentEvent) {
 
 fn stream_event(event: &AgentEvent) -> Option<Value> {
     Some(match event {
+        AgentEvent::SubAgent {
+            agent_id,
+            parent_call_id,
+            event,
+        } => {
+            let mut v = stream_event(event)?;
+            // The innermost sub-agent's ids win: set only when the inner event has none.
+            if v.get("agent_id").is_none() {
+                v["agent_id"] = json!(agent_id);
+                v["parent_call_id"] = json!(parent_call_id);
+            }
+            v
+        }
         AgentEvent::Assistant {
             turn,
             text,

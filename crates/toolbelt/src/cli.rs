@@ -183,6 +183,12 @@ pub enum Command {
         #[command(subcommand)]
         command: McpCommand,
     },
+    /// The sub-agents the `agent` tool offers: project `.qwen/agents`, user
+    /// `~/.qwen/agents`, built-ins.
+    Agents {
+        #[command(subcommand)]
+        command: AgentsCommand,
+    },
     /// Trust a folder (default: the current one): its `.qwen/settings.json` may then run
     /// commands, start MCP servers, add allow rules and widen the workspace. Saved in
     /// `~/.qwen/trustedFolders.json`, as Qwen Code does.
@@ -192,6 +198,17 @@ pub enum Command {
         /// Stop trusting it instead.
         #[arg(long)]
         remove: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// Each agent with its level, tools and limits, and the files that could not be
+    /// loaded (file, line, key).
+    List {
+        /// Print the agents and warnings as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -13,6 +13,8 @@ mod pipes;
 mod agent_cmd;
 mod agent_output;
 mod agent_sessions;
+mod agent_subagents;
+mod agents_cmd;
 mod cli;
 mod ending;
 mod mcp_cmd;
@@ -60,6 +62,7 @@ async fn run(cli: cli::Cli) -> u8 {
     match cli.command {
         Some(cli::Command::Tools { command }) => tools_cmd::run(&cli.global, command).await,
         Some(cli::Command::Mcp { command }) => mcp_cmd::run(&cli.global, command).await,
+        Some(cli::Command::Agents { command }) => agents_cmd::run(&cli.global, command),
         Some(cli::Command::Trust { path, remove }) => trust_cmd::run(path.as_deref(), remove),
         None => agent_cmd::run(&cli.global, cli.agent).await,
     }

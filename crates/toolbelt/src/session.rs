@@ -24,6 +24,8 @@ pub struct Session {
     pub rules: PermissionRules,
     /// `--context KEY=JSON` pairs, over the session's own when-clause keys.
     context_overrides: Map<String, Value>,
+    /// The shell tool's background jobs (for `task_stop`).
+    pub shell_jobs: Arc<toolbelt_tools::JobTable>,
     /// Every warning of the assembly (untrusted settings, discovery, manifests,
     /// registry), also printed on stderr: `toolbelt mcp serve` sends them to its client.
     pub warnings: Vec<String>,
@@ -88,7 +90,11 @@ impl Session {
         }
         let env = Arc::new(ToolEnvironment::new(roots, Arc::new(settings), session_dir));
         let mut registry = ToolRegistry::new();
-        toolbelt_tools::register_builtins(&mut registry, &env);
+        let shell = Arc::new(toolbelt_tools::RunShellCommand::new(env.clone()));
+        let shell_jobs = shell.jobs().clone();
+        for tool in toolbelt_tools::builtin_tools_with_shell(&env, shell) {
+            registry.register(tool, Origin::BuiltIn);
+        }
         registry.apply_settings(&env.settings);
         for warning in registry.warnings() {
             tracing::warn!("{warning}");
@@ -99,6 +105,7 @@ impl Session {
             registry,
             mcp: McpServers::empty(),
             rules,
+            shell_jobs,
             context_overrides,
             warnings,
         };

@@ -63,6 +63,7 @@ pub(super) async fn execute(
         cancel: cancel.clone(),
         output,
         env,
+        call_id: info.call_id.clone(),
     };
     let started = Instant::now();
     let mut running = invocation.execute(ctx);

@@ -1,0 +1,526 @@
+//! The `agent` tool: `{description, prompt, subagent_type?, run_in_background?}` runs a
+//! sub-agent, which is the same [`Agent`] loop nested, and returns its final answer with
+//! a one-line summary.
+//!
+//! What a sub-agent gets, and why:
+//! - **Tools**: a copy of the parent's registry cut to its definition's allow list
+//!   (`retain`, so a call to a tool outside it is refused as not available, with why).
+//!   `agent` itself only when the definition names it, and never below
+//!   [`MAX_DEPTH`]: recursion has a floor.
+//! - **Approval**: a scheduler of its own with the parent's permission rules and the
+//!   parent's approval mode, or the definition's when that is narrower
+//!   ([`narrowed_mode`]); every call it makes is judged there, so starting an agent
+//!   grants nothing. A background agent has nobody to ask: calls that would ask are
+//!   refused with the reason.
+//! - **Limits**: its `runConfig` turns and minutes (the parent's turn limit otherwise).
+//! - **Cancellation**: a child of the call's token, so Ctrl-C (or `task_stop`) cancels
+//!   its model request and tool calls, whose processes are ended as any cancelled
+//!   call's are.
+//! - **Record**: its own transcript, `<parent session>/subagents/<id>.jsonl`, and its
+//!   events reach the parent's sink wrapped in [`AgentEvent::SubAgent`].
+//!
+//! Architecture note: "tools never see the conversation or the model" still holds for
+//! the parent: this tool is given a [`ModelChooser`] when the session is assembled and
+//! starts a new conversation from the prompt alone; it never reads the parent's.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::scheduler::{
+    ApprovalMode, Approver, CallState, NobodyToAsk, Permissions, SchedulerConfig,
+};
+use toolbelt_core::{
+    BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Origin, Tool,
+    ToolEnvironment, ToolError, ToolRegistry, ToolResult,
+};
+use toolbelt_model::{Model, UserPart};
+
+use super::background::BackgroundTasks;
+use super::catalog::AgentCatalog;
+use super::definition::{AGENT_TOOL, AgentDefinition, narrowed_mode};
+use crate::transcript::{SessionHeader, SessionStore};
+use crate::{Agent, AgentEvent, EventSink, RunOutcome, StopReason};
+
+/// How deep sub-agents nest: the parent is depth 0, its sub-agents 1; an agent at this
+/// depth has no `agent` tool, whatever its definition says.
+pub const MAX_DEPTH: usize = 3;
+
+/// How much of each definition's description the `agent` tool's description carries.
+const DESCRIPTION_CHARS: usize = 600;
+
+/// The model of a sub-agent: the parent's, or the one its definition names.
+pub trait ModelChooser: Send + Sync {
+    fn model(&self, name: Option<&str>) -> Result<Arc<dyn Model>, String>;
+}
+
+/// Always the same model (replay scripts, tests).
+pub struct SameModel(pub Arc<dyn Model>);
+
+impl ModelChooser for SameModel {
+    fn model(&self, _name: Option<&str>) -> Result<Arc<dyn Model>, String> {
+        Ok(self.0.clone())
+    }
+}
+
+/// What every sub-agent of a session shares: built once when the session is assembled.
+pub struct SubagentRuntime {
+    pub catalog: Arc<AgentCatalog>,
+    pub models: Arc<dyn ModelChooser>,
+    pub env: Arc<ToolEnvironment>,
+    /// The parent's tools, without `agent`.
+    pub tools: ToolRegistry,
+    pub permissions: Permissions,
+    /// Who the foreground sub-agents ask (`None` headless).
+    pub approver: Option<Arc<dyn Approver>>,
+    /// The parent's approval mode.
+    pub mode: ApprovalMode,
+    /// The parent's event sink.
+    pub sink: Option<EventSink>,
+    /// Where transcripts are written (`None`: not saved).
+    pub transcripts: Option<PathBuf>,
+    /// The parent session's id, named in each transcript's header.
+    pub parent_session: Option<String>,
+    pub cwd: PathBuf,
+    /// The turn limit of a definition without `runConfig.max_turns`.
+    pub default_max_turns: usize,
+    /// Numbers sub-agents that are not saved.
+    pub counter: AtomicU64,
+}
+
+/// The `agent` tool of one agent loop at depth `depth`.
+pub struct AgentTool {
+    runtime: Arc<SubagentRuntime>,
+    depth: usize,
+    /// The background agents this loop started (its notices go to this loop).
+    background: Arc<BackgroundTasks>,
+    description: String,
+    schema: Value,
+}
+
+impl AgentTool {
+    /// The tool for an agent at `depth`; its declaration lists the catalog's agents
+    /// (build a new one when the set changes).
+    pub fn new(
+        runtime: Arc<SubagentRuntime>,
+        depth: usize,
+        background: Arc<BackgroundTasks>,
+    ) -> Self {
+        let names = runtime.catalog.names();
+        let mut description = String::from(
+            "Launch a sub-agent to carry out a task on its own: it gets a fresh conversation with only the prompt you write (include every fact and path it needs), its own tools and turn limit, and returns its final answer as this call's result with a summary line (turns, tool calls, time, why it stopped). Use it for independent searches or multi-step work whose details you do not need to keep; several agent calls in one message run in parallel. With run_in_background the call returns a task id at once and the answer arrives later as a message (stop it with task_stop). Do not use it for a single read or search you can do yourself.\n\nAvailable agent types (subagent_type):",
+        );
+        // A definition's description is the repository's text: bounded, so one file
+        // cannot crowd every request.
+        for a in runtime.catalog.agents() {
+            let text: String = a
+                .description
+                .trim()
+                .chars()
+                .take(DESCRIPTION_CHARS)
+                .collect();
+            description.push_str(&format!("\n- {}: {text}", a.name));
+        }
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "A short (3-5 word) description of the task."},
+                "prompt": {"type": "string", "description": "The task for the sub-agent, complete and self-contained."},
+                "subagent_type": {"type": "string", "enum": names, "description": "Which agent to use (default general-purpose)."},
+                "run_in_background": {"type": "boolean", "description": "Run in the background: the call returns a task id at once and the final answer arrives later as a message."}
+            },
+            "required": ["description", "prompt"],
+            "additionalProperties": false
+        });
+        AgentTool {
+            runtime,
+            depth,
+            background,
+            description,
+            schema,
+        }
+    }
+}
+
+impl Tool for AgentTool {
+    fn name(&self) -> &str {
+        AGENT_TOOL
+    }
+    fn display_name(&self) -> &str {
+        "Agent"
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    // `think`, a read-only kind, so that several `agent` calls of one model turn run side
+    // by side (the scheduler runs consecutive read-only calls in parallel; Qwen Code
+    // treats `agent` as concurrency-safe the same way). Starting an agent changes
+    // nothing by itself: every call the sub-agent makes goes through its own scheduler
+    // with the parent's rules and a mode no wider than the parent's, so in plan mode a
+    // sub-agent is in plan mode too. The cost: two sub-agents that edit may edit at the
+    // same time, as two people would; their edits still ask or are refused per call.
+    fn kind(&self) -> Kind {
+        Kind::Think
+    }
+    fn needs_confirmation(&self) -> bool {
+        false
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let text = |key: &str| {
+            args.get(key)
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        let description = text("description")
+            .ok_or_else(|| ToolError::invalid_params("description must be a non-empty string"))?;
+        let prompt = text("prompt")
+            .ok_or_else(|| ToolError::invalid_params("prompt must be a non-empty string"))?;
+        let wanted = text("subagent_type").unwrap_or_else(|| "general-purpose".to_string());
+        let definition = self.runtime.catalog.get(&wanted).cloned().ok_or_else(|| {
+            ToolError::invalid_params(format!(
+                "unknown subagent_type \"{wanted}\"; available: {}",
+                self.runtime.catalog.names().join(", ")
+            ))
+        })?;
+        let background = args
+            .get("run_in_background")
+            .and_then(Value::as_bool)
+            .unwrap_or(definition.background);
+        Ok(Box::new(AgentCall {
+            runtime: self.runtime.clone(),
+            depth: self.depth + 1,
+            tasks: self.background.clone(),
+            definition,
+            description,
+            prompt,
+            background,
+        }))
+    }
+}
+
+struct AgentCall {
+    runtime: Arc<SubagentRuntime>,
+    /// The sub-agent's depth.
+    depth: usize,
+    tasks: Arc<BackgroundTasks>,
+    definition: AgentDefinition,
+    description: String,
+    prompt: String,
+    background: bool,
+}
+
+impl Invocation for AgentCall {
+    fn describe(&self) -> String {
+        let bg = if self.background { " (background)" } else { "" };
+        format!("{}: {}{bg}", self.definition.name, self.description)
+    }
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
+        Box::pin(std::future::ready(None))
+    }
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            let call = *self;
+            if !call.background {
+                let report = run_subagent(&call, &ctx.call_id, &ctx.cancel, false).await;
+                return report.into_result();
+            }
+            // A child of the call's token: Ctrl-C reaches it, the end of this call does not.
+            let cancel = ctx.cancel.child_token();
+            let tasks = call.tasks.clone();
+            let id = tasks.start(&call.description, cancel.clone());
+            let task_id = id.clone();
+            let parent_call_id = ctx.call_id.clone();
+            let name = call.definition.name.clone();
+            tokio::spawn(async move {
+                let report = run_subagent(&call, &parent_call_id, &cancel, true).await;
+                let notice = format!(
+                    "<task-notification>\nBackground agent task {task_id} (\"{}\", agent {}) has ended: {}\n\nIts final answer:\n{}\n</task-notification>",
+                    call.description,
+                    call.definition.name,
+                    report.summary,
+                    if report.answer.trim().is_empty() {
+                        "(none)"
+                    } else {
+                        report.answer.trim()
+                    }
+                );
+                tasks.finish(&task_id, notice);
+            });
+            ToolResult::text(format!(
+                "Started the {name} agent in the background as task {id}. Its final answer will arrive as a message when it ends; you can go on with other work meanwhile, or stop it with task_stop {{\"task_id\": \"{id}\"}}."
+            ))
+        })
+    }
+}
+
+/// What a finished sub-agent reports.
+struct Report {
+    answer: String,
+    summary: String,
+    ending: Ending,
+}
+
+/// How the result reaches the parent's model.
+enum Ending {
+    /// Answered, or stopped at a limit (the summary says which): a result.
+    Finished,
+    Cancelled,
+    /// Not started, or its model failed: an error.
+    Failed,
+}
+
+impl Report {
+    fn into_result(self) -> ToolResult {
+        let text = if self.answer.trim().is_empty() {
+            self.summary.clone()
+        } else {
+            format!("{}\n\n{}", self.answer.trim_end(), self.summary)
+        };
+        match self.ending {
+            Ending::Finished => ToolResult::text(text),
+            Ending::Cancelled => ToolResult::error(ToolError::new(ErrorKind::Cancelled, text)),
+            Ending::Failed => ToolResult::error(ToolError::new(ErrorKind::ExecutionFailed, text)),
+        }
+    }
+}
+
+fn failed(summary: String) -> Report {
+    Report {
+        answer: String::new(),
+        summary,
+        ending: Ending::Failed,
+    }
+}
+
+/// Runs one sub-agent to its end.
+async fn run_subagent(
+    call: &AgentCall,
+    parent_call_id: &str,
+    cancel: &CancellationToken,
+    background: bool,
+) -> Report {
+    let rt = &call.runtime;
+    let def = &call.definition;
+    let started = Instant::now();
+    let model = match rt.models.model(def.model.as_deref()) {
+        Ok(m) => m,
+        Err(e) => {
+            return failed(format!(
+                "[sub-agent {}: not started: its model cannot be used: {e}]",
+                def.name
+            ));
+        }
+    };
+    // The tools: the parent's, the nested `agent` (its own background table), cut to
+    // the definition and the depth limit.
+    let nested_tasks = BackgroundTasks::new();
+    let mut registry = rt.tools.clone();
+    registry.register(
+        Arc::new(AgentTool::new(rt.clone(), call.depth, nested_tasks.clone())),
+        Origin::BuiltIn,
+    );
+    if call.depth >= MAX_DEPTH {
+        registry.retain(
+            |r| r.name != AGENT_TOOL,
+            &format!(
+                "sub-agents nest at most {MAX_DEPTH} deep, and this one is at depth {}",
+                call.depth
+            ),
+        );
+    }
+    registry.retain(
+        |r| def.allows(&r.name, r.tool.display_name(), r.tool.kind()),
+        &format!(
+            "it is not among the tools of the sub-agent \"{}\" (its definition's tools and disallowedTools)",
+            def.name
+        ),
+    );
+    let mode = narrowed_mode(rt.mode, def.approval_mode);
+    let config = SchedulerConfig {
+        mode,
+        permissions: rt.permissions.clone(),
+        approver: if background { None } else { rt.approver.clone() },
+        nobody_to_ask: background.then(|| NobodyToAsk {
+            why: "it runs in a background sub-agent, which cannot ask anyone".to_string(),
+            how: "The user can allow it with a permission rule (--allowed-tools {tool}) or a wider approval mode, or the task can be given to a foreground agent.".to_string(),
+        }),
+        ..Default::default()
+    };
+    // The transcript, whose file name is the sub-agent's id.
+    let writer = rt.transcripts.as_ref().and_then(|dir| {
+        let store = SessionStore::new(dir.clone());
+        let header = SessionHeader::new(
+            rt.cwd.clone(),
+            model.name().to_string(),
+            rt.parent_session.clone(),
+        );
+        match store.create(header) {
+            Ok(w) => Some(Arc::new(w)),
+            Err(e) => {
+                tracing::warn!("sub-agent {}: its transcript is not saved: {e}", def.name);
+                None
+            }
+        }
+    });
+    let agent_id = match &writer {
+        Some(w) => w.id().to_string(),
+        None => format!(
+            "{}-{}",
+            def.name,
+            rt.counter.fetch_add(1, Ordering::Relaxed) + 1
+        ),
+    };
+    let transcript = writer.as_ref().map(|w| w.path().to_path_buf());
+    let sink: Option<EventSink> = rt.sink.clone().map(|parent| {
+        let agent_id = agent_id.clone();
+        let parent_call_id = parent_call_id.to_string();
+        Arc::new(move |event: AgentEvent| {
+            parent(AgentEvent::SubAgent {
+                agent_id: agent_id.clone(),
+                parent_call_id: parent_call_id.clone(),
+                event: Box::new(event),
+            })
+        }) as EventSink
+    });
+    let max_turns = def.max_turns.unwrap_or(rt.default_max_turns);
+    let agent = Agent::new(
+        model,
+        Arc::new(registry),
+        rt.env.clone(),
+        config,
+        system_prompt(def, rt, mode),
+        max_turns,
+        sink,
+    )
+    .with_background(nested_tasks.clone());
+    let agent = match writer {
+        Some(w) => agent.with_session_log(w),
+        None => agent,
+    };
+    // The time limit cancels the run; the outcome then says which limit it was.
+    let run_cancel = cancel.child_token();
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let timer = def.max_time.map(|limit| {
+        let run_cancel = run_cancel.clone();
+        let timed_out = timed_out.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            timed_out.store(true, Ordering::SeqCst);
+            run_cancel.cancel();
+        })
+    });
+    let outcome = agent
+        .run(vec![UserPart::Text(call.prompt.clone())], &run_cancel)
+        .await;
+    if let Some(t) = timer {
+        t.abort();
+    }
+    nested_tasks.stop_all().await;
+    let timed_out = timed_out.load(Ordering::SeqCst) && !cancel.is_cancelled();
+    let summary = summary_line(
+        def,
+        &agent_id,
+        &outcome,
+        started.elapsed(),
+        timed_out,
+        mode,
+        transcript.as_deref(),
+    );
+    let ending = match outcome.stop {
+        StopReason::Cancelled if !timed_out => Ending::Cancelled,
+        StopReason::ModelFailed(_) => Ending::Failed,
+        _ => Ending::Finished,
+    };
+    Report {
+        answer: outcome.answer,
+        summary,
+        ending,
+    }
+}
+
+/// The definition's prompt, then what every sub-agent needs to know.
+fn system_prompt(def: &AgentDefinition, rt: &SubagentRuntime, mode: ApprovalMode) -> String {
+    let roots: Vec<String> = rt
+        .env
+        .roots
+        .roots()
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect();
+    format!(
+        "{}\n\n# Environment\nYou are the sub-agent \"{}\", started by another agent to do one task. Nobody reads your intermediate messages: only your final answer goes back, so end with a complete, self-contained report.\nWorking directory: {}\nWorkspace directories: {}\nApproval mode: {mode}",
+        def.system_prompt.trim(),
+        def.name,
+        rt.cwd.display(),
+        roots.join(", ")
+    )
+}
+
+fn summary_line(
+    def: &AgentDefinition,
+    id: &str,
+    outcome: &RunOutcome,
+    elapsed: Duration,
+    timed_out: bool,
+    mode: ApprovalMode,
+    transcript: Option<&std::path::Path>,
+) -> String {
+    let failed = outcome
+        .calls
+        .iter()
+        .filter(|c| c.state != CallState::Success)
+        .count();
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let calls = match failed {
+        0 => plural(outcome.calls.len(), "tool call"),
+        n => format!(
+            "{} ({n} failed or refused)",
+            plural(outcome.calls.len(), "tool call")
+        ),
+    };
+    let why = match &outcome.stop {
+        StopReason::Answered => "answered".to_string(),
+        StopReason::MaxTurns(n) => format!(
+            "stopped at its limit of {n} turns before it answered (the answer may be incomplete)"
+        ),
+        StopReason::Cancelled if timed_out => format!(
+            "stopped at its time limit of {} before it answered (the answer may be incomplete)",
+            minutes(def.max_time.unwrap_or_default())
+        ),
+        StopReason::Cancelled => "cancelled".to_string(),
+        StopReason::ModelFailed(e) => format!("its model failed: {e}"),
+        StopReason::PlanProposed => "proposed a plan instead of making changes".to_string(),
+    };
+    let narrowed = match def.approval_mode {
+        Some(w) if w != mode => format!(
+            "; approval mode {mode} (its definition asks for {w}, which a sub-agent cannot widen to)"
+        ),
+        _ => String::new(),
+    };
+    let file = transcript
+        .map(|p| format!("; transcript {}", p.display()))
+        .unwrap_or_default();
+    format!(
+        "[sub-agent {} ({id}): {why}; {}, {calls}, {:.1} s{narrowed}{file}]",
+        def.name,
+        plural(outcome.turns, "turn"),
+        elapsed.as_secs_f64()
+    )
+}
+
+fn minutes(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 60.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{:.1} min", s / 60.0)
+    }
+}

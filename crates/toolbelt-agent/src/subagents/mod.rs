@@ -1,0 +1,25 @@
+//! Sub-agents: Qwen Code's `.qwen/agents` definitions, the `agent` tool that runs one
+//! as a nested [`crate::Agent`] loop, background agents and `task_stop`.
+//!
+//! # Brief overview
+//!
+//! - [`definition`] parses one Markdown file (YAML front matter through `serde-saphyr`,
+//!   split by [`front_matter`]) and holds the two rules a definition cannot bend: which
+//!   tools it may have ([`AgentDefinition::allows`]) and that its approval mode only
+//!   narrows the parent's ([`narrowed_mode`]).
+//! - [`catalog`] loads the levels (project over user over built-ins); a broken file is
+//!   a warning naming file, line and key.
+//! - [`agent_tool`] is the `agent` tool and the run of one sub-agent.
+//! - [`background`] holds the background agents of a loop, their notices for the
+//!   model, and `task_stop`.
+
+pub mod agent_tool;
+pub mod background;
+pub mod catalog;
+pub mod definition;
+pub mod front_matter;
+
+pub use agent_tool::{AgentTool, MAX_DEPTH, ModelChooser, SameModel, SubagentRuntime};
+pub use background::{BackgroundTasks, ShellJobs, TaskStop};
+pub use catalog::{AgentCatalog, AgentDirs};
+pub use definition::{AGENT_TOOL, AgentDefinition, Level, ToolAllow, narrowed_mode};
