@@ -386,7 +386,7 @@ impl Agent {
             if turn_number > 1 {
                 self.refresh_tools(&[]).await;
             }
-            self.deliver_notices(&mut request);
+            self.deliver_notices(request);
             // Every request: tool_search may have found tools since the last one, and
             // referenced tools are declared even when deferred.
             request.tools = self.declarations(&referenced);
