@@ -139,6 +139,9 @@ impl Agent {
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         config.events = Some(tx);
+        // The agent has turns and ends each one (see `run_with_references`), so calls may
+        // grant tools for the rest of it (a skill's `allowed-tools`).
+        config.turn_grants = true;
         let tool_search = tool_search::ToolSearch::new(env.settings.tools.search.clone());
         Agent {
             model,
@@ -270,7 +273,22 @@ impl Agent {
     /// [`Agent::run`], with the `#references` read from `written` (what the person
     /// typed) rather than from the prompt, so the content of an inlined file cannot
     /// force a call or bring in a tool its `when` clause hides.
+    ///
+    /// A run is one user turn: what a call granted for the rest of the turn (a skill's
+    /// `allowed-tools`) ends with it, however the run ends.
     pub async fn run_with_references(
+        &self,
+        prompt: Vec<UserPart>,
+        written: &str,
+        cancel: &CancellationToken,
+    ) -> RunOutcome {
+        self.scheduler.end_turn();
+        let outcome = self.run_turn(prompt, written, cancel).await;
+        self.scheduler.end_turn();
+        outcome
+    }
+
+    async fn run_turn(
         &self,
         prompt: Vec<UserPart>,
         written: &str,

@@ -205,7 +205,7 @@ pub fn parse_yaml<T: DeserializeOwned>(
     let failed_at: RefCell<Option<String>> = RefCell::new(None);
     let parsed = serde_saphyr::with_deserializer_from_str_with_options(yaml, options, |de| {
         serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
+            let path = without_spanned(&e.path().to_string());
             *failed_at.borrow_mut() = Some(path);
             e.into_inner()
         })
@@ -240,6 +240,16 @@ fn plain_message(error: &serde_saphyr::Error) -> String {
         None => text,
     };
     text.trim_end_matches(['.', ',', ' ']).to_string()
+}
+
+/// The key path without the `value` field of [`Spanned`] wrappers (`tools.value[1]` →
+/// `tools[1]`), which is not part of the file.
+fn without_spanned(path: &str) -> String {
+    let path = path.replace(".value[", "[").replace(".value.", ".");
+    match path.strip_suffix(".value") {
+        Some(p) => p.to_string(),
+        None => path,
+    }
 }
 
 /// `missing field `name`` → `name`.

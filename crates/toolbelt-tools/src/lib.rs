@@ -38,6 +38,7 @@ mod read_file;
 mod read_many_files;
 mod save_memory;
 mod shell;
+pub mod skills;
 mod text_file;
 mod todo_write;
 mod walk;
