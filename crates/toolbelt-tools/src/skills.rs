@@ -118,6 +118,8 @@ pub struct Skill {
     /// The instructions (the Markdown after the front matter).
     #[serde(skip)]
     pub body: String,
+    /// Problems that did not stop it from loading (also in [`Skills::warnings`]).
+    pub warnings: Vec<String>,
 }
 
 /// A skill hidden by one of the same name in a folder of higher precedence.
@@ -318,8 +320,8 @@ impl Skills {
         let mut loaded = Vec::new();
         for dir in dirs {
             match read_skill(folder, &dir, boundary, project_trusted) {
-                Ok(Some((skill, warnings))) => {
-                    self.warnings.extend(warnings);
+                Ok(Some(skill)) => {
+                    self.warnings.extend(skill.warnings.iter().cloned());
                     loaded.push(skill);
                 }
                 Ok(None) => {}
@@ -331,13 +333,13 @@ impl Skills {
 }
 
 /// Reads one skill folder: `Ok(None)` when it has no `SKILL.md`; `Err` is the warning
-/// of a skill that does not load; `Ok(Some)` carries warnings about a skill that loads.
+/// of a skill that does not load.
 fn read_skill(
     folder: SkillFolder,
     dir: &Path,
     boundary: Option<&Path>,
     project_trusted: bool,
-) -> Result<Option<(Skill, Vec<String>)>, String> {
+) -> Result<Option<Skill>, String> {
     let given = dir.join("SKILL.md");
     if std::fs::symlink_metadata(&given).is_err() {
         return Ok(None);
@@ -446,19 +448,17 @@ fn read_skill(
         ));
     }
     let body = doc.body.trim_start_matches(['\r', '\n']).to_string();
-    Ok(Some((
-        Skill {
-            name: name_value.to_string(),
-            description: one_line,
-            folder,
-            file,
-            dir: dir_real,
-            allowed_tools,
-            grants,
-            body,
-        },
+    Ok(Some(Skill {
+        name: name_value.to_string(),
+        description: one_line,
+        folder,
+        file,
+        dir: dir_real,
+        allowed_tools,
+        grants,
+        body,
         warnings,
-    )))
+    }))
 }
 
 /// The text of a regular file of at most [`MAX_SKILL_FILE_BYTES`].

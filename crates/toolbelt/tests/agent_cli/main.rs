@@ -9,4 +9,5 @@ mod declared;
 mod planning;
 mod resume;
 mod sessions;
+mod skills;
 mod support;
