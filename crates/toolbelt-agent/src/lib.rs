@@ -539,3 +539,5 @@ impl toolbelt_core::AskOnce for ModelAsker {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod turn_grant_tests;

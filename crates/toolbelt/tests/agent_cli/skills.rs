@@ -66,7 +66,11 @@ fn env(url: &str, trusted: bool) -> Vec<(&str, &str)> {
 }
 
 fn touch(id: &str, file: &str) -> Reply {
-    call(id, "run_shell_command", json!({"command": format!("touch {file}")}))
+    call(
+        id,
+        "run_shell_command",
+        json!({"command": format!("touch {file}")}),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,7 +86,9 @@ async fn a_skill_lets_its_allowed_command_run_headless_for_the_rest_of_the_turn(
     .await
     .unwrap();
     let url = server.base_url();
-    let run = w.run(&["-p", "cut a release"], &env(&url, true), None).await;
+    let run = w
+        .run(&["-p", "cut a release"], &env(&url, true), None)
+        .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     let requests = server.requests();
     let skill = declaration(&requests[0].body, "skill").expect("the skill tool is declared");
@@ -92,12 +98,21 @@ async fn a_skill_lets_its_allowed_command_run_headless_for_the_rest_of_the_turn(
         "{description}"
     );
     let loaded = answer(&requests[1].body, "s1");
-    assert!(loaded.contains("Run `touch released.txt`, then read checklist.md."), "{loaded}");
+    assert!(
+        loaded.contains("Run `touch released.txt`, then read checklist.md."),
+        "{loaded}"
+    );
     let checklist = w.ws().join(".qwen/skills/release/checklist.md");
-    assert!(loaded.contains(&format!("- {}", checklist.display())), "{loaded}");
+    assert!(
+        loaded.contains(&format!("- {}", checklist.display())),
+        "{loaded}"
+    );
     let ran = answer(&requests[2].body, "c2");
     assert!(!ran.starts_with("Error"), "{ran}");
-    assert!(w.ws().join("released.txt").exists(), "the granted command ran");
+    assert!(
+        w.ws().join("released.txt").exists(),
+        "the granted command ran"
+    );
     assert_eq!(server.violations(), Vec::<String>::new());
 
     // The next turn (the same session, continued) has no grant: the model did not load
@@ -139,21 +154,31 @@ async fn an_untrusted_folder_s_skill_grants_nothing_but_the_user_s_own_skill_doe
     let run = w.run(&["-p", "release"], &env(&url, false), None).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
-        run.stderr.contains("are not granted: this folder is not trusted"),
+        run.stderr
+            .contains("are not granted: this folder is not trusted"),
         "{}",
         run.stderr
     );
     let requests = server.requests();
     let loaded = answer(&requests[1].body, "s1");
-    assert!(loaded.contains("comes from a folder that is not trusted"), "{loaded}");
+    assert!(
+        loaded.contains("comes from a folder that is not trusted"),
+        "{loaded}"
+    );
     let refused = answer(&requests[2].body, "c2");
     assert!(refused.contains("needs the user's approval"), "{refused}");
     assert!(!w.ws().join("released.txt").exists());
     let ran = answer(&requests[4].body, "c4");
     assert!(!ran.starts_with("Error"), "{ran}");
-    assert!(w.ws().join("mine.txt").exists(), "the user's skill granted its command");
+    assert!(
+        w.ws().join("mine.txt").exists(),
+        "the user's skill granted its command"
+    );
     let notes = answer(&requests[5].body, "r5");
-    assert!(notes.contains("user notes"), "a user skill's files are readable: {notes}");
+    assert!(
+        notes.contains("user notes"),
+        "a user skill's files are readable: {notes}"
+    );
     assert_eq!(server.violations(), Vec::<String>::new());
 }
 
@@ -201,7 +226,11 @@ async fn skills_list_shows_every_folder_its_precedence_and_the_broken_files() {
         "---\nname: notes\ndescription: Take notes\n---\nbody\n",
     );
     let run = w
-        .run(&["skills", "list", "--json"], &[("TOOLBELT_TRUST_WORKSPACE", "1")], None)
+        .run(
+            &["skills", "list", "--json"],
+            &[("TOOLBELT_TRUST_WORKSPACE", "1")],
+            None,
+        )
         .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     let out: Value = serde_json::from_str(&run.stdout).unwrap();
@@ -227,7 +256,10 @@ async fn skills_list_shows_every_folder_its_precedence_and_the_broken_files() {
     .collect();
     assert_eq!(skills, expected);
     let release = &out["skills"][2];
-    assert_eq!(release["allowed_tools"], json!(["run_shell_command(touch *)"]));
+    assert_eq!(
+        release["allowed_tools"],
+        json!(["run_shell_command(touch *)"])
+    );
     assert_eq!(release["grants"], json!(true));
     assert_eq!(
         release["description"],
@@ -239,13 +271,17 @@ async fn skills_list_shows_every_folder_its_precedence_and_the_broken_files() {
         .iter()
         .map(|h| (h["name"].as_str().unwrap(), h["folder"].as_str().unwrap()))
         .collect();
-    assert_eq!(hidden, vec![("release", ".agents/skills"), ("lint", "~/.qwen/skills")]);
+    assert_eq!(
+        hidden,
+        vec![("release", ".agents/skills"), ("lint", "~/.qwen/skills")]
+    );
     let warnings = out["warnings"].as_array().unwrap();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     let broken = w.ws().join(".qwen/skills/broken/SKILL.md");
     let warning = warnings[0].as_str().unwrap();
     assert!(
-        warning.starts_with(&format!("{}: line ", broken.display())) && warning.contains("key `allowed-tools"),
+        warning.starts_with(&format!("{}: line ", broken.display()))
+            && warning.contains("key `allowed-tools"),
         "{warning}"
     );
 }
