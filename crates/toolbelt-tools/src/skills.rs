@@ -440,7 +440,7 @@ fn read_skill(
             }
         }
     }
-    let grants = !(folder.is_project() && !project_trusted);
+    let grants = !folder.is_project() || project_trusted;
     if !grants && !allowed_tools.is_empty() {
         warnings.push(format!(
             "{shown}: its allowed-tools ({}) are not granted: this folder is not trusted, and a repository's skill cannot approve calls. Trust the folder with `toolbelt trust` to let it.",

@@ -220,7 +220,7 @@ fn hostile_files_are_refused_without_hanging() {
     std::fs::create_dir_all(&fifo_dir).unwrap();
     rustix::fs::mkfifoat(
         rustix::fs::CWD,
-        &fifo_dir.join("SKILL.md"),
+        fifo_dir.join("SKILL.md"),
         rustix::fs::Mode::from_raw_mode(0o644),
     )
     .unwrap();
