@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use toolbelt_core::rules::Rule;
 
 use crate::front_matter::{self, FrontMatterError, Spanned};
+use crate::listed_name::escaped;
 
 mod tool;
 
@@ -204,9 +205,9 @@ impl Skills {
                         if winner.folder == loaded.folder {
                             skills.warnings.push(format!(
                                 "{}: skill \"{}\" is also defined by {}; this one is ignored",
-                                loaded.file.display(),
+                                escaped(&loaded.file),
                                 loaded.name,
-                                winner.file.display()
+                                escaped(&winner.file)
                             ));
                         } else {
                             skills.shadowed.push(Shadowed {
@@ -289,8 +290,8 @@ impl Skills {
         {
             self.warnings.push(format!(
                 "{}: the skills folder leads outside the project (to {}); its skills are not loaded",
-                root.display(),
-                root_real.display()
+                escaped(root),
+                escaped(&root_real)
             ));
             return Vec::new();
         }
@@ -298,21 +299,34 @@ impl Skills {
             Ok(entries) => entries,
             Err(e) => {
                 self.warnings
-                    .push(format!("{}: cannot read the folder: {e}", root.display()));
+                    .push(format!("{}: cannot read the folder: {e}", escaped(root)));
                 return Vec::new();
             }
         };
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .collect();
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let path = entry.path();
+            if name.to_string_lossy().starts_with('.') || !path.is_dir() {
+                continue;
+            }
+            // A folder name that would need quoting (control characters, invisible
+            // direction marks, bytes that are not UTF-8) names no skill and would carry
+            // escape sequences into every warning and listing.
+            if escaped(Path::new(&name)) != name.to_string_lossy() {
+                self.warnings.push(format!(
+                    "{}: the folder name is not plain text; the folder is skipped",
+                    escaped(&path)
+                ));
+                continue;
+            }
+            dirs.push(path);
+        }
         dirs.sort();
         if dirs.len() > MAX_SKILLS_PER_FOLDER {
             self.warnings.push(format!(
                 "{}: {} skill folders; only the first {MAX_SKILLS_PER_FOLDER} (by name) are read",
-                root.display(),
+                escaped(root),
                 dirs.len()
             ));
             dirs.truncate(MAX_SKILLS_PER_FOLDER);
@@ -344,7 +358,7 @@ fn read_skill(
     if std::fs::symlink_metadata(&given).is_err() {
         return Ok(None);
     }
-    let shown = given.display().to_string();
+    let shown = escaped(&given);
     let (dir_real, file) = match (dir.canonicalize(), given.canonicalize()) {
         (Ok(d), Ok(f)) => (d, f),
         (_, Err(e)) | (Err(e), _) => return Err(format!("{shown}: cannot resolve the path: {e}")),
@@ -354,7 +368,7 @@ fn read_skill(
     {
         return Err(format!(
             "{shown}: leads outside the project (to {}) through a symbolic link; the skill is not loaded",
-            file.display()
+            escaped(&file)
         ));
     }
     let text = read_bounded(&file).map_err(|e| format!("{shown}: {e}"))?;
@@ -513,10 +527,11 @@ fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The description as one line: control characters and runs of whitespace become one
-/// space.
+/// The description as one line: control characters, invisible direction and width
+/// marks, and runs of whitespace become one space.
 fn one_line(text: &str) -> String {
-    text.split(|c: char| c.is_whitespace() || c.is_control())
+    let invisible = |c: char| matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}' | '\u{feff}');
+    text.split(|c: char| c.is_whitespace() || c.is_control() || invisible(c))
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()
         .join(" ")

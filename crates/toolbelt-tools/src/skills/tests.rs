@@ -237,6 +237,16 @@ fn hostile_files_are_refused_without_hanging() {
         "word ".repeat(400)
     );
     skill_file(&d.project, ".qwen/skills/long", &long);
+    skill_file(
+        &d.project,
+        ".qwen/skills/evil\u{1b}[31m",
+        &skill("evil", "d"),
+    );
+    skill_file(
+        &d.project,
+        ".qwen/skills/rtl",
+        &skill("rtl", "\"safe \\u202e txt.exe\""),
+    );
     let s = load(&d, true);
     let w = s.warnings().join("\n");
     assert!(w.contains("fifo/SKILL.md: not a regular file"), "{w}");
@@ -246,6 +256,13 @@ fn hostile_files_are_refused_without_hanging() {
     );
     assert!(w.contains("binary/SKILL.md: not UTF-8"), "{w}");
     assert!(w.contains("longer than 1024 characters; cut"), "{w}");
+    assert!(
+        w.contains("evil\\x1b[31m\": the folder name is not plain text"),
+        "{w}"
+    );
+    assert!(!w.contains('\u{1b}'), "{w:?}");
+    assert!(s.get("evil").is_none());
+    assert_eq!(s.get("rtl").unwrap().description, "safe txt.exe");
     let long = s.get("long").unwrap();
     assert_eq!(long.description.chars().count(), MAX_DESCRIPTION_CHARS);
     assert!(!long.description.chars().any(char::is_control));
