@@ -608,3 +608,33 @@ async fn a_scheduler_without_turns_takes_no_grant() {
     assert!(r[1].is_error());
     assert!(sch.turn_grant_sources().is_empty());
 }
+
+#[tokio::test]
+async fn a_deny_rule_on_a_skill_keeps_it_and_its_grant_out() {
+    let s = session();
+    let sch = scheduler(
+        &s,
+        ApprovalMode::Default,
+        &[(RuleList::Deny, "Skill(release)")],
+    );
+    let r = turn(
+        &s,
+        &sch,
+        vec![
+            request("c1", "skill", json!({"skill": "release"})),
+            touch_call("c2"),
+        ],
+    )
+    .await;
+    assert!(
+        r[0].error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("Skill(release)"),
+        "{:?}",
+        r[0]
+    );
+    assert!(r[1].is_error(), "a refused skill grants nothing");
+    assert!(sch.turn_grant_sources().is_empty());
+}
