@@ -151,6 +151,9 @@ impl Agent {
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         config.events = Some(tx);
+        // The agent has turns and ends each one (see `run_with_references`), so calls may
+        // grant tools for the rest of it (a skill's `allowed-tools`).
+        config.turn_grants = true;
         let tool_search = tool_search::ToolSearch::new(env.settings.tools.search.clone());
         Agent {
             model,
@@ -326,12 +329,17 @@ impl Agent {
     /// [`Agent::run`], with the `#references` read from `written` (what the person
     /// typed) rather than from the prompt, so the content of an inlined file cannot
     /// force a call or bring in a tool its `when` clause hides.
+    ///
+    /// A run is one user turn: what a call granted for the rest of the turn (a skill's
+    /// `allowed-tools`) ends with it, however the run ends.
     pub async fn run_with_references(
         &self,
         prompt: Vec<UserPart>,
         written: &str,
         cancel: &CancellationToken,
     ) -> RunOutcome {
+        // A skill's grants last for one run (see `toolbelt_core::scheduler::TurnGrant`).
+        self.scheduler.end_turn();
         let history = self.history();
         let mut messages = Vec::with_capacity(history.len() + 2);
         messages.push(Message::System(self.system_prompt.clone()));
@@ -342,6 +350,7 @@ impl Agent {
             tool_choice: None,
         };
         let outcome = self.converse(&mut request, prompt, written, cancel).await;
+        self.scheduler.end_turn();
         // Whatever ended the run, the conversation holds every call answered (the
         // invariant above), so the next run can go on from it.
         self.set_history(request.messages.split_off(1));
@@ -606,3 +615,5 @@ impl toolbelt_core::AskOnce for ModelAsker {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod turn_grant_tests;

@@ -442,6 +442,14 @@ impl ToolRegistry {
                 format!("Tool \"{name}\" is not available: {why}."),
             );
         }
+        if let Some(hint) = self
+            .entries
+            .iter()
+            .filter(|r| !self.disabled.contains_key(&r.name))
+            .find_map(|r| r.tool.hint_for_unknown_name(name))
+        {
+            return ToolError::new(ErrorKind::ToolNotRegistered, hint);
+        }
         let close = self.closest(name, 3);
         let hint = if close.is_empty() {
             String::new()

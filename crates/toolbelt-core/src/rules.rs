@@ -91,6 +91,7 @@ const ALIASES: &[(&str, &[&str])] = &[
     ("WebSearch", &["web_search"]),
     ("TodoWrite", &["todo_write"]),
     ("NotebookEdit", &["notebook_edit"]),
+    ("Skill", &["skill"]),
 ];
 
 impl Rule {

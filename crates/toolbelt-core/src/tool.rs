@@ -338,6 +338,13 @@ pub trait Tool: Send + Sync {
     fn rule_target(&self) -> Option<&str> {
         None
     }
+    /// What to tell the model when it calls `name`, which is no registered tool, and
+    /// this tool knows why (the `skill` tool: `name` is a skill). The registry asks every
+    /// tool before it suggests the closest names.
+    fn hint_for_unknown_name(&self, name: &str) -> Option<String> {
+        let _ = name;
+        None
+    }
     /// Checks the validated arguments and builds the call.
     fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError>;
 }
@@ -361,6 +368,12 @@ pub trait Invocation: Send + Sync {
     fn prepare<'a>(&'a mut self, cancel: &'a CancellationToken) -> BoxFuture<'a, ()> {
         let _ = cancel;
         Box::pin(std::future::ready(()))
+    }
+    /// Calls this one allows without a question for the rest of the turn once it is
+    /// approved (a skill's `allowed-tools`; see [`crate::scheduler::grants`]). Believed
+    /// only from built-in tools.
+    fn turn_grant(&self) -> Option<crate::scheduler::TurnGrant> {
+        None
     }
     /// `None` when the call needs no approval by its nature; otherwise what to show.
     /// The approval mode and permission rules decide whether the question is asked.

@@ -19,6 +19,7 @@ Examples:
   git diff | toolbelt -p \"review this diff\" --output-format json
   toolbelt tools list
   toolbelt tools list --json
+  toolbelt skills list
   toolbelt tools call read_file '{\"absolute_path\": \"/abs/path/README.md\"}'
   echo '{\"absolute_path\": \"/abs/path/logo.png\"}' | toolbelt tools call read_file - --json
   toolbelt --include-directories ../lib tools call read_file '{\"absolute_path\": \"/abs/lib/x.rs\"}'
@@ -189,6 +190,11 @@ pub enum Command {
         #[command(subcommand)]
         command: AgentsCommand,
     },
+    /// List the skills (`.qwen/skills/`, `.agents/skills/`, `~/.qwen/skills/`).
+    Skills {
+        #[command(subcommand)]
+        command: SkillsCommand,
+    },
     /// Trust a folder (default: the current one): its `.qwen/settings.json` may then run
     /// commands, start MCP servers, add allow rules and widen the workspace. Saved in
     /// `~/.qwen/trustedFolders.json`, as Qwen Code does.
@@ -207,6 +213,17 @@ pub enum AgentsCommand {
     /// loaded (file, line, key).
     List {
         /// Print the agents and warnings as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsCommand {
+    /// Each skill with its level, folder, description and allowed-tools; skills hidden
+    /// by one of the same name; and the files that did not load, with file, line and key.
+    List {
+        /// Print them as JSON.
         #[arg(long)]
         json: bool,
     },

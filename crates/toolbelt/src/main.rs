@@ -20,6 +20,7 @@ mod ending;
 mod mcp_cmd;
 mod serve_cmd;
 mod session;
+mod skills_cmd;
 mod tools_cmd;
 mod trust_cmd;
 mod when_cmd;
@@ -63,6 +64,7 @@ async fn run(cli: cli::Cli) -> u8 {
         Some(cli::Command::Tools { command }) => tools_cmd::run(&cli.global, command).await,
         Some(cli::Command::Mcp { command }) => mcp_cmd::run(&cli.global, command).await,
         Some(cli::Command::Agents { command }) => agents_cmd::run(&cli.global, command),
+        Some(cli::Command::Skills { command }) => skills_cmd::run(&cli.global, command),
         Some(cli::Command::Trust { path, remove }) => trust_cmd::run(path.as_deref(), remove),
         None => agent_cmd::run(&cli.global, cli.agent).await,
     }

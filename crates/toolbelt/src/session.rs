@@ -11,6 +11,7 @@ use toolbelt_core::{
     Origin, PermissionRules, Settings, SettingsPaths, ToolEnvironment, ToolRegistry, WorkspaceRoots,
 };
 use toolbelt_mcp::McpServers;
+use toolbelt_tools::skills::{SkillTool, Skills};
 
 use crate::cli::GlobalArgs;
 
@@ -26,6 +27,9 @@ pub struct Session {
     context_overrides: Map<String, Value>,
     /// The shell tool's background jobs (for `task_stop`).
     pub shell_jobs: Arc<toolbelt_tools::JobTable>,
+    /// The skills of `.qwen/skills`, `.agents/skills` and `~/.qwen/skills` (see
+    /// [`toolbelt_tools::skills`]); the `skill` tool is registered when there is one.
+    pub skills: Arc<Skills>,
     /// Every warning of the assembly (untrusted settings, discovery, manifests,
     /// registry), also printed on stderr: `toolbelt mcp serve` sends them to its client.
     pub warnings: Vec<String>,
@@ -82,6 +86,26 @@ impl Session {
         // Path rules name operations on paths: every file tool resolves and walks
         // through the roots, so they are applied there (see `rules/paths.rs`).
         roots = roots.with_path_policy(PathPolicy::new(&rules));
+        // Skills are read once, here: a skill the model writes later grants nothing.
+        // Project skills of an untrusted folder load without their allowed-tools.
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        let skills = Arc::new(Skills::load(
+            roots.primary(),
+            home.as_deref(),
+            settings.untrusted_project.is_none(),
+        ));
+        for warning in skills.warnings() {
+            eprintln!("toolbelt: warning: {warning}");
+            warnings.push(warning.clone());
+        }
+        // User skills live outside the workspace; the model reads their files.
+        for dir in skills.readable_dirs() {
+            if let Err(e) = roots.add_readable(dir) {
+                tracing::warn!("cannot read {}: {e}", dir.display());
+            }
+        }
         let session_dir = session_dir(&cwd);
         // Spilled output and job logs must be readable by the model; failing to create
         // the directory only costs that.
@@ -95,6 +119,11 @@ impl Session {
         for tool in toolbelt_tools::builtin_tools_with_shell(&env, shell) {
             registry.register(tool, Origin::BuiltIn);
         }
+        // Only with a skill to offer: an empty `skill` tool would cost every request its
+        // declaration and tell the model nothing.
+        if !skills.is_empty() {
+            registry.register(Arc::new(SkillTool::new(skills.clone())), Origin::BuiltIn);
+        }
         registry.apply_settings(&env.settings);
         for warning in registry.warnings() {
             tracing::warn!("{warning}");
@@ -106,6 +135,7 @@ impl Session {
             mcp: McpServers::empty(),
             rules,
             shell_jobs,
+            skills,
             context_overrides,
             warnings,
         };

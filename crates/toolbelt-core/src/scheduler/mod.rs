@@ -39,6 +39,7 @@ use crate::validate::parse_arguments;
 
 pub mod approval;
 pub mod events;
+pub mod grants;
 pub mod guards;
 mod run_call;
 
@@ -47,6 +48,8 @@ pub use approval::{
     SessionAllowances,
 };
 pub use events::{CallState, CompletedCall, SchedulerEvent, ToolCallRequest};
+pub use grants::TurnGrant;
+use grants::TurnGrants;
 use guards::{RETRY_LOOP_NOTE, RetryLoopGuard, TRUNCATED_EDIT_ADVICE};
 pub use run_call::text_for_model;
 use run_call::{JobInfo, cancelled_error, execute};
@@ -70,6 +73,10 @@ pub struct SchedulerConfig {
     /// call that needs approval when there is no approver; `None` gives the headless
     /// command line's words (`--yolo`, `--allowed-tools`).
     pub nobody_to_ask: Option<NobodyToAsk>,
+    /// Whether a call's [`TurnGrant`] (a skill's `allowed-tools`) allows calls until
+    /// [`Scheduler::end_turn`]. Only an owner that ends turns should turn it on: the
+    /// agent does; `toolbelt mcp serve` and `tools call` have no turns and leave it off.
+    pub turn_grants: bool,
 }
 
 /// The words of a refusal when nobody can be asked (see
@@ -92,6 +99,7 @@ impl Default for SchedulerConfig {
             max_parallel: DEFAULT_MAX_PARALLEL,
             events: None,
             nobody_to_ask: None,
+            turn_grants: false,
         }
     }
 }
@@ -119,6 +127,8 @@ pub struct Scheduler {
     /// entered plan mode (`Default` when it started in plan mode).
     before_plan: Mutex<ApprovalMode>,
     allowances: SessionAllowances,
+    /// Allow rules granted for the rest of the turn (see [`grants`]).
+    grants: TurnGrants,
     retry_guard: Mutex<RetryLoopGuard>,
 }
 
@@ -162,6 +172,7 @@ impl Scheduler {
             mode: Mutex::new(config.mode),
             before_plan: Mutex::new(ApprovalMode::Default),
             allowances: SessionAllowances::default(),
+            grants: TurnGrants::new(config.turn_grants),
             retry_guard: Mutex::new(RetryLoopGuard::default()),
         }
     }
@@ -188,6 +199,18 @@ impl Scheduler {
     /// The "always allow" answers of this session.
     pub fn allowances(&self) -> &SessionAllowances {
         &self.allowances
+    }
+
+    /// Ends the user turn: what calls granted for the rest of the turn (a skill's
+    /// `allowed-tools`) no longer applies. The agent calls it at the start and the end of
+    /// every run.
+    pub fn end_turn(&self) {
+        self.grants.clear();
+    }
+
+    /// Who granted tools for the current turn (`skill "x"`), for displays and tests.
+    pub fn turn_grant_sources(&self) -> Vec<String> {
+        self.grants.sources()
     }
 
     /// The environment the session's tools were built with.
@@ -319,6 +342,14 @@ impl Scheduler {
         }
         match verdict {
             Verdict::Run | Verdict::RunWith(_) => {
+                // Only the scheduler's own kind of tool is believed when it grants: an MCP
+                // or discovered tool's invocation is toolbelt code too, but a grant is a
+                // built-in's (the `skill` tool's) capability.
+                if registration.origin == crate::registry::Origin::BuiltIn
+                    && let Some(grant) = invocation.turn_grant()
+                {
+                    self.grants.add(&self.permissions, &grant);
+                }
                 self.emit(SchedulerEvent::Scheduled {
                     call_id: request.call_id.clone(),
                 });
@@ -363,18 +394,22 @@ impl Scheduler {
     ) -> Verdict {
         let tool = registration.name.as_str();
         let subject = invocation.permission_subject();
+        // This turn's grants are allow rules on top of the session's (see [`grants`]):
+        // deny and ask rules, judged first, still win.
+        let granted = self.grants.current();
+        let permissions = granted.as_deref().unwrap_or(&self.permissions);
         // A tool that runs another (a declared tool bound to `run_shell_command`) answers
         // to that tool's rules too; the strictest answer wins (Deny > Ask > Allow).
         let target = registration.tool.rule_target();
         let decision = std::iter::once(tool)
             .chain(target)
-            .map(|name| self.permissions.evaluate(name, &subject))
+            .map(|name| permissions.evaluate(name, &subject))
             .max()
             .unwrap_or(Decision::Default);
         if decision == Decision::Deny {
             let rule = std::iter::once(tool)
                 .chain(target)
-                .find_map(|name| self.permissions.deny_rule(name, &subject))
+                .find_map(|name| permissions.deny_rule(name, &subject))
                 .map(|r| format!(" Matching deny rule: \"{r}\"."))
                 .unwrap_or_default();
             return Verdict::Refuse(ToolError::new(

@@ -9,5 +9,6 @@ mod declared;
 mod planning;
 mod resume;
 mod sessions;
+mod skills;
 mod subagents;
 mod support;
