@@ -83,18 +83,27 @@ pub fn list(store: &SessionStore) -> Result<String, String> {
     Ok(out)
 }
 
-/// Starts this run's file, with the continued conversation copied in first. A session
-/// that cannot be saved is a warning: the run goes on unsaved.
+/// Starts this run's file (named `id` when `--session-id` gave one), with the continued
+/// conversation copied in first. A session that cannot be saved is a warning: the run
+/// goes on unsaved.
 pub fn start(
     store: &SessionStore,
     cwd: PathBuf,
     model: &str,
     continued: Option<&LoadedSession>,
+    id: Option<&str>,
 ) -> Option<SessionWriter> {
     let parent = continued.map(|c| c.header.id.clone());
     let history: &[Message] = continued.map_or(&[], |c| &c.messages);
-    let started = store
-        .create(SessionHeader::new(cwd, model.to_string(), parent))
+    let mut header = SessionHeader::new(cwd, model.to_string(), parent);
+    let created = match id {
+        Some(id) => {
+            header.id = id.to_string();
+            store.create_named(header)
+        }
+        None => store.create(header),
+    };
+    let started = created
         .and_then(|writer| {
             for message in history {
                 if let Err(e) = writer.append(message) {

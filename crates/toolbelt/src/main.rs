@@ -18,6 +18,7 @@ mod ending;
 mod mcp_cmd;
 mod serve_cmd;
 mod session;
+mod stream_json;
 mod tools_cmd;
 mod trust_cmd;
 mod when_cmd;
