@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_agent::prompt::{PromptFacts, system_prompt};
 use toolbelt_agent::{Agent, AgentEvent, EventSink, StopReason, ToolSource};
 use toolbelt_agent::{at_paths, context_files};
-use toolbelt_core::scheduler::{ApprovalMode, Approver, Permissions, SchedulerConfig};
+use toolbelt_core::scheduler::{Approver, Permissions, SchedulerConfig};
 use toolbelt_core::{BoxFuture, RuleList, ToolRegistry};
 use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayModel, UserPart};
 
@@ -130,8 +130,6 @@ pub struct Prepared {
     pub model_name: String,
     /// The ID of the file this run is saved to, else of `--session-id`, else a fresh one.
     pub session_id: String,
-    pub tools: Vec<String>,
-    pub mode: ApprovalMode,
     pub cwd: PathBuf,
     /// Kept alive for the run: dropping it stops the MCP servers.
     pub mcp: Arc<toolbelt_mcp::McpServers>,
@@ -279,8 +277,6 @@ pub async fn prepare(
         prompt,
         model_name,
         session_id,
-        tools,
-        mode,
         cwd,
         mcp,
         model,
@@ -301,7 +297,7 @@ pub fn init_info(p: &Prepared) -> InitInfo<'_> {
                 let status = match r.status {
                     toolbelt_mcp::ServerStatus::Connected => "connected".to_string(),
                     toolbelt_mcp::ServerStatus::Connecting => "pending".to_string(),
-                    toolbelt_mcp::ServerStatus::Failed(_) => "failed".to_string(),
+                    _ => "failed".to_string(),
                 };
                 (r.alias, status)
             })

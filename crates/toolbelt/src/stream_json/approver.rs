@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolbelt_core::BoxFuture;
+use toolbelt_core::{BoxFuture, ConfirmationOutcome};
 use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver};
 
 use super::control::ControlChannel;
@@ -75,8 +75,8 @@ impl Approver for ClientApprover {
 fn decision(answer: &Value) -> Approval {
     match answer.get("behavior").and_then(Value::as_str) {
         Some("allow") => match answer.get("updatedInput") {
-            Some(input) if input.is_object() => Approval::allow_with(input.clone()),
-            _ => Approval::allow(),
+            Some(input) if input.is_object() => Approval::with_arguments(input.clone()),
+            _ => ConfirmationOutcome::ProceedOnce.into(),
         },
         Some("deny") => Approval::deny(
             answer

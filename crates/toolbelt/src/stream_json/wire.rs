@@ -78,10 +78,6 @@ impl Emitter {
         }
     }
 
-    pub fn session_id(&self) -> &str {
-        &self.session_id
-    }
-
     pub fn model(&self) -> String {
         self.model.lock().map(|m| m.clone()).unwrap_or_default()
     }
