@@ -516,7 +516,9 @@ impl SessionStore {
             let path = self.path_of(&header.id);
             match open_new_private(&path) {
                 Ok(file) => break (file, path),
-                Err(e) if rename && e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 8 => {
+                Err(e)
+                    if rename && e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 8 =>
+                {
                     attempt += 1;
                     header.id = new_id(SystemTime::now());
                 }

@@ -27,7 +27,11 @@ pub trait SdkMcpChannel: Send + Sync {
     /// Sends `message` to the client's server `server`. For a request, the answer is the
     /// server's JSON-RPC response (`Ok(Some(..))`); for a notification the client's
     /// acknowledgement carries nothing worth reading (`Ok(None)` or anything).
-    fn send(&self, server: &str, message: Value) -> BoxFuture<'static, Result<Option<Value>, String>>;
+    fn send(
+        &self,
+        server: &str,
+        message: Value,
+    ) -> BoxFuture<'static, Result<Option<Value>, String>>;
 }
 
 impl std::fmt::Debug for dyn SdkMcpChannel {
@@ -89,7 +93,8 @@ impl Transport<RoleClient> for SdkTransport {
         let server = self.server.clone();
         let tx = self.tx.clone();
         async move {
-            let value = value.map_err(|e| SdkError(format!("cannot encode an MCP message: {e}")))?;
+            let value =
+                value.map_err(|e| SdkError(format!("cannot encode an MCP message: {e}")))?;
             let sending = channel.send(&server, value);
             tokio::spawn(async move {
                 let answer = sending.await;

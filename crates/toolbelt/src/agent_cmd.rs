@@ -32,9 +32,9 @@ use crate::cli::{
     AgentArgs, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, EXIT_TURN_LIMIT, EXIT_USAGE, GlobalArgs,
     InputFormat, OutputFormat,
 };
+use crate::session::{self, Session, exclude};
 use crate::stream_json::model_slot::ModelSlot;
 use crate::stream_json::wire::{Emitter, InitInfo};
-use crate::session::{self, Session, exclude};
 
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 

@@ -103,17 +103,16 @@ pub fn start(
         }
         None => store.create(header),
     };
-    let started = created
-        .and_then(|writer| {
-            for message in history {
-                if let Err(e) = writer.append(message) {
-                    // A half-copied history must not become the latest session.
-                    let _ = std::fs::remove_file(writer.path());
-                    return Err(e);
-                }
+    let started = created.and_then(|writer| {
+        for message in history {
+            if let Err(e) = writer.append(message) {
+                // A half-copied history must not become the latest session.
+                let _ = std::fs::remove_file(writer.path());
+                return Err(e);
             }
-            Ok(writer)
-        });
+        }
+        Ok(writer)
+    });
     match started {
         Ok(writer) => Some(writer),
         Err(e) => {

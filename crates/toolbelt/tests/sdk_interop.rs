@@ -29,7 +29,10 @@ fn repo_root() -> PathBuf {
 /// The SDK's directory, or why it is not there. Under CI a missing SDK fails the test.
 fn sdk_dir() -> Option<PathBuf> {
     let dir = repo_root().join(".cache/sdk");
-    let found = if !dir.join("node_modules/@qwen-code/sdk/package.json").exists() {
+    let found = if !dir
+        .join("node_modules/@qwen-code/sdk/package.json")
+        .exists()
+    {
         Err(format!(
             "{} has no @qwen-code/sdk (scripts/setup.sh installs it)",
             dir.display()
@@ -103,7 +106,8 @@ impl Sandbox {
             },
             "args": args,
         });
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sdk_client/client.mjs");
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sdk_client/client.mjs");
         let mut cmd = tokio::process::Command::new("node");
         cmd.arg(script)
             .arg(config.to_string())
@@ -123,7 +127,11 @@ impl Sandbox {
             messages: v["messages"].as_array().cloned().unwrap_or_default(),
             notes: v["notes"].clone(),
         };
-        assert!(client.notes.get("error").is_none(), "the client failed: {}", client.notes["error"]);
+        assert!(
+            client.notes.get("error").is_none(),
+            "the client failed: {}",
+            client.notes["error"]
+        );
         client
     }
 }
@@ -144,7 +152,8 @@ impl Client {
                     s = format!("{s}/{sub}");
                 }
                 if let Some(blocks) = m["message"]["content"].as_array() {
-                    let kinds: Vec<&str> = blocks.iter().filter_map(|b| b["type"].as_str()).collect();
+                    let kinds: Vec<&str> =
+                        blocks.iter().filter_map(|b| b["type"].as_str()).collect();
                     s = format!("{s}[{}]", kinds.join(","));
                 }
                 s
@@ -153,7 +162,10 @@ impl Client {
     }
 
     fn results(&self) -> Vec<&Value> {
-        self.messages.iter().filter(|m| m["type"] == "result").collect()
+        self.messages
+            .iter()
+            .filter(|m| m["type"] == "result")
+            .collect()
     }
 
     fn tool_results(&self) -> Vec<&Value> {
@@ -179,7 +191,11 @@ fn call(id: &str, name: &str, args: Value) -> Reply {
 
 fn clean(server: &FakeOpenAi) {
     assert_eq!(server.violations(), Vec::<String>::new());
-    assert_eq!(server.unused(), 0, "the model server's script was not used up");
+    assert_eq!(
+        server.unused(),
+        0,
+        "the model server's script was not used up"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,12 +204,23 @@ async fn sdk_single_turn_query_with_a_tool_call() {
     let s = Sandbox::new();
     s.write("notes.txt", "the answer is 42\n");
     let server = FakeOpenAi::start(vec![
-        call("call_1", "read_file", json!({"file_path": s.path("notes.txt")})),
+        call(
+            "call_1",
+            "read_file",
+            json!({"file_path": s.path("notes.txt")}),
+        ),
         Reply::text("The notes say 42."),
     ])
     .await
     .unwrap();
-    let c = s.client(&sdk, "single", &server, json!({"prompt": "what do the notes say?"})).await;
+    let c = s
+        .client(
+            &sdk,
+            "single",
+            &server,
+            json!({"prompt": "what do the notes say?"}),
+        )
+        .await;
     assert_eq!(
         c.shape(),
         [
@@ -208,17 +235,31 @@ async fn sdk_single_turn_query_with_a_tool_call() {
     assert_eq!(init["cwd"], json!(s.ws()));
     assert_eq!(init["model"], "fake-model");
     assert_eq!(init["permission_mode"], "yolo");
-    assert!(init["tools"].as_array().unwrap().iter().any(|t| t == "read_file"));
+    assert!(
+        init["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "read_file")
+    );
     let session = init["session_id"].as_str().unwrap();
     for m in &c.messages {
         assert_eq!(m["session_id"], session, "{m}");
         assert!(m["uuid"].is_string(), "{m}");
-        assert!(m.get("parent_tool_use_id").is_some_and(Value::is_null), "{m}");
+        assert!(
+            m.get("parent_tool_use_id").is_some_and(Value::is_null),
+            "{m}"
+        );
     }
     let tool_result = c.tool_results()[0];
     assert_eq!(tool_result["tool_use_id"], "call_1");
     assert_eq!(tool_result["is_error"], false);
-    assert!(tool_result["content"].as_str().unwrap().contains("the answer is 42"));
+    assert!(
+        tool_result["content"]
+            .as_str()
+            .unwrap()
+            .contains("the answer is 42")
+    );
     let result = c.results()[0];
     assert_eq!(result["result"], "The notes say 42.");
     assert_eq!(result["is_error"], false);
@@ -240,7 +281,12 @@ async fn sdk_multi_turn_query_from_an_async_iterable_keeps_the_conversation() {
     .await
     .unwrap();
     let c = s
-        .client(&sdk, "multi", &server, json!({"prompts": ["first question", "second question"]}))
+        .client(
+            &sdk,
+            "multi",
+            &server,
+            json!({"prompts": ["first question", "second question"]}),
+        )
         .await;
     assert_eq!(
         c.shape(),
@@ -263,13 +309,22 @@ async fn sdk_multi_turn_query_from_an_async_iterable_keeps_the_conversation() {
         .collect();
     let joined = texts.join("\n");
     for expected in ["first question", "First answer.", "second question"] {
-        assert!(joined.contains(expected), "{expected} missing from {joined}");
+        assert!(
+            joined.contains(expected),
+            "{expected} missing from {joined}"
+        );
     }
     // Control requests answered during the session; an unknown one is an error reply.
     assert_eq!(c.notes["mcpServerStatus"]["subtype"], "mcp_server_status");
-    assert_eq!(c.notes["supportedCommands"]["subtype"], "supported_commands");
+    assert_eq!(
+        c.notes["supportedCommands"]["subtype"],
+        "supported_commands"
+    );
     assert!(
-        c.notes["unknown"].as_str().unwrap().contains("Unknown control request subtype"),
+        c.notes["unknown"]
+            .as_str()
+            .unwrap()
+            .contains("Unknown control request subtype"),
         "{}",
         c.notes["unknown"]
     );
@@ -294,10 +349,19 @@ async fn sdk_can_use_tool_denies_a_write_and_allows_an_edit_with_updated_input()
     .await
     .unwrap();
     let c = s
-        .client(&sdk, "canUseTool", &server, json!({"prompt": "change things", "newString": "let x = 3; // client"}))
+        .client(
+            &sdk,
+            "canUseTool",
+            &server,
+            json!({"prompt": "change things", "newString": "let x = 3; // client"}),
+        )
         .await;
     assert_eq!(s.read("keep.txt"), "original\n", "the denied write ran");
-    assert_eq!(s.read("code.txt"), "let x = 3; // client\n", "the edit did not use the client's input");
+    assert_eq!(
+        s.read("code.txt"),
+        "let x = 3; // client\n",
+        "the edit did not use the client's input"
+    );
     let asked: Vec<&str> = c.notes["asked"]
         .as_array()
         .unwrap()
@@ -309,7 +373,10 @@ async fn sdk_can_use_tool_denies_a_write_and_allows_an_edit_with_updated_input()
     let results = c.tool_results();
     assert_eq!(results[0]["is_error"], true);
     assert!(
-        results[0]["content"].as_str().unwrap().contains("the client keeps this file as it is"),
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("the client keeps this file as it is"),
         "{}",
         results[0]
     );
@@ -342,17 +409,29 @@ async fn sdk_in_process_mcp_tool_is_called_by_the_model() {
     ])
     .await
     .unwrap();
-    let c = s.client(&sdk, "sdkMcp", &server, json!({"prompt": "add 2 and 3"})).await;
+    let c = s
+        .client(&sdk, "sdkMcp", &server, json!({"prompt": "add 2 and 3"}))
+        .await;
     assert_eq!(c.notes["calls"], json!([{"a": 2, "b": 3}]));
     let init = &c.messages[0];
     assert!(
-        init["tools"].as_array().unwrap().iter().any(|t| t == "mcp__calc__add"),
+        init["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "mcp__calc__add"),
         "{init}"
     );
-    assert_eq!(init["mcp_servers"], json!([{"name": "calc", "status": "connected"}]));
+    assert_eq!(
+        init["mcp_servers"],
+        json!([{"name": "calc", "status": "connected"}])
+    );
     let result = c.tool_results()[0];
     assert_eq!(result["is_error"], false, "{result}");
-    assert!(result["content"].as_str().unwrap().contains("sum=5"), "{result}");
+    assert!(
+        result["content"].as_str().unwrap().contains("sum=5"),
+        "{result}"
+    );
     // The model was offered the tool with the client's schema.
     let first = &server.requests()[0].body;
     let declared = first["tools"]
@@ -361,7 +440,10 @@ async fn sdk_in_process_mcp_tool_is_called_by_the_model() {
         .iter()
         .find(|t| t["function"]["name"] == "mcp__calc__add")
         .expect("mcp__calc__add declared");
-    assert_eq!(declared["function"]["parameters"]["required"], json!(["a", "b"]));
+    assert_eq!(
+        declared["function"]["parameters"]["required"],
+        json!(["a", "b"])
+    );
     clean(&server);
 }
 
@@ -393,15 +475,28 @@ async fn sdk_interrupt_cancels_a_running_shell_command_and_leaves_no_process() {
     .await
     .unwrap();
     let started = std::time::Instant::now();
-    let c = s.client(&sdk, "interrupt", &server, json!({"prompt": "wait a while"})).await;
-    assert!(started.elapsed() < Duration::from_secs(25), "the interrupt did not end the turn");
+    let c = s
+        .client(
+            &sdk,
+            "interrupt",
+            &server,
+            json!({"prompt": "wait a while"}),
+        )
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the interrupt did not end the turn"
+    );
     let result = c.results()[0];
     assert_eq!(result["subtype"], "error_during_execution", "{result}");
     assert_eq!(result["is_error"], true);
     let tool_result = c.tool_results()[0];
     assert_eq!(tool_result["tool_use_id"], "call_sleep");
     assert_eq!(tool_result["is_error"], true);
-    assert_eq!(processes_with(&format!("sleep {duration}")), Vec::<String>::new());
+    assert_eq!(
+        processes_with(&format!("sleep {duration}")),
+        Vec::<String>::new()
+    );
     assert_eq!(server.violations(), Vec::<String>::new());
 }
 
@@ -410,15 +505,28 @@ async fn sdk_set_permission_mode_lets_a_refused_write_run() {
     let Some(sdk) = sdk_dir() else { return };
     let s = Sandbox::new();
     let server = FakeOpenAi::start(vec![
-        call("call_1", "write_file", json!({"file_path": s.path("out.txt"), "content": "one\n"})),
+        call(
+            "call_1",
+            "write_file",
+            json!({"file_path": s.path("out.txt"), "content": "one\n"}),
+        ),
         Reply::text("Could not write."),
-        call("call_2", "write_file", json!({"file_path": s.path("out.txt"), "content": "two\n"})),
+        call(
+            "call_2",
+            "write_file",
+            json!({"file_path": s.path("out.txt"), "content": "two\n"}),
+        ),
         Reply::text("Written."),
     ])
     .await
     .unwrap();
     let c = s
-        .client(&sdk, "permissionMode", &server, json!({"prompts": ["write one", "write two"]}))
+        .client(
+            &sdk,
+            "permissionMode",
+            &server,
+            json!({"prompts": ["write one", "write two"]}),
+        )
         .await;
     let results = c.results();
     assert_eq!(results.len(), 2);

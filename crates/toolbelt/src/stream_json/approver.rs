@@ -15,8 +15,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolbelt_core::{BoxFuture, ConfirmationOutcome};
 use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver};
+use toolbelt_core::{BoxFuture, ConfirmationOutcome};
 
 use super::control::ControlChannel;
 use super::wire::Emitter;

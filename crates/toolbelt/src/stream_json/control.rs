@@ -109,7 +109,11 @@ impl Drop for Withdraw {
 pub struct SdkCarrier(pub Arc<ControlChannel>);
 
 impl SdkMcpChannel for SdkCarrier {
-    fn send(&self, server: &str, message: Value) -> BoxFuture<'static, Result<Option<Value>, String>> {
+    fn send(
+        &self,
+        server: &str,
+        message: Value,
+    ) -> BoxFuture<'static, Result<Option<Value>, String>> {
         let asking = self.0.request(json!({
             "subtype": "mcp_message", "server_name": server, "message": message,
         }));

@@ -56,9 +56,8 @@ pub fn parse_line(line: &str) -> Result<Option<Inbound>, String> {
     match kind {
         "user" => user(&value).map(Some),
         "control_request" => {
-            let request_id = id_of(map.get("request_id")).ok_or(
-                "a control_request needs a \"request_id\" (string or number)".to_string(),
-            )?;
+            let request_id = id_of(map.get("request_id"))
+                .ok_or("a control_request needs a \"request_id\" (string or number)".to_string())?;
             let request = map
                 .get("request")
                 .filter(|r| r.is_object())
@@ -150,7 +149,9 @@ fn user(value: &Value) -> Result<Inbound, String> {
                         texts.push(text.to_string());
                         parts.push(UserPart::Text(text.to_string()));
                     }
-                    "image" => parts.push(image(block).map_err(|e| format!("content block {i}: {e}"))?),
+                    "image" => {
+                        parts.push(image(block).map_err(|e| format!("content block {i}: {e}"))?)
+                    }
                     other => {
                         return Err(format!(
                             "content block {i}: unsupported type {other:?} (text and image are)"
@@ -172,7 +173,9 @@ fn user(value: &Value) -> Result<Inbound, String> {
 
 /// `{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ...}}`.
 fn image(block: &Value) -> Result<UserPart, String> {
-    let source = block.get("source").ok_or("an image block needs \"source\"")?;
+    let source = block
+        .get("source")
+        .ok_or("an image block needs \"source\"")?;
     if source.get("type").and_then(Value::as_str) != Some("base64") {
         return Err("only base64 image sources are supported".to_string());
     }
@@ -226,15 +229,21 @@ mod tests {
             panic!("not a user message");
         };
         assert_eq!(written, "look");
-        assert!(matches!(&parts[1], UserPart::Image { mime_type, data } if mime_type == "image/png" && data.len() == 5));
+        assert!(
+            matches!(&parts[1], UserPart::Image { mime_type, data } if mime_type == "image/png" && data.len() == 5)
+        );
     }
 
     #[test]
     fn control_messages() {
-        let got = parse_line(r#"{"type":"control_request","request_id":"r1","request":{"subtype":"interrupt"}}"#)
-            .unwrap()
-            .unwrap();
-        assert!(matches!(got, Inbound::ControlRequest { ref request_id, ref subtype, .. } if request_id == "r1" && subtype == "interrupt"));
+        let got = parse_line(
+            r#"{"type":"control_request","request_id":"r1","request":{"subtype":"interrupt"}}"#,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(
+            matches!(got, Inbound::ControlRequest { ref request_id, ref subtype, .. } if request_id == "r1" && subtype == "interrupt")
+        );
         let got = parse_line(r#"{"type":"control_response","response":{"subtype":"error","request_id":7,"error":{"message":"nope"}}}"#)
             .unwrap()
             .unwrap();
@@ -254,8 +263,14 @@ mod tests {
             ("not json", "not JSON"),
             ("[1]", "JSON object"),
             (r#"{"type":"bogus"}"#, "unknown message type"),
-            (r#"{"type":"user","message":{"content":[{"type":"video"}]}}"#, "unsupported type"),
-            (r#"{"type":"control_request","request":{"subtype":"x"}}"#, "request_id"),
+            (
+                r#"{"type":"user","message":{"content":[{"type":"video"}]}}"#,
+                "unsupported type",
+            ),
+            (
+                r#"{"type":"control_request","request":{"subtype":"x"}}"#,
+                "request_id",
+            ),
             (r#"{"type":"user","message":{"content":[]}}"#, "empty"),
         ] {
             let err = parse_line(line).unwrap_err();

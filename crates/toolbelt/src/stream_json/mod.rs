@@ -267,11 +267,7 @@ impl<'a> Loop<'a> {
         let cancel = CancellationToken::new();
         self.cancel = Some(cancel.clone());
         let agent = &self.prepared.agent;
-        Box::pin(async move {
-            agent
-                .run_with_references(parts, &written, &cancel)
-                .await
-        })
+        Box::pin(async move { agent.run_with_references(parts, &written, &cancel).await })
     }
 
     /// One message from the client (not a response to us: those never get here).
@@ -317,7 +313,8 @@ impl<'a> Loop<'a> {
                     .ok_or("set_model needs a \"model\"")?;
                 let mut args = self.args.clone();
                 args.model = Some(name.to_string());
-                let model = agent_cmd::build_model(&args, &self.prepared.settings, &self.prepared.cwd)?;
+                let model =
+                    agent_cmd::build_model(&args, &self.prepared.settings, &self.prepared.cwd)?;
                 self.prepared.model.replace(model);
                 self.out.set_model(name);
                 Ok(json!({"subtype": "set_model", "model": name}))
@@ -371,7 +368,11 @@ async fn read_input(
             Ok(Some(line)) => line,
             Ok(None) => break,
             Err(LineError::TooLong) => {
-                bad_line(&emitter, number, &format!("longer than {MAX_LINE_BYTES} bytes"));
+                bad_line(
+                    &emitter,
+                    number,
+                    &format!("longer than {MAX_LINE_BYTES} bytes"),
+                );
                 continue;
             }
             Err(LineError::Io(e)) => {

@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolbelt_agent::{AgentEvent, RunOutcome, StopReason};
-use toolbelt_core::ErrorKind;
 use toolbelt_core::scheduler::{CallState, CompletedCall, SchedulerEvent};
+use toolbelt_core::{Display, ErrorKind};
 use toolbelt_model::{ToolCall, Usage};
 
 use crate::cli::OutputFormat;
@@ -115,7 +115,6 @@ impl Emitter {
         }
     }
 
-
     /// The fields every message has.
     fn envelope(&self, kind: &str, parent: Option<&str>) -> Value {
         json!({
@@ -173,7 +172,13 @@ impl Emitter {
         }
     }
 
-    fn assistant(&self, text: &str, calls: &[ToolCall], usage: Option<&Usage>, parent: Option<&str>) {
+    fn assistant(
+        &self,
+        text: &str,
+        calls: &[ToolCall],
+        usage: Option<&Usage>,
+        parent: Option<&str>,
+    ) {
         let mut blocks: Vec<(Value, Option<String>)> = Vec::new();
         if !text.is_empty() {
             blocks.push((json!({"type": "text", "text": text}), None));
@@ -311,9 +316,11 @@ impl Emitter {
             "model_ms": millis(outcome.model_time),
             "tools_ms": millis(outcome.tool_time),
             "tool_calls": outcome.calls.iter().map(|c| json!({
-                "id": c.call_id, "name": c.name, "status": c.state.as_str(),
-                "duration_ms": millis(c.duration),
+                "id": c.call_id, "name": c.name, "arguments": c.arguments,
+                "description": c.description, "status": c.state.as_str(),
+                "error": c.result.error, "duration_ms": millis(c.duration),
             })).collect::<Vec<_>>(),
+            "todos": last_todos(&outcome.calls),
         });
         self.send(v);
     }
@@ -364,6 +371,18 @@ pub fn control_response(id: &str, outcome: Result<Value, String>) -> Value {
         Err(error) => json!({"type": "control_response", "response": {
             "subtype": "error", "request_id": id, "error": error}}),
     }
+}
+
+/// The task list as `todo_write` last set it (`null` when never set).
+fn last_todos(calls: &[CompletedCall]) -> Value {
+    calls
+        .iter()
+        .rev()
+        .find_map(|c| match &c.result.return_display {
+            Display::TodoList { todos } => Some(json!(todos)),
+            _ => None,
+        })
+        .unwrap_or(Value::Null)
 }
 
 fn usage_value(usage: Usage) -> Value {

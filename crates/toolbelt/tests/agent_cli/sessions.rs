@@ -155,8 +155,8 @@ async fn the_examples_tour_runs_every_tool_on_the_demo_workspace() {
         )
         .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let v: Value = serde_json::from_str(&run.stdout).unwrap();
-    let statuses: Vec<&str> = v["tool_calls"]
+    let v = crate::support::json_result(&run.stdout);
+    let statuses: Vec<&str> = v["toolbelt"]["tool_calls"]
         .as_array()
         .unwrap()
         .iter()
@@ -171,6 +171,11 @@ async fn the_examples_tour_runs_every_tool_on_the_demo_workspace() {
     let greet = std::fs::read_to_string(w.ws().join("src/greet.py")).unwrap();
     assert!(greet.contains("return f\"Hello, {name}!\""), "{greet}");
     assert!(w.ws().join("NOTES.md").exists());
-    let shell = v["tool_calls"].as_array().unwrap().last().unwrap()["name"].clone();
+    let shell = v["toolbelt"]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["name"]
+        .clone();
     assert_eq!(shell, "run_shell_command");
 }
