@@ -194,6 +194,9 @@ pub async fn prepare(
     // The saved session first: an unknown ID fails before any server starts.
     let store = agent_sessions::store(&project_of(&session)?);
     let continued = agent_sessions::load(&store, &Choice::of(args))?;
+    if let Some(id) = &args.session_id {
+        agent_sessions::check_new_id(&store, id)?;
+    }
     let prompt = if setup.read_prompt {
         read_prompt(args)?
     } else {

@@ -56,6 +56,26 @@ pub fn load(store: &SessionStore, choice: &Choice<'_>) -> Result<Option<LoadedSe
     Ok(Some(loaded))
 }
 
+/// `--session-id ID`: a name a session file may take, and not yet taken.
+pub fn check_new_id(store: &SessionStore, id: &str) -> Result<(), String> {
+    if !toolbelt_agent::transcript::valid_id(id) {
+        return Err(format!(
+            "--session-id {id:?}: an ID is letters, digits, '-', '_' and '.', at most 100, starting with a letter or digit"
+        ));
+    }
+    if store
+        .ids()
+        .unwrap_or_default()
+        .iter()
+        .any(|saved| saved == id)
+    {
+        return Err(format!(
+            "--session-id {id}: that session is already saved; continue it with --resume {id}"
+        ));
+    }
+    Ok(())
+}
+
 /// The listing of `--resume`: one session a line, newest first, `ID  first prompt line`.
 pub fn list(store: &SessionStore) -> Result<String, String> {
     let ids = store.ids().map_err(|e| e.to_string())?;

@@ -69,19 +69,22 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs, started: Instant) -> u8 {
     let reader = tokio::spawn(read_input(
         BufReader::new(tokio::io::stdin()),
         control.clone(),
-        emitter.clone(),
         queue_tx,
     ));
 
     // The first message: `initialize`, or the first turn of a client that sends none.
-    let (init, first) = match queue.recv().await {
-        Some(Inbound::ControlRequest {
-            request_id,
-            subtype,
-            request,
-        }) if subtype == "initialize" => (Some((request_id, request)), None),
-        Some(other) => (None, Some(other)),
-        None => return EXIT_OK,
+    let (init, first) = loop {
+        match queue.recv().await {
+            Some(Incoming::Message(Inbound::ControlRequest {
+                request_id,
+                subtype,
+                request,
+            })) if subtype == "initialize" => break (Some((request_id, request)), None),
+            Some(Incoming::Message(other)) => break (None, Some(other)),
+            // Said on stderr; there is no session to tell yet.
+            Some(Incoming::Bad { .. }) => {}
+            None => return EXIT_OK,
+        }
     };
     let request = init.as_ref().map(|(_, r)| r.clone()).unwrap_or(Value::Null);
     let prepared = assemble(global, &args, &request, &control, &emitter).await;
@@ -238,7 +241,7 @@ struct Loop<'a> {
 }
 
 impl<'a> Loop<'a> {
-    async fn run(&mut self, queue: &mut mpsc::UnboundedReceiver<Inbound>) {
+    async fn run(&mut self, queue: &mut mpsc::UnboundedReceiver<Incoming>) {
         let mut input_open = true;
         let mut turn: Option<(Turn<'a>, Instant)> = None;
         loop {
@@ -251,7 +254,8 @@ impl<'a> Loop<'a> {
             }
             tokio::select! {
                 message = queue.recv(), if input_open => match message {
-                    Some(message) => self.take(message),
+                    Some(Incoming::Message(message)) => self.take(message),
+                    Some(Incoming::Bad { line, why }) => self.out.input_error(line, &why),
                     None => input_open = false,
                 },
                 outcome = running(&mut turn) => {
@@ -353,60 +357,60 @@ async fn running(turn: &mut Option<(Turn<'_>, Instant)>) -> RunOutcome {
     }
 }
 
+/// What the reader hands the session loop, in the order read.
+enum Incoming {
+    Message(Inbound),
+    /// Line `line` could not be used (already said on stderr); the loop tells the
+    /// client with a `system`/`input_error` message.
+    Bad {
+        line: usize,
+        why: String,
+    },
+}
+
 /// Reads stdin until it closes. Answers to our requests go to `control`; the rest to
 /// `queue`. A bad line is reported and skipped.
 async fn read_input(
     mut stdin: impl AsyncBufRead + Unpin,
     control: Arc<ControlChannel>,
-    emitter: Arc<OnceLock<Arc<Emitter>>>,
-    queue: mpsc::UnboundedSender<Inbound>,
+    queue: mpsc::UnboundedSender<Incoming>,
 ) {
     let mut number = 0usize;
     loop {
         number += 1;
-        let line = match read_line(&mut stdin).await {
-            Ok(Some(line)) => line,
+        let parsed = match read_line(&mut stdin).await {
+            Ok(Some(line)) => input::parse_line(&line),
             Ok(None) => break,
-            Err(LineError::TooLong) => {
-                bad_line(
-                    &emitter,
-                    number,
-                    &format!("longer than {MAX_LINE_BYTES} bytes"),
-                );
-                continue;
-            }
+            Err(LineError::TooLong) => Err(format!("longer than {MAX_LINE_BYTES} bytes")),
             Err(LineError::Io(e)) => {
                 tracing::warn!("cannot read standard input: {e}");
                 break;
             }
         };
-        match input::parse_line(&line) {
+        let incoming = match parsed {
             Ok(Some(Inbound::ControlResponse {
                 request_id,
                 outcome,
-            })) => control.resolve(&request_id, outcome),
+            })) => {
+                control.resolve(&request_id, outcome);
+                continue;
+            }
             Ok(Some(Inbound::ControlCancel { request_id })) => {
                 tracing::debug!("the client withdrew its request {request_id:?}");
+                continue;
             }
-            Ok(Some(Inbound::Ignored(_))) | Ok(None) => {}
-            Ok(Some(message)) => {
-                if queue.send(message).is_err() {
-                    break;
-                }
+            Ok(Some(Inbound::Ignored(_))) | Ok(None) => continue,
+            Ok(Some(message)) => Incoming::Message(message),
+            Err(why) => {
+                eprintln!("toolbelt: stream-json input line {number} skipped: {why}");
+                Incoming::Bad { line: number, why }
             }
-            Err(why) => bad_line(&emitter, number, &why),
+        };
+        if queue.send(incoming).is_err() {
+            break;
         }
     }
     control.close();
-}
-
-/// A line that could not be used: said on stderr and, once the session has its
-/// emitter, as a `system` message the client sees.
-fn bad_line(emitter: &OnceLock<Arc<Emitter>>, number: usize, why: &str) {
-    eprintln!("toolbelt: stream-json input line {number} skipped: {why}");
-    if let Some(out) = emitter.get() {
-        out.input_error(number, why);
-    }
 }
 
 enum LineError {

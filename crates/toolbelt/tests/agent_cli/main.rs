@@ -9,4 +9,5 @@ mod declared;
 mod planning;
 mod resume;
 mod sessions;
+mod stream_input;
 mod support;

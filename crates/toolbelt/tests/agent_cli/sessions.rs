@@ -4,7 +4,6 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
 use toolbelt_model::fake_server::{FakeOpenAi, Reply};
 use toolbelt_model::parse_script;
 
