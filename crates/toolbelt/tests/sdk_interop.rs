@@ -90,11 +90,30 @@ impl Sandbox {
 
     /// Runs `scenario` of the client against `server`; what the application saw.
     async fn client(&self, sdk: &Path, scenario: &str, server: &FakeOpenAi, args: Value) -> Client {
+        self.client_of(
+            sdk,
+            Path::new(env!("CARGO_BIN_EXE_toolbelt")),
+            scenario,
+            server,
+            args,
+        )
+        .await
+    }
+
+    /// [`Sandbox::client`] with another executable behind the SDK.
+    async fn client_of(
+        &self,
+        sdk: &Path,
+        executable: &Path,
+        scenario: &str,
+        server: &FakeOpenAi,
+        args: Value,
+    ) -> Client {
         let p = |rel: &str| self.dir.path().join(rel).to_string_lossy().into_owned();
         let config = json!({
             "scenario": scenario,
             "sdkDir": sdk,
-            "executable": env!("CARGO_BIN_EXE_toolbelt"),
+            "executable": executable,
             "cwd": self.ws(),
             "model": "fake-model",
             "env": {
@@ -534,4 +553,87 @@ async fn sdk_set_permission_mode_lets_a_refused_write_run() {
     assert_eq!(results[1]["permission_denials"], json!([]));
     assert_eq!(s.read("out.txt"), "two\n");
     clean(&server);
+}
+
+/// The same scripted session through Qwen Code 0.24.4 (installed beside the SDK by
+/// scripts/setup.sh) and through toolbelt: the same sequence of message types and
+/// content block types. Qwen Code also sends `stream_event`s of its own (`goal_state`,
+/// not in the SDK's `StreamEvent` union) without partial messages being asked for; they
+/// are left out of the comparison.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_session_has_the_message_sequence_of_qwen_code() {
+    let Some(sdk) = sdk_dir() else { return };
+    let qwen = sdk.join("node_modules/@qwen-code/qwen-code/cli.js");
+    assert!(
+        qwen.exists(),
+        "{} is missing (scripts/setup.sh installs it)",
+        qwen.display()
+    );
+    let mut shapes = Vec::new();
+    for executable in [Path::new(env!("CARGO_BIN_EXE_toolbelt")), qwen.as_path()] {
+        let s = Sandbox::new();
+        s.write("notes.txt", "the answer is 42\n");
+        let server = FakeOpenAi::start(vec![
+            Reply::turn(ModelTurn {
+                text: "Let me look.".into(),
+                tool_calls: vec![ToolCall {
+                    id: "call_1".into(),
+                    name: "read_file".into(),
+                    arguments: json!({"file_path": s.path("notes.txt")}).to_string(),
+                }],
+                ..Default::default()
+            }),
+            Reply::text("The notes say 42."),
+        ])
+        .await
+        .unwrap();
+        // Qwen Code's side requests (no tools) get a short answer outside the script.
+        server.set_side_reply(Reply::text("{\"next_speaker\": \"user\"}"));
+        let c = s
+            .client_of(
+                &sdk,
+                executable,
+                "single",
+                &server,
+                json!({"prompt": "what do the notes say?"}),
+            )
+            .await;
+        let shape: Vec<String> = c
+            .shape()
+            .into_iter()
+            .zip(&c.messages)
+            .filter(|(_, m)| m["type"] != "stream_event" || m["event"]["type"] != "goal_state")
+            .map(|(s, _)| s)
+            .collect();
+        assert_eq!(
+            server.violations(),
+            Vec::<String>::new(),
+            "{}",
+            executable.display()
+        );
+        assert!(
+            c.tool_results()
+                .iter()
+                .all(|r| r["content"].as_str().unwrap().contains("the answer is 42")),
+            "{}: {:?}",
+            executable.display(),
+            c.tool_results()
+        );
+        shapes.push(shape);
+    }
+    assert_eq!(
+        shapes[0], shapes[1],
+        "toolbelt (left) and Qwen Code 0.24.4 (right)"
+    );
+    assert_eq!(
+        shapes[0],
+        [
+            "system/init",
+            "assistant[text]",
+            "assistant[tool_use]",
+            "user[tool_result]",
+            "assistant[text]",
+            "result/success"
+        ]
+    );
 }
