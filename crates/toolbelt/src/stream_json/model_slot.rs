@@ -5,7 +5,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
-use toolbelt_model::{Model, ModelError, ModelRequest, ModelTurn};
+use toolbelt_model::{DeltaSink, Model, ModelError, ModelRequest, ModelTurn};
 
 pub struct ModelSlot {
     /// The name at start-up: what the session file records. The current name is the
@@ -51,5 +51,15 @@ impl Model for ModelSlot {
     ) -> BoxFuture<'a, Result<ModelTurn, ModelError>> {
         let model = self.current();
         Box::pin(async move { model.complete(request, cancel).await })
+    }
+
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        cancel: &'a CancellationToken,
+        on_delta: DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelTurn, ModelError>> {
+        let model = self.current();
+        Box::pin(async move { model.complete_streaming(request, cancel, on_delta).await })
     }
 }

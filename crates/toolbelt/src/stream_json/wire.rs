@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use toolbelt_agent::{AgentEvent, RunOutcome, StopReason};
 use toolbelt_core::scheduler::{CallState, CompletedCall, SchedulerEvent};
 use toolbelt_core::{Display, ErrorKind};
-use toolbelt_model::{ToolCall, Usage};
+use toolbelt_model::{StreamDelta, ToolCall, Usage};
 
 use crate::cli::OutputFormat;
 
@@ -63,6 +63,23 @@ pub struct Emitter {
     inputs: Mutex<HashMap<String, Value>>,
     /// The usage of the last model answer (`get_context_usage`).
     last_usage: Mutex<Option<Usage>>,
+    /// The partial message being streamed, if any.
+    streaming: Mutex<Streaming>,
+}
+
+/// Where the stream of the current model answer stands (partial messages).
+#[derive(Default)]
+struct Streaming {
+    /// `message_start` was sent for the answer being streamed.
+    open: bool,
+    /// The content block open now.
+    block: Option<Block>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Text,
+    Tool(u32),
 }
 
 impl Emitter {
@@ -75,6 +92,7 @@ impl Emitter {
             kept: Mutex::new(Vec::new()),
             inputs: Mutex::new(HashMap::new()),
             last_usage: Mutex::new(None),
+            streaming: Mutex::new(Streaming::default()),
         }
     }
 
@@ -168,8 +186,78 @@ impl Emitter {
                 ..
             } => self.assistant(text, tool_calls, usage.as_ref(), parent),
             AgentEvent::Tool(SchedulerEvent::Finished(call)) => self.tool_result(call, parent),
+            AgentEvent::Delta(delta) if self.partial => self.delta(delta, parent),
             _ => {}
         }
+    }
+
+    fn streaming(&self) -> std::sync::MutexGuard<'_, Streaming> {
+        self.streaming
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn stream_event(&self, event: Value, parent: Option<&str>) {
+        let mut v = self.envelope("stream_event", parent);
+        v["event"] = event;
+        self.send(v);
+    }
+
+    /// One piece of a streamed answer: `message_start` before the first, a block's
+    /// start when the kind of content changes, and the delta.
+    fn delta(&self, delta: &StreamDelta, parent: Option<&str>) {
+        let mut state = self.streaming();
+        if !state.open {
+            state.open = true;
+            self.stream_event(
+                json!({"type": "message_start", "message": {
+                    "id": uuid(), "role": "assistant", "model": self.model(), "content": []}}),
+                parent,
+            );
+        }
+        let (block, start, piece) = match delta {
+            StreamDelta::Text(text) => (
+                Block::Text,
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": text}),
+            ),
+            StreamDelta::ToolCallStart { index, id, name } => (
+                Block::Tool(*index),
+                json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                Value::Null,
+            ),
+            StreamDelta::ToolCallArguments { index, text } => (
+                Block::Tool(*index),
+                json!({"type": "tool_use", "input": {}}),
+                json!({"type": "input_json_delta", "partial_json": text}),
+            ),
+            _ => return,
+        };
+        if state.block != Some(block) {
+            if state.block.take().is_some() {
+                self.stream_event(json!({"type": "content_block_stop", "index": 0}), parent);
+            }
+            state.block = Some(block);
+            self.stream_event(
+                json!({"type": "content_block_start", "index": 0, "content_block": start}),
+                parent,
+            );
+        }
+        if !piece.is_null() {
+            self.stream_event(
+                json!({"type": "content_block_delta", "index": 0, "delta": piece}),
+                parent,
+            );
+        }
+    }
+
+    /// Ends a streamed answer's open block; whether an answer was being streamed.
+    fn close_stream(&self, parent: Option<&str>) -> bool {
+        let mut state = self.streaming();
+        if state.block.take().is_some() {
+            self.stream_event(json!({"type": "content_block_stop", "index": 0}), parent);
+        }
+        std::mem::take(&mut state.open)
     }
 
     fn assistant(
@@ -197,17 +285,20 @@ impl Emitter {
             *last = Some(*u);
         }
         let model = self.model();
-        let message_id = uuid();
-        if self.partial {
-            let mut start = self.envelope("stream_event", parent);
-            start["event"] = json!({"type": "message_start", "message": {
-                "id": message_id, "role": "assistant", "model": model, "content": []}});
-            self.send(start);
+        // Streamed: the block events went out as the pieces came. Otherwise (a replay,
+        // a server that does not stream) they are made from the whole answer.
+        let streamed = self.partial && self.close_stream(parent);
+        if self.partial && !streamed {
+            self.stream_event(
+                json!({"type": "message_start", "message": {
+                    "id": uuid(), "role": "assistant", "model": model, "content": []}}),
+                parent,
+            );
         }
         let usage = usage_value(usage.copied().unwrap_or_default());
         for (block, raw_arguments) in blocks {
             let is_tool = raw_arguments.is_some();
-            if self.partial {
+            if self.partial && !streamed {
                 self.block_events(&block, raw_arguments.as_deref(), parent);
             }
             let mut v = self.envelope("assistant", parent);
@@ -278,6 +369,10 @@ impl Emitter {
 
     /// The `result` closing one query; `elapsed` runs from the query to now.
     pub fn result(&self, outcome: &RunOutcome, elapsed: Duration) {
+        // An answer cut off (interrupted mid-stream) still closes its message.
+        if self.partial && self.close_stream(None) {
+            self.stream_event(json!({"type": "message_stop"}), None);
+        }
         let (subtype, error) = match &outcome.stop {
             StopReason::Answered | StopReason::PlanProposed => ("success", None),
             StopReason::MaxTurns(n) => (

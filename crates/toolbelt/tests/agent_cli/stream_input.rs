@@ -140,3 +140,101 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partial_messages_follow_the_model_as_it_streams() {
+    use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+    use toolbelt_model::{ModelTurn, ToolCall};
+    let w = Workspace::new();
+    w.write("a.txt", "alpha\n");
+    let arguments = json!({"file_path": w.ws().join("a.txt")}).to_string();
+    let server = FakeOpenAi::start(vec![
+        Reply::turn(ModelTurn {
+            text: "Reading the file now.".into(),
+            tool_calls: vec![ToolCall {
+                id: "call_r".into(),
+                name: "read_file".into(),
+                arguments: arguments.clone(),
+            }],
+            ..Default::default()
+        }),
+        Reply::text("It says alpha."),
+    ])
+    .await
+    .unwrap();
+    let url = server.base_url();
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "k"),
+        ("OPENAI_MODEL", "m"),
+    ];
+    let run = w
+        .run(
+            &["-o", "stream-json", "--include-partial-messages", "read a"],
+            &env,
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let messages = lines(&run.stdout);
+    // The first answer, up to its message_stop.
+    let first: Vec<&Value> = messages
+        .iter()
+        .skip(1)
+        .take_while(|m| m["event"]["type"] != "message_stop")
+        .collect();
+    let kinds: Vec<String> = first
+        .iter()
+        .map(|m| match m["event"]["type"].as_str() {
+            Some(e) => e.to_string(),
+            None => format!("{}", m["type"].as_str().unwrap()),
+        })
+        .collect();
+    let deltas = |kind: &str, field: &str| -> Vec<String> {
+        first
+            .iter()
+            .filter(|m| m["event"]["delta"]["type"] == kind)
+            .map(|m| m["event"]["delta"][field].as_str().unwrap().to_string())
+            .collect()
+    };
+    let text = deltas("text_delta", "text");
+    let json_pieces = deltas("input_json_delta", "partial_json");
+    assert!(text.len() > 1, "the text came in pieces: {kinds:?}");
+    assert!(
+        json_pieces.len() > 1,
+        "the arguments came in pieces: {kinds:?}"
+    );
+    assert_eq!(text.concat(), "Reading the file now.");
+    assert_eq!(json_pieces.concat(), arguments);
+    let squeezed: Vec<&str> = kinds
+        .iter()
+        .map(String::as_str)
+        .fold(Vec::new(), |mut v, k| {
+            if v.last() != Some(&k) {
+                v.push(k);
+            }
+            v
+        });
+    assert_eq!(
+        squeezed,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "assistant"
+        ]
+    );
+    let starts: Vec<&Value> = first
+        .iter()
+        .filter(|m| m["event"]["type"] == "content_block_start")
+        .map(|m| &m["event"]["content_block"])
+        .collect();
+    assert_eq!(starts[1]["type"], "tool_use");
+    assert_eq!(starts[1]["id"], "call_r");
+    assert_eq!(starts[1]["name"], "read_file");
+    assert_eq!(server.violations(), Vec::<String>::new());
+}
