@@ -187,7 +187,7 @@ async fn partial_messages_follow_the_model_as_it_streams() {
         .iter()
         .map(|m| match m["event"]["type"].as_str() {
             Some(e) => e.to_string(),
-            None => format!("{}", m["type"].as_str().unwrap()),
+            None => m["type"].as_str().unwrap().to_string(),
         })
         .collect();
     let deltas = |kind: &str, field: &str| -> Vec<String> {
