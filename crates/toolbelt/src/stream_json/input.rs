@@ -230,7 +230,7 @@ mod tests {
         };
         assert_eq!(written, "look");
         assert!(
-            matches!(&parts[1], UserPart::Image { mime_type, data } if mime_type == "image/png" && data.len() == 5)
+            matches!(&parts[1], UserPart::Image { mime_type, data } if mime_type == "image/png" && data.len() == 4)
         );
     }
 
