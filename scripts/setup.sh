@@ -70,12 +70,35 @@ install_inspector() {
         missing "could not install $packages into $dir (the MCP Inspector tests need them)"
     fi
 }
+# Qwen Code's TypeScript SDK, which drives toolbelt in the stream-JSON interop tests
+# (crates/toolbelt/tests/sdk_interop.rs; it runs on the Node on PATH), and Qwen Code
+# 0.24.4 itself, which bench/sdk_compare.py runs the same scripted session through.
+install_qwen_sdk() {
+    local dir=.cache/sdk
+    local packages="@qwen-code/sdk@0.1.14 @qwen-code/qwen-code@0.24.4"
+    [ "$(cat "$dir/installed" 2>/dev/null)" = "$packages" ] && return 0
+    if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+        missing "node/npm not found (the SDK interop tests need them)"
+        return 0
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086 # two package specs
+    if npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $packages >/dev/null 2>&1; then
+        echo "$packages" >"$dir/installed"
+    else
+        missing "could not install $packages into $dir (the SDK interop tests need them)"
+    fi
+}
 install_python_sdk &
 python_sdk=$!
 install_inspector &
 inspector=$!
+install_qwen_sdk &
+qwen_sdk=$!
 wait "$python_sdk" || exit 1
 wait "$inspector" || exit 1
+wait "$qwen_sdk" || exit 1
 # `script` (util-linux) gives the terminal tests a pty.
 command -v script >/dev/null 2>&1 || missing "\`script\` (util-linux) not found (the terminal prompt test needs it)"
 exit 0

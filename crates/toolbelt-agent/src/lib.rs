@@ -25,7 +25,8 @@ use toolbelt_core::scheduler::{
 };
 use toolbelt_core::{BoxFuture, Display, Part, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{
-    FinishReason, Message, Model, ModelError, ModelRequest, ToolCall, ToolSpec, Usage, UserPart,
+    FinishReason, Message, Model, ModelError, ModelRequest, StreamDelta, ToolCall, ToolSpec, Usage,
+    UserPart,
 };
 
 pub mod at_paths;
@@ -63,6 +64,8 @@ pub enum AgentEvent {
         parent_call_id: String,
         event: Box<AgentEvent>,
     },
+    /// A piece of the answer the model is streaming (before its `Assistant` event).
+    Delta(StreamDelta),
 }
 
 pub type EventSink = Arc<dyn Fn(AgentEvent) + Send + Sync>;
@@ -403,7 +406,11 @@ impl Agent {
                 .by_ref()
                 .find(|t| request.tools.iter().any(|d| &d.name == t));
             let started = Instant::now();
-            let answer = self.model.complete(request, cancel).await;
+            let on_delta = |delta: StreamDelta| self.emit(AgentEvent::Delta(delta));
+            let answer = self
+                .model
+                .complete_streaming(request, cancel, &on_delta)
+                .await;
             outcome.model_time += started.elapsed();
             outcome.turns = turn_number;
             let turn = match answer {

@@ -492,14 +492,33 @@ impl SessionStore {
 
     /// Starts a session file (directory 0700, file 0600) with `header` as its first
     /// line.
-    pub fn create(&self, mut header: SessionHeader) -> Result<SessionWriter, TranscriptError> {
+    pub fn create(&self, header: SessionHeader) -> Result<SessionWriter, TranscriptError> {
+        self.create_file(header, true)
+    }
+
+    /// [`SessionStore::create`] under the ID the header names (`--session-id`): an
+    /// invalid ID or one already saved is an error, never silently another ID.
+    pub fn create_named(&self, header: SessionHeader) -> Result<SessionWriter, TranscriptError> {
+        if !valid_id(&header.id) {
+            return Err(TranscriptError::InvalidId(header.id));
+        }
+        self.create_file(header, false)
+    }
+
+    fn create_file(
+        &self,
+        mut header: SessionHeader,
+        rename: bool,
+    ) -> Result<SessionWriter, TranscriptError> {
         create_private_dir(&self.dir)?;
         let mut attempt = 0;
         let (file, path) = loop {
             let path = self.path_of(&header.id);
             match open_new_private(&path) {
                 Ok(file) => break (file, path),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 8 => {
+                Err(e)
+                    if rename && e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 8 =>
+                {
                     attempt += 1;
                     header.id = new_id(SystemTime::now());
                 }

@@ -38,6 +38,13 @@ pub enum Transport {
         url: String,
         headers: BTreeMap<String, String>,
     },
+    /// A server that lives in the client of a stream-JSON session (`sdkMcpServers`),
+    /// reached through its control requests (see [`crate::sdk`]).
+    Sdk {
+        /// The server's name in the client.
+        server: String,
+        channel: crate::sdk::SdkChannel,
+    },
 }
 
 impl Transport {
@@ -46,6 +53,7 @@ impl Transport {
             Transport::Stdio { .. } => "stdio",
             Transport::StreamableHttp { .. } => "http",
             Transport::Sse { .. } => "sse",
+            Transport::Sdk { .. } => "sdk",
         }
     }
 
@@ -57,6 +65,7 @@ impl Transport {
                 .collect::<Vec<_>>()
                 .join(" "),
             Transport::StreamableHttp { url, .. } | Transport::Sse { url, .. } => url.clone(),
+            Transport::Sdk { server, .. } => format!("{server} (in the SDK client)"),
         };
         redact::redact(&target)
     }
@@ -78,6 +87,7 @@ impl Transport {
                     redactor.add_header_value(value);
                 }
             }
+            Transport::Sdk { .. } => {}
         }
     }
 }

@@ -59,6 +59,7 @@ pub mod config;
 pub mod connection;
 pub mod content;
 pub mod events;
+pub mod sdk;
 pub mod serve;
 pub mod sse;
 mod start;

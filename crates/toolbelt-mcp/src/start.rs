@@ -95,6 +95,10 @@ pub(crate) async fn start(
             let transport = SseTransport::connect(url, headers).await?;
             events.clone().serve(transport).await.map_err(handshake)
         }
+        Transport::Sdk { server, channel } => {
+            let transport = crate::sdk::SdkTransport::new(server, channel);
+            events.clone().serve(transport).await.map_err(handshake)
+        }
     }
 }
 

@@ -174,6 +174,26 @@ pub enum ModelError {
     Config(String),
 }
 
+/// A piece of an answer while the model streams it, for displays that show it as it
+/// comes (the assembled [`ModelTurn`] is still the answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamDelta {
+    /// More answer text.
+    Text(String),
+    /// A tool call begins: its position in the answer, id and name (as far as known).
+    ToolCallStart {
+        index: u32,
+        id: String,
+        name: String,
+    },
+    /// More argument text of the tool call at `index`.
+    ToolCallArguments { index: u32, text: String },
+}
+
+/// Where [`Model::complete_streaming`] sends the pieces.
+pub type DeltaSink<'a> = &'a (dyn Fn(StreamDelta) + Send + Sync);
+
 /// Something that answers model requests.
 pub trait Model: Send + Sync {
     /// The model's name, for output and records.
@@ -189,6 +209,18 @@ pub trait Model: Send + Sync {
         request: &'a ModelRequest,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ModelTurn, ModelError>>;
+
+    /// [`Model::complete`], telling `on_delta` each piece as it arrives. Models that do
+    /// not stream send nothing (the default). A retried attempt starts its pieces over.
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        cancel: &'a CancellationToken,
+        on_delta: DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelTurn, ModelError>> {
+        let _ = on_delta;
+        self.complete(request, cancel)
+    }
 }
 
 impl fmt::Debug for dyn Model {

@@ -82,7 +82,11 @@ impl OpenAiClient {
         Ok(OpenAiClient { http, config, url })
     }
 
-    async fn attempt(&self, request: &ModelRequest) -> Result<ModelTurn, AttemptError> {
+    async fn attempt(
+        &self,
+        request: &ModelRequest,
+        on_delta: crate::DeltaSink<'_>,
+    ) -> Result<ModelTurn, AttemptError> {
         let body = wire::request_body(&self.config.model, request, self.config.stream);
         let mut builder = self.http.post(&self.url).json(&body);
         if let Some(key) = &self.config.api_key {
@@ -99,7 +103,7 @@ impl OpenAiClient {
             return Err(self.status_error(status, response).await);
         }
         if self.config.stream {
-            self.read_stream(response).await
+            self.read_stream(response, on_delta).await
         } else {
             let text = match tokio::time::timeout(timeout, response.text()).await {
                 Err(_) => return Err(retry(format!("the response body took over {timeout:?}"))),
@@ -140,7 +144,11 @@ impl OpenAiClient {
         }
     }
 
-    async fn read_stream(&self, response: reqwest::Response) -> Result<ModelTurn, AttemptError> {
+    async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        on_delta: crate::DeltaSink<'_>,
+    ) -> Result<ModelTurn, AttemptError> {
         let timeout = self.config.request_timeout;
         let mut body = response.bytes_stream();
         let mut decoder = SseDecoder::default();
@@ -158,13 +166,13 @@ impl OpenAiClient {
                 Ok(Some(Ok(bytes))) => bytes,
             };
             for payload in decoder.feed(&piece) {
-                if turn.apply(&payload).map_err(retry)? == Step::Done {
+                if turn.apply_streaming(&payload, on_delta).map_err(retry)? == Step::Done {
                     return Ok(turn.into_turn());
                 }
             }
         }
         if let Some(payload) = decoder.finish() {
-            turn.apply(&payload).map_err(retry)?;
+            turn.apply_streaming(&payload, on_delta).map_err(retry)?;
         }
         if turn.is_complete() {
             Ok(turn.into_turn())
@@ -230,13 +238,22 @@ impl Model for OpenAiClient {
         request: &'a ModelRequest,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ModelTurn, ModelError>> {
+        self.complete_streaming(request, cancel, &|_| {})
+    }
+
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        cancel: &'a CancellationToken,
+        on_delta: crate::DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelTurn, ModelError>> {
         Box::pin(async move {
             let policy = &self.config.retry;
             let attempts = policy.max_attempts.max(1);
             let mut last = String::new();
             for attempt in 1..=attempts {
                 let outcome = tokio::select! {
-                    outcome = self.attempt(request) => outcome,
+                    outcome = self.attempt(request, on_delta) => outcome,
                     _ = cancel.cancelled() => return Err(ModelError::Cancelled),
                 };
                 let retry_after = match outcome {

@@ -257,8 +257,20 @@ impl Model for RecordingModel {
         request: &'a ModelRequest,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ModelTurn, ModelError>> {
+        self.complete_streaming(request, cancel, &|_| {})
+    }
+
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        cancel: &'a CancellationToken,
+        on_delta: crate::DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelTurn, ModelError>> {
         Box::pin(async move {
-            let turn = self.inner.complete(request, cancel).await?;
+            let turn = self
+                .inner
+                .complete_streaming(request, cancel, on_delta)
+                .await?;
             self.record(&turn);
             Ok(turn)
         })

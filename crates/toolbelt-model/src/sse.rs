@@ -61,6 +61,8 @@ struct PartialCall {
     id: String,
     name: String,
     arguments: String,
+    /// Its start was told (once the name is known).
+    announced: bool,
 }
 
 /// Builds a [`ModelTurn`] from chunks.
@@ -83,7 +85,17 @@ pub enum Step {
 
 impl TurnAssembler {
     /// Applies one payload. `Err` carries why the payload is unusable.
+    #[cfg(test)]
     pub fn apply(&mut self, payload: &str) -> Result<Step, String> {
+        self.apply_streaming(payload, &|_| {})
+    }
+
+    /// [`TurnAssembler::apply`], telling `on_delta` what the payload added.
+    pub fn apply_streaming(
+        &mut self,
+        payload: &str,
+        on_delta: crate::DeltaSink<'_>,
+    ) -> Result<Step, String> {
         let payload = payload.trim();
         if payload == "[DONE]" {
             self.done = true;
@@ -101,11 +113,12 @@ impl TurnAssembler {
             self.usage = Some(u.into());
         }
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
-            if let Some(text) = choice.delta.content {
+            if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
                 self.text.push_str(&text);
+                on_delta(crate::StreamDelta::Text(text));
             }
             for delta in choice.delta.tool_calls {
-                self.apply_call(delta);
+                self.apply_call(delta, on_delta);
             }
             if let Some(reason) = choice.finish_reason {
                 self.finish = Some(reason);
@@ -114,7 +127,7 @@ impl TurnAssembler {
         Ok(Step::Continue)
     }
 
-    fn apply_call(&mut self, delta: ToolCallDelta) {
+    fn apply_call(&mut self, delta: ToolCallDelta, on_delta: crate::DeltaSink<'_>) {
         let index = match (delta.index, &delta.id) {
             (Some(i), _) => i,
             (None, Some(id)) => match self.calls.iter().find(|(_, c)| &c.id == id) {
@@ -137,8 +150,19 @@ impl TurnAssembler {
                 call.name.push_str(&name);
             }
         }
-        if let Some(args) = delta.function.arguments {
+        if !call.announced && !call.name.is_empty() {
+            call.announced = true;
+            on_delta(crate::StreamDelta::ToolCallStart {
+                index,
+                id: call.id.clone(),
+                name: call.name.clone(),
+            });
+        }
+        if let Some(args) = delta.function.arguments.filter(|a| !a.is_empty()) {
             call.arguments.push_str(&args);
+            if call.announced {
+                on_delta(crate::StreamDelta::ToolCallArguments { index, text: args });
+            }
         }
     }
 

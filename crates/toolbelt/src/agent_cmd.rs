@@ -15,24 +15,27 @@
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::prompt::{PromptFacts, system_prompt};
 use toolbelt_agent::{Agent, AgentEvent, EventSink, StopReason, ToolSource};
 use toolbelt_agent::{at_paths, context_files};
-use toolbelt_core::scheduler::{ApprovalMode, Permissions, SchedulerConfig};
+use toolbelt_core::scheduler::{Approver, Permissions, SchedulerConfig};
 use toolbelt_core::{BoxFuture, RuleList, ToolRegistry};
 use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayModel, UserPart};
 
-use crate::agent_output::{self, InitInfo};
+use crate::agent_output;
 use crate::agent_sessions::{self, Choice};
 use crate::agent_subagents;
 use crate::cli::{
     AgentArgs, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, EXIT_TURN_LIMIT, EXIT_USAGE, GlobalArgs,
+    InputFormat, OutputFormat,
 };
 use crate::session::{self, Session, exclude};
+use crate::stream_json::model_slot::ModelSlot;
+use crate::stream_json::wire::{Emitter, InitInfo};
 
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
@@ -41,8 +44,41 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     if let Choice::List = Choice::of(&args) {
         return list_sessions(global);
     }
-    match prepare(global, &args).await {
-        Ok(prepared) => execute(prepared, &args, started).await,
+    if args.input_format == InputFormat::StreamJson {
+        return crate::stream_json::run(global, args, started).await;
+    }
+    let emitter: Arc<OnceLock<Arc<Emitter>>> = Arc::new(OnceLock::new());
+    let format = args.output_format;
+    let sink: EventSink = match format {
+        OutputFormat::Text => {
+            Arc::new(move |event: AgentEvent| agent_output::print_event(format, &event))
+        }
+        _ => {
+            let emitter = emitter.clone();
+            Arc::new(move |event: AgentEvent| {
+                if let Some(e) = emitter.get() {
+                    e.event(&event);
+                }
+            })
+        }
+    };
+    let setup = Setup {
+        read_prompt: true,
+        sink,
+        approver: None,
+    };
+    match prepare(global, &args, Session::load(global).map_err(|e| e.0), setup).await {
+        Ok(prepared) => {
+            if format != OutputFormat::Text {
+                let _ = emitter.set(Arc::new(Emitter::new(
+                    prepared.session_id.clone(),
+                    &prepared.model_name,
+                    format,
+                    args.include_partial_messages,
+                )));
+            }
+            execute(prepared, &args, started, emitter.get().cloned()).await
+        }
         Err(message) => {
             eprintln!("toolbelt: {message}");
             EXIT_USAGE
@@ -79,19 +115,33 @@ fn project_of(session: &Session) -> Result<PathBuf, String> {
     }
 }
 
-struct Prepared {
-    agent: Agent,
-    prompt: String,
-    model_name: String,
-    /// The ID of the file this run is saved to, if it is saved.
-    session_id: Option<String>,
-    tools: Vec<String>,
-    mode: ApprovalMode,
-    cwd: PathBuf,
+/// What differs between the ways the agent runs (a prompt, or a stream-JSON session).
+pub struct Setup {
+    /// Read the prompt from the arguments and standard input.
+    pub read_prompt: bool,
+    /// Where the agent's events go.
+    pub sink: EventSink,
+    /// Who is asked when a call needs approval (`None`: nobody, headless).
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+pub struct Prepared {
+    pub agent: Agent,
+    pub prompt: String,
+    pub model_name: String,
+    /// The ID of the file this run is saved to, else of `--session-id`, else a fresh one.
+    pub session_id: String,
+    pub cwd: PathBuf,
     /// Kept alive for the run: dropping it stops the MCP servers.
-    mcp: Arc<toolbelt_mcp::McpServers>,
+    pub mcp: Arc<toolbelt_mcp::McpServers>,
+    /// The sub-agents the `agent` tool offers and the skills (`system`/`init`).
+    pub agents: Vec<String>,
+    pub skills: Vec<String>,
     /// Background agents still running when the run ends are stopped.
-    background: Arc<toolbelt_agent::subagents::BackgroundTasks>,
+    pub background: Arc<toolbelt_agent::subagents::BackgroundTasks>,
+    /// The model, swappable (`set_model`).
+    pub model: Arc<ModelSlot>,
+    pub settings: Arc<toolbelt_core::Settings>,
 }
 
 /// The MCP servers as the agent's [`ToolSource`]: a server's announced change, or a call
@@ -138,12 +188,26 @@ impl ToolSource for McpToolSource {
     }
 }
 
-async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, String> {
-    let mut session = Session::load(global).map_err(|e| e.0)?;
+/// Assembles the agent of `session` (loaded by the caller, perhaps with SDK MCP
+/// servers added).
+pub async fn prepare(
+    global: &GlobalArgs,
+    args: &AgentArgs,
+    session: Result<Session, String>,
+    setup: Setup,
+) -> Result<Prepared, String> {
+    let mut session = session?;
     // The saved session first: an unknown ID fails before any server starts.
     let store = agent_sessions::store(&project_of(&session)?);
     let continued = agent_sessions::load(&store, &Choice::of(args))?;
-    let prompt = read_prompt(args)?;
+    if let Some(id) = &args.session_id {
+        agent_sessions::check_new_id(&store, id)?;
+    }
+    let prompt = if setup.read_prompt {
+        read_prompt(args)?
+    } else {
+        String::new()
+    };
     // Discovered and MCP tools join the built-ins; MCP servers may change theirs during
     // the run (`McpToolSource`).
     session.load_extensions(global).await.map_err(|e| e.0)?;
@@ -167,21 +231,32 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
         mut registry,
         mcp,
         shell_jobs,
+        skills,
         ..
     } = session;
     let mcp = Arc::new(mcp);
     let (model, server) = build_model(args, &env.settings, &cwd)?;
+    let model = Arc::new(ModelSlot::new(model));
     let model_name = model.name().to_string();
-    let log = agent_sessions::start(&store, cwd.clone(), &model_name, continued.as_ref());
-    let session_id = log.as_ref().map(|l| l.id().to_string());
+    let log = agent_sessions::start(
+        &store,
+        cwd.clone(),
+        &model_name,
+        continued.as_ref(),
+        args.session_id.as_deref(),
+    );
+    let session_id = match (&log, &args.session_id) {
+        (Some(log), _) => log.id().to_string(),
+        (None, Some(id)) => id.clone(),
+        (None, None) => crate::stream_json::wire::uuid(),
+    };
     env.ask_once
         .set(Arc::new(toolbelt_agent::ModelAsker(model.clone())));
-    let format = args.output_format;
-    let sink: EventSink =
-        Arc::new(move |event: AgentEvent| agent_output::print_event(format, &event));
     // `agent` and `task_stop` see the tools as they are now (without themselves); the
     // settings' lists and --exclude-tools apply to them as to every other tool.
     let catalog = agent_subagents::catalog(&project);
+    let agents = catalog.names();
+    let skills = skills.all().iter().map(|s| s.name.clone()).collect();
     for warning in &catalog.warnings {
         eprintln!("toolbelt: warning: agent definition {warning}");
     }
@@ -196,10 +271,10 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
             env: env.clone(),
             permissions: permissions.clone(),
             mode,
-            sink: sink.clone(),
-            session: session_id
+            sink: setup.sink.clone(),
+            session: log
                 .as_ref()
-                .map(|id| (store.dir().to_path_buf(), id.clone())),
+                .map(|l| (store.dir().to_path_buf(), l.id().to_string())),
             cwd: cwd.clone(),
             max_turns: args.max_session_turns,
             shell_jobs,
@@ -221,21 +296,21 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
     let config = SchedulerConfig {
         mode,
         permissions,
-        approver: None,
+        approver: setup.approver,
         ..Default::default()
     };
     let agent = Agent::new(
-        model,
+        model.clone(),
         Arc::new(registry),
         env,
         config,
         system_prompt(&facts),
         args.max_session_turns,
-        Some(sink),
+        Some(setup.sink),
     )
     .with_tool_source(Arc::new(McpToolSource {
         mcp: mcp.clone(),
-        settings: env_settings,
+        settings: env_settings.clone(),
         excluded: args.policy.exclude_tools.clone(),
     }))
     .with_history(continued.map(|c| c.messages).unwrap_or_default())
@@ -249,26 +324,50 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
         prompt,
         model_name,
         session_id,
-        tools,
-        mode,
         cwd,
         mcp,
+        model,
+        settings: env_settings,
+        agents,
+        skills,
         background,
     })
 }
 
-async fn execute(p: Prepared, args: &AgentArgs, started: Instant) -> u8 {
+/// The `system`/`init` facts of a prepared session.
+pub fn init_info(p: &Prepared) -> InitInfo<'_> {
+    InitInfo {
+        cwd: &p.cwd,
+        tools: p.agent.registry().all().map(|r| r.name.clone()).collect(),
+        mcp_servers: p
+            .mcp
+            .reports()
+            .into_iter()
+            .map(|r| {
+                let status = match r.status {
+                    toolbelt_mcp::ServerStatus::Connected => "connected".to_string(),
+                    toolbelt_mcp::ServerStatus::Connecting => "pending".to_string(),
+                    _ => "failed".to_string(),
+                };
+                (r.alias, status)
+            })
+            .collect(),
+        permission_mode: p.agent.scheduler().mode().as_str(),
+        agents: p.agents.clone(),
+        skills: p.skills.clone(),
+    }
+}
+
+async fn execute(
+    p: Prepared,
+    args: &AgentArgs,
+    started: Instant,
+    emitter: Option<Arc<Emitter>>,
+) -> u8 {
     let format = args.output_format;
-    agent_output::print_init(
-        format,
-        &InitInfo {
-            model: &p.model_name,
-            tools: p.tools.clone(),
-            approval_mode: p.mode.as_str(),
-            session_id: p.session_id.as_deref(),
-            cwd: &p.cwd,
-        },
-    );
+    if let Some(emitter) = &emitter {
+        emitter.init(&init_info(&p));
+    }
     let cancel = CancellationToken::new();
     let interrupts = watch_interrupts(cancel.clone());
     let (prompt, warnings) = at_paths::inline(
@@ -288,13 +387,13 @@ async fn execute(p: Prepared, args: &AgentArgs, started: Instant) -> u8 {
         .await;
     p.background.stop_all().await;
     interrupts.abort();
-    agent_output::print_result(
-        format,
-        &outcome,
-        &p.model_name,
-        p.session_id.as_deref(),
-        started.elapsed(),
-    );
+    match &emitter {
+        Some(emitter) => {
+            emitter.result(&outcome, started.elapsed());
+            emitter.finish();
+        }
+        None => agent_output::print_result(format, &outcome),
+    }
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), p.mcp.close()).await;
     match outcome.stop {
         StopReason::Answered | StopReason::PlanProposed => EXIT_OK,
@@ -337,7 +436,7 @@ fn read_prompt(args: &AgentArgs) -> Result<String, String> {
 /// `--yolo`, `--approval-mode`, settings `tools.approvalMode`, then `default`.
 /// The replay script, or a server from flags, environment and settings; perhaps
 /// recorded.
-fn build_model(
+pub fn build_model(
     args: &AgentArgs,
     settings: &toolbelt_core::Settings,
     cwd: &std::path::Path,

@@ -56,6 +56,26 @@ pub fn load(store: &SessionStore, choice: &Choice<'_>) -> Result<Option<LoadedSe
     Ok(Some(loaded))
 }
 
+/// `--session-id ID`: a name a session file may take, and not yet taken.
+pub fn check_new_id(store: &SessionStore, id: &str) -> Result<(), String> {
+    if !toolbelt_agent::transcript::valid_id(id) {
+        return Err(format!(
+            "--session-id {id:?}: an ID is letters, digits, '-', '_' and '.', at most 100, starting with a letter or digit"
+        ));
+    }
+    if store
+        .ids()
+        .unwrap_or_default()
+        .iter()
+        .any(|saved| saved == id)
+    {
+        return Err(format!(
+            "--session-id {id}: that session is already saved; continue it with --resume {id}"
+        ));
+    }
+    Ok(())
+}
+
 /// The listing of `--resume`: one session a line, newest first, `ID  first prompt line`.
 pub fn list(store: &SessionStore) -> Result<String, String> {
     let ids = store.ids().map_err(|e| e.to_string())?;
@@ -83,28 +103,36 @@ pub fn list(store: &SessionStore) -> Result<String, String> {
     Ok(out)
 }
 
-/// Starts this run's file, with the continued conversation copied in first. A session
-/// that cannot be saved is a warning: the run goes on unsaved.
+/// Starts this run's file (named `id` when `--session-id` gave one), with the continued
+/// conversation copied in first. A session that cannot be saved is a warning: the run
+/// goes on unsaved.
 pub fn start(
     store: &SessionStore,
     cwd: PathBuf,
     model: &str,
     continued: Option<&LoadedSession>,
+    id: Option<&str>,
 ) -> Option<SessionWriter> {
     let parent = continued.map(|c| c.header.id.clone());
     let history: &[Message] = continued.map_or(&[], |c| &c.messages);
-    let started = store
-        .create(SessionHeader::new(cwd, model.to_string(), parent))
-        .and_then(|writer| {
-            for message in history {
-                if let Err(e) = writer.append(message) {
-                    // A half-copied history must not become the latest session.
-                    let _ = std::fs::remove_file(writer.path());
-                    return Err(e);
-                }
+    let mut header = SessionHeader::new(cwd, model.to_string(), parent);
+    let created = match id {
+        Some(id) => {
+            header.id = id.to_string();
+            store.create_named(header)
+        }
+        None => store.create(header),
+    };
+    let started = created.and_then(|writer| {
+        for message in history {
+            if let Err(e) = writer.append(message) {
+                // A half-copied history must not become the latest session.
+                let _ = std::fs::remove_file(writer.path());
+                return Err(e);
             }
-            Ok(writer)
-        });
+        }
+        Ok(writer)
+    });
     match started {
         Ok(writer) => Some(writer),
         Err(e) => {

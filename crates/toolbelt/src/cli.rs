@@ -119,10 +119,30 @@ pub struct AgentArgs {
     pub openai_base_url: Option<String>,
     #[command(flatten)]
     pub policy: PolicyArgs,
-    /// text: the answer on stdout, tool activity on stderr; json: one object at the end;
-    /// stream-json: one JSON event per line as it happens.
+    /// text: the answer on stdout, tool activity on stderr; json: the session's messages
+    /// (the SDK protocol's `system`, `assistant`, `user`, `result`) as one JSON array at
+    /// the end; stream-json: the same messages, one JSON object per line as they happen.
     #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
+    /// text: the prompt from the arguments and standard input; stream-json: user
+    /// messages and control requests on standard input, one JSON object per line, for
+    /// as many turns as the client sends (Qwen Code's and Claude Code's SDK protocol).
+    #[arg(long, value_enum, default_value_t = InputFormat::Text)]
+    pub input_format: InputFormat,
+    /// With `-o stream-json`: also `stream_event` messages (`message_start`,
+    /// `content_block_delta`, ...) for each model answer.
+    #[arg(long)]
+    pub include_partial_messages: bool,
+    /// The ID of this run's saved session (a new one; an ID already saved is an error).
+    #[arg(long, value_name = "ID", conflicts_with_all = ["resume", "continue_latest"])]
+    pub session_id: Option<String>,
+    /// Who started toolbelt (the SDKs pass `--channel=SDK`); accepted and ignored.
+    #[arg(long, hide = true, value_name = "NAME")]
+    pub channel: Option<String>,
+    /// Qwen Code's authentication type; only `openai` exists here, so it is accepted
+    /// and otherwise ignored.
+    #[arg(long, hide = true, value_name = "TYPE")]
+    pub auth_type: Option<String>,
     /// Most model turns in the session.
     #[arg(long, default_value_t = 100, value_name = "N")]
     pub max_session_turns: usize,
@@ -163,6 +183,12 @@ pub struct PolicyArgs {
     /// Tools not offered at all (comma-separated or repeated).
     #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
     pub exclude_tools: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InputFormat {
+    Text,
+    StreamJson,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -21,6 +21,7 @@ mod mcp_cmd;
 mod serve_cmd;
 mod session;
 mod skills_cmd;
+mod stream_json;
 mod tools_cmd;
 mod trust_cmd;
 mod when_cmd;

@@ -20,6 +20,9 @@ pub struct Session {
     pub registry: ToolRegistry,
     /// The MCP servers; empty until [`Session::load_extensions`].
     pub mcp: McpServers,
+    /// Servers that live in the client of a stream-JSON session (`sdkMcpServers`),
+    /// connected with the others by [`Session::load_extensions`].
+    pub sdk_mcp_servers: Vec<toolbelt_mcp::ServerConfig>,
     /// The permission rules of the settings, path rules anchored at the primary
     /// workspace directory and `$HOME`. Their path part is also in `env.roots`.
     pub rules: PermissionRules,
@@ -133,6 +136,7 @@ impl Session {
             env,
             registry,
             mcp: McpServers::empty(),
+            sdk_mcp_servers: Vec::new(),
             rules,
             shell_jobs,
             skills,
@@ -210,7 +214,8 @@ impl Session {
         let warnings_before = self.registry.warnings().len();
         let connecting = async {
             if connect {
-                connect_mcp(&self.env, global).await
+                let sdk = std::mem::take(&mut self.sdk_mcp_servers);
+                connect_mcp_servers(&self.env, global, &[], sdk).await
             } else {
                 Ok(McpServers::empty())
             }
@@ -271,6 +276,17 @@ pub async fn connect_mcp_with_env(
     global: &GlobalArgs,
     extra_env: &[(&str, &str)],
 ) -> Result<McpServers, SetupError> {
+    connect_mcp_servers(env, global, extra_env, Vec::new()).await
+}
+
+/// [`connect_mcp_with_env`], plus `more` servers configured elsewhere (the client's own,
+/// in a stream-JSON session).
+async fn connect_mcp_servers(
+    env: &ToolEnvironment,
+    global: &GlobalArgs,
+    extra_env: &[(&str, &str)],
+    more: Vec<toolbelt_mcp::ServerConfig>,
+) -> Result<McpServers, SetupError> {
     let mut extra = toolbelt_mcp::ServerEntries::new();
     for arg in &global.mcp.mcp_config {
         extra.extend(toolbelt_mcp::parse_mcp_config(arg).map_err(SetupError)?);
@@ -294,6 +310,7 @@ pub async fn connect_mcp_with_env(
             }
         }
     }
+    servers.extend(more);
     let project = env.roots.primary().unwrap_or(Path::new("/"));
     Ok(McpServers::connect_all(servers, problems, &log_dir(project).join("mcp")).await)
 }

@@ -341,8 +341,14 @@ fn the_agent_uses_a_tool_an_mcp_server_adds_during_the_run() {
         "add a tool and use it",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let calls = v["tool_calls"].as_array().unwrap();
+    let messages: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let v = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["type"] == "result")
+        .unwrap();
+    let calls = v["toolbelt"]["tool_calls"].as_array().unwrap();
     assert_eq!(calls.len(), 2, "{v}");
     assert_eq!(calls[0]["status"], "success", "{v}");
     assert_eq!(calls[1]["name"], "mcp__t__fresh");

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use toolbelt_model::fake_server::{FakeOpenAi, Reply};
 use toolbelt_model::{FinishReason, ModelTurn, ToolCall, parse_script};
 
-use crate::support::{Workspace, wait};
+use crate::support::{Workspace, json_result, wait};
 
 fn read_call(ws: &Path, id: &str) -> Value {
     json!({"tool_calls": [{"id": id, "name": "read_file", "arguments": {"absolute_path": ws.join("README.md")}}]})
@@ -52,18 +52,35 @@ async fn json_and_stream_json_describe_calls_usage_and_timings() {
         .run(&["--model-replay", s, "-o", "json", "go"], &[], None)
         .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let v: Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(v["answer"], "ok");
-    assert_eq!(v["stop_reason"], "answered");
-    assert_eq!(v["turns"], 2);
+    let v = json_result(&run.stdout);
+    assert_eq!(v["result"], "ok");
+    assert_eq!(v["subtype"], "success");
+    assert_eq!(v["is_error"], false);
+    assert_eq!(v["num_turns"], 2);
+    assert_eq!(v["usage"]["input_tokens"], 7);
+    assert_eq!(v["usage"]["output_tokens"], 2);
     assert_eq!(v["usage"]["total_tokens"], 9);
-    assert_eq!(v["tool_calls"][0]["name"], "read_file");
-    assert_eq!(v["tool_calls"][0]["status"], "success");
-    assert!(v["timings"]["total_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["permission_denials"], json!([]));
+    assert!(v["duration_ms"].is_u64());
+    assert_eq!(v["toolbelt"]["tool_calls"][0]["name"], "read_file");
+    assert_eq!(v["toolbelt"]["tool_calls"][0]["status"], "success");
+    assert!(
+        v["toolbelt"]["tool_calls"][0]["duration_ms"]
+            .as_f64()
+            .unwrap()
+            >= 0.0
+    );
 
     let run = w
         .run(
-            &["--model-replay", s, "--output-format", "stream-json", "go"],
+            &[
+                "--model-replay",
+                s,
+                "--output-format",
+                "stream-json",
+                "--include-partial-messages",
+                "go",
+            ],
             &[],
             None,
         )
@@ -78,26 +95,42 @@ async fn json_and_stream_json_describe_calls_usage_and_timings() {
         .iter()
         .map(|e| {
             let t = e["type"].as_str().unwrap();
-            match e["event"].as_str() {
-                Some(sub) => format!("{t}:{sub}"),
-                None => t.to_string(),
+            match (e["subtype"].as_str(), e["event"]["type"].as_str()) {
+                (Some(sub), _) | (_, Some(sub)) => format!("{t}:{sub}"),
+                _ => t.to_string(),
             }
         })
         .collect();
     assert_eq!(
         kinds,
         [
-            "system",
+            "system:init",
+            "stream_event:message_start",
+            "stream_event:content_block_start",
+            "stream_event:content_block_delta",
+            "stream_event:content_block_stop",
             "assistant",
-            "tool:validated",
-            "tool:scheduled",
-            "tool:started",
-            "tool_result",
+            "stream_event:message_stop",
+            "user",
+            "stream_event:message_start",
+            "stream_event:content_block_start",
+            "stream_event:content_block_delta",
+            "stream_event:content_block_stop",
             "assistant",
-            "result"
+            "stream_event:message_stop",
+            "result:success"
         ]
     );
-    assert_eq!(events[5]["output"], "hi");
+    assert_eq!(events[3]["event"]["delta"]["type"], "input_json_delta");
+    assert_eq!(events[5]["message"]["content"][0]["type"], "tool_use");
+    assert_eq!(events[7]["message"]["content"][0]["content"], "hi");
+    assert_eq!(events[7]["message"]["content"][0]["is_error"], false);
+    assert_eq!(
+        events[10]["event"]["delta"],
+        json!({"type": "text_delta", "text": "ok"})
+    );
+    let session = events[0]["session_id"].as_str().unwrap();
+    assert!(events.iter().all(|e| e["session_id"] == session));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -335,11 +368,12 @@ async fn headless_calls_that_need_approval_are_refused_unless_allowed() {
     let run = w
         .run(&["--model-replay", s, "-o", "json", "write"], &[], None)
         .await;
-    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    let v = json_result(&run.stdout);
     assert_eq!(
-        v["tool_calls"][0]["error"]["type"], "execution_denied",
+        v["toolbelt"]["tool_calls"][0]["error"]["type"], "execution_denied",
         "{v}"
     );
+    assert_eq!(v["permission_denials"][0]["tool_name"], "write_file");
     assert!(!target.exists());
     let run = w
         .run(

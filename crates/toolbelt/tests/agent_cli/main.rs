@@ -10,5 +10,6 @@ mod planning;
 mod resume;
 mod sessions;
 mod skills;
+mod stream_input;
 mod subagents;
 mod support;

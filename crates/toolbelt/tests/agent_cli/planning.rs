@@ -116,12 +116,13 @@ async fn json_output_names_the_plan_and_carries_the_task_list() {
         )
         .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let v: Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(v["stop_reason"], "plan_proposed");
-    assert_eq!(v["answer"], PLAN);
-    assert_eq!(v["todos"][0]["status"], "completed");
-    assert_eq!(v["todos"][1]["status"], "in_progress");
-    assert_eq!(v["todos"][1]["content"], "write the plan");
+    let v = crate::support::json_result(&run.stdout);
+    assert_eq!(v["subtype"], "success");
+    assert_eq!(v["result"], PLAN);
+    let todos = &v["toolbelt"]["todos"];
+    assert_eq!(todos[0]["status"], "completed");
+    assert_eq!(todos[1]["status"], "in_progress");
+    assert_eq!(todos[1]["content"], "write the plan");
 
     let run = w
         .run(
@@ -146,13 +147,15 @@ async fn json_output_names_the_plan_and_carries_the_task_list() {
         .collect();
     let results: Vec<&Value> = lines
         .iter()
-        .filter(|l| l["type"] == "tool_result")
+        .filter(|l| l["type"] == "user")
+        .map(|l| &l["message"]["content"][0])
         .collect();
     assert_eq!(results.len(), 3);
-    assert_eq!(results[0]["todos"][0]["status"], "in_progress");
-    assert_eq!(results[1]["todos"][0]["status"], "completed");
-    assert_eq!(results[2]["plan"]["approved"], false);
-    assert_eq!(lines.last().unwrap()["todos"][1]["status"], "in_progress");
+    assert!(results.iter().all(|r| r["type"] == "tool_result"));
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["result"], PLAN);
+    assert_eq!(last["toolbelt"]["todos"][1]["status"], "in_progress");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -32,7 +32,7 @@ async fn run(w: &Workspace, server: &FakeOpenAi, args: &[&str]) -> Run {
 
 fn session_id(run: &Run) -> String {
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    let v = crate::support::json_result(&run.stdout);
     v["session_id"].as_str().unwrap().to_string()
 }
 
@@ -103,8 +103,12 @@ async fn continue_sends_the_saved_conversation_and_runs_no_call_again() {
             ("user", "and now?"),
         ])
     );
-    let v: Value = serde_json::from_str(&second.stdout).unwrap();
-    assert_eq!(v["tool_calls"], json!([]), "the second run made no call");
+    let v = crate::support::json_result(&second.stdout);
+    assert_eq!(
+        v["toolbelt"]["tool_calls"],
+        json!([]),
+        "the second run made no call"
+    );
 
     // The continuation is a new file naming its parent, and holds the whole history.
     assert_ne!(first, second_id);

@@ -4,7 +4,6 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
 use toolbelt_model::fake_server::{FakeOpenAi, Reply};
 use toolbelt_model::parse_script;
 
@@ -155,8 +154,8 @@ async fn the_examples_tour_runs_every_tool_on_the_demo_workspace() {
         )
         .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let v: Value = serde_json::from_str(&run.stdout).unwrap();
-    let statuses: Vec<&str> = v["tool_calls"]
+    let v = crate::support::json_result(&run.stdout);
+    let statuses: Vec<&str> = v["toolbelt"]["tool_calls"]
         .as_array()
         .unwrap()
         .iter()
@@ -171,6 +170,11 @@ async fn the_examples_tour_runs_every_tool_on_the_demo_workspace() {
     let greet = std::fs::read_to_string(w.ws().join("src/greet.py")).unwrap();
     assert!(greet.contains("return f\"Hello, {name}!\""), "{greet}");
     assert!(w.ws().join("NOTES.md").exists());
-    let shell = v["tool_calls"].as_array().unwrap().last().unwrap()["name"].clone();
+    let shell = v["toolbelt"]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["name"]
+        .clone();
     assert_eq!(shell, "run_shell_command");
 }

@@ -176,25 +176,30 @@ async fn two_sub_agents_run_in_parallel_with_their_own_tools_and_limits() {
     assert!(saved.contains("MARK-READER"), "{saved}");
     assert!(saved.contains("The readme says hello."), "{saved}");
 
-    // stream-json tags the sub-agents' events with their id and the parent call.
-    let tagged: Vec<Value> = out
+    // stream-json tags the sub-agents' messages with the `agent` call that started
+    // them (the SDK's `parent_tool_use_id`); the main agent's carry null.
+    let lines: Vec<Value> = out
         .stdout
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|v| v.get("agent_id").is_some())
         .collect();
-    assert!(tagged.iter().any(|v| v["parent_call_id"] == "a2"
-        && v["type"] == "tool_result"
-        && v["name"] == "read_file"));
-    assert!(tagged.iter().any(|v| v["parent_call_id"] == "a1"));
-    // The reader's id is its transcript's name.
-    let reader_id = tagged.iter().find(|v| v["parent_call_id"] == "a2").unwrap()["agent_id"]
-        .as_str()
-        .unwrap();
+    assert!(lines.iter().any(|v| v["parent_tool_use_id"] == "a2"
+        && v["type"] == "user"
+        && v["message"]["content"][0]["type"] == "tool_result"
+        && v["toolbelt"]["tool"] == "read_file"));
     assert!(
-        transcript.ends_with(&format!("{reader_id}.jsonl")),
-        "{transcript}"
+        lines
+            .iter()
+            .any(|v| v["parent_tool_use_id"] == "a1" && v["type"] == "assistant")
     );
+    assert!(
+        lines
+            .iter()
+            .filter(|v| v["type"] == "user" && v["toolbelt"]["tool"] == "agent")
+            .all(|v| v["parent_tool_use_id"].is_null()),
+        "the parent's own results are not tagged"
+    );
+    assert!(transcript.ends_with(".jsonl"), "{transcript}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

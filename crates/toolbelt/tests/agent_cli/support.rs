@@ -89,3 +89,14 @@ pub async fn wait(child: tokio::process::Child) -> Run {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// The `result` message of `-o json` output (an array of the SDK protocol's messages).
+pub fn json_result(stdout: &str) -> Value {
+    let v: Value = serde_json::from_str(stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["type"] == "result")
+        .cloned()
+        .unwrap_or_else(|| panic!("no result message in {stdout}"))
+}

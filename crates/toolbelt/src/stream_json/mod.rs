@@ -1,0 +1,450 @@
+//! `--input-format stream-json`: the headless protocol of Qwen Code's and Claude Code's
+//! SDKs, in and out. The client (`@qwen-code/sdk` starts toolbelt with
+//! `--input-format stream-json --output-format stream-json --channel=SDK`) writes one
+//! JSON object per line on our stdin and reads ours on stdout.
+//!
+//! # Brief overview
+//!
+//! - A reader task parses stdin line by line ([`input`]). Answers to our own requests
+//!   go straight to the [`control::ControlChannel`] (so they arrive even while the
+//!   session is being assembled or a turn waits for one); user messages and the client's
+//!   control requests go to the session loop, in order. A bad line is an error on stderr
+//!   and a `system`/`input_error` message; the next line is read as if nothing happened.
+//! - The first message may be `initialize`: its `mcpServers` join the configured ones,
+//!   its `sdkMcpServers` become MCP servers reached through `mcp_message` requests
+//!   ([`toolbelt_mcp::sdk`]), and the session is assembled only then.
+//! - The loop runs one turn at a time: a user message arriving during a turn waits for
+//!   it. Control requests are answered at once, also during a turn: `interrupt` cancels
+//!   the turn (tools are cancelled, each call still gets its one result, and the turn
+//!   ends with an `error_during_execution` result). When stdin closes, the waiting
+//!   turns still run, then toolbelt exits 0.
+//! - A call that needs approval is a `can_use_tool` request ([`approver`]).
+//! - Messages are written by [`wire::Emitter`].
+
+pub mod approver;
+pub mod control;
+pub mod input;
+pub mod model_slot;
+pub mod wire;
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use toolbelt_agent::{AgentEvent, EventSink, RunOutcome};
+use toolbelt_core::scheduler::ApprovalMode;
+use toolbelt_mcp::sdk::SdkChannel;
+use toolbelt_mcp::{ServerConfig, Transport};
+use toolbelt_model::UserPart;
+
+use crate::agent_cmd::{self, Prepared, Setup};
+use crate::cli::{AgentArgs, EXIT_OK, EXIT_USAGE, GlobalArgs, OutputFormat};
+use crate::session::Session;
+use control::{ControlChannel, SdkCarrier};
+use input::{Inbound, MAX_LINE_BYTES};
+use wire::{Emitter, control_response, write_control};
+
+/// How long a `can_use_tool` question waits when `initialize` names no time limit; then
+/// the call is refused.
+const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(120);
+
+type Turn<'a> = Pin<Box<dyn Future<Output = RunOutcome> + Send + 'a>>;
+
+pub async fn run(global: &GlobalArgs, args: AgentArgs, started: Instant) -> u8 {
+    if args.output_format == OutputFormat::Text {
+        eprintln!(
+            "toolbelt: --input-format stream-json needs --output-format stream-json (or json)"
+        );
+        return EXIT_USAGE;
+    }
+    let control = ControlChannel::new();
+    let emitter: Arc<OnceLock<Arc<Emitter>>> = Arc::new(OnceLock::new());
+    let (queue_tx, mut queue) = mpsc::unbounded_channel();
+    let reader = tokio::spawn(read_input(
+        BufReader::new(tokio::io::stdin()),
+        control.clone(),
+        queue_tx,
+    ));
+
+    // The first message: `initialize`, or the first turn of a client that sends none.
+    let (init, first) = loop {
+        match queue.recv().await {
+            Some(Incoming::Message(Inbound::ControlRequest {
+                request_id,
+                subtype,
+                request,
+            })) if subtype == "initialize" => break (Some((request_id, request)), None),
+            Some(Incoming::Message(other)) => break (None, Some(other)),
+            // Said on stderr; there is no session to tell yet.
+            Some(Incoming::Bad { .. }) => {}
+            None => return EXIT_OK,
+        }
+    };
+    let request = init.as_ref().map(|(_, r)| r.clone()).unwrap_or(Value::Null);
+    let prepared = assemble(global, &args, &request, &control, &emitter).await;
+    let prepared = match prepared {
+        Ok(p) => p,
+        Err(why) => {
+            if let Some((id, _)) = &init {
+                write_control(&control_response(id, Err(why.clone())));
+            }
+            eprintln!("toolbelt: {why}");
+            reader.abort();
+            return EXIT_USAGE;
+        }
+    };
+    let out = Arc::new(Emitter::new(
+        prepared.session_id.clone(),
+        &prepared.model_name,
+        args.output_format,
+        args.include_partial_messages,
+    ));
+    let _ = emitter.set(out.clone());
+    if let Some((id, _)) = &init {
+        write_control(&control_response(
+            id,
+            Ok(json!({
+                "subtype": "initialize",
+                "session_id": prepared.session_id,
+                "capabilities": {
+                    "can_handle_can_use_tool": true,
+                    "can_handle_hook_callback": false,
+                    "can_set_permission_mode": true,
+                    "can_set_model": true,
+                    "can_get_context_usage": true,
+                    "can_handle_mcp_message": true,
+                },
+            })),
+        ));
+    }
+    out.init(&agent_cmd::init_info(&prepared));
+
+    let mut session = Loop {
+        args: &args,
+        prepared: &prepared,
+        out: &out,
+        waiting: VecDeque::new(),
+        cancel: None,
+    };
+    if let Some(first) = first {
+        session.take(first);
+    }
+    session.run(&mut queue).await;
+    reader.abort();
+    control.close();
+    out.finish();
+    let _ = tokio::time::timeout(Duration::from_secs(3), prepared.mcp.close()).await;
+    let _ = started;
+    EXIT_OK
+}
+
+/// The session, from `initialize`'s servers and the flags.
+async fn assemble(
+    global: &GlobalArgs,
+    args: &AgentArgs,
+    init: &Value,
+    control: &Arc<ControlChannel>,
+    emitter: &Arc<OnceLock<Arc<Emitter>>>,
+) -> Result<Prepared, String> {
+    let mut global = global.clone();
+    if let Some(servers) = init.get("mcpServers").filter(|s| s.is_object()) {
+        global
+            .mcp
+            .mcp_config
+            .push(json!({ "mcpServers": servers }).to_string());
+    }
+    let sdk_servers = sdk_servers(init.get("sdkMcpServers"), control)?;
+    let mut session = Session::load(&global).map_err(|e| e.0)?;
+    session.sdk_mcp_servers = sdk_servers;
+    let timeout = init
+        .get("timeout")
+        .and_then(|t| t.get("canUseTool"))
+        .and_then(Value::as_u64)
+        .map_or(DEFAULT_APPROVAL_TIMEOUT, Duration::from_millis);
+    let sink_to: Arc<OnceLock<Arc<Emitter>>> = emitter.clone();
+    let sink: EventSink = Arc::new(move |event: AgentEvent| {
+        if let Some(e) = sink_to.get() {
+            e.event(&event);
+        }
+    });
+    let approver = approver::ClientApprover::new(control.clone(), emitter.clone(), timeout);
+    agent_cmd::prepare(
+        &global,
+        args,
+        Ok(session),
+        Setup {
+            read_prompt: false,
+            sink,
+            approver: Some(Arc::new(approver)),
+        },
+    )
+    .await
+}
+
+/// `sdkMcpServers`: `{"name": {"type": "sdk", "name": "name"}}`, each an MCP server in
+/// the client. The client wrote them and runs them in its own process, so they are
+/// trusted as the person's own tools are (no question before a call).
+fn sdk_servers(
+    declared: Option<&Value>,
+    control: &Arc<ControlChannel>,
+) -> Result<Vec<ServerConfig>, String> {
+    let Some(declared) = declared.filter(|d| !d.is_null()) else {
+        return Ok(Vec::new());
+    };
+    let Value::Object(map) = declared else {
+        return Err("initialize: \"sdkMcpServers\" must be an object".to_string());
+    };
+    let channel = SdkChannel(Arc::new(SdkCarrier(control.clone())));
+    let mut servers = Vec::new();
+    for (alias, entry) in map {
+        let name = entry
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or(alias)
+            .to_string();
+        if alias.trim().is_empty() || name.trim().is_empty() {
+            return Err("initialize: an SDK MCP server needs a name".to_string());
+        }
+        servers.push(ServerConfig {
+            alias: alias.clone(),
+            transport: Transport::Sdk {
+                server: name,
+                channel: channel.clone(),
+            },
+            connect_timeout: toolbelt_mcp::config::DEFAULT_CONNECT_TIMEOUT,
+            call_timeout: toolbelt_mcp::config::DEFAULT_CALL_TIMEOUT,
+            trust: true,
+            trust_annotations: true,
+            include_tools: None,
+            exclude_tools: Vec::new(),
+            description: None,
+        });
+    }
+    Ok(servers)
+}
+
+/// The turns and the client's requests of one session.
+struct Loop<'a> {
+    args: &'a AgentArgs,
+    prepared: &'a Prepared,
+    out: &'a Arc<Emitter>,
+    /// User messages that arrived during a turn.
+    waiting: VecDeque<(Vec<UserPart>, String)>,
+    /// The running turn's token.
+    cancel: Option<CancellationToken>,
+}
+
+impl<'a> Loop<'a> {
+    async fn run(&mut self, queue: &mut mpsc::UnboundedReceiver<Incoming>) {
+        let mut input_open = true;
+        let mut turn: Option<(Turn<'a>, Instant)> = None;
+        loop {
+            if turn.is_none() {
+                if let Some((parts, written)) = self.waiting.pop_front() {
+                    turn = Some((self.start(parts, written), Instant::now()));
+                } else if !input_open {
+                    return;
+                }
+            }
+            tokio::select! {
+                message = queue.recv(), if input_open => match message {
+                    Some(Incoming::Message(message)) => self.take(message),
+                    Some(Incoming::Bad { line, why }) => self.out.input_error(line, &why),
+                    None => input_open = false,
+                },
+                outcome = running(&mut turn) => {
+                    let started = turn.take().map_or_else(Instant::now, |(_, s)| s);
+                    self.cancel = None;
+                    self.out.result(&outcome, started.elapsed());
+                }
+            }
+        }
+    }
+
+    fn start(&mut self, parts: Vec<UserPart>, written: String) -> Turn<'a> {
+        let cancel = CancellationToken::new();
+        self.cancel = Some(cancel.clone());
+        let agent = &self.prepared.agent;
+        Box::pin(async move { agent.run_with_references(parts, &written, &cancel).await })
+    }
+
+    /// One message from the client (not a response to us: those never get here).
+    fn take(&mut self, message: Inbound) {
+        match message {
+            Inbound::User { parts, written } => self.waiting.push_back((parts, written)),
+            Inbound::ControlRequest {
+                request_id,
+                subtype,
+                request,
+            } => {
+                let answer = self.control(&subtype, &request);
+                write_control(&control_response(&request_id, answer));
+            }
+            _ => {}
+        }
+    }
+
+    /// Answers one control request of the client.
+    fn control(&mut self, subtype: &str, request: &Value) -> Result<Value, String> {
+        let scheduler = self.prepared.agent.scheduler();
+        match subtype {
+            "interrupt" => {
+                if let Some(cancel) = &self.cancel {
+                    cancel.cancel();
+                }
+                Ok(json!({"subtype": "interrupt"}))
+            }
+            "set_permission_mode" => {
+                let mode = request
+                    .get("mode")
+                    .and_then(Value::as_str)
+                    .ok_or("set_permission_mode needs a \"mode\"")?;
+                let mode: ApprovalMode = mode.parse()?;
+                scheduler.set_mode(mode);
+                Ok(json!({"status": "updated", "mode": mode.as_str()}))
+            }
+            "set_model" => {
+                let name = request
+                    .get("model")
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.trim().is_empty())
+                    .ok_or("set_model needs a \"model\"")?;
+                let mut args = self.args.clone();
+                args.model = Some(name.to_string());
+                let (model, _) =
+                    agent_cmd::build_model(&args, &self.prepared.settings, &self.prepared.cwd)?;
+                self.prepared.model.replace(model);
+                self.out.set_model(name);
+                Ok(json!({"subtype": "set_model", "model": name}))
+            }
+            "mcp_server_status" => {
+                let status: serde_json::Map<String, Value> = self
+                    .prepared
+                    .mcp
+                    .reports()
+                    .into_iter()
+                    .map(|r| (r.alias, json!(r.status.to_string())))
+                    .collect();
+                Ok(json!({"subtype": "mcp_server_status", "status": status}))
+            }
+            "supported_commands" => Ok(json!({"subtype": "supported_commands", "commands": []})),
+            "get_context_usage" => {
+                let usage = self.out.last_usage().unwrap_or_default();
+                Ok(json!({
+                    "subtype": "get_context_usage",
+                    "modelName": self.out.model(),
+                    "totalTokens": usage.prompt_tokens + usage.completion_tokens,
+                    "isEstimated": false,
+                }))
+            }
+            "initialize" => Err("the session is already initialized".to_string()),
+            other => Err(format!("Unknown control request subtype: {other}")),
+        }
+    }
+}
+
+/// The running turn's outcome; never ready without one.
+async fn running(turn: &mut Option<(Turn<'_>, Instant)>) -> RunOutcome {
+    match turn {
+        Some((future, _)) => future.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What the reader hands the session loop, in the order read.
+enum Incoming {
+    Message(Inbound),
+    /// Line `line` could not be used (already said on stderr); the loop tells the
+    /// client with a `system`/`input_error` message.
+    Bad {
+        line: usize,
+        why: String,
+    },
+}
+
+/// Reads stdin until it closes. Answers to our requests go to `control`; the rest to
+/// `queue`. A bad line is reported and skipped.
+async fn read_input(
+    mut stdin: impl AsyncBufRead + Unpin,
+    control: Arc<ControlChannel>,
+    queue: mpsc::UnboundedSender<Incoming>,
+) {
+    let mut number = 0usize;
+    loop {
+        number += 1;
+        let parsed = match read_line(&mut stdin).await {
+            Ok(Some(line)) => input::parse_line(&line),
+            Ok(None) => break,
+            Err(LineError::TooLong) => Err(format!("longer than {MAX_LINE_BYTES} bytes")),
+            Err(LineError::Io(e)) => {
+                tracing::warn!("cannot read standard input: {e}");
+                break;
+            }
+        };
+        let incoming = match parsed {
+            Ok(Some(Inbound::ControlResponse {
+                request_id,
+                outcome,
+            })) => {
+                control.resolve(&request_id, outcome);
+                continue;
+            }
+            Ok(Some(Inbound::ControlCancel { request_id })) => {
+                tracing::debug!("the client withdrew its request {request_id:?}");
+                continue;
+            }
+            Ok(Some(Inbound::Ignored(_))) | Ok(None) => continue,
+            Ok(Some(message)) => Incoming::Message(message),
+            Err(why) => {
+                eprintln!("toolbelt: stream-json input line {number} skipped: {why}");
+                Incoming::Bad { line: number, why }
+            }
+        };
+        if queue.send(incoming).is_err() {
+            break;
+        }
+    }
+    control.close();
+}
+
+enum LineError {
+    TooLong,
+    Io(std::io::Error),
+}
+
+/// One line without its newline; `None` at the end of input. A line over
+/// [`MAX_LINE_BYTES`] is read to its end and dropped.
+async fn read_line(stdin: &mut (impl AsyncBufRead + Unpin)) -> Result<Option<String>, LineError> {
+    let mut buf = Vec::new();
+    let limit = MAX_LINE_BYTES as u64 + 1;
+    let n = (&mut *stdin)
+        .take(limit)
+        .read_until(b'\n', &mut buf)
+        .await
+        .map_err(LineError::Io)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.len() > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
+        // Skip the rest of the line.
+        loop {
+            let mut rest = Vec::new();
+            let n = (&mut *stdin)
+                .take(1 << 20)
+                .read_until(b'\n', &mut rest)
+                .await
+                .map_err(LineError::Io)?;
+            if n == 0 || rest.last() == Some(&b'\n') {
+                break;
+            }
+        }
+        return Err(LineError::TooLong);
+    }
+    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+}
