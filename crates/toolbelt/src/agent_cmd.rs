@@ -40,7 +40,10 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     if let Choice::List = Choice::of(&args) {
         return list_sessions(global);
     }
-    match prepare(global, &args).await {
+    if crate::interactive::wanted(&args) {
+        return crate::interactive::run(global, args).await;
+    }
+    match prepare(global, &args, None).await {
         Ok(prepared) => execute(prepared, &args, started).await,
         Err(message) => {
             eprintln!("toolbelt: {message}");
@@ -69,7 +72,7 @@ fn list_sessions(global: &GlobalArgs) -> u8 {
 
 /// The project a session belongs to: the primary workspace root (the current directory
 /// unless the settings say otherwise).
-fn project_of(session: &Session) -> Result<PathBuf, String> {
+pub(crate) fn project_of(session: &Session) -> Result<PathBuf, String> {
     match session.env.roots.primary() {
         Some(root) => Ok(root.to_path_buf()),
         None => {
@@ -78,17 +81,24 @@ fn project_of(session: &Session) -> Result<PathBuf, String> {
     }
 }
 
-struct Prepared {
-    agent: Agent,
-    prompt: String,
-    model_name: String,
+pub(crate) struct Prepared {
+    pub agent: Agent,
+    pub prompt: String,
+    pub model_name: String,
     /// The ID of the file this run is saved to, if it is saved.
-    session_id: Option<String>,
-    tools: Vec<String>,
-    mode: ApprovalMode,
-    cwd: PathBuf,
+    pub session_id: Option<String>,
+    pub tools: Vec<String>,
+    pub mode: ApprovalMode,
+    pub cwd: PathBuf,
     /// Kept alive for the run: dropping it stops the MCP servers.
-    mcp: Arc<toolbelt_mcp::McpServers>,
+    pub mcp: Arc<toolbelt_mcp::McpServers>,
+}
+
+/// What the interactive terminal plugs into the same assembly: someone to ask, and its
+/// own consumer of the events. The prompt is then optional (`-i`, or none at all).
+pub(crate) struct Interactive {
+    pub approver: Arc<dyn toolbelt_core::scheduler::Approver>,
+    pub sink: EventSink,
 }
 
 /// The MCP servers as the agent's [`ToolSource`]: a server's announced change, or a call
@@ -135,12 +145,19 @@ impl ToolSource for McpToolSource {
     }
 }
 
-async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, String> {
+pub(crate) async fn prepare(
+    global: &GlobalArgs,
+    args: &AgentArgs,
+    interactive: Option<Interactive>,
+) -> Result<Prepared, String> {
     let mut session = Session::load(global).map_err(|e| e.0)?;
     // The saved session first: an unknown ID fails before any server starts.
     let store = agent_sessions::store(&project_of(&session)?);
     let continued = agent_sessions::load(&store, &Choice::of(args))?;
-    let prompt = read_prompt(args)?;
+    let prompt = match &interactive {
+        None => read_prompt(args)?,
+        Some(_) => args.prompt_interactive.clone().unwrap_or_default(),
+    };
     // Discovered and MCP tools join the built-ins; MCP servers may change theirs during
     // the run (`McpToolSource`).
     session.load_extensions(global).await.map_err(|e| e.0)?;
@@ -180,12 +197,18 @@ async fn prepare(global: &GlobalArgs, args: &AgentArgs) -> Result<Prepared, Stri
     };
     let env_settings = env.settings.clone();
     let format = args.output_format;
-    let sink: EventSink =
-        Arc::new(move |event: AgentEvent| agent_output::print_event(format, &event));
+    let (approver, sink) = match interactive {
+        Some(ui) => (Some(ui.approver), ui.sink),
+        None => {
+            let sink: EventSink =
+                Arc::new(move |event: AgentEvent| agent_output::print_event(format, &event));
+            (None, sink)
+        }
+    };
     let config = SchedulerConfig {
         mode,
         permissions,
-        approver: None,
+        approver,
         ..Default::default()
     };
     let agent = Agent::new(

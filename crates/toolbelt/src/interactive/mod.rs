@@ -1,0 +1,599 @@
+//! `toolbelt` on a terminal: the interactive agent, a person in the loop.
+//!
+//! # Brief overview
+//!
+//! The agent is assembled exactly as the headless one (`agent_cmd::prepare`: the same
+//! flags, settings, model client, tools and saved sessions), with two things plugged in:
+//! a [`dialog::UiApprover`] as the scheduler's [`Approver`](toolbelt_core::scheduler::Approver)
+//! and an event sink. Both only send [`UiMessage`]s to one channel; this module's loop is
+//! the only owner of the terminal and of the UI state.
+//!
+//! The loop waits (`tokio::select!`) on three things: terminal events (keys, paste,
+//! resize) from crossterm's event stream, UI messages, and, only while a request runs, a
+//! one-second tick that advances the elapsed times. Idle, nothing wakes it: no polling.
+//! After each wake-up it drains every message already queued, then draws once, so a
+//! fast stream costs one frame per batch, not per token.
+//!
+//! The terminal is never taken over: the UI is a ratatui inline viewport at the bottom
+//! of the normal screen, and everything finished (the prompt, answers, tool calls with
+//! their diffs) is pushed above it with `insert_before`, into the terminal's own
+//! scroll-back, where it stays after the program ends. ratatui draws only the cells that
+//! changed between frames, so nothing flickers.
+//!
+//! Architecture Invariant: the UI lives in the binary crate only; the core and the agent
+//! know nothing of terminals.
+
+use std::collections::VecDeque;
+use std::io::{IsTerminal, Stdout};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use futures::StreamExt;
+use ratatui::backend::CrosstermBackend;
+use ratatui::style::Color;
+use ratatui::text::Line;
+use ratatui::widgets::Widget;
+use ratatui::{Terminal, TerminalOptions, Viewport};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use toolbelt_agent::{Agent, AgentEvent, EventSink, RunOutcome, StopReason, at_paths};
+use toolbelt_core::scheduler::{ApprovalMode, ApprovalRequest, CallState, SchedulerEvent};
+use toolbelt_model::UserPart;
+
+use crate::agent_cmd::{self, Interactive, Prepared};
+use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
+
+pub mod dialog;
+pub mod editor;
+pub mod markdown;
+pub mod view;
+
+use dialog::{Answer, Dialog, DialogKey, UiApprover};
+use editor::{Edit, Editor};
+use view::LiveCall;
+
+/// Two Ctrl-C within this time quit.
+const DOUBLE_PRESS: Duration = Duration::from_secs(2);
+/// Most rows the live viewport takes.
+const VIEWPORT_MAX: u16 = 24;
+
+/// What reaches the UI loop from the agent's side.
+pub enum UiMessage {
+    Agent(AgentEvent),
+    Approve(Box<ApprovalRequest>, oneshot::Sender<Answer>),
+    /// A warning to show (an `@path` that could not be read).
+    Notice(String),
+    /// The request finished.
+    Done(RunOutcome),
+}
+
+/// Interactive when asked (`-i`), or when there is no prompt and both ends are a
+/// terminal.
+pub fn wanted(args: &AgentArgs) -> bool {
+    if args.prompt_interactive.is_some() {
+        return true;
+    }
+    args.prompt.is_none()
+        && args.words.is_empty()
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+}
+
+pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        eprintln!("toolbelt: -i needs a terminal; give the prompt as arguments to run headless");
+        return EXIT_USAGE;
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    let sink_tx = tx.clone();
+    let sink: EventSink = Arc::new(move |event| {
+        let _ = sink_tx.send(UiMessage::Agent(event));
+    });
+    let hooks = Interactive {
+        approver: Arc::new(UiApprover { to_ui: tx.clone() }),
+        sink,
+    };
+    let prepared = match agent_cmd::prepare(global, &args, Some(hooks)).await {
+        Ok(p) => p,
+        Err(message) => {
+            eprintln!("toolbelt: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    let mut terminal = match start_terminal() {
+        Ok(t) => t,
+        Err(e) => {
+            stop_terminal();
+            eprintln!("toolbelt: cannot use the terminal: {e}");
+            return EXIT_TOOL_ERROR;
+        }
+    };
+    let session_id = prepared.session_id.clone();
+    let mcp = prepared.mcp.clone();
+    let mut app = App::new(prepared, tx);
+    let result = app.run(&mut terminal, rx).await;
+    // A request still running is cancelled and awaited (bounded), so its processes end
+    // and every call's result is saved.
+    if let Some(running) = app.running.take() {
+        running.cancel.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(5), running.task).await;
+    }
+    let _ = app.flush(&mut terminal);
+    let _ = terminal.clear();
+    let top = terminal.get_frame().area();
+    let _ = terminal.set_cursor_position((0, top.y));
+    drop(terminal);
+    stop_terminal();
+    let _ = tokio::time::timeout(Duration::from_secs(3), mcp.close()).await;
+    if let Err(e) = result {
+        eprintln!("toolbelt: the terminal failed: {e}");
+        return EXIT_TOOL_ERROR;
+    }
+    if let Some(id) = session_id {
+        println!("Session saved: resume it with `toolbelt --resume {id}` (or --continue).");
+    }
+    EXIT_OK
+}
+
+type Term = Terminal<CrosstermBackend<Stdout>>;
+
+fn start_terminal() -> std::io::Result<Term> {
+    crossterm::terminal::enable_raw_mode()?;
+    crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste)?;
+    // A panic must not leave the terminal raw.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        stop_terminal();
+        previous(info);
+    }));
+    let rows = crossterm::terminal::size().map(|(_, r)| r).unwrap_or(24);
+    let height = rows.saturating_sub(1).clamp(6, VIEWPORT_MAX);
+    Terminal::with_options(
+        CrosstermBackend::new(std::io::stdout()),
+        TerminalOptions {
+            viewport: Viewport::Inline(height),
+        },
+    )
+}
+
+fn stop_terminal() {
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        crossterm::event::DisableBracketedPaste,
+        crossterm::cursor::Show
+    );
+    let _ = crossterm::terminal::disable_raw_mode();
+}
+
+struct Running {
+    cancel: CancellationToken,
+    since: Instant,
+    task: tokio::task::JoinHandle<()>,
+}
+
+struct App {
+    agent: Arc<Agent>,
+    model_name: String,
+    cwd: PathBuf,
+    to_ui: mpsc::UnboundedSender<UiMessage>,
+    editor: Editor,
+    calls: Vec<LiveCall>,
+    dialogs: VecDeque<Dialog>,
+    running: Option<Running>,
+    /// Lines waiting to go to the scroll-back.
+    pending: Vec<Line<'static>>,
+    notice: Option<String>,
+    ctrl_c: Option<Instant>,
+    tokens: u64,
+    completions: Vec<String>,
+    completion_selected: usize,
+    quit: bool,
+}
+
+impl App {
+    fn new(p: Prepared, to_ui: mpsc::UnboundedSender<UiMessage>) -> Self {
+        let mut app = App {
+            agent: Arc::new(p.agent),
+            model_name: p.model_name,
+            cwd: p.cwd,
+            to_ui,
+            editor: Editor::default(),
+            calls: Vec::new(),
+            dialogs: VecDeque::new(),
+            running: None,
+            pending: Vec::new(),
+            notice: None,
+            ctrl_c: None,
+            tokens: 0,
+            completions: Vec::new(),
+            completion_selected: 0,
+            quit: false,
+        };
+        let id = p
+            .session_id
+            .map(|id| format!(" · session {id}"))
+            .unwrap_or_default();
+        app.pending.extend(view::note(
+            &format!(
+                "toolbelt · {} · {}{id}\nEnter sends · Alt+Enter new line · Esc cancels · Ctrl-C twice quits · /help",
+                app.model_name,
+                app.cwd.display()
+            ),
+            Color::DarkGray,
+        ));
+        if !p.prompt.trim().is_empty() {
+            app.submit(p.prompt);
+        }
+        app
+    }
+
+    async fn run(
+        &mut self,
+        terminal: &mut Term,
+        mut rx: mpsc::UnboundedReceiver<UiMessage>,
+    ) -> std::io::Result<()> {
+        let mut events = EventStream::new();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        self.flush(terminal)?;
+        self.draw(terminal)?;
+        while !self.quit {
+            let mut redraw = true;
+            tokio::select! {
+                event = events.next() => match event {
+                    Some(Ok(event)) => redraw = self.on_terminal(event),
+                    Some(Err(e)) => return Err(e),
+                    None => self.quit = true,
+                },
+                Some(message) = rx.recv() => self.on_message(message),
+                _ = tick.tick(), if self.running.is_some() => {}
+            }
+            while let Ok(message) = rx.try_recv() {
+                self.on_message(message);
+                redraw = true;
+            }
+            while self.dialogs.front().is_some_and(Dialog::abandoned) {
+                self.dialogs.pop_front();
+            }
+            if redraw {
+                self.flush(terminal)?;
+                self.draw(terminal)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn draw(&self, terminal: &mut Term) -> std::io::Result<()> {
+        terminal.draw(|frame| {
+            let mode = self.agent.scheduler().mode();
+            let live = view::Live {
+                calls: &self.calls,
+                thinking: self.running.as_ref().map(|r| r.since),
+                input: self.editor.text(),
+                cursor: self.editor.cursor_position(),
+                completions: &self.completions,
+                completion_selected: self.completion_selected,
+                mode,
+                model: &self.model_name,
+                notice: self.notice.as_deref(),
+                tokens: self.tokens,
+            };
+            match self.dialogs.front() {
+                Some(dialog) => {
+                    let area = frame.area();
+                    let dialog_area = ratatui::layout::Rect {
+                        height: area.height.saturating_sub(1),
+                        ..area
+                    };
+                    dialog.render(frame, dialog_area);
+                    let status = ratatui::layout::Rect {
+                        y: area.bottom().saturating_sub(1),
+                        height: 1.min(area.height),
+                        ..area
+                    };
+                    frame.render_widget(
+                        ratatui::widgets::Paragraph::new(view::status_line(&live)),
+                        status,
+                    );
+                }
+                None => view::render(frame, &live),
+            }
+        })?;
+        Ok(())
+    }
+
+    /// Pushes the finished lines into the scroll-back, above the viewport.
+    fn flush(&mut self, terminal: &mut Term) -> std::io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let width = terminal.size()?.width.max(1);
+        let lines = std::mem::take(&mut self.pending);
+        // In pieces, so one huge answer never needs a buffer taller than u16 rows.
+        let mut rest = lines.as_slice();
+        while !rest.is_empty() {
+            let (chunk, tail) = rest.split_at(rest.len().min(500));
+            rest = tail;
+            let paragraph = view::paragraph(chunk.to_vec());
+            let height = u16::try_from(paragraph.line_count(width)).unwrap_or(u16::MAX);
+            terminal.insert_before(height, |buf| paragraph.render(buf.area, buf))?;
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, lines: Vec<Line<'static>>) {
+        self.pending.extend(lines);
+    }
+
+    fn on_message(&mut self, message: UiMessage) {
+        match message {
+            UiMessage::Agent(event) => self.on_agent(event),
+            UiMessage::Approve(request, reply) => {
+                self.dialogs.push_back(Dialog::new(*request, reply));
+            }
+            UiMessage::Notice(text) => self.emit(view::note(&text, Color::Yellow)),
+            UiMessage::Done(outcome) => self.finished(outcome),
+        }
+    }
+
+    fn call(&mut self, call_id: &str) -> Option<&mut LiveCall> {
+        self.calls.iter_mut().find(|c| c.call_id == call_id)
+    }
+
+    fn on_agent(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::Assistant { text, usage, .. } => {
+                if let Some(u) = usage {
+                    self.tokens += u.total_tokens;
+                }
+                if !text.trim().is_empty() {
+                    self.emit(view::answer_lines(&text));
+                }
+            }
+            AgentEvent::Tool(event) => self.on_tool(event),
+            _ => {}
+        }
+    }
+
+    fn on_tool(&mut self, event: SchedulerEvent) {
+        match event {
+            SchedulerEvent::Validated {
+                call_id,
+                tool,
+                description,
+            } => self.calls.push(LiveCall {
+                call_id,
+                tool,
+                description,
+                state: CallState::Validating,
+                since: Instant::now(),
+                output: VecDeque::new(),
+            }),
+            SchedulerEvent::AwaitingApproval { call_id, .. } => {
+                if let Some(c) = self.call(&call_id) {
+                    c.state = CallState::AwaitingApproval;
+                }
+            }
+            SchedulerEvent::Scheduled { call_id } => {
+                if let Some(c) = self.call(&call_id) {
+                    c.state = CallState::Scheduled;
+                }
+            }
+            SchedulerEvent::Started {
+                call_id,
+                description,
+                ..
+            } => {
+                if let Some(c) = self.call(&call_id) {
+                    c.state = CallState::Executing;
+                    c.since = Instant::now();
+                    c.description = description;
+                }
+            }
+            SchedulerEvent::Output { call_id, chunk } => {
+                if let Some(c) = self.call(&call_id) {
+                    c.push_output(&chunk);
+                }
+            }
+            SchedulerEvent::Finished(call) => {
+                self.calls.retain(|c| c.call_id != call.call_id);
+                self.emit(view::finished_lines(&call));
+            }
+            _ => {}
+        }
+    }
+
+    fn finished(&mut self, outcome: RunOutcome) {
+        self.running = None;
+        self.calls.clear();
+        self.dialogs.clear();
+        match &outcome.stop {
+            StopReason::Cancelled => self.emit(view::note("⊘ Request cancelled.", Color::Yellow)),
+            StopReason::ModelFailed(e) => {
+                self.emit(view::note(&format!("✗ The model failed: {e}"), Color::Red))
+            }
+            StopReason::MaxTurns(n) => self.emit(view::note(
+                &format!("The request reached the limit of {n} model turns."),
+                Color::Yellow,
+            )),
+            _ => {}
+        }
+    }
+
+    /// Sends what the person wrote: a slash command, or a prompt to the agent.
+    fn submit(&mut self, text: String) {
+        if text.trim().is_empty() {
+            return;
+        }
+        if text.starts_with('/') {
+            self.emit(view::user_lines(&text));
+            self.slash(text.trim());
+            return;
+        }
+        if self.running.is_some() {
+            self.notice = Some("a request is running: wait, or Esc to cancel it".into());
+            return;
+        }
+        self.emit(view::user_lines(&text));
+        let cancel = CancellationToken::new();
+        let agent = self.agent.clone();
+        let tx = self.to_ui.clone();
+        let cwd = self.cwd.clone();
+        let token = cancel.clone();
+        let task = tokio::spawn(async move {
+            let (prompt, warnings) =
+                at_paths::inline(&text, &agent.registry(), agent.scheduler().env(), &cwd).await;
+            for warning in warnings {
+                let _ = tx.send(UiMessage::Notice(warning));
+            }
+            let outcome = agent
+                .run_with_references(vec![UserPart::Text(prompt)], &text, &token)
+                .await;
+            let _ = tx.send(UiMessage::Done(outcome));
+        });
+        self.running = Some(Running {
+            cancel,
+            since: Instant::now(),
+            task,
+        });
+    }
+
+    fn slash(&mut self, line: &str) {
+        let mut words = line[1..].split_whitespace();
+        let command = words.next().unwrap_or("");
+        match command {
+            "quit" | "exit" => self.quit = true,
+            "approval-mode" => match words.next() {
+                None => {
+                    let mode = self.agent.scheduler().mode();
+                    self.emit(view::note(
+                        &format!("approval mode: {mode} (plan, default, auto-edit, yolo)"),
+                        Color::Gray,
+                    ));
+                }
+                Some(word) => match word.parse::<ApprovalMode>() {
+                    Ok(mode) => {
+                        self.agent.scheduler().set_mode(mode);
+                        self.emit(view::note(&format!("approval mode: {mode}"), Color::Gray));
+                    }
+                    Err(e) => self.emit(view::note(&e, Color::Red)),
+                },
+            },
+            "help" => self.emit(view::note(HELP, Color::Gray)),
+            "stats" => {
+                let text = format!("tokens: {}", self.tokens);
+                self.emit(view::note(&text, Color::Gray));
+            }
+            other => self.emit(view::note(
+                &format!("unknown command /{other}: /help lists the commands"),
+                Color::Red,
+            )),
+        }
+    }
+
+    /// Returns whether to redraw.
+    fn on_terminal(&mut self, event: Event) -> bool {
+        match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => {
+                self.on_key(key);
+                true
+            }
+            Event::Paste(text) => {
+                if self.dialogs.is_empty() {
+                    self.editor.insert(&text);
+                }
+                true
+            }
+            Event::Resize(..) => true,
+            _ => false,
+        }
+    }
+
+    fn on_key(&mut self, key: KeyEvent) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            self.ctrl_c();
+            return;
+        }
+        if !(ctrl && key.code == KeyCode::Char('c')) && self.ctrl_c.is_some() {
+            self.ctrl_c = None;
+            self.notice = None;
+        }
+        if key.code == KeyCode::BackTab {
+            self.cycle_mode();
+            return;
+        }
+        if let Some(dialog) = self.dialogs.front_mut() {
+            if let DialogKey::Answered(answer) = dialog.key(key) {
+                let request = dialog.request.clone();
+                dialog.send(answer.clone());
+                self.dialogs.pop_front();
+                self.answered(&request, &answer);
+            }
+            return;
+        }
+        match key.code {
+            KeyCode::Esc => {
+                if let Some(running) = &self.running {
+                    running.cancel.cancel();
+                    self.notice = Some("cancelling…".into());
+                }
+            }
+            KeyCode::Char('d') if ctrl => {
+                if self.editor.is_empty() {
+                    self.quit = true;
+                }
+            }
+            _ => {
+                if self.editor.key(key) == Edit::Submit {
+                    let text = self.editor.take();
+                    self.notice = None;
+                    self.submit(text);
+                }
+            }
+        }
+    }
+
+    /// After an answer: a denial is noted, "always in this workspace" is written.
+    fn answered(&mut self, request: &ApprovalRequest, answer: &Answer) {
+        if answer.always_in_workspace {
+            self.emit(view::note(
+                "(allow always in this workspace: not wired yet; allowed for this session)",
+                Color::Yellow,
+            ));
+        }
+        let _ = request;
+    }
+
+    fn ctrl_c(&mut self) {
+        if self.ctrl_c.is_some_and(|at| at.elapsed() < DOUBLE_PRESS) {
+            self.quit = true;
+            return;
+        }
+        self.ctrl_c = Some(Instant::now());
+        if let Some(running) = &self.running {
+            running.cancel.cancel();
+        }
+        self.editor.clear();
+        self.notice = Some("press Ctrl-C again to quit".into());
+    }
+
+    fn cycle_mode(&mut self) {
+        let scheduler = self.agent.scheduler();
+        let next = match scheduler.mode() {
+            ApprovalMode::Default => ApprovalMode::AutoEdit,
+            ApprovalMode::AutoEdit => ApprovalMode::Yolo,
+            ApprovalMode::Yolo => ApprovalMode::Plan,
+            ApprovalMode::Plan => ApprovalMode::Default,
+        };
+        scheduler.set_mode(next);
+    }
+}
+
+const HELP: &str = "\
+Keys: Enter sends · Alt+Enter, Ctrl+J or \\ then Enter: new line · Up/Down: lines, then history
+      Shift+Tab: cycle approval mode (default, auto-edit, yolo, plan) · Esc: cancel the request
+      Ctrl-C twice: quit · Ctrl-D on an empty line: quit
+Commands: /approval-mode [MODE] · /stats · /help · /quit";
