@@ -14,7 +14,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use tokio::sync::{mpsc, oneshot};
 use toolbelt_core::BoxFuture;
 use toolbelt_core::confirm::{ConfirmationDetails, ConfirmationOutcome};
-use toolbelt_core::scheduler::{ApprovalRequest, Approver};
+use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver};
 
 use super::markdown;
 use super::UiMessage;
@@ -46,7 +46,7 @@ pub struct UiApprover {
 }
 
 impl UiApprover {
-    /// Asks and waits; `None` when the UI is gone.
+    /// Asks and waits; a UI that is gone denies.
     pub async fn ask(&self, request: &ApprovalRequest) -> Answer {
         let (tx, rx) = oneshot::channel();
         if self
@@ -61,8 +61,15 @@ impl UiApprover {
 }
 
 impl Approver for UiApprover {
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ConfirmationOutcome> {
-        Box::pin(async move { self.ask(request).await.outcome })
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async move {
+            let answer = self.ask(request).await;
+            Approval {
+                outcome: answer.outcome,
+                message: answer.message,
+                arguments: None,
+            }
+        })
     }
 }
 
