@@ -39,6 +39,7 @@ pub use registry::{Origin, Registration, ToolRegistry, ToolSet};
 pub use result::{Display, ErrorKind, FileDiff, Part, TodoItem, TodoStatus, ToolError, ToolResult};
 pub use rules::{
     CommandPurpose, Decision, PermissionRules, Rule, RuleBase, RuleList, SYSTEM_BIN_DIRS, Verdict,
+    is_mcp_server_rule,
 };
 pub use settings::{
     Settings, SettingsError, SettingsLayer, SettingsPaths, UntrustedWorkspace, WorkspaceTrust,

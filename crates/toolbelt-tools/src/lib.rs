@@ -42,6 +42,7 @@ mod todo_write;
 mod walk;
 mod web_fetch;
 mod web_search;
+pub mod workspace_rules;
 mod write_file;
 
 pub use declared::{LoadedManifests, load_declared, register_declared};
