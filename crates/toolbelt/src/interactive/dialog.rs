@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use toolbelt_core::BoxFuture;
 use toolbelt_core::confirm::{ConfirmationDetails, ConfirmationOutcome};
 use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver};
+use toolbelt_tools::workspace_rules;
 
 use super::markdown;
 use super::UiMessage;
@@ -107,6 +108,9 @@ impl Dialog {
         let plan = matches!(request.details, ConfirmationDetails::Plan { .. });
         let choices = if plan || !request.may_always_allow {
             vec![Choice::Once, Choice::Deny]
+        } else if workspace_rules::rules_for(&request, false).is_empty() {
+            // Nothing a rule could name (a shell command whose root is not a plain word).
+            vec![Choice::Once, Choice::Session, Choice::Deny]
         } else {
             vec![Choice::Once, Choice::Session, Choice::Workspace, Choice::Deny]
         };

@@ -42,6 +42,8 @@ use toolbelt_agent::{Agent, AgentEvent, EventSink, RunOutcome, StopReason, at_pa
 use toolbelt_core::scheduler::{ApprovalMode, ApprovalRequest, CallState, SchedulerEvent};
 use toolbelt_model::UserPart;
 
+use toolbelt_tools::workspace_rules;
+
 use crate::agent_cmd::{self, Interactive, Prepared};
 use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
 
@@ -528,9 +530,13 @@ impl App {
         if let Some(dialog) = self.dialogs.front_mut() {
             if let DialogKey::Answered(answer) = dialog.key(key) {
                 let request = dialog.request.clone();
-                dialog.send(answer.clone());
-                self.dialogs.pop_front();
-                self.answered(&request, &answer);
+                // The rule is written before the call runs.
+                if answer.always_in_workspace {
+                    self.allow_in_workspace(&request);
+                }
+                if let Some(mut dialog) = self.dialogs.pop_front() {
+                    dialog.send(answer);
+                }
             }
             return;
         }
@@ -556,15 +562,26 @@ impl App {
         }
     }
 
-    /// After an answer: a denial is noted, "always in this workspace" is written.
-    fn answered(&mut self, request: &ApprovalRequest, answer: &Answer) {
-        if answer.always_in_workspace {
-            self.emit(view::note(
-                "(allow always in this workspace: not wired yet; allowed for this session)",
-                Color::Yellow,
-            ));
+    /// Choice 3: the rules this approval stands for go into the workspace's
+    /// `.qwen/settings.json`; the session allows them already (the answer is choice 2's).
+    fn allow_in_workspace(&mut self, request: &ApprovalRequest) {
+        let rules = workspace_rules::rules_for(request, false);
+        let env = self.agent.scheduler().env().clone();
+        let project = env.roots.primary().unwrap_or(&self.cwd);
+        match workspace_rules::allow_in_workspace(project, &rules) {
+            Ok(done) => self.emit(view::note(
+                &format!(
+                    "Always allowed in this workspace: {} ({})",
+                    rules.join(", "),
+                    done.path.display()
+                ),
+                Color::Green,
+            )),
+            Err(e) => self.emit(view::note(
+                &format!("Could not save the rule ({e}); allowed for this session only."),
+                Color::Red,
+            )),
         }
-        let _ = request;
     }
 
     fn ctrl_c(&mut self) {

@@ -242,3 +242,57 @@ async fn continue_after_quitting_resumes_the_conversation() {
     assert!(texts.iter().any(|t| t == "The answer is 42."), "{texts:?}");
     assert!(texts.iter().any(|t| t == "what is the answer"), "{texts:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_always_writes_the_rule_into_the_workspace_settings() {
+    let w = Workspace::new();
+    w.write(
+        ".qwen/settings.json",
+        "{\n  // the team's settings\n  \"permissions\": {\"allow\": []}\n}\n",
+    );
+    let server = FakeOpenAi::start(vec![
+        call(
+            "s1",
+            "run_shell_command",
+            json!({"command": "touch made.txt", "description": "make a file"}),
+        ),
+        Reply::text("Made it."),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &["--trust-workspace"]);
+        pty.line("make a file");
+        pty.wait_for("3. Allow always in this workspace");
+        pty.send(keys::DOWN);
+        pty.send(keys::DOWN);
+        pty.send(keys::ENTER);
+        let screen = pty.wait_for("Made it.");
+        assert!(screen.contains("Always allowed in this workspace: run_shell_command(touch *)"), "{screen}");
+        quit(pty);
+    });
+    let settings = std::fs::read_to_string(w.ws().join(".qwen/settings.json")).unwrap();
+    assert!(settings.contains("// the team's settings"), "{settings}");
+    assert!(settings.contains("\"run_shell_command(touch *)\""), "{settings}");
+    assert!(w.ws().join("made.txt").exists());
+
+    // The next session reads the rule: the same command runs without a question.
+    let server = FakeOpenAi::start(vec![
+        call(
+            "s2",
+            "run_shell_command",
+            json!({"command": "touch again.txt", "description": "make another"}),
+        ),
+        Reply::text("Made another."),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &["--trust-workspace"]);
+        pty.line("make another");
+        let screen = pty.wait_for("Made another.");
+        assert!(!screen.contains("Allow once"), "asked again:\n{screen}");
+        quit(pty);
+    });
+    assert!(w.ws().join("again.txt").exists());
+}
