@@ -99,6 +99,8 @@ pub(crate) struct Prepared {
 pub(crate) struct Interactive {
     pub approver: Arc<dyn toolbelt_core::scheduler::Approver>,
     pub sink: EventSink,
+    /// Where a streaming model's text goes as it arrives.
+    pub text_stream: toolbelt_model::TextStream,
 }
 
 /// The MCP servers as the agent's [`ToolSource`]: a server's announced change, or a call
@@ -179,7 +181,8 @@ pub(crate) async fn prepare(
         env, registry, mcp, ..
     } = session;
     let mcp = Arc::new(mcp);
-    let model = build_model(args, &env.settings, &cwd)?;
+    let stream = interactive.as_ref().map(|i| i.text_stream.clone());
+    let model = build_model(args, &env.settings, &cwd, stream)?;
     let model_name = model.name().to_string();
     let log = agent_sessions::start(&store, cwd.clone(), &model_name, continued.as_ref());
     let session_id = log.as_ref().map(|l| l.id().to_string());
@@ -325,6 +328,7 @@ fn build_model(
     args: &AgentArgs,
     settings: &toolbelt_core::Settings,
     cwd: &std::path::Path,
+    text_stream: Option<toolbelt_model::TextStream>,
 ) -> Result<Arc<dyn Model>, String> {
     let env_var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     let takes_images = settings.model.vision;
@@ -350,6 +354,7 @@ fn build_model(
             .clone()
             .or_else(|| env_var("OPENAI_API_KEY"));
         config.takes_images = takes_images;
+        config.text_stream = text_stream;
         Box::new(OpenAiClient::new(config).map_err(|e| e.to_string())?)
     };
     let model: Box<dyn Model> = match &args.record {

@@ -40,7 +40,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{Agent, AgentEvent, EventSink, RunOutcome, StopReason, at_paths};
 use toolbelt_core::scheduler::{ApprovalMode, ApprovalRequest, CallState, SchedulerEvent};
-use toolbelt_model::UserPart;
+use toolbelt_model::{TextDelta, TextStream, UserPart};
 
 use toolbelt_tools::workspace_rules;
 
@@ -65,6 +65,10 @@ const VIEWPORT_MAX: u16 = 24;
 pub enum UiMessage {
     Agent(AgentEvent),
     Approve(Box<ApprovalRequest>, oneshot::Sender<Answer>),
+    /// More of the answer being streamed.
+    Text(String),
+    /// The model request starts again: the streamed text so far is void.
+    TextRestart,
     /// A warning to show (an `@path` that could not be read).
     Notice(String),
     /// The request finished.
@@ -93,9 +97,17 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     let sink: EventSink = Arc::new(move |event| {
         let _ = sink_tx.send(UiMessage::Agent(event));
     });
+    let stream_tx = tx.clone();
+    let text_stream = TextStream(Arc::new(move |delta| {
+        let _ = stream_tx.send(match delta {
+            TextDelta::Text(text) => UiMessage::Text(text.to_string()),
+            TextDelta::Restart => UiMessage::TextRestart,
+        });
+    }));
     let hooks = Interactive {
         approver: Arc::new(UiApprover { to_ui: tx.clone() }),
         sink,
+        text_stream,
     };
     let prepared = match agent_cmd::prepare(global, &args, Some(hooks)).await {
         Ok(p) => p,
@@ -191,6 +203,10 @@ struct App {
     tokens: u64,
     completions: Vec<String>,
     completion_selected: usize,
+    /// The streamed answer not yet in the scroll-back (its finished blocks are).
+    streaming: String,
+    /// Whether this turn's answer came as a stream.
+    streamed: bool,
     quit: bool,
 }
 
@@ -211,6 +227,8 @@ impl App {
             tokens: 0,
             completions: Vec::new(),
             completion_selected: 0,
+            streaming: String::new(),
+            streamed: false,
             quit: false,
         };
         let id = p
@@ -273,6 +291,7 @@ impl App {
             let live = view::Live {
                 calls: &self.calls,
                 thinking: self.running.as_ref().map(|r| r.since),
+                streaming: &self.streaming,
                 input: self.editor.text(),
                 cursor: self.editor.cursor_position(),
                 completions: &self.completions,
@@ -335,8 +354,41 @@ impl App {
             UiMessage::Approve(request, reply) => {
                 self.dialogs.push_back(Dialog::new(*request, reply));
             }
+            UiMessage::Text(text) => {
+                self.streamed = true;
+                self.streaming.push_str(&text);
+                self.commit_finished_blocks();
+            }
+            UiMessage::TextRestart => {
+                self.streaming.clear();
+                self.streamed = false;
+            }
             UiMessage::Notice(text) => self.emit(view::note(&text, Color::Yellow)),
             UiMessage::Done(outcome) => self.finished(outcome),
+        }
+    }
+
+    /// Moves the streamed text up to its last blank line outside a code block into the
+    /// scroll-back: those blocks will not change, and the live area stays small.
+    fn commit_finished_blocks(&mut self) {
+        let mut in_fence = false;
+        let mut cut = None;
+        let mut offset = 0;
+        for line in self.streaming.split_inclusive('\n') {
+            if line.trim_start().starts_with("```") {
+                in_fence = !in_fence;
+            }
+            offset += line.len();
+            if !in_fence && line.trim().is_empty() && line.ends_with('\n') {
+                cut = Some(offset);
+            }
+        }
+        if let Some(cut) = cut {
+            let done: String = self.streaming.drain(..cut).collect();
+            if !done.trim().is_empty() {
+                self.emit(markdown::render(&done));
+                self.emit(vec![Line::default()]);
+            }
         }
     }
 
@@ -350,8 +402,15 @@ impl App {
                 if let Some(u) = usage {
                     self.tokens += u.total_tokens;
                 }
-                if !text.trim().is_empty() {
-                    self.emit(view::answer_lines(&text));
+                // A streamed answer's finished blocks are in the scroll-back already.
+                let rest = if self.streamed {
+                    std::mem::take(&mut self.streaming)
+                } else {
+                    text
+                };
+                self.streamed = false;
+                if !rest.trim().is_empty() {
+                    self.emit(view::answer_lines(&rest));
                 }
             }
             AgentEvent::Tool(event) => self.on_tool(event),
@@ -410,6 +469,12 @@ impl App {
     fn finished(&mut self, outcome: RunOutcome) {
         self.running = None;
         self.calls.clear();
+        if !self.streaming.trim().is_empty() {
+            let rest = std::mem::take(&mut self.streaming);
+            self.emit(view::answer_lines(&rest));
+        }
+        self.streaming.clear();
+        self.streamed = false;
         self.dialogs.clear();
         match &outcome.stop {
             StopReason::Cancelled => self.emit(view::note("⊘ Request cancelled.", Color::Yellow)),

@@ -163,6 +163,8 @@ pub fn finished_lines(call: &CompletedCall) -> Vec<Line<'static>> {
 pub struct Live<'a> {
     pub calls: &'a [LiveCall],
     pub thinking: Option<Instant>,
+    /// The answer being streamed (its unfinished last block).
+    pub streaming: &'a str,
     pub input: &'a str,
     pub cursor: (usize, usize),
     pub completions: &'a [String],
@@ -210,12 +212,21 @@ pub fn render(frame: &mut Frame<'_>, live: &Live<'_>) {
     let mut y = area.y;
     let bottom = area.bottom();
     let dim = Style::default().fg(Color::DarkGray);
-    let mut line = |frame: &mut Frame<'_>, y: &mut u16, l: Line<'static>| {
+    let line = |frame: &mut Frame<'_>, y: &mut u16, l: Line<'static>| {
         if *y < bottom {
             frame.render_widget(Paragraph::new(l), Rect::new(area.x, *y, area.width, 1));
             *y += 1;
         }
     };
+    if !live.streaming.is_empty() {
+        let lines = markdown::render(live.streaming);
+        // At most half the viewport; the newest lines.
+        let room = usize::from(area.height / 2);
+        let skip = lines.len().saturating_sub(room);
+        for l in lines.into_iter().skip(skip) {
+            line(frame, &mut y, l);
+        }
+    }
     for call in live.calls {
         let style = match call.state {
             CallState::AwaitingApproval => Style::default().fg(Color::Yellow),
