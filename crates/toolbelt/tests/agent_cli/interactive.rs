@@ -24,7 +24,13 @@ fn start(w: &Workspace, server: &FakeOpenAi, args: &[&str]) -> Pty {
     let url = server.base_url();
     let mut all = vec!["--openai-base-url", url.as_str(), "-m", "fake-model"];
     all.extend_from_slice(args);
-    let pty = Pty::spawn(w, &all, &[]);
+    let pty = Pty::spawn(
+        std::path::Path::new(env!("CARGO_BIN_EXE_toolbelt")),
+        &w.ws(),
+        w.dir.path(),
+        &all,
+        &[],
+    );
     pty.wait_for(" mode (shift+tab");
     pty
 }
@@ -159,7 +165,12 @@ async fn esc_cancels_a_running_command_and_kills_it() {
         let pty = start(&w, &server, &["--yolo"]);
         pty.line("wait a while");
         pty.wait_for("ready-42");
-        assert!(sleep_running(marker), "the command is not running");
+        // The shell starts `sleep` after the echo: poll for it, bounded.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !sleep_running(marker) {
+            assert!(std::time::Instant::now() < deadline, "the command never ran");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         pty.send(keys::ESC);
         let screen = pty.wait_for("Request cancelled.");
         assert!(screen.contains("⊘ run_shell_command"), "{screen}");

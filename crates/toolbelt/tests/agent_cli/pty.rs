@@ -11,11 +11,9 @@ use std::time::{Duration, Instant};
 
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
-use crate::support::Workspace;
-
 pub const ROWS: u16 = 50;
 pub const COLS: u16 = 120;
-const DEADLINE: Duration = Duration::from_secs(20);
+pub const DEADLINE: Duration = Duration::from_secs(20);
 
 struct Shared {
     parser: Mutex<(vt100::Parser, bool)>,
@@ -40,8 +38,15 @@ pub mod keys {
 }
 
 impl Pty {
-    /// `toolbelt ARGS` in the workspace, with the environment `Workspace::command` gives.
-    pub fn spawn(w: &Workspace, args: &[&str], env: &[(&str, &str)]) -> Pty {
+    /// `BIN ARGS` in `cwd`, with `HOME` and `TOOLBELT_HOME` under `state` and no model
+    /// settings from the environment (the environment `Workspace::command` gives).
+    pub fn spawn(
+        bin: &std::path::Path,
+        cwd: &std::path::Path,
+        state: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Pty {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows: ROWS,
@@ -50,19 +55,16 @@ impl Pty {
                 pixel_height: 0,
             })
             .unwrap();
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_toolbelt"));
+        let mut cmd = CommandBuilder::new(bin);
         cmd.args(args);
-        cmd.cwd(w.ws());
+        cmd.cwd(cwd);
         for var in ["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "RUST_LOG"] {
             cmd.env_remove(var);
         }
         cmd.env("TERM", "xterm-256color");
-        cmd.env("HOME", w.dir.path().join("home"));
-        cmd.env("TOOLBELT_HOME", w.dir.path().join("tbhome"));
-        cmd.env(
-            "TOOLBELT_SYSTEM_SETTINGS_PATH",
-            w.dir.path().join("none.json"),
-        );
+        cmd.env("HOME", state.join("home"));
+        cmd.env("TOOLBELT_HOME", state.join("tbhome"));
+        cmd.env("TOOLBELT_SYSTEM_SETTINGS_PATH", state.join("none.json"));
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -102,6 +104,11 @@ impl Pty {
             child,
             _master: pair.master,
         }
+    }
+
+    /// The program's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.process_id().unwrap_or(0)
     }
 
     pub fn send(&self, keys: &str) {
