@@ -15,7 +15,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::Agent;
-use toolbelt_core::scheduler::{ApprovalMode, ApprovalRequest, Approver, SchedulerConfig};
+use toolbelt_core::scheduler::{
+    Approval, ApprovalMode, ApprovalRequest, Approver, SchedulerConfig,
+};
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ConfirmationOutcome, Display, ErrorKind, ExecContext,
     Invocation, Kind, Origin, PermissionSubject, Settings, Tool, ToolEnvironment, ToolError,
@@ -125,9 +127,9 @@ impl Invocation for CountCall {
 struct SayYes;
 
 impl Approver for SayYes {
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ConfirmationOutcome> {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
         println!("asked: {}", request.details.title());
-        Box::pin(async { ConfirmationOutcome::ProceedOnce })
+        Box::pin(async { ConfirmationOutcome::ProceedOnce.into() })
     }
 }
 

@@ -116,9 +116,9 @@ pub struct Agent {
     sink: Option<EventSink>,
     /// Defers tools behind `tool_search` above the `tools.search` budget.
     tool_search: tool_search::ToolSearch,
-    /// The conversation of earlier runs (a resumed session), between the system prompt
-    /// and the new prompt.
-    history: Vec<Message>,
+    /// The conversation so far (a resumed session, then every run of this agent),
+    /// between the system prompt and the next prompt.
+    history: std::sync::Mutex<Vec<Message>>,
     /// Where each message is saved as it joins the conversation.
     log: Option<Arc<transcript::SessionWriter>>,
     /// Set after the first failed write, so a full disk warns once.
@@ -150,7 +150,7 @@ impl Agent {
             max_turns: max_turns.max(1),
             sink,
             tool_search,
-            history: Vec::new(),
+            history: std::sync::Mutex::new(Vec::new()),
             log: None,
             log_failed: std::sync::atomic::AtomicBool::new(false),
         }
@@ -159,9 +159,28 @@ impl Agent {
     /// Continues a conversation: `history` (without a system prompt, every tool call
     /// answered, as [`transcript::LoadedSession::messages`] gives it) is sent before the
     /// new prompt. Nothing in it is run again.
-    pub fn with_history(mut self, history: Vec<Message>) -> Self {
-        self.history = history;
+    pub fn with_history(self, history: Vec<Message>) -> Self {
+        self.set_history(history);
         self
+    }
+
+    /// The conversation so far, without the system prompt: the history it started with
+    /// and every message of its runs. Each run continues it, so one agent serves a
+    /// whole interactive session (run one prompt at a time).
+    pub fn history(&self) -> Vec<Message> {
+        match self.history.lock() {
+            Ok(h) => h.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Replaces the conversation (`/clear` with an empty one, `/compress` with a
+    /// summary). The caller keeps it well-formed: every tool call answered.
+    pub fn set_history(&self, history: Vec<Message>) {
+        match self.history.lock() {
+            Ok(mut h) => *h = history,
+            Err(poisoned) => *poisoned.into_inner() = history,
+        }
     }
 
     /// Saves every message of the run (the new prompt, the model's answers, the tool
@@ -276,15 +295,31 @@ impl Agent {
         written: &str,
         cancel: &CancellationToken,
     ) -> RunOutcome {
-        let mut messages = Vec::with_capacity(self.history.len() + 2);
+        let history = self.history();
+        let mut messages = Vec::with_capacity(history.len() + 2);
         messages.push(Message::System(self.system_prompt.clone()));
-        messages.extend(self.history.iter().cloned());
+        messages.extend(history);
         let mut request = ModelRequest {
             messages,
             tools: Vec::new(),
             tool_choice: None,
         };
-        self.push(&mut request, Message::User(prompt));
+        let outcome = self.converse(&mut request, prompt, written, cancel).await;
+        // Whatever ended the run, the conversation holds every call answered (the
+        // invariant above), so the next run can go on from it.
+        self.set_history(request.messages.split_off(1));
+        outcome
+    }
+
+    /// The loop of one run, on `request` (the system prompt and the history).
+    async fn converse(
+        &self,
+        request: &mut ModelRequest,
+        prompt: Vec<UserPart>,
+        written: &str,
+        cancel: &CancellationToken,
+    ) -> RunOutcome {
+        self.push(request, Message::User(prompt));
         self.refresh_tools(&[]).await;
         // `#reference`d tools join the request even when their `when` clause is false,
         // and each is forced once, in order, before the model chooses freely.
@@ -321,7 +356,7 @@ impl Agent {
                 .by_ref()
                 .find(|t| request.tools.iter().any(|d| &d.name == t));
             let started = Instant::now();
-            let answer = self.model.complete(&request, cancel).await;
+            let answer = self.model.complete(request, cancel).await;
             outcome.model_time += started.elapsed();
             outcome.turns = turn_number;
             let turn = match answer {
@@ -347,7 +382,7 @@ impl Agent {
             });
             outcome.answer = turn.text.clone();
             self.push(
-                &mut request,
+                request,
                 Message::Assistant {
                     text: turn.text.clone(),
                     tool_calls: turn.tool_calls.clone(),
@@ -385,7 +420,7 @@ impl Agent {
             let started = Instant::now();
             let completed = self.run_tools(calls, info, cancel).await;
             outcome.tool_time += started.elapsed();
-            self.answer_calls(&mut request, &completed);
+            self.answer_calls(request, &completed);
             let proposed = completed
                 .iter()
                 .find_map(|c| match &c.result.return_display {

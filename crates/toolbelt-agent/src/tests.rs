@@ -656,3 +656,38 @@ async fn a_saved_run_continues_with_its_history_and_no_call_runs_again() {
     });
     assert_eq!(resaved.messages, expected);
 }
+
+#[tokio::test]
+async fn one_agent_carries_its_conversation_from_run_to_run() {
+    let f = fixture();
+    let server = FakeOpenAi::start(vec![
+        Reply::turn(turn("", vec![call("a", "note", "1")], 1)),
+        Reply::turn(turn("noted", vec![], 1)),
+        Reply::turn(turn("second answer", vec![], 1)),
+        Reply::turn(turn("fresh", vec![], 1)),
+    ])
+    .await
+    .unwrap();
+    let a = agent(&f, client(&server, false), 10, None);
+    a.run(prompt("go"), &CancellationToken::new()).await;
+    assert_eq!(a.history().len(), 4, "prompt, call, result, answer");
+    let out = a.run(prompt("more"), &CancellationToken::new()).await;
+    assert_eq!(out.answer, "second answer");
+    let sent = &server.requests()[2].body["messages"];
+    assert_eq!(sent[1]["content"], "go");
+    assert_eq!(sent[3]["content"], "noted: 1");
+    assert_eq!(sent[5]["content"], "more");
+    assert_eq!(a.history().len(), 6);
+    assert_eq!(server.violations(), Vec::<String>::new());
+
+    // A cleared conversation starts afresh (the fake server, which checks one
+    // conversation's consistency, would rightly note the forgotten call from here on).
+    a.set_history(Vec::new());
+    a.run(prompt("again"), &CancellationToken::new()).await;
+    let sent = server.requests()[3].body["messages"].clone();
+    assert_eq!(
+        sent.as_array().unwrap().len(),
+        2,
+        "system and the new prompt: {sent}"
+    );
+}

@@ -102,8 +102,55 @@ pub struct ApprovalRequest {
 /// not watch for cancellation itself.
 pub trait Approver: Send + Sync {
     /// The person's answer. A display should offer the "always" answers only when
-    /// `request.may_always_allow` is true.
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ConfirmationOutcome>;
+    /// `request.may_always_allow` is true. A bare [`ConfirmationOutcome`] converts
+    /// with `.into()`.
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
+}
+
+/// An approver's whole answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approval {
+    /// Whether the call runs, and what this answer allows from now on.
+    pub outcome: ConfirmationOutcome,
+    /// On a refusal, what the person wants the model to know (why, what to do
+    /// instead); it follows the standard refusal text. Ignored when the call runs.
+    pub message: Option<String>,
+    /// Run with these arguments instead of the model's (the person corrected the
+    /// call). They are validated again and the permission rules and plan mode are
+    /// applied to them again; the person is not asked a second time. Ignored on a
+    /// refusal.
+    pub arguments: Option<serde_json::Value>,
+}
+
+impl Approval {
+    /// A refusal with a message for the model.
+    pub fn deny(message: impl Into<String>) -> Self {
+        let message = message.into();
+        Approval {
+            outcome: ConfirmationOutcome::Cancel,
+            message: (!message.trim().is_empty()).then_some(message),
+            arguments: None,
+        }
+    }
+
+    /// Runs the call once, with `arguments` in place of the model's.
+    pub fn with_arguments(arguments: serde_json::Value) -> Self {
+        Approval {
+            outcome: ConfirmationOutcome::ProceedOnce,
+            message: None,
+            arguments: Some(arguments),
+        }
+    }
+}
+
+impl From<ConfirmationOutcome> for Approval {
+    fn from(outcome: ConfirmationOutcome) -> Self {
+        Approval {
+            outcome,
+            message: None,
+            arguments: None,
+        }
+    }
 }
 
 /// "Always allow" answers given in this session.

@@ -43,7 +43,8 @@ pub mod guards;
 mod run_call;
 
 pub use approval::{
-    ApprovalMode, ApprovalRequest, Approver, EXIT_PLAN_MODE, Permissions, SessionAllowances,
+    Approval, ApprovalMode, ApprovalRequest, Approver, EXIT_PLAN_MODE, Permissions,
+    SessionAllowances,
 };
 pub use events::{CallState, CompletedCall, SchedulerEvent, ToolCallRequest};
 use guards::{RETRY_LOOP_NOTE, RetryLoopGuard, TRUNCATED_EDIT_ADVICE};
@@ -139,6 +140,8 @@ struct Approved {
 /// How approval ended for one call.
 enum Verdict {
     Run,
+    /// Approved with the person's corrected arguments (see [`Approval::arguments`]).
+    RunWith(Value),
     Refuse(ToolError),
     Cancelled(ToolError),
     /// Answered without running the tool (a plan proposed where no one can approve it,
@@ -249,6 +252,7 @@ impl Scheduler {
             let error = ToolError::new(ErrorKind::ExecutionDenied, TRUNCATED_EDIT_ADVICE);
             return fail(request, arguments, String::new(), error);
         }
+        let mut arguments = arguments;
         let mut invocation = match registration.build(arguments.clone()) {
             Ok(inv) => inv,
             Err(mut error) => {
@@ -267,13 +271,13 @@ impl Scheduler {
             g.passed(&tool);
         }
         invocation.prepare(cancel).await;
-        let description = invocation.describe();
+        let mut description = invocation.describe();
         self.emit(SchedulerEvent::Validated {
             call_id: request.call_id.clone(),
             tool: tool.clone(),
             description: description.clone(),
         });
-        let verdict = self
+        let mut verdict = self
             .decide(
                 registration,
                 &request,
@@ -281,10 +285,40 @@ impl Scheduler {
                 &description,
                 &*invocation,
                 cancel,
+                false,
             )
             .await;
+        if let Verdict::RunWith(corrected) = verdict {
+            // The person's arguments get what the model's got: validation, then the
+            // rules and plan mode (a deny rule still wins); only the question is not
+            // asked again.
+            arguments = corrected;
+            invocation = match registration.build(arguments.clone()) {
+                Ok(inv) => inv,
+                Err(mut error) => {
+                    error.message = format!(
+                        "The arguments the user gave in place of yours are not valid: {}",
+                        error.message
+                    );
+                    return fail(request, arguments, description, error);
+                }
+            };
+            invocation.prepare(cancel).await;
+            description = invocation.describe();
+            verdict = self
+                .decide(
+                    registration,
+                    &request,
+                    kind,
+                    &description,
+                    &*invocation,
+                    cancel,
+                    true,
+                )
+                .await;
+        }
         match verdict {
-            Verdict::Run => {
+            Verdict::Run | Verdict::RunWith(_) => {
                 self.emit(SchedulerEvent::Scheduled {
                     call_id: request.call_id.clone(),
                 });
@@ -314,6 +348,9 @@ impl Scheduler {
     }
 
     /// The approval decision for one validated call (see [`approval`] for the order).
+    /// `approved`: the person already allowed this call (with corrected arguments), so
+    /// only the rules and plan mode can still stop it.
+    #[allow(clippy::too_many_arguments)]
     async fn decide(
         &self,
         registration: &crate::registry::Registration,
@@ -322,6 +359,7 @@ impl Scheduler {
         description: &str,
         invocation: &dyn Invocation,
         cancel: &CancellationToken,
+        approved: bool,
     ) -> Verdict {
         let tool = registration.name.as_str();
         let subject = invocation.permission_subject();
@@ -370,6 +408,12 @@ impl Scheduler {
             }
             None => return Verdict::Run,
         };
+        if approved {
+            if tool == EXIT_PLAN_MODE && mode == ApprovalMode::Plan {
+                self.leave_plan_mode(ConfirmationOutcome::ProceedOnce);
+            }
+            return Verdict::Run;
+        }
         if !forced_ask {
             let plan_exit = tool == EXIT_PLAN_MODE;
             let auto = decision == Decision::Allow
@@ -430,25 +474,39 @@ impl Scheduler {
             details: details.clone(),
             may_always_allow: !forced_ask,
         };
-        let outcome = tokio::select! {
-            outcome = approver.approve(&ask) => outcome,
+        let answer = tokio::select! {
+            answer = approver.approve(&ask) => answer,
             _ = cancel.cancelled() => return Verdict::Cancelled(cancelled_error()),
         };
+        let outcome = answer.outcome;
         if !outcome.proceeds() {
+            let said = answer
+                .message
+                .as_deref()
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+                .map(|m| format!(" The user said: {m}"))
+                .unwrap_or_default();
             if tool == EXIT_PLAN_MODE {
                 return Verdict::Refuse(ToolError::new(
                     ErrorKind::ExecutionDenied,
-                    "The user did not approve the plan. Plan mode stays on: keep researching with read-only tools, ask what they want changed if unclear, and present a revised plan with exit_plan_mode.",
+                    format!(
+                        "The user did not approve the plan. Plan mode stays on: keep researching with read-only tools, ask what they want changed if unclear, and present a revised plan with exit_plan_mode.{said}"
+                    ),
                 ));
             }
             return Verdict::Cancelled(ToolError::new(
                 ErrorKind::ExecutionDenied,
-                format!("The user did not allow this call to \"{tool}\"; it was not run."),
+                format!("The user did not allow this call to \"{tool}\"; it was not run.{said}"),
             ));
         }
         if !forced_ask {
             self.allowances
                 .remember(outcome, tool, &registration.origin, &details);
+        }
+        if let Some(corrected) = answer.arguments {
+            // Plan mode is left, if at all, when the corrected call is decided.
+            return Verdict::RunWith(corrected);
         }
         if tool == EXIT_PLAN_MODE && mode == ApprovalMode::Plan {
             self.leave_plan_mode(outcome);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::service::{Peer, RoleServer};
-use toolbelt_core::scheduler::{ApprovalRequest, Approver, Scheduler};
+use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver, Scheduler};
 use toolbelt_core::{BoxFuture, ConfirmationDetails, ConfirmationOutcome, ToolRegistry};
 
 /// The checkbox of the question: allow this tool (the shell: these root commands; an MCP
@@ -57,7 +57,7 @@ pub struct ElicitationApprover {
 }
 
 impl Approver for ElicitationApprover {
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ConfirmationOutcome> {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
             let schema = if request.may_always_allow {
                 let label = always_label(&request.details);
@@ -68,7 +68,7 @@ impl Approver for ElicitationApprover {
                 ElicitationSchema::builder().build()
             };
             let Ok(requested_schema) = schema else {
-                return ConfirmationOutcome::Cancel;
+                return ConfirmationOutcome::Cancel.into();
             };
             let params = ElicitRequestParams::FormElicitationParams {
                 meta: None,
@@ -104,7 +104,7 @@ impl Approver for ElicitationApprover {
                 self.remembered
                     .add(outcome, &request.tool, &request.details);
             }
-            outcome
+            outcome.into()
         })
     }
 }

@@ -34,9 +34,9 @@ impl ScriptedApprover {
 }
 
 impl Approver for ScriptedApprover {
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ConfirmationOutcome> {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
         self.asked.lock().unwrap().push(request.call_id.clone());
-        Box::pin(async move { self.outcome })
+        Box::pin(async move { self.outcome.into() })
     }
 }
 
@@ -44,7 +44,7 @@ impl Approver for ScriptedApprover {
 struct SilentApprover(Arc<Notify>);
 
 impl Approver for SilentApprover {
-    fn approve<'a>(&'a self, _: &'a ApprovalRequest) -> BoxFuture<'a, ConfirmationOutcome> {
+    fn approve<'a>(&'a self, _: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
         self.0.notify_one();
         Box::pin(std::future::pending())
     }
@@ -488,4 +488,86 @@ async fn cancelling_while_waiting_for_approval_cancels_that_call_and_the_rest() 
     // The first read was approved before the question; execution only starts once every
     // call is decided, so it is cancelled too.
     assert_eq!(states, [CallState::Cancelled; 3]);
+}
+
+/// Gives one fixed [`Approval`] to every question.
+struct Answers(Approval);
+
+impl Approver for Answers {
+    fn approve<'a>(&'a self, _: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async move { self.0.clone() })
+    }
+}
+
+fn answering(dir: &tempfile::TempDir, answer: Approval) -> Scheduler {
+    scheduler(
+        dir,
+        ApprovalMode::Default,
+        Some(Arc::new(Answers(answer))),
+        Permissions::default(),
+    )
+}
+
+#[tokio::test]
+async fn a_refusal_passes_the_persons_message_to_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = answering(&dir, Approval::deny("edit b.txt instead"));
+    let out = run(&s, &every_kind(), vec![call("1", "k_edit", "a")]).await;
+    assert_eq!(out[0].state, CallState::Cancelled);
+    let text = out[0].result.llm_text();
+    assert!(text.contains("did not allow"), "{text}");
+    assert!(text.contains("The user said: edit b.txt instead"), "{text}");
+    // A blank message adds nothing.
+    let s = answering(&dir, Approval::deny("  "));
+    let out = run(&s, &every_kind(), vec![call("1", "k_edit", "a")]).await;
+    assert!(!out[0].result.llm_text().contains("The user said"));
+}
+
+#[tokio::test]
+async fn corrected_arguments_run_in_place_of_the_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = answering(
+        &dir,
+        Approval::with_arguments(serde_json::json!({"value": "fixed"})),
+    );
+    let out = run(&s, &every_kind(), vec![call("1", "k_edit", "typo")]).await;
+    assert_eq!(out[0].state, CallState::Success);
+    assert_eq!(out[0].result.llm_text(), "echo: fixed");
+    assert_eq!(
+        out[0].arguments["value"], "fixed",
+        "the record shows what ran"
+    );
+    assert_eq!(out[0].description, "test fixed");
+}
+
+#[tokio::test]
+async fn corrected_arguments_are_validated_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = answering(
+        &dir,
+        Approval::with_arguments(serde_json::json!({"value": "bad"})),
+    );
+    let out = run(&s, &every_kind(), vec![call("1", "k_edit", "typo")]).await;
+    assert_eq!(out[0].state, CallState::Error);
+    let text = out[0].result.llm_text();
+    assert!(text.contains("arguments the user gave"), "{text}");
+    assert!(text.contains("must not be 'bad'"), "{text}");
+}
+
+#[tokio::test]
+async fn corrected_arguments_still_meet_the_deny_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut permissions = Permissions::default();
+    permissions.add(RuleList::Deny, "k_edit(secret)");
+    let answer = Approval::with_arguments(serde_json::json!({"value": "secret"}));
+    let s = scheduler(
+        &dir,
+        ApprovalMode::Default,
+        Some(Arc::new(Answers(answer))),
+        permissions,
+    );
+    let out = run(&s, &every_kind(), vec![call("1", "k_edit", "harmless")]).await;
+    assert_eq!(out[0].state, CallState::Error);
+    let text = out[0].result.llm_text();
+    assert!(text.contains("denied by permission rules"), "{text}");
 }

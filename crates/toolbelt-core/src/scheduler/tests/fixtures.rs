@@ -141,6 +141,9 @@ impl Invocation for TestCall {
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
         Box::pin(async move { self.confirm.clone() })
     }
+    fn permission_subject(&self) -> crate::tool::PermissionSubject {
+        crate::tool::PermissionSubject::Literal(self.value.clone())
+    }
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
             let echo = format!("echo: {}", self.value);
