@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+pub mod ask_user;
 pub mod confirm;
 pub mod lint;
 pub mod output;
@@ -33,6 +34,7 @@ pub mod validate;
 pub mod when;
 pub mod workspace;
 
+pub use ask_user::{Answer, AskUser, Question, QuestionOption, QuestionSlot};
 pub use confirm::{ConfirmationDetails, ConfirmationOutcome};
 pub use output::{LimitedText, OutputPolicy};
 pub use registry::{Origin, Registration, ToolRegistry, ToolSet};
