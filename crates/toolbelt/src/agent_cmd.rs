@@ -83,6 +83,8 @@ pub(crate) fn project_of(session: &Session) -> Result<PathBuf, String> {
 
 pub(crate) struct Prepared {
     pub agent: Agent,
+    /// The agent's model, for requests of the UI's own (`/compress`).
+    pub model: Arc<dyn Model>,
     pub prompt: String,
     pub model_name: String,
     /// The ID of the file this run is saved to, if it is saved.
@@ -215,7 +217,7 @@ pub(crate) async fn prepare(
         ..Default::default()
     };
     let agent = Agent::new(
-        model,
+        model.clone(),
         Arc::new(registry),
         env,
         config,
@@ -235,6 +237,7 @@ pub(crate) async fn prepare(
     };
     Ok(Prepared {
         agent,
+        model,
         prompt,
         model_name,
         session_id,

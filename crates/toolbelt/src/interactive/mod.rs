@@ -50,10 +50,12 @@ use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
 pub mod dialog;
 pub mod editor;
 pub mod markdown;
+pub mod questions;
 pub mod view;
 
 use dialog::{Answer, Dialog, DialogKey, UiApprover};
 use editor::{Edit, Editor};
+use questions::{QuestionsDialog, QuestionsKey, UiAsker};
 use view::LiveCall;
 
 /// Two Ctrl-C within this time quit.
@@ -65,6 +67,13 @@ const VIEWPORT_MAX: u16 = 24;
 pub enum UiMessage {
     Agent(AgentEvent),
     Approve(Box<ApprovalRequest>, oneshot::Sender<Answer>),
+    /// `ask_user_question`: the model's questions, and where the answers go.
+    Ask(
+        Vec<toolbelt_core::ask_user::Question>,
+        oneshot::Sender<questions::Answers>,
+    ),
+    /// `/compress` finished: the new history, or why not.
+    Compressed(Result<toolbelt_agent::compress::Compressed, String>),
     /// More of the answer being streamed.
     Text(String),
     /// The model request starts again: the streamed text so far is void.
@@ -189,6 +198,10 @@ struct Running {
 
 struct App {
     agent: Arc<Agent>,
+    model: Arc<dyn toolbelt_model::Model>,
+    questions: Option<QuestionsDialog>,
+    /// `/compress` is asking the model (its text is not an answer to show).
+    compressing: Option<CancellationToken>,
     model_name: String,
     cwd: PathBuf,
     to_ui: mpsc::UnboundedSender<UiMessage>,
@@ -212,8 +225,18 @@ struct App {
 
 impl App {
     fn new(p: Prepared, to_ui: mpsc::UnboundedSender<UiMessage>) -> Self {
+        p.agent
+            .scheduler()
+            .env()
+            .ask_user
+            .set(Arc::new(UiAsker {
+                to_ui: to_ui.clone(),
+            }));
         let mut app = App {
             agent: Arc::new(p.agent),
+            model: p.model,
+            questions: None,
+            compressing: None,
             model_name: p.model_name,
             cwd: p.cwd,
             to_ui,
@@ -277,6 +300,9 @@ impl App {
             while self.dialogs.front().is_some_and(Dialog::abandoned) {
                 self.dialogs.pop_front();
             }
+            if self.questions.as_ref().is_some_and(QuestionsDialog::abandoned) {
+                self.questions = None;
+            }
             if redraw {
                 self.flush(terminal)?;
                 self.draw(terminal)?;
@@ -301,6 +327,24 @@ impl App {
                 notice: self.notice.as_deref(),
                 tokens: self.tokens,
             };
+            let area = frame.area();
+            let above_status = ratatui::layout::Rect {
+                height: area.height.saturating_sub(1),
+                ..area
+            };
+            let status = ratatui::layout::Rect {
+                y: area.bottom().saturating_sub(1),
+                height: 1.min(area.height),
+                ..area
+            };
+            if let Some(questions) = &self.questions {
+                questions.render(frame, above_status);
+                frame.render_widget(
+                    ratatui::widgets::Paragraph::new(view::status_line(&live)),
+                    status,
+                );
+                return;
+            }
             match self.dialogs.front() {
                 Some(dialog) => {
                     let area = frame.area();
@@ -354,6 +398,7 @@ impl App {
             UiMessage::Approve(request, reply) => {
                 self.dialogs.push_back(Dialog::new(*request, reply));
             }
+            UiMessage::Text(_) if self.compressing.is_some() => {}
             UiMessage::Text(text) => {
                 self.streamed = true;
                 self.streaming.push_str(&text);
@@ -362,6 +407,25 @@ impl App {
             UiMessage::TextRestart => {
                 self.streaming.clear();
                 self.streamed = false;
+            }
+            UiMessage::Ask(questions, reply) => {
+                self.questions = Some(QuestionsDialog::new(questions, reply));
+            }
+            UiMessage::Compressed(result) => {
+                self.compressing = None;
+                match result {
+                    Ok(c) => {
+                        self.agent.set_history(c.history);
+                        self.emit(view::note(
+                            &format!(
+                                "Compressed the conversation: {} messages ({} characters) became {} ({} characters).",
+                                c.before_messages, c.before_chars, c.after_messages, c.after_chars
+                            ),
+                            Color::Green,
+                        ));
+                    }
+                    Err(e) => self.emit(view::note(&e, Color::Red)),
+                }
             }
             UiMessage::Notice(text) => self.emit(view::note(&text, Color::Yellow)),
             UiMessage::Done(outcome) => self.finished(outcome),
@@ -499,7 +563,7 @@ impl App {
             self.slash(text.trim());
             return;
         }
-        if self.running.is_some() {
+        if self.running.is_some() || self.compressing.is_some() {
             self.notice = Some("a request is running: wait, or Esc to cancel it".into());
             return;
         }
@@ -532,6 +596,18 @@ impl App {
         let command = words.next().unwrap_or("");
         match command {
             "quit" | "exit" => self.quit = true,
+            "clear" if self.running.is_none() => {
+                self.agent.set_history(Vec::new());
+                self.emit(view::note(
+                    "Conversation cleared: the next prompt starts afresh.",
+                    Color::Gray,
+                ));
+            }
+            "compress" if self.running.is_none() && self.compressing.is_none() => self.compress(),
+            "clear" | "compress" => self.emit(view::note(
+                "wait for the running request to end (or Esc to cancel it)",
+                Color::Yellow,
+            )),
             "approval-mode" => match words.next() {
                 None => {
                     let mode = self.agent.scheduler().mode();
@@ -558,6 +634,20 @@ impl App {
                 Color::Red,
             )),
         }
+    }
+
+    /// `/compress`: the model summarises the history, which the summary then replaces.
+    fn compress(&mut self) {
+        let cancel = CancellationToken::new();
+        self.compressing = Some(cancel.clone());
+        self.emit(view::note("Compressing the conversation…", Color::Gray));
+        let (model, history, tx) = (self.model.clone(), self.agent.history(), self.to_ui.clone());
+        tokio::spawn(async move {
+            let result = toolbelt_agent::compress::compress(&*model, &history, &cancel)
+                .await
+                .map_err(|e| e.to_string());
+            let _ = tx.send(UiMessage::Compressed(result));
+        });
     }
 
     /// Returns whether to redraw.
@@ -592,6 +682,12 @@ impl App {
             self.cycle_mode();
             return;
         }
+        if let Some(questions) = &mut self.questions {
+            if questions.key(key) == QuestionsKey::Done {
+                self.questions = None;
+            }
+            return;
+        }
         if let Some(dialog) = self.dialogs.front_mut() {
             if let DialogKey::Answered(answer) = dialog.key(key) {
                 let request = dialog.request.clone();
@@ -610,6 +706,9 @@ impl App {
                 if let Some(running) = &self.running {
                     running.cancel.cancel();
                     self.notice = Some("cancelling…".into());
+                }
+                if let Some(compressing) = &self.compressing {
+                    compressing.cancel();
                 }
             }
             KeyCode::Char('d') if ctrl => {
@@ -678,4 +777,4 @@ const HELP: &str = "\
 Keys: Enter sends · Alt+Enter, Ctrl+J or \\ then Enter: new line · Up/Down: lines, then history
       Shift+Tab: cycle approval mode (default, auto-edit, yolo, plan) · Esc: cancel the request
       Ctrl-C twice: quit · Ctrl-D on an empty line: quit
-Commands: /approval-mode [MODE] · /stats · /help · /quit";
+Commands: /approval-mode [MODE] · /clear · /compress · /stats · /help · /quit";

@@ -307,3 +307,37 @@ async fn allow_always_writes_the_rule_into_the_workspace_settings() {
     });
     assert!(w.ws().join("again.txt").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_user_question_shows_the_choices_and_the_model_gets_the_pick() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![
+        call(
+            "q1",
+            "ask_user_question",
+            json!({"questions": [{
+                "question": "Which database should the service use?",
+                "header": "Database",
+                "options": [
+                    {"label": "SQLite", "description": "one file, no server"},
+                    {"label": "Postgres", "description": "a server"}
+                ]
+            }]}),
+        ),
+        Reply::text("Postgres it is."),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &[]);
+        pty.line("set up storage");
+        let screen = pty.wait_for("Which database should the service use?");
+        assert!(screen.contains("1. SQLite"), "{screen}");
+        assert!(screen.contains("one file, no server"), "{screen}");
+        pty.send("2");
+        pty.wait_for("Postgres it is.");
+        quit(pty);
+    });
+    let told = tool_message(&server, "q1");
+    assert!(told.contains("Postgres"), "{told}");
+}
