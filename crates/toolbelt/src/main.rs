@@ -15,6 +15,7 @@ mod agent_output;
 mod agent_sessions;
 mod cli;
 mod ending;
+mod interactive_kit;
 mod mcp_cmd;
 mod serve_cmd;
 mod session;
