@@ -21,6 +21,7 @@ use toolbelt_core::{Origin, Tool, ToolEnvironment, ToolError, ToolRegistry};
 // that may change without notice.
 mod ask_user_question;
 mod atomic_write;
+pub mod completion;
 pub mod declared;
 mod diff;
 mod discovered;

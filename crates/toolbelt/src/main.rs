@@ -16,6 +16,7 @@ mod agent_sessions;
 mod cli;
 mod ending;
 mod interactive;
+mod interactive_kit;
 mod mcp_cmd;
 mod serve_cmd;
 mod session;
