@@ -69,7 +69,8 @@ impl Editor {
         self.cursor += s.len();
     }
 
-    /// Replaces the text (a completion) and puts the cursor at its end.
+    /// Replaces the text and puts the cursor at its end.
+    #[cfg(test)]
     pub fn set_text(&mut self, s: &str) {
         self.text = s.to_string();
         self.cursor = self.text.len();

@@ -45,6 +45,11 @@ use toolbelt_model::{TextDelta, TextStream, UserPart};
 use toolbelt_tools::workspace_rules;
 
 use crate::agent_cmd::{self, Interactive, Prepared};
+use crate::interactive_kit::input_history::InputHistory;
+use crate::interactive_kit::slash::{self, SlashCommand};
+use crate::interactive_kit::stats::SessionStats;
+use crate::interactive_kit::completion::reference_candidates;
+use toolbelt_tools::completion::PathIndex;
 use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
 
 pub mod dialog;
@@ -72,6 +77,8 @@ pub enum UiMessage {
         Vec<toolbelt_core::ask_user::Question>,
         oneshot::Sender<questions::Answers>,
     ),
+    /// The workspace's file list for `@path` completion, built off the UI thread.
+    Paths(PathIndex),
     /// `/compress` finished: the new history, or why not.
     Compressed(Result<toolbelt_agent::compress::Compressed, String>),
     /// More of the answer being streamed.
@@ -202,6 +209,10 @@ struct App {
     questions: Option<QuestionsDialog>,
     /// `/compress` is asking the model (its text is not an answer to show).
     compressing: Option<CancellationToken>,
+    mcp: Arc<toolbelt_mcp::McpServers>,
+    history: InputHistory,
+    stats: SessionStats,
+    paths: Option<PathIndex>,
     model_name: String,
     cwd: PathBuf,
     to_ui: mpsc::UnboundedSender<UiMessage>,
@@ -232,15 +243,28 @@ impl App {
             .set(Arc::new(UiAsker {
                 to_ui: to_ui.clone(),
             }));
+        let env = p.agent.scheduler().env().clone();
+        let project = env.roots.primary().unwrap_or(&p.cwd).to_path_buf();
+        let (history, warning) = InputHistory::open(&project);
+        let index_tx = to_ui.clone();
+        tokio::task::spawn_blocking(move || {
+            let _ = index_tx.send(UiMessage::Paths(PathIndex::build(&env)));
+        });
+        let mut editor = Editor::default();
+        editor.set_history(history.entries().to_vec());
         let mut app = App {
             agent: Arc::new(p.agent),
             model: p.model,
             questions: None,
             compressing: None,
+            mcp: p.mcp,
+            history,
+            stats: SessionStats::default(),
+            paths: None,
             model_name: p.model_name,
             cwd: p.cwd,
             to_ui,
-            editor: Editor::default(),
+            editor,
             calls: Vec::new(),
             dialogs: VecDeque::new(),
             running: None,
@@ -266,6 +290,9 @@ impl App {
             ),
             Color::DarkGray,
         ));
+        if let Some(warning) = warning {
+            app.emit(view::note(&warning, Color::Yellow));
+        }
         if !p.prompt.trim().is_empty() {
             app.submit(p.prompt);
         }
@@ -394,7 +421,11 @@ impl App {
 
     fn on_message(&mut self, message: UiMessage) {
         match message {
-            UiMessage::Agent(event) => self.on_agent(event),
+            UiMessage::Agent(event) => {
+                self.stats.observe(&event);
+                self.on_agent(event);
+            }
+            UiMessage::Paths(index) => self.paths = Some(index),
             UiMessage::Approve(request, reply) => {
                 self.dialogs.push_back(Dialog::new(*request, reply));
             }
@@ -531,7 +562,9 @@ impl App {
     }
 
     fn finished(&mut self, outcome: RunOutcome) {
-        self.running = None;
+        if let Some(running) = self.running.take() {
+            self.stats.add_run(running.since.elapsed(), outcome.model_time);
+        }
         self.calls.clear();
         if !self.streaming.trim().is_empty() {
             let rest = std::mem::take(&mut self.streaming);
@@ -558,9 +591,15 @@ impl App {
         if text.trim().is_empty() {
             return;
         }
-        if text.starts_with('/') {
+        if let Err(e) = self.history.push(&text) {
+            self.emit(view::note(&format!("the input history is not saved: {e}"), Color::Yellow));
+        }
+        if let Some(command) = slash::parse(&text) {
             self.emit(view::user_lines(&text));
-            self.slash(text.trim());
+            match command {
+                Ok(command) => self.slash(command),
+                Err(message) => self.emit(view::note(&message, Color::Red)),
+            }
             return;
         }
         if self.running.is_some() || self.compressing.is_some() {
@@ -591,49 +630,103 @@ impl App {
         });
     }
 
-    fn slash(&mut self, line: &str) {
-        let mut words = line[1..].split_whitespace();
-        let command = words.next().unwrap_or("");
+    fn slash(&mut self, command: SlashCommand) {
+        let env = self.agent.scheduler().env().clone();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let busy = self.running.is_some() || self.compressing.is_some();
         match command {
-            "quit" | "exit" => self.quit = true,
-            "clear" if self.running.is_none() => {
+            SlashCommand::Quit => self.quit = true,
+            SlashCommand::Help => self.emit(view::note(&slash::help_text(), Color::Gray)),
+            SlashCommand::Tools => {
+                let text = slash::tools_text(&self.agent.registry());
+                self.emit(view::note(&text, Color::Gray));
+            }
+            SlashCommand::Mcp => {
+                let text = slash::mcp_text(&self.mcp.reports());
+                self.emit(view::note(&text, Color::Gray));
+            }
+            SlashCommand::MemoryShow | SlashCommand::MemoryRefresh => {
+                let files = slash::load_context_files(&env, home.as_deref(), &self.cwd);
+                self.emit(view::note(&slash::memory_text(&files), Color::Gray));
+            }
+            SlashCommand::MemoryAdd { fact, project } => {
+                let tx = self.to_ui.clone();
+                tokio::spawn(async move {
+                    let text = match slash::memory_add(env, home, &fact, project).await {
+                        Ok(text) => text,
+                        Err(e) => format!("/memory add failed: {e}"),
+                    };
+                    let _ = tx.send(UiMessage::Notice(text));
+                });
+            }
+            SlashCommand::Clear | SlashCommand::Compress if busy => self.emit(view::note(
+                "wait for the running request to end (or Esc to cancel it)",
+                Color::Yellow,
+            )),
+            SlashCommand::Clear => {
                 self.agent.set_history(Vec::new());
                 self.emit(view::note(
                     "Conversation cleared: the next prompt starts afresh.",
                     Color::Gray,
                 ));
             }
-            "compress" if self.running.is_none() && self.compressing.is_none() => self.compress(),
-            "clear" | "compress" => self.emit(view::note(
-                "wait for the running request to end (or Esc to cancel it)",
-                Color::Yellow,
-            )),
-            "approval-mode" => match words.next() {
-                None => {
-                    let mode = self.agent.scheduler().mode();
-                    self.emit(view::note(
-                        &format!("approval mode: {mode} (plan, default, auto-edit, yolo)"),
-                        Color::Gray,
-                    ));
-                }
-                Some(word) => match word.parse::<ApprovalMode>() {
-                    Ok(mode) => {
-                        self.agent.scheduler().set_mode(mode);
-                        self.emit(view::note(&format!("approval mode: {mode}"), Color::Gray));
-                    }
-                    Err(e) => self.emit(view::note(&e, Color::Red)),
-                },
-            },
-            "help" => self.emit(view::note(HELP, Color::Gray)),
-            "stats" => {
-                let text = format!("tokens: {}", self.tokens);
-                self.emit(view::note(&text, Color::Gray));
+            SlashCommand::Compress => self.compress(),
+            SlashCommand::ApprovalMode(None) => {
+                let mode = self.agent.scheduler().mode();
+                self.emit(view::note(
+                    &format!("approval mode: {mode} (plan, default, auto-edit, yolo)"),
+                    Color::Gray,
+                ));
             }
-            other => self.emit(view::note(
-                &format!("unknown command /{other}: /help lists the commands"),
-                Color::Red,
-            )),
+            SlashCommand::ApprovalMode(Some(mode)) => {
+                self.agent.scheduler().set_mode(mode);
+                self.emit(view::note(&format!("approval mode: {mode}"), Color::Gray));
+            }
+            SlashCommand::Stats => self.emit(view::note(&self.stats.text(), Color::Gray)),
         }
+    }
+
+    /// The completions for the word under the cursor: `@path`, `#reference`, `/command`.
+    fn update_completions(&mut self) {
+        const SHOWN: usize = 5;
+        self.completion_selected = 0;
+        self.completions = match self.editor.completion_word() {
+            Some((_, word)) if word.starts_with('@') => self
+                .paths
+                .as_ref()
+                .map(|p| {
+                    p.complete(&word[1..], SHOWN)
+                        .into_iter()
+                        .map(|c| format!("@{c}"))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Some((_, word)) if word.starts_with('#') => {
+                reference_candidates(&self.agent.registry(), &word[1..], SHOWN)
+                    .into_iter()
+                    .map(|c| format!("#{}", c.name))
+                    .collect()
+            }
+            Some((_, word)) if word.starts_with('/') => slash::command_candidates(&word[1..])
+                .into_iter()
+                .take(SHOWN)
+                .map(|(name, _)| format!("/{name}"))
+                .collect(),
+            _ => Vec::new(),
+        };
+    }
+
+    /// Tab: the highlighted completion replaces the word.
+    fn accept_completion(&mut self) {
+        let Some(choice) = self.completions.get(self.completion_selected).cloned() else {
+            return;
+        };
+        if let Some((start, word)) = self.editor.completion_word() {
+            let len = word.len();
+            let tail = if choice.ends_with('/') { "" } else { " " };
+            self.editor.complete(start, len, &format!("{choice}{tail}"));
+        }
+        self.update_completions();
     }
 
     /// `/compress`: the model summarises the history, which the summary then replaces.
@@ -658,7 +751,7 @@ impl App {
                 true
             }
             Event::Paste(text) => {
-                if self.dialogs.is_empty() {
+                if self.dialogs.is_empty() && self.questions.is_none() {
                     self.editor.insert(&text);
                 }
                 true
@@ -716,11 +809,24 @@ impl App {
                     self.quit = true;
                 }
             }
+            KeyCode::Tab if !self.completions.is_empty() => self.accept_completion(),
+            KeyCode::Down if !self.completions.is_empty() => {
+                self.completion_selected = (self.completion_selected + 1) % self.completions.len();
+            }
+            KeyCode::Up if !self.completions.is_empty() => {
+                let n = self.completions.len();
+                self.completion_selected = (self.completion_selected + n - 1) % n;
+            }
             _ => {
-                if self.editor.key(key) == Edit::Submit {
-                    let text = self.editor.take();
-                    self.notice = None;
-                    self.submit(text);
+                match self.editor.key(key) {
+                    Edit::Submit => {
+                        let text = self.editor.take();
+                        self.notice = None;
+                        self.completions.clear();
+                        self.submit(text);
+                    }
+                    Edit::Changed => self.update_completions(),
+                    Edit::Ignored => {}
                 }
             }
         }
@@ -772,9 +878,3 @@ impl App {
         scheduler.set_mode(next);
     }
 }
-
-const HELP: &str = "\
-Keys: Enter sends · Alt+Enter, Ctrl+J or \\ then Enter: new line · Up/Down: lines, then history
-      Shift+Tab: cycle approval mode (default, auto-edit, yolo, plan) · Esc: cancel the request
-      Ctrl-C twice: quit · Ctrl-D on an empty line: quit
-Commands: /approval-mode [MODE] · /clear · /compress · /stats · /help · /quit";

@@ -341,3 +341,33 @@ async fn ask_user_question_shows_the_choices_and_the_model_gets_the_pick() {
     let told = tool_message(&server, "q1");
     assert!(told.contains("Postgres"), "{told}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_slash_commands_and_history_across_sessions() {
+    let w = Workspace::new();
+    w.write("src/lib.rs", "fn old() {}\n");
+    let server = FakeOpenAi::start(vec![]).await.unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &[]);
+        // `@path` from the workspace's file list; Tab takes it.
+        pty.send("look at @src/li");
+        pty.wait_for("@src/lib.rs");
+        pty.send("\t");
+        pty.wait_for("› look at @src/lib.rs");
+        pty.send("\x15"); // Ctrl-U empties the line
+        // `/` completes commands; the command runs.
+        pty.send("/sta");
+        pty.wait_for("/stats");
+        pty.send("\t");
+        pty.send(keys::ENTER);
+        pty.wait_for("Session: 0 prompts");
+        quit(pty);
+
+        // The next session has the prompt in its history.
+        let pty = start(&w, &server, &[]);
+        pty.send("\x1b[A");
+        pty.wait_for("› /stats");
+        pty.send("\x15");
+        quit(pty);
+    });
+}
