@@ -133,7 +133,11 @@ fn streaming_server(tokens: usize, rate: usize) -> String {
             while sent < tokens {
                 let mut out = String::new();
                 for _ in 0..per_batch.min(tokens - sent) {
-                    let word = if sent % 12 == 11 { "word.\n\n" } else { "word " };
+                    let word = if sent % 12 == 11 {
+                        "word.\n\n"
+                    } else {
+                        "word "
+                    };
                     let word = if sent + 1 == tokens { "THE-END" } else { word };
                     out.push_str(&format!(
                         "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}}}}]}}\n\n",
@@ -155,8 +159,51 @@ fn streaming_server(tokens: usize, rate: usize) -> String {
     format!("http://{addr}/v1")
 }
 
+/// `interactive_bench capture`: a short session for the README, screen printed twice
+/// (at the confirmation, and at the end).
+fn capture() {
+    use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+    use toolbelt_model::{FinishReason, ModelTurn, ToolCall};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let d = dirs();
+    std::fs::write(
+        d.ws.join("src/lib.rs"),
+        "pub fn old() -> u32 {\n    41\n}\n",
+    )
+    .unwrap();
+    let edit = ToolCall {
+        id: "e1".into(),
+        name: "edit".into(),
+        arguments: serde_json::json!({"file_path": d.ws.join("src/lib.rs"),
+            "old_string": "pub fn old() -> u32 {\n    41", "new_string": "pub fn answer() -> u32 {\n    42"})
+        .to_string(),
+    };
+    let server = rt
+        .block_on(FakeOpenAi::start(vec![
+            Reply::turn(ModelTurn {
+                text: "I'll rename the function and fix its value.".into(),
+                tool_calls: vec![edit],
+                finish_reason: FinishReason::ToolCalls,
+                ..Default::default()
+            }),
+            Reply::text("Done: `old` is now **`answer`** and returns 42.\n\n```rust\npub fn answer() -> u32 {\n    42\n}\n```\n"),
+        ]))
+        .unwrap();
+    let url = server.base_url();
+    let p = spawn(&d, &["--openai-base-url", &url, "-m", "qwen3-coder"]);
+    p.wait_for(READY);
+    p.line("rename old to answer and make it return 42");
+    println!("{}", p.wait_for("1. Allow once"));
+    p.send(keys::ENTER);
+    println!("{}", p.wait_for("returns 42."));
+    quit(p);
+}
+
 fn main() {
     assert!(bin().exists(), "build the release binary first");
+    if std::env::args().nth(1).as_deref() == Some("capture") {
+        return capture();
+    }
     let offline = ["--openai-base-url", "http://127.0.0.1:9/v1", "-m", "bench"];
 
     // 1. Start to the first frame.
@@ -185,7 +232,10 @@ fn main() {
     let idle = Duration::from_secs(5);
     std::thread::sleep(idle);
     let idle_cpu = cpu_seconds(pid) - before;
-    let mut lat = echo_latencies(&p, &"the quick brown fox jumps over the lazy dog ".repeat(3));
+    let mut lat = echo_latencies(
+        &p,
+        &"the quick brown fox jumps over the lazy dog ".repeat(3),
+    );
     println!(
         "keystroke to echo (idle): median {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} keys)",
         percentile(&mut lat.clone(), 0.5),
@@ -236,7 +286,11 @@ fn main() {
     let script = d.state.join("calls200.jsonl");
     let mut text = String::new();
     for i in 0..200 {
-        let target = if i % 2 == 1 { "src/app.py" } else { "README.md" };
+        let target = if i % 2 == 1 {
+            "src/app.py"
+        } else {
+            "README.md"
+        };
         text.push_str(
             &serde_json::json!({"tool_calls": [{"id": format!("call_{}", i + 1), "name": "read_file",
                 "arguments": {"absolute_path": format!("${{WORKSPACE}}/{target}")}}]})
@@ -248,7 +302,10 @@ fn main() {
     std::fs::write(&script, text).unwrap();
     let script = script.to_string_lossy().into_owned();
     let t = Instant::now();
-    let p = spawn(&d, &["--model-replay", &script, "--yolo", "-i", "read a lot"]);
+    let p = spawn(
+        &d,
+        &["--model-replay", &script, "--yolo", "-i", "read a lot"],
+    );
     p.wait_for("Read 200 times.");
     let took = t.elapsed();
     let rss = peak_rss_mib(p.pid());

@@ -7,7 +7,6 @@
 //! `ask_user_question` (`toolbelt_core::ask_user`) and `/compress`
 //! (`toolbelt_agent::compress`). `KIT_API.md` at the root lists the API.
 
-
 pub mod completion;
 // The editor walks the history itself; `HistoryCursor` is the kit's own alternative.
 #[allow(dead_code)]

@@ -17,8 +17,8 @@ use toolbelt_core::confirm::{ConfirmationDetails, ConfirmationOutcome};
 use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver};
 use toolbelt_tools::workspace_rules;
 
-use super::markdown;
 use super::UiMessage;
+use super::markdown;
 
 /// The person's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +112,12 @@ impl Dialog {
             // Nothing a rule could name (a shell command whose root is not a plain word).
             vec![Choice::Once, Choice::Session, Choice::Deny]
         } else {
-            vec![Choice::Once, Choice::Session, Choice::Workspace, Choice::Deny]
+            vec![
+                Choice::Once,
+                Choice::Session,
+                Choice::Workspace,
+                Choice::Deny,
+            ]
         };
         Dialog {
             request,
@@ -334,7 +339,9 @@ impl Dialog {
             menu.push(if i == self.selected {
                 Line::styled(
                     format!("› {text}"),
-                    Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+                    Style::default()
+                        .fg(Color::Cyan)
+                        .add_modifier(Modifier::BOLD),
                 )
             } else {
                 Line::raw(format!("  {text}"))
@@ -343,12 +350,18 @@ impl Dialog {
         if let Some(message) = &self.deny_message {
             if let Some(last) = menu.last_mut() {
                 *last = Line::from(vec![
-                    Span::styled("› 4. Tell the model why (Enter sends, may be empty): ", Style::default().fg(Color::Cyan)),
+                    Span::styled(
+                        "› 4. Tell the model why (Enter sends, may be empty): ",
+                        Style::default().fg(Color::Cyan),
+                    ),
                     Span::raw(message.clone()),
                 ]);
             }
             let x = inner.x + 53 + message.chars().count() as u16;
-            frame.set_cursor_position((x.min(inner.right().saturating_sub(1)), inner.bottom().saturating_sub(1)));
+            frame.set_cursor_position((
+                x.min(inner.right().saturating_sub(1)),
+                inner.bottom().saturating_sub(1),
+            ));
         }
         let bottom = Rect {
             y: inner.y + top.height,
@@ -429,6 +442,10 @@ mod tests {
         assert_eq!(d.key(key(KeyCode::Char('2'))), DialogKey::Open);
         assert_eq!(d.key(key(KeyCode::Char('3'))), DialogKey::Open);
         d.key(key(KeyCode::Down));
-        assert_eq!(d.key(key(KeyCode::Enter)), DialogKey::Open, "Deny asks for a message");
+        assert_eq!(
+            d.key(key(KeyCode::Enter)),
+            DialogKey::Open,
+            "Deny asks for a message"
+        );
     }
 }

@@ -126,7 +126,10 @@ impl Editor {
     }
 
     fn line_start(&self) -> usize {
-        self.text[..self.cursor].rfind('\n').map(|i| i + 1).unwrap_or(0)
+        self.text[..self.cursor]
+            .rfind('\n')
+            .map(|i| i + 1)
+            .unwrap_or(0)
     }
 
     fn line_end(&self) -> usize {
@@ -288,7 +291,10 @@ mod tests {
         typed(&mut e, "three");
         assert_eq!(e.text(), "one\ntwo\nthree");
         assert_eq!(e.cursor_position(), (2, 5));
-        assert_eq!(press(&mut e, KeyCode::Enter, KeyModifiers::NONE), Edit::Submit);
+        assert_eq!(
+            press(&mut e, KeyCode::Enter, KeyModifiers::NONE),
+            Edit::Submit
+        );
     }
 
     #[test]

@@ -127,15 +127,19 @@ impl Renderer {
 
     fn push_text(&mut self, text: &str) {
         if self.current.is_empty() && self.quote > 0 {
-            self.current
-                .push(Span::styled("│ ".repeat(self.quote), Style::default().fg(Color::DarkGray)));
+            self.current.push(Span::styled(
+                "│ ".repeat(self.quote),
+                Style::default().fg(Color::DarkGray),
+            ));
         }
-        self.current.push(Span::styled(text.to_string(), self.style()));
+        self.current
+            .push(Span::styled(text.to_string(), self.style()));
     }
 
     fn finish_line(&mut self) {
         if !self.current.is_empty() {
-            self.lines.push(Line::from(std::mem::take(&mut self.current)));
+            self.lines
+                .push(Line::from(std::mem::take(&mut self.current)));
         }
     }
 
@@ -184,8 +188,10 @@ impl Renderer {
             Event::HardBreak => self.finish_line(),
             Event::Rule => {
                 self.finish_line();
-                self.lines
-                    .push(Line::styled("─".repeat(40), Style::default().fg(Color::DarkGray)));
+                self.lines.push(Line::styled(
+                    "─".repeat(40),
+                    Style::default().fg(Color::DarkGray),
+                ));
             }
             Event::TaskListMarker(done) => self.push_text(if done { "[x] " } else { "[ ] " }),
             Event::Html(t) | Event::InlineHtml(t) => self.push_text(&t),
@@ -235,10 +241,15 @@ impl Renderer {
                     }
                     _ => "• ".to_string(),
                 };
-                self.current.push(Span::raw(format!("{}{marker}", "  ".repeat(depth))));
+                self.current
+                    .push(Span::raw(format!("{}{marker}", "  ".repeat(depth))));
             }
-            Tag::Emphasis => self.styles.push(Style::default().add_modifier(Modifier::ITALIC)),
-            Tag::Strong => self.styles.push(Style::default().add_modifier(Modifier::BOLD)),
+            Tag::Emphasis => self
+                .styles
+                .push(Style::default().add_modifier(Modifier::ITALIC)),
+            Tag::Strong => self
+                .styles
+                .push(Style::default().add_modifier(Modifier::BOLD)),
             Tag::Strikethrough => self
                 .styles
                 .push(Style::default().add_modifier(Modifier::CROSSED_OUT)),
@@ -308,7 +319,8 @@ mod tests {
 
     #[test]
     fn headings_lists_and_code_become_lines() {
-        let text = "# Title\n\nSome *text* with `code`.\n\n- one\n- two\n\n```rust\nfn main() {}\n```\n";
+        let text =
+            "# Title\n\nSome *text* with `code`.\n\n- one\n- two\n\n```rust\nfn main() {}\n```\n";
         let lines = render(text);
         assert_eq!(
             plain(&lines),

@@ -45,12 +45,12 @@ use toolbelt_model::{TextDelta, TextStream, UserPart};
 use toolbelt_tools::workspace_rules;
 
 use crate::agent_cmd::{self, Interactive, Prepared};
+use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
+use crate::interactive_kit::completion::reference_candidates;
 use crate::interactive_kit::input_history::InputHistory;
 use crate::interactive_kit::slash::{self, SlashCommand};
 use crate::interactive_kit::stats::SessionStats;
-use crate::interactive_kit::completion::reference_candidates;
 use toolbelt_tools::completion::PathIndex;
-use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
 
 pub mod dialog;
 pub mod editor;
@@ -236,13 +236,9 @@ struct App {
 
 impl App {
     fn new(p: Prepared, to_ui: mpsc::UnboundedSender<UiMessage>) -> Self {
-        p.agent
-            .scheduler()
-            .env()
-            .ask_user
-            .set(Arc::new(UiAsker {
-                to_ui: to_ui.clone(),
-            }));
+        p.agent.scheduler().env().ask_user.set(Arc::new(UiAsker {
+            to_ui: to_ui.clone(),
+        }));
         let env = p.agent.scheduler().env().clone();
         let project = env.roots.primary().unwrap_or(&p.cwd).to_path_buf();
         let (history, warning) = InputHistory::open(&project);
@@ -327,7 +323,11 @@ impl App {
             while self.dialogs.front().is_some_and(Dialog::abandoned) {
                 self.dialogs.pop_front();
             }
-            if self.questions.as_ref().is_some_and(QuestionsDialog::abandoned) {
+            if self
+                .questions
+                .as_ref()
+                .is_some_and(QuestionsDialog::abandoned)
+            {
                 self.questions = None;
             }
             if redraw {
@@ -563,7 +563,8 @@ impl App {
 
     fn finished(&mut self, outcome: RunOutcome) {
         if let Some(running) = self.running.take() {
-            self.stats.add_run(running.since.elapsed(), outcome.model_time);
+            self.stats
+                .add_run(running.since.elapsed(), outcome.model_time);
         }
         self.calls.clear();
         if !self.streaming.trim().is_empty() {
@@ -592,7 +593,10 @@ impl App {
             return;
         }
         if let Err(e) = self.history.push(&text) {
-            self.emit(view::note(&format!("the input history is not saved: {e}"), Color::Yellow));
+            self.emit(view::note(
+                &format!("the input history is not saved: {e}"),
+                Color::Yellow,
+            ));
         }
         if let Some(command) = slash::parse(&text) {
             self.emit(view::user_lines(&text));
@@ -817,18 +821,16 @@ impl App {
                 let n = self.completions.len();
                 self.completion_selected = (self.completion_selected + n - 1) % n;
             }
-            _ => {
-                match self.editor.key(key) {
-                    Edit::Submit => {
-                        let text = self.editor.take();
-                        self.notice = None;
-                        self.completions.clear();
-                        self.submit(text);
-                    }
-                    Edit::Changed => self.update_completions(),
-                    Edit::Ignored => {}
+            _ => match self.editor.key(key) {
+                Edit::Submit => {
+                    let text = self.editor.take();
+                    self.notice = None;
+                    self.completions.clear();
+                    self.submit(text);
                 }
-            }
+                Edit::Changed => self.update_completions(),
+                Edit::Ignored => {}
+            },
         }
     }
 

@@ -127,9 +127,7 @@ impl QuestionsDialog {
                 KeyCode::Backspace => {
                     text.pop();
                 }
-                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
-                    text.push(c)
-                }
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => text.push(c),
                 _ => {}
             }
             return QuestionsKey::Open;
@@ -188,7 +186,10 @@ impl QuestionsDialog {
         let Some(q) = self.question() else { return };
         let dim = Style::default().fg(Color::DarkGray);
         let mut lines = vec![
-            Line::styled(q.question.clone(), Style::default().add_modifier(Modifier::BOLD)),
+            Line::styled(
+                q.question.clone(),
+                Style::default().add_modifier(Modifier::BOLD),
+            ),
             Line::default(),
         ];
         for (i, o) in q.options.iter().enumerate() {
@@ -201,7 +202,9 @@ impl QuestionsDialog {
             let line = if i == self.selected {
                 Line::styled(
                     format!("› {text}"),
-                    Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+                    Style::default()
+                        .fg(Color::Cyan)
+                        .add_modifier(Modifier::BOLD),
                 )
             } else {
                 Line::raw(format!("  {text}"))
@@ -238,7 +241,9 @@ impl QuestionsDialog {
             .title(title)
             .title_bottom(hint);
         frame.render_widget(
-            Paragraph::new(lines).wrap(Wrap { trim: false }).block(block),
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .block(block),
             area,
         );
     }
@@ -300,7 +305,10 @@ mod tests {
         assert_eq!(d.key(key(KeyCode::Enter)), QuestionsKey::Done);
         assert_eq!(
             rx.try_recv().unwrap(),
-            Ok(vec![Answer::Chosen(vec!["SQLite".into(), "Postgres".into()])])
+            Ok(vec![Answer::Chosen(vec![
+                "SQLite".into(),
+                "Postgres".into()
+            ])])
         );
         let (tx, mut rx) = oneshot::channel();
         let mut d = QuestionsDialog::new(vec![question(false)], tx);

@@ -76,7 +76,9 @@ pub fn elapsed(d: Duration) -> String {
 
 /// The prompt as the person sent it.
 pub fn user_lines(text: &str) -> Vec<Line<'static>> {
-    let style = Style::default().fg(Color::Magenta).add_modifier(Modifier::BOLD);
+    let style = Style::default()
+        .fg(Color::Magenta)
+        .add_modifier(Modifier::BOLD);
     let mut lines = vec![Line::default()];
     for (i, l) in text.lines().enumerate() {
         let mark = if i == 0 { "› " } else { "  " };
@@ -95,7 +97,10 @@ pub fn finished_lines(call: &CompletedCall) -> Vec<Line<'static>> {
     };
     let mut lines = vec![Line::from(vec![
         Span::styled(format!("{mark} "), Style::default().fg(colour)),
-        Span::styled(call.name.clone(), Style::default().add_modifier(Modifier::BOLD)),
+        Span::styled(
+            call.name.clone(),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
         Span::raw(format!(" {}", call.description)),
         Span::styled(
             format!(" · {} · {}", state_word(call.state), elapsed(call.duration)),
@@ -237,7 +242,10 @@ pub fn render(frame: &mut Frame<'_>, live: &Live<'_>) {
             &mut y,
             Line::from(vec![
                 Span::styled("⋯ ", style),
-                Span::styled(call.tool.clone(), Style::default().add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    call.tool.clone(),
+                    Style::default().add_modifier(Modifier::BOLD),
+                ),
                 Span::raw(format!(" {}", call.description)),
                 Span::styled(
                     format!(
@@ -295,21 +303,34 @@ pub fn render(frame: &mut Frame<'_>, live: &Live<'_>) {
     let max_input = bottom.saturating_sub(y).saturating_sub(3).max(1);
     let input_height = (text_lines.len() as u16).min(max_input).min(10).max(1);
     let first_shown = (live.cursor.0 as u16).saturating_sub(input_height - 1);
-    let block = Block::default().borders(Borders::TOP | Borders::BOTTOM).border_style(dim);
-    let input_area = Rect::new(area.x, y, width, (input_height + 2).min(bottom.saturating_sub(y)));
+    let block = Block::default()
+        .borders(Borders::TOP | Borders::BOTTOM)
+        .border_style(dim);
+    let input_area = Rect::new(
+        area.x,
+        y,
+        width,
+        (input_height + 2).min(bottom.saturating_sub(y)),
+    );
     let lines: Vec<Line<'static>> = text_lines
         .iter()
         .enumerate()
         .map(|(i, l)| {
             let mark = if i == 0 { "› " } else { "  " };
-            Line::from(vec![Span::styled(mark, Style::default().fg(Color::Magenta)), Span::raw(l.to_string())])
+            Line::from(vec![
+                Span::styled(mark, Style::default().fg(Color::Magenta)),
+                Span::raw(l.to_string()),
+            ])
         })
         .collect();
     let placeholder = live.input.is_empty();
     let widget = if placeholder {
         Paragraph::new(Line::from(vec![
             Span::styled("› ", Style::default().fg(Color::Magenta)),
-            Span::styled("Type a message, @path to add a file, /help for commands", dim),
+            Span::styled(
+                "Type a message, @path to add a file, /help for commands",
+                dim,
+            ),
         ]))
     } else {
         Paragraph::new(lines).scroll((first_shown, 0))
@@ -325,7 +346,9 @@ pub fn render(frame: &mut Frame<'_>, live: &Live<'_>) {
     // Completions under the status line.
     for (i, c) in live.completions.iter().enumerate() {
         let style = if i == live.completion_selected {
-            Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+            Style::default()
+                .fg(Color::Cyan)
+                .add_modifier(Modifier::BOLD)
         } else {
             dim
         };

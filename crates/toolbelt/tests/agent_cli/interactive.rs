@@ -76,7 +76,10 @@ async fn an_edit_runs_after_the_person_approves_its_diff() {
         let screen = pty.wait_for("1. Allow once");
         assert!(screen.contains("-fn old() {}"), "{screen}");
         assert!(screen.contains("+fn renamed() {}"), "{screen}");
-        assert_eq!(std::fs::read_to_string(w.ws().join("src/lib.rs")).unwrap(), "fn old() {}\n");
+        assert_eq!(
+            std::fs::read_to_string(w.ws().join("src/lib.rs")).unwrap(),
+            "fn old() {}\n"
+        );
         pty.send(keys::ENTER);
         let screen = pty.wait_for("Renamed old to renamed.");
         assert!(screen.contains("✓ edit"), "{screen}");
@@ -109,7 +112,10 @@ async fn a_denied_edit_leaves_the_file_and_tells_the_model_why() {
         pty.wait_for("Understood, nothing changed.");
         quit(pty);
     });
-    assert_eq!(std::fs::read_to_string(w.ws().join("src/lib.rs")).unwrap(), "fn old() {}\n");
+    assert_eq!(
+        std::fs::read_to_string(w.ws().join("src/lib.rs")).unwrap(),
+        "fn old() {}\n"
+    );
     let told = tool_message(&server, "e1");
     assert!(told.contains("keep the old name"), "{told}");
 }
@@ -168,7 +174,10 @@ async fn esc_cancels_a_running_command_and_kills_it() {
         // The shell starts `sleep` after the echo: poll for it, bounded.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while !sleep_running(marker) {
-            assert!(std::time::Instant::now() < deadline, "the command never ran");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the command never ran"
+            );
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         pty.send(keys::ESC);
@@ -215,7 +224,10 @@ async fn shift_tab_switches_to_plan_mode_which_refuses_edits() {
         assert!(screen.contains("✗ edit"), "{screen}");
         quit(pty);
     });
-    assert_eq!(std::fs::read_to_string(w.ws().join("src/lib.rs")).unwrap(), "fn old() {}\n");
+    assert_eq!(
+        std::fs::read_to_string(w.ws().join("src/lib.rs")).unwrap(),
+        "fn old() {}\n"
+    );
     let told = tool_message(&server, "e1");
     assert!(told.contains("Plan mode is active"), "{told}");
 }
@@ -279,12 +291,18 @@ async fn allow_always_writes_the_rule_into_the_workspace_settings() {
         pty.send(keys::DOWN);
         pty.send(keys::ENTER);
         let screen = pty.wait_for("Made it.");
-        assert!(screen.contains("Always allowed in this workspace: run_shell_command(touch *)"), "{screen}");
+        assert!(
+            screen.contains("Always allowed in this workspace: run_shell_command(touch *)"),
+            "{screen}"
+        );
         quit(pty);
     });
     let settings = std::fs::read_to_string(w.ws().join(".qwen/settings.json")).unwrap();
     assert!(settings.contains("// the team's settings"), "{settings}");
-    assert!(settings.contains("\"run_shell_command(touch *)\""), "{settings}");
+    assert!(
+        settings.contains("\"run_shell_command(touch *)\""),
+        "{settings}"
+    );
     assert!(w.ws().join("made.txt").exists());
 
     // The next session reads the rule: the same command runs without a question.

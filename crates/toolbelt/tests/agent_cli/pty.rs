@@ -58,7 +58,12 @@ impl Pty {
         let mut cmd = CommandBuilder::new(bin);
         cmd.args(args);
         cmd.cwd(cwd);
-        for var in ["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "RUST_LOG"] {
+        for var in [
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "OPENAI_MODEL",
+            "RUST_LOG",
+        ] {
             cmd.env_remove(var);
         }
         cmd.env("TERM", "xterm-256color");
@@ -90,7 +95,10 @@ impl Pty {
                 if buf[..n].windows(4).any(|w| w == b"\x1b[6n") {
                     let (row, col) = guard.0.screen().cursor_position();
                     let reply = format!("\x1b[{};{}R", row + 1, col + 1);
-                    let _ = answer.lock().unwrap_or_else(|e| e.into_inner()).write_all(reply.as_bytes());
+                    let _ = answer
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .write_all(reply.as_bytes());
                 }
                 drop(guard);
                 s.changed.notify_all();
@@ -125,7 +133,13 @@ impl Pty {
 
     /// The visible screen, one line per row, trailing spaces trimmed.
     pub fn screen(&self) -> String {
-        self.shared.parser.lock().unwrap_or_else(|e| e.into_inner()).0.screen().contents()
+        self.shared
+            .parser
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .screen()
+            .contents()
     }
 
     /// Waits until `ready` holds for the screen; fails with the screen after the deadline.
@@ -141,7 +155,12 @@ impl Pty {
             if now >= deadline || guard.1 {
                 panic!("the screen never showed {what}; it shows:\n{text}");
             }
-            guard = self.shared.changed.wait_timeout(guard, deadline - now).unwrap().0;
+            guard = self
+                .shared
+                .changed
+                .wait_timeout(guard, deadline - now)
+                .unwrap()
+                .0;
         }
     }
 
@@ -156,8 +175,17 @@ impl Pty {
         let mut guard = self.shared.parser.lock().unwrap_or_else(|e| e.into_inner());
         while !guard.1 {
             let now = Instant::now();
-            assert!(now < deadline, "toolbelt did not exit:\n{}", guard.0.screen().contents());
-            guard = self.shared.changed.wait_timeout(guard, deadline - now).unwrap().0;
+            assert!(
+                now < deadline,
+                "toolbelt did not exit:\n{}",
+                guard.0.screen().contents()
+            );
+            guard = self
+                .shared
+                .changed
+                .wait_timeout(guard, deadline - now)
+                .unwrap()
+                .0;
         }
         drop(guard);
         self.child.wait().unwrap().exit_code()
