@@ -203,7 +203,8 @@ fn capture() {
     p.send(keys::ENTER);
     println!(
         "{}",
-        p.wait_until("the answer", |s| s.contains("returns 42.") && !s.contains("working"))
+        p.wait_until("the answer", |s| s.contains("returns 42.")
+            && !s.contains("working"))
     );
     quit(p);
 }
@@ -313,7 +314,15 @@ fn main() {
     let t = Instant::now();
     let p = spawn(
         &d,
-        &["--model-replay", &script, "--yolo", "--max-session-turns", "300", "-i", "read a lot"],
+        &[
+            "--model-replay",
+            &script,
+            "--yolo",
+            "--max-session-turns",
+            "300",
+            "-i",
+            "read a lot",
+        ],
     );
     p.wait_for("Read 200 times.");
     let took = t.elapsed();

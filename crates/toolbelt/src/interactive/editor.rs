@@ -140,7 +140,7 @@ impl Editor {
     }
 
     /// Moves to `col` chars into the line starting at `start`.
-    fn to_column(&mut self, start: usize, col: usize) {
+    fn move_to_column(&mut self, start: usize, col: usize) {
         let line = &self.text[start..];
         let end = line.find('\n').unwrap_or(line.len());
         let offset = line[..end]
@@ -161,7 +161,7 @@ impl Editor {
             .rfind('\n')
             .map(|i| i + 1)
             .unwrap_or(0);
-        self.to_column(prev_start, col);
+        self.move_to_column(prev_start, col);
         true
     }
 
@@ -171,7 +171,7 @@ impl Editor {
             return self.history_step(1);
         }
         let col = self.cursor_position().1;
-        self.to_column(end + 1, col);
+        self.move_to_column(end + 1, col);
         true
     }
 

@@ -69,6 +69,8 @@ const DOUBLE_PRESS: Duration = Duration::from_secs(2);
 const VIEWPORT_MAX: u16 = 24;
 
 /// What reaches the UI loop from the agent's side.
+// Each message is moved once through the channel; boxing the event would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum UiMessage {
     Agent(AgentEvent),
     Approve(Box<ApprovalRequest>, oneshot::Sender<Answer>),

@@ -301,7 +301,7 @@ pub fn render(frame: &mut Frame<'_>, live: &Live<'_>) {
     let width = area.width.max(4);
     let text_lines: Vec<&str> = live.input.split('\n').collect();
     let max_input = bottom.saturating_sub(y).saturating_sub(3).max(1);
-    let input_height = (text_lines.len() as u16).min(max_input).min(10).max(1);
+    let input_height = (text_lines.len() as u16).clamp(1, 10).min(max_input);
     let first_shown = (live.cursor.0 as u16).saturating_sub(input_height - 1);
     let block = Block::default()
         .borders(Borders::TOP | Borders::BOTTOM)

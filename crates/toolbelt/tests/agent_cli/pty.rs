@@ -114,7 +114,8 @@ impl Pty {
         }
     }
 
-    /// The program's process id.
+    /// The program's process id (the benchmark reads its CPU time and RSS).
+    #[allow(dead_code)]
     pub fn pid(&self) -> u32 {
         self.child.process_id().unwrap_or(0)
     }
@@ -129,17 +130,6 @@ impl Pty {
     pub fn line(&self, text: &str) {
         self.send(text);
         self.send(keys::ENTER);
-    }
-
-    /// The visible screen, one line per row, trailing spaces trimmed.
-    pub fn screen(&self) -> String {
-        self.shared
-            .parser
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .0
-            .screen()
-            .contents()
     }
 
     /// Waits until `ready` holds for the screen; fails with the screen after the deadline.
