@@ -22,6 +22,8 @@ pub const MAX_PATHS: usize = 100_000;
 #[derive(Debug, Clone)]
 pub struct PathIndex {
     paths: Vec<String>,
+    /// The same paths with ASCII letters folded, so a keystroke allocates nothing per path.
+    folded: Vec<String>,
     truncated: bool,
     built_at: Instant,
 }
@@ -65,6 +67,7 @@ impl PathIndex {
         }
         paths.sort_unstable();
         PathIndex {
+            folded: paths.iter().map(|p| p.to_ascii_lowercase()).collect(),
             paths,
             truncated,
             built_at: Instant::now(),
@@ -75,6 +78,7 @@ impl PathIndex {
     pub fn from_paths(mut paths: Vec<String>) -> PathIndex {
         paths.sort_unstable();
         PathIndex {
+            folded: paths.iter().map(|p| p.to_ascii_lowercase()).collect(),
             paths,
             truncated: false,
             built_at: Instant::now(),
@@ -101,10 +105,20 @@ impl PathIndex {
     /// appear in order (closer together ranks higher). Case matters only when
     /// `typed` has an upper-case letter. Shorter paths first within a tier.
     pub fn complete(&self, typed: &str, limit: usize) -> Vec<String> {
+        let smart_case = typed.chars().any(char::is_uppercase);
+        let folded_typed = typed.to_ascii_lowercase();
         let mut scored: Vec<(u32, usize, &str)> = self
             .paths
             .iter()
-            .filter_map(|p| score(p, typed).map(|s| (s, p.len(), p.as_str())))
+            .zip(&self.folded)
+            .filter_map(|(p, f)| {
+                let s = if smart_case {
+                    score_exact(p, typed)
+                } else {
+                    score_exact(f, &folded_typed)
+                };
+                s.map(|s| (s, p.len(), p.as_str()))
+            })
             .collect();
         let limit = limit.min(scored.len());
         if limit == 0 {
@@ -118,24 +132,19 @@ impl PathIndex {
 }
 
 /// How well `candidate` matches `typed` (lower is better), `None` when it does not.
-/// Shared by `@path` and the UI's other completions (`#tool`).
+/// Case matters only when `typed` has an upper-case letter. Shared by `@path` and the
+/// UI's other completions (`#tool`).
 pub fn score(candidate: &str, typed: &str) -> Option<u32> {
-    if typed.is_empty() {
-        return Some(0);
+    if typed.chars().any(char::is_uppercase) {
+        score_exact(candidate, typed)
+    } else {
+        score_exact(&candidate.to_ascii_lowercase(), typed)
     }
-    let smart_case = typed.chars().any(char::is_uppercase);
-    let eq = |a: char, b: char| {
-        if smart_case {
-            a == b
-        } else {
-            a.eq_ignore_ascii_case(&b)
-        }
-    };
-    let starts = |hay: &str| {
-        let mut h = hay.chars();
-        typed.chars().all(|t| h.next().is_some_and(|c| eq(c, t)))
-    };
-    if starts(candidate) {
+}
+
+/// [`score`] with case already settled by the caller (both sides folded, or neither).
+fn score_exact(candidate: &str, typed: &str) -> Option<u32> {
+    if typed.is_empty() || candidate.starts_with(typed) {
         return Some(0);
     }
     let name_start = candidate
@@ -143,27 +152,20 @@ pub fn score(candidate: &str, typed: &str) -> Option<u32> {
         .rfind('/')
         .map(|i| i + 1)
         .unwrap_or(0);
-    if starts(&candidate[name_start..]) {
+    if candidate[name_start..].starts_with(typed) {
         return Some(1);
     }
-    let contains = if smart_case {
-        candidate.contains(typed)
-    } else {
-        candidate
-            .to_ascii_lowercase()
-            .contains(&typed.to_ascii_lowercase())
-    };
-    if contains {
+    if candidate.contains(typed) {
         return Some(2);
     }
-    // Subsequence: each typed character in order; the gaps between them cost.
+    // Subsequence: each typed byte in order; the gaps between them cost.
     let mut gaps = 0u32;
-    let mut chars = candidate.chars();
-    for t in typed.chars() {
+    let mut hay = candidate.bytes();
+    for t in typed.bytes() {
         let mut skipped = 0u32;
         loop {
-            match chars.next() {
-                Some(c) if eq(c, t) => break,
+            match hay.next() {
+                Some(c) if c == t => break,
                 Some(_) => skipped += 1,
                 None => return None,
             }

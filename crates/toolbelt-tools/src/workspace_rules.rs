@@ -10,7 +10,8 @@
 //! person's comments, order and indentation stay as they were; it is first read with the
 //! settings loader's own parser ([`toolbelt_core::settings::parse_settings_text`]): a
 //! file the loader would refuse is refused here too, untouched, instead of being
-//! "repaired". The new text replaces the old through [`crate::atomic_write`].
+//! "repaired". The new text replaces the old through the shared atomic write
+//! (`atomic_write.rs`).
 //!
 //! A repository is not trusted to point the write elsewhere: `.qwen` or
 //! `.qwen/settings.json` being a symbolic link (or the file having other hard links, or
