@@ -427,7 +427,11 @@ impl App {
                 self.stats.observe(&event);
                 self.on_agent(event);
             }
-            UiMessage::Paths(index) => self.paths = Some(index),
+            UiMessage::Paths(index) => {
+                // Keys typed before the list was ready get their completions now.
+                self.paths = Some(index);
+                self.update_completions();
+            }
             UiMessage::Approve(request, reply) => {
                 self.dialogs.push_back(Dialog::new(*request, reply));
             }

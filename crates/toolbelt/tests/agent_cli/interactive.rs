@@ -244,7 +244,11 @@ async fn continue_after_quitting_resumes_the_conversation() {
     tokio::task::block_in_place(|| {
         let pty = start(&w, &server, &[]);
         pty.line("what is the answer");
-        pty.wait_for("The answer is 42.");
+        // The text shows while it streams: wait for the request to end before quitting
+        // (quitting earlier cancels it, and a cancelled answer is not kept).
+        pty.wait_until("the finished answer", |s| {
+            s.contains("The answer is 42.") && !s.contains("esc to cancel")
+        });
         pty.send(keys::CTRL_C);
         pty.wait_for("press Ctrl-C again to quit");
         pty.send(keys::CTRL_C);
@@ -349,8 +353,12 @@ async fn ask_user_question_shows_the_choices_and_the_model_gets_the_pick() {
     tokio::task::block_in_place(|| {
         let pty = start(&w, &server, &[]);
         pty.line("set up storage");
-        let screen = pty.wait_for("Which database should the service use?");
-        assert!(screen.contains("1. SQLite"), "{screen}");
+        // The call's own line names the question too: wait for the dialog's options.
+        let screen = pty.wait_for("1. SQLite");
+        assert!(
+            screen.contains("Which database should the service use?"),
+            "{screen}"
+        );
         assert!(screen.contains("one file, no server"), "{screen}");
         pty.send("2");
         pty.wait_for("Postgres it is.");
