@@ -30,6 +30,7 @@ use toolbelt_model::{
 };
 
 pub mod at_paths;
+pub mod compress;
 pub mod context_files;
 pub mod prompt;
 pub mod references;

@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+pub mod ask_user;
 pub mod confirm;
 pub mod lint;
 pub mod output;
@@ -33,12 +34,14 @@ pub mod validate;
 pub mod when;
 pub mod workspace;
 
+pub use ask_user::{Answer, AskUser, Question, QuestionOption, QuestionSlot};
 pub use confirm::{ConfirmationDetails, ConfirmationOutcome};
 pub use output::{LimitedText, OutputPolicy};
 pub use registry::{Origin, Registration, ToolRegistry, ToolSet};
 pub use result::{Display, ErrorKind, FileDiff, Part, TodoItem, TodoStatus, ToolError, ToolResult};
 pub use rules::{
     CommandPurpose, Decision, PermissionRules, Rule, RuleBase, RuleList, SYSTEM_BIN_DIRS, Verdict,
+    is_mcp_server_rule,
 };
 pub use settings::{
     Settings, SettingsError, SettingsLayer, SettingsPaths, UntrustedWorkspace, WorkspaceTrust,

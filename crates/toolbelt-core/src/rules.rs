@@ -159,7 +159,7 @@ impl Rule {
         subject: &PermissionSubject,
         base: &RuleBase,
     ) -> bool {
-        if !self.tools.iter().any(|t| t == tool) {
+        if !self.names(tool) {
             return false;
         }
         match &self.specifier {
@@ -182,13 +182,38 @@ impl Rule {
         if !self.speaks_about(tool, list) {
             return false;
         }
-        let by_name = self.tools.iter().any(|t| t == tool);
+        let by_name = self.names(tool);
         match &self.specifier {
             None => by_name,
             Some(_) if !by_name && !matches!(subject, PermissionSubject::Paths(_)) => false,
             Some(spec) => matches_subject(spec, subject, base, purpose),
         }
     }
+}
+
+impl Rule {
+    /// Whether the rule names `tool`: by its name (or an alias), or, for a rule that
+    /// names an MCP server (`mcp__github`), every tool of that server
+    /// (`mcp__github__create_issue`), as Qwen Code and Claude Code read it.
+    fn names(&self, tool: &str) -> bool {
+        self.tools
+            .iter()
+            .any(|t| t == tool || mcp_server_rule_covers(t, tool))
+    }
+}
+
+/// Whether `name` is a server-wide MCP rule name (`mcp__<server>`, no `__<tool>` part).
+pub fn is_mcp_server_rule(name: &str) -> bool {
+    name.strip_prefix("mcp__")
+        .is_some_and(|server| !server.is_empty() && !server.contains("__"))
+}
+
+fn mcp_server_rule_covers(rule_name: &str, tool: &str) -> bool {
+    is_mcp_server_rule(rule_name)
+        && tool
+            .strip_prefix(rule_name)
+            .and_then(|rest| rest.strip_prefix("__"))
+            .is_some_and(|rest| !rest.is_empty())
 }
 
 /// Whether a specifier matches the subject, by the subject's kind: a command glob for
@@ -448,7 +473,13 @@ impl PermissionRules {
         {
             let name = crate::registry::rule_tool_name(&rule.text);
             let is_alias = ALIASES.iter().any(|(alias, _)| *alias == name);
-            if !is_alias && !known(name) && !unknown.iter().any(|u| u == name) {
+            // A server-wide MCP rule names a server, which the registry cannot judge
+            // (the server may still be starting).
+            if !is_alias
+                && !is_mcp_server_rule(name)
+                && !known(name)
+                && !unknown.iter().any(|u| u == name)
+            {
                 unknown.push(name.to_string());
             }
         }

@@ -242,6 +242,8 @@ pub struct ToolEnvironment {
     pub session_dir: PathBuf,
     /// The model, as one question at a time (see [`AskOnce`]).
     pub ask_once: AskOnceSlot,
+    /// The person, for questions with choices (see [`crate::ask_user`]); empty headless.
+    pub ask_user: crate::ask_user::QuestionSlot,
 }
 
 impl ToolEnvironment {
@@ -254,6 +256,7 @@ impl ToolEnvironment {
             settings,
             session_dir,
             ask_once: AskOnceSlot::default(),
+            ask_user: crate::ask_user::QuestionSlot::default(),
         }
     }
 }

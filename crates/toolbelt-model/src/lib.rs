@@ -31,7 +31,7 @@ mod wire;
 #[cfg(any(test, feature = "fake-server"))]
 pub mod fake_server;
 
-pub use openai::{OpenAiClient, OpenAiConfig};
+pub use openai::{OpenAiClient, OpenAiConfig, TextDelta, TextStream};
 pub use replay::{RecordingModel, ReplayModel, ScriptTurn, ScriptedCall, parse_script};
 pub use retry::RetryPolicy;
 

@@ -19,7 +19,9 @@ use toolbelt_core::{Origin, Tool, ToolEnvironment, ToolError, ToolRegistry};
 // [`register_builtins`], the tool types re-exported below, and [`discover`] for the
 // project's own tools. Process handling, the walker and the write path are internals
 // that may change without notice.
+mod ask_user_question;
 mod atomic_write;
+pub mod completion;
 pub mod declared;
 mod diff;
 mod discovered;
@@ -44,8 +46,10 @@ mod todo_write;
 mod walk;
 mod web_fetch;
 mod web_search;
+pub mod workspace_rules;
 mod write_file;
 
+pub use ask_user_question::AskUserQuestion;
 pub use declared::{LoadedManifests, load_declared, register_declared};
 pub use discovered::{DiscoveredTool, Discovery, discover};
 pub use edit::Edit;
@@ -110,6 +114,7 @@ pub fn builtin_tools_with_shell(
         Arc::new(todo_write::TodoWrite::new(env.clone())),
         Arc::new(exit_plan_mode::ExitPlanMode::new(env.clone())),
         Arc::new(notebook_edit::NotebookEdit::new(env.clone())),
+        Arc::new(ask_user_question::AskUserQuestion::new(env.clone())),
     ]);
     tools
 }

@@ -44,6 +44,9 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     if let Choice::List = Choice::of(&args) {
         return list_sessions(global);
     }
+    if crate::interactive::wanted(&args) {
+        return crate::interactive::run(global, args).await;
+    }
     if args.input_format == InputFormat::StreamJson {
         return crate::stream_json::run(global, args, started).await;
     }
@@ -64,6 +67,7 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     };
     let setup = Setup {
         read_prompt: true,
+        text_stream: None,
         sink,
         approver: None,
     };
@@ -106,7 +110,7 @@ fn list_sessions(global: &GlobalArgs) -> u8 {
 
 /// The project a session belongs to: the primary workspace root (the current directory
 /// unless the settings say otherwise).
-fn project_of(session: &Session) -> Result<PathBuf, String> {
+pub(crate) fn project_of(session: &Session) -> Result<PathBuf, String> {
     match session.env.roots.primary() {
         Some(root) => Ok(root.to_path_buf()),
         None => {
@@ -123,6 +127,8 @@ pub struct Setup {
     pub sink: EventSink,
     /// Who is asked when a call needs approval (`None`: nobody, headless).
     pub approver: Option<Arc<dyn Approver>>,
+    /// Where a streaming model's text goes as it arrives (the terminal UI).
+    pub text_stream: Option<toolbelt_model::TextStream>,
 }
 
 pub struct Prepared {
@@ -131,6 +137,9 @@ pub struct Prepared {
     pub model_name: String,
     /// The ID of the file this run is saved to, else of `--session-id`, else a fresh one.
     pub session_id: String,
+    /// Whether the run is saved under `session_id` (it is not when the sessions
+    /// directory cannot be written).
+    pub saved: bool,
     pub cwd: PathBuf,
     /// Kept alive for the run: dropping it stops the MCP servers.
     pub mcp: Arc<toolbelt_mcp::McpServers>,
@@ -206,7 +215,8 @@ pub async fn prepare(
     let prompt = if setup.read_prompt {
         read_prompt(args)?
     } else {
-        String::new()
+        // The terminal UI's first prompt (`-i`), if any; stream-json reads its own.
+        args.prompt_interactive.clone().unwrap_or_default()
     };
     // Discovered and MCP tools join the built-ins; MCP servers may change theirs during
     // the run (`McpToolSource`).
@@ -235,7 +245,7 @@ pub async fn prepare(
         ..
     } = session;
     let mcp = Arc::new(mcp);
-    let (model, server) = build_model(args, &env.settings, &cwd)?;
+    let (model, server) = build_model(args, &env.settings, &cwd, setup.text_stream.clone())?;
     let model = Arc::new(ModelSlot::new(model));
     let model_name = model.name().to_string();
     let log = agent_sessions::start(
@@ -315,6 +325,7 @@ pub async fn prepare(
     }))
     .with_history(continued.map(|c| c.messages).unwrap_or_default())
     .with_background(background.clone());
+    let saved = log.is_some();
     let agent = match log {
         Some(log) => agent.with_session_log(Arc::new(log)),
         None => agent,
@@ -324,6 +335,7 @@ pub async fn prepare(
         prompt,
         model_name,
         session_id,
+        saved,
         cwd,
         mcp,
         model,
@@ -440,6 +452,7 @@ pub fn build_model(
     args: &AgentArgs,
     settings: &toolbelt_core::Settings,
     cwd: &std::path::Path,
+    text_stream: Option<toolbelt_model::TextStream>,
 ) -> Result<(Arc<dyn Model>, Option<OpenAiConfig>), String> {
     let env_var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     let takes_images = settings.model.vision;
@@ -467,6 +480,7 @@ pub fn build_model(
             .or_else(|| env_var("OPENAI_API_KEY"));
         config.takes_images = takes_images;
         server = Some(config.clone());
+        config.text_stream = text_stream;
         Box::new(OpenAiClient::new(config).map_err(|e| e.to_string())?)
     };
     let model: Box<dyn Model> = match &args.record {

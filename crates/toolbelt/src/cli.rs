@@ -107,6 +107,10 @@ pub struct AgentArgs {
     /// The prompt, as a flag (Qwen Code's `-p`); joined with the positional words.
     #[arg(short = 'p', long = "prompt", value_name = "PROMPT")]
     pub prompt: Option<String>,
+    /// Start an interactive session with this first prompt (as `toolbelt` alone on a
+    /// terminal does without one).
+    #[arg(short = 'i', long = "prompt-interactive", value_name = "PROMPT")]
+    pub prompt_interactive: Option<String>,
     /// Model name [env: OPENAI_MODEL; settings: model.name].
     #[arg(short = 'm', long)]
     pub model: Option<String>,

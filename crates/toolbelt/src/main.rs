@@ -17,6 +17,8 @@ mod agent_subagents;
 mod agents_cmd;
 mod cli;
 mod ending;
+mod interactive;
+mod interactive_kit;
 mod mcp_cmd;
 mod serve_cmd;
 mod session;

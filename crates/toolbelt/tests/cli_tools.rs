@@ -134,6 +134,7 @@ fn list_shows_the_web_memory_todo_and_plan_tools_with_kind_and_confirmation() {
     assert_eq!(row("save_memory"), "save_memory think yes");
     assert_eq!(row("todo_write"), "todo_write think no");
     assert_eq!(row("exit_plan_mode"), "exit_plan_mode think yes");
+    assert_eq!(row("ask_user_question"), "ask_user_question think no");
     assert!(
         !text.lines().any(|l| l.starts_with("web_search ")),
         "{text}"

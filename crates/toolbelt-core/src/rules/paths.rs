@@ -101,7 +101,7 @@ impl Rule {
     /// Whether this rule, found in `list`, speaks about `tool`: by name, or, for a file
     /// tool judged on paths, through the operation both stand for.
     pub(super) fn speaks_about(&self, tool: &str, list: RuleList) -> bool {
-        if self.tools.iter().any(|t| t == tool) {
+        if self.names(tool) {
             return true;
         }
         match PathOperation::of_tool(tool) {

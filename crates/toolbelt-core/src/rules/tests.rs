@@ -304,3 +304,31 @@ fn unknown_tools_are_named_and_aliases_are_not_unknown() {
     let known = |name: &str| name == "glob" || name == "read_file";
     assert_eq!(rules.unknown_tools(known), ["raed_file", "mcp__gone__tool"]);
 }
+
+#[test]
+fn a_server_wide_mcp_rule_covers_every_tool_of_that_server_only() {
+    let mut rules = PermissionRules::default();
+    rules.add(RuleList::Allow, "mcp__github");
+    let none = PermissionSubject::None;
+    assert_eq!(
+        rules.evaluate("mcp__github__create_issue", &none),
+        Decision::Allow
+    );
+    assert_eq!(rules.evaluate("mcp__github__x", &none), Decision::Allow);
+    // Not another server whose alias starts the same way.
+    assert_eq!(rules.evaluate("mcp__githubx__y", &none), Decision::Default);
+    assert_eq!(rules.evaluate("github__x", &none), Decision::Default);
+    // A tool-level rule stays tool-level.
+    let mut one = PermissionRules::default();
+    one.add(RuleList::Deny, "mcp__github__delete_repo");
+    assert_eq!(
+        one.evaluate("mcp__github__delete_repo", &none),
+        Decision::Deny
+    );
+    assert_eq!(one.evaluate("mcp__github__other", &none), Decision::Default);
+    assert!(is_mcp_server_rule("mcp__github"));
+    assert!(!is_mcp_server_rule("mcp__github__x"));
+    assert!(!is_mcp_server_rule("mcp__"));
+    // Named servers are not reported as unknown tools.
+    assert!(rules.unknown_tools(|_| false).is_empty());
+}

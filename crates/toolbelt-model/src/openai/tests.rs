@@ -381,3 +381,27 @@ fn a_forced_tool_is_sent_as_tool_choice_and_checked_against_the_tools() {
             .is_none()
     );
 }
+
+#[tokio::test]
+async fn the_text_stream_gets_the_answer_as_it_arrives() {
+    let server = FakeOpenAi::start(vec![Reply::text("streamed in two halves")])
+        .await
+        .unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = seen.clone();
+    let mut config = OpenAiConfig::new(server.base_url(), "fake-model");
+    config.text_stream = Some(crate::TextStream(std::sync::Arc::new(move |d| {
+        sink.lock().unwrap().push(match d {
+            crate::TextDelta::Text(t) => t.to_string(),
+            crate::TextDelta::Restart => "<restart>".to_string(),
+        })
+    })));
+    let turn = complete(&OpenAiClient::new(config).unwrap(), &request())
+        .await
+        .unwrap();
+    assert_eq!(turn.text, "streamed in two halves");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen[0], "<restart>");
+    assert!(seen.len() >= 3, "the text came in pieces: {seen:?}");
+    assert_eq!(seen[1..].concat(), "streamed in two halves");
+}

@@ -6,7 +6,9 @@
 
 mod basics;
 mod declared;
+mod interactive;
 mod planning;
+mod pty;
 mod resume;
 mod sessions;
 mod skills;

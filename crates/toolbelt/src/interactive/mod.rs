@@ -1,0 +1,892 @@
+//! `toolbelt` on a terminal: the interactive agent, a person in the loop.
+//!
+//! # Brief overview
+//!
+//! The agent is assembled exactly as the headless one (`agent_cmd::prepare`: the same
+//! flags, settings, model client, tools and saved sessions), with two things plugged in:
+//! a [`dialog::UiApprover`] as the scheduler's [`Approver`](toolbelt_core::scheduler::Approver)
+//! and an event sink. Both only send [`UiMessage`]s to one channel; this module's loop is
+//! the only owner of the terminal and of the UI state.
+//!
+//! The loop waits (`tokio::select!`) on three things: terminal events (keys, paste,
+//! resize) from crossterm's event stream, UI messages, and, only while a request runs, a
+//! one-second tick that advances the elapsed times. Idle, nothing wakes it: no polling.
+//! After each wake-up it drains every message already queued, then draws once, so a
+//! fast stream costs one frame per batch, not per token.
+//!
+//! The terminal is never taken over: the UI is a ratatui inline viewport at the bottom
+//! of the normal screen, and everything finished (the prompt, answers, tool calls with
+//! their diffs) is pushed above it with `insert_before`, into the terminal's own
+//! scroll-back, where it stays after the program ends. ratatui draws only the cells that
+//! changed between frames, so nothing flickers.
+//!
+//! Architecture Invariant: the UI lives in the binary crate only; the core and the agent
+//! know nothing of terminals.
+
+use std::collections::VecDeque;
+use std::io::{IsTerminal, Stdout};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use futures::StreamExt;
+use ratatui::backend::CrosstermBackend;
+use ratatui::style::Color;
+use ratatui::text::Line;
+use ratatui::widgets::Widget;
+use ratatui::{Terminal, TerminalOptions, Viewport};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use toolbelt_agent::{Agent, AgentEvent, EventSink, RunOutcome, StopReason, at_paths};
+use toolbelt_core::scheduler::{ApprovalMode, ApprovalRequest, CallState, SchedulerEvent};
+use toolbelt_model::{TextDelta, TextStream, UserPart};
+
+use toolbelt_tools::workspace_rules;
+
+use crate::agent_cmd::{self, Prepared, Setup};
+use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
+use crate::interactive_kit::completion::reference_candidates;
+use crate::interactive_kit::input_history::InputHistory;
+use crate::interactive_kit::slash::{self, SlashCommand};
+use crate::interactive_kit::stats::SessionStats;
+use crate::session::Session;
+use toolbelt_tools::completion::PathIndex;
+
+pub mod dialog;
+pub mod editor;
+pub mod markdown;
+pub mod questions;
+pub mod view;
+
+use dialog::{Answer, Dialog, DialogKey, UiApprover};
+use editor::{Edit, Editor};
+use questions::{QuestionsDialog, QuestionsKey, UiAsker};
+use view::LiveCall;
+
+/// Two Ctrl-C within this time quit.
+const DOUBLE_PRESS: Duration = Duration::from_secs(2);
+/// Most rows the live viewport takes.
+const VIEWPORT_MAX: u16 = 24;
+
+/// What reaches the UI loop from the agent's side.
+// Each message is moved once through the channel; boxing the event would buy nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum UiMessage {
+    Agent(AgentEvent),
+    Approve(Box<ApprovalRequest>, oneshot::Sender<Answer>),
+    /// `ask_user_question`: the model's questions, and where the answers go.
+    Ask(
+        Vec<toolbelt_core::ask_user::Question>,
+        oneshot::Sender<questions::Answers>,
+    ),
+    /// The workspace's file list for `@path` completion, built off the UI thread.
+    Paths(PathIndex),
+    /// `/compress` finished: the new history, or why not.
+    Compressed(Result<toolbelt_agent::compress::Compressed, String>),
+    /// More of the answer being streamed.
+    Text(String),
+    /// The model request starts again: the streamed text so far is void.
+    TextRestart,
+    /// A warning to show (an `@path` that could not be read).
+    Notice(String),
+    /// The request finished.
+    Done(RunOutcome),
+}
+
+/// Interactive when asked (`-i`), or when there is no prompt and both ends are a
+/// terminal.
+pub fn wanted(args: &AgentArgs) -> bool {
+    if args.prompt_interactive.is_some() {
+        return true;
+    }
+    args.prompt.is_none()
+        && args.words.is_empty()
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+}
+
+pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        eprintln!("toolbelt: -i needs a terminal; give the prompt as arguments to run headless");
+        return EXIT_USAGE;
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    let sink_tx = tx.clone();
+    let sink: EventSink = Arc::new(move |event| {
+        let _ = sink_tx.send(UiMessage::Agent(event));
+    });
+    let stream_tx = tx.clone();
+    let text_stream = TextStream(Arc::new(move |delta| {
+        let _ = stream_tx.send(match delta {
+            TextDelta::Text(text) => UiMessage::Text(text.to_string()),
+            TextDelta::Restart => UiMessage::TextRestart,
+        });
+    }));
+    let setup = Setup {
+        read_prompt: false,
+        text_stream: Some(text_stream),
+        sink,
+        approver: Some(Arc::new(UiApprover { to_ui: tx.clone() })),
+    };
+    let session = Session::load(global).map_err(|e| e.0);
+    let prepared = match agent_cmd::prepare(global, &args, session, setup).await {
+        Ok(p) => p,
+        Err(message) => {
+            eprintln!("toolbelt: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    let mut terminal = match start_terminal() {
+        Ok(t) => t,
+        Err(e) => {
+            stop_terminal();
+            eprintln!("toolbelt: cannot use the terminal: {e}");
+            return EXIT_TOOL_ERROR;
+        }
+    };
+    let session_id = prepared.saved.then(|| prepared.session_id.clone());
+    let mcp = prepared.mcp.clone();
+    let mut app = App::new(prepared, tx);
+    let result = app.run(&mut terminal, rx).await;
+    // A request still running is cancelled and awaited (bounded), so its processes end
+    // and every call's result is saved.
+    if let Some(running) = app.running.take() {
+        running.cancel.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(5), running.task).await;
+    }
+    let _ = app.flush(&mut terminal);
+    let _ = terminal.clear();
+    let top = terminal.get_frame().area();
+    let _ = terminal.set_cursor_position((0, top.y));
+    drop(terminal);
+    stop_terminal();
+    let _ = tokio::time::timeout(Duration::from_secs(3), mcp.close()).await;
+    if let Err(e) = result {
+        eprintln!("toolbelt: the terminal failed: {e}");
+        return EXIT_TOOL_ERROR;
+    }
+    if let Some(id) = session_id {
+        println!("Session saved: resume it with `toolbelt --resume {id}` (or --continue).");
+    }
+    EXIT_OK
+}
+
+type Term = Terminal<CrosstermBackend<Stdout>>;
+
+fn start_terminal() -> std::io::Result<Term> {
+    crossterm::terminal::enable_raw_mode()?;
+    crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste)?;
+    // A panic must not leave the terminal raw.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        stop_terminal();
+        previous(info);
+    }));
+    let rows = crossterm::terminal::size().map(|(_, r)| r).unwrap_or(24);
+    let height = rows.saturating_sub(1).clamp(6, VIEWPORT_MAX);
+    Terminal::with_options(
+        CrosstermBackend::new(std::io::stdout()),
+        TerminalOptions {
+            viewport: Viewport::Inline(height),
+        },
+    )
+}
+
+fn stop_terminal() {
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        crossterm::event::DisableBracketedPaste,
+        crossterm::cursor::Show
+    );
+    let _ = crossterm::terminal::disable_raw_mode();
+}
+
+struct Running {
+    cancel: CancellationToken,
+    since: Instant,
+    task: tokio::task::JoinHandle<()>,
+}
+
+struct App {
+    agent: Arc<Agent>,
+    model: Arc<dyn toolbelt_model::Model>,
+    questions: Option<QuestionsDialog>,
+    /// `/compress` is asking the model (its text is not an answer to show).
+    compressing: Option<CancellationToken>,
+    mcp: Arc<toolbelt_mcp::McpServers>,
+    history: InputHistory,
+    stats: SessionStats,
+    paths: Option<PathIndex>,
+    model_name: String,
+    cwd: PathBuf,
+    to_ui: mpsc::UnboundedSender<UiMessage>,
+    editor: Editor,
+    calls: Vec<LiveCall>,
+    dialogs: VecDeque<Dialog>,
+    running: Option<Running>,
+    /// Lines waiting to go to the scroll-back.
+    pending: Vec<Line<'static>>,
+    notice: Option<String>,
+    ctrl_c: Option<Instant>,
+    tokens: u64,
+    completions: Vec<String>,
+    completion_selected: usize,
+    /// The streamed answer not yet in the scroll-back (its finished blocks are).
+    streaming: String,
+    /// Whether this turn's answer came as a stream.
+    streamed: bool,
+    quit: bool,
+}
+
+impl App {
+    fn new(p: Prepared, to_ui: mpsc::UnboundedSender<UiMessage>) -> Self {
+        p.agent.scheduler().env().ask_user.set(Arc::new(UiAsker {
+            to_ui: to_ui.clone(),
+        }));
+        let env = p.agent.scheduler().env().clone();
+        let project = env.roots.primary().unwrap_or(&p.cwd).to_path_buf();
+        let (history, warning) = InputHistory::open(&project);
+        let index_tx = to_ui.clone();
+        tokio::task::spawn_blocking(move || {
+            let _ = index_tx.send(UiMessage::Paths(PathIndex::build(&env)));
+        });
+        let mut editor = Editor::default();
+        editor.set_history(history.entries().to_vec());
+        let mut app = App {
+            agent: Arc::new(p.agent),
+            model: p.model,
+            questions: None,
+            compressing: None,
+            mcp: p.mcp,
+            history,
+            stats: SessionStats::default(),
+            paths: None,
+            model_name: p.model_name,
+            cwd: p.cwd,
+            to_ui,
+            editor,
+            calls: Vec::new(),
+            dialogs: VecDeque::new(),
+            running: None,
+            pending: Vec::new(),
+            notice: None,
+            ctrl_c: None,
+            tokens: 0,
+            completions: Vec::new(),
+            completion_selected: 0,
+            streaming: String::new(),
+            streamed: false,
+            quit: false,
+        };
+        let id = if p.saved {
+            format!(" · session {}", p.session_id)
+        } else {
+            String::new()
+        };
+        app.pending.extend(view::note(
+            &format!(
+                "toolbelt · {} · {}{id}\nEnter sends · Alt+Enter new line · Esc cancels · Ctrl-C twice quits · /help",
+                app.model_name,
+                app.cwd.display()
+            ),
+            Color::DarkGray,
+        ));
+        if let Some(warning) = warning {
+            app.emit(view::note(&warning, Color::Yellow));
+        }
+        if !p.prompt.trim().is_empty() {
+            app.submit(p.prompt);
+        }
+        app
+    }
+
+    async fn run(
+        &mut self,
+        terminal: &mut Term,
+        mut rx: mpsc::UnboundedReceiver<UiMessage>,
+    ) -> std::io::Result<()> {
+        let mut events = EventStream::new();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        self.flush(terminal)?;
+        self.draw(terminal)?;
+        while !self.quit {
+            let mut redraw = true;
+            tokio::select! {
+                event = events.next() => match event {
+                    Some(Ok(event)) => redraw = self.on_terminal(event),
+                    Some(Err(e)) => return Err(e),
+                    None => self.quit = true,
+                },
+                Some(message) = rx.recv() => self.on_message(message),
+                _ = tick.tick(), if self.running.is_some() => {}
+            }
+            while let Ok(message) = rx.try_recv() {
+                self.on_message(message);
+                redraw = true;
+            }
+            while self.dialogs.front().is_some_and(Dialog::abandoned) {
+                self.dialogs.pop_front();
+            }
+            if self
+                .questions
+                .as_ref()
+                .is_some_and(QuestionsDialog::abandoned)
+            {
+                self.questions = None;
+            }
+            if redraw {
+                self.flush(terminal)?;
+                self.draw(terminal)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn draw(&self, terminal: &mut Term) -> std::io::Result<()> {
+        terminal.draw(|frame| {
+            let mode = self.agent.scheduler().mode();
+            let live = view::Live {
+                calls: &self.calls,
+                thinking: self.running.as_ref().map(|r| r.since),
+                streaming: &self.streaming,
+                input: self.editor.text(),
+                cursor: self.editor.cursor_position(),
+                completions: &self.completions,
+                completion_selected: self.completion_selected,
+                mode,
+                model: &self.model_name,
+                notice: self.notice.as_deref(),
+                tokens: self.tokens,
+            };
+            let area = frame.area();
+            let above_status = ratatui::layout::Rect {
+                height: area.height.saturating_sub(1),
+                ..area
+            };
+            let status = ratatui::layout::Rect {
+                y: area.bottom().saturating_sub(1),
+                height: 1.min(area.height),
+                ..area
+            };
+            if let Some(questions) = &self.questions {
+                questions.render(frame, above_status);
+                frame.render_widget(
+                    ratatui::widgets::Paragraph::new(view::status_line(&live)),
+                    status,
+                );
+                return;
+            }
+            match self.dialogs.front() {
+                Some(dialog) => {
+                    let area = frame.area();
+                    let dialog_area = ratatui::layout::Rect {
+                        height: area.height.saturating_sub(1),
+                        ..area
+                    };
+                    dialog.render(frame, dialog_area);
+                    let status = ratatui::layout::Rect {
+                        y: area.bottom().saturating_sub(1),
+                        height: 1.min(area.height),
+                        ..area
+                    };
+                    frame.render_widget(
+                        ratatui::widgets::Paragraph::new(view::status_line(&live)),
+                        status,
+                    );
+                }
+                None => view::render(frame, &live),
+            }
+        })?;
+        Ok(())
+    }
+
+    /// Pushes the finished lines into the scroll-back, above the viewport.
+    fn flush(&mut self, terminal: &mut Term) -> std::io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let width = terminal.size()?.width.max(1);
+        let lines = std::mem::take(&mut self.pending);
+        // In pieces, so one huge answer never needs a buffer taller than u16 rows.
+        let mut rest = lines.as_slice();
+        while !rest.is_empty() {
+            let (chunk, tail) = rest.split_at(rest.len().min(500));
+            rest = tail;
+            let paragraph = view::paragraph(chunk.to_vec());
+            let height = u16::try_from(paragraph.line_count(width)).unwrap_or(u16::MAX);
+            terminal.insert_before(height, |buf| paragraph.render(buf.area, buf))?;
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, lines: Vec<Line<'static>>) {
+        self.pending.extend(lines);
+    }
+
+    fn on_message(&mut self, message: UiMessage) {
+        match message {
+            UiMessage::Agent(event) => {
+                self.stats.observe(&event);
+                self.on_agent(event);
+            }
+            UiMessage::Paths(index) => {
+                // Keys typed before the list was ready get their completions now.
+                self.paths = Some(index);
+                self.update_completions();
+            }
+            UiMessage::Approve(request, reply) => {
+                self.dialogs.push_back(Dialog::new(*request, reply));
+            }
+            UiMessage::Text(_) if self.compressing.is_some() => {}
+            UiMessage::Text(text) => {
+                self.streamed = true;
+                self.streaming.push_str(&text);
+                self.commit_finished_blocks();
+            }
+            UiMessage::TextRestart => {
+                self.streaming.clear();
+                self.streamed = false;
+            }
+            UiMessage::Ask(questions, reply) => {
+                self.questions = Some(QuestionsDialog::new(questions, reply));
+            }
+            UiMessage::Compressed(result) => {
+                self.compressing = None;
+                match result {
+                    Ok(c) => {
+                        self.agent.set_history(c.history);
+                        self.emit(view::note(
+                            &format!(
+                                "Compressed the conversation: {} messages ({} characters) became {} ({} characters).",
+                                c.before_messages, c.before_chars, c.after_messages, c.after_chars
+                            ),
+                            Color::Green,
+                        ));
+                    }
+                    Err(e) => self.emit(view::note(&e, Color::Red)),
+                }
+            }
+            UiMessage::Notice(text) => self.emit(view::note(&text, Color::Yellow)),
+            UiMessage::Done(outcome) => self.finished(outcome),
+        }
+    }
+
+    /// Moves the streamed text up to its last blank line outside a code block into the
+    /// scroll-back: those blocks will not change, and the live area stays small.
+    fn commit_finished_blocks(&mut self) {
+        let mut in_fence = false;
+        let mut cut = None;
+        let mut offset = 0;
+        for line in self.streaming.split_inclusive('\n') {
+            if line.trim_start().starts_with("```") {
+                in_fence = !in_fence;
+            }
+            offset += line.len();
+            if !in_fence && line.trim().is_empty() && line.ends_with('\n') {
+                cut = Some(offset);
+            }
+        }
+        if let Some(cut) = cut {
+            let done: String = self.streaming.drain(..cut).collect();
+            if !done.trim().is_empty() {
+                self.emit(markdown::render(&done));
+                self.emit(vec![Line::default()]);
+            }
+        }
+    }
+
+    fn call(&mut self, call_id: &str) -> Option<&mut LiveCall> {
+        self.calls.iter_mut().find(|c| c.call_id == call_id)
+    }
+
+    fn on_agent(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::Assistant { text, usage, .. } => {
+                if let Some(u) = usage {
+                    self.tokens += u.total_tokens;
+                }
+                // A streamed answer's finished blocks are in the scroll-back already.
+                let rest = if self.streamed {
+                    std::mem::take(&mut self.streaming)
+                } else {
+                    text
+                };
+                self.streamed = false;
+                if !rest.trim().is_empty() {
+                    self.emit(view::answer_lines(&rest));
+                }
+            }
+            AgentEvent::Tool(event) => self.on_tool(event),
+            _ => {}
+        }
+    }
+
+    fn on_tool(&mut self, event: SchedulerEvent) {
+        match event {
+            SchedulerEvent::Validated {
+                call_id,
+                tool,
+                description,
+            } => self.calls.push(LiveCall {
+                call_id,
+                tool,
+                description,
+                state: CallState::Validating,
+                since: Instant::now(),
+                output: VecDeque::new(),
+            }),
+            SchedulerEvent::AwaitingApproval { call_id, .. } => {
+                if let Some(c) = self.call(&call_id) {
+                    c.state = CallState::AwaitingApproval;
+                }
+            }
+            SchedulerEvent::Scheduled { call_id } => {
+                if let Some(c) = self.call(&call_id) {
+                    c.state = CallState::Scheduled;
+                }
+            }
+            SchedulerEvent::Started {
+                call_id,
+                description,
+                ..
+            } => {
+                if let Some(c) = self.call(&call_id) {
+                    c.state = CallState::Executing;
+                    c.since = Instant::now();
+                    c.description = description;
+                }
+            }
+            SchedulerEvent::Output { call_id, chunk } => {
+                if let Some(c) = self.call(&call_id) {
+                    c.push_output(&chunk);
+                }
+            }
+            SchedulerEvent::Finished(call) => {
+                self.calls.retain(|c| c.call_id != call.call_id);
+                self.emit(view::finished_lines(&call));
+            }
+            _ => {}
+        }
+    }
+
+    fn finished(&mut self, outcome: RunOutcome) {
+        if let Some(running) = self.running.take() {
+            self.stats
+                .add_run(running.since.elapsed(), outcome.model_time);
+        }
+        self.calls.clear();
+        if !self.streaming.trim().is_empty() {
+            let rest = std::mem::take(&mut self.streaming);
+            self.emit(view::answer_lines(&rest));
+        }
+        self.streaming.clear();
+        self.streamed = false;
+        self.dialogs.clear();
+        match &outcome.stop {
+            StopReason::Cancelled => self.emit(view::note("⊘ Request cancelled.", Color::Yellow)),
+            StopReason::ModelFailed(e) => {
+                self.emit(view::note(&format!("✗ The model failed: {e}"), Color::Red))
+            }
+            StopReason::MaxTurns(n) => self.emit(view::note(
+                &format!("The request reached the limit of {n} model turns."),
+                Color::Yellow,
+            )),
+            _ => {}
+        }
+    }
+
+    /// Sends what the person wrote: a slash command, or a prompt to the agent.
+    fn submit(&mut self, text: String) {
+        if text.trim().is_empty() {
+            return;
+        }
+        if let Err(e) = self.history.push(&text) {
+            self.emit(view::note(
+                &format!("the input history is not saved: {e}"),
+                Color::Yellow,
+            ));
+        }
+        if let Some(command) = slash::parse(&text) {
+            self.emit(view::user_lines(&text));
+            match command {
+                Ok(command) => self.slash(command),
+                Err(message) => self.emit(view::note(&message, Color::Red)),
+            }
+            return;
+        }
+        if self.running.is_some() || self.compressing.is_some() {
+            self.notice = Some("a request is running: wait, or Esc to cancel it".into());
+            return;
+        }
+        self.emit(view::user_lines(&text));
+        let cancel = CancellationToken::new();
+        let agent = self.agent.clone();
+        let tx = self.to_ui.clone();
+        let cwd = self.cwd.clone();
+        let token = cancel.clone();
+        let task = tokio::spawn(async move {
+            let (prompt, warnings) =
+                at_paths::inline(&text, &agent.registry(), agent.scheduler().env(), &cwd).await;
+            for warning in warnings {
+                let _ = tx.send(UiMessage::Notice(warning));
+            }
+            let outcome = agent
+                .run_with_references(vec![UserPart::Text(prompt)], &text, &token)
+                .await;
+            let _ = tx.send(UiMessage::Done(outcome));
+        });
+        self.running = Some(Running {
+            cancel,
+            since: Instant::now(),
+            task,
+        });
+    }
+
+    fn slash(&mut self, command: SlashCommand) {
+        let env = self.agent.scheduler().env().clone();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let busy = self.running.is_some() || self.compressing.is_some();
+        match command {
+            SlashCommand::Quit => self.quit = true,
+            SlashCommand::Help => self.emit(view::note(&slash::help_text(), Color::Gray)),
+            SlashCommand::Tools => {
+                let text = slash::tools_text(&self.agent.registry());
+                self.emit(view::note(&text, Color::Gray));
+            }
+            SlashCommand::Mcp => {
+                let text = slash::mcp_text(&self.mcp.reports());
+                self.emit(view::note(&text, Color::Gray));
+            }
+            SlashCommand::MemoryShow | SlashCommand::MemoryRefresh => {
+                let files = slash::load_context_files(&env, home.as_deref(), &self.cwd);
+                self.emit(view::note(&slash::memory_text(&files), Color::Gray));
+            }
+            SlashCommand::MemoryAdd { fact, project } => {
+                let tx = self.to_ui.clone();
+                tokio::spawn(async move {
+                    let text = match slash::memory_add(env, home, &fact, project).await {
+                        Ok(text) => text,
+                        Err(e) => format!("/memory add failed: {e}"),
+                    };
+                    let _ = tx.send(UiMessage::Notice(text));
+                });
+            }
+            SlashCommand::Clear | SlashCommand::Compress if busy => self.emit(view::note(
+                "wait for the running request to end (or Esc to cancel it)",
+                Color::Yellow,
+            )),
+            SlashCommand::Clear => {
+                self.agent.set_history(Vec::new());
+                self.emit(view::note(
+                    "Conversation cleared: the next prompt starts afresh.",
+                    Color::Gray,
+                ));
+            }
+            SlashCommand::Compress => self.compress(),
+            SlashCommand::ApprovalMode(None) => {
+                let mode = self.agent.scheduler().mode();
+                self.emit(view::note(
+                    &format!("approval mode: {mode} (plan, default, auto-edit, yolo)"),
+                    Color::Gray,
+                ));
+            }
+            SlashCommand::ApprovalMode(Some(mode)) => {
+                self.agent.scheduler().set_mode(mode);
+                self.emit(view::note(&format!("approval mode: {mode}"), Color::Gray));
+            }
+            SlashCommand::Stats => self.emit(view::note(&self.stats.text(), Color::Gray)),
+        }
+    }
+
+    /// The completions for the word under the cursor: `@path`, `#reference`, `/command`.
+    fn update_completions(&mut self) {
+        const SHOWN: usize = 5;
+        self.completion_selected = 0;
+        self.completions = match self.editor.completion_word() {
+            Some((_, word)) if word.starts_with('@') => self
+                .paths
+                .as_ref()
+                .map(|p| {
+                    p.complete(&word[1..], SHOWN)
+                        .into_iter()
+                        .map(|c| format!("@{c}"))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Some((_, word)) if word.starts_with('#') => {
+                reference_candidates(&self.agent.registry(), &word[1..], SHOWN)
+                    .into_iter()
+                    .map(|c| format!("#{}", c.name))
+                    .collect()
+            }
+            Some((_, word)) if word.starts_with('/') => slash::command_candidates(&word[1..])
+                .into_iter()
+                .take(SHOWN)
+                .map(|(name, _)| format!("/{name}"))
+                .collect(),
+            _ => Vec::new(),
+        };
+    }
+
+    /// Tab: the highlighted completion replaces the word.
+    fn accept_completion(&mut self) {
+        let Some(choice) = self.completions.get(self.completion_selected).cloned() else {
+            return;
+        };
+        if let Some((start, word)) = self.editor.completion_word() {
+            let len = word.len();
+            let tail = if choice.ends_with('/') { "" } else { " " };
+            self.editor.complete(start, len, &format!("{choice}{tail}"));
+        }
+        self.update_completions();
+    }
+
+    /// `/compress`: the model summarises the history, which the summary then replaces.
+    fn compress(&mut self) {
+        let cancel = CancellationToken::new();
+        self.compressing = Some(cancel.clone());
+        self.emit(view::note("Compressing the conversation…", Color::Gray));
+        let (model, history, tx) = (self.model.clone(), self.agent.history(), self.to_ui.clone());
+        tokio::spawn(async move {
+            let result = toolbelt_agent::compress::compress(&*model, &history, &cancel)
+                .await
+                .map_err(|e| e.to_string());
+            let _ = tx.send(UiMessage::Compressed(result));
+        });
+    }
+
+    /// Returns whether to redraw.
+    fn on_terminal(&mut self, event: Event) -> bool {
+        match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => {
+                self.on_key(key);
+                true
+            }
+            Event::Paste(text) => {
+                if self.dialogs.is_empty() && self.questions.is_none() {
+                    self.editor.insert(&text);
+                }
+                true
+            }
+            Event::Resize(..) => true,
+            _ => false,
+        }
+    }
+
+    fn on_key(&mut self, key: KeyEvent) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            self.ctrl_c();
+            return;
+        }
+        if !(ctrl && key.code == KeyCode::Char('c')) && self.ctrl_c.is_some() {
+            self.ctrl_c = None;
+            self.notice = None;
+        }
+        if key.code == KeyCode::BackTab {
+            self.cycle_mode();
+            return;
+        }
+        if let Some(questions) = &mut self.questions {
+            if questions.key(key) == QuestionsKey::Done {
+                self.questions = None;
+            }
+            return;
+        }
+        if let Some(dialog) = self.dialogs.front_mut() {
+            if let DialogKey::Answered(answer) = dialog.key(key) {
+                let request = dialog.request.clone();
+                // The rule is written before the call runs.
+                if answer.always_in_workspace {
+                    self.allow_in_workspace(&request);
+                }
+                if let Some(mut dialog) = self.dialogs.pop_front() {
+                    dialog.send(answer);
+                }
+            }
+            return;
+        }
+        match key.code {
+            KeyCode::Esc => {
+                if let Some(running) = &self.running {
+                    running.cancel.cancel();
+                    self.notice = Some("cancelling…".into());
+                }
+                if let Some(compressing) = &self.compressing {
+                    compressing.cancel();
+                }
+            }
+            KeyCode::Char('d') if ctrl => {
+                if self.editor.is_empty() {
+                    self.quit = true;
+                }
+            }
+            KeyCode::Tab if !self.completions.is_empty() => self.accept_completion(),
+            KeyCode::Down if !self.completions.is_empty() => {
+                self.completion_selected = (self.completion_selected + 1) % self.completions.len();
+            }
+            KeyCode::Up if !self.completions.is_empty() => {
+                let n = self.completions.len();
+                self.completion_selected = (self.completion_selected + n - 1) % n;
+            }
+            _ => match self.editor.key(key) {
+                Edit::Submit => {
+                    let text = self.editor.take();
+                    self.notice = None;
+                    self.completions.clear();
+                    self.submit(text);
+                }
+                Edit::Changed => self.update_completions(),
+                Edit::Ignored => {}
+            },
+        }
+    }
+
+    /// Choice 3: the rules this approval stands for go into the workspace's
+    /// `.qwen/settings.json`; the session allows them already (the answer is choice 2's).
+    fn allow_in_workspace(&mut self, request: &ApprovalRequest) {
+        let rules = workspace_rules::rules_for(request, false);
+        let env = self.agent.scheduler().env().clone();
+        let project = env.roots.primary().unwrap_or(&self.cwd);
+        match workspace_rules::allow_in_workspace(project, &rules) {
+            Ok(done) => self.emit(view::note(
+                &format!(
+                    "Always allowed in this workspace: {} ({})",
+                    rules.join(", "),
+                    done.path.display()
+                ),
+                Color::Green,
+            )),
+            Err(e) => self.emit(view::note(
+                &format!("Could not save the rule ({e}); allowed for this session only."),
+                Color::Red,
+            )),
+        }
+    }
+
+    fn ctrl_c(&mut self) {
+        if self.ctrl_c.is_some_and(|at| at.elapsed() < DOUBLE_PRESS) {
+            self.quit = true;
+            return;
+        }
+        self.ctrl_c = Some(Instant::now());
+        if let Some(running) = &self.running {
+            running.cancel.cancel();
+        }
+        self.editor.clear();
+        self.notice = Some("press Ctrl-C again to quit".into());
+    }
+
+    fn cycle_mode(&mut self) {
+        let scheduler = self.agent.scheduler();
+        let next = match scheduler.mode() {
+            ApprovalMode::Default => ApprovalMode::AutoEdit,
+            ApprovalMode::AutoEdit => ApprovalMode::Yolo,
+            ApprovalMode::Yolo => ApprovalMode::Plan,
+            ApprovalMode::Plan => ApprovalMode::Default,
+        };
+        scheduler.set_mode(next);
+    }
+}

@@ -1,0 +1,399 @@
+//! The interactive agent as a person uses it: the real binary in a pseudo-terminal,
+//! the fake model server on loopback, keys typed and the screen read back.
+
+use serde_json::{Value, json};
+use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+use toolbelt_model::{FinishReason, ModelTurn, ToolCall};
+
+use crate::pty::{Pty, keys};
+use crate::support::Workspace;
+
+fn call(id: &str, name: &str, arguments: Value) -> Reply {
+    Reply::turn(ModelTurn {
+        tool_calls: vec![ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.to_string(),
+        }],
+        finish_reason: FinishReason::ToolCalls,
+        ..Default::default()
+    })
+}
+
+fn start(w: &Workspace, server: &FakeOpenAi, args: &[&str]) -> Pty {
+    let url = server.base_url();
+    let mut all = vec!["--openai-base-url", url.as_str(), "-m", "fake-model"];
+    all.extend_from_slice(args);
+    let pty = Pty::spawn(
+        std::path::Path::new(env!("CARGO_BIN_EXE_toolbelt")),
+        &w.ws(),
+        w.dir.path(),
+        &all,
+        &[],
+    );
+    pty.wait_for(" mode (shift+tab");
+    pty
+}
+
+fn edit(w: &Workspace, id: &str, old: &str, new: &str) -> Reply {
+    call(
+        id,
+        "edit",
+        json!({"file_path": w.ws().join("src/lib.rs"), "old_string": old, "new_string": new}),
+    )
+}
+
+/// The text of the tool message answering `call_id` in the last request.
+fn tool_message(server: &FakeOpenAi, call_id: &str) -> String {
+    let body = server.last_request().unwrap().body;
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .unwrap_or_else(|| panic!("no tool message for {call_id} in {body}"))
+}
+
+fn quit(pty: Pty) {
+    pty.send(keys::CTRL_D);
+    assert_eq!(pty.wait_exit(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_runs_after_the_person_approves_its_diff() {
+    let w = Workspace::new();
+    w.write("src/lib.rs", "fn old() {}\n");
+    let server = FakeOpenAi::start(vec![
+        edit(&w, "e1", "fn old()", "fn renamed()"),
+        Reply::text("Renamed **old** to `renamed`."),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &[]);
+        pty.line("rename old");
+        let screen = pty.wait_for("1. Allow once");
+        assert!(screen.contains("-fn old() {}"), "{screen}");
+        assert!(screen.contains("+fn renamed() {}"), "{screen}");
+        assert_eq!(
+            std::fs::read_to_string(w.ws().join("src/lib.rs")).unwrap(),
+            "fn old() {}\n"
+        );
+        pty.send(keys::ENTER);
+        let screen = pty.wait_for("Renamed old to renamed.");
+        assert!(screen.contains("✓ edit"), "{screen}");
+        assert_eq!(
+            std::fs::read_to_string(w.ws().join("src/lib.rs")).unwrap(),
+            "fn renamed() {}\n"
+        );
+        quit(pty);
+    });
+    assert!(server.violations().is_empty(), "{:?}", server.violations());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_edit_leaves_the_file_and_tells_the_model_why() {
+    let w = Workspace::new();
+    w.write("src/lib.rs", "fn old() {}\n");
+    let server = FakeOpenAi::start(vec![
+        edit(&w, "e1", "fn old()", "fn renamed()"),
+        Reply::text("Understood, nothing changed."),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &[]);
+        pty.line("rename old");
+        pty.wait_for("4. Deny");
+        pty.send("4");
+        pty.wait_for("Tell the model why");
+        pty.line("keep the old name");
+        pty.wait_for("Understood, nothing changed.");
+        quit(pty);
+    });
+    assert_eq!(
+        std::fs::read_to_string(w.ws().join("src/lib.rs")).unwrap(),
+        "fn old() {}\n"
+    );
+    let told = tool_message(&server, "e1");
+    assert!(told.contains("keep the old name"), "{told}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowing_a_root_command_for_the_session_stops_the_second_question() {
+    let w = Workspace::new();
+    let shell = |id: &str, text: &str| {
+        call(
+            id,
+            "run_shell_command",
+            json!({"command": format!("touch {text}"), "description": format!("create {text}")}),
+        )
+    };
+    let server = FakeOpenAi::start(vec![
+        shell("s1", "first.txt"),
+        shell("s2", "second.txt"),
+        Reply::text("Both ran."),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &[]);
+        pty.line("say things");
+        let screen = pty.wait_for("2. Allow `touch` for this session");
+        assert!(screen.contains("$ touch first.txt"), "{screen}");
+        assert!(screen.contains("root commands: touch"), "{screen}");
+        pty.send("2");
+        let screen = pty.wait_for("Both ran.");
+        assert!(!screen.contains("Allow once"), "asked again:\n{screen}");
+        assert_eq!(screen.matches("✓ run_shell_command").count(), 2, "{screen}");
+        quit(pty);
+    });
+    assert!(w.ws().join("first.txt").exists() && w.ws().join("second.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn esc_cancels_a_running_command_and_kills_it() {
+    let w = Workspace::new();
+    // A duration no other process uses, to find it among the system's processes.
+    let marker = "30.4711";
+    let server = FakeOpenAi::start(vec![
+        call(
+            "s1",
+            "run_shell_command",
+            json!({"command": format!("echo ready-$((40+2)); sleep {marker}"), "description": "wait"}),
+        ),
+        Reply::text("after the cancel"),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &["--yolo"]);
+        pty.line("wait a while");
+        pty.wait_for("ready-42");
+        // The shell starts `sleep` after the echo: poll for it, bounded.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !sleep_running(marker) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the command never ran"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        pty.send(keys::ESC);
+        let screen = pty.wait_for("Request cancelled.");
+        assert!(screen.contains("⊘ run_shell_command"), "{screen}");
+        assert!(!sleep_running(marker), "the sleep outlived the cancel");
+        // The session goes on: the next prompt gets the model's answer.
+        pty.line("go on");
+        pty.wait_for("after the cancel");
+        quit(pty);
+    });
+    let told = tool_message(&server, "s1");
+    assert!(!told.is_empty());
+}
+
+/// Whether a `sleep MARKER` process exists (Linux `/proc`).
+fn sleep_running(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            c.starts_with("sleep ") && c.contains(marker)
+        })
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shift_tab_switches_to_plan_mode_which_refuses_edits() {
+    let w = Workspace::new();
+    w.write("src/lib.rs", "fn old() {}\n");
+    let server = FakeOpenAi::start(vec![
+        edit(&w, "e1", "fn old()", "fn renamed()"),
+        Reply::text("I will plan first."),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &[]);
+        for mode in ["auto-edit mode", "yolo mode", "plan mode"] {
+            pty.send(keys::SHIFT_TAB);
+            pty.wait_for(mode);
+        }
+        pty.line("rename old");
+        let screen = pty.wait_for("I will plan first.");
+        assert!(screen.contains("✗ edit"), "{screen}");
+        quit(pty);
+    });
+    assert_eq!(
+        std::fs::read_to_string(w.ws().join("src/lib.rs")).unwrap(),
+        "fn old() {}\n"
+    );
+    let told = tool_message(&server, "e1");
+    assert!(told.contains("Plan mode is active"), "{told}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_after_quitting_resumes_the_conversation() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![
+        Reply::text("The answer is 42."),
+        Reply::text("You asked about the answer."),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &[]);
+        pty.line("what is the answer");
+        // The text shows while it streams: wait for the request to end before quitting
+        // (quitting earlier cancels it, and a cancelled answer is not kept).
+        pty.wait_until("the finished answer", |s| {
+            s.contains("The answer is 42.") && !s.contains("esc to cancel")
+        });
+        pty.send(keys::CTRL_C);
+        pty.wait_for("press Ctrl-C again to quit");
+        pty.send(keys::CTRL_C);
+        assert_eq!(pty.wait_exit(), 0);
+
+        let pty = start(&w, &server, &["--continue"]);
+        pty.line("what did I ask");
+        pty.wait_for("You asked about the answer.");
+        quit(pty);
+    });
+    let body = server.last_request().unwrap().body;
+    let texts: Vec<String> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(texts.iter().any(|t| t == "The answer is 42."), "{texts:?}");
+    assert!(texts.iter().any(|t| t == "what is the answer"), "{texts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_always_writes_the_rule_into_the_workspace_settings() {
+    let w = Workspace::new();
+    w.write(
+        ".qwen/settings.json",
+        "{\n  // the team's settings\n  \"permissions\": {\"allow\": []}\n}\n",
+    );
+    let server = FakeOpenAi::start(vec![
+        call(
+            "s1",
+            "run_shell_command",
+            json!({"command": "touch made.txt", "description": "make a file"}),
+        ),
+        Reply::text("Made it."),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &["--trust-workspace"]);
+        pty.line("make a file");
+        pty.wait_for("3. Allow always in this workspace");
+        pty.send(keys::DOWN);
+        pty.send(keys::DOWN);
+        pty.send(keys::ENTER);
+        let screen = pty.wait_for("Made it.");
+        assert!(
+            screen.contains("Always allowed in this workspace: run_shell_command(touch *)"),
+            "{screen}"
+        );
+        quit(pty);
+    });
+    let settings = std::fs::read_to_string(w.ws().join(".qwen/settings.json")).unwrap();
+    assert!(settings.contains("// the team's settings"), "{settings}");
+    assert!(
+        settings.contains("\"run_shell_command(touch *)\""),
+        "{settings}"
+    );
+    assert!(w.ws().join("made.txt").exists());
+
+    // The next session reads the rule: the same command runs without a question.
+    let server = FakeOpenAi::start(vec![
+        call(
+            "s2",
+            "run_shell_command",
+            json!({"command": "touch again.txt", "description": "make another"}),
+        ),
+        Reply::text("Made another."),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &["--trust-workspace"]);
+        pty.line("make another");
+        let screen = pty.wait_for("Made another.");
+        assert!(!screen.contains("Allow once"), "asked again:\n{screen}");
+        quit(pty);
+    });
+    assert!(w.ws().join("again.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_user_question_shows_the_choices_and_the_model_gets_the_pick() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![
+        call(
+            "q1",
+            "ask_user_question",
+            json!({"questions": [{
+                "question": "Which database should the service use?",
+                "header": "Database",
+                "options": [
+                    {"label": "SQLite", "description": "one file, no server"},
+                    {"label": "Postgres", "description": "a server"}
+                ]
+            }]}),
+        ),
+        Reply::text("Postgres it is."),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &[]);
+        pty.line("set up storage");
+        // The call's own line names the question too: wait for the dialog's options.
+        let screen = pty.wait_for("1. SQLite");
+        assert!(
+            screen.contains("Which database should the service use?"),
+            "{screen}"
+        );
+        assert!(screen.contains("one file, no server"), "{screen}");
+        pty.send("2");
+        pty.wait_for("Postgres it is.");
+        quit(pty);
+    });
+    let told = tool_message(&server, "q1");
+    assert!(told.contains("Postgres"), "{told}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_slash_commands_and_history_across_sessions() {
+    let w = Workspace::new();
+    w.write("src/lib.rs", "fn old() {}\n");
+    let server = FakeOpenAi::start(vec![]).await.unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &[]);
+        // `@path` from the workspace's file list; Tab takes it.
+        pty.send("look at @src/li");
+        pty.wait_for("@src/lib.rs");
+        pty.send("\t");
+        pty.wait_for("› look at @src/lib.rs");
+        pty.send("\x15"); // Ctrl-U empties the line
+        // `/` completes commands; the command runs.
+        pty.send("/sta");
+        pty.wait_for("/stats");
+        pty.send("\t");
+        pty.send(keys::ENTER);
+        pty.wait_for("Session: 0 prompts");
+        quit(pty);
+
+        // The next session has the prompt in its history.
+        let pty = start(&w, &server, &[]);
+        pty.send("\x1b[A");
+        pty.wait_for("› /stats");
+        pty.send("\x15");
+        quit(pty);
+    });
+}
