@@ -223,6 +223,11 @@ pub async fn prepare(
     session.load_extensions(global).await.map_err(|e| e.0)?;
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    core_tools(
+        &mut session.registry,
+        &session.env.settings,
+        &args.core_tools,
+    );
     exclude(&mut session.registry, &args.policy.exclude_tools);
     let mut permissions = Permissions::from_rules(session.rules.clone());
     for tool in &args.policy.allowed_tools {
@@ -291,6 +296,7 @@ pub async fn prepare(
         },
     );
     registry.apply_settings(&env.settings);
+    core_tools(&mut registry, &env.settings, &args.core_tools);
     exclude(&mut registry, &args.policy.exclude_tools);
     let tools: Vec<String> = registry.all().map(|r| r.name.clone()).collect();
     let names = context_files::file_names(&env.settings);
@@ -314,7 +320,7 @@ pub async fn prepare(
         Arc::new(registry),
         env,
         config,
-        system_prompt(&facts),
+        full_system_prompt(args, &facts),
         args.max_session_turns,
         Some(setup.sink),
     )
@@ -344,6 +350,34 @@ pub async fn prepare(
         skills,
         background,
     })
+}
+
+/// `--core-tools` is `tools.core` for this run: the same allow-list of built-ins
+/// (`agent` and `task_stop` included: they too are toolbelt's own).
+fn core_tools(registry: &mut ToolRegistry, settings: &toolbelt_core::Settings, core: &[String]) {
+    if !core.is_empty() {
+        let mut settings = settings.clone();
+        settings.tools.core = Some(core.to_vec());
+        registry.apply_settings(&settings);
+    }
+}
+
+/// toolbelt's system prompt, or `--system-prompt`'s, with `--append-system-prompt`
+/// after it.
+fn full_system_prompt(args: &AgentArgs, facts: &PromptFacts) -> String {
+    let mut prompt = match &args.system_prompt {
+        Some(own) => own.clone(),
+        None => system_prompt(facts),
+    };
+    if let Some(more) = args
+        .append_system_prompt
+        .as_deref()
+        .filter(|m| !m.trim().is_empty())
+    {
+        prompt.push_str("\n\n");
+        prompt.push_str(more);
+    }
+    prompt
 }
 
 /// The `system`/`init` facts of a prepared session.

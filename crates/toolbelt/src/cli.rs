@@ -140,6 +140,16 @@ pub struct AgentArgs {
     /// The ID of this run's saved session (a new one; an ID already saved is an error).
     #[arg(long, value_name = "ID", conflicts_with_all = ["resume", "continue_latest"])]
     pub session_id: Option<String>,
+    /// Only these built-in tools (comma-separated; Qwen Code's `--core-tools`, the
+    /// settings' `tools.core` for this run). Discovered and MCP tools are not affected.
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub core_tools: Vec<String>,
+    /// The system prompt to use in place of toolbelt's own.
+    #[arg(long, value_name = "TEXT")]
+    pub system_prompt: Option<String>,
+    /// Text added to the end of the system prompt (toolbelt's own, or --system-prompt).
+    #[arg(long, value_name = "TEXT")]
+    pub append_system_prompt: Option<String>,
     /// Who started toolbelt (the SDKs pass `--channel=SDK`); accepted and ignored.
     #[arg(long, hide = true, value_name = "NAME")]
     pub channel: Option<String>,

@@ -439,3 +439,51 @@ async fn sigterm_and_sighup_end_through_the_cleanup() {
         assert_eq!(run.code, code, "{signal}: {}", run.stderr);
     }
 }
+
+/// The SDK's `systemPrompt`, `appendSystemPrompt` and `coreTools` options arrive as these
+/// flags: the request carries the given system prompt and only the listed built-ins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn system_prompt_flags_and_core_tools_shape_the_request() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![Reply::text("one"), Reply::text("two")])
+        .await
+        .unwrap();
+    let url = server.base_url();
+    let base = ["--openai-base-url", url.as_str(), "-m", "m"];
+    let mut args = base.to_vec();
+    args.extend([
+        "--system-prompt",
+        "You are terse.",
+        "--append-system-prompt",
+        "Answer in French.",
+        "--core-tools",
+        "read_file,run_shell_command(git *)",
+        "hi",
+    ]);
+    let run = w.run(&args, &[], None).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut args = base.to_vec();
+    args.extend(["--append-system-prompt", "Answer in French.", "hi"]);
+    let run = w.run(&args, &[], None).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+
+    let requests = server.requests();
+    let system = |i: usize| {
+        requests[i].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(system(0), "You are terse.\n\nAnswer in French.");
+    let declared: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(declared, ["read_file", "run_shell_command"]);
+    // Appended to toolbelt's own prompt, which is kept.
+    assert!(system(1).len() > 200, "{}", system(1));
+    assert!(system(1).ends_with("\n\nAnswer in French."));
+    assert!(requests[1].body["tools"].as_array().unwrap().len() > 2);
+}
