@@ -197,6 +197,12 @@ impl ServeWorkspaces {
             session.registry.apply_settings(&session.env.settings);
         }
         exclude(&mut session.registry, &self.args.policy.exclude_tools);
+        // Nothing here can answer the model's questions to a person (the client is the
+        // one asking), so the tool that would only ever be refused is not offered.
+        session.registry.retain(
+            |r| r.name != "ask_user_question",
+            "an MCP client cannot answer questions meant for a person",
+        );
         let mut permissions = Permissions::from_rules(session.rules.clone());
         for tool in &self.args.policy.allowed_tools {
             permissions.add(RuleList::Allow, tool);

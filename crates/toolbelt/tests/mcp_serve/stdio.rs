@@ -29,6 +29,10 @@ async fn every_tool_is_listed_with_its_title_schema_and_annotations() {
         assert_eq!(tool.input_schema.get("type"), Some(&json!("object")));
         assert!(tool.title.as_deref().is_some_and(|t| !t.is_empty()));
     }
+    assert!(
+        !tools.iter().any(|t| t.name == "ask_user_question"),
+        "nothing over MCP can answer a question for the person"
+    );
     let hints = |name: &str| get(name).annotations.clone().unwrap();
     let read = hints("read_file");
     assert_eq!(read.read_only_hint, Some(true));
