@@ -20,6 +20,7 @@
 
 pub mod ask_user;
 pub mod confirm;
+pub mod front_matter;
 pub mod lint;
 pub mod output;
 pub mod redact;

@@ -29,7 +29,7 @@ mod edit;
 mod exit_plan_mode;
 mod file_change;
 mod file_type;
-pub mod front_matter;
+pub use toolbelt_core::front_matter;
 mod glob;
 mod grep_search;
 mod list_directory;

@@ -29,7 +29,7 @@ use serde_saphyr::Spanned;
 use toolbelt_core::Kind;
 use toolbelt_core::scheduler::ApprovalMode;
 
-use super::front_matter::{self, SplitError};
+use toolbelt_core::front_matter;
 
 /// Where a definition comes from; a higher level hides a lower one of the same name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -182,27 +182,25 @@ pub fn parse(path: &Path, text: &str, level: Level) -> Result<AgentDefinition, D
         key: key.to_string(),
         message,
     };
-    let split = front_matter::split(text).map_err(|e| match e {
-        SplitError::Missing => error(
+    // The shared reader: the same split, and the same size, depth and alias budgets as
+    // skills, so a hostile definition cannot blow up the YAML parser.
+    let split = front_matter::split(text).map_err(|e| error(e.line.unwrap_or(1), "", e.message))?;
+    let Some(yaml) = split.yaml else {
+        return Err(error(
             1,
             "",
             "no YAML front matter: the file must start with a `---` line".into(),
-        ),
-        SplitError::Unclosed => error(1, "", "the front matter has no closing `---` line".into()),
-    })?;
-    let first = split.yaml_first_line;
-    let map: BTreeMap<String, Spanned<Value>> = if split.yaml.trim().is_empty() {
-        BTreeMap::new()
-    } else {
-        serde_saphyr::from_str(split.yaml).map_err(|e| {
-            let line = e
-                .location()
-                .map_or(first, |l| first + l.line().saturating_sub(1) as usize);
-            let message = e.to_string();
-            let message = message.lines().next().unwrap_or("invalid YAML").to_string();
-            error(line, "", format!("invalid YAML: {message}"))
-        })?
+        ));
     };
+    let first = split.yaml_line;
+    let map: BTreeMap<String, Spanned<Value>> =
+        front_matter::parse_yaml(yaml, first).map_err(|e| {
+            error(
+                e.line.unwrap_or(first),
+                e.key.as_deref().unwrap_or(""),
+                format!("invalid YAML: {}", e.message),
+            )
+        })?;
     let line_of = |key: &str| {
         map.get(key).map_or(first, |v| {
             first + (v.referenced.line() as usize).saturating_sub(1)
@@ -322,7 +320,7 @@ pub fn parse(path: &Path, text: &str, level: Level) -> Result<AgentDefinition, D
     let system_prompt = split.body.trim().to_string();
     if system_prompt.is_empty() {
         return Err(error(
-            first + split.yaml.lines().count() + 1,
+            split.body_line,
             "",
             "the body (the agent's system prompt) is empty".into(),
         ));

@@ -79,3 +79,16 @@ fn modes_only_narrow() {
     assert_eq!(narrowed_mode(Plan, Some(AutoEdit)), Plan);
     assert_eq!(narrowed_mode(AutoEdit, None), AutoEdit);
 }
+
+/// A definition comes from a cloned repository: an alias bomb is refused by the shared
+/// reader's budgets instead of being expanded.
+#[test]
+fn a_yaml_alias_bomb_is_refused() {
+    let mut yaml = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..10 {
+        let prev = format!("*a{}", i - 1);
+        yaml.push_str(&format!("a{i}: &a{i} [{}]\n", vec![prev; 10].join(", ")));
+    }
+    let e = parse_text(&format!("---\nname: a\ndescription: d\n{yaml}---\nbody")).unwrap_err();
+    assert!(e.message.starts_with("invalid YAML"), "{e}");
+}

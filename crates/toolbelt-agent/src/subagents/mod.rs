@@ -4,7 +4,8 @@
 //! # Brief overview
 //!
 //! - [`definition`] parses one Markdown file (YAML front matter through `serde-saphyr`,
-//!   split by [`front_matter`]) and holds the two rules a definition cannot bend: which
+//!   split and read by
+//!   [`toolbelt_core::front_matter`]) and holds the two rules a definition cannot bend: which
 //!   tools it may have ([`AgentDefinition::allows`]) and that its approval mode only
 //!   narrows the parent's ([`narrowed_mode`]).
 //! - [`catalog`] loads the levels (project over user over built-ins); a broken file is
@@ -17,7 +18,6 @@ pub mod agent_tool;
 pub mod background;
 pub mod catalog;
 pub mod definition;
-pub mod front_matter;
 
 pub use agent_tool::{AgentTool, MAX_DEPTH, ModelChooser, SameModel, SubagentRuntime};
 pub use background::{BackgroundTasks, ShellJobs, TaskStop};
