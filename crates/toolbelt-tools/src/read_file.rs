@@ -32,6 +32,13 @@ pub const MAX_WHOLE_READ: u64 = 20 * 1024 * 1024;
 /// Largest file returned as inline data (providers cap requests near 10 MB of base64).
 pub const MAX_INLINE: u64 = 7 * 1024 * 1024;
 /// Marker appended to a line cut by the character budget.
+/// Files up to this size are read on the calling task, in one read: from the page
+/// cache that takes a few microseconds, less than handing the work to a blocking
+/// thread and waking the task again (measured in `bench/mcp_serve.sh`, where the hop
+/// was a third of the server's CPU per call). Larger files, and anything that is not a
+/// regular file, go to a blocking thread so a slow read cannot stall other calls.
+pub const READ_ON_TASK: u64 = 64 * 1024;
+
 const CUT_MARKER: &str = "... [truncated]";
 
 pub struct ReadFile {
@@ -156,6 +163,15 @@ impl Invocation for ReadFileCall {
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
             let cancel = ctx.cancel.clone();
+            if cancel.is_cancelled() {
+                return ToolResult::err(ErrorKind::Cancelled, "The read was cancelled.");
+            }
+            if let Ok(meta) = std::fs::metadata(&self.path)
+                && meta.is_file()
+                && meta.len() <= READ_ON_TASK
+            {
+                return self.read_with(Ok(meta));
+            }
             let work = tokio::task::spawn_blocking(move || self.read());
             tokio::select! {
                 biased;
@@ -168,14 +184,18 @@ impl Invocation for ReadFileCall {
 
 impl ReadFileCall {
     fn read(&self) -> ToolResult {
-        match self.try_read() {
+        self.read_with(std::fs::metadata(&self.path))
+    }
+
+    fn read_with(&self, meta: std::io::Result<std::fs::Metadata>) -> ToolResult {
+        match self.try_read(meta) {
             Ok(result) => result,
             Err(e) => ToolResult::error(e),
         }
     }
 
-    fn try_read(&self) -> Result<ToolResult, ToolError> {
-        let meta = std::fs::metadata(&self.path).map_err(|e| self.io_error(&e))?;
+    fn try_read(&self, meta: std::io::Result<std::fs::Metadata>) -> Result<ToolResult, ToolError> {
+        let meta = meta.map_err(|e| self.io_error(&e))?;
         if meta.is_dir() {
             return Err(ToolError::new(
                 ErrorKind::TargetIsDirectory,
@@ -195,13 +215,23 @@ impl ReadFileCall {
             ));
         }
         let mut file = std::fs::File::open(&self.path).map_err(|e| self.io_error(&e))?;
-        let mut head = Vec::with_capacity(SNIFF_LEN);
+        let size = meta.len();
+        // A small file is read whole now, so the text below comes from this one read
+        // (one byte more than the limit tells a file that grew since the stat: that one
+        // is read again from the file, as a large one).
+        let first_read = if size <= READ_ON_TASK {
+            READ_ON_TASK + 1
+        } else {
+            SNIFF_LEN as u64
+        };
+        let mut head = Vec::with_capacity(first_read.min(size + 1) as usize);
         (&mut file)
-            .take(SNIFF_LEN as u64)
+            .take(first_read)
             .read_to_end(&mut head)
             .map_err(|e| self.io_error(&e))?;
-        let size = meta.len();
-        match file_type::detect(&self.path, &head) {
+        let whole = head.len() as u64 <= READ_ON_TASK && size <= READ_ON_TASK;
+        let sniffed = &head[..head.len().min(SNIFF_LEN)];
+        match file_type::detect(&self.path, sniffed) {
             FileType::Binary => Ok(ToolResult::text(format!(
                 "Cannot display content of binary file: {}",
                 self.display_path
@@ -222,7 +252,7 @@ impl ReadFileCall {
                 if is_notebook(&self.path) && size <= MAX_WHOLE_READ {
                     return self.read_notebook(encoding);
                 }
-                self.read_text(encoding)
+                self.read_text(encoding, whole.then_some(head.as_slice()))
             }
         }
     }
@@ -263,7 +293,7 @@ impl ReadFileCall {
         let rendered = match rendered {
             Ok(rendered) => rendered,
             Err(why) => {
-                let mut result = self.read_text(encoding)?;
+                let mut result = self.read_text(encoding, None)?;
                 if let Some(Part::Text { text }) = result.llm_content.first_mut() {
                     *text = format!(
                         "[{} is not a valid Jupyter notebook ({why}); showing it as text.]\n{text}",
@@ -305,24 +335,35 @@ impl ReadFileCall {
         Ok(result)
     }
 
-    fn read_text(&self, encoding: TextEncoding) -> Result<ToolResult, ToolError> {
+    /// The text, from `bytes` when the whole file was already read, else from the file.
+    fn read_text(
+        &self,
+        encoding: TextEncoding,
+        bytes: Option<&[u8]>,
+    ) -> Result<ToolResult, ToolError> {
         let policy = &self.env.output;
         let max_lines = self
             .limit
             .map(|l| l.min(usize::MAX as u64) as usize)
             .unwrap_or(policy.max_lines);
         let lines = match encoding {
-            TextEncoding::Utf8 { .. } => {
-                let file = std::fs::File::open(&self.path).map_err(|e| self.io_error(&e))?;
-                collect_lines(
-                    BufReader::new(file),
-                    self.offset,
-                    max_lines,
-                    policy.max_chars,
-                )
-            }
+            TextEncoding::Utf8 { .. } => match bytes {
+                Some(bytes) => collect_lines(bytes, self.offset, max_lines, policy.max_chars),
+                None => {
+                    let file = std::fs::File::open(&self.path).map_err(|e| self.io_error(&e))?;
+                    collect_lines(
+                        BufReader::new(file),
+                        self.offset,
+                        max_lines,
+                        policy.max_chars,
+                    )
+                }
+            },
             TextEncoding::Utf16Le | TextEncoding::Utf16Be => {
-                let bytes = std::fs::read(&self.path).map_err(|e| self.io_error(&e))?;
+                let bytes = match bytes {
+                    Some(bytes) => bytes.to_vec(),
+                    None => std::fs::read(&self.path).map_err(|e| self.io_error(&e))?,
+                };
                 let codec = if encoding == TextEncoding::Utf16Le {
                     encoding_rs::UTF_16LE
                 } else {

@@ -21,7 +21,7 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 use toolbelt_core::scheduler::{CallState, CompletedCall};
-use toolbelt_core::{Kind, Origin, Part, Registration};
+use toolbelt_core::{Display, Kind, Origin, Part, Registration};
 
 /// The `_meta` key of a result that carries toolbelt's display (a diff, Markdown, the
 /// task list), as `{"type": "file_diff" | "markdown" | "todo_list" | "plan", ...}`.
@@ -66,8 +66,17 @@ fn annotations(name: &str, kind: Kind, origin: &Origin) -> ToolAnnotations {
 }
 
 /// A finished call as the answer to `tools/call`: the model's content, `isError` unless
-/// it succeeded, and the display in `_meta` under [`DISPLAY_META_KEY`].
+/// it succeeded, and the display in `_meta` under [`DISPLAY_META_KEY`] unless it is
+/// Markdown repeating the one text part (a `read_file` result): a client shows the
+/// content then, and the answer is not sent twice.
 pub fn call_result(call: CompletedCall) -> CallToolResult {
+    let repeats_content = match (
+        &call.result.return_display,
+        call.result.llm_content.as_slice(),
+    ) {
+        (Display::Markdown { text: shown }, [Part::Text { text }]) => shown == text,
+        _ => false,
+    };
     let content: Vec<ContentBlock> = call
         .result
         .llm_content
@@ -79,6 +88,9 @@ pub fn call_result(call: CompletedCall) -> CallToolResult {
     } else {
         CallToolResult::error(content)
     };
+    if repeats_content {
+        return result;
+    }
     if let Ok(display) = serde_json::to_value(&call.result.return_display) {
         let mut meta = MetaObject::new();
         meta.0.insert(DISPLAY_META_KEY.to_string(), display);

@@ -343,10 +343,50 @@ async fn description_says_what_the_call_does() {
 #[tokio::test]
 async fn cancellation_ends_the_call() {
     let f = fixture();
-    let p = f.write("a.txt", b"x\n");
-    let call = f.build(json!({"absolute_path": p})).unwrap();
-    let ctx = ExecContext::new(f.env.clone());
-    ctx.cancel.cancel();
-    let r = call.execute(ctx).await;
-    assert_eq!(err_kind(&r), Some(ErrorKind::Cancelled));
+    // A small file (read on the task) and a large one (read on a blocking thread).
+    let large = "x\n".repeat(READ_ON_TASK as usize);
+    for (name, content) in [("a.txt", "x\n"), ("large.txt", large.as_str())] {
+        let p = f.write(name, content.as_bytes());
+        let call = f.build(json!({"absolute_path": p})).unwrap();
+        let ctx = ExecContext::new(f.env.clone());
+        ctx.cancel.cancel();
+        let r = call.execute(ctx).await;
+        assert_eq!(err_kind(&r), Some(ErrorKind::Cancelled), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn files_on_either_side_of_the_read_on_task_limit_read_the_same() {
+    let f = fixture();
+    // Lines of 16 bytes: one file just under the limit, one just over, a UTF-16 file
+    // and a BOM file under it; each must read exactly like the streamed path.
+    let line = "0123456789abcde\n";
+    let lines = READ_ON_TASK as usize / line.len();
+    for (name, count) in [("under.txt", lines), ("over.txt", lines + 1)] {
+        let p = f.write(name, line.repeat(count).as_bytes());
+        let text = f
+            .call(json!({"absolute_path": p, "offset": count - 2}))
+            .await
+            .llm_text();
+        let expected = format!(
+            "Showing lines {}-{count} of {count} total lines.\n\n---\n\n{}",
+            count - 1,
+            [line.trim_end(); 2].join("\n")
+        );
+        assert_eq!(text, expected, "{name}");
+    }
+    let mut utf16 = vec![0xFF, 0xFE];
+    for unit in "héllo\nwörld\n".encode_utf16() {
+        utf16.extend_from_slice(&unit.to_le_bytes());
+    }
+    let p = f.write("u16.txt", &utf16);
+    assert_eq!(
+        f.call(json!({"absolute_path": p})).await.llm_text(),
+        "héllo\nwörld"
+    );
+    let p = f.write("bom.txt", b"\xEF\xBB\xBFfirst\nsecond\n");
+    assert_eq!(
+        f.call(json!({"absolute_path": p})).await.llm_text(),
+        "first\nsecond"
+    );
 }

@@ -138,6 +138,10 @@ async fn allowed_tools_run_unasked_and_the_diff_comes_in_meta() {
         display["diff"].as_str().unwrap().contains("+bye"),
         "{display}"
     );
+    // A read's display would only repeat its text: the answer carries the text once.
+    let read = call(&service, "read_file", json!({"absolute_path": file})).await;
+    assert_eq!(text(&read), "bye");
+    assert!(read.meta.is_none(), "{:?}", read.meta);
     service.cancel().await.unwrap();
 }
 
