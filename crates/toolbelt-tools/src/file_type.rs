@@ -65,10 +65,11 @@ pub fn looks_binary(head: &[u8]) -> bool {
     if head.contains(&0) {
         return true;
     }
-    let control = head
+    // Written as a sum of 0/1 so the compiler vectorises it (a filter-count did not).
+    let control: usize = head
         .iter()
-        .filter(|&&b| b < 9 || (14..32).contains(&b))
-        .count();
+        .map(|&b| usize::from(b < 9) + usize::from(b.wrapping_sub(14) < 18))
+        .sum();
     control * 10 > head.len() * 3
 }
 

@@ -308,14 +308,13 @@ impl ReadFileCall {
             .limit
             .map(|l| l.min(usize::MAX as u64) as usize)
             .unwrap_or(policy.max_lines);
-        let lines = collect_lines(
+        let lines = collect_slice_lines(
             rendered.text.as_bytes(),
             self.offset,
             max_lines,
             policy.max_chars,
-        )
-        .map_err(|e| self.io_error(&e))?;
-        let shown = self.offset..self.offset.saturating_add(lines.kept.len() as u64);
+        );
+        let shown = self.offset..self.offset.saturating_add(lines.kept as u64);
         let mut result = self.render(lines);
         if result.is_error() {
             return Ok(result);
@@ -348,7 +347,12 @@ impl ReadFileCall {
             .unwrap_or(policy.max_lines);
         let lines = match encoding {
             TextEncoding::Utf8 { .. } => match bytes {
-                Some(bytes) => collect_lines(bytes, self.offset, max_lines, policy.max_chars),
+                Some(bytes) => Ok(collect_slice_lines(
+                    bytes,
+                    self.offset,
+                    max_lines,
+                    policy.max_chars,
+                )),
                 None => {
                     let file = std::fs::File::open(&self.path).map_err(|e| self.io_error(&e))?;
                     collect_lines(
@@ -370,7 +374,12 @@ impl ReadFileCall {
                     encoding_rs::UTF_16BE
                 };
                 let (text, _, _) = codec.decode(&bytes);
-                collect_lines(text.as_bytes(), self.offset, max_lines, policy.max_chars)
+                Ok(collect_slice_lines(
+                    text.as_bytes(),
+                    self.offset,
+                    max_lines,
+                    policy.max_chars,
+                ))
             }
         }
         .map_err(|e| self.io_error(&e))?;
@@ -391,9 +400,9 @@ impl ReadFileCall {
             );
         }
         let first = self.offset.saturating_add(1);
-        let last = self.offset.saturating_add(lines.kept.len() as u64);
+        let last = self.offset.saturating_add(lines.kept as u64);
         let partial = first > 1 || last < lines.total || lines.cut;
-        let body = lines.kept.join("\n");
+        let body = lines.body;
         let text = if partial {
             let mut notice = format!(
                 "Showing lines {first}-{last} of {} total lines.",
@@ -425,61 +434,124 @@ impl ReadFileCall {
 }
 
 struct Lines {
-    kept: Vec<String>,
+    /// The kept lines, joined with `\n`.
+    body: String,
+    /// How many lines `body` holds.
+    kept: usize,
     /// Lines in the whole file.
     total: u64,
     /// Whether the character budget cut a line.
     cut: bool,
 }
 
-/// Reads lines `offset..offset+max_lines` within `max_chars`, counting the rest of the
+/// Keeps lines `offset..offset+max_lines` within `max_chars`, counting the rest of the
 /// file's lines without keeping them. Trailing whitespace (and `\r`) is trimmed from each
 /// line, a byte-order mark dropped, invalid UTF-8 replaced.
+struct LineCollector {
+    lines: Lines,
+    offset: u64,
+    max_lines: usize,
+    max_chars: usize,
+    chars: usize,
+    full: bool,
+}
+
+impl LineCollector {
+    fn new(offset: u64, max_lines: usize, max_chars: usize) -> Self {
+        LineCollector {
+            lines: Lines {
+                body: String::new(),
+                kept: 0,
+                total: 0,
+                cut: false,
+            },
+            offset,
+            max_lines,
+            max_chars,
+            chars: 0,
+            full: false,
+        }
+    }
+
+    /// One line as read, with or without its `\n`.
+    fn push(&mut self, raw: &[u8]) {
+        let lines = &mut self.lines;
+        lines.total += 1;
+        if self.full || lines.total <= self.offset {
+            return;
+        }
+        let raw = if lines.total == 1 {
+            raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw)
+        } else {
+            raw
+        };
+        let line = String::from_utf8_lossy(raw);
+        let line = line.trim_end();
+        let len = line.chars().count();
+        if lines.kept > 0 {
+            lines.body.push('\n');
+        }
+        lines.kept += 1;
+        if self.chars + len > self.max_chars {
+            let room = self.max_chars.saturating_sub(self.chars);
+            lines.body.extend(line.chars().take(room));
+            lines.body.push_str(CUT_MARKER);
+            lines.cut = true;
+            self.full = true;
+            return;
+        }
+        self.chars += len + 1;
+        lines.body.push_str(line);
+        if lines.kept >= self.max_lines {
+            self.full = true;
+        }
+    }
+
+    fn finish(self) -> Lines {
+        self.lines
+    }
+}
+
+/// [`LineCollector`] over a reader, one line at a time.
 fn collect_lines(
     mut reader: impl BufRead,
     offset: u64,
     max_lines: usize,
     max_chars: usize,
 ) -> std::io::Result<Lines> {
-    let mut kept = Vec::new();
-    let mut chars = 0usize;
-    let mut total = 0u64;
-    let mut cut = false;
-    let mut full = false;
+    let mut collector = LineCollector::new(offset, max_lines, max_chars);
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        let n = reader.read_until(b'\n', &mut buf)?;
-        if n == 0 {
-            break;
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            return Ok(collector.finish());
         }
-        total += 1;
-        if full || total <= offset {
-            continue;
-        }
-        let raw = if total == 1 {
-            buf.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&buf)
-        } else {
-            &buf[..]
-        };
-        let line = String::from_utf8_lossy(raw);
-        let line = line.trim_end();
-        let len = line.chars().count();
-        if chars + len > max_chars {
-            let room = max_chars.saturating_sub(chars);
-            let head: String = line.chars().take(room).collect();
-            kept.push(format!("{head}{CUT_MARKER}"));
-            cut = true;
-            full = true;
-            continue;
-        }
-        chars += len + 1;
-        kept.push(line.to_string());
-        if kept.len() >= max_lines {
-            full = true;
-        }
+        collector.push(&buf);
     }
-    Ok(Lines { kept, total, cut })
+}
+
+/// [`LineCollector`] over bytes already in memory: the lines are borrowed, not copied,
+/// and once the budget is spent the rest are only counted.
+fn collect_slice_lines(bytes: &[u8], offset: u64, max_lines: usize, max_chars: usize) -> Lines {
+    let mut collector = LineCollector::new(offset, max_lines, max_chars);
+    collector.lines.body.reserve(bytes.len().min(max_chars));
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', bytes) {
+        if collector.full {
+            // Every remaining line only counts.
+            let rest = &bytes[start..];
+            let newlines = memchr::memchr_iter(b'\n', rest).count() as u64;
+            let unterminated = u64::from(!rest.is_empty() && !rest.ends_with(b"\n"));
+            collector.lines.total += newlines + unterminated;
+            return collector.finish();
+        }
+        collector.push(&bytes[start..=end]);
+        start = end + 1;
+    }
+    if start < bytes.len() {
+        collector.push(&bytes[start..]);
+    }
+    collector.finish()
 }
 
 /// Whether the path names a Jupyter notebook (`.ipynb`).

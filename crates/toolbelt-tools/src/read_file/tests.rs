@@ -390,3 +390,35 @@ async fn files_on_either_side_of_the_read_on_task_limit_read_the_same() {
         "first\nsecond"
     );
 }
+
+proptest::proptest! {
+    /// Lines taken from bytes in memory (small files) are exactly the lines read from a
+    /// stream (large files): same text, same counts, same cut.
+    #[test]
+    fn slice_and_stream_lines_agree(
+        bytes in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::strategy::Just(b'\n'),
+                proptest::strategy::Just(b' '),
+                proptest::strategy::Just(b'\r'),
+                proptest::strategy::Just(0xC3u8),
+                proptest::strategy::Just(0xA9u8),
+                proptest::strategy::Just(0xEFu8),
+                proptest::strategy::Just(0xBBu8),
+                proptest::strategy::Just(0xBFu8),
+                b'a'..=b'c',
+            ],
+            0..200,
+        ),
+        offset in 0u64..12,
+        max_lines in 1usize..12,
+        max_chars in 0usize..80,
+    ) {
+        let streamed = collect_lines(bytes.as_slice(), offset, max_lines, max_chars).unwrap();
+        let sliced = collect_slice_lines(&bytes, offset, max_lines, max_chars);
+        proptest::prop_assert_eq!(&streamed.body, &sliced.body);
+        proptest::prop_assert_eq!(streamed.kept, sliced.kept);
+        proptest::prop_assert_eq!(streamed.total, sliced.total);
+        proptest::prop_assert_eq!(streamed.cut, sliced.cut);
+    }
+}
