@@ -6,6 +6,7 @@
 #   bash bench/mcp_serve.sh                 # N=2000 calls per phase, K=64, ROUNDS=3
 #   N=5000 ROUNDS=5 bash bench/mcp_serve.sh
 #   PIN=1 bash bench/mcp_serve.sh           # diagnostic: client on CPU 0, server on CPU 1
+#   TB_ARGS="--busy-poll-us 0" bash bench/mcp_serve.sh   # extra `mcp serve` arguments
 #
 # Client: crates/toolbelt-mcp/examples/mcp_load.rs, plain JSON-RPC lines over the
 # server's stdin/stdout (no SDK). Per server and round: initialize, 50 warm-up calls,
@@ -92,12 +93,12 @@ for round in $(seq "$ROUNDS"); do
         --args "{\"path\":\"$FILE\"}" --expect "$MARKER" -- "${server[@]}" node "$REF" "$work/ws" >>"$results"
     if [ "$have_serve" = 1 ]; then
         "${client[@]}" "$LOAD" --label toolbelt -n "$N" --in-flight "$K" --tool read_file \
-            --args "{\"absolute_path\":\"$FILE\"}" --expect "$MARKER" -- "${server[@]}" "$TB" mcp serve >>"$results"
+            --args "{\"absolute_path\":\"$FILE\"}" --expect "$MARKER" -- "${server[@]}" "$TB" mcp serve ${TB_ARGS:-} >>"$results"
     fi
 done
 
 echo
-echo "node $(node --version), server-filesystem $REF_VERSION, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)${server[*]:+, server under ${server[*]}}"
+echo "node $(node --version), server-filesystem $REF_VERSION, toolbelt mcp serve ${TB_ARGS:-(defaults)}, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)${server[*]:+, server under ${server[*]}}"
 python3 - "$results" "$N" "$K" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]

@@ -41,6 +41,7 @@
 #![allow(deprecated)]
 
 pub mod approve;
+pub mod busy_poll;
 pub mod http;
 pub mod progress;
 pub mod wire;
@@ -458,8 +459,9 @@ pub async fn serve_stdio(
 ) -> Result<(), String> {
     use rmcp::ServiceExt;
     let server = ToolbeltServer::new(workspaces, options);
+    let (input, output) = rmcp::transport::stdio_pipes();
     let running = server
-        .serve_with_ct(rmcp::transport::stdio_pipes(), stop)
+        .serve_with_ct((input, busy_poll::Watched::new(output)), stop)
         .await
         .map_err(|e| format!("the MCP handshake failed: {e}"))?;
     running

@@ -302,6 +302,12 @@ pub struct ServeArgs {
     /// Also offer the tools of the configured MCP servers (`mcpServers`, --mcp-config).
     #[arg(long)]
     pub proxy_mcp: bool,
+    /// Over stdio: after writing a message, watch the input this many microseconds
+    /// before sleeping, so a client's next request is read without a wake-up (costs
+    /// at most that much CPU per message; 0 turns it off).
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 250,
+          value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    pub busy_poll_us: u64,
     #[command(flatten)]
     pub policy: PolicyArgs,
 }

@@ -51,13 +51,22 @@ fn main() -> ExitCode {
 
 /// One thread for an MCP server over stdio: its work is a line in, a call, a line out,
 /// and a second worker only adds wake-ups and hand-offs between cores (measured in
-/// BENCHMARKS.md). File reads and commands still run on the blocking pool, side by side.
+/// BENCHMARKS.md). Large file reads and commands still run on the blocking pool, side by
+/// side. The thread watches its input briefly before it sleeps (`--busy-poll-us`, see
+/// `toolbelt_mcp::serve::busy_poll`).
 /// Everything else gets a worker per core.
 fn runtime_builder(cli: &cli::Cli) -> tokio::runtime::Builder {
     match &cli.command {
         Some(cli::Command::Mcp {
             command: cli::McpCommand::Serve(args),
-        }) if args.http.is_none() => tokio::runtime::Builder::new_current_thread(),
+        }) if args.http.is_none() => {
+            let mut builder = tokio::runtime::Builder::new_current_thread();
+            let window = std::time::Duration::from_micros(args.busy_poll_us);
+            if !window.is_zero() {
+                builder.on_thread_park(move || toolbelt_mcp::serve::busy_poll::before_park(window));
+            }
+            builder
+        }
         _ => tokio::runtime::Builder::new_multi_thread(),
     }
 }

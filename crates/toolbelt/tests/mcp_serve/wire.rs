@@ -19,7 +19,11 @@ struct Raw {
 
 impl Raw {
     fn start(ws: &Ws) -> Raw {
-        let mut cmd = ws.command(&[]);
+        Raw::start_with(ws, &[])
+    }
+
+    fn start_with(ws: &Ws, args: &[&str]) -> Raw {
+        let mut cmd = ws.command(args);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
@@ -169,4 +173,49 @@ async fn bad_input_gets_json_rpc_errors_and_the_next_request_is_answered() {
         raw.child.try_wait().unwrap().is_none(),
         "the server is alive"
     );
+}
+
+/// The server's CPU time so far (user + system), from /proc, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[tokio::test]
+async fn busy_polling_answers_calls_and_stops_when_the_client_goes_quiet() {
+    let ws = Ws::new();
+    let file = ws.ws().join("a.txt");
+    ws.write(&file, "polled\n");
+    for args in [&["--busy-poll-us", "2000"][..], &["--busy-poll-us", "0"]] {
+        let mut raw = Raw::start_with(&ws, args);
+        let init = json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}});
+        raw.send(&request(1, "initialize", init)).await;
+        assert!(raw.answer(1).await["result"].is_object(), "{args:?}");
+        raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        for id in 2..102 {
+            let call = json!({"name": "read_file", "arguments": {"absolute_path": file}});
+            raw.send(&request(id, "tools/call", call)).await;
+            let answer = raw.answer(id).await;
+            assert_eq!(answer["result"]["content"][0]["text"], "polled", "{args:?}");
+        }
+        // Quiet client: a server that kept spinning would use the whole half second.
+        let pid = raw.child.id().unwrap();
+        let before = cpu_ticks(pid);
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let used = cpu_ticks(pid) - before;
+        assert!(used <= 10, "{args:?}: {used} ticks of CPU while idle");
+    }
+    // The window is bounded.
+    let out = ws
+        .command(&["--busy-poll-us", "100001"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
 }
