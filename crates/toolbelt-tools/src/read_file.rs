@@ -13,6 +13,7 @@
 //! the text can be copied into `edit` as it is.
 
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -36,7 +37,10 @@ pub const MAX_INLINE: u64 = 7 * 1024 * 1024;
 /// cache that takes a few microseconds, less than handing the work to a blocking
 /// thread and waking the task again (measured in `bench/mcp_serve.sh`, where the hop
 /// was a third of the server's CPU per call). Larger files, and anything that is not a
-/// regular file, go to a blocking thread so a slow read cannot stall other calls.
+/// regular file, go to a blocking thread so a slow read cannot stall other calls. The
+/// price, written down: a small file on a filesystem that hangs (a dead network mount,
+/// a FUSE server that never answers) stalls the task's thread too, which for
+/// `toolbelt mcp serve` over stdio is the whole server.
 pub const READ_ON_TASK: u64 = 64 * 1024;
 
 const CUT_MARKER: &str = "... [truncated]";
@@ -214,7 +218,24 @@ impl ReadFileCall {
                 ),
             ));
         }
-        let mut file = std::fs::File::open(&self.path).map_err(|e| self.io_error(&e))?;
+        // The path was a regular file a moment ago; if something else has taken its
+        // place since (a FIFO would block an open without O_NONBLOCK, and a small read
+        // runs on the server's only thread), what was opened is checked again.
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&self.path)
+            .map_err(|e| self.io_error(&e))?;
+        let meta = file.metadata().map_err(|e| self.io_error(&e))?;
+        if !meta.is_file() {
+            return Err(ToolError::new(
+                ErrorKind::ReadContentFailure,
+                format!(
+                    "{} stopped being a regular file while it was being read; only regular files can be read.",
+                    self.path.display()
+                ),
+            ));
+        }
         let size = meta.len();
         // A small file is read whole now, so the text below comes from this one read
         // (one byte more than the limit tells a file that grew since the stat: that one

@@ -248,6 +248,42 @@ async fn fifo_is_refused_without_blocking() {
     assert!(r.llm_text().contains("FIFO"));
 }
 
+/// A regular file swapped for a FIFO between the check and the open (a race a hostile
+/// process could win) is refused at once; the open must not wait for a writer.
+#[test]
+fn a_fifo_swapped_in_after_the_check_is_refused_without_blocking() {
+    let f = fixture();
+    let regular = f.write("regular.txt", b"text\n");
+    let fifo = f.ws().join("pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let call = ReadFileCall {
+        env: f.env.clone(),
+        path: fifo.clone(),
+        display_path: "pipe".into(),
+        offset: 0,
+        limit: None,
+    };
+    // What the check saw: the regular file's metadata.
+    let (done, waiting) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = call.read_with(std::fs::metadata(&regular));
+        let _ = done.send(r);
+    });
+    let r = waiting
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the read blocked on the FIFO");
+    assert_eq!(err_kind(&r), Some(ErrorKind::ReadContentFailure));
+    assert!(
+        r.llm_text().contains("stopped being a regular file"),
+        "{}",
+        r.llm_text()
+    );
+}
+
 #[tokio::test]
 async fn device_is_refused() {
     let f = fixture_devnull();
