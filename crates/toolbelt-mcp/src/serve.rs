@@ -23,7 +23,9 @@
 //!   `notifications/roots/list_changed`).
 //! - **List changes**: [`Workspaces::changes`] ticks when the tools may have changed
 //!   (a proxied server's list); each connection then sends
-//!   `notifications/tools/list_changed`, as it does when its roots change.
+//!   `notifications/tools/list_changed`, as it does when its roots change, and when a
+//!   call changed the approval mode in a way that changes which `when` clauses hold
+//!   (an approved `exit_plan_mode` ends plan mode).
 //! - **Stateless HTTP**: [`ServeOptions::stateless`] makes a connection ask nothing of
 //!   the client (no roots, no elicitation), so any process can answer any request.
 //!
@@ -83,7 +85,14 @@ pub struct Toolset {
     /// Problems met while assembling (a bad manifest, a rule that names no tool): sent
     /// to the client as `notifications/message` warnings.
     pub warnings: Vec<String>,
+    /// The when-clause context keys in an approval mode: when a call changes the mode
+    /// (`exit_plan_mode` ends plan mode) the `when` clauses are evaluated again and the
+    /// client told if the list changed. `None`: the list stays as opened.
+    pub when_context: Option<WhenContext>,
 }
+
+/// The when-clause context keys of a workspace in an approval mode.
+pub type WhenContext = Arc<dyn Fn(ApprovalMode) -> serde_json::Map<String, Value> + Send + Sync>;
 
 /// Opens toolsets: implemented by the binary, which knows settings and sessions.
 pub trait Workspaces: Send + Sync + 'static {
@@ -127,8 +136,47 @@ impl ServeOptions {
 struct Active {
     toolset: Arc<Toolset>,
     scheduler: Scheduler,
+    /// The tools as offered: the toolset's, with `when` clauses evaluated in the mode
+    /// beside them (the toolset's, until a call changes it).
+    listed: std::sync::Mutex<(ApprovalMode, Arc<ToolRegistry>)>,
     generation: u64,
     roots_epoch: u64,
+}
+
+impl Active {
+    fn registry(&self) -> Arc<ToolRegistry> {
+        match self.listed.lock() {
+            Ok(listed) => listed.1.clone(),
+            Err(poisoned) => poisoned.into_inner().1.clone(),
+        }
+    }
+
+    /// Evaluates the `when` clauses again if a call changed the approval mode; `true`
+    /// when that changed which tools are offered.
+    fn follow_mode(&self) -> bool {
+        let Some(when_context) = &self.toolset.when_context else {
+            return false;
+        };
+        let mode = self.scheduler.mode();
+        let mut listed = match self.listed.lock() {
+            Ok(listed) => listed,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if listed.0 == mode {
+            return false;
+        }
+        let offered = |r: &ToolRegistry| -> Vec<String> {
+            r.all()
+                .filter(|t| !r.is_disabled(&t.name))
+                .map(|t| t.name.clone())
+                .collect()
+        };
+        let mut registry = (*listed.1).clone();
+        registry.apply_when(&when_context(mode));
+        let changed = offered(&registry) != offered(&listed.1);
+        *listed = (mode, Arc::new(registry));
+        changed
+    }
 }
 
 /// One MCP connection (a stdio session, an HTTP session, or one stateless request).
@@ -185,6 +233,7 @@ impl ToolbeltServer {
         }
         let scheduler = self.scheduler_for(&toolset, peer);
         let active = Arc::new(Active {
+            listed: std::sync::Mutex::new((toolset.mode, Arc::new(toolset.registry.clone()))),
             toolset,
             scheduler,
             generation,
@@ -363,7 +412,7 @@ impl ServerHandler for ToolbeltServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let active = self.active(&context.peer).await?;
-        let registry = &active.toolset.registry;
+        let registry = active.registry();
         let tools = registry
             .all()
             .filter(|r| !registry.is_disabled(&r.name))
@@ -384,7 +433,7 @@ impl ServerHandler for ToolbeltServer {
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let call = ToolCallRequest::new(&call_id, request.name.as_ref(), &arguments);
-        let registry = &active.toolset.registry;
+        let registry = active.registry();
         let exclusive = registry
             .get(&request.name)
             .is_some_and(|r| changes_files(r.tool.kind()));
@@ -395,9 +444,12 @@ impl ServerHandler for ToolbeltServer {
         };
         let mut done = active
             .scheduler
-            .run(registry, vec![call], TurnInfo::default(), &context.ct)
+            .run(&registry, vec![call], TurnInfo::default(), &context.ct)
             .await;
         self.progress.unwatch(&call_id);
+        if active.follow_mode() {
+            let _ = context.peer.notify_tool_list_changed().await;
+        }
         match done.pop() {
             Some(call) => Ok(wire::call_result(call).into()),
             None => Err(ErrorData::internal_error("the call gave no result", None)),

@@ -213,6 +213,16 @@ impl ServeWorkspaces {
             &session.env.settings,
         )?;
         session.apply_when(mode);
+        // A call can change the mode (exit_plan_mode ends plan mode): the connection
+        // evaluates the `when` clauses again with these keys.
+        let when_context: toolbelt_mcp::serve::WhenContext = {
+            let keys_at_open = session.when_context(mode);
+            Arc::new(move |mode| {
+                let mut keys = keys_at_open.clone();
+                keys.insert("approvalMode".into(), serde_json::json!(mode.to_string()));
+                keys
+            })
+        };
         let Session {
             env,
             registry,
@@ -225,6 +235,7 @@ impl ServeWorkspaces {
             permissions,
             mode,
             warnings,
+            when_context: Some(when_context),
         })
     }
 }

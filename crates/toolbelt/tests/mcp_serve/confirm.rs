@@ -188,3 +188,60 @@ fn process_alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+/// A tool whose `when` clause reads the approval mode is offered once a call changes
+/// the mode (an approved plan ends plan mode), and the client is told its list changed.
+#[tokio::test]
+async fn ending_plan_mode_offers_the_tools_its_when_clauses_held_back() {
+    use rmcp::ServiceExt;
+    let ws = Ws::new();
+    let notes = ws.ws().join("notes.txt");
+    ws.write(&notes, "one two\n");
+    let manifest = json!({
+        "languageModelTools": [{
+            "name": "after_plan_probe",
+            "displayName": "After-plan probe",
+            "modelDescription": "Reads the notes once plan mode is over.",
+            "when": "approvalMode != 'plan'",
+            "inputSchema": {"type": "object", "properties": {}}
+        }],
+        "bindings": {
+            "after_plan_probe": {"builtin": "read_file", "arguments": {"absolute_path": notes}}
+        }
+    });
+    ws.write(
+        &ws.ws().join(".qwen/tools/project.json"),
+        &manifest.to_string(),
+    );
+    let client = TestClient::new(Answer::Accept { always: false });
+    let mut cmd = ws.command(&["--approval-mode", "plan"]);
+    cmd.env("TOOLBELT_TRUST_WORKSPACE", "1")
+        .stderr(std::process::Stdio::null());
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let service = bounded(client.clone().serve(transport)).await.unwrap();
+
+    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+        tools.into_iter().map(|t| t.name.to_string()).collect()
+    };
+    let before = names(bounded(service.list_all_tools()).await.unwrap());
+    assert!(before.contains(&"exit_plan_mode".to_string()), "{before:?}");
+    assert!(
+        !before.contains(&"after_plan_probe".to_string()),
+        "{before:?}"
+    );
+
+    let changed = client.seen.list_changed_arrived.notified();
+    let exit = call(
+        &service,
+        "exit_plan_mode",
+        json!({"plan": "1. Read the notes.\n2. Count the words."}),
+    )
+    .await;
+    assert!(!is_error(&exit), "{}", text(&exit));
+    bounded(changed).await;
+    let after = names(bounded(service.list_all_tools()).await.unwrap());
+    assert!(after.contains(&"after_plan_probe".to_string()), "{after:?}");
+    let probe = call(&service, "after_plan_probe", json!({})).await;
+    assert_eq!(text(&probe), "one two", "{}", text(&probe));
+    service.cancel().await.unwrap();
+}
