@@ -44,6 +44,7 @@
 
 pub mod approve;
 pub mod busy_poll;
+pub mod coalesce;
 pub mod http;
 pub mod progress;
 pub mod wire;
@@ -512,13 +513,17 @@ pub async fn serve_stdio(
     use rmcp::ServiceExt;
     let server = ToolbeltServer::new(workspaces, options);
     let (input, output) = rmcp::transport::stdio_pipes();
-    let running = server
-        .serve_with_ct((input, busy_poll::Watched::new(output)), stop)
-        .await
-        .map_err(|e| format!("the MCP handshake failed: {e}"))?;
-    running
-        .waiting()
-        .await
-        .map(|_| ())
-        .map_err(|e| format!("the MCP connection ended with an error: {e}"))
+    let (output, drained) = coalesce::Output::new(busy_poll::Watched::new(output));
+    let ended = match server.serve_with_ct((input, output), stop).await {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("the MCP connection ended with an error: {e}")),
+        Err(e) => Err(format!("the MCP handshake failed: {e}")),
+    };
+    // What was answered is written before the process ends (a client that stopped
+    // reading does not hold it up for long).
+    let _ = tokio::time::timeout(Duration::from_secs(5), drained.wait()).await;
+    ended
 }

@@ -219,3 +219,48 @@ async fn busy_polling_answers_calls_and_stops_when_the_client_goes_quiet() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A client that sends its requests and closes its end at once still gets every answer:
+/// the output written by the server's writer task is drained before it exits.
+#[tokio::test]
+async fn every_answer_is_written_when_the_client_closes_its_input_at_once() {
+    let ws = Ws::new();
+    let file = ws.ws().join("a.txt");
+    ws.write(&file, "last words\n");
+    let mut cmd = ws.command(&[]);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = json!({"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}});
+    let mut lines = vec![
+        request(1, "initialize", init),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+    ];
+    for id in 2..42 {
+        let call = json!({"name": "read_file", "arguments": {"absolute_path": file}});
+        lines.push(request(id, "tools/call", call));
+    }
+    stdin
+        .write_all((lines.join("\n") + "\n").as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = bounded(child.wait_with_output()).await.unwrap();
+    let answers: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut ids: Vec<i64> = answers.iter().filter_map(|a| a["id"].as_i64()).collect();
+    ids.sort();
+    assert_eq!(ids, (1..42).collect::<Vec<_>>());
+    for answer in answers.iter().filter(|a| a["id"].as_i64() > Some(1)) {
+        assert_eq!(
+            answer["result"]["content"][0]["text"], "last words",
+            "{answer}"
+        );
+    }
+}
