@@ -8,7 +8,7 @@
 //! joins the same write. With many requests in flight that is one write for many
 //! answers; with one, it costs one task poll.
 //!
-//! Nothing is lost: [`Output::drained`] waits until every byte was written (the server
+//! Nothing is lost: [`Drained::wait`] returns when every byte was written (the server
 //! awaits it before it returns), and a write error is given to every later write. The
 //! buffer is bounded ([`LIMIT`]): a client that stops reading holds the next message
 //! back, as a full pipe would.
