@@ -68,7 +68,7 @@ use toolbelt_core::scheduler::{
     ApprovalMode, Approver, NobodyToAsk, Permissions, Scheduler, SchedulerConfig, ToolCallRequest,
     TurnInfo,
 };
-use toolbelt_core::{BoxFuture, Kind, ToolEnvironment, ToolRegistry};
+use toolbelt_core::{BoxFuture, Kind, Registration, ToolEnvironment, ToolRegistry};
 
 use approve::{ElicitationApprover, Remembered};
 use progress::ProgressWatch;
@@ -145,11 +145,15 @@ struct Active {
 }
 
 impl Active {
-    fn registry(&self) -> Arc<ToolRegistry> {
+    fn listed(&self) -> std::sync::MutexGuard<'_, (ApprovalMode, Arc<ToolRegistry>)> {
         match self.listed.lock() {
-            Ok(listed) => listed.1.clone(),
-            Err(poisoned) => poisoned.into_inner().1.clone(),
+            Ok(listed) => listed,
+            Err(poisoned) => poisoned.into_inner(),
         }
+    }
+
+    fn registry(&self) -> Arc<ToolRegistry> {
+        self.listed().1.clone()
     }
 
     /// Evaluates the `when` clauses again if a call changed the approval mode; `true`
@@ -159,25 +163,23 @@ impl Active {
             return false;
         };
         let mode = self.scheduler.mode();
-        let mut listed = match self.listed.lock() {
-            Ok(listed) => listed,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut listed = self.listed();
         if listed.0 == mode {
             return false;
         }
-        let offered = |r: &ToolRegistry| -> Vec<String> {
-            r.all()
-                .filter(|t| !r.is_disabled(&t.name))
-                .map(|t| t.name.clone())
-                .collect()
-        };
         let mut registry = (*listed.1).clone();
         registry.apply_when(&when_context(mode));
-        let changed = offered(&registry) != offered(&listed.1);
+        let changed = !offered(&registry)
+            .map(|r| &r.name)
+            .eq(offered(&listed.1).map(|r| &r.name));
         *listed = (mode, Arc::new(registry));
         changed
     }
+}
+
+/// The tools a registry offers: registered, and not held back by a `when` clause.
+fn offered(registry: &ToolRegistry) -> impl Iterator<Item = &Registration> {
+    registry.all().filter(|r| !registry.is_disabled(&r.name))
 }
 
 /// One MCP connection (a stdio session, an HTTP session, or one stateless request).
@@ -414,11 +416,7 @@ impl ServerHandler for ToolbeltServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let active = self.active(&context.peer).await?;
         let registry = active.registry();
-        let tools = registry
-            .all()
-            .filter(|r| !registry.is_disabled(&r.name))
-            .map(wire::tool)
-            .collect();
+        let tools = offered(&registry).map(wire::tool).collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 

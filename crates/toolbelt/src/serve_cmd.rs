@@ -217,9 +217,14 @@ impl ServeWorkspaces {
         // evaluates the `when` clauses again with these keys.
         let when_context: toolbelt_mcp::serve::WhenContext = {
             let keys_at_open = session.when_context(mode);
+            // A `--context approvalMode=...` pair wins over the mode, as at open.
+            let pinned =
+                keys_at_open.get("approvalMode") != Some(&serde_json::json!(mode.to_string()));
             Arc::new(move |mode| {
                 let mut keys = keys_at_open.clone();
-                keys.insert("approvalMode".into(), serde_json::json!(mode.to_string()));
+                if !pinned {
+                    keys.insert("approvalMode".into(), serde_json::json!(mode.to_string()));
+                }
                 keys
             })
         };
