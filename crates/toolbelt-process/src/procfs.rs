@@ -63,22 +63,23 @@ pub fn all() -> Vec<ProcStat> {
 /// is the size of the tree, not of the machine. `None` when the kernel has no such
 /// lists (built without `CONFIG_PROC_CHILDREN`); then use [`descendants`] over [`all`].
 pub fn descendants_of(root: u32) -> Option<Vec<ProcStat>> {
+    // Whether the kernel keeps the lists is asked of the calling thread, which cannot
+    // vanish while it asks: a thread of `root` may exit between the listing of its tasks
+    // and the read of its list, and that must not pass for a kernel without lists (it
+    // did, under a test harness whose threads come and go).
+    if !has_children_lists() {
+        return None;
+    }
     let mut found: Vec<ProcStat> = Vec::new();
     let mut queue = vec![root];
-    let mut first = true;
     while let Some(parent) = queue.pop() {
-        let tasks = match std::fs::read_dir(format!("/proc/{parent}/task")) {
-            Ok(tasks) => tasks,
-            Err(_) if first => return None,
-            // Gone since it was listed: nothing below it any more.
-            Err(_) => continue,
+        // A process or thread gone since it was listed has nothing below it any more.
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+            continue;
         };
         for task in tasks.flatten() {
-            let path = task.path().join("children");
-            let text = match std::fs::read_to_string(&path) {
-                Ok(text) => text,
-                Err(_) if first => return None,
-                Err(_) => continue,
+            let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+                continue;
             };
             for pid in text
                 .split_whitespace()
@@ -94,9 +95,15 @@ pub fn descendants_of(root: u32) -> Option<Vec<ProcStat>> {
                 }
             }
         }
-        first = false;
     }
     Some(found)
+}
+
+/// Whether this kernel keeps `/proc/<pid>/task/<tid>/children` lists (built with
+/// `CONFIG_PROC_CHILDREN`), asked once per process.
+fn has_children_lists() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| std::fs::metadata("/proc/thread-self/children").is_ok())
 }
 
 /// The processes below `root` (not `root` itself), by parent links, in breadth-first
@@ -198,21 +205,48 @@ mod tests {
             .unwrap();
         let grandchild: u32 = line.trim().parse().unwrap();
         let me = std::process::id();
-        let listed: Vec<u32> = descendants_of(me)
-            .expect("this kernel has children lists")
-            .iter()
-            .map(|p| p.pid)
-            .collect();
+        // Other tests' threads start and end while the lists are read (the harness runs
+        // them in parallel): that must not read as a kernel without lists.
+        let listed: Option<Vec<u32>> =
+            descendants_of(me).map(|found| found.iter().map(|p| p.pid).collect());
         let scanned: Vec<u32> = descendants(&all(), me).iter().map(|p| p.pid).collect();
         for pid in [child.id(), grandchild] {
-            assert!(listed.contains(&pid), "{pid} not in {listed:?}");
             assert!(scanned.contains(&pid), "{pid} not in {scanned:?}");
+            match &listed {
+                Some(listed) => assert!(listed.contains(&pid), "{pid} not in {listed:?}"),
+                // Only a kernel built without the lists may answer None.
+                None => assert!(!std::path::Path::new("/proc/thread-self/children").exists()),
+            }
         }
         let _ = std::process::Command::new("kill")
             .arg(grandchild.to_string())
             .status();
         let _ = child.kill();
         let _ = child.wait();
+    }
+
+    #[test]
+    fn threads_ending_during_the_walk_do_not_read_as_a_kernel_without_lists() {
+        if !has_children_lists() {
+            return;
+        }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let churn = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = std::thread::spawn(|| ()).join();
+                }
+            })
+        };
+        let me = std::process::id();
+        let answers: Vec<bool> = (0..300).map(|_| descendants_of(me).is_some()).collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = churn.join();
+        assert!(
+            answers.iter().all(|a| *a),
+            "some walks gave up: {answers:?}"
+        );
     }
 
     #[test]
