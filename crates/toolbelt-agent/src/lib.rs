@@ -139,6 +139,8 @@ pub struct Agent {
     /// The background agents this loop's `agent` tool starts: their notices join the
     /// conversation before the next request.
     background: Option<Arc<subagents::BackgroundTasks>>,
+    /// A background sub-agent's messages from the loop that started it.
+    inbox: Option<Arc<subagents::Inbox>>,
 }
 
 impl Agent {
@@ -173,7 +175,16 @@ impl Agent {
             log: None,
             log_failed: std::sync::atomic::AtomicBool::new(false),
             background: None,
+            inbox: None,
         }
+    }
+
+    /// Reads `inbox` (a background sub-agent's `send_message` messages) between turns,
+    /// as user messages before the next model request; the loop does not end while a
+    /// message waits, and closes the inbox when it ends by answering.
+    pub fn with_inbox(mut self, inbox: Arc<subagents::Inbox>) -> Self {
+        self.inbox = Some(inbox);
+        self
     }
 
     /// Delivers the notices of `tasks` (background agents the loop's `agent` tool
@@ -185,13 +196,19 @@ impl Agent {
         self
     }
 
-    /// Adds the notices of finished background agents as one user message. Called only
-    /// between turns, after every call of the last answer has its tool message.
+    /// Adds the notices of finished background agents and the inbox's messages as one
+    /// user message. Called only between turns, after every call of the last answer has
+    /// its tool message.
     fn deliver_notices(&self, request: &mut ModelRequest) {
-        let Some(tasks) = &self.background else {
-            return;
+        let mut notices = match &self.background {
+            Some(tasks) => tasks.take_notices(),
+            None => Vec::new(),
         };
-        let notices = tasks.take_notices();
+        if let Some(inbox) = &self.inbox {
+            notices.extend(inbox.take().into_iter().map(|m| {
+                format!("<message-from-parent>\nThe agent that started you sends this message (send_message):\n{m}\n</message-from-parent>")
+            }));
+        }
         if !notices.is_empty() {
             self.push(
                 request,
@@ -444,17 +461,36 @@ impl Agent {
                 },
             );
             if turn.tool_calls.is_empty() {
-                // Background agents still running: their answers are the next turn's.
-                if let Some(tasks) = &self.background
-                    && tasks.pending()
-                    && turn_number < self.max_turns
-                {
-                    tasks.wait_for_notice(cancel).await;
-                    if cancel.is_cancelled() {
-                        outcome.stop = StopReason::Cancelled;
-                        return outcome;
+                if turn_number < self.max_turns {
+                    // A message that came while it worked is read before it ends.
+                    if self.inbox.as_ref().is_some_and(|i| i.has_messages()) {
+                        continue;
                     }
-                    continue;
+                    // Background agents still running: their answers are the next turn's.
+                    if let Some(tasks) = &self.background
+                        && tasks.pending()
+                    {
+                        let message = async {
+                            match &self.inbox {
+                                Some(inbox) => inbox.wait().await,
+                                None => std::future::pending().await,
+                            }
+                        };
+                        tokio::select! {
+                            _ = tasks.wait_for_notice(cancel) => {}
+                            _ = message => {}
+                        }
+                        if cancel.is_cancelled() {
+                            outcome.stop = StopReason::Cancelled;
+                            return outcome;
+                        }
+                        continue;
+                    }
+                    // Closed in one step with the check, so no message is accepted
+                    // after it and left unread.
+                    if self.inbox.as_ref().is_some_and(|i| !i.close_if_empty()) {
+                        continue;
+                    }
                 }
                 outcome.stop = StopReason::Answered;
                 return outcome;

@@ -356,12 +356,15 @@ async fn handle(
         });
         reply
     };
-    let reply = match reply {
-        Reply::Rendezvous {
-            name,
-            parties,
-            then,
-        } => {
+    // A rendezvous may lead to another: the reply waits at each in turn.
+    let mut reply = reply;
+    while let Reply::Rendezvous {
+        name,
+        parties,
+        then,
+    } = reply
+    {
+        {
             if let Ok(mut s) = shared.lock() {
                 *s.rendezvous.entry(name.clone()).or_default() += 1;
             }
@@ -382,10 +385,9 @@ async fn handle(
                     "rendezvous {name}: fewer than {parties} requests arrived at the same time"
                 ));
             }
-            *then
         }
-        other => other,
-    };
+        reply = *then;
+    }
     write_reply(&mut stream, reply).await
 }
 

@@ -267,8 +267,9 @@ pub async fn prepare(
     };
     env.ask_once
         .set(Arc::new(toolbelt_agent::ModelAsker(model.clone())));
-    // `agent` and `task_stop` see the tools as they are now (without themselves); the
-    // settings' lists and --exclude-tools apply to them as to every other tool.
+    // `agent`, `task_stop` and `send_message` see the tools as they are now (without
+    // themselves); the settings' lists and --exclude-tools apply to them as to every
+    // other tool.
     let catalog = agent_subagents::catalog(&project);
     let agents = catalog.names();
     let skills = skills.all().iter().map(|s| s.name.clone()).collect();
@@ -353,7 +354,7 @@ pub async fn prepare(
 }
 
 /// `--core-tools` is `tools.core` for this run: the same allow-list of built-ins
-/// (`agent` and `task_stop` included: they too are toolbelt's own).
+/// (`agent`, `task_stop` and `send_message` included: they too are toolbelt's own).
 fn core_tools(registry: &mut ToolRegistry, settings: &toolbelt_core::Settings, core: &[String]) {
     if !core.is_empty() {
         let mut settings = settings.clone();

@@ -1,5 +1,5 @@
 //! Sub-agents in the headless agent: loading the definitions, and registering the
-//! `agent` and `task_stop` tools with what they need from the session (the model, the
+//! `agent`, `task_stop` and `send_message` tools with what they need from the session (the model, the
 //! rules, the event sink, the transcript folder, the shell's background jobs).
 //!
 //! The machinery is `toolbelt_agent::subagents`; this module only assembles it.
@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use toolbelt_agent::EventSink;
 use toolbelt_agent::subagents::{
-    AgentCatalog, AgentDirs, AgentTool, BackgroundTasks, ModelChooser, ShellJobs, SubagentRuntime,
-    TaskStop,
+    AgentCatalog, AgentDirs, AgentTool, BackgroundTasks, ModelChooser, SendMessage, ShellJobs,
+    SubagentRuntime, TaskStop,
 };
 use toolbelt_core::scheduler::{ApprovalMode, Permissions};
 use toolbelt_core::{BoxFuture, Origin, ToolEnvironment, ToolRegistry};
@@ -87,7 +87,7 @@ pub struct Parts {
     pub shell_jobs: Arc<JobTable>,
 }
 
-/// Registers `agent` and `task_stop`; returns the table of background agents, which the
+/// Registers `agent`, `task_stop` and `send_message`; returns the table of background agents, which the
 /// parent loop takes (`Agent::with_background`).
 pub fn install(registry: &mut ToolRegistry, parts: Parts) -> Arc<BackgroundTasks> {
     let (transcripts, parent_session) = match parts.session {
@@ -119,6 +119,10 @@ pub fn install(registry: &mut ToolRegistry, parts: Parts) -> Arc<BackgroundTasks
             background.clone(),
             Some(Arc::new(ShellJobTable(parts.shell_jobs))),
         )),
+        Origin::BuiltIn,
+    );
+    registry.register(
+        Arc::new(SendMessage::new(background.clone())),
         Origin::BuiltIn,
     );
     background

@@ -39,7 +39,7 @@ use toolbelt_core::{
 };
 use toolbelt_model::{Model, UserPart};
 
-use super::background::BackgroundTasks;
+use super::background::{BackgroundTasks, Inbox, SendMessage, TaskStop};
 use super::catalog::AgentCatalog;
 use super::definition::{AGENT_TOOL, AgentDefinition, narrowed_mode};
 use crate::transcript::{SessionHeader, SessionStore};
@@ -229,20 +229,41 @@ impl Invocation for AgentCall {
         Box::pin(async move {
             let call = *self;
             if !call.background {
-                let report = run_subagent(&call, &ctx.call_id, &ctx.cancel, false).await;
+                let report = run_subagent(&call, &ctx.call_id, &ctx.cancel, None).await;
                 return report.into_result();
             }
             // A child of the call's token: Ctrl-C reaches it, the end of this call does not.
             let cancel = ctx.cancel.child_token();
             let tasks = call.tasks.clone();
-            let id = tasks.start(&call.description, cancel.clone());
+            let inbox = Inbox::new();
+            let id = tasks.start(&call.description, cancel.clone(), inbox.clone());
             let task_id = id.clone();
             let parent_call_id = ctx.call_id.clone();
             let name = call.definition.name.clone();
             tokio::spawn(async move {
-                let report = run_subagent(&call, &parent_call_id, &cancel, true).await;
+                let report = run_subagent(&call, &parent_call_id, &cancel, Some(&inbox)).await;
+                // Messages it will never read (it stopped at a limit or was cancelled,
+                // or they came as it ended): the parent learns they were not read.
+                let unread = inbox.close();
+                let unread = if unread.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "\n\nIt ended before reading {} sent to it:\n{}",
+                        if unread.len() == 1 {
+                            "this message".to_string()
+                        } else {
+                            format!("these {} messages", unread.len())
+                        },
+                        unread
+                            .iter()
+                            .map(|m| format!("- {m}"))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    )
+                };
                 let notice = format!(
-                    "<task-notification>\nBackground agent task {task_id} (\"{}\", agent {}) has ended: {}\n\nIts final answer:\n{}\n</task-notification>",
+                    "<task-notification>\nBackground agent task {task_id} (\"{}\", agent {}) has ended: {}\n\nIts final answer:\n{}{unread}\n</task-notification>",
                     call.description,
                     call.definition.name,
                     report.summary,
@@ -300,13 +321,14 @@ fn failed(summary: String) -> Report {
     }
 }
 
-/// Runs one sub-agent to its end.
+/// Runs one sub-agent to its end; a background one (`inbox`) reads its messages.
 async fn run_subagent(
     call: &AgentCall,
     parent_call_id: &str,
     cancel: &CancellationToken,
-    background: bool,
+    inbox: Option<&Arc<Inbox>>,
 ) -> Report {
+    let background = inbox.is_some();
     let rt = &call.runtime;
     let def = &call.definition;
     let started = Instant::now();
@@ -343,6 +365,20 @@ async fn run_subagent(
             def.name
         ),
     );
+    // With `agent` it may start background agents of its own, so it gets the tools
+    // that stop them and write to them (its own table; shell jobs stay the session's),
+    // unless its definition's disallowedTools names them.
+    if registry.get(AGENT_TOOL).is_some() {
+        let companions: [Arc<dyn Tool>; 2] = [
+            Arc::new(TaskStop::new(nested_tasks.clone(), None)),
+            Arc::new(SendMessage::new(nested_tasks.clone())),
+        ];
+        for tool in companions {
+            if !def.denies(tool.name(), tool.display_name()) {
+                registry.register(tool, Origin::BuiltIn);
+            }
+        }
+    }
     let mode = narrowed_mode(rt.mode, def.approval_mode);
     let config = SchedulerConfig {
         mode,
@@ -401,6 +437,10 @@ async fn run_subagent(
         sink,
     )
     .with_background(nested_tasks.clone());
+    let agent = match inbox {
+        Some(inbox) => agent.with_inbox(inbox.clone()),
+        None => agent,
+    };
     let agent = match writer {
         Some(w) => agent.with_session_log(w),
         None => agent,

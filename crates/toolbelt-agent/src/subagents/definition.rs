@@ -89,14 +89,10 @@ impl AgentDefinition {
     /// `display`, kind `kind`). `agent` itself only when the allow list names it
     /// exactly: a glob such as `*` never grants recursion.
     pub fn allows(&self, name: &str, display: &str, kind: Kind) -> bool {
-        let listed = |patterns: &[String]| {
-            patterns
-                .iter()
-                .any(|p| wildcard(p, name) || (!display.is_empty() && wildcard(p, display)))
-        };
-        if listed(&self.disallowed_tools) {
+        if self.denies(name, display) {
             return false;
         }
+        let listed = |patterns: &[String]| listed(patterns, name, display);
         if name == AGENT_TOOL {
             return matches!(&self.tools, ToolAllow::Names(n) if n.iter().any(|t| t == AGENT_TOOL));
         }
@@ -107,6 +103,11 @@ impl AgentDefinition {
         }
     }
 
+    /// Whether `disallowedTools` names the tool.
+    pub fn denies(&self, name: &str, display: &str) -> bool {
+        listed(&self.disallowed_tools, name, display)
+    }
+
     /// The allow list as words, for listings.
     pub fn tools_text(&self) -> Vec<String> {
         match &self.tools {
@@ -115,6 +116,13 @@ impl AgentDefinition {
             ToolAllow::Names(n) => n.clone(),
         }
     }
+}
+
+/// Whether one of `patterns` matches the tool's name or display name.
+fn listed(patterns: &[String], name: &str, display: &str) -> bool {
+    patterns
+        .iter()
+        .any(|p| wildcard(p, name) || (!display.is_empty() && wildcard(p, display)))
 }
 
 /// `*` matches any run of characters; everything else literally.

@@ -58,6 +58,15 @@ fn agent_is_granted_only_by_its_exact_name() {
     assert!(!d.allows("agent", "", Kind::Think));
     let d = parse_text("---\nname: a\ndescription: d\ntools: [agent, read_file]\n---\nb").unwrap();
     assert!(d.allows("agent", "", Kind::Think));
+    // The tools that come with `agent` (task_stop, send_message) are held back only
+    // by disallowedTools, by name or display name.
+    assert!(!d.denies("send_message", "SendMessage"));
+    let d = parse_text(
+        "---\nname: a\ndescription: d\ntools: [agent]\ndisallowedTools: [SendMessage]\n---\nb",
+    )
+    .unwrap();
+    assert!(d.denies("send_message", "SendMessage"));
+    assert!(!d.denies("task_stop", "TaskStop"));
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Sub-agents: Qwen Code's `.qwen/agents` definitions, the `agent` tool that runs one
-//! as a nested [`crate::Agent`] loop, background agents and `task_stop`.
+//! as a nested [`crate::Agent`] loop, background agents, `task_stop` and `send_message`.
 //!
 //! # Brief overview
 //!
@@ -12,7 +12,7 @@
 //!   a warning naming file, line and key.
 //! - [`agent_tool`] is the `agent` tool and the run of one sub-agent.
 //! - [`background`] holds the background agents of a loop, their notices for the
-//!   model, and `task_stop`.
+//!   model and their inboxes, `task_stop` and `send_message`.
 
 pub mod agent_tool;
 pub mod background;
@@ -20,6 +20,6 @@ pub mod catalog;
 pub mod definition;
 
 pub use agent_tool::{AgentTool, MAX_DEPTH, ModelChooser, SameModel, SubagentRuntime};
-pub use background::{BackgroundTasks, ShellJobs, TaskStop};
+pub use background::{BackgroundTasks, Inbox, SendMessage, Sent, ShellJobs, TaskStop};
 pub use catalog::{AgentCatalog, AgentDirs};
 pub use definition::{AGENT_TOOL, AgentDefinition, Level, ToolAllow, narrowed_mode};

@@ -272,6 +272,16 @@ async fn recursion_stops_at_depth_three() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout, "top done\n");
     assert_eq!(server.violations(), Vec::<String>::new());
+    // With `agent` come the tools that stop its background agents and write to them.
+    let l1 = route_requests(&server, "MARK-L1");
+    let mut declared: Vec<&str> = l1[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    declared.sort_unstable();
+    assert_eq!(declared, ["agent", "send_message", "task_stop"]);
     // Depth 3 has no `agent` tool: the call is refused, no fourth agent starts.
     let l3 = route_requests(&server, "MARK-L3");
     assert!(
@@ -556,4 +566,260 @@ async fn task_stop_stops_a_background_agent_and_a_background_shell_job() {
     let notice = last["content"].to_string();
     assert!(notice.contains("task agent_1"), "{notice}");
     assert!(notice.contains("cancelled"), "{notice}");
+}
+
+/// A FIFO in the workspace: a shell call that reads it waits until another writes it,
+/// which orders a sub-agent's step after the parent's without any timing.
+fn gate(w: &Workspace) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(w.ws().join("gate"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_message_reaches_a_running_background_agent_before_its_next_step() {
+    let w = Workspace::new();
+    gate(&w);
+    let server = FakeOpenAi::start(vec![
+        calls(&[(
+            "a1",
+            "agent",
+            json!({"description": "count", "prompt": "MARK-MSG: count the files", "run_in_background": true}),
+        )]),
+        // Sent once the sub-agent's first request is on its way (so it cannot carry
+        // the message).
+        Reply::rendezvous(
+            "asked",
+            2,
+            calls(&[(
+                "m1",
+                "send_message",
+                json!({"task_id": "agent_1", "message": "Count only the .rs files."}),
+            )]),
+        ),
+        // The sub-agent waits on the gate until the message is queued.
+        calls(&[(
+            "g1",
+            "run_shell_command",
+            json!({"command": "echo open > gate"}),
+        )]),
+        // Its request is on its way before the sub-agent answers, so the notice comes
+        // at the next turn.
+        Reply::rendezvous("answered", 2, Reply::text("Waiting for the count.")),
+        calls(&[
+            (
+                "m2",
+                "send_message",
+                json!({"task_id": "agent_1", "message": "Too late?"}),
+            ),
+            (
+                "m3",
+                "send_message",
+                json!({"task_id": "agent_9", "message": "Anyone?"}),
+            ),
+            (
+                "m4",
+                "send_message",
+                json!({"task_id": "agent_1", "message": "  "}),
+            ),
+        ]),
+        Reply::text("Done."),
+    ])
+    .await
+    .unwrap();
+    server.add_route(
+        "MARK-MSG",
+        vec![
+            Reply::rendezvous(
+                "asked",
+                2,
+                calls(&[(
+                    "x1",
+                    "run_shell_command",
+                    json!({"command": "read -r line < gate; echo \"gate $line\""}),
+                )]),
+            ),
+            Reply::rendezvous("answered", 2, Reply::text("There are 3 .rs files.")),
+        ],
+    );
+    let out = run(&w, &server, &["--yolo", "go"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "Done.\n");
+    assert_eq!(server.violations(), Vec::<String>::new());
+
+    let parent: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.route.is_none())
+        .collect();
+    assert_eq!(parent.len(), 6);
+    let queued = tool_message(&parent[2].body, "m1");
+    assert!(
+        queued.contains("queued for background agent agent_1"),
+        "{queued}"
+    );
+
+    // The sub-agent's second request: its shell call answered, then the message.
+    let sub = route_requests(&server, "MARK-MSG");
+    assert_eq!(sub.len(), 2);
+    let messages = sub[1].body["messages"].as_array().unwrap();
+    let n = messages.len();
+    assert_eq!(messages[n - 2]["role"], "tool");
+    assert!(
+        messages[n - 2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("gate open")
+    );
+    assert_eq!(messages[n - 1]["role"], "user");
+    let told = messages[n - 1]["content"].to_string();
+    assert!(told.contains("Count only the .rs files."), "{told}");
+    assert!(told.contains("send_message"), "{told}");
+
+    // Its answer reached the parent as a notice, and then it takes no more messages.
+    let notice = parent[4].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .to_string();
+    assert!(notice.contains("There are 3 .rs files."), "{notice}");
+    assert!(!notice.contains("before reading"), "{notice}");
+    let late = tool_message(&parent[5].body, "m2");
+    assert!(late.contains("agent_1 has ended"), "{late}");
+    assert!(late.contains("not delivered"), "{late}");
+    let unknown = tool_message(&parent[5].body, "m3");
+    assert!(
+        unknown.contains("No background agent has the id \"agent_9\""),
+        "{unknown}"
+    );
+    let empty = tool_message(&parent[5].body, "m4");
+    assert!(
+        empty.contains("message must be a non-empty string"),
+        "{empty}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_a_stopped_agent_never_read_is_named_in_its_notice() {
+    let w = Workspace::new();
+    gate(&w);
+    let server = FakeOpenAi::start(vec![
+        calls(&[(
+            "a1",
+            "agent",
+            json!({"description": "wait", "prompt": "MARK-UNREAD: wait at the gate", "run_in_background": true}),
+        )]),
+        Reply::rendezvous(
+            "asked",
+            2,
+            calls(&[(
+                "m1",
+                "send_message",
+                json!({"task_id": "agent_1", "message": "Also look at the docs."}),
+            )]),
+        ),
+        calls(&[("t1", "task_stop", json!({"task_id": "agent_1"}))]),
+        Reply::text("Stopped."),
+    ])
+    .await
+    .unwrap();
+    server.add_route(
+        "MARK-UNREAD",
+        vec![
+            // Never opened: the call waits until task_stop cancels it.
+            Reply::rendezvous(
+                "asked",
+                2,
+                calls(&[(
+                    "x1",
+                    "run_shell_command",
+                    json!({"command": "read -r line < gate"}),
+                )]),
+            ),
+        ],
+    );
+    let out = run(&w, &server, &["--yolo", "go"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "Stopped.\n");
+    let parent: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.route.is_none())
+        .collect();
+    assert_eq!(parent.len(), 4);
+    let notice = parent[3].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .to_string();
+    assert!(notice.contains("cancelled"), "{notice}");
+    assert!(
+        notice.contains("ended before reading this message"),
+        "{notice}"
+    );
+    assert!(notice.contains("Also look at the docs."), "{notice}");
+    assert_eq!(route_requests(&server, "MARK-UNREAD").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_that_comes_while_the_agent_answers_is_read_before_it_ends() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![
+        calls(&[(
+            "a1",
+            "agent",
+            json!({"description": "survey", "prompt": "MARK-LAST: survey the repo", "run_in_background": true}),
+        )]),
+        Reply::rendezvous(
+            "asked",
+            2,
+            calls(&[(
+                "m1",
+                "send_message",
+                json!({"task_id": "agent_1", "message": "Include the docs folder."}),
+            )]),
+        ),
+        // Reached only once the message is queued.
+        Reply::rendezvous("sent", 2, Reply::text("Waiting.")),
+        Reply::text("Done."),
+    ])
+    .await
+    .unwrap();
+    server.add_route(
+        "MARK-LAST",
+        vec![
+            // Its answer without tool calls comes after the message was queued: it would
+            // end here without reading it.
+            Reply::rendezvous(
+                "asked",
+                2,
+                Reply::rendezvous("sent", 2, Reply::text("Surveyed: src only.")),
+            ),
+            Reply::text("Surveyed: src and docs."),
+        ],
+    );
+    let out = run(&w, &server, &["--yolo", "go"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "Done.\n");
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let sub = route_requests(&server, "MARK-LAST");
+    assert_eq!(sub.len(), 2, "the agent ended without reading the message");
+    let told = sub[1].body["messages"].as_array().unwrap().last().unwrap()["content"].to_string();
+    assert!(told.contains("Include the docs folder."), "{told}");
+    let parent: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.route.is_none())
+        .collect();
+    let notice = parent.last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .to_string();
+    assert!(notice.contains("Surveyed: src and docs."), "{notice}");
 }
