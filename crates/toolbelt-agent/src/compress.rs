@@ -10,7 +10,8 @@
 //! itself overflow the context it is meant to relieve.
 //!
 //! The new history is: the summary as a user message, a short assistant acknowledgement,
-//! then the kept messages. The caller swaps it in (`Agent::set_history`).
+//! then the kept messages. The caller swaps it in (`Agent::replace_history`, which also
+//! records it in the session file).
 
 use tokio_util::sync::CancellationToken;
 use toolbelt_model::{Message, Model, ModelError, ModelRequest, Usage, UserPart};

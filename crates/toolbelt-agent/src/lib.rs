@@ -244,6 +244,28 @@ impl Agent {
         }
     }
 
+    /// Replaces the conversation with `history` (what `/compress` made) and records
+    /// the replacement in the session file, so a resumed session continues from it.
+    pub fn replace_history(&self, history: Vec<Message>) {
+        self.record(|log| log.replace_history(&history));
+        self.set_history(history);
+    }
+
+    /// Writes to the session file, if there is one; the first failure is a warning.
+    fn record(
+        &self,
+        write: impl FnOnce(&transcript::SessionWriter) -> Result<(), transcript::TranscriptError>,
+    ) {
+        if let Some(log) = &self.log
+            && let Err(e) = write(log)
+            && !self
+                .log_failed
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!("the session is no longer saved: {e}");
+        }
+    }
+
     /// Saves every message of the run (the new prompt, the model's answers, the tool
     /// results) to `log` as it joins the conversation. A failed write is a warning: the
     /// run matters more than its record.
@@ -254,14 +276,7 @@ impl Agent {
 
     /// Adds `message` to the conversation, saving it first.
     fn push(&self, request: &mut ModelRequest, message: Message) {
-        if let Some(log) = &self.log
-            && let Err(e) = log.append(&message)
-            && !self
-                .log_failed
-                .swap(true, std::sync::atomic::Ordering::Relaxed)
-        {
-            tracing::warn!("the session is no longer saved: {e}");
-        }
+        self.record(|log| log.append(&message));
         request.messages.push(message);
     }
 

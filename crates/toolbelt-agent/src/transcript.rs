@@ -14,6 +14,14 @@
 //! {"type":"assistant","text":"It says hello.","tool_calls":[]}
 //! ```
 //!
+//! After `/compress`, one line replaces everything before it with the new history (the
+//! summary, an acknowledgement, the messages kept word for word), and later messages
+//! follow it as usual:
+//!
+//! ```text
+//! {"type":"compressed","history":[{"type":"user","content":[{"text":"[Summary ...]"}]},{"type":"assistant","text":"Understood.","tool_calls":[]}]}
+//! ```
+//!
 //! The header comes first; then every message of the conversation as the model saw it,
 //! in order, except the system prompt: that is rebuilt by each run (the tools, the
 //! approval mode and the context files may have changed since), so a resumed session
@@ -47,6 +55,12 @@
 //!   (`20261123T171500.123Z-1a2b3c4d`): sorting names sorts sessions by time. An ID given
 //!   by a person is checked to be a plain name (letters, digits, `.`, `_`, `-`, starting
 //!   with a letter or digit), so it can never name a path outside the sessions directory.
+//! - **A compression is one line**, written with one `write` as every line is: a crash
+//!   while writing it leaves a cut last line, skipped with a warning, and the session
+//!   loads with its history before the compression. The replaced messages stay in the
+//!   file above it (an old line is never rewritten), so nothing said is lost from the
+//!   record; loading uses only what follows the last compression. A toolbelt from before
+//!   this line existed refuses such a file as damaged rather than misreading it.
 //! - **Permissions**: tool output may hold secrets, so the directories are created 0700
 //!   and the files 0600.
 
@@ -156,6 +170,10 @@ enum Line {
         call_id: String,
         text: String,
     },
+    /// The history from here on (`/compress`): replaces every message before it.
+    Compressed {
+        history: Vec<Line>,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -212,6 +230,9 @@ impl Line {
         let b64 = base64::engine::general_purpose::STANDARD;
         Ok(match self {
             Line::Session(_) => return Err("a second session header".to_string()),
+            Line::Compressed { .. } => {
+                return Err("a compression inside a compressed history".to_string());
+            }
             Line::User { content } => {
                 let mut parts = Vec::with_capacity(content.len());
                 for c in content {
@@ -252,6 +273,9 @@ pub struct LoadedSession {
     pub messages: Vec<Message>,
     /// What was repaired or skipped, each naming the file (and line).
     pub warnings: Vec<String>,
+    /// The first line of the first prompt in the file, also when a compression has
+    /// since replaced it in `messages` (for listings).
+    pub first_prompt: Option<String>,
 }
 
 /// Reads a session file's bytes. Never panics, whatever the bytes.
@@ -286,6 +310,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<LoadedSession, TranscriptError
     let mut warnings = Vec::new();
     let mut messages = Vec::new();
     let mut pending: Vec<String> = Vec::new();
+    let mut first_prompt = None;
     for (index, raw) in lines.into_iter().enumerate().skip(1) {
         let number = index + 1;
         let unterminated_last = number == count && !terminated;
@@ -312,27 +337,28 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<LoadedSession, TranscriptError
             }
             Err(reason) => return Err(corrupt(number, reason)),
         };
-        let message = line.into_message().map_err(|r| corrupt(number, r))?;
-        match &message {
-            Message::Tool { call_id, .. } => {
-                let Some(at) = pending.iter().position(|p| p == call_id) else {
-                    return Err(corrupt(
-                        number,
-                        format!(
-                            "a result for tool call {call_id:?}, which no assistant message left unanswered"
-                        ),
-                    ));
-                };
-                pending.remove(at);
-            }
-            other => {
-                answer_unfinished(path, &mut pending, &mut messages, &mut warnings);
-                if let Message::Assistant { tool_calls, .. } = other {
-                    pending = tool_calls.iter().map(|c| c.id.clone()).collect();
-                }
-            }
+        if first_prompt.is_none()
+            && let Line::User { content } = &line
+        {
+            first_prompt = content.iter().find_map(|c| match c {
+                ContentRecord::Text(t) => t.lines().next().map(str::to_string),
+                ContentRecord::Image { .. } => None,
+            });
         }
-        messages.push(message);
+        let lines = match line {
+            Line::Compressed { history } => {
+                // What came before is replaced, answered calls or not.
+                messages.clear();
+                pending.clear();
+                history
+            }
+            line => vec![line],
+        };
+        for line in lines {
+            let message = line.into_message().map_err(|r| corrupt(number, r))?;
+            add_message(path, message, &mut messages, &mut pending, &mut warnings)
+                .map_err(|r| corrupt(number, r))?;
+        }
     }
     answer_unfinished(path, &mut pending, &mut messages, &mut warnings);
     Ok(LoadedSession {
@@ -340,7 +366,36 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<LoadedSession, TranscriptError
         header,
         messages,
         warnings,
+        first_prompt,
     })
+}
+
+/// Adds one message read back, checking that a tool result answers a call left open.
+fn add_message(
+    path: &Path,
+    message: Message,
+    messages: &mut Vec<Message>,
+    pending: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
+    match &message {
+        Message::Tool { call_id, .. } => {
+            let Some(at) = pending.iter().position(|p| p == call_id) else {
+                return Err(format!(
+                    "a result for tool call {call_id:?}, which no assistant message left unanswered"
+                ));
+            };
+            pending.remove(at);
+        }
+        other => {
+            answer_unfinished(path, pending, messages, warnings);
+            if let Message::Assistant { tool_calls, .. } = other {
+                *pending = tool_calls.iter().map(|c| c.id.clone()).collect();
+            }
+        }
+    }
+    messages.push(message);
+    Ok(())
 }
 
 enum HeaderProblem {
@@ -480,14 +535,7 @@ impl SessionStore {
     /// file cannot be read.
     pub fn first_prompt(&self, id: &str) -> Option<String> {
         let bytes = std::fs::read(self.path_of(id)).ok()?;
-        let loaded = parse(&self.path_of(id), &bytes).ok()?;
-        loaded.messages.iter().find_map(|m| match m {
-            Message::User(parts) => parts.iter().find_map(|p| match p {
-                UserPart::Text(t) => t.lines().next().map(str::to_string),
-                UserPart::Image { .. } => None,
-            }),
-            _ => None,
-        })
+        parse(&self.path_of(id), &bytes).ok()?.first_prompt
     }
 
     /// Starts a session file (directory 0700, file 0600) with `header` as its first
@@ -594,6 +642,13 @@ impl SessionWriter {
             Some(line) => self.write_line(&line),
             None => Ok(()),
         }
+    }
+
+    /// Records that `history` replaces the conversation so far (`/compress`), in one
+    /// line; the messages before it stay in the file.
+    pub fn replace_history(&self, history: &[Message]) -> Result<(), TranscriptError> {
+        let history = history.iter().filter_map(Line::from_message).collect();
+        self.write_line(&Line::Compressed { history })
     }
 
     fn write_line(&self, line: &Line) -> Result<(), TranscriptError> {

@@ -203,6 +203,105 @@ fn a_truncated_last_line_is_skipped_with_a_warning() {
     );
 }
 
+fn summary() -> Vec<Message> {
+    vec![
+        Message::user_text("[Summary] read both files; both say hello"),
+        Message::Assistant {
+            text: "Understood.".to_string(),
+            tool_calls: Vec::new(),
+        },
+    ]
+}
+
+#[test]
+fn a_compression_replaces_the_history_before_it_and_later_messages_follow() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path().join("sessions/project"));
+    let writer = store.create(header()).unwrap();
+    for m in conversation() {
+        writer.append(&m).unwrap();
+    }
+    writer.replace_history(&summary()).unwrap();
+    let after = Message::user_text("and now?");
+    writer.append(&after).unwrap();
+    let loaded = store.load(writer.id()).unwrap();
+    let mut expected = summary();
+    expected.push(after);
+    assert_eq!(loaded.messages, expected);
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    // The replaced messages are still in the file, above the compression.
+    let text = std::fs::read_to_string(writer.path()).unwrap();
+    assert!(text.contains("Both say hello."), "{text}");
+    // Listings still show the prompt the session began with.
+    assert_eq!(
+        store.first_prompt(writer.id()).as_deref(),
+        Some("read both")
+    );
+    // A second compression replaces the first.
+    writer.replace_history(&conversation()[..1]).unwrap();
+    assert_eq!(
+        store.load(writer.id()).unwrap().messages,
+        conversation()[..1]
+    );
+}
+
+#[test]
+fn a_compression_cut_short_loads_the_history_before_it() {
+    let text = file_text(&conversation());
+    let line = serde_json::to_string(&Line::Compressed {
+        history: summary().iter().filter_map(Line::from_message).collect(),
+    })
+    .unwrap();
+    let whole = format!("{text}{line}\n");
+    assert_eq!(
+        parse(Path::new("s.jsonl"), whole.as_bytes())
+            .unwrap()
+            .messages,
+        summary()
+    );
+    let cut = &whole[..whole.len() - 8];
+    let loaded = parse(Path::new("s.jsonl"), cut.as_bytes()).unwrap();
+    assert_eq!(loaded.messages, conversation());
+    assert!(
+        loaded.warnings[0].contains("incomplete last line"),
+        "{:?}",
+        loaded.warnings
+    );
+}
+
+#[test]
+fn a_compressed_history_that_is_not_well_formed_is_an_error() {
+    let good = file_text(&conversation()[..1]);
+    let cases = [
+        (
+            r#"{"type":"compressed","history":[{"type":"tool","call_id":"c9","text":"x"}]}"#,
+            "a result for tool call \"c9\"",
+        ),
+        (
+            r#"{"type":"compressed","history":[{"type":"compressed","history":[]}]}"#,
+            "a compression inside a compressed history",
+        ),
+        (
+            r#"{"type":"compressed","history":[{"type":"session","version":1,"id":"x","cwd":"/","model":"m","started":"s"}]}"#,
+            "a second session header",
+        ),
+    ];
+    for (line, says) in cases {
+        let text = format!("{good}{line}\n");
+        let e = parse(Path::new("s.jsonl"), text.as_bytes()).unwrap_err();
+        assert!(e.to_string().starts_with("s.jsonl:3: "), "{e}");
+        assert!(e.to_string().contains(says), "{e}");
+    }
+    // A call the compressed history leaves open is answered, as anywhere else.
+    let open = format!(
+        "{good}{}\n",
+        r#"{"type":"compressed","history":[{"type":"assistant","text":"","tool_calls":[{"id":"c1","name":"read_file","arguments":"{}"}]}]}"#
+    );
+    let loaded = parse(Path::new("s.jsonl"), open.as_bytes()).unwrap();
+    assert_well_formed(&loaded.messages);
+    assert_eq!(loaded.messages.len(), 2);
+}
+
 /// Each case: the file's text, and what the error says.
 #[test]
 fn damage_is_an_error_naming_the_file_and_line() {
@@ -344,7 +443,7 @@ proptest! {
     /// Line-shaped noise: JSON objects of the right `type` with wrong fields.
     #[test]
     fn records_of_the_wrong_shape_are_errors_not_panics(
-        kind in prop::sample::select(vec!["user", "assistant", "tool", "session"]),
+        kind in prop::sample::select(vec!["user", "assistant", "tool", "session", "compressed"]),
         field in "[a-z_]{1,12}",
         value in prop_oneof![Just("null".to_string()), Just("[]".to_string()), Just("{}".to_string()), "\"[a-z]{0,5}\"", "-?[0-9]{1,20}"],
     ) {

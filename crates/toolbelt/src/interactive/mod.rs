@@ -456,7 +456,7 @@ impl App {
                 self.compressing = None;
                 match result {
                     Ok(c) => {
-                        self.agent.set_history(c.history);
+                        self.agent.replace_history(c.history);
                         self.emit(view::note(
                             &format!(
                                 "Compressed the conversation: {} messages ({} characters) became {} ({} characters).",

@@ -397,3 +397,47 @@ async fn completion_slash_commands_and_history_across_sessions() {
         quit(pty);
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressed_conversation_is_what_continue_resumes() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![
+        Reply::text("The answer is 42."),
+        // The summary /compress asks for.
+        Reply::text("SUMMARY: the user asked for the answer, which is 42."),
+        Reply::text("Resumed from the summary."),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &[]);
+        pty.line("what is the answer to the long question");
+        pty.wait_until("the finished answer", |s| {
+            s.contains("The answer is 42.") && !s.contains("esc to cancel")
+        });
+        pty.line("/compress");
+        pty.wait_for("Compressed the conversation");
+        quit(pty);
+
+        let pty = start(&w, &server, &["--continue"]);
+        pty.line("go on");
+        pty.wait_for("Resumed from the summary.");
+        quit(pty);
+    });
+    let body = server.last_request().unwrap().body;
+    let texts: Vec<String> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        texts.iter().any(|t| t.contains("SUMMARY: the user asked")),
+        "{texts:?}"
+    );
+    assert!(
+        !texts.iter().any(|t| t.contains("the long question")),
+        "the resumed session still holds what was compressed: {texts:?}"
+    );
+    assert_eq!(texts.last().unwrap(), "go on");
+}
