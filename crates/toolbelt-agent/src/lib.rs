@@ -124,7 +124,8 @@ pub struct Agent {
     source: Option<Arc<dyn ToolSource>>,
     scheduler: Scheduler,
     scheduler_events: tokio::sync::Mutex<mpsc::UnboundedReceiver<SchedulerEvent>>,
-    system_prompt: String,
+    /// Sent first in each run; the session may make it again between runs.
+    system_prompt: std::sync::Mutex<String>,
     max_turns: usize,
     sink: Option<EventSink>,
     /// Defers tools behind `tool_search` above the `tools.search` budget.
@@ -167,7 +168,7 @@ impl Agent {
             source: None,
             scheduler: Scheduler::new(env, config),
             scheduler_events: tokio::sync::Mutex::new(rx),
-            system_prompt,
+            system_prompt: std::sync::Mutex::new(system_prompt),
             max_turns: max_turns.max(1),
             sink,
             tool_search,
@@ -241,6 +242,23 @@ impl Agent {
         match self.history.lock() {
             Ok(mut h) => *h = history,
             Err(poisoned) => *poisoned.into_inner() = history,
+        }
+    }
+
+    /// The system prompt the next run sends.
+    pub fn system_prompt(&self) -> String {
+        match self.system_prompt.lock() {
+            Ok(p) => p.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Replaces the system prompt from the next run on (a run under way keeps its own):
+    /// the context files were reloaded, or the approval mode it names has changed.
+    pub fn set_system_prompt(&self, text: String) {
+        match self.system_prompt.lock() {
+            Ok(mut p) => *p = text,
+            Err(poisoned) => *poisoned.into_inner() = text,
         }
     }
 
@@ -378,7 +396,7 @@ impl Agent {
         self.scheduler.end_turn();
         let history = self.history();
         let mut messages = Vec::with_capacity(history.len() + 2);
-        messages.push(Message::System(self.system_prompt.clone()));
+        messages.push(Message::System(self.system_prompt()));
         messages.extend(history);
         let mut request = ModelRequest {
             messages,

@@ -151,6 +151,55 @@ pub struct Prepared {
     /// The model, swappable (`set_model`).
     pub model: Arc<ModelSlot>,
     pub settings: Arc<toolbelt_core::Settings>,
+    /// What the agent's system prompt is made of, to make it again.
+    pub system_prompt: SystemPrompt,
+}
+
+/// A session's system prompt and what it is made of, so it can be made again when
+/// what it names changes: the approval mode (the interactive agent and the stream-json
+/// loop remake it before each prompt) and the context files (`/memory refresh`,
+/// `/memory add`).
+pub struct SystemPrompt {
+    facts: PromptFacts,
+    /// `--system-prompt`: used instead of toolbelt's own.
+    own: Option<String>,
+    /// `--append-system-prompt`.
+    append: Option<String>,
+    /// The context files' names (`context.fileName`), and the home they are also
+    /// looked for in.
+    names: Vec<String>,
+    home: Option<PathBuf>,
+}
+
+impl SystemPrompt {
+    /// toolbelt's system prompt naming approval mode `mode`, or `--system-prompt`'s,
+    /// with `--append-system-prompt` after it.
+    pub fn text(&self, mode: toolbelt_core::scheduler::ApprovalMode) -> String {
+        let mut prompt = match &self.own {
+            Some(own) => own.clone(),
+            None => {
+                let mut facts = self.facts.clone();
+                facts.approval_mode = mode.to_string();
+                system_prompt(&facts)
+            }
+        };
+        if let Some(more) = &self.append {
+            prompt.push_str("\n\n");
+            prompt.push_str(more);
+        }
+        prompt
+    }
+
+    /// The context files in the prompt, as last loaded.
+    pub fn context_files(&self) -> &[context_files::ContextFile] {
+        &self.facts.context_files
+    }
+
+    /// Reads the context files again from disk.
+    pub fn reload_context_files(&mut self) {
+        self.facts.context_files =
+            context_files::load(&self.names, self.home.as_deref(), &self.facts.cwd);
+    }
 }
 
 /// The MCP servers as the agent's [`ToolSource`]: a server's announced change, or a call
@@ -302,12 +351,21 @@ pub async fn prepare(
     let tools: Vec<String> = registry.all().map(|r| r.name.clone()).collect();
     let names = context_files::file_names(&env.settings);
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let facts = PromptFacts {
-        workspace_dirs: env.roots.roots().to_vec(),
-        cwd: cwd.clone(),
-        approval_mode: mode.to_string(),
-        tool_names: tools.clone(),
-        context_files: context_files::load(&names, home.as_deref(), &cwd),
+    let system_prompt = SystemPrompt {
+        facts: PromptFacts {
+            workspace_dirs: env.roots.roots().to_vec(),
+            cwd: cwd.clone(),
+            approval_mode: mode.to_string(),
+            tool_names: tools.clone(),
+            context_files: context_files::load(&names, home.as_deref(), &cwd),
+        },
+        own: args.system_prompt.clone(),
+        append: args
+            .append_system_prompt
+            .clone()
+            .filter(|m| !m.trim().is_empty()),
+        names,
+        home,
     };
     let env_settings = env.settings.clone();
     let config = SchedulerConfig {
@@ -321,7 +379,7 @@ pub async fn prepare(
         Arc::new(registry),
         env,
         config,
-        full_system_prompt(args, &facts),
+        system_prompt.text(mode),
         args.max_session_turns,
         Some(setup.sink),
     )
@@ -350,6 +408,7 @@ pub async fn prepare(
         agents,
         skills,
         background,
+        system_prompt,
     })
 }
 
@@ -361,24 +420,6 @@ fn core_tools(registry: &mut ToolRegistry, settings: &toolbelt_core::Settings, c
         settings.tools.core = Some(core.to_vec());
         registry.apply_settings(&settings);
     }
-}
-
-/// toolbelt's system prompt, or `--system-prompt`'s, with `--append-system-prompt`
-/// after it.
-fn full_system_prompt(args: &AgentArgs, facts: &PromptFacts) -> String {
-    let mut prompt = match &args.system_prompt {
-        Some(own) => own.clone(),
-        None => system_prompt(facts),
-    };
-    if let Some(more) = args
-        .append_system_prompt
-        .as_deref()
-        .filter(|m| !m.trim().is_empty())
-    {
-        prompt.push_str("\n\n");
-        prompt.push_str(more);
-    }
-    prompt
 }
 
 /// The `system`/`init` facts of a prepared session.

@@ -90,6 +90,8 @@ pub enum UiMessage {
     TextRestart,
     /// A warning to show (an `@path` that could not be read).
     Notice(String),
+    /// `/memory add` saved a fact (the tool's message): the context files are read again.
+    MemoryAdded(String),
     /// The request finished.
     Done(RunOutcome),
 }
@@ -210,6 +212,9 @@ struct Running {
 
 struct App {
     agent: Arc<Agent>,
+    /// What the agent's system prompt is made of: made again before each prompt (the
+    /// approval mode may have changed) and when the context files are reloaded.
+    system_prompt: agent_cmd::SystemPrompt,
     model: Arc<dyn toolbelt_model::Model>,
     questions: Option<QuestionsDialog>,
     /// `/compress` is asking the model (its text is not an answer to show).
@@ -255,6 +260,7 @@ impl App {
         editor.set_history(history.entries().to_vec());
         let mut app = App {
             agent: Arc::new(p.agent),
+            system_prompt: p.system_prompt,
             model: p.model,
             questions: None,
             compressing: None,
@@ -469,6 +475,10 @@ impl App {
                 }
             }
             UiMessage::Notice(text) => self.emit(view::note(&text, Color::Yellow)),
+            UiMessage::MemoryAdded(text) => {
+                self.reload_memory();
+                self.emit(view::note(&text, Color::Green));
+            }
             UiMessage::Done(outcome) => self.finished(outcome),
         }
     }
@@ -621,6 +631,7 @@ impl App {
             return;
         }
         self.emit(view::user_lines(&text));
+        self.remake_system_prompt();
         let cancel = CancellationToken::new();
         let agent = self.agent.clone();
         let tx = self.to_ui.clone();
@@ -659,18 +670,26 @@ impl App {
                 let text = slash::mcp_text(&self.mcp.reports());
                 self.emit(view::note(&text, Color::Gray));
             }
-            SlashCommand::MemoryShow | SlashCommand::MemoryRefresh => {
-                let files = slash::load_context_files(&env, home.as_deref(), &self.cwd);
-                self.emit(view::note(&slash::memory_text(&files), Color::Gray));
+            SlashCommand::MemoryShow => {
+                let files = self.system_prompt.context_files();
+                self.emit(view::note(&slash::memory_text(files), Color::Gray));
+            }
+            SlashCommand::MemoryRefresh => {
+                self.reload_memory();
+                let text = format!(
+                    "Reloaded the context files; the next prompt's system prompt has them.\n{}",
+                    slash::memory_text(self.system_prompt.context_files())
+                );
+                self.emit(view::note(&text, Color::Gray));
             }
             SlashCommand::MemoryAdd { fact, project } => {
                 let tx = self.to_ui.clone();
                 tokio::spawn(async move {
-                    let text = match slash::memory_add(env, home, &fact, project).await {
-                        Ok(text) => text,
-                        Err(e) => format!("/memory add failed: {e}"),
+                    let message = match slash::memory_add(env, home, &fact, project).await {
+                        Ok(text) => UiMessage::MemoryAdded(text),
+                        Err(e) => UiMessage::Notice(format!("/memory add failed: {e}")),
                     };
-                    let _ = tx.send(UiMessage::Notice(text));
+                    let _ = tx.send(message);
                 });
             }
             SlashCommand::Clear | SlashCommand::Compress if busy => self.emit(view::note(
@@ -741,6 +760,18 @@ impl App {
             self.editor.complete(start, len, &format!("{choice}{tail}"));
         }
         self.update_completions();
+    }
+
+    /// Makes the system prompt again with the approval mode of now, for the next run.
+    fn remake_system_prompt(&self) {
+        let mode = self.agent.scheduler().mode();
+        self.agent.set_system_prompt(self.system_prompt.text(mode));
+    }
+
+    /// Reads the context files again (`/memory refresh`, after `/memory add`).
+    fn reload_memory(&mut self) {
+        self.system_prompt.reload_context_files();
+        self.remake_system_prompt();
     }
 
     /// `/compress`: the model summarises the history, which the summary then replaces.

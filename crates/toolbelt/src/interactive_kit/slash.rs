@@ -3,7 +3,7 @@
 //! approval mode); the texts are built here from the session's parts so they are
 //! tested without a terminal.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -306,16 +306,6 @@ pub async fn memory_add(
         Some(e) => Err(e.message),
         None => Ok(result.llm_text()),
     }
-}
-
-/// The context files as the session loads them (for `/memory refresh`).
-pub fn load_context_files(
-    env: &ToolEnvironment,
-    home: Option<&Path>,
-    cwd: &Path,
-) -> Vec<ContextFile> {
-    let names = toolbelt_agent::context_files::file_names(&env.settings);
-    toolbelt_agent::context_files::load(&names, home, cwd)
 }
 
 /// Completion for `/`: the commands whose name starts with `typed` (without the

@@ -272,6 +272,9 @@ impl<'a> Loop<'a> {
         let cancel = CancellationToken::new();
         self.cancel = Some(cancel.clone());
         let agent = &self.prepared.agent;
+        // The approval mode the system prompt names may have changed since the last
+        // turn (set_permission_mode, an approved plan).
+        agent.set_system_prompt(self.prepared.system_prompt.text(agent.scheduler().mode()));
         Box::pin(async move { agent.run_with_references(parts, &written, &cancel).await })
     }
 

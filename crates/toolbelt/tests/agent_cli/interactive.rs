@@ -441,3 +441,74 @@ async fn a_compressed_conversation_is_what_continue_resumes() {
     );
     assert_eq!(texts.last().unwrap(), "go on");
 }
+
+/// The system prompt of the last request the server received.
+fn system_prompt(server: &FakeOpenAi) -> String {
+    let body = server.last_request().unwrap().body;
+    body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_refresh_add_and_a_new_mode_reach_the_next_system_prompt() {
+    let w = Workspace::new();
+    w.write("QWEN.md", "Project rule: OLD-RULE.\n");
+    let server = FakeOpenAi::start(vec![
+        Reply::text("First answer."),
+        Reply::text("Second answer."),
+        Reply::text("Third answer."),
+    ])
+    .await
+    .unwrap();
+    let prompts = tokio::task::block_in_place(|| {
+        let mut prompts = Vec::new();
+        let pty = start(&w, &server, &[]);
+        pty.line("first");
+        pty.wait_until("the first answer", |s| {
+            s.contains("First answer.") && !s.contains("esc to cancel")
+        });
+        prompts.push(system_prompt(&server));
+
+        // Changed on disk: the prompt keeps what it was made with until a refresh.
+        w.write("QWEN.md", "Project rule: NEW-RULE.\n");
+        pty.line("/memory show");
+        pty.wait_for("OLD-RULE");
+        pty.line("/memory refresh");
+        pty.wait_for("NEW-RULE");
+        pty.send(keys::SHIFT_TAB);
+        pty.wait_for("auto-edit mode");
+        pty.line("second");
+        pty.wait_until("the second answer", |s| {
+            s.contains("Second answer.") && !s.contains("esc to cancel")
+        });
+        prompts.push(system_prompt(&server));
+
+        pty.line("/memory add Indent with TABS-ALWAYS");
+        pty.wait_for("remembered that");
+        pty.line("third");
+        pty.wait_until("the third answer", |s| {
+            s.contains("Third answer.") && !s.contains("esc to cancel")
+        });
+        prompts.push(system_prompt(&server));
+        quit(pty);
+        prompts
+    });
+    assert!(prompts[0].contains("OLD-RULE"), "{}", prompts[0]);
+    assert!(
+        prompts[0].contains("Approval mode: default"),
+        "{}",
+        prompts[0]
+    );
+    assert!(prompts[1].contains("NEW-RULE"), "{}", prompts[1]);
+    assert!(!prompts[1].contains("OLD-RULE"), "{}", prompts[1]);
+    assert!(
+        prompts[1].contains("Approval mode: auto-edit"),
+        "{}",
+        prompts[1]
+    );
+    assert!(!prompts[1].contains("TABS-ALWAYS"), "{}", prompts[1]);
+    assert!(prompts[2].contains("TABS-ALWAYS"), "{}", prompts[2]);
+    assert!(prompts[2].contains("NEW-RULE"), "{}", prompts[2]);
+}

@@ -238,3 +238,60 @@ async fn partial_messages_follow_the_model_as_it_streams() {
     assert_eq!(starts[1]["name"], "read_file");
     assert_eq!(server.violations(), Vec::<String>::new());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mode_set_by_the_client_is_named_in_the_next_turns_system_prompt() {
+    let w = Workspace::new();
+    let server = toolbelt_model::fake_server::FakeOpenAi::start(vec![
+        toolbelt_model::fake_server::Reply::text("first"),
+        toolbelt_model::fake_server::Reply::text("second"),
+    ])
+    .await
+    .unwrap();
+    let user = |text: &str| {
+        json!({"type": "user", "session_id": "", "message": {"role": "user", "content": text},
+               "parent_tool_use_id": null})
+        .to_string()
+    };
+    let input = [
+        user("one"),
+        json!({"type": "control_request", "request_id": "m", "request": {"subtype": "set_permission_mode", "mode": "plan"}}).to_string(),
+        user("two"),
+    ]
+    .join("\n");
+    let url = server.base_url();
+    let run = w
+        .run(
+            &[
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+            ],
+            &[
+                ("OPENAI_BASE_URL", url.as_str()),
+                ("OPENAI_API_KEY", "sk-local"),
+                ("OPENAI_MODEL", "fake-model"),
+            ],
+            Some(&input),
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let systems: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| {
+            r.body["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(systems.len(), 2);
+    assert!(
+        systems[0].contains("Approval mode: default"),
+        "{}",
+        systems[0]
+    );
+    assert!(systems[1].contains("Approval mode: plan"), "{}", systems[1]);
+}

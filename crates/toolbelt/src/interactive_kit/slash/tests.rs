@@ -1,5 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::path::Path;
+
 use toolbelt_core::{Settings, WorkspaceRoots};
 
 use super::*;
@@ -145,6 +147,12 @@ fn mcp_servers_show_status_reason_and_tools() {
         mcp_text(&reports),
         "MCP servers:\n  docs (stdio docs-server --stdio): connected, 1 tools\n    mcp__docs__search  Searches the docs.\n  gone (http http://127.0.0.1:9/mcp): failed: connection refused\n"
     );
+}
+
+/// The context files as the session loads them.
+fn load_context_files(env: &ToolEnvironment, home: Option<&Path>, cwd: &Path) -> Vec<ContextFile> {
+    let names = toolbelt_agent::context_files::file_names(&env.settings);
+    toolbelt_agent::context_files::load(&names, home, cwd)
 }
 
 #[tokio::test]
