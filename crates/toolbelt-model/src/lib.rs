@@ -31,7 +31,7 @@ mod wire;
 #[cfg(any(test, feature = "fake-server"))]
 pub mod fake_server;
 
-pub use openai::{OpenAiClient, OpenAiConfig, TextDelta, TextStream};
+pub use openai::{OpenAiClient, OpenAiConfig};
 pub use replay::{RecordingModel, ReplayModel, ScriptTurn, ScriptedCall, parse_script};
 pub use retry::RetryPolicy;
 
@@ -189,6 +189,9 @@ pub enum StreamDelta {
     },
     /// More argument text of the tool call at `index`.
     ToolCallArguments { index: u32, text: String },
+    /// The request is tried again (the last attempt failed, perhaps mid-stream): what
+    /// was streamed so far is void, and the answer streams again from its start.
+    Restart,
 }
 
 /// Where [`Model::complete_streaming`] sends the pieces.

@@ -28,29 +28,6 @@ pub struct OpenAiConfig {
     pub retry: RetryPolicy,
     /// Whether inline images may be sent.
     pub takes_images: bool,
-    /// Where the answer's text goes as it streams in (a terminal display); `None` for
-    /// nobody. The returned [`ModelTurn`] still carries the whole text.
-    pub text_stream: Option<TextStream>,
-}
-
-/// A piece of a streaming answer, for [`OpenAiConfig::text_stream`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TextDelta<'a> {
-    /// More text of the answer.
-    Text(&'a str),
-    /// A new attempt starts: forget the text streamed so far (a retried request).
-    Restart,
-}
-
-/// The receiver of [`TextDelta`]s. It is called on the request's task, so it must be
-/// quick (hand the text on, do not render).
-#[derive(Clone)]
-pub struct TextStream(pub std::sync::Arc<dyn Fn(TextDelta<'_>) + Send + Sync>);
-
-impl std::fmt::Debug for TextStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("TextStream")
-    }
 }
 
 impl OpenAiConfig {
@@ -63,7 +40,6 @@ impl OpenAiConfig {
             request_timeout: Duration::from_secs(120),
             retry: RetryPolicy::default(),
             takes_images: false,
-            text_stream: None,
         }
     }
 }
@@ -177,10 +153,6 @@ impl OpenAiClient {
         let mut body = response.bytes_stream();
         let mut decoder = SseDecoder::default();
         let mut turn = TurnAssembler::default();
-        let mut streamed = 0;
-        if let Some(stream) = &self.config.text_stream {
-            (stream.0)(TextDelta::Restart);
-        }
         loop {
             let piece = match tokio::time::timeout(timeout, body.next()).await {
                 Err(_) => return Err(retry(format!("the stream was silent for {timeout:?}"))),
@@ -195,12 +167,6 @@ impl OpenAiClient {
             };
             for payload in decoder.feed(&piece) {
                 let step = turn.apply_streaming(&payload, on_delta).map_err(retry)?;
-                if let Some(stream) = &self.config.text_stream
-                    && turn.text().len() > streamed
-                {
-                    (stream.0)(TextDelta::Text(&turn.text()[streamed..]));
-                    streamed = turn.text().len();
-                }
                 if step == Step::Done {
                     return Ok(turn.into_turn());
                 }
@@ -287,6 +253,9 @@ impl Model for OpenAiClient {
             let attempts = policy.max_attempts.max(1);
             let mut last = String::new();
             for attempt in 1..=attempts {
+                if attempt > 1 {
+                    on_delta(crate::StreamDelta::Restart);
+                }
                 let outcome = tokio::select! {
                     outcome = self.attempt(request, on_delta) => outcome,
                     _ = cancel.cancelled() => return Err(ModelError::Cancelled),

@@ -166,11 +166,6 @@ impl TurnAssembler {
         }
     }
 
-    /// The answer's text so far.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
     /// Whether the stream said it was complete (`[DONE]` or a finish reason).
     pub fn is_complete(&self) -> bool {
         self.done || self.finish.is_some()

@@ -67,7 +67,6 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     };
     let setup = Setup {
         read_prompt: true,
-        text_stream: None,
         sink,
         approver: None,
     };
@@ -127,8 +126,6 @@ pub struct Setup {
     pub sink: EventSink,
     /// Who is asked when a call needs approval (`None`: nobody, headless).
     pub approver: Option<Arc<dyn Approver>>,
-    /// Where a streaming model's text goes as it arrives (the terminal UI).
-    pub text_stream: Option<toolbelt_model::TextStream>,
 }
 
 pub struct Prepared {
@@ -299,7 +296,7 @@ pub async fn prepare(
         ..
     } = session;
     let mcp = Arc::new(mcp);
-    let (model, server) = build_model(args, &env.settings, &cwd, setup.text_stream.clone())?;
+    let (model, server) = build_model(args, &env.settings, &cwd)?;
     let model = Arc::new(ModelSlot::new(model));
     let model_name = model.name().to_string();
     let log = agent_sessions::start(
@@ -528,7 +525,6 @@ pub fn build_model(
     args: &AgentArgs,
     settings: &toolbelt_core::Settings,
     cwd: &std::path::Path,
-    text_stream: Option<toolbelt_model::TextStream>,
 ) -> Result<(Arc<dyn Model>, Option<OpenAiConfig>), String> {
     let env_var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     let takes_images = settings.model.vision;
@@ -556,7 +552,6 @@ pub fn build_model(
             .or_else(|| env_var("OPENAI_API_KEY"));
         config.takes_images = takes_images;
         server = Some(config.clone());
-        config.text_stream = text_stream;
         Box::new(OpenAiClient::new(config).map_err(|e| e.to_string())?)
     };
     let model: Box<dyn Model> = match &args.record {

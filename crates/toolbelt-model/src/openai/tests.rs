@@ -383,25 +383,46 @@ fn a_forced_tool_is_sent_as_tool_choice_and_checked_against_the_tools() {
 }
 
 #[tokio::test]
-async fn the_text_stream_gets_the_answer_as_it_arrives() {
-    let server = FakeOpenAi::start(vec![Reply::text("streamed in two halves")])
-        .await
-        .unwrap();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let sink = seen.clone();
-    let mut config = OpenAiConfig::new(server.base_url(), "fake-model");
-    config.text_stream = Some(crate::TextStream(std::sync::Arc::new(move |d| {
-        sink.lock().unwrap().push(match d {
-            crate::TextDelta::Text(t) => t.to_string(),
-            crate::TextDelta::Restart => "<restart>".to_string(),
+async fn deltas_follow_the_answer_and_a_retry_restarts_them() {
+    let server = FakeOpenAi::start(vec![
+        Reply::Drop {
+            turn: ModelTurn {
+                text: "the first attempt breaks off".into(),
+                ..Default::default()
+            },
+            bytes: 900,
+        },
+        Reply::text("streamed in pieces"),
+    ])
+    .await
+    .unwrap();
+    let seen = std::sync::Mutex::new(Vec::<String>::new());
+    let sink = |d: crate::StreamDelta| {
+        seen.lock().unwrap().push(match d {
+            crate::StreamDelta::Text(t) => t,
+            crate::StreamDelta::Restart => "<restart>".to_string(),
+            other => format!("{other:?}"),
         })
-    })));
-    let turn = complete(&OpenAiClient::new(config).unwrap(), &request())
-        .await
-        .unwrap();
-    assert_eq!(turn.text, "streamed in two halves");
+    };
+    let c = client(&server, quick_retries());
+    let turn = tokio::time::timeout(
+        Duration::from_secs(20),
+        c.complete_streaming(&request(), &CancellationToken::new(), &sink),
+    )
+    .await
+    .expect("the client hung")
+    .unwrap();
+    assert_eq!(turn.text, "streamed in pieces");
     let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen[0], "<restart>");
-    assert!(seen.len() >= 3, "the text came in pieces: {seen:?}");
-    assert_eq!(seen[1..].concat(), "streamed in two halves");
+    let restart = seen.iter().position(|s| s == "<restart>").unwrap();
+    assert!(restart > 0, "the broken attempt streamed some text: {seen:?}");
+    assert!(
+        "the first attempt breaks off".starts_with(&seen[..restart].concat()),
+        "{seen:?}"
+    );
+    assert!(
+        seen.len() - restart > 2,
+        "the text came in pieces: {seen:?}"
+    );
+    assert_eq!(seen[restart + 1..].concat(), "streamed in pieces");
 }

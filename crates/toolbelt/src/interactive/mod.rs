@@ -40,7 +40,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{Agent, AgentEvent, EventSink, RunOutcome, StopReason, at_paths};
 use toolbelt_core::scheduler::{ApprovalMode, ApprovalRequest, CallState, SchedulerEvent};
-use toolbelt_model::{TextDelta, TextStream, UserPart};
+use toolbelt_model::{StreamDelta, UserPart};
 
 use toolbelt_tools::workspace_rules;
 
@@ -84,10 +84,6 @@ pub enum UiMessage {
     Paths(PathIndex),
     /// `/compress` finished: the new history, or why not.
     Compressed(Result<toolbelt_agent::compress::Compressed, String>),
-    /// More of the answer being streamed.
-    Text(String),
-    /// The model request starts again: the streamed text so far is void.
-    TextRestart,
     /// A warning to show (an `@path` that could not be read).
     Notice(String),
     /// `/memory add` saved a fact (the tool's message): the context files are read again.
@@ -118,16 +114,8 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     let sink: EventSink = Arc::new(move |event| {
         let _ = sink_tx.send(UiMessage::Agent(event));
     });
-    let stream_tx = tx.clone();
-    let text_stream = TextStream(Arc::new(move |delta| {
-        let _ = stream_tx.send(match delta {
-            TextDelta::Text(text) => UiMessage::Text(text.to_string()),
-            TextDelta::Restart => UiMessage::TextRestart,
-        });
-    }));
     let setup = Setup {
         read_prompt: false,
-        text_stream: Some(text_stream),
         sink,
         approver: Some(Arc::new(UiApprover { to_ui: tx.clone() })),
     };
@@ -445,16 +433,6 @@ impl App {
             UiMessage::Approve(request, reply) => {
                 self.dialogs.push_back(Dialog::new(*request, reply));
             }
-            UiMessage::Text(_) if self.compressing.is_some() => {}
-            UiMessage::Text(text) => {
-                self.streamed = true;
-                self.streaming.push_str(&text);
-                self.commit_finished_blocks();
-            }
-            UiMessage::TextRestart => {
-                self.streaming.clear();
-                self.streamed = false;
-            }
             UiMessage::Ask(questions, reply) => {
                 self.questions = Some(QuestionsDialog::new(questions, reply));
             }
@@ -529,6 +507,16 @@ impl App {
                 }
             }
             AgentEvent::Tool(event) => self.on_tool(event),
+            // The answer as it streams (a sub-agent's comes wrapped, and is not shown).
+            AgentEvent::Delta(StreamDelta::Text(text)) => {
+                self.streamed = true;
+                self.streaming.push_str(&text);
+                self.commit_finished_blocks();
+            }
+            AgentEvent::Delta(StreamDelta::Restart) => {
+                self.streaming.clear();
+                self.streamed = false;
+            }
             _ => {}
         }
     }

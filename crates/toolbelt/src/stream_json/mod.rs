@@ -180,7 +180,6 @@ async fn assemble(
         Ok(session),
         Setup {
             read_prompt: false,
-            text_stream: None,
             sink,
             approver: Some(Arc::new(approver)),
         },
@@ -321,12 +320,8 @@ impl<'a> Loop<'a> {
                     .ok_or("set_model needs a \"model\"")?;
                 let mut args = self.args.clone();
                 args.model = Some(name.to_string());
-                let (model, _) = agent_cmd::build_model(
-                    &args,
-                    &self.prepared.settings,
-                    &self.prepared.cwd,
-                    None,
-                )?;
+                let (model, _) =
+                    agent_cmd::build_model(&args, &self.prepared.settings, &self.prepared.cwd)?;
                 self.prepared.model.replace(model);
                 self.out.set_model(name);
                 Ok(json!({"subtype": "set_model", "model": name}))

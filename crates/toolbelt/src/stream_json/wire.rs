@@ -216,6 +216,14 @@ impl Emitter {
     /// One piece of a streamed answer: `message_start` before the first, a block's
     /// start when the kind of content changes, and the delta.
     fn delta(&self, delta: &StreamDelta, parent: Option<&str>) {
+        // A retried request: the message streamed so far ends here, and the next
+        // attempt's pieces start a new one (a client keeps the last message it got).
+        if *delta == StreamDelta::Restart {
+            if self.close_stream(parent) {
+                self.stream_event(json!({"type": "message_stop"}), parent);
+            }
+            return;
+        }
         let mut state = self.streaming();
         if !state.open {
             state.open = true;

@@ -295,3 +295,62 @@ async fn a_mode_set_by_the_client_is_named_in_the_next_turns_system_prompt() {
     );
     assert!(systems[1].contains("Approval mode: plan"), "{}", systems[1]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_broken_off_and_retried_ends_its_partial_message_and_starts_anew() {
+    use toolbelt_model::ModelTurn;
+    use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![
+        Reply::Drop {
+            turn: ModelTurn {
+                text: "BROKEN attempt that never finishes".into(),
+                ..Default::default()
+            },
+            bytes: 900,
+        },
+        Reply::text("The clean answer."),
+    ])
+    .await
+    .unwrap();
+    let url = server.base_url();
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "k"),
+        ("OPENAI_MODEL", "m"),
+    ];
+    let run = w
+        .run(
+            &["-o", "stream-json", "--include-partial-messages", "go"],
+            &env,
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.requests().len(), 2);
+    let messages = lines(&run.stdout);
+    let events: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["type"] == "stream_event")
+        .map(|m| &m["event"])
+        .collect();
+    let kind = |e: &&Value| e["type"].as_str().unwrap().to_string();
+    // The broken attempt's message is ended before the retry's starts.
+    let starts: Vec<usize> = (0..events.len())
+        .filter(|&i| kind(&events[i]) == "message_start")
+        .collect();
+    assert_eq!(starts.len(), 2, "{events:?}");
+    let first: String = events[starts[0]..starts[1]]
+        .iter()
+        .filter_map(|e| e["delta"]["text"].as_str())
+        .collect();
+    assert!(first.starts_with("BROKEN"), "{first}");
+    assert_eq!(kind(&events[starts[1] - 1]), "message_stop");
+    let second: String = events[starts[1]..]
+        .iter()
+        .filter_map(|e| e["delta"]["text"].as_str())
+        .collect();
+    assert_eq!(second, "The clean answer.");
+    let result = messages.iter().find(|m| m["type"] == "result").unwrap();
+    assert_eq!(result["result"], "The clean answer.");
+}
