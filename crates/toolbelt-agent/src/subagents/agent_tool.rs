@@ -39,7 +39,7 @@ use toolbelt_core::{
 };
 use toolbelt_model::{Model, UserPart};
 
-use super::background::{BackgroundTasks, Inbox, SendMessage, TaskStop};
+use super::background::{BackgroundTasks, Inbox, SendMessage, TaskStop, text_arg};
 use super::catalog::AgentCatalog;
 use super::definition::{AGENT_TOOL, AgentDefinition, narrowed_mode};
 use crate::transcript::{SessionHeader, SessionStore};
@@ -172,13 +172,7 @@ impl Tool for AgentTool {
         &self.schema
     }
     fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
-        let text = |key: &str| {
-            args.get(key)
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-        };
+        let text = |key: &str| text_arg(&args, key);
         let description = text("description")
             .ok_or_else(|| ToolError::invalid_params("description must be a non-empty string"))?;
         let prompt = text("prompt")

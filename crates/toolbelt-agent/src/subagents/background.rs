@@ -318,13 +318,8 @@ impl Tool for TaskStop {
         &self.schema
     }
     fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
-        let task_id = args
-            .get("task_id")
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| ToolError::invalid_params("task_id must be a non-empty string"))?
-            .to_string();
+        let task_id = text_arg(&args, "task_id")
+            .ok_or_else(|| ToolError::invalid_params("task_id must be a non-empty string"))?;
         Ok(Box::new(StopCall {
             task_id,
             tasks: self.tasks.clone(),
@@ -369,6 +364,15 @@ impl Invocation for StopCall {
             ))
         })
     }
+}
+
+/// The argument `key`, trimmed, when it is a string with something in it.
+pub(crate) fn text_arg(args: &Value, key: &str) -> Option<String> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
 }
 
 /// "Running background agents: agent_1 (description), …." or that none runs.
@@ -428,14 +432,9 @@ impl Tool for SendMessage {
     }
     fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
         let text = |key: &str| {
-            args.get(key)
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .ok_or_else(|| {
-                    ToolError::invalid_params(format!("{key} must be a non-empty string"))
-                })
+            text_arg(&args, key).ok_or_else(|| {
+                ToolError::invalid_params(format!("{key} must be a non-empty string"))
+            })
         };
         Ok(Box::new(MessageCall {
             task_id: text("task_id")?,

@@ -415,7 +415,10 @@ async fn deltas_follow_the_answer_and_a_retry_restarts_them() {
     assert_eq!(turn.text, "streamed in pieces");
     let seen = seen.lock().unwrap().clone();
     let restart = seen.iter().position(|s| s == "<restart>").unwrap();
-    assert!(restart > 0, "the broken attempt streamed some text: {seen:?}");
+    assert!(
+        restart > 0,
+        "the broken attempt streamed some text: {seen:?}"
+    );
     assert!(
         "the first attempt breaks off".starts_with(&seen[..restart].concat()),
         "{seen:?}"

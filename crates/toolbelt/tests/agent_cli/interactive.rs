@@ -55,6 +55,24 @@ fn tool_message(server: &FakeOpenAi, call_id: &str) -> String {
         .unwrap_or_else(|| panic!("no tool message for {call_id} in {body}"))
 }
 
+/// Waits until `text` shows and the request has ended: the text shows while it
+/// streams, and quitting earlier would cancel the request (a cancelled answer is not
+/// kept).
+fn finished_answer(pty: &Pty, text: &str) {
+    pty.wait_until(text, |s| s.contains(text) && !s.contains("esc to cancel"));
+}
+
+/// The text of each message of the last request.
+fn last_request_texts(server: &FakeOpenAi) -> Vec<String> {
+    let body = server.last_request().unwrap().body;
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
 fn quit(pty: Pty) {
     pty.send(keys::CTRL_D);
     assert_eq!(pty.wait_exit(), 0);
@@ -244,11 +262,7 @@ async fn continue_after_quitting_resumes_the_conversation() {
     tokio::task::block_in_place(|| {
         let pty = start(&w, &server, &[]);
         pty.line("what is the answer");
-        // The text shows while it streams: wait for the request to end before quitting
-        // (quitting earlier cancels it, and a cancelled answer is not kept).
-        pty.wait_until("the finished answer", |s| {
-            s.contains("The answer is 42.") && !s.contains("esc to cancel")
-        });
+        finished_answer(&pty, "The answer is 42.");
         pty.send(keys::CTRL_C);
         pty.wait_for("press Ctrl-C again to quit");
         pty.send(keys::CTRL_C);
@@ -259,13 +273,7 @@ async fn continue_after_quitting_resumes_the_conversation() {
         pty.wait_for("You asked about the answer.");
         quit(pty);
     });
-    let body = server.last_request().unwrap().body;
-    let texts: Vec<String> = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap_or("").to_string())
-        .collect();
+    let texts = last_request_texts(&server);
     assert!(texts.iter().any(|t| t == "The answer is 42."), "{texts:?}");
     assert!(texts.iter().any(|t| t == "what is the answer"), "{texts:?}");
 }
@@ -412,9 +420,7 @@ async fn a_compressed_conversation_is_what_continue_resumes() {
     tokio::task::block_in_place(|| {
         let pty = start(&w, &server, &[]);
         pty.line("what is the answer to the long question");
-        pty.wait_until("the finished answer", |s| {
-            s.contains("The answer is 42.") && !s.contains("esc to cancel")
-        });
+        finished_answer(&pty, "The answer is 42.");
         pty.line("/compress");
         pty.wait_for("Compressed the conversation");
         quit(pty);
@@ -424,13 +430,7 @@ async fn a_compressed_conversation_is_what_continue_resumes() {
         pty.wait_for("Resumed from the summary.");
         quit(pty);
     });
-    let body = server.last_request().unwrap().body;
-    let texts: Vec<String> = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap_or("").to_string())
-        .collect();
+    let texts = last_request_texts(&server);
     assert!(
         texts.iter().any(|t| t.contains("SUMMARY: the user asked")),
         "{texts:?}"
@@ -466,9 +466,7 @@ async fn memory_refresh_add_and_a_new_mode_reach_the_next_system_prompt() {
         let mut prompts = Vec::new();
         let pty = start(&w, &server, &[]);
         pty.line("first");
-        pty.wait_until("the first answer", |s| {
-            s.contains("First answer.") && !s.contains("esc to cancel")
-        });
+        finished_answer(&pty, "First answer.");
         prompts.push(system_prompt(&server));
 
         // Changed on disk: the prompt keeps what it was made with until a refresh.
@@ -480,17 +478,13 @@ async fn memory_refresh_add_and_a_new_mode_reach_the_next_system_prompt() {
         pty.send(keys::SHIFT_TAB);
         pty.wait_for("auto-edit mode");
         pty.line("second");
-        pty.wait_until("the second answer", |s| {
-            s.contains("Second answer.") && !s.contains("esc to cancel")
-        });
+        finished_answer(&pty, "Second answer.");
         prompts.push(system_prompt(&server));
 
         pty.line("/memory add Indent with TABS-ALWAYS");
         pty.wait_for("remembered that");
         pty.line("third");
-        pty.wait_until("the third answer", |s| {
-            s.contains("Third answer.") && !s.contains("esc to cancel")
-        });
+        finished_answer(&pty, "Third answer.");
         prompts.push(system_prompt(&server));
         quit(pty);
         prompts

@@ -56,6 +56,25 @@ fn tool_message(body: &Value, call_id: &str) -> String {
         .to_string()
 }
 
+/// The requests of the parent's conversation (no route).
+fn parent_requests(server: &FakeOpenAi) -> Vec<toolbelt_model::fake_server::Recorded> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.route.is_none())
+        .collect()
+}
+
+/// The last message of a request body.
+fn last_message(body: &Value) -> Value {
+    body["messages"].as_array().unwrap().last().unwrap().clone()
+}
+
+/// The content of the last message of a request body, as JSON text.
+fn last_content(body: &Value) -> String {
+    last_message(body)["content"].to_string()
+}
+
 fn route_requests(server: &FakeOpenAi, marker: &str) -> Vec<toolbelt_model::fake_server::Recorded> {
     server
         .requests()
@@ -335,11 +354,7 @@ async fn a_background_agent_answers_at_the_parents_next_turn_and_cannot_ask() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout, "The background agent found 42.\n");
     assert_eq!(server.violations(), Vec::<String>::new());
-    let parent: Vec<_> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.route.is_none())
-        .collect();
+    let parent = parent_requests(&server);
     assert_eq!(parent.len(), 3);
     let started = tool_message(&parent[1].body, "a1");
     assert!(
@@ -347,12 +362,7 @@ async fn a_background_agent_answers_at_the_parents_next_turn_and_cannot_ask() {
         "{started}"
     );
     // The notice is a user message of the next request after the answer.
-    let last = parent[2].body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_message(&parent[2].body);
     assert_eq!(last["role"], "user");
     let notice = last["content"].to_string();
     assert!(notice.contains("task agent_1"), "{notice}");
@@ -527,11 +537,7 @@ async fn task_stop_stops_a_background_agent_and_a_background_shell_job() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout, "Everything is stopped.\n");
     assert_eq!(server.violations(), Vec::<String>::new());
-    let parent: Vec<_> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.route.is_none())
-        .collect();
+    let parent = parent_requests(&server);
     assert_eq!(parent.len(), 3);
     let started = tool_message(&parent[1].body, "s1");
     let pid: u32 = started
@@ -556,12 +562,7 @@ async fn task_stop_stops_a_background_agent_and_a_background_shell_job() {
         "{unknown}"
     );
     // The stopped agent's notice came before the next request.
-    let last = parent[2].body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_message(&parent[2].body);
     assert_eq!(last["role"], "user");
     let notice = last["content"].to_string();
     assert!(notice.contains("task agent_1"), "{notice}");
@@ -649,11 +650,7 @@ async fn send_message_reaches_a_running_background_agent_before_its_next_step() 
     assert_eq!(out.stdout, "Done.\n");
     assert_eq!(server.violations(), Vec::<String>::new());
 
-    let parent: Vec<_> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.route.is_none())
-        .collect();
+    let parent = parent_requests(&server);
     assert_eq!(parent.len(), 6);
     let queued = tool_message(&parent[2].body, "m1");
     assert!(
@@ -679,12 +676,7 @@ async fn send_message_reaches_a_running_background_agent_before_its_next_step() 
     assert!(told.contains("send_message"), "{told}");
 
     // Its answer reached the parent as a notice, and then it takes no more messages.
-    let notice = parent[4].body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()["content"]
-        .to_string();
+    let notice = last_content(&parent[4].body);
     assert!(notice.contains("There are 3 .rs files."), "{notice}");
     assert!(!notice.contains("before reading"), "{notice}");
     let late = tool_message(&parent[5].body, "m2");
@@ -744,18 +736,9 @@ async fn a_message_a_stopped_agent_never_read_is_named_in_its_notice() {
     let out = run(&w, &server, &["--yolo", "go"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout, "Stopped.\n");
-    let parent: Vec<_> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.route.is_none())
-        .collect();
+    let parent = parent_requests(&server);
     assert_eq!(parent.len(), 4);
-    let notice = parent[3].body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()["content"]
-        .to_string();
+    let notice = last_content(&parent[3].body);
     assert!(notice.contains("cancelled"), "{notice}");
     assert!(
         notice.contains("ended before reading this message"),
@@ -808,18 +791,9 @@ async fn a_message_that_comes_while_the_agent_answers_is_read_before_it_ends() {
     assert_eq!(server.violations(), Vec::<String>::new());
     let sub = route_requests(&server, "MARK-LAST");
     assert_eq!(sub.len(), 2, "the agent ended without reading the message");
-    let told = sub[1].body["messages"].as_array().unwrap().last().unwrap()["content"].to_string();
+    let told = last_content(&sub[1].body);
     assert!(told.contains("Include the docs folder."), "{told}");
-    let parent: Vec<_> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.route.is_none())
-        .collect();
-    let notice = parent.last().unwrap().body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()["content"]
-        .to_string();
+    let parent = parent_requests(&server);
+    let notice = last_content(&parent.last().unwrap().body);
     assert!(notice.contains("Surveyed: src and docs."), "{notice}");
 }
