@@ -207,6 +207,7 @@ impl Agent {
         };
         if let Some(inbox) = &self.inbox {
             notices.extend(inbox.take().into_iter().map(|m| {
+                let m = subagents::agent_tool::escape_closing(&m, "message-from-parent");
                 format!("<message-from-parent>\nThe agent that started you sends this message (send_message):\n{m}\n</message-from-parent>")
             }));
         }

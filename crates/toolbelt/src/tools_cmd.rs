@@ -187,6 +187,10 @@ fn list(session: &Session, json: bool) -> u8 {
             "\nnote: web_search is not registered: {why} (webSearch.provider: tavily, searxng or brave)."
         ));
     }
+    crate::pipes::check(writeln!(
+        out,
+        "\nnote: the agent adds agent, task_stop and send_message (sub-agents need its model; `toolbelt agents list`), skill when there are skills (`toolbelt skills list`) and tool_search when tools are deferred."
+    ));
     EXIT_OK
 }
 

@@ -114,6 +114,15 @@ fn list_table_has_a_header_and_a_row_per_tool() {
     }
     let row = lines.find(|l| l.starts_with("read_file ")).unwrap();
     assert!(row.contains(" read ") && row.contains(" no "), "{row}");
+    // The session-only tools are named, not listed as rows.
+    assert!(
+        !text.lines().any(|l| l.starts_with("send_message ")),
+        "{text}"
+    );
+    assert!(
+        text.contains("note: the agent adds agent, task_stop and send_message"),
+        "{text}"
+    );
 }
 
 #[test]
