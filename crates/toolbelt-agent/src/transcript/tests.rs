@@ -455,3 +455,17 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn compressions_nested_deep_are_an_error_not_a_stack_overflow() {
+    let good = file_text(&conversation()[..1]);
+    let depth = 100_000;
+    let line = format!(
+        "{}{}",
+        r#"{"type":"compressed","history":["#.repeat(depth),
+        "]}".repeat(depth)
+    );
+    let text = format!("{good}{line}\n");
+    let e = parse(Path::new("s.jsonl"), text.as_bytes()).unwrap_err();
+    assert!(e.to_string().starts_with("s.jsonl:3: "), "{e}");
+}
