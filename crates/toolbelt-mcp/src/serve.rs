@@ -22,10 +22,11 @@
 //!   first request that needs the tools, and again after
 //!   `notifications/roots/list_changed`).
 //! - **List changes**: [`Workspaces::changes`] ticks when the tools may have changed
-//!   (a proxied server's list); each connection then sends
-//!   `notifications/tools/list_changed`, as it does when its roots change, and when a
-//!   call changed the approval mode in a way that changes which `when` clauses hold
-//!   (an approved `exit_plan_mode` ends plan mode).
+//!   (a proxied server's list, a settings file, a tool manifest or a skill edited);
+//!   each connection then opens its tools again and sends
+//!   `notifications/tools/list_changed` if what it offers changed. It also sends one when
+//!   its roots change, and when a call changed the approval mode in a way that changes
+//!   which `when` clauses hold (an approved `exit_plan_mode` ends plan mode).
 //! - **Stateless HTTP**: [`ServeOptions::stateless`] makes a connection ask nothing of
 //!   the client (no roots, no elicitation), so any process can answer any request.
 //!
@@ -59,7 +60,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, ErrorData,
     Implementation, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams,
+    SetLevelRequestParams, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use serde_json::Value;
@@ -105,8 +106,9 @@ pub trait Workspaces: Send + Sync + 'static {
         roots: Option<&'a [PathBuf]>,
     ) -> BoxFuture<'a, Result<Arc<Toolset>, String>>;
 
-    /// A counter that grows when tools may have changed (a proxied server's list):
-    /// connections open their toolset again and tell their client.
+    /// A counter that grows when tools or rules may have changed (a proxied server's
+    /// list, a settings file): connections open their toolset again, so calls from then
+    /// on follow the new rules, and tell their client if the offered tools changed.
     fn changes(&self) -> watch::Receiver<u64>;
 }
 
@@ -156,6 +158,11 @@ impl Active {
         self.listed().1.clone()
     }
 
+    /// The tools offered, as the client sees them.
+    fn offered(&self) -> Vec<Tool> {
+        offered(&self.registry()).map(wire::tool).collect()
+    }
+
     /// Evaluates the `when` clauses again if a call changed the approval mode; `true`
     /// when that changed which tools are offered.
     fn follow_mode(&self) -> bool {
@@ -184,6 +191,11 @@ fn offered(registry: &ToolRegistry) -> impl Iterator<Item = &Registration> {
 
 /// One MCP connection (a stdio session, an HTTP session, or one stateless request).
 pub struct ToolbeltServer {
+    connection: Arc<Connection>,
+}
+
+/// What a connection knows, shared with the task that follows tool-list changes.
+struct Connection {
     workspaces: Arc<dyn Workspaces>,
     /// [`Workspaces::changes`], subscribed once per connection.
     changes: watch::Receiver<u64>,
@@ -202,18 +214,22 @@ impl ToolbeltServer {
     /// A connection's handler.
     pub fn new(workspaces: Arc<dyn Workspaces>, options: Arc<ServeOptions>) -> Self {
         ToolbeltServer {
-            changes: workspaces.changes(),
-            workspaces,
-            options,
-            active: Mutex::new(None),
-            roots_epoch: AtomicU64::new(0),
-            next_call: AtomicU64::new(1),
-            remembered: Arc::default(),
-            progress: ProgressWatch::default(),
-            log_level: Arc::new(AtomicU8::new(level_rank(LoggingLevel::Info))),
+            connection: Arc::new(Connection {
+                changes: workspaces.changes(),
+                workspaces,
+                options,
+                active: Mutex::new(None),
+                roots_epoch: AtomicU64::new(0),
+                next_call: AtomicU64::new(1),
+                remembered: Arc::default(),
+                progress: ProgressWatch::default(),
+                log_level: Arc::new(AtomicU8::new(level_rank(LoggingLevel::Info))),
+            }),
         }
     }
+}
 
+impl Connection {
     /// The connection's tools, opened again when the roots or the tools changed.
     async fn active(&self, peer: &Peer<RoleServer>) -> Result<Arc<Active>, ErrorData> {
         let mut slot = self.active.lock().await;
@@ -235,6 +251,14 @@ impl ToolbeltServer {
             self.log(peer, LoggingLevel::Warning, warning).await;
         }
         let scheduler = self.scheduler_for(&toolset, peer);
+        // Tools opened again (a settings file or a proxied server changed) keep the
+        // mode a call moved the connection to (an approved plan), unless the mode the
+        // settings and flags give changed too: then that one is the person's newer word.
+        if let Some(before) = slot.as_ref()
+            && before.toolset.mode == toolset.mode
+        {
+            scheduler.set_mode(before.scheduler.mode());
+        }
         let active = Arc::new(Active {
             listed: std::sync::Mutex::new((toolset.mode, Arc::new(toolset.registry.clone()))),
             toolset,
@@ -242,10 +266,16 @@ impl ToolbeltServer {
             generation,
             roots_epoch,
         });
+        active.follow_mode();
         *slot = Some(active.clone());
         Ok(active)
     }
 
+    /// The tools as the client was last told them; `None` before it asked.
+    async fn offered_now(&self) -> Option<Vec<Tool>> {
+        let slot = self.active.lock().await;
+        slot.as_ref().map(|active| active.offered())
+    }
     fn scheduler_for(&self, toolset: &Toolset, peer: &Peer<RoleServer>) -> Scheduler {
         let (events, routed) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(self.progress.clone().route(routed));
@@ -335,12 +365,26 @@ impl ToolbeltServer {
         }
     }
 
-    /// Tells the client its tool list changed whenever [`Workspaces::changes`] ticks.
-    fn watch_changes(&self, peer: Peer<RoleServer>) {
+    /// Follows [`Workspaces::changes`]: opens the tools again and tells the client when
+    /// what it is offered changed (names, descriptions, schemas, annotations). A change
+    /// that leaves the list as it was (a settings edit that only touched rules) is taken
+    /// silently, as is one before the client first listed the tools.
+    fn watch_changes(self: Arc<Self>, peer: Peer<RoleServer>) {
         let mut changes = self.changes.clone();
         tokio::spawn(async move {
             while changes.changed().await.is_ok() {
-                if peer.notify_tool_list_changed().await.is_err() {
+                let Some(before) = self.offered_now().await else {
+                    continue;
+                };
+                let after = match self.active(&peer).await {
+                    Ok(active) => active.offered(),
+                    Err(e) => {
+                        let message = format!("cannot open the tools again: {}", e.message);
+                        self.log(&peer, LoggingLevel::Warning, &message).await;
+                        continue;
+                    }
+                };
+                if before != after && peer.notify_tool_list_changed().await.is_err() {
                     break;
                 }
             }
@@ -414,10 +458,8 @@ impl ServerHandler for ToolbeltServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let active = self.active(&context.peer).await?;
-        let registry = active.registry();
-        let tools = offered(&registry).map(wire::tool).collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let active = self.connection.active(&context.peer).await?;
+        Ok(ListToolsResult::with_all_items(active.offered()))
     }
 
     async fn call_tool(
@@ -425,10 +467,15 @@ impl ServerHandler for ToolbeltServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let active = self.active(&context.peer).await?;
-        let call_id = format!("mcp-{}", self.next_call.fetch_add(1, Ordering::SeqCst));
+        let active = self.connection.active(&context.peer).await?;
+        let call_id = format!(
+            "mcp-{}",
+            self.connection.next_call.fetch_add(1, Ordering::SeqCst)
+        );
         if let Some(token) = context.meta.get_progress_token() {
-            self.progress.watch(&call_id, context.peer.clone(), token);
+            self.connection
+                .progress
+                .watch(&call_id, context.peer.clone(), token);
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let call = ToolCallRequest::new(&call_id, request.name.as_ref(), &arguments);
@@ -437,7 +484,7 @@ impl ServerHandler for ToolbeltServer {
             .get(&request.name)
             .is_some_and(|r| changes_files(r.tool.kind()));
         let _turn = if exclusive {
-            Some(self.options.file_changes.lock().await)
+            Some(self.connection.options.file_changes.lock().await)
         } else {
             None
         };
@@ -445,7 +492,7 @@ impl ServerHandler for ToolbeltServer {
             .scheduler
             .run(&registry, vec![call], TurnInfo::default(), &context.ct)
             .await;
-        self.progress.unwatch(&call_id);
+        self.connection.progress.unwatch(&call_id);
         if active.follow_mode() {
             let _ = context.peer.notify_tool_list_changed().await;
         }
@@ -484,17 +531,18 @@ impl ServerHandler for ToolbeltServer {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.log_level
+        self.connection
+            .log_level
             .store(level_rank(request.level), Ordering::SeqCst);
         Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.watch_changes(context.peer.clone());
+        self.connection.clone().watch_changes(context.peer.clone());
     }
 
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
-        self.roots_epoch.fetch_add(1, Ordering::SeqCst);
+        self.connection.roots_epoch.fetch_add(1, Ordering::SeqCst);
         // The tools may differ (when clauses read the folder count) and every path of
         // the old roots may now be outside: the client lists them again.
         let _ = context.peer.notify_tool_list_changed().await;

@@ -8,11 +8,17 @@
 //! `settings.json` that lists `toolbelt mcp serve` is also read by toolbelt) would start
 //! another toolbelt, which would start another: `TOOLBELT_MCP_SERVING` is set in the
 //! environment of every proxied server, and a server started with it does not proxy.
+//!
+//! The files that define the tools (settings, manifests, skills) are watched
+//! ([`config_watch`]): when one changes, the tools are opened again.
+
+mod config_watch;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use config_watch::ConfigWatch;
 use tokio::sync::{Mutex, watch};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::scheduler::Permissions;
@@ -69,6 +75,15 @@ async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)>
         None
     };
     let (changes, _) = watch::channel(0u64);
+    let config = match ConfigWatch::start(changes.clone()) {
+        Ok(config) => Some(config),
+        Err(why) => {
+            eprintln!(
+                "toolbelt: warning: {why}; edits to the settings take effect at the next start"
+            );
+            None
+        }
+    };
     let workspaces = Arc::new(ServeWorkspaces {
         global: global.clone(),
         args: args.clone(),
@@ -76,6 +91,7 @@ async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)>
         mcp: mcp.clone(),
         cache: Mutex::new(None),
         changes,
+        config,
     });
     if let Some(mcp) = mcp {
         tokio::spawn(follow_proxied(mcp, workspaces.clone()));
@@ -143,6 +159,8 @@ struct ServeWorkspaces {
     mcp: Option<Arc<McpServers>>,
     cache: Mutex<Option<Opened>>,
     changes: watch::Sender<u64>,
+    /// Follows the files that define the tools; `None` where nothing can be watched.
+    config: Option<Arc<ConfigWatch>>,
 }
 
 /// The last toolset opened: for which roots, at which generation of the tools.
@@ -188,6 +206,9 @@ impl ServeWorkspaces {
             _ => (&self.cwd, &[][..]),
         };
         let mut session = Session::load_in(&self.global, primary, more).map_err(|e| e.0)?;
+        if let Some(config) = &self.config {
+            config.add(config_watch::tool_sources(primary, &session.env.settings));
+        }
         session
             .load_extensions_with(&self.global, false)
             .await

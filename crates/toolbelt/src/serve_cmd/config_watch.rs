@@ -1,0 +1,282 @@
+//! Following the files that define a workspace's tools while `toolbelt mcp serve` runs.
+//!
+//! A server lives for days inside an editor, so a person who edits
+//! `.qwen/settings.json` (a deny rule, a declared tool, `tools.discoveryCommand`), adds a
+//! manifest under `.qwen/tools/` or a skill, or trusts the folder, expects the server to
+//! follow without a restart. [`ConfigWatch`] watches those places with inotify (the
+//! `notify` crate) and, once they have been quiet for [`QUIET`], makes the changes
+//! counter of [`toolbelt_mcp::serve::Workspaces`] grow: every connection opens its tools
+//! again (the discovery command runs again then, so its output is read anew too) and
+//! tells its client if the offered tools changed; the new rules apply from the next call.
+//!
+//! What is watched, for each workspace opened ([`tool_sources`]): the system, user and
+//! workspace settings files and the trusted-folders file; the manifest folders
+//! (`.qwen/tools/` of the project and of the home directory) and each `tools.manifests`
+//! entry; the skill folders (`.qwen/skills`, `.agents/skills`, `~/.qwen/skills`, with
+//! their sub-folders); and whether the project has a `.git` (the `gitRepository` key of
+//! `when` clauses). Not watched: what a discovery command reads besides the settings
+//! (it runs again at every other change, a new set of roots, or a restart), the
+//! inside of `.git` (every `git status` writes there), and `.git` folders above the
+//! project.
+//!
+//! A file is watched through its folder (an editor's atomic save replaces the file, and
+//! a watch on the file would follow the old inode); a place that does not exist yet is
+//! watched through its nearest existing ancestor, and the watches are set again after
+//! each change, so `mkdir .qwen` followed by a new settings file is seen. Events on
+//! other files in a watched folder (the home directory, `/etc`) are dropped by
+//! [`Sources::concerns`] without a reload. The watches are never removed: a server opens
+//! a handful of workspaces in its life, each a few watches.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use tokio::sync::{mpsc, watch};
+use toolbelt_core::trust::TrustedFolders;
+use toolbelt_core::{Settings, SettingsPaths};
+
+/// How long the watched places must be quiet before the tools are opened again: an
+/// editor's save is several events, a `git clone` of a project with `.qwen/` hundreds.
+pub const QUIET: Duration = Duration::from_millis(200);
+
+/// One place whose change may change the tools.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Source {
+    /// A file or a folder.
+    pub path: PathBuf,
+    /// Whether a change inside it counts (a folder's files), or only its own
+    /// appearance and removal (`.git`).
+    pub contents: bool,
+}
+
+impl Source {
+    fn file(path: PathBuf) -> Self {
+        Source {
+            path,
+            contents: true,
+        }
+    }
+
+    fn presence(path: PathBuf) -> Self {
+        Source {
+            path,
+            contents: false,
+        }
+    }
+}
+
+/// The places that define the tools of a workspace whose primary folder is `primary`,
+/// read with `settings`.
+pub fn tool_sources(primary: &Path, settings: &Settings) -> Vec<Source> {
+    let standard = SettingsPaths::standard(primary);
+    let mut sources: Vec<Source> = [standard.system, standard.user, standard.workspace]
+        .into_iter()
+        .flatten()
+        .chain(TrustedFolders::user_file())
+        .map(Source::file)
+        .collect();
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let bases = std::iter::once(primary).chain(home.as_deref());
+    for base in bases {
+        sources.push(Source::file(base.join(".qwen/tools")));
+        sources.push(Source::file(base.join(".qwen/skills")));
+    }
+    sources.push(Source::file(primary.join(".agents/skills")));
+    sources.extend(
+        settings
+            .tools
+            .manifests
+            .iter()
+            .map(|entry| Source::file(primary.join(entry))),
+    );
+    sources.push(Source::presence(primary.join(".git")));
+    sources
+}
+
+/// Every source of the workspaces opened so far.
+#[derive(Default)]
+struct Sources {
+    all: HashSet<Source>,
+}
+
+impl Sources {
+    /// Whether a change at `path` may change the tools: it is a source, inside one whose
+    /// contents count, or a folder on the way to one (`.qwen` created or removed).
+    fn concerns(&self, path: &Path) -> bool {
+        self.all.iter().any(|source| {
+            source.path == path
+                || (source.contents && path.starts_with(&source.path))
+                || source.path.starts_with(path)
+        })
+    }
+}
+
+/// The watches of a serving process (see the module documentation).
+pub struct ConfigWatch {
+    watcher: Mutex<RecommendedWatcher>,
+    sources: Mutex<Sources>,
+    /// What is watched, and how: a folder watched recursively is not watched again.
+    watched: Mutex<HashSet<(PathBuf, bool)>>,
+}
+
+impl ConfigWatch {
+    /// Starts watching nothing yet; `changes` grows after each quiet change of a source
+    /// [`ConfigWatch::add`] names. `None` (with the reason) when the system has no
+    /// watches to give: the server then follows no file changes.
+    pub fn start(changes: watch::Sender<u64>) -> Result<Arc<ConfigWatch>, String> {
+        let (events, mut received) = mpsc::unbounded_channel::<Vec<PathBuf>>();
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            if let Ok(event) = event
+                && changes_something(&event.kind)
+            {
+                let _ = events.send(event.paths);
+            }
+        })
+        .map_err(|e| format!("cannot watch the settings files: {e}"))?;
+        let watch = Arc::new(ConfigWatch {
+            watcher: Mutex::new(watcher),
+            sources: Mutex::default(),
+            watched: Mutex::default(),
+        });
+        let weak = Arc::downgrade(&watch);
+        tokio::spawn(async move {
+            while let Some(paths) = received.recv().await {
+                let Some(watch) = weak.upgrade() else { break };
+                if !watch.concerns(&paths) {
+                    continue;
+                }
+                // Wait for the burst to end, then take it as one change.
+                while let Ok(Some(_)) = tokio::time::timeout(QUIET, received.recv()).await {}
+                watch.rearm();
+                tracing::info!("a file that defines the tools changed; opening them again");
+                changes.send_modify(|generation| *generation += 1);
+            }
+        });
+        Ok(watch)
+    }
+
+    /// Watches `sources` too (those already watched are skipped).
+    pub fn add(&self, sources: Vec<Source>) {
+        if let Ok(mut all) = self.sources.lock() {
+            all.all.extend(sources.iter().cloned());
+        }
+        for source in &sources {
+            self.arm(source);
+        }
+    }
+
+    fn concerns(&self, paths: &[PathBuf]) -> bool {
+        self.sources
+            .lock()
+            .is_ok_and(|sources| paths.iter().any(|p| sources.concerns(p)))
+    }
+
+    /// Sets the watches again: a source that did not exist may now.
+    fn rearm(&self) {
+        let sources: Vec<Source> = match self.sources.lock() {
+            Ok(sources) => sources.all.iter().cloned().collect(),
+            Err(_) => return,
+        };
+        for source in &sources {
+            self.arm(source);
+        }
+    }
+
+    /// Watches `source`: a folder whose contents count, recursively; a file, or a folder
+    /// whose presence alone counts, through its parent; what does not exist, through
+    /// its nearest existing ancestor.
+    fn arm(&self, source: &Source) {
+        let (target, recursive) = if source.contents && source.path.is_dir() {
+            (source.path.clone(), true)
+        } else {
+            let mut ancestor = source.path.parent();
+            while let Some(dir) = ancestor
+                && !dir.is_dir()
+            {
+                ancestor = dir.parent();
+            }
+            match ancestor {
+                Some(dir) => (dir.to_path_buf(), false),
+                None => return,
+            }
+        };
+        let Ok(mut watched) = self.watched.lock() else {
+            return;
+        };
+        if watched.contains(&(target.clone(), recursive)) {
+            return;
+        }
+        let mode = if recursive {
+            RecursiveMode::Recursive
+        } else {
+            RecursiveMode::NonRecursive
+        };
+        let armed = match self.watcher.lock() {
+            Ok(mut watcher) => watcher.watch(&target, mode),
+            Err(_) => return,
+        };
+        match armed {
+            Ok(()) => {
+                watched.insert((target, recursive));
+            }
+            Err(e) => tracing::warn!("cannot watch {}: {e}", target.display()),
+        }
+    }
+}
+
+/// Events that may change what a file says (not reads, not opens).
+fn changes_something(kind: &EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    match kind {
+        EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) => true,
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) | EventKind::Any | EventKind::Other => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sources(list: &[(&str, bool)]) -> Sources {
+        Sources {
+            all: list
+                .iter()
+                .map(|(p, contents)| Source {
+                    path: PathBuf::from(p),
+                    contents: *contents,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_change_concerns_a_source_what_is_inside_it_and_the_folders_on_the_way() {
+        let s = sources(&[
+            ("/p/.qwen/settings.json", true),
+            ("/p/.qwen/skills", true),
+            ("/p/.git", false),
+        ]);
+        for yes in [
+            "/p/.qwen/settings.json",
+            "/p/.qwen/skills/review/SKILL.md",
+            "/p/.qwen",
+            "/p/.git",
+        ] {
+            assert!(s.concerns(Path::new(yes)), "{yes}");
+        }
+        for no in [
+            "/p/README.md",
+            "/p/.qwen/settings.json.swp",
+            "/p/.qwen/cache.json",
+            "/p/.git/index",
+            "/p/.gitignore",
+        ] {
+            assert!(!s.concerns(Path::new(no)), "{no}");
+        }
+    }
+}
