@@ -12,8 +12,8 @@
 //! What is watched, for each workspace opened ([`tool_sources`]): the system, user and
 //! workspace settings files and the trusted-folders file; the manifest folders
 //! (`.qwen/tools/` of the project and of the home directory) and each `tools.manifests`
-//! entry; the skill folders (`.qwen/skills`, `.agents/skills`, `~/.qwen/skills`, with
-//! their sub-folders); and whether the project has a `.git` (the `gitRepository` key of
+//! entry; the skill folders (`.qwen/skills`, `.agents/skills`, `~/.qwen/skills`, and
+//! each skill's folder in them, 128 at most); and whether the project has a `.git` (the `gitRepository` key of
 //! `when` clauses). Not watched: what a discovery command reads besides the settings
 //! (it runs again at every other change, a new set of roots, or a restart), the
 //! inside of `.git` (every `git status` writes there), and `.git` folders above the
@@ -41,31 +41,33 @@ use toolbelt_core::{Settings, SettingsPaths};
 /// editor's save is several events, a `git clone` of a project with `.qwen/` hundreds.
 pub const QUIET: Duration = Duration::from_millis(200);
 
+/// The longest a change waits for its burst to end.
+const LONGEST_WAIT: Duration = Duration::from_secs(2);
+
+/// The shortest time between two reopenings for file changes.
+const PAUSE: Duration = Duration::from_millis(500);
+
 /// One place whose change may change the tools.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Source {
     /// A file or a folder.
     pub path: PathBuf,
-    /// Whether a change inside it counts (a folder's files), or only its own
-    /// appearance and removal (`.git`).
-    pub contents: bool,
+    /// How deep a change inside it counts: 0, only its own appearance and removal
+    /// (`.git`, a file); 1, its entries (a manifest folder); 2, its entries' entries
+    /// (a skills folder: `<name>/SKILL.md`).
+    pub depth: usize,
 }
 
 impl Source {
-    fn file(path: PathBuf) -> Self {
-        Source {
-            path,
-            contents: true,
-        }
-    }
-
-    fn presence(path: PathBuf) -> Self {
-        Source {
-            path,
-            contents: false,
-        }
+    fn at(path: PathBuf, depth: usize) -> Self {
+        Source { path, depth }
     }
 }
+
+/// At most this many sub-folders of one source are watched (the skills reader reads
+/// at most 128 of a folder): a hostile project must not spend the user's inotify
+/// watches, which other programs share, or the server's time.
+const MAX_SUBFOLDERS: usize = 128;
 
 /// The places that define the tools of a workspace whose primary folder is `primary`,
 /// read with `settings`.
@@ -75,25 +77,26 @@ pub fn tool_sources(primary: &Path, settings: &Settings) -> Vec<Source> {
         .into_iter()
         .flatten()
         .chain(TrustedFolders::user_file())
-        .map(Source::file)
+        .map(|file| Source::at(file, 0))
         .collect();
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
     let bases = std::iter::once(primary).chain(home.as_deref());
     for base in bases {
-        sources.push(Source::file(base.join(".qwen/tools")));
-        sources.push(Source::file(base.join(".qwen/skills")));
+        sources.push(Source::at(base.join(".qwen/tools"), 1));
+        sources.push(Source::at(base.join(".qwen/skills"), 2));
     }
-    sources.push(Source::file(primary.join(".agents/skills")));
+    sources.push(Source::at(primary.join(".agents/skills"), 2));
+    // An entry is a manifest file or a folder of them.
     sources.extend(
         settings
             .tools
             .manifests
             .iter()
-            .map(|entry| Source::file(primary.join(entry))),
+            .map(|entry| Source::at(primary.join(entry), 1)),
     );
-    sources.push(Source::presence(primary.join(".git")));
+    sources.push(Source::at(primary.join(".git"), 0));
     sources
 }
 
@@ -104,13 +107,14 @@ struct Sources {
 }
 
 impl Sources {
-    /// Whether a change at `path` may change the tools: it is a source, inside one whose
-    /// contents count, or a folder on the way to one (`.qwen` created or removed).
+    /// Whether a change at `path` may change the tools: it is a source, inside one no
+    /// deeper than its depth, or a folder on the way to one (`.qwen` created or removed).
     fn concerns(&self, path: &Path) -> bool {
         self.all.iter().any(|source| {
-            source.path == path
-                || (source.contents && path.starts_with(&source.path))
-                || source.path.starts_with(path)
+            source.path.starts_with(path)
+                || path
+                    .strip_prefix(&source.path)
+                    .is_ok_and(|inside| inside.components().count() <= source.depth)
         })
     }
 }
@@ -119,8 +123,8 @@ impl Sources {
 pub struct ConfigWatch {
     watcher: Mutex<RecommendedWatcher>,
     sources: Mutex<Sources>,
-    /// What is watched, and how: a folder watched recursively is not watched again.
-    watched: Mutex<HashSet<(PathBuf, bool)>>,
+    /// The folders watched (each without its sub-folders).
+    watched: Mutex<HashSet<PathBuf>>,
 }
 
 impl ConfigWatch {
@@ -149,11 +153,20 @@ impl ConfigWatch {
                 if !watch.concerns(&paths) {
                     continue;
                 }
-                // Wait for the burst to end, then take it as one change.
-                while let Ok(Some(_)) = tokio::time::timeout(QUIET, received.recv()).await {}
+                // Wait for the burst to end (or for LONGEST_WAIT: a folder written to
+                // without end must not hold the change back forever), then take it as
+                // one change.
+                let deadline = tokio::time::Instant::now() + LONGEST_WAIT;
+                while let Ok(Ok(Some(_))) =
+                    tokio::time::timeout_at(deadline, tokio::time::timeout(QUIET, received.recv()))
+                        .await
+                {}
                 watch.rearm();
                 tracing::info!("a file that defines the tools changed; opening them again");
                 changes.send_modify(|generation| *generation += 1);
+                // Each change may run a discovery command: at most one per PAUSE.
+                drop(watch);
+                tokio::time::sleep(PAUSE).await;
             }
         });
         Ok(watch)
@@ -186,44 +199,52 @@ impl ConfigWatch {
         }
     }
 
-    /// Watches `source`: a folder whose contents count, recursively; a file, or a folder
-    /// whose presence alone counts, through its parent; what does not exist, through
-    /// its nearest existing ancestor.
+    /// Watches `source`: a folder whose entries count, and for depth 2 its
+    /// sub-folders; a file, or a folder whose presence alone counts, through its
+    /// parent; what does not exist, through its nearest existing ancestor.
     fn arm(&self, source: &Source) {
-        let (target, recursive) = if source.contents && source.path.is_dir() {
-            (source.path.clone(), true)
-        } else {
-            let mut ancestor = source.path.parent();
-            while let Some(dir) = ancestor
-                && !dir.is_dir()
+        if source.depth > 0 && source.path.is_dir() {
+            self.watch_folder(&source.path);
+            if source.depth > 1
+                && let Ok(entries) = std::fs::read_dir(&source.path)
             {
-                ancestor = dir.parent();
+                entries
+                    .filter_map(Result::ok)
+                    .map(|entry| entry.path())
+                    .filter(|path| path.is_dir())
+                    .take(MAX_SUBFOLDERS)
+                    .for_each(|dir| self.watch_folder(&dir));
             }
-            match ancestor {
-                Some(dir) => (dir.to_path_buf(), false),
-                None => return,
-            }
-        };
+            return;
+        }
+        let mut ancestor = source.path.parent();
+        while let Some(dir) = ancestor
+            && !dir.is_dir()
+        {
+            ancestor = dir.parent();
+        }
+        if let Some(dir) = ancestor {
+            self.watch_folder(dir);
+        }
+    }
+
+    /// One inotify watch on `dir` (its entries, not theirs), once.
+    fn watch_folder(&self, dir: &Path) {
         let Ok(mut watched) = self.watched.lock() else {
             return;
         };
-        if watched.contains(&(target.clone(), recursive)) {
+        if watched.contains(dir) {
             return;
         }
-        let mode = if recursive {
-            RecursiveMode::Recursive
-        } else {
-            RecursiveMode::NonRecursive
-        };
         let armed = match self.watcher.lock() {
-            Ok(mut watcher) => watcher.watch(&target, mode),
+            Ok(mut watcher) => watcher.watch(dir, RecursiveMode::NonRecursive),
             Err(_) => return,
         };
         match armed {
             Ok(()) => {
-                watched.insert((target, recursive));
+                watched.insert(dir.to_path_buf());
             }
-            Err(e) => tracing::warn!("cannot watch {}: {e}", target.display()),
+            Err(e) => tracing::warn!("cannot watch {}: {e}", dir.display()),
         }
     }
 }
@@ -242,14 +263,11 @@ fn changes_something(kind: &EventKind) -> bool {
 mod tests {
     use super::*;
 
-    fn sources(list: &[(&str, bool)]) -> Sources {
+    fn sources(list: &[(&str, usize)]) -> Sources {
         Sources {
             all: list
                 .iter()
-                .map(|(p, contents)| Source {
-                    path: PathBuf::from(p),
-                    contents: *contents,
-                })
+                .map(|(p, depth)| Source::at(PathBuf::from(p), *depth))
                 .collect(),
         }
     }
@@ -257,13 +275,16 @@ mod tests {
     #[test]
     fn a_change_concerns_a_source_what_is_inside_it_and_the_folders_on_the_way() {
         let s = sources(&[
-            ("/p/.qwen/settings.json", true),
-            ("/p/.qwen/skills", true),
-            ("/p/.git", false),
+            ("/p/.qwen/settings.json", 0),
+            ("/p/.qwen/tools", 1),
+            ("/p/.qwen/skills", 2),
+            ("/p/.git", 0),
         ]);
         for yes in [
             "/p/.qwen/settings.json",
             "/p/.qwen/skills/review/SKILL.md",
+            "/p/.qwen/skills/review",
+            "/p/.qwen/tools/notes.json",
             "/p/.qwen",
             "/p/.git",
         ] {
@@ -275,6 +296,8 @@ mod tests {
             "/p/.qwen/cache.json",
             "/p/.git/index",
             "/p/.gitignore",
+            "/p/.qwen/skills/review/scripts/run.sh",
+            "/p/.qwen/tools/sub/x.json",
         ] {
             assert!(!s.concerns(Path::new(no)), "{no}");
         }
