@@ -369,10 +369,20 @@ impl Connection {
     /// what it is offered changed (names, descriptions, schemas, annotations). A change
     /// that leaves the list as it was (a settings edit that only touched rules) is taken
     /// silently, as is one before the client first listed the tools.
+    ///
+    /// A stateless connection follows nothing: it lives for one request and has no
+    /// stream to notify on (its next request opens the tools as they are then).
     fn watch_changes(self: Arc<Self>, peer: Peer<RoleServer>) {
+        if self.options.stateless {
+            return;
+        }
         let mut changes = self.changes.clone();
         tokio::spawn(async move {
             while changes.changed().await.is_ok() {
+                // A connection that ended is not opened again for nothing.
+                if peer.is_transport_closed() {
+                    break;
+                }
                 let Some(before) = self.offered_now().await else {
                     continue;
                 };
