@@ -1,6 +1,6 @@
 //! What a person is asked before a call runs, and what they can answer.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -74,6 +74,15 @@ impl ConfirmationDetails {
             | ConfirmationDetails::Mcp { title, .. }
             | ConfirmationDetails::Info { title, .. }
             | ConfirmationDetails::Plan { title, .. } => title,
+        }
+    }
+
+    /// The file the call changes, when it changes one: what the protected-path check
+    /// judges (see [`crate::protected`]).
+    pub fn changed_path(&self) -> Option<&Path> {
+        match self {
+            ConfirmationDetails::Edit { file_path, .. } => Some(file_path),
+            _ => None,
         }
     }
 

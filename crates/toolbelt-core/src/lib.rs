@@ -23,6 +23,7 @@ pub mod confirm;
 pub mod front_matter;
 pub mod lint;
 pub mod output;
+pub mod protected;
 pub mod redact;
 pub mod registry;
 pub mod result;
@@ -38,6 +39,7 @@ pub mod workspace;
 pub use ask_user::{Answer, AskUser, Question, QuestionOption, QuestionSlot};
 pub use confirm::{ConfirmationDetails, ConfirmationOutcome};
 pub use output::{LimitedText, OutputPolicy};
+pub use protected::{ProtectedPaths, Protection};
 pub use registry::{Origin, Registration, ToolRegistry, ToolSet};
 pub use result::{Display, ErrorKind, FileDiff, Part, TodoItem, TodoStatus, ToolError, ToolResult};
 pub use rules::{

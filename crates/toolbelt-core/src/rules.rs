@@ -459,6 +459,26 @@ impl PermissionRules {
 }
 
 impl PermissionRules {
+    /// The allow rules with a specifier that cover a call of `tool` with `subject` (every
+    /// path of it), in the order written. Protected configuration is approved only by
+    /// such a rule (see `scheduler/protect.rs`): a bare `edit` allows edits in general,
+    /// not a change to the settings that grant it.
+    pub fn specific_allow_rules(&self, tool: &str, subject: &PermissionSubject) -> Vec<&Rule> {
+        self.allow
+            .iter()
+            .filter(|r| {
+                r.specifier.is_some()
+                    && r.covers(
+                        tool,
+                        subject,
+                        &self.base,
+                        RuleList::Allow,
+                        CommandPurpose::Approve,
+                    )
+            })
+            .collect()
+    }
+
     /// The tool names, as written, of rules that name neither an alias (`Read`, `Bash`,
     /// ...) nor a tool `known` accepts, once each in the order written: such
     /// a rule has no effect, and is usually a misspelling worth a warning.

@@ -16,6 +16,7 @@
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
+use crate::protected::{ProtectedPaths, Protection};
 use crate::result::{ErrorKind, ToolError};
 use crate::rules::{PathOperation, PathPolicy};
 
@@ -29,6 +30,8 @@ pub struct WorkspaceRoots {
     readable: Vec<PathBuf>,
     /// The permission rules on reading and editing paths.
     policy: PathPolicy,
+    /// The configuration a change to which is always asked (see [`crate::protected`]).
+    protected: ProtectedPaths,
 }
 
 /// Why a path given to a tool was refused; [`PathError::error_kind`] maps it to the
@@ -147,6 +150,7 @@ impl WorkspaceRoots {
             roots: resolved,
             readable: Vec::new(),
             policy: PathPolicy::default(),
+            protected: ProtectedPaths::default(),
         })
     }
 
@@ -154,6 +158,22 @@ impl WorkspaceRoots {
     pub fn with_path_policy(mut self, policy: PathPolicy) -> Self {
         self.policy = policy;
         self
+    }
+
+    /// Protects `path` (and what is under it) besides the protected names; see
+    /// [`ProtectedPaths::add`].
+    pub fn protect(&mut self, path: &Path, label: impl Into<String>, why: impl Into<String>) {
+        self.protected.add(path, label, why);
+    }
+
+    /// Why a change to `path` must be asked of the person, if it must (see
+    /// [`crate::protected`]). The path is judged as given (lexically normalised) and as
+    /// resolved, so neither `..` nor a symbolic link leads around the check, also for a
+    /// file that does not exist yet.
+    pub fn protection(&self, path: &Path) -> Option<Protection> {
+        self.protected
+            .protection(&resolve_best_effort(path))
+            .or_else(|| self.protected.protection(&normalize_lexically(path)))
     }
 
     /// The path rules, for walks that must leave covered paths out.
@@ -314,6 +334,12 @@ pub fn normalize_lexically(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// `path` resolved as far as it can be; where it cannot (a dangling link, an unreadable
+/// directory), normalised lexically.
+pub(crate) fn resolve_best_effort(path: &Path) -> PathBuf {
+    resolve_real(path).unwrap_or_else(|_| normalize_lexically(path))
 }
 
 /// Resolves symbolic links in `path`. For a path that does not exist, the nearest

@@ -74,6 +74,8 @@ pub use write_file::WriteFile;
 #[cfg(test)]
 mod path_rules_tests;
 #[cfg(test)]
+mod protected_tests;
+#[cfg(test)]
 mod test_support;
 
 #[cfg(test)]

@@ -92,6 +92,10 @@ impl Fixture {
     pub fn read(&self, rel: &str) -> Vec<u8> {
         std::fs::read(self.ws().join(rel)).unwrap()
     }
+    /// The registry of every built-in tool over this workspace.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.registry
+    }
     pub fn build(&self, tool: &str, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
         self.registry.build(tool, args).map(|(_, call)| call)
     }

@@ -89,6 +89,7 @@ impl Session {
         // Path rules name operations on paths: every file tool resolves and walks
         // through the roots, so they are applied there (see `rules/paths.rs`).
         roots = roots.with_path_policy(PathPolicy::new(&rules));
+        protect_configuration(&mut roots, &paths, &settings, &cwd, global);
         // Skills are read once, here: a skill the model writes later grants nothing.
         // Project skills of an untrusted folder load without their allowed-tools.
         let home = std::env::var_os("HOME")
@@ -374,6 +375,61 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
         p.to_path_buf()
     } else {
         cwd.join(p)
+    }
+}
+
+/// Protects what configures this session from outside the protected names (`.qwen`,
+/// `.agents`, `.git`, see `toolbelt_core::protected`), for a workspace that holds them:
+/// the toolbelt home (saved sessions a resume reads back), the system settings file, the
+/// `tools.manifests` entries and the `--mcp-config` files.
+fn protect_configuration(
+    roots: &mut WorkspaceRoots,
+    paths: &SettingsPaths,
+    settings: &Settings,
+    cwd: &Path,
+    global: &GlobalArgs,
+) {
+    // Unless the home holds the workspace itself: then it would protect every file.
+    let home = toolbelt_home();
+    let real_home = home.canonicalize().unwrap_or_else(|_| home.clone());
+    if !roots.roots().iter().any(|r| r.starts_with(&real_home)) {
+        roots.protect(
+            &home,
+            "toolbelt's own files",
+            "saved sessions, logs and output that a resumed session reads back",
+        );
+    }
+    if let Some(system) = &paths.system {
+        roots.protect(
+            system,
+            "toolbelt settings",
+            "they hold the permission rules, commands toolbelt runs and MCP servers it starts",
+        );
+    }
+    const MANIFEST: &str =
+        "a tool manifest binds tools to commands that run when the tools are called";
+    for entry in &settings.tools.manifests {
+        let path = absolute(cwd, Path::new(entry));
+        // A `package.json` takes its bindings from the `toolbelt.json` beside it.
+        if path.file_name().is_some_and(|n| n == "package.json")
+            && let Some(dir) = path.parent()
+        {
+            roots.protect(&dir.join("toolbelt.json"), "declared tools", MANIFEST);
+        }
+        roots.protect(&path, "declared tools", MANIFEST);
+    }
+    for arg in &global.mcp.mcp_config {
+        let arg = arg.trim();
+        // Inline JSON is no file; a file is read relative to the process's directory.
+        if !arg.starts_with('{')
+            && let Ok(file) = std::fs::canonicalize(arg)
+        {
+            roots.protect(
+                &file,
+                "MCP configuration",
+                "it names MCP servers that toolbelt starts",
+            );
+        }
     }
 }
 

@@ -8,7 +8,10 @@
 //! 2. plan mode refuses every kind that is not read-only, except `exit_plan_mode`;
 //! 3. a call whose invocation asks no confirmation runs;
 //! 4. yolo approves everything; auto-edit approves edit confirmations; "always allow"
-//!    answers of this session approve what they cover;
+//!    answers of this session approve what they cover. A change to protected
+//!    configuration (`.qwen`, `.agents`, `.git`, see [`crate::protected`]) is approved
+//!    here only by yolo, and in step 1 only by an allow rule that names the file
+//!    (`scheduler/protect.rs`); its question offers no "always";
 //! 5. otherwise the [`Approver`] is asked. Without one (headless) the call is refused with
 //!    a message that tells the model why and what the person can do.
 //!
@@ -92,8 +95,10 @@ pub struct ApprovalRequest {
     pub description: String,
     /// What to show: the diff, the command, the plan.
     pub details: ConfirmationDetails,
-    /// False when an explicit ask rule forced the question: "always allow" would
-    /// contradict the rule, so a display should not offer it.
+    /// False when an explicit ask rule forced the question ("always allow" would
+    /// contradict the rule) or the call changes protected configuration (it is asked
+    /// every time), so a display should not offer it; an "always" answer is then taken
+    /// as once.
     pub may_always_allow: bool,
 }
 

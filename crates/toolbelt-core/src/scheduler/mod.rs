@@ -30,17 +30,17 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::confirm::{ConfirmationDetails, ConfirmationOutcome};
 use crate::registry::ToolRegistry;
-use crate::result::{Display, ErrorKind, ToolError, ToolResult};
-use crate::rules::Decision;
+use crate::result::{ErrorKind, ToolError, ToolResult};
 use crate::tool::{Invocation, Kind, ToolEnvironment};
 use crate::validate::parse_arguments;
 
 pub mod approval;
+mod decide;
 pub mod events;
 pub mod grants;
 pub mod guards;
+mod protect;
 mod run_call;
 
 pub use approval::{
@@ -376,188 +376,6 @@ impl Scheduler {
                 Prepared::Done(done)
             }
         }
-    }
-
-    /// The approval decision for one validated call (see [`approval`] for the order).
-    /// `approved`: the person already allowed this call (with corrected arguments), so
-    /// only the rules and plan mode can still stop it.
-    #[allow(clippy::too_many_arguments)]
-    async fn decide(
-        &self,
-        registration: &crate::registry::Registration,
-        request: &ToolCallRequest,
-        kind: Kind,
-        description: &str,
-        invocation: &dyn Invocation,
-        cancel: &CancellationToken,
-        approved: bool,
-    ) -> Verdict {
-        let tool = registration.name.as_str();
-        let subject = invocation.permission_subject();
-        // This turn's grants are allow rules on top of the session's (see [`grants`]):
-        // deny and ask rules, judged first, still win.
-        let granted = self.grants.current();
-        let permissions = granted.as_deref().unwrap_or(&self.permissions);
-        // A tool that runs another (a declared tool bound to `run_shell_command`) answers
-        // to that tool's rules too; the strictest answer wins (Deny > Ask > Allow).
-        let target = registration.tool.rule_target();
-        let decision = std::iter::once(tool)
-            .chain(target)
-            .map(|name| permissions.evaluate(name, &subject))
-            .max()
-            .unwrap_or(Decision::Default);
-        if decision == Decision::Deny {
-            let rule = std::iter::once(tool)
-                .chain(target)
-                .find_map(|name| permissions.deny_rule(name, &subject))
-                .map(|r| format!(" Matching deny rule: \"{r}\"."))
-                .unwrap_or_default();
-            return Verdict::Refuse(ToolError::new(
-                ErrorKind::ExecutionDenied,
-                format!(
-                    "Tool \"{tool}\" is denied by permission rules.{rule} It was not run; do not retry it."
-                ),
-            ));
-        }
-        let mode = self.mode();
-        if mode == ApprovalMode::Plan && !kind.is_read_only() && tool != EXIT_PLAN_MODE {
-            return Verdict::Refuse(ToolError::new(
-                ErrorKind::ExecutionDenied,
-                format!(
-                    "Plan mode is active: only read-only tools (read, search, fetch, think) run, and \"{tool}\" ({}) was not run. Finish researching, then present your plan with {EXIT_PLAN_MODE}; once the user approves it, changes are allowed.",
-                    kind.as_str()
-                ),
-            ));
-        }
-        if tool == EXIT_PLAN_MODE && mode != ApprovalMode::Plan {
-            return Verdict::Answered(ToolResult::text(format!(
-                "Plan mode is not active (approval mode {mode}), so there is nothing to exit and no plan approval is needed. Carry on with the task."
-            )));
-        }
-        let details = invocation.confirmation().await;
-        let forced_ask = decision == Decision::Ask;
-        let details = match details {
-            Some(d) => d,
-            None if forced_ask => {
-                ConfirmationDetails::generic(registration.tool.display_name(), description)
-            }
-            None => return Verdict::Run,
-        };
-        if approved {
-            if tool == EXIT_PLAN_MODE && mode == ApprovalMode::Plan {
-                self.leave_plan_mode(ConfirmationOutcome::ProceedOnce);
-            }
-            return Verdict::Run;
-        }
-        if !forced_ask {
-            let plan_exit = tool == EXIT_PLAN_MODE;
-            let auto = decision == Decision::Allow
-                || (mode == ApprovalMode::Yolo && !plan_exit)
-                || (mode == ApprovalMode::AutoEdit
-                    && matches!(details, ConfirmationDetails::Edit { .. }))
-                || self.allowances.covers(tool, &registration.origin, &details);
-            if auto {
-                if plan_exit && mode == ApprovalMode::Plan {
-                    self.leave_plan_mode(ConfirmationOutcome::ProceedOnce);
-                }
-                return Verdict::Run;
-            }
-        }
-        let Some(approver) = &self.approver else {
-            if tool == EXIT_PLAN_MODE
-                && let ConfirmationDetails::Plan { plan, .. } = &details
-            {
-                // No one to approve: the plan is the session's answer and the run ends
-                // with it (the agent loop stops on an unapproved plan).
-                return Verdict::Answered(ToolResult::with_display(
-                    "The plan was recorded as the session's answer; it was not approved, and no changes are to be made.",
-                    Display::Plan {
-                        plan: plan.clone(),
-                        approved: false,
-                    },
-                ));
-            }
-            let (why, how) = match &self.nobody_to_ask {
-                Some(n) => (n.why.clone(), n.how.replace("{tool}", tool)),
-                None => (
-                    format!(
-                        "this session runs without anyone to ask (non-interactive, approval mode {mode})"
-                    ),
-                    format!(
-                        "The user can allow it with --yolo, --approval-mode auto-edit (for edits) or --allowed-tools {tool}."
-                    ),
-                ),
-            };
-            return Verdict::Refuse(ToolError::new(
-                ErrorKind::ExecutionDenied,
-                format!(
-                    "Tool \"{tool}\" needs the user's approval ({}), and {why}, so it was not run. Do not retry it; continue without it if you can, or tell the user what you need. {how}",
-                    details.title()
-                ),
-            ));
-        };
-        self.emit(SchedulerEvent::AwaitingApproval {
-            call_id: request.call_id.clone(),
-            tool: tool.to_string(),
-            details: details.clone(),
-        });
-        let ask = ApprovalRequest {
-            call_id: request.call_id.clone(),
-            tool: tool.to_string(),
-            kind,
-            description: description.to_string(),
-            details: details.clone(),
-            may_always_allow: !forced_ask,
-        };
-        let answer = tokio::select! {
-            answer = approver.approve(&ask) => answer,
-            _ = cancel.cancelled() => return Verdict::Cancelled(cancelled_error()),
-        };
-        let outcome = answer.outcome;
-        if !outcome.proceeds() {
-            let said = answer
-                .message
-                .as_deref()
-                .map(str::trim)
-                .filter(|m| !m.is_empty())
-                .map(|m| format!(" The user said: {m}"))
-                .unwrap_or_default();
-            if tool == EXIT_PLAN_MODE {
-                return Verdict::Refuse(ToolError::new(
-                    ErrorKind::ExecutionDenied,
-                    format!(
-                        "The user did not approve the plan. Plan mode stays on: keep researching with read-only tools, ask what they want changed if unclear, and present a revised plan with exit_plan_mode.{said}"
-                    ),
-                ));
-            }
-            return Verdict::Cancelled(ToolError::new(
-                ErrorKind::ExecutionDenied,
-                format!("The user did not allow this call to \"{tool}\"; it was not run.{said}"),
-            ));
-        }
-        if !forced_ask {
-            self.allowances
-                .remember(outcome, tool, &registration.origin, &details);
-        }
-        if let Some(corrected) = answer.arguments {
-            // Plan mode is left, if at all, when the corrected call is decided.
-            return Verdict::RunWith(corrected);
-        }
-        if tool == EXIT_PLAN_MODE && mode == ApprovalMode::Plan {
-            self.leave_plan_mode(outcome);
-        }
-        Verdict::Run
-    }
-
-    /// An approved plan returns the session to the mode it had before plan mode, or to
-    /// auto-edit when the person chose "always" (approve the plan and its edits).
-    fn leave_plan_mode(&self, outcome: ConfirmationOutcome) {
-        let before = self.before_plan.lock().map(|b| *b).unwrap_or_default();
-        self.set_mode(if outcome == ConfirmationOutcome::ProceedAlways {
-            ApprovalMode::AutoEdit
-        } else {
-            before
-        });
     }
 
     fn finish_early(

@@ -14,6 +14,7 @@ use crate::tool::{Kind, ToolEnvironment};
 
 mod approval_tests;
 mod fixtures;
+mod protected_tests;
 
 use fixtures::*;
 
