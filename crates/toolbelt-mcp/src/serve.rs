@@ -32,11 +32,9 @@
 //!
 //! File changes of all connections are serialised (one `edit`/`write_file` at a time per
 //! process): two clients editing one file must not lose either change. Reads, searches
-//! and commands run side by side. The cost: the lock covers the whole call, its question
-//! included, so a change waiting for its user's answer holds back the other clients'
-//! changes until it is answered (or the answer times out, see [`approve`]). The edit
-//! tools' own check ("changed after the change was proposed") would catch a lost update
-//! without the lock, but only by failing the later call; the lock makes it succeed.
+//! and commands run side by side. A change that asks its person gives the turn back
+//! while the question is open ([`turns`]), so a slow answer holds back no other client;
+//! what changed meanwhile is caught by the edit tools' own check.
 
 // Logging and roots are deprecated by rmcp for the 2026-07-28 revision only, which this
 // server does not speak (see `supported_protocol_versions`); for 2025-11-25 and before
@@ -48,6 +46,7 @@ pub mod busy_poll;
 pub mod coalesce;
 pub mod http;
 pub mod progress;
+pub mod turns;
 pub mod wire;
 
 use std::path::PathBuf;
@@ -73,6 +72,7 @@ use toolbelt_core::{BoxFuture, Kind, Registration, ToolEnvironment, ToolRegistry
 
 use approve::{ElicitationApprover, Remembered};
 use progress::ProgressWatch;
+use turns::{FileTurn, HeldTurns, TurnWhileAsking};
 
 /// The tools of one workspace, as the binary assembled them.
 pub struct Toolset {
@@ -120,8 +120,8 @@ pub struct ServeOptions {
     /// How the person allows a call when nobody can be asked, as a sentence; `{tool}` is
     /// replaced with the tool's name.
     pub how_to_allow: String,
-    /// Serialises file changes across connections.
-    file_changes: Mutex<()>,
+    /// Serialises file changes across connections (see [`turns`]).
+    file_changes: FileTurn,
 }
 
 impl ServeOptions {
@@ -130,7 +130,7 @@ impl ServeOptions {
         ServeOptions {
             stateless,
             how_to_allow: how_to_allow.into(),
-            file_changes: Mutex::new(()),
+            file_changes: FileTurn::default(),
         }
     }
 }
@@ -205,6 +205,8 @@ struct Connection {
     roots_epoch: AtomicU64,
     next_call: AtomicU64,
     remembered: Arc<Remembered>,
+    /// The turns for file changes its calls hold.
+    turns: Arc<HeldTurns>,
     progress: ProgressWatch,
     /// The lowest level of `notifications/message` the client wants, as `level_rank`.
     log_level: Arc<AtomicU8>,
@@ -222,6 +224,7 @@ impl ToolbeltServer {
                 roots_epoch: AtomicU64::new(0),
                 next_call: AtomicU64::new(1),
                 remembered: Arc::default(),
+                turns: Arc::default(),
                 progress: ProgressWatch::default(),
                 log_level: Arc::new(AtomicU8::new(level_rank(LoggingLevel::Info))),
             }),
@@ -287,6 +290,10 @@ impl Connection {
             Arc::new(ElicitationApprover {
                 peer: peer.clone(),
                 remembered: self.remembered.clone(),
+                turn: TurnWhileAsking {
+                    turn: self.options.file_changes.clone(),
+                    held: self.turns.clone(),
+                },
             }) as Arc<dyn Approver>
         });
         let why = if self.options.stateless {
@@ -494,7 +501,12 @@ impl ServerHandler for ToolbeltServer {
             .get(&request.name)
             .is_some_and(|r| changes_files(r.tool.kind()));
         let _turn = if exclusive {
-            Some(self.connection.options.file_changes.lock().await)
+            let turns = &self.connection.turns;
+            Some(
+                turns
+                    .take_for_call(&self.connection.options.file_changes, &call_id)
+                    .await,
+            )
         } else {
             None
         };

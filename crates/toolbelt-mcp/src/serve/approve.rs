@@ -14,12 +14,14 @@ use rmcp::service::{Peer, RoleServer};
 use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver, Scheduler};
 use toolbelt_core::{BoxFuture, ConfirmationDetails, ConfirmationOutcome, ToolRegistry};
 
+use super::turns::TurnWhileAsking;
+
 /// The checkbox of the question: allow this tool (the shell: these root commands; an MCP
 /// tool: its server) for the rest of the connection.
 pub const ALWAYS_FIELD: &str = "always";
 
 /// How long a question waits for the person. A client that never answers must not hold
-/// a call (and its lock on file changes) for ever; an unanswered question is a "no".
+/// a call for ever; an unanswered question is a "no".
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The "always" answers of one connection, to give each new scheduler.
@@ -54,6 +56,8 @@ impl Remembered {
 pub struct ElicitationApprover {
     pub peer: Peer<RoleServer>,
     pub remembered: Arc<Remembered>,
+    /// The call's turn for file changes, given back while the question is open.
+    pub turn: TurnWhileAsking,
 }
 
 impl Approver for ElicitationApprover {
@@ -75,10 +79,11 @@ impl Approver for ElicitationApprover {
                 message: question(request),
                 requested_schema,
             };
-            let answer = self
+            let asking = self
                 .peer
-                .create_elicitation_with_timeout(params, Some(ANSWER_TIMEOUT))
-                .await;
+                .create_elicitation_with_timeout(params, Some(ANSWER_TIMEOUT));
+            let accepted = |answer: &Result<rmcp::model::ElicitResult, _>| matches!(answer, Ok(result) if result.action == ElicitationAction::Accept);
+            let answer = self.turn.around(&request.call_id, asking, accepted).await;
             let outcome = match answer {
                 Ok(result) if result.action == ElicitationAction::Accept => {
                     let always = request.may_always_allow

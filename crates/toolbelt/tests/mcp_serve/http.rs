@@ -211,3 +211,53 @@ async fn stateless_instances_answer_one_client_in_turn() {
         "served by either\n"
     );
 }
+
+/// A person who takes long to answer holds back no other client's edits; what the
+/// other client wrote meanwhile is not lost when the first edit is approved.
+#[tokio::test]
+async fn a_question_left_open_does_not_hold_back_another_clients_edits() {
+    let ws = Ws::new();
+    let file = ws.ws().join("shared.txt");
+    ws.write(&file, "one\ntwo\n");
+    let (_server, url) = start_http(&ws, &[], &[]).await;
+    let person = std::sync::Arc::new(SlowPerson::default());
+    let slow = TestClient::new(Answer::Accept { always: false }).slow(person.clone());
+    let slow = bounded(slow.serve(StreamableHttpClientTransport::from_uri(url.as_str())))
+        .await
+        .unwrap();
+    let quick = TestClient::new(Answer::Accept { always: false });
+    let quick = bounded(quick.serve(StreamableHttpClientTransport::from_uri(url.as_str())))
+        .await
+        .unwrap();
+
+    let first = {
+        let file = file.clone();
+        tokio::spawn(async move {
+            let args = json!({"file_path": file, "old_string": "one", "new_string": "ONE"});
+            let done = call(&slow, "edit", args).await;
+            (slow, done)
+        })
+    };
+    bounded(person.asked.acquire()).await.unwrap().forget();
+    // The first edit's question is open; the other client edits the same file.
+    let second = call(
+        &quick,
+        "edit",
+        json!({"file_path": file, "old_string": "two", "new_string": "TWO"}),
+    )
+    .await;
+    assert!(!is_error(&second), "{}", text(&second));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\nTWO\n");
+
+    person.answer.add_permits(1);
+    let (slow, first) = bounded(first).await.unwrap();
+    assert!(is_error(&first), "{}", text(&first));
+    assert!(
+        text(&first).contains("changed after the change was proposed"),
+        "{}",
+        text(&first)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\nTWO\n");
+    slow.cancel().await.unwrap();
+    quick.cancel().await.unwrap();
+}

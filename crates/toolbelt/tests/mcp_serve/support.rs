@@ -102,12 +102,30 @@ pub struct Seen {
     pub logs_arrived: Notify,
 }
 
+/// A person who takes their time: each question adds a permit to `asked`, and is
+/// answered only after the test adds one to `answer`.
+pub struct SlowPerson {
+    pub asked: tokio::sync::Semaphore,
+    pub answer: tokio::sync::Semaphore,
+}
+
+impl Default for SlowPerson {
+    fn default() -> Self {
+        SlowPerson {
+            asked: tokio::sync::Semaphore::new(0),
+            answer: tokio::sync::Semaphore::new(0),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct TestClient {
     pub answer: Answer,
     /// `Some`: the client offers these roots.
     pub roots: Option<Arc<Mutex<Vec<PathBuf>>>>,
     pub seen: Arc<Seen>,
+    /// `Some`: questions wait for the test (see [`SlowPerson`]).
+    pub slow: Option<Arc<SlowPerson>>,
 }
 
 impl TestClient {
@@ -116,7 +134,13 @@ impl TestClient {
             answer,
             roots: None,
             seen: Arc::default(),
+            slow: None,
         }
+    }
+
+    pub fn slow(mut self, person: Arc<SlowPerson>) -> Self {
+        self.slow = Some(person);
+        self
     }
 
     pub fn with_roots(mut self, roots: Vec<PathBuf>) -> Self {
@@ -159,6 +183,10 @@ impl ClientHandler for TestClient {
                 .lock()
                 .unwrap()
                 .push(serde_json::to_value(requested_schema).unwrap());
+        }
+        if let Some(person) = &self.slow {
+            person.asked.add_permits(1);
+            person.answer.acquire().await.unwrap().forget();
         }
         Ok(match self.answer {
             Answer::Accept { always } => ElicitResult::new(ElicitationAction::Accept)
