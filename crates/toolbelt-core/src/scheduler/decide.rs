@@ -16,20 +16,16 @@ use crate::rules::Decision;
 use crate::tool::{Invocation, Kind};
 
 impl Scheduler {
-    /// The approval decision for one validated call (see [`super::approval`] for the order).
-    /// `approved`: the person already allowed this call (with corrected arguments), so
-    /// only the rules and plan mode can still stop it.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) async fn decide(
+    /// What the rules and the mode say of a call before anything of it runs (a declared
+    /// tool's `prepare` command included): `Err` with the verdict when a deny rule or
+    /// plan mode refuses it, or when `exit_plan_mode` has nothing to exit; otherwise the
+    /// rules' decision, for [`Scheduler::decide`].
+    pub(super) fn screen(
         &self,
         registration: &crate::registry::Registration,
-        request: &ToolCallRequest,
         kind: Kind,
-        description: &str,
         invocation: &dyn Invocation,
-        cancel: &CancellationToken,
-        approved: bool,
-    ) -> Verdict {
+    ) -> Result<Decision, Box<Verdict>> {
         let tool = registration.name.as_str();
         let subject = invocation.permission_subject();
         // This turn's grants are allow rules on top of the session's (see [`grants`]):
@@ -50,28 +46,53 @@ impl Scheduler {
                 .find_map(|name| permissions.deny_rule(name, &subject))
                 .map(|r| format!(" Matching deny rule: \"{r}\"."))
                 .unwrap_or_default();
-            return Verdict::Refuse(ToolError::new(
+            return Err(Box::new(Verdict::Refuse(ToolError::new(
                 ErrorKind::ExecutionDenied,
                 format!(
                     "Tool \"{tool}\" is denied by permission rules.{rule} It was not run; do not retry it."
                 ),
-            ));
+            ))));
         }
         let mode = self.mode();
         if mode == ApprovalMode::Plan && !kind.is_read_only() && tool != EXIT_PLAN_MODE {
-            return Verdict::Refuse(ToolError::new(
+            return Err(Box::new(Verdict::Refuse(ToolError::new(
                 ErrorKind::ExecutionDenied,
                 format!(
                     "Plan mode is active: only read-only tools (read, search, fetch, think) run, and \"{tool}\" ({}) was not run. Finish researching, then present your plan with {EXIT_PLAN_MODE}; once the user approves it, changes are allowed.",
                     kind.as_str()
                 ),
-            ));
+            ))));
         }
         if tool == EXIT_PLAN_MODE && mode != ApprovalMode::Plan {
-            return Verdict::Answered(ToolResult::text(format!(
+            return Err(Box::new(Verdict::Answered(ToolResult::text(format!(
                 "Plan mode is not active (approval mode {mode}), so there is nothing to exit and no plan approval is needed. Carry on with the task."
-            )));
+            )))));
         }
+        Ok(decision)
+    }
+
+    /// The approval decision for one validated call (see [`super::approval`] for the order).
+    /// `approved`: the person already allowed this call (with corrected arguments), so
+    /// only the rules and plan mode can still stop it.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn decide(
+        &self,
+        registration: &crate::registry::Registration,
+        request: &ToolCallRequest,
+        kind: Kind,
+        description: &str,
+        invocation: &dyn Invocation,
+        cancel: &CancellationToken,
+        approved: bool,
+    ) -> Verdict {
+        let tool = registration.name.as_str();
+        let subject = invocation.permission_subject();
+        let target = registration.tool.rule_target();
+        let decision = match self.screen(registration, kind, invocation) {
+            Ok(decision) => decision,
+            Err(verdict) => return *verdict,
+        };
+        let mode = self.mode();
         let details = invocation.confirmation().await;
         let forced_ask = decision == Decision::Ask;
         let details = match details {

@@ -293,24 +293,32 @@ impl Scheduler {
         if let Ok(mut g) = self.retry_guard.lock() {
             g.passed(&tool);
         }
-        invocation.prepare(cancel).await;
+        // A call the rules or plan mode refuse runs nothing, not even its `prepare`.
+        let screened = self.screen(registration, kind, &*invocation);
+        if screened.is_ok() {
+            invocation.prepare(cancel).await;
+        }
         let mut description = invocation.describe();
         self.emit(SchedulerEvent::Validated {
             call_id: request.call_id.clone(),
             tool: tool.clone(),
             description: description.clone(),
         });
-        let mut verdict = self
-            .decide(
-                registration,
-                &request,
-                kind,
-                &description,
-                &*invocation,
-                cancel,
-                false,
-            )
-            .await;
+        let mut verdict = match screened {
+            Err(refused) => *refused,
+            Ok(_) => {
+                self.decide(
+                    registration,
+                    &request,
+                    kind,
+                    &description,
+                    &*invocation,
+                    cancel,
+                    false,
+                )
+                .await
+            }
+        };
         if let Verdict::RunWith(corrected) = verdict {
             // The person's arguments get what the model's got: validation, then the
             // rules and plan mode (a deny rule still wins); only the question is not
@@ -326,7 +334,9 @@ impl Scheduler {
                     return fail(request, arguments, description, error);
                 }
             };
-            invocation.prepare(cancel).await;
+            if self.screen(registration, kind, &*invocation).is_ok() {
+                invocation.prepare(cancel).await;
+            }
             description = invocation.describe();
             verdict = self
                 .decide(

@@ -588,3 +588,71 @@ async fn a_cancelled_prepare_ends_its_command_and_keeps_the_templates() {
     .expect("prepare did not honour the cancel");
     assert_eq!(invocation.describe(), "Static");
 }
+
+/// A declared tool's `prepare` is a command of its own: a call that a deny rule or plan
+/// mode refuses must not run it (it ran before the refusal once).
+#[tokio::test]
+async fn a_refused_call_runs_no_prepare_command() {
+    use toolbelt_core::RuleList;
+    use toolbelt_core::scheduler::{
+        ApprovalMode, Permissions, Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo,
+    };
+    let f = setup(Settings::default());
+    let marker = f.ws().join("prepared");
+    let registry = registry_with(
+        &f,
+        json!({
+            "command": ["sh", "-c", "echo ran"],
+            "prepare": ["sh", "-c", format!("touch '{}'", marker.display())],
+        }),
+        None,
+    );
+    let mut denied = Permissions::default();
+    denied.add(RuleList::Deny, "t");
+    let refusing = [
+        SchedulerConfig {
+            mode: ApprovalMode::Yolo,
+            permissions: denied,
+            ..Default::default()
+        },
+        SchedulerConfig {
+            mode: ApprovalMode::Plan,
+            ..Default::default()
+        },
+    ];
+    for config in refusing {
+        let mode = config.mode;
+        let scheduler = Scheduler::new(f.env.clone(), config);
+        let call = ToolCallRequest::new("1", "t", &json!({}));
+        let done = scheduler
+            .run(
+                &registry,
+                vec![call],
+                TurnInfo::default(),
+                &Default::default(),
+            )
+            .await;
+        let error = done[0].result.error.as_ref().expect("refused");
+        assert_eq!(error.kind, ErrorKind::ExecutionDenied, "{mode}");
+        assert!(!marker.exists(), "{mode}: the prepare command ran");
+    }
+    // Allowed, the same call runs its prepare command and then itself.
+    let scheduler = Scheduler::new(
+        f.env.clone(),
+        SchedulerConfig {
+            mode: ApprovalMode::Yolo,
+            ..Default::default()
+        },
+    );
+    let call = ToolCallRequest::new("1", "t", &json!({}));
+    let done = scheduler
+        .run(
+            &registry,
+            vec![call],
+            TurnInfo::default(),
+            &Default::default(),
+        )
+        .await;
+    assert_eq!(done[0].result.llm_text().trim(), "ran");
+    assert!(marker.exists());
+}
