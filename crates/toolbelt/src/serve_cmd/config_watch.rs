@@ -56,11 +56,23 @@ pub struct Source {
     /// (`.git`, a file); 1, its entries (a manifest folder); 2, its entries' entries
     /// (a skills folder: `<name>/SKILL.md`).
     pub depth: usize,
+    /// The project folder a project's own place must stay in: a `.qwen/skills` that
+    /// is a link to `/` is not watched (nor read by the loaders).
+    pub within: Option<PathBuf>,
 }
 
 impl Source {
     fn at(path: PathBuf, depth: usize) -> Self {
-        Source { path, depth }
+        Source {
+            path,
+            depth,
+            within: None,
+        }
+    }
+
+    fn within(mut self, project: &Path) -> Self {
+        self.within = Some(project.to_path_buf());
+        self
     }
 }
 
@@ -82,12 +94,17 @@ pub fn tool_sources(primary: &Path, settings: &Settings) -> Vec<Source> {
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
-    let bases = std::iter::once(primary).chain(home.as_deref());
-    for base in bases {
-        sources.push(Source::at(base.join(".qwen/tools"), 1));
-        sources.push(Source::at(base.join(".qwen/skills"), 2));
+    let project = primary
+        .canonicalize()
+        .unwrap_or_else(|_| primary.to_path_buf());
+    for dir in [".qwen/tools", ".qwen/skills", ".agents/skills"] {
+        let depth = if dir.ends_with("tools") { 1 } else { 2 };
+        sources.push(Source::at(primary.join(dir), depth).within(&project));
     }
-    sources.push(Source::at(primary.join(".agents/skills"), 2));
+    if let Some(home) = &home {
+        sources.push(Source::at(home.join(".qwen/tools"), 1));
+        sources.push(Source::at(home.join(".qwen/skills"), 2));
+    }
     // An entry is a manifest file or a folder of them.
     sources.extend(
         settings
@@ -203,17 +220,25 @@ impl ConfigWatch {
     /// sub-folders; a file, or a folder whose presence alone counts, through its
     /// parent; what does not exist, through its nearest existing ancestor.
     fn arm(&self, source: &Source) {
+        if let Some(project) = &source.within
+            && source
+                .path
+                .canonicalize()
+                .is_ok_and(|real| !real.starts_with(project))
+        {
+            return;
+        }
         if source.depth > 0 && source.path.is_dir() {
             self.watch_folder(&source.path);
             if source.depth > 1
                 && let Ok(entries) = std::fs::read_dir(&source.path)
             {
+                // Real sub-folders only: a link may lead anywhere.
                 entries
                     .filter_map(Result::ok)
-                    .map(|entry| entry.path())
-                    .filter(|path| path.is_dir())
+                    .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
                     .take(MAX_SUBFOLDERS)
-                    .for_each(|dir| self.watch_folder(&dir));
+                    .for_each(|entry| self.watch_folder(&entry.path()));
             }
             return;
         }
@@ -301,5 +326,34 @@ mod tests {
         ] {
             assert!(!s.concerns(Path::new(no)), "{no}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_projects_folder_that_leads_outside_it_is_not_watched() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(project.join(".qwen")).unwrap();
+        std::fs::create_dir_all(outside.join("deep")).unwrap();
+        std::fs::create_dir_all(project.join(".agents/skills/real")).unwrap();
+        std::os::unix::fs::symlink(&outside, project.join(".qwen/skills")).unwrap();
+        std::os::unix::fs::symlink(&outside, project.join(".agents/skills/link")).unwrap();
+        let (changes, _) = watch::channel(0);
+        let config = ConfigWatch::start(changes).unwrap();
+        config.add(tool_sources(&project, &Settings::default()));
+        let watched = config.watched.lock().unwrap().clone();
+        let project = project.canonicalize().unwrap();
+        assert!(
+            watched.contains(&project.join(".agents/skills/real")),
+            "{watched:?}"
+        );
+        assert!(
+            watched
+                .iter()
+                .all(|w| !w.starts_with(outside.canonicalize().unwrap())
+                    && !w.starts_with(project.join(".qwen/skills"))
+                    && !w.ends_with("link")),
+            "{watched:?}"
+        );
     }
 }
