@@ -51,7 +51,7 @@ mod write_file;
 
 pub use ask_user_question::AskUserQuestion;
 pub use declared::{LoadedManifests, load_declared, register_declared};
-pub use discovered::{DiscoveredTool, Discovery, discover};
+pub use discovered::{DiscoveredTool, Discovery, discover, split_command};
 pub use edit::Edit;
 pub use exit_plan_mode::ExitPlanMode;
 pub use glob::Glob;

