@@ -279,6 +279,7 @@ impl Connection {
         let slot = self.active.lock().await;
         slot.as_ref().map(|active| active.offered())
     }
+
     fn scheduler_for(&self, toolset: &Toolset, peer: &Peer<RoleServer>) -> Scheduler {
         let (events, routed) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(self.progress.clone().route(routed));
