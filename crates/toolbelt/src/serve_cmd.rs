@@ -14,6 +14,7 @@
 
 mod config_watch;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -92,6 +93,7 @@ async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)>
         cache: Mutex::new(None),
         changes,
         config,
+        jobs: Mutex::default(),
     });
     if let Some(mcp) = mcp {
         tokio::spawn(follow_proxied(mcp, workspaces.clone()));
@@ -161,6 +163,9 @@ struct ServeWorkspaces {
     changes: watch::Sender<u64>,
     /// Follows the files that define the tools; `None` where nothing can be watched.
     config: Option<Arc<ConfigWatch>>,
+    /// The background jobs of each workspace (by primary folder), kept across
+    /// reopenings and ended with the process.
+    jobs: Mutex<HashMap<PathBuf, Arc<toolbelt_tools::JobTable>>>,
 }
 
 /// The last toolset opened: for which roots, at which generation of the tools.
@@ -205,7 +210,14 @@ impl ServeWorkspaces {
             Some([first, rest @ ..]) => (first, rest),
             _ => (&self.cwd, &[][..]),
         };
-        let mut session = Session::load_in(&self.global, primary, more).map_err(|e| e.0)?;
+        // The workspace's background jobs outlive its tools being opened again.
+        let jobs = self.jobs.lock().await.get(primary).cloned();
+        let mut session =
+            Session::load_keeping_jobs(&self.global, primary, more, jobs).map_err(|e| e.0)?;
+        self.jobs
+            .lock()
+            .await
+            .insert(primary.to_path_buf(), session.shell_jobs.clone());
         if let Some(config) = &self.config {
             config.add(config_watch::tool_sources(primary, &session.env.settings));
         }

@@ -58,6 +58,17 @@ impl Session {
         cwd: &Path,
         more_dirs: &[PathBuf],
     ) -> Result<Session, SetupError> {
+        Session::load_keeping_jobs(global, cwd, more_dirs, None)
+    }
+
+    /// [`Session::load_in`] whose shell keeps `jobs`, the background jobs of an earlier
+    /// session of the same workspace (`toolbelt mcp serve` opening its tools again).
+    pub fn load_keeping_jobs(
+        global: &GlobalArgs,
+        cwd: &Path,
+        more_dirs: &[PathBuf],
+        jobs: Option<Arc<toolbelt_tools::JobTable>>,
+    ) -> Result<Session, SetupError> {
         let cwd = cwd.to_path_buf();
         let mut paths = SettingsPaths::standard(&cwd);
         if global.trust_workspace || trust_from_environment() {
@@ -118,7 +129,11 @@ impl Session {
         }
         let env = Arc::new(ToolEnvironment::new(roots, Arc::new(settings), session_dir));
         let mut registry = ToolRegistry::new();
-        let shell = Arc::new(toolbelt_tools::RunShellCommand::new(env.clone()));
+        let mut shell = toolbelt_tools::RunShellCommand::new(env.clone());
+        if let Some(jobs) = jobs {
+            shell = shell.with_jobs(jobs);
+        }
+        let shell = Arc::new(shell);
         let shell_jobs = shell.jobs().clone();
         for tool in toolbelt_tools::builtin_tools_with_shell(&env, shell) {
             registry.register(tool, Origin::BuiltIn);

@@ -129,6 +129,14 @@ impl RunShellCommand {
     pub fn jobs(&self) -> &Arc<JobTable> {
         &self.jobs
     }
+
+    /// The same tool keeping the jobs of an earlier shell of the workspace: a server that
+    /// opens a workspace's tools again (its settings changed) must not end the commands
+    /// running in the background, as dropping their table would.
+    pub fn with_jobs(mut self, jobs: Arc<JobTable>) -> Self {
+        self.jobs = jobs;
+        self
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -106,3 +106,48 @@ async fn a_settings_edit_after_an_approved_plan_keeps_the_mode_the_plan_left() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "notes\n");
     service.cancel().await.unwrap();
 }
+
+/// Opening the tools again keeps the workspace's background commands running.
+#[tokio::test]
+async fn background_commands_survive_the_tools_being_opened_again() {
+    let ws = Ws::new();
+    let client = TestClient::new(Answer::CannotAsk);
+    let seen = client.seen.clone();
+    let service = ws.connect(client, &["--approval-mode", "yolo"]).await;
+    let started = call(
+        &service,
+        "run_shell_command",
+        json!({"command": "sleep 4323", "is_background": true}),
+    )
+    .await;
+    assert!(!is_error(&started), "{}", text(&started));
+    let pid: u32 = text(&started)
+        .lines()
+        .find_map(|l| l.strip_prefix("PID: "))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no PID in {}", text(&started)));
+
+    let changed = seen.list_changed_arrived.notified();
+    ws.write(
+        &ws.ws().join(".qwen/settings.json"),
+        r#"{"tools": {"exclude": ["glob"]}}"#,
+    );
+    bounded(changed).await;
+    // A call after the change runs on the new tools (and waits for any cleanup the
+    // old ones would have done when dropped).
+    let listed = call(&service, "run_shell_command", json!({"command": "true"})).await;
+    assert!(!is_error(&listed), "{}", text(&listed));
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .trim_start()
+        .chars()
+        .next();
+    assert!(
+        matches!(state, Some('S' | 'R' | 'D')),
+        "the background command ended with the old tools: {stat:?}"
+    );
+    service.cancel().await.unwrap();
+}
