@@ -47,7 +47,7 @@ impl ModelChooser for Models {
 }
 
 /// The shell tool's job table as `task_stop` sees it.
-struct ShellJobTable(Arc<JobTable>);
+pub struct ShellJobTable(pub Arc<JobTable>);
 
 impl ShellJobs for ShellJobTable {
     fn stop<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<String>> {

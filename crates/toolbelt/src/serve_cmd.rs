@@ -229,6 +229,14 @@ impl ServeWorkspaces {
             mcp.register(&mut session.registry);
             session.registry.apply_settings(&session.env.settings);
         }
+        // The client stops the background commands it started with `task_stop` (jobs
+        // only: there are no sub-agents here).
+        session.registry.register(
+            Arc::new(toolbelt_agent::subagents::TaskStop::shell_jobs(Arc::new(
+                crate::agent_subagents::ShellJobTable(session.shell_jobs.clone()),
+            ))),
+            toolbelt_core::Origin::BuiltIn,
+        );
         exclude(&mut session.registry, &self.args.policy.exclude_tools);
         // Nothing here can answer the model's questions to a person (the client is the
         // one asking), so the tool that would only ever be refused is not offered.

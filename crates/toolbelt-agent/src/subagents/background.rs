@@ -279,14 +279,39 @@ pub trait ShellJobs: Send + Sync {
 pub struct TaskStop {
     tasks: Arc<BackgroundTasks>,
     shell: Option<Arc<dyn ShellJobs>>,
+    description: &'static str,
     schema: Value,
 }
 
 impl TaskStop {
+    /// Stops background agents of `tasks` and the jobs of `shell`.
     pub fn new(tasks: Arc<BackgroundTasks>, shell: Option<Arc<dyn ShellJobs>>) -> Self {
+        TaskStop::with_description(
+            tasks,
+            shell,
+            "Stops a background task: a sub-agent started with `agent` and run_in_background (task id agent_N; its tool calls are cancelled and their processes ended) or a shell command started with is_background (job id bg_N; its process group and whatever it left behind are ended). Use it when the task is no longer needed or has gone wrong.",
+        )
+    }
+
+    /// Stops background shell jobs only, where there are no agents (`toolbelt mcp
+    /// serve`): the description speaks of jobs alone.
+    pub fn shell_jobs(shell: Arc<dyn ShellJobs>) -> Self {
+        TaskStop::with_description(
+            BackgroundTasks::new(),
+            Some(shell),
+            "Stops a shell command started with is_background (job id bg_N, as run_shell_command answered): its process group and whatever it left behind are ended. Use it when the command is no longer needed or has gone wrong.",
+        )
+    }
+
+    fn with_description(
+        tasks: Arc<BackgroundTasks>,
+        shell: Option<Arc<dyn ShellJobs>>,
+        description: &'static str,
+    ) -> Self {
         TaskStop {
             tasks,
             shell,
+            description,
             schema: json!({
                 "type": "object",
                 "properties": {
@@ -307,7 +332,7 @@ impl Tool for TaskStop {
         "TaskStop"
     }
     fn description(&self) -> &str {
-        "Stops a background task: a sub-agent started with `agent` and run_in_background (task id agent_N; its tool calls are cancelled and their processes ended) or a shell command started with is_background (job id bg_N; its process group and whatever it left behind are ended). Use it when the task is no longer needed or has gone wrong."
+        self.description
     }
     // Stopping what the model itself started changes nothing in the workspace, so it
     // runs without confirmation and also in plan mode.

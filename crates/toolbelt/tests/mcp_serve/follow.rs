@@ -107,9 +107,10 @@ async fn a_settings_edit_after_an_approved_plan_keeps_the_mode_the_plan_left() {
     service.cancel().await.unwrap();
 }
 
-/// Opening the tools again keeps the workspace's background commands running.
+/// Opening the tools again keeps the workspace's background commands running; the
+/// client stops one with `task_stop`.
 #[tokio::test]
-async fn background_commands_survive_the_tools_being_opened_again() {
+async fn background_commands_survive_the_tools_being_opened_again_and_stop_on_request() {
     let ws = Ws::new();
     let client = TestClient::new(Answer::CannotAsk);
     let seen = client.seen.clone();
@@ -148,6 +149,15 @@ async fn background_commands_survive_the_tools_being_opened_again() {
     assert!(
         matches!(state, Some('S' | 'R' | 'D')),
         "the background command ended with the old tools: {stat:?}"
+    );
+    // The client stops it.
+    let stopped = call(&service, "task_stop", json!({"task_id": "bg_1"})).await;
+    assert!(text(&stopped).contains("was stopped"), "{}", text(&stopped));
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").trim_start().chars().next();
+    assert!(
+        !matches!(state, Some('S' | 'R' | 'D')),
+        "task_stop left it running: {stat:?}"
     );
     service.cancel().await.unwrap();
 }
