@@ -26,6 +26,10 @@
 //! other files in a watched folder (the home directory, `/etc`) are dropped by
 //! [`Sources::concerns`] without a reload. The watches are never removed: a server opens
 //! a handful of workspaces in its life, each a few watches.
+//!
+//! A discovery command that itself wrote into a watched place (a manifest folder) would
+//! open the tools again after each run, at most once per [`QUIET`] + `PAUSE`; the
+//! settings files and manifests are the person's, and no discovery command should.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
