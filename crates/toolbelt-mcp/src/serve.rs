@@ -106,6 +106,12 @@ pub trait Workspaces: Send + Sync + 'static {
         roots: Option<&'a [PathBuf]>,
     ) -> BoxFuture<'a, Result<Arc<Toolset>, String>>;
 
+    /// A connection ended (not a stateless one): what its calls started in the
+    /// background (their call ids begin with `calls`) is to end too. Nothing by default.
+    fn connection_ended(&self, calls: &str) {
+        let _ = calls;
+    }
+
     /// A counter that grows when tools or rules may have changed (a proxied server's
     /// list, a settings file): connections open their toolset again, so calls from then
     /// on follow the new rules, and tell their client if the offered tools changed.
@@ -203,6 +209,8 @@ struct Connection {
     active: Mutex<Option<Arc<Active>>>,
     /// Grows when the client says its roots changed.
     roots_epoch: AtomicU64,
+    /// `mcp-<connection>-`: what its call ids begin with, unique in the process.
+    call_prefix: String,
     next_call: AtomicU64,
     remembered: Arc<Remembered>,
     /// The turns for file changes its calls hold.
@@ -222,12 +230,30 @@ impl ToolbeltServer {
                 options,
                 active: Mutex::new(None),
                 roots_epoch: AtomicU64::new(0),
+                call_prefix: format!("mcp-{}-", CONNECTIONS.fetch_add(1, Ordering::Relaxed)),
                 next_call: AtomicU64::new(1),
                 remembered: Arc::default(),
                 turns: Arc::default(),
                 progress: ProgressWatch::default(),
                 log_level: Arc::new(AtomicU8::new(level_rank(LoggingLevel::Info))),
             }),
+        }
+    }
+}
+
+/// Connections opened by this process, for unique call ids.
+static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
+
+/// A connection that ends (an HTTP session deleted or expired, a stdio client gone)
+/// ends the background commands its calls started: nothing of a connection outlives
+/// it. A stateless connection lives for one request, so its jobs are left to the
+/// process's end.
+impl Drop for ToolbeltServer {
+    fn drop(&mut self) {
+        if !self.connection.options.stateless {
+            self.connection
+                .workspaces
+                .connection_ended(&self.connection.call_prefix);
         }
     }
 }
@@ -487,7 +513,8 @@ impl ServerHandler for ToolbeltServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let active = self.connection.active(&context.peer).await?;
         let call_id = format!(
-            "mcp-{}",
+            "{}{}",
+            self.connection.call_prefix,
             self.connection.next_call.fetch_add(1, Ordering::SeqCst)
         );
         if let Some(token) = context.meta.get_progress_token() {

@@ -93,7 +93,7 @@ async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)>
         cache: Mutex::new(None),
         changes,
         config,
-        jobs: Mutex::default(),
+        jobs: Arc::default(),
     });
     if let Some(mcp) = mcp {
         tokio::spawn(follow_proxied(mcp, workspaces.clone()));
@@ -164,8 +164,8 @@ struct ServeWorkspaces {
     /// Follows the files that define the tools; `None` where nothing can be watched.
     config: Option<Arc<ConfigWatch>>,
     /// The background jobs of each workspace (by primary folder), kept across
-    /// reopenings and ended with the process.
-    jobs: Mutex<HashMap<PathBuf, Arc<toolbelt_tools::JobTable>>>,
+    /// reopenings; a connection's end ends those its calls started.
+    jobs: Arc<Mutex<HashMap<PathBuf, Arc<toolbelt_tools::JobTable>>>>,
 }
 
 /// The last toolset opened: for which roots, at which generation of the tools.
@@ -201,6 +201,34 @@ impl Workspaces for ServeWorkspaces {
 
     fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    fn connection_ended(&self, calls: &str) {
+        // Called from a drop: the stopping runs on a task of its own (each stop waits
+        // for the job's processes to end). Without a runtime the process is ending, and
+        // the exit's cleanup ends every job anyway.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let jobs = self.jobs.clone();
+        let calls = calls.to_string();
+        runtime.spawn(async move {
+            let tables: Vec<_> = jobs.lock().await.values().cloned().collect();
+            stop_started_by(tables, &calls).await;
+        });
+    }
+}
+
+/// Stops the jobs of `tables` that calls beginning with `calls` started.
+async fn stop_started_by(tables: Vec<Arc<toolbelt_tools::JobTable>>, calls: &str) {
+    for table in tables {
+        let stopped = table.stop_started_by(calls).await;
+        if !stopped.is_empty() {
+            tracing::info!(
+                "a connection ended: stopped its background jobs {}",
+                stopped.join(", ")
+            );
+        }
     }
 }
 

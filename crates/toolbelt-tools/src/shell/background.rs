@@ -46,6 +46,9 @@ pub struct Job {
     pub pgid: u32,
     pub log_path: PathBuf,
     pub status: JobStatus,
+    /// The id of the call that started it (empty outside a scheduler): `toolbelt mcp
+    /// serve` ends a connection's jobs by the prefix of its call ids.
+    pub started_by: String,
 }
 
 /// A job and a channel that announces its status changes.
@@ -171,6 +174,20 @@ impl JobTable {
             let _ = tokio::time::timeout(process::KILL_GRACE, reaped.wait_for(|r| *r)).await;
         }
         entry.snapshot()
+    }
+
+    /// Stops every running job whose call id starts with `prefix`; returns their ids.
+    pub async fn stop_started_by(&self, prefix: &str) -> Vec<String> {
+        let ids: Vec<String> = self
+            .jobs()
+            .into_iter()
+            .filter(|j| j.status == JobStatus::Running && j.started_by.starts_with(prefix))
+            .map(|j| j.id)
+            .collect();
+        for id in &ids {
+            self.stop(id).await;
+        }
+        ids
     }
 
     fn entry(&self, id: &str) -> Option<Entry> {

@@ -306,7 +306,7 @@ impl Invocation for ShellCall {
                 Err(e) => return ToolResult::err(ErrorKind::ExecutionDenied, e.0),
             };
             if self.background {
-                self.run_background(sandbox)
+                self.run_background(sandbox, ctx.call_id.clone())
             } else {
                 self.run_foreground(ctx, sandbox).await
             }
@@ -338,7 +338,7 @@ impl ShellCall {
         self.env.session_dir.join(dir).join(name)
     }
 
-    fn run_background(self, sandbox: Option<PreparedSandbox>) -> ToolResult {
+    fn run_background(self, sandbox: Option<PreparedSandbox>, started_by: String) -> ToolResult {
         let id = self.jobs.next_id();
         let log_path = self.log_path("background", &format!("{id}-{}.log", std::process::id()));
         let file = match log_path
@@ -376,6 +376,7 @@ impl ShellCall {
                 pgid: running.pid,
                 log_path: log_path.clone(),
                 status: JobStatus::Running,
+                started_by,
             },
             running.child,
             owner,

@@ -154,7 +154,13 @@ async fn background_commands_survive_the_tools_being_opened_again_and_stop_on_re
     let stopped = call(&service, "task_stop", json!({"task_id": "bg_1"})).await;
     assert!(text(&stopped).contains("was stopped"), "{}", text(&stopped));
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat.rsplit(')').next().unwrap_or("").trim_start().chars().next();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .trim_start()
+        .chars()
+        .next();
     assert!(
         !matches!(state, Some('S' | 'R' | 'D')),
         "task_stop left it running: {stat:?}"

@@ -261,3 +261,75 @@ async fn a_question_left_open_does_not_hold_back_another_clients_edits() {
     slow.cancel().await.unwrap();
     quick.cancel().await.unwrap();
 }
+
+/// The PID in a background command's answer.
+fn job_pid(result: &rmcp::model::CallToolResult) -> i32 {
+    text(result)
+        .lines()
+        .find_map(|l| l.strip_prefix("PID: "))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no PID in {}", text(result)))
+}
+
+/// Whether process `pid` (its pidfd) ends within `seconds`.
+fn ends_within(pid: &std::os::fd::OwnedFd, seconds: i64) -> bool {
+    let mut fds = [rustix::event::PollFd::new(
+        pid,
+        rustix::event::PollFlags::IN,
+    )];
+    let limit = rustix::event::Timespec {
+        tv_sec: seconds,
+        tv_nsec: 0,
+    };
+    rustix::event::poll(&mut fds, Some(&limit)).unwrap() == 1
+}
+
+/// Waits (bounded, off the runtime) until process `pid` has ended.
+async fn ended(pid: std::os::fd::OwnedFd) {
+    let gone = tokio::task::spawn_blocking(move || ends_within(&pid, 30));
+    assert!(gone.await.unwrap(), "the process did not end within 30 s");
+}
+
+fn pidfd(pid: i32) -> std::os::fd::OwnedFd {
+    let pid = rustix::process::Pid::from_raw(pid).unwrap();
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).unwrap()
+}
+
+/// A connection that ends takes its background commands with it, and only its own.
+#[tokio::test]
+async fn an_http_session_that_ends_ends_the_background_commands_it_started() {
+    let ws = Ws::new();
+    let (_server, url) = start_http(&ws, &["--approval-mode", "yolo"], &[]).await;
+    let connect = || async {
+        let client = TestClient::new(Answer::CannotAsk);
+        bounded(client.serve(StreamableHttpClientTransport::from_uri(url.as_str())))
+            .await
+            .unwrap()
+    };
+    let (first, second) = (connect().await, connect().await);
+    let start = |sleep: &str| json!({"command": format!("sleep {sleep}"), "is_background": true});
+    let first_job = pidfd(job_pid(
+        &call(&first, "run_shell_command", start("4331")).await,
+    ));
+    let second_job = pidfd(job_pid(
+        &call(&second, "run_shell_command", start("4332")).await,
+    ));
+
+    // The first client closes (its session is deleted): its job ends.
+    first.cancel().await.unwrap();
+    ended(first_job).await;
+    // The second client's job still runs, and a call of that client still works.
+    let still = call(
+        &second,
+        "run_shell_command",
+        json!({"command": "echo here"}),
+    )
+    .await;
+    assert!(text(&still).contains("Output: here"), "{}", text(&still));
+    assert!(
+        !ends_within(&second_job, 0),
+        "the other session's job ended too"
+    );
+    second.cancel().await.unwrap();
+    ended(second_job).await;
+}
