@@ -71,27 +71,25 @@ impl Scheduler {
         Ok(decision)
     }
 
-    /// The approval decision for one validated call (see [`super::approval`] for the order).
+    /// The approval decision for one validated call that [`Scheduler::screen`] let
+    /// through with the rules' `decision` (see [`super::approval`] for the order).
     /// `approved`: the person already allowed this call (with corrected arguments), so
-    /// only the rules and plan mode can still stop it.
+    /// only the rules and plan mode could still stop it, and they did not.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn decide(
         &self,
         registration: &crate::registry::Registration,
         request: &ToolCallRequest,
-        kind: Kind,
+        decision: Decision,
         description: &str,
         invocation: &dyn Invocation,
         cancel: &CancellationToken,
         approved: bool,
     ) -> Verdict {
         let tool = registration.name.as_str();
+        let kind = registration.tool.kind();
         let subject = invocation.permission_subject();
         let target = registration.tool.rule_target();
-        let decision = match self.screen(registration, kind, invocation) {
-            Ok(decision) => decision,
-            Err(verdict) => return *verdict,
-        };
         let mode = self.mode();
         let details = invocation.confirmation().await;
         let forced_ask = decision == Decision::Ask;

@@ -306,11 +306,11 @@ impl Scheduler {
         });
         let mut verdict = match screened {
             Err(refused) => *refused,
-            Ok(_) => {
+            Ok(decision) => {
                 self.decide(
                     registration,
                     &request,
-                    kind,
+                    decision,
                     &description,
                     &*invocation,
                     cancel,
@@ -334,21 +334,26 @@ impl Scheduler {
                     return fail(request, arguments, description, error);
                 }
             };
-            if self.screen(registration, kind, &*invocation).is_ok() {
+            let screened = self.screen(registration, kind, &*invocation);
+            if screened.is_ok() {
                 invocation.prepare(cancel).await;
             }
             description = invocation.describe();
-            verdict = self
-                .decide(
-                    registration,
-                    &request,
-                    kind,
-                    &description,
-                    &*invocation,
-                    cancel,
-                    true,
-                )
-                .await;
+            verdict = match screened {
+                Err(refused) => *refused,
+                Ok(decision) => {
+                    self.decide(
+                        registration,
+                        &request,
+                        decision,
+                        &description,
+                        &*invocation,
+                        cancel,
+                        true,
+                    )
+                    .await
+                }
+            };
         }
         match verdict {
             Verdict::Run | Verdict::RunWith(_) => {

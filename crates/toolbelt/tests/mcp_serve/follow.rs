@@ -8,6 +8,19 @@ use serde_json::json;
 
 use crate::support::*;
 
+/// Whether process `pid` runs (exists and is no zombie).
+fn alive(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .trim_start()
+        .chars()
+        .next();
+    matches!(state, Some('S' | 'R' | 'D'))
+}
+
 async fn tool_names(service: &Service) -> Vec<String> {
     bounded(service.list_all_tools())
         .await
@@ -138,32 +151,13 @@ async fn background_commands_survive_the_tools_being_opened_again_and_stop_on_re
     // old ones would have done when dropped).
     let listed = call(&service, "run_shell_command", json!({"command": "true"})).await;
     assert!(!is_error(&listed), "{}", text(&listed));
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .trim_start()
-        .chars()
-        .next();
     assert!(
-        matches!(state, Some('S' | 'R' | 'D')),
-        "the background command ended with the old tools: {stat:?}"
+        alive(pid),
+        "the background command ended with the old tools"
     );
     // The client stops it.
     let stopped = call(&service, "task_stop", json!({"task_id": "bg_1"})).await;
     assert!(text(&stopped).contains("was stopped"), "{}", text(&stopped));
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .trim_start()
-        .chars()
-        .next();
-    assert!(
-        !matches!(state, Some('S' | 'R' | 'D')),
-        "task_stop left it running: {stat:?}"
-    );
+    assert!(!alive(pid), "task_stop left it running");
     service.cancel().await.unwrap();
 }
