@@ -176,12 +176,14 @@ impl JobTable {
         entry.snapshot()
     }
 
-    /// Stops every running job whose call id starts with `prefix`; returns their ids.
+    /// Stops every job whose call id starts with `prefix` and that was not stopped
+    /// already: a running one, and one whose shell exited but may have left processes
+    /// behind (`nohup server &`); returns their ids.
     pub async fn stop_started_by(&self, prefix: &str) -> Vec<String> {
         let ids: Vec<String> = self
             .jobs()
             .into_iter()
-            .filter(|j| j.status == JobStatus::Running && j.started_by.starts_with(prefix))
+            .filter(|j| j.status != JobStatus::Stopped && j.started_by.starts_with(prefix))
             .map(|j| j.id)
             .collect();
         for id in &ids {

@@ -339,6 +339,45 @@ async fn background_job_lifecycle() {
     assert!(finished(job.pid));
 }
 
+/// `stop_started_by` ends the jobs of one caller's calls, also what a job whose shell
+/// already exited left behind, and leaves other callers' jobs alone.
+#[tokio::test]
+async fn jobs_are_stopped_by_the_calls_that_started_them() {
+    let f = fixture();
+    let start = |call_id: &str, command: &str| {
+        let mut ctx = ExecContext::new(f.env.clone());
+        ctx.call_id = call_id.to_string();
+        f.build(json!({"command": command, "is_background": true}))
+            .execute(ctx)
+    };
+    let mine = start("mcp-1-1", "exec sleep 301").await;
+    let left = start("mcp-1-2", "sleep 302 >/dev/null 2>&1 & echo left:$!").await;
+    let other = start("mcp-11-1", "exec sleep 303").await;
+    let id = |r: &ToolResult| {
+        r.llm_text()
+            .lines()
+            .find_map(|l| l.strip_prefix("id: ").map(str::to_string))
+            .unwrap()
+    };
+    let jobs = f.tool.jobs();
+    // The second job's shell exits at once, leaving its sleep behind.
+    let left_job = jobs.wait(&id(&left)).await.unwrap();
+    let orphan = pids(
+        &std::fs::read_to_string(&left_job.log_path).unwrap(),
+        "left",
+    )[0];
+    assert!(!finished(orphan));
+    let mine = jobs.get(&id(&mine)).unwrap();
+    let other = jobs.get(&id(&other)).unwrap();
+
+    let stopped = jobs.stop_started_by("mcp-1-").await;
+    assert_eq!(stopped.len(), 2, "{stopped:?}");
+    assert!(finished(mine.pid));
+    assert!(finished(orphan), "what the exited job left is ended too");
+    assert!(!finished(other.pid), "mcp-11- is another caller");
+    jobs.stop(&other.id).await;
+}
+
 #[tokio::test]
 async fn jobs_end_with_the_tool_unless_configured() {
     let f = fixture();
