@@ -244,6 +244,11 @@ pub struct ToolEnvironment {
     pub ask_once: AskOnceSlot,
     /// The person, for questions with choices (see [`crate::ask_user`]); empty headless.
     pub ask_user: crate::ask_user::QuestionSlot,
+    /// The person's home directory, where user-wide files live (`~/.qwen/QWEN.md` for
+    /// `save_memory`). `None` unless the assembler sets it: a tool never reads `$HOME`
+    /// itself, so an environment built by a test or an embedder cannot write to the real
+    /// home by accident.
+    pub user_home: Option<PathBuf>,
 }
 
 impl ToolEnvironment {
@@ -257,6 +262,7 @@ impl ToolEnvironment {
             session_dir,
             ask_once: AskOnceSlot::default(),
             ask_user: crate::ask_user::QuestionSlot::default(),
+            user_home: None,
         }
     }
 }

@@ -228,3 +228,18 @@ async fn read_many_files_says_a_pattern_above_the_root_is_outside_the_workspace(
         assert!(!text.contains("secret"), "{pattern}: {text}");
     }
 }
+
+#[test]
+fn tests_run_with_a_home_of_their_own() {
+    // .cargo/config.toml points HOME and TOOLBELT_HOME of every test process under
+    // target/: a test that forgets its own temporary home still cannot touch the
+    // person's `~/.qwen` or `~/.toolbelt`.
+    let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap());
+    assert!(home.ends_with("target/test-home"), "{}", home.display());
+    let toolbelt_home = std::path::PathBuf::from(std::env::var_os("TOOLBELT_HOME").unwrap());
+    assert!(
+        toolbelt_home.starts_with(&home),
+        "{}",
+        toolbelt_home.display()
+    );
+}

@@ -33,12 +33,14 @@ pub struct SaveMemory {
 }
 
 impl SaveMemory {
+    /// The global file lives under the environment's [`ToolEnvironment::user_home`];
+    /// without one, `scope: "global"` is refused.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let home = env.user_home.clone();
         SaveMemory::with_home(env, home)
     }
 
-    /// With the global file under `home` instead of `$HOME`.
+    /// With the global file under `home` instead of the environment's.
     pub fn with_home(env: Arc<ToolEnvironment>, home: Option<PathBuf>) -> Self {
         let schema = json!({
             "type": "object",
@@ -134,7 +136,7 @@ impl Tool for SaveMemory {
                 .ok_or_else(|| {
                     ToolError::new(
                         ErrorKind::MemoryToolExecutionError,
-                        "HOME is not set, so there is no global memory file; use scope 'project'",
+                        "this session has no home directory, so there is no global memory file; use scope 'project'",
                     )
                 })?,
         };

@@ -56,6 +56,9 @@ fn build(
     let roots = roots.with_path_policy(PathPolicy::new(&permission_rules));
     let mut env = ToolEnvironment::new(roots, Arc::new(settings), dir.path().join("session"));
     env.output = OutputPolicy::new(max_chars, max_lines, dir.path().join("spill"));
+    // The person's home is the fixture's too: `save_memory` with the global scope
+    // writes there, never to the real `~/.qwen`.
+    env.user_home = Some(dir.path().join("home"));
     let env = Arc::new(env);
     let mut registry = ToolRegistry::new();
     crate::register_builtins(&mut registry, &env);

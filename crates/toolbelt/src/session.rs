@@ -127,7 +127,9 @@ impl Session {
         if let Err(e) = roots.add_readable(&session_dir) {
             tracing::warn!("cannot create {}: {e}", session_dir.display());
         }
-        let env = Arc::new(ToolEnvironment::new(roots, Arc::new(settings), session_dir));
+        let mut env = ToolEnvironment::new(roots, Arc::new(settings), session_dir);
+        env.user_home = std::env::var_os("HOME").map(PathBuf::from);
+        let env = Arc::new(env);
         let mut registry = ToolRegistry::new();
         let mut shell = toolbelt_tools::RunShellCommand::new(env.clone());
         if let Some(jobs) = jobs {

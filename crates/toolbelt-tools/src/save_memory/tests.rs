@@ -147,3 +147,27 @@ async fn a_context_file_name_that_is_not_markdown_is_not_written_to() {
         assert!(home.join(".qwen").join(expected).exists(), "{name}");
     }
 }
+
+#[test]
+fn the_global_file_is_under_the_environments_home_never_home_itself() {
+    // An environment assembled without a home (a test's, an embedder's) has no global
+    // file, whatever `$HOME` says: the tool never reads the variable itself.
+    let fx = fixture();
+    let mut bare = (*fx.env).clone();
+    bare.user_home = None;
+    let tool = SaveMemory::new(std::sync::Arc::new(bare));
+    let err = match tool.build(json!({"fact": "x", "scope": "global"})) {
+        Err(e) => e,
+        Ok(_) => panic!("a global fact needs the environment's home"),
+    };
+    assert_eq!(err.kind, ErrorKind::MemoryToolExecutionError);
+    // The fixture's environment carries its own home: the global file goes there.
+    let tool = SaveMemory::new(fx.env.clone());
+    let call = tool.build(json!({"fact": "x", "scope": "global"})).unwrap();
+    assert!(
+        call.describe()
+            .contains(&fx.dir.path().join("home").display().to_string()),
+        "{}",
+        call.describe()
+    );
+}
