@@ -155,7 +155,23 @@ pub struct WhenRegex {
 impl WhenRegex {
     /// Compiles JavaScript `source` with `flags`; `g` and `y` are dropped, `i`, `m`, `s`
     /// and `u` kept. The error is the regex engine's message.
+    /// Flags JavaScript's `RegExp` refuses (an unknown letter, a repeated one, `u` with
+    /// `v`) are an error, as VS Code's `new RegExp` throws on them.
     pub fn new(source: &str, flags: &str) -> Result<Self, String> {
+        let mut seen = String::new();
+        for f in flags.chars() {
+            if !"dgimsuvy".contains(f) || seen.contains(f) {
+                return Err(format!(
+                    "Invalid flags supplied to RegExp constructor '{flags}'"
+                ));
+            }
+            seen.push(f);
+        }
+        if seen.contains('u') && seen.contains('v') {
+            return Err(format!(
+                "Invalid flags supplied to RegExp constructor '{flags}'"
+            ));
+        }
         let flags: String = "imsu".chars().filter(|f| flags.contains(*f)).collect();
         let inline: String = flags.chars().filter(|f| *f != 'u').collect();
         let pattern = if inline.is_empty() {

@@ -165,6 +165,12 @@ pub enum ModelError {
     /// Every attempt failed with a retryable error.
     #[error("the model server failed {attempts} times; last error: {last}")]
     Unavailable { attempts: u32, last: String },
+    /// Nothing listens at a local address: the connection was refused, so retrying would
+    /// only make the person wait. `origin` names what set the URL.
+    #[error(
+        "cannot reach the model server at {url}: the connection was refused (nothing listens there). The URL comes from {origin}; check that the server runs, or point it elsewhere"
+    )]
+    Unreachable { url: String, origin: String },
     #[error("the model request was cancelled")]
     Cancelled,
     /// The replay script has no answer for this request, or cannot be read.

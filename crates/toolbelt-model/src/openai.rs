@@ -28,6 +28,9 @@ pub struct OpenAiConfig {
     pub retry: RetryPolicy,
     /// Whether inline images may be sent.
     pub takes_images: bool,
+    /// What set `base_url`, named when nothing listens there (for example
+    /// "OPENAI_BASE_URL"); `None` says only "the configuration".
+    pub base_url_origin: Option<String>,
 }
 
 impl OpenAiConfig {
@@ -40,6 +43,7 @@ impl OpenAiConfig {
             request_timeout: Duration::from_secs(120),
             retry: RetryPolicy::default(),
             takes_images: false,
+            base_url_origin: None,
         }
     }
 }
@@ -95,6 +99,16 @@ impl OpenAiClient {
         let timeout = self.config.request_timeout;
         let response = match tokio::time::timeout(timeout, builder.send()).await {
             Err(_) => return Err(retry(format!("no response within {timeout:?}"))),
+            Ok(Err(e)) if self.refused_locally(&e) => {
+                return Err(AttemptError::Fatal(ModelError::Unreachable {
+                    url: self.url.clone(),
+                    origin: self
+                        .config
+                        .base_url_origin
+                        .clone()
+                        .unwrap_or_else(|| "the configuration".to_string()),
+                }));
+            }
             Ok(Err(e)) => return Err(retry(format!("connection error: {}", error_chain(&e)))),
             Ok(Ok(r)) => r,
         };
@@ -214,6 +228,37 @@ fn parse_whole(text: &str) -> Result<ModelTurn, AttemptError> {
 }
 
 /// An error with its causes, which is where reqwest keeps the useful part.
+impl OpenAiClient {
+    /// A refused connection to this machine: no server listens at the port, which a
+    /// retry a few seconds later will not change (a remote refusal may be a server
+    /// restarting, so it is still retried).
+    fn refused_locally(&self, e: &reqwest::Error) -> bool {
+        let local = reqwest::Url::parse(&self.url)
+            .ok()
+            .and_then(|u| {
+                let host = u.host_str()?.trim_start_matches('[').trim_end_matches(']');
+                Some(match host.parse::<std::net::IpAddr>() {
+                    Ok(ip) => ip.is_loopback() || ip.is_unspecified(),
+                    Err(_) => host.eq_ignore_ascii_case("localhost"),
+                })
+            })
+            .unwrap_or(false);
+        local && e.is_connect() && io_kind(e) == Some(std::io::ErrorKind::ConnectionRefused)
+    }
+}
+
+/// The kind of the first I/O error in `e`'s chain.
+fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        source = s.source();
+    }
+    None
+}
+
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();

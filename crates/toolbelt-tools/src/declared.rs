@@ -77,8 +77,7 @@ impl LoadedManifests {
 /// Reads and checks every manifest of the session. Never fails: problems are
 /// [`LoadedManifests::warnings`].
 pub fn load_declared(env: &Arc<ToolEnvironment>) -> LoadedManifests {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    load_with_home(env, home.as_deref())
+    load_with_home(env, env.user_home.as_deref())
 }
 
 /// A manifest file to read, where it came from.

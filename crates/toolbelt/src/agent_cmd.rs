@@ -540,12 +540,16 @@ pub fn build_model(
             .ok_or_else(|| {
                 "no model: pass -m/--model, set OPENAI_MODEL, or set model.name in the settings (or use --model-replay FILE to run offline)".to_string()
             })?;
-        let base_url = args
-            .openai_base_url
-            .clone()
-            .or_else(|| env_var("OPENAI_BASE_URL"))
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        let (base_url, origin) = match (&args.openai_base_url, env_var("OPENAI_BASE_URL")) {
+            (Some(url), _) => (url.clone(), "--openai-base-url"),
+            (None, Some(url)) => (url, "OPENAI_BASE_URL (or --openai-base-url)"),
+            (None, None) => (
+                DEFAULT_BASE_URL.to_string(),
+                "the default (set OPENAI_BASE_URL or --openai-base-url)",
+            ),
+        };
         let mut config = OpenAiConfig::new(base_url, name);
+        config.base_url_origin = Some(origin.to_string());
         config.api_key = args
             .openai_api_key
             .clone()

@@ -36,6 +36,10 @@ pub struct Session {
     /// Every warning of the assembly (untrusted settings, discovery, manifests,
     /// registry), also printed on stderr: `toolbelt mcp serve` sends them to its client.
     pub warnings: Vec<String>,
+    /// The declared tools that did not load (a manifest entry that breaks a rule, a
+    /// binding whose target is missing), one line each naming file and entry; also in
+    /// `warnings`. `tools lint` counts them as errors.
+    pub load_errors: Vec<String>,
 }
 
 /// Why a session could not be assembled: always the person's configuration.
@@ -160,6 +164,7 @@ impl Session {
             skills,
             context_overrides,
             warnings,
+            load_errors: Vec::new(),
         };
         session.apply_when(session.settings_mode());
         Ok(session)
@@ -262,6 +267,7 @@ impl Session {
         for warning in toolbelt_tools::register_declared(&mut self.registry, declared) {
             eprintln!("toolbelt: warning: {warning}");
             self.warnings.push(warning.to_string());
+            self.load_errors.push(warning);
         }
         self.mcp = mcp;
         self.registry.apply_settings(&self.env.settings);

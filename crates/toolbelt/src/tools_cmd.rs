@@ -53,8 +53,23 @@ pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
 }
 
 fn lint(session: &Session, json: bool) -> u8 {
-    use toolbelt_core::lint::{Severity, lint_registry};
-    let findings = lint_registry(&session.registry);
+    use toolbelt_core::lint::{Finding, Severity, lint_registry};
+    // What did not load is an error too: a manifest entry skipped at load would
+    // otherwise vanish from the count ("0 errors" with tools missing).
+    let mut findings: Vec<Finding> = session
+        .load_errors
+        .iter()
+        .map(|line| {
+            let (file, message) = line.split_once(": ").unwrap_or(("manifest", line));
+            Finding {
+                tool: file.to_string(),
+                severity: Severity::Error,
+                rule: "not-loaded",
+                message: message.to_string(),
+            }
+        })
+        .collect();
+    findings.extend(lint_registry(&session.registry));
     let errors = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)

@@ -256,3 +256,63 @@ fn lint_reports_a_badly_declared_tool_and_exits_1() {
         "built-ins are clean"
     );
 }
+
+#[test]
+fn lint_counts_a_manifest_entry_skipped_at_load_as_an_error() {
+    // A user manifest (trusted) with one good tool, one with an invalid name and one
+    // without a binding: the two skipped entries are errors naming file and entry.
+    let p = project("{}");
+    let tools = p.home.join(".qwen/tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let manifest = serde_json::json!({
+        "languageModelTools": [
+            {"name": "list_notes", "displayName": "List", "modelDescription": "Lists notes."},
+            {"name": "bad name!", "displayName": "Bad", "modelDescription": "x"},
+            {"name": "no_binding", "displayName": "None", "modelDescription": "y"}
+        ],
+        "bindings": {
+            "list_notes": {"builtin": "glob", "arguments": {"pattern": "*.md"}},
+            "bad name!": {"builtin": "glob", "arguments": {"pattern": "*.md"}}
+        }
+    });
+    std::fs::write(tools.join("notes.json"), manifest.to_string()).unwrap();
+    let lint = |json: bool| {
+        let mut args = vec!["tools", "lint"];
+        if json {
+            args.push("--json");
+        }
+        Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(&args)
+            .current_dir(&p.root)
+            .env("HOME", &p.home)
+            .env("TOOLBELT_SYSTEM_SETTINGS_PATH", p.home.join("none.json"))
+            .env_remove("TOOLBELT_HOME")
+            .output()
+            .unwrap()
+    };
+    let out = lint(true);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let findings: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let skipped: Vec<&serde_json::Value> = findings
+        .iter()
+        .filter(|f| f["rule"] == "not-loaded")
+        .collect();
+    assert_eq!(skipped.len(), 2, "{findings:#?}");
+    for f in &skipped {
+        assert_eq!(f["severity"], "error");
+        assert!(f["tool"].as_str().unwrap().ends_with("notes.json"), "{f}");
+    }
+    assert!(
+        skipped
+            .iter()
+            .any(|f| f["message"].as_str().unwrap().contains("bad name!"))
+    );
+    assert!(
+        skipped
+            .iter()
+            .any(|f| f["message"].as_str().unwrap().contains("no_binding"))
+    );
+    let out = lint(false);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("2 errors"), "{stdout}");
+}

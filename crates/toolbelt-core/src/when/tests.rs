@@ -194,6 +194,16 @@ fn strict_parse_needs_a_valid_regex_literal() {
         matches!(e, Err(WhenErrorKind::InvalidRegex { .. })),
         "{e:?}"
     );
+    // Flags JavaScript's RegExp refuses are a parse error too, as in VS Code.
+    for bad in ["a =~ /x/ii", "a =~ /x/gig", "a =~ /x/mm"] {
+        let e = parse(bad).map_err(|e| e.kind);
+        assert!(
+            matches!(e, Err(WhenErrorKind::InvalidRegex { .. })),
+            "{bad}: {e:?}"
+        );
+    }
+    assert!(parse("a =~ /x/q").is_err(), "an unknown flag is no flag");
+    assert!(parse("a =~ /x/gimsyu").is_ok());
     // JavaScript regexes have lookahead, and `\/` is a slash.
     let expr = parse("a =~ /^(?!bar).*\\/x$/").map_err(|e| e.to_string());
     assert!(

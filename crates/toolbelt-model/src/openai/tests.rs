@@ -429,3 +429,35 @@ async fn deltas_follow_the_answer_and_a_retry_restarts_them() {
     );
     assert_eq!(seen[restart + 1..].concat(), "streamed in pieces");
 }
+
+#[tokio::test]
+async fn a_refused_local_connection_fails_at_once_naming_the_url_and_its_origin() {
+    // A port nothing listens on: bound, then released.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut config = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "m");
+    // Retries that would take minutes: the error must not wait for them.
+    config.retry = RetryPolicy {
+        max_attempts: 6,
+        base_delay: Duration::from_secs(60),
+        max_delay: Duration::from_secs(60),
+        max_retry_after: Duration::from_secs(60),
+    };
+    config.base_url_origin = Some("OPENAI_BASE_URL".into());
+    let c = OpenAiClient::new(config).unwrap();
+    let err = complete(&c, &request()).await.unwrap_err();
+    match &err {
+        ModelError::Unreachable { url, origin } => {
+            assert_eq!(url, &format!("http://127.0.0.1:{port}/v1/chat/completions"));
+            assert_eq!(origin, "OPENAI_BASE_URL");
+        }
+        other => panic!("expected Unreachable, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("refused") && text.contains("OPENAI_BASE_URL"),
+        "{text}"
+    );
+}
