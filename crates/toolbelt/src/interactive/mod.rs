@@ -146,10 +146,17 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         let _ = tokio::time::timeout(Duration::from_secs(5), running.task).await;
     }
     let _ = app.flush(&mut terminal);
-    let _ = terminal.clear();
+    // The live viewport (input box, status line) is erased from its first row down and
+    // the cursor left there, for the shell's prompt. Not `Terminal::clear`: it asks the
+    // terminal where the cursor is (`ESC [6n`), and a reply that arrives after raw mode
+    // is off is echoed and read by the person's shell as typed input.
     let top = terminal.get_frame().area();
-    let _ = terminal.set_cursor_position((0, top.y));
     drop(terminal);
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        crossterm::cursor::MoveTo(0, top.y),
+        crossterm::terminal::Clear(crossterm::terminal::ClearType::FromCursorDown)
+    );
     stop_terminal();
     let _ = tokio::time::timeout(Duration::from_secs(3), mcp.close()).await;
     if let Err(e) = result {

@@ -506,3 +506,71 @@ async fn memory_refresh_add_and_a_new_mode_reach_the_next_system_prompt() {
     assert!(prompts[2].contains("TABS-ALWAYS"), "{}", prompts[2]);
     assert!(prompts[2].contains("NEW-RULE"), "{}", prompts[2]);
 }
+
+/// toolbelt run by a shell that, once it has exited, reads one line from the terminal
+/// and shows it: whatever toolbelt left in the terminal's input (a cursor-position
+/// reply read too late, say) would reach the person's shell the same way.
+fn start_under_shell(w: &Workspace, server: &FakeOpenAi) -> Pty {
+    let url = server.base_url();
+    let script = "\"$0\" --openai-base-url \"$1\" -m fake-model; printf '\\nEXITED %s\\n' \"$?\"; \
+                  IFS= read -r line; printf 'LEFT[%s]\\n' \"$line\" | od -c | head -3; printf 'DONE\\n'";
+    let pty = Pty::spawn(
+        std::path::Path::new("bash"),
+        &w.ws(),
+        w.dir.path(),
+        &["-c", script, env!("CARGO_BIN_EXE_toolbelt"), url.as_str()],
+        &[],
+    );
+    pty.wait_for(" mode (shift+tab");
+    pty
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quitting_leaves_the_terminal_clean_and_nothing_in_its_input() {
+    let ways: [(&str, &[&str]); 3] = [
+        ("Ctrl-D", &[keys::CTRL_D]),
+        ("/quit", &["/quit", keys::ENTER]),
+        ("Ctrl-C twice", &[keys::CTRL_C, keys::CTRL_C]),
+    ];
+    for (way, keys_to_quit) in ways {
+        let w = Workspace::new();
+        let server = FakeOpenAi::start(vec![Reply::text("Hello from the model.")])
+            .await
+            .unwrap();
+        tokio::task::block_in_place(|| {
+            let pty = start_under_shell(&w, &server);
+            pty.line("say hello");
+            finished_answer(&pty, "Hello from the model.");
+            for k in keys_to_quit {
+                pty.send(k);
+                if *k == keys::CTRL_C {
+                    pty.wait_for("press Ctrl-C again to quit");
+                }
+            }
+            let screen = pty.wait_for("EXITED 0");
+            // The live viewport (input box, status line) is gone; the answer stays in
+            // the scroll-back, and the saved-session line stands on a line of its own.
+            assert!(
+                !screen.contains("shift+tab"),
+                "{way}: status line left:\n{screen}"
+            );
+            assert!(screen.contains("Hello from the model."), "{way}:\n{screen}");
+            let saved = screen
+                .lines()
+                .find(|l| l.contains("Session saved"))
+                .unwrap_or_else(|| panic!("{way}: no saved-session line:\n{screen}"));
+            assert!(
+                saved.trim_start().starts_with("Session saved"),
+                "{way}: drawn over: {saved:?}"
+            );
+            pty.send("Z\r");
+            let screen = pty.wait_for("DONE");
+            // `od -c` of "LEFT[Z]\n": nothing but the key typed after the exit.
+            assert!(
+                screen.contains("L   E   F   T   [   Z   ]  \\n"),
+                "{way}: something was left in the terminal's input:\n{screen}"
+            );
+            assert_eq!(pty.wait_exit(), 0);
+        });
+    }
+}
