@@ -66,6 +66,8 @@ use view::LiveCall;
 
 /// Two Ctrl-C within this time quit.
 const DOUBLE_PRESS: Duration = Duration::from_secs(2);
+/// The status line's notice while a cancelled request winds down.
+const CANCELLING: &str = "cancelling…";
 /// Most rows the live viewport takes.
 const VIEWPORT_MAX: u16 = 24;
 
@@ -589,6 +591,9 @@ impl App {
         self.streaming.clear();
         self.streamed = false;
         self.dialogs.clear();
+        if self.notice.as_deref() == Some(CANCELLING) {
+            self.notice = None;
+        }
         match &outcome.stop {
             StopReason::Cancelled => self.emit(view::note("⊘ Request cancelled.", Color::Yellow)),
             StopReason::ModelFailed(e) => {
@@ -838,7 +843,7 @@ impl App {
             KeyCode::Esc => {
                 if let Some(running) = &self.running {
                     running.cancel.cancel();
-                    self.notice = Some("cancelling…".into());
+                    self.notice = Some(CANCELLING.into());
                 }
                 if let Some(compressing) = &self.compressing {
                     compressing.cancel();

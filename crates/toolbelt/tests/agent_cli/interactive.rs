@@ -201,6 +201,10 @@ async fn esc_cancels_a_running_command_and_kills_it() {
         pty.send(keys::ESC);
         let screen = pty.wait_for("Request cancelled.");
         assert!(screen.contains("⊘ run_shell_command"), "{screen}");
+        // The status line stops saying "cancelling…" once the request has ended.
+        pty.wait_until("the cancelling notice gone", |s| {
+            s.contains("Request cancelled.") && !s.contains("cancelling…")
+        });
         assert!(!sleep_running(marker), "the sleep outlived the cancel");
         // The session goes on: the next prompt gets the model's answer.
         pty.line("go on");
