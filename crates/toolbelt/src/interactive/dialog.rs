@@ -92,6 +92,8 @@ pub struct Dialog {
     scroll: u16,
     /// Typing the message of a denial.
     deny_message: Option<String>,
+    /// A line under the choices saying why one is missing.
+    note: Option<String>,
 }
 
 /// What a key did to the dialog.
@@ -126,7 +128,23 @@ impl Dialog {
             selected: 0,
             scroll: 0,
             deny_message: None,
+            note: None,
         }
+    }
+
+    /// In a folder the person has not trusted, its `.qwen/settings.json` allow rules are
+    /// ignored, so "allow always in this workspace" would save a rule that does
+    /// nothing: it is not offered, and the dialog says what works instead.
+    pub fn in_untrusted_folder(mut self) -> Self {
+        if self.choices.contains(&Choice::Workspace) {
+            self.choices.retain(|c| *c != Choice::Workspace);
+            self.note = Some(
+                "(No \"always in this workspace\": this folder is not trusted, so its settings' rules are ignored. \
+                 Choose 2 for this session, or run `toolbelt trust` to trust the folder.)"
+                    .into(),
+            );
+        }
+        self
     }
 
     /// Sends the answer to the waiting scheduler.
@@ -295,7 +313,7 @@ impl Dialog {
     }
 
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect) {
-        let menu_height = self.choices.len() as u16 + 1;
+        let menu_height = self.choices.len() as u16 + 1 + u16::from(self.note.is_some());
         let details = self.details();
         let details_height = area.height.saturating_sub(menu_height + 2);
         let total = details.len() as u16;
@@ -347,8 +365,14 @@ impl Dialog {
                 Line::raw(format!("  {text}"))
             });
         }
+        if let Some(note) = &self.note {
+            menu.push(Line::styled(
+                note.clone(),
+                Style::default().fg(Color::DarkGray),
+            ));
+        }
         if let Some(message) = &self.deny_message {
-            if let Some(last) = menu.last_mut() {
+            if let Some(last) = menu.iter_mut().rev().nth(usize::from(self.note.is_some())) {
                 *last = Line::from(vec![
                     Span::styled(
                         "› 4. Tell the model why (Enter sends, may be empty): ",
@@ -360,7 +384,9 @@ impl Dialog {
             let x = inner.x + 53 + message.chars().count() as u16;
             frame.set_cursor_position((
                 x.min(inner.right().saturating_sub(1)),
-                inner.bottom().saturating_sub(1),
+                inner
+                    .bottom()
+                    .saturating_sub(1 + u16::from(self.note.is_some())),
             ));
         }
         let bottom = Rect {
@@ -433,6 +459,22 @@ mod tests {
             d.key(key(KeyCode::Esc)),
             DialogKey::Answered(Answer::deny(None))
         );
+    }
+
+    #[test]
+    fn an_untrusted_folder_offers_no_workspace_rule_and_says_why() {
+        let (tx, _rx) = oneshot::channel();
+        let trusted = Dialog::new(request(exec(), true), tx);
+        assert!(trusted.choices.contains(&Choice::Workspace));
+        let (tx, _rx) = oneshot::channel();
+        let mut d = Dialog::new(request(exec(), true), tx).in_untrusted_folder();
+        assert!(!d.choices.contains(&Choice::Workspace));
+        assert!(d.note.as_deref().is_some_and(|n| n.contains("not trusted")));
+        assert_eq!(d.key(key(KeyCode::Char('3'))), DialogKey::Open);
+        let DialogKey::Answered(a) = d.key(key(KeyCode::Char('2'))) else {
+            panic!("not answered")
+        };
+        assert!(!a.always_in_workspace);
     }
 
     #[test]

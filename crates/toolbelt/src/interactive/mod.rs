@@ -440,7 +440,19 @@ impl App {
                 self.update_completions();
             }
             UiMessage::Approve(request, reply) => {
-                self.dialogs.push_back(Dialog::new(*request, reply));
+                let dialog = Dialog::new(*request, reply);
+                let untrusted = self
+                    .agent
+                    .scheduler()
+                    .env()
+                    .settings
+                    .untrusted_project
+                    .is_some();
+                self.dialogs.push_back(if untrusted {
+                    dialog.in_untrusted_folder()
+                } else {
+                    dialog
+                });
             }
             UiMessage::Ask(questions, reply) => {
                 self.questions = Some(QuestionsDialog::new(questions, reply));
