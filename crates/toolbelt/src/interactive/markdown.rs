@@ -86,9 +86,21 @@ pub fn diff_lines(diff: &str) -> Vec<Line<'static>> {
             } else {
                 Style::default().add_modifier(Modifier::DIM)
             };
-            Line::styled(l.to_string(), style)
+            Line::styled(shown(l), style)
         })
         .collect()
+}
+
+/// A diff line as a terminal shows it: a cell drops a tab, so the header's
+/// `name<TAB>Current` would read `nameCurrent`, and indentation would vanish. The
+/// header's label goes in parentheses; other tabs become four spaces.
+fn shown(line: &str) -> String {
+    if (line.starts_with("+++ ") || line.starts_with("--- "))
+        && let Some((name, label)) = line.split_once('\t')
+    {
+        return format!("{name}  ({})", label.to_lowercase());
+    }
+    line.replace('\t', "    ")
 }
 
 /// Markdown as styled lines: headings, emphasis, inline code, lists, quotes, links and
@@ -350,5 +362,18 @@ mod tests {
         let lines = diff_lines("@@ -1 +1 @@\n-old\n+new\n");
         assert_eq!(lines[1].style.fg, Some(Color::Red));
         assert_eq!(lines[2].style.fg, Some(Color::Green));
+    }
+
+    #[test]
+    fn diff_headers_and_tabs_read_as_written() {
+        let lines = diff_lines("--- src/a.py\tCurrent\n+++ src/a.py\tProposed\n-\tx = 1\n");
+        assert_eq!(
+            plain(&lines),
+            vec![
+                "--- src/a.py  (current)",
+                "+++ src/a.py  (proposed)",
+                "-    x = 1"
+            ]
+        );
     }
 }
