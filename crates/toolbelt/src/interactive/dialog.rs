@@ -315,6 +315,23 @@ impl Dialog {
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect) {
         let menu_height = self.choices.len() as u16 + 1 + u16::from(self.note.is_some());
         let details = self.details();
+        // As tall as its content, at the bottom of `area`: a short command's question is
+        // a few rows, not a viewport of empty ones.
+        let wrapped = Paragraph::new(details.clone())
+            .wrap(Wrap { trim: false })
+            .line_count(area.width.saturating_sub(2));
+        let wanted = u16::try_from(wrapped)
+            .unwrap_or(u16::MAX)
+            .saturating_add(menu_height + 2);
+        let area = if wanted < area.height {
+            Rect {
+                y: area.bottom() - wanted,
+                height: wanted,
+                ..area
+            }
+        } else {
+            area
+        };
         let details_height = area.height.saturating_sub(menu_height + 2);
         let total = details.len() as u16;
         let scroll = self.scroll.min(total.saturating_sub(details_height));
@@ -459,6 +476,23 @@ mod tests {
             d.key(key(KeyCode::Esc)),
             DialogKey::Answered(Answer::deny(None))
         );
+    }
+
+    #[test]
+    fn a_short_question_takes_the_rows_it_needs() {
+        let (tx, _rx) = oneshot::channel();
+        let d = Dialog::new(request(exec(), true), tx);
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 24)).unwrap();
+        terminal.draw(|f| d.render(f, f.area())).unwrap();
+        let buffer = terminal.backend().buffer();
+        let rows: Vec<String> = (0..24)
+            .map(|y| (0..80).map(|x| buffer[(x, y)].symbol()).collect())
+            .collect();
+        let top = rows.iter().position(|r| r.starts_with('┌')).unwrap();
+        // Description, command, root commands, a blank and four choices in borders.
+        assert_eq!(24 - top, 3 + 5 + 2, "{rows:#?}");
+        assert!(rows[23].starts_with('└'), "{rows:#?}");
     }
 
     #[test]
