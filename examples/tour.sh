@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# The toolbelt tour, offline: a scripted model (examples/tour.jsonl) drives every
-# built-in tool on a copy of examples/demo. Nothing here touches the network or the
-# repository's files. Extra arguments go to toolbelt (try --output-format stream-json).
+# The toolbelt tour, offline: a scripted model (examples/tour.jsonl) drives eleven of the
+# fourteen built-in tools on a copy of examples/demo (not web_fetch and web_search,
+# which need the network, nor ask_user_question and exit_plan_mode, which need a person
+# to answer). Nothing here touches the network or the repository's files. Extra
+# arguments go to toolbelt (try --output-format stream-json). KEEP=1 keeps the copy.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-cargo build --release -q -p toolbelt --manifest-path "$here/../Cargo.toml"
 bin="$here/../target/release/toolbelt"
+if [ ! -x "$bin" ]; then
+    echo "Building toolbelt (release; the first build takes several minutes)..." >&2
+fi
+cargo build --release -p toolbelt --manifest-path "$here/../Cargo.toml"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+if [ -z "${KEEP:-}" ]; then trap 'rm -rf "$work"' EXIT; fi
 cp -r "$here/demo/." "$work/"
 cd "$work"
 # A private home: no user settings or context files leak into the tour.
 HOME="$work/.home" "$bin" --model-replay "$here/tour.jsonl" --yolo "Give me a tour of the tools." "$@"
-echo "--- files left in the demo workspace ($work):" >&2
+echo "--- files in the demo workspace after the tour:" >&2
 find . -path ./.home -prune -o -type f -print | sort >&2
+if [ -n "${KEEP:-}" ]; then
+    echo "--- kept in $work" >&2
+else
+    echo "--- (a temporary copy, now removed; KEEP=1 keeps it)" >&2
+fi

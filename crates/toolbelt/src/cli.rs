@@ -14,7 +14,7 @@ pub const EXIT_TURN_LIMIT: u8 = 53;
 
 const EXAMPLES: &str = "\
 Examples:
-  toolbelt --model-replay examples/tour.jsonl --yolo \"tour the tools\"
+  bash examples/tour.sh        (from a checkout: a scripted model tours the tools offline)
   OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_MODEL=qwen3-coder toolbelt -y \"fix the failing test\"
   git diff | toolbelt -p \"review this diff\" --output-format json
   toolbelt tools list

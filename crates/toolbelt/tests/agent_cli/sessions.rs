@@ -133,7 +133,7 @@ async fn the_examples_tour_runs_every_tool_on_the_demo_workspace() {
         .collect();
     assert!(used.is_superset(&SEVEN_TOOLS.iter().map(|s| s.to_string()).collect()));
     let w = Workspace::new();
-    for rel in ["README.md", "src/greet.py", "src/util.py"] {
+    for rel in ["README.md", "src/greet.py", "src/util.py", "explore.ipynb"] {
         w.write(
             rel,
             &std::fs::read_to_string(repo.join("examples/demo").join(rel)).unwrap(),
@@ -170,11 +170,26 @@ async fn the_examples_tour_runs_every_tool_on_the_demo_workspace() {
     let greet = std::fs::read_to_string(w.ws().join("src/greet.py")).unwrap();
     assert!(greet.contains("return f\"Hello, {name}!\""), "{greet}");
     assert!(w.ws().join("NOTES.md").exists());
-    let shell = v["toolbelt"]["tool_calls"]
+    let names: Vec<&str> = v["toolbelt"]["tool_calls"]
         .as_array()
         .unwrap()
-        .last()
-        .unwrap()["name"]
-        .clone();
-    assert_eq!(shell, "run_shell_command");
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for tool in [
+        "run_shell_command",
+        "todo_write",
+        "read_many_files",
+        "notebook_edit",
+        "save_memory",
+    ] {
+        assert!(names.contains(&tool), "{tool} in {names:?}");
+    }
+    let notebook = std::fs::read_to_string(w.ws().join("explore.ipynb")).unwrap();
+    assert!(
+        notebook.contains("The greeting now comes from an f-string."),
+        "{notebook}"
+    );
+    let memory = std::fs::read_to_string(w.ws().join("QWEN.md")).unwrap();
+    assert!(memory.contains("- The demo prefers f-strings"), "{memory}");
 }
