@@ -39,6 +39,10 @@ Exit codes of `tools call`:
        or the person answered no
   130  interrupted with Ctrl-C (the running tool is cancelled first)";
 
+/// Where the flags every subcommand takes are listed in `--help`: apart from the
+/// subcommand's own, since few of them matter to a given subcommand.
+const GLOBAL: &str = "Global options (workspace and MCP servers)";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "toolbelt",
@@ -62,17 +66,17 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
     /// More workspace directories besides the current one (comma-separated or repeated).
-    #[arg(long = "include-directories", value_delimiter = ',', global = true)]
+    #[arg(long = "include-directories", value_delimiter = ',', global = true, help_heading = GLOBAL)]
     pub include_directories: Vec<PathBuf>,
     /// Trust this folder's `.qwen/settings.json` for this run (its commands, MCP servers,
     /// allow rules and extra directories), as `toolbelt trust` would for good
     /// [env: TOOLBELT_TRUST_WORKSPACE=1].
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub trust_workspace: bool,
     /// Set a when-clause context key for declared tools (KEY=JSON; a value that is not
     /// JSON is a string), over the session's own keys and settings `context.keys`.
     /// Repeatable.
-    #[arg(long = "context", value_name = "KEY=JSON", global = true)]
+    #[arg(long = "context", value_name = "KEY=JSON", global = true, help_heading = GLOBAL)]
     pub context: Vec<String>,
     #[command(flatten)]
     pub mcp: McpArgs,
@@ -83,14 +87,14 @@ pub struct GlobalArgs {
 pub struct McpArgs {
     /// More MCP servers: a JSON file or inline JSON, `{"mcpServers": {...}}` or the
     /// server map itself. Replaces settings entries of the same name. Repeatable.
-    #[arg(long = "mcp-config", value_name = "FILE|JSON", global = true)]
+    #[arg(long = "mcp-config", value_name = "FILE|JSON", global = true, help_heading = GLOBAL)]
     pub mcp_config: Vec<String>,
     /// Connect only these MCP servers (comma-separated or repeated).
     #[arg(
         long = "allowed-mcp-server-names",
         value_delimiter = ',',
         value_name = "NAMES",
-        global = true
+        global = true, help_heading = GLOBAL
     )]
     pub allowed_mcp_server_names: Vec<String>,
 }
@@ -219,7 +223,8 @@ pub enum Command {
         #[command(subcommand)]
         command: ToolsCommand,
     },
-    /// Inspect the configured MCP servers.
+    /// MCP: serve toolbelt's tools to any MCP client (`mcp serve`), or list the
+    /// configured MCP servers and their tools (`mcp list`).
     Mcp {
         #[command(subcommand)]
         command: McpCommand,
