@@ -300,8 +300,12 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
     }
 
     let mut ctx = ExecContext::new(session.env.clone());
-    if registration.tool.can_update_output() {
-        // Live output (MCP progress) goes to stderr; stdout keeps only the result.
+    // Live output (a command's, MCP progress) goes to stderr; stdout keeps only the
+    // result. When both are the same terminal the result shows the output, so echoing
+    // it live too would print it twice: the live copy is for a result that goes
+    // elsewhere (a pipe, a file) while a person watches.
+    let same_terminal = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    if registration.tool.can_update_output() && !same_terminal {
         ctx.output = toolbelt_core::OutputSink::new(|chunk| eprint!("{chunk}"));
     }
     let cancel = ctx.cancel.clone();

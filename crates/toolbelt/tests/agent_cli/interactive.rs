@@ -578,3 +578,23 @@ async fn quitting_leaves_the_terminal_clean_and_nothing_in_its_input() {
         });
     }
 }
+
+#[test]
+fn tools_call_on_a_terminal_prints_a_commands_output_once() {
+    let w = Workspace::new();
+    let pty = Pty::spawn(
+        std::path::Path::new(env!("CARGO_BIN_EXE_toolbelt")),
+        &w.ws(),
+        w.dir.path(),
+        &[
+            "tools",
+            "call",
+            "run_shell_command",
+            r#"{"command": "echo once-$((40+2))"}"#,
+        ],
+        &[],
+    );
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(screen.matches("once-42").count(), 1, "{screen}");
+}

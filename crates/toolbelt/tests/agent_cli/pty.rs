@@ -159,6 +159,15 @@ impl Pty {
         self.wait_until(&format!("{text:?}"), |screen| screen.contains(text))
     }
 
+    /// Waits for the program to end (bounded), then gives its status and the screen
+    /// it left.
+    pub fn wait_exit_screen(self) -> (u32, String) {
+        let shared = self.shared.clone();
+        let code = self.wait_exit();
+        let guard = shared.parser.lock().unwrap_or_else(|e| e.into_inner());
+        (code, guard.0.screen().contents())
+    }
+
     /// Waits for the program to end (bounded): its output closes, then its status.
     pub fn wait_exit(mut self) -> u32 {
         let deadline = Instant::now() + DEADLINE;
