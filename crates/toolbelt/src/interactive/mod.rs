@@ -40,7 +40,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{Agent, AgentEvent, EventSink, RunOutcome, StopReason, at_paths};
 use toolbelt_core::scheduler::{ApprovalMode, ApprovalRequest, CallState, SchedulerEvent};
-use toolbelt_model::{StreamDelta, UserPart};
+use toolbelt_model::{Message, StreamDelta, UserPart};
 
 use toolbelt_tools::workspace_rules;
 
@@ -298,6 +298,7 @@ impl App {
         if let Some(warning) = warning {
             app.emit(view::note(&warning, Color::Yellow));
         }
+        app.show_resumed();
         if !p.prompt.trim().is_empty() {
             app.submit(p.prompt);
         }
@@ -884,6 +885,48 @@ impl App {
                 Edit::Changed => self.update_completions(),
                 Edit::Ignored => {}
             },
+        }
+    }
+
+    /// A resumed conversation (`--continue`, `--resume`) is shown by its size and last
+    /// exchange, so the person sees where it stands; `/stats` counts its prompts.
+    fn show_resumed(&mut self) {
+        let history = self.agent.history();
+        let prompts: Vec<String> = history
+            .iter()
+            .filter_map(|m| match m {
+                Message::User(parts) => {
+                    let text: Vec<&str> = parts
+                        .iter()
+                        .filter_map(|p| match p {
+                            UserPart::Text(t) => Some(t.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    Some(text.join("\n"))
+                }
+                _ => None,
+            })
+            .collect();
+        let Some(last_prompt) = prompts.last() else {
+            return;
+        };
+        self.stats.resumed_prompts = prompts.len() as u64;
+        let answer = history.iter().rev().find_map(|m| match m {
+            Message::Assistant { text, .. } if !text.trim().is_empty() => Some(text.clone()),
+            _ => None,
+        });
+        self.emit(view::note(
+            &format!(
+                "Resumed a conversation of {} prompt{}; the last exchange:",
+                prompts.len(),
+                if prompts.len() == 1 { "" } else { "s" }
+            ),
+            Color::DarkGray,
+        ));
+        self.emit(view::user_lines(last_prompt));
+        if let Some(answer) = answer {
+            self.emit(markdown::render(&answer));
         }
     }
 

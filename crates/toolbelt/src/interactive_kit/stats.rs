@@ -13,6 +13,9 @@ use toolbelt_model::Usage;
 pub struct SessionStats {
     /// Prompts sent by the person.
     pub prompts: u64,
+    /// Prompts of the conversation this session resumed (`--continue`, `--resume`),
+    /// sent before it started.
+    pub resumed_prompts: u64,
     /// Model answers received.
     pub model_requests: u64,
     /// Tokens, as the server reported them.
@@ -76,8 +79,12 @@ impl SessionStats {
             .map(|t| t.succeeded + t.failed + t.cancelled)
             .sum();
         let tool_time: Duration = self.tools.values().map(|t| t.time).sum();
+        let resumed = match self.resumed_prompts {
+            0 => String::new(),
+            n => format!(" (and {n} before resuming)"),
+        };
         let mut s = format!(
-            "Session: {} prompts, {} model requests, {} tool calls\n\
+            "Session: {} prompts{resumed}, {} model requests, {} tool calls\n\
              Tokens: {} in, {} out, {} total\n\
              Time: {} in runs ({} model, {} tools)\n",
             self.prompts,

@@ -273,8 +273,14 @@ async fn continue_after_quitting_resumes_the_conversation() {
         assert_eq!(pty.wait_exit(), 0);
 
         let pty = start(&w, &server, &["--continue"]);
+        // The restored conversation is shown: its size and last exchange.
+        let screen = pty.wait_for("Resumed a conversation of 1 prompt");
+        assert!(screen.contains("what is the answer"), "{screen}");
+        assert!(screen.contains("The answer is 42."), "{screen}");
         pty.line("what did I ask");
         pty.wait_for("You asked about the answer.");
+        pty.line("/stats");
+        pty.wait_for("Session: 1 prompts (and 1 before resuming)");
         quit(pty);
     });
     let texts = last_request_texts(&server);
