@@ -108,6 +108,7 @@ fn spawn() -> std::io::Result<Running> {
     let me = std::process::id();
     let start_time = procfs::stat(me).map_or(0, |s| s.start_time);
     let mut child = Command::new("/proc/self/exe")
+        .arg0("toolbelt")
         .arg(GUARDIAN_ARG)
         .arg(instance_token())
         .arg(start_time.to_string())
