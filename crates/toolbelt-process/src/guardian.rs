@@ -113,6 +113,8 @@ fn spawn() -> std::io::Result<Running> {
         .arg(instance_token())
         .arg(start_time.to_string())
         .env_remove(OWNER_VAR)
+        // It must hold no directory busy (an unmount, a removed temp dir).
+        .current_dir("/")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -11,6 +11,11 @@
 //! ([`toolbelt_process::guardian`]), a second process that ends everything carrying
 //! this toolbelt's owner markers once toolbelt is gone.
 //!
+//! Panics: the profile unwinds (no `panic = abort`). A panic in a task is caught by the
+//! runtime and ends only that task (rmcp and the scheduler turn it into an error); one
+//! that unwinds out of `main` ends the process with 101 without this cleanup, which
+//! is then the guardian's, like an abort.
+//!
 //! Signals are taken by a thread of their own (`signal-hook`), not by a task of the
 //! async runtime: the ending must not depend on the runtime's flavour (blocking inside
 //! a current-thread runtime panics) or on the runtime being free to poll the task.
