@@ -60,8 +60,17 @@ static ENDING: AtomicU8 = AtomicU8::new(0);
 /// waits here until the process exits, so two threads never clean up and exit at once.
 static END: Mutex<()> = Mutex::new(());
 
+thread_local! {
+    /// This thread is already ending the process: an ending asked for during the cleanup
+    /// (a log line to a closed stderr) must exit, not wait for the lock it holds.
+    static ENDING_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Cleans up and exits now with `code`.
 pub fn end_now(code: u8) -> ! {
+    if ENDING_HERE.replace(true) {
+        std::process::exit(i32::from(exit_code(code)));
+    }
     let _only_one = END.lock().unwrap_or_else(PoisonError::into_inner);
     if ENDING.load(Ordering::SeqCst) == 0 {
         ENDING.store(code, Ordering::SeqCst);
