@@ -207,11 +207,26 @@ fn sigkill_leaves_nothing_running_and_the_guardian_exits_when_done() {
     let run = start();
     let sleep = pidfd(sleep_pid(&run.pid_file));
     let guardian = pidfd(guardian_of(run.child.id()));
+    // A process toolbelt did not start, carrying a marker anyone could guess (the
+    // toolbelt's pid, as markers once were): the guardian must leave it alone.
+    let mut bystander = Command::new("sleep")
+        .arg("300")
+        .env("TOOLBELT_OWNER", format!("{}.1", run.child.id()))
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let bystander_fd = pidfd(bystander.id());
     signal(&run.child.id().to_string(), "KILL");
     let mut child = run.child;
     assert_eq!(child.wait().unwrap().signal(), Some(9));
     assert_ends(&sleep, "the setsid sleep");
     assert_ends(&guardian, "the guardian");
+    assert!(
+        !ends_within(&bystander_fd, 0),
+        "the guardian ended a process toolbelt did not start"
+    );
+    bystander.kill().unwrap();
+    bystander.wait().unwrap();
 }
 
 #[test]
