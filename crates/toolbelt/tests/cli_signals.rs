@@ -30,11 +30,19 @@ struct Run {
 /// output goes nowhere: a pipe would stay open in a leftover that inherited it, and
 /// waiting for the pipe would then wait for the leftover.
 fn toolbelt(args: &[&str]) -> Run {
+    toolbelt_with(args, None)
+}
+
+/// [`toolbelt`] with `settings` as the user's settings file.
+fn toolbelt_with(args: &[&str], settings: Option<&serde_json::Value>) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("project");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&root).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(home.join(".qwen")).unwrap();
+    if let Some(settings) = settings {
+        std::fs::write(home.join(".qwen/settings.json"), settings.to_string()).unwrap();
+    }
     let pid_file = root.join("sleep.pid");
     let child = Command::new("sh")
         .arg("-c")
@@ -227,6 +235,24 @@ fn sigkill_leaves_nothing_running_and_the_guardian_exits_when_done() {
     );
     bystander.kill().unwrap();
     bystander.wait().unwrap();
+}
+
+#[test]
+fn sigkill_while_an_mcp_server_starts_leaves_nothing_of_it_running() {
+    // An MCP server (here one that never answers the handshake) that started a setsid
+    // sleep: once toolbelt is gone, only the owner marker the server was started with
+    // ties the sleep to it.
+    let server = serde_json::json!({"mcpServers": {"slow": {
+        "command": "sh",
+        "args": ["-c", "setsid sleep 300 & echo $! > sleep.pid; exec sleep 300"],
+        "timeout": 120_000
+    }}});
+    let run = toolbelt_with(&["tools", "list"], Some(&server));
+    let sleep = pidfd(sleep_pid(&run.pid_file));
+    signal(&run.child.id().to_string(), "KILL");
+    let mut child = run.child;
+    assert_eq!(child.wait().unwrap().signal(), Some(9));
+    assert_ends(&sleep, "the MCP server's setsid sleep");
 }
 
 #[test]
