@@ -60,8 +60,12 @@ pub(crate) async fn start(
             // first, that task is dropped instead, and only kill_on_drop still kills
             // a server that ignores its closed stdin. Its own process group lets a
             // server that timed out be killed with whatever it started (`npx` → node).
+            // The owner marker: if toolbelt dies without ending the server, the guardian
+            // finds it (and what it started) by this.
+            let owner = toolbelt_process::Owner::new();
             cmd.args(args)
                 .envs(env)
+                .env(toolbelt_process::OWNER_VAR, owner.marker())
                 .current_dir(cwd)
                 .kill_on_drop(true)
                 .process_group(0);

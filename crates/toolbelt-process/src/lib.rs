@@ -10,11 +10,14 @@
 //! - [`owner`]: what a group cannot reach. A child can leave its group (`setsid`,
 //!   `setsid -f`, `nohup … &` in a new session) or its parent can exit so it is
 //!   orphaned (`(sleep 1000 &)`, `… & disown`). Every process toolbelt starts carries an
-//!   *owner marker* in its environment (`TOOLBELT_OWNER=<toolbelt pid>.<n>`), inherited by
+//!   *owner marker* in its environment (`TOOLBELT_OWNER=<token>.<n>`), inherited by
 //!   everything it starts; toolbelt is a *child subreaper*, so orphans re-parent to it
 //!   instead of to init and stay in its process tree. When a call ends, its leftovers are
 //!   the processes below toolbelt that carry its marker, or that were seen below its
 //!   shell while it ran, and everything below those.
+//! - [`guardian`]: what ends toolbelt's processes when toolbelt dies without ending
+//!   them itself (SIGKILL, an abort, an uncaught signal): a small process started with
+//!   the first owner that, at toolbelt's end, ends everything carrying its markers.
 //! - [`procfs`]: the few `/proc` fields all of this reads.
 //!
 //! Killing goes through a pidfd where the kernel has one, after checking that the pid
@@ -27,6 +30,7 @@
 //! handling.
 
 pub mod group;
+pub mod guardian;
 pub mod owner;
 pub mod procfs;
 

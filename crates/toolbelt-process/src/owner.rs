@@ -4,8 +4,9 @@
 //! `setsid -f` and `nohup … &` in a new session leave the group, and `(sleep 1000 &)` or
 //! `… & disown` orphan a child that lives on after the shell. Three facts find them:
 //!
-//! 1. **The owner marker.** Every process toolbelt starts gets `TOOLBELT_OWNER=<toolbelt
-//!    pid>.<n>` in its environment, unique per call, job or server. Children inherit it,
+//! 1. **The owner marker.** Every process toolbelt starts gets `TOOLBELT_OWNER=<token>.<n>`
+//!    in its environment, unique per call, job or server; the token is random per
+//!    toolbelt ([`crate::guardian::instance_token`]), so no other process can guess it. Children inherit it,
 //!    and `/proc/<pid>/environ` shows the environment a process was started with, so a
 //!    process carries its call's marker wherever it moved.
 //! 2. **The process tree.** toolbelt is a child subreaper ([`become_subreaper`]): an
@@ -28,6 +29,8 @@
 //! fraction of a second (`env -i setsid -f …`) can only be told from other calls' by
 //! chance; it is ended at the latest when toolbelt exits ([`end_descendants_blocking`]
 //! ends everything below toolbelt except background jobs configured to outlive it).
+//! When toolbelt dies without running that, the guardian ([`crate::guardian`]) ends
+//! every process carrying one of its markers.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -90,18 +93,20 @@ impl Default for Owner {
 }
 
 impl Owner {
-    /// A fresh owner. Also makes toolbelt a subreaper, so no caller can forget it.
+    /// A fresh owner. Also makes toolbelt a subreaper and starts the guardian (when the
+    /// binary enabled it), so no caller can forget either before it spawns anything.
     pub fn new() -> Owner {
         become_subreaper();
+        crate::guardian::ensure_started();
         let n = NEXT_OWNER.fetch_add(1, Ordering::Relaxed);
         Owner {
-            marker: format!("{}.{n}", std::process::id()),
+            marker: format!("{}.{n}", crate::guardian::instance_token()),
             leader: Mutex::new(None),
             seen: Mutex::new(HashSet::new()),
         }
     }
 
-    /// The marker value, `<toolbelt pid>.<n>`.
+    /// The marker value, `<token>.<n>`.
     pub fn marker(&self) -> &str {
         &self.marker
     }
@@ -143,6 +148,7 @@ impl Owner {
         let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
         if !kept.contains(&self.marker) {
             kept.push(self.marker.clone());
+            crate::guardian::keep(&self.marker);
         }
     }
 
@@ -241,7 +247,7 @@ pub fn kill_all_blocking(owners: &[&Owner], grace: Duration, with_leader: bool) 
 }
 
 /// `seeds` and every candidate below one of them, by parent links.
-fn below_and_including(candidates: &[ProcStat], seeds: &[u32]) -> Vec<ProcStat> {
+pub(crate) fn below_and_including(candidates: &[ProcStat], seeds: &[u32]) -> Vec<ProcStat> {
     let mut children: HashMap<u32, Vec<ProcStat>> = HashMap::new();
     for p in candidates {
         children.entry(p.ppid).or_default().push(*p);
@@ -330,7 +336,7 @@ impl Sweep {
 }
 
 /// Sends `signal` to the process found as `p`, only if the pid still names it.
-fn signal_exact(p: &ProcStat, signal: Signal) -> bool {
+pub(crate) fn signal_exact(p: &ProcStat, signal: Signal) -> bool {
     let Some(pid) = to_pid(p.pid) else {
         return false;
     };
@@ -363,7 +369,7 @@ async fn wait_async(sweep: &mut Sweep, limit: Duration) -> bool {
 /// cannot be ignored, so the wait ends as soon as they are gone (usually at once); the
 /// bound only matters on a loaded machine, where a shorter one left adopted zombies
 /// unreaped.
-const AFTER_KILL: Duration = Duration::from_secs(5);
+pub(crate) const AFTER_KILL: Duration = Duration::from_secs(5);
 
 fn wait_blocking(sweep: &mut Sweep, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
@@ -387,6 +393,12 @@ pub fn end_descendants_blocking(grace: Duration) -> usize {
     let me = std::process::id();
     let below =
         procfs::descendants_of(me).unwrap_or_else(|| procfs::descendants(&procfs::all(), me));
+    // The guardian is below us too; it must see us end, not be ended by us.
+    let guardian = crate::guardian::pid();
+    let below: Vec<ProcStat> = below
+        .into_iter()
+        .filter(|p| Some(p.pid) != guardian)
+        .collect();
     let kept_markers = KEPT.lock().unwrap_or_else(PoisonError::into_inner).clone();
     let kept_roots: Vec<u32> = below
         .iter()

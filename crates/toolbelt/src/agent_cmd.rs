@@ -472,6 +472,7 @@ async fn execute(
         .await;
     p.background.stop_all().await;
     interrupts.abort();
+    crate::ending::give_back_interrupts();
     match &emitter {
         Some(emitter) => {
             emitter.result(&outcome, started.elapsed());
@@ -571,7 +572,10 @@ pub fn build_model(
 fn watch_interrupts(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut interrupts = match signal(SignalKind::interrupt()) {
-        Ok(s) => s,
+        Ok(s) => {
+            crate::ending::take_interrupts();
+            s
+        }
         Err(e) => {
             tracing::warn!("cannot watch for Ctrl-C: {e}");
             return tokio::spawn(async {});

@@ -16,6 +16,8 @@ mod agent_sessions;
 mod agent_subagents;
 mod agents_cmd;
 mod cli;
+#[cfg(debug_assertions)]
+mod crash;
 mod ending;
 mod interactive;
 mod interactive_kit;
@@ -29,6 +31,22 @@ mod trust_cmd;
 mod when_cmd;
 
 fn main() -> ExitCode {
+    // The guardian is this binary run again; it must not parse flags, log, or start
+    // anything of its own (see `toolbelt_process::guardian`).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|a| a == toolbelt_process::guardian::GUARDIAN_ARG)
+    {
+        return ExitCode::from(toolbelt_process::guardian::run(&args[2..]));
+    }
+    // Before anything can start a process or a signal can arrive.
+    ending::start();
+    ending::watch_termination();
+    #[cfg(debug_assertions)]
+    if args.get(1).is_some_and(|a| a == crash::CRASH_ARG) {
+        crash::run(&args[2..]);
+    }
     let cli = cli::Cli::parse();
     pipes::init_tracing();
     let runtime = match runtime_builder(&cli).enable_all().build() {
@@ -38,15 +56,12 @@ fn main() -> ExitCode {
             return ExitCode::from(cli::EXIT_TOOL_ERROR);
         }
     };
-    ending::start();
-    let code = runtime.block_on(async {
-        ending::watch_termination();
-        run(cli).await
-    });
+    let code = runtime.block_on(run(cli));
     // Tools may leave blocking reads behind after a cancel; do not wait for them.
     runtime.shutdown_background();
-    ending::clean_up();
-    ExitCode::from(ending::exit_code(code))
+    // Through the one ending, so a signal arriving now cannot run a second cleanup and
+    // exit beside this one.
+    ending::end_now(ending::exit_code(code))
 }
 
 /// One thread for an MCP server over stdio: its work is a line in, a call, a line out,

@@ -246,7 +246,10 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
     // Take over SIGINT before anything is shown: a Ctrl-C from here on cancels the
     // call (exit 130) instead of killing the process with a half-done tool.
     let mut interrupts = match signal(SignalKind::interrupt()) {
-        Ok(stream) => Some(stream),
+        Ok(stream) => {
+            crate::ending::take_interrupts();
+            Some(stream)
+        }
         Err(e) => {
             tracing::warn!("cannot listen for Ctrl-C: {e}");
             None

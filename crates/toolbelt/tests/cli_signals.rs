@@ -1,50 +1,81 @@
-//! Every way the program ends runs the same cleanup: SIGTERM, SIGHUP and Ctrl-C twice
-//! end what toolbelt started, also a process that left the call's process group and
-//! session (`setsid`), which a signal's default action would leave running.
+//! Nothing outlives toolbelt, however it ends. Each test starts toolbelt running a
+//! command that starts a `setsid` sleep (its own session and group, so no signal to the
+//! call's group reaches it and a signal's default action would leave it running), ends
+//! toolbelt one way, and waits (a pidfd, with a generous deadline) for the sleep to end:
+//!
+//! - signals toolbelt catches (TERM, HUP, INT twice, QUIT, USR1, USR2, ALRM, a real-time
+//!   signal): its own cleanup, exit code 128 + the signal;
+//! - endings it cannot see (SIGKILL, also of its whole process group, a fault signal,
+//!   a panic, a stack overflow, an abort): the guardian's sweep.
+//!
+//! The panic, overflow and abort come from `toolbelt __crash`, which exists in debug
+//! builds only (see `src/crash.rs`), so those tests are compiled for debug builds only.
 
 #![allow(clippy::unwrap_used)]
 
+use std::os::fd::OwnedFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 struct Run {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     child: Child,
     pid_file: PathBuf,
 }
 
-/// Starts `toolbelt tools call run_shell_command` on a command that starts a `setsid`
-/// sleep (its own session and group) and waits for it.
-fn start() -> Run {
+/// `toolbelt ARGS` in a temp project with its own HOME and TOOLBELT_HOME, in a process
+/// group of its own, with core dumps off (a fault signal must not write 160 MB). Its
+/// output goes nowhere: a pipe would stay open in a leftover that inherited it, and
+/// waiting for the pipe would then wait for the leftover.
+fn toolbelt(args: &[&str]) -> Run {
+    toolbelt_with(args, None)
+}
+
+/// [`toolbelt`] with `settings` as the user's settings file.
+fn toolbelt_with(args: &[&str], settings: Option<&serde_json::Value>) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("project");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&root).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(home.join(".qwen")).unwrap();
+    if let Some(settings) = settings {
+        std::fs::write(home.join(".qwen/settings.json"), settings.to_string()).unwrap();
+    }
     let pid_file = root.join("sleep.pid");
-    let args = serde_json::json!({
-        "command": "setsid sleep 300 & echo $! > sleep.pid; wait"
-    })
-    .to_string();
-    let child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
-        .args(["tools", "call", "run_shell_command", &args, "--yes"])
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -c 0; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_toolbelt"))
+        .args(args)
         .current_dir(&root)
         .env("HOME", &home)
+        .env("TOOLBELT_HOME", home.join("tb"))
         .env(
             "TOOLBELT_SYSTEM_SETTINGS_PATH",
             home.join("no-system-settings.json"),
         )
+        .process_group(0)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     Run {
-        _dir: dir,
+        dir,
         child,
         pid_file,
     }
+}
+
+/// A command that starts a `setsid` sleep, writes its pid and waits for it.
+const SETSID_SLEEP: &str = "setsid sleep 300 & echo $! > sleep.pid; wait";
+
+/// `toolbelt tools call run_shell_command` on [`SETSID_SLEEP`].
+fn start() -> Run {
+    let args = serde_json::json!({ "command": SETSID_SLEEP }).to_string();
+    toolbelt(&["tools", "call", "run_shell_command", &args, "--yes"])
 }
 
 /// Polls for a condition with a generous deadline (a loaded machine is slow).
@@ -61,55 +92,215 @@ fn sleep_pid(pid_file: &Path) -> u32 {
     eventually("the sleep's pid", || {
         pid = std::fs::read_to_string(pid_file)
             .ok()
+            .filter(|s| s.ends_with('\n'))
             .and_then(|s| s.trim().parse().ok());
         pid.is_some()
     });
     pid.unwrap()
 }
 
-/// Gone, or a zombie waiting for its new parent to reap it: it runs nothing.
-fn ended(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat[stat.rfind(')').unwrap() + 1..]
-            .split_whitespace()
-            .next()
-            .is_some_and(|state| state == "Z" || state == "X"),
-    }
+/// A pidfd of `pid`: it reads as ready once the process has ended, whoever reaps it.
+fn pidfd(pid: u32) -> OwnedFd {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).unwrap()
 }
 
-fn signal(pid: u32, name: &str) {
+/// Whether the process behind `fd` ends within `seconds`.
+fn ends_within(fd: &OwnedFd, seconds: i64) -> bool {
+    let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
+    let limit = rustix::event::Timespec {
+        tv_sec: seconds,
+        tv_nsec: 0,
+    };
+    rustix::event::poll(&mut fds, Some(&limit)).unwrap() == 1
+}
+
+fn assert_ends(fd: &OwnedFd, what: &str) {
+    assert!(
+        ends_within(fd, 30),
+        "{what} still runs 30 s after toolbelt ended"
+    );
+}
+
+fn signal(target: &str, name: &str) {
     let status = Command::new("kill")
-        .args([&format!("-{name}"), &pid.to_string()])
+        .args([&format!("-{name}"), "--", target])
         .status()
         .unwrap();
-    assert!(status.success());
+    assert!(status.success(), "kill -{name} {target}");
 }
 
-fn ends_everything_on(signals: &[&str], code: i32) {
+/// The guardian toolbelt started (its child running `toolbelt __guardian`).
+fn guardian_of(toolbelt: u32) -> u32 {
+    let mut found = None;
+    eventually("the guardian", || {
+        let children = std::fs::read_dir(format!("/proc/{toolbelt}/task"))
+            .unwrap()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+            .collect::<String>();
+        found = children
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+            .find(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"__guardian"))
+            });
+        found.is_some()
+    });
+    found.unwrap()
+}
+
+/// Starts toolbelt on the setsid sleep, sends `signals` to it (or to `-<its group>`
+/// when `group`), and checks how it ended and that the sleep ended too.
+fn ends_everything_on(signals: &[&str], group: bool) -> ExitStatus {
     let run = start();
-    let sleep = sleep_pid(&run.pid_file);
-    assert!(!ended(sleep), "the sleep should be running");
+    let sleep = pidfd(sleep_pid(&run.pid_file));
+    assert!(!ends_within(&sleep, 0), "the sleep should be running");
+    let pid = run.child.id();
+    let target = if group {
+        format!("-{pid}")
+    } else {
+        pid.to_string()
+    };
     for name in signals {
-        signal(run.child.id(), name);
+        signal(&target, name);
     }
-    let out = run.child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
-    eventually("the setsid sleep to end", || ended(sleep));
+    let mut child = run.child;
+    let status = child.wait().unwrap();
+    assert_ends(&sleep, "the setsid sleep");
+    drop(run.dir);
+    status
+}
+
+fn exits_with(status: ExitStatus, code: i32) {
+    assert_eq!(status.code(), Some(code), "{status:?}");
 }
 
 #[test]
 fn sigterm_ends_every_process_toolbelt_started() {
-    ends_everything_on(&["TERM"], 143);
+    exits_with(ends_everything_on(&["TERM"], false), 143);
 }
 
 #[test]
 fn sighup_ends_every_process_toolbelt_started() {
-    ends_everything_on(&["HUP"], 129);
+    exits_with(ends_everything_on(&["HUP"], false), 129);
 }
 
 #[test]
 fn ctrl_c_twice_ends_every_process_toolbelt_started() {
-    ends_everything_on(&["INT", "INT"], 130);
+    exits_with(ends_everything_on(&["INT", "INT"], false), 130);
+}
+
+#[test]
+fn sigquit_ends_every_process_toolbelt_started() {
+    exits_with(ends_everything_on(&["QUIT"], false), 131);
+}
+
+#[test]
+fn sigusr1_and_sigusr2_end_every_process_toolbelt_started() {
+    exits_with(ends_everything_on(&["USR1"], false), 138);
+    exits_with(ends_everything_on(&["USR2"], false), 140);
+}
+
+#[test]
+fn sigalrm_and_a_real_time_signal_end_every_process_toolbelt_started() {
+    exits_with(ends_everything_on(&["ALRM"], false), 142);
+    // SIGRTMIN is 34 under glibc (32 and 33 are its own).
+    exits_with(ends_everything_on(&["RTMIN+1"], false), 128 + 35);
+}
+
+#[test]
+fn sigkill_leaves_nothing_running_and_the_guardian_exits_when_done() {
+    let run = start();
+    let sleep = pidfd(sleep_pid(&run.pid_file));
+    let guardian = pidfd(guardian_of(run.child.id()));
+    // A process toolbelt did not start, carrying a marker anyone could guess (the
+    // toolbelt's pid, as markers once were): the guardian must leave it alone.
+    let mut bystander = Command::new("sleep")
+        .arg("300")
+        .env("TOOLBELT_OWNER", format!("{}.1", run.child.id()))
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let bystander_fd = pidfd(bystander.id());
+    signal(&run.child.id().to_string(), "KILL");
+    let mut child = run.child;
+    assert_eq!(child.wait().unwrap().signal(), Some(9));
+    assert_ends(&sleep, "the setsid sleep");
+    assert_ends(&guardian, "the guardian");
+    assert!(
+        !ends_within(&bystander_fd, 0),
+        "the guardian ended a process toolbelt did not start"
+    );
+    bystander.kill().unwrap();
+    bystander.wait().unwrap();
+}
+
+#[test]
+fn sigkill_while_an_mcp_server_starts_leaves_nothing_of_it_running() {
+    // An MCP server (here one that never answers the handshake) that started a setsid
+    // sleep: once toolbelt is gone, only the owner marker the server was started with
+    // ties the sleep to it.
+    let server = serde_json::json!({"mcpServers": {"slow": {
+        "command": "sh",
+        "args": ["-c", "setsid sleep 300 & echo $! > sleep.pid; exec sleep 300"],
+        "timeout": 120_000
+    }}});
+    let run = toolbelt_with(&["tools", "list"], Some(&server));
+    let sleep = pidfd(sleep_pid(&run.pid_file));
+    signal(&run.child.id().to_string(), "KILL");
+    let mut child = run.child;
+    assert_eq!(child.wait().unwrap().signal(), Some(9));
+    assert_ends(&sleep, "the MCP server's setsid sleep");
+}
+
+#[test]
+fn sigkill_to_toolbelts_whole_process_group_leaves_nothing_running() {
+    // The guardian has a group of its own: a group signal does not take it along.
+    let status = ends_everything_on(&["KILL"], true);
+    assert_eq!(status.signal(), Some(9));
+}
+
+#[test]
+fn a_signal_left_to_its_default_action_leaves_nothing_running() {
+    // SYS (like the other fault signals) is not caught: a handler that returns would
+    // run the faulting instruction again. The guardian cleans up. (SEGV and BUS sent by
+    // `kill` are no test of this: Rust's stack-overflow handler takes them once.)
+    let status = ends_everything_on(&["SYS"], false);
+    assert_eq!(status.signal(), Some(31));
+}
+
+/// `toolbelt __crash HOW` after a command that leaves a setsid sleep behind (orphaned,
+/// so adopted by toolbelt): toolbelt dies without its own cleanup.
+#[cfg(debug_assertions)]
+fn crash(how: &str) -> ExitStatus {
+    // The command waits for `go` so the test holds the sleep's pidfd before toolbelt
+    // dies (a pid read after that could name another process).
+    let command = "setsid sleep 300 & echo $! > sleep.pid; until [ -e go ]; do sleep 0.01; done";
+    let run = toolbelt(&["__crash", how, command]);
+    let sleep = pidfd(sleep_pid(&run.pid_file));
+    std::fs::write(run.pid_file.with_file_name("go"), "").unwrap();
+    let mut child = run.child;
+    let status = child.wait().unwrap();
+    assert_ends(&sleep, "the setsid sleep");
+    status
+}
+
+#[cfg(debug_assertions)]
+#[test]
+fn a_panic_leaves_nothing_running() {
+    exits_with(crash("panic"), 101);
+}
+
+#[cfg(debug_assertions)]
+#[test]
+fn a_stack_overflow_leaves_nothing_running() {
+    assert_eq!(crash("overflow").signal(), Some(6));
+}
+
+#[cfg(debug_assertions)]
+#[test]
+fn an_abort_leaves_nothing_running() {
+    assert_eq!(crash("abort").signal(), Some(6));
 }

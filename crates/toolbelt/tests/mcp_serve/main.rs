@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod confirm;
+mod ending;
 mod follow;
 mod http;
 mod stdio;
