@@ -38,10 +38,31 @@ pub struct Runs {
 /// Programs that run what their arguments (or input) say, with no wrapper grammar of
 /// their own here: an "always" rule for them approves everything.
 const RUNS_ANYTHING: &[&str] = &[
-    "awk", "bun", "busybox", "deno", "gawk", "lua", "mawk", "node", "nodejs", "parallel", "perl",
-    "php", "python", "python2", "python3", "ruby", "source", ".", "su", "runuser", "watch",
-    "flock", "chroot", "unshare", "nsenter", "strace", "ltrace", "gdb", "script", "ssh", "docker",
-    "podman", "kubectl", "make",
+    "awk", "bun", "busybox", "deno", "gawk", "lua", "mawk", "node", "nodejs", "perl", "php",
+    "python", "python2", "python3", "ruby", "ssh", "docker", "podman", "kubectl", "make",
+];
+
+/// Programs that run a command given in their arguments, in a grammar not read here: what
+/// they run cannot be read, so every deny and ask rule covers them (and they get no
+/// "always" rule).
+const UNREAD_WRAPPERS: &[&str] = &[
+    "chroot",
+    "flock",
+    "gdb",
+    "ltrace",
+    "nsenter",
+    "parallel",
+    "runuser",
+    "script",
+    "strace",
+    "su",
+    "unshare",
+    "valgrind",
+    "firejail",
+    "bwrap",
+    "systemd-run",
+    "pkexec",
+    "catchsegv",
 ];
 
 /// Shells: with `-c` their script is the next operand; without a script operand (or
@@ -77,7 +98,31 @@ fn follow(raw: &[String], words: &[String], depth: usize, out: &mut Runs) {
     if RUNS_ANYTHING.contains(&name) {
         out.runs_anything = true;
     }
-    if name == "eval" {
+    if UNREAD_WRAPPERS.contains(&name) && words.len() > 1 {
+        out.runs_anything = true;
+        out.unreadable = Some(format!(
+            "`{name}` runs a command given in its arguments, which this check does not read"
+        ));
+        return;
+    }
+    if name == "source" || name == "." {
+        out.runs_anything = true;
+        script_file(raw.get(1), words.get(1), name, out);
+    } else if name == "watch" {
+        out.runs_anything = true;
+        match WATCH.parse(&words[1..]) {
+            Ok(p) => {
+                let start = 1 + p.first_operand.unwrap_or(words.len());
+                if start < words.len() {
+                    let text = words[start..].join(" ");
+                    script(&raw[start..], &text, name, depth, out);
+                }
+            }
+            Err(e) => {
+                out.unreadable = Some(format!("the options of `watch` cannot be read ({e})"));
+            }
+        }
+    } else if name == "eval" {
         out.runs_anything = true;
         let text = words[1..].join(" ");
         script(&raw[1..], &text, name, depth, out);
@@ -146,13 +191,41 @@ fn shell(raw: &[String], words: &[String], depth: usize, out: &mut Runs) {
     match (with_c, words.get(i)) {
         (true, Some(text)) => script(&raw[i..=i], text, &words[0], depth, out),
         (true, None) => {}
-        (false, Some(_)) => {} // a script file: a program like any other
+        // A script file is a program like any other, unless it is standard input again
+        // (`bash /dev/stdin <<< 'rm x'`) or only known at run time (`bash <(…)`).
+        (false, Some(_)) => script_file(raw.get(i), words.get(i), &words[0], out),
         (false, None) => {
             out.unreadable = Some(format!(
                 "`{}` reads its commands from standard input",
                 words[0]
             ));
         }
+    }
+}
+
+/// The script file a shell or `source` runs: unreadable when it is standard input or a
+/// descriptor (`/dev/stdin`, `/dev/fd/0`, `-`), or not a literal name.
+fn script_file(raw: Option<&String>, word: Option<&String>, by: &str, out: &mut Runs) {
+    let (Some(raw), Some(word)) = (raw, word) else {
+        return;
+    };
+    if word::shape(raw) != WordShape::Literal {
+        out.unreadable = Some(format!(
+            "the script `{by}` runs is `{raw}`, which is {}",
+            word::shape(raw).describe()
+        ));
+    } else if word == "-"
+        || [
+            "/dev/stdin",
+            "/dev/fd/",
+            "/proc/self/fd/",
+            "/dev/tcp/",
+            "/dev/udp/",
+        ]
+        .iter()
+        .any(|p| word.starts_with(p))
+    {
+        out.unreadable = Some(format!("`{by}` reads its commands from `{word}`"));
     }
 }
 
@@ -266,6 +339,10 @@ fn wrapped(w: &Wrapper, raw: &[String], words: &[String], depth: usize, out: &mu
         return; // nothing runs (`env` prints, `xargs` alone runs echo)
     };
     let mut start = 1 + first + w.operands_before;
+    // `env -` is `env -i`.
+    if w.assignments && words.get(start).is_some_and(|a| a == "-") {
+        start += 1;
+    }
     while w.assignments && words.get(start).is_some_and(|a| is_assignment(a)) {
         start += 1;
     }
@@ -351,6 +428,45 @@ const ENV: OptionTable = OptionTable {
         ("split-string", R, Some('S')),
         ("unset", R, Some('u')),
         ("version", N, None),
+    ],
+    stop_at_operand: true,
+};
+
+const WATCH: OptionTable = OptionTable {
+    short: &[
+        ('b', N),
+        ('c', N),
+        ('C', N),
+        ('d', O),
+        ('e', N),
+        ('g', N),
+        ('h', N),
+        ('n', R),
+        ('p', N),
+        ('q', R),
+        ('r', N),
+        ('t', N),
+        ('v', N),
+        ('w', N),
+        ('x', N),
+    ],
+    long: &[
+        ("beep", N, Some('b')),
+        ("chgexit", N, Some('g')),
+        ("color", N, Some('c')),
+        ("differences", O, Some('d')),
+        ("equexit", R, Some('q')),
+        ("errexit", N, Some('e')),
+        ("exec", N, Some('x')),
+        ("help", N, Some('h')),
+        ("interval", R, Some('n')),
+        ("no-color", N, Some('C')),
+        ("no-linewrap", N, Some('w')),
+        ("no-rerun", N, Some('r')),
+        ("no-title", N, Some('t')),
+        ("no-wrap", N, None),
+        ("precise", N, Some('p')),
+        ("version", N, Some('v')),
     ],
     stop_at_operand: true,
 };

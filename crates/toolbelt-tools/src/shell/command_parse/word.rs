@@ -48,6 +48,10 @@ pub fn shape(raw: &str) -> WordShape {
             }
             b'"' => in_double = !in_double,
             b'`' => return WordShape::Expansion,
+            // Process substitution: `<(…)` and `>(…)` become a descriptor's path.
+            b'<' | b'>' if !in_double && bytes.get(i + 1) == Some(&b'(') => {
+                return WordShape::Expansion;
+            }
             b'$' => match bytes.get(i + 1) {
                 // `$'…'` is ANSI-C quoting and `$"…"` a translated string: quotes.
                 Some(b'\'') if !in_double => {
@@ -213,6 +217,7 @@ mod tests {
             ("r$(echo m)", WordShape::Expansion),
             ("`echo rm`", WordShape::Expansion),
             ("$((1))", WordShape::Expansion),
+            ("<(echo rm)", WordShape::Expansion),
             ("/usr/bin/[r]m", WordShape::Pattern),
             ("r?", WordShape::Pattern),
             ("{rm,x}", WordShape::Pattern),
