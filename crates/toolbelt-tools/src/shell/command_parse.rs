@@ -27,6 +27,7 @@ use tree_sitter::{Node, Parser};
 pub mod getopt;
 pub mod runs;
 pub mod word;
+mod wrapper_options;
 
 /// One simple command: a name and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
