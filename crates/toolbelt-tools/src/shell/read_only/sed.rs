@@ -336,4 +336,87 @@ mod tests {
             assert!(script_is_inert(script), "{script:?} was not inert");
         }
     }
+
+    use proptest::prelude::*;
+
+    /// Pieces of scripts: addresses, commands and separators that hide `w`, `W` and `e`
+    /// in the places the parser must see them (and the letters where it must not).
+    /// `r`/`R` are left out: GNU sed's sandbox refuses them too, and they only read.
+    fn piece() -> impl Strategy<Value = String> {
+        let address = prop::sample::select(vec![
+            "", "1", "$", "/w/", "/a\\/w/", "\\cwc", "\\,e,", "/[/]w/", "1,3", "0~2", "/x/I",
+            "/x/,+2", "0,/e/",
+        ]);
+        let negation = prop::sample::select(vec!["", "!", " ! "]);
+        let command = prop::sample::select(vec![
+            "p",
+            "d",
+            "w out",
+            "W out",
+            "e",
+            "e echo",
+            "s/a/b/",
+            "s|a|b|w out",
+            "s#a#b#e",
+            "s/a/b/gw out",
+            "s/[/]/x/",
+            "s/w/e/g",
+            "y/ab/ba/",
+            "a text; w out",
+            "i\\\nfoo",
+            "{p;w out}",
+            "{p}",
+            ":a",
+            "ba",
+            "ta",
+            "# c; w x",
+            "=",
+            "l",
+            "q",
+            "s/a/b/3p",
+            "s,a\\,b,c,",
+            "c foo",
+            "s/x/y/w",
+            "s/[]w]/e/",
+            "s/a/[/e",
+            "N;P;D",
+            "z",
+            "F",
+        ]);
+        (address, negation, command).prop_map(|(a, n, c)| format!("{a}{n}{c}"))
+    }
+
+    fn script() -> impl Strategy<Value = String> {
+        (
+            prop::collection::vec(piece(), 1..4),
+            prop::sample::select(vec![";", "\n", " ; "]),
+        )
+            .prop_map(|(pieces, sep)| pieces.join(sep))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// GNU sed itself is the judge: with `--sandbox` it refuses a script that has
+        /// an `e`, `w` or `r` command or flag, before running anything. A script this
+        /// parser calls inert must never be one sed refuses for that.
+        #[test]
+        fn gnu_sed_finds_no_write_in_a_script_called_inert(script in script()) {
+            let dir = tempfile::tempdir().unwrap();
+            let out = std::process::Command::new("sed")
+                .args(["--sandbox", "-n", "-e", &script])
+                .current_dir(dir.path())
+                .env("HOME", dir.path())
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let refused = String::from_utf8_lossy(&out.stderr).contains("sandbox mode");
+            prop_assert!(
+                !(script_is_inert(&script) && refused),
+                "{script:?} was called inert; sed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            prop_assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+        }
+    }
 }
