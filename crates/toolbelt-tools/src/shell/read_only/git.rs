@@ -87,10 +87,13 @@ pub(super) fn git_is_read_only(args: &[String]) -> bool {
     if !READ_ONLY_GIT.contains(&sub.as_str()) {
         return false;
     }
-    if rest.iter().any(|a| runs_or_writes(a)) {
-        return false;
-    }
-    match sub.as_str() {
+    !rest.iter().any(|a| runs_or_writes(a)) && subcommand_is_read_only(sub, rest)
+}
+
+/// The checks of one subcommand's arguments: listing forms only, for the subcommands
+/// that also create, delete or set.
+fn subcommand_is_read_only(sub: &str, rest: &[String]) -> bool {
+    match sub {
         "remote" => rest
             .first()
             .is_none_or(|a| matches!(a.as_str(), "-v" | "--verbose" | "show" | "get-url")),
