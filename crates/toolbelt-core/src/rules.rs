@@ -104,6 +104,9 @@ impl Rule {
             None => (trimmed, None),
             Some(open) => {
                 let inner = trimmed[open + 1..].strip_suffix(')')?;
+                if !balanced(inner) {
+                    return None;
+                }
                 let inner = inner.trim();
                 let inner = inner
                     .strip_suffix(":*")
@@ -200,6 +203,23 @@ impl Rule {
             .iter()
             .any(|t| t == tool || mcp_server_rule_covers(t, tool))
     }
+}
+
+/// Whether every `)` of a specifier closes an earlier `(` and every `(` is closed:
+/// `Bash(curl *))` is a typo, not a rule for the command `curl *)`.
+fn balanced(specifier: &str) -> bool {
+    let mut depth = 0usize;
+    for c in specifier.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return false,
+            },
+            _ => {}
+        }
+    }
+    depth == 0
 }
 
 /// Whether `name` is a server-wide MCP rule name (`mcp__<server>`, no `__<tool>` part).
@@ -477,6 +497,23 @@ impl PermissionRules {
                     )
             })
             .collect()
+    }
+
+    /// When a shell command of `subject` cannot be read ([`crate::ShellCommand::unreadable`]),
+    /// a sentence saying why every deny and ask rule of the shell covers it, for the
+    /// refusal message.
+    pub fn unreadable_note(&self, subject: &PermissionSubject) -> Option<String> {
+        let PermissionSubject::Commands(commands) = subject else {
+            return None;
+        };
+        commands.iter().find_map(|c| {
+            c.unreadable.as_ref().map(|why| {
+                format!(
+                    "The rule covers `{}` because {why}: a command whose program cannot be read from its text is covered by every deny and ask rule. Name the program plainly if it is allowed.",
+                    c.text
+                )
+            })
+        })
     }
 
     /// The tool names, as written, of rules that name neither an alias (`Read`, `Bash`,

@@ -389,13 +389,43 @@ fn workspace_trusted(
 
 /// The typed check of one file.
 fn check_layer(path: &Path, value: &Value) -> Result<(), SettingsError> {
-    Settings::from_value(value.clone())
-        .map(drop)
-        .map_err(|(key, message)| SettingsError::Invalid {
+    let settings =
+        Settings::from_value(value.clone()).map_err(|(key, message)| SettingsError::Invalid {
             path: path.to_path_buf(),
             key,
             message,
-        })
+        })?;
+    check_rules(path, &settings)
+}
+
+/// Every permission rule of one file parses. A rule that does not would be dropped, and
+/// a dropped deny or ask rule lets through what the person meant to stop, so it is an
+/// error that names the rule and the file, never a warning.
+fn check_rules(path: &Path, settings: &Settings) -> Result<(), SettingsError> {
+    let lists: [(&str, &[String]); 6] = [
+        ("permissions.allow", &settings.permissions.allow),
+        ("permissions.ask", &settings.permissions.ask),
+        ("permissions.deny", &settings.permissions.deny),
+        ("tools.allowed", &settings.tools.allowed),
+        ("tools.exclude", &settings.tools.exclude),
+        ("tools.core", settings.tools.core.as_deref().unwrap_or(&[])),
+    ];
+    for (key, rules) in lists {
+        if let Some((i, rule)) = rules
+            .iter()
+            .enumerate()
+            .find(|(_, r)| crate::rules::Rule::parse(r).is_none())
+        {
+            return Err(SettingsError::Invalid {
+                path: path.to_path_buf(),
+                key: format!("{key}[{i}]"),
+                message: format!(
+                    "`{rule}` is not a permission rule (write `Tool` or `Tool(specifier)`, with balanced parentheses); it was not applied, so nothing was run"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// serde's wording, in the words of a settings file: `invalid type: string "no",

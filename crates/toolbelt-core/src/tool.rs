@@ -120,6 +120,12 @@ pub struct ShellCommand {
     /// Output of this command (or of a group around it) is redirected to a file other
     /// than `/dev/null`, or the command line could not be parsed: something may be written.
     pub writes: bool,
+    /// Why the program this command runs cannot be read from its text, if it cannot: a
+    /// name that is not a literal (`$x`, `/usr/bin/[r]m`), or a wrapper whose command
+    /// is a string it splits or input it reads (`env -S 'rm x'`, `bash` reading standard
+    /// input). Every deny and ask rule of the shell covers such a command (fail closed).
+    /// The shell tool decides this; the rules engine only reads it.
+    pub unreadable: Option<String>,
 }
 
 impl ShellCommand {
@@ -143,6 +149,7 @@ impl ShellCommand {
             words: words.iter().map(|w| w.to_string()).collect(),
             assignments: all[..assigned].iter().map(|w| w.to_string()).collect(),
             writes: false,
+            unreadable: None,
         }
     }
 }

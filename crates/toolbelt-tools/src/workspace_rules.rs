@@ -103,7 +103,11 @@ pub fn rules_for(request: &ApprovalRequest, server_wide: bool) -> Vec<String> {
     let candidates: Vec<String> = match &request.details {
         ConfirmationDetails::Plan { .. } => Vec::new(),
         ConfirmationDetails::Exec { root_commands, .. } => {
-            if root_commands.is_empty() || !root_commands.iter().all(|r| plain_word(r)) {
+            if root_commands.is_empty()
+                || !root_commands
+                    .iter()
+                    .all(|r| plain_word(r) && nameable_program(r))
+            {
                 Vec::new()
             } else {
                 root_commands
@@ -152,6 +156,17 @@ pub fn rules_for(request: &ApprovalRequest, server_wide: bool) -> Vec<String> {
             })
         })
         .collect()
+}
+
+/// Whether `run_shell_command(<root> *)` approves only the program `root`: not a
+/// wrapper, shell, `eval` or interpreter (which run whatever they are given, so their
+/// rule would approve everything), and a name the shell tool would itself remember
+/// (`command_parse::runs::rule_root`), so a path stays a path.
+fn nameable_program(root: &str) -> bool {
+    let parsed = crate::shell::command_parse::parse(root);
+    parsed.commands.len() == 1
+        && crate::shell::command_parse::runs::rule_root(&parsed.commands[0]).as_deref()
+            == Some(root)
 }
 
 /// A root command or host that stays one literal word inside a rule.

@@ -279,6 +279,13 @@ pub async fn prepare(
     for tool in &args.policy.allowed_tools {
         permissions.add(RuleList::Allow, tool);
     }
+    // A rule that does not parse is an error, as in the settings: dropping it would run
+    // the session under other rules than the ones given.
+    if let Some(bad) = permissions.invalid().first() {
+        return Err(format!(
+            "--allowed-tools: `{bad}` is not a permission rule (write `Tool` or `Tool(specifier)`, with balanced parentheses)"
+        ));
+    }
     session.warn_about_rules(permissions.rules());
     let mode = session::approval_mode(
         args.policy.approval_mode.as_deref(),

@@ -276,6 +276,13 @@ impl ServeWorkspaces {
         for tool in &self.args.policy.allowed_tools {
             permissions.add(RuleList::Allow, tool);
         }
+        // A rule that does not parse is an error, as in the settings: dropping it would run
+        // the session under other rules than the ones given.
+        if let Some(bad) = permissions.invalid().first() {
+            return Err(format!(
+                "--allowed-tools: `{bad}` is not a permission rule (write `Tool` or `Tool(specifier)`, with balanced parentheses)"
+            ));
+        }
         let mode = session::approval_mode(
             self.args.policy.approval_mode.as_deref(),
             self.args.policy.yolo,

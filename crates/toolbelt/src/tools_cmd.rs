@@ -269,8 +269,12 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
     let rule = verdict.rule.as_deref().unwrap_or("");
     let details = match verdict.decision {
         Decision::Deny => {
+            let note = rules
+                .unreadable_note(&invocation.permission_subject())
+                .map(|n| format!(" {n}"))
+                .unwrap_or_default();
             eprintln!(
-                "toolbelt: refused: this call is denied by the permission rule `{rule}` in the settings."
+                "toolbelt: refused: this call is denied by the permission rule `{rule}` in the settings.{note}"
             );
             return EXIT_REFUSED;
         }

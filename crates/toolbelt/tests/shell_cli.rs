@@ -144,3 +144,60 @@ fn a_failing_command_is_a_result_not_a_refusal() {
     let llm = result["llm_content"][0]["text"].as_str().unwrap();
     assert!(llm.contains("Exit Code: 2"), "{llm}");
 }
+
+#[test]
+fn a_denied_program_does_not_run_under_another_spelling_even_when_approved() {
+    let p = project(Some(
+        r#"{"permissions": {"deny": ["run_shell_command(rm)"]}}"#,
+    ));
+    for command in [
+        "env -S 'rm present.txt'",
+        "env --split-string='rm present.txt'",
+        "$'\\x72m' present.txt",
+        "/usr/bin/[r]m present.txt",
+        "x=rm; $x present.txt",
+        "\"r\"m present.txt",
+        "\\rm present.txt",
+        "command rm present.txt",
+        "exec rm present.txt",
+        "builtin rm present.txt 2>/dev/null; rm present.txt",
+        "nice -n 1 rm present.txt",
+        "nohup rm present.txt",
+        "timeout 5 rm present.txt",
+        "echo present.txt | xargs rm",
+        "eval 'rm present.txt'",
+        "sh -c 'rm present.txt'",
+        "echo 'rm present.txt' | sh",
+        "find . -name present.txt -exec rm {} ;",
+    ] {
+        let out = p.shell(command, &["--yes"]);
+        assert!(p.root.join("present.txt").exists(), "{command} ran rm");
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{command}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = p.shell("x=rm; $x present.txt", &["--yes"]);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("run_shell_command(rm)") && stderr.contains("`$x`"),
+        "the refusal names the rule and why it applies: {stderr}"
+    );
+}
+
+#[test]
+fn a_deny_rule_that_does_not_parse_stops_the_program() {
+    let p = project(Some(
+        r#"{"permissions": {"deny": ["run_shell_command(rm"]}}"#,
+    ));
+    let out = p.shell("rm present.txt", &["--yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(p.root.join("present.txt").exists());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("run_shell_command(rm") && stderr.contains(".qwen/settings.json"),
+        "{stderr}"
+    );
+}

@@ -9,9 +9,11 @@
 //!   followed by a space (`git commit` covers `git commit -m x`, not `git commitx`).
 //!   `*` alone matches everything. A shell command is matched in the forms the shell
 //!   would run it (`\rm`, `r"m"` and `/bin/rm` are `rm`), and how depends on the list
-//!   (`specifier/command_forms.rs`): deny and ask rules match any spelling, a
-//!   path-qualified name by its last component and the command inside a wrapper
-//!   (`env`, `sudo`, `xargs`, …), so `FOO=1 ./rm x` and `sudo rm x` are judged as `rm`;
+//!   (`specifier/command_forms.rs`): deny and ask rules match any spelling and a
+//!   path-qualified name by its last component, so `FOO=1 ./rm x` is judged as `rm`,
+//!   and they cover every command the shell tool marks unreadable
+//!   ([`ShellCommand::unreadable`]: `$x v`, `env -S 'rm v'`). What a wrapper runs
+//!   (`sudo rm x`) is one more subject the shell tool gives, so it is judged too;
 //!   allow rules approve only a bare name or one in a system directory (`/usr/bin/ls`
 //!   but not `./ls`), only when the command writes nothing through a redirection, and
 //!   only with the leading `VAR=x` assignments the rule itself spells out.
@@ -62,9 +64,13 @@ pub fn shell_command_matches(
         CommandPurpose::Limit => command_forms::strict(command)
             .iter()
             .any(|form| glob_matches(pattern, form)),
-        CommandPurpose::Restrict => command_forms::every(command)
-            .iter()
-            .any(|form| glob_matches(pattern, form)),
+        // A command whose program cannot be read could be the one the rule names.
+        CommandPurpose::Restrict => {
+            command.unreadable.is_some()
+                || command_forms::every(command)
+                    .iter()
+                    .any(|form| glob_matches(pattern, form))
+        }
     }
 }
 

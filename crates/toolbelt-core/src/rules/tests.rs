@@ -332,3 +332,50 @@ fn a_server_wide_mcp_rule_covers_every_tool_of_that_server_only() {
     // Named servers are not reported as unknown tools.
     assert!(rules.unknown_tools(|_| false).is_empty());
 }
+
+#[test]
+fn an_unreadable_shell_command_is_covered_by_every_deny_and_ask_rule_only() {
+    let unreadable = PermissionSubject::Commands(vec![ShellCommand {
+        unreadable: Some("its program name `$x` is an expansion".into()),
+        ..ShellCommand::from_text("$x v")
+    }]);
+    for (list, want) in [
+        (RuleList::Deny, Decision::Deny),
+        (RuleList::Ask, Decision::Ask),
+        (RuleList::Allow, Decision::Default),
+    ] {
+        let mut rules = PermissionRules::default();
+        rules.add(list, "run_shell_command(rm)");
+        assert_eq!(rules.evaluate("run_shell_command", &unreadable), want);
+    }
+    let mut rules = PermissionRules::default();
+    rules.add(RuleList::Deny, "run_shell_command(rm)");
+    let note = rules.unreadable_note(&unreadable).unwrap_or_default();
+    assert!(
+        note.contains("`$x v`") && note.contains("expansion"),
+        "{note}"
+    );
+    let permissions = crate::scheduler::Permissions::from_rules(rules);
+    let text = permissions
+        .deny_explanation("run_shell_command", &unreadable)
+        .unwrap_or_default();
+    assert!(
+        text.contains("run_shell_command(rm)") && text.contains("expansion"),
+        "{text}"
+    );
+    // A rule for another tool does not cover it.
+    let mut rules = PermissionRules::default();
+    rules.add(RuleList::Deny, "read_file");
+    assert_eq!(
+        rules.evaluate("run_shell_command", &unreadable),
+        Decision::Default
+    );
+}
+
+#[test]
+fn a_specifier_with_unbalanced_parentheses_is_no_rule() {
+    for text in ["Bash(curl *))", "Bash(a(b)", "Bash(rm", "rm)"] {
+        assert!(Rule::parse(text).is_none(), "{text}");
+    }
+    assert!(Rule::parse("Bash(echo (a))").is_some());
+}

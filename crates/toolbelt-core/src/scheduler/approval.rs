@@ -208,6 +208,20 @@ impl SessionAllowances {
         let Ok(mut allowed) = self.inner.lock() else {
             return;
         };
+        // A shell command is remembered by its root commands, never as the whole tool:
+        // the shell tool leaves them out when no rule may be formed (a wrapper, `eval`, a
+        // name it cannot read), and then nothing is remembered.
+        if let ConfirmationDetails::Exec { root_commands, .. } = details {
+            if matches!(
+                outcome,
+                ConfirmationOutcome::ProceedAlways
+                    | ConfirmationOutcome::ProceedAlwaysServer
+                    | ConfirmationOutcome::ProceedAlwaysRootCommand
+            ) {
+                allowed.root_commands.extend(root_commands.iter().cloned());
+            }
+            return;
+        }
         match outcome {
             ConfirmationOutcome::ProceedAlways => {
                 allowed.tools.insert(tool.to_string());
@@ -279,6 +293,19 @@ impl Permissions {
     /// Entries that did not parse, for a warning.
     pub fn invalid(&self) -> &[String] {
         &self.rules.invalid
+    }
+
+    /// What to tell the model about the deny rule that refuses the call: the rule, and,
+    /// when one of its shell commands cannot be read (see
+    /// [`crate::ShellCommand::unreadable`]), why every deny rule covers it.
+    pub fn deny_explanation(&self, tool: &str, subject: &PermissionSubject) -> Option<String> {
+        let rule = self.deny_rule(tool, subject)?;
+        let mut text = format!(" Matching deny rule: \"{rule}\".");
+        if let Some(note) = self.rules.unreadable_note(subject) {
+            text.push(' ');
+            text.push_str(&note);
+        }
+        Some(text)
     }
 
     /// The deny rule that refuses the call (or one of its shell commands or paths), as

@@ -43,8 +43,7 @@ impl Scheduler {
         if decision == Decision::Deny {
             let rule = std::iter::once(tool)
                 .chain(target)
-                .find_map(|name| permissions.deny_rule(name, &subject))
-                .map(|r| format!(" Matching deny rule: \"{r}\"."))
+                .find_map(|name| permissions.deny_explanation(name, &subject))
                 .unwrap_or_default();
             return Err(Box::new(Verdict::Refuse(ToolError::new(
                 ErrorKind::ExecutionDenied,
@@ -186,7 +185,12 @@ impl Scheduler {
             details: details.clone(),
             // "Always" would contradict an ask rule, and would approve protected
             // configuration the next time without the person seeing it.
-            may_always_allow: !forced_ask && protected.is_none(),
+            // A shell command without root commands names nothing a rule could approve
+            // without approving everything (a wrapper, `eval`, a name only known when it
+            // runs): the shell tool leaves them out, and "always" is not offered.
+            may_always_allow: !forced_ask
+                && protected.is_none()
+                && !matches!(&details, ConfirmationDetails::Exec { root_commands, .. } if root_commands.is_empty()),
         };
         let answer = tokio::select! {
             answer = approver.approve(&ask) => answer,

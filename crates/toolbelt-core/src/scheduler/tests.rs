@@ -15,6 +15,7 @@ use crate::tool::{Kind, ToolEnvironment};
 mod approval_tests;
 mod fixtures;
 mod protected_tests;
+mod shell_always_tests;
 
 use fixtures::*;
 

@@ -269,3 +269,38 @@ fn the_bad_layer_is_the_one_named() {
         "{err}"
     );
 }
+
+#[test]
+fn a_permission_rule_that_does_not_parse_is_an_error_naming_the_rule_and_the_file() {
+    for (text, key, rule) in [
+        (
+            r#"{"permissions": {"deny": ["Bash(git push *)", "run_shell_command(rm"]}}"#,
+            "permissions.deny[1]",
+            "`run_shell_command(rm`",
+        ),
+        (
+            r#"{"permissions": {"ask": ["Bash(curl *))"]}}"#,
+            "permissions.ask[0]",
+            "`Bash(curl *))`",
+        ),
+        (
+            r#"{"permissions": {"allow": ["ls)"]}}"#,
+            "permissions.allow[0]",
+            "`ls)`",
+        ),
+        (
+            r#"{"excludeTools": ["run_shell_command(rm"]}"#,
+            "tools.exclude[0]",
+            "`run_shell_command(rm`",
+        ),
+        (
+            r#"{"tools": {"allowed": ["(x)"]}}"#,
+            "tools.allowed[0]",
+            "`(x)`",
+        ),
+    ] {
+        check_rejected(text, key, rule);
+    }
+    let (_, result, _dir) = load_one(r#"{"permissions": {"deny": ["Bash(rm *)", "Read"]}}"#);
+    assert!(result.is_ok(), "{result:?}");
+}

@@ -24,6 +24,11 @@ use std::cell::RefCell;
 
 use tree_sitter::{Node, Parser};
 
+pub mod getopt;
+pub mod runs;
+pub mod word;
+mod wrapper_options;
+
 /// One simple command: a name and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimpleCommand {
@@ -35,10 +40,14 @@ pub struct SimpleCommand {
     /// Leading `VAR=x` assignments, as written. Any of them makes the command need
     /// confirmation (`LD_PRELOAD=`, `LESSOPEN=`, `GIT_EXTERNAL_DIFF=` change what runs).
     pub assignments: Vec<String>,
+    /// The words as written (quotes kept), one per word of [`SimpleCommand::words`]: what
+    /// [`word::shape`] judges (is the word a literal, a pattern, an expansion?).
+    pub raw: Vec<String>,
 }
 
 impl SimpleCommand {
     /// The command's name without a directory (`/usr/bin/git` → `git`).
+    #[cfg(test)]
     pub fn root(&self) -> &str {
         let first = self.words.first().map(String::as_str).unwrap_or("");
         first.rsplit('/').next().unwrap_or(first)
@@ -58,6 +67,14 @@ pub struct ParsedCommand {
     pub syntax_error: bool,
     /// The line ends in a bare `&` (the last command is sent to the background).
     pub ends_in_background: bool,
+    /// A redirection opens a network connection (`< /dev/tcp/host/port`, any operator,
+    /// `/dev/udp` too) or a place only known at run time (`< $f`).
+    pub redirects_to_network: bool,
+    /// Something is evaluated as code when the line is expanded, beyond the commands
+    /// listed: arithmetic (`$((…))`, `((…))`, `for ((…))`, array subscripts, `${x:y}`)
+    /// and indirect expansion (`${!x}`) evaluate a variable's value, and a value such as
+    /// `a[$(id)]` runs a command there.
+    pub evaluates_code: bool,
 }
 
 impl ParsedCommand {
@@ -79,16 +96,23 @@ impl ParsedCommand {
     /// which command a group's redirection belongs to, and an allow rule must not approve
     /// a write it cannot see.
     pub fn rule_subjects(&self) -> Vec<toolbelt_core::ShellCommand> {
-        let writes = self.writes_to_file || self.syntax_error;
-        self.commands
-            .iter()
-            .map(|c| toolbelt_core::ShellCommand {
-                text: c.text.clone(),
-                words: c.words.clone(),
-                assignments: c.assignments.clone(),
-                writes,
-            })
-            .collect()
+        let writes = self.writes_to_file || self.syntax_error || self.redirects_to_network;
+        let subject = |c: &SimpleCommand, unreadable: Option<String>| toolbelt_core::ShellCommand {
+            text: c.text.clone(),
+            words: c.words.clone(),
+            assignments: c.assignments.clone(),
+            writes,
+            unreadable,
+        };
+        let mut subjects = Vec::new();
+        for c in &self.commands {
+            // What a wrapper or a script given as text runs is judged too (`sudo rm x`
+            // also as `rm x`); what cannot be read makes the command unreadable.
+            let found = runs::runs(c);
+            subjects.push(subject(c, found.unreadable));
+            subjects.extend(found.inner.iter().map(|inner| subject(inner, None)));
+        }
+        subjects
     }
 }
 
@@ -131,10 +155,12 @@ pub fn parse(command: &str) -> ParsedCommand {
         let text = command.split_whitespace().collect::<Vec<_>>().join(" ");
         if !parsed.commands.iter().any(|c| c.text == text) {
             let words = text.split(' ').map(unquote).collect();
+            let raw = text.split(' ').map(str::to_string).collect();
             parsed.commands.push(SimpleCommand {
                 text,
                 words,
                 assignments: Vec::new(),
+                raw,
             });
         }
     }
@@ -158,7 +184,17 @@ fn walk(node: Node, src: &[u8], out: &mut ParsedCommand) {
             out.commands.push(from_words(&words, Vec::new(), src));
         }
         "command_substitution" | "process_substitution" => out.has_substitution = true,
-        "file_redirect" if redirect_writes(node, src) => out.writes_to_file = true,
+        "file_redirect" => {
+            out.writes_to_file |= redirect_writes(node, src);
+            out.redirects_to_network |= redirect_reaches_network(node, src);
+        }
+        "arithmetic_expansion" | "subscript" | "c_style_for_statement" => {
+            out.evaluates_code = true;
+        }
+        "compound_statement" if children(node).first().is_some_and(|c| c.kind() == "((") => {
+            out.evaluates_code = true;
+        }
+        "expansion" if expansion_evaluates(text(node, src)) => out.evaluates_code = true,
         "ERROR" => out.syntax_error = true,
         _ => {}
     }
@@ -204,6 +240,7 @@ fn from_words(words: &[Node], assignments: Vec<String>, src: &[u8]) -> SimpleCom
             .join(" "),
         words: raw.iter().map(|w| unquote(w.trim())).collect(),
         assignments,
+        raw: raw.iter().map(|w| w.trim().to_string()).collect(),
     }
 }
 
@@ -236,6 +273,39 @@ fn redirect_writes(node: Node, src: &[u8]) -> bool {
         ">" | ">>" | "&>" | "&>>" | ">|" | ">&" | "<>" => destination != "/dev/null",
         _ => false,
     }
+}
+
+/// Whether a redirection (input or output, any operator) goes to `/dev/tcp/…` or
+/// `/dev/udp/…`, which bash opens as a socket, or to a destination that is not a literal
+/// (`< $f`), which might be one.
+fn redirect_reaches_network(node: Node, src: &[u8]) -> bool {
+    let Some(destination) = node.child_by_field_name("destination") else {
+        return false;
+    };
+    let raw = text(destination, src);
+    if word::shape(raw) != word::WordShape::Literal {
+        return true;
+    }
+    let path = unquote(raw);
+    ["/dev/tcp/", "/dev/udp/"]
+        .iter()
+        .any(|p| path.starts_with(p))
+}
+
+/// Whether a `${…}` expansion evaluates its operand as arithmetic or as a name: an
+/// array subscript (`${a[i]}`), an offset or length (`${x:i}`, `${x:i:n}`), or an
+/// indirection (`${!x}`).
+fn expansion_evaluates(expansion: &str) -> bool {
+    let inner = expansion
+        .strip_prefix("${")
+        .and_then(|e| e.strip_suffix('}'))
+        .unwrap_or(expansion);
+    if inner.starts_with('!') || inner.contains('[') {
+        return true;
+    }
+    inner
+        .split_once(':')
+        .is_some_and(|(_, rest)| !rest.starts_with(['-', '=', '?', '+']))
 }
 
 /// A bare `&` as the last token of the line (not `&&`, not a quoted or escaped `&`).
@@ -273,18 +343,7 @@ pub fn unquote(word: &str) -> String {
             }
             '$' if chars.peek() == Some(&'\'') => {
                 chars.next();
-                while let Some(c) = chars.next() {
-                    match c {
-                        '\'' => break,
-                        '\\' => match chars.next() {
-                            Some('n') => out.push('\n'),
-                            Some('t') => out.push('\t'),
-                            Some(other) => out.push(other),
-                            None => {}
-                        },
-                        other => out.push(other),
-                    }
-                }
+                word::ansi_c(&mut chars, &mut out);
             }
             '"' => {
                 while let Some(c) = chars.next() {
@@ -313,3 +372,6 @@ pub fn unquote(word: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod spelling_tests;

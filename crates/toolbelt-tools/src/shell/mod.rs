@@ -276,8 +276,10 @@ impl Invocation for ShellCall {
             // (or a parse error) nothing can be vouched for, so every root is shown.
             let vouch = !self.parsed.has_substitution && !self.parsed.syntax_error;
             let mut roots: Vec<String> = Vec::new();
+            // One command no rule may name (a wrapper, `eval`, a path only known at run
+            // time) leaves the whole question without "always".
+            let mut nameless = false;
             for c in &self.parsed.commands {
-                let root = c.root().to_string();
                 // A read-only line that still asks does so because of the repository's
                 // git configuration: its git commands are the ones to show.
                 let needs = if line_read_only {
@@ -287,9 +289,14 @@ impl Invocation for ShellCall {
                 } else {
                     !vouch || !read_only::is_read_only(c) || self.parsed.writes_to_file
                 };
-                if needs && !root.is_empty() && !roots.contains(&root) {
-                    roots.push(root);
+                match command_parse::runs::rule_root(c) {
+                    Some(root) if needs && !roots.contains(&root) => roots.push(root),
+                    None if needs => nameless = true,
+                    _ => {}
                 }
+            }
+            if nameless {
+                roots.clear();
             }
             Some(ConfirmationDetails::Exec {
                 title: "Confirm Shell Command".to_string(),

@@ -278,10 +278,19 @@ async fn read_only_lines_need_no_confirmation() {
         let call = f.build(json!({ "command": command }));
         assert!(call.confirmation().await.is_none(), "{command}");
     }
-    let call = f.build(json!({"command": "ls && FOO=1 rm -rf x && touch y"}));
+    let call = f.build(json!({"command": "ls && rm -rf x && touch y"}));
     match call.confirmation().await {
         Some(ConfirmationDetails::Exec { root_commands, .. }) => {
             assert_eq!(root_commands, ["rm", "touch"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // An environment prefix changes what the program does: no root is remembered for
+    // it, so the question offers no "always".
+    let call = f.build(json!({"command": "ls && FOO=1 rm -rf x && touch y"}));
+    match call.confirmation().await {
+        Some(ConfirmationDetails::Exec { root_commands, .. }) => {
+            assert!(root_commands.is_empty(), "{root_commands:?}");
         }
         other => panic!("{other:?}"),
     }
@@ -545,4 +554,58 @@ async fn git_asks_when_the_repository_configures_a_program() {
     // Commands without git are not affected.
     let call = f.build(json!({"command": "ls"}));
     assert!(call.confirmation().await.is_none());
+}
+
+/// The root commands a question offers to remember, and the workspace rule they become.
+async fn always_rules(f: &Fixture, command: &str) -> (Vec<String>, Vec<String>) {
+    let call = f.build(json!({ "command": command }));
+    let details = call.confirmation().await.unwrap();
+    let ConfirmationDetails::Exec { root_commands, .. } = &details else {
+        panic!("{details:?}");
+    };
+    let request = toolbelt_core::scheduler::ApprovalRequest {
+        call_id: "1".into(),
+        tool: "run_shell_command".into(),
+        kind: toolbelt_core::Kind::Execute,
+        description: command.into(),
+        details: details.clone(),
+        may_always_allow: true,
+    };
+    (
+        root_commands.clone(),
+        crate::workspace_rules::rules_for(&request, false),
+    )
+}
+
+#[tokio::test]
+async fn always_allow_names_the_program_approved_and_nothing_wider() {
+    let f = fixture();
+    let (roots, rules) = always_rules(&f, "/ws/bin/git status").await;
+    assert_eq!(roots, ["/ws/bin/git"]);
+    assert_eq!(rules, ["run_shell_command(/ws/bin/git *)"]);
+    let (roots, rules) = always_rules(&f, "./git status && rm x").await;
+    assert_eq!(roots, ["./git", "rm"]);
+    assert_eq!(rules.len(), 2, "{rules:?}");
+    for command in [
+        "eval ls",
+        "xargs ls",
+        "env A=1 ls",
+        "bash -c ls",
+        "sh -c 'rm x'",
+        "sudo ls",
+        "exec ls",
+        "command ls",
+        "nohup ls",
+        "timeout 5 ls",
+        "find . -exec ls ;",
+        "python3 -c 1",
+        "$x a",
+        "touch y && eval ls",
+    ] {
+        let (roots, rules) = always_rules(&f, command).await;
+        assert!(
+            roots.is_empty() && rules.is_empty(),
+            "{command}: {roots:?} {rules:?}"
+        );
+    }
 }

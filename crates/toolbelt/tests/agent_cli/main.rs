@@ -13,6 +13,7 @@ mod pty;
 mod resume;
 mod sessions;
 mod skills;
+mod spelling;
 mod stream_input;
 mod subagents;
 mod support;

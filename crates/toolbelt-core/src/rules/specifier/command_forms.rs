@@ -7,16 +7,16 @@
 //! - **Deny and ask rules restrict.** Missing a spelling lets the command through, so
 //!   they see every form: as written, with quotes and escapes removed, with a
 //!   path-qualified name reduced to its last component (`/tmp/x/rm` is judged as `rm`:
-//!   a workspace script called `rm` is refused too, which is the safe mistake), and the
-//!   command inside a known wrapper (`env FOO=1 rm`, `sudo -u x rm`, `xargs -0 rm`,
-//!   `timeout 5 rm`, `nice -n 5 rm`, `command rm`, `exec rm`).
+//!   a workspace script called `rm` is refused too, which is the safe mistake). The
+//!   command inside a wrapper (`env FOO=1 rm`, `sudo -u x rm`) is a subject of its own
+//!   that the shell tool gives; this module knows no shell grammar.
 //! - **Allow rules approve.** Reading too much into a command approves something the
 //!   person never named, so they see only the forms that run exactly the program named:
 //!   as written and unquoted, where a path-qualified name counts as its last component
 //!   only in a standard system directory ([`SYSTEM_BIN_DIRS`]). `./ls` and `/tmp/x/ls`
 //!   stay themselves: `Bash(ls *)` does not approve a workspace script named `ls`.
-//!   Wrappers are not looked into either: `sudo rm` is approved only by a rule that names
-//!   `sudo`.
+//!   A wrapper's command is judged as a subject of its own, so `sudo rm` is approved
+//!   only when rules approve both `sudo rm` and `rm`.
 //!
 //! Unquoted words are re-quoted with single quotes when they hold a space or a shell
 //! metacharacter, so removing quotes cannot invent a word boundary
@@ -51,21 +51,14 @@ pub(super) fn strict(command: &ShellCommand) -> Vec<String> {
     forms
 }
 
-/// The forms a deny or ask rule sees.
+/// The forms a deny or ask rule sees. What a wrapper runs (`sudo rm x`) is not read
+/// here: the shell tool, which knows the wrappers' grammars, gives it as a subject of
+/// its own, and marks what it cannot read (`ShellCommand::unreadable`).
 pub(super) fn every(command: &ShellCommand) -> Vec<String> {
     let mut forms = vec![command.text.clone()];
-    let mut words: &[String] = &command.words;
-    // Each wrapper peeled gives one more command to judge; the depth bound keeps a
-    // hostile `env env env …` from costing more than it is worth.
-    for _ in 0..8 {
-        for reading in [NameReading::SystemOnly, NameReading::LastComponent] {
-            if let Some(canonical) = canonical(words, reading) {
-                push_new(&mut forms, canonical);
-            }
-        }
-        match unwrap(words) {
-            Some(inner) if !inner.is_empty() => words = inner,
-            _ => break,
+    for reading in [NameReading::SystemOnly, NameReading::LastComponent] {
+        if let Some(canonical) = canonical(&command.words, reading) {
+            push_new(&mut forms, canonical);
         }
     }
     forms
@@ -140,105 +133,6 @@ fn quote(word: &str) -> String {
     }
 }
 
-/// The command a wrapper runs: the words after the wrapper and its options, or `None`
-/// when `words` does not start with a known wrapper.
-fn unwrap(words: &[String]) -> Option<&[String]> {
-    let (first, rest) = words.split_first()?;
-    let name = program_name(first, NameReading::LastComponent);
-    // Options that take a value in the next word, per wrapper.
-    let (valued, positional_before): (&[&str], usize) = match name {
-        "command" | "builtin" => {
-            // `command -v rm` prints where rm is; it runs nothing.
-            if rest.iter().any(|a| a == "-v" || a == "-V") {
-                return None;
-            }
-            (&[], 0)
-        }
-        "exec" => (&["-a"], 0),
-        "env" => (
-            &["-u", "--unset", "-C", "--chdir", "-S", "--split-string"],
-            0,
-        ),
-        "nice" => (&["-n", "--adjustment"], 0),
-        "nohup" | "setsid" | "time" | "stdbuf" | "ionice" | "chronic" => {
-            (&["-c", "-n", "-p", "-i", "-o", "-e"], 0)
-        }
-        "timeout" => (&["-s", "--signal", "-k", "--kill-after"], 1),
-        "sudo" | "doas" => (
-            &[
-                "-u",
-                "--user",
-                "-g",
-                "--group",
-                "-C",
-                "--close-from",
-                "-D",
-                "--chdir",
-                "-h",
-                "--host",
-                "-p",
-                "--prompt",
-                "-r",
-                "--role",
-                "-t",
-                "--type",
-                "-U",
-                "--other-user",
-                "-T",
-                "--command-timeout",
-            ],
-            0,
-        ),
-        "xargs" => (
-            &[
-                "-a",
-                "--arg-file",
-                "-d",
-                "--delimiter",
-                "-E",
-                "-I",
-                "-L",
-                "--max-lines",
-                "-n",
-                "--max-args",
-                "-P",
-                "--max-procs",
-                "-s",
-                "--max-chars",
-                "--process-slot-var",
-            ],
-            0,
-        ),
-        _ => return None,
-    };
-    let mut i = 0;
-    while let Some(arg) = rest.get(i) {
-        if arg == "--" {
-            i += 1;
-            break;
-        }
-        if name == "env" && is_assignment(arg) {
-            i += 1;
-            continue;
-        }
-        if !arg.starts_with('-') || arg == "-" {
-            break;
-        }
-        i += if valued.contains(&arg.as_str()) { 2 } else { 1 };
-    }
-    rest.get(i + positional_before..)
-}
-
-/// `NAME=value` with a valid shell variable name.
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        name.bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,23 +146,10 @@ mod tests {
     }
 
     #[test]
-    fn restricting_forms_see_through_paths_quotes_and_wrappers() {
-        let forms = every(&command(&[
-            "sudo",
-            "-u",
-            "root",
-            "env",
-            "A=1",
-            "/tmp/x/rm",
-            "-rf",
-            "a b",
-        ]));
+    fn restricting_forms_see_through_paths_and_quotes() {
+        let forms = every(&command(&["/tmp/x/rm", "-rf", "a b"]));
         assert!(forms.contains(&"rm -rf 'a b'".to_string()), "{forms:?}");
-        let forms = every(&command(&[
-            "timeout", "-s", "KILL", "5", "xargs", "-0", "rm",
-        ]));
-        assert!(forms.contains(&"rm".to_string()), "{forms:?}");
-        let forms = every(&command(&["command", "-v", "rm"]));
+        let forms = every(&command(&["sudo", "rm"]));
         assert!(!forms.contains(&"rm".to_string()), "{forms:?}");
     }
 
