@@ -127,7 +127,9 @@ impl Session {
         if let Err(e) = roots.add_readable(&session_dir) {
             tracing::warn!("cannot create {}: {e}", session_dir.display());
         }
-        let env = Arc::new(ToolEnvironment::new(roots, Arc::new(settings), session_dir));
+        let settings = Arc::new(settings);
+        protect_declared_commands(&mut roots, &settings, &session_dir);
+        let env = Arc::new(ToolEnvironment::new(roots, settings, session_dir));
         let mut registry = ToolRegistry::new();
         let mut shell = toolbelt_tools::RunShellCommand::new(env.clone());
         if let Some(jobs) = jobs {
@@ -479,6 +481,26 @@ fn protect_configuration(
                 "it names MCP servers that toolbelt starts",
             );
         }
+    }
+}
+
+/// Protects the scripts the declared tools' `command` and `prepare` run (`sh
+/// tools/prep.sh` protects `tools/prep.sh`): a declared tool's `prepare` runs before
+/// its call is asked, so a model that rewrote one on a general approval (auto-edit)
+/// would run its own code. The manifests are read here for their names only; the tools
+/// register with the other extensions.
+fn protect_declared_commands(roots: &mut WorkspaceRoots, settings: &Arc<Settings>, dir: &Path) {
+    let env = Arc::new(ToolEnvironment::new(
+        roots.clone(),
+        settings.clone(),
+        dir.to_path_buf(),
+    ));
+    for file in toolbelt_tools::load_declared(&env).command_files() {
+        roots.protect(
+            &file,
+            "a script a declared tool runs",
+            "a declared tool's command or prepare runs it when the tool is called",
+        );
     }
 }
 
