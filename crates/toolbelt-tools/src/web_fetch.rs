@@ -484,4 +484,6 @@ async fn convert(
 }
 
 #[cfg(test)]
+mod depth_tests;
+#[cfg(test)]
 mod tests;

@@ -127,6 +127,12 @@ impl Session {
         if let Err(e) = roots.add_readable(&session_dir) {
             tracing::warn!("cannot create {}: {e}", session_dir.display());
         }
+        // `mcp serve` connections' job logs: each connection reads its own folder, by
+        // a name no other connection can list.
+        let connection_logs = toolbelt_tools::connection_logs_dir(&session_dir);
+        if let Err(e) = roots.add_readable_below(&connection_logs) {
+            tracing::warn!("cannot create {}: {e}", connection_logs.display());
+        }
         let settings = Arc::new(settings);
         protect_declared_commands(&mut roots, &settings, &session_dir);
         let env = Arc::new(ToolEnvironment::new(roots, settings, session_dir));

@@ -269,8 +269,8 @@ fn value_after_key(rest: &[u8]) -> Option<serde_json::Value> {
             std::str::from_utf8(&rest[..valid]).ok()
         })?;
     let value = text.trim_start().strip_prefix(':')?.trim_start();
-    let end = if value.starts_with('"') {
-        value[1..].find('"')? + 2
+    let end = if let Some(string) = value.strip_prefix('"') {
+        string.find('"')? + 2
     } else {
         value
             .find(|c: char| !(c.is_ascii_digit() || c == '-'))

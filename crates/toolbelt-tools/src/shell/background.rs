@@ -21,9 +21,9 @@
 //! connection's jobs are its own: `task_stop` finds only the jobs of the caller's
 //! connection ([`JobTable::stop_for`]; call ids are `mcp-<connection>-<n>`), and their
 //! logs go to a folder of the connection's own ([`JobTable::log_dir`]) with an
-//! unguessable name, under a folder nobody may list (mode `0300`: the kernel, not a
-//! check of ours, keeps another connection's `list_directory`, `glob` or `ls` from
-//! finding it), and removed when the connection ends.
+//! unguessable name, under a folder no tool may list (the workspace roots read only its
+//! entries) and, for a user other than root, no `ls` either (mode `0300`), removed
+//! when the connection ends.
 
 use std::collections::HashMap;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -118,8 +118,14 @@ pub fn connection_of(call_id: &str) -> &str {
     }
 }
 
-/// The folder under the session folder that holds the connections' log folders.
-const CONNECTIONS_DIR: &str = "connections";
+/// The folder that holds the connections' log folders: beside the session folder (which
+/// tools may list), `<session>.connections`, whose entries only are readable (see
+/// `WorkspaceRoots::add_readable_below`).
+pub fn connection_logs_dir(session_dir: &Path) -> PathBuf {
+    let mut name = session_dir.file_name().unwrap_or_default().to_os_string();
+    name.push(".connections");
+    session_dir.with_file_name(name)
+}
 
 impl JobTable {
     pub fn new(kill_on_drop: bool) -> Self {
@@ -251,7 +257,7 @@ impl JobTable {
         if let Some(dir) = logs.get(connection) {
             return Ok(dir.clone());
         }
-        let parent = session_dir.join(CONNECTIONS_DIR);
+        let parent = connection_logs_dir(session_dir);
         std::fs::create_dir_all(&parent)?;
         std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o300))?;
         let dir = parent.join(uuid::Uuid::new_v4().simple().to_string());

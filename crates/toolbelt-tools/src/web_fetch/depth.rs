@@ -263,14 +263,11 @@ fn scan_tag(bytes: &[u8], start: usize) -> Option<Tag> {
         match quote {
             Some(q) if b == q => quote = None,
             Some(_) => {}
-            None if b == b'"' || b == b'\'' => {
-                // Only a quote that opens an attribute value counts.
-                if bytes[..at]
-                    .last()
-                    .is_some_and(|&p| p == b'=' || p.is_ascii_whitespace())
-                {
-                    quote = Some(b);
-                }
+            // Only a quote that opens an attribute value counts.
+            None if matches!(b, b'"' | b'\'')
+                && (bytes[at - 1] == b'=' || bytes[at - 1].is_ascii_whitespace()) =>
+            {
+                quote = Some(b);
             }
             None if b == b'>' => break,
             None => {}
