@@ -8,7 +8,9 @@
 //! the input back until every request it passed on was answered (or cancelled by the
 //! client: rmcp drops those answers). It knows which requests it passed on by reading
 //! each line as rmcp will (a line rmcp cannot read is not waited for), and which were
-//! answered from what [`Answers`] sees written.
+//! answered from what [`Answers`] sees written. A question the server asks the client
+//! (elicitation) while input has ended can never be answered, so then the end is let
+//! through at once, as before (rmcp still waits a few seconds for answers).
 //!
 //! rmcp drops a line longer than its limit with a log line and no answer, so a client
 //! waits forever. Lines longer than [`MAX_MESSAGE_BYTES`] are therefore never passed
@@ -37,8 +39,30 @@ const ID_WINDOW: usize = 4096;
 struct State {
     /// Ids (as JSON text) of requests passed on and not answered or cancelled.
     open: HashSet<String>,
+    /// Ids of the server's own requests to the client (a question) not yet answered.
+    asked: HashSet<String>,
+    /// The input has ended.
+    ended: bool,
     /// The input's reader, waiting at the end of the input for `open` to empty.
     waiting: Option<Waker>,
+}
+
+impl State {
+    /// Whether the end of the input may reach rmcp: every request was answered, or a
+    /// question to the client is open, which a client that closed its end can never
+    /// answer (its call would wait out the question's time limit).
+    fn may_end(&self) -> bool {
+        self.open.is_empty() || !self.asked.is_empty()
+    }
+
+    fn wake_if_done(&mut self) {
+        if self.ended
+            && self.may_end()
+            && let Some(waker) = self.waiting.take()
+        {
+            waker.wake();
+        }
+    }
 }
 
 /// The requests read and not yet answered, shared by [`Input`] and [`Answers`].
@@ -72,7 +96,14 @@ impl Pending {
                     self.settle(&id_text(id));
                 }
             }
-            _ => {}
+            JsonRpcMessage::Response(response) => {
+                self.state().asked.remove(&id_text(&response.id));
+            }
+            JsonRpcMessage::Error(error) => {
+                if let Some(id) = &error.id {
+                    self.state().asked.remove(&id_text(id));
+                }
+            }
         }
     }
 
@@ -83,22 +114,27 @@ impl Pending {
             id: Option<serde_json::Value>,
             method: Option<serde::de::IgnoredAny>,
         }
-        if let Ok(Probe {
-            id: Some(id),
-            method: None,
-        }) = serde_json::from_slice::<Probe>(line)
-        {
-            self.settle(&id.to_string());
+        match serde_json::from_slice::<Probe>(line) {
+            Ok(Probe {
+                id: Some(id),
+                method: None,
+            }) => self.settle(&id.to_string()),
+            Ok(Probe {
+                id: Some(id),
+                method: Some(_),
+            }) => {
+                let mut state = self.state();
+                state.asked.insert(id.to_string());
+                state.wake_if_done();
+            }
+            _ => {}
         }
     }
 
     fn settle(&self, id: &str) {
         let mut state = self.state();
-        if state.open.remove(id)
-            && state.open.is_empty()
-            && let Some(waker) = state.waiting.take()
-        {
-            waker.wake();
+        if state.open.remove(id) {
+            state.wake_if_done();
         }
     }
 }
@@ -303,7 +339,8 @@ impl<R: AsyncRead + Unpin> AsyncRead for Input<R> {
                     continue;
                 }
                 let mut state = this.pending.state();
-                if state.open.is_empty() {
+                state.ended = true;
+                if state.may_end() {
                     return Poll::Ready(Ok(()));
                 }
                 state.waiting = Some(cx.waker().clone());
