@@ -174,12 +174,7 @@ pub fn bound_nesting(html: &str) -> String {
             i = raw_text_end(bytes, i, name);
             true
         } else {
-            if stack
-                .last()
-                .is_some_and(|open| implies_end(&open.name, name))
-            {
-                stack.pop();
-            }
+            implied_ends(&mut stack, name);
             let foreign = matches!(name, "svg" | "math") || stack.last().is_some_and(|o| o.foreign);
             let dropped = stack.len() >= MAX_TAG_DEPTH;
             if !(foreign && tag.self_closing) {
@@ -200,6 +195,22 @@ pub fn bound_nesting(html: &str) -> String {
     out
 }
 
+/// Pops what a start tag of `name` ends (`<li>` an open `<li>`, `<p>` an open `<p>`,
+/// each also through open phrasing elements such as `<b>`, as the parser does).
+fn implied_ends(stack: &mut Vec<Open>, name: &str) {
+    let reach = stack.len().saturating_sub(END_TAG_REACH);
+    for at in (reach..stack.len()).rev() {
+        let open = stack[at].name.as_str();
+        if implies_end(open, name) {
+            stack.truncate(at);
+            return;
+        }
+        if BARRIER.contains(&open) && !matches!(open, "address" | "div" | "p") {
+            return;
+        }
+    }
+}
+
 /// Counts an end tag against the stack; whether it is kept (its start tag was).
 fn end_tag(stack: &mut Vec<Open>, name: &str) -> bool {
     if VOID.contains(&name) || RAW_TEXT.contains(&name) {
@@ -214,7 +225,10 @@ fn end_tag(stack: &mut Vec<Open>, name: &str) -> bool {
             stack.truncate(at);
             return !dropped;
         }
-        if SCOPE.contains(&open) || (phrasing && BARRIER.contains(&open)) {
+        // A table's own end tags close its open cells (`</table>` after `<td>`).
+        let table_part = matches!(name, "table" | "tbody" | "thead" | "tfoot" | "tr")
+            && matches!(open, "td" | "th" | "caption");
+        if (SCOPE.contains(&open) && !table_part) || (phrasing && BARRIER.contains(&open)) {
             break;
         }
     }
@@ -370,6 +384,15 @@ mod tests {
             <table><tr><td>1<td>2<tr><td>3</table><br><img src=x></body></html>";
         assert_eq!(bound_nesting(page), page);
         assert_eq!(bound_nesting(&nested(MAX_TAG_DEPTH)), nested(MAX_TAG_DEPTH));
+    }
+
+    #[test]
+    fn sloppy_but_shallow_pages_keep_their_markup() {
+        // Unclosed cells, list items and formatting inside paragraphs: the parser closes
+        // them, and so must the count, or a long page would lose its markup.
+        let row = "<table><tr><td>a<td><b>b</table><ul><li>x<li><i>y</ul><p><b>one<p>two<p>";
+        let page = row.repeat(2_000);
+        assert_eq!(bound_nesting(&page), page);
     }
 
     #[test]
