@@ -4,10 +4,16 @@
 //!
 //! A file that cannot be read is skipped with a warning: context is a help, not a
 //! requirement. The total is capped so a huge file cannot crowd out the conversation.
+//!
+//! The project's files (from the git root down) are read through
+//! [`toolbelt_core::project_file::read_in_project`]: a cloned repository's `QWEN.md`
+//! that links to `~/.ssh/id_rsa` (or anywhere else outside the git root) is skipped
+//! with a warning rather than sent to the model. The global file is the person's own.
 
 use std::path::{Path, PathBuf};
 
 use toolbelt_core::Settings;
+use toolbelt_core::project_file::{self, ProjectFileError};
 
 /// Names read when settings name none.
 pub const DEFAULT_NAMES: [&str; 2] = ["QWEN.md", "AGENTS.md"];
@@ -29,16 +35,21 @@ pub fn file_names(settings: &Settings) -> Vec<String> {
     }
 }
 
+/// The project of `cwd` for context files: the nearest directory holding `.git`, or
+/// `cwd` itself.
+fn project_root(cwd: &Path) -> &Path {
+    cwd.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(cwd)
+}
+
 /// The directories searched, in reading order.
 pub fn search_dirs(home: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(home) = home {
         dirs.push(home.join(".qwen"));
     }
-    let git_root = cwd
-        .ancestors()
-        .find(|d| d.join(".git").exists())
-        .unwrap_or(cwd);
+    let git_root = project_root(cwd);
     let mut chain: Vec<PathBuf> = cwd
         .ancestors()
         .take_while(|d| d.starts_with(git_root))
@@ -57,13 +68,26 @@ pub fn search_dirs(home: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
 pub fn load(names: &[String], home: Option<&Path>, cwd: &Path) -> Vec<ContextFile> {
     let mut files = Vec::new();
     let mut total = 0;
+    let global = home.map(|h| h.join(".qwen"));
+    let project = project_root(cwd);
     for dir in search_dirs(home, cwd) {
         for name in names {
             let path = dir.join(name);
-            if !path.is_file() {
+            // Only an entry that is not there is skipped silently: a link that leads
+            // out, a FIFO or a directory is worth a warning.
+            if std::fs::symlink_metadata(&path).is_err() {
                 continue;
             }
-            match std::fs::read_to_string(&path) {
+            let read = if global.as_deref() == Some(dir.as_path()) {
+                project_file::read_own(&path, MAX_CONTEXT_BYTES as u64)
+            } else {
+                project_file::read_in_project(&path, project, MAX_CONTEXT_BYTES as u64)
+            };
+            let text = read.and_then(|bytes| {
+                String::from_utf8(bytes)
+                    .map_err(|_| ProjectFileError::Io("it is not UTF-8 text".into()))
+            });
+            match text {
                 Ok(text) if text.trim().is_empty() => {}
                 Ok(text) => {
                     if total + text.len() > MAX_CONTEXT_BYTES {
@@ -76,7 +100,7 @@ pub fn load(names: &[String], home: Option<&Path>, cwd: &Path) -> Vec<ContextFil
                     total += text.len();
                     files.push(ContextFile { path, text });
                 }
-                Err(e) => tracing::warn!("cannot read context file {}: {e}", path.display()),
+                Err(e) => tracing::warn!("context file {} skipped: {e}", path.display()),
             }
         }
     }
@@ -105,6 +129,52 @@ mod tests {
             .map(|f| f.text)
             .collect();
         assert_eq!(texts, ["global", "root agents", "middle"]);
+    }
+
+    #[test]
+    fn project_files_that_lead_out_of_the_project_are_skipped() {
+        let home = tempfile::tempdir().unwrap();
+        let secrets = tempfile::tempdir().unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        let sub = repo.path().join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::create_dir_all(repo.path().join(".git")).unwrap();
+        std::fs::create_dir_all(home.path().join(".qwen")).unwrap();
+        std::fs::write(secrets.path().join("id_rsa"), "PRIVATE KEY").unwrap();
+        std::fs::write(secrets.path().join("mine.md"), "the person's own").unwrap();
+        // The person's global file may link anywhere: it is theirs.
+        std::os::unix::fs::symlink(
+            secrets.path().join("mine.md"),
+            home.path().join(".qwen/QWEN.md"),
+        )
+        .unwrap();
+        // A cloned repository's may not, directly, through a linked folder or `..`.
+        std::os::unix::fs::symlink(secrets.path().join("id_rsa"), repo.path().join("QWEN.md"))
+            .unwrap();
+        std::os::unix::fs::symlink(secrets.path(), repo.path().join("keys")).unwrap();
+        std::os::unix::fs::symlink("../keys/id_rsa", sub.join("QWEN.md")).unwrap();
+        // Endless or blocking files are skipped, not read.
+        std::os::unix::fs::symlink("/dev/zero", repo.path().join("AGENTS.md")).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(sub.join("AGENTS.md"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let names = file_names(&Settings::default());
+        let texts: Vec<String> = load(&names, Some(home.path()), &sub)
+            .into_iter()
+            .map(|f| f.text)
+            .collect();
+        assert_eq!(texts, ["the person's own"]);
+        // A link that stays inside the project is read.
+        std::fs::remove_file(sub.join("QWEN.md")).unwrap();
+        std::fs::write(repo.path().join("shared.md"), "shared").unwrap();
+        std::os::unix::fs::symlink("../shared.md", sub.join("QWEN.md")).unwrap();
+        let texts: Vec<String> = load(&names, Some(home.path()), &sub)
+            .into_iter()
+            .map(|f| f.text)
+            .collect();
+        assert_eq!(texts, ["the person's own", "shared"]);
     }
 
     #[test]

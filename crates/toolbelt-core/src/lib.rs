@@ -23,6 +23,7 @@ pub mod confirm;
 pub mod front_matter;
 pub mod lint;
 pub mod output;
+pub mod project_file;
 pub mod protected;
 pub mod redact;
 pub mod registry;

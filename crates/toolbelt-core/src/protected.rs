@@ -16,7 +16,9 @@
 //! - `.git`: hooks and configuration, which name programs git runs.
 //!
 //! The session adds the places it knows from outside the workspace (the toolbelt home,
-//! the system settings file, `tools.manifests` entries) with [`ProtectedPaths::add`].
+//! the system settings file, `tools.manifests` entries) and the files that commands run
+//! without a question before each run (discovery and MCP server commands, the scripts
+//! of declared tools' `command` and `prepare`) with [`ProtectedPaths::add`].
 //!
 //! Not protected: `QWEN.md`/`AGENTS.md` (context files: prompt text, no privilege) and
 //! `.qwenignore`/`.gitignore` (they only hide files from the model's listings).

@@ -28,6 +28,10 @@ pub struct WorkspaceRoots {
     /// Directories tools may read but not write: the session's own files (spilled
     /// output, background job logs), so the model can page through what was cut.
     readable: Vec<PathBuf>,
+    /// Directories whose entries (not the directory itself) tools may read: each entry
+    /// is some connection's own, found only by its unguessable name (`mcp serve`'s job
+    /// logs, see `toolbelt_tools::JobTable::log_dir`), so the directory is never listed.
+    readable_below: Vec<PathBuf>,
     /// The permission rules on reading and editing paths.
     policy: PathPolicy,
     /// The configuration a change to which is always asked (see [`crate::protected`]).
@@ -149,6 +153,7 @@ impl WorkspaceRoots {
         Ok(WorkspaceRoots {
             roots: resolved,
             readable: Vec::new(),
+            readable_below: Vec::new(),
             policy: PathPolicy::default(),
             protected: ProtectedPaths::default(),
         })
@@ -215,13 +220,29 @@ impl WorkspaceRoots {
         Ok(())
     }
 
+    /// Adds a directory whose entries, and what is below them, read-only tools may read,
+    /// but not the directory itself (created if missing): it cannot be listed.
+    pub fn add_readable_below(&mut self, dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let real = dir.canonicalize()?;
+        if !self.readable_below.contains(&real) {
+            self.readable_below.push(real);
+        }
+        Ok(())
+    }
+
     /// Like [`WorkspaceRoots::resolve`], but also accepts the readable directories, and
     /// checks the rules on *reading* (not editing) the path. For tools that only read.
     pub fn resolve_readable(&self, given: &str) -> Result<PathBuf, PathError> {
         let real = match self.resolve_contained(given) {
             Err(PathError::Outside { path, via, roots }) => {
                 let real = resolve_real(Path::new(given))?;
-                if self.readable.iter().any(|r| real.starts_with(r)) {
+                if self.readable.iter().any(|r| real.starts_with(r))
+                    || self
+                        .readable_below
+                        .iter()
+                        .any(|d| real.starts_with(d) && real != *d)
+                {
                     real
                 } else {
                     return Err(PathError::Outside { path, via, roots });
@@ -492,6 +513,31 @@ mod tests {
         assert!(roots.resolve_readable(&given).is_ok());
         assert!(roots.resolve(&given).is_err(), "not writable");
         assert!(roots.resolve_readable(&s(&ws.path().join("x"))).is_ok());
+    }
+
+    #[test]
+    fn entries_of_a_readable_below_directory_are_readable_and_it_is_not() {
+        let (_ws, outside, mut roots) = setup();
+        let below = outside.path().join("connections");
+        roots.add_readable_below(&below).unwrap();
+        std::fs::create_dir_all(below.join("secret-name")).unwrap();
+        std::fs::write(below.join("secret-name/log"), "x").unwrap();
+        assert!(
+            roots
+                .resolve_readable(&s(&below.join("secret-name/log")))
+                .is_ok()
+        );
+        assert!(
+            roots
+                .resolve_readable(&s(&below.join("secret-name")))
+                .is_ok()
+        );
+        assert!(
+            roots.resolve_readable(&s(&below)).is_err(),
+            "it would be listed"
+        );
+        assert!(roots.resolve_readable(&s(&below.join("."))).is_err());
+        assert!(roots.resolve(&s(&below.join("secret-name/log"))).is_err());
     }
 
     #[test]

@@ -46,6 +46,7 @@ pub mod busy_poll;
 pub mod coalesce;
 pub mod http;
 pub mod progress;
+pub mod stdio_input;
 pub mod turns;
 pub mod wire;
 
@@ -610,6 +611,11 @@ pub async fn serve_stdio(
     let server = ToolbeltServer::new(workspaces, options);
     let (input, output) = rmcp::transport::stdio_pipes();
     let (output, drained) = coalesce::Output::new(busy_poll::Watched::new(output));
+    // Every request read is answered before the end of the input reaches rmcp, and an
+    // oversized one is answered with the limit (see `stdio_input`).
+    let pending = Arc::new(stdio_input::Pending::default());
+    let input = stdio_input::Input::new(input, pending.clone(), output.injector());
+    let output = stdio_input::Answers::new(output, pending);
     let ended = match server.serve_with_ct((input, output), stop).await {
         Ok(running) => running
             .waiting()

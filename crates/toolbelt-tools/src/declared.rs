@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
+use toolbelt_core::project_file;
 use toolbelt_core::registry::sanitize_tool_name;
 use toolbelt_core::{Origin, ToolEnvironment, ToolRegistry, ToolSet};
 
@@ -66,6 +67,32 @@ impl LoadedManifests {
     /// The names of the loaded tools, in load order.
     pub fn tool_names(&self) -> Vec<&str> {
         self.tools.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    /// The files the loaded tools' `command` and `prepare` name (a program, or an
+    /// argument that names an existing file, relative to the project or to the
+    /// manifest's folder): a model that rewrote one would run its own code at the next
+    /// call, so the session protects them like the manifests (see
+    /// `toolbelt_core::protected`).
+    pub fn command_files(&self) -> Vec<PathBuf> {
+        let cwd = crate::discovered::project_root(&self.env);
+        let mut files = Vec::new();
+        for tool in &self.tools {
+            let binding = &tool.binding;
+            let command = match &binding.target {
+                Target::Command { argv } => Some(argv),
+                _ => None,
+            };
+            for word in command.into_iter().chain(&binding.prepare).flatten() {
+                for base in [&cwd, &binding.manifest_dir] {
+                    let path = base.join(word);
+                    if path.is_file() && !files.contains(&path) {
+                        files.push(path);
+                    }
+                }
+            }
+        }
+        files
     }
 
     /// The reference names of the loaded tool sets.
@@ -152,7 +179,7 @@ pub(crate) fn load_with_home(env: &Arc<ToolEnvironment>, home: Option<&Path>) ->
         if !read_files.insert(identity) {
             continue;
         }
-        let parsed = match read_manifest(&source) {
+        let parsed = match read_manifest(&source, project.as_deref()) {
             Ok(parsed) => parsed,
             Err(warning) => {
                 warnings.push(warning);
@@ -218,17 +245,29 @@ fn folder_files(dir: &Path, scope: Scope) -> Vec<Source> {
         .collect()
 }
 
-fn read_json(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot be read ({e}); skipped", path.display()))?;
-    serde_json::from_str(&text)
+/// The largest manifest read (declarations, not data).
+const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
+
+/// A manifest's JSON. `project`: the folder a workspace manifest must stay in (see
+/// [`toolbelt_core::project_file`]); `None` for the person's own files.
+fn read_json(path: &Path, project: Option<&Path>) -> Result<Value, String> {
+    let bytes = match project {
+        Some(project) => project_file::read_in_project(path, project, MAX_MANIFEST_BYTES),
+        None => project_file::read_own(path, MAX_MANIFEST_BYTES),
+    }
+    .map_err(|e| format!("{}: {e}; skipped", path.display()))?;
+    serde_json::from_slice(&bytes)
         .map_err(|e| format!("{}: not valid JSON ({e}); skipped", path.display()))
 }
 
 /// One file, as a toolbelt manifest or (with `contributes`) an extension's
 /// `package.json` whose bindings are in the `toolbelt.json` beside it.
-fn read_manifest(source: &Source) -> Result<manifest::ParsedManifest, String> {
-    let value = read_json(&source.path)?;
+fn read_manifest(
+    source: &Source,
+    project: Option<&Path>,
+) -> Result<manifest::ParsedManifest, String> {
+    let project = project.filter(|_| source.scope == Scope::Workspace);
+    let value = read_json(&source.path, project)?;
     let Value::Object(map) = &value else {
         return Err(format!(
             "{}: a manifest must be a JSON object; skipped",
@@ -248,7 +287,7 @@ fn read_manifest(source: &Source) -> Result<manifest::ParsedManifest, String> {
             .join("toolbelt.json");
         let mut early = Vec::new();
         let bindings_value = if bindings_file.is_file() {
-            match read_json(&bindings_file) {
+            match read_json(&bindings_file, project) {
                 Ok(v) => v,
                 Err(w) => {
                     early.push(w);
@@ -514,6 +553,8 @@ pub fn register_declared(registry: &mut ToolRegistry, loaded: LoadedManifests) -
 
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod project_tests;
 #[cfg(test)]
 mod run_tests;
 #[cfg(test)]

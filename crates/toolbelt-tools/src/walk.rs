@@ -22,6 +22,13 @@
 //! rules withheld N paths without naming them (a listing of names would say what the
 //! person did not want looked at). [`Walker`] wraps the builder so a tool adding its
 //! own `filter_entry` cannot replace these filters.
+//!
+//! The `ignore` crate reads each directory's ignore files itself, whole, when it enters
+//! the directory. A cloned repository's `.gitignore` that is a FIFO or a link to
+//! `/dev/zero` would hang the walk or exhaust memory, so a directory whose ignore file is
+//! not a regular file of at most [`MAX_IGNORE_FILE_BYTES`] (after following links) is not
+//! entered, with a warning; when that is the walk's start or one of its parents, nothing
+//! is walked.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -153,10 +160,57 @@ impl Walker {
     }
 }
 
+/// Largest ignore file read.
+pub const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The ignore files the walk reads in each directory.
+fn ignore_file_names(rules: IgnoreRules) -> impl Iterator<Item = &'static str> {
+    [
+        rules.respect_git_ignore.then_some(".gitignore"),
+        rules.respect_qwen_ignore.then_some(QWEN_IGNORE),
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// Whether the `ignore` crate may read `dir`'s ignore files: each is missing, or a
+/// regular file (links followed) of at most [`MAX_IGNORE_FILE_BYTES`].
+fn ignore_files_readable(dir: &Path, rules: IgnoreRules) -> bool {
+    ignore_file_names(rules).all(|name| {
+        let path = dir.join(name);
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() && meta.len() <= MAX_IGNORE_FILE_BYTES => true,
+            Ok(_) => {
+                tracing::warn!(
+                    "{} is not a regular file of at most {MAX_IGNORE_FILE_BYTES} bytes; {} is not walked",
+                    path.display(),
+                    dir.display()
+                );
+                false
+            }
+            // Missing (or a dangling link, which `ignore` cannot open either).
+            Err(_) => true,
+        }
+    })
+}
+
 /// A walker over `root` configured with `rules`, leaving out (and counting in
 /// `withheld`) what the permission rules keep from reading. Callers add depth limits,
 /// filters or parallelism on the returned [`Walker`].
 pub fn walker(root: &Path, rules: IgnoreRules, withheld: &Withheld) -> Walker {
+    // `ignore` reads the ignore files of the start and of its parents before any filter
+    // runs: if one cannot be read safely, no ignore file is read and nothing is walked.
+    let start_readable = root
+        .ancestors()
+        .all(|dir| ignore_files_readable(dir, rules));
+    let rules = if start_readable {
+        rules
+    } else {
+        IgnoreRules {
+            respect_git_ignore: false,
+            respect_qwen_ignore: false,
+        }
+    };
     let mut builder = WalkBuilder::new(root);
     builder
         .standard_filters(false)
@@ -176,7 +230,11 @@ pub fn walker(root: &Path, rules: IgnoreRules, withheld: &Withheld) -> Walker {
     // resolved, and checked, by the tool.
     let base_filter: Arc<dyn Fn(&DirEntry) -> bool + Send + Sync> =
         Arc::new(move |entry: &DirEntry| {
-            entry.file_name() != ".git" && !withheld.withholds(entry.path())
+            start_readable
+                && entry.file_name() != ".git"
+                && !withheld.withholds(entry.path())
+                && (!entry.file_type().is_some_and(|t| t.is_dir())
+                    || ignore_files_readable(entry.path(), rules))
         });
     let installed = base_filter.clone();
     builder.filter_entry(move |entry| installed(entry));
@@ -284,5 +342,46 @@ mod tests {
                 "{pattern}"
             );
         }
+    }
+
+    /// The relative paths of the files a walk of `root` reports.
+    fn walked(root: &Path) -> Vec<String> {
+        let roots = WorkspaceRoots::new([root]).unwrap();
+        let withheld = Withheld::new(&roots);
+        let mut files: Vec<String> = walker(root, IgnoreRules::default(), &withheld)
+            .build()
+            .filter_map(Result::ok)
+            .filter(is_regular_file)
+            .map(|e| {
+                let path = e.path().strip_prefix(root).unwrap();
+                path.display().to_string()
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn ignore_files_that_would_hang_or_exhaust_the_walk_are_not_read() {
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("zero")).unwrap();
+        std::fs::create_dir_all(root.join("fifo")).unwrap();
+        std::fs::create_dir_all(root.join("fine")).unwrap();
+        for dir in ["zero", "fifo", "fine"] {
+            std::fs::write(root.join(dir).join("a.txt"), "a").unwrap();
+        }
+        std::fs::write(root.join("fine/.gitignore"), "ignored.txt\n").unwrap();
+        std::fs::write(root.join("fine/ignored.txt"), "i").unwrap();
+        // Read whole, /dev/zero never ends; a FIFO blocks the walk for ever.
+        std::os::unix::fs::symlink("/dev/zero", root.join("zero/.gitignore")).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(root.join("fifo/.qwenignore"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert_eq!(walked(&root), ["fine/.gitignore", "fine/a.txt"]);
+        // At the start of the walk, nothing is walked.
+        assert_eq!(walked(&root.join("zero")), Vec::<String>::new());
     }
 }

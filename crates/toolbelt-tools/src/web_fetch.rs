@@ -30,6 +30,7 @@ use toolbelt_core::{
 };
 
 mod content;
+mod depth;
 mod guard;
 
 use content::{Body, BodyKind, Format, ReadError};
@@ -214,6 +215,10 @@ impl Tool for WebFetch {
             client: self.client()?,
             max_bytes: settings.max_bytes.unwrap_or(DEFAULT_MAX_BYTES).max(1024) as usize,
             summarize: settings.summarize,
+            timeout: settings
+                .timeout
+                .and_then(|m| m.duration())
+                .unwrap_or(DEFAULT_TIMEOUT),
         }))
     }
 }
@@ -239,6 +244,8 @@ struct WebFetchCall {
     client: reqwest::Client,
     max_bytes: usize,
     summarize: bool,
+    /// `tools.webFetch.timeout`: the whole call, conversion included.
+    timeout: Duration,
 }
 
 impl Invocation for WebFetchCall {
@@ -284,6 +291,7 @@ struct Page {
 
 impl WebFetchCall {
     async fn fetch(&self, ctx: &ExecContext) -> Result<ToolResult, ToolError> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
         let request = self
             .client
             .get(self.url.clone())
@@ -332,7 +340,17 @@ impl WebFetchCall {
             Err(ReadError::Cancelled) => return Err(cancelled()),
             Err(ReadError::Failed(e)) => return Err(self.request_error(&e)),
         };
-        let page = convert(final_url, header, body, self.format, self.max_bytes).await;
+        let page = tokio::select! {
+            page = convert(final_url, header, body, self.format, self.max_bytes) => page?,
+            _ = ctx.cancel.cancelled() => return Err(cancelled()),
+            _ = tokio::time::sleep_until(deadline) => return Err(ToolError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "converting {} to text took longer than the call's time limit (tools.webFetch.timeout); nothing was returned.",
+                    self.url
+                ),
+            )),
+        };
         if self.summarize
             && let Some(ask) = ctx.env.ask_once.get()
         {
@@ -399,14 +417,21 @@ fn cancelled() -> ToolError {
     )
 }
 
-/// Decodes and converts a body; HTML conversion runs off the async threads.
+/// Stack of the thread that converts HTML: the walk recurses once per level of the
+/// (bounded, see `depth`) tree, and a page must never take the process down.
+const CONVERT_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// Decodes and converts a body. HTML conversion runs on a thread of its own with a
+/// large stack, off the async threads; its work is linear in the (capped) body, so a
+/// conversion the caller stops waiting for (cancelled, past the deadline) still ends
+/// soon, and its result is dropped.
 async fn convert(
     final_url: String,
     header: Option<String>,
     body: Body,
     format: Format,
     cap: usize,
-) -> Page {
+) -> Result<Page, ToolError> {
     let (mime, charset) = content::parse_content_type(header.as_deref());
     let kind = content::body_kind(&mime, &body.bytes);
     let note = if body.capped {
@@ -420,16 +445,28 @@ async fn convert(
     let size = body.bytes.len() as u64;
     let text = match kind {
         BodyKind::Html => {
-            let converted = tokio::task::spawn_blocking(move || {
-                let html = content::decode(body.bytes, charset.as_deref(), true);
-                if format == Format::Html {
-                    html
-                } else {
-                    content::html_to_text(html, format)
-                }
-            })
-            .await;
-            converted.unwrap_or_else(|e| format!("(the page could not be converted: {e})"))
+            let (send, receive) = tokio::sync::oneshot::channel();
+            std::thread::Builder::new()
+                .name("web_fetch-convert".into())
+                .stack_size(CONVERT_STACK_BYTES)
+                .spawn(move || {
+                    let html = content::decode(body.bytes, charset.as_deref(), true);
+                    let text = if format == Format::Html {
+                        html
+                    } else {
+                        content::html_to_text(html, format)
+                    };
+                    let _ = send.send(text);
+                })
+                .map_err(|e| {
+                    ToolError::new(
+                        ErrorKind::WebFetchError,
+                        format!("cannot start converting the page: {e}"),
+                    )
+                })?;
+            receive
+                .await
+                .unwrap_or_else(|_| "(the page could not be converted)".to_string())
         }
         BodyKind::Text => content::decode(body.bytes, charset.as_deref(), false),
         BodyKind::Binary => format!(
@@ -438,13 +475,15 @@ async fn convert(
             content::human_bytes(size)
         ),
     };
-    Page {
+    Ok(Page {
         final_url,
         mime,
         text,
         note,
-    }
+    })
 }
 
+#[cfg(test)]
+mod depth_tests;
 #[cfg(test)]
 mod tests;

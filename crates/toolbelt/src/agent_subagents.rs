@@ -50,9 +50,9 @@ impl ModelChooser for Models {
 pub struct ShellJobTable(pub Arc<JobTable>);
 
 impl ShellJobs for ShellJobTable {
-    fn stop<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<String>> {
+    fn stop<'a>(&'a self, id: &'a str, caller: &'a str) -> BoxFuture<'a, Option<String>> {
         Box::pin(async move {
-            let job = self.0.stop(id).await?;
+            let job = self.0.stop_for(id, caller).await?;
             Some(match job.status {
                 JobStatus::Stopped => format!(
                     "Background job {id} (`{}`) was stopped; its output is in {}.",

@@ -223,6 +223,7 @@ impl Workspaces for ServeWorkspaces {
 async fn stop_started_by(tables: Vec<Arc<toolbelt_tools::JobTable>>, calls: &str) {
     for table in tables {
         let stopped = table.stop_started_by(calls).await;
+        table.remove_logs_of(calls);
         if !stopped.is_empty() {
             tracing::info!(
                 "a connection ended: stopped its background jobs {}",

@@ -131,8 +131,17 @@ impl Session {
         if let Err(e) = roots.add_readable(&session_dir) {
             tracing::warn!("cannot create {}: {e}", session_dir.display());
         }
-        let mut env = ToolEnvironment::new(roots, Arc::new(settings), session_dir);
-        env.user_home = std::env::var_os("HOME").map(PathBuf::from);
+        // `mcp serve` connections' job logs: each connection reads its own folder, by
+        // a name no other connection can list.
+        let connection_logs = toolbelt_tools::connection_logs_dir(&session_dir);
+        if let Err(e) = roots.add_readable_below(&connection_logs) {
+            tracing::warn!("cannot create {}: {e}", connection_logs.display());
+        }
+        let settings = Arc::new(settings);
+        let user_home = std::env::var_os("HOME").map(PathBuf::from);
+        protect_declared_commands(&mut roots, &settings, &session_dir, user_home.clone());
+        let mut env = ToolEnvironment::new(roots, settings, session_dir);
+        env.user_home = user_home;
         let env = Arc::new(env);
         let mut registry = ToolRegistry::new();
         let mut shell = toolbelt_tools::RunShellCommand::new(env.clone());
@@ -487,6 +496,30 @@ fn protect_configuration(
                 "it names MCP servers that toolbelt starts",
             );
         }
+    }
+}
+
+/// Protects the scripts the declared tools' `command` and `prepare` run (`sh
+/// tools/prep.sh` protects `tools/prep.sh`): a declared tool's `prepare` runs before
+/// its call is asked, so a model that rewrote one on a general approval (auto-edit)
+/// would run its own code. The manifests are read here for their names only; the tools
+/// register with the other extensions.
+fn protect_declared_commands(
+    roots: &mut WorkspaceRoots,
+    settings: &Arc<Settings>,
+    dir: &Path,
+    user_home: Option<PathBuf>,
+) {
+    // The user's manifests (`~/.qwen/tools`) name scripts too: the home must be set.
+    let mut env = ToolEnvironment::new(roots.clone(), settings.clone(), dir.to_path_buf());
+    env.user_home = user_home;
+    let env = Arc::new(env);
+    for file in toolbelt_tools::load_declared(&env).command_files() {
+        roots.protect(
+            &file,
+            "a script a declared tool runs",
+            "a declared tool's command or prepare runs it when the tool is called",
+        );
     }
 }
 

@@ -270,9 +270,10 @@ impl BackgroundTasks {
 /// Background shell jobs, as `task_stop` sees them (the shell tool's job table, adapted
 /// by whoever assembles the session).
 pub trait ShellJobs: Send + Sync {
-    /// Stops job `id`; `None` when there is no such job, else a line saying how it
-    /// ended.
-    fn stop<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<String>>;
+    /// Stops job `id` for the call `caller`; `None` when there is no such job (or it
+    /// is another connection's, see `toolbelt_tools::JobTable::stop_for`), else a line
+    /// saying how it ended.
+    fn stop<'a>(&'a self, id: &'a str, caller: &'a str) -> BoxFuture<'a, Option<String>>;
 }
 
 /// `task_stop {task_id}`.
@@ -366,7 +367,7 @@ impl Invocation for StopCall {
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
         Box::pin(std::future::ready(None))
     }
-    fn execute(self: Box<Self>, _ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
             if self.tasks.stop(&self.task_id).await {
                 return ToolResult::text(format!(
@@ -375,7 +376,7 @@ impl Invocation for StopCall {
                 ));
             }
             if let Some(shell) = &self.shell
-                && let Some(line) = shell.stop(&self.task_id).await
+                && let Some(line) = shell.stop(&self.task_id, &ctx.call_id).await
             {
                 return ToolResult::text(line);
             }

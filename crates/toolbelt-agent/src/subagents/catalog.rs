@@ -3,8 +3,13 @@
 //!
 //! A file that does not parse is a warning (file, line, key) and the others load; a
 //! name defined twice at one level keeps the first file in name order, with a warning.
+//! A project file is read through [`toolbelt_core::project_file::read_in_project`]: one
+//! that leads out of the project (a link, a linked `agents` folder) is a warning and is
+//! not read.
 
 use std::path::{Path, PathBuf};
+
+use toolbelt_core::project_file;
 
 use super::definition::{self, AgentDefinition, DefinitionError, Level, ToolAllow};
 
@@ -60,7 +65,12 @@ impl AgentCatalog {
         let mut all = builtins();
         for (dir, level) in [(&dirs.user, Level::User), (&dirs.project, Level::Project)] {
             if let Some(dir) = dir {
-                all.extend(catalog.load_dir(dir, level));
+                // `<project>/.qwen/agents`: its files must stay in `<project>`.
+                let boundary = match level {
+                    Level::Project => dir.parent().and_then(Path::parent),
+                    _ => None,
+                };
+                all.extend(catalog.load_dir(dir, level, boundary));
             }
         }
         // Highest level first; within a level, file order.
@@ -87,7 +97,12 @@ impl AgentCatalog {
         }
     }
 
-    fn load_dir(&mut self, dir: &Path, level: Level) -> Vec<AgentDefinition> {
+    fn load_dir(
+        &mut self,
+        dir: &Path,
+        level: Level,
+        boundary: Option<&Path>,
+    ) -> Vec<AgentDefinition> {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
@@ -105,7 +120,7 @@ impl AgentCatalog {
         files.sort();
         let mut loaded: Vec<AgentDefinition> = Vec::new();
         for path in files {
-            match read_definition(&path, level) {
+            match read_definition(&path, level, boundary) {
                 Ok(d) => {
                     if let Some(first) = loaded.iter().find(|l| l.name == d.name) {
                         self.warnings.push(format!(
@@ -143,25 +158,24 @@ impl AgentCatalog {
     }
 }
 
-fn read_definition(path: &Path, level: Level) -> Result<AgentDefinition, DefinitionError> {
+fn read_definition(
+    path: &Path,
+    level: Level,
+    boundary: Option<&Path>,
+) -> Result<AgentDefinition, DefinitionError> {
     let fail = |message: String| DefinitionError {
         path: path.to_path_buf(),
         line: 1,
         key: String::new(),
         message,
     };
-    // Only regular files (a FIFO would block), and not huge ones.
-    let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read: {e}")))?;
-    if !meta.is_file() {
-        return Err(fail("not a regular file".into()));
+    // Only regular files (a FIFO would block), not huge ones, and in the project only
+    // what stays in it.
+    let bytes = match boundary {
+        Some(project) => project_file::read_in_project(path, project, MAX_FILE_BYTES),
+        None => project_file::read_own(path, MAX_FILE_BYTES),
     }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(fail(format!(
-            "larger than {} KiB; not read",
-            MAX_FILE_BYTES / 1024
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+    .map_err(|e| fail(e.to_string()))?;
     let text = String::from_utf8(bytes).map_err(|_| fail("not UTF-8 text".into()))?;
     definition::parse(path, &text, level)
 }
@@ -197,4 +211,69 @@ pub fn builtins() -> Vec<AgentDefinition> {
             "You are a general-purpose sub-agent. Carry out the task you are given with the tools you have, on your own, without asking questions. When you are done, answer with a concise report of what you did and found: the parent agent sees only that final answer.",
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    const DEFINITION: &str = "---\nname: NAME\ndescription: d\n---\nprompt\n";
+
+    #[test]
+    fn project_definitions_that_lead_out_of_the_project_are_not_read() {
+        let project = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let agents = project.path().join(".qwen/agents");
+        std::fs::create_dir_all(&agents).unwrap();
+        std::fs::write(
+            agents.join("inside.md"),
+            DEFINITION.replace("NAME", "inside"),
+        )
+        .unwrap();
+        std::fs::write(
+            outside.path().join("out.md"),
+            DEFINITION.replace("NAME", "outside"),
+        )
+        .unwrap();
+        symlink(outside.path().join("out.md"), agents.join("out.md")).unwrap();
+        symlink("/dev/zero", agents.join("zero.md")).unwrap();
+        // A FIFO inside would block a plain read forever.
+        let status = std::process::Command::new("mkfifo")
+            .arg(agents.join("fifo.md"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let catalog = AgentCatalog::load(&AgentDirs::standard(project.path(), None));
+        let names = catalog.names();
+        assert!(names.contains(&"inside".to_string()), "{names:?}");
+        assert!(!names.contains(&"outside".to_string()), "{names:?}");
+        let warnings = catalog.warnings.join("\n");
+        assert!(warnings.contains("leads outside the project"), "{warnings}");
+        assert!(warnings.contains("not a regular file"), "{warnings}");
+
+        // A linked `agents` folder leads out as a whole.
+        let project = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(project.path().join(".qwen")).unwrap();
+        symlink(outside.path(), project.path().join(".qwen/agents")).unwrap();
+        let catalog = AgentCatalog::load(&AgentDirs::standard(project.path(), None));
+        assert!(!catalog.names().contains(&"outside".to_string()));
+    }
+
+    #[test]
+    fn user_definitions_may_link_anywhere() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let dotfiles = tempfile::tempdir().unwrap();
+        let agents = home.path().join(".qwen/agents");
+        std::fs::create_dir_all(&agents).unwrap();
+        std::fs::write(
+            dotfiles.path().join("mine.md"),
+            DEFINITION.replace("NAME", "mine"),
+        )
+        .unwrap();
+        symlink(dotfiles.path().join("mine.md"), agents.join("mine.md")).unwrap();
+        let catalog = AgentCatalog::load(&AgentDirs::standard(project.path(), Some(home.path())));
+        assert!(catalog.names().contains(&"mine".to_string()));
+    }
 }

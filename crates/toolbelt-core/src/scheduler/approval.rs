@@ -7,7 +7,9 @@
 //!    rules `Allow` → runs (outside plan mode);
 //! 2. plan mode refuses every kind that is not read-only, except `exit_plan_mode`;
 //!    (1 and 2 are judged before anything of the call runs, a declared tool's
-//!    `prepare` command included: a refused call runs nothing);
+//!    `prepare` command included: a refused call runs nothing; with no approver, steps
+//!    3 to 5 are judged before `prepare` too, since nobody can be asked and a call that
+//!    would ask is refused);
 //! 3. a call whose invocation asks no confirmation runs;
 //! 4. yolo approves everything; auto-edit approves edit confirmations; "always allow"
 //!    answers of this session approve what they cover. A change to protected

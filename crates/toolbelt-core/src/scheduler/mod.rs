@@ -295,7 +295,27 @@ impl Scheduler {
         }
         // A call the rules or plan mode refuse runs nothing, not even its `prepare`.
         let screened = self.screen(registration, kind, &*invocation);
-        if screened.is_ok() {
+        // With nobody to ask, the whole decision is known before `prepare` (its messages
+        // only word a question), so a call that will be refused runs nothing either.
+        let early = match (&screened, &self.approver) {
+            (Ok(decision), None) => Some(
+                self.decide(
+                    registration,
+                    &request,
+                    *decision,
+                    &invocation.describe(),
+                    &*invocation,
+                    cancel,
+                    false,
+                )
+                .await,
+            ),
+            _ => None,
+        };
+        let will_run = early
+            .as_ref()
+            .is_none_or(|v| matches!(v, Verdict::Run | Verdict::RunWith(_)));
+        if screened.is_ok() && will_run {
             invocation.prepare(cancel).await;
         }
         let mut description = invocation.describe();
@@ -304,9 +324,10 @@ impl Scheduler {
             tool: tool.clone(),
             description: description.clone(),
         });
-        let mut verdict = match screened {
-            Err(refused) => *refused,
-            Ok(decision) => {
+        let mut verdict = match (screened, early) {
+            (Err(refused), _) => *refused,
+            (Ok(_), Some(verdict)) => verdict,
+            (Ok(decision), None) => {
                 self.decide(
                     registration,
                     &request,

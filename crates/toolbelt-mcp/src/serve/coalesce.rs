@@ -79,6 +79,40 @@ impl Output {
     }
 }
 
+/// A second way into the output, for messages the server writes itself rather than
+/// through rmcp (see `stdio_input`): each is appended whole, so it lands between rmcp's
+/// messages (rmcp gives [`Output`] whole lines in each write).
+#[derive(Clone)]
+pub struct Injector {
+    shared: Arc<Shared>,
+}
+
+impl Output {
+    /// An [`Injector`] into this output.
+    pub fn injector(&self) -> Injector {
+        Injector {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl Injector {
+    /// Appends one whole message (past [`LIMIT`] if need be: it is small, and the
+    /// reader that calls this cannot wait).
+    pub fn push(&self, message: &[u8]) {
+        let mut state = self.shared.state();
+        if state.closed || state.error.is_some() {
+            return;
+        }
+        let first = state.buf.is_empty();
+        state.buf.extend_from_slice(message);
+        drop(state);
+        if first {
+            self.shared.work.notify_one();
+        }
+    }
+}
+
 impl Drained {
     /// Returns when every byte given so far was written, or writing failed.
     pub async fn wait(&self) {

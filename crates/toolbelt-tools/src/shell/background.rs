@@ -16,8 +16,18 @@
 //! started with `setsid` or `nohup` and left behind when its shell exited). Each is
 //! signalled by its own identity, never by a group id: once a job's shell has been
 //! reaped its group id may be reused by an unrelated process.
+//!
+//! In `toolbelt mcp serve` one table serves every connection of a workspace, and a
+//! connection's jobs are its own: `task_stop` finds only the jobs of the caller's
+//! connection ([`JobTable::stop_for`]; call ids are `mcp-<connection>-<n>`), and their
+//! logs go to a folder of the connection's own ([`JobTable::log_dir`]) with an
+//! unguessable name, under a folder no tool may list (the workspace roots read only its
+//! entries) and, for a user other than root, no `ls` either (mode `0300`), removed
+//! when the connection ends.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -86,6 +96,35 @@ pub struct JobTable {
     jobs: Mutex<Vec<Entry>>,
     next_id: AtomicU64,
     kill_on_drop: bool,
+    /// Each connection's own log folder (see the module's documentation).
+    private_logs: Mutex<HashMap<String, PathBuf>>,
+}
+
+/// The connection a call id names: `mcp-3-` of `mcp-3-17`, as `toolbelt mcp serve`
+/// numbers its calls; empty for any other id (one session, one owner).
+pub fn connection_of(call_id: &str) -> &str {
+    let Some(rest) = call_id.strip_prefix("mcp-") else {
+        return "";
+    };
+    match rest.split_once('-') {
+        Some((connection, n))
+            if !connection.is_empty()
+                && connection.bytes().all(|b| b.is_ascii_digit())
+                && n.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            &call_id[..4 + connection.len() + 1]
+        }
+        _ => "",
+    }
+}
+
+/// The folder that holds the connections' log folders: beside the session folder (which
+/// tools may list), `<session>.connections`, whose entries only are readable (see
+/// `WorkspaceRoots::add_readable_below`).
+pub fn connection_logs_dir(session_dir: &Path) -> PathBuf {
+    let mut name = session_dir.file_name().unwrap_or_default().to_os_string();
+    name.push(".connections");
+    session_dir.with_file_name(name)
 }
 
 impl JobTable {
@@ -94,6 +133,7 @@ impl JobTable {
             jobs: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
             kill_on_drop,
+            private_logs: Mutex::default(),
         }
     }
 
@@ -192,6 +232,55 @@ impl JobTable {
         ids
     }
 
+    /// [`JobTable::stop`] for a call `caller` made: a job another connection started is
+    /// not found (as if it did not exist: its id says nothing to this caller).
+    pub async fn stop_for(&self, id: &str, caller: &str) -> Option<Job> {
+        let job = self.get(id)?;
+        if connection_of(&job.started_by) != connection_of(caller) {
+            return None;
+        }
+        self.stop(id).await
+    }
+
+    /// Where the logs of jobs that call `started_by` starts go: `<session>/background`,
+    /// or for a connection of `toolbelt mcp serve` its own folder (created once, mode
+    /// `0700`, an unguessable name under an unlistable folder).
+    pub fn log_dir(&self, session_dir: &Path, started_by: &str) -> std::io::Result<PathBuf> {
+        let connection = connection_of(started_by);
+        if connection.is_empty() {
+            return Ok(session_dir.join("background"));
+        }
+        let mut logs = self
+            .private_logs
+            .lock()
+            .map_err(|_| std::io::Error::other("the job table is poisoned"))?;
+        if let Some(dir) = logs.get(connection) {
+            return Ok(dir.clone());
+        }
+        let parent = connection_logs_dir(session_dir);
+        std::fs::create_dir_all(&parent)?;
+        std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o300))?;
+        let dir = parent.join(uuid::Uuid::new_v4().simple().to_string());
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        logs.insert(connection.to_string(), dir.clone());
+        Ok(dir)
+    }
+
+    /// Removes the log folder of the connection whose calls begin with `prefix` (it
+    /// ended; its jobs were stopped).
+    pub fn remove_logs_of(&self, prefix: &str) {
+        let dir = self
+            .private_logs
+            .lock()
+            .ok()
+            .and_then(|mut logs| logs.remove(prefix));
+        if let Some(dir) = dir
+            && let Err(e) = std::fs::remove_dir_all(&dir)
+        {
+            tracing::warn!("cannot remove {}: {e}", dir.display());
+        }
+    }
+
     fn entry(&self, id: &str) -> Option<Entry> {
         self.entries()
             .into_iter()
@@ -205,6 +294,16 @@ impl JobTable {
 
 impl Drop for JobTable {
     fn drop(&mut self) {
+        // The unlistable folder becomes an ordinary one again, so what cleans the
+        // session folder can (no connection of this table is left to hide from).
+        if let Some(dir) = self.private_logs.lock().ok().and_then(|logs| {
+            logs.values()
+                .next()
+                .and_then(|d| d.parent())
+                .map(Path::to_path_buf)
+        }) {
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        }
         if !self.kill_on_drop {
             return;
         }

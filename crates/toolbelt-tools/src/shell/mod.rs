@@ -347,12 +347,20 @@ impl ShellCall {
 
     fn run_background(self, sandbox: Option<PreparedSandbox>, started_by: String) -> ToolResult {
         let id = self.jobs.next_id();
-        let log_path = self.log_path("background", &format!("{id}-{}.log", std::process::id()));
-        let file = match log_path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::File::create(&log_path))
-        {
+        let log_name = format!("{id}-{}.log", std::process::id());
+        let file = self
+            .jobs
+            .log_dir(&self.env.session_dir, &started_by)
+            .map(|dir| dir.join(&log_name))
+            .and_then(|path| {
+                std::fs::create_dir_all(path.parent().unwrap_or(&path))?;
+                Ok((std::fs::File::create(&path)?, path))
+            });
+        let log_path = match &file {
+            Ok((_, path)) => path.clone(),
+            Err(_) => self.log_path("background", &log_name),
+        };
+        let file = match file.map(|(f, _)| f) {
             Ok(f) => f,
             Err(e) => {
                 return ToolResult::err(

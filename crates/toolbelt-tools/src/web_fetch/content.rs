@@ -216,10 +216,14 @@ pub fn html_to_text(html: String, format: Format) -> String {
         );
     }
     let converter = builder.build();
+    // A hostile page may nest without end; both passes keep the work linear and the
+    // walk's recursion bounded (see `depth`).
+    let html = super::depth::bound_nesting(&html);
     let converted = match converter.html_to_tree(&html) {
         Ok(tree) => {
             // The text lives in the tree now; free it before the walk.
             drop(html);
+            super::depth::flatten_tree(&tree);
             let markdown = converter.tree_to_markdown(&tree);
             drop(tree);
             markdown

@@ -20,7 +20,7 @@ use crate::test_support::{Fixture, err_kind, fixture_with};
 
 /// A body the server sends for a path.
 #[derive(Clone)]
-enum Route {
+pub(super) enum Route {
     Page {
         content_type: &'static str,
         body: Vec<u8>,
@@ -33,7 +33,7 @@ enum Route {
     Stall,
 }
 
-struct Server {
+pub(super) struct Server {
     addr: SocketAddr,
     connections: Arc<AtomicUsize>,
     /// Bytes of [`Route::Endless`] bodies accepted by the kernel.
@@ -45,12 +45,12 @@ struct Server {
 }
 
 impl Server {
-    fn url(&self, path: &str) -> String {
+    pub(super) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 }
 
-async fn serve(routes: HashMap<&'static str, Route>) -> Server {
+pub(super) async fn serve(routes: HashMap<&'static str, Route>) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let server = Server {
         addr: listener.local_addr().unwrap(),
@@ -171,7 +171,7 @@ fn settings(web_fetch: serde_json::Value) -> Settings {
 }
 
 /// A workspace whose settings open 127.0.0.1 to `web_fetch`.
-fn loopback_fixture() -> Fixture {
+pub(super) fn loopback_fixture() -> Fixture {
     fixture_with(
         1_000_000,
         100_000,
@@ -179,14 +179,14 @@ fn loopback_fixture() -> Fixture {
     )
 }
 
-fn page(content_type: &'static str, body: impl Into<Vec<u8>>) -> Route {
+pub(super) fn page(content_type: &'static str, body: impl Into<Vec<u8>>) -> Route {
     Route::Page {
         content_type,
         body: body.into(),
     }
 }
 
-async fn fetch(fx: &Fixture, url: &str) -> toolbelt_core::ToolResult {
+pub(super) async fn fetch(fx: &Fixture, url: &str) -> toolbelt_core::ToolResult {
     fx.call(
         "web_fetch",
         json!({"url": url, "prompt": "what is on the page?"}),
@@ -194,7 +194,7 @@ async fn fetch(fx: &Fixture, url: &str) -> toolbelt_core::ToolResult {
     .await
 }
 
-fn text(r: &toolbelt_core::ToolResult) -> String {
+pub(super) fn text(r: &toolbelt_core::ToolResult) -> String {
     r.llm_text()
 }
 

@@ -57,7 +57,7 @@ fn project() -> Workspace {
     );
     w.write(
         "tools/prepare.py",
-        "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'invocationMessage': 'Deploying ' + args['service'], 'confirmationMessages': {'title': 'Deploy ' + args['service'] + ' to production?', 'message': 'This **restarts** the service.'}}))\n",
+        "import json, sys\nargs = json.load(sys.stdin)\nopen('prepared.txt', 'a').write(args['service'])\nprint(json.dumps({'invocationMessage': 'Deploying ' + args['service'], 'confirmationMessages': {'title': 'Deploy ' + args['service'] + ' to production?', 'message': 'This **restarts** the service.'}}))\n",
     );
     w.write("notes.txt", "one two three\n");
     let manifest = json!({
@@ -113,7 +113,7 @@ fn env(url: &str) -> [(&str, &str); 4] {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_prepared_confirmation_refuses_headless_with_its_title_and_yolo_runs_it() {
+async fn a_call_refused_headless_runs_not_even_its_prepare_and_yolo_runs_both() {
     let w = project();
     let deploy = || {
         calls_turn(vec![call(
@@ -129,9 +129,12 @@ async fn a_prepared_confirmation_refuses_headless_with_its_title_and_yolo_runs_i
     assert!(tool_names(&requests[0].body).contains(&"deploy_service".to_string()));
     let refused = answer(&requests[1].body, "d1");
     assert!(
-        refused.contains("Deploy web to production?"),
-        "the reason names the tool's own confirmation title: {refused}"
+        refused.contains("needs the user's approval") && refused.contains("Deploy service"),
+        "the reason names the tool: {refused}"
     );
+    // Nobody could approve it, so its `prepare` (a program of the project) ran no more
+    // than the call did.
+    assert!(!w.ws().join("prepared.txt").exists(), "prepare ran");
     assert!(!w.ws().join("deployed.txt").exists(), "nothing ran");
     assert_eq!(server.violations(), Vec::<String>::new());
 
@@ -142,6 +145,10 @@ async fn a_prepared_confirmation_refuses_headless_with_its_title_and_yolo_runs_i
     assert_eq!(run.code, 0, "{}", run.stderr);
     let result = answer(&server.requests()[1].body, "d1");
     assert_eq!(result.trim(), "deployed web");
+    assert_eq!(
+        std::fs::read_to_string(w.ws().join("prepared.txt")).unwrap(),
+        "web"
+    );
     assert_eq!(
         std::fs::read_to_string(w.ws().join("deployed.txt")).unwrap(),
         "web"
@@ -305,4 +312,52 @@ async fn a_reference_inside_an_inlined_file_forces_nothing() {
         "the file was inlined"
     );
     assert!(body.get("tool_choice").is_none(), "{}", body["tool_choice"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_edit_does_not_let_the_model_rewrite_a_script_a_manifest_runs() {
+    let w = project();
+    let marker = w.ws().join("pwned.txt");
+    let hostile = format!(
+        "open('{}', 'w').write('ran')\nprint('{{}}')\n",
+        marker.display()
+    );
+    for script in ["tools/prepare.py", "tools/deploy.py"] {
+        let (server, url) = serve(vec![
+            calls_turn(vec![call(
+                "w1",
+                "write_file",
+                json!({"file_path": w.ws().join(script), "content": hostile}),
+            )]),
+            calls_turn(vec![call(
+                "d1",
+                "deploy_service",
+                json!({"service": "web"}),
+            )]),
+            Reply::text("done"),
+        ])
+        .await;
+        let run = w
+            .run(
+                &["--approval-mode", "auto-edit", "-p", "deploy web"],
+                &env(&url),
+                None,
+            )
+            .await;
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let requests = server.requests();
+        let refused = answer(&requests[1].body, "w1");
+        assert!(
+            refused.contains("protected") || refused.contains("declared tools"),
+            "{script}: the write is asked, so refused headless: {refused}"
+        );
+        assert!(
+            std::fs::read_to_string(w.ws().join(script))
+                .unwrap()
+                .contains("json.load"),
+            "{script} was rewritten"
+        );
+        assert!(!marker.exists(), "{script}: the hostile code ran");
+        assert_eq!(server.violations(), Vec::<String>::new());
+    }
 }

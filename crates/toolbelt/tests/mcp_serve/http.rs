@@ -333,3 +333,103 @@ async fn an_http_session_that_ends_ends_the_background_commands_it_started() {
     second.cancel().await.unwrap();
     ended(second_job).await;
 }
+
+/// The log file in a background command's answer.
+fn job_log(result: &rmcp::model::CallToolResult) -> std::path::PathBuf {
+    text(result)
+        .lines()
+        .find_map(|l| l.strip_prefix("Output file: "))
+        .map(|p| p.trim().into())
+        .unwrap_or_else(|| panic!("no output file in {}", text(result)))
+}
+
+/// A session can neither stop another session's background job nor find its log.
+#[tokio::test]
+async fn an_http_session_cannot_stop_or_find_another_sessions_jobs() {
+    let ws = Ws::new();
+    let (_server, url) = start_http(&ws, &["--approval-mode", "yolo"], &[]).await;
+    let connect = || async {
+        let client = TestClient::new(Answer::CannotAsk);
+        bounded(client.serve(StreamableHttpClientTransport::from_uri(url.as_str())))
+            .await
+            .unwrap()
+    };
+    let (a, b) = (connect().await, connect().await);
+    let started = call(
+        &a,
+        "run_shell_command",
+        json!({"command": "echo a-secret-line; sleep 4351", "is_background": true}),
+    )
+    .await;
+    let a_job = pidfd(job_pid(&started));
+    let a_log = job_log(&started);
+    let id = text(&started)
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .map(str::to_string)
+        .unwrap();
+
+    // B cannot stop it: to B there is no such job.
+    let stop = call(&b, "task_stop", json!({"task_id": id})).await;
+    assert!(is_error(&stop), "{}", text(&stop));
+    assert!(text(&stop).contains("No running task"), "{}", text(&stop));
+    assert!(!ends_within(&a_job, 0), "B stopped A's job");
+
+    // B's own job logs elsewhere, and B cannot list its way to A's log.
+    let own = call(
+        &b,
+        "run_shell_command",
+        json!({"command": "sleep 4352", "is_background": true}),
+    )
+    .await;
+    let b_log = job_log(&own);
+    assert_ne!(a_log.parent(), b_log.parent());
+    let connections = a_log.parent().unwrap().parent().unwrap();
+    let listing = call(&b, "list_directory", json!({"path": connections})).await;
+    assert!(is_error(&listing), "{}", text(&listing));
+    assert!(
+        !text(&listing).contains(
+            a_log
+                .parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+        ),
+        "{}",
+        text(&listing)
+    );
+    let found = call(
+        &b,
+        "glob",
+        json!({"pattern": "**/*.log", "path": connections}),
+    )
+    .await;
+    assert!(!text(&found).contains("a-secret"), "{}", text(&found));
+    assert!(
+        !text(&found).contains(a_log.file_name().unwrap().to_str().unwrap()),
+        "{}",
+        text(&found)
+    );
+    let grep = call(
+        &b,
+        "grep_search",
+        json!({"pattern": "a-secret-line", "path": connections}),
+    )
+    .await;
+    assert!(
+        !text(&grep).contains(a_log.to_str().unwrap()),
+        "{}",
+        text(&grep)
+    );
+
+    // A stops its own job and reads its own log.
+    let stop = call(&a, "task_stop", json!({"task_id": id})).await;
+    assert!(!is_error(&stop), "{}", text(&stop));
+    ended(a_job).await;
+    let log = call(&a, "read_file", json!({"absolute_path": a_log})).await;
+    assert!(text(&log).contains("a-secret-line"), "{}", text(&log));
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+}

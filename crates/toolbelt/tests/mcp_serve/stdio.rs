@@ -229,3 +229,94 @@ async fn setup_warnings_reach_the_client_as_log_messages() {
     assert!(logs.contains("broken.json"), "{logs}");
     service.cancel().await.unwrap();
 }
+
+/// Runs `mcp serve` with `input` on its stdin (closed right after) and returns the
+/// JSON-RPC messages it printed, once it has exited.
+async fn serve_piped(ws: &Ws, args: &[&str], input: Vec<u8>) -> Vec<serde_json::Value> {
+    use tokio::io::AsyncWriteExt;
+    let mut child = ws
+        .command(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Written from a task of its own: a large input fills the pipe before the server
+    // has answered anything.
+    let writer = tokio::spawn(async move {
+        let _ = stdin.write_all(&input).await;
+        drop(stdin);
+    });
+    let output = bounded(child.wait_with_output()).await.unwrap();
+    writer.await.unwrap();
+    assert!(output.status.success(), "{:?}", output.status);
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn handshake() -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "printf", "version": "1"}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    format!("{init}\n{initialized}\n")
+}
+
+/// `printf '<init>\n<initialized>\n<tools/list>\n' | toolbelt mcp serve`: every request
+/// read is answered before the server exits, also one that takes longer than the few
+/// seconds rmcp waits for answers once its input has ended.
+#[tokio::test]
+async fn requests_sent_just_before_the_input_closes_are_answered() {
+    let ws = Ws::new();
+    let file = ws.ws().join("a.txt");
+    ws.write(&file, "hello\n");
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let read = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "read_file", "arguments": {"absolute_path": file}}});
+    // The work of the call, not a wait for something: rmcp gives up after 5 s.
+    let slow = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "run_shell_command", "arguments": {"command": "sleep 6; echo slept"}}});
+    let input = format!("{}{list}\n{read}\n{slow}\n", handshake());
+    let messages = serve_piped(&ws, &["--approval-mode", "yolo"], input.into_bytes()).await;
+    let answer = |id: i64| {
+        messages.iter().find(|m| m["id"] == id).unwrap_or_else(|| {
+            panic!(
+                "no answer to {id}: {:?}",
+                messages.iter().map(|m| &m["id"]).collect::<Vec<_>>()
+            )
+        })
+    };
+    assert!(answer(2)["result"]["tools"].as_array().unwrap().len() > 5);
+    assert_eq!(answer(3)["result"]["content"][0]["text"], "hello");
+    let slept = answer(4)["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(slept.contains("Output: slept"), "{slept}");
+}
+
+/// A 50 MB request is answered with an error naming the limit, and the server goes on
+/// reading what follows.
+#[tokio::test]
+async fn an_oversized_request_gets_an_error_naming_the_limit_and_serving_goes_on() {
+    let ws = Ws::new();
+    let big = "x".repeat(50 * 1024 * 1024);
+    let write = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "write_file", "arguments": {"file_path": ws.ws().join("big.txt"), "content": big}}});
+    let list = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"});
+    let input = format!("{}{write}\n{list}\n", handshake());
+    let messages = serve_piped(&ws, &[], input.into_bytes()).await;
+    let refused = messages
+        .iter()
+        .find(|m| m["id"] == 7)
+        .unwrap_or_else(|| panic!("no answer to the large request: {messages:?}"));
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("16 MiB"), "{message}");
+    assert_eq!(refused["error"]["code"], -32600);
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["id"] == 8 && m["result"]["tools"].is_array())
+    );
+    assert!(!ws.ws().join("big.txt").exists());
+}

@@ -147,7 +147,8 @@ async fn bad_input_gets_json_rpc_errors_and_the_next_request_is_answered() {
         .await;
     assert!(raw.answer(6).await["error"]["code"].is_i64());
 
-    // A message above the line limit (16 MiB) is dropped, not buffered for ever.
+    // A message above the line limit (16 MiB) is skipped, not buffered for ever, and
+    // answered with an error naming the limit.
     let huge = format!(
         r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"read_file","arguments":{{"absolute_path":"{}"}}}}}}"#,
         "x".repeat(17 * 1024 * 1024)
@@ -165,9 +166,16 @@ async fn bad_input_gets_json_rpc_errors_and_the_next_request_is_answered() {
         good["result"]["content"][0]["text"], "still served",
         "{good}"
     );
-    assert!(
-        !raw.answers.contains_key(&7),
+    let refused = &raw.answers[&7];
+    assert_eq!(
+        refused["error"]["code"], -32600,
         "the oversized request was not run"
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("16 MiB")),
+        "{refused}"
     );
     assert!(
         raw.child.try_wait().unwrap().is_none(),
