@@ -310,4 +310,6 @@ pub fn git_inert_env(inherited: Option<&str>) -> Vec<(String, String)> {
 }
 
 #[cfg(test)]
+mod property_tests;
+#[cfg(test)]
 mod tests;

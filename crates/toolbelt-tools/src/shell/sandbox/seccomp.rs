@@ -80,9 +80,43 @@ fn always_refused() -> Vec<i64> {
         libc::SYS_bpf,
         libc::SYS_io_uring_setup,
         libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+        libc::SYS_fanotify_init,
+        // What a command running as root could still do to the whole machine through
+        // its capabilities (Landlock confines paths, not capabilities): the clock, the
+        // host name, modules, reboot, swap, namespaces, opening by handle (which skips
+        // path checks), process accounting, quotas.
+        libc::SYS_clock_settime,
+        libc::SYS_clock_adjtime,
+        libc::SYS_settimeofday,
+        libc::SYS_adjtimex,
+        libc::SYS_sethostname,
+        libc::SYS_setdomainname,
+        libc::SYS_reboot,
+        libc::SYS_kexec_load,
+        libc::SYS_kexec_file_load,
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_swapon,
+        libc::SYS_swapoff,
+        libc::SYS_pivot_root,
+        libc::SYS_chroot,
+        libc::SYS_setns,
+        libc::SYS_unshare,
+        libc::SYS_open_by_handle_at,
+        libc::SYS_acct,
+        libc::SYS_quotactl,
+        libc::SYS_syslog,
     ];
     #[cfg(target_arch = "x86_64")]
-    calls.extend([libc::SYS_chmod, libc::SYS_chown, libc::SYS_lchown]);
+    calls.extend([
+        libc::SYS_chmod,
+        libc::SYS_chown,
+        libc::SYS_lchown,
+        libc::SYS_iopl,
+        libc::SYS_ioperm,
+    ]);
     calls
 }
 

@@ -205,6 +205,22 @@ async fn an_unasked_command_cannot_signal_toolbelt() {
 }
 
 #[tokio::test]
+async fn an_unasked_command_keeps_no_machine_wide_powers() {
+    // Tests may run as root: capabilities are not paths, so seccomp refuses them. The
+    // clock is set to what it already is, so a regression changes nothing on the host.
+    let f = fixture(json!({}));
+    let r = f
+        .unasked(
+            "/usr/bin/python3 -c 'import time; time.clock_settime(time.CLOCK_REALTIME, time.time())' 2>&1 | tail -1; \
+             unshare -U true || echo unshare-refused",
+        )
+        .await;
+    let text = r.llm_text();
+    assert!(text.contains("PermissionError"), "{text}");
+    assert!(text.contains("unshare-refused"), "{text}");
+}
+
+#[tokio::test]
 async fn an_approved_command_is_unconfined() {
     let f = fixture(json!({}));
     let target = f.outside("x");
