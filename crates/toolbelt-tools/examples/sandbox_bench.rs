@@ -12,6 +12,21 @@ use serde_json::json;
 use toolbelt_core::{ExecContext, Settings, Tool, ToolEnvironment, WorkspaceRoots};
 use toolbelt_tools::{RunShellCommand, SandboxSupport};
 
+/// CPU time of this process and its reaped children so far (`/proc/self/stat`: utime,
+/// stime, cutime, cstime), in clock ticks (10 ms): wall time on a loaded machine is
+/// mostly waiting for a core, CPU time is what the work costs.
+fn cpu_ticks() -> Result<u64, Box<dyn std::error::Error>> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    let after_name = stat.rsplit(')').next().unwrap_or("");
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // Fields 14-17 of the whole line are 12-15 after the name and state.
+    let mut total = 0;
+    for f in &fields[11..15] {
+        total += f.parse::<u64>()?;
+    }
+    Ok(total)
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -69,6 +84,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
+    // CPU per command: each kind in a phase of its own.
+    let mut cpu = Vec::new();
+    for sandboxed in [false, true] {
+        let before = cpu_ticks()?;
+        for _ in 0..runs {
+            let call = tool.build(json!({"command": "ls"}))?;
+            let mut ctx = ExecContext::new(env.clone());
+            if !sandboxed {
+                ctx = ctx.approved();
+            }
+            call.execute(ctx).await;
+        }
+        // Ticks are 10 ms: per command in microseconds.
+        cpu.push((cpu_ticks()? - before) as f64 * 10_000.0 / runs as f64);
+    }
     let (mc, mu) = (median(confined.clone()), median(unconfined.clone()));
     println!("runs: {runs} each, interleaved");
     println!(
@@ -82,7 +112,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         mean(&confined).as_secs_f64() * 1e3
     );
     println!(
-        "cost of confinement: median {:+.3} ms, mean {:+.3} ms per command",
+        "CPU per command (toolbelt and the command): unconfined {:.0} us, confined {:.0} us ({:+.0} us)",
+        cpu[0],
+        cpu[1],
+        cpu[1] - cpu[0]
+    );
+    println!(
+        "cost of confinement (wall): median {:+.3} ms, mean {:+.3} ms per command",
         (mc.as_secs_f64() - mu.as_secs_f64()) * 1e3,
         (mean(&confined).as_secs_f64() - mean(&unconfined).as_secs_f64()) * 1e3
     );
