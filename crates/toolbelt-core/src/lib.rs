@@ -51,7 +51,7 @@ pub use settings::{
     Settings, SettingsError, SettingsLayer, SettingsPaths, UntrustedWorkspace, WorkspaceTrust,
 };
 pub use tool::{
-    AskOnce, AskOnceSlot, BoxFuture, ExecContext, Invocation, Kind, OutputSink, PermissionSubject,
-    ShellCommand, Tool, ToolEnvironment,
+    AskOnce, AskOnceSlot, BoxFuture, Consent, ExecContext, Invocation, Kind, OutputSink,
+    PermissionSubject, ShellCommand, Tool, ToolEnvironment,
 };
 pub use workspace::{PathError, WorkspaceRoots};

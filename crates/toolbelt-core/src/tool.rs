@@ -274,6 +274,21 @@ impl ToolEnvironment {
     }
 }
 
+/// Whether a person stood behind a call, which decides how far a tool that runs code
+/// trusts it (the shell confines an unasked command in a read-only sandbox).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Consent {
+    /// Nobody was asked: the call's own [`Invocation::confirmation`] said it needs no
+    /// approval (a command the shell classifier judged read-only). The default, so a
+    /// context built outside the scheduler is treated as the less trusted kind.
+    #[default]
+    Unasked,
+    /// The call asked and the person's choice let it run: an answer "yes", an allow rule
+    /// or an "always" allowance covering what it asked, yolo, auto-edit for an edit.
+    Approved,
+}
+
 /// Everything one execution may use.
 #[derive(Debug, Clone)]
 pub struct ExecContext {
@@ -286,17 +301,27 @@ pub struct ExecContext {
     /// The model's id for this call (empty outside a scheduler): what a tool that runs
     /// a conversation of its own (`agent`) tags its events with.
     pub call_id: String,
+    /// How the call came to run (see [`Consent`]).
+    pub consent: Consent,
 }
 
 impl ExecContext {
-    /// A context with a fresh cancellation token and no output listener.
+    /// A context with a fresh cancellation token, no output listener and
+    /// [`Consent::Unasked`].
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         ExecContext {
             cancel: CancellationToken::new(),
             output: OutputSink::none(),
             env,
             call_id: String::new(),
+            consent: Consent::Unasked,
         }
+    }
+
+    /// The same context for a call the person approved.
+    pub fn approved(mut self) -> Self {
+        self.consent = Consent::Approved;
+        self
     }
 }
 

@@ -63,6 +63,7 @@ pub use read_many_files::ReadManyFiles;
 pub use save_memory::SaveMemory;
 pub use shell::RunShellCommand;
 pub use shell::background::{Job, JobStatus, JobTable, connection_logs_dir};
+pub use shell::sandbox::SandboxSupport;
 pub use todo_write::TodoWrite;
 pub use web_fetch::{HostResolver, WebFetch, html_to_markdown};
 pub use web_search::{

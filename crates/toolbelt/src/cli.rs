@@ -250,6 +250,19 @@ pub enum Command {
         #[arg(long)]
         remove: bool,
     },
+    /// What the kernel enforces on shell commands here: Landlock ABI, seccomp, network,
+    /// and which commands run confined. `--verify` proves it from inside a confined
+    /// command; `-- CMD...` runs CMD confined read-only, as an unasked command runs.
+    Sandbox {
+        /// Try a write outside the workspace, a chmod, a TCP connection and a signal to
+        /// toolbelt from inside; exit 1 if any gets through.
+        #[arg(long)]
+        verify: bool,
+        /// A command to run confined read-only (one argument: a shell line; several: a
+        /// program and its arguments).
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

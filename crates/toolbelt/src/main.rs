@@ -22,6 +22,7 @@ mod ending;
 mod interactive;
 mod interactive_kit;
 mod mcp_cmd;
+mod sandbox_cmd;
 mod serve_cmd;
 mod session;
 mod skills_cmd;
@@ -93,6 +94,9 @@ async fn run(cli: cli::Cli) -> u8 {
         Some(cli::Command::Agents { command }) => agents_cmd::run(&cli.global, command),
         Some(cli::Command::Skills { command }) => skills_cmd::run(&cli.global, command),
         Some(cli::Command::Trust { path, remove }) => trust_cmd::run(path.as_deref(), remove),
+        Some(cli::Command::Sandbox { verify, command }) => {
+            sandbox_cmd::run(&cli.global, verify, &command).await
+        }
         None => agent_cmd::run(&cli.global, cli.agent).await,
     }
 }

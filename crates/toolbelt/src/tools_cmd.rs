@@ -5,7 +5,9 @@ use std::io::{IsTerminal, Read, Write};
 use serde_json::Value;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use toolbelt_core::validate::parse_arguments;
-use toolbelt_core::{ConfirmationDetails, Decision, Display, ErrorKind, ExecContext, ToolResult};
+use toolbelt_core::{
+    ConfirmationDetails, Consent, Decision, Display, ErrorKind, ExecContext, ToolResult,
+};
 
 use crate::cli::{
     EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs, ToolsCommand,
@@ -267,6 +269,7 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
     let rules = &session.rules;
     let verdict = rules.verdict(&registration.name, &invocation.permission_subject());
     let rule = verdict.rule.as_deref().unwrap_or("");
+    let mut consent = Consent::Unasked;
     let details = match verdict.decision {
         Decision::Deny => {
             let note = rules
@@ -278,7 +281,13 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
             );
             return EXIT_REFUSED;
         }
-        Decision::Allow => None,
+        Decision::Allow => {
+            // An allow rule approves what asks; a call that would not ask stays unasked.
+            if invocation.confirmation().await.is_some() {
+                consent = Consent::Approved;
+            }
+            None
+        }
         Decision::Ask => Some(invocation.confirmation().await.unwrap_or_else(|| {
             ConfirmationDetails::generic(registration.tool.display_name(), &invocation.describe())
         })),
@@ -304,9 +313,11 @@ async fn call(session: &Session, name: &str, args: Option<&str>, yes: bool, json
             eprintln!("toolbelt: refused by the user.");
             return EXIT_REFUSED;
         }
+        consent = Consent::Approved;
     }
 
     let mut ctx = ExecContext::new(session.env.clone());
+    ctx.consent = consent;
     // Live output (a command's, MCP progress) goes to stderr; stdout keeps only the
     // result. When both are the same terminal the result shows the output, so echoing
     // it live too would print it twice: the live copy is for a result that goes

@@ -201,3 +201,55 @@ fn a_deny_rule_that_does_not_parse_stops_the_program() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_read_only_command_runs_confined_and_an_approved_one_does_not() {
+    // `cat` is read-only whatever the classifier becomes; the kernel shows the filter.
+    let p = project(None);
+    let out = p.shell("cat /proc/self/status", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let status = text(&out.stdout);
+    assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+    assert!(status.contains("Seccomp:\t2"), "{status}");
+    // An ask rule makes it ask; --yes approves it, and approved means unconfined.
+    let p = project(Some(r#"{"permissions": {"ask": ["Bash(cat *)"]}}"#));
+    let out = p.shell("cat /proc/self/status", &["--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("Seccomp:\t0"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn sandbox_verify_passes_on_this_machine() {
+    let p = project(None);
+    let out = toolbelt(&p.root, &p.home, &["sandbox", "--verify"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("Landlock: ABI "), "{stdout}");
+    for check in [
+        "pass  write outside the workspace",
+        "pass  chmod of a file the user owns",
+        "pass  TCP connect to a loopback listener",
+        "pass  signal to toolbelt",
+    ] {
+        assert!(stdout.contains(check), "{check}: {stdout}");
+    }
+}
+
+#[test]
+fn sandbox_runs_one_command_confined() {
+    let p = project(None);
+    let target = p.home.join("written");
+    let target_arg = target.to_str().unwrap();
+    let out = toolbelt(&p.root, &p.home, &["sandbox", "--", "touch", target_arg]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(!target.exists(), "{stdout}");
+    assert!(
+        stdout.contains(&format!("It tried to write {target_arg}")),
+        "{stdout}"
+    );
+}

@@ -13,7 +13,7 @@ use super::{
 use crate::confirm::{ConfirmationDetails, ConfirmationOutcome};
 use crate::result::{Display, ErrorKind, ToolError, ToolResult};
 use crate::rules::Decision;
-use crate::tool::{Invocation, Kind};
+use crate::tool::{Consent, Invocation, Kind};
 
 impl Scheduler {
     /// What the rules and the mode say of a call before anything of it runs (a declared
@@ -97,13 +97,19 @@ impl Scheduler {
             None if forced_ask => {
                 ConfirmationDetails::generic(registration.tool.display_name(), description)
             }
-            None => return Verdict::Run,
+            // Nothing asked, nobody approved: the tool runs the call as an unasked one
+            // (the shell confines it), unless the person gave it their arguments or
+            // runs everything in yolo.
+            None if approved || mode == ApprovalMode::Yolo => {
+                return Verdict::Run(Consent::Approved);
+            }
+            None => return Verdict::Run(Consent::Unasked),
         };
         if approved {
             if tool == EXIT_PLAN_MODE && mode == ApprovalMode::Plan {
                 self.leave_plan_mode(ConfirmationOutcome::ProceedOnce);
             }
-            return Verdict::Run;
+            return Verdict::Run(Consent::Approved);
         }
         let names: Vec<&str> = std::iter::once(tool).chain(target).collect();
         let protected = ProtectedChange::of(&self.env.roots, &details);
@@ -129,7 +135,7 @@ impl Scheduler {
                 if plan_exit && mode == ApprovalMode::Plan {
                     self.leave_plan_mode(ConfirmationOutcome::ProceedOnce);
                 }
-                return Verdict::Run;
+                return Verdict::Run(Consent::Approved);
             }
         }
         let (details, description) = match &protected {
@@ -229,7 +235,7 @@ impl Scheduler {
         if tool == EXIT_PLAN_MODE && mode == ApprovalMode::Plan {
             self.leave_plan_mode(outcome);
         }
-        Verdict::Run
+        Verdict::Run(Consent::Approved)
     }
 
     /// An approved plan returns the session to the mode it had before plan mode, or to

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::registry::ToolRegistry;
 use crate::result::{ErrorKind, ToolError, ToolResult};
-use crate::tool::{Invocation, Kind, ToolEnvironment};
+use crate::tool::{Consent, Invocation, Kind, ToolEnvironment};
 use crate::validate::parse_arguments;
 
 pub mod approval;
@@ -145,11 +145,13 @@ struct Approved {
     kind: Kind,
     description: String,
     invocation: Box<dyn Invocation>,
+    consent: Consent,
 }
 
 /// How approval ended for one call.
 enum Verdict {
-    Run,
+    /// Run, with how it came to run (asked and approved, or never asked).
+    Run(Consent),
     /// Approved with the person's corrected arguments (see [`Approval::arguments`]).
     RunWith(Value),
     Refuse(ToolError),
@@ -377,7 +379,13 @@ impl Scheduler {
             };
         }
         match verdict {
-            Verdict::Run | Verdict::RunWith(_) => {
+            Verdict::Run(_) | Verdict::RunWith(_) => {
+                // (`decide` with `approved` never answers `RunWith`; were it to, the
+                // person gave those arguments.)
+                let consent = match verdict {
+                    Verdict::Run(consent) => consent,
+                    _ => Consent::Approved,
+                };
                 // Only the scheduler's own kind of tool is believed when it grants: an MCP
                 // or discovered tool's invocation is toolbelt code too, but a grant is a
                 // built-in's (the `skill` tool's) capability.
@@ -396,6 +404,7 @@ impl Scheduler {
                     kind,
                     description,
                     invocation,
+                    consent,
                 })
             }
             Verdict::Refuse(error) => fail(request, arguments, description, error),
@@ -511,6 +520,7 @@ impl Scheduler {
             kind: _,
             description,
             invocation,
+            consent,
         } = call;
         let call_id = request.call_id.clone();
         let job = execute(
@@ -519,6 +529,7 @@ impl Scheduler {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
                 description: description.clone(),
+                consent,
             },
             env.clone(),
             events,

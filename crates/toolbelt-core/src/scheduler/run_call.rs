@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::SchedulerEvent;
 use crate::result::{ErrorKind, Part, ToolError, ToolResult};
-use crate::tool::{ExecContext, Invocation, OutputSink, ToolEnvironment};
+use crate::tool::{Consent, ExecContext, Invocation, OutputSink, ToolEnvironment};
 
 /// How long a cancelled call may take to hand back its partial result before it is
 /// dropped. Tools honour cancellation promptly; this only bounds one that does not.
@@ -19,6 +19,7 @@ pub(super) struct JobInfo {
     pub call_id: String,
     pub tool: String,
     pub description: String,
+    pub consent: Consent,
 }
 
 /// Runs one invocation: waits for a slot, starts, races cancellation.
@@ -64,6 +65,7 @@ pub(super) async fn execute(
         output,
         env,
         call_id: info.call_id.clone(),
+        consent: info.consent,
     };
     let started = Instant::now();
     let mut running = invocation.execute(ctx);

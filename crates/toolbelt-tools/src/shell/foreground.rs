@@ -24,7 +24,7 @@ use toolbelt_core::{Display, ErrorKind, ExecContext, OutputPolicy, Part, ToolErr
 
 use super::output::{self, LiveDecoder, OutputCapture};
 use super::process::{self, OutputTarget, Owner};
-use super::sandbox::PreparedSandbox;
+use super::sandbox::{self, Confinement, PreparedSandbox};
 use super::{DRAIN_AFTER_EXIT, LIVE_INTERVAL, ShellCall};
 use toolbelt_process::Leftover;
 
@@ -50,6 +50,9 @@ impl ShellCall {
         );
         let started = Instant::now();
         let owner = Owner::new();
+        let read_only_sandbox = sandbox
+            .as_ref()
+            .is_some_and(|s| s.confinement() == Confinement::ReadOnly);
         let running = match process::spawn(
             &self.command,
             &self.cwd,
@@ -115,6 +118,7 @@ impl ShellCall {
             pgid,
             leftovers,
             elapsed: started.elapsed(),
+            read_only_sandbox,
         })
     }
 
@@ -122,9 +126,10 @@ impl ShellCall {
     /// text fits and the scheduler's own cut never cuts it a second time.
     fn output_budget(&self) -> OutputPolicy {
         let policy = &self.env.output;
-        // 600 for the fields, 700 for a note about processes left running.
-        let reserve_chars = 1300 + self.command.chars().count();
-        let reserve_lines = 12 + self.command.lines().count();
+        // 600 for the fields, 700 for a note about processes left running, 400 for one
+        // about the sandbox.
+        let reserve_chars = 1700 + self.command.chars().count();
+        let reserve_lines = 14 + self.command.lines().count();
         OutputPolicy::new(
             shrink(policy.max_chars, reserve_chars),
             shrink(policy.max_lines, reserve_lines),
@@ -179,6 +184,13 @@ impl ShellCall {
         ));
         if !r.leftovers.is_empty() {
             let note = leftovers_note(&r.leftovers);
+            text.push_str(&format!("\n{note}"));
+        }
+        let failed = r.ending.is_none() && code != Some(0);
+        if r.read_only_sandbox
+            && failed
+            && let Some(note) = sandbox::refusal_note(&r.output.text, &self.cwd)
+        {
             text.push_str(&format!("\n{note}"));
         }
         let mut display = r.output.text.clone();
@@ -261,6 +273,8 @@ struct Rendered {
     /// Processes the command left running, ended when it ended.
     leftovers: Vec<Leftover>,
     elapsed: Duration,
+    /// The command ran unasked in the read-only sandbox.
+    read_only_sandbox: bool,
 }
 
 async fn read_some(reader: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> std::io::Result<usize> {

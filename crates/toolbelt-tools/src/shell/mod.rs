@@ -13,7 +13,10 @@
 //! - [`output`] keeps a bounded head and tail of the output and spills the whole stream to
 //!   a log file under the session directory.
 //! - [`background`] holds the jobs started with `is_background: true`.
-//! - [`sandbox`] confines writes with Landlock when `tools.sandbox` is `"landlock"`.
+//! - [`sandbox`] confines a command the person did not approve (it ran unasked because
+//!   [`read_only`] judged it read-only) in a read-only kernel sandbox, and an approved
+//!   one to the workspace when `tools.sandbox` is `"landlock"`. Where the kernel cannot
+//!   confine, read-only commands ask like any other.
 //!
 //! The result follows Qwen Code's shape (Command, Directory, Output, Error, Exit Code,
 //! Signal, Background PIDs, Process Group PGID), so prompts tuned for it carry over. A
@@ -26,7 +29,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind,
+    BoxFuture, ConfirmationDetails, Consent, Display, ErrorKind, ExecContext, Invocation, Kind,
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
@@ -41,7 +44,7 @@ pub mod sandbox;
 use background::{Job, JobStatus, JobTable};
 use command_parse::ParsedCommand;
 use process::OutputTarget;
-use sandbox::PreparedSandbox;
+use sandbox::{PreparedSandbox, SandboxSupport};
 
 /// Default foreground timeout (Qwen Code's).
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -84,6 +87,8 @@ pub struct RunShellCommand {
     env: Arc<ToolEnvironment>,
     schema: Value,
     jobs: Arc<JobTable>,
+    /// What the kernel can enforce; `None` detects it (once per process).
+    support: Option<SandboxSupport>,
 }
 
 impl RunShellCommand {
@@ -122,7 +127,15 @@ impl RunShellCommand {
             env,
             schema,
             jobs: Arc::new(JobTable::new(kill_on_exit)),
+            support: None,
         }
+    }
+
+    /// The same tool judging sandbox support by `support` instead of the kernel's (a
+    /// test simulates a kernel without Landlock).
+    pub fn with_sandbox_support(mut self, support: SandboxSupport) -> Self {
+        self.support = Some(support);
+        self
     }
 
     /// The background jobs started by this tool's calls.
@@ -222,6 +235,7 @@ impl Tool for RunShellCommand {
             cwd,
             background,
             timeout: Duration::from_millis(timeout_ms),
+            support: self.support.clone(),
         }))
     }
 }
@@ -235,6 +249,7 @@ struct ShellCall {
     cwd: PathBuf,
     background: bool,
     timeout: Duration,
+    support: Option<SandboxSupport>,
 }
 
 impl Invocation for ShellCall {
@@ -266,15 +281,26 @@ impl Invocation for ShellCall {
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
         Box::pin(async move {
             let line_read_only = read_only::is_line_read_only(&self.parsed);
-            if line_read_only
+            let inert = line_read_only
                 && (!read_only::uses_git(&self.parsed)
-                    || repository_config_is_inert(&self.cwd).await)
-            {
+                    || repository_config_is_inert(&self.cwd).await);
+            // A command that runs unasked runs confined; where it cannot be, it asks.
+            let unconfinable = self.unasked_confinement().err();
+            if inert && unconfinable.is_none() {
                 return None;
             }
+            let title = match unconfinable.as_ref().filter(|_| inert) {
+                Some(why) => format!(
+                    "Confirm Shell Command (read-only, but it cannot run unasked: this system cannot confine it, {why}; tools.shell.allowUnsandboxed: true runs such commands unconfined)"
+                ),
+                None => "Confirm Shell Command".to_string(),
+            };
             // Only the parts that are not read-only need approval; with a substitution
-            // (or a parse error) nothing can be vouched for, so every root is shown.
-            let vouch = !self.parsed.has_substitution && !self.parsed.syntax_error;
+            // (or a parse error), or no sandbox for the read-only parts, nothing can be
+            // vouched for, so every root is shown.
+            let vouch = !self.parsed.has_substitution
+                && !self.parsed.syntax_error
+                && unconfinable.is_none();
             let mut roots: Vec<String> = Vec::new();
             // One command no rule may name (a wrapper, `eval`, a path only known at run
             // time) leaves the whole question without "always".
@@ -282,7 +308,7 @@ impl Invocation for ShellCall {
             for c in &self.parsed.commands {
                 // A read-only line that still asks does so because of the repository's
                 // git configuration: its git commands are the ones to show.
-                let needs = if line_read_only {
+                let needs = if line_read_only && vouch {
                     c.words
                         .first()
                         .is_some_and(|w| w.rsplit('/').next() == Some("git"))
@@ -299,7 +325,7 @@ impl Invocation for ShellCall {
                 roots.clear();
             }
             Some(ConfirmationDetails::Exec {
-                title: "Confirm Shell Command".to_string(),
+                title,
                 command: self.command.clone(),
                 root_commands: roots,
             })
@@ -308,7 +334,7 @@ impl Invocation for ShellCall {
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
-            let sandbox = match self.prepare_sandbox() {
+            let sandbox = match self.prepare_sandbox(ctx.consent) {
                 Ok(s) => s,
                 Err(e) => return ToolResult::err(ErrorKind::ExecutionDenied, e.0),
             };
@@ -326,18 +352,43 @@ impl ShellCall {
         self.env.roots.primary() != Some(self.cwd.as_path())
     }
 
-    /// `Ok(None)` without a sandbox; an error when Landlock is asked for and missing.
-    fn prepare_sandbox(&self) -> Result<Option<PreparedSandbox>, sandbox::SandboxUnavailable> {
+    fn support(&self) -> SandboxSupport {
+        self.support.clone().unwrap_or_else(SandboxSupport::detect)
+    }
+
+    /// `Ok` when a command may run unasked: it can be confined, or the person chose to
+    /// run such commands unconfined.
+    fn unasked_confinement(&self) -> Result<(), String> {
+        if self.env.settings.tools.shell.allow_unsandboxed {
+            return Ok(());
+        }
+        self.support().can_confine()
+    }
+
+    /// The sandbox for a call that came to run with `consent`: read-only when nobody
+    /// approved it; for an approved one, the workspace sandbox when `tools.sandbox` asks
+    /// for it (`Ok(None)`: unconfined). An error when a sandbox is needed and missing and
+    /// `tools.shell.allowUnsandboxed` does not allow running without it.
+    fn prepare_sandbox(
+        &self,
+        consent: Consent,
+    ) -> Result<Option<PreparedSandbox>, sandbox::SandboxUnavailable> {
+        let allow = self.env.settings.tools.shell.allow_unsandboxed;
+        if consent != Consent::Approved {
+            return match PreparedSandbox::read_only(&self.support()) {
+                Ok(s) => Ok(Some(s)),
+                Err(_) if allow => Ok(None),
+                Err(e) => Err(e),
+            };
+        }
         let wanted = self.env.settings.tools.sandbox == toolbelt_core::settings::Sandbox::Landlock;
         if !wanted {
             return Ok(None);
         }
-        match PreparedSandbox::new(self.env.roots.roots()) {
+        match PreparedSandbox::workspace(self.env.roots.roots()) {
             Ok(s) => Ok(Some(s)),
-            Err(e) => {
-                let allow = self.env.settings.tools.shell.allow_unsandboxed;
-                if allow { Ok(None) } else { Err(e) }
-            }
+            Err(_) if allow => Ok(None),
+            Err(e) => Err(e),
         }
     }
 

@@ -44,9 +44,11 @@ impl Fixture {
     async fn run(&self, command: &str) -> ToolResult {
         self.run_args(json!({ "command": command })).await
     }
+    /// Runs a call as one the person approved (these tests are about running
+    /// commands; `sandbox_tests` covers the unasked ones).
     async fn run_args(&self, args: serde_json::Value) -> ToolResult {
         self.build(args)
-            .execute(ExecContext::new(self.env.clone()))
+            .execute(ExecContext::new(self.env.clone()).approved())
             .await
     }
 }
@@ -197,7 +199,7 @@ async fn timeout_kills_children_and_grandchildren() {
 async fn cancellation_kills_the_group_and_keeps_the_output() {
     let f = fixture();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let mut ctx = ExecContext::new(f.env.clone());
+    let mut ctx = ExecContext::new(f.env.clone()).approved();
     ctx.output = OutputSink::new(move |chunk| {
         let _ = tx.send(chunk.to_string());
     });
@@ -354,7 +356,7 @@ async fn background_job_lifecycle() {
 async fn jobs_are_stopped_by_the_calls_that_started_them() {
     let f = fixture();
     let start = |call_id: &str, command: &str| {
-        let mut ctx = ExecContext::new(f.env.clone());
+        let mut ctx = ExecContext::new(f.env.clone()).approved();
         ctx.call_id = call_id.to_string();
         f.build(json!({"command": command, "is_background": true}))
             .execute(ctx)
@@ -501,7 +503,9 @@ async fn failing_to_start_is_a_tool_error() {
     std::fs::create_dir(&gone).unwrap();
     let call = f.build(json!({"command": "ls", "directory": gone.to_str().unwrap()}));
     std::fs::remove_dir(&gone).unwrap();
-    let r = call.execute(ExecContext::new(f.env.clone())).await;
+    let r = call
+        .execute(ExecContext::new(f.env.clone()).approved())
+        .await;
     assert_eq!(
         r.error.as_ref().map(|e| e.kind),
         Some(ErrorKind::ShellExecuteError),

@@ -36,6 +36,8 @@ pub enum Behaviour {
     /// Returns a text far over the output budget.
     Huge,
     Panics,
+    /// Returns how the call came to run (`ctx.consent`).
+    ReportsConsent,
 }
 
 pub struct TestTool {
@@ -190,6 +192,7 @@ impl Invocation for TestCall {
                 }
                 Behaviour::Huge => ToolResult::text("x\n".repeat(5_000)),
                 Behaviour::Panics => panic!("test tool panics"),
+                Behaviour::ReportsConsent => ToolResult::text(format!("{:?}", ctx.consent)),
             }
         })
     }

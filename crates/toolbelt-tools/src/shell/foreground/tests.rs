@@ -41,7 +41,7 @@ impl Fixture {
         self.tool
             .build(args)
             .unwrap()
-            .execute(ExecContext::new(self.env.clone()))
+            .execute(ExecContext::new(self.env.clone()).approved())
             .await
     }
 }
@@ -150,7 +150,7 @@ async fn setsid_survives_no_timeout() {
 async fn setsid_survives_no_cancellation() {
     let f = fixture();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let mut ctx = ExecContext::new(f.env.clone());
+    let mut ctx = ExecContext::new(f.env.clone()).approved();
     ctx.output = OutputSink::new(move |chunk| {
         let _ = tx.send(chunk.to_string());
     });
@@ -207,7 +207,7 @@ async fn background_jobs_and_other_calls_are_left_alone() {
 
     // Another foreground call, still running, with a detached process of its own.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let mut ctx = ExecContext::new(f.env.clone());
+    let mut ctx = ExecContext::new(f.env.clone()).approved();
     ctx.output = OutputSink::new(move |chunk| {
         let _ = tx.send(chunk.to_string());
     });
