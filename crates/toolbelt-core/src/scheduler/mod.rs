@@ -316,7 +316,7 @@ impl Scheduler {
         };
         let will_run = early
             .as_ref()
-            .is_none_or(|v| matches!(v, Verdict::Run | Verdict::RunWith(_)));
+            .is_none_or(|v| matches!(v, Verdict::Run(_) | Verdict::RunWith(_)));
         if screened.is_ok() && will_run {
             invocation.prepare(cancel).await;
         }
