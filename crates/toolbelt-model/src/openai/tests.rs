@@ -272,7 +272,7 @@ async fn retries_give_up_with_the_last_reason() {
 }
 
 #[tokio::test]
-async fn nothing_listening_is_a_connection_error_after_retries() {
+async fn nothing_listening_locally_names_the_configuration_when_nothing_says_more() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
@@ -285,7 +285,13 @@ async fn nothing_listening_is_a_connection_error_after_retries() {
         .complete(&request(), &CancellationToken::new())
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("connection error"), "{err}");
+    // A local refusal is not retried (see the test above); without an origin the
+    // message points at the configuration.
+    assert!(
+        matches!(err, ModelError::Unreachable { .. })
+            && err.to_string().contains("the configuration"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

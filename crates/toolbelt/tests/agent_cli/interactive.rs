@@ -596,7 +596,7 @@ fn tools_call_on_a_terminal_prints_a_commands_output_once() {
             "tools",
             "call",
             "run_shell_command",
-            r#"{"command": "echo once-$((40+2))"}"#,
+            r#"{"command": "printf 'once-%s\n' 42"}"#,
         ],
         &[],
     );
