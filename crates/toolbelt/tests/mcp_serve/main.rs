@@ -8,6 +8,7 @@
 mod confirm;
 mod follow;
 mod http;
+mod latency;
 mod stdio;
 mod support;
 mod wire;
