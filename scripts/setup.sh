@@ -71,7 +71,7 @@ install_inspector() {
     fi
 }
 # Qwen Code's TypeScript SDK, which drives toolbelt in the stream-JSON interop tests
-# (crates/toolbelt/tests/sdk_interop.rs; it runs on the Node on PATH), and Qwen Code
+# (crates/toolbelt/tests/sdk_interop/; it runs on the Node on PATH), and Qwen Code
 # 0.24.4 itself, which bench/sdk_compare.py runs the same scripted session through.
 install_qwen_sdk() {
     local dir=.cache/sdk

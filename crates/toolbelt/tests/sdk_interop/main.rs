@@ -13,6 +13,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod resume;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
