@@ -856,3 +856,53 @@ async fn inspector_cli_over_streamable_http_lists_tools_and_reads_a_file() {
     let text = inspector_text(&read, false, "read_file over HTTP");
     assert!(text.contains("needle in the haystack"), "{text}");
 }
+
+/// The Inspector in both protocol eras: `legacy` (the `initialize` handshake, up to
+/// 2025-11-25) and `modern` (2026-07-28: `server/discover`, each request's `_meta`),
+/// over stdio and Streamable HTTP, lists the tools and reads a file.
+#[tokio::test]
+async fn inspector_cli_in_both_protocol_eras_over_stdio_and_http() {
+    let Some(inspector) = available("the MCP Inspector (Node 22)", inspector()) else {
+        return;
+    };
+    let ws = Workspace::new();
+    ws.write("notes.txt", NOTES);
+    let server = HttpServer::start(&ws).await;
+    let url = [server.url.clone()];
+    let args = json!({"absolute_path": ws.path("notes.txt")}).to_string();
+    for era in ["legacy", "modern"] {
+        let list = ["--protocol-era", era, "--method", "tools/list"];
+        let call = [
+            "--protocol-era",
+            era,
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "read_file",
+            "--tool-args-json",
+            &args,
+        ];
+        let listed = [
+            inspector_cli(&ws, &inspector, &list, &[], 0).await,
+            inspector_cli_at(&ws, &inspector, &list, &url, 0).await,
+        ];
+        for (how, out) in ["stdio", "HTTP"].into_iter().zip(&listed) {
+            let tools = out["result"]["tools"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{era} over {how}: no tools in {out}"));
+            tool(tools, "read_file");
+        }
+        let read = [
+            inspector_cli(&ws, &inspector, &call, &[], 0).await,
+            inspector_cli_at(&ws, &inspector, &call, &url, 0).await,
+        ];
+        for (how, out) in ["stdio", "HTTP"].into_iter().zip(&read) {
+            let text = inspector_text(out, false, &format!("read_file, {era}, {how}"));
+            assert!(
+                text.contains("needle in the haystack"),
+                "{era} {how}: {text}"
+            );
+        }
+    }
+    server.stop().await;
+}
