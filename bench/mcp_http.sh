@@ -5,6 +5,7 @@
 #
 #   bash bench/mcp_http.sh            # N=1000 calls per server, ROUNDS=3
 #   N=3000 ROUNDS=5 bash bench/mcp_http.sh
+#   PROFILE=debug N=300 bash bench/mcp_http.sh   # the debug build
 #
 # Clients: crates/toolbelt-mcp/examples/mcp_http_latency.rs (HTTP POST, JSON or SSE
 # answers) and examples/mcp_load.rs (stdio lines). toolbelt reads a small file with
@@ -18,11 +19,15 @@ ROUNDS=${ROUNDS:-3}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 OUT=$ROOT/bench/out
 mkdir -p "$OUT"
-cargo build --release -q -p toolbelt -p toolbelt-mcp --bin toolbelt --example mcp_load \
+# PROFILE=debug measures the debug build (no release build at hand); say so with the numbers.
+PROFILE=${PROFILE:-release}
+flag=--release
+[ "$PROFILE" = release ] || flag=
+cargo build $flag -q -p toolbelt -p toolbelt-mcp --bin toolbelt --example mcp_load \
     --example mcp_http_latency
-TB=$TARGET/release/toolbelt
-LAT=$TARGET/release/examples/mcp_http_latency
-LOAD=$TARGET/release/examples/mcp_load
+TB=$TARGET/$PROFILE/toolbelt
+LAT=$TARGET/$PROFILE/examples/mcp_http_latency
+LOAD=$TARGET/$PROFILE/examples/mcp_load
 EVERYTHING=$ROOT/.cache/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 
 work=$(mktemp -d)
@@ -79,7 +84,7 @@ for round in $(seq "$ROUNDS"); do
 done
 
 echo
-echo "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $N sequential calls per server and round, $ROUNDS rounds"
+echo "$PROFILE build, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $N sequential calls per server and round, $ROUNDS rounds"
 python3 - "$results" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
