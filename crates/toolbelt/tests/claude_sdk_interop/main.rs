@@ -5,7 +5,7 @@
 //! stream-json --model=X --permission-mode=...`, ...), against the loopback fake model
 //! server.
 //!
-//! `tests/fixtures/claude_sdk_client/client.mjs` reads one data-driven scenario (query
+//! `tests/fixtures/sdk_scenario/client.mjs` reads one data-driven scenario (query
 //! options, prompts, `canUseTool` answers, control calls) and prints every message the
 //! application received; the assertions are on those messages, the files on disk, the
 //! requests the model server saw and the processes left. `scripts/setup.sh` installs
@@ -109,8 +109,8 @@ impl Sandbox {
         for (k, v) in scenario.as_object().unwrap() {
             config[k] = v.clone();
         }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/claude_sdk_client/client.mjs");
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sdk_scenario/client.mjs");
         let mut cmd = tokio::process::Command::new("node");
         cmd.arg(script)
             .arg(config.to_string())
