@@ -262,3 +262,47 @@ async fn claude_sdk_abort_leaves_no_process() {
     }
     assert_eq!(processes_with(&marker), Vec::<String>::new());
 }
+
+/// `mcpServersDelivery: "initialize"`: the servers come in `initialize` (not on the
+/// command line, where other users can read their environment), and toolbelt confirms
+/// them with `mcp_servers_applied` (the SDK ends a session without it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_sdk_mcp_servers_delivered_in_initialize() {
+    let Some(sdk) = sdk_dir() else { return };
+    let everything = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../.cache/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    assert!(
+        everything.exists(),
+        "scripts/setup.sh installs server-everything"
+    );
+    let s = Sandbox::new();
+    let server = FakeOpenAi::start(vec![
+        call("c1", "mcp__ext__echo", json!({"message": "delivered"})),
+        Reply::text("Echoed."),
+    ])
+    .await
+    .unwrap();
+    let c = s
+        .client(
+            &sdk,
+            &server,
+            json!({
+                "prompts": ["echo"],
+                "options": {
+                    "permissionMode": "bypassPermissions",
+                    "allowDangerouslySkipPermissions": true,
+                    "mcpServersDelivery": "initialize",
+                    "mcpServers": {"ext": {"command": "node", "args": [everything, "stdio"]}},
+                },
+            }),
+        )
+        .await
+        .ok();
+    assert!(
+        c.tool_results()[0]["content"]
+            .to_string()
+            .contains("delivered")
+    );
+    clean(&server);
+}
