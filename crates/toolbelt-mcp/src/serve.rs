@@ -36,9 +36,9 @@
 //! while the question is open ([`turns`]), so a slow answer holds back no other client;
 //! what changed meanwhile is caught by the edit tools' own check.
 
-// Logging and roots are deprecated by rmcp for the 2026-07-28 revision only, where a
-// client has no peer info and is offered neither (see `supported_protocol_versions`);
-// for 2025-11-25 and before they are the protocol.
+// Logging and roots are deprecated by rmcp for the 2026-07-28 revision only, which this
+// server does not speak (see `supported_protocol_versions`); for 2025-11-25 and before
+// they are the protocol.
 #![allow(deprecated)]
 
 pub mod approve;
@@ -490,13 +490,11 @@ impl ServerHandler for ToolbeltServer {
         )
     }
 
-    /// Every revision rmcp knows, 2024-11-05 to 2026-07-28. The newest has no
-    /// `initialize` (rmcp answers `server/discover` and reads each request's `_meta`) and
-    /// no server-to-client requests: such a client has no peer info, so it is offered no
-    /// question and no roots, as a stateless one (a call that would ask is refused with
-    /// how to allow it, the workspace is the server's directory).
+    /// The revisions with an `initialize` handshake this server implements: 2024-11-05
+    /// to 2025-11-25. (2026-07-28 replaces server-to-client requests, which confirmation
+    /// and roots need, with a different flow.)
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
     }
 
     async fn list_tools(

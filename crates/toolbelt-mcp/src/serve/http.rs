@@ -1,4 +1,4 @@
-//! Streamable HTTP (2025-03-26 to 2026-07-28) at `/mcp`: rmcp's service behind the
+//! Streamable HTTP (2025-03-26 to 2025-11-25) at `/mcp`: rmcp's service behind the
 //! checks a local server owes its user.
 //!
 //! - **Loopback by default.** A non-loopback address is refused unless a bearer token is
