@@ -31,11 +31,12 @@ LOAD=$TARGET/$PROFILE/examples/mcp_load
 EVERYTHING=$ROOT/.cache/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 
 work=$(mktemp -d)
-pids=()
+# Servers are started inside $(...) subshells too, so their PIDs go to a file.
 cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$work/pids"
     rm -rf "$work"
 }
+: >"$work/pids"
 trap cleanup EXIT
 mkdir -p "$work/ws" "$work/home"
 FILE=$work/ws/notes.txt
@@ -48,7 +49,7 @@ cd "$work/ws"
 start_toolbelt() {
     local log=$work/serve-$RANDOM.log
     "$TB" mcp serve --http 127.0.0.1:0 "$@" </dev/null >/dev/null 2>"$log" &
-    pids+=($!)
+    echo $! >>"$work/pids"
     for _ in $(seq 200); do
         url=$(sed -n 's/.*Streamable HTTP.* at \(http[^ ]*\).*/\1/p' "$log")
         [ -n "$url" ] && { echo "$url"; return; }
@@ -73,7 +74,7 @@ for round in $(seq "$ROUNDS"); do
     if [ -f "$EVERYTHING" ]; then
         port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
         PORT=$port node "$EVERYTHING" streamableHttp >/dev/null 2>&1 &
-        pids+=($!)
+        echo $! >>"$work/pids"
         for _ in $(seq 200); do
             curl -s -o /dev/null "http://127.0.0.1:$port/mcp" && break
             sleep 0.05
