@@ -71,7 +71,7 @@ install_inspector() {
     fi
 }
 # Qwen Code's TypeScript SDK, which drives toolbelt in the stream-JSON interop tests
-# (crates/toolbelt/tests/sdk_interop.rs; it runs on the Node on PATH), and Qwen Code
+# (crates/toolbelt/tests/sdk_interop/; it runs on the Node on PATH), and Qwen Code
 # 0.24.4 itself, which bench/sdk_compare.py runs the same scripted session through.
 install_qwen_sdk() {
     local dir=.cache/sdk
@@ -90,6 +90,26 @@ install_qwen_sdk() {
         missing "could not install $packages into $dir (the SDK interop tests need them)"
     fi
 }
+# The Claude Agent SDK, which drives toolbelt in crates/toolbelt/tests/claude_sdk_interop/
+# (on the Node on PATH). Its optional dependency is Claude Code's native binary (about
+# 380 MB), which the tests never start (`pathToClaudeCodeExecutable` is toolbelt).
+install_claude_sdk() {
+    local dir=.cache/claude-sdk
+    local packages="@anthropic-ai/claude-agent-sdk@0.3.332"
+    [ "$(cat "$dir/installed" 2>/dev/null)" = "$packages" ] && return 0
+    if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+        missing "node/npm not found (the Claude SDK interop tests need them)"
+        return 0
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    if npm install --prefix "$dir" --no-audit --no-fund --omit=optional --loglevel=error \
+        $packages >/dev/null 2>&1; then
+        echo "$packages" >"$dir/installed"
+    else
+        missing "could not install $packages into $dir (the Claude SDK interop tests need it)"
+    fi
+}
 install_python_sdk &
 python_sdk=$!
 install_inspector &
@@ -99,6 +119,8 @@ qwen_sdk=$!
 wait "$python_sdk" || exit 1
 wait "$inspector" || exit 1
 wait "$qwen_sdk" || exit 1
+# After the others: npm's cache is shared, and this one is the largest download.
+install_claude_sdk || exit 1
 # `script` (util-linux) gives the terminal tests a pty.
 command -v script >/dev/null 2>&1 || missing "\`script\` (util-linux) not found (the terminal prompt test needs it)"
 exit 0

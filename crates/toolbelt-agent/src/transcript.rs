@@ -7,7 +7,7 @@
 //! One JSON object per line, each with a `type`:
 //!
 //! ```text
-//! {"type":"session","version":1,"id":"20261123T171500.123Z-1a2b3c4d","cwd":"/src/app","model":"qwen3","started":"2026-11-23T17:15:00.123Z","parent":null}
+//! {"type":"session","version":1,"id":"0b6c5f1e-8f0a-4c51-9d1e-2a7f3c9b4d10","cwd":"/src/app","model":"qwen3","started":"2026-11-23T17:15:00.123Z","parent":null}
 //! {"type":"user","content":[{"text":"what does the readme say?"}]}
 //! {"type":"assistant","text":"","tool_calls":[{"id":"c1","name":"read_file","arguments":"{\"absolute_path\":\"/src/app/README.md\"}"}]}
 //! {"type":"tool","call_id":"c1","text":"hello"}
@@ -42,6 +42,12 @@
 //!   rewritten (a crashed session stays as it was), and two runs continuing the same
 //!   session fork instead of interleaving their lines in one file. The cost is disk
 //!   space: each continuation repeats the history.
+//! - **A continuation keeps its session's ID**, as Qwen Code and Claude Code do: an SDK
+//!   that resumed session `X` sees `X` again and can resume `X` once more. Its file is
+//!   `<X>.<n>.jsonl` (n = 1, 2, ...; the first run's is `<X>.jsonl`), and `X` loads the
+//!   highest `n`. A session with an ID from before IDs were UUIDs
+//!   (`20261123T171500.123Z-1a2b3c4d`) still loads; its continuation takes a new UUID,
+//!   so what clients see is a UUID from then on.
 //! - **A tool call without a result** (the run ended mid-call) is answered on load with an
 //!   error result saying the session ended before it finished: model servers reject a
 //!   call without a result, and running it again could repeat a side effect. The
@@ -51,10 +57,11 @@
 //! - **Damage is an error naming the file and line**, except an unterminated last line
 //!   (a crash while writing), which is a warning. A line in the middle is never skipped:
 //!   dropping an assistant message would leave its results answering nothing.
-//! - **IDs** are the UTC start time to the millisecond and 32 random bits
-//!   (`20261123T171500.123Z-1a2b3c4d`): sorting names sorts sessions by time. An ID given
-//!   by a person is checked to be a plain name (letters, digits, `.`, `_`, `-`, starting
-//!   with a letter or digit), so it can never name a path outside the sessions directory.
+//! - **IDs** are random UUIDs (version 4): SDK clients refuse anything else. Listings
+//!   sort sessions by the start time in their newest file's header. An ID given by a
+//!   person (or an old one) is checked to be a plain name (letters, digits, `.`, `_`,
+//!   `-`, starting with a letter or digit), so it can never name a path outside the
+//!   sessions directory.
 //! - **A compression is one line**, written with one `write` as every line is: a crash
 //!   while writing it leaves a cut last line, skipped with a warning, and the session
 //!   loads with its history before the compression. The replaced messages stay in the
@@ -68,7 +75,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -102,9 +109,7 @@ pub enum TranscriptError {
         path.display()
     )]
     UnsupportedVersion { path: PathBuf, found: String },
-    #[error(
-        "not a session ID: {0:?} (IDs look like 20261123T171500.123Z-1a2b3c4d; `toolbelt --resume` lists them)"
-    )]
+    #[error("not a session ID: {0:?} (IDs are UUIDs; `toolbelt --resume` lists them)")]
     InvalidId(String),
     #[error("no session {id:?} in {}; {}", dir.display(), latest_text(latest))]
     UnknownId {
@@ -139,12 +144,22 @@ pub struct SessionHeader {
 }
 
 impl SessionHeader {
+    /// The header of a run that continues `parent`: its ID when that is a UUID (see the
+    /// module documentation), else a fresh one.
+    pub fn continuing(cwd: PathBuf, model: String, parent: &SessionHeader) -> Self {
+        let mut header = SessionHeader::new(cwd, model, Some(parent.id.clone()));
+        if is_uuid(&parent.id) {
+            header.id = parent.id.clone();
+        }
+        header
+    }
+
     /// A header for a session starting now, with a fresh ID.
     pub fn new(cwd: PathBuf, model: String, parent: Option<String>) -> Self {
         let now = SystemTime::now();
         SessionHeader {
             version: FORMAT_VERSION,
-            id: new_id(now),
+            id: new_id(),
             cwd,
             model,
             started: rfc3339(now),
@@ -450,175 +465,6 @@ fn answer_unfinished(
     }
 }
 
-/// Whether `id` is a plain session name (never a path).
-pub fn valid_id(id: &str) -> bool {
-    id.len() <= 100
-        && id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-}
-
-/// The saved sessions of one project: a directory of `<ID>.jsonl` files.
-#[derive(Debug, Clone)]
-pub struct SessionStore {
-    dir: PathBuf,
-}
-
-impl SessionStore {
-    pub fn new(dir: PathBuf) -> Self {
-        SessionStore { dir }
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// The IDs of the saved sessions, newest first. No directory: none.
-    pub fn ids(&self) -> Result<Vec<String>, TranscriptError> {
-        let io = |source| TranscriptError::Io {
-            path: self.dir.clone(),
-            source,
-        };
-        let entries = match std::fs::read_dir(&self.dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io(e)),
-        };
-        let mut ids = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(io)?;
-            let name = entry.file_name();
-            if let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".jsonl"))
-                && valid_id(id)
-            {
-                ids.push(id.to_string());
-            }
-        }
-        ids.sort_unstable_by(|a, b| b.cmp(a));
-        Ok(ids)
-    }
-
-    /// The session `id`; an ID that is not a plain name is refused before any file is
-    /// touched.
-    pub fn load(&self, id: &str) -> Result<LoadedSession, TranscriptError> {
-        if !valid_id(id) {
-            return Err(TranscriptError::InvalidId(id.to_string()));
-        }
-        let path = self.path_of(id);
-        match std::fs::read(&path) {
-            Ok(bytes) => parse(&path, &bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let mut latest = self.ids()?;
-                latest.truncate(LATEST_SHOWN);
-                Err(TranscriptError::UnknownId {
-                    id: id.to_string(),
-                    dir: self.dir.clone(),
-                    latest,
-                })
-            }
-            Err(source) => Err(TranscriptError::Io { path, source }),
-        }
-    }
-
-    /// The newest session.
-    pub fn latest(&self) -> Result<LoadedSession, TranscriptError> {
-        match self.ids()?.first() {
-            Some(id) => self.load(id),
-            None => Err(TranscriptError::NoSessions {
-                dir: self.dir.clone(),
-            }),
-        }
-    }
-
-    /// The first line of the first prompt of session `id`, for listings; `None` when the
-    /// file cannot be read.
-    pub fn first_prompt(&self, id: &str) -> Option<String> {
-        let bytes = std::fs::read(self.path_of(id)).ok()?;
-        parse(&self.path_of(id), &bytes).ok()?.first_prompt
-    }
-
-    /// Starts a session file (directory 0700, file 0600) with `header` as its first
-    /// line.
-    pub fn create(&self, header: SessionHeader) -> Result<SessionWriter, TranscriptError> {
-        self.create_file(header, true)
-    }
-
-    /// [`SessionStore::create`] under the ID the header names (`--session-id`): an
-    /// invalid ID or one already saved is an error, never silently another ID.
-    pub fn create_named(&self, header: SessionHeader) -> Result<SessionWriter, TranscriptError> {
-        if !valid_id(&header.id) {
-            return Err(TranscriptError::InvalidId(header.id));
-        }
-        self.create_file(header, false)
-    }
-
-    fn create_file(
-        &self,
-        mut header: SessionHeader,
-        rename: bool,
-    ) -> Result<SessionWriter, TranscriptError> {
-        create_private_dir(&self.dir)?;
-        let mut attempt = 0;
-        let (file, path) = loop {
-            let path = self.path_of(&header.id);
-            match open_new_private(&path) {
-                Ok(file) => break (file, path),
-                Err(e)
-                    if rename && e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 8 =>
-                {
-                    attempt += 1;
-                    header.id = new_id(SystemTime::now());
-                }
-                Err(source) => return Err(TranscriptError::Io { path, source }),
-            }
-        };
-        let writer = SessionWriter {
-            id: header.id.clone(),
-            path,
-            file: Mutex::new(file),
-        };
-        writer.write_line(&Line::Session(header))?;
-        Ok(writer)
-    }
-
-    fn path_of(&self, id: &str) -> PathBuf {
-        self.dir.join(format!("{id}.jsonl"))
-    }
-}
-
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> Result<(), TranscriptError> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|source| TranscriptError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> Result<(), TranscriptError> {
-    std::fs::create_dir_all(dir).map_err(|source| TranscriptError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })
-}
-
-fn open_new_private(path: &Path) -> std::io::Result<File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)
-}
-
 /// An open session file; each message is one line, written at once.
 #[derive(Debug)]
 pub struct SessionWriter {
@@ -667,28 +513,19 @@ impl SessionWriter {
     }
 }
 
-/// `20261123T171500.123Z-1a2b3c4d`.
-fn new_id(now: SystemTime) -> String {
-    use std::hash::{BuildHasher, Hasher};
-    // RandomState is seeded from the system's randomness once per process and stepped
-    // per instance; with the time and the process ID it is unique enough for names that
-    // are also created with `create_new`.
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u32(std::process::id());
-    hasher.write_u128(
-        now.duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    let random = hasher.finish() as u32;
-    let utc = chrono::DateTime::<chrono::Utc>::from(now);
-    format!("{}Z-{random:08x}", utc.format("%Y%m%dT%H%M%S%.3f"))
+/// A fresh session ID: a random (version 4) UUID, the form SDK clients require.
+fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
 }
 
 /// `2026-11-23T17:15:00.123Z`.
 fn rfc3339(now: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(now).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
+
+mod store;
+
+pub use store::{SessionStore, is_uuid, valid_id};
 
 #[cfg(test)]
 mod tests;

@@ -92,6 +92,7 @@ const ALIASES: &[(&str, &[&str])] = &[
     ("TodoWrite", &["todo_write"]),
     ("NotebookEdit", &["notebook_edit"]),
     ("Skill", &["skill"]),
+    ("Task", &["agent"]),
 ];
 
 impl Rule {

@@ -243,6 +243,18 @@ impl ToolSource for McpToolSource {
     }
 }
 
+/// The tools `--disallowedTools` names bare (no specifier), aliases such as `Bash`
+/// resolved: they are not offered at all (Claude Code's meaning); every entry is also a
+/// deny rule, so a call by any name is refused.
+fn disallowed_names(rules: &[String]) -> Vec<String> {
+    rules
+        .iter()
+        .filter_map(|r| toolbelt_core::rules::Rule::parse(r))
+        .filter(|r| r.specifier.is_none())
+        .flat_map(|r| r.tools)
+        .collect()
+}
+
 /// Assembles the agent of `session` (loaded by the caller, perhaps with SDK MCP
 /// servers added).
 pub async fn prepare(
@@ -275,15 +287,22 @@ pub async fn prepare(
         &args.core_tools,
     );
     exclude(&mut session.registry, &args.policy.exclude_tools);
+    exclude(
+        &mut session.registry,
+        &disallowed_names(&args.claude.disallowed_tools),
+    );
     let mut permissions = Permissions::from_rules(session.rules.clone());
     for tool in &args.policy.allowed_tools {
         permissions.add(RuleList::Allow, tool);
+    }
+    for rule in &args.claude.disallowed_tools {
+        permissions.add(RuleList::Deny, rule);
     }
     // A rule that does not parse is an error, as in the settings: dropping it would run
     // the session under other rules than the ones given.
     if let Some(bad) = permissions.invalid().first() {
         return Err(format!(
-            "--allowed-tools: `{bad}` is not a permission rule (write `Tool` or `Tool(specifier)`, with balanced parentheses)"
+            "--allowed-tools/--disallowedTools: `{bad}` is not a permission rule (write `Tool` or `Tool(specifier)`, with balanced parentheses)"
         ));
     }
     session.warn_about_rules(permissions.rules());

@@ -2,8 +2,8 @@
 //! the listing `--resume` prints without an ID, and the new file each run writes.
 //!
 //! The format, loading and saving are `toolbelt_agent::transcript`'s; this module only
-//! maps the flags onto it. A continued session is a new file naming its parent (the
-//! reasons are in the transcript module). Headless has no picker: `--resume` without an
+//! maps the flags onto it. A continued session is a new file naming its parent, under
+//! its parent's ID when that is a UUID (the reasons are in the transcript module). Headless has no picker: `--resume` without an
 //! ID lists the sessions, newest first, and exits.
 
 use std::path::{Path, PathBuf};
@@ -58,9 +58,9 @@ pub fn load(store: &SessionStore, choice: &Choice<'_>) -> Result<Option<LoadedSe
 
 /// `--session-id ID`: a name a session file may take, and not yet taken.
 pub fn check_new_id(store: &SessionStore, id: &str) -> Result<(), String> {
-    if !toolbelt_agent::transcript::valid_id(id) {
+    if !toolbelt_agent::transcript::is_uuid(id) {
         return Err(format!(
-            "--session-id {id:?}: an ID is letters, digits, '-', '_' and '.', at most 100, starting with a letter or digit"
+            "--session-id {id:?}: a session ID is a UUID (such as 0b6c5f1e-8f0a-4c51-9d1e-2a7f3c9b4d10)"
         ));
     }
     if store
@@ -113,9 +113,11 @@ pub fn start(
     continued: Option<&LoadedSession>,
     id: Option<&str>,
 ) -> Option<SessionWriter> {
-    let parent = continued.map(|c| c.header.id.clone());
     let history: &[Message] = continued.map_or(&[], |c| &c.messages);
-    let mut header = SessionHeader::new(cwd, model.to_string(), parent);
+    let mut header = match continued {
+        Some(c) => SessionHeader::continuing(cwd, model.to_string(), &c.header),
+        None => SessionHeader::new(cwd, model.to_string(), None),
+    };
     let created = match id {
         Some(id) => {
             header.id = id.to_string();

@@ -66,7 +66,13 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
     /// More workspace directories besides the current one (comma-separated or repeated).
-    #[arg(long = "include-directories", value_delimiter = ',', global = true, help_heading = GLOBAL)]
+    #[arg(
+        long = "include-directories",
+        alias = "add-dir",
+        value_delimiter = ',',
+        global = true,
+        help_heading = GLOBAL
+    )]
     pub include_directories: Vec<PathBuf>,
     /// Trust this folder's `.qwen/settings.json` for this run (its commands, MCP servers,
     /// allow rules and extra directories), as `toolbelt trust` would for good
@@ -161,9 +167,11 @@ pub struct AgentArgs {
     /// and otherwise ignored.
     #[arg(long, hide = true, value_name = "TYPE")]
     pub auth_type: Option<String>,
-    /// Most model turns in the session.
-    #[arg(long, default_value_t = 100, value_name = "N")]
+    /// Most model turns in the session (Claude Code's `--max-turns`).
+    #[arg(long, alias = "max-turns", default_value_t = 100, value_name = "N")]
     pub max_session_turns: usize,
+    #[command(flatten)]
+    pub claude: ClaudeArgs,
     /// Answer model requests from this JSONL script instead of a server (offline).
     #[arg(long, value_name = "FILE")]
     pub model_replay: Option<PathBuf>,
@@ -189,18 +197,54 @@ pub struct PolicyArgs {
     /// What runs without asking [settings: tools.approvalMode; default: default]. When
     /// nobody can be asked (headless, an MCP client without elicitation), calls that
     /// would ask are refused with the reason and how to allow them.
-    #[arg(long, value_parser = ["plan", "default", "auto-edit", "yolo"])]
+    /// Claude Code's `--permission-mode` names are accepted too: `acceptEdits`
+    /// (auto-edit), `bypassPermissions` (yolo), and `dontAsk` (default, with nobody asked:
+    /// what would ask is refused).
+    #[arg(
+        long,
+        alias = "permission-mode",
+        value_parser = ["plan", "default", "auto-edit", "yolo", "acceptEdits", "bypassPermissions", "dontAsk"]
+    )]
     pub approval_mode: Option<String>,
     /// Approve every call (`--approval-mode yolo`).
     #[arg(short = 'y', long)]
     pub yolo: bool,
-    /// Tools (or rules such as `run_shell_command(git *)`) that run without asking
-    /// (comma-separated or repeated).
-    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    /// Tools (or rules such as `run_shell_command(git *)`, or Claude Code's names such as
+    /// `Bash(git *)`) that run without asking (comma-separated or repeated).
+    #[arg(
+        long,
+        alias = "allowedTools",
+        value_delimiter = ',',
+        value_name = "TOOLS"
+    )]
     pub allowed_tools: Vec<String>,
     /// Tools not offered at all (comma-separated or repeated).
     #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
     pub exclude_tools: Vec<String>,
+}
+
+/// Claude Code's flags that its Agent SDK passes and that toolbelt has no word of its
+/// own for (the others are aliases of toolbelt's: `--permission-mode`, `--allowedTools`,
+/// `--max-turns`, `--add-dir`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ClaudeArgs {
+    /// Tools (or rules such as `Bash(rm *)`) that never run: a deny rule each, and a tool
+    /// named bare is not offered at all (comma-separated or repeated).
+    #[arg(long = "disallowedTools", value_delimiter = ',', value_name = "TOOLS")]
+    pub disallowed_tools: Vec<String>,
+    /// Claude Code's permission prompt tool; `stdio` (the SDK's `canUseTool`) is how
+    /// toolbelt asks a stream-JSON client anyway.
+    #[arg(long, hide = true, value_name = "TOOL", value_parser = ["stdio"])]
+    pub permission_prompt_tool: Option<String>,
+    /// Accepted and ignored (Claude Code's SDK always passes it).
+    #[arg(long, hide = true)]
+    pub verbose: bool,
+    /// Accepted: toolbelt reads `initialize` before anything else anyway.
+    #[arg(long, hide = true)]
+    pub await_initialize: bool,
+    /// Accepted: `--permission-mode bypassPermissions` needs no second flag here.
+    #[arg(long, hide = true)]
+    pub allow_dangerously_skip_permissions: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

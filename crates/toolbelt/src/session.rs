@@ -361,6 +361,9 @@ pub fn approval_mode(
         return Ok(ApprovalMode::Yolo);
     }
     match flag {
+        // Claude Code's: nobody is asked (the caller leaves the approver out), so what
+        // would ask is refused, as headless.
+        Some("dontAsk") => Ok(ApprovalMode::Default),
         Some(m) => m.parse(),
         None => Ok(settings
             .tools

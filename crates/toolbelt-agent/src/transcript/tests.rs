@@ -1,6 +1,8 @@
 //! Saving and loading sessions: the history comes back exactly, damage is named by file
 //! and line, a cut-short file still loads, and no input panics the loader.
 
+use std::time::UNIX_EPOCH;
+
 use proptest::prelude::*;
 
 use super::*;
@@ -97,17 +99,21 @@ fn the_directory_is_private_and_so_is_each_file() {
 }
 
 #[test]
-fn ids_sort_by_time_and_the_latest_is_the_newest() {
+fn ids_sort_by_start_time_and_the_latest_is_the_newest() {
     let dir = tempfile::tempdir().unwrap();
     let store = SessionStore::new(dir.path().to_path_buf());
     assert!(matches!(
         store.latest(),
         Err(TranscriptError::NoSessions { .. })
     ));
+    // Names do not sort by time: an old-format ID above a UUID, started earlier.
     let mut older = header();
     older.id = "20250101T000000.000Z-00000000".to_string();
+    older.started = "2025-01-01T00:00:00.000Z".to_string();
     store.create(older).unwrap();
-    let newer = saved(&store, &conversation());
+    let mut newer = header();
+    newer.id = "00000000-0000-4000-8000-000000000000".to_string();
+    let newer = store.create(newer).unwrap().id().to_string();
     std::fs::write(dir.path().join("notes.txt"), "not a session").unwrap();
     assert_eq!(
         store.ids().unwrap(),
@@ -117,17 +123,58 @@ fn ids_sort_by_time_and_the_latest_is_the_newest() {
 }
 
 #[test]
-fn new_ids_are_valid_unique_and_name_the_utc_time() {
+fn new_ids_are_unique_uuids_and_times_are_utc() {
+    let id = header().id;
+    assert!(is_uuid(&id) && valid_id(&id), "{id}");
+    assert_ne!(header().id, id);
     let at = UNIX_EPOCH + std::time::Duration::from_millis(20_780 * 86_400_000 + 61_234);
-    let id = new_id(at);
-    assert!(id.starts_with("20261123T000101.234Z-"), "{id}");
-    assert_eq!(id.len(), "20261123T000101.234Z-".len() + 8);
-    assert!(valid_id(&id));
-    assert_ne!(new_id(at), new_id(at));
     assert_eq!(rfc3339(at), "2026-11-23T00:01:01.234Z");
     assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
     let leap_day = UNIX_EPOCH + std::time::Duration::from_secs(11_016 * 86_400);
     assert_eq!(rfc3339(leap_day), "2000-02-29T00:00:00.000Z");
+}
+
+/// A continuation keeps a UUID session's ID in a file of its own (the parent's file is
+/// never touched); loading the ID loads the newest; the listing shows the ID once. An
+/// old-format session's continuation takes a UUID.
+#[test]
+fn a_continuation_keeps_a_uuid_and_loads_as_the_newest() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path().to_path_buf());
+    let id = saved(&store, &conversation()[..1]);
+    let first = std::fs::read(dir.path().join(format!("{id}.jsonl"))).unwrap();
+    for n in 1..=2 {
+        let parent = store.load(&id).unwrap();
+        let header = SessionHeader::continuing(PathBuf::from("/w"), "m".into(), &parent.header);
+        let writer = store.create(header).unwrap();
+        assert_eq!(writer.id(), id);
+        assert!(writer.path().ends_with(format!("{id}.{n}.jsonl")));
+        for m in &parent.messages {
+            writer.append(m).unwrap();
+        }
+        writer
+            .append(&Message::User(vec![UserPart::Text(format!("turn {n}"))]))
+            .unwrap();
+    }
+    let loaded = store.load(&id).unwrap();
+    assert_eq!(loaded.messages.len(), 3, "{:?}", loaded.messages);
+    assert_eq!(loaded.header.parent.as_deref(), Some(id.as_str()));
+    assert_eq!(store.ids().unwrap(), std::slice::from_ref(&id));
+    assert_eq!(
+        std::fs::read(dir.path().join(format!("{id}.jsonl"))).unwrap(),
+        first
+    );
+
+    let mut old = header();
+    old.id = "20250101T000000.000Z-00000000".to_string();
+    store.create(old).unwrap();
+    let parent = store.load("20250101T000000.000Z-00000000").unwrap();
+    let next = SessionHeader::continuing(PathBuf::from("/w"), "m".into(), &parent.header);
+    assert!(is_uuid(&next.id), "{}", next.id);
+    assert_eq!(
+        next.parent.as_deref(),
+        Some("20250101T000000.000Z-00000000")
+    );
 }
 
 #[test]

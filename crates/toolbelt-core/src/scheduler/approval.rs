@@ -72,15 +72,16 @@ impl FromStr for ApprovalMode {
     type Err = String;
 
     /// Accepts the spellings of Qwen Code's flag and settings (`auto-edit`, `auto_edit`,
-    /// `autoEdit`).
+    /// `autoEdit`) and Claude Code's `acceptEdits` and `bypassPermissions`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
             "plan" => Ok(ApprovalMode::Plan),
             "default" => Ok(ApprovalMode::Default),
-            "auto-edit" | "autoedit" => Ok(ApprovalMode::AutoEdit),
-            "yolo" => Ok(ApprovalMode::Yolo),
+            // Claude Code's names (`acceptEdits`, `bypassPermissions`) as well.
+            "auto-edit" | "autoedit" | "acceptedits" => Ok(ApprovalMode::AutoEdit),
+            "yolo" | "bypasspermissions" => Ok(ApprovalMode::Yolo),
             other => Err(format!(
-                "unknown approval mode '{other}': expected plan, default, auto-edit or yolo"
+                "unknown approval mode '{other}': expected plan, default, auto-edit or yolo (or Claude Code's acceptEdits, bypassPermissions)"
             )),
         }
     }

@@ -11,6 +11,7 @@
 //! scheduler drops this future and the request is withdrawn with
 //! `control_cancel_request` (see [`super::control`]).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -26,6 +27,8 @@ pub struct ClientApprover {
     /// Where the calls' inputs are known (set once the session is assembled).
     emitter: Arc<OnceLock<Arc<Emitter>>>,
     timeout: Duration,
+    /// Claude's `dontAsk` mode: refuse without asking.
+    dont_ask: Arc<AtomicBool>,
 }
 
 impl ClientApprover {
@@ -33,11 +36,13 @@ impl ClientApprover {
         control: Arc<ControlChannel>,
         emitter: Arc<OnceLock<Arc<Emitter>>>,
         timeout: Duration,
+        dont_ask: Arc<AtomicBool>,
     ) -> Self {
         ClientApprover {
             control,
             emitter,
             timeout,
+            dont_ask,
         }
     }
 }
@@ -45,6 +50,11 @@ impl ClientApprover {
 impl Approver for ClientApprover {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
+            if self.dont_ask.load(Ordering::Relaxed) {
+                return Approval::deny(
+                    "The session is in dontAsk mode: a call that is not allowed beforehand (rules, --allowedTools) is refused without asking.".to_string(),
+                );
+            }
             let input = self
                 .emitter
                 .get()

@@ -30,6 +30,7 @@ pub mod wire;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -40,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{AgentEvent, EventSink, RunOutcome};
 use toolbelt_core::scheduler::ApprovalMode;
 use toolbelt_mcp::sdk::SdkChannel;
-use toolbelt_mcp::{ServerConfig, Transport};
+use toolbelt_mcp::{ServerConfig, ServerStatus, Transport};
 use toolbelt_model::UserPart;
 
 use crate::agent_cmd::{self, Prepared, Setup};
@@ -87,7 +88,8 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs, started: Instant) -> u8 {
         }
     };
     let request = init.as_ref().map(|(_, r)| r.clone()).unwrap_or(Value::Null);
-    let prepared = assemble(global, &args, &request, &control, &emitter).await;
+    let dont_ask = Arc::new(AtomicBool::new(false));
+    let prepared = assemble(global, &args, &request, &control, &emitter, &dont_ask).await;
     let prepared = match prepared {
         Ok(p) => p,
         Err(why) => {
@@ -120,10 +122,29 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs, started: Instant) -> u8 {
                     "can_get_context_usage": true,
                     "can_handle_mcp_message": true,
                 },
+                // Claude's SDK: `supportedCommands()` and `supportedModels()` read these,
+                // and servers sent in `initialize` must be confirmed as loaded.
+                "commands": [],
+                "models": [{
+                    "value": prepared.model_name,
+                    "displayName": prepared.model_name,
+                    "description": "the configured model",
+                }],
+                "mcp_servers_applied": request.get("mcpServers").is_some_and(Value::is_object),
             })),
         ));
     }
-    out.init(&agent_cmd::init_info(&prepared));
+    let mut info = agent_cmd::init_info(&prepared);
+    // A client that named the mode in Claude's words reads them back.
+    if let Some(claude) = args
+        .policy
+        .approval_mode
+        .as_deref()
+        .filter(|m| matches!(*m, "acceptEdits" | "bypassPermissions" | "dontAsk"))
+    {
+        info.permission_mode = claude;
+    }
+    out.init(&info);
 
     let mut session = Loop {
         args: &args,
@@ -131,6 +152,7 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs, started: Instant) -> u8 {
         out: &out,
         waiting: VecDeque::new(),
         cancel: None,
+        dont_ask,
     };
     if let Some(first) = first {
         session.take(first);
@@ -151,7 +173,26 @@ async fn assemble(
     init: &Value,
     control: &Arc<ControlChannel>,
     emitter: &Arc<OnceLock<Arc<Emitter>>>,
+    dont_ask: &Arc<AtomicBool>,
 ) -> Result<Prepared, String> {
+    if init
+        .get("hooks")
+        .and_then(Value::as_object)
+        .is_some_and(|hooks| !hooks.is_empty())
+    {
+        return Err(
+            "initialize: hooks are not supported by toolbelt yet; start the session without them"
+                .to_string(),
+        );
+    }
+    let mut args = args.clone();
+    if let Some(text) = prompt_text(init.get("systemPrompt"))? {
+        args.system_prompt = Some(text);
+    }
+    if let Some(text) = prompt_text(init.get("appendSystemPrompt"))? {
+        args.append_system_prompt = Some(text);
+    }
+    let args = &args;
     let mut global = global.clone();
     if let Some(servers) = init.get("mcpServers").filter(|s| s.is_object()) {
         global
@@ -173,7 +214,12 @@ async fn assemble(
             e.event(&event);
         }
     });
-    let approver = approver::ClientApprover::new(control.clone(), emitter.clone(), timeout);
+    let approver =
+        approver::ClientApprover::new(control.clone(), emitter.clone(), timeout, dont_ask.clone());
+    dont_ask.store(
+        args.policy.approval_mode.as_deref() == Some("dontAsk"),
+        Ordering::Relaxed,
+    );
     agent_cmd::prepare(
         &global,
         args,
@@ -197,22 +243,37 @@ fn sdk_servers(
     let Some(declared) = declared.filter(|d| !d.is_null()) else {
         return Ok(Vec::new());
     };
-    let Value::Object(map) = declared else {
-        return Err("initialize: \"sdkMcpServers\" must be an object".to_string());
+    // Qwen's SDK sends an object of entries, Claude's a list of names.
+    let named: Vec<(String, String)> = match declared {
+        Value::Object(map) => map
+            .iter()
+            .map(|(alias, entry)| {
+                let name = entry.get("name").and_then(Value::as_str).unwrap_or(alias);
+                (alias.clone(), name.to_string())
+            })
+            .collect(),
+        Value::Array(names) => names
+            .iter()
+            .map(|n| {
+                n.as_str()
+                    .map(|n| (n.to_string(), n.to_string()))
+                    .ok_or("initialize: \"sdkMcpServers\" lists names (strings)")
+            })
+            .collect::<Result<_, _>>()?,
+        _ => {
+            return Err(
+                "initialize: \"sdkMcpServers\" must be an object or a list of names".to_string(),
+            );
+        }
     };
     let channel = SdkChannel(Arc::new(SdkCarrier(control.clone())));
     let mut servers = Vec::new();
-    for (alias, entry) in map {
-        let name = entry
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or(alias)
-            .to_string();
+    for (alias, name) in named {
         if alias.trim().is_empty() || name.trim().is_empty() {
             return Err("initialize: an SDK MCP server needs a name".to_string());
         }
         servers.push(ServerConfig {
-            alias: alias.clone(),
+            alias,
             transport: Transport::Sdk {
                 server: name,
                 channel: channel.clone(),
@@ -238,6 +299,8 @@ struct Loop<'a> {
     waiting: VecDeque<(Vec<UserPart>, String)>,
     /// The running turn's token.
     cancel: Option<CancellationToken>,
+    /// Claude's `dontAsk` mode: the client approver refuses without asking.
+    dont_ask: Arc<AtomicBool>,
 }
 
 impl<'a> Loop<'a> {
@@ -308,9 +371,16 @@ impl<'a> Loop<'a> {
                     .get("mode")
                     .and_then(Value::as_str)
                     .ok_or("set_permission_mode needs a \"mode\"")?;
-                let mode: ApprovalMode = mode.parse()?;
-                scheduler.set_mode(mode);
-                Ok(json!({"status": "updated", "mode": mode.as_str()}))
+                let dont_ask = mode == "dontAsk";
+                let parsed: ApprovalMode = if dont_ask {
+                    ApprovalMode::Default
+                } else {
+                    mode.parse()?
+                };
+                scheduler.set_mode(parsed);
+                self.dont_ask.store(dont_ask, Ordering::Relaxed);
+                // The name the client used: Claude's SDK accepts only its own.
+                Ok(json!({"status": "updated", "mode": mode}))
             }
             "set_model" => {
                 let name = request
@@ -325,6 +395,17 @@ impl<'a> Loop<'a> {
                 self.prepared.model.replace(model);
                 self.out.set_model(name);
                 Ok(json!({"subtype": "set_model", "model": name}))
+            }
+            // Claude's name and shape: `mcpServers`, a list of `{name, status}`.
+            "mcp_status" => {
+                let servers: Vec<Value> = self
+                    .prepared
+                    .mcp
+                    .reports()
+                    .into_iter()
+                    .map(|r| claude_server(r.alias, &r.status))
+                    .collect();
+                Ok(json!({"subtype": "mcp_status", "mcpServers": servers}))
             }
             "mcp_server_status" => {
                 let status: serde_json::Map<String, Value> = self
@@ -450,4 +531,35 @@ async fn read_line(stdin: &mut (impl AsyncBufRead + Unpin)) -> Result<Option<Str
         return Err(LineError::TooLong);
     }
     Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+}
+
+/// `systemPrompt` / `appendSystemPrompt` of `initialize`: a string or a list of strings
+/// (Claude's SDK sends a list), joined by blank lines; empty is none (Claude's SDK sends
+/// `[""]` when the application set no prompt, and toolbelt keeps its own then).
+fn prompt_text(value: Option<&Value>) -> Result<Option<String>, String> {
+    let parts: Vec<&str> = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().ok_or("initialize: a system prompt is text"))
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("initialize: a system prompt is text or a list of texts".into()),
+    };
+    let text = parts
+        .into_iter()
+        .filter(|p| !p.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    Ok((!text.is_empty()).then_some(text))
+}
+
+/// A server in Claude's `mcp_status` shape (`connected`, `pending`, `failed` + `error`).
+fn claude_server(name: String, status: &ServerStatus) -> Value {
+    match status {
+        ServerStatus::Connected => json!({"name": name, "status": "connected"}),
+        ServerStatus::Connecting => json!({"name": name, "status": "pending"}),
+        ServerStatus::Failed(why) => json!({"name": name, "status": "failed", "error": why}),
+        other => json!({"name": name, "status": "failed", "error": other.to_string()}),
+    }
 }

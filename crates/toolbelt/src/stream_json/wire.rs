@@ -423,6 +423,9 @@ impl Emitter {
         v["usage"] = usage_value(outcome.usage);
         v["permission_denials"] = self.denials(&outcome.calls);
         if let Some(error) = error {
+            // Claude's SDK reads every error result's `errors` (strings) and throws
+            // without them; Qwen's reads `error`.
+            v["errors"] = json!([error["message"]]);
             v["error"] = error;
         }
         v["toolbelt"] = json!({

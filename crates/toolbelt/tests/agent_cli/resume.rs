@@ -110,12 +110,17 @@ async fn continue_sends_the_saved_conversation_and_runs_no_call_again() {
         "the second run made no call"
     );
 
-    // The continuation is a new file naming its parent, and holds the whole history.
-    assert_ne!(first, second_id);
+    // The continuation keeps the session's ID in a new file naming its parent, and
+    // holds the whole history.
+    assert_eq!(first, second_id);
     let dir = project_dir(&w);
-    assert_eq!(header(&dir, &second_id)["parent"], first.as_str());
+    assert_eq!(
+        header(&dir, &format!("{first}.1"))["parent"],
+        first.as_str()
+    );
+    assert_eq!(header(&dir, &format!("{first}.1"))["id"], first.as_str());
     assert_eq!(header(&dir, &first)["parent"], Value::Null);
-    let saved = std::fs::read_to_string(dir.join(format!("{second_id}.jsonl"))).unwrap();
+    let saved = std::fs::read_to_string(dir.join(format!("{first}.1.jsonl"))).unwrap();
     let types: Vec<String> = saved
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap()["type"].to_string())
@@ -182,7 +187,11 @@ async fn resume_continues_the_chosen_session_and_refuses_unknown_ids() {
             ("user", "follow-up"),
         ])
     );
-    assert_eq!(header(&project_dir(&w), &c)["parent"], a.as_str());
+    assert_eq!(c, a, "a resumed session keeps its ID");
+    assert_eq!(
+        header(&project_dir(&w), &format!("{a}.1"))["parent"],
+        a.as_str()
+    );
 
     let unknown = run(
         &w,
@@ -198,7 +207,7 @@ async fn resume_continues_the_chosen_session_and_refuses_unknown_ids() {
         "{}",
         unknown.stderr
     );
-    for id in [&a, &b, &c] {
+    for id in [&a, &b] {
         assert!(
             unknown.stderr.contains(id.as_str()),
             "lists {id}: {}",
@@ -243,6 +252,9 @@ async fn a_session_cut_short_mid_call_resumes_with_an_error_for_the_call() {
 
     let resumed = run(&w, &server, &["--resume", id, "did it work?"]).await;
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    // An ID from before IDs were UUIDs still resumes; the continuation takes a UUID.
+    let continued = session_id(&resumed);
+    assert!(uuid::Uuid::try_parse(&continued).is_ok(), "{continued}");
     let file_line = format!("{}:4: incomplete last line skipped", path.display());
     assert!(resumed.stderr.contains(&file_line), "{}", resumed.stderr);
     assert!(

@@ -1,5 +1,5 @@
 //! `--input-format stream-json` from the protocol's side, without an SDK: lines written
-//! to stdin, messages read from stdout. The SDK-driven tests are in `sdk_interop.rs`.
+//! to stdin, messages read from stdout. The SDK-driven tests are in `sdk_interop/`.
 
 use serde_json::{Value, json};
 

@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use crate::support::*;
 
 /// A server on a free loopback port, and its endpoint URL (from its stderr).
-async fn start_http(
+pub(crate) async fn start_http(
     ws: &Ws,
     args: &[&str],
     env: &[(&str, &str)],
@@ -63,7 +63,7 @@ async fn post(
 }
 
 /// The JSON-RPC message of a response body: plain JSON or the `data:` of an SSE event.
-fn message(body: &str) -> Value {
+pub(crate) fn message(body: &str) -> Value {
     if let Ok(value) = serde_json::from_str(body) {
         return value;
     }

@@ -13,6 +13,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod resume;
+mod scenarios;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
