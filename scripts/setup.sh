@@ -90,15 +90,36 @@ install_qwen_sdk() {
         missing "could not install $packages into $dir (the SDK interop tests need them)"
     fi
 }
+# The language server the `lsp` tool's tests run against (crates/toolbelt-lsp/tests), pinned.
+install_lsp_servers() {
+    local dir=.cache/lsp
+    local packages="pyright@1.1.414"
+    [ "$(cat "$dir/installed" 2>/dev/null)" = "$packages" ] && return 0
+    if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+        missing "node/npm not found (the lsp tool tests need them)"
+        return 0
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086 # package specs
+    if npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $packages >/dev/null 2>&1; then
+        echo "$packages" >"$dir/installed"
+    else
+        missing "could not install $packages into $dir (the lsp tool tests need them)"
+    fi
+}
 install_python_sdk &
 python_sdk=$!
 install_inspector &
 inspector=$!
 install_qwen_sdk &
 qwen_sdk=$!
+install_lsp_servers &
+lsp_servers=$!
 wait "$python_sdk" || exit 1
 wait "$inspector" || exit 1
 wait "$qwen_sdk" || exit 1
+wait "$lsp_servers" || exit 1
 # `script` (util-linux) gives the terminal tests a pty.
 command -v script >/dev/null 2>&1 || missing "\`script\` (util-linux) not found (the terminal prompt test needs it)"
 exit 0

@@ -19,6 +19,7 @@ mod cli;
 mod ending;
 mod interactive;
 mod interactive_kit;
+mod lsp_cmd;
 mod mcp_cmd;
 mod serve_cmd;
 mod session;
@@ -77,6 +78,7 @@ async fn run(cli: cli::Cli) -> u8 {
         Some(cli::Command::Mcp { command }) => mcp_cmd::run(&cli.global, command).await,
         Some(cli::Command::Agents { command }) => agents_cmd::run(&cli.global, command),
         Some(cli::Command::Skills { command }) => skills_cmd::run(&cli.global, command),
+        Some(cli::Command::Lsp { command }) => lsp_cmd::run(&cli.global, command).await,
         Some(cli::Command::Trust { path, remove }) => trust_cmd::run(path.as_deref(), remove),
         None => agent_cmd::run(&cli.global, cli.agent).await,
     }

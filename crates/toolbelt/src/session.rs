@@ -33,6 +33,11 @@ pub struct Session {
     /// The skills of `.qwen/skills`, `.agents/skills` and `~/.qwen/skills` (see
     /// [`toolbelt_tools::skills`]); the `skill` tool is registered when there is one.
     pub skills: Arc<Skills>,
+    /// The language servers of `.lsp.json` (project, when trusted, and user); the `lsp`
+    /// tool is registered when one is configured.
+    pub lsp: Arc<toolbelt_lsp::Servers>,
+    /// Why a `.lsp.json` gave no servers (a bad file, an untrusted folder), for `lsp list`.
+    pub lsp_problems: Vec<String>,
     /// Every warning of the assembly (untrusted settings, discovery, manifests,
     /// registry), also printed on stderr: `toolbelt mcp serve` sends them to its client.
     pub warnings: Vec<String>,
@@ -125,6 +130,7 @@ impl Session {
                 tracing::warn!("cannot read {}: {e}", dir.display());
             }
         }
+        let (lsp, lsp_problems) = load_lsp(&mut roots, home.as_deref(), &settings, &mut warnings);
         let session_dir = session_dir(&cwd);
         // Spilled output and job logs must be readable by the model; failing to create
         // the directory only costs that.
@@ -149,6 +155,11 @@ impl Session {
         if !skills.is_empty() {
             registry.register(Arc::new(SkillTool::new(skills.clone())), Origin::BuiltIn);
         }
+        // Only with a server to ask: the tool would answer nothing else.
+        if !lsp.configs().is_empty() {
+            let tool = toolbelt_lsp::LspTool::new(env.clone(), lsp.clone());
+            registry.register(Arc::new(tool), Origin::BuiltIn);
+        }
         registry.apply_settings(&env.settings);
         for warning in registry.warnings() {
             tracing::warn!("{warning}");
@@ -162,6 +173,8 @@ impl Session {
             rules,
             shell_jobs,
             skills,
+            lsp,
+            lsp_problems,
             context_overrides,
             warnings,
             load_errors: Vec::new(),
@@ -488,6 +501,51 @@ fn protect_configuration(
             );
         }
     }
+}
+
+/// Reads `.lsp.json` (see [`toolbelt_lsp::config`]) and protects what it makes toolbelt
+/// run: the project's file itself (trusted or not: trusting the folder later would start
+/// what a model wrote there) and the files its servers' commands name.
+fn load_lsp(
+    roots: &mut WorkspaceRoots,
+    home: Option<&Path>,
+    settings: &Settings,
+    warnings: &mut Vec<String>,
+) -> (Arc<toolbelt_lsp::Servers>, Vec<String>) {
+    let Some(root) = roots.primary().map(Path::to_path_buf) else {
+        let none = toolbelt_lsp::Servers::new(Vec::new(), PathBuf::from("/"));
+        return (Arc::new(none), Vec::new());
+    };
+    let config =
+        toolbelt_lsp::LspConfig::load(Some(&root), home, settings.untrusted_project.is_none());
+    const RUNS: &str = "it names language servers that toolbelt starts without asking";
+    roots.protect(
+        &root.join(".lsp.json"),
+        "language server configuration",
+        RUNS,
+    );
+    for server in &config.servers {
+        for file in toolbelt_lsp::command_files(server, &root) {
+            roots.protect(&file, "a language server", RUNS);
+        }
+    }
+    let mut problems = Vec::new();
+    for error in &config.errors {
+        let warning = format!("ignoring {error}");
+        eprintln!("toolbelt: warning: {warning}");
+        warnings.push(warning.clone());
+        problems.push(warning);
+    }
+    if let Some(file) = &config.ignored_untrusted {
+        let note = format!(
+            "{} is not read: the folder is not trusted (`toolbelt trust` trusts it), and its servers would run without asking",
+            file.display()
+        );
+        tracing::info!("{note}");
+        problems.push(note);
+    }
+    let servers = toolbelt_lsp::Servers::new(config.servers, root);
+    (Arc::new(servers), problems)
 }
 
 /// `$TOOLBELT_HOME` (default `~/.toolbelt`), or the system temp directory when there is
