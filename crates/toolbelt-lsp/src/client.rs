@@ -307,6 +307,12 @@ impl LspClient {
         }
     }
 
+    /// What was last published for the file at `path`, without waiting.
+    pub fn published_for_path(&self, path: &Path) -> Option<Vec<Diagnostic>> {
+        let uri = Url::from_file_path(path).ok()?;
+        lock(&self.shared.diagnostics).get(&uri).cloned()
+    }
+
     /// Every diagnostic published so far, by document.
     pub fn all_diagnostics(&self) -> Vec<(Url, Vec<Diagnostic>)> {
         let mut all: Vec<_> = lock(&self.shared.diagnostics)

@@ -5,8 +5,10 @@
 //! `config` reads the files, `client` runs one server (process, framing, requests),
 //! `servers` starts them on first use and shares them, `tool` is the declaration and its
 //! argument checks, `operations` the requests and `format` the text of the answers;
-//! `position` converts the tool's 1-based character columns to LSP's UTF-16 ones.
+//! `position` converts the tool's 1-based character columns to LSP's UTF-16 ones;
+//! `after_edit` adds the errors an edit introduced to the edit tools' results.
 
+pub mod after_edit;
 pub mod client;
 pub mod config;
 mod format;
@@ -15,6 +17,7 @@ pub mod position;
 pub mod servers;
 pub mod tool;
 
+pub use after_edit::{CHECKED_TOOLS, CheckedEdits, wait_after_edit};
 pub use client::LspClient;
 pub use config::{ConfigError, LspConfig, ServerConfig, command_files};
 pub use servers::{ServerState, Servers};

@@ -106,6 +106,13 @@ impl Servers {
         }
     }
 
+    /// The client of server `name` if it runs now (never starts it).
+    pub async fn running_client(&self, name: &str) -> Option<Arc<LspClient>> {
+        let slots = self.slots.lock().await;
+        let client = slots.get(name)?.client.clone()?;
+        client.dead().is_none().then_some(client)
+    }
+
     /// The clients running now.
     pub async fn running(&self) -> Vec<Arc<LspClient>> {
         let slots = self.slots.lock().await;

@@ -289,3 +289,60 @@ async fn paths_go_through_the_workspace_boundary() {
     assert!(uncovered.is_error());
     servers.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_that_breaks_the_types_reports_the_new_error() {
+    let Some((ws, tool, servers)) = project() else {
+        return;
+    };
+    let write = toolbelt_lsp::CheckedEdits::new(
+        std::sync::Arc::new(toolbelt_tools::WriteFile::new(ws.env.clone())),
+        ws.env.clone(),
+        servers.clone(),
+        std::time::Duration::from_secs(20),
+    );
+    let write_file = |content: String| {
+        let args = json!({"file_path": ws.root.join("models.py"), "content": content});
+        let invocation = toolbelt_core::Tool::build(&write, args).unwrap();
+        invocation.execute(toolbelt_core::ExecContext::new(ws.env.clone()))
+    };
+    // No server runs yet: the edit is not held up and says nothing more.
+    let quiet = write_file(MODELS.replace("The sum", "The total")).await;
+    assert!(
+        !quiet.is_error() && !quiet.llm_text().contains("language server"),
+        "{}",
+        quiet.llm_text()
+    );
+    // A server runs (main.py already has one error, which is not new).
+    ok(
+        &ws,
+        &tool,
+        json!({"operation": "diagnostics", "filePath": "models.py"}),
+    )
+    .await;
+    let broken =
+        write_file(MODELS.replace("return self.side * self.side", "return self.side + \"cm\""))
+            .await;
+    let text = broken.llm_text();
+    assert!(!broken.is_error(), "{text}");
+    assert!(
+        text.contains("The language server `python` reports 1 new error(s) after this change:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("models.py:11:16: return self.side + \"cm\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("error: Operator \"+\" not supported"),
+        "{text}"
+    );
+    // Fixing it reports nothing.
+    let fixed = write_file(MODELS.to_string()).await;
+    assert!(
+        !fixed.llm_text().contains("new error"),
+        "{}",
+        fixed.llm_text()
+    );
+    servers.shutdown().await;
+}

@@ -147,7 +147,18 @@ impl Session {
         }
         let shell = Arc::new(shell);
         let shell_jobs = shell.jobs().clone();
+        // With a language server configured, the edit tools report the errors a change
+        // introduced (see `toolbelt_lsp::after_edit`).
+        let check_edits = (!lsp.configs().is_empty())
+            .then(|| toolbelt_lsp::wait_after_edit(&env))
+            .flatten();
         for tool in toolbelt_tools::builtin_tools_with_shell(&env, shell) {
+            let tool: Arc<dyn toolbelt_core::Tool> = match check_edits {
+                Some(wait) if toolbelt_lsp::CHECKED_TOOLS.contains(&tool.name()) => Arc::new(
+                    toolbelt_lsp::CheckedEdits::new(tool, env.clone(), lsp.clone(), wait),
+                ),
+                _ => tool,
+            };
             registry.register(tool, Origin::BuiltIn);
         }
         // Only with a skill to offer: an empty `skill` tool would cost every request its
