@@ -189,10 +189,21 @@ fn check(name: String, raw: RawServer, file: &Path, base: &Path) -> Result<Serve
             "`{name}.extensionToLanguage` is missing or empty; name the file extensions the server covers (\".py\": \"python\")"
         ));
     }
-    let workspace_folder = raw.workspace_folder.map(|w| {
-        let p = PathBuf::from(w);
-        if p.is_absolute() { p } else { base.join(p) }
-    });
+    let workspace_folder = match raw.workspace_folder {
+        None => None,
+        Some(w) => {
+            let p = toolbelt_core::workspace::normalize_lexically(&base.join(&w));
+            // As Qwen Code requires: a server works inside the project, never on the
+            // home or the whole disk.
+            if !p.starts_with(base) {
+                return Err(format!(
+                    "`{name}.workspaceFolder` ({w}) is outside the project ({}); it must be a folder inside it",
+                    base.display()
+                ));
+            }
+            Some(p)
+        }
+    };
     let ms = |v: Option<u64>, default: u64, key: &str| -> Result<Duration, String> {
         match v.unwrap_or(default) {
             0 => Err(format!("`{name}.{key}` must be more than 0 milliseconds")),

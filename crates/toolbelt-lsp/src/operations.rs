@@ -363,6 +363,11 @@ async fn calls(call: &LspCall, limit: usize) -> Result<String, String> {
         .uri
         .to_file_path()
         .map_err(|()| "the item's uri is not a file".to_string())?;
+    // The item comes from the model: its file must be one the model may read.
+    call.env
+        .roots
+        .resolve_readable(&path.to_string_lossy())
+        .map_err(|e| format!("the item's file: {e}"))?;
     let config = match &call.params.server_name {
         Some(name) => call.servers.by_name(name),
         None => call.servers.for_file(&path).map(|(c, _)| c),

@@ -192,6 +192,20 @@ async fn call_hierarchy() {
         incoming.contains("main.py:4:7: print(total_area([sq]))"),
         "{incoming}"
     );
+    // An item the model made up, naming a file outside the workspace, is refused.
+    let mut outside = item.clone();
+    outside["uri"] = json!("file:///etc/secret.py");
+    let refused = call(
+        &tool,
+        &ws,
+        json!({"operation": "incomingCalls", "callHierarchyItem": outside}),
+    )
+    .await;
+    assert!(
+        refused.is_error() && refused.llm_text().contains("the item's file: "),
+        "{}",
+        refused.llm_text()
+    );
     let outgoing = ok(
         &ws,
         &tool,

@@ -45,6 +45,17 @@ fn a_bad_value_names_the_file_and_the_key() {
         r#"{"go": {"command": "gopls", "extensionToLanguage": {".go": "go"}, "transport": "tcp"}}"#,
     );
     assert!(e.contains("`go.transport`"), "{e}");
+    let e = parse_err(
+        r#"{"go": {"command": "gopls", "extensionToLanguage": {".go": "go"}, "workspaceFolder": "../.."}}"#,
+    );
+    assert!(
+        e.contains("`go.workspaceFolder` (../..) is outside the project"),
+        "{e}"
+    );
+    let e = parse_err(
+        r#"{"go": {"command": "gopls", "extensionToLanguage": {".go": "go"}, "workspaceFolder": "/etc"}}"#,
+    );
+    assert!(e.contains("outside the project"), "{e}");
     let e = parse_err(r#"{"go": {"command": "gopls"}}"#);
     assert!(e.contains("`go.extensionToLanguage`"), "{e}");
 }
