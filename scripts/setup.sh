@@ -90,10 +90,10 @@ install_qwen_sdk() {
         missing "could not install $packages into $dir (the SDK interop tests need them)"
     fi
 }
-# The language server the `lsp` tool's tests run against (crates/toolbelt-lsp/tests), pinned.
+# The language servers the `lsp` tool's tests run against (crates/toolbelt-lsp/tests), pinned.
 install_lsp_servers() {
     local dir=.cache/lsp
-    local packages="pyright@1.1.414"
+    local packages="pyright@1.1.414 typescript-language-server@5.1.3 typescript@5.9.3"
     [ "$(cat "$dir/installed" 2>/dev/null)" = "$packages" ] && return 0
     if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
         missing "node/npm not found (the lsp tool tests need them)"
