@@ -461,7 +461,7 @@ fn read_loop(
     out: &mpsc::Sender<Message>,
     stdout: std::process::ChildStdout,
 ) {
-    let mut reader = BufReader::new(stdout);
+    let mut reader = crate::framing::Bounded::new(BufReader::new(stdout));
     loop {
         match Message::read(&mut reader) {
             Ok(Some(Message::Response(response))) => answer(shared, response),

@@ -12,6 +12,7 @@ pub mod after_edit;
 pub mod client;
 pub mod config;
 mod format;
+mod framing;
 mod operations;
 pub mod position;
 pub mod servers;
