@@ -74,6 +74,7 @@ pub struct LspClient {
     owner: Owner,
     pgid: u32,
     shutdown_timeout: Duration,
+    request_timeout: Duration,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -180,6 +181,7 @@ impl LspClient {
             owner,
             pgid,
             shutdown_timeout: config.shutdown_timeout,
+            request_timeout: config.request_timeout,
         })
     }
 
@@ -194,6 +196,11 @@ impl LspClient {
             .get()
             .and_then(|c| c.get(provider))
             .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
+    }
+
+    /// How long one request may take (`requestTimeout`).
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
     }
 
     /// The reason the server is gone, or `None` while it runs.

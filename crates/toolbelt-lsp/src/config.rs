@@ -31,6 +31,9 @@ pub struct ServerConfig {
     pub workspace_folder: Option<PathBuf>,
     pub startup_timeout: Duration,
     pub shutdown_timeout: Duration,
+    /// How long one request may take once the server runs (`requestTimeout`, a toolbelt
+    /// key; default 30 s).
+    pub request_timeout: Duration,
     pub restart_on_crash: bool,
     pub max_restarts: u32,
 }
@@ -61,6 +64,7 @@ struct RawServer {
     workspace_folder: Option<String>,
     startup_timeout: Option<u64>,
     shutdown_timeout: Option<u64>,
+    request_timeout: Option<u64>,
     #[serde(default)]
     restart_on_crash: bool,
     max_restarts: Option<u32>,
@@ -221,6 +225,7 @@ fn check(name: String, raw: RawServer, file: &Path, base: &Path) -> Result<Serve
         workspace_folder,
         startup_timeout: ms(raw.startup_timeout, 10_000, "startupTimeout")?,
         shutdown_timeout: ms(raw.shutdown_timeout, 5_000, "shutdownTimeout")?,
+        request_timeout: ms(raw.request_timeout, 30_000, "requestTimeout")?,
         restart_on_crash: raw.restart_on_crash,
         max_restarts: raw.max_restarts.unwrap_or(3),
         source: file.to_path_buf(),

@@ -17,7 +17,7 @@ use crate::client::LspClient;
 use crate::config::ServerConfig;
 use crate::format::{Locations, diagnostic, limited};
 use crate::position::to_lsp;
-use crate::tool::{LspCall, REQUEST_TIMEOUT};
+use crate::tool::LspCall;
 
 /// How long `diagnostics` waits for a server to publish a file's diagnostics.
 const DIAGNOSTICS_WAIT: Duration = Duration::from_secs(20);
@@ -167,7 +167,9 @@ async fn ask<T: DeserializeOwned>(
     method: &str,
     params: Value,
 ) -> Result<Option<T>, String> {
-    let value = client.request(method, params, REQUEST_TIMEOUT).await?;
+    let value = client
+        .request(method, params, client.request_timeout())
+        .await?;
     if value.is_null() {
         return Ok(None);
     }
@@ -382,7 +384,11 @@ async fn calls(call: &LspCall, limit: usize) -> Result<String, String> {
         "callHierarchy/outgoingCalls"
     };
     let answer = client
-        .request(method, json!({"item": item_value}), REQUEST_TIMEOUT)
+        .request(
+            method,
+            json!({"item": item_value}),
+            client.request_timeout(),
+        )
         .await?;
     let mut fmt = Locations::new(&call.env.roots);
     let mut lines = Vec::new();

@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -15,9 +14,6 @@ use toolbelt_core::{
 
 use crate::operations;
 use crate::servers::Servers;
-
-/// How long one request may take once the server runs.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub const OPERATIONS: &[&str] = &[
     "goToDefinition",

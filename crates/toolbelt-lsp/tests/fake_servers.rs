@@ -151,6 +151,28 @@ async fn a_server_that_prints_garbage_on_stdout_is_a_clear_error() {
 }
 
 #[tokio::test]
+async fn a_request_the_server_never_answers_fails_within_request_timeout() {
+    let ws = Workspace::new();
+    ws.write("main.py", "x = 1\n");
+    let script = ws.write("fake_server.py", FAKE);
+    let lsp_json = json!({"fake": {"command": "python3", "args": [script, "slow"],
+        "extensionToLanguage": {".py": "python"}, "requestTimeout": 700, "shutdownTimeout": 300}})
+    .to_string();
+    let (tool, servers) = ws.tool(&lsp_json);
+    let started = Instant::now();
+    let result = call(&tool, &ws, definition_args()).await;
+    let text = result.llm_text();
+    assert!(result.is_error(), "{text}");
+    assert!(
+        text.contains("`fake` did not answer `textDocument/definition` within 700 ms"),
+        "{text}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    servers.shutdown().await;
+    assert_nothing_left(&ws);
+}
+
+#[tokio::test]
 async fn dropping_the_servers_ends_a_running_server_and_its_children() {
     let ws = Workspace::new();
     ws.write("main.py", "x = 1\n");
