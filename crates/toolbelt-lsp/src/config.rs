@@ -119,15 +119,12 @@ impl LspConfig {
             Ok(t) => t,
             Err(e) => return self.error(file, format!("cannot read it: {e}")),
         };
-        match parse(&text, file, base) {
-            Ok(servers) => {
-                for server in servers {
-                    if !self.servers.iter().any(|s| s.name == server.name) {
-                        self.servers.push(server);
-                    }
-                }
+        let (servers, errors) = parse_entries(&text, file, base);
+        self.errors.extend(errors);
+        for server in servers {
+            if !self.servers.iter().any(|s| s.name == server.name) {
+                self.servers.push(server);
             }
-            Err(e) => self.errors.push(e),
         }
     }
 
@@ -142,14 +139,31 @@ impl LspConfig {
 /// Parses the text of one `.lsp.json`. `base` is what a relative `workspaceFolder` is
 /// taken against.
 pub fn parse(text: &str, file: &Path, base: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
+    let (servers, mut errors) = parse_entries(text, file, base);
+    match errors.is_empty() {
+        true => Ok(servers),
+        false => Err(errors.remove(0)),
+    }
+}
+
+/// Parses each entry on its own: a bad entry is an error naming its key, and the others
+/// still load.
+pub fn parse_entries(
+    text: &str,
+    file: &Path,
+    base: &Path,
+) -> (Vec<ServerConfig>, Vec<ConfigError>) {
     let err = |message: String| ConfigError {
         file: file.to_path_buf(),
         message,
     };
     // In the file's order: the first server that covers an extension answers for it.
-    let top: serde_json::Map<String, Value> =
-        serde_json::from_str(text).map_err(|e| err(format!("not a JSON object: {e}")))?;
+    let top: serde_json::Map<String, Value> = match serde_json::from_str(text) {
+        Ok(top) => top,
+        Err(e) => return (Vec::new(), vec![err(format!("not a JSON object: {e}"))]),
+    };
     let mut servers = Vec::new();
+    let mut errors = Vec::new();
     for (name, value) in top {
         let mut track = serde_path_to_error::Track::new();
         let raw = RawServer::deserialize(serde_path_to_error::Deserializer::new(value, &mut track))
@@ -160,11 +174,14 @@ pub fn parse(text: &str, file: &Path, base: &Path) -> Result<Vec<ServerConfig>, 
                 } else {
                     format!("`{name}.{path}`")
                 };
-                err(format!("{at}: {e}"))
-            })?;
-        servers.push(check(name, raw, file, base).map_err(err)?);
+                format!("{at}: {e}")
+            });
+        match raw.and_then(|raw| check(name, raw, file, base)) {
+            Ok(server) => servers.push(server),
+            Err(message) => errors.push(err(message)),
+        }
     }
-    Ok(servers)
+    (servers, errors)
 }
 
 fn check(name: String, raw: RawServer, file: &Path, base: &Path) -> Result<ServerConfig, String> {

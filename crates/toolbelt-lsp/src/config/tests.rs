@@ -92,3 +92,20 @@ fn the_project_file_is_read_only_in_a_trusted_folder() {
         "the project's server wins by name"
     );
 }
+
+#[test]
+fn a_bad_entry_does_not_drop_the_good_ones() {
+    let (servers, errors) = parse_entries(
+        r#"{"c": {"command": "clangd", "extensionToLanguage": {".c": "c"}}, "bad": {"command": 3}}"#,
+        Path::new("/p/.lsp.json"),
+        Path::new("/p"),
+    );
+    assert_eq!(servers.len(), 1);
+    assert_eq!(servers[0].name, "c");
+    assert_eq!(errors.len(), 1);
+    assert!(
+        errors[0].to_string().contains("`bad.command`"),
+        "{}",
+        errors[0]
+    );
+}
