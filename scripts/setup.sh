@@ -120,6 +120,8 @@ wait "$python_sdk" || exit 1
 wait "$inspector" || exit 1
 wait "$qwen_sdk" || exit 1
 wait "$lsp_servers" || exit 1
+# clangd (Debian's package) for the `lsp` tool's C test.
+command -v clangd >/dev/null 2>&1 || missing "clangd not found (apt-get install clangd; the lsp tool's C test needs it)"
 # `script` (util-linux) gives the terminal tests a pty.
 command -v script >/dev/null 2>&1 || missing "\`script\` (util-linux) not found (the terminal prompt test needs it)"
 exit 0
