@@ -120,7 +120,11 @@ wait "$python_sdk" || exit 1
 wait "$inspector" || exit 1
 wait "$qwen_sdk" || exit 1
 wait "$lsp_servers" || exit 1
-# clangd (Debian's package) for the `lsp` tool's C test.
+# clangd (Debian's package) for the `lsp` tool's C test: installed when this runs as root
+# with apt-get (a CI image), else reported.
+if ! command -v clangd >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -q clangd >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q clangd >/dev/null 2>&1; }
+fi
 command -v clangd >/dev/null 2>&1 || missing "clangd not found (apt-get install clangd; the lsp tool's C test needs it)"
 # `script` (util-linux) gives the terminal tests a pty.
 command -v script >/dev/null 2>&1 || missing "\`script\` (util-linux) not found (the terminal prompt test needs it)"
