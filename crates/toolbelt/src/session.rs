@@ -130,7 +130,8 @@ impl Session {
                 tracing::warn!("cannot read {}: {e}", dir.display());
             }
         }
-        let (lsp, lsp_problems) = load_lsp(&mut roots, home.as_deref(), &settings, &mut warnings);
+        let (lsp, lsp_problems) =
+            crate::lsp_cmd::load(&mut roots, home.as_deref(), &settings, &mut warnings);
         let session_dir = session_dir(&cwd);
         // Spilled output and job logs must be readable by the model; failing to create
         // the directory only costs that.
@@ -512,51 +513,6 @@ fn protect_configuration(
             );
         }
     }
-}
-
-/// Reads `.lsp.json` (see [`toolbelt_lsp::config`]) and protects what it makes toolbelt
-/// run: the project's file itself (trusted or not: trusting the folder later would start
-/// what a model wrote there) and the files its servers' commands name.
-fn load_lsp(
-    roots: &mut WorkspaceRoots,
-    home: Option<&Path>,
-    settings: &Settings,
-    warnings: &mut Vec<String>,
-) -> (Arc<toolbelt_lsp::Servers>, Vec<String>) {
-    let Some(root) = roots.primary().map(Path::to_path_buf) else {
-        let none = toolbelt_lsp::Servers::new(Vec::new(), PathBuf::from("/"));
-        return (Arc::new(none), Vec::new());
-    };
-    let config =
-        toolbelt_lsp::LspConfig::load(Some(&root), home, settings.untrusted_project.is_none());
-    const RUNS: &str = "it names language servers that toolbelt starts without asking";
-    roots.protect(
-        &root.join(".lsp.json"),
-        "language server configuration",
-        RUNS,
-    );
-    for server in &config.servers {
-        for file in toolbelt_lsp::command_files(server, &root) {
-            roots.protect(&file, "a language server", RUNS);
-        }
-    }
-    let mut problems = Vec::new();
-    for error in &config.errors {
-        let warning = format!("ignoring {error}");
-        eprintln!("toolbelt: warning: {warning}");
-        warnings.push(warning.clone());
-        problems.push(warning);
-    }
-    if let Some(file) = &config.ignored_untrusted {
-        let note = format!(
-            "{} is not read: the folder is not trusted (`toolbelt trust` trusts it), and its servers would run without asking",
-            file.display()
-        );
-        tracing::info!("{note}");
-        problems.push(note);
-    }
-    let servers = toolbelt_lsp::Servers::new(config.servers, root);
-    (Arc::new(servers), problems)
 }
 
 /// `$TOOLBELT_HOME` (default `~/.toolbelt`), or the system temp directory when there is
