@@ -103,11 +103,30 @@ install_claude_sdk() {
     fi
     rm -rf "$dir"
     mkdir -p "$dir"
+    # shellcheck disable=SC2086 # package specs
     if npm install --prefix "$dir" --no-audit --no-fund --omit=optional --loglevel=error \
         $packages >/dev/null 2>&1; then
         echo "$packages" >"$dir/installed"
     else
         missing "could not install $packages into $dir (the Claude SDK interop tests need it)"
+    fi
+}
+# The language servers the `lsp` tool's tests run against (crates/toolbelt-lsp/tests), pinned.
+install_lsp_servers() {
+    local dir=.cache/lsp
+    local packages="pyright@1.1.414 typescript-language-server@5.1.3 typescript@5.9.3"
+    [ "$(cat "$dir/installed" 2>/dev/null)" = "$packages" ] && return 0
+    if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+        missing "node/npm not found (the lsp tool tests need them)"
+        return 0
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086 # package specs
+    if npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $packages >/dev/null 2>&1; then
+        echo "$packages" >"$dir/installed"
+    else
+        missing "could not install $packages into $dir (the lsp tool tests need them)"
     fi
 }
 install_python_sdk &
@@ -116,9 +135,18 @@ install_inspector &
 inspector=$!
 install_qwen_sdk &
 qwen_sdk=$!
+install_lsp_servers &
+lsp_servers=$!
 wait "$python_sdk" || exit 1
 wait "$inspector" || exit 1
 wait "$qwen_sdk" || exit 1
+wait "$lsp_servers" || exit 1
+# clangd (Debian's package) for the `lsp` tool's C test: installed when this runs as root
+# with apt-get (a CI image), else reported.
+if ! command -v clangd >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -q clangd >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q clangd >/dev/null 2>&1; }
+fi
+command -v clangd >/dev/null 2>&1 || missing "clangd not found (apt-get install clangd; the lsp tool's C test needs it)"
 # After the others: npm's cache is shared, and this one is the largest download.
 install_claude_sdk || exit 1
 # `script` (util-linux) gives the terminal tests a pty.

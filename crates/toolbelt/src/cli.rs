@@ -279,6 +279,12 @@ pub enum Command {
         #[command(subcommand)]
         command: AgentsCommand,
     },
+    /// The language servers of `.lsp.json` (project, when trusted, and `~/.qwen/.lsp.json`)
+    /// that the `lsp` tool asks.
+    Lsp {
+        #[command(subcommand)]
+        command: LspCommand,
+    },
     /// List the skills (`.qwen/skills/`, `.agents/skills/`, `~/.qwen/skills/`).
     Skills {
         #[command(subcommand)]
@@ -315,6 +321,17 @@ pub enum AgentsCommand {
     /// loaded (file, line, key).
     List {
         /// Print the agents and warnings as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LspCommand {
+    /// Each configured server: its file, command, the extensions it covers, its state and
+    /// why it would not run; and the `.lsp.json` files that were not read.
+    List {
+        /// Print them as JSON.
         #[arg(long)]
         json: bool,
     },

@@ -21,6 +21,7 @@ mod crash;
 mod ending;
 mod interactive;
 mod interactive_kit;
+mod lsp_cmd;
 mod mcp_cmd;
 mod sandbox_cmd;
 mod serve_cmd;
@@ -93,6 +94,7 @@ async fn run(cli: cli::Cli) -> u8 {
         Some(cli::Command::Mcp { command }) => mcp_cmd::run(&cli.global, command).await,
         Some(cli::Command::Agents { command }) => agents_cmd::run(&cli.global, command),
         Some(cli::Command::Skills { command }) => skills_cmd::run(&cli.global, command),
+        Some(cli::Command::Lsp { command }) => lsp_cmd::run(&cli.global, command).await,
         Some(cli::Command::Trust { path, remove }) => trust_cmd::run(path.as_deref(), remove),
         Some(cli::Command::Sandbox { verify, command }) => {
             sandbox_cmd::run(&cli.global, verify, &command).await

@@ -33,6 +33,11 @@ pub struct Session {
     /// The skills of `.qwen/skills`, `.agents/skills` and `~/.qwen/skills` (see
     /// [`toolbelt_tools::skills`]); the `skill` tool is registered when there is one.
     pub skills: Arc<Skills>,
+    /// The language servers of `.lsp.json` (project, when trusted, and user); the `lsp`
+    /// tool is registered when one is configured.
+    pub lsp: Arc<toolbelt_lsp::Servers>,
+    /// Why a `.lsp.json` gave no servers (a bad file, an untrusted folder), for `lsp list`.
+    pub lsp_problems: Vec<String>,
     /// Every warning of the assembly (untrusted settings, discovery, manifests,
     /// registry), also printed on stderr: `toolbelt mcp serve` sends them to its client.
     pub warnings: Vec<String>,
@@ -125,6 +130,8 @@ impl Session {
                 tracing::warn!("cannot read {}: {e}", dir.display());
             }
         }
+        let (lsp, lsp_problems) =
+            crate::lsp_cmd::load(&mut roots, home.as_deref(), &settings, &mut warnings);
         let session_dir = session_dir(&cwd);
         // Spilled output and job logs must be readable by the model; failing to create
         // the directory only costs that.
@@ -150,13 +157,29 @@ impl Session {
         }
         let shell = Arc::new(shell);
         let shell_jobs = shell.jobs().clone();
+        // With a language server configured, the edit tools report the errors a change
+        // introduced (see `toolbelt_lsp::after_edit`).
+        let check_edits = (!lsp.configs().is_empty())
+            .then(|| toolbelt_lsp::wait_after_edit(&env))
+            .flatten();
         for tool in toolbelt_tools::builtin_tools_with_shell(&env, shell) {
+            let tool: Arc<dyn toolbelt_core::Tool> = match check_edits {
+                Some(wait) if toolbelt_lsp::CHECKED_TOOLS.contains(&tool.name()) => Arc::new(
+                    toolbelt_lsp::CheckedEdits::new(tool, env.clone(), lsp.clone(), wait),
+                ),
+                _ => tool,
+            };
             registry.register(tool, Origin::BuiltIn);
         }
         // Only with a skill to offer: an empty `skill` tool would cost every request its
         // declaration and tell the model nothing.
         if !skills.is_empty() {
             registry.register(Arc::new(SkillTool::new(skills.clone())), Origin::BuiltIn);
+        }
+        // Only with a server to ask: the tool would answer nothing else.
+        if !lsp.configs().is_empty() {
+            let tool = toolbelt_lsp::LspTool::new(env.clone(), lsp.clone());
+            registry.register(Arc::new(tool), Origin::BuiltIn);
         }
         registry.apply_settings(&env.settings);
         for warning in registry.warnings() {
@@ -171,6 +194,8 @@ impl Session {
             rules,
             shell_jobs,
             skills,
+            lsp,
+            lsp_problems,
             context_overrides,
             warnings,
             load_errors: Vec::new(),

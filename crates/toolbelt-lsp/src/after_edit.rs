@@ -1,0 +1,222 @@
+//! Diagnostics after edits: `edit`, `write_file` and `notebook_edit` wrapped so that, when
+//! a running language server covers the changed file, the result tells the model about
+//! the errors the change introduced, in the same turn.
+//!
+//! Only a server that already runs is asked (the edit never waits for a server to
+//! start), for at most `lsp.diagnosticsWaitMs` (default 3000); `lsp.diagnosticsAfterEdit:
+//! false` in the settings turns it off. "Introduced" compares messages, not positions
+//! (an edit moves the lines below it): an error whose message was already published for
+//! the file before the edit is not repeated. A file the server had not seen before has
+//! every error it reports counted as new.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::{
+    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, Part, PermissionSubject, Tool,
+    ToolEnvironment, ToolError, ToolResult,
+};
+
+use crate::format::{Locations, diagnostic, severity};
+use crate::servers::Servers;
+
+/// At most this many new errors are listed.
+const MAX_LISTED: usize = 10;
+
+/// The tools whose changes are checked.
+pub const CHECKED_TOOLS: &[&str] = &["edit", "write_file", "notebook_edit"];
+
+/// How long to wait for diagnostics after an edit, or `None` when the settings turn the
+/// check off.
+pub fn wait_after_edit(env: &ToolEnvironment) -> Option<Duration> {
+    let lsp = env.settings.raw.get("lsp");
+    let enabled = lsp
+        .and_then(|l| l.get("diagnosticsAfterEdit"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let ms = lsp
+        .and_then(|l| l.get("diagnosticsWaitMs"))
+        .and_then(Value::as_u64)
+        .unwrap_or(3000);
+    enabled.then(|| Duration::from_millis(ms))
+}
+
+/// `inner` with its changes checked by the running servers.
+pub struct CheckedEdits {
+    inner: Arc<dyn Tool>,
+    env: Arc<ToolEnvironment>,
+    servers: Arc<Servers>,
+    wait: Duration,
+}
+
+impl CheckedEdits {
+    pub fn new(
+        inner: Arc<dyn Tool>,
+        env: Arc<ToolEnvironment>,
+        servers: Arc<Servers>,
+        wait: Duration,
+    ) -> Self {
+        CheckedEdits {
+            inner,
+            env,
+            servers,
+            wait,
+        }
+    }
+}
+
+impl Tool for CheckedEdits {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn display_name(&self) -> &str {
+        self.inner.display_name()
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn kind(&self) -> Kind {
+        self.inner.kind()
+    }
+    fn parameter_schema(&self) -> &Value {
+        self.inner.parameter_schema()
+    }
+    fn aliases(&self) -> &[&'static str] {
+        self.inner.aliases()
+    }
+    fn parameter_aliases(&self) -> &[(&'static str, &'static str)] {
+        self.inner.parameter_aliases()
+    }
+    fn needs_confirmation(&self) -> bool {
+        self.inner.needs_confirmation()
+    }
+    fn can_update_output(&self) -> bool {
+        self.inner.can_update_output()
+    }
+    fn when_clause(&self) -> Option<&toolbelt_core::when::Expr> {
+        self.inner.when_clause()
+    }
+    fn reference_name(&self) -> Option<&str> {
+        self.inner.reference_name()
+    }
+    fn rule_target(&self) -> Option<&str> {
+        self.inner.rule_target()
+    }
+    fn hint_for_unknown_name(&self, name: &str) -> Option<String> {
+        self.inner.hint_for_unknown_name(name)
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let inner = self.inner.build(args)?;
+        Ok(Box::new(CheckedCall {
+            inner,
+            env: self.env.clone(),
+            servers: self.servers.clone(),
+            wait: self.wait,
+        }))
+    }
+}
+
+struct CheckedCall {
+    inner: Box<dyn Invocation>,
+    env: Arc<ToolEnvironment>,
+    servers: Arc<Servers>,
+    wait: Duration,
+}
+
+impl Invocation for CheckedCall {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn locations(&self) -> Vec<PathBuf> {
+        self.inner.locations()
+    }
+    fn permission_subject(&self) -> PermissionSubject {
+        self.inner.permission_subject()
+    }
+    fn prepare<'a>(&'a mut self, cancel: &'a CancellationToken) -> BoxFuture<'a, ()> {
+        self.inner.prepare(cancel)
+    }
+    fn turn_grant(&self) -> Option<toolbelt_core::scheduler::TurnGrant> {
+        self.inner.turn_grant()
+    }
+    fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
+        self.inner.confirmation()
+    }
+    fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        let CheckedCall {
+            inner,
+            env,
+            servers,
+            wait,
+        } = *self;
+        let files = inner.locations();
+        Box::pin(async move {
+            let mut result = inner.execute(ctx).await;
+            if result.is_error() {
+                return result;
+            }
+            for file in files {
+                if let Some(note) = new_errors(&env, &servers, &file, wait).await {
+                    result.llm_content.push(Part::text(note));
+                }
+            }
+            result
+        })
+    }
+}
+
+/// The errors the running server of `file` reports after the change that it did not
+/// report before, as a note for the model; `None` when there are none or no running
+/// server covers the file.
+async fn new_errors(
+    env: &ToolEnvironment,
+    servers: &Servers,
+    file: &std::path::Path,
+    wait: Duration,
+) -> Option<String> {
+    let (config, language) = servers.for_file(file)?;
+    let client = servers.running_client(&config.name).await?;
+    let before: Vec<String> = client
+        .published_for_path(file)
+        .unwrap_or_default()
+        .iter()
+        .filter(|d| severity(d) == "error")
+        .map(|d| d.message.clone())
+        .collect();
+    let text = tokio::fs::read_to_string(file).await.ok()?;
+    let uri = client.sync_document(file, &language, &text).await.ok()?;
+    let after = client.diagnostics_for(&uri, wait).await?;
+    let mut already = before;
+    let new: Vec<_> = after
+        .iter()
+        .filter(|d| severity(d) == "error")
+        .filter(|d| match already.iter().position(|m| m == &d.message) {
+            Some(i) => {
+                already.swap_remove(i);
+                false
+            }
+            None => true,
+        })
+        .collect();
+    if new.is_empty() {
+        return None;
+    }
+    let mut fmt = Locations::new(&env.roots);
+    let mut lines: Vec<String> = new
+        .iter()
+        .take(MAX_LISTED)
+        .map(|d| diagnostic(&mut fmt, &uri, d))
+        .collect();
+    if new.len() > MAX_LISTED {
+        lines.push(format!("… {} more", new.len() - MAX_LISTED));
+    }
+    Some(format!(
+        "The language server `{}` reports {} new error(s) after this change:\n{}",
+        config.name,
+        new.len(),
+        lines.join("\n")
+    ))
+}

@@ -1,0 +1,25 @@
+//! The `lsp` tool: code intelligence (definitions, references, hover, symbols, call
+//! hierarchy, diagnostics, code actions) from the language servers a project or the user
+//! configures in `.lsp.json`.
+//!
+//! `config` reads the files, `client` runs one server (process, framing, requests),
+//! `servers` starts them on first use and shares them, `tool` is the declaration and its
+//! argument checks, `operations` the requests and `format` the text of the answers;
+//! `position` converts the tool's 1-based character columns to LSP's UTF-16 ones;
+//! `after_edit` adds the errors an edit introduced to the edit tools' results.
+
+pub mod after_edit;
+pub mod client;
+pub mod config;
+mod format;
+mod framing;
+mod operations;
+pub mod position;
+pub mod servers;
+pub mod tool;
+
+pub use after_edit::{CHECKED_TOOLS, CheckedEdits, wait_after_edit};
+pub use client::LspClient;
+pub use config::{ConfigError, LspConfig, ServerConfig, command_files};
+pub use servers::{ServerState, Servers};
+pub use tool::LspTool;

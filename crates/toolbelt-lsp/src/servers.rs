@@ -1,0 +1,158 @@
+//! The servers of one workspace: started on first use, one per configured language,
+//! shared by every call (and every sub-agent) that holds the same [`Servers`], restarted
+//! after a crash when the configuration allows it, and ended together.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::client::LspClient;
+use crate::config::ServerConfig;
+
+/// The state of one configured server, for `lsp list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerState {
+    /// Configured; starts on the first call that needs it.
+    NotStarted,
+    Running,
+    /// It stopped or never started; why.
+    Failed(String),
+}
+
+#[derive(Default)]
+struct Slot {
+    client: Option<Arc<LspClient>>,
+    restarts: u32,
+    failure: Option<String>,
+}
+
+/// The language servers of a workspace root.
+pub struct Servers {
+    configs: Vec<ServerConfig>,
+    root: PathBuf,
+    slots: tokio::sync::Mutex<HashMap<String, Slot>>,
+}
+
+impl Servers {
+    pub fn new(configs: Vec<ServerConfig>, root: PathBuf) -> Self {
+        Servers {
+            configs,
+            root,
+            slots: tokio::sync::Mutex::default(),
+        }
+    }
+
+    pub fn configs(&self) -> &[ServerConfig] {
+        &self.configs
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The server named `name`.
+    pub fn by_name(&self, name: &str) -> Option<&ServerConfig> {
+        self.configs.iter().find(|c| c.name == name)
+    }
+
+    /// The first server that covers `path`'s extension, with the file's language id.
+    pub fn for_file(&self, path: &Path) -> Option<(&ServerConfig, String)> {
+        self.configs
+            .iter()
+            .find_map(|c| c.language_of(path).map(|l| (c, l.to_string())))
+    }
+
+    /// The running client of `config`, started now if it is not running. A server that
+    /// died is started again only with `restartOnCrash`, at most `maxRestarts` times; a
+    /// server that failed to start is tried again on the next call.
+    pub async fn client(&self, config: &ServerConfig) -> Result<Arc<LspClient>, String> {
+        let mut slots = self.slots.lock().await;
+        let slot = slots.entry(config.name.clone()).or_default();
+        if let Some(client) = &slot.client {
+            let Some(why) = client.dead() else {
+                return Ok(client.clone());
+            };
+            if !config.restart_on_crash {
+                return Err(format!(
+                    "{why}; it is not restarted (`restartOnCrash` is off in {})",
+                    config.source.display()
+                ));
+            }
+            if slot.restarts >= config.max_restarts {
+                return Err(format!(
+                    "{why}; it was restarted {} times already (`maxRestarts`)",
+                    slot.restarts
+                ));
+            }
+            slot.restarts += 1;
+            tracing::warn!(
+                "{why}; restarting it ({} of {})",
+                slot.restarts,
+                config.max_restarts
+            );
+        }
+        slot.client = None;
+        let root = config.workspace_folder.as_deref().unwrap_or(&self.root);
+        match LspClient::start(config, root).await {
+            Ok(client) => {
+                slot.failure = None;
+                slot.client = Some(client.clone());
+                Ok(client)
+            }
+            Err(e) => {
+                slot.failure = Some(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    /// The client of server `name` if it runs now (never starts it).
+    pub async fn running_client(&self, name: &str) -> Option<Arc<LspClient>> {
+        let slots = self.slots.lock().await;
+        let client = slots.get(name)?.client.clone()?;
+        client.dead().is_none().then_some(client)
+    }
+
+    /// The clients running now.
+    pub async fn running(&self) -> Vec<Arc<LspClient>> {
+        let slots = self.slots.lock().await;
+        slots
+            .values()
+            .filter_map(|s| s.client.clone())
+            .filter(|c| c.dead().is_none())
+            .collect()
+    }
+
+    /// The state of each configured server, in configuration order.
+    pub async fn states(&self) -> Vec<(&ServerConfig, ServerState)> {
+        let slots = self.slots.lock().await;
+        self.configs
+            .iter()
+            .map(|c| {
+                let state = match slots.get(&c.name) {
+                    None => ServerState::NotStarted,
+                    Some(s) => match (&s.client, &s.failure) {
+                        (Some(client), _) => match client.dead() {
+                            None => ServerState::Running,
+                            Some(why) => ServerState::Failed(why),
+                        },
+                        (None, Some(why)) => ServerState::Failed(why.clone()),
+                        (None, None) => ServerState::NotStarted,
+                    },
+                };
+                (c, state)
+            })
+            .collect()
+    }
+
+    /// Ends every server in order (shutdown, exit, group kill).
+    pub async fn shutdown(&self) {
+        let clients: Vec<_> = {
+            let mut slots = self.slots.lock().await;
+            slots.values_mut().filter_map(|s| s.client.take()).collect()
+        };
+        for client in clients {
+            client.shutdown().await;
+        }
+    }
+}

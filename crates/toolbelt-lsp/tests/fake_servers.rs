@@ -1,0 +1,188 @@
+//! Servers that misbehave (never answer, crash on the first request, print garbage on
+//! stdout): each gives a clear error within its time limit and leaves no process behind,
+//! not even the child it started.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Workspace, call, group_alive, read_pid};
+use serde_json::json;
+
+/// A Python script that writes its pid (its group) and a child's pid, then behaves as
+/// `mode` says.
+const FAKE: &str = r#"
+import json, os, subprocess, sys
+mode = sys.argv[1]
+child = subprocess.Popen(["sleep", "300"])
+with open("server.pid", "w") as f: f.write(str(os.getpid()))
+with open("child.pid", "w") as f: f.write(str(child.pid))
+def read():
+    length = 0
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line: sys.exit(0)
+        line = line.strip()
+        if not line: break
+        if line.lower().startswith(b"content-length:"): length = int(line.split(b":")[1])
+    return json.loads(sys.stdin.buffer.read(length))
+def send(msg):
+    body = json.dumps(msg).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
+if mode == "garbage":
+    sys.stdout.write("Traceback: this is not LSP\n\n"); sys.stdout.flush()
+while True:
+    msg = read()
+    if mode == "silent": continue
+    if msg.get("method") == "initialize":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {"definitionProvider": True}}})
+    elif "id" in msg and mode == "crash":
+        sys.stderr.write("fake: segmentation fault\n"); sys.stderr.flush()
+        os._exit(139)
+    elif "id" in msg and mode == "slow":
+        pass
+"#;
+
+fn config(ws: &Workspace, mode: &str) -> String {
+    let script = ws.write("fake_server.py", FAKE);
+    json!({"fake": {
+        "command": "python3",
+        "args": [script, mode],
+        "extensionToLanguage": {".py": "python"},
+        "startupTimeout": 1500,
+        "shutdownTimeout": 500
+    }})
+    .to_string()
+}
+
+fn definition_args() -> serde_json::Value {
+    json!({"operation": "goToDefinition", "filePath": "main.py", "line": 1, "character": 1})
+}
+
+fn assert_nothing_left(ws: &Workspace) {
+    let server = read_pid(&ws.root.join("server.pid"));
+    let child = read_pid(&ws.root.join("child.pid"));
+    assert!(!group_alive(server), "the server's group is gone");
+    let alive = toolbelt_process::procfs::stat(child).is_some_and(|s| s.is_alive());
+    assert!(!alive, "the server's child {child} was ended too");
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_fails_within_its_startup_timeout() {
+    let ws = Workspace::new();
+    ws.write("main.py", "x = 1\n");
+    let (tool, _servers) = ws.tool(&config(&ws, "silent"));
+    let started = Instant::now();
+    let result = call(&tool, &ws, definition_args()).await;
+    let took = started.elapsed();
+    let text = result.llm_text();
+    assert!(result.is_error(), "{text}");
+    assert!(
+        text.contains("`fake` did not start")
+            && text.contains("did not answer `initialize` within 1500 ms"),
+        "{text}"
+    );
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert_nothing_left(&ws);
+}
+
+#[tokio::test]
+async fn a_server_that_crashes_on_the_first_request_is_reported_with_its_stderr() {
+    let ws = Workspace::new();
+    ws.write("main.py", "x = 1\n");
+    let (tool, servers) = ws.tool(&config(&ws, "crash"));
+    let result = call(&tool, &ws, definition_args()).await;
+    let text = result.llm_text();
+    assert!(result.is_error(), "{text}");
+    assert!(
+        text.contains("`fake` exited") && text.contains("segmentation fault"),
+        "{text}"
+    );
+    // Without restartOnCrash the next call says so instead of starting it again.
+    let again = call(&tool, &ws, definition_args()).await.llm_text();
+    assert!(again.contains("restartOnCrash"), "{again}");
+    servers.shutdown().await;
+    assert_nothing_left(&ws);
+}
+
+#[tokio::test]
+async fn a_crashed_server_is_restarted_up_to_max_restarts() {
+    let ws = Workspace::new();
+    ws.write("main.py", "x = 1\n");
+    let script = ws.write("fake_server.py", FAKE);
+    let lsp_json = json!({"fake": {"command": "python3", "args": [script, "crash"],
+        "extensionToLanguage": {".py": "python"}, "restartOnCrash": true, "maxRestarts": 1}})
+    .to_string();
+    let (tool, servers) = ws.tool(&lsp_json);
+    let first = call(&tool, &ws, definition_args()).await.llm_text();
+    assert!(first.contains("exited"), "{first}");
+    let second = call(&tool, &ws, definition_args()).await.llm_text();
+    assert!(
+        second.contains("exited") && !second.contains("maxRestarts"),
+        "restarted once: {second}"
+    );
+    let third = call(&tool, &ws, definition_args()).await.llm_text();
+    assert!(
+        third.contains("restarted 1 times already (`maxRestarts`)"),
+        "{third}"
+    );
+    servers.shutdown().await;
+    assert_nothing_left(&ws);
+}
+
+#[tokio::test]
+async fn a_server_that_prints_garbage_on_stdout_is_a_clear_error() {
+    let ws = Workspace::new();
+    ws.write("main.py", "x = 1\n");
+    let (tool, _servers) = ws.tool(&config(&ws, "garbage"));
+    let started = Instant::now();
+    let result = call(&tool, &ws, definition_args()).await;
+    let text = result.llm_text();
+    assert!(result.is_error(), "{text}");
+    assert!(text.contains("not an LSP message"), "{text}");
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "it fails at once, not at the timeout"
+    );
+    assert_nothing_left(&ws);
+}
+
+#[tokio::test]
+async fn a_request_the_server_never_answers_fails_within_request_timeout() {
+    let ws = Workspace::new();
+    ws.write("main.py", "x = 1\n");
+    let script = ws.write("fake_server.py", FAKE);
+    let lsp_json = json!({"fake": {"command": "python3", "args": [script, "slow"],
+        "extensionToLanguage": {".py": "python"}, "requestTimeout": 700, "shutdownTimeout": 300}})
+    .to_string();
+    let (tool, servers) = ws.tool(&lsp_json);
+    let started = Instant::now();
+    let result = call(&tool, &ws, definition_args()).await;
+    let text = result.llm_text();
+    assert!(result.is_error(), "{text}");
+    assert!(
+        text.contains("`fake` did not answer `textDocument/definition` within 700 ms"),
+        "{text}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    servers.shutdown().await;
+    assert_nothing_left(&ws);
+}
+
+#[tokio::test]
+async fn dropping_the_servers_ends_a_running_server_and_its_children() {
+    let ws = Workspace::new();
+    ws.write("main.py", "x = 1\n");
+    let (tool, servers) = ws.tool(&config(&ws, "slow"));
+    let config = servers.configs()[0].clone();
+    let client = servers.client(&config).await.expect("the server starts");
+    let server = read_pid(&ws.root.join("server.pid"));
+    assert!(group_alive(server), "the server runs");
+    drop(client);
+    drop(tool);
+    drop(servers);
+    assert_nothing_left(&ws);
+}

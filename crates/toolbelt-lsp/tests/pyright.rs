@@ -1,0 +1,362 @@
+//! Every operation of the `lsp` tool against pyright (installed by `scripts/setup.sh`
+//! into `.cache/lsp`) on a small Python project the test writes. One server serves all
+//! the calls of a test, as in a session.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{Workspace, call};
+use serde_json::{Value, json};
+
+const MODELS: &str = "\
+class Shape:
+    def area(self) -> float:
+        raise NotImplementedError
+
+
+class Square(Shape):
+    def __init__(self, side: float) -> None:
+        self.side = side
+
+    def area(self) -> float:
+        return self.side * self.side
+
+
+def total_area(shapes: list[Shape]) -> float:
+    \"\"\"The sum of the areas.\"\"\"
+    return sum(s.area() for s in shapes)
+";
+
+const MAIN: &str = "\
+from models import Square, total_area
+
+label = \"é😀\"; sq = Square(2.0)
+print(total_area([sq]))
+count: int = \"three\"
+";
+
+/// pyright-langserver from `.cache/lsp`, or `None` (then the test is skipped, except in
+/// CI, where setup.sh must have installed it).
+fn pyright() -> Option<PathBuf> {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.cache/lsp/node_modules/.bin/pyright-langserver");
+    if bin.is_file() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "pyright is missing: run scripts/setup.sh (it installs {})",
+        bin.display()
+    );
+    eprintln!("skipped: pyright is not installed (run scripts/setup.sh)");
+    None
+}
+
+fn project() -> Option<(
+    Workspace,
+    toolbelt_lsp::LspTool,
+    std::sync::Arc<toolbelt_lsp::Servers>,
+)> {
+    let bin = pyright()?;
+    let ws = Workspace::new();
+    ws.write("models.py", MODELS);
+    ws.write("main.py", MAIN);
+    let lsp_json = json!({"python": {
+        "command": bin, "args": ["--stdio"],
+        "extensionToLanguage": {".py": "python"},
+        "startupTimeout": 30000
+    }});
+    let (tool, servers) = ws.tool(&lsp_json.to_string());
+    Some((ws, tool, servers))
+}
+
+async fn ok(ws: &Workspace, tool: &toolbelt_lsp::LspTool, args: Value) -> String {
+    let result = call(tool, ws, args.clone()).await;
+    let text = result.llm_text();
+    assert!(!result.is_error(), "{args}: {text}");
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn navigation_hover_and_symbols() {
+    let Some((ws, tool, servers)) = project() else {
+        return;
+    };
+    // `Square` on line 3, after a string with a character outside the BMP: the column
+    // is in characters (20), the server's in UTF-16 units (21, 1-based).
+    let def = ok(
+        &ws,
+        &tool,
+        json!({"operation": "goToDefinition", "filePath": "main.py", "line": 3, "character": 20}),
+    )
+    .await;
+    assert!(def.contains("models.py:6:7: class Square(Shape):"), "{def}");
+
+    let refs = ok(
+        &ws,
+        &tool,
+        json!({"operation": "findReferences", "filePath": "models.py", "line": 14, "character": 5}),
+    )
+    .await;
+    assert!(
+        refs.contains("models.py:14:5: def total_area(shapes: list[Shape]) -> float:"),
+        "{refs}"
+    );
+    assert!(
+        refs.contains("main.py:1:28: from models import Square, total_area"),
+        "{refs}"
+    );
+    assert!(
+        refs.contains("main.py:4:7: print(total_area([sq]))"),
+        "{refs}"
+    );
+    let without = ok(&ws, &tool, json!({"operation": "findReferences", "filePath": "models.py", "line": 14, "character": 5, "includeDeclaration": false})).await;
+    assert!(!without.contains("models.py:14:5"), "{without}");
+
+    let hover = ok(
+        &ws,
+        &tool,
+        json!({"operation": "hover", "filePath": "models.py", "line": 14, "character": 5}),
+    )
+    .await;
+    assert!(
+        hover.contains("def total_area(shapes: list[Shape]) -> float")
+            && hover.contains("The sum of the areas."),
+        "{hover}"
+    );
+
+    let symbols = ok(
+        &ws,
+        &tool,
+        json!({"operation": "documentSymbol", "filePath": "models.py"}),
+    )
+    .await;
+    assert!(
+        symbols.contains("Class Shape — models.py:1:7: class Shape:"),
+        "{symbols}"
+    );
+    assert!(
+        symbols.contains("  Method area — models.py:10:9: def area(self) -> float:"),
+        "nested under Square: {symbols}"
+    );
+
+    let found = ok(
+        &ws,
+        &tool,
+        json!({"operation": "workspaceSymbol", "query": "total_area"}),
+    )
+    .await;
+    assert!(
+        found.contains("Function total_area — models.py:14:5"),
+        "{found}"
+    );
+
+    // pyright has no implementation provider: said before asking.
+    let imp = call(&tool, &ws, json!({"operation": "goToImplementation", "filePath": "models.py", "line": 2, "character": 9})).await;
+    let text = imp.llm_text();
+    assert!(
+        imp.is_error()
+            && text.contains(
+                "`python` does not offer goToImplementation (no `implementationProvider`"
+            ),
+        "{text}"
+    );
+    servers.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_hierarchy() {
+    let Some((ws, tool, servers)) = project() else {
+        return;
+    };
+    let prepared = ok(&ws, &tool, json!({"operation": "prepareCallHierarchy", "filePath": "models.py", "line": 14, "character": 5})).await;
+    assert!(
+        prepared.contains("Function total_area — models.py:14:5"),
+        "{prepared}"
+    );
+    let item: Value = prepared
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("callHierarchyItem: "))
+        .map(|j| serde_json::from_str(j).unwrap())
+        .expect("the item is given");
+    let incoming = ok(
+        &ws,
+        &tool,
+        json!({"operation": "incomingCalls", "callHierarchyItem": item}),
+    )
+    .await;
+    assert!(
+        incoming.contains("main.py:4:7: print(total_area([sq]))"),
+        "{incoming}"
+    );
+    // An item the model made up, naming a file outside the workspace, is refused.
+    let mut outside = item.clone();
+    outside["uri"] = json!("file:///etc/secret.py");
+    let refused = call(
+        &tool,
+        &ws,
+        json!({"operation": "incomingCalls", "callHierarchyItem": outside}),
+    )
+    .await;
+    assert!(
+        refused.is_error() && refused.llm_text().contains("the item's file: "),
+        "{}",
+        refused.llm_text()
+    );
+    let outgoing = ok(
+        &ws,
+        &tool,
+        json!({"operation": "outgoingCalls", "callHierarchyItem": item}),
+    )
+    .await;
+    assert!(
+        outgoing.contains("calls") && outgoing.contains("area"),
+        "{outgoing}"
+    );
+    servers.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diagnostics_follow_the_file_on_disk_and_code_actions_are_listed() {
+    let Some((ws, tool, servers)) = project() else {
+        return;
+    };
+    let diags = ok(
+        &ws,
+        &tool,
+        json!({"operation": "diagnostics", "filePath": "main.py"}),
+    )
+    .await;
+    assert!(
+        diags.contains("main.py:5:14: count: int = \"three\""),
+        "{diags}"
+    );
+    assert!(
+        diags.contains("error:") && diags.contains("\"three\""),
+        "{diags}"
+    );
+    let all = ok(&ws, &tool, json!({"operation": "workspaceDiagnostics"})).await;
+    assert!(all.contains("main.py:5:14"), "{all}");
+
+    // The file changes on disk: the next call sends it (didChange) and sees the fix.
+    ws.write("main.py", &MAIN.replace("\"three\"", "3"));
+    let fixed = ok(
+        &ws,
+        &tool,
+        json!({"operation": "diagnostics", "filePath": "main.py"}),
+    )
+    .await;
+    assert!(fixed.contains("No diagnostics"), "{fixed}");
+
+    ws.write("main.py", "import os\nimport sys\nprint(sys.argv)\n");
+    let actions = call(&tool, &ws, json!({"operation": "codeActions", "filePath": "main.py", "line": 1, "character": 1, "endLine": 3, "endCharacter": 1})).await;
+    assert!(!actions.is_error(), "{}", actions.llm_text());
+    servers.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_go_through_the_workspace_boundary() {
+    let Some((ws, tool, servers)) = project() else {
+        return;
+    };
+    let outside = ws.dir.path().join("outside.py");
+    std::fs::write(&outside, "x = 1\n").unwrap();
+    let refused = call(
+        &tool,
+        &ws,
+        json!({"operation": "documentSymbol", "filePath": outside}),
+    )
+    .await;
+    assert!(refused.is_error(), "{}", refused.llm_text());
+    // A definition in the standard library (typeshed, outside the workspace) is named,
+    // not read.
+    let def = ok(
+        &ws,
+        &tool,
+        json!({"operation": "goToDefinition", "filePath": "main.py", "line": 4, "character": 2}),
+    )
+    .await;
+    assert!(
+        def.contains("builtins.pyi") && def.contains("(outside the workspace; not read)"),
+        "{def}"
+    );
+    let missing = call(
+        &tool,
+        &ws,
+        json!({"operation": "hover", "filePath": "main.py"}),
+    )
+    .await;
+    assert!(
+        missing.llm_text().contains("needs `line` and `character`"),
+        "{}",
+        missing.llm_text()
+    );
+    let uncovered = call(
+        &tool,
+        &ws,
+        json!({"operation": "documentSymbol", "filePath": "notes.txt"}),
+    )
+    .await;
+    assert!(uncovered.is_error());
+    servers.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_that_breaks_the_types_reports_the_new_error() {
+    let Some((ws, tool, servers)) = project() else {
+        return;
+    };
+    let write = toolbelt_lsp::CheckedEdits::new(
+        std::sync::Arc::new(toolbelt_tools::WriteFile::new(ws.env.clone())),
+        ws.env.clone(),
+        servers.clone(),
+        std::time::Duration::from_secs(20),
+    );
+    let write_file = |content: String| {
+        let args = json!({"file_path": ws.root.join("models.py"), "content": content});
+        let invocation = toolbelt_core::Tool::build(&write, args).unwrap();
+        invocation.execute(toolbelt_core::ExecContext::new(ws.env.clone()))
+    };
+    // No server runs yet: the edit is not held up and says nothing more.
+    let quiet = write_file(MODELS.replace("The sum", "The total")).await;
+    assert!(
+        !quiet.is_error() && !quiet.llm_text().contains("language server"),
+        "{}",
+        quiet.llm_text()
+    );
+    // A server runs (main.py already has one error, which is not new).
+    ok(
+        &ws,
+        &tool,
+        json!({"operation": "diagnostics", "filePath": "models.py"}),
+    )
+    .await;
+    let broken =
+        write_file(MODELS.replace("return self.side * self.side", "return self.side + \"cm\""))
+            .await;
+    let text = broken.llm_text();
+    assert!(!broken.is_error(), "{text}");
+    assert!(
+        text.contains("The language server `python` reports 1 new error(s) after this change:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("models.py:11:16: return self.side + \"cm\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("error: Operator \"+\" not supported"),
+        "{text}"
+    );
+    // Fixing it reports nothing.
+    let fixed = write_file(MODELS.to_string()).await;
+    assert!(
+        !fixed.llm_text().contains("new error"),
+        "{}",
+        fixed.llm_text()
+    );
+    servers.shutdown().await;
+}

@@ -1,0 +1,129 @@
+//! The `lsp` tool through the binary: a project's `.lsp.json` starts nothing until the
+//! folder is trusted; `lsp list` says why; once trusted, `tools call lsp` answers from
+//! pyright (installed by scripts/setup.sh) and the server is gone when toolbelt exits.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn pyright() -> Option<PathBuf> {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.cache/lsp/node_modules/.bin/pyright-langserver");
+    if bin.is_file() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "pyright is missing: run scripts/setup.sh"
+    );
+    eprintln!("skipped: pyright is not installed (run scripts/setup.sh)");
+    None
+}
+
+fn run(root: &Path, home: &Path, trusted: bool, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolbelt"));
+    command
+        .args(args)
+        .current_dir(root)
+        .env("HOME", home)
+        .env("TOOLBELT_HOME", home.join(".toolbelt"))
+        .env(
+            "TOOLBELT_SYSTEM_SETTINGS_PATH",
+            home.join("no-system-settings.json"),
+        )
+        .env_remove("TOOLBELT_LOG")
+        .stdin(Stdio::null());
+    if trusted {
+        command.env("TOOLBELT_TRUST_WORKSPACE", "1");
+    } else {
+        command.env_remove("TOOLBELT_TRUST_WORKSPACE");
+    }
+    command.output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn a_project_lsp_json_runs_only_when_trusted_and_answers_through_tools_call() {
+    let Some(bin) = pyright() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let root = root.canonicalize().unwrap();
+    std::fs::write(
+        root.join("lib.py"),
+        "def greet(name: str) -> str:\n    return name\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("main.py"),
+        "from lib import greet\n\ngreet(\"x\")\n",
+    )
+    .unwrap();
+    let pid_file = root.join("server.pid");
+    // A wrapper that records the server's pid, to check it is gone afterwards.
+    let wrapper = root.join("pyright.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho $$ > '{}'\nexec '{}' --stdio\n",
+            pid_file.display(),
+            bin.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let lsp_json = json!({"python": {"command": wrapper, "extensionToLanguage": {".py": "python"}, "startupTimeout": 30000}});
+    std::fs::write(root.join(".lsp.json"), lsp_json.to_string()).unwrap();
+    let args = json!({"operation": "goToDefinition", "filePath": root.join("main.py"), "line": 3, "character": 1}).to_string();
+
+    // Untrusted: no server, no tool, and `lsp list` says why.
+    let list = run(&root, &home, false, &["lsp", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(listed["servers"], json!([]), "{listed}");
+    assert!(
+        listed["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("not trusted"),
+        "{listed}"
+    );
+    let call = run(&root, &home, false, &["tools", "call", "lsp", &args]);
+    assert_ne!(call.status.code(), Some(0));
+    assert!(!pid_file.exists(), "no server was started");
+
+    // Trusted: listed, then asked.
+    let list = run(&root, &home, true, &["lsp", "list"]);
+    let shown = text(&list.stdout);
+    assert!(
+        shown.contains("python (.py)") && shown.contains("not started (starts on first use)"),
+        "{shown}"
+    );
+    let call = run(&root, &home, true, &["tools", "call", "lsp", &args]);
+    let out = text(&call.stdout);
+    assert_eq!(call.status.code(), Some(0), "{out}{}", text(&call.stderr));
+    assert!(
+        out.contains("lib.py:1:5: def greet(name: str) -> str:"),
+        "{out}"
+    );
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        toolbelt_process::live_members(pid).is_empty(),
+        "the server's group ended with toolbelt"
+    );
+}
