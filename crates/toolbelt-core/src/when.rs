@@ -419,6 +419,17 @@ impl Expr {
             Self::Compare { key, op, value } => {
                 let value = match value {
                     Operand::Number(n) => eval::js_number(*n),
+                    // A word prints bare, as VS Code prints it; anything else (`!`,
+                    // spaces) in quotes, so the printed clause parses back to itself.
+                    Operand::Text(t)
+                        if t.is_empty()
+                            || (!t.contains('\'')
+                                && !t
+                                    .chars()
+                                    .all(|c| c.is_alphanumeric() || "_.-".contains(c))) =>
+                    {
+                        format!("'{t}'")
+                    }
                     Operand::Text(t) => t.clone(),
                 };
                 format!("{key} {} {value}", op.symbol())

@@ -536,3 +536,15 @@ fn keys_lists_what_is_read() {
             .to_vec())
     );
 }
+
+#[test]
+fn a_comparison_with_a_text_that_is_not_a_word_prints_in_quotes_and_parses_back() {
+    // Found by the token-soup property: `inin <'!'` printed as `inin < !`.
+    for input in ["inin <'!'", "a >= 'x y'", "a < word"] {
+        let expr = parse(input).unwrap();
+        let printed = expr.serialize();
+        let again = parse(&printed).unwrap_or_else(|e| panic!("{input} -> {printed}: {e}"));
+        assert_eq!(again.serialize(), printed, "{input}");
+    }
+    assert_eq!(parse("a < word").unwrap().serialize(), "a < word");
+}
