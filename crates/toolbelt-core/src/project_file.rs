@@ -14,7 +14,7 @@
 //!
 //! Architecture Invariant: every file toolbelt reads by itself from a project goes
 //! through [`read_in_project`] (the person's own files, `~/.qwen/...`, through
-//! [`read_bounded`]); one that leaves the project is skipped with a warning.
+//! [`read_own`]); one that leaves the project is skipped with a warning.
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
