@@ -76,7 +76,9 @@ pub fn check_new_id(store: &SessionStore, id: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The listing of `--resume`: one session a line, newest first, `ID  first prompt line`.
+/// The listing of `--resume`: one session a line, newest first: `ID  started  N prompts
+/// first prompt → last prompt`. A continuation keeps its session's ID, so the line
+/// shows the newest file: how far the conversation went, not only how it began.
 pub fn list(store: &SessionStore) -> Result<String, String> {
     let ids = store.ids().map_err(|e| e.to_string())?;
     if ids.is_empty() {
@@ -87,11 +89,8 @@ pub fn list(store: &SessionStore) -> Result<String, String> {
     }
     let mut out = String::new();
     for id in ids.iter().take(LISTED) {
-        let prompt = store
-            .first_prompt(id)
-            .unwrap_or_else(|| "(unreadable)".to_string());
-        let prompt: String = prompt.chars().take(70).collect();
-        out.push_str(&format!("{id}  {prompt}\n"));
+        out.push_str(&listing_line(store, id));
+        out.push('\n');
     }
     if ids.len() > LISTED {
         out.push_str(&format!(
@@ -101,6 +100,58 @@ pub fn list(store: &SessionStore) -> Result<String, String> {
         ));
     }
     Ok(out)
+}
+
+/// One session of the listing.
+fn listing_line(store: &SessionStore, id: &str) -> String {
+    let Ok(session) = store.load(id) else {
+        return format!("{id}  (unreadable)");
+    };
+    let prompts: Vec<String> = session
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            toolbelt_model::Message::User(parts) => parts.iter().find_map(|p| match p {
+                toolbelt_model::UserPart::Text(t) => Some(t.clone()),
+                _ => None,
+            }),
+            _ => None,
+        })
+        .collect();
+    let short = |text: &str| -> String {
+        let line = text.lines().next().unwrap_or("").trim();
+        let cut: String = line.chars().take(40).collect();
+        if cut.chars().count() < line.chars().count() {
+            format!("{cut}…")
+        } else {
+            cut
+        }
+    };
+    // `2026-11-25T14:02:31.123Z` as `2026-11-25 14:02`.
+    let started: String = session
+        .header
+        .started
+        .chars()
+        .take(16)
+        .collect::<String>()
+        .replace('T', " ");
+    let first = session
+        .first_prompt
+        .as_deref()
+        .map(short)
+        .unwrap_or_default();
+    let count = prompts.len();
+    let mut line = format!(
+        "{id}  {started}  {count} prompt{}  {first}",
+        if count == 1 { "" } else { "s" }
+    );
+    if let Some(last) = prompts.last().map(|p| short(p))
+        && count > 1
+        && last != first
+    {
+        line.push_str(&format!(" → {last}"));
+    }
+    line
 }
 
 /// Starts this run's file (named `id` when `--session-id` gave one), with the continued

@@ -167,9 +167,20 @@ async fn resume_continues_the_chosen_session_and_refuses_unknown_ids() {
 
     let listed = run(&w, &server, &["--resume"]).await;
     assert_eq!(listed.code, 0, "{}", listed.stderr);
-    assert_eq!(
-        listed.stdout,
-        format!("{b}  other question\n{a}  first question\n")
+    // Newest first: ID, start time, how many prompts, the first one.
+    let lines: Vec<&str> = listed.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", listed.stdout);
+    assert!(
+        lines[0].starts_with(&format!("{b}  20"))
+            && lines[0].ends_with("  1 prompt  other question"),
+        "{}",
+        listed.stdout
+    );
+    assert!(
+        lines[1].starts_with(&format!("{a}  20"))
+            && lines[1].ends_with("  1 prompt  first question"),
+        "{}",
+        listed.stdout
     );
 
     let resumed = run(&w, &server, &["--resume", &a, "follow-up"]).await;
@@ -188,6 +199,17 @@ async fn resume_continues_the_chosen_session_and_refuses_unknown_ids() {
         ])
     );
     assert_eq!(c, a, "a resumed session keeps its ID");
+    // The listing shows how far the continued conversation went, not only its start.
+    let listed = run(&w, &server, &["--resume"]).await;
+    let line = listed
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(a.as_str()))
+        .unwrap_or_else(|| panic!("{}", listed.stdout));
+    assert!(
+        line.ends_with("  2 prompts  first question → follow-up"),
+        "{line}"
+    );
     assert_eq!(
         header(&project_dir(&w), &format!("{a}.1"))["parent"],
         a.as_str()
