@@ -127,3 +127,60 @@ fn a_project_lsp_json_runs_only_when_trusted_and_answers_through_tools_call() {
         "the server's group ended with toolbelt"
     );
 }
+
+#[test]
+fn mcp_serve_offers_lsp_as_read_only() {
+    // No server needs to start for the listing: the configuration alone registers the
+    // tool, and a command that does not exist is enough.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let lsp_json = json!({"python": {"command": "pyright-langserver", "args": ["--stdio"], "extensionToLanguage": {".py": "python"}}});
+    std::fs::write(root.join(".lsp.json"), lsp_json.to_string()).unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ];
+    let input: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args(["mcp", "serve"])
+        .current_dir(&root)
+        .env("HOME", &home)
+        .env("TOOLBELT_HOME", home.join(".toolbelt"))
+        .env("TOOLBELT_SYSTEM_SETTINGS_PATH", home.join("none.json"))
+        .env("TOOLBELT_TRUST_WORKSPACE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let listing = text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|m| m["id"] == 2)
+        .unwrap_or_else(|| {
+            panic!(
+                "no tools/list answer: {}{}",
+                text(&out.stdout),
+                text(&out.stderr)
+            )
+        });
+    let lsp = listing["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "lsp")
+        .unwrap_or_else(|| panic!("lsp not offered: {listing}"));
+    assert_eq!(lsp["annotations"]["readOnlyHint"], true, "{lsp}");
+}
