@@ -13,8 +13,12 @@
 //! with `#` or `//` are skipped. `${WORKSPACE}` in any string becomes the workspace
 //! directory, so one script runs anywhere (tools want absolute paths).
 //!
-//! The n-th request gets the n-th turn, whatever it contains: replay checks nothing about
-//! the requests, so a script written for one run may be replayed against changed tools.
+//! The n-th request gets the n-th turn, whatever it contains, so a script written for one
+//! run may be replayed against changed tools or another folder. What it does check: a
+//! scripted call whose result came back as an error (the tool message starts with
+//! `Error: `, as every failed call's does) when the script did not say
+//! `"expect_error": true` for it. The script's last answer then says so, since its
+//! words were written for results this run did not get.
 
 use std::io::Write;
 use std::path::Path;
@@ -53,6 +57,9 @@ pub struct ScriptedCall {
     pub name: String,
     #[serde(default)]
     pub arguments: Value,
+    /// The script means this call to fail (a misspelt tool, a refused path).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expect_error: bool,
 }
 
 impl ScriptTurn {
@@ -105,6 +112,7 @@ impl ScriptTurn {
                         .ok()
                         .filter(Value::is_object)
                         .unwrap_or_else(|| Value::String(c.arguments.clone())),
+                    expect_error: false,
                 })
                 .collect(),
             finish_reason: Some(turn.finish_reason.clone()),
@@ -150,21 +158,79 @@ fn substitute(value: &mut Value, workspace: &str) {
 /// Answers the n-th request with the n-th scripted turn.
 pub struct ReplayModel {
     turns: Vec<ModelTurn>,
+    /// The ids of the scripted calls meant to fail.
+    expected_errors: std::collections::HashSet<String>,
+    /// Scripted calls that failed unexpectedly: `id name: first line of the error`.
+    misfits: Mutex<Vec<String>>,
     next: AtomicUsize,
     name: String,
 }
 
 impl ReplayModel {
     pub fn new(script: &[ScriptTurn], name: impl Into<String>) -> Self {
+        let turns: Vec<ModelTurn> = script
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t.to_model_turn(i + 1))
+            .collect();
+        let expected_errors = script
+            .iter()
+            .zip(&turns)
+            .flat_map(|(line, turn)| {
+                line.tool_calls
+                    .iter()
+                    .zip(&turn.tool_calls)
+                    .filter(|(scripted, _)| scripted.expect_error)
+                    .map(|(_, call)| call.id.clone())
+            })
+            .collect();
         ReplayModel {
-            turns: script
-                .iter()
-                .enumerate()
-                .map(|(i, t)| t.to_model_turn(i + 1))
-                .collect(),
+            turns,
+            expected_errors,
+            misfits: Mutex::new(Vec::new()),
             next: AtomicUsize::new(0),
             name: name.into(),
         }
+    }
+
+    /// Notes the results of the previous scripted turn's calls that failed though the
+    /// script did not expect it.
+    fn check_results(&self, request: &ModelRequest, previous: Option<&ModelTurn>) {
+        let Some(previous) = previous else { return };
+        for call in &previous.tool_calls {
+            if self.expected_errors.contains(&call.id) {
+                continue;
+            }
+            let failed = request.messages.iter().rev().find_map(|m| match m {
+                crate::Message::Tool { call_id, text } if *call_id == call.id => text
+                    .strip_prefix("Error: ")
+                    .map(|e| e.lines().next().unwrap_or("").to_string()),
+                _ => None,
+            });
+            if let Some(error) = failed
+                && let Ok(mut misfits) = self.misfits.lock()
+            {
+                let error: String = error.chars().take(160).collect();
+                misfits.push(format!("{} {}: {error}", call.id, call.name));
+            }
+        }
+    }
+
+    /// The scripted answer, with a note when it ends the run after unexpected failures.
+    fn with_misfits(&self, mut turn: ModelTurn) -> ModelTurn {
+        if !turn.tool_calls.is_empty() {
+            return turn;
+        }
+        let misfits = self.misfits.lock().map(|m| m.clone()).unwrap_or_default();
+        if !misfits.is_empty() {
+            turn.text.push_str(&format!(
+                "\n\n[replay: this scripted answer was written for other results: {} scripted call{} failed where the script expected success ({}). The script may not fit this folder.]",
+                misfits.len(),
+                if misfits.len() == 1 { "" } else { "s" },
+                misfits.join("; ")
+            ));
+        }
+        turn
     }
 
     /// Reads a script file.
@@ -187,7 +253,7 @@ impl Model for ReplayModel {
 
     fn complete<'a>(
         &'a self,
-        _request: &'a ModelRequest,
+        request: &'a ModelRequest,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ModelTurn, ModelError>> {
         Box::pin(async move {
@@ -195,7 +261,8 @@ impl Model for ReplayModel {
                 return Err(ModelError::Cancelled);
             }
             let n = self.next.fetch_add(1, Ordering::SeqCst);
-            self.turns.get(n).cloned().ok_or_else(|| {
+            self.check_results(request, n.checked_sub(1).and_then(|p| self.turns.get(p)));
+            self.turns.get(n).cloned().map(|t| self.with_misfits(t)).ok_or_else(|| {
                 ModelError::Replay(format!(
                     "the script has {} turns and the agent asked for turn {}; end the script with a turn without tool calls",
                     self.turns.len(),
@@ -325,6 +392,62 @@ mod tests {
         let line = serde_json::to_string(&ScriptTurn::from_model_turn(&turn)).unwrap();
         let back = parse_script(&line, None).unwrap()[0].to_model_turn(1);
         assert_eq!(back, turn);
+    }
+
+    #[tokio::test]
+    async fn an_unexpected_failure_is_named_in_the_last_answer_and_an_expected_one_is_not() {
+        let script = parse_script(
+            r#"{"tool_calls": [{"id": "r1", "name": "read_file"}, {"id": "r2", "name": "read_fil", "expect_error": true}]}
+{"text": "Read it."}"#,
+            None,
+        )
+        .unwrap();
+        let cancel = CancellationToken::new();
+        let answer = |r1: &str| {
+            let mut req = ModelRequest::default();
+            req.messages = vec![
+                crate::Message::Tool {
+                    call_id: "r1".into(),
+                    text: r1.into(),
+                },
+                crate::Message::Tool {
+                    call_id: "r2".into(),
+                    text: "Error: Tool \"read_fil\" not found".into(),
+                },
+            ];
+            req
+        };
+        let model = ReplayModel::new(&script, "r");
+        model
+            .complete(&ModelRequest::default(), &cancel)
+            .await
+            .unwrap();
+        let last = model
+            .complete(&answer("Error: File not found: /x/a.txt"), &cancel)
+            .await
+            .unwrap();
+        assert!(
+            last.text.starts_with("Read it.\n\n[replay: "),
+            "{}",
+            last.text
+        );
+        assert!(
+            last.text.contains("r1 read_file: File not found: /x/a.txt"),
+            "{}",
+            last.text
+        );
+        assert!(
+            !last.text.contains("r2"),
+            "an expected failure is not a misfit: {}",
+            last.text
+        );
+        let model = ReplayModel::new(&script, "r");
+        model
+            .complete(&ModelRequest::default(), &cancel)
+            .await
+            .unwrap();
+        let last = model.complete(&answer("contents"), &cancel).await.unwrap();
+        assert_eq!(last.text, "Read it.");
     }
 
     #[tokio::test]

@@ -185,6 +185,8 @@ async fn the_examples_tour_runs_every_tool_on_the_demo_workspace() {
     ] {
         assert!(names.contains(&tool), "{tool} in {names:?}");
     }
+    // Every call got the result the script was written for: the answer stands as is.
+    assert!(!v["result"].as_str().unwrap().contains("[replay:"), "{v}");
     let notebook = std::fs::read_to_string(w.ws().join("explore.ipynb")).unwrap();
     assert!(
         notebook.contains("The greeting now comes from an f-string."),
@@ -192,4 +194,40 @@ async fn the_examples_tour_runs_every_tool_on_the_demo_workspace() {
     );
     let memory = std::fs::read_to_string(w.ws().join("QWEN.md")).unwrap();
     assert!(memory.contains("- The demo prefers f-strings"), "{memory}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tour_in_a_folder_it_was_not_written_for_says_its_answer_may_not_fit() {
+    // As a reader running the --help example from the wrong folder: the reads fail, and
+    // the scripted "Tour finished" must not pass for the truth.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let tour = repo.join("examples/tour.jsonl");
+    let w = Workspace::new();
+    let run = w
+        .run(
+            &[
+                "--model-replay",
+                tour.to_str().unwrap(),
+                "--yolo",
+                "-o",
+                "json",
+                "tour",
+            ],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = crate::support::json_result(&run.stdout);
+    let answer = v["result"].as_str().unwrap();
+    assert!(answer.starts_with("Tour finished"), "{answer}");
+    assert!(
+        answer.contains("[replay: this scripted answer was written for other results"),
+        "{answer}"
+    );
+    assert!(answer.contains("tour_2 read_file"), "{answer}");
+    assert!(
+        !answer.contains("tour_7"),
+        "the misspelt name is meant to fail: {answer}"
+    );
 }
