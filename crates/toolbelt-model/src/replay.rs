@@ -403,9 +403,8 @@ mod tests {
         )
         .unwrap();
         let cancel = CancellationToken::new();
-        let answer = |r1: &str| {
-            let mut req = ModelRequest::default();
-            req.messages = vec![
+        let answer = |r1: &str| ModelRequest {
+            messages: vec![
                 crate::Message::Tool {
                     call_id: "r1".into(),
                     text: r1.into(),
@@ -414,8 +413,8 @@ mod tests {
                     call_id: "r2".into(),
                     text: "Error: Tool \"read_fil\" not found".into(),
                 },
-            ];
-            req
+            ],
+            ..ModelRequest::default()
         };
         let model = ReplayModel::new(&script, "r");
         model
