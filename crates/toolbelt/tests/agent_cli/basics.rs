@@ -18,7 +18,8 @@ async fn a_replayed_session_prints_the_answer_and_the_tool_activity() {
     w.write("README.md", "hello from the readme\n");
     let script = w.script(&[
         read_call(&w.ws(), "c1"),
-        json!({"tool_calls": [{"id": "c2", "name": "read_fil", "arguments": {}}]}),
+        // A misspelt name on purpose: the script says it expects the error.
+        json!({"tool_calls": [{"id": "c2", "name": "read_fil", "arguments": {}, "expect_error": true}]}),
         json!({"text": "The README says hello."}),
     ]);
     let run = w
