@@ -72,11 +72,28 @@ pub fn end_now(code: u8) -> ! {
         std::process::exit(i32::from(exit_code(code)));
     }
     let _only_one = END.lock().unwrap_or_else(PoisonError::into_inner);
+    let first = FIRST.lock().map(|f| *f).unwrap_or_else(|p| *p.into_inner());
+    if let Some(first) = first {
+        first();
+    }
     if ENDING.load(Ordering::SeqCst) == 0 {
         ENDING.store(code, Ordering::SeqCst);
     }
     clean_up();
     std::process::exit(i32::from(ENDING.load(Ordering::SeqCst)))
+}
+
+/// What an ending does before anything else: the interactive terminal puts the terminal
+/// back (raw mode off, cursor shown), so a signal from outside does not leave the
+/// person's shell in raw mode.
+static FIRST: Mutex<Option<fn()>> = Mutex::new(None);
+
+/// Sets (or, with `None`, clears) what an ending does first.
+pub fn first_on_ending(f: Option<fn()>) {
+    match FIRST.lock() {
+        Ok(mut first) => *first = f,
+        Err(poisoned) => *poisoned.into_inner() = f,
+    }
 }
 
 /// The code to exit with: `code`, unless a signal's ending is under way.

@@ -160,6 +160,7 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         crossterm::terminal::Clear(crossterm::terminal::ClearType::FromCursorDown)
     );
     stop_terminal();
+    crate::ending::first_on_ending(None);
     let _ = tokio::time::timeout(Duration::from_secs(3), mcp.close()).await;
     if let Err(e) = result {
         eprintln!("toolbelt: the terminal failed: {e}");
@@ -174,6 +175,9 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
 type Term = Terminal<CrosstermBackend<Stdout>>;
 
 fn start_terminal() -> std::io::Result<Term> {
+    // A signal from outside (`kill -INT`, a closed terminal's HUP) ends the run through
+    // `ending`; the terminal must be put back first.
+    crate::ending::first_on_ending(Some(stop_terminal));
     crossterm::terminal::enable_raw_mode()?;
     crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste)?;
     // A panic must not leave the terminal raw.

@@ -604,3 +604,34 @@ fn tools_call_on_a_terminal_prints_a_commands_output_once() {
     assert_eq!(code, 0, "{screen}");
     assert_eq!(screen.matches("once-42").count(), 1, "{screen}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_from_outside_puts_the_terminal_back() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![Reply::text("unused")])
+        .await
+        .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start_under_shell(&w, &server);
+        // toolbelt is the shell's child.
+        let shell = pty.pid();
+        let children =
+            std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+        let toolbelt: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
+        let status = std::process::Command::new("kill")
+            .args(["-INT", &toolbelt.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        pty.wait_for("EXITED 130");
+        // A terminal left raw would not turn Enter into a newline: the shell's `read`
+        // would never return.
+        pty.send("Z\r");
+        let screen = pty.wait_for("DONE");
+        assert!(
+            screen.contains("L   E   F   T   [   Z   ]  \\n"),
+            "{screen}"
+        );
+        assert_eq!(pty.wait_exit(), 0);
+    });
+}
