@@ -278,7 +278,8 @@ async fn continue_after_quitting_resumes_the_conversation() {
         assert!(screen.contains("what is the answer"), "{screen}");
         assert!(screen.contains("The answer is 42."), "{screen}");
         pty.line("what did I ask");
-        pty.wait_for("You asked about the answer.");
+        // The run must have ended before /stats counts it.
+        finished_answer(&pty, "You asked about the answer.");
         pty.line("/stats");
         pty.wait_for("Session: 1 prompts (and 1 before resuming)");
         quit(pty);
