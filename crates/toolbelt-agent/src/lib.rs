@@ -1,3 +1,4 @@
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 //! The agent loop: the prompt goes to the model, the tool calls of its answer go through
 //! the scheduler, their results go back, until the model answers without tool calls or
 //! the turn limit is reached.

@@ -1,3 +1,4 @@
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 //! The core of toolbelt: what a tool is, how tools are registered and found, how the
 //! arguments a model sends are checked, how settings are read, and how much of a result
 //! may go back to the model.

@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! Property tests over the parsers that take input from outside: settings text, function
 //! call arguments, schema validation with coercion, and model-given paths. Whatever the
 //! input, they return a value or a clear error; they never panic.

@@ -1,3 +1,4 @@
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 //! The `lsp` tool: code intelligence (definitions, references, hover, symbols, call
 //! hierarchy, diagnostics, code actions) from the language servers a project or the user
 //! configures in `.lsp.json`.

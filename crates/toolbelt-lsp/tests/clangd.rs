@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! The `lsp` tool against clangd (Debian's package; `scripts/setup.sh` checks for it) on
 //! a small C project with a `compile_flags.txt`.
 

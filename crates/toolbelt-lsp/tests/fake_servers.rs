@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! Servers that misbehave (never answer, crash on the first request, print garbage on
 //! stdout): each gives a clear error within its time limit and leaves no process behind,
 //! not even the child it started.

@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! Every operation of the `lsp` tool against pyright (installed by `scripts/setup.sh`
 //! into `.cache/lsp`) on a small Python project the test writes. One server serves all
 //! the calls of a test, as in a session.

@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! The `lsp` tool against typescript-language-server (with typescript, both installed by
 //! `scripts/setup.sh` into `.cache/lsp`): the operations pyright does not offer
 //! (goToImplementation) and the ones every server has, on a project the test writes.

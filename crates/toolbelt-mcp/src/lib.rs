@@ -1,3 +1,4 @@
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 //! The MCP client of toolbelt: the servers named in the settings become tools in the
 //! registry.
 //!

@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! The MCP client against servers that misbehave: a handshake that never answers (the
 //! process must be killed, not left behind), a server that cannot be restarted (a
 //! cancelled call ends at once instead of waiting out the reconnects), and a legacy SSE

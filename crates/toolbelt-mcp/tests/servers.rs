@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! The MCP client against real servers: the `mcp_testserver` example (built by
 //! `cargo test`) as a child process over stdio, and over Streamable HTTP and legacy SSE on
 //! 127.0.0.1.

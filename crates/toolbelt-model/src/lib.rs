@@ -1,3 +1,4 @@
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 //! Model access for toolbelt: an OpenAI-compatible Chat Completions client and a replay
 //! model that answers from a script, behind one [`Model`] trait.
 //!

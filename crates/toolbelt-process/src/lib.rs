@@ -1,3 +1,4 @@
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 //! Ending what toolbelt started, in one place: the shell tool, discovered tools, MCP
 //! servers and the binary's exit all use these functions, so there is one way to kill
 //! a process group and one notion of "what this call left behind".

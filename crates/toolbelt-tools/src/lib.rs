@@ -1,3 +1,4 @@
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 //! The built-in tools of toolbelt, one per file, and what they share.
 //!
 //! # Brief overview

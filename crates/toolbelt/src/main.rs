@@ -1,3 +1,4 @@
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 //! `toolbelt`: the command line. Thin by design: it parses flags, assembles a session
 //! (settings, workspace roots, registry) and hands work to the library crates.
 

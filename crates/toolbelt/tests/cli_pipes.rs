@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! A closed standard output or error ends toolbelt quietly (exit 141, as SIGPIPE would),
 //! never with a panic and exit 101: `toolbelt tools list | head -c 10`,
 //! `toolbelt … 2>&1 | head -c 10`.

@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! Secrets stay out of what toolbelt prints: credentials in a server URL, header values
 //! and the values of variables the settings expanded are masked in `mcp list` (text and
 //! JSON), in warnings and in errors.

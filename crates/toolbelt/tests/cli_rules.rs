@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! Permission rules as a user meets them through the real binary: a denial exits 3
 //! whatever its form, path rules hold for every file tool, and a rule naming no tool
 //! is a warning.

@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! Nothing outlives toolbelt, however it ends. Each test starts toolbelt running a
 //! command that starts a `setsid` sleep (its own session and group, so no signal to the
 //! call's group reaches it and a signal's default action would leave it running), ends

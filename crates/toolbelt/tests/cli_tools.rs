@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! The `toolbelt tools` command as a user meets it: the real binary, run in a temporary
 //! workspace with its own HOME, standard input not a terminal.
 

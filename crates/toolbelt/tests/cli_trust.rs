@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! Folder trust with the real binary: a cloned repository's `.qwen/settings.json` cannot
 //! run commands, start servers, add allow rules or widen the roots until the person
 //! trusts the folder (`toolbelt trust`, `--trust-workspace`, `TOOLBELT_TRUST_WORKSPACE`);

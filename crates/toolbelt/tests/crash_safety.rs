@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! A `write_file` killed with SIGKILL in the middle of writing leaves the old content
 //! or the new one, never a mix: the real binary, a real kill.
 //!

@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! The `lsp` tool through the binary: a project's `.lsp.json` starts nothing until the
 //! folder is trusted; `lsp list` says why; once trusted, `tools call lsp` answers from
 //! pyright (installed by scripts/setup.sh) and the server is gone when toolbelt exits.

@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! The binary with MCP servers and discovered tools: `toolbelt mcp list`, `tools list`,
 //! `tools call`, `--mcp-config`, `--allowed-mcp-server-names`, and the public reference
 //! server `@modelcontextprotocol/server-everything` when `scripts/setup.sh` installed it.

@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! `toolbelt mcp serve` with real third-party MCP clients:
 //!
 //! - the official Python SDK (`mcp`, driven by `tests/fixtures/mcp_clients/python_client.py`):

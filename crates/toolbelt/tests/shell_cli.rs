@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! `toolbelt tools call run_shell_command` through the real binary, with standard input
 //! not a terminal (headless): what needs confirmation is refused, read-only commands
 //! run, and the permission rules of the settings decide first.

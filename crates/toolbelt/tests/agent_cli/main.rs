@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! The headless agent as a person runs it: the real binary in a temp workspace, with a
 //! replay script or the fake OpenAI server on 127.0.0.1 (which checks every request).
 

@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! toolbelt driven by the real Claude Agent SDK (`@anthropic-ai/claude-agent-sdk`, npm)
 //! the way an application built on it drives Claude Code: `query()` with
 //! `pathToClaudeCodeExecutable` pointing at the built binary, which the SDK starts with

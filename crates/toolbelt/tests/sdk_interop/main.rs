@@ -1,3 +1,4 @@
+#![allow(clippy::too_many_lines)]
 //! toolbelt driven by the real `@qwen-code/sdk` (npm), the way an application built on
 //! Qwen Code's TypeScript SDK drives Qwen Code: `query()` with `pathToQwenExecutable`
 //! pointing at the built binary, which the SDK starts with `--input-format stream-json
