@@ -29,6 +29,7 @@ mod serve_cmd;
 mod session;
 mod skills_cmd;
 mod stream_json;
+mod tools_call;
 mod tools_cmd;
 mod trust_cmd;
 mod when_cmd;
