@@ -31,6 +31,9 @@ use toolbelt_model::{
 };
 
 pub mod at_paths;
+// Issue 33: monitor events and scheduled prompts between turns.
+mod between_turns;
+pub use between_turns::TurnEvents;
 pub mod compress;
 pub mod context_files;
 pub mod prompt;
@@ -143,6 +146,8 @@ pub struct Agent {
     background: Option<Arc<subagents::BackgroundTasks>>,
     /// A background sub-agent's messages from the loop that started it.
     inbox: Option<Arc<subagents::Inbox>>,
+    /// Other sources of events between turns (monitors; see `between_turns.rs`).
+    events: Vec<Arc<dyn TurnEvents>>,
 }
 
 impl Agent {
@@ -178,6 +183,7 @@ impl Agent {
             log_failed: std::sync::atomic::AtomicBool::new(false),
             background: None,
             inbox: None,
+            events: Vec::new(),
         }
     }
 
@@ -212,6 +218,7 @@ impl Agent {
                 format!("<message-from-parent>\nThe agent that started you sends this message (send_message):\n{m}\n</message-from-parent>")
             }));
         }
+        notices.extend(self.take_events());
         if !notices.is_empty() {
             self.push(
                 request,
@@ -500,6 +507,17 @@ impl Agent {
                     // A message that came while it worked is read before it ends.
                     if self.inbox.as_ref().is_some_and(|i| i.has_messages()) {
                         continue;
+                    }
+                    // Monitors still running: their events are the next turn's.
+                    if self.events_pending() {
+                        match self.wait_for_events(cancel).await {
+                            Some(true) => continue,
+                            Some(false) => {}
+                            None => {
+                                outcome.stop = StopReason::Cancelled;
+                                return outcome;
+                            }
+                        }
                     }
                     // Background agents still running: their answers are the next turn's.
                     if let Some(tasks) = &self.background

@@ -23,6 +23,8 @@ use toolbelt_core::{Origin, Tool, ToolEnvironment, ToolError, ToolRegistry};
 mod ask_user_question;
 mod atomic_write;
 pub mod completion;
+// Issue 33: `cron_create`, `cron_list`, `cron_delete`.
+pub mod cron;
 pub mod declared;
 mod diff;
 mod discovered;
@@ -35,6 +37,8 @@ mod glob;
 mod grep_search;
 mod list_directory;
 mod listed_name;
+// Issue 33: `monitor`, output lines as events between turns.
+mod monitor;
 mod notebook_edit;
 mod pattern;
 mod read_file;
@@ -58,6 +62,7 @@ pub use exit_plan_mode::ExitPlanMode;
 pub use glob::Glob;
 pub use grep_search::GrepSearch;
 pub use list_directory::ListDirectory;
+pub use monitor::{Monitor, MonitorTable};
 pub use notebook_edit::NotebookEdit;
 pub use read_file::ReadFile;
 pub use read_many_files::ReadManyFiles;

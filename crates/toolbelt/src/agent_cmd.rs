@@ -145,6 +145,8 @@ pub struct Prepared {
     pub skills: Vec<String>,
     /// Background agents still running when the run ends are stopped.
     pub background: Arc<toolbelt_agent::subagents::BackgroundTasks>,
+    /// Monitors still running when the run ends are ended (issue 33).
+    pub monitors: Arc<toolbelt_tools::MonitorTable>,
     /// The model, swappable (`set_model`).
     pub model: Arc<ModelSlot>,
     pub settings: Arc<toolbelt_core::Settings>,
@@ -365,9 +367,10 @@ pub async fn prepare(
                 .map(|l| (store.dir().to_path_buf(), l.id().to_string())),
             cwd: cwd.clone(),
             max_turns: args.max_session_turns,
-            shell_jobs,
+            shell_jobs: shell_jobs.clone(),
         },
     );
+    let monitors = crate::agent_monitor::install(&mut registry, &env, &shell_jobs);
     registry.apply_settings(&env.settings);
     core_tools(&mut registry, &env.settings, &args.core_tools);
     exclude(&mut registry, &args.policy.exclude_tools);
@@ -412,7 +415,10 @@ pub async fn prepare(
         excluded: args.policy.exclude_tools.clone(),
     }))
     .with_history(continued.map(|c| c.messages).unwrap_or_default())
-    .with_background(background.clone());
+    .with_background(background.clone())
+    .with_events(Arc::new(crate::agent_monitor::MonitorEvents(
+        monitors.clone(),
+    )));
     let saved = log.is_some();
     let agent = match log {
         Some(log) => agent.with_session_log(Arc::new(log)),
@@ -431,6 +437,7 @@ pub async fn prepare(
         agents,
         skills,
         background,
+        monitors,
         system_prompt,
     })
 }
@@ -492,6 +499,7 @@ async fn execute(
         .run_with_references(vec![UserPart::Text(prompt)], &p.prompt, &cancel)
         .await;
     p.background.stop_all().await;
+    crate::agent_monitor::end(&p.monitors).await;
     interrupts.abort();
     crate::ending::give_back_interrupts();
     match &emitter {

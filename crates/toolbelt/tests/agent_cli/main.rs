@@ -8,6 +8,7 @@
 mod basics;
 mod declared;
 mod interactive;
+mod monitor;
 mod planning;
 mod protected;
 mod pty;

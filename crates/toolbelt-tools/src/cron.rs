@@ -1,0 +1,216 @@
+//! Scheduled prompts: `cron_create {cron, prompt, recurring?}`, `cron_list {}` and
+//! `cron_delete {id}` over a session's [`CronTasks`] (issue 33). The expressions are in
+//! [`expr`], the schedule and its jitter and expiry in [`tasks`]; firing is the
+//! session's: it asks [`CronTasks::due`] when idle and runs each prompt as a turn.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolbelt_core::{BoxFuture, ExecContext, Invocation, Kind, Tool, ToolError, ToolResult};
+
+mod expr;
+mod tasks;
+
+pub use expr::CronExpr;
+pub use tasks::{
+    Clock, CronTask, CronTasks, DEFAULT_MAX_AGE_DAYS, Fired, MAX_TASKS, id_fraction, system_clock,
+};
+
+/// Which of the three tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Create,
+    List,
+    Delete,
+}
+
+/// `cron_create`, `cron_list` or `cron_delete` on one schedule.
+pub struct CronTool {
+    which: Which,
+    tasks: Arc<CronTasks>,
+    schema: Value,
+}
+
+impl CronTool {
+    /// The three tools over `tasks`.
+    pub fn all(tasks: &Arc<CronTasks>) -> [CronTool; 3] {
+        [Which::Create, Which::List, Which::Delete].map(|which| CronTool {
+            which,
+            tasks: tasks.clone(),
+            schema: schema(which),
+        })
+    }
+}
+
+fn schema(which: Which) -> Value {
+    match which {
+        Which::Create => json!({
+            "type": "object",
+            "properties": {
+                "cron": {"type": "string", "description": "5-field cron expression in local time: minute hour day-of-month month day-of-week (`*/5 * * * *`, `0 9 * * 1-5`). Supports *, values, ranges, steps and lists; not L, W, ?, # or names."},
+                "prompt": {"type": "string", "description": "The prompt to run when it fires."},
+                "recurring": {"type": "boolean", "description": "Fire on every match (default true; expires after 7 days) or once and then delete itself."}
+            },
+            "required": ["cron", "prompt"],
+            "additionalProperties": false
+        }),
+        Which::List => json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        Which::Delete => json!({
+            "type": "object",
+            "properties": {"id": {"type": "string", "description": "The 8-character id cron_create gave."}},
+            "required": ["id"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct CreateParams {
+    cron: String,
+    prompt: String,
+    recurring: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+struct DeleteParams {
+    id: String,
+}
+
+impl Tool for CronTool {
+    fn name(&self) -> &str {
+        match self.which {
+            Which::Create => "cron_create",
+            Which::List => "cron_list",
+            Which::Delete => "cron_delete",
+        }
+    }
+    fn display_name(&self) -> &str {
+        match self.which {
+            Which::Create => "CronCreate",
+            Which::List => "CronList",
+            Which::Delete => "CronDelete",
+        }
+    }
+    fn description(&self) -> &str {
+        match self.which {
+            Which::Create => {
+                "Schedules a prompt to run in this session on a 5-field cron expression (local time): to poll a build or a deploy, or remind yourself later. It fires only between turns, when the session is idle, a little late for recurring tasks (up to 10% of the period, at most 15 minutes) and up to 90 s early for one-shot tasks at :00 or :30. Recurring tasks expire after 7 days. At most 50 tasks; nothing is kept after the session ends."
+            }
+            Which::List => {
+                "Lists the scheduled prompts of this session: id, cron expression, recurring or once, next fire time and prompt."
+            }
+            Which::Delete => "Deletes a scheduled prompt by the id cron_create gave.",
+        }
+    }
+    fn kind(&self) -> Kind {
+        Kind::Other
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+        let action = match self.which {
+            Which::Create => {
+                let p: CreateParams = crate::parse_params(args)?;
+                let cron = CronExpr::parse(&p.cron).map_err(ToolError::invalid_params)?;
+                if p.prompt.trim().is_empty() {
+                    return Err(ToolError::invalid_params("The prompt is empty."));
+                }
+                Action::Create(Box::new(cron), p.prompt, p.recurring.unwrap_or(true))
+            }
+            Which::List => Action::List,
+            Which::Delete => Action::Delete(crate::parse_params::<DeleteParams>(args)?.id),
+        };
+        Ok(Box::new(CronCall {
+            tasks: self.tasks.clone(),
+            action,
+        }))
+    }
+}
+
+enum Action {
+    Create(Box<CronExpr>, String, bool),
+    List,
+    Delete(String),
+}
+
+struct CronCall {
+    tasks: Arc<CronTasks>,
+    action: Action,
+}
+
+impl Invocation for CronCall {
+    fn describe(&self) -> String {
+        match &self.action {
+            Action::Create(cron, prompt, _) => format!("{} {prompt}", cron.as_str()),
+            Action::List => "scheduled tasks".to_string(),
+            Action::Delete(id) => id.clone(),
+        }
+    }
+    fn confirmation(&self) -> BoxFuture<'_, Option<toolbelt_core::ConfirmationDetails>> {
+        // Scheduling is allowed, as in Qwen Code: what a prompt does when it fires is
+        // judged then, call by call.
+        Box::pin(async { None })
+    }
+    fn execute(self: Box<Self>, _ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move { self.run() })
+    }
+}
+
+impl CronCall {
+    fn run(self) -> ToolResult {
+        match self.action {
+            Action::Create(cron, prompt, recurring) => {
+                match self.tasks.create(*cron, &prompt, recurring) {
+                    Ok(task) => ToolResult::text(format!(
+                        "Scheduled task {} ({}, {}); it fires next at {}, when the session is idle.",
+                        task.id,
+                        task.cron.as_str(),
+                        if recurring {
+                            "recurring, expires after 7 days"
+                        } else {
+                            "once"
+                        },
+                        task.next_fire.format("%Y-%m-%d %H:%M:%S %Z")
+                    )),
+                    Err(e) => ToolResult::error(ToolError::invalid_params(e)),
+                }
+            }
+            Action::List => ToolResult::text(list_text(&self.tasks.list())),
+            Action::Delete(id) => {
+                if self.tasks.delete(&id) {
+                    ToolResult::text(format!("Deleted scheduled task {id}."))
+                } else {
+                    ToolResult::error(ToolError::invalid_params(format!(
+                        "No scheduled task has the id \"{id}\"; cron_list shows them."
+                    )))
+                }
+            }
+        }
+    }
+}
+
+/// The listing `cron_list` and `/loop list` show.
+pub fn list_text(tasks: &[CronTask]) -> String {
+    if tasks.is_empty() {
+        return "No scheduled tasks.".to_string();
+    }
+    tasks
+        .iter()
+        .map(|t| {
+            format!(
+                "{}  {}  {}  next {}  {}",
+                t.id,
+                t.cron.as_str(),
+                if t.recurring { "recurring" } else { "once" },
+                t.next_fire.format("%Y-%m-%d %H:%M:%S"),
+                t.prompt.replace('\n', " ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+//! The cron tools and schedule on an injected clock: no test waits for a real minute.
+
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Duration, Local, TimeZone};
+use serde_json::json;
+use toolbelt_core::{ExecContext, Tool};
+
+use super::*;
+use crate::test_support::fixture;
+
+/// A clock the test moves.
+struct TestClock(Arc<Mutex<DateTime<Local>>>);
+
+impl TestClock {
+    fn at(t: DateTime<Local>) -> (TestClock, Clock) {
+        let now = Arc::new(Mutex::new(t));
+        let read = now.clone();
+        let clock: Clock = Arc::new(move || *read.lock().unwrap());
+        (TestClock(now), clock)
+    }
+    fn set(&self, t: DateTime<Local>) {
+        *self.0.lock().unwrap() = t;
+    }
+}
+
+fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> DateTime<Local> {
+    Local.with_ymd_and_hms(y, mo, d, h, mi, s).single().unwrap()
+}
+
+async fn call(tool: &CronTool, args: serde_json::Value) -> toolbelt_core::ToolResult {
+    let f = fixture();
+    match tool.build(args) {
+        Ok(inv) => inv.execute(ExecContext::new(f.env.clone())).await,
+        Err(e) => toolbelt_core::ToolResult::error(e),
+    }
+}
+
+#[tokio::test]
+async fn every_minute_fires_with_its_jitter_and_delete_stops_it() {
+    let start = at(2026, 3, 2, 10, 0, 30);
+    let (clock, c) = TestClock::at(start);
+    let tasks = CronTasks::new(c, DEFAULT_MAX_AGE_DAYS);
+    let [create, list, delete] = CronTool::all(&tasks);
+    let made = call(
+        &create,
+        json!({"cron": "* * * * *", "prompt": "check the build"}),
+    )
+    .await;
+    assert!(!made.is_error(), "{}", made.llm_text());
+    let task = tasks.list().remove(0);
+    assert!(made.llm_text().contains(&task.id));
+    assert_eq!(task.id.len(), 8);
+    // Every minute: the period is 60 s, so the jitter is up to 6 s, fixed by the id.
+    let jitter = Duration::milliseconds((6000.0 * id_fraction(&task.id)) as i64);
+    assert_eq!(task.next_fire, at(2026, 3, 2, 10, 1, 0) + jitter);
+    // Before its time (the session idle or not) nothing fires.
+    clock.set(task.next_fire - Duration::milliseconds(1));
+    assert!(tasks.due().is_empty());
+    clock.set(task.next_fire);
+    let fired = tasks.due();
+    assert_eq!(fired.len(), 1);
+    assert_eq!(fired[0].prompt, "check the build");
+    assert!(!fired[0].last);
+    assert!(tasks.due().is_empty(), "fired twice for one minute");
+    // Busy for five minutes (a long turn): it fires once, no catch-up.
+    clock.set(at(2026, 3, 2, 10, 7, 0) + jitter);
+    assert_eq!(tasks.due().len(), 1);
+    assert_eq!(tasks.list()[0].next_fire, at(2026, 3, 2, 10, 8, 0) + jitter);
+    let listed = call(&list, json!({})).await.llm_text();
+    assert!(
+        listed.contains(&task.id) && listed.contains("* * * * *"),
+        "{listed}"
+    );
+    let deleted = call(&delete, json!({"id": task.id})).await;
+    assert!(!deleted.is_error(), "{}", deleted.llm_text());
+    clock.set(at(2026, 3, 2, 11, 0, 0));
+    assert!(tasks.due().is_empty());
+    let again = call(&delete, json!({"id": task.id})).await;
+    assert!(again.is_error());
+    assert_eq!(
+        call(&list, json!({})).await.llm_text(),
+        "No scheduled tasks."
+    );
+}
+
+#[tokio::test]
+async fn bad_expressions_are_errors_naming_the_field() {
+    let (_clock, c) = TestClock::at(at(2026, 3, 2, 10, 0, 0));
+    let tasks = CronTasks::new(c, DEFAULT_MAX_AGE_DAYS);
+    let [create, ..] = CronTool::all(&tasks);
+    for (cron, says) in [
+        ("61 * * * *", "Field minute ('61')"),
+        ("* * * * * *", "5 fields"),
+        ("0 9 L * *", "Field day-of-month ('L')"),
+    ] {
+        let r = call(&create, json!({"cron": cron, "prompt": "p"})).await;
+        assert!(r.is_error(), "{cron}");
+        assert!(r.llm_text().contains(says), "{cron}: {}", r.llm_text());
+    }
+    assert!(tasks.list().is_empty());
+}
+
+#[test]
+fn one_shot_tasks_at_the_hour_fire_early_and_delete_themselves() {
+    let (clock, c) = TestClock::at(at(2026, 3, 2, 14, 10, 0));
+    let tasks = CronTasks::new(c, DEFAULT_MAX_AGE_DAYS);
+    let on_the_hour = tasks
+        .create(CronExpr::parse("0 15 * * *").unwrap(), "push", false)
+        .unwrap();
+    let early = Duration::milliseconds((90_000.0 * id_fraction(&on_the_hour.id)) as i64);
+    assert_eq!(on_the_hour.next_fire, at(2026, 3, 2, 15, 0, 0) - early);
+    let odd = tasks
+        .create(CronExpr::parse("3 15 * * *").unwrap(), "odd", false)
+        .unwrap();
+    assert_eq!(odd.next_fire, at(2026, 3, 2, 15, 3, 0));
+    clock.set(at(2026, 3, 2, 15, 5, 0));
+    let fired = tasks.due();
+    assert_eq!(
+        fired.iter().map(|f| f.prompt.as_str()).collect::<Vec<_>>(),
+        ["push", "odd"]
+    );
+    assert!(fired.iter().all(|f| f.last));
+    assert!(tasks.list().is_empty());
+}
+
+#[test]
+fn recurring_tasks_expire_with_a_final_fire_and_the_limit_is_fifty() {
+    let start = at(2026, 3, 2, 9, 0, 0);
+    let (clock, c) = TestClock::at(start);
+    let tasks = CronTasks::new(c, 7);
+    let hourly = tasks
+        .create(CronExpr::parse("0 * * * *").unwrap(), "poll", true)
+        .unwrap();
+    // Hourly: up to 6 minutes late.
+    assert!(hourly.next_fire >= at(2026, 3, 2, 10, 0, 0));
+    assert!(hourly.next_fire <= at(2026, 3, 2, 10, 6, 0));
+    clock.set(start + Duration::days(7) + Duration::hours(1));
+    let fired = tasks.due();
+    assert_eq!(fired.len(), 1);
+    assert!(fired[0].last, "an expired task fires one final time");
+    assert!(tasks.list().is_empty());
+    // With expiry off (0 days) it runs on.
+    let (clock, c) = TestClock::at(start);
+    let forever = CronTasks::new(c, 0);
+    forever
+        .create(CronExpr::parse("0 * * * *").unwrap(), "poll", true)
+        .unwrap();
+    clock.set(start + Duration::days(30));
+    assert!(!forever.due()[0].last);
+    assert_eq!(forever.list().len(), 1);
+    for i in 1..MAX_TASKS {
+        forever
+            .create(
+                CronExpr::parse("0 * * * *").unwrap(),
+                &format!("p{i}"),
+                true,
+            )
+            .unwrap();
+    }
+    let refused = forever.create(CronExpr::parse("0 * * * *").unwrap(), "one too many", true);
+    assert!(refused.unwrap_err().contains("at most 50"));
+}

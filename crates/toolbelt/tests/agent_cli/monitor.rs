@@ -1,0 +1,213 @@
+//! `monitor` through the real binary and the fake server (issue 33): the model starts a
+//! monitor and its next requests carry the command's lines as events, in order; a flood
+//! is paced and the drops counted; `task_stop` ends it with no process left; a headless
+//! run waits for its monitors, and says which it ended when it stops early.
+
+use serde_json::{Value, json};
+use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+use toolbelt_model::{ModelTurn, ToolCall};
+
+use crate::support::Workspace;
+
+fn call(id: &str, name: &str, args: Value) -> Reply {
+    Reply::turn(ModelTurn {
+        tool_calls: vec![ToolCall {
+            id: id.to_string(),
+            name: name.to_string(),
+            arguments: args.to_string(),
+        }],
+        ..Default::default()
+    })
+}
+
+async fn run(w: &Workspace, server: &FakeOpenAi, args: &[&str]) -> crate::support::Run {
+    let url = server.base_url();
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "sk-local"),
+        ("OPENAI_MODEL", "m"),
+    ];
+    w.run(args, &env, None).await
+}
+
+/// Every user message after the first prompt, in request order, each once.
+fn events(server: &FakeOpenAi) -> String {
+    let requests = server.requests();
+    let last = requests.last().unwrap();
+    last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .skip(1)
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn tool_message(server: &FakeOpenAi, call_id: &str) -> String {
+    let last = server.requests().pop().unwrap();
+    last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .and_then(|m| m["content"].as_str())
+        .unwrap()
+        .to_string()
+}
+
+fn pid_in(text: &str) -> u32 {
+    text.lines()
+        .find_map(|l| l.strip_prefix("PID: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .next()
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_monitors_lines_reach_the_next_requests_in_order() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![call(
+        "m1",
+        "monitor",
+        json!({"command": "echo one; sleep 1; echo two; sleep 1; echo three", "description": "three lines"}),
+    )])
+    .await
+    .unwrap();
+    server.set_fallback(Reply::text("Noted."));
+    let out = run(&w, &server, &["--yolo", "watch it"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "Noted.\n");
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let started = tool_message(&server, "m1");
+    assert!(started.contains("Monitor bg_1 started"), "{started}");
+    let events = events(&server);
+    let at = |needle: &str| {
+        assert_eq!(events.matches(needle).count(), 1, "{needle} in {events}");
+        events.find(needle).unwrap()
+    };
+    let (one, two, three) = (at("[bg_1] one"), at("[bg_1] two"), at("[bg_1] three"));
+    let end = at("[bg_1] ended: the command exited with code 0");
+    assert!(one < two && two < three && three < end, "{events}");
+    assert!(events.contains("<monitor-events>"), "{events}");
+    // The lines came a second apart: not all in one request.
+    assert!(server.requests().len() >= 4, "{}", server.requests().len());
+    assert!(!out.stderr.contains("has been ended"), "{}", out.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_is_rate_limited_and_the_drops_are_counted() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![call(
+        "m1",
+        "monitor",
+        json!({"command": "seq 1 10000", "max_events": 10000}),
+    )])
+    .await
+    .unwrap();
+    server.set_fallback(Reply::text("Noted."));
+    let out = run(&w, &server, &["--yolo", "flood"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let events = events(&server);
+    let delivered = events
+        .lines()
+        .filter(|l| {
+            l.strip_prefix("[bg_1] ")
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .count();
+    // Five at once, then one a second: the run is over in far fewer seconds than lines.
+    assert!((5..=20).contains(&delivered), "{delivered}: {events}");
+    let summary = events
+        .lines()
+        .find(|l| l.starts_with("[bg_1] ended: "))
+        .unwrap_or_else(|| panic!("no end in {events}"));
+    assert!(
+        summary.contains(&format!(
+            "10000 lines, {delivered} delivered, {} dropped",
+            10_000 - delivered
+        )),
+        "{summary}"
+    );
+    assert!(
+        events.contains("lines dropped: at most 5 events at once"),
+        "{events}"
+    );
+    // What the model was sent stays small: drops are a count, not lines.
+    assert!(events.len() < 4000, "{}", events.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_stop_ends_a_monitor_with_no_process_left() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![
+        call(
+            "m1",
+            "monitor",
+            json!({"command": "while :; do echo tick; sleep 0.2; done"}),
+        ),
+        call("t1", "task_stop", json!({"task_id": "bg_1"})),
+    ])
+    .await
+    .unwrap();
+    server.set_fallback(Reply::text("Stopped."));
+    let out = run(&w, &server, &["--yolo", "watch then stop"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "Stopped.\n");
+    let pid = pid_in(&tool_message(&server, "m1"));
+    let stopped = tool_message(&server, "t1");
+    assert!(
+        stopped.contains("bg_1") && stopped.contains("was stopped"),
+        "{stopped}"
+    );
+    assert!(ended(pid), "the monitor's shell outlived task_stop");
+    let events = events(&server);
+    assert!(
+        events.contains("[bg_1] ended: stopped (task_stop"),
+        "{events}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_stopped_by_its_turn_limit_ends_its_monitors_and_says_so() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![
+        call(
+            "m1",
+            "monitor",
+            json!({"command": "echo started; exec sleep 60"}),
+        ),
+        call("r1", "read_file", json!({"file_path": "/nonexistent"})),
+    ])
+    .await
+    .unwrap();
+    server.set_fallback(Reply::text("Waiting."));
+    let out = run(
+        &w,
+        &server,
+        &["--yolo", "--max-session-turns", "2", "watch"],
+    )
+    .await;
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "monitor bg_1 (`echo started; exec sleep 60`) was still running and has been ended"
+        ),
+        "{}",
+        out.stderr
+    );
+    let pid = pid_in(&tool_message(&server, "m1"));
+    assert!(ended(pid), "the monitor outlived the run");
+}
