@@ -147,6 +147,8 @@ pub struct Prepared {
     pub background: Arc<toolbelt_agent::subagents::BackgroundTasks>,
     /// Monitors still running when the run ends are ended (issue 33).
     pub monitors: Arc<toolbelt_tools::MonitorTable>,
+    /// Scheduled prompts, fired when the session is idle (interactive, stream-json).
+    pub cron: Option<Arc<toolbelt_tools::cron::CronTasks>>,
     /// The model, swappable (`set_model`).
     pub model: Arc<ModelSlot>,
     pub settings: Arc<toolbelt_core::Settings>,
@@ -371,6 +373,11 @@ pub async fn prepare(
         },
     );
     let monitors = crate::agent_monitor::install(&mut registry, &env, &shell_jobs);
+    let idle_turns =
+        args.input_format == InputFormat::StreamJson || crate::interactive::wanted(args);
+    let cron = idle_turns
+        .then(|| crate::agent_cron::install(&mut registry))
+        .flatten();
     registry.apply_settings(&env.settings);
     core_tools(&mut registry, &env.settings, &args.core_tools);
     exclude(&mut registry, &args.policy.exclude_tools);
@@ -438,6 +445,7 @@ pub async fn prepare(
         skills,
         background,
         monitors,
+        cron,
         system_prompt,
     })
 }

@@ -11,5 +11,7 @@ pub mod completion;
 // The editor walks the history itself; `HistoryCursor` is the kit's own alternative.
 #[allow(dead_code)]
 pub mod input_history;
+// Issue 33: `/loop`.
+pub mod loop_cmd;
 pub mod slash;
 pub mod stats;

@@ -12,6 +12,7 @@ use clap::Parser;
 mod pipes;
 
 mod agent_cmd;
+mod agent_cron;
 mod agent_monitor;
 mod agent_output;
 mod agent_sessions;

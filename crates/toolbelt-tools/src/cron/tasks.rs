@@ -169,6 +169,29 @@ impl CronTasks {
     }
 }
 
+impl CronTasks {
+    /// Waits until prompts are due and returns them. The session awaits this only while
+    /// it is idle (between turns) and drops it when a turn starts, so a prompt never
+    /// fires mid-turn. It looks at least once a second, as Qwen Code's scheduler does:
+    /// the clock may jump, and a task created meanwhile counts from the next look.
+    pub async fn wait_due(&self) -> Vec<Fired> {
+        const NAP: std::time::Duration = std::time::Duration::from_secs(1);
+        loop {
+            let due = self.due();
+            if !due.is_empty() {
+                return due;
+            }
+            let wait = self.next_fire().map_or(NAP, |at| {
+                (at - self.now())
+                    .to_std()
+                    .unwrap_or_default()
+                    .clamp(std::time::Duration::from_millis(1), NAP)
+            });
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
 /// The next fire after `now`, jitter included.
 fn fire_time(
     cron: &CronExpr,

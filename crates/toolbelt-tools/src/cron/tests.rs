@@ -161,3 +161,36 @@ fn recurring_tasks_expire_with_a_final_fire_and_the_limit_is_fifty() {
     let refused = forever.create(CronExpr::parse("0 * * * *").unwrap(), "one too many", true);
     assert!(refused.unwrap_err().contains("at most 50"));
 }
+
+/// A scheduled prompt fires only while the session waits between turns: a long turn
+/// holds it back, and it fires once when the turn ends (no catch-up). Tokio's clock is
+/// paused, so the minutes pass at once; the schedule reads the same clock.
+#[tokio::test(start_paused = true)]
+async fn prompts_fire_only_while_the_session_is_idle() {
+    let start = at(2026, 3, 2, 10, 0, 30);
+    let t0 = tokio::time::Instant::now();
+    let clock: Clock = Arc::new(move || start + Duration::from_std(t0.elapsed()).unwrap());
+    let tasks = CronTasks::new(clock, DEFAULT_MAX_AGE_DAYS);
+    let task = tasks
+        .create(CronExpr::parse("* * * * *").unwrap(), "poll", true)
+        .unwrap();
+    let jitter = task.next_fire - at(2026, 3, 2, 10, 1, 0);
+    // Idle: it fires at its minute plus its jitter.
+    let fired = tasks.wait_due().await;
+    assert_eq!(fired.len(), 1);
+    assert_eq!(tasks.now(), task.next_fire);
+    // A turn of two and a half minutes: nobody waits on the schedule meanwhile.
+    tokio::time::sleep(std::time::Duration::from_secs(150)).await;
+    // The turn is over: what came due during it fires once, at once.
+    let before = tasks.now();
+    assert_eq!(tasks.wait_due().await.len(), 1);
+    assert_eq!(tasks.now(), before);
+    // The next one comes at the next minute, with the same jitter.
+    tasks.wait_due().await;
+    assert_eq!(tasks.now(), at(2026, 3, 2, 10, 4, 0) + jitter);
+    assert!(tasks.delete(&task.id));
+    // Deleted: waiting finds nothing for an hour.
+    let nothing =
+        tokio::time::timeout(std::time::Duration::from_secs(3600), tasks.wait_due()).await;
+    assert!(nothing.is_err());
+}

@@ -48,6 +48,7 @@ use crate::agent_cmd::{self, Prepared, Setup};
 use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
 use crate::interactive_kit::completion::reference_candidates;
 use crate::interactive_kit::input_history::InputHistory;
+use crate::interactive_kit::loop_cmd;
 use crate::interactive_kit::slash::{self, SlashCommand};
 use crate::interactive_kit::stats::SessionStats;
 use crate::session::Session;
@@ -243,6 +244,10 @@ struct App {
     /// Whether this turn's answer came as a stream.
     streamed: bool,
     quit: bool,
+    /// Scheduled prompts (issue 33; `None` when off) and the prompts waiting to run:
+    /// fired ones and `/loop`'s first run, sent one at a time when no request runs.
+    cron: Option<Arc<toolbelt_tools::cron::CronTasks>>,
+    scheduled: VecDeque<String>,
 }
 
 impl App {
@@ -285,6 +290,8 @@ impl App {
             streaming: String::new(),
             streamed: false,
             quit: false,
+            cron: p.cron,
+            scheduled: VecDeque::new(),
         };
         let id = if p.saved {
             format!(" · session {}", p.session_id)
@@ -329,6 +336,15 @@ impl App {
                 },
                 Some(message) = rx.recv() => self.on_message(message),
                 _ = tick.tick(), if self.running.is_some() => {}
+                // Issue 33: scheduled prompts fire only while no request runs.
+                fired = crate::agent_cron::due(self.cron.as_ref()), if self.idle() => {
+                    self.scheduled.extend(fired.into_iter().map(|t| t.prompt));
+                }
+            }
+            if self.idle()
+                && let Some(prompt) = self.scheduled.pop_front()
+            {
+                self.submit(prompt);
             }
             while let Ok(message) = rx.try_recv() {
                 self.on_message(message);
@@ -635,6 +651,13 @@ impl App {
                 Color::Yellow,
             ));
         }
+        if let Some(rest) = loop_cmd::strip(&text) {
+            self.emit(view::user_lines(&text));
+            let (note, run_now) = loop_cmd::run(self.cron.as_ref(), rest);
+            self.emit(view::note(&note, Color::Gray));
+            self.scheduled.extend(run_now);
+            return;
+        }
         if let Some(command) = slash::parse(&text) {
             self.emit(view::user_lines(&text));
             match command {
@@ -670,6 +693,11 @@ impl App {
             since: Instant::now(),
             task,
         });
+    }
+
+    /// No request, no `/compress`: a scheduled prompt may run.
+    fn idle(&self) -> bool {
+        self.running.is_none() && self.compressing.is_none()
     }
 
     fn slash(&mut self, command: SlashCommand) {

@@ -326,6 +326,13 @@ impl<'a> Loop<'a> {
                     self.cancel = None;
                     self.out.result(&outcome, started.elapsed());
                 }
+                // Issue 33: scheduled prompts fire only between turns, as turns of their own.
+                fired = crate::agent_cron::due(self.prepared.cron.as_ref()), if turn.is_none() && input_open => {
+                    for task in fired {
+                        let text = crate::agent_cron::prompt_of(&task);
+                        self.waiting.push_back((vec![UserPart::Text(text.clone())], text));
+                    }
+                }
             }
         }
     }

@@ -211,3 +211,82 @@ async fn a_run_stopped_by_its_turn_limit_ends_its_monitors_and_says_so() {
     let pid = pid_in(&tool_message(&server, "m1"));
     assert!(ended(pid), "the monitor outlived the run");
 }
+
+/// In `--input-format stream-json` a monitor's events are turns the client sees (the
+/// model's answers to them are messages), and the session offers the cron tools, which
+/// a plain headless run (no idle time to fire them) does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_json_sessions_see_monitor_turns_and_offer_cron() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![
+        call(
+            "m1",
+            "monitor",
+            json!({"command": "echo alpha; sleep 0.5; echo beta"}),
+        ),
+        Reply::text("Started."),
+    ])
+    .await
+    .unwrap();
+    server.set_fallback(Reply::text("Event seen."));
+    let url = server.base_url();
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "sk-local"),
+        ("OPENAI_MODEL", "m"),
+    ];
+    let input = [
+        json!({"type": "control_request", "request_id": "init", "request": {"subtype": "initialize"}}),
+        json!({"type": "user", "session_id": "", "message": {"role": "user", "content": "watch"}, "parent_tool_use_id": null}),
+    ]
+    .map(|v| v.to_string())
+    .join("\n");
+    let out = w
+        .run(
+            &[
+                "--yolo",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+            ],
+            &env,
+            Some(&input),
+        )
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let messages: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let init = messages
+        .iter()
+        .find(|m| m["type"] == "system" && m["subtype"] == "init")
+        .unwrap();
+    let tools = init["tools"].to_string();
+    for tool in ["monitor", "cron_create", "cron_list", "cron_delete"] {
+        assert!(tools.contains(&format!("\"{tool}\"")), "{tool} in {tools}");
+    }
+    let answers: Vec<String> = messages
+        .iter()
+        .filter(|m| m["type"] == "assistant")
+        .map(|m| m["message"]["content"].to_string())
+        .collect();
+    assert!(
+        answers.iter().filter(|a| a.contains("Event seen.")).count() >= 1,
+        "{answers:?}"
+    );
+    let events = events(&server);
+    assert!(
+        events.contains("[bg_1] alpha") && events.contains("[bg_1] beta"),
+        "{events}"
+    );
+    assert_eq!(messages.iter().filter(|m| m["type"] == "result").count(), 1);
+    // Headless: no cron tools.
+    let headless = FakeOpenAi::start(vec![Reply::text("ok")]).await.unwrap();
+    let out = run(&w, &headless, &["-o", "json", "hi"]).await;
+    let all = out.stdout.clone();
+    assert!(all.contains("\"monitor\""), "{all}");
+    assert!(!all.contains("cron_create"), "{all}");
+}
