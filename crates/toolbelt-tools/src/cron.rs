@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use toolbelt_core::{BoxFuture, ExecContext, Invocation, Kind, Tool, ToolError, ToolResult};
 
+mod durable;
 mod expr;
 mod tasks;
 

@@ -376,7 +376,7 @@ pub async fn prepare(
     let idle_turns =
         args.input_format == InputFormat::StreamJson || crate::interactive::wanted(args);
     let cron = idle_turns
-        .then(|| crate::agent_cron::install(&mut registry))
+        .then(|| crate::agent_cron::install(&mut registry, &env.settings, store.dir()))
         .flatten();
     registry.apply_settings(&env.settings);
     core_tools(&mut registry, &env.settings, &args.core_tools);

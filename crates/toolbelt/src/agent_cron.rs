@@ -2,27 +2,54 @@
 //! interactive agent and `--input-format stream-json`. A plain headless run ends with
 //! its answer, so it is not offered the tools. The machinery is `toolbelt_tools::cron`.
 //!
-//! On by default, as in Qwen Code; `QWEN_CODE_DISABLE_CRON=1` (or `TOOLBELT_DISABLE_CRON=1`)
-//! turns it off. `QWEN_CODE_CRON_MAX_AGE_DAYS` sets when recurring tasks expire (0:
-//! never). The schedule lives in the process: nothing is written to disk.
+//! On by default, as in Qwen Code; `experimental.cron: false` in the settings or
+//! `QWEN_CODE_DISABLE_CRON=1` (or `TOOLBELT_DISABLE_CRON=1`) turns it off.
+//! `experimental.cronRecurringMaxAgeDays`, or `QWEN_CODE_CRON_MAX_AGE_DAYS` which wins,
+//! sets when recurring tasks expire (0: never). The schedule lives in the process and
+//! nothing is written to disk, unless the settings ask for durable tasks
+//! (`experimental.cronDurable: true`; an untrusted folder's settings cannot, see
+//! `toolbelt_core::settings::untrusted`): then it is kept beside the project's saved
+//! sessions, outside the workspace.
 
+use std::path::Path;
 use std::sync::Arc;
 
-use toolbelt_core::{Origin, ToolRegistry};
+use toolbelt_core::{Origin, Settings, ToolRegistry};
 use toolbelt_tools::cron::{CronTasks, CronTool, DEFAULT_MAX_AGE_DAYS, Fired, system_clock};
+
+/// The durable schedule's file, in the project's sessions folder.
+pub const DURABLE_FILE: &str = "scheduled-tasks.json";
 
 /// Registers `cron_create`, `cron_list` and `cron_delete` when scheduling is on;
 /// returns the schedule the session fires from.
-pub fn install(registry: &mut ToolRegistry) -> Option<Arc<CronTasks>> {
+pub fn install(
+    registry: &mut ToolRegistry,
+    settings: &Settings,
+    sessions_dir: &Path,
+) -> Option<Arc<CronTasks>> {
     let off = |name: &str| std::env::var(name).is_ok_and(|v| v == "1" || v == "true");
-    if off("QWEN_CODE_DISABLE_CRON") || off("TOOLBELT_DISABLE_CRON") {
+    let setting = |key: &str| settings.raw.pointer(&format!("/experimental/{key}"));
+    if off("QWEN_CODE_DISABLE_CRON")
+        || off("TOOLBELT_DISABLE_CRON")
+        || setting("cron") == Some(&serde_json::Value::Bool(false))
+    {
         return None;
     }
     let max_age = std::env::var("QWEN_CODE_CRON_MAX_AGE_DAYS")
         .ok()
         .and_then(|v| v.trim().parse().ok())
+        .or_else(|| {
+            setting("cronRecurringMaxAgeDays")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|d| u32::try_from(d).ok())
+        })
         .unwrap_or(DEFAULT_MAX_AGE_DAYS);
     let tasks = CronTasks::new(system_clock(), max_age);
+    if setting("cronDurable") == Some(&serde_json::Value::Bool(true)) {
+        for warning in tasks.make_durable(sessions_dir.join(DURABLE_FILE)) {
+            eprintln!("toolbelt: warning: {warning}");
+        }
+    }
     for tool in CronTool::all(&tasks) {
         registry.register(Arc::new(tool), Origin::BuiltIn);
     }

@@ -271,3 +271,33 @@ fn a_bad_trusted_folders_file_is_an_error() {
     let err = Settings::load(&layout.paths_for(&layout.project)).unwrap_err();
     assert!(err.to_string().contains("trustedFolders.json"), "{err}");
 }
+
+/// Issue 33: durable scheduled tasks keep prompts that run in later sessions; a cloned
+/// repository's settings cannot turn them on, the person's can.
+#[test]
+fn an_untrusted_workspace_cannot_enable_durable_scheduled_tasks() {
+    let layout = Layout::new(
+        json!({}),
+        json!({"experimental": {"cronDurable": true, "cronRecurringMaxAgeDays": 1}}),
+    );
+    let s = layout.load();
+    assert_eq!(s.raw.pointer("/experimental/cronDurable"), None);
+    assert_eq!(
+        s.raw.pointer("/experimental/cronRecurringMaxAgeDays"),
+        Some(&json!(1))
+    );
+    let report = s.untrusted_workspace.clone().unwrap();
+    assert_eq!(report.ignored, vec!["experimental.cronDurable"]);
+    layout.trust(&layout.project, TrustLevel::TrustFolder);
+    let s = layout.load();
+    assert_eq!(
+        s.raw.pointer("/experimental/cronDurable"),
+        Some(&json!(true))
+    );
+    // The person's own settings may.
+    let mine = Layout::new(json!({"experimental": {"cronDurable": true}}), json!({}));
+    assert_eq!(
+        mine.load().raw.pointer("/experimental/cronDurable"),
+        Some(&json!(true))
+    );
+}

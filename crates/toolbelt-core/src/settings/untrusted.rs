@@ -51,6 +51,8 @@ const RESTRICTED: &[(&str, Refuse)] = &[
     ("tools.webFetch.allowPrivateAddresses", Refuse::AnyValue),
     // Sends queries (and, through `$VAR`, keys) to a server the file names.
     ("webSearch", Refuse::AnyValue),
+    // Keeps prompts that run in later sessions (issue 33: durable scheduled tasks).
+    ("experimental.cronDurable", Refuse::AnyValue),
     // The folder cannot switch off the check that guards it.
     ("security.folderTrust", Refuse::AnyValue),
 ];

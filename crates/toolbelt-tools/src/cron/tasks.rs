@@ -56,6 +56,9 @@ pub struct CronTasks {
     clock: Clock,
     /// `None`: recurring tasks never expire.
     max_age: Option<chrono::Duration>,
+    /// Where the schedule is saved after each change (durable tasks; see
+    /// [`super::durable`]); `None`: nothing on disk.
+    file: Mutex<Option<std::path::PathBuf>>,
 }
 
 impl CronTasks {
@@ -66,7 +69,48 @@ impl CronTasks {
             tasks: Mutex::default(),
             clock,
             max_age: (max_age_days > 0).then(|| chrono::Duration::days(i64::from(max_age_days))),
+            file: Mutex::default(),
         })
+    }
+
+    /// Makes the schedule durable in `file`: what it holds is read back now (next
+    /// times from now), and every change is saved there. Returns warnings about
+    /// entries skipped.
+    pub fn make_durable(&self, file: std::path::PathBuf) -> Vec<String> {
+        let (restored, warnings) = super::durable::load(&file);
+        let now = self.now();
+        {
+            let mut tasks = self.lock();
+            for r in restored {
+                if tasks.len() >= MAX_TASKS || tasks.iter().any(|t| t.id == r.id) {
+                    continue;
+                }
+                if let Some(next_fire) = fire_time(&r.cron, &r.id, r.recurring, now) {
+                    tasks.push(CronTask {
+                        id: r.id,
+                        cron: r.cron,
+                        prompt: r.prompt,
+                        recurring: r.recurring,
+                        created: r.created,
+                        next_fire,
+                    });
+                }
+            }
+        }
+        if let Ok(mut f) = self.file.lock() {
+            *f = Some(file);
+        }
+        warnings
+    }
+
+    /// Saves the schedule when it is durable; a failure is a warning.
+    fn saved(&self, tasks: &[CronTask]) {
+        let file = self.file.lock().ok().and_then(|f| f.clone());
+        if let Some(file) = file
+            && let Err(e) = super::durable::save(&file, tasks)
+        {
+            tracing::warn!("scheduled tasks not saved to {}: {e}", file.display());
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<CronTask>> {
@@ -112,6 +156,7 @@ impl CronTasks {
             next_fire,
         };
         tasks.push(task.clone());
+        self.saved(&tasks);
         Ok(task)
     }
 
@@ -125,12 +170,17 @@ impl CronTasks {
         let mut tasks = self.lock();
         let before = tasks.len();
         tasks.retain(|t| t.id != id);
+        self.saved(&tasks);
         tasks.len() != before
     }
 
     /// Deletes every task; returns how many there were.
     pub fn clear(&self) -> usize {
-        std::mem::take(&mut *self.lock()).len()
+        let mut tasks = self.lock();
+        let n = tasks.len();
+        tasks.clear();
+        self.saved(&tasks);
+        n
     }
 
     /// The earliest next fire, to sleep until.
@@ -144,7 +194,8 @@ impl CronTasks {
     pub fn due(&self) -> Vec<Fired> {
         let now = self.now();
         let mut fired = Vec::new();
-        self.lock().retain_mut(|task| {
+        let mut tasks = self.lock();
+        tasks.retain_mut(|task| {
             if task.next_fire > now {
                 return true;
             }
@@ -165,6 +216,9 @@ impl CronTasks {
                 None => false,
             }
         });
+        if fired.iter().any(|f| f.last) {
+            self.saved(&tasks);
+        }
         fired
     }
 }

@@ -194,3 +194,58 @@ async fn prompts_fire_only_while_the_session_is_idle() {
         tokio::time::timeout(std::time::Duration::from_secs(3600), tasks.wait_due()).await;
     assert!(nothing.is_err());
 }
+
+/// Durable tasks come back after a restart (next times from the new start, expiry from
+/// their creation); a damaged entry is skipped with a warning, the rest load.
+#[test]
+fn durable_tasks_are_saved_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sessions/scheduled-tasks.json");
+    let start = at(2026, 3, 2, 9, 0, 0);
+    let (_clock, c) = TestClock::at(start);
+    let first = CronTasks::new(c, 7);
+    assert!(first.make_durable(file.clone()).is_empty());
+    let kept = first
+        .create(CronExpr::parse("*/5 * * * *").unwrap(), "poll", true)
+        .unwrap();
+    let gone = first
+        .create(CronExpr::parse("0 12 * * *").unwrap(), "noon", false)
+        .unwrap();
+    assert!(first.delete(&gone.id));
+    // A restart a day later.
+    let (_clock, c) = TestClock::at(start + Duration::days(1));
+    let second = CronTasks::new(c, 7);
+    assert!(second.make_durable(file.clone()).is_empty());
+    let back = second.list();
+    assert_eq!(back.len(), 1);
+    assert_eq!(back[0].id, kept.id);
+    assert_eq!(back[0].created, kept.created);
+    assert!(back[0].next_fire > start + Duration::days(1));
+    // A hand-edited file: the bad entry is named, the good one loads.
+    let mut saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let mut bad = saved[0].clone();
+    bad["cron"] = json!("61 * * * *");
+    bad["id"] = json!("deadbeef");
+    saved.as_array_mut().unwrap().push(bad);
+    std::fs::write(&file, saved.to_string()).unwrap();
+    let (_clock, c) = TestClock::at(start);
+    let third = CronTasks::new(c, 7);
+    let warnings = third.make_durable(file);
+    assert_eq!(third.list().len(), 1);
+    assert!(
+        warnings[0].contains("deadbeef") && warnings[0].contains("Field minute"),
+        "{warnings:?}"
+    );
+    // Without make_durable nothing is written.
+    let (_clock, c) = TestClock::at(start);
+    let session = CronTasks::new(c, 7);
+    session
+        .create(CronExpr::parse("* * * * *").unwrap(), "x", true)
+        .unwrap();
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only the durable file's folder"
+    );
+}

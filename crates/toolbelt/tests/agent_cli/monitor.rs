@@ -290,3 +290,81 @@ async fn stream_json_sessions_see_monitor_turns_and_offer_cron() {
     assert!(all.contains("\"monitor\""), "{all}");
     assert!(!all.contains("cron_create"), "{all}");
 }
+
+fn find_file(dir: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == name) {
+            return Some(path);
+        }
+        if path.is_dir()
+            && let Some(found) = find_file(&path, name)
+        {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// A stream-json session where the model schedules a prompt; returns its exit code.
+async fn schedule_in_stream_json(w: &Workspace) -> i32 {
+    let server = FakeOpenAi::start(vec![
+        call(
+            "c1",
+            "cron_create",
+            json!({"cron": "17 3 * * *", "prompt": "nightly check"}),
+        ),
+        Reply::text("Scheduled."),
+    ])
+    .await
+    .unwrap();
+    let url = server.base_url();
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "sk-local"),
+        ("OPENAI_MODEL", "m"),
+    ];
+    let input = json!({"type": "user", "session_id": "", "message": {"role": "user", "content": "every night"}, "parent_tool_use_id": null}).to_string();
+    let out = w
+        .run(
+            &[
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+            ],
+            &env,
+            Some(&input),
+        )
+        .await;
+    assert!(out.stdout.contains("Scheduled task"), "{}", out.stdout);
+    out.code
+}
+
+/// Durable scheduled tasks are written only when the person's settings ask: a cloned
+/// repository's settings cannot turn them on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_persons_settings_make_scheduled_tasks_durable() {
+    let w = Workspace::new();
+    w.write(
+        ".qwen/settings.json",
+        r#"{"experimental": {"cronDurable": true}}"#,
+    );
+    assert_eq!(schedule_in_stream_json(&w).await, 0);
+    assert_eq!(find_file(w.dir.path(), "scheduled-tasks.json"), None);
+    let home = w.dir.path().join("home/.qwen");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("settings.json"),
+        r#"{"experimental": {"cronDurable": true}}"#,
+    )
+    .unwrap();
+    assert_eq!(schedule_in_stream_json(&w).await, 0);
+    let file = find_file(w.dir.path(), "scheduled-tasks.json").expect("no durable file");
+    assert!(!file.starts_with(w.ws()), "{}", file.display());
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        saved.contains("nightly check") && saved.contains("17 3 * * *"),
+        "{saved}"
+    );
+}
