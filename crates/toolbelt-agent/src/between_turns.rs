@@ -42,9 +42,18 @@ impl Agent {
         self.events.iter().filter_map(|s| s.take()).collect()
     }
 
-    /// Whether a source runs or has events waiting.
+    /// Whether a run whose model has answered waits for the events still to come (the
+    /// default; headless and stream-json sessions). The interactive agent turns it off:
+    /// the person gets the prompt back, and the events start a turn when it is idle.
+    pub fn set_wait_for_events(&self, wait: bool) {
+        self.events_wait
+            .store(wait, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether a source runs or has events waiting, and the run should wait for them.
     pub(crate) fn events_pending(&self) -> bool {
-        self.events.iter().any(|s| s.running() || s.waiting())
+        self.events_wait.load(std::sync::atomic::Ordering::Relaxed)
+            && self.events.iter().any(|s| s.running() || s.waiting())
     }
 
     /// Waits until a source has events waiting, a background agent's notice may wait, a

@@ -148,6 +148,8 @@ pub struct Agent {
     inbox: Option<Arc<subagents::Inbox>>,
     /// Other sources of events between turns (monitors; see `between_turns.rs`).
     events: Vec<Arc<dyn TurnEvents>>,
+    /// Whether a run waits for them (see `Agent::set_wait_for_events`).
+    events_wait: std::sync::atomic::AtomicBool,
 }
 
 impl Agent {
@@ -184,6 +186,7 @@ impl Agent {
             background: None,
             inbox: None,
             events: Vec::new(),
+            events_wait: std::sync::atomic::AtomicBool::new(true),
         }
     }
 

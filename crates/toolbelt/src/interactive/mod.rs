@@ -248,6 +248,8 @@ struct App {
     /// fired ones and `/loop`'s first run, sent one at a time when no request runs.
     cron: Option<Arc<toolbelt_tools::cron::CronTasks>>,
     scheduled: VecDeque<String>,
+    /// Monitors' events wait for an idle moment and then start a turn of their own.
+    monitors: Arc<toolbelt_tools::MonitorTable>,
 }
 
 impl App {
@@ -292,7 +294,10 @@ impl App {
             quit: false,
             cron: p.cron,
             scheduled: VecDeque::new(),
+            monitors: p.monitors,
         };
+        // The prompt comes back while monitors run; their events are turns when idle.
+        app.agent.set_wait_for_events(false);
         let id = if p.saved {
             format!(" · session {}", p.session_id)
         } else {
@@ -324,6 +329,7 @@ impl App {
         let mut events = EventStream::new();
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut monitor_events = self.monitors.subscribe();
         self.flush(terminal)?;
         self.draw(terminal)?;
         while !self.quit {
@@ -340,6 +346,13 @@ impl App {
                 fired = crate::agent_cron::due(self.cron.as_ref()), if self.idle() => {
                     self.scheduled.extend(fired.into_iter().map(|t| t.prompt));
                 }
+                Ok(()) = monitor_events.changed(), if self.idle() => {}
+            }
+            if self.idle()
+                && self.scheduled.is_empty()
+                && let Some(events) = self.monitors.take()
+            {
+                self.scheduled.push_back(events);
             }
             if self.idle()
                 && let Some(prompt) = self.scheduled.pop_front()

@@ -368,3 +368,101 @@ async fn only_the_persons_settings_make_scheduled_tasks_durable() {
         "{saved}"
     );
 }
+
+mod interactive {
+    //! The interactive agent: the prompt comes back while a monitor runs, and its events
+    //! start a turn of their own when the session is idle; `/loop` schedules a prompt
+    //! and runs it at once.
+
+    use serde_json::json;
+    use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+
+    use super::call;
+    use crate::pty::{Pty, keys};
+    use crate::support::Workspace;
+
+    fn start(w: &Workspace, server: &FakeOpenAi) -> Pty {
+        let url = server.base_url();
+        let pty = Pty::spawn(
+            std::path::Path::new(env!("CARGO_BIN_EXE_toolbelt")),
+            &w.ws(),
+            w.dir.path(),
+            &[
+                "--openai-base-url",
+                url.as_str(),
+                "-m",
+                "fake-model",
+                "--yolo",
+            ],
+            &[],
+        );
+        pty.wait_for(" mode (shift+tab");
+        pty
+    }
+
+    fn last_user_text(server: &FakeOpenAi) -> String {
+        let body = server.last_request().unwrap().body;
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .map(|m| m["content"].to_string())
+            .unwrap_or_default()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn monitor_events_start_a_turn_when_the_session_is_idle() {
+        let w = Workspace::new();
+        let server = FakeOpenAi::start(vec![
+            call(
+                "m1",
+                "monitor",
+                json!({"command": "sleep 1; echo later-line; exec sleep 60"}),
+            ),
+            Reply::text("Watching."),
+        ])
+        .await
+        .unwrap();
+        server.set_fallback(Reply::text("Got the event."));
+        tokio::task::block_in_place(|| {
+            let pty = start(&w, &server);
+            pty.line("watch the log");
+            // The run ends while the monitor still runs: the prompt is back.
+            pty.wait_until("Watching.", |s| {
+                s.contains("Watching.") && !s.contains("esc to cancel")
+            });
+            pty.wait_until("the event turn", |s| {
+                s.contains("Got the event.") && !s.contains("esc to cancel")
+            });
+            assert!(last_user_text(&server).contains("[bg_1] later-line"));
+            pty.send(keys::CTRL_D);
+            assert_eq!(pty.wait_exit(), 0);
+        });
+        assert_eq!(server.request_count(), 3);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn loop_schedules_a_prompt_runs_it_now_and_lists_and_clears() {
+        let w = Workspace::new();
+        let server = FakeOpenAi::start(vec![]).await.unwrap();
+        server.set_fallback(Reply::text("Deploy looks fine."));
+        tokio::task::block_in_place(|| {
+            let pty = start(&w, &server);
+            pty.line("/loop 5m check the deploy");
+            let screen = pty.wait_until("the first run", |s| {
+                s.contains("Deploy looks fine.") && !s.contains("esc to cancel")
+            });
+            assert!(screen.contains("every 5 minutes (*/5 * * * *)"), "{screen}");
+            assert!(last_user_text(&server).contains("check the deploy"));
+            pty.line("/loop list");
+            pty.wait_until("the listing", |s| s.contains("recurring  next"));
+            pty.line("/loop clear");
+            pty.wait_for("Cancelled 1 scheduled task(s).");
+            pty.send(keys::CTRL_D);
+            assert_eq!(pty.wait_exit(), 0);
+        });
+        assert_eq!(server.request_count(), 1);
+    }
+}
