@@ -70,8 +70,9 @@ mod world;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use extract::{blocks, doc_blocks, help_examples};
-use run::run_all;
+use extract::{blocks, doc_blocks, doc_files, help_examples, json_blocks};
+use run::{run_all, run_line};
+use world::{World, servers};
 
 /// What the fake model answers to every request.
 const ANSWER: &str = "The fake model's answer.";
@@ -215,4 +216,49 @@ fn a_broken_snippet_fails() {
         "{joined}"
     );
     assert!(joined.contains("no line like \"false\""), "{joined}");
+}
+
+/// Every JSON block parses, and a client configuration shown (`mcpServers`, or VS Code's
+/// `servers` with a stdio entry) starts servers that connect: `toolbelt --mcp-config
+/// JSON mcp list --json` reports each one `connected`.
+#[test]
+fn every_json_block_parses_and_every_mcp_config_connects() {
+    let servers = servers();
+    let mut configs = 0;
+    for (name, text) in doc_files() {
+        for (at, body) in json_blocks(&name, &text) {
+            let value: serde_json::Value =
+                serde_json::from_str(&body).unwrap_or_else(|e| panic!("{at}: not JSON: {e}"));
+            let Some(map) = value.get("mcpServers").or_else(|| value.get("servers")) else {
+                continue;
+            };
+            // VS Code's entries name their transport; toolbelt's stdio entries do not.
+            let mut map = map.clone();
+            for entry in map.as_object_mut().unwrap().values_mut() {
+                if let Some(e) = entry.as_object_mut()
+                    && e.remove("type").is_some_and(|t| t != "stdio")
+                {
+                    panic!("{at}: only stdio entries can be checked here");
+                }
+            }
+            let world = World::new(&servers);
+            let config = serde_json::json!({ "mcpServers": map }).to_string();
+            let script = format!("toolbelt --mcp-config '{config}' mcp list --json");
+            let out = run_line(&world, &script, None).unwrap();
+            assert_eq!(out.code, 0, "{at}: {}", out.stderr);
+            let listed: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+            for server in listed.as_array().unwrap() {
+                assert_eq!(server["status"], "connected", "{at}: {server}");
+                assert!(
+                    server["tools"].as_array().is_some_and(|t| !t.is_empty()),
+                    "{at}: {server}"
+                );
+            }
+            configs += 1;
+        }
+    }
+    assert!(
+        configs >= 2,
+        "only {configs} MCP client configurations found"
+    );
 }

@@ -106,8 +106,8 @@ pub fn blocks(name: &str, text: &str) -> Vec<Block> {
     out
 }
 
-/// README.md and every docs/*.md.
-pub fn doc_blocks() -> Vec<Block> {
+/// README.md and every docs/*.md, each with its name relative to the repository.
+pub fn doc_files() -> Vec<(String, String)> {
     let root = repo();
     let mut files = vec![root.join("README.md")];
     let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
@@ -119,11 +119,44 @@ pub fn doc_blocks() -> Vec<Block> {
     files.extend(pages);
     files
         .iter()
-        .flat_map(|f| {
+        .map(|f| {
             let name = f.strip_prefix(&root).unwrap().display().to_string();
-            blocks(&name, &std::fs::read_to_string(f).unwrap())
+            (name, std::fs::read_to_string(f).unwrap())
         })
         .collect()
+}
+
+/// The shell blocks of README.md and every docs/*.md.
+pub fn doc_blocks() -> Vec<Block> {
+    doc_files()
+        .iter()
+        .flat_map(|(name, text)| blocks(name, text))
+        .collect()
+}
+
+/// The ```json blocks of one Markdown text, each with where it starts.
+pub fn json_blocks(name: &str, text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut current: Option<(String, String)> = None;
+    for (n, line) in text.lines().enumerate() {
+        if let Some(fence) = line.trim_start().strip_prefix("```") {
+            match current.take() {
+                Some(block) => out.push(block),
+                None if fence.trim() == "json" => {
+                    current = Some((format!("{name}:{}", n + 1), String::new()));
+                }
+                // Another language: skip to its closing fence.
+                None => current = Some((String::new(), String::new())),
+            }
+            continue;
+        }
+        if let Some((_, body)) = current.as_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    out.retain(|(at, _)| !at.is_empty());
+    out
 }
 
 /// `toolbelt ARGS --help`, wide enough that no example line is wrapped.
