@@ -10,22 +10,13 @@ use crate::session::Session;
 pub fn run(global: &GlobalArgs, command: AgentsCommand) -> u8 {
     let AgentsCommand::List { json } = command;
     let project = match Session::load(global) {
-        Ok(s) => match s.env.roots.primary() {
-            Some(root) => root.to_path_buf(),
-            None => match std::env::current_dir() {
-                Ok(d) => d,
-                Err(e) => {
-                    eprintln!("toolbelt: cannot read the current directory: {e}");
-                    return EXIT_USAGE;
-                }
-            },
-        },
+        Ok(s) => s.project(),
         Err(e) => {
             eprintln!("toolbelt: {}", e.0);
             return EXIT_USAGE;
         }
     };
-    let catalog = crate::agent_subagents::catalog(&project);
+    let catalog = toolbelt_session::agent_catalog(&project);
     if json {
         print_json(&catalog);
     } else {

@@ -1,13 +1,11 @@
 //! `toolbelt lsp list [--json]`: the language servers the `lsp` tool would ask, which
 //! extensions each covers, its state, and why one would not run (its program is not
-//! found, its file is bad, the folder is not trusted); and the session's reading of
-//! `.lsp.json` with the protection of what it runs.
+//! found, its file is bad, the folder is not trusted). The session reads `.lsp.json`
+//! and protects what it runs (`toolbelt_session`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde_json::json;
-use toolbelt_core::{Settings, WorkspaceRoots};
 use toolbelt_lsp::{ServerConfig, ServerState};
 
 use crate::cli::{EXIT_OK, EXIT_USAGE, GlobalArgs, LspCommand};
@@ -104,49 +102,4 @@ async fn list(session: &Session, as_json: bool) -> u8 {
         println!("note: {problem}");
     }
     EXIT_OK
-}
-
-/// Reads `.lsp.json` (see [`toolbelt_lsp::config`]) and protects what it makes toolbelt
-/// run: the project's file itself (trusted or not: trusting the folder later would start
-/// what a model wrote there) and the files its servers' commands name.
-pub(crate) fn load(
-    roots: &mut WorkspaceRoots,
-    home: Option<&Path>,
-    settings: &Settings,
-    warnings: &mut Vec<String>,
-) -> (Arc<toolbelt_lsp::Servers>, Vec<String>) {
-    let Some(root) = roots.primary().map(Path::to_path_buf) else {
-        let none = toolbelt_lsp::Servers::new(Vec::new(), PathBuf::from("/"));
-        return (Arc::new(none), Vec::new());
-    };
-    let config =
-        toolbelt_lsp::LspConfig::load(Some(&root), home, settings.untrusted_project.is_none());
-    const RUNS: &str = "it names language servers that toolbelt starts without asking";
-    roots.protect(
-        &root.join(".lsp.json"),
-        "language server configuration",
-        RUNS,
-    );
-    for server in &config.servers {
-        for file in toolbelt_lsp::command_files(server, &root) {
-            roots.protect(&file, "a language server", RUNS);
-        }
-    }
-    let mut problems = Vec::new();
-    for error in &config.errors {
-        let warning = format!("ignoring {error}");
-        eprintln!("toolbelt: warning: {warning}");
-        warnings.push(warning.clone());
-        problems.push(warning);
-    }
-    if let Some(file) = &config.ignored_untrusted {
-        let note = format!(
-            "{} is not read: the folder is not trusted (`toolbelt trust` trusts it), and its servers would run without asking",
-            file.display()
-        );
-        tracing::info!("{note}");
-        problems.push(note);
-    }
-    let servers = toolbelt_lsp::Servers::new(config.servers, root);
-    (Arc::new(servers), problems)
 }

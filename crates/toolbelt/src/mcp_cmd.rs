@@ -8,7 +8,7 @@ use serde_json::json;
 use toolbelt_mcp::ServerStatus;
 
 use crate::cli::{EXIT_OK, EXIT_USAGE, GlobalArgs, McpCommand};
-use crate::session::{Session, connect_mcp};
+use crate::session::{Session, options};
 
 pub async fn run(global: &GlobalArgs, command: McpCommand) -> u8 {
     let json = match command {
@@ -22,7 +22,14 @@ pub async fn run(global: &GlobalArgs, command: McpCommand) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let servers = match connect_mcp(&session.env, global).await {
+    let servers = match toolbelt_session::connect_mcp(
+        &session.env,
+        &options(global).mcp,
+        &[],
+        vec![],
+    )
+    .await
+    {
         Ok(servers) => servers,
         Err(e) => {
             eprintln!("toolbelt: {}", e.0);
