@@ -17,7 +17,7 @@ use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayMo
 
 use crate::mcp::McpToolSource;
 use crate::model_slot::ModelSlot;
-use crate::options::AgentOptions;
+use crate::options::{AgentOptions, Warn};
 use crate::session::{Session, exclude};
 use crate::{saved, subagents};
 
@@ -129,6 +129,47 @@ struct Ruled {
     mode: ApprovalMode,
 }
 
+impl Saving {
+    /// This run's file and its ID (else `--session-id`'s, else a fresh one).
+    fn start(
+        &self,
+        cwd: &Path,
+        model_name: &str,
+        options: &AgentOptions,
+        warn: &Warn,
+    ) -> (Option<SessionWriter>, String) {
+        let id = options.session_id.as_deref();
+        let continued = self.continued.as_ref();
+        let log = saved::start(
+            &self.store,
+            cwd.to_path_buf(),
+            model_name,
+            continued,
+            id,
+            warn,
+        );
+        let session_id = match (&log, &options.session_id) {
+            (Some(log), _) => log.id().to_string(),
+            (None, Some(id)) => id.clone(),
+            (None, None) => uuid::Uuid::new_v4().to_string(),
+        };
+        (log, session_id)
+    }
+}
+
+/// The sub-agent definitions and their names, the broken ones said.
+fn load_catalog(
+    project: &Path,
+    warn: &Warn,
+) -> (toolbelt_agent::subagents::AgentCatalog, Vec<String>) {
+    let catalog = subagents::catalog(project);
+    let names = catalog.names();
+    for warning in &catalog.warnings {
+        warn.say(&format!("agent definition {warning}"));
+    }
+    (catalog, names)
+}
+
 impl Session {
     /// The project a session belongs to: the primary workspace root (the session's
     /// directory unless the settings say otherwise).
@@ -217,37 +258,19 @@ impl Session {
         let (model, server) = build_model(&options, &env.settings, &cwd)?;
         let model = Arc::new(ModelSlot::new(model));
         let model_name = model.name().to_string();
-        let id = options.session_id.as_deref();
-        let log = saved::start(
-            &saving.store,
-            cwd.clone(),
-            &model_name,
-            saving.continued.as_ref(),
-            id,
-            &warn,
-        );
-        let session_id = match (&log, &options.session_id) {
-            (Some(log), _) => log.id().to_string(),
-            (None, Some(id)) => id.clone(),
-            (None, None) => uuid::Uuid::new_v4().to_string(),
-        };
+        let (log, session_id) = saving.start(&cwd, &model_name, &options, &warn);
         env.ask_once
             .set(Arc::new(toolbelt_agent::ModelAsker(model.clone())));
         // `agent`, `task_stop` and `send_message` see the tools as they are now (without
         // themselves); the settings' lists and --exclude-tools apply to them as to every
         // other tool.
-        let catalog = subagents::catalog(&project);
-        let agents = catalog.names();
-        for warning in &catalog.warnings {
-            warn.say(&format!("agent definition {warning}"));
-        }
-        let models = subagents::Models {
-            parent: model.clone(),
-            server,
-        };
+        let (catalog, agents) = load_catalog(&project, &warn);
         let parts = subagents::Parts {
             catalog,
-            models,
+            models: subagents::Models {
+                parent: model.clone(),
+                server,
+            },
             env: env.clone(),
             permissions: ruled.permissions.clone(),
             mode: ruled.mode,
@@ -260,9 +283,7 @@ impl Session {
             shell_jobs,
         };
         let background = subagents::install(&mut registry, parts);
-        registry.apply_settings(&env.settings);
-        core_tools(&mut registry, &env.settings, &options.core_tools);
-        exclude(&mut registry, &options.policy.exclude_tools);
+        settle_tools(&mut registry, &env.settings, &options);
         let system_prompt = make_system_prompt(&options, &env, &registry, &cwd, ruled.mode);
         let config = SchedulerConfig {
             mode: ruled.mode,
@@ -359,6 +380,14 @@ fn make_system_prompt(
         names,
         home,
     }
+}
+
+/// The settings' lists, `--core-tools` and `--exclude-tools` applied to the tools as
+/// they are now.
+fn settle_tools(registry: &mut ToolRegistry, settings: &Settings, options: &AgentOptions) {
+    registry.apply_settings(settings);
+    core_tools(registry, settings, &options.core_tools);
+    exclude(registry, &options.policy.exclude_tools);
 }
 
 /// The tools `--disallowedTools` names bare (no specifier), aliases such as `Bash`

@@ -20,21 +20,29 @@
 //! [`ServeWorkspaces`] is `mcp serve`'s: a session per set of client roots, opened
 //! again when a file that defines the tools changes.
 //!
+//! [`kit`] holds what an interactive front end needs besides drawing (slash commands,
+//! input history, `#reference` completion, statistics); [`sandbox`] reports and proves
+//! what the kernel enforces on the session's shell commands.
+//!
 //! Nothing here prints: warnings go to [`SessionOptions::warn`] as they happen and are
 //! kept in [`Session::warnings`].
 
 #![warn(missing_docs, unreachable_pub)]
 
 mod agent;
+pub mod kit;
+pub mod listing;
 mod mcp;
 mod model_slot;
 mod options;
 mod paths;
 mod protect;
+pub mod sandbox;
 pub mod saved;
 mod serve;
 mod session;
 mod subagents;
+mod trust;
 
 pub use agent::{Prepared, ReadPrompt, Setup, SystemPrompt, build_model};
 pub use mcp::connect as connect_mcp;
@@ -44,3 +52,4 @@ pub use paths::{sessions_dir, toolbelt_home};
 pub use serve::ServeWorkspaces;
 pub use session::{Session, SetupError, approval_mode, exclude};
 pub use subagents::catalog as agent_catalog;
+pub use trust::change_trust;

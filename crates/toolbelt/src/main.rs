@@ -20,7 +20,6 @@ mod cli;
 mod crash;
 mod ending;
 mod interactive;
-mod interactive_kit;
 mod lsp_cmd;
 mod mcp_cmd;
 mod sandbox_cmd;

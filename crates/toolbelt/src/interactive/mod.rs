@@ -45,11 +45,11 @@ use toolbelt_model::{Message, StreamDelta, UserPart};
 use toolbelt_tools::workspace_rules;
 
 use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
-use crate::interactive_kit::completion::reference_candidates;
-use crate::interactive_kit::input_history::InputHistory;
-use crate::interactive_kit::slash::{self, SlashCommand};
-use crate::interactive_kit::stats::SessionStats;
 use crate::session::{Session, agent_options};
+use toolbelt_session::kit::completion::reference_candidates;
+use toolbelt_session::kit::input_history::InputHistory;
+use toolbelt_session::kit::slash::{self, SlashCommand};
+use toolbelt_session::kit::stats::SessionStats;
 use toolbelt_session::{Prepared, Setup, SystemPrompt};
 use toolbelt_tools::completion::PathIndex;
 
