@@ -151,8 +151,8 @@ async fn execute(
     }
     let cancel = CancellationToken::new();
     let interrupts = watch_interrupts(cancel.clone());
-    let env = p.agent.scheduler().env();
-    let (prompt, warnings) = at_paths::inline(&p.prompt, &p.agent.registry(), env, &p.cwd).await;
+    let (prompt, warnings) =
+        at_paths::inline(&p.prompt, &p.agent.registry(), p.agent.scheduler(), &p.cwd).await;
     for warning in warnings {
         eprintln!("toolbelt: {warning}");
     }

@@ -26,6 +26,7 @@ mod sandbox_cmd;
 mod serve_cmd;
 mod session;
 mod skills_cmd;
+mod tools_call;
 mod tools_cmd;
 mod trust_cmd;
 mod when_cmd;

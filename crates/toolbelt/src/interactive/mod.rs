@@ -660,7 +660,7 @@ impl App {
         let token = cancel.clone();
         let task = tokio::spawn(async move {
             let (prompt, warnings) =
-                at_paths::inline(&text, &agent.registry(), agent.scheduler().env(), &cwd).await;
+                at_paths::inline(&text, &agent.registry(), agent.scheduler(), &cwd).await;
             for warning in warnings {
                 let _ = tx.send(UiMessage::Notice(warning));
             }
