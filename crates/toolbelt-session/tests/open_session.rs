@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The example `open_session` opens a session as the binary does and runs a call
 //! through the scheduler: an edit in auto-edit runs, an edit of protected configuration
-//! (`.qwen/settings.json`) is refused, with nobody to ask.
+//! (`.qwen/settings.json`) is refused, with nobody to ask; an untrusted folder's settings
+//! cannot approve its own calls.
 //!
 //! Each case runs in a child process (this test binary again, one test selected) with a
 //! HOME and TOOLBELT_HOME of its own: the session reads both from the environment.
@@ -66,6 +67,20 @@ fn the_example_cannot_write_protected_configuration() {
     assert_eq!(settings, "{}\n", "the settings file changed");
 }
 
+#[test]
+fn the_example_keeps_an_untrusted_folder_from_approving_its_own_calls() {
+    let (_dir, root, home) = workspace();
+    // A cloned repository's settings asking for yolo: stripped until the person trusts
+    // the folder, so the edit asks, and with nobody to ask it is refused.
+    let yolo = "{\"tools\": {\"approvalMode\": \"yolo\"}}\n";
+    std::fs::write(root.join(".qwen/settings.json"), yolo).unwrap();
+    run_child("child_is_refused_an_edit", &root, home.path());
+    assert!(
+        !root.join("notes.txt").exists(),
+        "the untrusted folder approved the edit"
+    );
+}
+
 /// The child's workspace, or `None` when this runs as a test of its own (then it has
 /// nothing to do: the parent tests above run it).
 fn child_workspace() -> Option<PathBuf> {
@@ -96,6 +111,24 @@ async fn child_is_refused_the_settings() {
         .await
         .expect("the session opens");
     assert_eq!(done.state, CallState::Error, "{}", done.result.llm_text());
+    let kind = done.result.error.as_ref().map(|e| e.kind);
+    assert_eq!(
+        kind,
+        Some(ErrorKind::ExecutionDenied),
+        "{}",
+        done.result.llm_text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn child_is_refused_an_edit() {
+    let Some(root) = child_workspace() else {
+        return;
+    };
+    let args = json!({"file_path": root.join("notes.txt"), "content": "hello\n"});
+    let done = example::run(&root, "write_file", &args, None)
+        .await
+        .expect("the session opens");
     let kind = done.result.error.as_ref().map(|e| e.kind);
     assert_eq!(
         kind,
