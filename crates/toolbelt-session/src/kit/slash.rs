@@ -346,7 +346,7 @@ impl Approver for PersonTypedIt {
     fn approve<'a>(
         &'a self,
         _request: &'a ApprovalRequest,
-    ) -> futures::future::BoxFuture<'a, Approval> {
+    ) -> toolbelt_core::BoxFuture<'a, Approval> {
         Box::pin(async { ConfirmationOutcome::ProceedOnce.into() })
     }
 }
