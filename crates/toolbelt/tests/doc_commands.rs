@@ -44,7 +44,6 @@
 //! | `http://127.0.0.1:8000/v1` (a model server) | the fake server's URL |
 //! | `:8765` in `mcp serve --http` | a free port |
 //! | `https://docs.rs/tokio` (`web_fetch`) | a page served on 127.0.0.1, the user settings allowing that host (`tools.webFetch.allowHosts`) |
-//! | `/abs/path` and `/abs/lib` (`--help`'s placeholders for absolute paths) | the checkout and a `lib/` folder beside it |
 //! | `cargo install --path P` | `cargo` on `PATH` is a stub that records its arguments; the test checks with `cargo metadata` that P is the package `toolbelt` with the binary `toolbelt` |
 //! | `cargo build --release -p P` (also inside `examples/tour.sh`) | the stub; `cargo metadata` has package P with a binary, and `target/release/toolbelt` in the checkout is the binary under test, so the tour itself runs for real |
 //! | `cargo run -p P --example E` | the stub; `cargo metadata` has package P with example E (CI's `cargo test --workspace` builds it) |

@@ -121,13 +121,10 @@ impl World {
 
     /// The doc's text with this world's addresses and paths.
     pub fn substitute(&self, command: &str, port: u16) -> String {
-        let root = self.dir.path().display().to_string();
         command
             .replace("http://127.0.0.1:8000/v1", &self.model_url)
             .replace("https://docs.rs/tokio", &self.page_url)
             .replace(":8765", &format!(":{port}"))
-            .replace("/abs/path", &format!("{root}/repo"))
-            .replace("/abs/lib", &format!("{root}/lib"))
     }
 
     pub fn env(&self) -> Vec<(String, String)> {
