@@ -165,7 +165,7 @@ fn streaming_server(tokens: usize, rate: usize) -> String {
     format!("http://{addr}/v1")
 }
 
-/// `interactive_bench capture`: a short session for the README, screen printed twice
+/// `interactive_bench capture`: a short session for docs/interactive.md, screen printed twice
 /// (at the confirmation, and at the end).
 fn capture() {
     use toolbelt_model::fake_server::{FakeOpenAi, Reply};

@@ -139,8 +139,8 @@ impl Dialog {
         if self.choices.contains(&Choice::Workspace) {
             self.choices.retain(|c| *c != Choice::Workspace);
             self.note = Some(
-                "(No \"always in this workspace\": this folder is not trusted, so its settings' rules are ignored. \
-                 Choose 2 for this session, or run `toolbelt trust` to trust the folder.)"
+                // One row of the menu: short enough for an 80-column terminal.
+                "(Folder not trusted, so no workspace rule. 2: this session; `toolbelt trust`.)"
                     .into(),
             );
         }
