@@ -384,6 +384,15 @@ impl ToolRegistry {
         self.entries.iter()
     }
 
+    /// The name of the tool that ends plan mode (see [`Tool::ends_plan_mode`]), if one
+    /// is registered, for the advice plan mode gives.
+    pub fn plan_mode_exit(&self) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|r| r.tool.ends_plan_mode())
+            .map(|r| r.name.as_str())
+    }
+
     /// Number of registered tools (those disabled by their `when` clause included).
     pub fn len(&self) -> usize {
         self.entries.len()

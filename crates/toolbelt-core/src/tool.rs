@@ -379,6 +379,16 @@ pub trait Tool: Send + Sync {
     fn rule_target(&self) -> Option<&str> {
         None
     }
+    /// Whether the name is kept as Qwen Code spells it (models are trained on it) though
+    /// it is not `verb_noun` (`edit`, `glob`): `tools lint` does not ask a built-in to rename it.
+    fn keeps_legacy_name(&self) -> bool {
+        false
+    }
+    /// Whether approving a call of this tool ends plan mode (it presents the plan): plan
+    /// mode lets it through although it is not read-only, and asks the person even in yolo.
+    fn ends_plan_mode(&self) -> bool {
+        false
+    }
     /// What to tell the model when it calls `name`, which is no registered tool, and
     /// this tool knows why (the `skill` tool: `name` is a skill). The registry asks every
     /// tool before it suggests the closest names.

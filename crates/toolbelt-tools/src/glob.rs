@@ -99,6 +99,9 @@ impl Tool for Glob {
          .gitignore or .qwenignore are skipped. Case-insensitive unless case_sensitive is true. To search file \
          content use grep_search."
     }
+    fn keeps_legacy_name(&self) -> bool {
+        true
+    }
     fn kind(&self) -> Kind {
         Kind::Search
     }

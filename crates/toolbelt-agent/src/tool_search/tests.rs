@@ -546,7 +546,7 @@ fn the_declaration_of_tool_search_lints_clean() {
         tool.name(),
         tool.description(),
         tool.parameter_schema(),
-        &Origin::BuiltIn,
+        false,
     );
     assert_eq!(findings, []);
     assert_eq!(tool.kind(), Kind::Search);

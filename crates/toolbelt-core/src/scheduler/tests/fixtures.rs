@@ -16,6 +16,9 @@ use crate::settings::Settings;
 use crate::tool::{BoxFuture, ExecContext, Invocation, Kind, Tool, ToolEnvironment};
 use crate::workspace::WorkspaceRoots;
 
+/// The name of the test tool that ends plan mode, as the built-in does.
+pub const EXIT_PLAN_MODE: &str = "exit_plan_mode";
+
 /// What a test tool does when executed.
 #[derive(Clone)]
 pub enum Behaviour {
@@ -115,6 +118,9 @@ impl Tool for TestTool {
     }
     fn kind(&self) -> Kind {
         self.kind
+    }
+    fn ends_plan_mode(&self) -> bool {
+        self.name == EXIT_PLAN_MODE
     }
     fn parameter_schema(&self) -> &Value {
         &self.schema
