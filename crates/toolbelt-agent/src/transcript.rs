@@ -309,19 +309,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<LoadedSession, TranscriptError
     let Some(first) = lines.first().filter(|_| !bytes.is_empty()) else {
         return Err(corrupt(1, "an empty file, no session header".to_string()));
     };
-    let header = match std::str::from_utf8(first) {
-        Err(e) => return Err(corrupt(1, format!("not UTF-8: {e}"))),
-        Ok(text) => match check_header(text) {
-            Ok(h) => h,
-            Err(HeaderProblem::Version(found)) => {
-                return Err(TranscriptError::UnsupportedVersion {
-                    path: path.to_path_buf(),
-                    found,
-                });
-            }
-            Err(HeaderProblem::Bad(reason)) => return Err(corrupt(1, reason)),
-        },
-    };
+    let header = read_header(path, first)?;
     let mut warnings = Vec::new();
     let mut messages = Vec::new();
     let mut pending: Vec<String> = Vec::new();
@@ -329,17 +317,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<LoadedSession, TranscriptError
     for (index, raw) in lines.into_iter().enumerate().skip(1) {
         let number = index + 1;
         let unterminated_last = number == count && !terminated;
-        let parsed = std::str::from_utf8(raw)
-            .map_err(|e| format!("not UTF-8: {e}"))
-            .and_then(|text| {
-                if text.trim().is_empty() {
-                    Ok(None)
-                } else {
-                    serde_json::from_str::<Line>(text)
-                        .map(Some)
-                        .map_err(|e| format!("not a session record: {e}"))
-                }
-            });
+        let parsed = read_record(raw);
         let line = match parsed {
             Ok(Some(line)) => line,
             Ok(None) => continue,
@@ -383,6 +361,35 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<LoadedSession, TranscriptError
         warnings,
         first_prompt,
     })
+}
+
+/// The session header, the file's first line.
+fn read_header(path: &Path, first: &[u8]) -> Result<SessionHeader, TranscriptError> {
+    let corrupt = |reason: String| TranscriptError::Corrupt {
+        path: path.to_path_buf(),
+        line: 1,
+        reason,
+    };
+    let text = std::str::from_utf8(first).map_err(|e| corrupt(format!("not UTF-8: {e}")))?;
+    match check_header(text) {
+        Ok(h) => Ok(h),
+        Err(HeaderProblem::Version(found)) => Err(TranscriptError::UnsupportedVersion {
+            path: path.to_path_buf(),
+            found,
+        }),
+        Err(HeaderProblem::Bad(reason)) => Err(corrupt(reason)),
+    }
+}
+
+/// One record line: `None` for a blank line, `Err` with why it is not a record.
+fn read_record(raw: &[u8]) -> Result<Option<Line>, String> {
+    let text = std::str::from_utf8(raw).map_err(|e| format!("not UTF-8: {e}"))?;
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str::<Line>(text)
+        .map(Some)
+        .map_err(|e| format!("not a session record: {e}"))
 }
 
 /// Adds one message read back, checking that a tool result answers a call left open.
