@@ -1,4 +1,5 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
+#![warn(missing_docs, unreachable_pub)]
 //! The agent loop: the prompt goes to the model, the tool calls of its answer go through
 //! the scheduler, their results go back, until the model answers without tool calls or
 //! the turn limit is reached.
@@ -35,9 +36,11 @@ pub mod at_paths;
 pub mod compress;
 pub mod context_files;
 pub mod prompt;
-pub mod references;
+mod references;
 pub mod subagents;
-pub mod tool_search;
+mod tool_search;
+
+pub use tool_search::{MAX_TOOLS_PER_REQUEST, ToolIndex};
 pub mod transcript;
 
 /// Qwen Code's `MAX_TURNS`.
@@ -51,10 +54,15 @@ pub const DEFAULT_MAX_TURNS: usize = 100;
 pub enum AgentEvent {
     /// The model answered.
     Assistant {
+        /// The turn it answers (1 for the first model request of the run).
         turn: usize,
+        /// Its text (may be empty when it only calls tools).
         text: String,
+        /// The calls it makes.
         tool_calls: Vec<ToolCall>,
+        /// Why it stopped.
         finish_reason: FinishReason,
+        /// Tokens, when the server reports them.
         usage: Option<Usage>,
     },
     /// A tool call moved on.
@@ -64,13 +72,16 @@ pub enum AgentEvent {
     SubAgent {
         /// The sub-agent's id (its transcript's file name).
         agent_id: String,
+        /// The `agent` call that started the sub-agent.
         parent_call_id: String,
+        /// What happened in the sub-agent.
         event: Box<AgentEvent>,
     },
     /// A piece of the answer the model is streaming (before its `Assistant` event).
     Delta(StreamDelta),
 }
 
+/// Receives every [`AgentEvent`] of a run, in order.
 pub type EventSink = Arc<dyn Fn(AgentEvent) + Send + Sync>;
 
 /// Where the tools can change during a run: MCP servers that announce a new list
@@ -96,6 +107,7 @@ pub enum StopReason {
     Answered,
     /// `max_turns` model turns were used.
     MaxTurns(usize),
+    /// The person or the parent cancelled the run.
     Cancelled,
     /// The model could not be used (refused, unreachable after retries).
     ModelFailed(ModelError),
@@ -111,14 +123,19 @@ pub struct RunOutcome {
     pub answer: String,
     /// Every tool call, in order.
     pub calls: Vec<CompletedCall>,
+    /// Tokens of every request of the run.
     pub usage: Usage,
     /// Model requests made.
     pub turns: usize,
+    /// Why the run ended.
     pub stop: StopReason,
+    /// Time spent waiting for the model.
     pub model_time: Duration,
+    /// Time spent running tools.
     pub tool_time: Duration,
 }
 
+/// The agent loop of one conversation: a model, the tools and the scheduler that runs them (see the crate documentation).
 pub struct Agent {
     model: Arc<dyn Model>,
     /// The tools as of the last refresh; each turn runs with a snapshot.
@@ -209,7 +226,7 @@ impl Agent {
         };
         if let Some(inbox) = &self.inbox {
             notices.extend(inbox.take().into_iter().map(|m| {
-                let m = subagents::agent_tool::escape_closing(&m, "message-from-parent");
+                let m = subagents::escape_closing(&m, "message-from-parent");
                 format!("<message-from-parent>\nThe agent that started you sends this message (send_message):\n{m}\n</message-from-parent>")
             }));
         }
@@ -301,6 +318,7 @@ impl Agent {
         request.messages.push(message);
     }
 
+    /// The scheduler that runs this agent's calls (its approval mode, its "always" answers).
     pub fn scheduler(&self) -> &Scheduler {
         &self.scheduler
     }

@@ -54,6 +54,7 @@ const DESCRIPTION_CHARS: usize = 600;
 
 /// The model of a sub-agent: the parent's, or the one its definition names.
 pub trait ModelChooser: Send + Sync {
+    /// The model for a definition naming `name` (`None`: the parent's); `Err` says why it cannot be used.
     fn model(&self, name: Option<&str>) -> Result<Arc<dyn Model>, String>;
 }
 
@@ -68,11 +69,15 @@ impl ModelChooser for SameModel {
 
 /// What every sub-agent of a session shares: built once when the session is assembled.
 pub struct SubagentRuntime {
+    /// The definitions sub-agents are started from.
     pub catalog: Arc<AgentCatalog>,
+    /// Chooses each sub-agent's model.
     pub models: Arc<dyn ModelChooser>,
+    /// The parent's tool environment (roots, settings).
     pub env: Arc<ToolEnvironment>,
     /// The parent's tools, without `agent`.
     pub tools: ToolRegistry,
+    /// The session's permission rules, which every sub-agent call is judged by.
     pub permissions: Permissions,
     /// Who the foreground sub-agents ask (`None` headless).
     pub approver: Option<Arc<dyn Approver>>,
@@ -84,6 +89,7 @@ pub struct SubagentRuntime {
     pub transcripts: Option<PathBuf>,
     /// The parent session's id, named in each transcript's header.
     pub parent_session: Option<String>,
+    /// The working directory, for the sub-agent's prompt and transcript.
     pub cwd: PathBuf,
     /// The turn limit of a definition without `runConfig.max_turns`.
     pub default_max_turns: usize,

@@ -34,12 +34,16 @@ use toolbelt_core::front_matter;
 /// Where a definition comes from; a higher level hides a lower one of the same name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
+    /// Shipped with toolbelt.
     BuiltIn,
+    /// From the person's home (`~/.qwen/agents`).
     User,
+    /// From the project (`.qwen/agents`).
     Project,
 }
 
 impl Level {
+    /// The spelling listings use: `builtin`, `user`, `project`.
     pub fn as_str(self) -> &'static str {
         match self {
             Level::BuiltIn => "builtin",
@@ -64,18 +68,29 @@ pub enum ToolAllow {
 /// A parsed definition.
 #[derive(Debug, Clone)]
 pub struct AgentDefinition {
+    /// The name the `agent` tool is called with (letters, digits, `-`, `_`).
     pub name: String,
+    /// When to use this agent: the model reads it to choose.
     pub description: String,
+    /// Which tools it gets.
     pub tools: ToolAllow,
+    /// Tools taken away from those (`disallowedTools`).
     pub disallowed_tools: Vec<String>,
+    /// The model to use; `None`: the parent's.
     pub model: Option<String>,
+    /// An approval mode, which can only narrow the parent's.
     pub approval_mode: Option<ApprovalMode>,
+    /// The turn limit (`runConfig.max_turns`).
     pub max_turns: Option<usize>,
+    /// The time limit (`runConfig.max_time_minutes`).
     pub max_time: Option<Duration>,
+    /// The color displays show it in.
     pub color: Option<String>,
+    /// Whether it runs in the background by default.
     pub background: bool,
     /// The Markdown body.
     pub system_prompt: String,
+    /// The level it was found at.
     pub level: Level,
     /// The file, for user and project definitions.
     pub path: Option<PathBuf>,
@@ -126,7 +141,7 @@ fn listed(patterns: &[String], name: &str, display: &str) -> bool {
 }
 
 /// `*` matches any run of characters; everything else literally.
-pub fn wildcard(pattern: &str, name: &str) -> bool {
+pub(super) fn wildcard(pattern: &str, name: &str) -> bool {
     let mut parts = pattern.split('*');
     let Some(first) = parts.next() else {
         return pattern == name;
@@ -164,7 +179,7 @@ pub fn narrowed_mode(parent: ApprovalMode, wanted: Option<ApprovalMode>) -> Appr
 
 /// A definition file that could not be loaded: `file:line: key: problem`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DefinitionError {
+pub(super) struct DefinitionError {
     pub path: PathBuf,
     pub line: usize,
     /// The key at fault; empty for problems of the file as a whole.
@@ -183,7 +198,11 @@ impl std::fmt::Display for DefinitionError {
 }
 
 /// Parses one definition file's text.
-pub fn parse(path: &Path, text: &str, level: Level) -> Result<AgentDefinition, DefinitionError> {
+pub(super) fn parse(
+    path: &Path,
+    text: &str,
+    level: Level,
+) -> Result<AgentDefinition, DefinitionError> {
     let error =
         |line: usize, key: &str, message: String| definition_error(path, line, key, message);
     // The shared reader: the same split, and the same size, depth and alias budgets as

@@ -5,6 +5,7 @@ use toolbelt_core::lint::lint_declaration;
 use toolbelt_core::{Settings, WorkspaceRoots};
 
 use super::*;
+use index::tokenize;
 
 /// A tool that only declares itself; calling it echoes its name and arguments.
 pub(crate) struct FakeTool {
