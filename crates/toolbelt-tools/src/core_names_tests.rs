@@ -72,11 +72,20 @@ fn toolbelt_core_writes_no_tool_name_outside_tests() {
     let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("../toolbelt-core/src");
     let mut files = Vec::new();
     sources(&core, &mut files);
-    assert!(files.len() > 30, "read {} files of {}", files.len(), core.display());
+    assert!(
+        files.len() > 30,
+        "read {} files of {}",
+        files.len(),
+        core.display()
+    );
     let names = builtin_names();
     let mut found = Vec::new();
     for file in &files {
-        let relative = file.strip_prefix(&core).unwrap().to_string_lossy().to_string();
+        let relative = file
+            .strip_prefix(&core)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
         if NOT_YET_FREE.contains(&relative.as_str()) {
             continue;
         }

@@ -77,7 +77,7 @@ pub(super) fn shell_command_matches(
 /// Whether the command-glob `pattern` covers the simple command `command` (its text;
 /// leading assignments ignored).
 #[cfg(test)]
-pub fn command_matches(pattern: &str, command: &str) -> bool {
+pub(crate) fn command_matches(pattern: &str, command: &str) -> bool {
     glob_matches(pattern, strip_assignments(command.trim()))
 }
 
@@ -129,7 +129,7 @@ fn collapse_spaces(s: &str) -> String {
 
 /// Drops leading `NAME=value` words (values may be quoted) from a command.
 #[cfg(test)]
-pub fn strip_assignments(mut command: &str) -> &str {
+pub(crate) fn strip_assignments(mut command: &str) -> &str {
     loop {
         let name_len = command
             .bytes()
