@@ -122,7 +122,7 @@ impl Scheduler {
             None => (details, description),
         };
         let Some(approver) = &self.approver else {
-            return self.refuse_unasked(call, mode, &details, protected.as_ref());
+            return self.refuse_unasked(screened, mode, &details, protected.as_ref());
         };
         // "Always" would contradict an ask rule, and would approve protected
         // configuration the next time without the person seeing it.
@@ -200,11 +200,12 @@ impl Scheduler {
     /// session's answer; anything else is refused, saying why and how to allow it.
     fn refuse_unasked(
         &self,
-        call: &Validated<'_>,
+        screened: &Screened<'_>,
         mode: ApprovalMode,
         details: &ConfirmationDetails,
         protected: Option<&ProtectedChange>,
     ) -> Verdict {
+        let call = &screened.call;
         let tool = call.registration.name.as_str();
         if call.registration.tool.ends_plan_mode()
             && let ConfirmationDetails::Plan { plan, .. } = details
@@ -233,13 +234,33 @@ impl Scheduler {
         if let Some(change) = protected {
             return Verdict::Refuse(change.refusal(tool, &rule_names(call), &why));
         }
+        let asked_by = self.asking_rule(screened);
         Verdict::Refuse(ToolError::new(
             ErrorKind::ExecutionDenied,
             format!(
-                "Tool \"{tool}\" needs the user's approval ({}), and {why}, so it was not run. Do not retry it; continue without it if you can, or tell the user what you need. {how}",
+                "Tool \"{tool}\" needs the user's approval ({}{asked_by}), and {why}, so it was not run. Do not retry it; continue without it if you can, or tell the user what you need. {how}",
                 details.title()
             ),
         ))
+    }
+
+    /// When an ask rule, not the tool, asked: the words that name it, so the person
+    /// knows which rule to change; empty otherwise.
+    fn asking_rule(&self, screened: &Screened<'_>) -> String {
+        if screened.decision != Decision::Ask {
+            return String::new();
+        }
+        let subject = screened.call.invocation.permission_subject();
+        rule_names(&screened.call)
+            .iter()
+            .find_map(|name| {
+                let verdict = self.permissions.rules().verdict(name, &subject);
+                (verdict.decision == Decision::Ask)
+                    .then_some(verdict.rule)
+                    .flatten()
+            })
+            .map(|rule| format!(", asked for by the permission rule `{rule}`"))
+            .unwrap_or_default()
     }
 
     /// Asks the person, and makes their answer a verdict (remembering an "always").
