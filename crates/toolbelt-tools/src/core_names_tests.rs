@@ -115,3 +115,45 @@ fn the_scan_sees_a_name_outside_tests_and_not_inside_them() {
     assert!(code.contains("\"edit\""));
     assert!(!code.contains("\"glob\""));
 }
+
+/// The vocabulary the built-ins declare (`Tool::rule_aliases`, `Tool::path_operation`)
+/// says what core's remaining tables say, so switching the rules over to it changes
+/// nothing.
+#[test]
+fn the_registry_vocabulary_agrees_with_the_rules() {
+    use toolbelt_core::rules::{PathOperation, Rule};
+    let settings: Settings = serde_json::from_value(serde_json::json!({
+        "webSearch": {"provider": [{"type": "searxng", "baseUrl": "http://127.0.0.1:9"}]}
+    }))
+    .unwrap();
+    let f = fixture_with(25_000, 1_000, settings);
+    let mut registry = ToolRegistry::default();
+    crate::register_builtins(&mut registry, &f.env);
+    let vocabulary = registry.rule_vocabulary();
+    let aliases: Vec<&str> = vocabulary.aliases().collect();
+    for alias in [
+        "Read", "Edit", "Write", "Bash", "Shell", "Grep", "Glob", "LS", "ls",
+    ] {
+        assert!(aliases.contains(&alias), "{alias} in {aliases:?}");
+    }
+    for alias in aliases {
+        let mut declared = vocabulary.tools_of(alias).unwrap().to_vec();
+        let mut ruled = Rule::parse(alias).unwrap().tools;
+        declared.sort();
+        ruled.sort();
+        assert_eq!(declared, ruled, "alias {alias}");
+    }
+    for r in registry.all() {
+        assert_eq!(
+            vocabulary.operation(&r.name),
+            PathOperation::of_tool(&r.name),
+            "{}",
+            r.name
+        );
+    }
+    assert_eq!(vocabulary.operation("read_file"), Some(PathOperation::Read));
+    assert_eq!(
+        vocabulary.operation("notebook_edit"),
+        Some(PathOperation::Edit)
+    );
+}

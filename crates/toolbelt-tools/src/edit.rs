@@ -141,6 +141,12 @@ impl Tool for Edit {
     fn keeps_legacy_name(&self) -> bool {
         true
     }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["Edit", "replace"]
+    }
+    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+        Some(toolbelt_core::rules::PathOperation::Edit)
+    }
     fn kind(&self) -> Kind {
         Kind::Edit
     }

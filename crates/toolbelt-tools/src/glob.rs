@@ -102,6 +102,12 @@ impl Tool for Glob {
     fn keeps_legacy_name(&self) -> bool {
         true
     }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["Read", "Glob"]
+    }
+    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+        Some(toolbelt_core::rules::PathOperation::Read)
+    }
     fn kind(&self) -> Kind {
         Kind::Search
     }

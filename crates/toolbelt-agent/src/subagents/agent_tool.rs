@@ -168,6 +168,9 @@ impl Tool for AgentTool {
     // with the parent's rules and a mode no wider than the parent's, so in plan mode a
     // sub-agent is in plan mode too. The cost: two sub-agents that edit may edit at the
     // same time, as two people would; their edits still ask or are refused per call.
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["Task"]
+    }
     fn kind(&self) -> Kind {
         Kind::Think
     }
