@@ -138,6 +138,15 @@ impl Tool for Edit {
          the closest lines of the file with line numbers. Line endings and the byte-order mark of the file are kept. \
          Read the file first (read_file) so old_string is copied from its current content."
     }
+    fn keeps_legacy_name(&self) -> bool {
+        true
+    }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["Edit", "replace"]
+    }
+    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+        Some(toolbelt_core::rules::PathOperation::Edit)
+    }
     fn kind(&self) -> Kind {
         Kind::Edit
     }

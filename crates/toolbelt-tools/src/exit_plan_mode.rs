@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use toolbelt_core::scheduler::EXIT_PLAN_MODE;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ExecContext, Invocation, Kind, Tool, ToolEnvironment,
     ToolError, ToolResult,
@@ -45,7 +44,7 @@ struct Params {
 
 impl Tool for ExitPlanMode {
     fn name(&self) -> &str {
-        EXIT_PLAN_MODE
+        "exit_plan_mode"
     }
     fn display_name(&self) -> &str {
         "ExitPlanMode"
@@ -59,6 +58,9 @@ impl Tool for ExitPlanMode {
         Kind::Think
     }
     fn needs_confirmation(&self) -> bool {
+        true
+    }
+    fn ends_plan_mode(&self) -> bool {
         true
     }
     fn parameter_schema(&self) -> &Value {

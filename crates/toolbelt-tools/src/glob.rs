@@ -99,6 +99,15 @@ impl Tool for Glob {
          .gitignore or .qwenignore are skipped. Case-insensitive unless case_sensitive is true. To search file \
          content use grep_search."
     }
+    fn keeps_legacy_name(&self) -> bool {
+        true
+    }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["Read", "Glob"]
+    }
+    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+        Some(toolbelt_core::rules::PathOperation::Read)
+    }
     fn kind(&self) -> Kind {
         Kind::Search
     }

@@ -117,6 +117,12 @@ impl Tool for GrepSearch {
          Use 'glob' to limit the files (such as '*.py') and 'limit' to cap the lines. When the result is incomplete \
          (too many matches, the time limit, unreadable files) it says so. To find files by name use glob."
     }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["Read", "Grep", "search_file_content"]
+    }
+    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+        Some(toolbelt_core::rules::PathOperation::Read)
+    }
     fn kind(&self) -> Kind {
         Kind::Search
     }

@@ -83,6 +83,8 @@ mod test_support;
 #[cfg(test)]
 mod bounds_tests;
 #[cfg(test)]
+mod core_names_tests;
+#[cfg(test)]
 mod lint_tests;
 #[cfg(test)]
 mod write_permissions_tests;

@@ -89,6 +89,12 @@ impl Tool for ListDirectory {
          files, alphabetically. Entries ignored by .gitignore or .qwenignore are left out and counted. To find \
          files by name across subdirectories use glob; to search their content use grep_search."
     }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["Read", "LS", "ls"]
+    }
+    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+        Some(toolbelt_core::rules::PathOperation::Read)
+    }
     fn kind(&self) -> Kind {
         Kind::Search
     }

@@ -116,6 +116,12 @@ impl Tool for NotebookEdit {
          them; in notebooks without cell ids use the 0-based index, as cell-3. The rest of the file is kept \
          byte for byte. Read the notebook with read_file first."
     }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["NotebookEdit"]
+    }
+    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+        Some(toolbelt_core::rules::PathOperation::Edit)
+    }
     fn kind(&self) -> Kind {
         Kind::Edit
     }

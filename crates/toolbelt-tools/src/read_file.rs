@@ -101,6 +101,12 @@ impl Tool for ReadFile {
          comes back as its cells, each under a header with its index, type and id, followed by its outputs; its \
          images are attached. Other binary files are named, not shown. To read several files at once use read_many_files; to find text use grep_search."
     }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["Read"]
+    }
+    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+        Some(toolbelt_core::rules::PathOperation::Read)
+    }
     fn kind(&self) -> Kind {
         Kind::Read
     }

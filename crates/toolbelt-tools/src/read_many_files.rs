@@ -160,6 +160,12 @@ impl Tool for ReadManyFiles {
          matched by their extension. The total output is capped (25,000 characters by default); files that do not \
          fit are listed so they can be read separately with read_file."
     }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["Read"]
+    }
+    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+        Some(toolbelt_core::rules::PathOperation::Read)
+    }
     fn kind(&self) -> Kind {
         Kind::Read
     }

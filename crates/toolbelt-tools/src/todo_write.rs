@@ -64,6 +64,9 @@ impl Tool for TodoWrite {
          Use it for work of three steps or more: plan the steps, mark one in_progress before starting it and completed as soon as it is done. \
          At most one task may be in_progress. Skip it for a single simple step."
     }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["TodoWrite"]
+    }
     fn kind(&self) -> Kind {
         Kind::Think
     }

@@ -188,6 +188,9 @@ impl Tool for WebFetch {
          Private and local addresses (localhost, 10.x, 192.168.x, cloud metadata) are refused unless the user allowed them. \
          Bodies are cut at a size limit; long pages may be saved to a file you can read in parts."
     }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["WebFetch"]
+    }
     fn kind(&self) -> Kind {
         Kind::Fetch
     }

@@ -269,6 +269,9 @@ impl Tool for WebSearch {
     fn description(&self) -> &str {
         &self.description
     }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["WebSearch"]
+    }
     fn kind(&self) -> Kind {
         Kind::Search
     }

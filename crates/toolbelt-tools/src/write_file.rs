@@ -68,6 +68,12 @@ impl Tool for WriteFile {
          A file without write permission is refused. \
          To change part of a file prefer edit, which sends only the changed text."
     }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["Edit", "Write"]
+    }
+    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+        Some(toolbelt_core::rules::PathOperation::Edit)
+    }
     fn kind(&self) -> Kind {
         Kind::Edit
     }

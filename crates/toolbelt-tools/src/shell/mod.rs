@@ -178,6 +178,9 @@ impl Tool for RunShellCommand {
          (default 120000); use is_background for servers and watchers. Prefer read_file, grep_search, glob and \
          list_directory over cat, grep, find and ls."
     }
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["Bash", "Shell"]
+    }
     fn kind(&self) -> Kind {
         Kind::Execute
     }

@@ -88,6 +88,9 @@ impl Tool for SkillTool {
         &self.description
     }
 
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["Skill"]
+    }
     fn kind(&self) -> Kind {
         Kind::Read
     }
