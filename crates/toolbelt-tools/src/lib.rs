@@ -78,6 +78,8 @@ mod path_rules_tests;
 #[cfg(test)]
 mod protected_tests;
 #[cfg(test)]
+mod schema_tests;
+#[cfg(test)]
 mod test_support;
 
 #[cfg(test)]
