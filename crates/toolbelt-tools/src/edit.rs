@@ -16,8 +16,9 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, FileDiff, Invocation, Kind,
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
@@ -77,34 +78,7 @@ impl Edit {
 
     /// An edit tool that streams files above other limits (tests use tiny ones).
     pub fn with_streaming(env: Arc<ToolEnvironment>, streaming: Streaming) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "Absolute path of the file to change."
-                },
-                "old_string": {
-                    "type": "string",
-                    "description": "The exact text to replace, copied from the file with its indentation, and enough surrounding lines to match only once. Empty to create a new file."
-                },
-                "new_string": {
-                    "type": "string",
-                    "description": "The text that replaces old_string, exactly as it should appear (taken literally)."
-                },
-                "replace_all": {
-                    "type": "boolean",
-                    "description": "Replace every occurrence of old_string instead of requiring exactly one. Default false."
-                },
-                "expected_replacements": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Older form of replace_all: the number of occurrences expected; the edit fails if the count differs."
-                }
-            },
-            "required": ["file_path", "old_string", "new_string"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         Edit {
             env,
             schema,
@@ -113,13 +87,28 @@ impl Edit {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(description = "Absolute path of the file to change.")]
     file_path: String,
+    #[schemars(
+        description = "The exact text to replace, copied from the file with its indentation, and enough surrounding lines to match only once. Empty to create a new file."
+    )]
     old_string: String,
+    #[schemars(
+        description = "The text that replaces old_string, exactly as it should appear (taken literally)."
+    )]
     new_string: String,
     #[serde(default)]
+    #[schemars(
+        description = "Replace every occurrence of old_string instead of requiring exactly one. Default false."
+    )]
     replace_all: bool,
+    #[schemars(
+        range(min = 1),
+        description = "Older form of replace_all: the number of occurrences expected; the edit fails if the count differs."
+    )]
     expected_replacements: Option<usize>,
 }
 

@@ -9,8 +9,9 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::scheduler::EXIT_PLAN_MODE;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ExecContext, Invocation, Kind, Tool, ToolEnvironment,
@@ -23,23 +24,17 @@ pub struct ExitPlanMode {
 
 impl ExitPlanMode {
     pub fn new(_env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "plan": {
-                    "type": "string",
-                    "description": "The plan to present for approval, in Markdown: the steps, the files each one changes, and how the result will be checked."
-                }
-            },
-            "required": ["plan"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         ExitPlanMode { schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "The plan to present for approval, in Markdown: the steps, the files each one changes, and how the result will be checked."
+    )]
     plan: String,
 }
 

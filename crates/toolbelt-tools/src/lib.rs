@@ -36,6 +36,7 @@ mod grep_search;
 mod list_directory;
 mod listed_name;
 mod notebook_edit;
+mod params;
 mod pattern;
 mod read_file;
 mod read_many_files;

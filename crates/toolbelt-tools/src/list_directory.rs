@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use globset::GlobSet;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, PermissionSubject,
     Tool, ToolEnvironment, ToolError, ToolResult,
@@ -33,47 +34,32 @@ pub struct ListDirectory {
 
 impl ListDirectory {
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Absolute path of the directory to list."
-                },
-                "ignore": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Glob patterns of entry names to leave out, such as [\"*.log\", \"tmp*\"]."
-                },
-                "file_filtering_options": {
-                    "type": "object",
-                    "description": "Which ignore files to honour; both are honoured by default.",
-                    "properties": {
-                        "respect_git_ignore": {"type": "boolean", "description": "Leave out entries ignored by .gitignore. Default true."},
-                        "respect_qwen_ignore": {"type": "boolean", "description": "Leave out entries ignored by .qwenignore. Default true."}
-                    },
-                    "additionalProperties": false
-                }
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         ListDirectory { env, schema }
     }
 }
 
-#[derive(Debug, Deserialize, Default)]
-pub(crate) struct FilteringOptions {
-    pub respect_git_ignore: Option<bool>,
-    pub respect_qwen_ignore: Option<bool>,
+#[derive(Debug, Deserialize, Default, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct FilteringOptions {
+    #[schemars(description = "Leave out entries ignored by .gitignore. Default true.")]
+    respect_git_ignore: Option<bool>,
+    #[schemars(description = "Leave out entries ignored by .qwenignore. Default true.")]
+    respect_qwen_ignore: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(description = "Absolute path of the directory to list.")]
     path: String,
     #[serde(default)]
+    #[schemars(
+        description = "Glob patterns of entry names to leave out, such as [\"*.log\", \"tmp*\"]."
+    )]
     ignore: Vec<String>,
     #[serde(default)]
+    #[schemars(description = "Which ignore files to honour; both are honoured by default.")]
     file_filtering_options: FilteringOptions,
 }
 

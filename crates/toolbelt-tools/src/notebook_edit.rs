@@ -13,6 +13,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolbelt_core::{
@@ -34,50 +35,36 @@ pub struct NotebookEdit {
 
 impl NotebookEdit {
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "notebook_path": {
-                    "type": "string",
-                    "description": "Absolute path of the Jupyter notebook (.ipynb) to change."
-                },
-                "cell_id": {
-                    "type": "string",
-                    "description": "The id of the cell to replace or delete, or to insert after (omit to insert at the start). In a notebook whose cells have no ids, the 0-based index: cell-3 or 3."
-                },
-                "new_source": {
-                    "type": "string",
-                    "description": "The new source of the cell (required to replace; the content of an inserted cell)."
-                },
-                "cell_type": {
-                    "type": "string",
-                    "enum": ["code", "markdown"],
-                    "description": "The type of the cell: required to insert; to replace, changes the cell's type."
-                },
-                "edit_mode": {
-                    "type": "string",
-                    "enum": ["replace", "insert", "delete"],
-                    "description": "replace (default) the cell's source, insert a new cell after cell_id, or delete the cell."
-                }
-            },
-            "required": ["notebook_path"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         NotebookEdit { env, schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(description = "Absolute path of the Jupyter notebook (.ipynb) to change.")]
     notebook_path: String,
+    #[schemars(
+        description = "The id of the cell to replace or delete, or to insert after (omit to insert at the start). In a notebook whose cells have no ids, the 0-based index: cell-3 or 3."
+    )]
     cell_id: Option<String>,
+    #[schemars(
+        description = "The new source of the cell (required to replace; the content of an inserted cell)."
+    )]
     new_source: Option<String>,
+    #[schemars(
+        description = "The type of the cell: required to insert; to replace, changes the cell's type."
+    )]
     cell_type: Option<CellType>,
     #[serde(default)]
+    #[schemars(
+        description = "replace (default) the cell's source, insert a new cell after cell_id, or delete the cell."
+    )]
     edit_mode: EditMode,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum CellType {
     Code,
@@ -93,7 +80,7 @@ impl CellType {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum EditMode {
     #[default]

@@ -17,8 +17,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind, Part,
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult, validate::MAX_SAFE_INTEGER,
@@ -52,37 +53,27 @@ pub struct ReadFile {
 
 impl ReadFile {
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "absolute_path": {
-                    "type": "string",
-                    "description": "Absolute path of the file to read (for example /home/me/project/src/main.rs). Relative paths are refused."
-                },
-                "offset": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "maximum": MAX_SAFE_INTEGER,
-                    "description": "0-based line number to start reading from. Use with 'limit' to page through large files."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_SAFE_INTEGER,
-                    "description": "Maximum number of lines to read. Defaults to the output limit (1000 lines)."
-                }
-            },
-            "required": ["absolute_path"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         ReadFile { env, schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "Absolute path of the file to read (for example /home/me/project/src/main.rs). Relative paths are refused."
+    )]
     absolute_path: String,
+    #[schemars(
+        range(min = 0, max = MAX_SAFE_INTEGER),
+        description = "0-based line number to start reading from. Use with 'limit' to page through large files."
+    )]
     offset: Option<u64>,
+    #[schemars(
+        range(min = 1, max = MAX_SAFE_INTEGER),
+        description = "Maximum number of lines to read. Defaults to the output limit (1000 lines)."
+    )]
     limit: Option<u64>,
 }
 

@@ -18,8 +18,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use globset::GlobSet;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind, Part,
@@ -27,7 +28,6 @@ use toolbelt_core::{
 };
 
 use crate::file_type::{self, FileType};
-use crate::list_directory::FilteringOptions;
 use crate::listed_name::{escaped, escaped_relative};
 use crate::pattern::GlobOptions;
 use crate::read_file::{MAX_INLINE, sniff};
@@ -88,61 +88,45 @@ pub struct ReadManyFiles {
 
 impl ReadManyFiles {
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "paths": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "minItems": 1,
-                    "description": "Files, directories or glob patterns (such as 'src/**/*.rs'), absolute or relative to the first workspace directory."
-                },
-                "include": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "More glob patterns to include, such as ['**/*.md']."
-                },
-                "exclude": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Glob patterns of files to leave out, such as ['**/*.test.ts']."
-                },
-                "recursive": {
-                    "type": "boolean",
-                    "description": "Walk directories recursively. Default true."
-                },
-                "useDefaultExcludes": {
-                    "type": "boolean",
-                    "description": "Leave out dependency and build directories, archives and binaries (node_modules, dist, *.zip, ...). Default true."
-                },
-                "file_filtering_options": {
-                    "type": "object",
-                    "description": "Which ignore files to honour when expanding directories and globs; both are honoured by default.",
-                    "properties": {
-                        "respect_git_ignore": {"type": "boolean", "description": "Leave out files ignored by .gitignore. Default true."},
-                        "respect_qwen_ignore": {"type": "boolean", "description": "Leave out files ignored by .qwenignore. Default true."}
-                    },
-                    "additionalProperties": false
-                }
-            },
-            "required": ["paths"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         ReadManyFiles { env, schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Default, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct FilteringOptions {
+    #[schemars(description = "Leave out files ignored by .gitignore. Default true.")]
+    respect_git_ignore: Option<bool>,
+    #[schemars(description = "Leave out files ignored by .qwenignore. Default true.")]
+    respect_qwen_ignore: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct Params {
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        length(min = 1),
+        description = "Files, directories or glob patterns (such as 'src/**/*.rs'), absolute or relative to the first workspace directory."
+    )]
     paths: Vec<String>,
     #[serde(default)]
+    #[schemars(description = "More glob patterns to include, such as ['**/*.md'].")]
     include: Vec<String>,
     #[serde(default)]
+    #[schemars(description = "Glob patterns of files to leave out, such as ['**/*.test.ts'].")]
     exclude: Vec<String>,
+    #[schemars(description = "Walk directories recursively. Default true.")]
     recursive: Option<bool>,
+    #[schemars(
+        description = "Leave out dependency and build directories, archives and binaries (node_modules, dist, *.zip, ...). Default true."
+    )]
     use_default_excludes: Option<bool>,
     #[serde(default, rename = "file_filtering_options")]
+    #[schemars(
+        description = "Which ignore files to honour when expanding directories and globs; both are honoured by default."
+    )]
     file_filtering_options: FilteringOptions,
 }
 

@@ -13,8 +13,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind,
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
@@ -42,22 +43,7 @@ impl SaveMemory {
 
     /// With the global file under `home` instead of the environment's.
     pub fn with_home(env: Arc<ToolEnvironment>, home: Option<PathBuf>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "fact": {
-                    "type": "string",
-                    "description": "The fact to remember, as one short self-contained sentence (\"The user prefers tabs in Go files\")."
-                },
-                "scope": {
-                    "type": "string",
-                    "enum": ["global", "project"],
-                    "description": "'global' (default): every project of this user (~/.qwen/QWEN.md). 'project': this project only (QWEN.md at its root)."
-                }
-            },
-            "required": ["fact"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         SaveMemory { env, home, schema }
     }
 
@@ -81,11 +67,30 @@ impl SaveMemory {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "The fact to remember, as one short self-contained sentence (\"The user prefers tabs in Go files\")."
+    )]
     fact: String,
     #[serde(default)]
+    #[schemars(
+        description = "'global' (default): every project of this user (~/.qwen/QWEN.md). 'project': this project only (QWEN.md at its root)."
+    )]
+    #[schemars(with = "Option<Scope>")]
     scope: Option<String>,
+}
+
+/// The memory files a fact can go to, as the schema offers them. The call reads the
+/// scope as a string: anything but `project` is the global file (the schema refuses
+/// other values before the call is built).
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)] // only its schema is used
+enum Scope {
+    Global,
+    Project,
 }
 
 impl Tool for SaveMemory {

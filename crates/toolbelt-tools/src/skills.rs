@@ -46,6 +46,8 @@ use crate::front_matter::{self, FrontMatterError, Spanned};
 use crate::listed_name::escaped;
 
 mod tool;
+#[cfg(test)]
+pub(crate) use tool::Params as SkillParams;
 
 pub use tool::SkillTool;
 

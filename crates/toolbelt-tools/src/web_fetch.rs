@@ -22,8 +22,9 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind,
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
@@ -80,26 +81,7 @@ impl WebFetch {
         for warning in warnings {
             tracing::warn!("{warning}");
         }
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "url": {
-                    "type": "string",
-                    "description": "The http:// or https:// URL to fetch. GitHub 'blob' URLs are fetched as raw files."
-                },
-                "prompt": {
-                    "type": "string",
-                    "description": "What to look for in the page: the question it should answer or the information to extract."
-                },
-                "format": {
-                    "type": "string",
-                    "enum": ["auto", "markdown", "text", "html"],
-                    "description": "How an HTML page comes back: 'auto' and 'markdown' convert it to Markdown (default), 'text' to plain text, 'html' keeps the markup."
-                }
-            },
-            "required": ["url", "prompt"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         WebFetch {
             env,
             schema,
@@ -166,11 +148,21 @@ fn build_client(
         .map_err(|e| format!("cannot set up the HTTP client: {e}"))
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "The http:// or https:// URL to fetch. GitHub 'blob' URLs are fetched as raw files."
+    )]
     url: String,
+    #[schemars(
+        description = "What to look for in the page: the question it should answer or the information to extract."
+    )]
     prompt: String,
     #[serde(default)]
+    #[schemars(
+        description = "How an HTML page comes back: 'auto' and 'markdown' convert it to Markdown (default), 'text' to plain text, 'html' keeps the markup."
+    )]
     format: Format,
 }
 

@@ -11,8 +11,9 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ExecContext, FileDiff, Invocation, Kind,
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
@@ -29,28 +30,19 @@ pub struct WriteFile {
 
 impl WriteFile {
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "Absolute path of the file to write (for example /home/me/project/src/lib.rs). Missing parent directories are created."
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The whole new content of the file."
-                }
-            },
-            "required": ["file_path", "content"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         WriteFile { env, schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "Absolute path of the file to write (for example /home/me/project/src/lib.rs). Missing parent directories are created."
+    )]
     file_path: String,
+    #[schemars(description = "The whole new content of the file.")]
     content: String,
 }
 

@@ -6,16 +6,18 @@ use encoding_rs::Encoding;
 use tokio_util::sync::CancellationToken;
 
 /// How the page should come back (`format` of the call).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+// The variants' notes are plain comments: as doc comments they would reach the
+// parameter schema, which describes the choices in the field's description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
-    /// HTML as Markdown, other text as it is.
+    // HTML as Markdown, other text as it is.
     #[default]
     Auto,
     Markdown,
-    /// HTML as plain text: no link targets, no images.
+    // HTML as plain text: no link targets, no images.
     Text,
-    /// HTML as it came (decoded), scripts and all.
+    // HTML as it came (decoded), scripts and all.
     Html,
 }
 
