@@ -13,8 +13,8 @@
 //! edit goes through it too, copying the old file into the new one. The change is computed once for the
 //! confirmation and applied as shown, unless the file changed in between.
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -26,7 +26,7 @@ use toolbelt_core::{
 
 use crate::atomic_write;
 use crate::diff::file_diff;
-use crate::file_change::{self, FileStamp, Opened, WritePolicy};
+use crate::file_change::{self, FileChange, FileStamp, Opened, Shown, WritePolicy};
 use crate::text_file::{LineEnding, TextFile};
 
 pub mod matcher;
@@ -148,7 +148,7 @@ impl Tool for Edit {
             params,
             streaming: self.streaming,
             policy: WritePolicy::from_settings(&self.env.settings),
-            planned: Mutex::new(None),
+            shown: Shown::default(),
         }))
     }
 }
@@ -159,9 +159,7 @@ struct EditCall {
     params: Params,
     streaming: Streaming,
     policy: WritePolicy,
-    /// The change as shown in the confirmation: `None` before anyone asked,
-    /// `Some(None)` when there was nothing to ask because the edit failed.
-    planned: Mutex<Option<Option<Plan>>>,
+    shown: Shown<Plan>,
 }
 
 #[derive(Debug)]
@@ -437,21 +435,7 @@ impl EditCall {
         )
     }
 
-    fn apply(&self) -> Result<ToolResult, ToolError> {
-        let shown = self.planned.lock().map(|mut g| g.take()).unwrap_or(None);
-        let plan = match shown {
-            None => self.plan()?,
-            Some(Some(plan)) => {
-                if file_change::stamp_now(&self.path)? != plan.stamp {
-                    return Err(file_change::changed_since_confirmation(&self.path));
-                }
-                plan
-            }
-            Some(None) => {
-                self.plan()?;
-                return Err(file_change::changed_since_confirmation(&self.path));
-            }
-        };
+    fn write_plan(&self, plan: Plan) -> Result<ToolResult, ToolError> {
         let replaced = match &plan.write {
             NewFile::Bytes(bytes) => file_change::write_file(&self.path, bytes, self.policy)?,
             NewFile::Spliced(found) => {
@@ -567,25 +551,39 @@ impl Invocation for EditCall {
     }
 
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
-        Box::pin(async move {
-            // A failing edit needs no approval: it writes nothing and its error goes to
-            // the model. If it starts working before execute, execute refuses.
-            let plan = self.plan().ok();
-            let details = plan.as_ref().map(|plan| {
-                ConfirmationDetails::edit(
-                    format!("Confirm Edit: {}", self.display_path),
-                    plan.diff.clone(),
-                )
-            });
-            if let Ok(mut slot) = self.planned.lock() {
-                *slot = Some(plan);
-            }
-            details
-        })
+        Box::pin(async move { self.confirm() })
     }
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
-        Box::pin(async move { file_change::run_change(&ctx, "edit", move || self.apply()).await })
+        Box::pin(
+            async move { file_change::run_change(&ctx, "edit", move || self.apply_shown()).await },
+        )
+    }
+}
+
+impl FileChange for EditCall {
+    type Plan = Plan;
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn plan(&self) -> Result<Plan, ToolError> {
+        EditCall::plan(self)
+    }
+    fn question(&self, plan: &Plan) -> ConfirmationDetails {
+        ConfirmationDetails::edit(
+            format!("Confirm Edit: {}", self.display_path),
+            plan.diff.clone(),
+        )
+    }
+    fn apply(&self, plan: Plan) -> Result<ToolResult, ToolError> {
+        self.write_plan(plan)
+    }
+    fn shown(&self) -> &Shown<Plan> {
+        &self.shown
+    }
+    fn planned_from(plan: &Plan) -> Option<FileStamp> {
+        plan.stamp
     }
 }
 

@@ -1,4 +1,6 @@
-//! What `write_file` and `edit` share: resolving the target, reading the current file
+//! What the file-changing tools share (`write_file`, `edit`, `notebook_edit`,
+//! `save_memory`): the one plan, confirm, apply sequence ([`FileChange`]), resolving
+//! the target, reading the current file
 //! safely, refusing files this user may not write, noticing that the file changed
 //! between the approved diff and the write, and writing the new bytes (atomically where
 //! the file's owner and attributes allow, [`crate::atomic_write`]) with parent
@@ -16,11 +18,88 @@
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::SystemTime;
 
-use toolbelt_core::{ErrorKind, ToolError, WorkspaceRoots};
+use toolbelt_core::{ConfirmationDetails, ErrorKind, ToolError, ToolResult, WorkspaceRoots};
 
 use crate::atomic_write::{self, Replaced};
+
+/// A change to one file, planned from the file as it is, shown for approval, and
+/// applied as shown. Every file-changing tool goes through the same sequence:
+///
+/// - confirmation: [`FileChange::confirm`] plans the change. A plan is shown; a change
+///   that cannot be planned (the old string is not found, the file is not text, ...)
+///   asks nobody: it writes nothing and its error reaches the model when the call runs.
+/// - execution: [`FileChange::apply_shown`] writes the plan that was shown, after
+///   checking that the file is still the one it was planned from. When nothing was
+///   shown (no question was asked: auto-edit, yolo) it plans now. When the question
+///   could not be planned, the call fails: with the planning error again, or, if the
+///   change would work now, as changed since the confirmation (nobody saw it).
+pub(crate) trait FileChange {
+    /// What a plan holds: at least the bytes to write and the version it was made from.
+    type Plan: Send;
+
+    /// The file the change writes.
+    fn path(&self) -> &Path;
+    /// Reads the file and works out the change, or why it cannot be made.
+    fn plan(&self) -> Result<Self::Plan, ToolError>;
+    /// What the person is asked to approve for `plan`.
+    fn question(&self, plan: &Self::Plan) -> ConfirmationDetails;
+    /// Writes `plan`.
+    fn apply(&self, plan: Self::Plan) -> Result<ToolResult, ToolError>;
+    /// Where the plan shown in the confirmation waits for the execution.
+    fn shown(&self) -> &Shown<Self::Plan>;
+
+    /// Refuses a plan made from a version of the file that is no longer there. `None`
+    /// from [`FileChange::planned_from`] means the file did not exist.
+    fn still_current(&self, plan: &Self::Plan) -> Result<(), ToolError> {
+        if stamp_now(self.path())? != Self::planned_from(plan) {
+            return Err(changed_since_confirmation(self.path()));
+        }
+        Ok(())
+    }
+
+    /// The version of the file `plan` was made from (`None`: it did not exist).
+    fn planned_from(plan: &Self::Plan) -> Option<FileStamp>;
+
+    /// The question for the confirmation, or `None` when the change cannot be planned.
+    fn confirm(&self) -> Option<ConfirmationDetails> {
+        let plan = self.plan().ok();
+        let question = plan.as_ref().map(|plan| self.question(plan));
+        if let Ok(mut slot) = self.shown().0.lock() {
+            *slot = Some(plan);
+        }
+        question
+    }
+
+    /// Applies what was shown (see the trait's documentation).
+    fn apply_shown(&self) -> Result<ToolResult, ToolError> {
+        let shown = self.shown().0.lock().map(|mut g| g.take()).unwrap_or(None);
+        let plan = match shown {
+            None => self.plan()?,
+            Some(Some(plan)) => {
+                self.still_current(&plan)?;
+                plan
+            }
+            Some(None) => {
+                self.plan()?;
+                return Err(changed_since_confirmation(self.path()));
+            }
+        };
+        self.apply(plan)
+    }
+}
+
+/// The plan shown in a confirmation: nothing before anyone asked, `Some(None)` when
+/// there was nothing to ask because the change could not be planned.
+pub(crate) struct Shown<P>(Mutex<Option<Option<P>>>);
+
+impl<P> Default for Shown<P> {
+    fn default() -> Self {
+        Shown(Mutex::new(None))
+    }
+}
 
 /// What writes may do beyond a file's own permissions (from settings).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -376,3 +455,6 @@ pub fn io_error(path: &Path, action: &str, e: &std::io::Error) -> ToolError {
 pub fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+#[cfg(test)]
+mod sequence_tests;

@@ -10,8 +10,8 @@
 //! write, and the atomic write are `edit`'s ([`file_change`]).
 
 use std::ops::Range;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -22,7 +22,7 @@ use toolbelt_core::{
 };
 
 use crate::diff::file_diff;
-use crate::file_change::{self, FileStamp, Opened, WritePolicy};
+use crate::file_change::{self, FileChange, FileStamp, Opened, Shown, WritePolicy};
 use crate::text_file::TextFile;
 
 /// Cell ids listed when the one asked for does not exist.
@@ -142,7 +142,7 @@ impl Tool for NotebookEdit {
             path,
             params,
             policy: WritePolicy::from_settings(&self.env.settings),
-            planned: Mutex::new(None),
+            shown: Shown::default(),
         }))
     }
 }
@@ -152,9 +152,7 @@ struct NotebookEditCall {
     display_path: String,
     params: Params,
     policy: WritePolicy,
-    /// The change as shown in the confirmation: `None` before anyone asked,
-    /// `Some(None)` when there was nothing to ask because the edit failed.
-    planned: Mutex<Option<Option<Plan>>>,
+    shown: Shown<Plan>,
 }
 
 #[derive(Debug)]
@@ -368,21 +366,7 @@ impl NotebookEditCall {
         )
     }
 
-    fn apply(&self) -> Result<ToolResult, ToolError> {
-        let shown = self.planned.lock().map(|mut g| g.take()).unwrap_or(None);
-        let plan = match shown {
-            None => self.plan()?,
-            Some(Some(plan)) => {
-                if file_change::stamp_now(&self.path)? != Some(plan.stamp) {
-                    return Err(file_change::changed_since_confirmation(&self.path));
-                }
-                plan
-            }
-            Some(None) => {
-                self.plan()?;
-                return Err(file_change::changed_since_confirmation(&self.path));
-            }
-        };
+    fn write_plan(&self, plan: Plan) -> Result<ToolResult, ToolError> {
         let replaced = file_change::write_file(&self.path, &plan.bytes, self.policy)?;
         let text = format!("{}{}", plan.summary, file_change::how_written(replaced));
         Ok(ToolResult::with_display(text, Display::FileDiff(plan.diff)))
@@ -408,27 +392,39 @@ impl Invocation for NotebookEditCall {
     }
 
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
-        Box::pin(async move {
-            // As in `edit`: a failing change writes nothing and needs no approval; if it
-            // starts working before execute, execute refuses.
-            let plan = self.plan().ok();
-            let details = plan.as_ref().map(|plan| {
-                ConfirmationDetails::edit(
-                    format!("Confirm Notebook Edit: {}", self.display_path),
-                    plan.diff.clone(),
-                )
-            });
-            if let Ok(mut slot) = self.planned.lock() {
-                *slot = Some(plan);
-            }
-            details
-        })
+        Box::pin(async move { self.confirm() })
     }
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
-            file_change::run_change(&ctx, "notebook edit", move || self.apply()).await
+            file_change::run_change(&ctx, "notebook edit", move || self.apply_shown()).await
         })
+    }
+}
+
+impl FileChange for NotebookEditCall {
+    type Plan = Plan;
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn plan(&self) -> Result<Plan, ToolError> {
+        NotebookEditCall::plan(self)
+    }
+    fn question(&self, plan: &Plan) -> ConfirmationDetails {
+        ConfirmationDetails::edit(
+            format!("Confirm Notebook Edit: {}", self.display_path),
+            plan.diff.clone(),
+        )
+    }
+    fn apply(&self, plan: Plan) -> Result<ToolResult, ToolError> {
+        self.write_plan(plan)
+    }
+    fn shown(&self) -> &Shown<Plan> {
+        &self.shown
+    }
+    fn planned_from(plan: &Plan) -> Option<FileStamp> {
+        Some(plan.stamp)
     }
 }
 

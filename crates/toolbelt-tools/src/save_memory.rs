@@ -10,7 +10,7 @@
 //! saved is read into the system prompt of every later session, so a page or file the
 //! model read must not be able to plant instructions there unseen.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -22,7 +22,7 @@ use toolbelt_core::{
 };
 
 use crate::diff::file_diff;
-use crate::file_change::{self, Current, WritePolicy};
+use crate::file_change::{self, Current, FileChange, FileStamp, Shown, WritePolicy};
 
 /// The heading the facts go under (Qwen Code's, so its files and ours agree).
 pub const MEMORY_SECTION: &str = "## Qwen Added Memories";
@@ -151,6 +151,7 @@ impl Tool for SaveMemory {
             path,
             fact,
             policy: WritePolicy::from_settings(&self.env.settings),
+            shown: Shown::default(),
         }))
     }
 }
@@ -213,6 +214,7 @@ struct SaveMemoryCall {
     display_path: String,
     fact: String,
     policy: WritePolicy,
+    shown: Shown<Memory>,
 }
 
 impl SaveMemoryCall {
@@ -238,8 +240,7 @@ impl SaveMemoryCall {
         let _one_at_a_time = SAVING
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let before = self.current()?;
-        let after = with_fact(before.as_deref().unwrap_or(""), &self.fact);
+        let Memory { before, after } = self.plan()?;
         file_change::write_file(&self.path, after.as_bytes(), self.policy)?;
         let diff = file_diff(&self.path, &self.display_path, before.as_deref(), &after);
         Ok(ToolResult::with_display(
@@ -250,6 +251,58 @@ impl SaveMemoryCall {
             ),
             Display::FileDiff(diff),
         ))
+    }
+}
+
+/// The memory file before and after the fact is added.
+struct Memory {
+    before: Option<String>,
+    after: String,
+}
+
+impl FileChange for SaveMemoryCall {
+    type Plan = Memory;
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn plan(&self) -> Result<Memory, ToolError> {
+        let before = self.current()?;
+        let after = with_fact(before.as_deref().unwrap_or(""), &self.fact);
+        Ok(Memory { before, after })
+    }
+    fn question(&self, plan: &Memory) -> ConfirmationDetails {
+        let diff = file_diff(
+            &self.path,
+            &self.display_path,
+            plan.before.as_deref(),
+            &plan.after,
+        );
+        let title = format!("Remember this in {}?", self.display_path);
+        if self.in_workspace {
+            return ConfirmationDetails::edit(title, diff);
+        }
+        // Not an edit of the workspace, so auto-edit mode does not approve it.
+        ConfirmationDetails::Info {
+            title,
+            prompt: diff.diff,
+            urls: Vec::new(),
+        }
+    }
+    /// The fact is added to the file as it is when the call runs, not to the version
+    /// shown: what was approved is the fact, and other calls of the turn may add theirs
+    /// first.
+    fn apply(&self, _shown: Memory) -> Result<ToolResult, ToolError> {
+        self.save()
+    }
+    fn shown(&self) -> &Shown<Memory> {
+        &self.shown
+    }
+    fn still_current(&self, _plan: &Memory) -> Result<(), ToolError> {
+        Ok(())
+    }
+    fn planned_from(_plan: &Memory) -> Option<FileStamp> {
+        None
     }
 }
 
@@ -267,25 +320,13 @@ impl Invocation for SaveMemoryCall {
     }
 
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
-        Box::pin(async move {
-            let before = self.current().ok().flatten();
-            let after = with_fact(before.as_deref().unwrap_or(""), &self.fact);
-            let diff = file_diff(&self.path, &self.display_path, before.as_deref(), &after);
-            let title = format!("Remember this in {}?", self.display_path);
-            if self.in_workspace {
-                return Some(ConfirmationDetails::edit(title, diff));
-            }
-            // Not an edit of the workspace, so auto-edit mode does not approve it.
-            Some(ConfirmationDetails::Info {
-                title,
-                prompt: diff.diff,
-                urls: Vec::new(),
-            })
-        })
+        Box::pin(async move { self.confirm() })
     }
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
-        Box::pin(async move { file_change::run_change(&ctx, "save", move || self.save()).await })
+        Box::pin(
+            async move { file_change::run_change(&ctx, "save", move || self.apply_shown()).await },
+        )
     }
 }
 
