@@ -94,7 +94,9 @@ async fn save_memory_into_a_file_that_is_not_text_asks_nobody_and_writes_nothing
 #[tokio::test]
 async fn a_change_that_starts_to_work_after_the_confirmation_is_refused_as_unseen() {
     let fx = fixture();
-    let cases: [(&str, &str, &[u8], &[u8], Value); 3] = [
+    // Tool, file, content that cannot be changed, content that can, arguments.
+    type Case<'a> = (&'a str, &'a str, &'a [u8], &'a [u8], Value);
+    let cases: [Case; 3] = [
         (
             "edit",
             "a.txt",
