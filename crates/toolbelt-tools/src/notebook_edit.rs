@@ -204,9 +204,35 @@ impl NotebookEditCall {
             .and_then(Value::as_array)
             .filter(|cells| cells.iter().all(Value::is_object))
             .ok_or_else(|| self.not_a_notebook("it has no \"cells\" list of cells (nbformat 4)"))?;
-        // The located cells must be the parsed ones (a notebook with a second "cells"
-        // key, say, is read one way by the parser and could be scanned another).
-        let layout = Layout::scan(text)
+        let layout = self.locate(text, cells)?;
+        let p = &self.params;
+        let at = p
+            .cell_id
+            .as_deref()
+            .map(|id| self.find_cell(cells, id))
+            .transpose()?;
+        let style = Style::detect(text, &layout);
+        let doc = Doc {
+            text,
+            cells,
+            layout: &layout,
+            style: &style,
+        };
+        match (p.edit_mode, at) {
+            (EditMode::Replace, Some(i)) => self.replace_cell_at(&doc, i),
+            (EditMode::Delete, Some(i)) => Ok(self.delete_cell_at(&doc, i)),
+            (EditMode::Insert, after) => Ok(self.insert_cell_after(&doc, &notebook, after)),
+            (EditMode::Replace | EditMode::Delete, None) => {
+                Err(ToolError::invalid_params("cell_id is required."))
+            }
+        }
+    }
+
+    /// Where the cells are in the text. The located cells must be the parsed ones (a
+    /// notebook with a second "cells" key, say, is read one way by the parser and could
+    /// be scanned another).
+    fn locate(&self, text: &str, cells: &[Value]) -> Result<Layout, ToolError> {
+        Layout::scan(text)
             .filter(|l| {
                 l.cells.len() == cells.len()
                     && l.cells.iter().zip(cells).all(|(span, cell)| {
@@ -216,107 +242,107 @@ impl NotebookEditCall {
                             == Some(cell)
                     })
             })
-            .ok_or_else(|| self.not_a_notebook("its \"cells\" list could not be located"))?;
-        let p = &self.params;
-        let at = p
-            .cell_id
-            .as_deref()
-            .map(|id| self.find_cell(cells, id))
-            .transpose()?;
-        let style = Style::detect(text, &layout);
-        let mut out = String::with_capacity(text.len() + 256);
-        let summary = match (p.edit_mode, at) {
-            (EditMode::Replace, Some(i)) => {
-                let mut cell = cells[i].as_object().cloned().unwrap_or_default();
-                let source = p.new_source.as_deref().unwrap_or_default();
-                replace_cell(&mut cell, source, p.cell_type);
-                let cell = Value::Object(cell);
-                if cell == cells[i] {
-                    return Err(ToolError::new(
-                        ErrorKind::EditNoChange,
-                        format!(
-                            "Cell {} already has this source and type; no edits made.",
-                            describe_cell(&cells[i], i)
-                        ),
-                    ));
-                }
-                let range = layout.cells[i].clone();
-                out.push_str(&text[..range.start]);
-                out.push_str(&style.cell(&cell));
-                out.push_str(&text[range.end..]);
+            .ok_or_else(|| self.not_a_notebook("its \"cells\" list could not be located"))
+    }
+
+    fn replace_cell_at(&self, doc: &Doc<'_>, i: usize) -> Result<(String, String), ToolError> {
+        let mut out = String::with_capacity(doc.text.len() + 256);
+        let mut cell = doc.cells[i].as_object().cloned().unwrap_or_default();
+        let source = self.params.new_source.as_deref().unwrap_or_default();
+        replace_cell(&mut cell, source, self.params.cell_type);
+        let cell = Value::Object(cell);
+        if cell == doc.cells[i] {
+            return Err(ToolError::new(
+                ErrorKind::EditNoChange,
                 format!(
-                    "Replaced cell {} in {}.",
-                    describe_cell(&cell, i),
-                    self.path.display()
-                )
-            }
-            (EditMode::Delete, Some(i)) => {
-                // The cell goes with the separator before it (after it, for the first).
-                let range = match (i, layout.cells.len()) {
-                    (_, 1) => layout.open + 1..layout.close,
-                    (0, _) => layout.cells[0].start..layout.cells[1].start,
-                    (i, _) => layout.cells[i - 1].end..layout.cells[i].end,
-                };
-                out.push_str(&text[..range.start]);
-                out.push_str(&text[range.end..]);
-                format!(
-                    "Deleted cell {} from {}; {} cells remain.",
-                    describe_cell(&cells[i], i),
-                    self.path.display(),
-                    cells.len() - 1
-                )
-            }
-            (EditMode::Insert, after) => {
-                let cell_type = p.cell_type.unwrap_or(CellType::Code);
-                let ids = uses_ids(&notebook, cells).then(|| fresh_id(cells));
-                let cell = new_cell(
-                    cell_type,
-                    ids.as_deref(),
-                    p.new_source.as_deref().unwrap_or(""),
-                );
-                let cell_text = style.cell(&cell);
-                let index = after.map_or(0, |i| i + 1);
-                match (after, layout.cells.is_empty()) {
-                    (_, true) => {
-                        out.push_str(&text[..=layout.open]);
-                        out.push_str(&style.break_at(2));
-                        out.push_str(&cell_text);
-                        out.push_str(&style.break_at(1));
-                        out.push_str(&text[layout.close..]);
-                    }
-                    (None, false) => {
-                        let first = layout.cells[0].start;
-                        out.push_str(&text[..first]);
-                        out.push_str(&cell_text);
-                        out.push(',');
-                        out.push_str(&style.break_at(2));
-                        out.push_str(&text[first..]);
-                    }
-                    (Some(i), false) => {
-                        let end = layout.cells[i].end;
-                        out.push_str(&text[..end]);
-                        out.push(',');
-                        out.push_str(&style.break_at(2));
-                        out.push_str(&cell_text);
-                        out.push_str(&text[end..]);
-                    }
-                }
-                let place = match after {
-                    None => "at the start".to_string(),
-                    Some(i) => format!("after cell {}", describe_cell(&cells[i], i)),
-                };
-                format!(
-                    "Inserted a new {} cell {} {place} of {}.",
-                    cell_type.as_str(),
-                    describe_cell(&cell, index),
-                    self.path.display()
-                )
-            }
-            (EditMode::Replace | EditMode::Delete, None) => {
-                return Err(ToolError::invalid_params("cell_id is required."));
-            }
-        };
+                    "Cell {} already has this source and type; no edits made.",
+                    describe_cell(&doc.cells[i], i)
+                ),
+            ));
+        }
+        let range = doc.layout.cells[i].clone();
+        out.push_str(&doc.text[..range.start]);
+        out.push_str(&doc.style.cell(&cell));
+        out.push_str(&doc.text[range.end..]);
+        let summary = format!(
+            "Replaced cell {} in {}.",
+            describe_cell(&cell, i),
+            self.path.display()
+        );
         Ok((out, summary))
+    }
+
+    fn delete_cell_at(&self, doc: &Doc<'_>, i: usize) -> (String, String) {
+        let mut out = String::with_capacity(doc.text.len());
+        // The cell goes with the separator before it (after it, for the first).
+        let range = match (i, doc.layout.cells.len()) {
+            (_, 1) => doc.layout.open + 1..doc.layout.close,
+            (0, _) => doc.layout.cells[0].start..doc.layout.cells[1].start,
+            (i, _) => doc.layout.cells[i - 1].end..doc.layout.cells[i].end,
+        };
+        out.push_str(&doc.text[..range.start]);
+        out.push_str(&doc.text[range.end..]);
+        let summary = format!(
+            "Deleted cell {} from {}; {} cells remain.",
+            describe_cell(&doc.cells[i], i),
+            self.path.display(),
+            doc.cells.len() - 1
+        );
+        (out, summary)
+    }
+
+    fn insert_cell_after(
+        &self,
+        doc: &Doc<'_>,
+        notebook: &Value,
+        after: Option<usize>,
+    ) -> (String, String) {
+        let mut out = String::with_capacity(doc.text.len() + 256);
+        let cell_type = self.params.cell_type.unwrap_or(CellType::Code);
+        let ids = uses_ids(notebook, doc.cells).then(|| fresh_id(doc.cells));
+        let cell = new_cell(
+            cell_type,
+            ids.as_deref(),
+            self.params.new_source.as_deref().unwrap_or(""),
+        );
+        let cell_text = doc.style.cell(&cell);
+        let index = after.map_or(0, |i| i + 1);
+        match (after, doc.layout.cells.is_empty()) {
+            (_, true) => {
+                out.push_str(&doc.text[..=doc.layout.open]);
+                out.push_str(&doc.style.break_at(2));
+                out.push_str(&cell_text);
+                out.push_str(&doc.style.break_at(1));
+                out.push_str(&doc.text[doc.layout.close..]);
+            }
+            (None, false) => {
+                let first = doc.layout.cells[0].start;
+                out.push_str(&doc.text[..first]);
+                out.push_str(&cell_text);
+                out.push(',');
+                out.push_str(&doc.style.break_at(2));
+                out.push_str(&doc.text[first..]);
+            }
+            (Some(i), false) => {
+                let end = doc.layout.cells[i].end;
+                out.push_str(&doc.text[..end]);
+                out.push(',');
+                out.push_str(&doc.style.break_at(2));
+                out.push_str(&cell_text);
+                out.push_str(&doc.text[end..]);
+            }
+        }
+        let place = match after {
+            None => "at the start".to_string(),
+            Some(i) => format!("after cell {}", describe_cell(&doc.cells[i], i)),
+        };
+        let summary = format!(
+            "Inserted a new {} cell {} {place} of {}.",
+            cell_type.as_str(),
+            describe_cell(&cell, index),
+            self.path.display()
+        );
+        (out, summary)
     }
 
     /// The index of the cell named `wanted`: its id, or, when no cell has an id, its
@@ -426,6 +452,14 @@ impl FileChange for NotebookEditCall {
     fn planned_from(plan: &Plan) -> Option<FileStamp> {
         Some(plan.stamp)
     }
+}
+
+/// A notebook's text with its parsed and located cells, what an edit works on.
+struct Doc<'a> {
+    text: &'a str,
+    cells: &'a [Value],
+    layout: &'a Layout,
+    style: &'a Style,
 }
 
 /// A cell's source as one string (nbformat allows a string or a list of lines).

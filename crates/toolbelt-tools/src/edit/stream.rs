@@ -107,137 +107,204 @@ pub fn scan(file: &File, len: u64, req: &Request<'_>, chunk: usize) -> std::io::
         req.old.contains(['\n', '\r']) || req.new.contains('\n') || req.new.is_empty();
     // At least the three bytes of a byte-order mark in the first read.
     let chunk = chunk.max(BOM.len());
-    let mut buf = vec![0u8; chunk + 2 * req.old.len() + 4];
-    let mut filled = read_full(&mut reader, &mut buf[..chunk])?;
-    let mut eof = filled < chunk;
-    // The line ending must be known before the search starts: read on to the first
-    // line break (within the first MiB).
-    while spans_lines && !eof && filled < PROBE && memchr::memchr(b'\n', &buf[..filled]).is_none() {
-        buf.resize(filled + chunk + 2 * req.old.len() + 4, 0);
-        let n = read_full(&mut reader, &mut buf[filled..filled + chunk])?;
-        eof = n < chunk;
-        filled += n;
-    }
+    let (mut buf, mut filled, mut eof) = read_first(&mut reader, req, chunk, spans_lines)?;
     let bom = buf[..filled].starts_with(BOM);
     let bom_len = if bom { BOM.len() } else { 0 };
     if bom && req.old.starts_with('\u{FEFF}') {
         return Ok(Scan::Fallback("old_string starts with a byte-order mark"));
     }
-
-    let mut utf8 = Utf8Stream::default();
-    let mut endings = Endings::Unknown;
-    let mut prev_byte: Option<u8> = None;
-    let mut fresh_start = 0;
-    let mut base: u64 = 0;
-    let mut newlines_before_base = 0usize;
-    let mut search_from: u64 = bom_len as u64;
-    let mut ranges: Vec<Range<u64>> = Vec::new();
-    let mut lines = Vec::new();
-    let mut needle: Option<(Vec<u8>, Vec<u8>, bool)> = None;
-    let total_newlines;
-    let last_byte;
+    let mut search = Search {
+        spans_lines,
+        utf8: Utf8Stream::default(),
+        endings: Endings::Unknown,
+        prev_byte: None,
+        fresh_start: 0,
+        base: 0,
+        newlines_before_base: 0,
+        search_from: bom_len as u64,
+        ranges: Vec::new(),
+        lines: Vec::new(),
+        needle: None,
+    };
     loop {
-        let fresh = &buf[fresh_start..filled];
-        if !utf8.feed(fresh) {
-            return Ok(Scan::Fallback("not UTF-8"));
-        }
-        if endings.check(fresh, prev_byte) == Transition::BecameLf
-            && needle.as_ref().is_some_and(|n| n.2)
-        {
-            return Ok(Scan::Fallback("a CRLF file with a bare LF"));
-        }
-        if let Some(&b) = fresh.last() {
-            prev_byte = Some(b);
-        }
-        if needle.is_none() {
-            let crlf = match endings {
-                Endings::CrlfSoFar => true,
-                Endings::Lf => false,
-                Endings::Unknown if !spans_lines || eof => false,
-                Endings::Unknown => {
-                    return Ok(Scan::Fallback("no line break in the first MiB"));
-                }
-            };
-            let (n, r) = adapt(req, crlf && spans_lines);
-            let (Some(n), Some(r)) = (n, r) else {
-                return Ok(Scan::Fallback("a CRLF edit with a bare CR, or no change"));
-            };
-            needle = Some((n, r, crlf && spans_lines));
-        }
-        let Some((pattern, _, _)) = needle.as_ref() else {
-            return Ok(Scan::Fallback("no needle"));
-        };
-        let nlen = pattern.len();
-        let from = usize::try_from(search_from.saturating_sub(base))
-            .unwrap_or(filled)
-            .min(filled);
-        let mut cursor = (0usize, newlines_before_base);
-        for i in memmem::find_iter(&buf[from..filled], pattern) {
-            let start = from + i;
-            cursor.1 += count_newlines(&buf[cursor.0..start]);
-            cursor.0 = start;
-            let at = base + start as u64;
-            ranges.push(at..at + nlen as u64);
-            lines.push(cursor.1);
-            search_from = at + nlen as u64;
-            if ranges.len() > MAX_OCCURRENCES {
-                return Ok(Scan::Fallback("too many occurrences"));
-            }
+        if let Err(why) = search.window(&buf[..filled], req, eof) {
+            return Ok(Scan::Fallback(why));
         }
         if eof {
-            total_newlines = newlines_before_base + count_newlines(&buf[..filled]);
-            last_byte = prev_byte;
             break;
         }
-        // Keep what could still start a match, and nothing before the last match's end.
-        let keep_from = filled
-            .saturating_sub(nlen - 1)
-            .max(usize::try_from(search_from.saturating_sub(base)).unwrap_or(filled))
-            .min(filled);
-        newlines_before_base += count_newlines(&buf[..keep_from]);
-        buf.copy_within(keep_from..filled, 0);
-        filled -= keep_from;
-        base += keep_from as u64;
-        fresh_start = filled;
+        let nlen = search.needle.as_ref().map_or(1, |n| n.0.len());
+        search.slide(&mut buf, &mut filled, nlen);
         let want = (filled + chunk).min(buf.len());
         let n = read_full(&mut reader, &mut buf[filled..want])?;
         eof = n < want - filled;
         filled += n;
     }
-    if !utf8.finish() {
-        return Ok(Scan::Fallback("not UTF-8 (cut short)"));
+    search.finish(file, len, req, &buf[..filled], bom)
+}
+
+/// The first read: at least `chunk` bytes, and when the edit spans lines, on to the
+/// first line break (within the first MiB), since the line ending must be known before
+/// the search starts. Returns the buffer, how much of it is filled, and whether the
+/// file ended.
+fn read_first(
+    reader: &mut &File,
+    req: &Request<'_>,
+    chunk: usize,
+    spans_lines: bool,
+) -> std::io::Result<(Vec<u8>, usize, bool)> {
+    let mut buf = vec![0u8; chunk + 2 * req.old.len() + 4];
+    let mut filled = read_full(reader, &mut buf[..chunk])?;
+    let mut eof = filled < chunk;
+    while spans_lines && !eof && filled < PROBE && memchr::memchr(b'\n', &buf[..filled]).is_none() {
+        buf.resize(filled + chunk + 2 * req.old.len() + 4, 0);
+        let n = read_full(reader, &mut buf[filled..filled + chunk])?;
+        eof = n < chunk;
+        filled += n;
     }
-    let end = base + filled as u64;
-    if end != len {
-        return Ok(Scan::Fallback("the file changed while it was read"));
+    Ok((buf, filled, eof))
+}
+
+/// The state of a scan between windows of the file.
+struct Search {
+    spans_lines: bool,
+    utf8: Utf8Stream,
+    endings: Endings,
+    prev_byte: Option<u8>,
+    /// Where the bytes not yet checked start in the window.
+    fresh_start: usize,
+    /// Offset in the file of the window's first byte.
+    base: u64,
+    newlines_before_base: usize,
+    search_from: u64,
+    ranges: Vec<Range<u64>>,
+    lines: Vec<usize>,
+    /// Needle, replacement, and whether they were adapted to CRLF.
+    needle: Option<(Vec<u8>, Vec<u8>, bool)>,
+}
+
+impl Search {
+    /// Checks the window's new bytes and records the occurrences in it; `Err` is why
+    /// the in-memory path must decide.
+    fn window(&mut self, buf: &[u8], req: &Request<'_>, eof: bool) -> Result<(), &'static str> {
+        let fresh = &buf[self.fresh_start..];
+        if !self.utf8.feed(fresh) {
+            return Err("not UTF-8");
+        }
+        if self.endings.check(fresh, self.prev_byte) == Transition::BecameLf
+            && self.needle.as_ref().is_some_and(|n| n.2)
+        {
+            return Err("a CRLF file with a bare LF");
+        }
+        if let Some(&b) = fresh.last() {
+            self.prev_byte = Some(b);
+        }
+        if self.needle.is_none() {
+            self.needle = Some(self.choose_needle(req, eof)?);
+        }
+        let Some((pattern, _, _)) = self.needle.as_ref() else {
+            return Err("no needle");
+        };
+        let nlen = pattern.len();
+        let from = usize::try_from(self.search_from.saturating_sub(self.base))
+            .unwrap_or(buf.len())
+            .min(buf.len());
+        let mut cursor = (0usize, self.newlines_before_base);
+        for i in memmem::find_iter(&buf[from..], pattern) {
+            let start = from + i;
+            cursor.1 += count_newlines(&buf[cursor.0..start]);
+            cursor.0 = start;
+            let at = self.base + start as u64;
+            self.ranges.push(at..at + nlen as u64);
+            self.lines.push(cursor.1);
+            self.search_from = at + nlen as u64;
+            if self.ranges.len() > MAX_OCCURRENCES {
+                return Err("too many occurrences");
+            }
+        }
+        Ok(())
     }
-    if ranges.is_empty() {
-        return Ok(Scan::Fallback("no exact occurrence"));
+
+    /// The needle and replacement, once the line ending is known.
+    fn choose_needle(
+        &self,
+        req: &Request<'_>,
+        eof: bool,
+    ) -> Result<(Vec<u8>, Vec<u8>, bool), &'static str> {
+        let crlf = match self.endings {
+            Endings::CrlfSoFar => true,
+            Endings::Lf => false,
+            Endings::Unknown if !self.spans_lines || eof => false,
+            Endings::Unknown => return Err("no line break in the first MiB"),
+        };
+        let crlf = crlf && self.spans_lines;
+        let (n, r) = adapt(req, crlf);
+        let (Some(n), Some(r)) = (n, r) else {
+            return Err("a CRLF edit with a bare CR, or no change");
+        };
+        Ok((n, r, crlf))
     }
-    let Some((needle, replacement, crlf)) = needle else {
-        return Ok(Scan::Fallback("no needle"));
-    };
-    let format = TextFormat {
-        line_ending: if endings == Endings::CrlfSoFar {
-            LineEnding::Crlf
-        } else {
-            LineEnding::Lf
-        },
-        bom,
-    };
-    if req.new.is_empty() {
-        extend_deleted_lines(file, &mut ranges, &needle, len, bom_len as u64, crlf)?;
+
+    /// Keeps what could still start a match, and nothing before the last match's end,
+    /// at the start of `buf`.
+    fn slide(&mut self, buf: &mut [u8], filled: &mut usize, nlen: usize) {
+        let keep_from = filled
+            .saturating_sub(nlen - 1)
+            .max(usize::try_from(self.search_from.saturating_sub(self.base)).unwrap_or(*filled))
+            .min(*filled);
+        self.newlines_before_base += count_newlines(&buf[..keep_from]);
+        buf.copy_within(keep_from..*filled, 0);
+        *filled -= keep_from;
+        self.base += keep_from as u64;
+        self.fresh_start = *filled;
     }
-    Ok(Scan::Found(Found {
-        format,
-        len,
-        needle,
-        replacement,
-        ranges,
-        lines,
-        newlines: total_newlines,
-        last_byte,
-    }))
+
+    /// The result once the whole file (`buf` its last window) was searched.
+    fn finish(
+        self,
+        file: &File,
+        len: u64,
+        req: &Request<'_>,
+        buf: &[u8],
+        bom: bool,
+    ) -> std::io::Result<Scan> {
+        let total_newlines = self.newlines_before_base + count_newlines(buf);
+        if !self.utf8.finish() {
+            return Ok(Scan::Fallback("not UTF-8 (cut short)"));
+        }
+        if self.base + buf.len() as u64 != len {
+            return Ok(Scan::Fallback("the file changed while it was read"));
+        }
+        if self.ranges.is_empty() {
+            return Ok(Scan::Fallback("no exact occurrence"));
+        }
+        let Some((needle, replacement, crlf)) = self.needle else {
+            return Ok(Scan::Fallback("no needle"));
+        };
+        let format = TextFormat {
+            line_ending: if self.endings == Endings::CrlfSoFar {
+                LineEnding::Crlf
+            } else {
+                LineEnding::Lf
+            },
+            bom,
+        };
+        let mut ranges = self.ranges;
+        if req.new.is_empty() {
+            let bom_len = if bom { BOM.len() as u64 } else { 0 };
+            extend_deleted_lines(file, &mut ranges, &needle, len, bom_len, crlf)?;
+        }
+        Ok(Scan::Found(Found {
+            format,
+            len,
+            needle,
+            replacement,
+            ranges,
+            lines: self.lines,
+            newlines: total_newlines,
+            last_byte: self.prev_byte,
+        }))
+    }
 }
 
 /// The needle and replacement in the file's line ending: as given for LF, or with
