@@ -27,7 +27,7 @@ use toolbelt_core::{
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
-use crate::file_type::{self, FileType};
+use crate::file_type::{self, FileType, TextEncoding};
 use crate::listed_name::{escaped, escaped_relative};
 use crate::pattern::GlobOptions;
 use crate::read_file::{MAX_INLINE, sniff};
@@ -270,6 +270,75 @@ struct Candidate {
     named: bool,
 }
 
+/// The result being assembled, and what is left of the output budget.
+struct Output {
+    text: String,
+    media: Vec<Part>,
+    chars_left: usize,
+    lines_left: usize,
+    report: Report,
+}
+
+impl Output {
+    /// An image, audio, video or PDF file, attached whole when it is small enough.
+    fn add_media(&mut self, path: &Path, shown: String, mime: String) {
+        let report = &mut self.report;
+        match std::fs::metadata(path) {
+            Ok(m) if m.len() > MAX_INLINE => report.skipped.push((
+                shown,
+                format!(
+                    "{mime} of {} bytes, over the {MAX_INLINE}-byte limit",
+                    m.len()
+                ),
+            )),
+            _ => match std::fs::read(path) {
+                Ok(data) => {
+                    self.text.push_str(&format!(
+                        "--- {shown} ---\n\n[{mime}, {} bytes, attached]\n\n",
+                        data.len()
+                    ));
+                    report.read.push(path.to_path_buf());
+                    self.media.push(Part::InlineData {
+                        mime_type: mime,
+                        data,
+                        display_name: Some(shown),
+                    });
+                }
+                Err(e) => report.skipped.push((shown, e.to_string())),
+            },
+        }
+    }
+
+    /// A text file, as much of it as the budget leaves room for.
+    fn add_text(&mut self, path: &Path, shown: String, encoding: TextEncoding) {
+        if self.chars_left == 0 || self.lines_left < 4 {
+            self.report.did_not_fit.push(shown);
+            return;
+        }
+        match read_text(path, encoding, self.chars_left, self.lines_left - 3) {
+            Ok(chunk) => {
+                self.text.push_str(&format!("--- {shown} ---\n\n"));
+                self.text.push_str(&chunk.text);
+                if chunk.complete {
+                    self.text.push_str("\n\n");
+                } else {
+                    self.text.push_str(&format!(
+                        "\n[... the output budget ran out after {} lines; read the rest with read_file and offset {}]\n\n",
+                        chunk.lines, chunk.lines
+                    ));
+                    self.chars_left = 0;
+                }
+                self.chars_left = self
+                    .chars_left
+                    .saturating_sub(chunk.text.len() + shown.len() + 10);
+                self.lines_left = self.lines_left.saturating_sub(chunk.lines + 3);
+                self.report.read.push(path.to_path_buf());
+            }
+            Err(e) => self.report.skipped.push((shown, e.to_string())),
+        }
+    }
+}
+
 /// What happened to the files that are not in the output, for the model.
 #[derive(Default)]
 struct Report {
@@ -372,81 +441,42 @@ impl ReadManyCall {
         report.withheld = self.withheld.note();
         let policy = &self.env.output;
         // Room is kept for the separators and the closing notes.
-        let mut chars_left = policy.max_chars.saturating_sub(policy.max_chars / 10);
-        let mut lines_left = policy.max_lines.saturating_sub(policy.max_lines / 10);
-        let mut text = String::new();
-        let mut media = Vec::new();
+        let mut out = Output {
+            chars_left: policy.max_chars.saturating_sub(policy.max_chars / 10),
+            lines_left: policy.max_lines.saturating_sub(policy.max_lines / 10),
+            text: String::new(),
+            media: Vec::new(),
+            report,
+        };
         for file in files {
             let shown = escaped(&file.path);
             if cancel.is_cancelled() {
-                report.did_not_fit.push(shown);
+                out.report.did_not_fit.push(shown);
                 continue;
             }
             let head = match sniff(&file.path) {
                 Ok(head) => head,
                 Err(e) => {
-                    report.skipped.push((shown, e.to_string()));
+                    out.report.skipped.push((shown, e.to_string()));
                     continue;
                 }
             };
             match file_type::detect(&file.path, &head) {
-                FileType::Binary => report.skipped.push((shown, "binary file".into())),
-                FileType::Media(mime) if !file.named => report.skipped.push((
+                FileType::Binary => out.report.skipped.push((shown, "binary file".into())),
+                FileType::Media(mime) if !file.named => out.report.skipped.push((
                     shown,
                     format!("{mime}: name it or its extension explicitly to include it"),
                 )),
-                FileType::Media(mime) => match std::fs::metadata(&file.path) {
-                    Ok(m) if m.len() > MAX_INLINE => report.skipped.push((
-                        shown,
-                        format!(
-                            "{mime} of {} bytes, over the {MAX_INLINE}-byte limit",
-                            m.len()
-                        ),
-                    )),
-                    _ => match std::fs::read(&file.path) {
-                        Ok(data) => {
-                            text.push_str(&format!(
-                                "--- {shown} ---\n\n[{mime}, {} bytes, attached]\n\n",
-                                data.len()
-                            ));
-                            report.read.push(file.path.clone());
-                            media.push(Part::InlineData {
-                                mime_type: mime,
-                                data,
-                                display_name: Some(shown),
-                            });
-                        }
-                        Err(e) => report.skipped.push((shown, e.to_string())),
-                    },
-                },
-                FileType::Text(encoding) => {
-                    if chars_left == 0 || lines_left < 4 {
-                        report.did_not_fit.push(shown);
-                        continue;
-                    }
-                    match read_text(&file.path, encoding, chars_left, lines_left - 3) {
-                        Ok(chunk) => {
-                            text.push_str(&format!("--- {shown} ---\n\n"));
-                            text.push_str(&chunk.text);
-                            if chunk.complete {
-                                text.push_str("\n\n");
-                            } else {
-                                text.push_str(&format!(
-                                    "\n[... the output budget ran out after {} lines; read the rest with read_file and offset {}]\n\n",
-                                    chunk.lines, chunk.lines
-                                ));
-                                chars_left = 0;
-                            }
-                            chars_left =
-                                chars_left.saturating_sub(chunk.text.len() + shown.len() + 10);
-                            lines_left = lines_left.saturating_sub(chunk.lines + 3);
-                            report.read.push(file.path.clone());
-                        }
-                        Err(e) => report.skipped.push((shown, e.to_string())),
-                    }
-                }
+                FileType::Media(mime) => out.add_media(&file.path, shown, mime),
+                FileType::Text(encoding) => out.add_text(&file.path, shown, encoding),
             }
         }
+        let Output {
+            mut text,
+            media,
+            report,
+            ..
+        } = out;
         text.push_str(END_MARKER);
         let notes = report.notes();
         if !notes.is_empty() {

@@ -42,7 +42,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::rules::Rule;
 
-use crate::front_matter::{self, FrontMatterError, Spanned};
+use toolbelt_core::front_matter::{self, Document, FrontMatterError, Spanned};
 use crate::listed_name::escaped;
 
 mod tool;
@@ -361,6 +361,42 @@ fn read_skill(
         return Ok(None);
     }
     let shown = escaped(&given);
+    let (dir_real, file) = resolve_skill_file(dir, &given, boundary, &shown)?;
+    let text = read_bounded(&file).map_err(|e| format!("{shown}: {e}"))?;
+    let doc = front_matter::parse::<FrontMatter>(&text).map_err(|e| format!("{shown}: {e}"))?;
+    let mut warnings = Vec::new();
+    let name_value = skill_name(&doc, dir, &shown, &mut warnings)?;
+    let one_line = skill_description(&doc, &shown, &mut warnings)?;
+    let allowed_tools = skill_allowed_tools(&doc, &shown, &mut warnings);
+    let grants = !folder.is_project() || project_trusted;
+    if !grants && !allowed_tools.is_empty() {
+        warnings.push(format!(
+            "{shown}: its allowed-tools ({}) are not granted: this folder is not trusted, and a repository's skill cannot approve calls. Trust the folder with `toolbelt trust` to let it.",
+            allowed_tools.join(", ")
+        ));
+    }
+    let body = doc.body.trim_start_matches(['\r', '\n']).to_string();
+    Ok(Some(Skill {
+        name: name_value,
+        description: one_line,
+        folder,
+        file,
+        dir: dir_real,
+        allowed_tools,
+        grants,
+        body,
+        warnings,
+    }))
+}
+
+/// The skill folder and its `SKILL.md` (`given`), resolved; in the project neither may
+/// lead outside it.
+fn resolve_skill_file(
+    dir: &Path,
+    given: &Path,
+    boundary: Option<&Path>,
+    shown: &str,
+) -> Result<(PathBuf, PathBuf), String> {
     let (dir_real, file) = match (dir.canonicalize(), given.canonicalize()) {
         (Ok(d), Ok(f)) => (d, f),
         (_, Err(e)) | (Err(e), _) => return Err(format!("{shown}: cannot resolve the path: {e}")),
@@ -373,10 +409,17 @@ fn read_skill(
             escaped(&file)
         ));
     }
-    let text = read_bounded(&file).map_err(|e| format!("{shown}: {e}"))?;
-    let doc = front_matter::parse::<FrontMatter>(&text).map_err(|e| format!("{shown}: {e}"))?;
+    Ok((dir_real, file))
+}
+
+/// The skill's `name`, checked; a name that differs from the folder's is a warning.
+fn skill_name(
+    doc: &Document<'_, FrontMatter>,
+    dir: &Path,
+    shown: &str,
+    warnings: &mut Vec<String>,
+) -> Result<String, String> {
     let fm = &doc.front_matter;
-    let mut warnings = Vec::new();
     let Some(name) = &fm.name else {
         return Err(format!(
             "{shown}: key `name`: missing; the front matter needs `name` and `description`"
@@ -404,6 +447,16 @@ fn read_skill(
             )
         ));
     }
+    Ok(name_value.to_string())
+}
+
+/// The skill's `description` on one line, cut to [`MAX_DESCRIPTION_CHARS`].
+fn skill_description(
+    doc: &Document<'_, FrontMatter>,
+    shown: &str,
+    warnings: &mut Vec<String>,
+) -> Result<String, String> {
+    let fm = &doc.front_matter;
     let Some(description) = &fm.description else {
         return Err(format!(
             "{shown}: key `description`: missing; the front matter needs `name` and `description`"
@@ -432,6 +485,16 @@ fn read_skill(
             )
         ));
     }
+    Ok(one_line)
+}
+
+/// The skill's `allowed-tools` that are permission rules; the others are warnings.
+fn skill_allowed_tools(
+    doc: &Document<'_, FrontMatter>,
+    shown: &str,
+    warnings: &mut Vec<String>,
+) -> Vec<String> {
+    let fm = &doc.front_matter;
     let mut allowed_tools = Vec::new();
     if let Some(allowed) = &fm.allowed_tools {
         let line = doc.line_of(allowed);
@@ -456,25 +519,7 @@ fn read_skill(
             }
         }
     }
-    let grants = !folder.is_project() || project_trusted;
-    if !grants && !allowed_tools.is_empty() {
-        warnings.push(format!(
-            "{shown}: its allowed-tools ({}) are not granted: this folder is not trusted, and a repository's skill cannot approve calls. Trust the folder with `toolbelt trust` to let it.",
-            allowed_tools.join(", ")
-        ));
-    }
-    let body = doc.body.trim_start_matches(['\r', '\n']).to_string();
-    Ok(Some(Skill {
-        name: name_value.to_string(),
-        description: one_line,
-        folder,
-        file,
-        dir: dir_real,
-        allowed_tools,
-        grants,
-        body,
-        warnings,
-    }))
+    allowed_tools
 }
 
 /// The text of a regular file of at most [`MAX_SKILL_FILE_BYTES`].
