@@ -273,6 +273,41 @@ impl Invocation for WebFetchCall {
     }
 }
 
+/// Refuses a response that is not a success: a redirect the client stopped at (it
+/// leads outside http and https) or an HTTP error.
+fn check_status(response: &reqwest::Response, final_url: &str) -> Result<(), ToolError> {
+    let status = response.status();
+    if status.is_redirection() {
+        // The client follows every redirect it may; one it stopped at leads outside
+        // http and https.
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("(no location)");
+        return Err(ToolError::new(
+            ErrorKind::WebFetchError,
+            format!(
+                "refused to fetch {location}: {final_url} redirects there, and web_fetch only follows http and https URLs."
+            ),
+        ));
+    }
+    if !status.is_success() {
+        return Err(ToolError::new(
+            ErrorKind::WebFetchError,
+            format!(
+                "{final_url} answered HTTP {}{}; no content was fetched.",
+                status.as_u16(),
+                status
+                    .canonical_reason()
+                    .map(|r| format!(" {r}"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// What a fetch brought back, as text.
 struct Page {
     final_url: String,
@@ -293,40 +328,12 @@ impl WebFetchCall {
             _ = ctx.cancel.cancelled() => return Err(cancelled()),
         };
         let final_url = response.url().to_string();
-        let status = response.status();
         let header = response
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        if status.is_redirection() {
-            // The client follows every redirect it may; one it stopped at leads outside
-            // http and https.
-            let location = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("(no location)");
-            return Err(ToolError::new(
-                ErrorKind::WebFetchError,
-                format!(
-                    "refused to fetch {location}: {final_url} redirects there, and web_fetch only follows http and https URLs."
-                ),
-            ));
-        }
-        if !status.is_success() {
-            return Err(ToolError::new(
-                ErrorKind::WebFetchError,
-                format!(
-                    "{final_url} answered HTTP {}{}; no content was fetched.",
-                    status.as_u16(),
-                    status
-                        .canonical_reason()
-                        .map(|r| format!(" {r}"))
-                        .unwrap_or_default()
-                ),
-            ));
-        }
+        check_status(&response, &final_url)?;
         let body = match content::read_capped(response, self.max_bytes, &ctx.cancel).await {
             Ok(body) => body,
             Err(ReadError::Cancelled) => return Err(cancelled()),
@@ -343,24 +350,8 @@ impl WebFetchCall {
                 ),
             )),
         };
-        if self.summarize
-            && let Some(ask) = ctx.env.ask_once.get()
-        {
-            let excerpt: String = page.text.chars().take(SUMMARY_INPUT_CHARS).collect();
-            let question = format!(
-                "Request: {}\n\nPage {}:\n---\n{excerpt}\n---",
-                self.prompt, page.final_url
-            );
-            match ask.ask(SUMMARY_INSTRUCTIONS, &question, &ctx.cancel).await {
-                Ok(answer) => {
-                    let text = format!("{answer}\n\nSource: {}", page.final_url);
-                    return Ok(ToolResult::with_display(
-                        text.clone(),
-                        Display::markdown(text),
-                    ));
-                }
-                Err(why) => tracing::warn!("web_fetch: the model could not summarise: {why}"),
-            }
+        if let Some(summary) = self.summarize(ctx, &page).await {
+            return Ok(summary);
         }
         let mime = if page.mime.is_empty() {
             "no content type".to_string()
@@ -372,6 +363,33 @@ impl WebFetchCall {
             page.final_url, page.note, self.prompt, page.text
         );
         Ok(ToolResult::text(text))
+    }
+
+    /// The model's answer to the request from the page, when summarising is on and a
+    /// model is there to ask; `None` shows the page itself.
+    async fn summarize(&self, ctx: &ExecContext, page: &Page) -> Option<ToolResult> {
+        if !self.summarize {
+            return None;
+        }
+        let ask = ctx.env.ask_once.get()?;
+        let excerpt: String = page.text.chars().take(SUMMARY_INPUT_CHARS).collect();
+        let question = format!(
+            "Request: {}\n\nPage {}:\n---\n{excerpt}\n---",
+            self.prompt, page.final_url
+        );
+        match ask.ask(SUMMARY_INSTRUCTIONS, &question, &ctx.cancel).await {
+            Ok(answer) => {
+                let text = format!("{answer}\n\nSource: {}", page.final_url);
+                Some(ToolResult::with_display(
+                    text.clone(),
+                    Display::markdown(text),
+                ))
+            }
+            Err(why) => {
+                tracing::warn!("web_fetch: the model could not summarise: {why}");
+                None
+            }
+        }
     }
 
     /// The message for a failed request, in terms the model can act on.
