@@ -42,8 +42,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::rules::Rule;
 
-use toolbelt_core::front_matter::{self, Document, FrontMatterError, Spanned};
 use crate::listed_name::escaped;
+use toolbelt_core::front_matter::{self, Document, FrontMatterError, Spanned};
 
 mod tool;
 #[cfg(test)]

@@ -257,8 +257,8 @@ fn ensure_settings_dir(dir: &Path) -> Result<(), WorkspaceRulesError> {
 /// The rules `permissions.allow` of the settings `text` holds; `Err` says why the text
 /// is no settings file this can edit.
 fn allowed_now(text: &str) -> Result<Vec<String>, String> {
-    let value = toolbelt_core::settings::parse_settings_text(text.as_bytes())
-        .map_err(|e| e.to_string())?;
+    let value =
+        toolbelt_core::settings::parse_settings_text(text.as_bytes()).map_err(|e| e.to_string())?;
     let Value::Object(root) = &value else {
         return Err("the top level is not an object".into());
     };

@@ -102,13 +102,7 @@ pub async fn run(spec: RunSpec<'_>) -> RunOutput {
     if let Some(pid) = pid {
         owner.started(pid);
     }
-    if let (Some(input), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
-        // A command that exits without reading its input is not an error of ours.
-        tokio::spawn(async move {
-            let _ = stdin.write_all(&input).await;
-            let _ = stdin.shutdown().await;
-        });
-    }
+    feed_stdin(spec.stdin, child.stdin.take());
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let cap = spec.output_cap;
@@ -148,24 +142,43 @@ pub async fn run(spec: RunSpec<'_>) -> RunOutput {
     };
     // Whatever the command left running (in its group or not) ends with the run.
     owner.kill_leftovers(KILL_GRACE).await;
-    let end = if let Some(end) = forced {
-        end
-    } else if out.overflowed || err.overflowed {
-        RunEnd::OutputTooLarge(cap)
-    } else {
-        match status {
-            Ok(status) => match (status.code(), exit_signal(&status)) {
-                (Some(code), _) => RunEnd::Exited(code),
-                (None, Some(signal)) => RunEnd::Signaled(signal),
-                (None, None) => RunEnd::Exited(-1),
-            },
-            Err(e) => RunEnd::SpawnFailed(format!("cannot wait for `{program}`: {e}")),
-        }
-    };
+    let end = forced.unwrap_or_else(|| natural_end(&out, &err, cap, status, program));
     RunOutput {
         stdout: out.bytes,
         stderr: err.bytes,
         end,
+    }
+}
+
+/// Writes `input` to the child's stdin on a task of its own, then closes it.
+fn feed_stdin(input: Option<Vec<u8>>, stdin: Option<tokio::process::ChildStdin>) {
+    if let (Some(input), Some(mut stdin)) = (input, stdin) {
+        // A command that exits without reading its input is not an error of ours.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&input).await;
+            let _ = stdin.shutdown().await;
+        });
+    }
+}
+
+/// How a run that was neither timed out nor cancelled ended.
+fn natural_end(
+    out: &Capped,
+    err: &Capped,
+    cap: usize,
+    status: std::io::Result<std::process::ExitStatus>,
+    program: &str,
+) -> RunEnd {
+    if out.overflowed || err.overflowed {
+        return RunEnd::OutputTooLarge(cap);
+    }
+    match status {
+        Ok(status) => match (status.code(), exit_signal(&status)) {
+            (Some(code), _) => RunEnd::Exited(code),
+            (None, Some(signal)) => RunEnd::Signaled(signal),
+            (None, None) => RunEnd::Exited(-1),
+        },
+        Err(e) => RunEnd::SpawnFailed(format!("cannot wait for `{program}`: {e}")),
     }
 }
 
