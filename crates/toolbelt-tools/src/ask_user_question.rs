@@ -21,13 +21,15 @@ use toolbelt_core::{
 };
 
 /// The longest `header`, in characters (Qwen Code's limit).
-pub const MAX_HEADER_CHARS: usize = 12;
+pub(crate) const MAX_HEADER_CHARS: usize = 12;
 
+/// The `ask_user_question` tool: questions with choices for the person.
 pub struct AskUserQuestion {
     schema: Value,
 }
 
 impl AskUserQuestion {
+    /// The tool over a session's environment.
     pub fn new(_env: Arc<ToolEnvironment>) -> Self {
         let schema = crate::params::schema_for::<Params>();
         AskUserQuestion { schema }
@@ -234,7 +236,7 @@ impl Invocation for AskCall {
 
 /// The answers as the model reads them: each question with its header and what was
 /// picked (or written).
-pub fn answers_text(questions: &[Question], answers: &[Answer]) -> String {
+pub(crate) fn answers_text(questions: &[Question], answers: &[Answer]) -> String {
     let mut text = String::from("The user answered your questions:\n");
     for (i, (q, a)) in questions.iter().zip(answers).enumerate() {
         let answer = match a {

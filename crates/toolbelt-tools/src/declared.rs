@@ -39,8 +39,6 @@ mod output;
 mod template;
 mod tool;
 
-pub use tool::DEFAULT_PREPARE_TIMEOUT;
-
 use binding::Target;
 use manifest::{ManifestInput, Scope, SetEntry, ToolEntry, parse_manifest};
 use tool::{DeclaredTool, Resolved};

@@ -29,8 +29,8 @@ use crate::diff::file_diff;
 use crate::file_change::{self, FileChange, FileStamp, Opened, Shown, WritePolicy};
 use crate::text_file::{LineEnding, TextFile};
 
-pub mod matcher;
-pub mod stream;
+pub(crate) mod matcher;
+pub(crate) mod stream;
 use matcher::Strategy;
 
 /// Lines of context in the snippet of the edited file returned to the model.
@@ -40,6 +40,7 @@ const SNIPPET_MAX_LINES: usize = 60;
 /// Line numbers listed when several occurrences match.
 const MAX_LISTED_LINES: usize = 20;
 
+/// The `edit` tool: replaces text in one file, or creates a file.
 pub struct Edit {
     env: Arc<ToolEnvironment>,
     schema: Value,
@@ -72,6 +73,7 @@ impl Default for Streaming {
 }
 
 impl Edit {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         Self::with_streaming(env, Streaming::default())
     }

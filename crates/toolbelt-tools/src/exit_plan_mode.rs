@@ -18,11 +18,13 @@ use toolbelt_core::{
     ToolError, ToolResult,
 };
 
+/// The `exit_plan_mode` tool: presents a plan for approval and leaves plan mode.
 pub struct ExitPlanMode {
     schema: Value,
 }
 
 impl ExitPlanMode {
+    /// The tool over a session's environment.
     pub fn new(_env: Arc<ToolEnvironment>) -> Self {
         let schema = crate::params::schema_for::<Params>();
         ExitPlanMode { schema }

@@ -103,14 +103,14 @@ impl<P> Default for Shown<P> {
 
 /// What writes may do beyond a file's own permissions (from settings).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WritePolicy {
+pub(crate) struct WritePolicy {
     /// `tools.files.overwriteReadOnly`: replace files this user has no write
     /// permission for.
     pub overwrite_read_only: bool,
 }
 
 impl WritePolicy {
-    pub fn from_settings(settings: &toolbelt_core::Settings) -> WritePolicy {
+    pub(crate) fn from_settings(settings: &toolbelt_core::Settings) -> WritePolicy {
         WritePolicy {
             overwrite_read_only: settings.tools.files.overwrite_read_only,
         }
@@ -120,7 +120,7 @@ impl WritePolicy {
 /// What identifies a version of a file cheaply: which file (device and inode, so a
 /// file replaced by a rename is noticed), its length and modification time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileStamp {
+pub(crate) struct FileStamp {
     dev: u64,
     ino: u64,
     len: u64,
@@ -128,7 +128,7 @@ pub struct FileStamp {
 }
 
 impl FileStamp {
-    pub fn of(meta: &std::fs::Metadata) -> FileStamp {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> FileStamp {
         use std::os::unix::fs::MetadataExt;
         FileStamp {
             dev: meta.dev(),
@@ -139,20 +139,20 @@ impl FileStamp {
     }
 
     /// The file's length in bytes.
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.len
     }
 }
 
 /// The current state of a path about to be written.
 #[derive(Debug)]
-pub enum Current {
+pub(crate) enum Current {
     Missing,
     File { bytes: Vec<u8>, stamp: FileStamp },
 }
 
 impl Current {
-    pub fn stamp(&self) -> Option<FileStamp> {
+    pub(crate) fn stamp(&self) -> Option<FileStamp> {
         match self {
             Current::Missing => None,
             Current::File { stamp, .. } => Some(*stamp),
@@ -162,7 +162,7 @@ impl Current {
 
 /// An existing file opened for reading, not yet read.
 #[derive(Debug)]
-pub enum Opened {
+pub(crate) enum Opened {
     Missing,
     File {
         file: std::fs::File,
@@ -176,7 +176,7 @@ pub enum Opened {
 /// A path that ends in `/` (or in `/.` or `/..`) names a directory even when nothing
 /// is there yet; resolving it as text would drop the slash and create a *file* named
 /// like the directory, so it is refused before resolution.
-pub fn resolve_target(
+pub(crate) fn resolve_target(
     roots: &WorkspaceRoots,
     given: &str,
     verb: &str,
@@ -213,7 +213,7 @@ fn names_a_directory(given: &str) -> bool {
 }
 
 /// The stamp of `path` now (`None` when it does not exist).
-pub fn stamp_now(path: &Path) -> Result<Option<FileStamp>, ToolError> {
+pub(crate) fn stamp_now(path: &Path) -> Result<Option<FileStamp>, ToolError> {
     match std::fs::metadata(path) {
         Ok(meta) => Ok(Some(FileStamp::of(&meta))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -225,7 +225,7 @@ pub fn stamp_now(path: &Path) -> Result<Option<FileStamp>, ToolError> {
 /// devices are refused before they are opened (a FIFO would block the open), and so is
 /// a file this user may not write unless `policy` allows it; the stamp is taken from
 /// the open file, so it describes the bytes that will be read.
-pub fn open_current(path: &Path, policy: WritePolicy) -> Result<Opened, ToolError> {
+pub(crate) fn open_current(path: &Path, policy: WritePolicy) -> Result<Opened, ToolError> {
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Opened::Missing),
@@ -270,7 +270,7 @@ fn check_regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), ToolError>
 }
 
 /// Reads the file at `path` if there is one (see [`open_current`]).
-pub fn read_current(path: &Path, policy: WritePolicy) -> Result<Current, ToolError> {
+pub(crate) fn read_current(path: &Path, policy: WritePolicy) -> Result<Current, ToolError> {
     match open_current(path, policy)? {
         Opened::Missing => Ok(Current::Missing),
         Opened::File { file, stamp } => Ok(Current::File {
@@ -281,7 +281,11 @@ pub fn read_current(path: &Path, policy: WritePolicy) -> Result<Current, ToolErr
 }
 
 /// The whole content of an open file whose length is expected to be `len`.
-pub fn read_all(mut file: std::fs::File, len: u64, path: &Path) -> Result<Vec<u8>, ToolError> {
+pub(crate) fn read_all(
+    mut file: std::fs::File,
+    len: u64,
+    path: &Path,
+) -> Result<Vec<u8>, ToolError> {
     use std::io::{Read, Seek};
     // From the start, whatever was read of it before.
     file.rewind().map_err(|e| io_error(path, "read", &e))?;
@@ -292,7 +296,7 @@ pub fn read_all(mut file: std::fs::File, len: u64, path: &Path) -> Result<Vec<u8
 }
 
 /// The error for a file that changed after its diff was shown.
-pub fn changed_since_confirmation(path: &Path) -> ToolError {
+pub(crate) fn changed_since_confirmation(path: &Path) -> ToolError {
     ToolError::new(
         ErrorKind::FileWriteFailure,
         format!(
@@ -303,7 +307,11 @@ pub fn changed_since_confirmation(path: &Path) -> ToolError {
 }
 
 /// Creates the parent directories of `path` and replaces it with `bytes`.
-pub fn write_file(path: &Path, bytes: &[u8], policy: WritePolicy) -> Result<Replaced, ToolError> {
+pub(crate) fn write_file(
+    path: &Path,
+    bytes: &[u8],
+    policy: WritePolicy,
+) -> Result<Replaced, ToolError> {
     use std::io::Write;
     write_with(path, policy, |file| file.write_all(bytes))
 }
@@ -313,7 +321,7 @@ pub fn write_file(path: &Path, bytes: &[u8], policy: WritePolicy) -> Result<Repl
 /// file keeps its owner, group, mode and extended attributes; the write is atomic
 /// unless the result says [`Replaced::InPlace`]. A `fill` that fails with
 /// [`ChangedWhileWriting`] gives the "changed since the confirmation" error.
-pub fn write_with(
+pub(crate) fn write_with(
     path: &Path,
     policy: WritePolicy,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
@@ -344,11 +352,11 @@ pub fn write_with(
 /// The error a `fill` gives when the file it copies from changed under it.
 #[derive(Debug, thiserror::Error)]
 #[error("the file changed while the new content was written")]
-pub struct ChangedWhileWriting;
+pub(crate) struct ChangedWhileWriting;
 
 /// A sentence for a result, saying how the file was written when that is not the
 /// usual atomic replacement ("" otherwise).
-pub fn how_written(replaced: Replaced) -> String {
+pub(crate) fn how_written(replaced: Replaced) -> String {
     match replaced {
         Replaced::Atomically => String::new(),
         Replaced::InPlace(reason) => format!(
@@ -360,7 +368,7 @@ pub fn how_written(replaced: Replaced) -> String {
 
 /// Refuses a file this user may not write (see [`may_write`]), unless the settings
 /// allow overwriting read-only files.
-pub fn check_writable(
+pub(crate) fn check_writable(
     path: &Path,
     meta: &std::fs::Metadata,
     policy: WritePolicy,
@@ -395,7 +403,7 @@ pub fn check_writable(
 /// user and edited by root (a container with a mounted directory) is the common case.
 /// A read-only file system or an immutable file is an error, not "read-only": no
 /// setting can override those.
-pub fn may_write(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<bool> {
+pub(crate) fn may_write(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<bool> {
     use rustix::fs::{Access, AtFlags, CWD};
     use std::os::unix::fs::MetadataExt;
     if rustix::process::geteuid().is_root() {
@@ -412,7 +420,7 @@ pub fn may_write(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<bool>
 /// started. It is not raced against the cancellation token: once the write starts it
 /// runs to its atomic rename, so a cancel never leaves a half-done state to report.
 /// `what` names the change in messages ("edit", "write").
-pub async fn run_change(
+pub(crate) async fn run_change(
     ctx: &toolbelt_core::ExecContext,
     what: &str,
     change: impl FnOnce() -> Result<toolbelt_core::ToolResult, ToolError> + Send + 'static,
@@ -433,7 +441,7 @@ pub async fn run_change(
 
 /// An I/O error as a tool error with the closest kind (`EACCES` → permission denied,
 /// `ENOSPC` → no space left, ...).
-pub fn io_error(path: &Path, action: &str, e: &std::io::Error) -> ToolError {
+pub(crate) fn io_error(path: &Path, action: &str, e: &std::io::Error) -> ToolError {
     let kind = ErrorKind::from_io(
         e,
         if action == "read" {
@@ -452,7 +460,7 @@ pub fn io_error(path: &Path, action: &str, e: &std::io::Error) -> ToolError {
 }
 
 /// The lossy text of bytes for a display (the diff of a non-UTF-8 file is approximate).
-pub fn lossy(bytes: &[u8]) -> String {
+pub(crate) fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 

@@ -34,16 +34,18 @@ use crate::pattern::GlobOptions;
 use crate::walk::{self, IgnoreRules};
 
 /// Most paths returned.
-pub const MAX_FILES: usize = 100;
+pub(crate) const MAX_FILES: usize = 100;
 /// Files modified more recently than this come first.
-pub const RECENT: Duration = Duration::from_secs(24 * 60 * 60);
+pub(crate) const RECENT: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// The `glob` tool: file paths matching a pattern, newest first.
 pub struct Glob {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl Glob {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         let schema = crate::params::schema_for::<Params>();
         Glob { env, schema }

@@ -37,12 +37,13 @@ use crate::pattern::GlobOptions;
 use crate::walk::{self, IgnoreRules};
 
 /// How long one search may run before it stops and says so.
-pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(30);
 /// Characters kept of one matching line.
-pub const MAX_LINE_CHARS: usize = 400;
+pub(crate) const MAX_LINE_CHARS: usize = 400;
 /// Unreadable files named in the result.
 const MAX_NAMED_FAILURES: usize = 5;
 
+/// The `grep_search` tool: lines matching a regular expression.
 pub struct GrepSearch {
     env: Arc<ToolEnvironment>,
     schema: Value,
@@ -50,6 +51,7 @@ pub struct GrepSearch {
 }
 
 impl GrepSearch {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         let schema = crate::params::schema_for::<Params>();
         GrepSearch {

@@ -25,14 +25,16 @@ use crate::pattern::GlobOptions;
 use crate::walk::{self, IgnoreRules};
 
 /// Most entries listed, before the output policy's line budget.
-pub const MAX_ENTRIES: usize = 500;
+pub(crate) const MAX_ENTRIES: usize = 500;
 
+/// The `list_directory` tool: the entries of one directory.
 pub struct ListDirectory {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl ListDirectory {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         let schema = crate::params::schema_for::<Params>();
         ListDirectory { env, schema }

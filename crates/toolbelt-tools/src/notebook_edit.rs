@@ -28,12 +28,14 @@ use crate::text_file::TextFile;
 /// Cell ids listed when the one asked for does not exist.
 const LISTED_IDS: usize = 8;
 
+/// The `notebook_edit` tool: changes one cell of a Jupyter notebook.
 pub struct NotebookEdit {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl NotebookEdit {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         let schema = crate::params::schema_for::<Params>();
         NotebookEdit { env, schema }

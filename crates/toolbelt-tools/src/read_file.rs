@@ -30,9 +30,9 @@ use crate::file_type::{self, FileType, SNIFF_LEN, TextEncoding};
 mod notebook;
 
 /// Largest file read whole without `offset` or `limit`.
-pub const MAX_WHOLE_READ: u64 = 20 * 1024 * 1024;
+pub(crate) const MAX_WHOLE_READ: u64 = 20 * 1024 * 1024;
 /// Largest file returned as inline data (providers cap requests near 10 MB of base64).
-pub const MAX_INLINE: u64 = 7 * 1024 * 1024;
+pub(crate) const MAX_INLINE: u64 = 7 * 1024 * 1024;
 /// Marker appended to a line cut by the character budget.
 /// Files up to this size are read on the calling task, in one read: from the page
 /// cache that takes a few microseconds, less than handing the work to a blocking
@@ -42,16 +42,18 @@ pub const MAX_INLINE: u64 = 7 * 1024 * 1024;
 /// price, written down: a small file on a filesystem that hangs (a dead network mount,
 /// a FUSE server that never answers) stalls the task's thread too, which for
 /// `toolbelt mcp serve` over stdio is the whole server.
-pub const READ_ON_TASK: u64 = 64 * 1024;
+pub(crate) const READ_ON_TASK: u64 = 64 * 1024;
 
 const CUT_MARKER: &str = "... [truncated]";
 
+/// The `read_file` tool: one file's content.
 pub struct ReadFile {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl ReadFile {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         let schema = crate::params::schema_for::<Params>();
         ReadFile { env, schema }
@@ -573,7 +575,7 @@ fn is_notebook(path: &Path) -> bool {
 }
 
 /// For tests and other tools: the first bytes of a file.
-pub fn sniff(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn sniff(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut head = Vec::with_capacity(SNIFF_LEN);
     std::fs::File::open(path)?
         .take(SNIFF_LEN as u64)

@@ -35,7 +35,7 @@ use crate::walk::{self, IgnoreRules};
 
 /// Directories never entered unless `useDefaultExcludes` is false: dependencies, VCS
 /// data, editor state and build output.
-pub const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
+pub(crate) const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
     "node_modules",
     ".git",
     ".vscode",
@@ -48,7 +48,7 @@ pub const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
 ];
 /// File names left out unless `useDefaultExcludes` is false: compiled and archive
 /// files, office documents, secrets.
-pub const DEFAULT_EXCLUDED_FILES: &[&str] = &[
+pub(crate) const DEFAULT_EXCLUDED_FILES: &[&str] = &[
     "*.pyc",
     "*.pyo",
     "*.bin",
@@ -81,12 +81,14 @@ pub const DEFAULT_EXCLUDED_FILES: &[&str] = &[
 const MAX_FILES: usize = 1_000;
 const END_MARKER: &str = "--- End of content ---";
 
+/// The `read_many_files` tool: several files, by path or glob, in one result.
 pub struct ReadManyFiles {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl ReadManyFiles {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         let schema = crate::params::schema_for::<Params>();
         ReadManyFiles { env, schema }

@@ -25,8 +25,9 @@ use crate::diff::file_diff;
 use crate::file_change::{self, Current, FileChange, FileStamp, Shown, WritePolicy};
 
 /// The heading the facts go under (Qwen Code's, so its files and ours agree).
-pub const MEMORY_SECTION: &str = "## Qwen Added Memories";
+pub(crate) const MEMORY_SECTION: &str = "## Qwen Added Memories";
 
+/// The `save_memory` tool: adds a fact to the global or the project `QWEN.md`.
 pub struct SaveMemory {
     env: Arc<ToolEnvironment>,
     home: Option<PathBuf>,
@@ -167,7 +168,7 @@ fn one_line(fact: &str) -> String {
 
 /// `text` with `- fact` appended to the memory section, which is created (after a blank
 /// line) when missing. Everything else is kept byte for byte.
-pub fn with_fact(text: &str, fact: &str) -> String {
+pub(crate) fn with_fact(text: &str, fact: &str) -> String {
     let bullet = format!("- {fact}\n");
     let heading = text
         .match_indices(MEMORY_SECTION)

@@ -16,12 +16,14 @@ use toolbelt_core::{
     Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
+/// The `todo_write` tool: the session's task list.
 pub struct TodoWrite {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl TodoWrite {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         let schema = crate::params::schema_for::<Params>();
         TodoWrite { env, schema }

@@ -47,7 +47,7 @@ pub fn html_to_markdown(bytes: Vec<u8>, header_charset: Option<&str>) -> String 
     content::html_to_text(html, Format::Markdown)
 }
 
-pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Redirects followed at most, each one checked again.
@@ -59,6 +59,7 @@ const SUMMARY_INSTRUCTIONS: &str = "You answer a request about one web page, usi
 Quote exact names, figures, commands and code from the page. If the page does not hold what was asked, say so plainly. \
 Answer in Markdown and keep it short.";
 
+/// The `web_fetch` tool: one web page as text, through the private-address guard.
 pub struct WebFetch {
     env: Arc<ToolEnvironment>,
     schema: Value,
@@ -68,6 +69,7 @@ pub struct WebFetch {
 }
 
 impl WebFetch {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         WebFetch::with_resolver(env, Arc::new(SystemResolver))
     }

@@ -69,6 +69,7 @@ impl Default for HttpOptions {
     }
 }
 
+/// The `web_search` tool: results from the configured provider.
 pub struct WebSearch {
     /// The provider used and its place in `webSearch.provider`.
     config: WebSearchProvider,

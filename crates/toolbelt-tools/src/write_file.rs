@@ -23,12 +23,14 @@ use crate::diff::file_diff;
 use crate::file_change::{self, Current, FileChange, FileStamp, Shown, WritePolicy};
 use crate::text_file::{LineEnding, TextFormat};
 
+/// The `write_file` tool: writes a whole file.
 pub struct WriteFile {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl WriteFile {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         let schema = crate::params::schema_for::<Params>();
         WriteFile { env, schema }

@@ -23,7 +23,7 @@ const DRAIN_AFTER_KILL: Duration = Duration::from_secs(2);
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RunEnd {
+pub(crate) enum RunEnd {
     /// The process exited with this code.
     Exited(i32),
     /// The process was killed by this signal (not by us).
@@ -39,23 +39,23 @@ pub enum RunEnd {
 }
 
 #[derive(Debug, Clone)]
-pub struct RunOutput {
+pub(crate) struct RunOutput {
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
     pub end: RunEnd,
 }
 
 impl RunOutput {
-    pub fn stdout_text(&self) -> String {
+    pub(crate) fn stdout_text(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
-    pub fn stderr_text(&self) -> String {
+    pub(crate) fn stderr_text(&self) -> String {
         String::from_utf8_lossy(&self.stderr).into_owned()
     }
 }
 
 /// What to run and within which limits.
-pub struct RunSpec<'a> {
+pub(crate) struct RunSpec<'a> {
     pub argv: &'a [String],
     pub cwd: &'a Path,
     pub stdin: Option<Vec<u8>>,
@@ -68,7 +68,7 @@ pub struct RunSpec<'a> {
     pub env: Vec<(String, std::ffi::OsString)>,
 }
 
-pub async fn run(spec: RunSpec<'_>) -> RunOutput {
+pub(crate) async fn run(spec: RunSpec<'_>) -> RunOutput {
     let failed = |why: String| RunOutput {
         stdout: Vec::new(),
         stderr: Vec::new(),
@@ -228,7 +228,7 @@ fn kill_group(pid: Option<u32>) {
 }
 
 /// A signal number's usual name, for messages.
-pub fn signal_name(signal: i32) -> String {
+pub(crate) fn signal_name(signal: i32) -> String {
     let name = match signal {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",

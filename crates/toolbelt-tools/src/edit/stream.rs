@@ -34,7 +34,7 @@ use crate::diff::Unified;
 use crate::text_file::{LineEnding, TextFormat, count_newlines};
 
 /// Bytes read at a time.
-pub const CHUNK: usize = 1 << 20;
+pub(crate) const CHUNK: usize = 1 << 20;
 /// How far the first line break is looked for.
 const PROBE: usize = 1 << 20;
 /// More occurrences than this are edited in memory: one diff region per occurrence
@@ -49,14 +49,14 @@ const MAX_WINDOW_BYTES: u64 = 8 * 1024 * 1024;
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// The edit asked of the streamed pass, as given (line endings not yet adapted).
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     pub old: &'a str,
     pub new: &'a str,
 }
 
 /// What the streamed pass concluded.
 #[derive(Debug)]
-pub enum Scan {
+pub(crate) enum Scan {
     Found(Found),
     /// The in-memory path must decide; the reason is for logs.
     Fallback(&'static str),
@@ -64,7 +64,7 @@ pub enum Scan {
 
 /// The exact occurrences of `old_string` in a file, as ranges of its bytes.
 #[derive(Debug)]
-pub struct Found {
+pub(crate) struct Found {
     pub format: TextFormat,
     pub len: u64,
     /// The bytes searched for and their replacement, in the file's line ending.
@@ -81,7 +81,7 @@ pub struct Found {
 }
 
 /// The diff and snippet data of a streamed edit.
-pub struct Rendered {
+pub(crate) struct Rendered {
     pub diff: String,
     pub added: usize,
     pub removed: usize,
@@ -96,7 +96,12 @@ pub struct Rendered {
 }
 
 /// Streams `file` (`len` bytes) looking for the exact occurrences of `req.old`.
-pub fn scan(file: &File, len: u64, req: &Request<'_>, chunk: usize) -> std::io::Result<Scan> {
+pub(crate) fn scan(
+    file: &File,
+    len: u64,
+    req: &Request<'_>,
+    chunk: usize,
+) -> std::io::Result<Scan> {
     let mut reader = file;
     reader.seek(SeekFrom::Start(0))?;
     // The line ending matters when the edit involves line breaks: the needle and the
@@ -370,14 +375,14 @@ fn extend_deleted_lines(
 }
 
 impl Found {
-    pub fn occurrences(&self) -> usize {
+    pub(crate) fn occurrences(&self) -> usize {
         self.ranges.len()
     }
 
     /// The unified diff of the change and the region around the first replacement,
     /// read back from `file` around each change. `None` when the changed lines are so
     /// long that the in-memory path is as cheap.
-    pub fn render(&self, file: &File, name: &str) -> std::io::Result<Option<Rendered>> {
+    pub(crate) fn render(&self, file: &File, name: &str) -> std::io::Result<Option<Rendered>> {
         let bom_len = if self.format.bom { BOM.len() as u64 } else { 0 };
         // Windows of whole lines around each range, merged when they touch.
         let mut groups: Vec<(Range<u64>, Range<usize>)> = Vec::new();
@@ -507,7 +512,7 @@ impl Found {
     }
 
     /// Length of the new file.
-    pub fn new_len(&self) -> u64 {
+    pub(crate) fn new_len(&self) -> u64 {
         let removed: u64 = self.ranges.iter().map(|r| r.end - r.start).sum();
         self.len - removed + self.ranges.len() as u64 * self.replacement.len() as u64
     }
@@ -516,7 +521,7 @@ impl Found {
     /// kernel, the replacements written. Fails with [`Changed`] when `src` is no
     /// longer the file that was scanned (a replaced range is not the needle any more,
     /// or the length differs).
-    pub fn write_into(&self, src: &File, out: &mut File) -> std::io::Result<()> {
+    pub(crate) fn write_into(&self, src: &File, out: &mut File) -> std::io::Result<()> {
         let mut reader = src;
         let mut pos = 0u64;
         let mut check = vec![0u8; self.needle.len()];
@@ -540,7 +545,7 @@ impl Found {
 
 /// The error [`Found::write_into`] gives when the file changed under it: the one the
 /// shared write path turns into "changed since the confirmation".
-pub use crate::file_change::ChangedWhileWriting as Changed;
+pub(crate) use crate::file_change::ChangedWhileWriting as Changed;
 
 fn changed() -> std::io::Error {
     std::io::Error::other(Changed)
@@ -556,7 +561,7 @@ fn changed_on_eof(e: std::io::Error) -> std::io::Error {
 
 /// Whether an I/O error is [`Changed`].
 #[cfg(test)]
-pub fn is_changed(e: &std::io::Error) -> bool {
+pub(crate) fn is_changed(e: &std::io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<Changed>())
 }
 

@@ -34,13 +34,13 @@ use toolbelt_core::{
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
-pub mod background;
-pub mod command_parse;
+pub(crate) mod background;
+pub(crate) mod command_parse;
 mod foreground;
-pub mod output;
-pub mod process;
-pub mod read_only;
-pub mod sandbox;
+pub(crate) mod output;
+pub(crate) mod process;
+pub(crate) mod read_only;
+pub(crate) mod sandbox;
 
 use background::{Job, JobStatus, JobTable};
 use command_parse::ParsedCommand;
@@ -48,9 +48,9 @@ use process::OutputTarget;
 use sandbox::{PreparedSandbox, SandboxSupport};
 
 /// Default foreground timeout (Qwen Code's).
-pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// Longest timeout a call may ask for.
-pub const MAX_TIMEOUT_MS: u64 = 600_000;
+pub(crate) const MAX_TIMEOUT_MS: u64 = 600_000;
 /// How long output is still read after the shell exits, for processes it left in the
 /// background that still hold the pipe.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
@@ -84,6 +84,7 @@ async fn repository_config_is_inert(cwd: &std::path::Path) -> bool {
     read_only::git_config_is_inert(&output.stdout)
 }
 
+/// The `run_shell_command` tool: a bash command, in the foreground or as a background job.
 pub struct RunShellCommand {
     env: Arc<ToolEnvironment>,
     schema: Value,
@@ -93,6 +94,7 @@ pub struct RunShellCommand {
 }
 
 impl RunShellCommand {
+    /// The tool over a session's environment, with a job table of its own.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         let kill_on_exit = env.settings.tools.shell.kill_background_on_exit;
         let schema = crate::params::schema_for::<Params>();

@@ -22,7 +22,7 @@ use super::{Skill, Skills};
 use crate::listed_name;
 
 /// The tool's name.
-pub const SKILL_TOOL: &str = "skill";
+pub(super) const SKILL_TOOL: &str = "skill";
 
 /// Most files of a skill listed in its result.
 const MAX_LISTED_FILES: usize = 100;

@@ -275,7 +275,7 @@ const INERT_GIT_KEYS: &[&str] = &[
 /// Whether every key in `config` (the output of `git config --list --show-scope -z`) that
 /// comes from the repository (local or worktree scope) is inert. Output that cannot be
 /// read is not inert.
-pub fn git_config_is_inert(config: &[u8]) -> bool {
+pub(crate) fn git_config_is_inert(config: &[u8]) -> bool {
     let Ok(text) = std::str::from_utf8(config) else {
         return false;
     };
