@@ -170,10 +170,23 @@ impl Scheduler {
             if let Some(change) = &protected {
                 return Verdict::Refuse(change.refusal(tool, &names, &why));
             }
+            // An ask rule, not the tool, asked: name it, so the person knows which rule
+            // to change.
+            let asked_by = names
+                .iter()
+                .find_map(|name| {
+                    let verdict = self.permissions.rules().verdict(name, &subject);
+                    (verdict.decision == Decision::Ask)
+                        .then_some(verdict.rule)
+                        .flatten()
+                })
+                .filter(|_| forced_ask)
+                .map(|rule| format!(", asked for by the permission rule `{rule}`"))
+                .unwrap_or_default();
             return Verdict::Refuse(ToolError::new(
                 ErrorKind::ExecutionDenied,
                 format!(
-                    "Tool \"{tool}\" needs the user's approval ({}), and {why}, so it was not run. Do not retry it; continue without it if you can, or tell the user what you need. {how}",
+                    "Tool \"{tool}\" needs the user's approval ({}{asked_by}), and {why}, so it was not run. Do not retry it; continue without it if you can, or tell the user what you need. {how}",
                     details.title()
                 ),
             ));

@@ -220,6 +220,11 @@ impl Scheduler {
         &self.env
     }
 
+    /// The session's permission rules (without this turn's grants).
+    pub fn permissions(&self) -> &Permissions {
+        &self.permissions
+    }
+
     fn emit(&self, event: SchedulerEvent) {
         if let Some(tx) = &self.events {
             let _ = tx.send(event);

@@ -1,6 +1,6 @@
-//! What the interactive terminal needs that is not drawing: slash commands and their
+//! What an interactive front end needs that is not drawing: slash commands and their
 //! texts, the per-project input history, `#reference` completion and the session's
-//! statistics. No terminal code here (the UI module draws; these are tested alone).
+//! statistics. No terminal code here (the binary's UI draws; these are tested alone).
 //!
 //! The reusable parts live in the libraries: the "always allow" rule writer
 //! (`toolbelt_tools::workspace_rules`), `@path` completion (`toolbelt_tools::completion`),
@@ -8,8 +8,6 @@
 //! (`toolbelt_agent::compress`). `KIT_API.md` at the root lists the API.
 
 pub mod completion;
-// The editor walks the history itself; `HistoryCursor` is the kit's own alternative.
-#[allow(dead_code)]
 pub mod input_history;
 pub mod slash;
 pub mod stats;

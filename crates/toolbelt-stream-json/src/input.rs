@@ -15,26 +15,37 @@ use toolbelt_model::UserPart;
 /// must not take the memory).
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
+/// One message from the client.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
     /// A user turn. `written` is its text, where `#references` are looked for.
     User {
+        /// What the model is sent: text and images.
         parts: Vec<UserPart>,
+        /// The text the person wrote.
         written: String,
     },
     /// The client asks something (`initialize`, `interrupt`, ...).
     ControlRequest {
+        /// The ID the answer names.
         request_id: String,
+        /// What is asked (`initialize`, `interrupt`, ...).
         subtype: String,
+        /// The whole request.
         request: Value,
     },
     /// The client answers one of our requests: `Ok(response)` or `Err(error text)`.
     ControlResponse {
+        /// The ID of our request.
         request_id: String,
+        /// The answer.
         outcome: Result<Value, String>,
     },
     /// The client withdraws a request of its own.
-    ControlCancel { request_id: Option<String> },
+    ControlCancel {
+        /// The ID of the withdrawn request.
+        request_id: Option<String>,
+    },
     /// A message of the protocol that needs no action (its type).
     Ignored(String),
 }

@@ -43,7 +43,7 @@ use toolbelt_core::{Settings, SettingsPaths};
 
 /// How long the watched places must be quiet before the tools are opened again: an
 /// editor's save is several events, a `git clone` of a project with `.qwen/` hundreds.
-pub const QUIET: Duration = Duration::from_millis(200);
+pub(crate) const QUIET: Duration = Duration::from_millis(200);
 
 /// The longest a change waits for its burst to end.
 const LONGEST_WAIT: Duration = Duration::from_secs(2);
@@ -53,16 +53,16 @@ const PAUSE: Duration = Duration::from_millis(500);
 
 /// One place whose change may change the tools.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Source {
+pub(crate) struct Source {
     /// A file or a folder.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// How deep a change inside it counts: 0, only its own appearance and removal
     /// (`.git`, a file); 1, its entries (a manifest folder); 2, its entries' entries
     /// (a skills folder: `<name>/SKILL.md`).
-    pub depth: usize,
+    pub(crate) depth: usize,
     /// The project folder a project's own place must stay in: a `.qwen/skills` that
     /// is a link to `/` is not watched (nor read by the loaders).
-    pub within: Option<PathBuf>,
+    pub(crate) within: Option<PathBuf>,
 }
 
 impl Source {
@@ -87,7 +87,7 @@ const MAX_SUBFOLDERS: usize = 128;
 
 /// The places that define the tools of a workspace whose primary folder is `primary`,
 /// read with `settings`.
-pub fn tool_sources(primary: &Path, settings: &Settings) -> Vec<Source> {
+pub(crate) fn tool_sources(primary: &Path, settings: &Settings) -> Vec<Source> {
     let standard = SettingsPaths::standard(primary);
     let mut sources: Vec<Source> = [standard.system, standard.user, standard.workspace]
         .into_iter()
@@ -141,7 +141,7 @@ impl Sources {
 }
 
 /// The watches of a serving process (see the module documentation).
-pub struct ConfigWatch {
+pub(crate) struct ConfigWatch {
     watcher: Mutex<RecommendedWatcher>,
     sources: Mutex<Sources>,
     /// The folders watched (each without its sub-folders).
@@ -152,7 +152,7 @@ impl ConfigWatch {
     /// Starts watching nothing yet; `changes` grows after each quiet change of a source
     /// [`ConfigWatch::add`] names. `None` (with the reason) when the system has no
     /// watches to give: the server then follows no file changes.
-    pub fn start(changes: watch::Sender<u64>) -> Result<Arc<ConfigWatch>, String> {
+    pub(crate) fn start(changes: watch::Sender<u64>) -> Result<Arc<ConfigWatch>, String> {
         let (events, mut received) = mpsc::unbounded_channel::<Vec<PathBuf>>();
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
             if let Ok(event) = event
@@ -194,7 +194,7 @@ impl ConfigWatch {
     }
 
     /// Watches `sources` too (those already watched are skipped).
-    pub fn add(&self, sources: Vec<Source>) {
+    pub(crate) fn add(&self, sources: Vec<Source>) {
         if let Ok(mut all) = self.sources.lock() {
             all.all.extend(sources.iter().cloned());
         }

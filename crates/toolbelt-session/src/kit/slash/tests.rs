@@ -197,3 +197,24 @@ async fn memory_add_writes_through_save_memory_and_show_reads_it_back() {
     );
     assert!(memory_add(env, Some(home), "  ", true).await.is_err());
 }
+
+#[tokio::test]
+async fn memory_add_answers_to_the_settings_rules_like_any_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("p");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let settings: Settings =
+        serde_json::from_value(serde_json::json!({"permissions": {"deny": ["save_memory"]}}))
+            .unwrap();
+    let env = Arc::new(ToolEnvironment::new(
+        WorkspaceRoots::new([&project]).unwrap(),
+        Arc::new(settings),
+        project.join(".session"),
+    ));
+    let refused = memory_add(env, Some(home.clone()), "a fact", true).await;
+    let message = refused.unwrap_err();
+    assert!(message.contains("denied"), "{message}");
+    assert!(!project.join("QWEN.md").exists(), "it wrote the file");
+}

@@ -7,9 +7,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 use toolbelt_agent::context_files::ContextFile;
-use toolbelt_core::scheduler::ApprovalMode;
-use toolbelt_core::{ExecContext, Origin, Tool, ToolEnvironment, ToolRegistry};
+use toolbelt_core::scheduler::{
+    Approval, ApprovalMode, ApprovalRequest, Approver, Permissions, Scheduler, SchedulerConfig,
+    ToolCallRequest, TurnInfo,
+};
+use toolbelt_core::{ConfirmationOutcome, Origin, Tool, ToolEnvironment, ToolRegistry};
 use toolbelt_mcp::{ServerReport, ServerStatus};
 
 /// A parsed slash command.
@@ -287,24 +291,63 @@ pub fn memory_text(files: &[ContextFile]) -> String {
     s
 }
 
-/// `/memory add`: saves `fact` through the `save_memory` tool's own file logic (same
-/// file, section and atomic write), without its confirmation: the person typed it.
-/// Returns the tool's message; the UI should then reload the context files.
+/// `/memory add`: saves `fact` through the `save_memory` tool (same file, section and
+/// atomic write) and the scheduler like any call, so the settings' rules hold; the
+/// person typed it, so their command is the approval. Returns the tool's message; the
+/// UI should then reload the context files.
 pub async fn memory_add(
     env: Arc<ToolEnvironment>,
     home: Option<PathBuf>,
     fact: &str,
     project: bool,
 ) -> Result<String, String> {
-    let tool = toolbelt_tools::SaveMemory::with_home(env.clone(), home);
+    let mut registry = ToolRegistry::new();
+    registry.register(
+        Arc::new(toolbelt_tools::SaveMemory::with_home(env.clone(), home)),
+        Origin::BuiltIn,
+    );
     let scope = if project { "project" } else { "global" };
-    let call = tool
-        .build(json!({"fact": fact, "scope": scope}))
-        .map_err(|e| e.message)?;
-    let result = call.execute(ExecContext::new(env)).await;
+    let scheduler = Scheduler::new(
+        env.clone(),
+        SchedulerConfig {
+            permissions: Permissions::from_settings(&env.settings),
+            approver: Some(Arc::new(PersonTypedIt)),
+            ..Default::default()
+        },
+    );
+    let request = ToolCallRequest::new(
+        "memory-add",
+        "save_memory",
+        &json!({"fact": fact, "scope": scope}),
+    );
+    let done = scheduler
+        .run(
+            &registry,
+            vec![request],
+            TurnInfo::default(),
+            &CancellationToken::new(),
+        )
+        .await;
+    let result = done
+        .into_iter()
+        .next()
+        .map(|c| c.result)
+        .ok_or("no result")?;
     match result.error {
         Some(e) => Err(e.message),
         None => Ok(result.llm_text()),
+    }
+}
+
+/// The approver of a command the person typed: the command is their answer.
+struct PersonTypedIt;
+
+impl Approver for PersonTypedIt {
+    fn approve<'a>(
+        &'a self,
+        _request: &'a ApprovalRequest,
+    ) -> toolbelt_core::BoxFuture<'a, Approval> {
+        Box::pin(async { ConfirmationOutcome::ProceedOnce.into() })
     }
 }
 

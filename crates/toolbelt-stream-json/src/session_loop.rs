@@ -1,34 +1,9 @@
-//! `--input-format stream-json`: the headless protocol of Qwen Code's and Claude Code's
-//! SDKs, in and out. The client (`@qwen-code/sdk` starts toolbelt with
-//! `--input-format stream-json --output-format stream-json --channel=SDK`) writes one
-//! JSON object per line on our stdin and reads ours on stdout.
-//!
-//! # Brief overview
-//!
-//! - A reader task parses stdin line by line ([`input`]). Answers to our own requests
-//!   go straight to the [`control::ControlChannel`] (so they arrive even while the
-//!   session is being assembled or a turn waits for one); user messages and the client's
-//!   control requests go to the session loop, in order. A bad line is an error on stderr
-//!   and a `system`/`input_error` message; the next line is read as if nothing happened.
-//! - The first message may be `initialize`: its `mcpServers` join the configured ones,
-//!   its `sdkMcpServers` become MCP servers reached through `mcp_message` requests
-//!   ([`toolbelt_mcp::sdk`]), and the session is assembled only then.
-//! - The loop runs one turn at a time: a user message arriving during a turn waits for
-//!   it. Control requests are answered at once, also during a turn: `interrupt` cancels
-//!   the turn (tools are cancelled, each call still gets its one result, and the turn
-//!   ends with an `error_during_execution` result). When stdin closes, the waiting
-//!   turns still run, then toolbelt exits 0.
-//! - A call that needs approval is a `can_use_tool` request ([`approver`]).
-//! - Messages are written by [`wire::Emitter`].
-
-pub mod approver;
-pub mod control;
-pub mod input;
-pub mod model_slot;
-pub mod wire;
+//! The session loop: `initialize`, the turns one at a time, the client's control
+//! requests answered at once, also during a turn.
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -43,27 +18,37 @@ use toolbelt_core::scheduler::ApprovalMode;
 use toolbelt_mcp::sdk::SdkChannel;
 use toolbelt_mcp::{ServerConfig, ServerStatus, Transport};
 use toolbelt_model::UserPart;
+use toolbelt_session::{AgentOptions, Prepared, Session, SessionOptions, Setup};
 
-use crate::agent_cmd::{self, Prepared, Setup};
-use crate::cli::{AgentArgs, EXIT_OK, EXIT_USAGE, GlobalArgs, OutputFormat};
-use crate::session::Session;
-use control::{ControlChannel, SdkCarrier};
-use input::{Inbound, MAX_LINE_BYTES};
-use wire::{Emitter, control_response, write_control};
+use crate::approver::ClientApprover;
+use crate::control::{ControlChannel, SdkCarrier};
+use crate::input::{self, Inbound, MAX_LINE_BYTES};
+use crate::wire::{Emitter, InitInfo, OutputFormat, control_response, write_control};
 
 /// How long a `can_use_tool` question waits when `initialize` names no time limit; then
 /// the call is refused.
-const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(120);
 
 type Turn<'a> = Pin<Box<dyn Future<Output = RunOutcome> + Send + 'a>>;
 
-pub async fn run(global: &GlobalArgs, args: AgentArgs, started: Instant) -> u8 {
-    if args.output_format == OutputFormat::Text {
-        eprintln!(
-            "toolbelt: --input-format stream-json needs --output-format stream-json (or json)"
-        );
-        return EXIT_USAGE;
-    }
+/// What a stream-JSON session is opened with: the session's directory and options, the
+/// agent's, and how messages are written (`Json` or `StreamJson`).
+pub struct StreamOptions {
+    /// The session's directory.
+    pub dir: PathBuf,
+    /// The session's options; `initialize`'s MCP servers join them.
+    pub session: SessionOptions,
+    /// The agent's options; `initialize`'s system prompts replace theirs.
+    pub agent: AgentOptions,
+    /// `Json` or `StreamJson`.
+    pub format: OutputFormat,
+    /// Also `stream_event` messages for each model answer.
+    pub partial_messages: bool,
+}
+
+/// Runs one stream-JSON session on stdin and stdout until stdin closes. An error is
+/// why the session could not be assembled (already answered to `initialize`).
+pub async fn run(options: StreamOptions) -> Result<(), String> {
     let control = ControlChannel::new();
     let emitter: Arc<OnceLock<Arc<Emitter>>> = Arc::new(OnceLock::new());
     let (queue_tx, mut queue) = mpsc::unbounded_channel();
@@ -72,82 +57,41 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs, started: Instant) -> u8 {
         control.clone(),
         queue_tx,
     ));
-
-    // The first message: `initialize`, or the first turn of a client that sends none.
-    let (init, first) = loop {
-        match queue.recv().await {
-            Some(Incoming::Message(Inbound::ControlRequest {
-                request_id,
-                subtype,
-                request,
-            })) if subtype == "initialize" => break (Some((request_id, request)), None),
-            Some(Incoming::Message(other)) => break (None, Some(other)),
-            // Said on stderr; there is no session to tell yet.
-            Some(Incoming::Bad { .. }) => {}
-            None => return EXIT_OK,
-        }
+    let Some((init, first)) = first_message(&mut queue).await else {
+        return Ok(());
     };
     let request = init.as_ref().map(|(_, r)| r.clone()).unwrap_or(Value::Null);
     let dont_ask = Arc::new(AtomicBool::new(false));
-    let prepared = assemble(global, &args, &request, &control, &emitter, &dont_ask).await;
+    let prepared = assemble(&options, &request, &control, &emitter, &dont_ask).await;
     let prepared = match prepared {
         Ok(p) => p,
         Err(why) => {
             if let Some((id, _)) = &init {
                 write_control(&control_response(id, Err(why.clone())));
             }
-            eprintln!("toolbelt: {why}");
             reader.abort();
-            return EXIT_USAGE;
+            return Err(why);
         }
     };
     let out = Arc::new(Emitter::new(
         prepared.session_id.clone(),
         &prepared.model_name,
-        args.output_format,
-        args.include_partial_messages,
+        options.format,
+        options.partial_messages,
     ));
     let _ = emitter.set(out.clone());
     if let Some((id, _)) = &init {
-        write_control(&control_response(
-            id,
-            Ok(json!({
-                "subtype": "initialize",
-                "session_id": prepared.session_id,
-                "capabilities": {
-                    "can_handle_can_use_tool": true,
-                    "can_handle_hook_callback": false,
-                    "can_set_permission_mode": true,
-                    "can_set_model": true,
-                    "can_get_context_usage": true,
-                    "can_handle_mcp_message": true,
-                },
-                // Claude's SDK: `supportedCommands()` and `supportedModels()` read these,
-                // and servers sent in `initialize` must be confirmed as loaded.
-                "commands": [],
-                "models": [{
-                    "value": prepared.model_name,
-                    "displayName": prepared.model_name,
-                    "description": "the configured model",
-                }],
-                "mcp_servers_applied": request.get("mcpServers").is_some_and(Value::is_object),
-            })),
-        ));
+        write_control(&control_response(id, Ok(initialized(&prepared, &request))));
     }
-    let mut info = agent_cmd::init_info(&prepared);
+    let mut info = InitInfo::of(&prepared);
     // A client that named the mode in Claude's words reads them back.
-    if let Some(claude) = args
-        .policy
-        .approval_mode
-        .as_deref()
+    if let Some(claude) = (options.agent.policy.approval_mode.as_deref())
         .filter(|m| matches!(*m, "acceptEdits" | "bypassPermissions" | "dontAsk"))
     {
         info.permission_mode = claude;
     }
     out.init(&info);
-
     let mut session = Loop {
-        args: &args,
         prepared: &prepared,
         out: &out,
         waiting: VecDeque::new(),
@@ -162,14 +106,60 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs, started: Instant) -> u8 {
     control.close();
     out.finish();
     let _ = tokio::time::timeout(Duration::from_secs(3), prepared.mcp.close()).await;
-    let _ = started;
-    EXIT_OK
+    Ok(())
 }
 
-/// The session, from `initialize`'s servers and the flags.
+/// An `initialize` request and its ID.
+type Initialize = (String, Value);
+
+/// The first message: `initialize`, or the first turn of a client that sends none;
+/// `None` when the input ends first.
+async fn first_message(
+    queue: &mut mpsc::UnboundedReceiver<Incoming>,
+) -> Option<(Option<Initialize>, Option<Inbound>)> {
+    loop {
+        match queue.recv().await {
+            Some(Incoming::Message(Inbound::ControlRequest {
+                request_id,
+                subtype,
+                request,
+            })) if subtype == "initialize" => return Some((Some((request_id, request)), None)),
+            Some(Incoming::Message(other)) => return Some((None, Some(other))),
+            // Said on stderr; there is no session to tell yet.
+            Some(Incoming::Bad { .. }) => {}
+            None => return None,
+        }
+    }
+}
+
+/// The answer to `initialize`.
+fn initialized(prepared: &Prepared, request: &Value) -> Value {
+    json!({
+        "subtype": "initialize",
+        "session_id": prepared.session_id,
+        "capabilities": {
+            "can_handle_can_use_tool": true,
+            "can_handle_hook_callback": false,
+            "can_set_permission_mode": true,
+            "can_set_model": true,
+            "can_get_context_usage": true,
+            "can_handle_mcp_message": true,
+        },
+        // Claude's SDK: `supportedCommands()` and `supportedModels()` read these,
+        // and servers sent in `initialize` must be confirmed as loaded.
+        "commands": [],
+        "models": [{
+            "value": prepared.model_name,
+            "displayName": prepared.model_name,
+            "description": "the configured model",
+        }],
+        "mcp_servers_applied": request.get("mcpServers").is_some_and(Value::is_object),
+    })
+}
+
+/// The session, from `initialize`'s servers and the options.
 async fn assemble(
-    global: &GlobalArgs,
-    args: &AgentArgs,
+    options: &StreamOptions,
     init: &Value,
     control: &Arc<ControlChannel>,
     emitter: &Arc<OnceLock<Arc<Emitter>>>,
@@ -185,24 +175,20 @@ async fn assemble(
                 .to_string(),
         );
     }
-    let mut args = args.clone();
+    let mut agent = options.agent.clone();
     if let Some(text) = prompt_text(init.get("systemPrompt"))? {
-        args.system_prompt = Some(text);
+        agent.system_prompt = Some(text);
     }
     if let Some(text) = prompt_text(init.get("appendSystemPrompt"))? {
-        args.append_system_prompt = Some(text);
+        agent.append_system_prompt = Some(text);
     }
-    let args = &args;
-    let mut global = global.clone();
+    let mut session = options.session.clone();
     if let Some(servers) = init.get("mcpServers").filter(|s| s.is_object()) {
-        global
-            .mcp
-            .mcp_config
-            .push(json!({ "mcpServers": servers }).to_string());
+        let config = json!({ "mcpServers": servers }).to_string();
+        session.mcp.mcp_config.push(config);
     }
-    let sdk_servers = sdk_servers(init.get("sdkMcpServers"), control)?;
-    let mut session = Session::load(&global).map_err(|e| e.0)?;
-    session.sdk_mcp_servers = sdk_servers;
+    session.sdk_mcp_servers = sdk_servers(init.get("sdkMcpServers"), control)?;
+    let session = Session::open(&options.dir, session).map_err(|e| e.0)?;
     let timeout = init
         .get("timeout")
         .and_then(|t| t.get("canUseTool"))
@@ -214,23 +200,15 @@ async fn assemble(
             e.event(&event);
         }
     });
-    let approver =
-        approver::ClientApprover::new(control.clone(), emitter.clone(), timeout, dont_ask.clone());
-    dont_ask.store(
-        args.policy.approval_mode.as_deref() == Some("dontAsk"),
-        Ordering::Relaxed,
-    );
-    agent_cmd::prepare(
-        &global,
-        args,
-        Ok(session),
-        Setup {
-            read_prompt: false,
-            sink,
-            approver: Some(Arc::new(approver)),
-        },
-    )
-    .await
+    let approver = ClientApprover::new(control.clone(), emitter.clone(), timeout, dont_ask.clone());
+    let asks_nobody = agent.policy.approval_mode.as_deref() == Some("dontAsk");
+    dont_ask.store(asks_nobody, Ordering::Relaxed);
+    let setup = Setup {
+        read_prompt: None,
+        sink,
+        approver: Some(Arc::new(approver)),
+    };
+    session.agent(agent, setup).await
 }
 
 /// `sdkMcpServers`: `{"name": {"type": "sdk", "name": "name"}}`, each an MCP server in
@@ -292,7 +270,6 @@ fn sdk_servers(
 
 /// The turns and the client's requests of one session.
 struct Loop<'a> {
-    args: &'a AgentArgs,
     prepared: &'a Prepared,
     out: &'a Arc<Emitter>,
     /// User messages that arrived during a turn.
@@ -388,10 +365,13 @@ impl<'a> Loop<'a> {
                     .and_then(Value::as_str)
                     .filter(|m| !m.trim().is_empty())
                     .ok_or("set_model needs a \"model\"")?;
-                let mut args = self.args.clone();
-                args.model = Some(name.to_string());
-                let (model, _) =
-                    agent_cmd::build_model(&args, &self.prepared.settings, &self.prepared.cwd)?;
+                let mut options = self.prepared.options.clone();
+                options.model = Some(name.to_string());
+                let (model, _) = toolbelt_session::build_model(
+                    &options,
+                    &self.prepared.settings,
+                    &self.prepared.cwd,
+                )?;
                 self.prepared.model.replace(model);
                 self.out.set_model(name);
                 Ok(json!({"subtype": "set_model", "model": name}))
@@ -486,7 +466,7 @@ async fn read_input(
             Ok(Some(Inbound::Ignored(_))) | Ok(None) => continue,
             Ok(Some(message)) => Incoming::Message(message),
             Err(why) => {
-                eprintln!("toolbelt: stream-json input line {number} skipped: {why}");
+                crate::out::say(&format!("stream-json input line {number} skipped: {why}"));
                 Incoming::Bad { line: number, why }
             }
         };

@@ -29,8 +29,20 @@ use toolbelt_agent::{AgentEvent, RunOutcome, StopReason};
 use toolbelt_core::scheduler::{CallState, CompletedCall, SchedulerEvent};
 use toolbelt_core::{Display, ErrorKind};
 use toolbelt_model::{StreamDelta, ToolCall, Usage};
+use toolbelt_session::Prepared;
 
-use crate::cli::OutputFormat;
+use crate::out::check;
+
+/// How the messages are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Not at all (the headless agent's text output).
+    Text,
+    /// Kept, and written as one JSON array by [`Emitter::finish`].
+    Json,
+    /// One JSON object a line, as they happen.
+    StreamJson,
+}
 
 /// A fresh message id.
 pub fn uuid() -> String {
@@ -39,15 +51,44 @@ pub fn uuid() -> String {
 
 /// What `system`/`init` says about the session.
 pub struct InitInfo<'a> {
+    /// The session's directory.
     pub cwd: &'a std::path::Path,
+    /// The tools' names.
     pub tools: Vec<String>,
     /// `(name, status)` of every MCP server.
     pub mcp_servers: Vec<(String, String)>,
+    /// The approval mode, in the words the client used.
     pub permission_mode: &'a str,
     /// Sub-agent names (none until sub-agents exist).
     pub agents: Vec<String>,
     /// Skill names (none until skills exist).
     pub skills: Vec<String>,
+}
+
+impl InitInfo<'_> {
+    /// The `system`/`init` facts of a prepared session.
+    pub fn of(p: &Prepared) -> InitInfo<'_> {
+        InitInfo {
+            cwd: &p.cwd,
+            tools: p.agent.registry().all().map(|r| r.name.clone()).collect(),
+            mcp_servers: p
+                .mcp
+                .reports()
+                .into_iter()
+                .map(|r| {
+                    let status = match r.status {
+                        toolbelt_mcp::ServerStatus::Connected => "connected".to_string(),
+                        toolbelt_mcp::ServerStatus::Connecting => "pending".to_string(),
+                        _ => "failed".to_string(),
+                    };
+                    (r.alias, status)
+                })
+                .collect(),
+            permission_mode: p.agent.scheduler().mode().as_str(),
+            agents: p.agents.clone(),
+            skills: p.skills.clone(),
+        }
+    }
 }
 
 /// Writes the protocol's messages for one session.
@@ -83,6 +124,8 @@ enum Block {
 }
 
 impl Emitter {
+    /// The messages of session `session_id` on `model`, in `format`; `partial` adds
+    /// `stream_event` messages.
     pub fn new(session_id: String, model: &str, format: OutputFormat, partial: bool) -> Self {
         Emitter {
             session_id,
@@ -96,10 +139,12 @@ impl Emitter {
         }
     }
 
+    /// The model's name as messages carry it now.
     pub fn model(&self) -> String {
         self.model.lock().map(|m| m.clone()).unwrap_or_default()
     }
 
+    /// The model is now `name` (`set_model`).
     pub fn set_model(&self, name: &str) {
         if let Ok(mut m) = self.model.lock() {
             *m = name.to_string();
@@ -143,6 +188,7 @@ impl Emitter {
         })
     }
 
+    /// The `system`/`init` message.
     pub fn init(&self, info: &InitInfo<'_>) {
         let mut v = self.envelope("system", None);
         v["subtype"] = json!("init");
@@ -473,8 +519,8 @@ impl Emitter {
             .unwrap_or_default();
         let mut out = std::io::stdout().lock();
         let text = serde_json::to_string_pretty(&Value::Array(kept)).unwrap_or_default();
-        crate::pipes::check(writeln!(out, "{text}"));
-        crate::pipes::check(out.flush());
+        check(writeln!(out, "{text}"));
+        check(out.flush());
     }
 }
 
@@ -530,6 +576,6 @@ pub fn write_control(v: &Value) {
 /// One line on stdout, flushed; a closed pipe is not an error here.
 fn write_line(v: &Value) {
     let mut out = std::io::stdout().lock();
-    crate::pipes::check(writeln!(out, "{v}"));
-    crate::pipes::check(out.flush());
+    check(writeln!(out, "{v}"));
+    check(out.flush());
 }

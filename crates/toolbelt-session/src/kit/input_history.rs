@@ -36,7 +36,7 @@ impl InputHistory {
     /// The history of the project whose primary workspace root is `project`, and a
     /// warning when the file could not be read.
     pub fn open(project: &Path) -> (InputHistory, Option<String>) {
-        InputHistory::open_at(crate::session::sessions_dir(project).join(FILE_NAME))
+        InputHistory::open_at(crate::paths::sessions_dir(project).join(FILE_NAME))
     }
 
     /// The history kept in `path`.

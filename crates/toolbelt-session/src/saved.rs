@@ -1,63 +1,45 @@
-//! The headless agent's saved sessions: which one `--continue` or `--resume ID` picks up,
-//! the listing `--resume` prints without an ID, and the new file each run writes.
+//! An agent's saved sessions: which one `--continue` or `--resume ID` picks up, the
+//! listing `--resume` prints without an ID, and the new file each run writes.
 //!
 //! The format, loading and saving are `toolbelt_agent::transcript`'s; this module only
 //! maps the flags onto it. A continued session is a new file naming its parent, under
-//! its parent's ID when that is a UUID (the reasons are in the transcript module). Headless has no picker: `--resume` without an
-//! ID lists the sessions, newest first, and exits.
+//! its parent's ID when that is a UUID (the reasons are in the transcript module).
 
 use std::path::{Path, PathBuf};
 
 use toolbelt_agent::transcript::{LoadedSession, SessionHeader, SessionStore, SessionWriter};
 use toolbelt_model::Message;
 
-use crate::cli::AgentArgs;
+use crate::options::{Resume, Warn};
 
 /// How many sessions the listing shows.
 const LISTED: usize = 20;
 
-/// What the flags ask for.
-pub enum Choice<'a> {
-    /// A new conversation.
-    Fresh,
-    Latest,
-    Id(&'a str),
-    /// `--resume` without an ID.
-    List,
-}
-
-impl<'a> Choice<'a> {
-    pub fn of(args: &'a AgentArgs) -> Self {
-        match args.resume.as_deref() {
-            Some("") => Choice::List,
-            Some(id) => Choice::Id(id),
-            None if args.continue_latest => Choice::Latest,
-            None => Choice::Fresh,
-        }
-    }
-}
-
-/// The store of the project whose primary workspace root is `project`.
+/// The saved sessions of `project`.
 pub fn store(project: &Path) -> SessionStore {
-    SessionStore::new(crate::session::sessions_dir(project))
+    SessionStore::new(crate::paths::sessions_dir(project))
 }
 
 /// The session to continue, its warnings printed; `None` for a fresh one.
-pub fn load(store: &SessionStore, choice: &Choice<'_>) -> Result<Option<LoadedSession>, String> {
+pub(crate) fn load(
+    store: &SessionStore,
+    choice: &Resume,
+    warn: &Warn,
+) -> Result<Option<LoadedSession>, String> {
     let loaded = match choice {
-        Choice::Fresh | Choice::List => return Ok(None),
-        Choice::Latest => store.latest(),
-        Choice::Id(id) => store.load(id),
+        Resume::Fresh => return Ok(None),
+        Resume::Latest => store.latest(),
+        Resume::Id(id) => store.load(id),
     }
     .map_err(|e| e.to_string())?;
     for warning in &loaded.warnings {
-        eprintln!("toolbelt: warning: {warning}");
+        warn.say(&warning.to_string());
     }
     Ok(Some(loaded))
 }
 
 /// `--session-id ID`: a name a session file may take, and not yet taken.
-pub fn check_new_id(store: &SessionStore, id: &str) -> Result<(), String> {
+pub(crate) fn check_new_id(store: &SessionStore, id: &str) -> Result<(), String> {
     if !toolbelt_agent::transcript::is_uuid(id) {
         return Err(format!(
             "--session-id {id:?}: a session ID is a UUID (such as 0b6c5f1e-8f0a-4c51-9d1e-2a7f3c9b4d10)"
@@ -157,12 +139,13 @@ fn listing_line(store: &SessionStore, id: &str) -> String {
 /// Starts this run's file (named `id` when `--session-id` gave one), with the continued
 /// conversation copied in first. A session that cannot be saved is a warning: the run
 /// goes on unsaved.
-pub fn start(
+pub(crate) fn start(
     store: &SessionStore,
     cwd: PathBuf,
     model: &str,
     continued: Option<&LoadedSession>,
     id: Option<&str>,
+    warn: &Warn,
 ) -> Option<SessionWriter> {
     let history: &[Message] = continued.map_or(&[], |c| &c.messages);
     let mut header = match continued {
@@ -189,7 +172,7 @@ pub fn start(
     match started {
         Ok(writer) => Some(writer),
         Err(e) => {
-            eprintln!("toolbelt: warning: this session is not saved: {e}");
+            warn.say(&format!("this session is not saved: {e}"));
             None
         }
     }

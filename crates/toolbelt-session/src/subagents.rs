@@ -1,4 +1,4 @@
-//! Sub-agents in the headless agent: loading the definitions, and registering the
+//! Sub-agents in a session's agent: loading the definitions, and registering the
 //! `agent`, `task_stop` and `send_message` tools with what they need from the session (the model, the
 //! rules, the event sink, the transcript folder, the shell's background jobs).
 //!
@@ -17,7 +17,7 @@ use toolbelt_core::{BoxFuture, Origin, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{Model, OpenAiClient, OpenAiConfig};
 use toolbelt_tools::{JobStatus, JobTable};
 
-/// The definitions of the project at `project` and of the person, warnings printed.
+/// The sub-agent definitions of the project at `project`, of the person and built in.
 pub fn catalog(project: &Path) -> AgentCatalog {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     AgentCatalog::load(&AgentDirs::standard(project, home.as_deref()))
@@ -25,10 +25,10 @@ pub fn catalog(project: &Path) -> AgentCatalog {
 
 /// The model a definition names, on the parent's server; the parent's model otherwise
 /// (and always with a replay script, which has one conversation to give).
-pub struct Models {
-    pub parent: Arc<dyn Model>,
+pub(crate) struct Models {
+    pub(crate) parent: Arc<dyn Model>,
     /// The parent's server settings; `None` for a replay script.
-    pub server: Option<OpenAiConfig>,
+    pub(crate) server: Option<OpenAiConfig>,
 }
 
 impl ModelChooser for Models {
@@ -47,7 +47,7 @@ impl ModelChooser for Models {
 }
 
 /// The shell tool's job table as `task_stop` sees it.
-pub struct ShellJobTable(pub Arc<JobTable>);
+pub(crate) struct ShellJobTable(pub(crate) Arc<JobTable>);
 
 impl ShellJobs for ShellJobTable {
     fn stop<'a>(&'a self, id: &'a str, caller: &'a str) -> BoxFuture<'a, Option<String>> {
@@ -73,23 +73,23 @@ impl ShellJobs for ShellJobTable {
 }
 
 /// What the tools need from the session.
-pub struct Parts {
-    pub catalog: AgentCatalog,
-    pub models: Models,
-    pub env: Arc<ToolEnvironment>,
-    pub permissions: Permissions,
-    pub mode: ApprovalMode,
-    pub sink: EventSink,
+pub(crate) struct Parts {
+    pub(crate) catalog: AgentCatalog,
+    pub(crate) models: Models,
+    pub(crate) env: Arc<ToolEnvironment>,
+    pub(crate) permissions: Permissions,
+    pub(crate) mode: ApprovalMode,
+    pub(crate) sink: EventSink,
     /// The session's transcript folder and id, when it is saved.
-    pub session: Option<(PathBuf, String)>,
-    pub cwd: PathBuf,
-    pub max_turns: usize,
-    pub shell_jobs: Arc<JobTable>,
+    pub(crate) session: Option<(PathBuf, String)>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) max_turns: usize,
+    pub(crate) shell_jobs: Arc<JobTable>,
 }
 
 /// Registers `agent`, `task_stop` and `send_message`; returns the table of background agents, which the
 /// parent loop takes (`Agent::with_background`).
-pub fn install(registry: &mut ToolRegistry, parts: Parts) -> Arc<BackgroundTasks> {
+pub(crate) fn install(registry: &mut ToolRegistry, parts: Parts) -> Arc<BackgroundTasks> {
     let (transcripts, parent_session) = match parts.session {
         Some((dir, id)) => (Some(dir.join(&id).join("subagents")), Some(id)),
         None => (None, None),

@@ -16,10 +16,11 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use toolbelt_mcp::sdk::SdkMcpChannel;
 
-use super::wire::{uuid, write_control};
+use crate::wire::{uuid, write_control};
 
 type Pending = HashMap<String, oneshot::Sender<Result<Value, String>>>;
 
+/// Our control requests to the client, each waiting for its answer by request ID.
 #[derive(Default)]
 pub struct ControlChannel {
     pending: Mutex<Pending>,
@@ -28,6 +29,7 @@ pub struct ControlChannel {
 }
 
 impl ControlChannel {
+    /// A channel with nothing pending.
     pub fn new() -> Arc<Self> {
         Arc::new(ControlChannel::default())
     }

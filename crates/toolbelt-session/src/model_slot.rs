@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
 use toolbelt_model::{DeltaSink, Model, ModelError, ModelRequest, ModelTurn};
 
+/// A model that can be replaced while the agent holds it.
 pub struct ModelSlot {
     /// The name at start-up: what the session file records. The current name is the
     /// emitter's.
@@ -15,6 +16,7 @@ pub struct ModelSlot {
 }
 
 impl ModelSlot {
+    /// A slot holding `model`.
     pub fn new(model: Arc<dyn Model>) -> Self {
         ModelSlot {
             name: model.name().to_string(),

@@ -6,10 +6,10 @@
 //! message is what the model is told.
 //!
 //! No answer within the time limit (`initialize`'s `timeout.canUseTool`, else
-//! [`super::DEFAULT_APPROVAL_TIMEOUT`]) refuses the call, and so does an answer that is
+//! [`crate::session_loop::DEFAULT_APPROVAL_TIMEOUT`]) refuses the call, and so does an answer that is
 //! not one of the two. When the call is cancelled while the question is open, the
 //! scheduler drops this future and the request is withdrawn with
-//! `control_cancel_request` (see [`super::control`]).
+//! `control_cancel_request` (see [`crate::control`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -19,9 +19,11 @@ use serde_json::{Value, json};
 use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver};
 use toolbelt_core::{BoxFuture, ConfirmationOutcome};
 
-use super::control::ControlChannel;
-use super::wire::Emitter;
+use crate::control::ControlChannel;
+use crate::wire::Emitter;
 
+/// The stream-JSON client as the scheduler's [`Approver`]: a `can_use_tool` request per
+/// question.
 pub struct ClientApprover {
     control: Arc<ControlChannel>,
     /// Where the calls' inputs are known (set once the session is assembled).
@@ -32,6 +34,8 @@ pub struct ClientApprover {
 }
 
 impl ClientApprover {
+    /// Asks through `control`, giving up after `timeout`; refuses at once while
+    /// `dont_ask` is set.
     pub fn new(
         control: Arc<ControlChannel>,
         emitter: Arc<OnceLock<Arc<Emitter>>>,
