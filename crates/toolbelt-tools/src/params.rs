@@ -49,6 +49,32 @@ fn tidy(schema: &mut Value) {
     if let Some(items) = obj.get_mut("items") {
         tidy(items);
     }
+    in_usual_order(obj);
+}
+
+/// Puts the keys in the order the hand-written schemas had (`type` first, then the
+/// constraints, the description, the object's parts): not needed for meaning, but the
+/// text the model reads stays as it was.
+fn in_usual_order(obj: &mut Map<String, Value>) {
+    let rank = |key: &str, value: &Value| match key {
+        "type" => 0,
+        "enum" => 1,
+        "minimum" => 2,
+        "maximum" => 3,
+        // A list of plain values shows its items first; a list of objects last.
+        "items" if value.get("properties").is_none() => 4,
+        "minItems" => 5,
+        "maxItems" => 6,
+        "description" => 7,
+        "items" => 8,
+        "properties" => 9,
+        "required" => 10,
+        "additionalProperties" => 11,
+        _ => 12,
+    };
+    let mut entries: Vec<(String, Value)> = std::mem::take(obj).into_iter().collect();
+    entries.sort_by_key(|(key, value)| rank(key, value));
+    obj.extend(entries);
 }
 
 /// `{"anyOf": [S, {"type": "null"}], ...}` (an optional object or enum) becomes S with
