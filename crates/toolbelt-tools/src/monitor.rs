@@ -35,13 +35,13 @@ use crate::shell::RunShellCommand;
 use crate::shell::background::JobTable;
 
 /// Lines after which a monitor ends unless the call says otherwise (Qwen Code's).
-pub const DEFAULT_MAX_EVENTS: u64 = 1000;
+pub(crate) const DEFAULT_MAX_EVENTS: u64 = 1000;
 /// The most lines a call may ask for.
-pub const MAX_EVENTS: u64 = 10_000;
+pub(crate) const MAX_EVENTS: u64 = 10_000;
 /// Quiet time after which a monitor ends unless the call says otherwise (Qwen Code's).
-pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 300_000;
+pub(crate) const DEFAULT_IDLE_TIMEOUT_MS: u64 = 300_000;
 /// The longest quiet time a call may ask for.
-pub const MAX_IDLE_TIMEOUT_MS: u64 = 600_000;
+pub(crate) const MAX_IDLE_TIMEOUT_MS: u64 = 600_000;
 
 /// The `monitor` tool.
 pub struct Monitor {

@@ -32,10 +32,15 @@ pub fn system_clock() -> Clock {
 /// One scheduled prompt, as `cron_list` shows it.
 #[derive(Debug, Clone)]
 pub struct CronTask {
+    /// 8 hexadecimal characters, unique in the schedule.
     pub id: String,
+    /// When it fires.
     pub cron: CronExpr,
+    /// What runs when it fires.
     pub prompt: String,
+    /// Fires on every match until it expires; else once.
     pub recurring: bool,
+    /// When it was created (the expiry counts from here).
     pub created: DateTime<Local>,
     /// When it fires next (jitter included).
     pub next_fire: DateTime<Local>,
@@ -44,7 +49,9 @@ pub struct CronTask {
 /// A prompt that came due.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fired {
+    /// The task's id.
     pub id: String,
+    /// What to run.
     pub prompt: String,
     /// Whether this was its last fire (one-shot, or a recurring task that expired).
     pub last: bool,

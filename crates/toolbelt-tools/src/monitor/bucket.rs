@@ -4,13 +4,13 @@
 use std::time::{Duration, Instant};
 
 /// Events a monitor may send at once.
-pub const BURST: u32 = 5;
+pub(super) const BURST: u32 = 5;
 /// How long the bucket takes to earn one event back.
-pub const REFILL: Duration = Duration::from_secs(1);
+pub(super) const REFILL: Duration = Duration::from_secs(1);
 
 /// A token bucket: [`BURST`] tokens, one more every [`REFILL`].
 #[derive(Debug, Clone)]
-pub struct TokenBucket {
+pub(super) struct TokenBucket {
     /// Whole tokens left.
     tokens: u32,
     /// When the next token is earned counts from here.
@@ -19,7 +19,7 @@ pub struct TokenBucket {
 
 impl TokenBucket {
     /// A full bucket at `now`.
-    pub fn new(now: Instant) -> Self {
+    pub(super) fn new(now: Instant) -> Self {
         TokenBucket {
             tokens: BURST,
             since: now,
@@ -27,7 +27,7 @@ impl TokenBucket {
     }
 
     /// Takes a token at `now`; `false` when there is none (the event is dropped).
-    pub fn take(&mut self, now: Instant) -> bool {
+    pub(super) fn take(&mut self, now: Instant) -> bool {
         self.refill(now);
         if self.tokens == 0 {
             return false;

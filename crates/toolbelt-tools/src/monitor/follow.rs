@@ -14,13 +14,13 @@ use crate::shell::background::JobStatus;
 /// How often a quiet log is looked at again.
 const POLL: Duration = Duration::from_millis(50);
 /// Output after which a monitor is ended, whatever its limits: the log is on disk.
-pub const MAX_BYTES: u64 = 64 * 1024 * 1024;
+pub(super) const MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// Bytes of one line kept (a line longer than this is cut).
 const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
 
 /// When a monitor ends on its own.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(super) struct Limits {
     /// Lines (delivered or dropped) after which it is ended.
     pub max_events: u64,
     /// Quiet time after which it is ended.
@@ -28,7 +28,12 @@ pub struct Limits {
 }
 
 /// Follows job `id`'s log until the job ends or a limit ends it, then records the end.
-pub async fn follow(table: Arc<MonitorTable>, id: String, log: std::path::PathBuf, limits: Limits) {
+pub(super) async fn follow(
+    table: Arc<MonitorTable>,
+    id: String,
+    log: std::path::PathBuf,
+    limits: Limits,
+) {
     let why = match read_lines(&table, &id, &log, limits).await {
         Ok(why) => why,
         Err(e) => {

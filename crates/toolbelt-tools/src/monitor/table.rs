@@ -20,11 +20,11 @@ use super::bucket::TokenBucket;
 use crate::shell::background::JobTable;
 
 /// Monitors that may run at once (Qwen Code's limit).
-pub const MAX_MONITORS: usize = 16;
+pub(super) const MAX_MONITORS: usize = 16;
 /// Unread lines one monitor may hold; later ones are dropped and counted.
-pub const MAX_QUEUED: usize = 100;
+pub(super) const MAX_QUEUED: usize = 100;
 /// Characters of a line an event keeps.
-pub const MAX_LINE_CHARS: usize = 2000;
+pub(super) const MAX_LINE_CHARS: usize = 2000;
 
 /// What the model is told about a monitor.
 #[derive(Debug, Clone, PartialEq, Eq)]

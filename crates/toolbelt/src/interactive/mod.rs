@@ -2,7 +2,7 @@
 //!
 //! # Brief overview
 //!
-//! The agent is assembled exactly as the headless one (`agent_cmd::prepare`: the same
+//! The agent is assembled exactly as the headless one (`Session::agent`: the same
 //! flags, settings, model client, tools and saved sessions), with two things plugged in:
 //! a [`dialog::UiApprover`] as the scheduler's [`Approver`](toolbelt_core::scheduler::Approver)
 //! and an event sink. Both only send [`UiMessage`]s to one channel; this module's loop is
@@ -44,14 +44,14 @@ use toolbelt_model::{Message, StreamDelta, UserPart};
 
 use toolbelt_tools::workspace_rules;
 
-use crate::agent_cmd::{self, Prepared, Setup};
 use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
-use crate::interactive_kit::completion::reference_candidates;
-use crate::interactive_kit::input_history::InputHistory;
-use crate::interactive_kit::loop_cmd;
-use crate::interactive_kit::slash::{self, SlashCommand};
-use crate::interactive_kit::stats::SessionStats;
-use crate::session::Session;
+use crate::session::{Session, agent_options};
+use toolbelt_session::kit::completion::reference_candidates;
+use toolbelt_session::kit::input_history::InputHistory;
+use toolbelt_session::kit::loop_cmd;
+use toolbelt_session::kit::slash::{self, SlashCommand};
+use toolbelt_session::kit::stats::SessionStats;
+use toolbelt_session::{Prepared, Setup, SystemPrompt};
 use toolbelt_tools::completion::PathIndex;
 
 pub mod dialog;
@@ -117,13 +117,17 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     let sink: EventSink = Arc::new(move |event| {
         let _ = sink_tx.send(UiMessage::Agent(event));
     });
+    let first = args.prompt_interactive.clone().unwrap_or_default();
     let setup = Setup {
-        read_prompt: false,
+        read_prompt: Some(Box::new(move || Ok(first))),
         sink,
         approver: Some(Arc::new(UiApprover { to_ui: tx.clone() })),
     };
-    let session = Session::load(global).map_err(|e| e.0);
-    let prepared = match agent_cmd::prepare(global, &args, session, setup).await {
+    let prepared = match Session::load(global) {
+        Ok(session) => session.0.agent(agent_options(&args), setup).await,
+        Err(e) => Err(e.0),
+    };
+    let prepared = match prepared {
         Ok(p) => p,
         Err(message) => {
             eprintln!("toolbelt: {message}");
@@ -216,7 +220,7 @@ struct App {
     agent: Arc<Agent>,
     /// What the agent's system prompt is made of: made again before each prompt (the
     /// approval mode may have changed) and when the context files are reloaded.
-    system_prompt: agent_cmd::SystemPrompt,
+    system_prompt: SystemPrompt,
     model: Arc<dyn toolbelt_model::Model>,
     questions: Option<QuestionsDialog>,
     /// `/compress` is asking the model (its text is not an answer to show).
@@ -244,12 +248,8 @@ struct App {
     /// Whether this turn's answer came as a stream.
     streamed: bool,
     quit: bool,
-    /// Scheduled prompts (issue 33; `None` when off) and the prompts waiting to run:
-    /// fired ones and `/loop`'s first run, sent one at a time when no request runs.
-    cron: Option<Arc<toolbelt_tools::cron::CronTasks>>,
-    scheduled: VecDeque<String>,
-    /// Monitors' events wait for an idle moment and then start a turn of their own.
-    monitors: Arc<toolbelt_tools::MonitorTable>,
+    /// Scheduled prompts, `/loop` and monitors' events: run when idle (issue 33).
+    idle_prompts: loop_cmd::IdlePrompts,
 }
 
 impl App {
@@ -292,9 +292,7 @@ impl App {
             streaming: String::new(),
             streamed: false,
             quit: false,
-            cron: p.cron,
-            scheduled: VecDeque::new(),
-            monitors: p.monitors,
+            idle_prompts: loop_cmd::IdlePrompts::new(p.cron, p.monitors),
         };
         // The prompt comes back while monitors run; their events are turns when idle.
         app.agent.set_wait_for_events(false);
@@ -329,7 +327,6 @@ impl App {
         let mut events = EventStream::new();
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let mut monitor_events = self.monitors.subscribe();
         self.flush(terminal)?;
         self.draw(terminal)?;
         while !self.quit {
@@ -342,20 +339,10 @@ impl App {
                 },
                 Some(message) = rx.recv() => self.on_message(message),
                 _ = tick.tick(), if self.running.is_some() => {}
-                // Issue 33: scheduled prompts fire only while no request runs.
-                fired = crate::agent_cron::due(self.cron.as_ref()), if self.idle() => {
-                    self.scheduled.extend(fired.into_iter().map(|t| t.prompt));
-                }
-                Ok(()) = monitor_events.changed(), if self.idle() => {}
+                () = self.idle_prompts.wait(), if self.idle() => {}
             }
             if self.idle()
-                && self.scheduled.is_empty()
-                && let Some(events) = self.monitors.take()
-            {
-                self.scheduled.push_back(events);
-            }
-            if self.idle()
-                && let Some(prompt) = self.scheduled.pop_front()
+                && let Some(prompt) = self.idle_prompts.next_prompt()
             {
                 self.submit(prompt);
             }
@@ -664,11 +651,9 @@ impl App {
                 Color::Yellow,
             ));
         }
-        if let Some(rest) = loop_cmd::strip(&text) {
+        if let Some(note) = self.idle_prompts.command(&text) {
             self.emit(view::user_lines(&text));
-            let (note, run_now) = loop_cmd::run(self.cron.as_ref(), rest);
             self.emit(view::note(&note, Color::Gray));
-            self.scheduled.extend(run_now);
             return;
         }
         if let Some(command) = slash::parse(&text) {
@@ -708,7 +693,7 @@ impl App {
         });
     }
 
-    /// No request, no `/compress`: a scheduled prompt may run.
+    /// No request, no `/compress`: a scheduled prompt or monitors' events may run.
     fn idle(&self) -> bool {
         self.running.is_none() && self.compressing.is_none()
     }

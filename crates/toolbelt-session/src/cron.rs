@@ -1,0 +1,79 @@
+//! Scheduled prompts in the sessions that have idle time to fire them (issue 33): the
+//! interactive agent and stream-JSON (`AgentOptions::scheduled_prompts`). A plain
+//! headless run ends with its answer, so it is not offered the tools. The machinery is
+//! `toolbelt_tools::cron`.
+//!
+//! On by default, as in Qwen Code; `experimental.cron: false` in the settings or
+//! `QWEN_CODE_DISABLE_CRON=1` (or `TOOLBELT_DISABLE_CRON=1`) turns it off.
+//! `experimental.cronRecurringMaxAgeDays`, or `QWEN_CODE_CRON_MAX_AGE_DAYS` which wins,
+//! sets when recurring tasks expire (0: never). The schedule lives in the process and
+//! nothing is written to disk, unless the settings ask for durable tasks
+//! (`experimental.cronDurable: true`; an untrusted folder's settings cannot, see
+//! `toolbelt_core::settings::untrusted`): then it is kept beside the project's saved
+//! sessions, outside the workspace.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use toolbelt_core::{Origin, ToolEnvironment, ToolRegistry};
+use toolbelt_tools::cron::{CronTasks, CronTool, DEFAULT_MAX_AGE_DAYS, Fired, system_clock};
+
+/// The durable schedule's file, in the project's sessions folder.
+pub const DURABLE_FILE: &str = "scheduled-tasks.json";
+
+/// Registers `cron_create`, `cron_list` and `cron_delete` when scheduling is on;
+/// returns the schedule the session fires from.
+pub(crate) fn install(
+    registry: &mut ToolRegistry,
+    env: &ToolEnvironment,
+    sessions_dir: &Path,
+) -> Option<Arc<CronTasks>> {
+    let settings = &env.settings;
+    let off = |name: &str| std::env::var(name).is_ok_and(|v| v == "1" || v == "true");
+    let setting = |key: &str| settings.raw.pointer(&format!("/experimental/{key}"));
+    if off("QWEN_CODE_DISABLE_CRON")
+        || off("TOOLBELT_DISABLE_CRON")
+        || setting("cron") == Some(&serde_json::Value::Bool(false))
+    {
+        return None;
+    }
+    let max_age = std::env::var("QWEN_CODE_CRON_MAX_AGE_DAYS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .or_else(|| {
+            setting("cronRecurringMaxAgeDays")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|d| u32::try_from(d).ok())
+        })
+        .unwrap_or(DEFAULT_MAX_AGE_DAYS);
+    let tasks = CronTasks::new(system_clock(), max_age);
+    if setting("cronDurable") == Some(&serde_json::Value::Bool(true)) {
+        for warning in tasks.make_durable(sessions_dir.join(DURABLE_FILE)) {
+            tracing::warn!("{warning}");
+        }
+    }
+    for tool in CronTool::all(&tasks) {
+        registry.register(Arc::new(tool), Origin::BuiltIn);
+    }
+    Some(tasks)
+}
+
+/// Waits for the next prompts due (never resolves without a schedule). Await it only
+/// while no turn runs.
+pub async fn due(tasks: Option<&Arc<CronTasks>>) -> Vec<Fired> {
+    match tasks {
+        Some(tasks) => tasks.wait_due().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The prompt of a fired task as the turn's text: what the person scheduled, marked so
+/// the model knows it was not typed just now.
+pub fn prompt_of(fired: &Fired) -> String {
+    format!(
+        "[Scheduled task {}{}] {}",
+        fired.id,
+        if fired.last { ", last run" } else { "" },
+        fired.prompt
+    )
+}
