@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{BoxFuture, ExecContext, Invocation, Kind, Tool, ToolError, ToolResult};
 
 mod durable;
@@ -46,35 +47,35 @@ impl CronTool {
 
 fn schema(which: Which) -> Value {
     match which {
-        Which::Create => json!({
-            "type": "object",
-            "properties": {
-                "cron": {"type": "string", "description": "5-field cron expression in local time: minute hour day-of-month month day-of-week (`*/5 * * * *`, `0 9 * * 1-5`). Supports *, values, ranges, steps and lists; not L, W, ?, # or names."},
-                "prompt": {"type": "string", "description": "The prompt to run when it fires."},
-                "recurring": {"type": "boolean", "description": "Fire on every match (default true; expires after 7 days) or once and then delete itself."}
-            },
-            "required": ["cron", "prompt"],
-            "additionalProperties": false
-        }),
-        Which::List => json!({"type": "object", "properties": {}, "additionalProperties": false}),
-        Which::Delete => json!({
-            "type": "object",
-            "properties": {"id": {"type": "string", "description": "The 8-character id cron_create gave."}},
-            "required": ["id"],
-            "additionalProperties": false
-        }),
+        Which::Create => crate::params::schema_for::<CreateParams>(),
+        Which::List => crate::params::schema_for::<ListParams>(),
+        Which::Delete => crate::params::schema_for::<DeleteParams>(),
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct CreateParams {
+    #[schemars(
+        description = "5-field cron expression in local time: minute hour day-of-month month day-of-week (`*/5 * * * *`, `0 9 * * 1-5`). Supports *, values, ranges, steps and lists; not L, W, ?, # or names."
+    )]
     cron: String,
+    #[schemars(description = "The prompt to run when it fires.")]
     prompt: String,
+    #[schemars(
+        description = "Fire on every match (default true; expires after 7 days) or once and then delete itself."
+    )]
     recurring: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ListParams {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct DeleteParams {
+    #[schemars(description = "The 8-character id cron_create gave.")]
     id: String,
 }
 

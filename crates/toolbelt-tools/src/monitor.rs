@@ -14,6 +14,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolbelt_core::{
@@ -57,7 +58,7 @@ impl Monitor {
         Monitor {
             shell: RunShellCommand::new(env).with_jobs(jobs),
             table,
-            schema: schema(),
+            schema: crate::params::schema_for::<Params>(),
         }
     }
 
@@ -68,27 +69,30 @@ impl Monitor {
     }
 }
 
-fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "description": "Bash command whose output to watch (`tail -f app.log`, a test watcher, a deploy). Each line it prints becomes an event you receive between turns."},
-            "description": {"type": "string", "description": "Brief description of what is watched, shown to the person approving it."},
-            "max_events": {"type": "integer", "minimum": 1, "maximum": MAX_EVENTS, "description": "Lines after which the monitor is ended (default 1000, at most 10000)."},
-            "idle_timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_IDLE_TIMEOUT_MS, "description": "The monitor is ended after this long without output (default 300000, at most 600000)."},
-            "directory": {"type": "string", "description": "Absolute path of the directory to run in; must be inside the workspace. Defaults to the first workspace directory."}
-        },
-        "required": ["command"],
-        "additionalProperties": false
-    })
-}
-
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct Params {
+    #[schemars(
+        description = "Bash command whose output to watch (`tail -f app.log`, a test watcher, a deploy). Each line it prints becomes an event you receive between turns."
+    )]
     command: String,
+    #[schemars(
+        description = "Brief description of what is watched, shown to the person approving it."
+    )]
     description: Option<String>,
+    #[schemars(
+        range(min = 1, max = MAX_EVENTS),
+        description = "Lines after which the monitor is ended (default 1000, at most 10000)."
+    )]
     max_events: Option<u64>,
+    #[schemars(
+        range(min = 1, max = MAX_IDLE_TIMEOUT_MS),
+        description = "The monitor is ended after this long without output (default 300000, at most 600000)."
+    )]
     idle_timeout_ms: Option<u64>,
+    #[schemars(
+        description = "Absolute path of the directory to run in; must be inside the workspace. Defaults to the first workspace directory."
+    )]
     directory: Option<String>,
 }
 

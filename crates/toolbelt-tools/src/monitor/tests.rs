@@ -323,3 +323,27 @@ async fn shell_deny_rules_and_plan_mode_hold_for_monitor() {
     s.until_all_ended().await;
     assert!(marker.exists());
 }
+
+#[test]
+fn the_derived_schemas_say_what_the_model_may_send() {
+    let s = setup();
+    let schema = s.tool.parameter_schema();
+    assert_eq!(schema["required"], json!(["command"]));
+    assert_eq!(schema["additionalProperties"], json!(false));
+    assert_eq!(schema["properties"]["max_events"]["maximum"], json!(10_000));
+    assert_eq!(
+        schema["properties"]["idle_timeout_ms"]["maximum"],
+        json!(600_000)
+    );
+    let tasks = crate::cron::CronTasks::new(crate::cron::system_clock(), 7);
+    let [create, list, delete] = crate::cron::CronTool::all(&tasks);
+    assert_eq!(
+        create.parameter_schema()["required"],
+        json!(["cron", "prompt"])
+    );
+    assert_eq!(
+        list.parameter_schema()["additionalProperties"],
+        json!(false)
+    );
+    assert_eq!(delete.parameter_schema()["required"], json!(["id"]));
+}
