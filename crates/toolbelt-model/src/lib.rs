@@ -19,9 +19,9 @@
 
 use std::fmt;
 
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::BoxFuture;
 
 mod openai;
 mod replay;
@@ -83,16 +83,6 @@ pub struct ToolSpec {
     pub name: String,
     pub description: String,
     pub parameters: serde_json::Value,
-}
-
-impl From<toolbelt_core::registry::FunctionDeclaration> for ToolSpec {
-    fn from(d: toolbelt_core::registry::FunctionDeclaration) -> Self {
-        ToolSpec {
-            name: d.name,
-            description: d.description,
-            parameters: d.parameters,
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]

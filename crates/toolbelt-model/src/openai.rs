@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use reqwest::StatusCode;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::BoxFuture;
 
 use crate::retry::{RetryPolicy, parse_retry_after};
 use crate::sse::{SseDecoder, Step, TurnAssembler};

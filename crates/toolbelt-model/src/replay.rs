@@ -25,10 +25,10 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::BoxFuture;
 
 use crate::{FinishReason, Model, ModelError, ModelRequest, ModelTurn, ToolCall, Usage};
 
