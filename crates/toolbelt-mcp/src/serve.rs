@@ -41,14 +41,16 @@
 // they are the protocol.
 #![allow(deprecated)]
 
-pub mod approve;
-pub mod busy_poll;
-pub mod coalesce;
+mod approve;
+mod busy_poll;
+mod coalesce;
 pub mod http;
-pub mod progress;
-pub mod stdio_input;
-pub mod turns;
-pub mod wire;
+mod progress;
+mod stdio_input;
+mod turns;
+mod wire;
+
+pub use busy_poll::before_park;
 
 use std::path::PathBuf;
 use std::sync::Arc;

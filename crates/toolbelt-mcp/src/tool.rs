@@ -23,6 +23,7 @@ use toolbelt_core::{
 
 use crate::connection::McpConnection;
 
+/// One tool of an MCP server, registered as `mcp__<alias>__<tool>`.
 pub struct McpTool {
     connection: Arc<McpConnection>,
     name: String,
@@ -36,6 +37,7 @@ pub struct McpTool {
 }
 
 impl McpTool {
+    /// The tool `tool` as `connection`'s server described it.
     pub fn new(connection: Arc<McpConnection>, tool: rmcp::model::Tool) -> Self {
         let alias = connection.alias().to_string();
         let remote_name = tool.name.to_string();
@@ -69,6 +71,7 @@ impl McpTool {
         &self.remote_name
     }
 
+    /// The alias of its server.
     pub fn server(&self) -> &str {
         self.connection.alias()
     }
