@@ -27,7 +27,7 @@ mod paths;
 mod specifier;
 
 pub use paths::{PathOperation, PathPolicy};
-pub use specifier::{CommandPurpose, SYSTEM_BIN_DIRS};
+pub use specifier::{CommandPurpose, SYSTEM_BIN_DIRS, wildcard};
 
 /// The answer of the rules for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
