@@ -57,6 +57,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, ErrorData,
@@ -71,7 +72,7 @@ use toolbelt_core::scheduler::{
     ApprovalMode, Approver, NobodyToAsk, Permissions, Scheduler, SchedulerConfig, ToolCallRequest,
     TurnInfo,
 };
-use toolbelt_core::{BoxFuture, Kind, Registration, ToolEnvironment, ToolRegistry};
+use toolbelt_core::{Kind, Registration, ToolEnvironment, ToolRegistry};
 
 use approve::{ElicitationApprover, Remembered};
 use progress::ProgressWatch;

@@ -14,11 +14,12 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 use toolbelt_core::registry::sanitize_tool_name;
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, PermissionSubject, Tool,
-    ToolError, ToolResult,
+    ConfirmationDetails, ExecContext, Invocation, Kind, PermissionSubject, Tool, ToolError,
+    ToolResult,
 };
 
 use crate::connection::McpConnection;

@@ -9,10 +9,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::service::{Peer, RoleServer};
 use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver, Scheduler};
-use toolbelt_core::{BoxFuture, ConfirmationDetails, ConfirmationOutcome, ToolRegistry};
+use toolbelt_core::{ConfirmationDetails, ConfirmationOutcome, ToolRegistry};
 
 use super::turns::TurnWhileAsking;
 
