@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolbelt_agent::tool_search::ToolIndex;
+use toolbelt_agent::ToolIndex;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, Origin, Tool, ToolError,
     ToolRegistry, ToolResult,

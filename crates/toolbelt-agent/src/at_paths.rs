@@ -10,10 +10,11 @@
 //! cannot be read is left in the prompt as written, with a warning.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use serde_json::json;
-use toolbelt_core::{ExecContext, ToolEnvironment, ToolRegistry};
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::ToolRegistry;
+use toolbelt_core::scheduler::{Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo};
 
 /// The `@` references of a prompt, unescaped, in order.
 pub fn references(prompt: &str) -> Vec<String> {
@@ -50,9 +51,21 @@ pub fn references(prompt: &str) -> Vec<String> {
 pub async fn inline(
     prompt: &str,
     registry: &ToolRegistry,
-    env: &Arc<ToolEnvironment>,
+    session: &Scheduler,
     cwd: &Path,
 ) -> (String, Vec<String>) {
+    // The person's references are read through a scheduler of their own (the session's
+    // rules and mode, nobody to ask, no events): the same checks as any call, without
+    // showing the reads as the model's calls.
+    let scheduler = Scheduler::new(
+        session.env().clone(),
+        SchedulerConfig {
+            mode: session.mode(),
+            permissions: session.permissions().clone(),
+            ..Default::default()
+        },
+    );
+
     let refs = references(prompt);
     if refs.is_empty() {
         return (prompt.to_string(), Vec::new());
@@ -73,7 +86,7 @@ pub async fn inline(
     if registry.get("read_many_files").is_some() {
         match run(
             registry,
-            env,
+            &scheduler,
             "read_many_files",
             json!({ "paths": absolute }),
         )
@@ -90,7 +103,14 @@ pub async fn inline(
                 ));
                 continue;
             }
-            match run(registry, env, "read_file", json!({ "absolute_path": path })).await {
+            match run(
+                registry,
+                &scheduler,
+                "read_file",
+                json!({ "absolute_path": path }),
+            )
+            .await
+            {
                 Ok(text) => contents.push(format!("--- {path} ---\n{text}")),
                 Err(e) => warnings.push(format!("@{given} not inlined: {e}")),
             }
@@ -108,13 +128,19 @@ pub async fn inline(
 
 async fn run(
     registry: &ToolRegistry,
-    env: &Arc<ToolEnvironment>,
+    scheduler: &Scheduler,
     tool: &str,
     args: serde_json::Value,
 ) -> Result<String, String> {
-    let (registration, invocation) = registry.build(tool, args).map_err(|e| e.message)?;
-    let result = invocation.execute(ExecContext::new(env.clone())).await;
-    let result = env.output.limit_result(result, &registration.name);
+    let request = ToolCallRequest::new("at-reference", tool, &args);
+    let cancel = CancellationToken::new();
+    let mut done = scheduler
+        .run(registry, vec![request], TurnInfo::default(), &cancel)
+        .await;
+    let result = done
+        .pop()
+        .map(|call| call.result)
+        .ok_or_else(|| "no result".to_string())?;
     match result.error {
         Some(e) => Err(e.message),
         None => Ok(result.llm_text()),

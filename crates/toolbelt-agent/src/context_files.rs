@@ -23,7 +23,9 @@ pub const MAX_CONTEXT_BYTES: usize = 200 * 1024;
 /// One file found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextFile {
+    /// Where it was found.
     pub path: PathBuf,
+    /// Its contents.
     pub text: String,
 }
 

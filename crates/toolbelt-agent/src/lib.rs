@@ -1,4 +1,5 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
+#![warn(missing_docs, unreachable_pub)]
 //! The agent loop: the prompt goes to the model, the tool calls of its answer go through
 //! the scheduler, their results go back, until the model answers without tool calls or
 //! the turn limit is reached.
@@ -15,6 +16,7 @@
 //! Events (model answers and the scheduler's call events, in the order they happen) go
 //! to one callback, which the command line turns into text, JSON or a JSON stream.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,17 +28,19 @@ use toolbelt_core::scheduler::{
 };
 use toolbelt_core::{BoxFuture, Display, Part, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{
-    FinishReason, Message, Model, ModelError, ModelRequest, StreamDelta, ToolCall, ToolSpec, Usage,
-    UserPart,
+    FinishReason, Message, Model, ModelError, ModelRequest, ModelTurn, StreamDelta, ToolCall,
+    ToolSpec, Usage, UserPart,
 };
 
 pub mod at_paths;
 pub mod compress;
 pub mod context_files;
 pub mod prompt;
-pub mod references;
+mod references;
 pub mod subagents;
-pub mod tool_search;
+mod tool_search;
+
+pub use tool_search::{MAX_TOOLS_PER_REQUEST, ToolIndex};
 pub mod transcript;
 
 /// Qwen Code's `MAX_TURNS`.
@@ -50,10 +54,15 @@ pub const DEFAULT_MAX_TURNS: usize = 100;
 pub enum AgentEvent {
     /// The model answered.
     Assistant {
+        /// The turn it answers (1 for the first model request of the run).
         turn: usize,
+        /// Its text (may be empty when it only calls tools).
         text: String,
+        /// The calls it makes.
         tool_calls: Vec<ToolCall>,
+        /// Why it stopped.
         finish_reason: FinishReason,
+        /// Tokens, when the server reports them.
         usage: Option<Usage>,
     },
     /// A tool call moved on.
@@ -63,13 +72,16 @@ pub enum AgentEvent {
     SubAgent {
         /// The sub-agent's id (its transcript's file name).
         agent_id: String,
+        /// The `agent` call that started the sub-agent.
         parent_call_id: String,
+        /// What happened in the sub-agent.
         event: Box<AgentEvent>,
     },
     /// A piece of the answer the model is streaming (before its `Assistant` event).
     Delta(StreamDelta),
 }
 
+/// Receives every [`AgentEvent`] of a run, in order.
 pub type EventSink = Arc<dyn Fn(AgentEvent) + Send + Sync>;
 
 /// Where the tools can change during a run: MCP servers that announce a new list
@@ -95,6 +107,7 @@ pub enum StopReason {
     Answered,
     /// `max_turns` model turns were used.
     MaxTurns(usize),
+    /// The person or the parent cancelled the run.
     Cancelled,
     /// The model could not be used (refused, unreachable after retries).
     ModelFailed(ModelError),
@@ -110,14 +123,19 @@ pub struct RunOutcome {
     pub answer: String,
     /// Every tool call, in order.
     pub calls: Vec<CompletedCall>,
+    /// Tokens of every request of the run.
     pub usage: Usage,
     /// Model requests made.
     pub turns: usize,
+    /// Why the run ended.
     pub stop: StopReason,
+    /// Time spent waiting for the model.
     pub model_time: Duration,
+    /// Time spent running tools.
     pub tool_time: Duration,
 }
 
+/// The agent loop of one conversation: a model, the tools and the scheduler that runs them (see the crate documentation).
 pub struct Agent {
     model: Arc<dyn Model>,
     /// The tools as of the last refresh; each turn runs with a snapshot.
@@ -208,7 +226,7 @@ impl Agent {
         };
         if let Some(inbox) = &self.inbox {
             notices.extend(inbox.take().into_iter().map(|m| {
-                let m = subagents::agent_tool::escape_closing(&m, "message-from-parent");
+                let m = subagents::escape_closing(&m, "message-from-parent");
                 format!("<message-from-parent>\nThe agent that started you sends this message (send_message):\n{m}\n</message-from-parent>")
             }));
         }
@@ -300,6 +318,7 @@ impl Agent {
         request.messages.push(message);
     }
 
+    /// The scheduler that runs this agent's calls (its approval mode, its "always" answers).
     pub fn scheduler(&self) -> &Scheduler {
         &self.scheduler
     }
@@ -429,16 +448,7 @@ impl Agent {
     ) -> RunOutcome {
         self.push(request, Message::User(prompt));
         self.refresh_tools(&[]).await;
-        // `#reference`d tools join the request even when their `when` clause is false,
-        // and each is forced once, in order, before the model chooses freely.
-        let referenced = references::referenced_tools(written, &self.registry());
-        if referenced.iter().any(|t| self.registry().is_disabled(t)) {
-            let mut enabled = (*self.registry()).clone();
-            for tool in &referenced {
-                enabled.enable(tool);
-            }
-            self.set_registry(Arc::new(enabled));
-        }
+        let referenced = self.enable_referenced(written);
         let mut forced = referenced.clone().into_iter();
         let mut outcome = RunOutcome {
             answer: String::new(),
@@ -464,128 +474,183 @@ impl Agent {
             request.tool_choice = forced
                 .by_ref()
                 .find(|t| request.tools.iter().any(|d| &d.name == t));
-            let started = Instant::now();
-            let on_delta = |delta: StreamDelta| self.emit(AgentEvent::Delta(delta));
-            let answer = self
-                .model
-                .complete_streaming(request, cancel, &on_delta)
-                .await;
-            outcome.model_time += started.elapsed();
-            outcome.turns = turn_number;
-            let turn = match answer {
-                Ok(t) => t,
-                Err(ModelError::Cancelled) => {
-                    outcome.stop = StopReason::Cancelled;
-                    return outcome;
-                }
-                Err(e) => {
-                    outcome.stop = StopReason::ModelFailed(e);
+            let turn = match self
+                .ask_model(request, turn_number, &mut outcome, cancel)
+                .await
+            {
+                Ok(turn) => turn,
+                Err(stop) => {
+                    outcome.stop = stop;
                     return outcome;
                 }
             };
-            if let Some(u) = turn.usage {
-                outcome.usage.add(u);
-            }
-            self.emit(AgentEvent::Assistant {
-                turn: turn_number,
-                text: turn.text.clone(),
-                tool_calls: turn.tool_calls.clone(),
-                finish_reason: turn.finish_reason.clone(),
-                usage: turn.usage,
-            });
-            outcome.answer = turn.text.clone();
-            self.push(
-                request,
-                Message::Assistant {
-                    text: turn.text.clone(),
-                    tool_calls: turn.tool_calls.clone(),
-                },
-            );
-            if turn.tool_calls.is_empty() {
-                if turn_number < self.max_turns {
-                    // A message that came while it worked is read before it ends.
-                    if self.inbox.as_ref().is_some_and(|i| i.has_messages()) {
-                        continue;
-                    }
-                    // Background agents still running: their answers are the next turn's.
-                    if let Some(tasks) = &self.background
-                        && tasks.pending()
-                    {
-                        let message = async {
-                            match &self.inbox {
-                                Some(inbox) => inbox.wait().await,
-                                None => std::future::pending().await,
-                            }
-                        };
-                        tokio::select! {
-                            _ = tasks.wait_for_notice(cancel) => {}
-                            _ = message => {}
-                        }
-                        if cancel.is_cancelled() {
-                            outcome.stop = StopReason::Cancelled;
-                            return outcome;
-                        }
-                        continue;
-                    }
-                    // Closed in one step with the check, so no message is accepted
-                    // after it and left unread.
-                    if self.inbox.as_ref().is_some_and(|i| !i.close_if_empty()) {
-                        continue;
-                    }
-                }
-                outcome.stop = StopReason::Answered;
-                return outcome;
-            }
-            let calls: Vec<ToolCallRequest> = turn
-                .tool_calls
-                .iter()
-                .map(|c| ToolCallRequest {
-                    call_id: c.id.clone(),
-                    name: c.name.clone(),
-                    arguments: c.arguments.clone(),
-                })
-                .collect();
-            let info = TurnInfo {
-                reply_truncated: turn.finish_reason == FinishReason::Length,
+            let next = if turn.tool_calls.is_empty() {
+                self.end_without_calls(turn_number, cancel).await
+            } else {
+                self.answer_turn(request, &turn, &mut outcome, cancel).await
             };
-            // A call to a tool a server has just added (its announcement may still be
-            // on its way) finds it after a refresh.
-            let unknown: Vec<String> = {
-                let registry = self.registry();
-                calls
-                    .iter()
-                    .filter(|c| registry.get(&c.name).is_none())
-                    .map(|c| c.name.clone())
-                    .collect()
-            };
-            if !unknown.is_empty() {
-                self.refresh_tools(&unknown).await;
-            }
-            let started = Instant::now();
-            let completed = self.run_tools(calls, info, cancel).await;
-            outcome.tool_time += started.elapsed();
-            self.answer_calls(request, &completed);
-            let proposed = completed
-                .iter()
-                .find_map(|c| match &c.result.return_display {
-                    Display::Plan {
-                        plan,
-                        approved: false,
-                    } => Some(plan.clone()),
-                    _ => None,
-                });
-            outcome.calls.extend(completed);
-            if let Some(plan) = proposed {
-                outcome.answer = plan;
-                outcome.stop = StopReason::PlanProposed;
-                return outcome;
-            }
-            if cancel.is_cancelled() {
-                outcome.stop = StopReason::Cancelled;
+            if let ControlFlow::Break(stop) = next {
+                outcome.stop = stop;
                 return outcome;
             }
         }
         outcome
+    }
+
+    /// The tools `#reference`d in what the person wrote: they join the request even
+    /// when their `when` clause is false, and each is forced once, in order, before the
+    /// model chooses freely.
+    fn enable_referenced(&self, written: &str) -> Vec<String> {
+        let referenced = references::referenced_tools(written, &self.registry());
+        if referenced.iter().any(|t| self.registry().is_disabled(t)) {
+            let mut enabled = (*self.registry()).clone();
+            for tool in &referenced {
+                enabled.enable(tool);
+            }
+            self.set_registry(Arc::new(enabled));
+        }
+        referenced
+    }
+
+    /// One model request: its reply, shown and added to the conversation, or why the
+    /// run stops.
+    async fn ask_model(
+        &self,
+        request: &mut ModelRequest,
+        turn_number: usize,
+        outcome: &mut RunOutcome,
+        cancel: &CancellationToken,
+    ) -> Result<ModelTurn, StopReason> {
+        let started = Instant::now();
+        let on_delta = |delta: StreamDelta| self.emit(AgentEvent::Delta(delta));
+        let answer = self
+            .model
+            .complete_streaming(request, cancel, &on_delta)
+            .await;
+        outcome.model_time += started.elapsed();
+        outcome.turns = turn_number;
+        let turn = match answer {
+            Ok(t) => t,
+            Err(ModelError::Cancelled) => return Err(StopReason::Cancelled),
+            Err(e) => return Err(StopReason::ModelFailed(e)),
+        };
+        if let Some(u) = turn.usage {
+            outcome.usage.add(u);
+        }
+        self.emit(AgentEvent::Assistant {
+            turn: turn_number,
+            text: turn.text.clone(),
+            tool_calls: turn.tool_calls.clone(),
+            finish_reason: turn.finish_reason.clone(),
+            usage: turn.usage,
+        });
+        outcome.answer = turn.text.clone();
+        self.push(
+            request,
+            Message::Assistant {
+                text: turn.text.clone(),
+                tool_calls: turn.tool_calls.clone(),
+            },
+        );
+        Ok(turn)
+    }
+
+    /// A reply without calls ends the run, unless a message came while the model
+    /// worked or background agents are still running (their answers are the next
+    /// turn's), with turns left.
+    async fn end_without_calls(
+        &self,
+        turn_number: usize,
+        cancel: &CancellationToken,
+    ) -> ControlFlow<StopReason> {
+        if turn_number < self.max_turns {
+            // A message that came while it worked is read before it ends.
+            if self.inbox.as_ref().is_some_and(|i| i.has_messages()) {
+                return ControlFlow::Continue(());
+            }
+            if let Some(tasks) = &self.background
+                && tasks.pending()
+            {
+                let message = async {
+                    match &self.inbox {
+                        Some(inbox) => inbox.wait().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    _ = tasks.wait_for_notice(cancel) => {}
+                    _ = message => {}
+                }
+                if cancel.is_cancelled() {
+                    return ControlFlow::Break(StopReason::Cancelled);
+                }
+                return ControlFlow::Continue(());
+            }
+            // Closed in one step with the check, so no message is accepted
+            // after it and left unread.
+            if self.inbox.as_ref().is_some_and(|i| !i.close_if_empty()) {
+                return ControlFlow::Continue(());
+            }
+        }
+        ControlFlow::Break(StopReason::Answered)
+    }
+
+    /// Runs the calls of a reply and answers each in the conversation; a plan proposed
+    /// without approval or a cancellation ends the run.
+    async fn answer_turn(
+        &self,
+        request: &mut ModelRequest,
+        turn: &ModelTurn,
+        outcome: &mut RunOutcome,
+        cancel: &CancellationToken,
+    ) -> ControlFlow<StopReason> {
+        let calls: Vec<ToolCallRequest> = turn
+            .tool_calls
+            .iter()
+            .map(|c| ToolCallRequest {
+                call_id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            })
+            .collect();
+        let info = TurnInfo {
+            reply_truncated: turn.finish_reason == FinishReason::Length,
+        };
+        // A call to a tool a server has just added (its announcement may still be
+        // on its way) finds it after a refresh.
+        let unknown: Vec<String> = {
+            let registry = self.registry();
+            calls
+                .iter()
+                .filter(|c| registry.get(&c.name).is_none())
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        if !unknown.is_empty() {
+            self.refresh_tools(&unknown).await;
+        }
+        let started = Instant::now();
+        let completed = self.run_tools(calls, info, cancel).await;
+        outcome.tool_time += started.elapsed();
+        self.answer_calls(request, &completed);
+        let proposed = completed
+            .iter()
+            .find_map(|c| match &c.result.return_display {
+                Display::Plan {
+                    plan,
+                    approved: false,
+                } => Some(plan.clone()),
+                _ => None,
+            });
+        outcome.calls.extend(completed);
+        if let Some(plan) = proposed {
+            outcome.answer = plan;
+            return ControlFlow::Break(StopReason::PlanProposed);
+        }
+        if cancel.is_cancelled() {
+            return ControlFlow::Break(StopReason::Cancelled);
+        }
+        ControlFlow::Continue(())
     }
 
     /// Runs the scheduler while forwarding its events as they come.

@@ -9,10 +9,15 @@ use crate::context_files::ContextFile;
 /// What the prompt mentions about the session.
 #[derive(Debug, Clone, Default)]
 pub struct PromptFacts {
+    /// The workspace directories the tools may use.
     pub workspace_dirs: Vec<PathBuf>,
+    /// The directory the session started in.
     pub cwd: PathBuf,
+    /// The approval mode, as the flag spells it.
     pub approval_mode: String,
+    /// The names of the declared tools.
     pub tool_names: Vec<String>,
+    /// Context files (`QWEN.md`, ...) to include, in order.
     pub context_files: Vec<ContextFile>,
 }
 

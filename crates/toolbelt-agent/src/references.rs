@@ -9,7 +9,7 @@
 use toolbelt_core::ToolRegistry;
 
 /// The reference names in `text`, in order of first appearance, without duplicates.
-pub fn reference_names(text: &str) -> Vec<&str> {
+pub(crate) fn reference_names(text: &str) -> Vec<&str> {
     let mut names: Vec<&str> = Vec::new();
     let bytes = text.as_bytes();
     for (i, _) in text.match_indices('#') {
@@ -36,7 +36,7 @@ pub fn reference_names(text: &str) -> Vec<&str> {
 
 /// The registered tools the references in `text` stand for, in order, without
 /// duplicates.
-pub fn referenced_tools(text: &str, registry: &ToolRegistry) -> Vec<String> {
+pub(crate) fn referenced_tools(text: &str, registry: &ToolRegistry) -> Vec<String> {
     let mut tools: Vec<String> = Vec::new();
     for name in reference_names(text) {
         for tool in registry.resolve_reference(name) {

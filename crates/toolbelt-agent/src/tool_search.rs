@@ -33,25 +33,24 @@ use toolbelt_core::{
     ToolError, ToolRegistry, ToolResult,
 };
 
-pub use index::{
-    IndexedTool, MAX_QUERY_CHARS, MAX_QUERY_TERMS, QueryError, ToolIndex, is_deferrable, tokenize,
-};
+pub use index::ToolIndex;
+pub(crate) use index::{IndexedTool, QueryError, is_deferrable};
 
 /// The name `tool_search` is registered under (unless a tool took it first).
-pub const TOOL_SEARCH_NAME: &str = "tool_search";
+pub(crate) const TOOL_SEARCH_NAME: &str = "tool_search";
 /// Most tools in one model request, whatever the settings (providers reject more).
 pub const MAX_TOOLS_PER_REQUEST: usize = 128;
 /// `tools.search.maxTools` when unset.
-pub const DEFAULT_MAX_TOOLS: u32 = 60;
+pub(crate) const DEFAULT_MAX_TOOLS: u32 = 60;
 /// `tools.search.maxSchemaBytes` when unset.
-pub const DEFAULT_MAX_SCHEMA_BYTES: u64 = 40 * 1024;
+pub(crate) const DEFAULT_MAX_SCHEMA_BYTES: u64 = 40 * 1024;
 /// `max_results` when the model gives none, and its upper bound.
-pub const DEFAULT_MAX_RESULTS: usize = 5;
-pub const MAX_RESULTS: usize = 20;
+pub(crate) const DEFAULT_MAX_RESULTS: usize = 5;
+pub(crate) const MAX_RESULTS: usize = 20;
 
 /// What one model request declares.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct DeclarationPlan {
+pub(crate) struct DeclarationPlan {
     /// In registration order.
     pub declarations: Vec<FunctionDeclaration>,
     /// Whether tools are deferred behind `tool_search` in this request.
@@ -76,7 +75,7 @@ fn candidates<'a>(registry: &'a ToolRegistry, search_tool: Option<&str>) -> Vec<
 }
 
 /// Bytes a declaration costs in a request: name, description and schema as JSON.
-pub fn declaration_bytes(r: &Registration) -> u64 {
+pub(crate) fn declaration_bytes(r: &Registration) -> u64 {
     let schema = serde_json::to_string(r.tool.parameter_schema()).map_or(0, |s| s.len());
     (r.name.len() + r.tool.description().len() + schema) as u64
 }
@@ -85,7 +84,7 @@ pub fn declaration_bytes(r: &Registration) -> u64 {
 /// `ToolSearchSettings`): never with `enabled: false`, always with `enabled: true`, else
 /// only above `maxTools` tools or `maxSchemaBytes` bytes. Nothing is deferred when every
 /// tool is built in.
-pub fn needs_deferral(
+pub(crate) fn needs_deferral(
     registry: &ToolRegistry,
     settings: &ToolSearchSettings,
     search_tool: Option<&str>,
@@ -118,7 +117,7 @@ fn over_budget(tools: &[&Registration], settings: &ToolSearchSettings) -> bool {
 /// must be declared even when deferred (`#reference`s of the prompt). Unknown names in
 /// either are ignored. At most [`MAX_TOOLS_PER_REQUEST`] declarations: core tools first,
 /// then `tool_search`, then forced tools, then loaded ones from the most recent.
-pub fn plan_declarations(
+pub(crate) fn plan_declarations(
     registry: &ToolRegistry,
     settings: &ToolSearchSettings,
     search_tool: Option<&str>,
@@ -193,14 +192,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What `tool_search` and the agent share: the index of the deferrable tools and the
 /// names found so far.
 #[derive(Debug, Default)]
-pub struct SearchState {
+pub(crate) struct SearchState {
     index: RwLock<Arc<ToolIndex>>,
     /// Least recently found first; a name found again moves to the end.
     loaded: Mutex<Vec<String>>,
 }
 
 impl SearchState {
-    pub fn index(&self) -> Arc<ToolIndex> {
+    pub(crate) fn index(&self) -> Arc<ToolIndex> {
         match self.index.read() {
             Ok(i) => i.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -216,11 +215,11 @@ impl SearchState {
     }
 
     /// The names found so far, least recently found first.
-    pub fn loaded(&self) -> Vec<String> {
+    pub(crate) fn loaded(&self) -> Vec<String> {
         lock(&self.loaded).clone()
     }
 
-    pub fn load<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
+    pub(crate) fn load<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
         let mut loaded = lock(&self.loaded);
         for name in names {
             loaded.retain(|n| n != name);
@@ -231,7 +230,7 @@ impl SearchState {
 
 /// The agent's tool search: registers `tool_search` when deferral is needed, keeps the
 /// index in step with the registry and plans each request's declarations.
-pub struct ToolSearch {
+pub(crate) struct ToolSearch {
     settings: ToolSearchSettings,
     state: Arc<SearchState>,
     tool: Arc<ToolSearchTool>,
@@ -247,7 +246,7 @@ struct Seen {
 }
 
 impl ToolSearch {
-    pub fn new(settings: ToolSearchSettings) -> Self {
+    pub(crate) fn new(settings: ToolSearchSettings) -> Self {
         let state = Arc::new(SearchState::default());
         ToolSearch {
             settings,
@@ -257,7 +256,8 @@ impl ToolSearch {
         }
     }
 
-    pub fn state(&self) -> &Arc<SearchState> {
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> &Arc<SearchState> {
         &self.state
     }
 
@@ -266,7 +266,7 @@ impl ToolSearch {
     /// returned: the caller must use that copy from now on (the scheduler runs calls to
     /// `tool_search` from it). The index is rebuilt only when `registry` is not the one
     /// seen last.
-    pub fn declarations(
+    pub(crate) fn declarations(
         &self,
         registry: &Arc<ToolRegistry>,
         forced: &[String],
@@ -311,13 +311,13 @@ impl ToolSearch {
 const DESCRIPTION: &str = "Finds tools that are available but not declared yet (tools of MCP servers and of the project, when there are too many to declare at once) and makes them callable. Use it when none of the declared tools fits the task, before concluding that a capability is missing. Search with a few keywords for the action and the object (\"create issue\", \"send slack message\", \"query database\") or with a tool's exact name. Matches tool names, descriptions and parameter names; returns at most max_results tools (1 to 20, default 5), best match first, each with its description and parameters. The tools found are declared from the next request on and stay declared; search again with other words if none fits.";
 
 /// `tool_search {query, max_results}`.
-pub struct ToolSearchTool {
+pub(crate) struct ToolSearchTool {
     state: Arc<SearchState>,
     schema: Value,
 }
 
 impl ToolSearchTool {
-    pub fn new(state: Arc<SearchState>) -> Self {
+    pub(crate) fn new(state: Arc<SearchState>) -> Self {
         ToolSearchTool {
             state,
             schema: json!({

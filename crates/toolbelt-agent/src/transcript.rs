@@ -90,35 +90,58 @@ pub const UNFINISHED_CALL_TEXT: &str = "Error: the session ended before this too
 /// How many IDs an "unknown session" error lists.
 const LATEST_SHOWN: usize = 5;
 
+/// Why a session could not be saved or read back.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TranscriptError {
+    /// Reading or writing the file failed.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The failure.
         source: std::io::Error,
     },
+    /// A line that is not a record of the session.
     #[error("{}:{line}: {reason}", path.display())]
     Corrupt {
+        /// The file.
         path: PathBuf,
+        /// The line, from 1.
         line: usize,
+        /// What is wrong with it.
         reason: String,
     },
+    /// The header names a format version this build does not read.
     #[error(
         "{}: session format version {found}; this toolbelt reads version {FORMAT_VERSION}",
         path.display()
     )]
-    UnsupportedVersion { path: PathBuf, found: String },
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version its header names.
+        found: String,
+    },
+    /// An id given to `--resume` that is not a UUID.
     #[error("not a session ID: {0:?} (IDs are UUIDs; `toolbelt --resume` lists them)")]
     InvalidId(String),
+    /// No session with this id.
     #[error("no session {id:?} in {}; {}", dir.display(), latest_text(latest))]
     UnknownId {
+        /// The id asked for.
         id: String,
+        /// Where sessions were looked for.
         dir: PathBuf,
+        /// The ids of the latest sessions, for the message.
         latest: Vec<String>,
     },
+    /// The project has no saved session (`--continue`).
     #[error("no saved session for this project (in {})", dir.display())]
-    NoSessions { dir: PathBuf },
+    NoSessions {
+        /// Where sessions were looked for.
+        dir: PathBuf,
+    },
 }
 
 fn latest_text(latest: &[String]) -> String {
@@ -132,9 +155,13 @@ fn latest_text(latest: &[String]) -> String {
 /// The first line of a session file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionHeader {
+    /// The format version ([`FORMAT_VERSION`]).
     pub version: u64,
+    /// The session's id (a UUID, also the file name).
     pub id: String,
+    /// The directory the session ran in.
     pub cwd: PathBuf,
+    /// The model it talked to.
     pub model: String,
     /// UTC, RFC 3339 with milliseconds.
     pub started: String,
@@ -282,7 +309,9 @@ impl Line {
 /// A session read back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadedSession {
+    /// The file read.
     pub path: PathBuf,
+    /// Its first line.
     pub header: SessionHeader,
     /// The conversation without the system prompt, every tool call answered.
     pub messages: Vec<Message>,
@@ -309,19 +338,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<LoadedSession, TranscriptError
     let Some(first) = lines.first().filter(|_| !bytes.is_empty()) else {
         return Err(corrupt(1, "an empty file, no session header".to_string()));
     };
-    let header = match std::str::from_utf8(first) {
-        Err(e) => return Err(corrupt(1, format!("not UTF-8: {e}"))),
-        Ok(text) => match check_header(text) {
-            Ok(h) => h,
-            Err(HeaderProblem::Version(found)) => {
-                return Err(TranscriptError::UnsupportedVersion {
-                    path: path.to_path_buf(),
-                    found,
-                });
-            }
-            Err(HeaderProblem::Bad(reason)) => return Err(corrupt(1, reason)),
-        },
-    };
+    let header = read_header(path, first)?;
     let mut warnings = Vec::new();
     let mut messages = Vec::new();
     let mut pending: Vec<String> = Vec::new();
@@ -329,17 +346,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<LoadedSession, TranscriptError
     for (index, raw) in lines.into_iter().enumerate().skip(1) {
         let number = index + 1;
         let unterminated_last = number == count && !terminated;
-        let parsed = std::str::from_utf8(raw)
-            .map_err(|e| format!("not UTF-8: {e}"))
-            .and_then(|text| {
-                if text.trim().is_empty() {
-                    Ok(None)
-                } else {
-                    serde_json::from_str::<Line>(text)
-                        .map(Some)
-                        .map_err(|e| format!("not a session record: {e}"))
-                }
-            });
+        let parsed = read_record(raw);
         let line = match parsed {
             Ok(Some(line)) => line,
             Ok(None) => continue,
@@ -383,6 +390,35 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<LoadedSession, TranscriptError
         warnings,
         first_prompt,
     })
+}
+
+/// The session header, the file's first line.
+fn read_header(path: &Path, first: &[u8]) -> Result<SessionHeader, TranscriptError> {
+    let corrupt = |reason: String| TranscriptError::Corrupt {
+        path: path.to_path_buf(),
+        line: 1,
+        reason,
+    };
+    let text = std::str::from_utf8(first).map_err(|e| corrupt(format!("not UTF-8: {e}")))?;
+    match check_header(text) {
+        Ok(h) => Ok(h),
+        Err(HeaderProblem::Version(found)) => Err(TranscriptError::UnsupportedVersion {
+            path: path.to_path_buf(),
+            found,
+        }),
+        Err(HeaderProblem::Bad(reason)) => Err(corrupt(reason)),
+    }
+}
+
+/// One record line: `None` for a blank line, `Err` with why it is not a record.
+fn read_record(raw: &[u8]) -> Result<Option<Line>, String> {
+    let text = std::str::from_utf8(raw).map_err(|e| format!("not UTF-8: {e}"))?;
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str::<Line>(text)
+        .map(Some)
+        .map_err(|e| format!("not a session record: {e}"))
 }
 
 /// Adds one message read back, checking that a tool result answers a call left open.
@@ -474,10 +510,12 @@ pub struct SessionWriter {
 }
 
 impl SessionWriter {
+    /// The session's id.
     pub fn id(&self) -> &str {
         &self.id
     }
 
+    /// The file written to.
     pub fn path(&self) -> &Path {
         &self.path
     }

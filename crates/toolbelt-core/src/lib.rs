@@ -17,7 +17,7 @@
 //! Nothing in this crate knows a wire format (OpenAI, MCP): those live in the crates that
 //! speak them.
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod ask_user;
 pub mod confirm;

@@ -47,10 +47,6 @@ pub const STRICT_MODE_UNSUPPORTED: &[&str] = &[
     "uniqueItems",
 ];
 
-/// Built-in names kept as Qwen Code spells them (models are trained on them), though
-/// they are not `verb_noun`.
-const COMPATIBLE_NAMES: &[&str] = &["edit", "glob"];
-
 /// How bad a [`Finding`] is. Ordered: errors sort before warnings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -84,7 +80,8 @@ pub fn lint_registry(registry: &ToolRegistry) -> Vec<Finding> {
             &decl.name,
             &decl.description,
             &decl.parameters,
-            &r.origin,
+            // Only a built-in is believed: a declared `edit` is still asked for `verb_noun`.
+            r.origin == Origin::BuiltIn && r.tool.keeps_legacy_name(),
         ));
         if let Some(first) = seen.insert(decl.name.to_ascii_lowercase(), r.name.as_str()) {
             let (severity, what) = if first == r.name {
@@ -104,12 +101,14 @@ pub fn lint_registry(registry: &ToolRegistry) -> Vec<Finding> {
     findings
 }
 
-/// Lints one function declaration.
+/// Lints one function declaration. `legacy_name`: the name is kept as Qwen Code spells
+/// it (see [`Tool::keeps_legacy_name`](crate::tool::Tool::keeps_legacy_name)), so it
+/// need not be `verb_noun`.
 pub fn lint_declaration(
     name: &str,
     description: &str,
     schema: &Value,
-    origin: &Origin,
+    legacy_name: bool,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut add = |severity, rule, message: String| {
@@ -120,6 +119,16 @@ pub fn lint_declaration(
             message,
         })
     };
+    lint_name(name, legacy_name, &mut add);
+    lint_description(description, &mut add);
+    lint_schema(schema, &mut add);
+    out
+}
+
+/// What [`lint_declaration`]'s steps report through: severity, rule, message.
+type Add<'a> = dyn FnMut(Severity, &'static str, String) + 'a;
+
+fn lint_name(name: &str, legacy_name: bool, add: &mut Add<'_>) {
     if name.is_empty()
         || name.chars().count() > MAX_NAME_LEN
         || !name
@@ -135,8 +144,7 @@ pub fn lint_declaration(
             ),
         );
     }
-    let exempt = matches!(origin, Origin::BuiltIn) && COMPATIBLE_NAMES.contains(&name);
-    if !exempt && !is_verb_noun(name) {
+    if !legacy_name && !is_verb_noun(name) {
         add(
             Severity::Warning,
             "name-verb-noun",
@@ -144,6 +152,9 @@ pub fn lint_declaration(
                 .to_string(),
         );
     }
+}
+
+fn lint_description(description: &str, add: &mut Add<'_>) {
     let chars = description.trim().chars().count();
     if chars == 0 {
         add(
@@ -168,6 +179,9 @@ pub fn lint_declaration(
             ),
         );
     }
+}
+
+fn lint_schema(schema: &Value, add: &mut Add<'_>) {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         add(
             Severity::Error,
@@ -205,7 +219,6 @@ pub fn lint_declaration(
             format!("{pointer} uses \"{keyword}\", which OpenAI's strict mode does not accept"),
         );
     }
-    out
 }
 
 /// `verb_noun`: lower case, at least two words joined by `_` (after an `mcp__server__`

@@ -384,6 +384,26 @@ impl ToolRegistry {
         self.entries.iter()
     }
 
+    /// What the built-in tools say about themselves to permission rules: their rule
+    /// aliases and the path operation they perform. Other origins are not believed: an
+    /// MCP server must not make `Read` name its tool.
+    pub fn rule_vocabulary(&self) -> crate::rules::RuleVocabulary {
+        let mut vocabulary = crate::rules::RuleVocabulary::default();
+        for r in self.entries.iter().filter(|r| r.origin == Origin::BuiltIn) {
+            vocabulary.add(&r.name, r.tool.rule_aliases(), r.tool.path_operation());
+        }
+        vocabulary
+    }
+
+    /// The name of the tool that ends plan mode (see [`Tool::ends_plan_mode`]), if one
+    /// is registered, for the advice plan mode gives.
+    pub fn plan_mode_exit(&self) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|r| r.tool.ends_plan_mode())
+            .map(|r| r.name.as_str())
+    }
+
     /// Number of registered tools (those disabled by their `when` clause included).
     pub fn len(&self) -> usize {
         self.entries.len()

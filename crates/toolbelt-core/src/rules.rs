@@ -25,9 +25,11 @@ use crate::tool::ShellCommand;
 
 mod paths;
 mod specifier;
+mod vocabulary;
 
 pub use paths::{PathOperation, PathPolicy};
 pub use specifier::{CommandPurpose, SYSTEM_BIN_DIRS, wildcard};
+pub use vocabulary::RuleVocabulary;
 
 /// The answer of the rules for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

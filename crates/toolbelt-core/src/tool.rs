@@ -379,6 +379,28 @@ pub trait Tool: Send + Sync {
     fn rule_target(&self) -> Option<&str> {
         None
     }
+    /// Other names permission rules may use for this tool (Claude Code's `Read`, `Bash`;
+    /// Qwen Code's display names such as `ls`); one alias may name several tools. Only
+    /// a built-in's are believed (see [`ToolRegistry::rule_vocabulary`](crate::ToolRegistry::rule_vocabulary)).
+    fn rule_aliases(&self) -> &[&'static str] {
+        &[]
+    }
+    /// What the tool does to the paths it is given, for path rules: a rule on reading a
+    /// path (`Read(//etc/**)`) covers every tool that reads. `None`: its path rules
+    /// name it alone.
+    fn path_operation(&self) -> Option<crate::rules::PathOperation> {
+        None
+    }
+    /// Whether the name is kept as Qwen Code spells it (models are trained on it) though
+    /// it is not `verb_noun` (`edit`, `glob`): `tools lint` does not ask a built-in to rename it.
+    fn keeps_legacy_name(&self) -> bool {
+        false
+    }
+    /// Whether approving a call of this tool ends plan mode (it presents the plan): plan
+    /// mode lets it through although it is not read-only, and asks the person even in yolo.
+    fn ends_plan_mode(&self) -> bool {
+        false
+    }
     /// What to tell the model when it calls `name`, which is no registered tool, and
     /// this tool knows why (the `skill` tool: `name` is a skill). The registry asks every
     /// tool before it suggests the closest names.

@@ -109,6 +109,18 @@ impl Tool for CheckedEdits {
     fn hint_for_unknown_name(&self, name: &str) -> Option<String> {
         self.inner.hint_for_unknown_name(name)
     }
+    fn rule_aliases(&self) -> &[&'static str] {
+        self.inner.rule_aliases()
+    }
+    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+        self.inner.path_operation()
+    }
+    fn keeps_legacy_name(&self) -> bool {
+        self.inner.keeps_legacy_name()
+    }
+    fn ends_plan_mode(&self) -> bool {
+        self.inner.ends_plan_mode()
+    }
     fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
         let inner = self.inner.build(args)?;
         Ok(Box::new(CheckedCall {
@@ -220,4 +232,65 @@ async fn new_errors(
         new.len(),
         lines.join("\n")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolbelt_core::rules::PathOperation;
+    use toolbelt_core::{Settings, WorkspaceRoots};
+
+    /// A tool that says everything the `Tool` trait lets a tool say about itself.
+    struct Says(Value);
+
+    impl Tool for Says {
+        fn name(&self) -> &str {
+            "says"
+        }
+        fn display_name(&self) -> &str {
+            "Says"
+        }
+        fn description(&self) -> &str {
+            "A tool for the test."
+        }
+        fn kind(&self) -> Kind {
+            Kind::Edit
+        }
+        fn parameter_schema(&self) -> &Value {
+            &self.0
+        }
+        fn rule_aliases(&self) -> &[&'static str] {
+            &["Edit"]
+        }
+        fn path_operation(&self) -> Option<PathOperation> {
+            Some(PathOperation::Edit)
+        }
+        fn keeps_legacy_name(&self) -> bool {
+            true
+        }
+        fn ends_plan_mode(&self) -> bool {
+            true
+        }
+        fn build(&self, _: Value) -> Result<Box<dyn Invocation>, ToolError> {
+            Err(ToolError::invalid_params("not for running"))
+        }
+    }
+
+    #[test]
+    fn a_checked_tool_says_what_the_tool_it_wraps_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let roots = WorkspaceRoots::new(&[dir.path().to_path_buf()]).unwrap();
+        let env = Arc::new(ToolEnvironment::new(
+            roots,
+            Arc::new(Settings::default()),
+            dir.path().join("session"),
+        ));
+        let servers = Arc::new(Servers::new(Vec::new(), dir.path().to_path_buf()));
+        let inner: Arc<dyn Tool> = Arc::new(Says(serde_json::json!({"type": "object"})));
+        let checked = CheckedEdits::new(inner, env, servers, Duration::ZERO);
+        assert_eq!(checked.rule_aliases(), &["Edit"]);
+        assert_eq!(checked.path_operation(), Some(PathOperation::Edit));
+        assert!(checked.keeps_legacy_name());
+        assert!(checked.ends_plan_mode());
+    }
 }

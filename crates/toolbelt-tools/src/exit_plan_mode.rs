@@ -9,43 +9,39 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
-use toolbelt_core::scheduler::EXIT_PLAN_MODE;
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ExecContext, Invocation, Kind, Tool, ToolEnvironment,
     ToolError, ToolResult,
 };
 
+/// The `exit_plan_mode` tool: presents a plan for approval and leaves plan mode.
 pub struct ExitPlanMode {
     schema: Value,
 }
 
 impl ExitPlanMode {
+    /// The tool over a session's environment.
     pub fn new(_env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "plan": {
-                    "type": "string",
-                    "description": "The plan to present for approval, in Markdown: the steps, the files each one changes, and how the result will be checked."
-                }
-            },
-            "required": ["plan"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         ExitPlanMode { schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "The plan to present for approval, in Markdown: the steps, the files each one changes, and how the result will be checked."
+    )]
     plan: String,
 }
 
 impl Tool for ExitPlanMode {
     fn name(&self) -> &str {
-        EXIT_PLAN_MODE
+        "exit_plan_mode"
     }
     fn display_name(&self) -> &str {
         "ExitPlanMode"
@@ -59,6 +55,9 @@ impl Tool for ExitPlanMode {
         Kind::Think
     }
     fn needs_confirmation(&self) -> bool {
+        true
+    }
+    fn ends_plan_mode(&self) -> bool {
         true
     }
     fn parameter_schema(&self) -> &Value {

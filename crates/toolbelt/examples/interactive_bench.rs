@@ -165,7 +165,7 @@ fn streaming_server(tokens: usize, rate: usize) -> String {
     format!("http://{addr}/v1")
 }
 
-/// `interactive_bench capture`: a short session for the README, screen printed twice
+/// `interactive_bench capture`: a short session for docs/interactive.md, screen printed twice
 /// (at the confirmation, and at the end).
 fn capture() {
     use toolbelt_model::fake_server::{FakeOpenAi, Reply};
@@ -209,14 +209,23 @@ fn capture() {
     quit(p);
 }
 
+/// A model server nobody listens on: the UI starts without one.
+const OFFLINE: [&str; 4] = ["--openai-base-url", "http://127.0.0.1:9/v1", "-m", "bench"];
+
 fn main() {
     assert!(bin().exists(), "build the release binary first");
     if std::env::args().nth(1).as_deref() == Some("capture") {
         return capture();
     }
-    let offline = ["--openai-base-url", "http://127.0.0.1:9/v1", "-m", "bench"];
+    first_frame();
+    echo_and_idle();
+    streaming();
+    long_session();
+}
 
-    // 1. Start to the first frame.
+/// Start to the first frame.
+fn first_frame() {
+    let offline = OFFLINE;
     let mut starts = Vec::new();
     for _ in 0..20 {
         let d = dirs();
@@ -232,8 +241,11 @@ fn main() {
         percentile(&mut starts.clone(), 0.9),
         percentile(&mut starts, 1.0)
     );
+}
 
-    // 2 and 5. Echo latency and idle CPU.
+/// Echo latency and idle CPU.
+fn echo_and_idle() {
+    let offline = OFFLINE;
     let d = dirs();
     let p = spawn(&d, &offline);
     p.wait_for(READY);
@@ -260,8 +272,10 @@ fn main() {
         idle_cpu / idle.as_secs_f64() * 100.0
     );
     quit(p);
+}
 
-    // 3. Streaming at 5,000 tokens/s while typing.
+/// Streaming at 5,000 tokens/s while typing.
+fn streaming() {
     let tokens = 10_000;
     let url = streaming_server(tokens, 5_000);
     let d = dirs();
@@ -290,8 +304,10 @@ fn main() {
         cpu / stream_time.as_secs_f64() * 100.0
     );
     quit(p);
+}
 
-    // 4. A 200-call session.
+/// A 200-call session.
+fn long_session() {
     let d = dirs();
     let script = d.state.join("calls200.jsonl");
     let mut text = String::new();

@@ -15,14 +15,14 @@ pub const EXIT_TURN_LIMIT: u8 = 53;
 const EXAMPLES: &str = "\
 Examples:
   bash examples/tour.sh        (from a checkout: a scripted model tours the tools offline)
-  OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_MODEL=qwen3-coder toolbelt -y \"fix the failing test\"
+  OPENAI_BASE_URL=http://127.0.0.1:8000/v1 toolbelt -y \"fix the failing test\"
   git diff | toolbelt -p \"review this diff\" --output-format json
   toolbelt tools list
   toolbelt tools list --json
   toolbelt skills list
-  toolbelt tools call read_file '{\"absolute_path\": \"/abs/path/README.md\"}'
-  echo '{\"absolute_path\": \"/abs/path/logo.png\"}' | toolbelt tools call read_file - --json
-  toolbelt --include-directories ../lib tools call read_file '{\"absolute_path\": \"/abs/lib/x.rs\"}'
+  toolbelt tools call read_file \"{\\\"absolute_path\\\": \\\"$PWD/README.md\\\"}\"
+  echo \"{\\\"absolute_path\\\": \\\"$PWD/logo.png\\\"}\" | toolbelt tools call read_file - --json
+  toolbelt --include-directories ../lib tools call read_file \"{\\\"absolute_path\\\": \\\"$(cd ../lib && pwd)/x.rs\\\"}\"
 
 Exit codes of the agent (`toolbelt PROMPT`):
   0    the model answered

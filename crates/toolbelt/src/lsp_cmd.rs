@@ -1,14 +1,9 @@
 //! `toolbelt lsp list [--json]`: the language servers the `lsp` tool would ask, which
 //! extensions each covers, its state, and why one would not run (its program is not
-//! found, its file is bad, the folder is not trusted); and the session's reading of
-//! `.lsp.json` with the protection of what it runs.
+//! found, its file is bad, the folder is not trusted). The session reads `.lsp.json`
+//! and protects what it runs; the rows are `toolbelt_session::listing`'s.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use serde_json::json;
-use toolbelt_core::{Settings, WorkspaceRoots};
-use toolbelt_lsp::{ServerConfig, ServerState};
+use toolbelt_session::listing::{lsp_json, lsp_rows};
 
 use crate::cli::{EXIT_OK, EXIT_USAGE, GlobalArgs, LspCommand};
 use crate::session::Session;
@@ -21,67 +16,10 @@ pub async fn run(global: &GlobalArgs, command: LspCommand) -> u8 {
             return EXIT_USAGE;
         }
     };
-    match command {
-        LspCommand::List { json } => list(&session, json).await,
-    }
-}
-
-/// Where `command` would be found: itself when it names a path, else the first `PATH`
-/// entry that holds it.
-fn find_program(command: &str, cwd: &Path) -> Option<PathBuf> {
-    if command.contains('/') {
-        let path = cwd.join(command);
-        return path.is_file().then_some(path);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(command))
-        .find(|p| p.is_file())
-}
-
-fn state_text(config: &ServerConfig, state: &ServerState, program: Option<&Path>) -> String {
-    match (state, program) {
-        (ServerState::Running, _) => "running".into(),
-        (ServerState::Failed(why), _) => format!("failed: {why}"),
-        (ServerState::NotStarted, None) => format!(
-            "will not start: `{}` is not found (not a file, not on PATH)",
-            config.command
-        ),
-        (ServerState::NotStarted, Some(_)) => "not started (starts on first use)".into(),
-    }
-}
-
-async fn list(session: &Session, as_json: bool) -> u8 {
-    let root = session.lsp.root().to_path_buf();
-    let states = session.lsp.states().await;
-    let rows: Vec<_> = states
-        .iter()
-        .map(|(config, state)| {
-            let program = find_program(&config.command, &root);
-            let state = state_text(config, state, program.as_deref());
-            (config, program, state)
-        })
-        .collect();
-    if as_json {
-        let servers: Vec<_> = rows
-            .iter()
-            .map(|(c, program, state)| {
-                json!({
-                    "name": c.name,
-                    "file": c.source,
-                    "command": c.command,
-                    "args": c.args,
-                    "program": program,
-                    "extensions": c.extension_to_language,
-                    "state": state,
-                })
-            })
-            .collect();
-        let out = json!({"servers": servers, "problems": session.lsp_problems});
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).unwrap_or_else(|_| out.to_string())
-        );
+    let LspCommand::List { json } = command;
+    let rows = lsp_rows(&session.lsp).await;
+    if json {
+        crate::agents_cmd::print_pretty(&lsp_json(&rows, &session.lsp_problems));
         return EXIT_OK;
     }
     if rows.is_empty() {
@@ -89,7 +27,8 @@ async fn list(session: &Session, as_json: bool) -> u8 {
             "No language servers. Configure them in .lsp.json (project, trusted folders only) or ~/.qwen/.lsp.json."
         );
     }
-    for (c, _, state) in &rows {
+    for row in &rows {
+        let c = &row.config;
         let extensions: Vec<&str> = c.extension_to_language.keys().map(String::as_str).collect();
         println!(
             "{} ({})  {}",
@@ -98,55 +37,10 @@ async fn list(session: &Session, as_json: bool) -> u8 {
             c.source.display()
         );
         println!("  command: {} {}", c.command, c.args.join(" "));
-        println!("  {state}");
+        println!("  {}", row.state);
     }
     for problem in &session.lsp_problems {
         println!("note: {problem}");
     }
     EXIT_OK
-}
-
-/// Reads `.lsp.json` (see [`toolbelt_lsp::config`]) and protects what it makes toolbelt
-/// run: the project's file itself (trusted or not: trusting the folder later would start
-/// what a model wrote there) and the files its servers' commands name.
-pub(crate) fn load(
-    roots: &mut WorkspaceRoots,
-    home: Option<&Path>,
-    settings: &Settings,
-    warnings: &mut Vec<String>,
-) -> (Arc<toolbelt_lsp::Servers>, Vec<String>) {
-    let Some(root) = roots.primary().map(Path::to_path_buf) else {
-        let none = toolbelt_lsp::Servers::new(Vec::new(), PathBuf::from("/"));
-        return (Arc::new(none), Vec::new());
-    };
-    let config =
-        toolbelt_lsp::LspConfig::load(Some(&root), home, settings.untrusted_project.is_none());
-    const RUNS: &str = "it names language servers that toolbelt starts without asking";
-    roots.protect(
-        &root.join(".lsp.json"),
-        "language server configuration",
-        RUNS,
-    );
-    for server in &config.servers {
-        for file in toolbelt_lsp::command_files(server, &root) {
-            roots.protect(&file, "a language server", RUNS);
-        }
-    }
-    let mut problems = Vec::new();
-    for error in &config.errors {
-        let warning = format!("ignoring {error}");
-        eprintln!("toolbelt: warning: {warning}");
-        warnings.push(warning.clone());
-        problems.push(warning);
-    }
-    if let Some(file) = &config.ignored_untrusted {
-        let note = format!(
-            "{} is not read: the folder is not trusted (`toolbelt trust` trusts it), and its servers would run without asking",
-            file.display()
-        );
-        tracing::info!("{note}");
-        problems.push(note);
-    }
-    let servers = toolbelt_lsp::Servers::new(config.servers, root);
-    (Arc::new(servers), problems)
 }

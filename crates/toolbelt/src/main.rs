@@ -1,6 +1,7 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
-//! `toolbelt`: the command line. Thin by design: it parses flags, assembles a session
-//! (settings, workspace roots, registry) and hands work to the library crates.
+//! `toolbelt`: the command line. Thin by design: it parses flags, opens a session
+//! (`toolbelt_session`) and hands work to the library crates; it keeps the output
+//! formats and the terminal UI.
 
 use std::process::ExitCode;
 
@@ -13,22 +14,19 @@ mod pipes;
 
 mod agent_cmd;
 mod agent_output;
-mod agent_sessions;
-mod agent_subagents;
 mod agents_cmd;
 mod cli;
 #[cfg(debug_assertions)]
 mod crash;
 mod ending;
 mod interactive;
-mod interactive_kit;
 mod lsp_cmd;
 mod mcp_cmd;
 mod sandbox_cmd;
 mod serve_cmd;
 mod session;
 mod skills_cmd;
-mod stream_json;
+mod tools_call;
 mod tools_cmd;
 mod trust_cmd;
 mod when_cmd;
@@ -46,6 +44,9 @@ fn main() -> ExitCode {
     // Before anything can start a process or a signal can arrive.
     ending::start();
     ending::watch_termination();
+    toolbelt_stream_json::on_closed_output(|| {
+        ending::end_now(pipes::EXIT_BROKEN_PIPE);
+    });
     #[cfg(debug_assertions)]
     if args.get(1).is_some_and(|a| a == crash::CRASH_ARG) {
         crash::run(&args[2..]);

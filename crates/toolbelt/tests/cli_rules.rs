@@ -317,3 +317,71 @@ fn lint_counts_a_manifest_entry_skipped_at_load_as_an_error() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("2 errors"), "{stdout}");
 }
+
+/// A user manifest (trusted) declaring `list_notes`, bound to the built-in `glob`, with
+/// `when` (if given) as its clause.
+fn declare_list_notes(p: &Project, when: Option<&str>) {
+    let tools = p.home.join(".qwen/tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let mut tool = serde_json::json!({
+        "name": "list_notes", "displayName": "List notes", "modelDescription": "Lists the notes."
+    });
+    if let Some(clause) = when {
+        tool["when"] = clause.into();
+    }
+    let manifest = serde_json::json!({
+        "languageModelTools": [tool],
+        "bindings": {"list_notes": {"builtin": "glob", "arguments": {"pattern": "*.txt"}}}
+    });
+    std::fs::write(tools.join("notes.json"), manifest.to_string()).unwrap();
+}
+
+#[test]
+fn tools_call_refuses_a_tool_whose_when_clause_is_false() {
+    let p = project("{}");
+    declare_list_notes(&p, Some("approvalMode == 'yolo'"));
+    let out = p.call("list_notes", serde_json::json!({}));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("refused"), "{err}");
+    assert!(err.contains("is disabled"), "{err}");
+    assert!(err.contains("approvalMode == 'yolo'"), "{err}");
+    assert!(out.stdout.is_empty(), "it ran: {}", text(&out.stdout));
+
+    // The same tool with a clause that holds runs.
+    declare_list_notes(&p, Some("approvalMode != 'yolo'"));
+    let out = p.call("list_notes", serde_json::json!({}));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("public.txt"));
+}
+
+#[test]
+fn tools_call_holds_a_deny_rule_on_a_built_in_against_a_declared_tool_bound_to_it() {
+    // A deny rule with a specifier keeps the shell registered (a bare deny would remove
+    // it, and the declared tool with it): the declared tool runs an `echo`, which asks
+    // nothing, so only the shell's rule can stop it.
+    let p = project(r#"{"permissions": {"deny": ["Bash(echo:*)"]}}"#);
+    let tools = p.home.join(".qwen/tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let manifest = serde_json::json!({
+        "languageModelTools": [{
+            "name": "say_hello", "displayName": "Say hello", "modelDescription": "Says hello."
+        }],
+        "bindings": {"say_hello": {
+            "builtin": "run_shell_command", "arguments": {"command": "echo ran-it"}
+        }}
+    });
+    std::fs::write(tools.join("hello.json"), manifest.to_string()).unwrap();
+    let out = p.call("say_hello", serde_json::json!({}));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("refused"), "{err}");
+    assert!(err.contains("Bash(echo:*)"), "the rule is named: {err}");
+    assert!(!text(&out.stdout).contains("ran-it"), "it ran: {err}");
+
+    // Without the rule the same call runs: the refusal above was the rule's.
+    std::fs::write(p.home.join(".qwen/settings.json"), "{}").unwrap();
+    let out = p.call("say_hello", serde_json::json!({}));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("ran-it"));
+}

@@ -72,7 +72,11 @@ fn headless_touch_is_refused_and_ls_runs() {
     let p = project(None);
     let out = p.shell("touch x", &[]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("needs confirmation"));
+    assert!(
+        text(&out.stderr).contains("needs the user's approval"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(!p.root.join("x").exists(), "the refused command ran");
 
     let out = p.shell("ls", &[]);
@@ -116,7 +120,7 @@ fn a_deny_rule_refuses_and_names_itself() {
     let out = p.shell("echo ok && ls -la", &["--yes"]);
     assert_eq!(out.status.code(), Some(3));
     assert!(
-        text(&out.stderr).contains("`run_shell_command(ls *)`"),
+        text(&out.stderr).contains("\"run_shell_command(ls *)\""),
         "{}",
         text(&out.stderr)
     );

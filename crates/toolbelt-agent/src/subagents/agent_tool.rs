@@ -42,7 +42,7 @@ use toolbelt_model::{Model, UserPart};
 use super::background::{BackgroundTasks, Inbox, SendMessage, TaskStop, text_arg};
 use super::catalog::AgentCatalog;
 use super::definition::{AGENT_TOOL, AgentDefinition, narrowed_mode};
-use crate::transcript::{SessionHeader, SessionStore};
+use crate::transcript::{SessionHeader, SessionStore, SessionWriter};
 use crate::{Agent, AgentEvent, EventSink, RunOutcome, StopReason};
 
 /// How deep sub-agents nest: the parent is depth 0, its sub-agents 1; an agent at this
@@ -54,6 +54,7 @@ const DESCRIPTION_CHARS: usize = 600;
 
 /// The model of a sub-agent: the parent's, or the one its definition names.
 pub trait ModelChooser: Send + Sync {
+    /// The model for a definition naming `name` (`None`: the parent's); `Err` says why it cannot be used.
     fn model(&self, name: Option<&str>) -> Result<Arc<dyn Model>, String>;
 }
 
@@ -68,11 +69,15 @@ impl ModelChooser for SameModel {
 
 /// What every sub-agent of a session shares: built once when the session is assembled.
 pub struct SubagentRuntime {
+    /// The definitions sub-agents are started from.
     pub catalog: Arc<AgentCatalog>,
+    /// Chooses each sub-agent's model.
     pub models: Arc<dyn ModelChooser>,
+    /// The parent's tool environment (roots, settings).
     pub env: Arc<ToolEnvironment>,
     /// The parent's tools, without `agent`.
     pub tools: ToolRegistry,
+    /// The session's permission rules, which every sub-agent call is judged by.
     pub permissions: Permissions,
     /// Who the foreground sub-agents ask (`None` headless).
     pub approver: Option<Arc<dyn Approver>>,
@@ -84,6 +89,7 @@ pub struct SubagentRuntime {
     pub transcripts: Option<PathBuf>,
     /// The parent session's id, named in each transcript's header.
     pub parent_session: Option<String>,
+    /// The working directory, for the sub-agent's prompt and transcript.
     pub cwd: PathBuf,
     /// The turn limit of a definition without `runConfig.max_turns`.
     pub default_max_turns: usize,
@@ -162,6 +168,9 @@ impl Tool for AgentTool {
     // with the parent's rules and a mode no wider than the parent's, so in plan mode a
     // sub-agent is in plan mode too. The cost: two sub-agents that edit may edit at the
     // same time, as two people would; their edits still ask or are refused per call.
+    fn rule_aliases(&self) -> &[&'static str] {
+        &["Task"]
+    }
     fn kind(&self) -> Kind {
         Kind::Think
     }
@@ -359,9 +368,69 @@ async fn run_subagent(
             ));
         }
     };
-    // The tools: the parent's, the nested `agent` (its own background table), cut to
-    // the definition and the depth limit.
     let nested_tasks = BackgroundTasks::new();
+    let registry = subagent_tools(call, &nested_tasks);
+    let mode = narrowed_mode(rt.mode, def.approval_mode);
+    let config = SchedulerConfig {
+        mode,
+        permissions: rt.permissions.clone(),
+        approver: if background { None } else { rt.approver.clone() },
+        nobody_to_ask: background.then(|| NobodyToAsk {
+            why: "it runs in a background sub-agent, which cannot ask anyone".to_string(),
+            how: "The user can allow it with a permission rule (--allowed-tools {tool}) or a wider approval mode, or the task can be given to a foreground agent.".to_string(),
+        }),
+        ..Default::default()
+    };
+    let (writer, agent_id) = subagent_transcript(rt, def, model.name());
+    let transcript = writer.as_ref().map(|w| w.path().to_path_buf());
+    let sink = subagent_sink(rt, &agent_id, parent_call_id);
+    let max_turns = def.max_turns.unwrap_or(rt.default_max_turns);
+    let agent = Agent::new(
+        model,
+        Arc::new(registry),
+        rt.env.clone(),
+        config,
+        system_prompt(def, rt, mode),
+        max_turns,
+        sink,
+    )
+    .with_background(nested_tasks.clone());
+    let agent = match inbox {
+        Some(inbox) => agent.with_inbox(inbox.clone()),
+        None => agent,
+    };
+    let agent = match writer {
+        Some(w) => agent.with_session_log(w),
+        None => agent,
+    };
+    let (outcome, timed_out) = run_timed(&agent, &call.prompt, def, cancel).await;
+    nested_tasks.stop_all().await;
+    let summary = summary_line(
+        def,
+        &agent_id,
+        &outcome,
+        started.elapsed(),
+        timed_out,
+        mode,
+        transcript.as_deref(),
+    );
+    let ending = match outcome.stop {
+        StopReason::Cancelled if !timed_out => Ending::Cancelled,
+        StopReason::ModelFailed(_) => Ending::Failed,
+        _ => Ending::Finished,
+    };
+    Report {
+        answer: outcome.answer,
+        summary,
+        ending,
+    }
+}
+
+/// The sub-agent's tools: the parent's, the nested `agent` (with `nested_tasks`, its
+/// own background table), cut to the definition and the depth limit.
+fn subagent_tools(call: &AgentCall, nested_tasks: &Arc<BackgroundTasks>) -> ToolRegistry {
+    let rt = &call.runtime;
+    let def = &call.definition;
     let mut registry = rt.tools.clone();
     registry.register(
         Arc::new(AgentTool::new(rt.clone(), call.depth, nested_tasks.clone())),
@@ -397,23 +466,21 @@ async fn run_subagent(
             }
         }
     }
-    let mode = narrowed_mode(rt.mode, def.approval_mode);
-    let config = SchedulerConfig {
-        mode,
-        permissions: rt.permissions.clone(),
-        approver: if background { None } else { rt.approver.clone() },
-        nobody_to_ask: background.then(|| NobodyToAsk {
-            why: "it runs in a background sub-agent, which cannot ask anyone".to_string(),
-            how: "The user can allow it with a permission rule (--allowed-tools {tool}) or a wider approval mode, or the task can be given to a foreground agent.".to_string(),
-        }),
-        ..Default::default()
-    };
-    // The transcript, whose file name is the sub-agent's id.
+    registry
+}
+
+/// The sub-agent's transcript writer, if one is saved, and its id (the transcript's
+/// file name, or the definition's name with a counter).
+fn subagent_transcript(
+    rt: &SubagentRuntime,
+    def: &AgentDefinition,
+    model_name: &str,
+) -> (Option<Arc<SessionWriter>>, String) {
     let writer = rt.transcripts.as_ref().and_then(|dir| {
         let store = SessionStore::new(dir.clone());
         let header = SessionHeader::new(
             rt.cwd.clone(),
-            model.name().to_string(),
+            model_name.to_string(),
             rt.parent_session.clone(),
         );
         match store.create(header) {
@@ -432,9 +499,14 @@ async fn run_subagent(
             rt.counter.fetch_add(1, Ordering::Relaxed) + 1
         ),
     };
-    let transcript = writer.as_ref().map(|w| w.path().to_path_buf());
-    let sink: Option<EventSink> = rt.sink.clone().map(|parent| {
-        let agent_id = agent_id.clone();
+    (writer, agent_id)
+}
+
+/// The parent's event sink, with the sub-agent's events wrapped in its id and the
+/// parent call's.
+fn subagent_sink(rt: &SubagentRuntime, agent_id: &str, parent_call_id: &str) -> Option<EventSink> {
+    rt.sink.clone().map(|parent| {
+        let agent_id = agent_id.to_string();
         let parent_call_id = parent_call_id.to_string();
         Arc::new(move |event: AgentEvent| {
             parent(AgentEvent::SubAgent {
@@ -443,27 +515,17 @@ async fn run_subagent(
                 event: Box::new(event),
             })
         }) as EventSink
-    });
-    let max_turns = def.max_turns.unwrap_or(rt.default_max_turns);
-    let agent = Agent::new(
-        model,
-        Arc::new(registry),
-        rt.env.clone(),
-        config,
-        system_prompt(def, rt, mode),
-        max_turns,
-        sink,
-    )
-    .with_background(nested_tasks.clone());
-    let agent = match inbox {
-        Some(inbox) => agent.with_inbox(inbox.clone()),
-        None => agent,
-    };
-    let agent = match writer {
-        Some(w) => agent.with_session_log(w),
-        None => agent,
-    };
-    // The time limit cancels the run; the outcome then says which limit it was.
+    })
+}
+
+/// Runs the sub-agent on `prompt` under the definition's time limit, which cancels the
+/// run; the second value says whether the limit (not the parent) ended it.
+async fn run_timed(
+    agent: &Agent,
+    prompt: &str,
+    def: &AgentDefinition,
+    cancel: &CancellationToken,
+) -> (RunOutcome, bool) {
     let run_cancel = cancel.child_token();
     let timed_out = Arc::new(AtomicBool::new(false));
     let timer = def.max_time.map(|limit| {
@@ -476,32 +538,13 @@ async fn run_subagent(
         })
     });
     let outcome = agent
-        .run(vec![UserPart::Text(call.prompt.clone())], &run_cancel)
+        .run(vec![UserPart::Text(prompt.to_string())], &run_cancel)
         .await;
     if let Some(t) = timer {
         t.abort();
     }
-    nested_tasks.stop_all().await;
     let timed_out = timed_out.load(Ordering::SeqCst) && !cancel.is_cancelled();
-    let summary = summary_line(
-        def,
-        &agent_id,
-        &outcome,
-        started.elapsed(),
-        timed_out,
-        mode,
-        transcript.as_deref(),
-    );
-    let ending = match outcome.stop {
-        StopReason::Cancelled if !timed_out => Ending::Cancelled,
-        StopReason::ModelFailed(_) => Ending::Failed,
-        _ => Ending::Finished,
-    };
-    Report {
-        answer: outcome.answer,
-        summary,
-        ending,
-    }
+    (outcome, timed_out)
 }
 
 /// The definition's prompt, then what every sub-agent needs to know.

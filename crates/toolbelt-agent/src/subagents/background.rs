@@ -89,6 +89,7 @@ struct InboxState {
 }
 
 impl Inbox {
+    /// An empty inbox.
     pub fn new() -> Arc<Self> {
         Arc::new(Inbox::default())
     }
@@ -148,6 +149,7 @@ impl Inbox {
 }
 
 impl BackgroundTasks {
+    /// An empty table.
     pub fn new() -> Arc<Self> {
         Arc::new(BackgroundTasks::default())
     }
@@ -422,6 +424,7 @@ pub struct SendMessage {
 }
 
 impl SendMessage {
+    /// The `send_message` tool over `tasks`.
     pub fn new(tasks: Arc<BackgroundTasks>) -> Self {
         SendMessage {
             tasks,

@@ -23,6 +23,7 @@ pub struct AgentCatalog {
     agents: Vec<AgentDefinition>,
     /// Definitions hidden by a higher level of the same name.
     shadowed: Vec<AgentDefinition>,
+    /// Definitions that could not be loaded or were hidden, for the person.
     pub warnings: Vec<String>,
 }
 
@@ -149,10 +150,12 @@ impl AgentCatalog {
         &self.shadowed
     }
 
+    /// The definition named `name`.
     pub fn get(&self, name: &str) -> Option<&AgentDefinition> {
         self.agents.iter().find(|a| a.name == name)
     }
 
+    /// The names of every definition, in catalog order.
     pub fn names(&self) -> Vec<String> {
         self.agents.iter().map(|a| a.name.clone()).collect()
     }
@@ -181,7 +184,7 @@ fn read_definition(
 }
 
 /// `general-purpose` (every tool but `agent`) and `Explore` (read-only tools).
-pub fn builtins() -> Vec<AgentDefinition> {
+pub(super) fn builtins() -> Vec<AgentDefinition> {
     let builtin = |name: &str, description: &str, tools, prompt: &str| AgentDefinition {
         name: name.to_string(),
         description: description.to_string(),

@@ -35,12 +35,16 @@ use toolbelt_core::front_matter;
 /// Where a definition comes from; a higher level hides a lower one of the same name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
+    /// Shipped with toolbelt.
     BuiltIn,
+    /// From the person's home (`~/.qwen/agents`).
     User,
+    /// From the project (`.qwen/agents`).
     Project,
 }
 
 impl Level {
+    /// The spelling listings use: `builtin`, `user`, `project`.
     pub fn as_str(self) -> &'static str {
         match self {
             Level::BuiltIn => "builtin",
@@ -65,18 +69,29 @@ pub enum ToolAllow {
 /// A parsed definition.
 #[derive(Debug, Clone)]
 pub struct AgentDefinition {
+    /// The name the `agent` tool is called with (letters, digits, `-`, `_`).
     pub name: String,
+    /// When to use this agent: the model reads it to choose.
     pub description: String,
+    /// Which tools it gets.
     pub tools: ToolAllow,
+    /// Tools taken away from those (`disallowedTools`).
     pub disallowed_tools: Vec<String>,
+    /// The model to use; `None`: the parent's.
     pub model: Option<String>,
+    /// An approval mode, which can only narrow the parent's.
     pub approval_mode: Option<ApprovalMode>,
+    /// The turn limit (`runConfig.max_turns`).
     pub max_turns: Option<usize>,
+    /// The time limit (`runConfig.max_time_minutes`).
     pub max_time: Option<Duration>,
+    /// The color displays show it in.
     pub color: Option<String>,
+    /// Whether it runs in the background by default.
     pub background: bool,
     /// The Markdown body.
     pub system_prompt: String,
+    /// The level it was found at.
     pub level: Level,
     /// The file, for user and project definitions.
     pub path: Option<PathBuf>,
@@ -143,7 +158,7 @@ pub fn narrowed_mode(parent: ApprovalMode, wanted: Option<ApprovalMode>) -> Appr
 
 /// A definition file that could not be loaded: `file:line: key: problem`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DefinitionError {
+pub(super) struct DefinitionError {
     pub path: PathBuf,
     pub line: usize,
     /// The key at fault; empty for problems of the file as a whole.
@@ -162,13 +177,13 @@ impl std::fmt::Display for DefinitionError {
 }
 
 /// Parses one definition file's text.
-pub fn parse(path: &Path, text: &str, level: Level) -> Result<AgentDefinition, DefinitionError> {
-    let error = |line: usize, key: &str, message: String| DefinitionError {
-        path: path.to_path_buf(),
-        line,
-        key: key.to_string(),
-        message,
-    };
+pub(super) fn parse(
+    path: &Path,
+    text: &str,
+    level: Level,
+) -> Result<AgentDefinition, DefinitionError> {
+    let error =
+        |line: usize, key: &str, message: String| definition_error(path, line, key, message);
     // The shared reader: the same split, and the same size, depth and alias budgets as
     // skills, so a hostile definition cannot blow up the YAML parser.
     let split = front_matter::split(text).map_err(|e| error(e.line.unwrap_or(1), "", e.message))?;
@@ -188,121 +203,22 @@ pub fn parse(path: &Path, text: &str, level: Level) -> Result<AgentDefinition, D
                 format!("invalid YAML: {}", e.message),
             )
         })?;
-    let line_of = |key: &str| {
-        map.get(key).map_or(first, |v| {
-            first + (v.referenced.line() as usize).saturating_sub(1)
-        })
-    };
-    let bad = |key: &str, what: &str| error(line_of(key), key, what.to_string());
-    let string = |key: &str| -> Result<Option<String>, DefinitionError> {
-        match map.get(key).map(|v| &v.value) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(bad(key, "expected a string")),
-        }
-    };
-    let list = |key: &str| -> Result<Option<Vec<String>>, DefinitionError> {
-        match map.get(key).map(|v| &v.value) {
-            None | Some(Value::Null) => Ok(None),
-            // Qwen Code also takes a comma-separated string.
-            Some(Value::String(s)) => Ok(Some(
-                s.split(',')
-                    .map(|t| t.trim().to_string())
-                    .filter(|t| !t.is_empty())
-                    .collect(),
-            )),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|i| i.as_str().map(str::to_string))
-                .collect::<Option<Vec<_>>>()
-                .map(Some)
-                .ok_or_else(|| bad(key, "expected a list of tool names (strings)")),
-            Some(_) => Err(bad(key, "expected a list of tool names")),
-        }
-    };
-    let name = string("name")?
-        .filter(|n| !n.trim().is_empty())
-        .ok_or_else(|| bad("name", "required: the agent's name"))?;
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        || name.len() > 64
-    {
-        return Err(bad(
-            "name",
-            "use letters, digits, `-` and `_` only (at most 64)",
-        ));
-    }
-    let description = string("description")?
+    let fields = Fields { path, map, first };
+    let name = fields.name()?;
+    let description = fields
+        .string("description")?
         .filter(|d| !d.trim().is_empty())
-        .ok_or_else(|| bad("description", "required: when to use this agent"))?;
-    let tools = match list("tools")? {
-        None => ToolAllow::All,
-        Some(names) if names.iter().any(|n| n == "*") => {
-            let mut names = names;
-            names.retain(|n| n != "*");
-            if names.is_empty() {
-                ToolAllow::All
-            } else {
-                names.push("*".into());
-                ToolAllow::Names(names)
-            }
-        }
-        Some(names) => ToolAllow::Names(names),
-    };
-    let disallowed_tools = list("disallowedTools")?.unwrap_or_default();
-    let model = match string("model")? {
-        Some(m) => Some(m),
-        None => match map.get("modelConfig").map(|v| &v.value) {
-            Some(Value::Object(o)) => o.get("model").and_then(Value::as_str).map(str::to_string),
-            _ => None,
-        },
-    }
-    .filter(|m| !m.trim().is_empty() && m != "inherit");
-    let approval_mode = match string("approvalMode")? {
-        None => None,
-        Some(m) => Some(m.parse::<ApprovalMode>().map_err(|_| {
-            bad(
-                "approvalMode",
-                "expected one of plan, default, auto-edit, yolo",
-            )
-        })?),
-    };
-    let (mut max_turns, mut max_time) = (None, None);
-    match map.get("runConfig").map(|v| &v.value) {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(run)) => {
-            let number = |key: &str| -> Result<Option<f64>, DefinitionError> {
-                match run.get(key) {
-                    None | Some(Value::Null) => Ok(None),
-                    Some(v) => v
-                        .as_f64()
-                        .filter(|n| *n > 0.0 && n.is_finite())
-                        .map(Some)
-                        .ok_or_else(|| {
-                            error(
-                                line_of("runConfig"),
-                                &format!("runConfig.{key}"),
-                                "expected a positive number".into(),
-                            )
-                        }),
-                }
-            };
-            max_turns = number("max_turns")?.map(|n| (n as usize).max(1));
-            max_time = number("max_time_minutes")?.map(|m| Duration::from_secs_f64(m * 60.0));
-        }
-        Some(_) => {
-            return Err(bad(
-                "runConfig",
-                "expected a mapping with max_turns and max_time_minutes",
-            ));
-        }
-    }
-    let color = string("color")?;
-    let background = match map.get("background").map(|v| &v.value) {
+        .ok_or_else(|| fields.bad("description", "required: when to use this agent"))?;
+    let tools = fields.tools()?;
+    let disallowed_tools = fields.list("disallowedTools")?.unwrap_or_default();
+    let model = fields.model()?;
+    let approval_mode = fields.approval_mode()?;
+    let (max_turns, max_time) = fields.run_config()?;
+    let color = fields.string("color")?;
+    let background = match fields.value("background") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(bad("background", "expected true or false")),
+        Some(_) => return Err(fields.bad("background", "expected true or false")),
     };
     let system_prompt = split.body.trim().to_string();
     if system_prompt.is_empty() {
@@ -327,6 +243,159 @@ pub fn parse(path: &Path, text: &str, level: Level) -> Result<AgentDefinition, D
         level,
         path: Some(path.to_path_buf()),
     })
+}
+
+fn definition_error(path: &Path, line: usize, key: &str, message: String) -> DefinitionError {
+    DefinitionError {
+        path: path.to_path_buf(),
+        line,
+        key: key.to_string(),
+        message,
+    }
+}
+
+/// The front matter of one definition file, read key by key with errors that name
+/// the file, the line and the key.
+struct Fields<'a> {
+    path: &'a Path,
+    map: BTreeMap<String, Spanned<Value>>,
+    /// The line the YAML starts on.
+    first: usize,
+}
+
+impl Fields<'_> {
+    fn value(&self, key: &str) -> Option<&Value> {
+        self.map.get(key).map(|v| &v.value)
+    }
+
+    fn line_of(&self, key: &str) -> usize {
+        self.map.get(key).map_or(self.first, |v| {
+            self.first + (v.referenced.line() as usize).saturating_sub(1)
+        })
+    }
+
+    fn bad(&self, key: &str, what: &str) -> DefinitionError {
+        definition_error(self.path, self.line_of(key), key, what.to_string())
+    }
+
+    fn string(&self, key: &str) -> Result<Option<String>, DefinitionError> {
+        match self.value(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(self.bad(key, "expected a string")),
+        }
+    }
+
+    fn list(&self, key: &str) -> Result<Option<Vec<String>>, DefinitionError> {
+        match self.value(key) {
+            None | Some(Value::Null) => Ok(None),
+            // Qwen Code also takes a comma-separated string.
+            Some(Value::String(s)) => Ok(Some(
+                s.split(',')
+                    .map(|t| t.trim().to_string())
+                    .filter(|t| !t.is_empty())
+                    .collect(),
+            )),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|i| i.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .map(Some)
+                .ok_or_else(|| self.bad(key, "expected a list of tool names (strings)")),
+            Some(_) => Err(self.bad(key, "expected a list of tool names")),
+        }
+    }
+
+    fn name(&self) -> Result<String, DefinitionError> {
+        let name = self
+            .string("name")?
+            .filter(|n| !n.trim().is_empty())
+            .ok_or_else(|| self.bad("name", "required: the agent's name"))?;
+        if !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            || name.len() > 64
+        {
+            return Err(self.bad("name", "use letters, digits, `-` and `_` only (at most 64)"));
+        }
+        Ok(name)
+    }
+
+    fn tools(&self) -> Result<ToolAllow, DefinitionError> {
+        Ok(match self.list("tools")? {
+            None => ToolAllow::All,
+            Some(names) if names.iter().any(|n| n == "*") => {
+                let mut names = names;
+                names.retain(|n| n != "*");
+                if names.is_empty() {
+                    ToolAllow::All
+                } else {
+                    names.push("*".into());
+                    ToolAllow::Names(names)
+                }
+            }
+            Some(names) => ToolAllow::Names(names),
+        })
+    }
+
+    fn model(&self) -> Result<Option<String>, DefinitionError> {
+        Ok(match self.string("model")? {
+            Some(m) => Some(m),
+            None => match self.value("modelConfig") {
+                Some(Value::Object(o)) => {
+                    o.get("model").and_then(Value::as_str).map(str::to_string)
+                }
+                _ => None,
+            },
+        }
+        .filter(|m| !m.trim().is_empty() && m != "inherit"))
+    }
+
+    fn approval_mode(&self) -> Result<Option<ApprovalMode>, DefinitionError> {
+        match self.string("approvalMode")? {
+            None => Ok(None),
+            Some(m) => Ok(Some(m.parse::<ApprovalMode>().map_err(|_| {
+                self.bad(
+                    "approvalMode",
+                    "expected one of plan, default, auto-edit, yolo",
+                )
+            })?)),
+        }
+    }
+
+    /// `runConfig`: the turn and time limits.
+    fn run_config(&self) -> Result<(Option<usize>, Option<Duration>), DefinitionError> {
+        let run = match self.value("runConfig") {
+            None | Some(Value::Null) => return Ok((None, None)),
+            Some(Value::Object(run)) => run,
+            Some(_) => {
+                return Err(self.bad(
+                    "runConfig",
+                    "expected a mapping with max_turns and max_time_minutes",
+                ));
+            }
+        };
+        let number = |key: &str| -> Result<Option<f64>, DefinitionError> {
+            match run.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v
+                    .as_f64()
+                    .filter(|n| *n > 0.0 && n.is_finite())
+                    .map(Some)
+                    .ok_or_else(|| {
+                        definition_error(
+                            self.path,
+                            self.line_of("runConfig"),
+                            &format!("runConfig.{key}"),
+                            "expected a positive number".into(),
+                        )
+                    }),
+            }
+        };
+        let max_turns = number("max_turns")?.map(|n| (n as usize).max(1));
+        let max_time = number("max_time_minutes")?.map(|m| Duration::from_secs_f64(m * 60.0));
+        Ok((max_turns, max_time))
+    }
 }
 
 #[cfg(test)]

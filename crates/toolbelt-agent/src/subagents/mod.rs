@@ -14,11 +14,12 @@
 //! - [`background`] holds the background agents of a loop, their notices for the
 //!   model and their inboxes, `task_stop` and `send_message`.
 
-pub mod agent_tool;
-pub mod background;
-pub mod catalog;
-pub mod definition;
+mod agent_tool;
+mod background;
+mod catalog;
+mod definition;
 
+pub(crate) use agent_tool::escape_closing;
 pub use agent_tool::{AgentTool, MAX_DEPTH, ModelChooser, SameModel, SubagentRuntime};
 pub use background::{BackgroundTasks, Inbox, SendMessage, Sent, ShellJobs, TaskStop};
 pub use catalog::{AgentCatalog, AgentDirs};

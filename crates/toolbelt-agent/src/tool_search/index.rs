@@ -24,9 +24,9 @@ const PARAMETER_NAME_WEIGHT: f32 = 1.5;
 const PARAMETER_DESCRIPTION_WEIGHT: f32 = 0.5;
 /// Longer queries are cut here (at a character boundary): nobody searches with a page
 /// of text, and the cost of a query stays bounded whatever the model sends.
-pub const MAX_QUERY_CHARS: usize = 1_000;
+pub(crate) const MAX_QUERY_CHARS: usize = 1_000;
 /// Distinct words of a query that count.
-pub const MAX_QUERY_TERMS: usize = 32;
+pub(crate) const MAX_QUERY_TERMS: usize = 32;
 /// Nested parameter schemas are indexed this deep.
 const MAX_SCHEMA_DEPTH: usize = 3;
 /// Characters of a description kept for the one-line summary.
@@ -140,10 +140,12 @@ impl ToolIndex {
         index
     }
 
+    /// The number of tools indexed.
     pub fn len(&self) -> usize {
         self.tools.len()
     }
 
+    /// Whether no tool is indexed.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }
@@ -225,7 +227,7 @@ impl ToolIndex {
 }
 
 /// Tools that are not built in: MCP, discovered and declared tools.
-pub fn is_deferrable(r: &Registration) -> bool {
+pub(crate) fn is_deferrable(r: &Registration) -> bool {
     r.origin != Origin::BuiltIn
 }
 
@@ -279,7 +281,7 @@ pub(crate) fn cut_chars(s: &str, max: usize) -> &str {
 
 /// Appends the search terms of `text`: words split on anything not alphanumeric and at
 /// camelCase humps, lower-cased, stop words dropped, plurals folded.
-pub fn tokenize(text: &str, out: &mut Vec<String>) {
+pub(crate) fn tokenize(text: &str, out: &mut Vec<String>) {
     for word in text.split(|c: char| !c.is_alphanumeric()) {
         if word.is_empty() {
             continue;

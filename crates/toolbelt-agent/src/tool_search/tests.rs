@@ -5,6 +5,7 @@ use toolbelt_core::lint::lint_declaration;
 use toolbelt_core::{Settings, WorkspaceRoots};
 
 use super::*;
+use index::tokenize;
 
 /// A tool that only declares itself; calling it echoes its name and arguments.
 pub(crate) struct FakeTool {
@@ -546,7 +547,7 @@ fn the_declaration_of_tool_search_lints_clean() {
         tool.name(),
         tool.description(),
         tool.parameter_schema(),
-        &Origin::BuiltIn,
+        false,
     );
     assert_eq!(findings, []);
     assert_eq!(tool.kind(), Kind::Search);

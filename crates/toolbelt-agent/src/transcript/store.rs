@@ -49,10 +49,12 @@ pub struct SessionStore {
 }
 
 impl SessionStore {
+    /// Sessions kept in `dir`.
     pub fn new(dir: PathBuf) -> Self {
         SessionStore { dir }
     }
 
+    /// The directory sessions are kept in.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -38,7 +38,7 @@ pub use command_forms::{CommandPurpose, SYSTEM_BIN_DIRS};
 
 /// Whether the command-glob `pattern` covers one simple command of a shell call, read
 /// for `purpose` (see [`CommandPurpose`]).
-pub fn shell_command_matches(
+pub(super) fn shell_command_matches(
     pattern: &str,
     command: &ShellCommand,
     purpose: CommandPurpose,
@@ -77,7 +77,7 @@ pub fn shell_command_matches(
 /// Whether the command-glob `pattern` covers the simple command `command` (its text;
 /// leading assignments ignored).
 #[cfg(test)]
-pub fn command_matches(pattern: &str, command: &str) -> bool {
+pub(crate) fn command_matches(pattern: &str, command: &str) -> bool {
     glob_matches(pattern, strip_assignments(command.trim()))
 }
 
@@ -132,7 +132,7 @@ fn collapse_spaces(s: &str) -> String {
 
 /// Drops leading `NAME=value` words (values may be quoted) from a command.
 #[cfg(test)]
-pub fn strip_assignments(mut command: &str) -> &str {
+pub(crate) fn strip_assignments(mut command: &str) -> &str {
     loop {
         let name_len = command
             .bytes()
@@ -189,21 +189,21 @@ fn word_end(s: &str) -> usize {
 }
 
 /// Whether the path-glob `spec` covers `path` (an absolute, resolved path).
-pub fn path_matches(spec: &str, path: &Path, base: &RuleBase) -> bool {
+pub(super) fn path_matches(spec: &str, path: &Path, base: &RuleBase) -> bool {
     PathGlob::compile(spec, base).is_some_and(|glob| glob.is_match(path))
 }
 
 /// A path specifier anchored at a [`RuleBase`] and compiled once, so a walk over many
 /// files does not build the same globs again for each of them.
 #[derive(Debug, Clone)]
-pub struct PathGlob {
+pub(super) struct PathGlob {
     set: GlobSet,
 }
 
 impl PathGlob {
     /// `None` when the specifier cannot be anchored (`~/x` without a home) or is not a
     /// valid glob: such a rule matches no path.
-    pub fn compile(spec: &str, base: &RuleBase) -> Option<PathGlob> {
+    pub(super) fn compile(spec: &str, base: &RuleBase) -> Option<PathGlob> {
         let escape = |p: &Path| globset::escape(&p.to_string_lossy());
         let anchored = if let Some(rest) = spec.strip_prefix("//") {
             format!("/{rest}")
@@ -246,13 +246,13 @@ impl PathGlob {
         set.build().ok().map(|set| PathGlob { set })
     }
 
-    pub fn is_match(&self, path: &Path) -> bool {
+    pub(super) fn is_match(&self, path: &Path) -> bool {
         self.set.is_match(path)
     }
 }
 
 /// Whether the domain `spec` (`domain:x.org`, `x.org` or `*.x.org`) covers `host`.
-pub fn domain_matches(spec: &str, host: &str) -> bool {
+pub(super) fn domain_matches(spec: &str, host: &str) -> bool {
     let domain = spec.strip_prefix("domain:").unwrap_or(spec).trim();
     let domain = domain.strip_prefix("*.").unwrap_or(domain);
     let domain = domain.trim_end_matches('.').to_ascii_lowercase();

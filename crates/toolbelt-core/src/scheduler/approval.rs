@@ -33,9 +33,6 @@ use crate::rules::{Decision, PermissionRules, RuleList};
 use crate::settings::Settings;
 use crate::tool::{BoxFuture, Kind, PermissionSubject};
 
-/// Name of the tool whose approval leaves plan mode.
-pub const EXIT_PLAN_MODE: &str = "exit_plan_mode";
-
 /// How much runs without asking (Qwen Code's `--approval-mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum ApprovalMode {

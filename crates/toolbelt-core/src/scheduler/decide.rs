@@ -1,48 +1,64 @@
 //! The approval decision for one call: the order documented in [`super::approval`],
 //! with protected configuration (see [`super::protect`]) asked whatever the mode or an
-//! earlier "always" answer allows.
+//! earlier "always" answer allows. [`Scheduler::screen`] takes a [`Validated`] call to a
+//! [`Screened`] one (or refuses it), [`Scheduler::decide`] gives the screened call its
+//! [`Verdict`].
 
 use tokio_util::sync::CancellationToken;
 
+use super::pipeline::{Screened, Validated};
 use super::protect::ProtectedChange;
 use super::run_call::cancelled_error;
 use super::{
-    ApprovalMode, ApprovalRequest, EXIT_PLAN_MODE, Scheduler, SchedulerEvent, ToolCallRequest,
-    Verdict,
+    Approval, ApprovalMode, ApprovalRequest, Approver, Scheduler, SchedulerEvent, Verdict,
 };
 use crate::confirm::{ConfirmationDetails, ConfirmationOutcome};
 use crate::result::{Display, ErrorKind, ToolError, ToolResult};
 use crate::rules::Decision;
-use crate::tool::{Consent, Invocation, Kind};
+use crate::tool::{Consent, PermissionSubject};
+
+/// The names whose rules judge a call: the tool's, and the tool it runs (a declared tool
+/// bound to `run_shell_command`).
+fn rule_names<'a>(call: &'a Validated<'_>) -> Vec<&'a str> {
+    std::iter::once(call.registration.name.as_str())
+        .chain(call.registration.tool.rule_target())
+        .collect()
+}
 
 impl Scheduler {
     /// What the rules and the mode say of a call before anything of it runs (a declared
-    /// tool's `prepare` command included): `Err` with the verdict when a deny rule or
-    /// plan mode refuses it, or when `exit_plan_mode` has nothing to exit; otherwise the
-    /// rules' decision, for [`Scheduler::decide`].
-    pub(super) fn screen(
+    /// tool's `prepare` command included): the call back with the verdict when a deny
+    /// rule or plan mode refuses it, or when a plan-ending tool has nothing to end;
+    /// otherwise the call with the rules' decision, for [`Scheduler::decide`].
+    pub(super) fn screen<'r>(
         &self,
-        registration: &crate::registry::Registration,
-        kind: Kind,
-        invocation: &dyn Invocation,
-    ) -> Result<Decision, Box<Verdict>> {
-        let tool = registration.name.as_str();
-        let subject = invocation.permission_subject();
+        call: Validated<'r>,
+    ) -> Result<Screened<'r>, Box<(Validated<'r>, Verdict)>> {
+        match self.rules_and_plan_mode(&call) {
+            Ok(decision) => Ok(Screened { call, decision }),
+            Err(verdict) => Err(Box::new((call, *verdict))),
+        }
+    }
+
+    fn rules_and_plan_mode(&self, call: &Validated<'_>) -> Result<Decision, Box<Verdict>> {
+        let tool = call.registration.name.as_str();
+        let kind = call.kind;
+        let subject = call.invocation.permission_subject();
         // This turn's grants are allow rules on top of the session's (see [`grants`]):
         // deny and ask rules, judged first, still win.
         let granted = self.grants.current();
         let permissions = granted.as_deref().unwrap_or(&self.permissions);
-        // A tool that runs another (a declared tool bound to `run_shell_command`) answers
-        // to that tool's rules too; the strictest answer wins (Deny > Ask > Allow).
-        let target = registration.tool.rule_target();
-        let decision = std::iter::once(tool)
-            .chain(target)
+        // A tool that runs another answers to that tool's rules too; the strictest
+        // answer wins (Deny > Ask > Allow).
+        let names = rule_names(call);
+        let decision = names
+            .iter()
             .map(|name| permissions.evaluate(name, &subject))
             .max()
             .unwrap_or(Decision::Default);
         if decision == Decision::Deny {
-            let rule = std::iter::once(tool)
-                .chain(target)
+            let rule = names
+                .iter()
                 .find_map(|name| permissions.deny_explanation(name, &subject))
                 .unwrap_or_default();
             return Err(Box::new(Verdict::Refuse(ToolError::new(
@@ -53,16 +69,21 @@ impl Scheduler {
             ))));
         }
         let mode = self.mode();
-        if mode == ApprovalMode::Plan && !kind.is_read_only() && tool != EXIT_PLAN_MODE {
+        let ends_plan = call.registration.tool.ends_plan_mode();
+        if mode == ApprovalMode::Plan && !kind.is_read_only() && !ends_plan {
+            let present = match call.registry.plan_mode_exit() {
+                Some(exit) => format!("present your plan with {exit}"),
+                None => "present your plan".to_string(),
+            };
             return Err(Box::new(Verdict::Refuse(ToolError::new(
                 ErrorKind::ExecutionDenied,
                 format!(
-                    "Plan mode is active: only read-only tools (read, search, fetch, think) run, and \"{tool}\" ({}) was not run. Finish researching, then present your plan with {EXIT_PLAN_MODE}; once the user approves it, changes are allowed.",
+                    "Plan mode is active: only read-only tools (read, search, fetch, think) run, and \"{tool}\" ({}) was not run. Finish researching, then {present}; once the user approves it, changes are allowed.",
                     kind.as_str()
                 ),
             ))));
         }
-        if tool == EXIT_PLAN_MODE && mode != ApprovalMode::Plan {
+        if ends_plan && mode != ApprovalMode::Plan {
             return Err(Box::new(Verdict::Answered(ToolResult::text(format!(
                 "Plan mode is not active (approval mode {mode}), so there is nothing to exit and no plan approval is needed. Carry on with the task."
             )))));
@@ -70,169 +91,210 @@ impl Scheduler {
         Ok(decision)
     }
 
-    /// The approval decision for one validated call that [`Scheduler::screen`] let
-    /// through with the rules' `decision` (see [`super::approval`] for the order).
-    /// `approved`: the person already allowed this call (with corrected arguments), so
-    /// only the rules and plan mode could still stop it, and they did not.
-    #[allow(clippy::too_many_arguments)]
+    /// The approval decision for a screened call (see [`super::approval`] for the
+    /// order). A corrected call was already allowed by the person, so only the rules
+    /// and plan mode could still stop it, and they did not.
     pub(super) async fn decide(
         &self,
-        registration: &crate::registry::Registration,
-        request: &ToolCallRequest,
-        decision: Decision,
-        description: &str,
-        invocation: &dyn Invocation,
+        screened: &Screened<'_>,
         cancel: &CancellationToken,
-        approved: bool,
     ) -> Verdict {
-        let tool = registration.name.as_str();
-        let kind = registration.tool.kind();
-        let subject = invocation.permission_subject();
-        let target = registration.tool.rule_target();
+        let call = &screened.call;
         let mode = self.mode();
-        let details = invocation.confirmation().await;
-        let forced_ask = decision == Decision::Ask;
-        let details = match details {
-            Some(d) => d,
-            None if forced_ask => {
-                ConfirmationDetails::generic(registration.tool.display_name(), description)
-            }
-            // Nothing asked, nobody approved: the tool runs the call as an unasked one
-            // (the shell confines it), unless the person gave it their arguments or
-            // runs everything in yolo.
-            None if approved || mode == ApprovalMode::Yolo => {
-                return Verdict::Run(Consent::Approved);
-            }
-            None => return Verdict::Run(Consent::Unasked),
+        let details = match self.what_to_ask(screened, mode).await {
+            Ok(details) => details,
+            Err(consent) => return Verdict::Run(consent),
         };
-        if approved {
-            if tool == EXIT_PLAN_MODE && mode == ApprovalMode::Plan {
+        let ends_plan = call.registration.tool.ends_plan_mode();
+        let protected = ProtectedChange::of(&self.env.roots, &details);
+        if call.corrected
+            || (screened.decision != Decision::Ask
+                && self.approves_unasked(screened, mode, &details, protected.as_ref()))
+        {
+            if ends_plan && mode == ApprovalMode::Plan {
                 self.leave_plan_mode(ConfirmationOutcome::ProceedOnce);
             }
             return Verdict::Run(Consent::Approved);
         }
-        let names: Vec<&str> = std::iter::once(tool).chain(target).collect();
-        let protected = ProtectedChange::of(&self.env.roots, &details);
-        if !forced_ask {
-            let plan_exit = tool == EXIT_PLAN_MODE;
-            let auto = match &protected {
-                // Only yolo and a rule of the session's that names the file approve
-                // protected configuration; the session's rules, not the turn's grants.
-                Some(change) => {
-                    mode == ApprovalMode::Yolo
-                        || (decision == Decision::Allow
-                            && change.named_by_rule(&self.permissions, &names, &subject))
-                }
-                None => {
-                    decision == Decision::Allow
-                        || (mode == ApprovalMode::Yolo && !plan_exit)
-                        || (mode == ApprovalMode::AutoEdit
-                            && matches!(details, ConfirmationDetails::Edit { .. }))
-                        || self.allowances.covers(tool, &registration.origin, &details)
-                }
-            };
-            if auto {
-                if plan_exit && mode == ApprovalMode::Plan {
-                    self.leave_plan_mode(ConfirmationOutcome::ProceedOnce);
-                }
-                return Verdict::Run(Consent::Approved);
-            }
-        }
+        let description = call.invocation.describe();
         let (details, description) = match &protected {
-            Some(change) => change.mark(details, description),
-            None => (details, description.to_string()),
+            Some(change) => change.mark(details, &description),
+            None => (details, description),
         };
         let Some(approver) = &self.approver else {
-            if tool == EXIT_PLAN_MODE
-                && let ConfirmationDetails::Plan { plan, .. } = &details
-            {
-                // No one to approve: the plan is the session's answer and the run ends
-                // with it (the agent loop stops on an unapproved plan).
-                return Verdict::Answered(ToolResult::with_display(
-                    "The plan was recorded as the session's answer; it was not approved, and no changes are to be made.",
-                    Display::Plan {
-                        plan: plan.clone(),
-                        approved: false,
-                    },
-                ));
-            }
-            let (why, how) = match &self.nobody_to_ask {
-                Some(n) => (n.why.clone(), n.how.replace("{tool}", tool)),
-                None => (
-                    format!(
-                        "this session runs without anyone to ask (non-interactive, approval mode {mode})"
-                    ),
-                    format!(
-                        "The user can allow it with --yolo, --approval-mode auto-edit (for edits) or --allowed-tools {tool}."
-                    ),
-                ),
-            };
-            if let Some(change) = &protected {
-                return Verdict::Refuse(change.refusal(tool, &names, &why));
-            }
-            return Verdict::Refuse(ToolError::new(
-                ErrorKind::ExecutionDenied,
-                format!(
-                    "Tool \"{tool}\" needs the user's approval ({}), and {why}, so it was not run. Do not retry it; continue without it if you can, or tell the user what you need. {how}",
-                    details.title()
-                ),
-            ));
+            return self.refuse_unasked(screened, mode, &details, protected.as_ref());
         };
-        self.emit(SchedulerEvent::AwaitingApproval {
-            call_id: request.call_id.clone(),
-            tool: tool.to_string(),
-            details: details.clone(),
-        });
+        // "Always" would contradict an ask rule, and would approve protected
+        // configuration the next time without the person seeing it.
+        // A shell command without root commands names nothing a rule could approve
+        // without approving everything (a wrapper, `eval`, a name only known when it
+        // runs): the shell tool leaves them out, and "always" is not offered.
+        let may_always_allow = screened.decision != Decision::Ask
+            && protected.is_none()
+            && !matches!(&details, ConfirmationDetails::Exec { root_commands, .. } if root_commands.is_empty());
         let ask = ApprovalRequest {
-            call_id: request.call_id.clone(),
-            tool: tool.to_string(),
-            kind,
+            call_id: call.request.call_id.clone(),
+            tool: call.registration.name.clone(),
+            kind: call.kind,
             description,
-            details: details.clone(),
-            // "Always" would contradict an ask rule, and would approve protected
-            // configuration the next time without the person seeing it.
-            // A shell command without root commands names nothing a rule could approve
-            // without approving everything (a wrapper, `eval`, a name only known when it
-            // runs): the shell tool leaves them out, and "always" is not offered.
-            may_always_allow: !forced_ask
-                && protected.is_none()
-                && !matches!(&details, ConfirmationDetails::Exec { root_commands, .. } if root_commands.is_empty()),
+            details,
+            may_always_allow,
         };
+        self.ask(approver.as_ref(), call, mode, ask, cancel).await
+    }
+
+    /// The question the call asks: its own confirmation, or a generic one when an ask
+    /// rule matched; `Err` with how it runs when nothing is asked (unasked, so the shell
+    /// confines it, unless the person gave it their arguments or runs everything in yolo).
+    async fn what_to_ask(
+        &self,
+        screened: &Screened<'_>,
+        mode: ApprovalMode,
+    ) -> Result<ConfirmationDetails, Consent> {
+        let call = &screened.call;
+        match call.invocation.confirmation().await {
+            Some(details) => Ok(details),
+            None if screened.decision == Decision::Ask => Ok(ConfirmationDetails::generic(
+                call.registration.tool.display_name(),
+                &call.invocation.describe(),
+            )),
+            None if call.corrected || mode == ApprovalMode::Yolo => Err(Consent::Approved),
+            None => Err(Consent::Unasked),
+        }
+    }
+
+    /// Whether the rules, the mode or an "always" answer approve a call that asks,
+    /// without a question; for protected configuration only yolo and a rule of the
+    /// session's that names the file (the session's rules, not the turn's grants).
+    fn approves_unasked(
+        &self,
+        screened: &Screened<'_>,
+        mode: ApprovalMode,
+        details: &ConfirmationDetails,
+        protected: Option<&ProtectedChange>,
+    ) -> bool {
+        let call = &screened.call;
+        let allowed = screened.decision == Decision::Allow;
+        match protected {
+            Some(change) => {
+                let subject: PermissionSubject = call.invocation.permission_subject();
+                mode == ApprovalMode::Yolo
+                    || (allowed
+                        && change.named_by_rule(&self.permissions, &rule_names(call), &subject))
+            }
+            None => {
+                allowed
+                    || (mode == ApprovalMode::Yolo && !call.registration.tool.ends_plan_mode())
+                    || (mode == ApprovalMode::AutoEdit
+                        && matches!(details, ConfirmationDetails::Edit { .. }))
+                    || self.allowances.covers(
+                        &call.registration.name,
+                        &call.registration.origin,
+                        details,
+                    )
+            }
+        }
+    }
+
+    /// The verdict when a call must ask and nobody can be asked: a plan becomes the
+    /// session's answer; anything else is refused, saying why and how to allow it.
+    fn refuse_unasked(
+        &self,
+        screened: &Screened<'_>,
+        mode: ApprovalMode,
+        details: &ConfirmationDetails,
+        protected: Option<&ProtectedChange>,
+    ) -> Verdict {
+        let call = &screened.call;
+        let tool = call.registration.name.as_str();
+        if call.registration.tool.ends_plan_mode()
+            && let ConfirmationDetails::Plan { plan, .. } = details
+        {
+            // No one to approve: the plan is the session's answer and the run ends
+            // with it (the agent loop stops on an unapproved plan).
+            return Verdict::Answered(ToolResult::with_display(
+                "The plan was recorded as the session's answer; it was not approved, and no changes are to be made.",
+                Display::Plan {
+                    plan: plan.clone(),
+                    approved: false,
+                },
+            ));
+        }
+        let (why, how) = match &self.nobody_to_ask {
+            Some(n) => (n.why.clone(), n.how.replace("{tool}", tool)),
+            None => (
+                format!(
+                    "this session runs without anyone to ask (non-interactive, approval mode {mode})"
+                ),
+                format!(
+                    "The user can allow it with --yolo, --approval-mode auto-edit (for edits) or --allowed-tools {tool}."
+                ),
+            ),
+        };
+        if let Some(change) = protected {
+            return Verdict::Refuse(change.refusal(tool, &rule_names(call), &why));
+        }
+        let asked_by = self.asking_rule(screened);
+        Verdict::Refuse(ToolError::new(
+            ErrorKind::ExecutionDenied,
+            format!(
+                "Tool \"{tool}\" needs the user's approval ({}{asked_by}), and {why}, so it was not run. Do not retry it; continue without it if you can, or tell the user what you need. {how}",
+                details.title()
+            ),
+        ))
+    }
+
+    /// When an ask rule, not the tool, asked: the words that name it, so the person
+    /// knows which rule to change; empty otherwise.
+    fn asking_rule(&self, screened: &Screened<'_>) -> String {
+        if screened.decision != Decision::Ask {
+            return String::new();
+        }
+        let subject = screened.call.invocation.permission_subject();
+        rule_names(&screened.call)
+            .iter()
+            .find_map(|name| {
+                let verdict = self.permissions.rules().verdict(name, &subject);
+                (verdict.decision == Decision::Ask)
+                    .then_some(verdict.rule)
+                    .flatten()
+            })
+            .map(|rule| format!(", asked for by the permission rule `{rule}`"))
+            .unwrap_or_default()
+    }
+
+    /// Asks the person, and makes their answer a verdict (remembering an "always").
+    async fn ask(
+        &self,
+        approver: &dyn Approver,
+        call: &Validated<'_>,
+        mode: ApprovalMode,
+        ask: ApprovalRequest,
+        cancel: &CancellationToken,
+    ) -> Verdict {
+        self.emit(SchedulerEvent::AwaitingApproval {
+            call_id: ask.call_id.clone(),
+            tool: ask.tool.clone(),
+            details: ask.details.clone(),
+        });
         let answer = tokio::select! {
             answer = approver.approve(&ask) => answer,
             _ = cancel.cancelled() => return Verdict::Cancelled(cancelled_error()),
         };
         let outcome = answer.outcome;
         if !outcome.proceeds() {
-            let said = answer
-                .message
-                .as_deref()
-                .map(str::trim)
-                .filter(|m| !m.is_empty())
-                .map(|m| format!(" The user said: {m}"))
-                .unwrap_or_default();
-            if tool == EXIT_PLAN_MODE {
-                return Verdict::Refuse(ToolError::new(
-                    ErrorKind::ExecutionDenied,
-                    format!(
-                        "The user did not approve the plan. Plan mode stays on: keep researching with read-only tools, ask what they want changed if unclear, and present a revised plan with exit_plan_mode.{said}"
-                    ),
-                ));
-            }
-            return Verdict::Cancelled(ToolError::new(
-                ErrorKind::ExecutionDenied,
-                format!("The user did not allow this call to \"{tool}\"; it was not run.{said}"),
-            ));
+            return refusal_by_person(call, &answer);
         }
+        let tool = call.registration.name.as_str();
         if ask.may_always_allow {
             self.allowances
-                .remember(outcome, tool, &registration.origin, &details);
+                .remember(outcome, tool, &call.registration.origin, &ask.details);
         }
         if let Some(corrected) = answer.arguments {
             // Plan mode is left, if at all, when the corrected call is decided.
             return Verdict::RunWith(corrected);
         }
-        if tool == EXIT_PLAN_MODE && mode == ApprovalMode::Plan {
+        if call.registration.tool.ends_plan_mode() && mode == ApprovalMode::Plan {
             self.leave_plan_mode(outcome);
         }
         Verdict::Run(Consent::Approved)
@@ -248,4 +310,28 @@ impl Scheduler {
             before
         });
     }
+}
+
+/// The verdict when the person said no, with what they said.
+fn refusal_by_person(call: &Validated<'_>, answer: &Approval) -> Verdict {
+    let tool = call.registration.name.as_str();
+    let said = answer
+        .message
+        .as_deref()
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(|m| format!(" The user said: {m}"))
+        .unwrap_or_default();
+    if call.registration.tool.ends_plan_mode() {
+        return Verdict::Refuse(ToolError::new(
+            ErrorKind::ExecutionDenied,
+            format!(
+                "The user did not approve the plan. Plan mode stays on: keep researching with read-only tools, ask what they want changed if unclear, and present a revised plan with {tool}.{said}"
+            ),
+        ));
+    }
+    Verdict::Cancelled(ToolError::new(
+        ErrorKind::ExecutionDenied,
+        format!("The user did not allow this call to \"{tool}\"; it was not run.{said}"),
+    ))
 }

@@ -33,26 +33,25 @@ use tokio_util::sync::CancellationToken;
 use crate::registry::ToolRegistry;
 use crate::result::{ErrorKind, ToolError, ToolResult};
 use crate::tool::{Consent, Invocation, Kind, ToolEnvironment};
-use crate::validate::parse_arguments;
 
 pub mod approval;
 mod decide;
 pub mod events;
 pub mod grants;
 pub mod guards;
+mod pipeline;
 mod protect;
 mod run_call;
 
 pub use approval::{
-    Approval, ApprovalMode, ApprovalRequest, Approver, EXIT_PLAN_MODE, Permissions,
-    SessionAllowances,
+    Approval, ApprovalMode, ApprovalRequest, Approver, Permissions, SessionAllowances,
 };
 pub use events::{CallState, CompletedCall, SchedulerEvent, ToolCallRequest};
 pub use grants::TurnGrant;
 use grants::TurnGrants;
-use guards::{RETRY_LOOP_NOTE, RetryLoopGuard, TRUNCATED_EDIT_ADVICE};
+use guards::RetryLoopGuard;
 pub use run_call::text_for_model;
-use run_call::{JobInfo, cancelled_error, execute};
+use run_call::{JobInfo, execute};
 
 /// Qwen Code's `QWEN_CODE_MAX_TOOL_CONCURRENCY` default.
 pub const DEFAULT_MAX_PARALLEL: usize = 10;
@@ -220,6 +219,11 @@ impl Scheduler {
         &self.env
     }
 
+    /// The session's permission rules (without this turn's grants).
+    pub fn permissions(&self) -> &Permissions {
+        &self.permissions
+    }
+
     fn emit(&self, event: SchedulerEvent) {
         if let Some(tx) = &self.events {
             let _ = tx.send(event);
@@ -244,211 +248,6 @@ impl Scheduler {
             prepared.push(p);
         }
         self.execute_all(prepared, cancel).await
-    }
-
-    /// Phase 1 for one call.
-    async fn prepare(
-        &self,
-        registry: &ToolRegistry,
-        request: ToolCallRequest,
-        turn: TurnInfo,
-        cancel: &CancellationToken,
-    ) -> Prepared {
-        let fail = |request: ToolCallRequest, arguments: Value, description: String, error| {
-            Prepared::Done(self.finish_early(request, arguments, description, error))
-        };
-        if cancel.is_cancelled() {
-            return fail(request, Value::Null, String::new(), cancelled_error());
-        }
-        let arguments = match parse_arguments(&request.arguments) {
-            Ok(v) => v,
-            Err(e) => return fail(request, Value::Null, String::new(), e),
-        };
-        let Some(registration) = registry.get(&request.name) else {
-            let error = registry.not_found(&request.name);
-            return fail(request, arguments, String::new(), error);
-        };
-        if let Some(error) = registry.disabled(&request.name) {
-            return fail(request, arguments, String::new(), error);
-        }
-        let tool = registration.name.clone();
-        let kind = registration.tool.kind();
-        if turn.reply_truncated && kind == Kind::Edit {
-            let error = ToolError::new(ErrorKind::ExecutionDenied, TRUNCATED_EDIT_ADVICE);
-            return fail(request, arguments, String::new(), error);
-        }
-        let mut arguments = arguments;
-        let mut invocation = match registration.build(arguments.clone()) {
-            Ok(inv) => inv,
-            Err(mut error) => {
-                let repeated = self
-                    .retry_guard
-                    .lock()
-                    .map(|mut g| g.failed(&tool, &error.message))
-                    .unwrap_or(false);
-                if repeated {
-                    error.message = format!("{}\n\n{RETRY_LOOP_NOTE}", error.message);
-                }
-                return fail(request, arguments, String::new(), error);
-            }
-        };
-        if let Ok(mut g) = self.retry_guard.lock() {
-            g.passed(&tool);
-        }
-        // A call the rules or plan mode refuse runs nothing, not even its `prepare`.
-        let screened = self.screen(registration, kind, &*invocation);
-        // With nobody to ask, the whole decision is known before `prepare` (its messages
-        // only word a question), so a call that will be refused runs nothing either.
-        let early = match (&screened, &self.approver) {
-            (Ok(decision), None) => Some(
-                self.decide(
-                    registration,
-                    &request,
-                    *decision,
-                    &invocation.describe(),
-                    &*invocation,
-                    cancel,
-                    false,
-                )
-                .await,
-            ),
-            _ => None,
-        };
-        let will_run = early
-            .as_ref()
-            .is_none_or(|v| matches!(v, Verdict::Run(_) | Verdict::RunWith(_)));
-        if screened.is_ok() && will_run {
-            invocation.prepare(cancel).await;
-        }
-        let mut description = invocation.describe();
-        self.emit(SchedulerEvent::Validated {
-            call_id: request.call_id.clone(),
-            tool: tool.clone(),
-            description: description.clone(),
-        });
-        let mut verdict = match (screened, early) {
-            (Err(refused), _) => *refused,
-            (Ok(_), Some(verdict)) => verdict,
-            (Ok(decision), None) => {
-                self.decide(
-                    registration,
-                    &request,
-                    decision,
-                    &description,
-                    &*invocation,
-                    cancel,
-                    false,
-                )
-                .await
-            }
-        };
-        if let Verdict::RunWith(corrected) = verdict {
-            // The person's arguments get what the model's got: validation, then the
-            // rules and plan mode (a deny rule still wins); only the question is not
-            // asked again.
-            arguments = corrected;
-            invocation = match registration.build(arguments.clone()) {
-                Ok(inv) => inv,
-                Err(mut error) => {
-                    error.message = format!(
-                        "The arguments the user gave in place of yours are not valid: {}",
-                        error.message
-                    );
-                    return fail(request, arguments, description, error);
-                }
-            };
-            let screened = self.screen(registration, kind, &*invocation);
-            if screened.is_ok() {
-                invocation.prepare(cancel).await;
-            }
-            description = invocation.describe();
-            verdict = match screened {
-                Err(refused) => *refused,
-                Ok(decision) => {
-                    self.decide(
-                        registration,
-                        &request,
-                        decision,
-                        &description,
-                        &*invocation,
-                        cancel,
-                        true,
-                    )
-                    .await
-                }
-            };
-        }
-        match verdict {
-            Verdict::Run(_) | Verdict::RunWith(_) => {
-                // (`decide` with `approved` never answers `RunWith`; were it to, the
-                // person gave those arguments.)
-                let consent = match verdict {
-                    Verdict::Run(consent) => consent,
-                    _ => Consent::Approved,
-                };
-                // Only the scheduler's own kind of tool is believed when it grants: an MCP
-                // or discovered tool's invocation is toolbelt code too, but a grant is a
-                // built-in's (the `skill` tool's) capability.
-                if registration.origin == crate::registry::Origin::BuiltIn
-                    && let Some(grant) = invocation.turn_grant()
-                {
-                    self.grants.add(&self.permissions, &grant);
-                }
-                self.emit(SchedulerEvent::Scheduled {
-                    call_id: request.call_id.clone(),
-                });
-                Prepared::Approved(Approved {
-                    request,
-                    arguments,
-                    tool,
-                    kind,
-                    description,
-                    invocation,
-                    consent,
-                })
-            }
-            Verdict::Refuse(error) => fail(request, arguments, description, error),
-            Verdict::Answered(result) => {
-                let mut done =
-                    self.finish_early(request, arguments, description, cancelled_error());
-                done.state = CallState::Success;
-                done.result = result;
-                Prepared::Done(done)
-            }
-            Verdict::Cancelled(error) => {
-                let mut done = self.finish_early(request, arguments, description, error);
-                done.state = CallState::Cancelled;
-                Prepared::Done(done)
-            }
-        }
-    }
-
-    fn finish_early(
-        &self,
-        request: ToolCallRequest,
-        arguments: Value,
-        description: String,
-        error: ToolError,
-    ) -> CompletedCall {
-        let state = if error.kind == ErrorKind::Cancelled {
-            CallState::Cancelled
-        } else {
-            CallState::Error
-        };
-        let description = if description.is_empty() {
-            request.name.clone()
-        } else {
-            description
-        };
-        CompletedCall {
-            call_id: request.call_id,
-            name: request.name,
-            arguments,
-            description,
-            state,
-            result: ToolResult::error(error),
-            duration: Duration::ZERO,
-        }
     }
 
     /// Phase 2: runs the approved calls in consecutive batches; returns every call in the

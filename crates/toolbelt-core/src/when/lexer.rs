@@ -153,39 +153,9 @@ pub fn tokenize(input: &str) -> Vec<Token> {
             }
             '&' => single(TokenKind::Error(LexError::LoneAmpersand)),
             '|' => single(TokenKind::Error(LexError::LonePipe)),
-            '\'' => match input[start + 1..].find('\'') {
-                Some(len) => {
-                    let end = start + 1 + len + 1;
-                    while chars.peek().is_some_and(|&(i, _)| i < end) {
-                        chars.next();
-                    }
-                    let text = input[start + 1..end - 1].to_owned();
-                    (TokenKind::QuotedStr(text), end)
-                }
-                None => {
-                    while chars.next().is_some() {}
-                    (TokenKind::Error(LexError::UnterminatedQuote), input.len())
-                }
-            },
+            '\'' => quoted(input, start, &mut chars),
             '/' => regex_literal(input, start, &mut chars),
-            c if is_key_char(c) => {
-                let mut end = start + c.len_utf8();
-                while let Some(&(i, n)) = chars.peek() {
-                    if !is_key_char(n) {
-                        break;
-                    }
-                    end = i + n.len_utf8();
-                    chars.next();
-                }
-                let kind = match &input[start..end] {
-                    "true" => TokenKind::True,
-                    "false" => TokenKind::False,
-                    "in" => TokenKind::In,
-                    "not" => TokenKind::Not,
-                    word => TokenKind::Str(word.to_owned()),
-                };
-                (kind, end)
-            }
+            c if is_key_char(c) => word(input, start, c, &mut chars),
             // Anything else (`{`, `~`, a backtick) is dropped, as VS Code does.
             _ => continue,
         };
@@ -201,6 +171,47 @@ pub fn tokenize(input: &str) -> Vec<Token> {
         end: input.len(),
     });
     tokens
+}
+
+/// The characters of a token being read, with their byte offsets.
+type Chars<'a> = std::iter::Peekable<std::str::CharIndices<'a>>;
+
+/// A `'quoted'` string starting at the quote at `start`.
+fn quoted(input: &str, start: usize, chars: &mut Chars<'_>) -> (TokenKind, usize) {
+    match input[start + 1..].find('\'') {
+        Some(len) => {
+            let end = start + 1 + len + 1;
+            while chars.peek().is_some_and(|&(i, _)| i < end) {
+                chars.next();
+            }
+            let text = input[start + 1..end - 1].to_owned();
+            (TokenKind::QuotedStr(text), end)
+        }
+        None => {
+            while chars.next().is_some() {}
+            (TokenKind::Error(LexError::UnterminatedQuote), input.len())
+        }
+    }
+}
+
+/// A key, a value or a keyword (`true`, `in`, ...) starting with `c` at `start`.
+fn word(input: &str, start: usize, c: char, chars: &mut Chars<'_>) -> (TokenKind, usize) {
+    let mut end = start + c.len_utf8();
+    while let Some(&(i, n)) = chars.peek() {
+        if !is_key_char(n) {
+            break;
+        }
+        end = i + n.len_utf8();
+        chars.next();
+    }
+    let kind = match &input[start..end] {
+        "true" => TokenKind::True,
+        "false" => TokenKind::False,
+        "in" => TokenKind::In,
+        "not" => TokenKind::Not,
+        word => TokenKind::Str(word.to_owned()),
+    };
+    (kind, end)
 }
 
 /// A `/source/flags` literal starting at the `/` at `start`.

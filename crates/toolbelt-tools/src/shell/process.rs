@@ -26,11 +26,11 @@ use toolbelt_process::GroupCommand;
 use super::sandbox::PreparedSandbox;
 
 #[cfg(test)]
-pub use toolbelt_process::live_members;
-pub use toolbelt_process::{KILL_GRACE, Owner, terminate_group};
+pub(crate) use toolbelt_process::live_members;
+pub(crate) use toolbelt_process::{KILL_GRACE, Owner, terminate_group};
 
 /// Environment added to every command.
-pub const EXTRA_ENV: &[(&str, &str)] = &[
+pub(crate) const EXTRA_ENV: &[(&str, &str)] = &[
     ("TOOLBELT", "1"),
     ("PAGER", "cat"),
     ("GIT_PAGER", "cat"),
@@ -38,7 +38,7 @@ pub const EXTRA_ENV: &[(&str, &str)] = &[
 ];
 
 /// Where the command's output goes.
-pub enum OutputTarget {
+pub(crate) enum OutputTarget {
     /// A pipe the caller reads (foreground commands).
     Pipe,
     /// A file (background jobs: nothing needs to read while the job runs).
@@ -46,7 +46,7 @@ pub enum OutputTarget {
 }
 
 /// A started command.
-pub struct RunningShell {
+pub(crate) struct RunningShell {
     pub child: Child,
     /// The shell's PID, which is also the process group id.
     pub pid: u32,
@@ -55,7 +55,7 @@ pub struct RunningShell {
 }
 
 /// The shell to run commands with: bash when present, else sh.
-pub fn shell_program() -> PathBuf {
+pub(crate) fn shell_program() -> PathBuf {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join("bash"))
@@ -65,7 +65,7 @@ pub fn shell_program() -> PathBuf {
 
 /// Starts `command` in `cwd` in a new process group, tagged with `owner`'s marker (the
 /// one spawner of `toolbelt-process`; the sandbox is its configure step).
-pub fn spawn(
+pub(crate) fn spawn(
     command: &str,
     cwd: &Path,
     target: OutputTarget,

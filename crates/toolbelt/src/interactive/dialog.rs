@@ -139,8 +139,8 @@ impl Dialog {
         if self.choices.contains(&Choice::Workspace) {
             self.choices.retain(|c| *c != Choice::Workspace);
             self.note = Some(
-                "(No \"always in this workspace\": this folder is not trusted, so its settings' rules are ignored. \
-                 Choose 2 for this session, or run `toolbelt trust` to trust the folder.)"
+                // One row of the menu: short enough for an 80-column terminal.
+                "(Folder not trusted, so no workspace rule. 2: this session; `toolbelt trust`.)"
                     .into(),
             );
         }
@@ -315,41 +315,11 @@ impl Dialog {
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect) {
         let menu_height = self.choices.len() as u16 + 1 + u16::from(self.note.is_some());
         let details = self.details();
-        // As tall as its content, at the bottom of `area`: a short command's question is
-        // a few rows, not a viewport of empty ones.
-        let wrapped = Paragraph::new(details.clone())
-            .wrap(Wrap { trim: false })
-            .line_count(area.width.saturating_sub(2));
-        let wanted = u16::try_from(wrapped)
-            .unwrap_or(u16::MAX)
-            .saturating_add(menu_height + 2);
-        let area = if wanted < area.height {
-            Rect {
-                y: area.bottom() - wanted,
-                height: wanted,
-                ..area
-            }
-        } else {
-            area
-        };
+        let area = fit_to_content(area, &details, menu_height);
         let details_height = area.height.saturating_sub(menu_height + 2);
         let total = details.len() as u16;
         let scroll = self.scroll.min(total.saturating_sub(details_height));
-        let title = format!(" {} ", self.request.details.title());
-        let hint = if total > details_height {
-            format!(
-                " lines {}-{} of {total} · PgUp/PgDn scroll ",
-                scroll + 1,
-                (scroll + details_height).min(total)
-            )
-        } else {
-            String::new()
-        };
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_style(Style::default().fg(Color::Yellow))
-            .title(title)
-            .title_bottom(hint);
+        let block = self.block(total, details_height, scroll);
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let top = Rect {
@@ -362,6 +332,38 @@ impl Dialog {
                 .scroll((scroll, 0)),
             top,
         );
+        let menu = self.menu(frame, inner);
+        let bottom = Rect {
+            y: inner.y + top.height,
+            height: menu_height.min(inner.height),
+            ..inner
+        };
+        frame.render_widget(Paragraph::new(menu), bottom);
+    }
+
+    /// The frame: the question's title, and where the details are scrolled to when they
+    /// do not fit.
+    fn block(&self, total: u16, details_height: u16, scroll: u16) -> Block<'static> {
+        let title = format!(" {} ", self.request.details.title());
+        let hint = if total > details_height {
+            format!(
+                " lines {}-{} of {total} · PgUp/PgDn scroll ",
+                scroll + 1,
+                (scroll + details_height).min(total)
+            )
+        } else {
+            String::new()
+        };
+        Block::default()
+            .borders(Borders::ALL)
+            .border_style(Style::default().fg(Color::Yellow))
+            .title(title)
+            .title_bottom(hint)
+    }
+
+    /// The numbered choices, the note, and the reason being typed for a refusal (the
+    /// cursor put after it).
+    fn menu(&self, frame: &mut Frame<'_>, inner: Rect) -> Vec<Line<'static>> {
         let mut menu = vec![Line::default()];
         for (i, choice) in self.choices.iter().enumerate() {
             let number = match choice {
@@ -406,12 +408,27 @@ impl Dialog {
                     .saturating_sub(1 + u16::from(self.note.is_some())),
             ));
         }
-        let bottom = Rect {
-            y: inner.y + top.height,
-            height: menu_height.min(inner.height),
-            ..inner
-        };
-        frame.render_widget(Paragraph::new(menu), bottom);
+        menu
+    }
+}
+
+/// As tall as its content, at the bottom of `area`: a short command's question is a few
+/// rows, not a viewport of empty ones.
+fn fit_to_content(area: Rect, details: &[Line<'_>], menu_height: u16) -> Rect {
+    let wrapped = Paragraph::new(details.to_vec())
+        .wrap(Wrap { trim: false })
+        .line_count(area.width.saturating_sub(2));
+    let wanted = u16::try_from(wrapped)
+        .unwrap_or(u16::MAX)
+        .saturating_add(menu_height + 2);
+    if wanted < area.height {
+        Rect {
+            y: area.bottom() - wanted,
+            height: wanted,
+            ..area
+        }
+    } else {
+        area
     }
 }
 

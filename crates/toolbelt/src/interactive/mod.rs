@@ -2,7 +2,7 @@
 //!
 //! # Brief overview
 //!
-//! The agent is assembled exactly as the headless one (`agent_cmd::prepare`: the same
+//! The agent is assembled exactly as the headless one (`Session::agent`: the same
 //! flags, settings, model client, tools and saved sessions), with two things plugged in:
 //! a [`dialog::UiApprover`] as the scheduler's [`Approver`](toolbelt_core::scheduler::Approver)
 //! and an event sink. Both only send [`UiMessage`]s to one channel; this module's loop is
@@ -44,13 +44,13 @@ use toolbelt_model::{Message, StreamDelta, UserPart};
 
 use toolbelt_tools::workspace_rules;
 
-use crate::agent_cmd::{self, Prepared, Setup};
 use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
-use crate::interactive_kit::completion::reference_candidates;
-use crate::interactive_kit::input_history::InputHistory;
-use crate::interactive_kit::slash::{self, SlashCommand};
-use crate::interactive_kit::stats::SessionStats;
-use crate::session::Session;
+use crate::session::{Session, agent_options};
+use toolbelt_session::kit::completion::reference_candidates;
+use toolbelt_session::kit::input_history::InputHistory;
+use toolbelt_session::kit::slash::{self, SlashCommand};
+use toolbelt_session::kit::stats::SessionStats;
+use toolbelt_session::{Prepared, Setup, SystemPrompt};
 use toolbelt_tools::completion::PathIndex;
 
 pub mod dialog;
@@ -116,13 +116,17 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     let sink: EventSink = Arc::new(move |event| {
         let _ = sink_tx.send(UiMessage::Agent(event));
     });
+    let first = args.prompt_interactive.clone().unwrap_or_default();
     let setup = Setup {
-        read_prompt: false,
+        read_prompt: Some(Box::new(move || Ok(first))),
         sink,
         approver: Some(Arc::new(UiApprover { to_ui: tx.clone() })),
     };
-    let session = Session::load(global).map_err(|e| e.0);
-    let prepared = match agent_cmd::prepare(global, &args, session, setup).await {
+    let prepared = match Session::load(global) {
+        Ok(session) => session.0.agent(agent_options(&args), setup).await,
+        Err(e) => Err(e.0),
+    };
+    let prepared = match prepared {
         Ok(p) => p,
         Err(message) => {
             eprintln!("toolbelt: {message}");
@@ -215,7 +219,7 @@ struct App {
     agent: Arc<Agent>,
     /// What the agent's system prompt is made of: made again before each prompt (the
     /// approval mode may have changed) and when the context files are reloaded.
-    system_prompt: agent_cmd::SystemPrompt,
+    system_prompt: SystemPrompt,
     model: Arc<dyn toolbelt_model::Model>,
     questions: Option<QuestionsDialog>,
     /// `/compress` is asking the model (its text is not an answer to show).
@@ -656,7 +660,7 @@ impl App {
         let token = cancel.clone();
         let task = tokio::spawn(async move {
             let (prompt, warnings) =
-                at_paths::inline(&text, &agent.registry(), agent.scheduler().env(), &cwd).await;
+                at_paths::inline(&text, &agent.registry(), agent.scheduler(), &cwd).await;
             for warning in warnings {
                 let _ = tx.send(UiMessage::Notice(warning));
             }

@@ -214,14 +214,10 @@ pub fn status_line(live: &Live<'_>) -> Line<'static> {
 /// is placed in the input.
 pub fn render(frame: &mut Frame<'_>, live: &Live<'_>) {
     let area = frame.area();
-    let mut y = area.y;
-    let bottom = area.bottom();
-    let dim = Style::default().fg(Color::DarkGray);
-    let line = |frame: &mut Frame<'_>, y: &mut u16, l: Line<'static>| {
-        if *y < bottom {
-            frame.render_widget(Paragraph::new(l), Rect::new(area.x, *y, area.width, 1));
-            *y += 1;
-        }
+    let mut rows = Rows {
+        area,
+        y: area.y,
+        bottom: area.bottom(),
     };
     if !live.streaming.is_empty() {
         let lines = markdown::render(live.streaming);
@@ -229,75 +225,114 @@ pub fn render(frame: &mut Frame<'_>, live: &Live<'_>) {
         let room = usize::from(area.height / 2);
         let skip = lines.len().saturating_sub(room);
         for l in lines.into_iter().skip(skip) {
-            line(frame, &mut y, l);
+            rows.line(frame, l);
         }
     }
     for call in live.calls {
-        let style = match call.state {
-            CallState::AwaitingApproval => Style::default().fg(Color::Yellow),
-            _ => Style::default().fg(Color::Cyan),
-        };
-        line(
-            frame,
-            &mut y,
-            Line::from(vec![
-                Span::styled("⋯ ", style),
-                Span::styled(
-                    call.tool.clone(),
-                    Style::default().add_modifier(Modifier::BOLD),
-                ),
-                Span::raw(format!(" {}", call.description)),
-                Span::styled(
-                    format!(
-                        " · {} · {}",
-                        state_word(call.state),
-                        elapsed(call.since.elapsed())
-                    ),
-                    dim,
-                ),
-            ]),
-        );
+        rows.line(frame, call_line(call));
     }
-    if let Some(output) = live
+    output_pane(frame, &mut rows, live);
+    if let Some(since) = live.thinking
+        && live.calls.is_empty()
+    {
+        let text = format!("⋯ working · {} · esc to cancel", elapsed(since.elapsed()));
+        rows.line(frame, Line::styled(text, Style::default().fg(Color::Cyan)));
+    }
+    input(frame, &mut rows, live);
+    rows.line(frame, status_line(live));
+    // Completions under the status line.
+    for (i, c) in live.completions.iter().enumerate() {
+        let style = if i == live.completion_selected {
+            Style::default()
+                .fg(Color::Cyan)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::default().fg(Color::DarkGray)
+        };
+        rows.line(frame, Line::styled(format!("  {c}"), style));
+    }
+}
+
+/// The rows of the live area still free, from `y` down.
+struct Rows {
+    area: Rect,
+    y: u16,
+    bottom: u16,
+}
+
+impl Rows {
+    /// One line in the next free row, if there is one.
+    fn line(&mut self, frame: &mut Frame<'_>, l: Line<'static>) {
+        if self.y < self.bottom {
+            let row = Rect::new(self.area.x, self.y, self.area.width, 1);
+            frame.render_widget(Paragraph::new(l), row);
+            self.y += 1;
+        }
+    }
+}
+
+/// A running call: its tool, what it does, its state and time.
+fn call_line(call: &LiveCall) -> Line<'static> {
+    let style = match call.state {
+        CallState::AwaitingApproval => Style::default().fg(Color::Yellow),
+        _ => Style::default().fg(Color::Cyan),
+    };
+    Line::from(vec![
+        Span::styled("⋯ ", style),
+        Span::styled(
+            call.tool.clone(),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+        Span::raw(format!(" {}", call.description)),
+        Span::styled(
+            format!(
+                " · {} · {}",
+                state_word(call.state),
+                elapsed(call.since.elapsed())
+            ),
+            Style::default().fg(Color::DarkGray),
+        ),
+    ])
+}
+
+/// The newest lines of the newest running call's output, in a frame.
+fn output_pane(frame: &mut Frame<'_>, rows: &mut Rows, live: &Live<'_>) {
+    let Some(output) = live
         .calls
         .iter()
         .rev()
         .find(|c| c.state == CallState::Executing && !c.output.is_empty())
-    {
-        let room = bottom.saturating_sub(y).saturating_sub(3);
-        let height = PANE_HEIGHT.min(room);
-        if height >= 3 {
-            let shown = usize::from(height - 2);
-            let skip = output.output.len().saturating_sub(shown);
-            let lines: Vec<Line<'static>> = output
-                .output
-                .iter()
-                .skip(skip)
-                .map(|l| Line::raw(l.clone()))
-                .collect();
-            let pane = Paragraph::new(lines).block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .border_style(dim)
-                    .title(format!(" {} output ", output.tool)),
-            );
-            frame.render_widget(pane, Rect::new(area.x, y, area.width, height));
-            y += height;
-        }
+    else {
+        return;
+    };
+    let room = rows.bottom.saturating_sub(rows.y).saturating_sub(3);
+    let height = PANE_HEIGHT.min(room);
+    if height < 3 {
+        return;
     }
-    if let Some(since) = live.thinking
-        && live.calls.is_empty()
-    {
-        line(
-            frame,
-            &mut y,
-            Line::styled(
-                format!("⋯ working · {} · esc to cancel", elapsed(since.elapsed())),
-                Style::default().fg(Color::Cyan),
-            ),
-        );
-    }
-    // The input, bordered above and below.
+    let shown = usize::from(height - 2);
+    let skip = output.output.len().saturating_sub(shown);
+    let lines: Vec<Line<'static>> = output
+        .output
+        .iter()
+        .skip(skip)
+        .map(|l| Line::raw(l.clone()))
+        .collect();
+    let pane = Paragraph::new(lines).block(
+        Block::default()
+            .borders(Borders::ALL)
+            .border_style(Style::default().fg(Color::DarkGray))
+            .title(format!(" {} output ", output.tool)),
+    );
+    let area = Rect::new(rows.area.x, rows.y, rows.area.width, height);
+    frame.render_widget(pane, area);
+    rows.y += height;
+}
+
+/// The input, bordered above and below, with the cursor in it.
+fn input(frame: &mut Frame<'_>, rows: &mut Rows, live: &Live<'_>) {
+    let (area, y, bottom) = (rows.area, rows.y, rows.bottom);
+    let dim = Style::default().fg(Color::DarkGray);
     let width = area.width.max(4);
     let text_lines: Vec<&str> = live.input.split('\n').collect();
     let max_input = bottom.saturating_sub(y).saturating_sub(3).max(1);
@@ -323,8 +358,7 @@ pub fn render(frame: &mut Frame<'_>, live: &Live<'_>) {
             ])
         })
         .collect();
-    let placeholder = live.input.is_empty();
-    let widget = if placeholder {
+    let widget = if live.input.is_empty() {
         Paragraph::new(Line::from(vec![
             Span::styled("› ", Style::default().fg(Color::Magenta)),
             Span::styled(
@@ -341,19 +375,7 @@ pub fn render(frame: &mut Frame<'_>, live: &Live<'_>) {
     if cursor_y < bottom {
         frame.set_cursor_position((cursor_x.min(area.right().saturating_sub(1)), cursor_y));
     }
-    y = input_area.bottom();
-    line(frame, &mut y, status_line(live));
-    // Completions under the status line.
-    for (i, c) in live.completions.iter().enumerate() {
-        let style = if i == live.completion_selected {
-            Style::default()
-                .fg(Color::Cyan)
-                .add_modifier(Modifier::BOLD)
-        } else {
-            dim
-        };
-        line(frame, &mut y, Line::styled(format!("  {c}"), style));
-    }
+    rows.y = input_area.bottom();
 }
 
 /// The lines of an answer, Markdown rendered.

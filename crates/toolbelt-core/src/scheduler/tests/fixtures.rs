@@ -16,9 +16,12 @@ use crate::settings::Settings;
 use crate::tool::{BoxFuture, ExecContext, Invocation, Kind, Tool, ToolEnvironment};
 use crate::workspace::WorkspaceRoots;
 
+/// The name of the test tool that ends plan mode, as the built-in does.
+pub(crate) const EXIT_PLAN_MODE: &str = "exit_plan_mode";
+
 /// What a test tool does when executed.
 #[derive(Clone)]
-pub enum Behaviour {
+pub(crate) enum Behaviour {
     /// Returns `echo: <value>`.
     Echo,
     /// Waits at the barrier, then echoes.
@@ -40,7 +43,7 @@ pub enum Behaviour {
     ReportsConsent,
 }
 
-pub struct TestTool {
+pub(crate) struct TestTool {
     pub name: &'static str,
     pub kind: Kind,
     pub confirm: Option<ConfirmationDetails>,
@@ -49,7 +52,7 @@ pub struct TestTool {
 }
 
 impl TestTool {
-    pub fn new(name: &'static str, kind: Kind, behaviour: Behaviour) -> Self {
+    pub(crate) fn new(name: &'static str, kind: Kind, behaviour: Behaviour) -> Self {
         TestTool {
             name,
             kind,
@@ -66,7 +69,7 @@ impl TestTool {
 
 /// The confirmation a real tool of this kind gives: none for read-only kinds except
 /// fetch, a diff for file changes, a command for execution, an MCP question for others.
-pub fn natural_confirmation(kind: Kind, name: &str) -> Option<ConfirmationDetails> {
+pub(crate) fn natural_confirmation(kind: Kind, name: &str) -> Option<ConfirmationDetails> {
     match kind {
         Kind::Read | Kind::Search | Kind::Think => None,
         Kind::Edit | Kind::Delete | Kind::Move => Some(ConfirmationDetails::Edit {
@@ -115,6 +118,9 @@ impl Tool for TestTool {
     }
     fn kind(&self) -> Kind {
         self.kind
+    }
+    fn ends_plan_mode(&self) -> bool {
+        self.name == EXIT_PLAN_MODE
     }
     fn parameter_schema(&self) -> &Value {
         &self.schema
@@ -199,14 +205,14 @@ impl Invocation for TestCall {
 }
 
 /// A session environment in a temp dir, with a small output budget.
-pub fn env(dir: &tempfile::TempDir) -> Arc<ToolEnvironment> {
+pub(crate) fn env(dir: &tempfile::TempDir) -> Arc<ToolEnvironment> {
     let roots = WorkspaceRoots::new([dir.path()]).unwrap();
     let mut env = ToolEnvironment::new(roots, Arc::new(Settings::default()), dir.path().join("s"));
     env.output.max_lines = 100;
     Arc::new(env)
 }
 
-pub fn registry(tools: Vec<TestTool>) -> ToolRegistry {
+pub(crate) fn registry(tools: Vec<TestTool>) -> ToolRegistry {
     let mut r = ToolRegistry::new();
     for t in tools {
         r.register(Arc::new(t), Origin::BuiltIn);
@@ -214,12 +220,12 @@ pub fn registry(tools: Vec<TestTool>) -> ToolRegistry {
     r
 }
 
-pub fn call(id: &str, name: &str, value: &str) -> ToolCallRequest {
+pub(crate) fn call(id: &str, name: &str, value: &str) -> ToolCallRequest {
     ToolCallRequest::new(id, name, &json!({ "value": value }))
 }
 
 /// Runs one turn with a timeout that turns a hang into a failure.
-pub async fn run(
+pub(crate) async fn run(
     scheduler: &Scheduler,
     registry: &ToolRegistry,
     calls: Vec<ToolCallRequest>,
@@ -234,7 +240,7 @@ pub async fn run(
     .await
 }
 
-pub async fn run_with(
+pub(crate) async fn run_with(
     scheduler: &Scheduler,
     registry: &ToolRegistry,
     calls: Vec<ToolCallRequest>,

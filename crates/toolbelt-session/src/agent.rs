@@ -1,0 +1,465 @@
+//! A session's agent: the saved conversation it continues, the permission rules and
+//! approval mode, the model (a server, or a replay script, perhaps recorded), the
+//! sub-agents, and the system prompt with context files. Every front end that runs the
+//! agent (headless, the terminal, stream-JSON) makes it here; they differ only in their
+//! [`Setup`] (where events go, who is asked).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use toolbelt_agent::prompt::{PromptFacts, system_prompt};
+use toolbelt_agent::subagents::BackgroundTasks;
+use toolbelt_agent::transcript::{LoadedSession, SessionStore, SessionWriter};
+use toolbelt_agent::{Agent, EventSink, context_files};
+use toolbelt_core::scheduler::{ApprovalMode, Approver, Permissions, SchedulerConfig};
+use toolbelt_core::{RuleList, Settings, ToolEnvironment, ToolRegistry};
+use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayModel};
+
+use crate::mcp::McpToolSource;
+use crate::model_slot::ModelSlot;
+use crate::options::{AgentOptions, Warn};
+use crate::session::{Session, exclude};
+use crate::{saved, subagents};
+
+const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The first prompt, read once the saved session is known and before the extensions
+/// start (the headless agent reads its arguments and standard input).
+pub type ReadPrompt = Box<dyn FnOnce() -> Result<String, String> + Send>;
+
+/// What differs between the front ends that run the agent.
+pub struct Setup {
+    /// Reads the first prompt; `None`: there is none yet.
+    pub read_prompt: Option<ReadPrompt>,
+    /// Where the agent's events go.
+    pub sink: EventSink,
+    /// Who is asked when a call needs approval (`None`: nobody, headless).
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+/// A session's agent, ready to run.
+pub struct Prepared {
+    /// The agent (conversation, scheduler, tools).
+    pub agent: Agent,
+    /// The first prompt [`Setup::read_prompt`] read.
+    pub prompt: String,
+    /// The model's name at start.
+    pub model_name: String,
+    /// The ID of the file this run is saved to, else of `--session-id`, else a fresh one.
+    pub session_id: String,
+    /// Whether the run is saved under `session_id` (it is not when the sessions
+    /// directory cannot be written).
+    pub saved: bool,
+    /// The session's directory.
+    pub cwd: PathBuf,
+    /// Kept alive for the run: dropping it stops the MCP servers.
+    pub mcp: Arc<toolbelt_mcp::McpServers>,
+    /// The sub-agents the `agent` tool offers.
+    pub agents: Vec<String>,
+    /// The skills' names.
+    pub skills: Vec<String>,
+    /// Background agents still running when the run ends are stopped.
+    pub background: Arc<BackgroundTasks>,
+    /// The model, swappable (`set_model`).
+    pub model: Arc<ModelSlot>,
+    /// The session's settings.
+    pub settings: Arc<Settings>,
+    /// What the agent's system prompt is made of, to make it again.
+    pub system_prompt: SystemPrompt,
+    /// How the agent was made (a new model is built from them).
+    pub options: AgentOptions,
+}
+
+/// A session's system prompt and what it is made of, so it can be made again when
+/// what it names changes: the approval mode (the interactive agent and the stream-json
+/// loop remake it before each prompt) and the context files (`/memory refresh`,
+/// `/memory add`).
+pub struct SystemPrompt {
+    facts: PromptFacts,
+    /// `--system-prompt`: used instead of toolbelt's own.
+    own: Option<String>,
+    /// `--append-system-prompt`.
+    append: Option<String>,
+    /// The context files' names (`context.fileName`), and the home they are also
+    /// looked for in.
+    names: Vec<String>,
+    home: Option<PathBuf>,
+}
+
+impl SystemPrompt {
+    /// toolbelt's system prompt naming approval mode `mode`, or `--system-prompt`'s,
+    /// with `--append-system-prompt` after it.
+    pub fn text(&self, mode: ApprovalMode) -> String {
+        let mut prompt = match &self.own {
+            Some(own) => own.clone(),
+            None => {
+                let mut facts = self.facts.clone();
+                facts.approval_mode = mode.to_string();
+                system_prompt(&facts)
+            }
+        };
+        if let Some(more) = &self.append {
+            prompt.push_str("\n\n");
+            prompt.push_str(more);
+        }
+        prompt
+    }
+
+    /// The context files in the prompt, as last loaded.
+    pub fn context_files(&self) -> &[context_files::ContextFile] {
+        &self.facts.context_files
+    }
+
+    /// Reads the context files again from disk.
+    pub fn reload_context_files(&mut self) {
+        self.facts.context_files =
+            context_files::load(&self.names, self.home.as_deref(), &self.facts.cwd);
+    }
+}
+
+/// The saved conversation an agent continues and the file it writes.
+struct Saving {
+    store: SessionStore,
+    continued: Option<LoadedSession>,
+}
+
+/// The agent's registry and rules, before the agent is made.
+struct Ruled {
+    permissions: Permissions,
+    mode: ApprovalMode,
+}
+
+impl Saving {
+    /// This run's file and its ID (else `--session-id`'s, else a fresh one).
+    fn start(
+        &self,
+        cwd: &Path,
+        model_name: &str,
+        options: &AgentOptions,
+        warn: &Warn,
+    ) -> (Option<SessionWriter>, String) {
+        let id = options.session_id.as_deref();
+        let continued = self.continued.as_ref();
+        let log = saved::start(
+            &self.store,
+            cwd.to_path_buf(),
+            model_name,
+            continued,
+            id,
+            warn,
+        );
+        let session_id = match (&log, &options.session_id) {
+            (Some(log), _) => log.id().to_string(),
+            (None, Some(id)) => id.clone(),
+            (None, None) => uuid::Uuid::new_v4().to_string(),
+        };
+        (log, session_id)
+    }
+}
+
+/// The sub-agent definitions and their names, the broken ones said.
+fn load_catalog(
+    project: &Path,
+    warn: &Warn,
+) -> (toolbelt_agent::subagents::AgentCatalog, Vec<String>) {
+    let catalog = subagents::catalog(project);
+    let names = catalog.names();
+    for warning in &catalog.warnings {
+        warn.say(&format!("agent definition {warning}"));
+    }
+    (catalog, names)
+}
+
+impl Session {
+    /// The project a session belongs to: the primary workspace root (the session's
+    /// directory unless the settings say otherwise).
+    pub fn project(&self) -> PathBuf {
+        self.env
+            .roots
+            .primary()
+            .map_or_else(|| self.dir.clone(), Path::to_path_buf)
+    }
+
+    /// Makes this session's agent: checks the saved session to continue (an unknown ID
+    /// fails before any server starts), reads the first prompt, loads the extensions,
+    /// then rules, model, sub-agents and system prompt.
+    pub async fn agent(mut self, options: AgentOptions, setup: Setup) -> Result<Prepared, String> {
+        let store = saved::store(&self.project());
+        let continued = saved::load(&store, &options.resume, self.warn())?;
+        if let Some(id) = &options.session_id {
+            saved::check_new_id(&store, id)?;
+        }
+        let prompt = match setup.read_prompt {
+            Some(read) => read()?,
+            None => String::new(),
+        };
+        // Discovered and MCP tools join the built-ins; MCP servers may change theirs during
+        // the run (`McpToolSource`).
+        self.load_extensions(true).await.map_err(|e| e.0)?;
+        let ruled = self.rule_agent(&options)?;
+        let saving = Saving { store, continued };
+        let mut prepared = self.make_agent(options, setup.sink, setup.approver, ruled, saving)?;
+        prepared.prompt = prompt;
+        Ok(prepared)
+    }
+
+    /// The tools the options offer and the rules they add; `when` clauses in the mode.
+    fn rule_agent(&mut self, options: &AgentOptions) -> Result<Ruled, String> {
+        core_tools(&mut self.registry, &self.env.settings, &options.core_tools);
+        exclude(&mut self.registry, &options.policy.exclude_tools);
+        let bare = disallowed_names(&options.disallowed_tools);
+        exclude(&mut self.registry, &bare);
+        let mut permissions = Permissions::from_rules(self.rules.clone());
+        for tool in &options.policy.allowed_tools {
+            permissions.add(RuleList::Allow, tool);
+        }
+        for rule in &options.disallowed_tools {
+            permissions.add(RuleList::Deny, rule);
+        }
+        // A rule that does not parse is an error, as in the settings: dropping it would run
+        // the session under other rules than the ones given.
+        if let Some(bad) = permissions.invalid().first() {
+            return Err(format!(
+                "--allowed-tools/--disallowedTools: `{bad}` is not a permission rule (write `Tool` or `Tool(specifier)`, with balanced parentheses)"
+            ));
+        }
+        self.warn_about_rules(permissions.rules());
+        let policy = &options.policy;
+        let mode = crate::session::approval_mode(
+            policy.approval_mode.as_deref(),
+            policy.yolo,
+            &self.env.settings,
+        )?;
+        self.apply_when(mode);
+        Ok(Ruled { permissions, mode })
+    }
+
+    /// The model, the saved file, the sub-agent tools, the system prompt and the agent.
+    fn make_agent(
+        self,
+        options: AgentOptions,
+        sink: EventSink,
+        approver: Option<Arc<dyn Approver>>,
+        ruled: Ruled,
+        saving: Saving,
+    ) -> Result<Prepared, String> {
+        let project = self.project();
+        let cwd = self.dir.clone();
+        let warn = self.warn().clone();
+        let Session {
+            env,
+            mut registry,
+            mcp,
+            shell_jobs,
+            skills,
+            ..
+        } = self;
+        let mcp = Arc::new(mcp);
+        let (model, server) = build_model(&options, &env.settings, &cwd)?;
+        let model = Arc::new(ModelSlot::new(model));
+        let model_name = model.name().to_string();
+        let (log, session_id) = saving.start(&cwd, &model_name, &options, &warn);
+        env.ask_once
+            .set(Arc::new(toolbelt_agent::ModelAsker(model.clone())));
+        // `agent`, `task_stop` and `send_message` see the tools as they are now (without
+        // themselves); the settings' lists and --exclude-tools apply to them as to every
+        // other tool.
+        let (catalog, agents) = load_catalog(&project, &warn);
+        let parts = subagents::Parts {
+            catalog,
+            models: subagents::Models {
+                parent: model.clone(),
+                server,
+            },
+            env: env.clone(),
+            permissions: ruled.permissions.clone(),
+            mode: ruled.mode,
+            sink: sink.clone(),
+            session: log
+                .as_ref()
+                .map(|l| (saving.store.dir().to_path_buf(), l.id().to_string())),
+            cwd: cwd.clone(),
+            max_turns: options.max_session_turns,
+            shell_jobs,
+        };
+        let background = subagents::install(&mut registry, parts);
+        settle_tools(&mut registry, &env.settings, &options);
+        let system_prompt = make_system_prompt(&options, &env, &registry, &cwd, ruled.mode);
+        let config = SchedulerConfig {
+            mode: ruled.mode,
+            permissions: ruled.permissions,
+            approver,
+            ..Default::default()
+        };
+        let agent = Agent::new(
+            model.clone(),
+            Arc::new(registry),
+            env.clone(),
+            config,
+            system_prompt.text(ruled.mode),
+            options.max_session_turns,
+            Some(sink),
+        );
+        let saved = log.is_some();
+        let agent = finish_agent(
+            agent,
+            &mcp,
+            &env,
+            &options,
+            saving.continued,
+            log,
+            &background,
+        );
+        Ok(Prepared {
+            agent,
+            prompt: String::new(),
+            model_name,
+            session_id,
+            saved,
+            cwd,
+            mcp,
+            model,
+            settings: env.settings.clone(),
+            agents,
+            skills: skills.all().iter().map(|s| s.name.clone()).collect(),
+            background,
+            system_prompt,
+            options,
+        })
+    }
+}
+
+/// The agent with its tool source (the MCP servers), history, background agents and
+/// session file.
+fn finish_agent(
+    agent: Agent,
+    mcp: &Arc<toolbelt_mcp::McpServers>,
+    env: &ToolEnvironment,
+    options: &AgentOptions,
+    continued: Option<LoadedSession>,
+    log: Option<SessionWriter>,
+    background: &Arc<BackgroundTasks>,
+) -> Agent {
+    let agent = agent
+        .with_tool_source(Arc::new(McpToolSource {
+            mcp: mcp.clone(),
+            settings: env.settings.clone(),
+            excluded: options.policy.exclude_tools.clone(),
+        }))
+        .with_history(continued.map(|c| c.messages).unwrap_or_default())
+        .with_background(background.clone());
+    match log {
+        Some(log) => agent.with_session_log(Arc::new(log)),
+        None => agent,
+    }
+}
+
+/// The system prompt's facts: workspace, tools, mode, context files.
+fn make_system_prompt(
+    options: &AgentOptions,
+    env: &ToolEnvironment,
+    registry: &ToolRegistry,
+    cwd: &Path,
+    mode: ApprovalMode,
+) -> SystemPrompt {
+    let names = context_files::file_names(&env.settings);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    SystemPrompt {
+        facts: PromptFacts {
+            workspace_dirs: env.roots.roots().to_vec(),
+            cwd: cwd.to_path_buf(),
+            approval_mode: mode.to_string(),
+            tool_names: registry.all().map(|r| r.name.clone()).collect(),
+            context_files: context_files::load(&names, home.as_deref(), cwd),
+        },
+        own: options.system_prompt.clone(),
+        append: options
+            .append_system_prompt
+            .clone()
+            .filter(|m| !m.trim().is_empty()),
+        names,
+        home,
+    }
+}
+
+/// The settings' lists, `--core-tools` and `--exclude-tools` applied to the tools as
+/// they are now.
+fn settle_tools(registry: &mut ToolRegistry, settings: &Settings, options: &AgentOptions) {
+    registry.apply_settings(settings);
+    core_tools(registry, settings, &options.core_tools);
+    exclude(registry, &options.policy.exclude_tools);
+}
+
+/// The tools `--disallowedTools` names bare (no specifier), aliases such as `Bash`
+/// resolved: they are not offered at all (Claude Code's meaning); every entry is also a
+/// deny rule, so a call by any name is refused.
+fn disallowed_names(rules: &[String]) -> Vec<String> {
+    rules
+        .iter()
+        .filter_map(|r| toolbelt_core::rules::Rule::parse(r))
+        .filter(|r| r.specifier.is_none())
+        .flat_map(|r| r.tools)
+        .collect()
+}
+
+/// `--core-tools` is `tools.core` for this run: the same allow-list of built-ins
+/// (`agent`, `task_stop` and `send_message` included: they too are toolbelt's own).
+fn core_tools(registry: &mut ToolRegistry, settings: &Settings, core: &[String]) {
+    if !core.is_empty() {
+        let mut settings = settings.clone();
+        settings.tools.core = Some(core.to_vec());
+        registry.apply_settings(&settings);
+    }
+}
+
+/// The replay script, or a server from options, environment and settings; perhaps
+/// recorded. Also returns the server's settings (sub-agents name other models on it).
+pub fn build_model(
+    options: &AgentOptions,
+    settings: &Settings,
+    cwd: &Path,
+) -> Result<(Arc<dyn Model>, Option<OpenAiConfig>), String> {
+    let mut server = None;
+    let model: Box<dyn Model> = if let Some(path) = &options.model_replay {
+        Box::new(ReplayModel::from_file(path, Some(cwd)).map_err(|e| e.to_string())?)
+    } else {
+        let config = server_config(options, settings)?;
+        server = Some(config.clone());
+        Box::new(OpenAiClient::new(config).map_err(|e| e.to_string())?)
+    };
+    let model: Box<dyn Model> = match &options.record {
+        Some(path) => Box::new(RecordingModel::new(model, path).map_err(|e| e.to_string())?),
+        None => model,
+    };
+    Ok((Arc::from(model), server))
+}
+
+/// The OpenAI-compatible server: name, base URL and key from options, environment,
+/// settings.
+fn server_config(options: &AgentOptions, settings: &Settings) -> Result<OpenAiConfig, String> {
+    let env_var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let name = options
+        .model
+        .clone()
+        .or_else(|| env_var("OPENAI_MODEL"))
+        .or_else(|| settings.model.name.clone())
+        .ok_or_else(|| {
+            "no model: pass -m/--model, set OPENAI_MODEL, or set model.name in the settings (or use --model-replay FILE to run offline)".to_string()
+        })?;
+    let (base_url, origin) = match (&options.openai_base_url, env_var("OPENAI_BASE_URL")) {
+        (Some(url), _) => (url.clone(), "--openai-base-url"),
+        (None, Some(url)) => (url, "OPENAI_BASE_URL (or --openai-base-url)"),
+        (None, None) => (
+            DEFAULT_BASE_URL.to_string(),
+            "the default (set OPENAI_BASE_URL or --openai-base-url)",
+        ),
+    };
+    let mut config = OpenAiConfig::new(base_url, name);
+    config.base_url_origin = Some(origin.to_string());
+    config.api_key = options
+        .openai_api_key
+        .clone()
+        .or_else(|| env_var("OPENAI_API_KEY"));
+    config.takes_images = settings.model.vision;
+    Ok(config)
+}

@@ -1,0 +1,13 @@
+//! What an interactive front end needs that is not drawing: slash commands and their
+//! texts, the per-project input history, `#reference` completion and the session's
+//! statistics. No terminal code here (the binary's UI draws; these are tested alone).
+//!
+//! The reusable parts live in the libraries: the "always allow" rule writer
+//! (`toolbelt_tools::workspace_rules`), `@path` completion (`toolbelt_tools::completion`),
+//! `ask_user_question` (`toolbelt_core::ask_user`) and `/compress`
+//! (`toolbelt_agent::compress`). `KIT_API.md` at the root lists the API.
+
+pub mod completion;
+pub mod input_history;
+pub mod slash;
+pub mod stats;

@@ -1,0 +1,220 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use toolbelt_core::{Settings, WorkspaceRoots};
+
+use super::*;
+
+fn env(dir: &Path) -> Arc<ToolEnvironment> {
+    let roots = WorkspaceRoots::new([dir]).unwrap();
+    Arc::new(ToolEnvironment::new(
+        roots,
+        Arc::new(Settings::default()),
+        dir.join(".session"),
+    ))
+}
+
+#[test]
+fn commands_parse_with_their_arguments() {
+    use SlashCommand::*;
+    let ok = |line: &str| parse(line).unwrap().unwrap();
+    assert_eq!(ok("/help"), Help);
+    assert_eq!(ok("  /tools  "), Tools);
+    assert_eq!(ok("/mcp"), Mcp);
+    assert_eq!(ok("/memory"), MemoryShow);
+    assert_eq!(ok("/memory show"), MemoryShow);
+    assert_eq!(ok("/memory refresh"), MemoryRefresh);
+    assert_eq!(
+        ok("/memory add use tabs in Go files"),
+        MemoryAdd {
+            fact: "use tabs in Go files".into(),
+            project: false
+        }
+    );
+    assert_eq!(
+        ok("/memory add --project the API is at /v2"),
+        MemoryAdd {
+            fact: "the API is at /v2".into(),
+            project: true
+        }
+    );
+    assert_eq!(ok("/clear"), Clear);
+    assert_eq!(ok("/compress"), Compress);
+    assert_eq!(ok("/approval-mode"), ApprovalMode(None));
+    assert_eq!(
+        ok("/approval-mode auto_edit"),
+        ApprovalMode(Some(toolbelt_core::scheduler::ApprovalMode::AutoEdit))
+    );
+    assert_eq!(ok("/stats"), Stats);
+    assert_eq!(ok("/quit"), Quit);
+    assert_eq!(ok("/exit"), Quit);
+}
+
+#[test]
+fn prompts_are_not_commands_and_mistakes_say_what_to_type() {
+    assert_eq!(parse("explain this"), None);
+    assert_eq!(parse("/etc/hosts looks wrong"), None);
+    assert_eq!(parse("/"), None);
+    let err = |line: &str| parse(line).unwrap().unwrap_err();
+    assert_eq!(
+        err("/hlep"),
+        "unknown command /hlep; did you mean /help? (/help lists them)"
+    );
+    assert_eq!(
+        err("/comp"),
+        "unknown command /comp; did you mean /compress? (/help lists them)"
+    );
+    assert_eq!(
+        err("/frobnicate"),
+        "unknown command /frobnicate; /help lists the commands"
+    );
+    assert_eq!(err("/clear all"), "/clear takes no arguments");
+    assert!(err("/approval-mode fast").contains("expected plan, default, auto-edit or yolo"));
+    assert!(err("/memory add").starts_with("usage: /memory add"));
+    assert!(err("/memory delete x").starts_with("usage: /memory show"));
+}
+
+#[test]
+fn help_lists_every_command_and_key() {
+    let text = help_text();
+    for (name, _, what) in COMMANDS {
+        assert!(text.contains(&format!("/{name}")), "{name}: {text}");
+        assert!(text.contains(what), "{text}");
+    }
+    assert!(text.contains("Shift-Tab") && text.contains("@path") && text.contains("#tool"));
+    assert_eq!(
+        command_candidates("c"),
+        [("clear", COMMANDS[4].2), ("compress", COMMANDS[5].2)]
+    );
+}
+
+#[test]
+fn tools_are_listed_with_kind_confirmation_and_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = env(dir.path());
+    let mut registry = ToolRegistry::new();
+    toolbelt_tools::register_builtins(&mut registry, &env);
+    let text = tools_text(&registry);
+    assert!(
+        text.starts_with(&format!("{} tools:\n", registry.len())),
+        "{text}"
+    );
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name}: {text}"))
+            .split_whitespace()
+            .take(4)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(line("read_file"), "read_file read built-in Reads");
+    assert_eq!(
+        line("run_shell_command"),
+        "run_shell_command execute asks built-in"
+    );
+    assert_eq!(
+        line("ask_user_question"),
+        "ask_user_question think built-in Asks"
+    );
+}
+
+#[test]
+fn mcp_servers_show_status_reason_and_tools() {
+    assert!(mcp_text(&[]).starts_with("No MCP servers"));
+    let reports = vec![
+        ServerReport {
+            alias: "docs".into(),
+            transport: "stdio".into(),
+            target: "docs-server --stdio".into(),
+            status: ServerStatus::Connected,
+            tools: vec![(
+                "mcp__docs__search".into(),
+                "search".into(),
+                "Searches the docs. Returns pages.".into(),
+            )],
+        },
+        ServerReport {
+            alias: "gone".into(),
+            transport: "http".into(),
+            target: "http://127.0.0.1:9/mcp".into(),
+            status: ServerStatus::Failed("connection refused".into()),
+            tools: Vec::new(),
+        },
+    ];
+    assert_eq!(
+        mcp_text(&reports),
+        "MCP servers:\n  docs (stdio docs-server --stdio): connected, 1 tools\n    mcp__docs__search  Searches the docs.\n  gone (http http://127.0.0.1:9/mcp): failed: connection refused\n"
+    );
+}
+
+/// The context files as the session loads them.
+fn load_context_files(env: &ToolEnvironment, home: Option<&Path>, cwd: &Path) -> Vec<ContextFile> {
+    let names = toolbelt_agent::context_files::file_names(&env.settings);
+    toolbelt_agent::context_files::load(&names, home, cwd)
+}
+
+#[tokio::test]
+async fn memory_add_writes_through_save_memory_and_show_reads_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("p");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let env = env(&project);
+    assert!(
+        memory_text(&load_context_files(&env, Some(&home), &project))
+            .starts_with("No context files")
+    );
+
+    let said = memory_add(
+        env.clone(),
+        Some(home.clone()),
+        "the API lives at /v2",
+        true,
+    )
+    .await
+    .unwrap();
+    assert!(said.contains("the API lives at /v2"), "{said}");
+    memory_add(env.clone(), Some(home.clone()), "prefers tabs", false)
+        .await
+        .unwrap();
+    let project_file = std::fs::read_to_string(project.join("QWEN.md")).unwrap();
+    assert!(
+        project_file.contains("## Qwen Added Memories\n- the API lives at /v2"),
+        "{project_file}"
+    );
+    let global = std::fs::read_to_string(home.join(".qwen/QWEN.md")).unwrap();
+    assert!(global.contains("- prefers tabs"), "{global}");
+
+    let files = load_context_files(&env, Some(&home), &project);
+    let text = memory_text(&files);
+    assert!(text.starts_with("2 context file(s)"), "{text}");
+    assert!(
+        text.contains("- the API lives at /v2") && text.contains("- prefers tabs"),
+        "{text}"
+    );
+    assert!(memory_add(env, Some(home), "  ", true).await.is_err());
+}
+
+#[tokio::test]
+async fn memory_add_answers_to_the_settings_rules_like_any_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("p");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let settings: Settings =
+        serde_json::from_value(serde_json::json!({"permissions": {"deny": ["save_memory"]}}))
+            .unwrap();
+    let env = Arc::new(ToolEnvironment::new(
+        WorkspaceRoots::new([&project]).unwrap(),
+        Arc::new(settings),
+        project.join(".session"),
+    ));
+    let refused = memory_add(env, Some(home.clone()), "a fact", true).await;
+    let message = refused.unwrap_err();
+    assert!(message.contains("denied"), "{message}");
+    assert!(!project.join("QWEN.md").exists(), "it wrote the file");
+}

@@ -1,0 +1,55 @@
+#![cfg_attr(test, allow(clippy::too_many_lines))]
+//! Assembling a toolbelt session, the same way for every front end: the headless agent,
+//! the terminal, stream-JSON, `mcp serve`, `tools call`, sub-agents, and an embedder.
+//!
+//! # Brief overview
+//!
+//! [`Session::open`] takes a directory and [`SessionOptions`] and assembles: layered
+//! settings with folder trust (an untrusted folder's command keys stripped), the
+//! workspace roots with the path policy of the permission rules, the protected
+//! configuration (`.qwen`, `.agents`, `.git`, and what the settings and flags name: the
+//! toolbelt home, manifests, the programs the settings run, `--mcp-config` files,
+//! `.lsp.json`, the scripts declared tools run), the skills, the language servers and
+//! the registry of built-in tools. [`Session::load_extensions`] adds discovered, MCP and
+//! declared tools. [`Session::permissions`] gives the scheduler's rules and mode for a
+//! [`Policy`].
+//!
+//! [`Session::agent`] makes the session's agent ([`Prepared`]): the saved conversation
+//! ([`saved`]), the model ([`build_model`], behind a [`ModelSlot`]), the sub-agent tools,
+//! the [`SystemPrompt`], and the MCP servers as the agent's tool source.
+//! [`ServeWorkspaces`] is `mcp serve`'s: a session per set of client roots, opened
+//! again when a file that defines the tools changes.
+//!
+//! [`kit`] holds what an interactive front end needs besides drawing (slash commands,
+//! input history, `#reference` completion, statistics); [`sandbox`] reports and proves
+//! what the kernel enforces on the session's shell commands.
+//!
+//! Nothing here prints: warnings go to [`SessionOptions::warn`] as they happen and are
+//! kept in [`Session::warnings`].
+
+#![warn(missing_docs, unreachable_pub)]
+
+mod agent;
+pub mod kit;
+pub mod listing;
+mod mcp;
+mod model_slot;
+mod options;
+mod paths;
+mod protect;
+pub mod sandbox;
+pub mod saved;
+mod serve;
+mod session;
+mod subagents;
+mod trust;
+
+pub use agent::{Prepared, ReadPrompt, Setup, SystemPrompt, build_model};
+pub use mcp::connect as connect_mcp;
+pub use model_slot::ModelSlot;
+pub use options::{AgentOptions, McpOptions, Policy, Resume, SessionOptions, Warn};
+pub use paths::{sessions_dir, toolbelt_home};
+pub use serve::ServeWorkspaces;
+pub use session::{Session, SetupError, approval_mode, exclude};
+pub use subagents::catalog as agent_catalog;
+pub use trust::change_trust;

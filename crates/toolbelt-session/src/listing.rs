@@ -1,0 +1,12 @@
+//! The listings of `toolbelt agents list`, `skills list`, `lsp list` and `mcp list`: text
+//! a line per fact, or JSON, built from what the session loaded.
+
+mod agents;
+mod lsp;
+mod mcp;
+mod skills;
+
+pub use agents::{agents_json, agents_text};
+pub use lsp::{LspRow, lsp_json, lsp_rows};
+pub use mcp::{mcp_json, mcp_text};
+pub use skills::{skills_json, skills_text};

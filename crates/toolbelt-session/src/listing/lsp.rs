@@ -1,0 +1,80 @@
+//! `toolbelt lsp list`: each configured language server, the program it would run and
+//! its state, with why one would not run.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use toolbelt_lsp::{ServerConfig, ServerState, Servers};
+
+/// One configured server as listed.
+pub struct LspRow {
+    /// Its configuration.
+    pub config: ServerConfig,
+    /// The program its command names, where it was found.
+    pub program: Option<PathBuf>,
+    /// Its state in words (`running`, `failed: ...`, `will not start: ...`).
+    pub state: String,
+}
+
+/// The servers of `servers`, in order.
+pub async fn lsp_rows(servers: &Servers) -> Vec<LspRow> {
+    let root = servers.root().to_path_buf();
+    let states = servers.states().await;
+    states
+        .into_iter()
+        .map(|(config, state)| {
+            let program = find_program(&config.command, &root);
+            let state = state_text(config, &state, program.as_deref());
+            LspRow {
+                config: config.clone(),
+                program,
+                state,
+            }
+        })
+        .collect()
+}
+
+/// The rows and the files that gave no servers, as one JSON object.
+pub fn lsp_json(rows: &[LspRow], problems: &[String]) -> Value {
+    let servers: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            let c = &r.config;
+            json!({
+                "name": c.name,
+                "file": c.source,
+                "command": c.command,
+                "args": c.args,
+                "program": r.program,
+                "extensions": c.extension_to_language,
+                "state": r.state,
+            })
+        })
+        .collect();
+    json!({"servers": servers, "problems": problems})
+}
+
+/// Where `command` would be found: itself when it names a path, else the first `PATH`
+/// entry that holds it.
+fn find_program(command: &str, cwd: &Path) -> Option<PathBuf> {
+    if command.contains('/') {
+        let path = cwd.join(command);
+        return path.is_file().then_some(path);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(command))
+        .find(|p| p.is_file())
+}
+
+fn state_text(config: &ServerConfig, state: &ServerState, program: Option<&Path>) -> String {
+    match (state, program) {
+        (ServerState::Running, _) => "running".into(),
+        (ServerState::Failed(why), _) => format!("failed: {why}"),
+        (ServerState::NotStarted, None) => format!(
+            "will not start: `{}` is not found (not a file, not on PATH)",
+            config.command
+        ),
+        (ServerState::NotStarted, Some(_)) => "not started (starts on first use)".into(),
+    }
+}

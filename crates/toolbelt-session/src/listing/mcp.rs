@@ -1,0 +1,60 @@
+//! `toolbelt mcp list`: every configured MCP server, its status (with the reason when it
+//! failed) and its tools.
+
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+use toolbelt_mcp::{ServerReport, ServerStatus};
+
+/// The servers as a JSON array.
+pub fn mcp_json(reports: &[ServerReport]) -> Value {
+    let servers: Vec<_> = reports
+        .iter()
+        .map(|r| {
+            let (status, reason) = match &r.status {
+                ServerStatus::Failed(why) => ("failed", Some(why.clone())),
+                other => (status_word(other), None),
+            };
+            json!({
+                "name": r.alias,
+                "transport": r.transport,
+                "target": r.target,
+                "status": status,
+                "reason": reason,
+                "tools": r.tools.iter().map(|(name, remote, description)| json!({
+                    "name": name, "serverToolName": remote, "description": description
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    Value::Array(servers)
+}
+
+/// A server a line, each tool under it with the first line of its description.
+pub fn mcp_text(reports: &[ServerReport]) -> String {
+    if reports.is_empty() {
+        return "No MCP servers configured (mcpServers in .qwen/settings.json, or --mcp-config).\n"
+            .to_string();
+    }
+    let mut out = String::new();
+    for r in reports {
+        let _ = writeln!(
+            out,
+            "{} ({} {}): {}",
+            r.alias, r.transport, r.target, r.status
+        );
+        for (name, _, description) in &r.tools {
+            let first = description.lines().next().unwrap_or_default();
+            let _ = writeln!(out, "  {name}  {first}");
+        }
+    }
+    out
+}
+
+fn status_word(status: &ServerStatus) -> &'static str {
+    match status {
+        ServerStatus::Connecting => "connecting",
+        ServerStatus::Connected => "connected",
+        _ => "failed",
+    }
+}

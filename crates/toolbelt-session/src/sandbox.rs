@@ -1,0 +1,275 @@
+//! What this machine's kernel enforces on a session's shell commands, proved from
+//! inside (`toolbelt sandbox [--verify] [-- CMD...]` prints it).
+//!
+//! The report says which Landlock ABI and seccomp the kernel has and what that means
+//! for the commands the classifier lets run unasked (confined read-only, or asking when
+//! nothing can confine them) and for approved ones (`tools.sandbox`). `--verify` runs
+//! probes through the shell tool exactly as an unasked command runs (same spawn path,
+//! same sandbox): a write outside the workspace, a `chmod`, a TCP connection to a
+//! loopback listener opened here, and a signal to this process. Each must be refused
+//! inside and succeed on the host (the control, so a refusal for another reason does not
+//! count as a pass). `-- CMD...` runs one command confined read-only and shows its
+//! result.
+
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::json;
+use toolbelt_core::settings::Sandbox;
+use toolbelt_core::{ExecContext, Tool, ToolEnvironment, ToolResult};
+use toolbelt_tools::{RunShellCommand, SandboxSupport};
+
+/// Says one line of a report.
+macro_rules! say {
+    ($out:expr, $($arg:tt)*) => {
+        $out(format!($($arg)*))
+    };
+}
+
+/// Where a report's lines go, one at a time.
+pub type Lines<'a> = &'a mut dyn FnMut(String);
+
+/// What the kernel has (Landlock ABI, seccomp) and what it means for unasked and
+/// approved shell commands in the session of `env`.
+pub fn report(env: &ToolEnvironment, support: &SandboxSupport, out: Lines<'_>) {
+    let settings = &env.settings.tools;
+    match support.landlock_abi() {
+        Ok(abi) => {
+            say!(out, "Landlock: ABI {abi}");
+            say!(
+                out,
+                "  files: every write right handled (ABI 1-5 rights the kernel has)"
+            );
+            say!(
+                out,
+                "  network: {}",
+                if abi >= 4 {
+                    "TCP bind and connect refused (ABI 4)"
+                } else {
+                    "not confined by Landlock (ABI 4 needed); seccomp refuses sockets"
+                }
+            );
+            say!(
+                out,
+                "  scoping: {}",
+                if abi >= 6 {
+                    "signals and abstract UNIX sockets stay inside the sandbox (ABI 6)"
+                } else {
+                    "none (ABI 6 needed): a confined command may signal other processes"
+                }
+            );
+        }
+        Err(why) => say!(out, "Landlock: unavailable ({why})"),
+    }
+    match support.seccomp() {
+        Ok(()) => say!(
+            out,
+            "seccomp: available; refused with EPERM: mode, owner, times and extended attributes, sockets \
+             (read-only: all; workspace: all but AF_UNIX), ptrace, mounts, keys, bpf, io_uring, perf, \
+             clock, host name, modules, reboot, namespaces"
+        ),
+        Err(why) => say!(out, "seccomp: unavailable ({why})"),
+    }
+    let unasked = match support.can_confine() {
+        Ok(()) => {
+            "run confined read-only: nothing writable but /dev/null, /dev/zero, /dev/full and \
+                   /dev/tty; no network; no signal out; git without hooks or fsmonitor"
+                .to_string()
+        }
+        Err(_) if settings.shell.allow_unsandboxed => {
+            "run UNCONFINED (tools.shell.allowUnsandboxed is true and nothing can confine them)"
+                .to_string()
+        }
+        Err(why) => format!(
+            "ask first ({why}); headless they are refused. tools.shell.allowUnsandboxed: true runs them unconfined"
+        ),
+    };
+    say!(
+        out,
+        "Shell commands judged read-only (run without asking): {unasked}"
+    );
+    let approved = if settings.sandbox == Sandbox::Landlock {
+        "confined to the workspace (tools.sandbox: \"landlock\"): workspace and temporary directory \
+         writable, no TCP, no mode/owner/xattr changes"
+    } else {
+        "unconfined (what approval grants; tools.sandbox: \"landlock\" confines them to the workspace)"
+    };
+    say!(out, "Approved shell commands: {approved}");
+    let roots: Vec<String> = env
+        .roots
+        .roots()
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect();
+    say!(out, "Workspace: {}", roots.join(", "));
+}
+
+/// The shell tool as the session has it, with a context of an unasked call.
+async fn run_unasked(env: &Arc<ToolEnvironment>, command: &str) -> ToolResult {
+    let tool = RunShellCommand::new(env.clone());
+    match tool.build(json!({ "command": command })) {
+        Ok(call) => call.execute(ExecContext::new(env.clone())).await,
+        Err(e) => ToolResult::error(e),
+    }
+}
+
+/// Runs `command` (one shell line, or a program and its arguments) confined read-only,
+/// as an unasked command runs; says its result and returns its exit code.
+pub async fn run_confined(
+    env: &Arc<ToolEnvironment>,
+    command: &[String],
+    out: Lines<'_>,
+) -> Option<i32> {
+    let line = if command.len() == 1 {
+        command[0].clone()
+    } else {
+        command
+            .iter()
+            .map(|w| format!("'{}'", w.replace('\'', r"'\''")))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let result = run_unasked(env, &line).await;
+    say!(out, "{}", result.llm_text());
+    exit_code(&result)
+}
+
+fn exit_code(result: &ToolResult) -> Option<i32> {
+    result
+        .llm_text()
+        .lines()
+        .find_map(|l| l.strip_prefix("Exit Code: "))
+        .and_then(|c| c.trim().parse().ok())
+}
+
+/// One probe: `command` must succeed on the host and be refused confined; `effect`
+/// says, from the world and the command's exit code, whether it took effect.
+struct Check<'a> {
+    name: &'a str,
+    command: String,
+    effect: &'a dyn Fn(Option<i32>) -> bool,
+    undo: &'a dyn Fn(),
+}
+
+/// The probes of `--verify`, a line each: whether every one was refused inside and
+/// succeeded on the host.
+pub async fn verify(env: &Arc<ToolEnvironment>, out: Lines<'_>) -> bool {
+    let scratch = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            say!(out, "FAIL  cannot make a scratch directory: {e}");
+            return false;
+        }
+    };
+    let outside = scratch.path().join("written");
+    let mode_file = scratch.path().join("mode");
+    let listener = TcpListener::bind("127.0.0.1:0").and_then(|l| {
+        l.set_nonblocking(true)?;
+        Ok(l)
+    });
+    let (listener, port) = match listener.and_then(|l| Ok((l.local_addr()?.port(), l))) {
+        Ok((port, l)) => (l, port),
+        Err(e) => {
+            say!(out, "FAIL  cannot open a loopback listener: {e}");
+            return false;
+        }
+    };
+    if let Err(e) = std::fs::write(&mode_file, "m")
+        .and_then(|()| std::fs::set_permissions(&mode_file, std::fs::Permissions::from_mode(0o644)))
+    {
+        say!(out, "FAIL  cannot make a probe file: {e}");
+        return false;
+    }
+    let mode_of = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.permissions().mode() & 0o777)
+            .unwrap_or(0)
+    };
+    let checks = [
+        Check {
+            name: "write outside the workspace",
+            command: format!("echo x > '{}'", outside.display()),
+            effect: &|_| outside.exists(),
+            undo: &|| {
+                let _ = std::fs::remove_file(&outside);
+            },
+        },
+        Check {
+            name: "chmod of a file the user owns",
+            command: format!("chmod 600 '{}'", mode_file.display()),
+            effect: &|_| mode_of(&mode_file) == 0o600,
+            undo: &|| {
+                let _ =
+                    std::fs::set_permissions(&mode_file, std::fs::Permissions::from_mode(0o644));
+            },
+        },
+        Check {
+            name: "TCP connect to a loopback listener",
+            command: format!("echo x > /dev/tcp/127.0.0.1/{port}"),
+            effect: &|_| listener.accept().is_ok(),
+            undo: &|| {},
+        },
+        Check {
+            name: "signal to toolbelt",
+            // Signal 0 checks the permission to signal and delivers nothing.
+            command: format!("kill -0 {}", std::process::id()),
+            effect: &|code| code == Some(0),
+            undo: &|| {},
+        },
+    ];
+    let mut all = true;
+    for check in &checks {
+        all &= run_check(env, check, out).await;
+    }
+    all
+}
+
+/// Runs one check: the host control, then the confined probe.
+async fn run_check(env: &Arc<ToolEnvironment>, check: &Check<'_>, out: Lines<'_>) -> bool {
+    let host = tokio::process::Command::new("bash")
+        .arg("-c")
+        .arg(&check.command)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .await;
+    let code = host.ok().and_then(|s| s.code());
+    let control = code == Some(0) && (check.effect)(code);
+    (check.undo)();
+    if !control {
+        say!(
+            out,
+            "FAIL  {}: the control on the host did not succeed, so the check proves nothing",
+            check.name
+        );
+        return false;
+    }
+    let result = run_unasked(env, &check.command).await;
+    let code = exit_code(&result);
+    let got_through = (check.effect)(code);
+    (check.undo)();
+    if let Some(e) = &result.error {
+        say!(
+            out,
+            "FAIL  {}: the confined command did not run: {}",
+            check.name,
+            e.message
+        );
+        return false;
+    }
+    if got_through {
+        say!(out, "FAIL  {}: allowed inside the sandbox", check.name);
+        false
+    } else {
+        let code = code.map_or("?".to_string(), |c| c.to_string());
+        say!(
+            out,
+            "pass  {}: refused inside the sandbox (exit code {code})",
+            check.name
+        );
+        true
+    }
+}
