@@ -48,6 +48,8 @@
 //!
 //! Only this crate knows MCP JSON: everything leaves it as core types.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -56,17 +58,20 @@ use futures::future::join_all;
 use tokio::sync::mpsc;
 use toolbelt_core::{Origin, ToolRegistry};
 
-pub mod config;
-pub mod connection;
-pub mod content;
-pub mod events;
+mod config;
+mod connection;
+mod content;
+mod events;
 pub mod sdk;
 pub mod serve;
-pub mod sse;
+mod sse;
 mod start;
-pub mod tool;
+mod tool;
 
-pub use config::{ConfigProblem, ServerConfig, Transport, configured_servers, parse_mcp_config};
+pub use config::{
+    ConfigProblem, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ServerConfig, Transport,
+    configured_servers, parse_mcp_config,
+};
 pub use connection::{McpConnection, ServerStatus};
 pub use tool::McpTool;
 
@@ -80,10 +85,13 @@ pub struct McpServers {
 /// One server as `toolbelt mcp list` shows it.
 #[derive(Debug, Clone)]
 pub struct ServerReport {
+    /// The entry's name in `mcpServers`.
     pub alias: String,
     /// `stdio`, `http`, `sse`, or `-` for an entry that could not be read.
     pub transport: String,
+    /// The command line or URL.
     pub target: String,
+    /// Where it stands.
     pub status: ServerStatus,
     /// `(model-facing name, name on the server, description)`.
     pub tools: Vec<(String, String, String)>,
@@ -123,6 +131,7 @@ impl McpServers {
         }
     }
 
+    /// Every connection, in configuration order.
     pub fn connections(&self) -> &[Arc<McpConnection>] {
         &self.connections
     }

@@ -41,20 +41,23 @@
 // they are the protocol.
 #![allow(deprecated)]
 
-pub mod approve;
-pub mod busy_poll;
-pub mod coalesce;
+mod approve;
+mod busy_poll;
+mod coalesce;
 pub mod http;
-pub mod progress;
-pub mod stdio_input;
-pub mod turns;
-pub mod wire;
+mod progress;
+mod stdio_input;
+mod turns;
+mod wire;
+
+pub use busy_poll::before_park;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, ErrorData,
@@ -69,7 +72,7 @@ use toolbelt_core::scheduler::{
     ApprovalMode, Approver, NobodyToAsk, Permissions, Scheduler, SchedulerConfig, ToolCallRequest,
     TurnInfo,
 };
-use toolbelt_core::{BoxFuture, Kind, Registration, ToolEnvironment, ToolRegistry};
+use toolbelt_core::{Kind, Registration, ToolEnvironment, ToolRegistry};
 
 use approve::{ElicitationApprover, Remembered};
 use progress::ProgressWatch;
