@@ -292,7 +292,7 @@ impl TaskStop {
         TaskStop::with_description(
             tasks,
             shell,
-            "Stops a background task: a sub-agent started with `agent` and run_in_background (task id agent_N; its tool calls are cancelled and their processes ended) or a shell command started with is_background (job id bg_N; its process group and whatever it left behind are ended). Use it when the task is no longer needed or has gone wrong.",
+            "Stops a background task: a sub-agent started with `agent` and run_in_background (task id agent_N; its tool calls are cancelled and their processes ended) or a shell command started with is_background or a monitor (job id bg_N; its process group and whatever it left behind are ended). Use it when the task is no longer needed or has gone wrong.",
         )
     }
 
@@ -318,7 +318,7 @@ impl TaskStop {
             schema: json!({
                 "type": "object",
                 "properties": {
-                    "task_id": {"type": "string", "description": "The id of the background task: agent_N for a background agent, bg_N for a background shell job."}
+                    "task_id": {"type": "string", "description": "The id of the background task: agent_N for a background agent, bg_N for a background shell job or a monitor."}
                 },
                 "required": ["task_id"],
                 "additionalProperties": false
