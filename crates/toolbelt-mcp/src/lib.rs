@@ -4,18 +4,18 @@
 //!
 //! # Brief overview
 //!
-//! [`config`] reads `mcpServers` (plus `--mcp-config` and `mcp.serverCommand`) into one
+//! `config` reads `mcpServers` (plus `--mcp-config` and `mcp.serverCommand`) into one
 //! [`ServerConfig`] per server. [`McpServers::connect_all`] starts every server at once,
 //! each within its own connect timeout, so the wait is the slowest healthy server or the
 //! timeout, never the sum, and a server that fails or hangs is reported with its reason
 //! while the others carry on. Each server is an [`McpConnection`] (rmcp client, status,
 //! tools, restart after a crash); each of its tools is an [`McpTool`] registered as
-//! `mcp__<alias>__<tool>`. Results are mapped to toolbelt parts in [`content`].
+//! `mcp__<alias>__<tool>`. Results are mapped to toolbelt parts in `content`.
 //!
 //! Transports: stdio (rmcp's child-process transport; the server's stderr goes to a log
 //! file in the directory the caller names, never into answers, statuses or errors),
 //! Streamable HTTP (rmcp's transport on our reqwest client), and the legacy HTTP+SSE
-//! transport ([`sse`], our own: rmcp has none). HTTP clients follow redirects only within
+//! transport (`sse`, our own: rmcp has none). HTTP clients follow redirects only within
 //! the configured origin, so configured headers never reach another host.
 //!
 //! # Secrets
@@ -28,7 +28,7 @@
 //!
 //! A server's tool annotations are claims. `readOnlyHint` makes a tool run unasked (as a
 //! read) only when the person's settings trust the server (`trust: true` or
-//! `trustAnnotations: true`); see [`tool`].
+//! `trustAnnotations: true`); see `tool`.
 //!
 //! # Tool-list changes
 //!
