@@ -1,6 +1,6 @@
 //! Scheduled prompts: `cron_create {cron, prompt, recurring?}`, `cron_list {}` and
 //! `cron_delete {id}` over a session's [`CronTasks`] (issue 33). The expressions are in
-//! [`expr`], the schedule and its jitter and expiry in [`tasks`]; firing is the
+//! `expr.rs`, the schedule and its jitter and expiry in `tasks.rs`; firing is the
 //! session's: it asks [`CronTasks::due`] when idle and runs each prompt as a turn.
 
 use std::sync::Arc;

@@ -103,7 +103,7 @@ impl MonitorTable {
         self.version.send_modify(|v| *v = v.wrapping_add(1));
     }
 
-    /// A slot for one more monitor; `None` when [`MAX_MONITORS`] run or start.
+    /// A slot for one more monitor; `None` when `MAX_MONITORS` (16) run or start.
     pub fn reserve(self: &Arc<Self>) -> Option<Slot> {
         let mut state = self.lock();
         if state.running.len() + state.starting >= MAX_MONITORS {
