@@ -45,7 +45,7 @@ use toolbelt_core::rules::Rule;
 use crate::front_matter::{self, FrontMatterError, Spanned};
 use crate::listed_name::escaped;
 
-mod tool;
+pub(crate) mod tool;
 
 pub use tool::SkillTool;
 
@@ -438,7 +438,7 @@ fn read_skill(
             AllowedTools::Line(text) => split_rules(text),
         };
         for entry in entries.into_iter().filter(|e| !e.is_empty()) {
-            if entry.chars().any(char::is_control) || Rule::parse(&entry).is_none() {
+            if entry.chars().any(char::is_control) || !Rule::is_well_formed(&entry) {
                 warnings.push(format!(
                     "{shown}: {}",
                     FrontMatterError::at(

@@ -148,10 +148,11 @@ pub fn rules_for(request: &ApprovalRequest, server_wide: bool) -> Vec<String> {
     };
     // Each rule must name exactly this tool when read back: a tool whose name is an
     // alias (`Edit`, `Bash`) would otherwise approve more than was asked.
+    let vocabulary = crate::rule_vocabulary();
     candidates
         .into_iter()
         .filter(|text| {
-            Rule::parse(text).is_some_and(|r| {
+            Rule::parse(text, &vocabulary).is_some_and(|r| {
                 r.tools == [tool] || (is_mcp_server_rule(&r.tools[0]) && r.tools.len() == 1)
             })
         })
@@ -188,7 +189,7 @@ pub fn allow_in_workspace(
     rules: &[String],
 ) -> Result<AllowOutcome, WorkspaceRulesError> {
     for rule in rules {
-        if Rule::parse(rule).is_none() {
+        if !Rule::is_well_formed(rule) {
             return Err(WorkspaceRulesError::BadRule(rule.clone()));
         }
     }
@@ -340,7 +341,8 @@ fn read_settings(path: &Path) -> Result<String, WorkspaceRulesError> {
 /// Whether two rule texts say the same (same tools, same specifier): `Bash(git *)` and
 /// `run_shell_command(git *)` are one rule.
 fn same_rule(a: &str, b: &str) -> bool {
-    match (Rule::parse(a), Rule::parse(b)) {
+    let vocabulary = crate::rule_vocabulary();
+    match (Rule::parse(a, &vocabulary), Rule::parse(b, &vocabulary)) {
         (Some(a), Some(b)) => a.tools == b.tools && a.specifier == b.specifier,
         _ => a.trim() == b.trim(),
     }

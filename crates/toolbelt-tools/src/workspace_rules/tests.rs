@@ -56,7 +56,7 @@ fn load(project: &Path) -> Settings {
 }
 
 fn decision(settings: &Settings, tool: &str, subject: &PermissionSubject) -> Decision {
-    Permissions::from_settings(settings).evaluate(tool, subject)
+    Permissions::from_settings(settings, &crate::rule_vocabulary()).evaluate(tool, subject)
 }
 
 fn commands(line: &str) -> PermissionSubject {
