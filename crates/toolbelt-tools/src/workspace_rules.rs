@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstRootNode};
 use serde_json::Value;
+use toolbelt_core::rules::RuleVocabulary;
 use toolbelt_core::scheduler::ApprovalRequest;
 use toolbelt_core::{ConfirmationDetails, Rule, is_mcp_server_rule};
 
@@ -95,7 +96,14 @@ pub enum WorkspaceRulesError {
 /// - `web_fetch`: `web_fetch(domain:<host>)` of the URL;
 /// - MCP: `mcp__<server>` (every tool of the server) when `server_wide`, else the tool's
 ///   registered name (`mcp__<server>__<tool>`).
-pub fn rules_for(request: &ApprovalRequest, server_wide: bool) -> Vec<String> {
+///
+/// `vocabulary` is the session's (every alias its rules read): a rule is written only
+/// when, read back with it, it names exactly the tool asked about.
+pub fn rules_for(
+    request: &ApprovalRequest,
+    server_wide: bool,
+    vocabulary: &RuleVocabulary,
+) -> Vec<String> {
     if !request.may_always_allow {
         return Vec::new();
     }
@@ -148,11 +156,10 @@ pub fn rules_for(request: &ApprovalRequest, server_wide: bool) -> Vec<String> {
     };
     // Each rule must name exactly this tool when read back: a tool whose name is an
     // alias (`Edit`, `Bash`) would otherwise approve more than was asked.
-    let vocabulary = crate::rule_vocabulary();
     candidates
         .into_iter()
         .filter(|text| {
-            Rule::parse(text, &vocabulary).is_some_and(|r| {
+            Rule::parse(text, vocabulary).is_some_and(|r| {
                 r.tools == [tool] || (is_mcp_server_rule(&r.tools[0]) && r.tools.len() == 1)
             })
         })
