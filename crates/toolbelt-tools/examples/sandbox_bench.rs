@@ -99,17 +99,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Ticks are 10 ms: per command in microseconds.
         cpu.push((cpu_ticks()? - before) as f64 * 10_000.0 / runs as f64);
     }
-    let (mc, mu) = (median(confined.clone()), median(unconfined.clone()));
+    report(runs, &confined, &unconfined, &cpu);
+    Ok(())
+}
+
+/// Prints the measurements: wall time of each kind, CPU per command, and the difference.
+fn report(runs: usize, confined: &[Duration], unconfined: &[Duration], cpu: &[f64]) {
+    let (mc, mu) = (median(confined.to_vec()), median(unconfined.to_vec()));
     println!("runs: {runs} each, interleaved");
     println!(
         "unconfined (approved) ls: median {:.3} ms, mean {:.3} ms",
         mu.as_secs_f64() * 1e3,
-        mean(&unconfined).as_secs_f64() * 1e3
+        mean(unconfined).as_secs_f64() * 1e3
     );
     println!(
         "confined (unasked) ls:    median {:.3} ms, mean {:.3} ms",
         mc.as_secs_f64() * 1e3,
-        mean(&confined).as_secs_f64() * 1e3
+        mean(confined).as_secs_f64() * 1e3
     );
     println!(
         "CPU per command (toolbelt and the command): unconfined {:.0} us, confined {:.0} us ({:+.0} us)",
@@ -120,7 +126,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "cost of confinement (wall): median {:+.3} ms, mean {:+.3} ms per command",
         (mc.as_secs_f64() - mu.as_secs_f64()) * 1e3,
-        (mean(&confined).as_secs_f64() - mean(&unconfined).as_secs_f64()) * 1e3
+        (mean(confined).as_secs_f64() - mean(unconfined).as_secs_f64()) * 1e3
     );
-    Ok(())
 }

@@ -12,88 +12,78 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     Answer, BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Question,
     QuestionOption, Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
 /// The longest `header`, in characters (Qwen Code's limit).
-pub const MAX_HEADER_CHARS: usize = 12;
+pub(crate) const MAX_HEADER_CHARS: usize = 12;
 
+/// The `ask_user_question` tool: questions with choices for the person.
 pub struct AskUserQuestion {
     schema: Value,
 }
 
 impl AskUserQuestion {
+    /// The tool over a session's environment.
     pub fn new(_env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "questions": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": 4,
-                    "description": "One to four questions to ask the user at once.",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "question": {"type": "string", "description": "The complete question, ending with a question mark."},
-                            "header": {"type": "string", "description": "A very short label for the question (at most 12 characters), e.g. \"Database\"."},
-                            "options": {
-                                "type": "array",
-                                "minItems": 2,
-                                "maxItems": 4,
-                                "description": "Two to four distinct choices. The user can always answer in their own words instead.",
-                                "items": {
-                                    "type": "object",
-                                    "properties": {
-                                        "label": {"type": "string", "description": "The choice, in a few words."},
-                                        "description": {"type": "string", "description": "What choosing it means or implies."}
-                                    },
-                                    "required": ["label", "description"],
-                                    "additionalProperties": false
-                                }
-                            },
-                            "multiSelect": {"type": "boolean", "description": "Whether several choices may be picked (default false)."}
-                        },
-                        "required": ["question", "header", "options"],
-                        "additionalProperties": false
-                    }
-                },
-                "metadata": {
-                    "type": "object",
-                    "properties": {"source": {"type": "string", "description": "Where the question comes from (for logs)."}},
-                    "description": "Optional bookkeeping; not shown to the user."
-                }
-            },
-            "required": ["questions"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         AskUserQuestion { schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        length(min = 1, max = 4),
+        description = "One to four questions to ask the user at once."
+    )]
     questions: Vec<QuestionParam>,
+    // Read for its shape only: the schema offers it, nothing uses it.
+    #[serde(rename = "metadata")]
+    #[schemars(description = "Optional bookkeeping; not shown to the user.")]
+    _metadata: Option<Metadata>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 struct QuestionParam {
+    #[schemars(description = "The complete question, ending with a question mark.")]
     question: String,
+    #[schemars(
+        description = "A very short label for the question (at most 12 characters), e.g. \"Database\"."
+    )]
     header: String,
+    #[schemars(
+        length(min = 2, max = 4),
+        description = "Two to four distinct choices. The user can always answer in their own words instead."
+    )]
     options: Vec<OptionParam>,
     #[serde(default)]
+    #[schemars(description = "Whether several choices may be picked (default false).")]
     multi_select: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct OptionParam {
+    #[schemars(description = "The choice, in a few words.")]
     label: String,
+    #[schemars(description = "What choosing it means or implies.")]
     description: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct Metadata {
+    #[allow(dead_code)] // kept for the schema; see `Params::_metadata`
+    #[schemars(description = "Where the question comes from (for logs).")]
+    source: Option<String>,
 }
 
 impl Tool for AskUserQuestion {
@@ -246,7 +236,7 @@ impl Invocation for AskCall {
 
 /// The answers as the model reads them: each question with its header and what was
 /// picked (or written).
-pub fn answers_text(questions: &[Question], answers: &[Answer]) -> String {
+pub(crate) fn answers_text(questions: &[Question], answers: &[Answer]) -> String {
     let mut text = String::from("The user answered your questions:\n");
     for (i, (q, a)) in questions.iter().zip(answers).enumerate() {
         let answer = match a {

@@ -41,11 +41,11 @@ mod in_place;
 use attributes::{Attributes, NotKept};
 
 /// Prefix of temporary files, after the leading dot and the target's name.
-pub const TEMP_MARKER: &str = ".toolbelt-";
+pub(crate) const TEMP_MARKER: &str = ".toolbelt-";
 
 /// How new content reached a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Replaced {
+pub(crate) enum Replaced {
     /// A new file, written and synced in full, renamed over the old one (or created):
     /// a crash leaves the old content or the new.
     Atomically,
@@ -55,7 +55,7 @@ pub enum Replaced {
 
 /// Why a file was written in place rather than replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InPlaceReason {
+pub(crate) enum InPlaceReason {
     /// Its owner or group cannot be given to a new file: this process is not root and
     /// the file belongs to another user, or to a group the process is not in.
     Owner,
@@ -69,7 +69,7 @@ pub enum InPlaceReason {
 
 impl InPlaceReason {
     /// Why, in words for a message ("... because {why}").
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             InPlaceReason::Owner => {
                 "a new file could not keep its owner and group (it belongs to another user or group)"
@@ -86,14 +86,14 @@ impl InPlaceReason {
 
 /// Replaces (or creates) `path` with `bytes`. The parent directory must exist.
 #[cfg(test)]
-pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<Replaced> {
+pub(crate) fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<Replaced> {
     replace_with(path, |file| file.write_all(bytes))
 }
 
 /// Replaces (or creates) `path` with what `fill` writes into the file it is given
 /// (a temporary file beside `path`, or a staging file for the in-place path). If
 /// `fill` fails, the temporary file is removed and `path` is untouched, on both paths.
-pub fn replace_with(
+pub(crate) fn replace_with(
     path: &Path,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> std::io::Result<Replaced> {

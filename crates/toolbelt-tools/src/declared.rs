@@ -39,8 +39,6 @@ mod output;
 mod template;
 mod tool;
 
-pub use tool::DEFAULT_PREPARE_TIMEOUT;
-
 use binding::Target;
 use manifest::{ManifestInput, Scope, SetEntry, ToolEntry, parse_manifest};
 use tool::{DeclaredTool, Resolved};
@@ -113,18 +111,23 @@ struct Source {
     scope: Scope,
 }
 
-pub(crate) fn load_with_home(env: &Arc<ToolEnvironment>, home: Option<&Path>) -> LoadedManifests {
-    let mut warnings = Vec::new();
-    let project = env.roots.primary().map(Path::to_path_buf);
+/// The manifest files to read, in order: the project's `.qwen/tools`, the user's, then
+/// `tools.manifests`.
+fn manifest_sources(
+    env: &ToolEnvironment,
+    project: Option<&Path>,
+    home: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> Vec<Source> {
     let mut sources = Vec::new();
-    if let Some(project) = &project {
+    if let Some(project) = project {
         sources.extend(folder_files(&project.join(".qwen/tools"), Scope::Workspace));
     }
     if let Some(home) = home {
         sources.extend(folder_files(&home.join(".qwen/tools"), Scope::User));
     }
     for entry in &env.settings.tools.manifests {
-        let path = match &project {
+        let path = match project {
             Some(project) => project.join(entry),
             None => PathBuf::from(entry),
         };
@@ -150,23 +153,34 @@ pub(crate) fn load_with_home(env: &Arc<ToolEnvironment>, home: Option<&Path>) ->
             ));
         }
     }
+    sources
+}
 
-    // Trust follows where a file is, not how it was named: a user's `tools.manifests`
-    // entry such as `tools` (relative, so inside every project) or a user folder inside
-    // the project reads files the project controls, so they count as workspace files.
-    if let Some(project) = project.as_deref().and_then(|p| p.canonicalize().ok()) {
-        for source in &mut sources {
-            if source.scope != Scope::Workspace
-                && source
-                    .path
-                    .canonicalize()
-                    .is_ok_and(|p| p.starts_with(&project))
-            {
-                source.scope = Scope::Workspace;
-            }
+/// Trust follows where a file is, not how it was named: a user's `tools.manifests`
+/// entry such as `tools` (relative, so inside every project) or a user folder inside
+/// the project reads files the project controls, so they count as workspace files.
+fn count_project_files_as_workspace(project: Option<&Path>, sources: &mut [Source]) {
+    let Some(project) = project.and_then(|p| p.canonicalize().ok()) else {
+        return;
+    };
+    for source in sources {
+        if source.scope != Scope::Workspace
+            && source
+                .path
+                .canonicalize()
+                .is_ok_and(|p| p.starts_with(&project))
+        {
+            source.scope = Scope::Workspace;
         }
     }
+}
 
+/// Reads every source once; the first tool or set of a name wins.
+fn read_sources(
+    sources: Vec<Source>,
+    project: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> (Vec<ToolEntry>, Vec<SetEntry>) {
     let mut read_files = HashSet::new();
     let mut tools: Vec<ToolEntry> = Vec::new();
     let mut sets: Vec<SetEntry> = Vec::new();
@@ -179,7 +193,7 @@ pub(crate) fn load_with_home(env: &Arc<ToolEnvironment>, home: Option<&Path>) ->
         if !read_files.insert(identity) {
             continue;
         }
-        let parsed = match read_manifest(&source, project.as_deref()) {
+        let parsed = match read_manifest(&source, project) {
             Ok(parsed) => parsed,
             Err(warning) => {
                 warnings.push(warning);
@@ -212,7 +226,15 @@ pub(crate) fn load_with_home(env: &Arc<ToolEnvironment>, home: Option<&Path>) ->
             sets.push(set);
         }
     }
+    (tools, sets)
+}
 
+pub(crate) fn load_with_home(env: &Arc<ToolEnvironment>, home: Option<&Path>) -> LoadedManifests {
+    let mut warnings = Vec::new();
+    let project = env.roots.primary().map(Path::to_path_buf);
+    let mut sources = manifest_sources(env, project.as_deref(), home, &mut warnings);
+    count_project_files_as_workspace(project.as_deref(), &mut sources);
+    let (mut tools, sets) = read_sources(sources, project.as_deref(), &mut warnings);
     let sets = resolve_sets(&tools, sets, &mut warnings);
     if let Some(project) = &env.settings.untrusted_project {
         apply_untrusted(project, &mut tools, &mut warnings);

@@ -23,7 +23,7 @@ const MAX_RENDERED_LINES: usize = 20_000;
 
 /// The diff of `old` (`None`: the file does not exist) to `new`, with both texts
 /// carried when they fit [`FileDiff::CONTENT_LIMIT`].
-pub fn file_diff(path: &Path, display_name: &str, old: Option<&str>, new: &str) -> FileDiff {
+pub(crate) fn file_diff(path: &Path, display_name: &str, old: Option<&str>, new: &str) -> FileDiff {
     let (diff, added_lines, removed_lines) = unified(display_name, old.unwrap_or(""), new);
     let fits = old.map_or(0, str::len).max(new.len()) <= FileDiff::CONTENT_LIMIT;
     FileDiff {
@@ -39,7 +39,7 @@ pub fn file_diff(path: &Path, display_name: &str, old: Option<&str>, new: &str) 
 }
 
 /// The unified diff text and the added and removed line counts.
-pub fn unified(name: &str, old: &str, new: &str) -> (String, usize, usize) {
+pub(crate) fn unified(name: &str, old: &str, new: &str) -> (String, usize, usize) {
     let mut diff = Unified::new(name);
     diff.region(old, new, 0, 0);
     diff.finish()
@@ -47,7 +47,7 @@ pub fn unified(name: &str, old: &str, new: &str) -> (String, usize, usize) {
 
 /// A unified diff built region by region: a file edited in place is diffed around
 /// each change, without the whole text in memory.
-pub struct Unified {
+pub(crate) struct Unified {
     out: String,
     added: usize,
     removed: usize,
@@ -55,7 +55,7 @@ pub struct Unified {
 }
 
 impl Unified {
-    pub fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         Unified {
             out: format!("--- {name}\tCurrent\n+++ {name}\tProposed\n"),
             added: 0,
@@ -67,7 +67,7 @@ impl Unified {
     /// Adds the changes between `old` and `new`, two versions of a region that starts
     /// at a line start: 0-based line `old_line` of the old file and `new_line` of the
     /// new one. Regions must come in file order and must not overlap.
-    pub fn region(&mut self, old: &str, new: &str, old_line: usize, new_line: usize) {
+    pub(crate) fn region(&mut self, old: &str, new: &str, old_line: usize, new_line: usize) {
         if old == new {
             return;
         }
@@ -139,7 +139,7 @@ impl Unified {
     }
 
     /// The diff text and the added and removed line counts.
-    pub fn finish(mut self) -> (String, usize, usize) {
+    pub(crate) fn finish(mut self) -> (String, usize, usize) {
         if self.rendered > MAX_RENDERED_LINES {
             let _ = writeln!(
                 self.out,

@@ -30,16 +30,16 @@ use toolbelt_core::{
 };
 
 mod command_line;
-pub mod run;
+pub(crate) mod run;
 
 pub use command_line::split_command;
 
 use run::{RunEnd, RunOutput, RunSpec};
 
-pub const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
 /// Qwen Code's cap on each stream of the discovery command.
-pub const DEFAULT_OUTPUT_LIMIT: usize = 10 * 1024 * 1024;
+pub(crate) const DEFAULT_OUTPUT_LIMIT: usize = 10 * 1024 * 1024;
 
 /// The limits and commands, read once from the settings.
 #[derive(Debug, Clone)]
@@ -85,7 +85,9 @@ impl CommandSettings {
 /// What discovery produced: the tools, and what was wrong with the output.
 #[derive(Default)]
 pub struct Discovery {
+    /// The tools found, ready to register.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// What went wrong, one line each; the other tools still load.
     pub warnings: Vec<String>,
 }
 
@@ -157,7 +159,7 @@ pub struct Declaration {
 }
 
 #[derive(Debug, Default)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     pub declarations: Vec<Declaration>,
     pub warnings: Vec<String>,
 }
@@ -165,7 +167,7 @@ pub struct Parsed {
 /// Reads every accepted shape: a JSON array of bare declarations (`parameters` or
 /// `parametersJsonSchema`) and of `functionDeclarations` / `function_declarations`
 /// wrappers, mixed freely. What cannot be read is a warning; the rest still loads.
-pub fn parse_declarations(stdout: &[u8]) -> Parsed {
+pub(crate) fn parse_declarations(stdout: &[u8]) -> Parsed {
     let mut parsed = Parsed::default();
     let text = String::from_utf8_lossy(stdout);
     let value: Value = match serde_json::from_str(text.trim()) {
@@ -331,6 +333,7 @@ pub struct DiscoveredTool {
 }
 
 impl DiscoveredTool {
+    /// A tool as the discovery command described it, called through the call command.
     pub fn new(
         decl: Declaration,
         env: Arc<ToolEnvironment>,

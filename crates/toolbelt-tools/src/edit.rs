@@ -13,11 +13,12 @@
 //! edit goes through it too, copying the old file into the new one. The change is computed once for the
 //! confirmation and applied as shown, unless the file changed in between.
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, FileDiff, Invocation, Kind,
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
@@ -25,11 +26,11 @@ use toolbelt_core::{
 
 use crate::atomic_write;
 use crate::diff::file_diff;
-use crate::file_change::{self, FileStamp, Opened, WritePolicy};
+use crate::file_change::{self, FileChange, FileStamp, Opened, Shown, WritePolicy};
 use crate::text_file::{LineEnding, TextFile};
 
-pub mod matcher;
-pub mod stream;
+pub(crate) mod matcher;
+pub(crate) mod stream;
 use matcher::Strategy;
 
 /// Lines of context in the snippet of the edited file returned to the model.
@@ -39,6 +40,7 @@ const SNIPPET_MAX_LINES: usize = 60;
 /// Line numbers listed when several occurrences match.
 const MAX_LISTED_LINES: usize = 20;
 
+/// The `edit` tool: replaces text in one file, or creates a file.
 pub struct Edit {
     env: Arc<ToolEnvironment>,
     schema: Value,
@@ -71,40 +73,14 @@ impl Default for Streaming {
 }
 
 impl Edit {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         Self::with_streaming(env, Streaming::default())
     }
 
     /// An edit tool that streams files above other limits (tests use tiny ones).
     pub fn with_streaming(env: Arc<ToolEnvironment>, streaming: Streaming) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "Absolute path of the file to change."
-                },
-                "old_string": {
-                    "type": "string",
-                    "description": "The exact text to replace, copied from the file with its indentation, and enough surrounding lines to match only once. Empty to create a new file."
-                },
-                "new_string": {
-                    "type": "string",
-                    "description": "The text that replaces old_string, exactly as it should appear (taken literally)."
-                },
-                "replace_all": {
-                    "type": "boolean",
-                    "description": "Replace every occurrence of old_string instead of requiring exactly one. Default false."
-                },
-                "expected_replacements": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Older form of replace_all: the number of occurrences expected; the edit fails if the count differs."
-                }
-            },
-            "required": ["file_path", "old_string", "new_string"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         Edit {
             env,
             schema,
@@ -113,13 +89,28 @@ impl Edit {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(description = "Absolute path of the file to change.")]
     file_path: String,
+    #[schemars(
+        description = "The exact text to replace, copied from the file with its indentation, and enough surrounding lines to match only once. Empty to create a new file."
+    )]
     old_string: String,
+    #[schemars(
+        description = "The text that replaces old_string, exactly as it should appear (taken literally)."
+    )]
     new_string: String,
     #[serde(default)]
+    #[schemars(
+        description = "Replace every occurrence of old_string instead of requiring exactly one. Default false."
+    )]
     replace_all: bool,
+    #[schemars(
+        range(min = 1),
+        description = "Older form of replace_all: the number of occurrences expected; the edit fails if the count differs."
+    )]
     expected_replacements: Option<usize>,
 }
 
@@ -176,7 +167,7 @@ impl Tool for Edit {
             params,
             streaming: self.streaming,
             policy: WritePolicy::from_settings(&self.env.settings),
-            planned: Mutex::new(None),
+            shown: Shown::default(),
         }))
     }
 }
@@ -187,9 +178,7 @@ struct EditCall {
     params: Params,
     streaming: Streaming,
     policy: WritePolicy,
-    /// The change as shown in the confirmation: `None` before anyone asked,
-    /// `Some(None)` when there was nothing to ask because the edit failed.
-    planned: Mutex<Option<Option<Plan>>>,
+    shown: Shown<Plan>,
 }
 
 #[derive(Debug)]
@@ -465,21 +454,7 @@ impl EditCall {
         )
     }
 
-    fn apply(&self) -> Result<ToolResult, ToolError> {
-        let shown = self.planned.lock().map(|mut g| g.take()).unwrap_or(None);
-        let plan = match shown {
-            None => self.plan()?,
-            Some(Some(plan)) => {
-                if file_change::stamp_now(&self.path)? != plan.stamp {
-                    return Err(file_change::changed_since_confirmation(&self.path));
-                }
-                plan
-            }
-            Some(None) => {
-                self.plan()?;
-                return Err(file_change::changed_since_confirmation(&self.path));
-            }
-        };
+    fn write_plan(&self, plan: Plan) -> Result<ToolResult, ToolError> {
         let replaced = match &plan.write {
             NewFile::Bytes(bytes) => file_change::write_file(&self.path, bytes, self.policy)?,
             NewFile::Spliced(found) => {
@@ -595,25 +570,39 @@ impl Invocation for EditCall {
     }
 
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
-        Box::pin(async move {
-            // A failing edit needs no approval: it writes nothing and its error goes to
-            // the model. If it starts working before execute, execute refuses.
-            let plan = self.plan().ok();
-            let details = plan.as_ref().map(|plan| {
-                ConfirmationDetails::edit(
-                    format!("Confirm Edit: {}", self.display_path),
-                    plan.diff.clone(),
-                )
-            });
-            if let Ok(mut slot) = self.planned.lock() {
-                *slot = Some(plan);
-            }
-            details
-        })
+        Box::pin(async move { self.confirm() })
     }
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
-        Box::pin(async move { file_change::run_change(&ctx, "edit", move || self.apply()).await })
+        Box::pin(
+            async move { file_change::run_change(&ctx, "edit", move || self.apply_shown()).await },
+        )
+    }
+}
+
+impl FileChange for EditCall {
+    type Plan = Plan;
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn plan(&self) -> Result<Plan, ToolError> {
+        EditCall::plan(self)
+    }
+    fn question(&self, plan: &Plan) -> ConfirmationDetails {
+        ConfirmationDetails::edit(
+            format!("Confirm Edit: {}", self.display_path),
+            plan.diff.clone(),
+        )
+    }
+    fn apply(&self, plan: Plan) -> Result<ToolResult, ToolError> {
+        self.write_plan(plan)
+    }
+    fn shown(&self) -> &Shown<Plan> {
+        &self.shown
+    }
+    fn planned_from(plan: &Plan) -> Option<FileStamp> {
+        plan.stamp
     }
 }
 

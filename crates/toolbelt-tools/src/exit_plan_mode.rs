@@ -9,36 +9,33 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ExecContext, Invocation, Kind, Tool, ToolEnvironment,
     ToolError, ToolResult,
 };
 
+/// The `exit_plan_mode` tool: presents a plan for approval and leaves plan mode.
 pub struct ExitPlanMode {
     schema: Value,
 }
 
 impl ExitPlanMode {
+    /// The tool over a session's environment.
     pub fn new(_env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "plan": {
-                    "type": "string",
-                    "description": "The plan to present for approval, in Markdown: the steps, the files each one changes, and how the result will be checked."
-                }
-            },
-            "required": ["plan"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         ExitPlanMode { schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "The plan to present for approval, in Markdown: the steps, the files each one changes, and how the result will be checked."
+    )]
     plan: String,
 }
 

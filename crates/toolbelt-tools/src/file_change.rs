@@ -1,4 +1,6 @@
-//! What `write_file` and `edit` share: resolving the target, reading the current file
+//! What the file-changing tools share (`write_file`, `edit`, `notebook_edit`,
+//! `save_memory`): the one plan, confirm, apply sequence ([`FileChange`]), resolving
+//! the target, reading the current file
 //! safely, refusing files this user may not write, noticing that the file changed
 //! between the approved diff and the write, and writing the new bytes (atomically where
 //! the file's owner and attributes allow, [`crate::atomic_write`]) with parent
@@ -16,22 +18,99 @@
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::SystemTime;
 
-use toolbelt_core::{ErrorKind, ToolError, WorkspaceRoots};
+use toolbelt_core::{ConfirmationDetails, ErrorKind, ToolError, ToolResult, WorkspaceRoots};
 
 use crate::atomic_write::{self, Replaced};
 
+/// A change to one file, planned from the file as it is, shown for approval, and
+/// applied as shown. Every file-changing tool goes through the same sequence:
+///
+/// - confirmation: [`FileChange::confirm`] plans the change. A plan is shown; a change
+///   that cannot be planned (the old string is not found, the file is not text, ...)
+///   asks nobody: it writes nothing and its error reaches the model when the call runs.
+/// - execution: [`FileChange::apply_shown`] writes the plan that was shown, after
+///   checking that the file is still the one it was planned from. When nothing was
+///   shown (no question was asked: auto-edit, yolo) it plans now. When the question
+///   could not be planned, the call fails: with the planning error again, or, if the
+///   change would work now, as changed since the confirmation (nobody saw it).
+pub(crate) trait FileChange {
+    /// What a plan holds: at least the bytes to write and the version it was made from.
+    type Plan: Send;
+
+    /// The file the change writes.
+    fn path(&self) -> &Path;
+    /// Reads the file and works out the change, or why it cannot be made.
+    fn plan(&self) -> Result<Self::Plan, ToolError>;
+    /// What the person is asked to approve for `plan`.
+    fn question(&self, plan: &Self::Plan) -> ConfirmationDetails;
+    /// Writes `plan`.
+    fn apply(&self, plan: Self::Plan) -> Result<ToolResult, ToolError>;
+    /// Where the plan shown in the confirmation waits for the execution.
+    fn shown(&self) -> &Shown<Self::Plan>;
+
+    /// Refuses a plan made from a version of the file that is no longer there. `None`
+    /// from [`FileChange::planned_from`] means the file did not exist.
+    fn still_current(&self, plan: &Self::Plan) -> Result<(), ToolError> {
+        if stamp_now(self.path())? != Self::planned_from(plan) {
+            return Err(changed_since_confirmation(self.path()));
+        }
+        Ok(())
+    }
+
+    /// The version of the file `plan` was made from (`None`: it did not exist).
+    fn planned_from(plan: &Self::Plan) -> Option<FileStamp>;
+
+    /// The question for the confirmation, or `None` when the change cannot be planned.
+    fn confirm(&self) -> Option<ConfirmationDetails> {
+        let plan = self.plan().ok();
+        let question = plan.as_ref().map(|plan| self.question(plan));
+        if let Ok(mut slot) = self.shown().0.lock() {
+            *slot = Some(plan);
+        }
+        question
+    }
+
+    /// Applies what was shown (see the trait's documentation).
+    fn apply_shown(&self) -> Result<ToolResult, ToolError> {
+        let shown = self.shown().0.lock().map(|mut g| g.take()).unwrap_or(None);
+        let plan = match shown {
+            None => self.plan()?,
+            Some(Some(plan)) => {
+                self.still_current(&plan)?;
+                plan
+            }
+            Some(None) => {
+                self.plan()?;
+                return Err(changed_since_confirmation(self.path()));
+            }
+        };
+        self.apply(plan)
+    }
+}
+
+/// The plan shown in a confirmation: nothing before anyone asked, `Some(None)` when
+/// there was nothing to ask because the change could not be planned.
+pub(crate) struct Shown<P>(Mutex<Option<Option<P>>>);
+
+impl<P> Default for Shown<P> {
+    fn default() -> Self {
+        Shown(Mutex::new(None))
+    }
+}
+
 /// What writes may do beyond a file's own permissions (from settings).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WritePolicy {
+pub(crate) struct WritePolicy {
     /// `tools.files.overwriteReadOnly`: replace files this user has no write
     /// permission for.
     pub overwrite_read_only: bool,
 }
 
 impl WritePolicy {
-    pub fn from_settings(settings: &toolbelt_core::Settings) -> WritePolicy {
+    pub(crate) fn from_settings(settings: &toolbelt_core::Settings) -> WritePolicy {
         WritePolicy {
             overwrite_read_only: settings.tools.files.overwrite_read_only,
         }
@@ -41,7 +120,7 @@ impl WritePolicy {
 /// What identifies a version of a file cheaply: which file (device and inode, so a
 /// file replaced by a rename is noticed), its length and modification time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileStamp {
+pub(crate) struct FileStamp {
     dev: u64,
     ino: u64,
     len: u64,
@@ -49,7 +128,7 @@ pub struct FileStamp {
 }
 
 impl FileStamp {
-    pub fn of(meta: &std::fs::Metadata) -> FileStamp {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> FileStamp {
         use std::os::unix::fs::MetadataExt;
         FileStamp {
             dev: meta.dev(),
@@ -60,20 +139,20 @@ impl FileStamp {
     }
 
     /// The file's length in bytes.
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.len
     }
 }
 
 /// The current state of a path about to be written.
 #[derive(Debug)]
-pub enum Current {
+pub(crate) enum Current {
     Missing,
     File { bytes: Vec<u8>, stamp: FileStamp },
 }
 
 impl Current {
-    pub fn stamp(&self) -> Option<FileStamp> {
+    pub(crate) fn stamp(&self) -> Option<FileStamp> {
         match self {
             Current::Missing => None,
             Current::File { stamp, .. } => Some(*stamp),
@@ -83,7 +162,7 @@ impl Current {
 
 /// An existing file opened for reading, not yet read.
 #[derive(Debug)]
-pub enum Opened {
+pub(crate) enum Opened {
     Missing,
     File {
         file: std::fs::File,
@@ -97,7 +176,7 @@ pub enum Opened {
 /// A path that ends in `/` (or in `/.` or `/..`) names a directory even when nothing
 /// is there yet; resolving it as text would drop the slash and create a *file* named
 /// like the directory, so it is refused before resolution.
-pub fn resolve_target(
+pub(crate) fn resolve_target(
     roots: &WorkspaceRoots,
     given: &str,
     verb: &str,
@@ -134,7 +213,7 @@ fn names_a_directory(given: &str) -> bool {
 }
 
 /// The stamp of `path` now (`None` when it does not exist).
-pub fn stamp_now(path: &Path) -> Result<Option<FileStamp>, ToolError> {
+pub(crate) fn stamp_now(path: &Path) -> Result<Option<FileStamp>, ToolError> {
     match std::fs::metadata(path) {
         Ok(meta) => Ok(Some(FileStamp::of(&meta))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -146,7 +225,7 @@ pub fn stamp_now(path: &Path) -> Result<Option<FileStamp>, ToolError> {
 /// devices are refused before they are opened (a FIFO would block the open), and so is
 /// a file this user may not write unless `policy` allows it; the stamp is taken from
 /// the open file, so it describes the bytes that will be read.
-pub fn open_current(path: &Path, policy: WritePolicy) -> Result<Opened, ToolError> {
+pub(crate) fn open_current(path: &Path, policy: WritePolicy) -> Result<Opened, ToolError> {
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Opened::Missing),
@@ -191,7 +270,7 @@ fn check_regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), ToolError>
 }
 
 /// Reads the file at `path` if there is one (see [`open_current`]).
-pub fn read_current(path: &Path, policy: WritePolicy) -> Result<Current, ToolError> {
+pub(crate) fn read_current(path: &Path, policy: WritePolicy) -> Result<Current, ToolError> {
     match open_current(path, policy)? {
         Opened::Missing => Ok(Current::Missing),
         Opened::File { file, stamp } => Ok(Current::File {
@@ -202,7 +281,11 @@ pub fn read_current(path: &Path, policy: WritePolicy) -> Result<Current, ToolErr
 }
 
 /// The whole content of an open file whose length is expected to be `len`.
-pub fn read_all(mut file: std::fs::File, len: u64, path: &Path) -> Result<Vec<u8>, ToolError> {
+pub(crate) fn read_all(
+    mut file: std::fs::File,
+    len: u64,
+    path: &Path,
+) -> Result<Vec<u8>, ToolError> {
     use std::io::{Read, Seek};
     // From the start, whatever was read of it before.
     file.rewind().map_err(|e| io_error(path, "read", &e))?;
@@ -213,7 +296,7 @@ pub fn read_all(mut file: std::fs::File, len: u64, path: &Path) -> Result<Vec<u8
 }
 
 /// The error for a file that changed after its diff was shown.
-pub fn changed_since_confirmation(path: &Path) -> ToolError {
+pub(crate) fn changed_since_confirmation(path: &Path) -> ToolError {
     ToolError::new(
         ErrorKind::FileWriteFailure,
         format!(
@@ -224,7 +307,11 @@ pub fn changed_since_confirmation(path: &Path) -> ToolError {
 }
 
 /// Creates the parent directories of `path` and replaces it with `bytes`.
-pub fn write_file(path: &Path, bytes: &[u8], policy: WritePolicy) -> Result<Replaced, ToolError> {
+pub(crate) fn write_file(
+    path: &Path,
+    bytes: &[u8],
+    policy: WritePolicy,
+) -> Result<Replaced, ToolError> {
     use std::io::Write;
     write_with(path, policy, |file| file.write_all(bytes))
 }
@@ -234,7 +321,7 @@ pub fn write_file(path: &Path, bytes: &[u8], policy: WritePolicy) -> Result<Repl
 /// file keeps its owner, group, mode and extended attributes; the write is atomic
 /// unless the result says [`Replaced::InPlace`]. A `fill` that fails with
 /// [`ChangedWhileWriting`] gives the "changed since the confirmation" error.
-pub fn write_with(
+pub(crate) fn write_with(
     path: &Path,
     policy: WritePolicy,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
@@ -265,11 +352,11 @@ pub fn write_with(
 /// The error a `fill` gives when the file it copies from changed under it.
 #[derive(Debug, thiserror::Error)]
 #[error("the file changed while the new content was written")]
-pub struct ChangedWhileWriting;
+pub(crate) struct ChangedWhileWriting;
 
 /// A sentence for a result, saying how the file was written when that is not the
 /// usual atomic replacement ("" otherwise).
-pub fn how_written(replaced: Replaced) -> String {
+pub(crate) fn how_written(replaced: Replaced) -> String {
     match replaced {
         Replaced::Atomically => String::new(),
         Replaced::InPlace(reason) => format!(
@@ -281,7 +368,7 @@ pub fn how_written(replaced: Replaced) -> String {
 
 /// Refuses a file this user may not write (see [`may_write`]), unless the settings
 /// allow overwriting read-only files.
-pub fn check_writable(
+pub(crate) fn check_writable(
     path: &Path,
     meta: &std::fs::Metadata,
     policy: WritePolicy,
@@ -316,7 +403,7 @@ pub fn check_writable(
 /// user and edited by root (a container with a mounted directory) is the common case.
 /// A read-only file system or an immutable file is an error, not "read-only": no
 /// setting can override those.
-pub fn may_write(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<bool> {
+pub(crate) fn may_write(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<bool> {
     use rustix::fs::{Access, AtFlags, CWD};
     use std::os::unix::fs::MetadataExt;
     if rustix::process::geteuid().is_root() {
@@ -333,7 +420,7 @@ pub fn may_write(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<bool>
 /// started. It is not raced against the cancellation token: once the write starts it
 /// runs to its atomic rename, so a cancel never leaves a half-done state to report.
 /// `what` names the change in messages ("edit", "write").
-pub async fn run_change(
+pub(crate) async fn run_change(
     ctx: &toolbelt_core::ExecContext,
     what: &str,
     change: impl FnOnce() -> Result<toolbelt_core::ToolResult, ToolError> + Send + 'static,
@@ -354,7 +441,7 @@ pub async fn run_change(
 
 /// An I/O error as a tool error with the closest kind (`EACCES` → permission denied,
 /// `ENOSPC` → no space left, ...).
-pub fn io_error(path: &Path, action: &str, e: &std::io::Error) -> ToolError {
+pub(crate) fn io_error(path: &Path, action: &str, e: &std::io::Error) -> ToolError {
     let kind = ErrorKind::from_io(
         e,
         if action == "read" {
@@ -373,6 +460,9 @@ pub fn io_error(path: &Path, action: &str, e: &std::io::Error) -> ToolError {
 }
 
 /// The lossy text of bytes for a display (the diff of a non-UTF-8 file is approximate).
-pub fn lossy(bytes: &[u8]) -> String {
+pub(crate) fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+#[cfg(test)]
+mod sequence_tests;

@@ -4,10 +4,10 @@
 use std::path::Path;
 
 /// How many leading bytes are sniffed.
-pub const SNIFF_LEN: usize = 8192;
+pub(crate) const SNIFF_LEN: usize = 8192;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileType {
+pub(crate) enum FileType {
     Text(TextEncoding),
     /// Sent to the model as inline data with this MIME type (images, audio, video, PDF).
     Media(String),
@@ -15,7 +15,7 @@ pub enum FileType {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TextEncoding {
+pub(crate) enum TextEncoding {
     /// UTF-8, with or without a byte-order mark; invalid sequences are replaced.
     Utf8 {
         bom: bool,
@@ -25,7 +25,7 @@ pub enum TextEncoding {
 }
 
 /// Decides the type from the extension, then from `head` (the first bytes).
-pub fn detect(path: &Path, head: &[u8]) -> FileType {
+pub(crate) fn detect(path: &Path, head: &[u8]) -> FileType {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -58,7 +58,7 @@ pub fn detect(path: &Path, head: &[u8]) -> FileType {
 
 /// A NUL byte, or more than 30% control bytes other than tab, newline, form feed and
 /// carriage return.
-pub fn looks_binary(head: &[u8]) -> bool {
+pub(crate) fn looks_binary(head: &[u8]) -> bool {
     if head.is_empty() {
         return false;
     }

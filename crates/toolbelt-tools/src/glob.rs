@@ -20,8 +20,9 @@ use std::time::{Duration, SystemTime};
 
 use globset::GlobSet;
 use ignore::{ParallelVisitor, ParallelVisitorBuilder, WalkState};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, PermissionSubject,
@@ -33,55 +34,41 @@ use crate::pattern::GlobOptions;
 use crate::walk::{self, IgnoreRules};
 
 /// Most paths returned.
-pub const MAX_FILES: usize = 100;
+pub(crate) const MAX_FILES: usize = 100;
 /// Files modified more recently than this come first.
-pub const RECENT: Duration = Duration::from_secs(24 * 60 * 60);
+pub(crate) const RECENT: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// The `glob` tool: file paths matching a pattern, newest first.
 pub struct Glob {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl Glob {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "Glob pattern such as '**/*.rs', 'src/**/*.{ts,tsx}' or 'docs/*.md', relative to the search directory. '*' matches within one directory, '**' across directories."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "Absolute path of the directory to search. Default: every workspace directory."
-                },
-                "case_sensitive": {
-                    "type": "boolean",
-                    "description": "Match letter case exactly. Default false."
-                },
-                "respect_git_ignore": {
-                    "type": "boolean",
-                    "description": "Leave out files ignored by .gitignore. Default true."
-                },
-                "respect_qwen_ignore": {
-                    "type": "boolean",
-                    "description": "Leave out files ignored by .qwenignore. Default true."
-                }
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         Glob { env, schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "Glob pattern such as '**/*.rs', 'src/**/*.{ts,tsx}' or 'docs/*.md', relative to the search directory. '*' matches within one directory, '**' across directories."
+    )]
     pattern: String,
+    #[schemars(
+        description = "Absolute path of the directory to search. Default: every workspace directory."
+    )]
     path: Option<String>,
     #[serde(default)]
+    #[schemars(description = "Match letter case exactly. Default false.")]
     case_sensitive: bool,
+    #[schemars(description = "Leave out files ignored by .gitignore. Default true.")]
     respect_git_ignore: Option<bool>,
+    #[schemars(description = "Leave out files ignored by .qwenignore. Default true.")]
     respect_qwen_ignore: Option<bool>,
 }
 

@@ -23,8 +23,9 @@ use globset::GlobSet;
 use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::{ParallelVisitor, ParallelVisitorBuilder, WalkState};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, PermissionSubject,
@@ -36,12 +37,13 @@ use crate::pattern::GlobOptions;
 use crate::walk::{self, IgnoreRules};
 
 /// How long one search may run before it stops and says so.
-pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(30);
 /// Characters kept of one matching line.
-pub const MAX_LINE_CHARS: usize = 400;
+pub(crate) const MAX_LINE_CHARS: usize = 400;
 /// Unreadable files named in the result.
 const MAX_NAMED_FAILURES: usize = 5;
 
+/// The `grep_search` tool: lines matching a regular expression.
 pub struct GrepSearch {
     env: Arc<ToolEnvironment>,
     schema: Value,
@@ -49,36 +51,9 @@ pub struct GrepSearch {
 }
 
 impl GrepSearch {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "Regular expression (Rust regex syntax, as ripgrep) to search for, such as 'fn\\s+main' or 'TODO|FIXME'. Case-insensitive unless case_sensitive is true."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "Absolute path of a directory or a single file to search. Default: every workspace directory."
-                },
-                "glob": {
-                    "type": "string",
-                    "description": "Only search files matching this glob, such as '*.rs', '*.{ts,tsx}' or 'src/**/*.py'. A glob without '/' matches file names."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_SAFE_INTEGER,
-                    "description": "Most matching lines to return. Default and maximum: the output limit (1000 lines)."
-                },
-                "case_sensitive": {
-                    "type": "boolean",
-                    "description": "Match letter case exactly. Default false."
-                }
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         GrepSearch {
             env,
             schema,
@@ -93,13 +68,28 @@ impl GrepSearch {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "Regular expression (Rust regex syntax, as ripgrep) to search for, such as 'fn\\s+main' or 'TODO|FIXME'. Case-insensitive unless case_sensitive is true."
+    )]
     pattern: String,
+    #[schemars(
+        description = "Absolute path of a directory or a single file to search. Default: every workspace directory."
+    )]
     path: Option<String>,
+    #[schemars(
+        description = "Only search files matching this glob, such as '*.rs', '*.{ts,tsx}' or 'src/**/*.py'. A glob without '/' matches file names."
+    )]
     glob: Option<String>,
+    #[schemars(
+        range(min = 1, max = MAX_SAFE_INTEGER),
+        description = "Most matching lines to return. Default and maximum: the output limit (1000 lines)."
+    )]
     limit: Option<usize>,
     #[serde(default)]
+    #[schemars(description = "Match letter case exactly. Default false.")]
     case_sensitive: bool,
 }
 

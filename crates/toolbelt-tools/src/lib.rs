@@ -1,4 +1,5 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
+#![warn(missing_docs, unreachable_pub)]
 //! The built-in tools of toolbelt, one per file, and what they share.
 //!
 //! # Brief overview
@@ -23,19 +24,19 @@ use toolbelt_core::{Origin, Tool, ToolEnvironment, ToolError, ToolRegistry};
 mod ask_user_question;
 mod atomic_write;
 pub mod completion;
-pub mod declared;
+mod declared;
 mod diff;
 mod discovered;
 mod edit;
 mod exit_plan_mode;
 mod file_change;
 mod file_type;
-pub use toolbelt_core::front_matter;
 mod glob;
 mod grep_search;
 mod list_directory;
 mod listed_name;
 mod notebook_edit;
+mod params;
 mod pattern;
 mod read_file;
 mod read_many_files;
@@ -79,6 +80,8 @@ pub use write_file::WriteFile;
 mod path_rules_tests;
 #[cfg(test)]
 mod protected_tests;
+#[cfg(test)]
+mod schema_tests;
 #[cfg(test)]
 mod test_support;
 

@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use globset::GlobSet;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, PermissionSubject,
     Tool, ToolEnvironment, ToolError, ToolResult,
@@ -24,56 +25,43 @@ use crate::pattern::GlobOptions;
 use crate::walk::{self, IgnoreRules};
 
 /// Most entries listed, before the output policy's line budget.
-pub const MAX_ENTRIES: usize = 500;
+pub(crate) const MAX_ENTRIES: usize = 500;
 
+/// The `list_directory` tool: the entries of one directory.
 pub struct ListDirectory {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl ListDirectory {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Absolute path of the directory to list."
-                },
-                "ignore": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Glob patterns of entry names to leave out, such as [\"*.log\", \"tmp*\"]."
-                },
-                "file_filtering_options": {
-                    "type": "object",
-                    "description": "Which ignore files to honour; both are honoured by default.",
-                    "properties": {
-                        "respect_git_ignore": {"type": "boolean", "description": "Leave out entries ignored by .gitignore. Default true."},
-                        "respect_qwen_ignore": {"type": "boolean", "description": "Leave out entries ignored by .qwenignore. Default true."}
-                    },
-                    "additionalProperties": false
-                }
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         ListDirectory { env, schema }
     }
 }
 
-#[derive(Debug, Deserialize, Default)]
-pub(crate) struct FilteringOptions {
-    pub respect_git_ignore: Option<bool>,
-    pub respect_qwen_ignore: Option<bool>,
+#[derive(Debug, Deserialize, Default, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct FilteringOptions {
+    #[schemars(description = "Leave out entries ignored by .gitignore. Default true.")]
+    respect_git_ignore: Option<bool>,
+    #[schemars(description = "Leave out entries ignored by .qwenignore. Default true.")]
+    respect_qwen_ignore: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(description = "Absolute path of the directory to list.")]
     path: String,
     #[serde(default)]
+    #[schemars(
+        description = "Glob patterns of entry names to leave out, such as [\"*.log\", \"tmp*\"]."
+    )]
     ignore: Vec<String>,
     #[serde(default)]
+    #[schemars(description = "Which ignore files to honour; both are honoured by default.")]
     file_filtering_options: FilteringOptions,
 }
 
@@ -151,6 +139,34 @@ struct ListCall {
     withheld: walk::Withheld,
 }
 
+/// How many entries each kind of rule left out.
+#[derive(Default)]
+struct Hidden {
+    git: usize,
+    qwen: usize,
+    pattern: usize,
+}
+
+impl Hidden {
+    /// `\n(2 git-ignored, 1 qwen-ignored not shown)`, or nothing.
+    fn note(&self) -> String {
+        let mut hidden = Vec::new();
+        if self.git > 0 {
+            hidden.push(format!("{} git-ignored", self.git));
+        }
+        if self.qwen > 0 {
+            hidden.push(format!("{} qwen-ignored", self.qwen));
+        }
+        if self.pattern > 0 {
+            hidden.push(format!("{} matching the ignore patterns", self.pattern));
+        }
+        if hidden.is_empty() {
+            return String::new();
+        }
+        format!("\n({} not shown)", hidden.join(", "))
+    }
+}
+
 struct Entry {
     /// The name as on disk; escaped only when written ([`escaped_os`]).
     name: OsString,
@@ -188,73 +204,77 @@ impl ListCall {
                 ..self.rules
             },
         );
-        let (mut git_ignored, mut qwen_ignored, mut pattern_ignored) = (0, 0, 0);
+        let mut hidden = Hidden::default();
         let mut entries = Vec::new();
         for entry in all.flatten() {
-            let name = entry.file_name();
-            // Before the ignore checks: `children` did not see a withheld name either.
-            if self.withheld.withholds(&entry.path()) {
-                continue;
+            if let Some(entry) = self.shown_entry(&entry, &kept, &kept_git, &mut hidden) {
+                entries.push(entry);
             }
-            // The walker never enters `.git`; it counts as git-ignored unless the git
-            // rules are off, when it is listed like any directory.
-            let shown_anyway = name == ".git" && !self.rules.respect_git_ignore;
-            if !shown_anyway && !kept_git.contains(&name) {
-                git_ignored += 1;
-                continue;
-            }
-            if !shown_anyway && !kept.contains(&name) {
-                qwen_ignored += 1;
-                continue;
-            }
-            if self.ignore.is_match(Path::new(&name)) {
-                pattern_ignored += 1;
-                continue;
-            }
-            // Follows links for the type, as `ls -L`: a link to a directory lists as one.
-            let is_dir = std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
-            entries.push(Entry { name, is_dir });
         }
         entries.sort_by(|a, b| b.is_dir.cmp(&a.is_dir).then_with(|| a.name.cmp(&b.name)));
-
-        let total = entries.len();
-        let mut text = if total == 0 {
-            format!("Directory {} is empty.", self.path.display())
-        } else {
-            let mut t = format!("Listed {total} item(s) in {}:\n---\n", self.path.display());
-            for e in entries.iter().take(self.cap) {
-                if e.is_dir {
-                    t.push_str("[DIR] ");
-                }
-                t.push_str(&escaped_os(&e.name));
-                t.push('\n');
-            }
-            if total > self.cap {
-                t.push_str(&format!(
-                    "---\n[{} more items not shown; the list is capped at {}. Use glob with a pattern to find specific entries.]\n",
-                    total - self.cap,
-                    self.cap
-                ));
-            }
-            t
-        };
-        let mut hidden = Vec::new();
-        if git_ignored > 0 {
-            hidden.push(format!("{git_ignored} git-ignored"));
-        }
-        if qwen_ignored > 0 {
-            hidden.push(format!("{qwen_ignored} qwen-ignored"));
-        }
-        if pattern_ignored > 0 {
-            hidden.push(format!("{pattern_ignored} matching the ignore patterns"));
-        }
-        if !hidden.is_empty() {
-            text.push_str(&format!("\n({} not shown)", hidden.join(", ")));
-        }
+        let mut text = self.listing(&entries);
+        text.push_str(&hidden.note());
         if let Some(note) = self.withheld.note() {
             text.push_str(&format!("\n{note}"));
         }
         Ok(ToolResult::text(text.trim_end().to_string()))
+    }
+
+    /// The entry as listed, or `None` when it is left out (counted in `hidden`).
+    fn shown_entry(
+        &self,
+        entry: &std::fs::DirEntry,
+        kept: &HashSet<OsString>,
+        kept_git: &HashSet<OsString>,
+        hidden: &mut Hidden,
+    ) -> Option<Entry> {
+        let name = entry.file_name();
+        // Before the ignore checks: `children` did not see a withheld name either.
+        if self.withheld.withholds(&entry.path()) {
+            return None;
+        }
+        // The walker never enters `.git`; it counts as git-ignored unless the git
+        // rules are off, when it is listed like any directory.
+        let shown_anyway = name == ".git" && !self.rules.respect_git_ignore;
+        if !shown_anyway && !kept_git.contains(&name) {
+            hidden.git += 1;
+            return None;
+        }
+        if !shown_anyway && !kept.contains(&name) {
+            hidden.qwen += 1;
+            return None;
+        }
+        if self.ignore.is_match(Path::new(&name)) {
+            hidden.pattern += 1;
+            return None;
+        }
+        // Follows links for the type, as `ls -L`: a link to a directory lists as one.
+        let is_dir = std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
+        Some(Entry { name, is_dir })
+    }
+
+    /// The listing of `entries` (sorted), capped.
+    fn listing(&self, entries: &[Entry]) -> String {
+        let total = entries.len();
+        if total == 0 {
+            return format!("Directory {} is empty.", self.path.display());
+        }
+        let mut t = format!("Listed {total} item(s) in {}:\n---\n", self.path.display());
+        for e in entries.iter().take(self.cap) {
+            if e.is_dir {
+                t.push_str("[DIR] ");
+            }
+            t.push_str(&escaped_os(&e.name));
+            t.push('\n');
+        }
+        if total > self.cap {
+            t.push_str(&format!(
+                "---\n[{} more items not shown; the list is capped at {}. Use glob with a pattern to find specific entries.]\n",
+                total - self.cap,
+                self.cap
+            ));
+        }
+        t
     }
 }
 

@@ -33,13 +33,13 @@ fn needs_escape(c: char) -> bool {
 }
 
 /// A path for a listing: as it is when ordinary, else quoted with escapes.
-pub fn escaped(path: &Path) -> String {
+pub(crate) fn escaped(path: &Path) -> String {
     escaped_os(path.as_os_str())
 }
 
 /// `real` relative to the workspace root that holds it (the path itself when outside
 /// every root), escaped: [`WorkspaceRoots::display_relative`] for listings.
-pub fn escaped_relative(roots: &WorkspaceRoots, real: &Path) -> String {
+pub(crate) fn escaped_relative(roots: &WorkspaceRoots, real: &Path) -> String {
     match roots
         .root_of(real)
         .and_then(|root| real.strip_prefix(root).ok())
@@ -51,7 +51,7 @@ pub fn escaped_relative(roots: &WorkspaceRoots, real: &Path) -> String {
 }
 
 /// A name (or any OS string) for a listing, by the same rule as [`escaped`].
-pub fn escaped_os(name: &OsStr) -> String {
+pub(crate) fn escaped_os(name: &OsStr) -> String {
     let bytes = name.as_bytes();
     if let Ok(text) = std::str::from_utf8(bytes)
         && !text.chars().any(needs_escape)

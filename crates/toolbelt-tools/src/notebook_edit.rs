@@ -9,10 +9,10 @@
 //! Path resolution, the read-only check, the stale-file check between confirmation and
 //! write, and the atomic write are `edit`'s ([`file_change`]).
 
-use std::ops::Range;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolbelt_core::{
@@ -21,63 +21,54 @@ use toolbelt_core::{
 };
 
 use crate::diff::file_diff;
-use crate::file_change::{self, FileStamp, Opened, WritePolicy};
+use crate::file_change::{self, FileChange, FileStamp, Opened, Shown, WritePolicy};
 use crate::text_file::TextFile;
+
+mod layout;
+use layout::{Layout, Style};
 
 /// Cell ids listed when the one asked for does not exist.
 const LISTED_IDS: usize = 8;
 
+/// The `notebook_edit` tool: changes one cell of a Jupyter notebook.
 pub struct NotebookEdit {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl NotebookEdit {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "notebook_path": {
-                    "type": "string",
-                    "description": "Absolute path of the Jupyter notebook (.ipynb) to change."
-                },
-                "cell_id": {
-                    "type": "string",
-                    "description": "The id of the cell to replace or delete, or to insert after (omit to insert at the start). In a notebook whose cells have no ids, the 0-based index: cell-3 or 3."
-                },
-                "new_source": {
-                    "type": "string",
-                    "description": "The new source of the cell (required to replace; the content of an inserted cell)."
-                },
-                "cell_type": {
-                    "type": "string",
-                    "enum": ["code", "markdown"],
-                    "description": "The type of the cell: required to insert; to replace, changes the cell's type."
-                },
-                "edit_mode": {
-                    "type": "string",
-                    "enum": ["replace", "insert", "delete"],
-                    "description": "replace (default) the cell's source, insert a new cell after cell_id, or delete the cell."
-                }
-            },
-            "required": ["notebook_path"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         NotebookEdit { env, schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(description = "Absolute path of the Jupyter notebook (.ipynb) to change.")]
     notebook_path: String,
+    #[schemars(
+        description = "The id of the cell to replace or delete, or to insert after (omit to insert at the start). In a notebook whose cells have no ids, the 0-based index: cell-3 or 3."
+    )]
     cell_id: Option<String>,
+    #[schemars(
+        description = "The new source of the cell (required to replace; the content of an inserted cell)."
+    )]
     new_source: Option<String>,
+    #[schemars(
+        description = "The type of the cell: required to insert; to replace, changes the cell's type."
+    )]
     cell_type: Option<CellType>,
     #[serde(default)]
+    #[schemars(
+        description = "replace (default) the cell's source, insert a new cell after cell_id, or delete the cell."
+    )]
     edit_mode: EditMode,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum CellType {
     Code,
@@ -93,7 +84,7 @@ impl CellType {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum EditMode {
     #[default]
@@ -169,7 +160,7 @@ impl Tool for NotebookEdit {
             path,
             params,
             policy: WritePolicy::from_settings(&self.env.settings),
-            planned: Mutex::new(None),
+            shown: Shown::default(),
         }))
     }
 }
@@ -179,9 +170,7 @@ struct NotebookEditCall {
     display_path: String,
     params: Params,
     policy: WritePolicy,
-    /// The change as shown in the confirmation: `None` before anyone asked,
-    /// `Some(None)` when there was nothing to ask because the edit failed.
-    planned: Mutex<Option<Option<Plan>>>,
+    shown: Shown<Plan>,
 }
 
 #[derive(Debug)]
@@ -233,9 +222,35 @@ impl NotebookEditCall {
             .and_then(Value::as_array)
             .filter(|cells| cells.iter().all(Value::is_object))
             .ok_or_else(|| self.not_a_notebook("it has no \"cells\" list of cells (nbformat 4)"))?;
-        // The located cells must be the parsed ones (a notebook with a second "cells"
-        // key, say, is read one way by the parser and could be scanned another).
-        let layout = Layout::scan(text)
+        let layout = self.locate(text, cells)?;
+        let p = &self.params;
+        let at = p
+            .cell_id
+            .as_deref()
+            .map(|id| self.find_cell(cells, id))
+            .transpose()?;
+        let style = Style::detect(text, &layout);
+        let doc = Doc {
+            text,
+            cells,
+            layout: &layout,
+            style: &style,
+        };
+        match (p.edit_mode, at) {
+            (EditMode::Replace, Some(i)) => self.replace_cell_at(&doc, i),
+            (EditMode::Delete, Some(i)) => Ok(self.delete_cell_at(&doc, i)),
+            (EditMode::Insert, after) => Ok(self.insert_cell_after(&doc, &notebook, after)),
+            (EditMode::Replace | EditMode::Delete, None) => {
+                Err(ToolError::invalid_params("cell_id is required."))
+            }
+        }
+    }
+
+    /// Where the cells are in the text. The located cells must be the parsed ones (a
+    /// notebook with a second "cells" key, say, is read one way by the parser and could
+    /// be scanned another).
+    fn locate(&self, text: &str, cells: &[Value]) -> Result<Layout, ToolError> {
+        Layout::scan(text)
             .filter(|l| {
                 l.cells.len() == cells.len()
                     && l.cells.iter().zip(cells).all(|(span, cell)| {
@@ -245,107 +260,107 @@ impl NotebookEditCall {
                             == Some(cell)
                     })
             })
-            .ok_or_else(|| self.not_a_notebook("its \"cells\" list could not be located"))?;
-        let p = &self.params;
-        let at = p
-            .cell_id
-            .as_deref()
-            .map(|id| self.find_cell(cells, id))
-            .transpose()?;
-        let style = Style::detect(text, &layout);
-        let mut out = String::with_capacity(text.len() + 256);
-        let summary = match (p.edit_mode, at) {
-            (EditMode::Replace, Some(i)) => {
-                let mut cell = cells[i].as_object().cloned().unwrap_or_default();
-                let source = p.new_source.as_deref().unwrap_or_default();
-                replace_cell(&mut cell, source, p.cell_type);
-                let cell = Value::Object(cell);
-                if cell == cells[i] {
-                    return Err(ToolError::new(
-                        ErrorKind::EditNoChange,
-                        format!(
-                            "Cell {} already has this source and type; no edits made.",
-                            describe_cell(&cells[i], i)
-                        ),
-                    ));
-                }
-                let range = layout.cells[i].clone();
-                out.push_str(&text[..range.start]);
-                out.push_str(&style.cell(&cell));
-                out.push_str(&text[range.end..]);
+            .ok_or_else(|| self.not_a_notebook("its \"cells\" list could not be located"))
+    }
+
+    fn replace_cell_at(&self, doc: &Doc<'_>, i: usize) -> Result<(String, String), ToolError> {
+        let mut out = String::with_capacity(doc.text.len() + 256);
+        let mut cell = doc.cells[i].as_object().cloned().unwrap_or_default();
+        let source = self.params.new_source.as_deref().unwrap_or_default();
+        replace_cell(&mut cell, source, self.params.cell_type);
+        let cell = Value::Object(cell);
+        if cell == doc.cells[i] {
+            return Err(ToolError::new(
+                ErrorKind::EditNoChange,
                 format!(
-                    "Replaced cell {} in {}.",
-                    describe_cell(&cell, i),
-                    self.path.display()
-                )
-            }
-            (EditMode::Delete, Some(i)) => {
-                // The cell goes with the separator before it (after it, for the first).
-                let range = match (i, layout.cells.len()) {
-                    (_, 1) => layout.open + 1..layout.close,
-                    (0, _) => layout.cells[0].start..layout.cells[1].start,
-                    (i, _) => layout.cells[i - 1].end..layout.cells[i].end,
-                };
-                out.push_str(&text[..range.start]);
-                out.push_str(&text[range.end..]);
-                format!(
-                    "Deleted cell {} from {}; {} cells remain.",
-                    describe_cell(&cells[i], i),
-                    self.path.display(),
-                    cells.len() - 1
-                )
-            }
-            (EditMode::Insert, after) => {
-                let cell_type = p.cell_type.unwrap_or(CellType::Code);
-                let ids = uses_ids(&notebook, cells).then(|| fresh_id(cells));
-                let cell = new_cell(
-                    cell_type,
-                    ids.as_deref(),
-                    p.new_source.as_deref().unwrap_or(""),
-                );
-                let cell_text = style.cell(&cell);
-                let index = after.map_or(0, |i| i + 1);
-                match (after, layout.cells.is_empty()) {
-                    (_, true) => {
-                        out.push_str(&text[..=layout.open]);
-                        out.push_str(&style.break_at(2));
-                        out.push_str(&cell_text);
-                        out.push_str(&style.break_at(1));
-                        out.push_str(&text[layout.close..]);
-                    }
-                    (None, false) => {
-                        let first = layout.cells[0].start;
-                        out.push_str(&text[..first]);
-                        out.push_str(&cell_text);
-                        out.push(',');
-                        out.push_str(&style.break_at(2));
-                        out.push_str(&text[first..]);
-                    }
-                    (Some(i), false) => {
-                        let end = layout.cells[i].end;
-                        out.push_str(&text[..end]);
-                        out.push(',');
-                        out.push_str(&style.break_at(2));
-                        out.push_str(&cell_text);
-                        out.push_str(&text[end..]);
-                    }
-                }
-                let place = match after {
-                    None => "at the start".to_string(),
-                    Some(i) => format!("after cell {}", describe_cell(&cells[i], i)),
-                };
-                format!(
-                    "Inserted a new {} cell {} {place} of {}.",
-                    cell_type.as_str(),
-                    describe_cell(&cell, index),
-                    self.path.display()
-                )
-            }
-            (EditMode::Replace | EditMode::Delete, None) => {
-                return Err(ToolError::invalid_params("cell_id is required."));
-            }
-        };
+                    "Cell {} already has this source and type; no edits made.",
+                    describe_cell(&doc.cells[i], i)
+                ),
+            ));
+        }
+        let range = doc.layout.cells[i].clone();
+        out.push_str(&doc.text[..range.start]);
+        out.push_str(&doc.style.cell(&cell));
+        out.push_str(&doc.text[range.end..]);
+        let summary = format!(
+            "Replaced cell {} in {}.",
+            describe_cell(&cell, i),
+            self.path.display()
+        );
         Ok((out, summary))
+    }
+
+    fn delete_cell_at(&self, doc: &Doc<'_>, i: usize) -> (String, String) {
+        let mut out = String::with_capacity(doc.text.len());
+        // The cell goes with the separator before it (after it, for the first).
+        let range = match (i, doc.layout.cells.len()) {
+            (_, 1) => doc.layout.open + 1..doc.layout.close,
+            (0, _) => doc.layout.cells[0].start..doc.layout.cells[1].start,
+            (i, _) => doc.layout.cells[i - 1].end..doc.layout.cells[i].end,
+        };
+        out.push_str(&doc.text[..range.start]);
+        out.push_str(&doc.text[range.end..]);
+        let summary = format!(
+            "Deleted cell {} from {}; {} cells remain.",
+            describe_cell(&doc.cells[i], i),
+            self.path.display(),
+            doc.cells.len() - 1
+        );
+        (out, summary)
+    }
+
+    fn insert_cell_after(
+        &self,
+        doc: &Doc<'_>,
+        notebook: &Value,
+        after: Option<usize>,
+    ) -> (String, String) {
+        let mut out = String::with_capacity(doc.text.len() + 256);
+        let cell_type = self.params.cell_type.unwrap_or(CellType::Code);
+        let ids = uses_ids(notebook, doc.cells).then(|| fresh_id(doc.cells));
+        let cell = new_cell(
+            cell_type,
+            ids.as_deref(),
+            self.params.new_source.as_deref().unwrap_or(""),
+        );
+        let cell_text = doc.style.cell(&cell);
+        let index = after.map_or(0, |i| i + 1);
+        match (after, doc.layout.cells.is_empty()) {
+            (_, true) => {
+                out.push_str(&doc.text[..=doc.layout.open]);
+                out.push_str(&doc.style.break_at(2));
+                out.push_str(&cell_text);
+                out.push_str(&doc.style.break_at(1));
+                out.push_str(&doc.text[doc.layout.close..]);
+            }
+            (None, false) => {
+                let first = doc.layout.cells[0].start;
+                out.push_str(&doc.text[..first]);
+                out.push_str(&cell_text);
+                out.push(',');
+                out.push_str(&doc.style.break_at(2));
+                out.push_str(&doc.text[first..]);
+            }
+            (Some(i), false) => {
+                let end = doc.layout.cells[i].end;
+                out.push_str(&doc.text[..end]);
+                out.push(',');
+                out.push_str(&doc.style.break_at(2));
+                out.push_str(&cell_text);
+                out.push_str(&doc.text[end..]);
+            }
+        }
+        let place = match after {
+            None => "at the start".to_string(),
+            Some(i) => format!("after cell {}", describe_cell(&doc.cells[i], i)),
+        };
+        let summary = format!(
+            "Inserted a new {} cell {} {place} of {}.",
+            cell_type.as_str(),
+            describe_cell(&cell, index),
+            self.path.display()
+        );
+        (out, summary)
     }
 
     /// The index of the cell named `wanted`: its id, or, when no cell has an id, its
@@ -395,21 +410,7 @@ impl NotebookEditCall {
         )
     }
 
-    fn apply(&self) -> Result<ToolResult, ToolError> {
-        let shown = self.planned.lock().map(|mut g| g.take()).unwrap_or(None);
-        let plan = match shown {
-            None => self.plan()?,
-            Some(Some(plan)) => {
-                if file_change::stamp_now(&self.path)? != Some(plan.stamp) {
-                    return Err(file_change::changed_since_confirmation(&self.path));
-                }
-                plan
-            }
-            Some(None) => {
-                self.plan()?;
-                return Err(file_change::changed_since_confirmation(&self.path));
-            }
-        };
+    fn write_plan(&self, plan: Plan) -> Result<ToolResult, ToolError> {
         let replaced = file_change::write_file(&self.path, &plan.bytes, self.policy)?;
         let text = format!("{}{}", plan.summary, file_change::how_written(replaced));
         Ok(ToolResult::with_display(text, Display::FileDiff(plan.diff)))
@@ -435,28 +436,48 @@ impl Invocation for NotebookEditCall {
     }
 
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
-        Box::pin(async move {
-            // As in `edit`: a failing change writes nothing and needs no approval; if it
-            // starts working before execute, execute refuses.
-            let plan = self.plan().ok();
-            let details = plan.as_ref().map(|plan| {
-                ConfirmationDetails::edit(
-                    format!("Confirm Notebook Edit: {}", self.display_path),
-                    plan.diff.clone(),
-                )
-            });
-            if let Ok(mut slot) = self.planned.lock() {
-                *slot = Some(plan);
-            }
-            details
-        })
+        Box::pin(async move { self.confirm() })
     }
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
-            file_change::run_change(&ctx, "notebook edit", move || self.apply()).await
+            file_change::run_change(&ctx, "notebook edit", move || self.apply_shown()).await
         })
     }
+}
+
+impl FileChange for NotebookEditCall {
+    type Plan = Plan;
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn plan(&self) -> Result<Plan, ToolError> {
+        NotebookEditCall::plan(self)
+    }
+    fn question(&self, plan: &Plan) -> ConfirmationDetails {
+        ConfirmationDetails::edit(
+            format!("Confirm Notebook Edit: {}", self.display_path),
+            plan.diff.clone(),
+        )
+    }
+    fn apply(&self, plan: Plan) -> Result<ToolResult, ToolError> {
+        self.write_plan(plan)
+    }
+    fn shown(&self) -> &Shown<Plan> {
+        &self.shown
+    }
+    fn planned_from(plan: &Plan) -> Option<FileStamp> {
+        Some(plan.stamp)
+    }
+}
+
+/// A notebook's text with its parsed and located cells, what an edit works on.
+struct Doc<'a> {
+    text: &'a str,
+    cells: &'a [Value],
+    layout: &'a Layout,
+    style: &'a Style,
 }
 
 /// A cell's source as one string (nbformat allows a string or a list of lines).
@@ -554,192 +575,6 @@ fn fresh_id(cells: &[Value]) -> String {
             return id;
         }
         n += 1;
-    }
-}
-
-/// Where the `cells` list and each cell are in the notebook's text (byte offsets).
-#[derive(Debug)]
-struct Layout {
-    /// The `[` of the list.
-    open: usize,
-    /// Its `]`.
-    close: usize,
-    cells: Vec<Range<usize>>,
-}
-
-impl Layout {
-    /// Scans text that is known to be valid JSON for the top-level `cells` list.
-    fn scan(text: &str) -> Option<Layout> {
-        let b = text.as_bytes();
-        let mut pos = skip_ws(b, 0);
-        if b.get(pos) != Some(&b'{') {
-            return None;
-        }
-        pos += 1;
-        loop {
-            pos = skip_ws(b, pos);
-            if b.get(pos) != Some(&b'"') {
-                return None;
-            }
-            let key_end = skip_string(b, pos)?;
-            let key: String = serde_json::from_str(&text[pos..key_end]).ok()?;
-            pos = skip_ws(b, key_end);
-            if b.get(pos) != Some(&b':') {
-                return None;
-            }
-            pos = skip_ws(b, pos + 1);
-            if key == "cells" {
-                return Self::scan_list(b, pos);
-            }
-            pos = skip_ws(b, skip_value(b, pos)?);
-            if b.get(pos) != Some(&b',') {
-                return None;
-            }
-            pos += 1;
-        }
-    }
-
-    fn scan_list(b: &[u8], open: usize) -> Option<Layout> {
-        if b.get(open) != Some(&b'[') {
-            return None;
-        }
-        let mut cells = Vec::new();
-        let mut pos = skip_ws(b, open + 1);
-        if b.get(pos) == Some(&b']') {
-            return Some(Layout {
-                open,
-                close: pos,
-                cells,
-            });
-        }
-        loop {
-            let end = skip_value(b, pos)?;
-            cells.push(pos..end);
-            pos = skip_ws(b, end);
-            match b.get(pos)? {
-                b',' => pos = skip_ws(b, pos + 1),
-                b']' => {
-                    return Some(Layout {
-                        open,
-                        close: pos,
-                        cells,
-                    });
-                }
-                _ => return None,
-            }
-        }
-    }
-}
-
-fn skip_ws(b: &[u8], mut pos: usize) -> usize {
-    while b.get(pos).is_some_and(u8::is_ascii_whitespace) {
-        pos += 1;
-    }
-    pos
-}
-
-/// The end of the string starting at `pos` (just after its closing quote).
-fn skip_string(b: &[u8], pos: usize) -> Option<usize> {
-    let mut i = pos + 1;
-    loop {
-        match b.get(i)? {
-            b'\\' => i += 2,
-            b'"' => return Some(i + 1),
-            _ => i += 1,
-        }
-    }
-}
-
-/// The end of the value starting at `pos`.
-fn skip_value(b: &[u8], pos: usize) -> Option<usize> {
-    match b.get(pos)? {
-        b'"' => skip_string(b, pos),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut i = pos;
-            loop {
-                match b.get(i)? {
-                    b'"' => {
-                        i = skip_string(b, i)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(i + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                i += 1;
-            }
-        }
-        _ => {
-            let mut i = pos;
-            while b
-                .get(i)
-                .is_some_and(|c| !matches!(c, b',' | b']' | b'}') && !c.is_ascii_whitespace())
-            {
-                i += 1;
-            }
-            Some(i)
-        }
-    }
-}
-
-/// How the notebook is laid out: its indentation unit (`None`: on one line) and the
-/// indentation of its cells.
-#[derive(Debug)]
-struct Style {
-    unit: Option<String>,
-    cell_indent: String,
-}
-
-impl Style {
-    fn detect(text: &str, layout: &Layout) -> Style {
-        let b = text.as_bytes();
-        let open = skip_ws(b, 0) + 1;
-        let unit = text[open..]
-            .strip_prefix('\n')
-            .or_else(|| text[open..].strip_prefix("\r\n"))
-            .map(|rest| {
-                let n = rest.len() - rest.trim_start_matches([' ', '\t']).len();
-                rest[..n].to_string()
-            })
-            .filter(|u| !u.is_empty());
-        let cell_indent = match (&unit, layout.cells.first()) {
-            (None, _) => String::new(),
-            (Some(_), Some(first)) => {
-                let line_start = text[..first.start].rfind('\n').map_or(0, |i| i + 1);
-                text[line_start..first.start].to_string()
-            }
-            (Some(unit), None) => unit.repeat(2),
-        };
-        Style { unit, cell_indent }
-    }
-
-    /// A cell serialized to sit at the cell indentation.
-    fn cell(&self, cell: &Value) -> String {
-        let Some(unit) = &self.unit else {
-            return serde_json::to_string(cell).unwrap_or_default();
-        };
-        let mut out = Vec::new();
-        let formatter = serde_json::ser::PrettyFormatter::with_indent(unit.as_bytes());
-        let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
-        // Serializing a `Value` into a Vec cannot fail.
-        let _ = serde::Serialize::serialize(cell, &mut ser);
-        String::from_utf8_lossy(&out).replace('\n', &format!("\n{}", self.cell_indent))
-    }
-
-    /// A line break followed by the indentation of `depth` (1: the notebook's keys,
-    /// 2: its cells); nothing when the notebook is on one line.
-    fn break_at(&self, depth: usize) -> String {
-        match &self.unit {
-            None => String::new(),
-            Some(_) if depth == 2 => format!("\n{}", self.cell_indent),
-            Some(unit) => format!("\n{}", unit.repeat(depth)),
-        }
     }
 }
 

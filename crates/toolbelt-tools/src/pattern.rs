@@ -23,21 +23,21 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use toolbelt_core::ToolError;
 
 /// Longest glob accepted, in characters.
-pub const MAX_GLOB_CHARS: usize = 4096;
+pub(crate) const MAX_GLOB_CHARS: usize = 4096;
 /// Longest regular expression accepted, in characters.
-pub const MAX_REGEX_CHARS: usize = 8192;
+pub(crate) const MAX_REGEX_CHARS: usize = 8192;
 /// Most globs in one list (`ignore`, `include`, `exclude`, `paths`).
-pub const MAX_GLOBS: usize = 1000;
+pub(crate) const MAX_GLOBS: usize = 1000;
 /// Compiled size of a search regex (its NFA), in bytes.
-pub const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
+pub(crate) const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
 /// Lazy DFA cache of a search regex, per thread, in bytes.
-pub const REGEX_DFA_LIMIT: usize = 10 * 1024 * 1024;
+pub(crate) const REGEX_DFA_LIMIT: usize = 10 * 1024 * 1024;
 /// Characters of a pattern quoted in an error message.
-pub const QUOTE_CHARS: usize = 120;
+pub(crate) const QUOTE_CHARS: usize = 120;
 
 /// How a glob is matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GlobOptions {
+pub(crate) struct GlobOptions {
     pub case_insensitive: bool,
     /// `*` stays within one path component.
     pub literal_separator: bool,
@@ -47,7 +47,7 @@ pub struct GlobOptions {
 
 impl GlobOptions {
     /// Case-sensitive, `*` within one component, `\` escapes: how listing tools match.
-    pub const PATHS: GlobOptions = GlobOptions {
+    pub(crate) const PATHS: GlobOptions = GlobOptions {
         case_insensitive: false,
         literal_separator: true,
         backslash_escape: true,
@@ -55,7 +55,7 @@ impl GlobOptions {
 }
 
 /// `pattern` for an error message: whole when short, else its head and its length.
-pub fn quote(pattern: &str) -> String {
+pub(crate) fn quote(pattern: &str) -> String {
     let count = pattern.chars().count();
     if count <= QUOTE_CHARS {
         return format!("'{pattern}'");
@@ -73,12 +73,16 @@ fn too_long(what: &str, pattern: &str, limit: usize) -> ToolError {
 }
 
 /// One glob, bounded. `what` names it in messages ("glob pattern", "exclude pattern").
-pub fn glob(pattern: &str, what: &str, options: GlobOptions) -> Result<GlobSet, ToolError> {
+pub(crate) fn glob(pattern: &str, what: &str, options: GlobOptions) -> Result<GlobSet, ToolError> {
     globs(&[pattern], what, options)
 }
 
 /// Several globs as one set (a path matches when any glob does), bounded.
-pub fn globs(patterns: &[&str], what: &str, options: GlobOptions) -> Result<GlobSet, ToolError> {
+pub(crate) fn globs(
+    patterns: &[&str],
+    what: &str,
+    options: GlobOptions,
+) -> Result<GlobSet, ToolError> {
     if patterns.len() > MAX_GLOBS {
         return Err(ToolError::invalid_params(format!(
             "{} {what}s were given; at most {MAX_GLOBS} are accepted.",
@@ -116,7 +120,7 @@ pub fn globs(patterns: &[&str], what: &str, options: GlobOptions) -> Result<Glob
 }
 
 /// A search regex, bounded in length and compiled size.
-pub fn regex(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, ToolError> {
+pub(crate) fn regex(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, ToolError> {
     if pattern.chars().count() > MAX_REGEX_CHARS {
         return Err(too_long("regular expression", pattern, MAX_REGEX_CHARS));
     }

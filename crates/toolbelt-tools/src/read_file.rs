@@ -17,8 +17,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind, Part,
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult, validate::MAX_SAFE_INTEGER,
@@ -29,9 +30,9 @@ use crate::file_type::{self, FileType, SNIFF_LEN, TextEncoding};
 mod notebook;
 
 /// Largest file read whole without `offset` or `limit`.
-pub const MAX_WHOLE_READ: u64 = 20 * 1024 * 1024;
+pub(crate) const MAX_WHOLE_READ: u64 = 20 * 1024 * 1024;
 /// Largest file returned as inline data (providers cap requests near 10 MB of base64).
-pub const MAX_INLINE: u64 = 7 * 1024 * 1024;
+pub(crate) const MAX_INLINE: u64 = 7 * 1024 * 1024;
 /// Marker appended to a line cut by the character budget.
 /// Files up to this size are read on the calling task, in one read: from the page
 /// cache that takes a few microseconds, less than handing the work to a blocking
@@ -41,48 +42,40 @@ pub const MAX_INLINE: u64 = 7 * 1024 * 1024;
 /// price, written down: a small file on a filesystem that hangs (a dead network mount,
 /// a FUSE server that never answers) stalls the task's thread too, which for
 /// `toolbelt mcp serve` over stdio is the whole server.
-pub const READ_ON_TASK: u64 = 64 * 1024;
+pub(crate) const READ_ON_TASK: u64 = 64 * 1024;
 
 const CUT_MARKER: &str = "... [truncated]";
 
+/// The `read_file` tool: one file's content.
 pub struct ReadFile {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl ReadFile {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "absolute_path": {
-                    "type": "string",
-                    "description": "Absolute path of the file to read (for example /home/me/project/src/main.rs). Relative paths are refused."
-                },
-                "offset": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "maximum": MAX_SAFE_INTEGER,
-                    "description": "0-based line number to start reading from. Use with 'limit' to page through large files."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_SAFE_INTEGER,
-                    "description": "Maximum number of lines to read. Defaults to the output limit (1000 lines)."
-                }
-            },
-            "required": ["absolute_path"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         ReadFile { env, schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "Absolute path of the file to read (for example /home/me/project/src/main.rs). Relative paths are refused."
+    )]
     absolute_path: String,
+    #[schemars(
+        range(min = 0, max = MAX_SAFE_INTEGER),
+        description = "0-based line number to start reading from. Use with 'limit' to page through large files."
+    )]
     offset: Option<u64>,
+    #[schemars(
+        range(min = 1, max = MAX_SAFE_INTEGER),
+        description = "Maximum number of lines to read. Defaults to the output limit (1000 lines)."
+    )]
     limit: Option<u64>,
 }
 
@@ -596,7 +589,7 @@ fn is_notebook(path: &Path) -> bool {
 }
 
 /// For tests and other tools: the first bytes of a file.
-pub fn sniff(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn sniff(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut head = Vec::with_capacity(SNIFF_LEN);
     std::fs::File::open(path)?
         .take(SNIFF_LEN as u64)

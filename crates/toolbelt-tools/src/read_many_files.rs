@@ -13,13 +13,13 @@
 //! the output policy's: files are streamed until it is spent, and the files that did
 //! not fit are named so the model can read them separately.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use globset::GlobSet;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind, Part,
@@ -27,15 +27,17 @@ use toolbelt_core::{
 };
 
 use crate::file_type::{self, FileType};
-use crate::list_directory::FilteringOptions;
 use crate::listed_name::{escaped, escaped_relative};
 use crate::pattern::GlobOptions;
 use crate::read_file::{MAX_INLINE, sniff};
 use crate::walk::{self, IgnoreRules};
 
+mod output;
+use output::{Output, Report};
+
 /// Directories never entered unless `useDefaultExcludes` is false: dependencies, VCS
 /// data, editor state and build output.
-pub const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
+pub(crate) const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
     "node_modules",
     ".git",
     ".vscode",
@@ -48,7 +50,7 @@ pub const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
 ];
 /// File names left out unless `useDefaultExcludes` is false: compiled and archive
 /// files, office documents, secrets.
-pub const DEFAULT_EXCLUDED_FILES: &[&str] = &[
+pub(crate) const DEFAULT_EXCLUDED_FILES: &[&str] = &[
     "*.pyc",
     "*.pyo",
     "*.bin",
@@ -81,68 +83,54 @@ pub const DEFAULT_EXCLUDED_FILES: &[&str] = &[
 const MAX_FILES: usize = 1_000;
 const END_MARKER: &str = "--- End of content ---";
 
+/// The `read_many_files` tool: several files, by path or glob, in one result.
 pub struct ReadManyFiles {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl ReadManyFiles {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "paths": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "minItems": 1,
-                    "description": "Files, directories or glob patterns (such as 'src/**/*.rs'), absolute or relative to the first workspace directory."
-                },
-                "include": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "More glob patterns to include, such as ['**/*.md']."
-                },
-                "exclude": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Glob patterns of files to leave out, such as ['**/*.test.ts']."
-                },
-                "recursive": {
-                    "type": "boolean",
-                    "description": "Walk directories recursively. Default true."
-                },
-                "useDefaultExcludes": {
-                    "type": "boolean",
-                    "description": "Leave out dependency and build directories, archives and binaries (node_modules, dist, *.zip, ...). Default true."
-                },
-                "file_filtering_options": {
-                    "type": "object",
-                    "description": "Which ignore files to honour when expanding directories and globs; both are honoured by default.",
-                    "properties": {
-                        "respect_git_ignore": {"type": "boolean", "description": "Leave out files ignored by .gitignore. Default true."},
-                        "respect_qwen_ignore": {"type": "boolean", "description": "Leave out files ignored by .qwenignore. Default true."}
-                    },
-                    "additionalProperties": false
-                }
-            },
-            "required": ["paths"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         ReadManyFiles { env, schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Default, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct FilteringOptions {
+    #[schemars(description = "Leave out files ignored by .gitignore. Default true.")]
+    respect_git_ignore: Option<bool>,
+    #[schemars(description = "Leave out files ignored by .qwenignore. Default true.")]
+    respect_qwen_ignore: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct Params {
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        length(min = 1),
+        description = "Files, directories or glob patterns (such as 'src/**/*.rs'), absolute or relative to the first workspace directory."
+    )]
     paths: Vec<String>,
     #[serde(default)]
+    #[schemars(description = "More glob patterns to include, such as ['**/*.md'].")]
     include: Vec<String>,
     #[serde(default)]
+    #[schemars(description = "Glob patterns of files to leave out, such as ['**/*.test.ts'].")]
     exclude: Vec<String>,
+    #[schemars(description = "Walk directories recursively. Default true.")]
     recursive: Option<bool>,
+    #[schemars(
+        description = "Leave out dependency and build directories, archives and binaries (node_modules, dist, *.zip, ...). Default true."
+    )]
     use_default_excludes: Option<bool>,
     #[serde(default, rename = "file_filtering_options")]
+    #[schemars(
+        description = "Which ignore files to honour when expanding directories and globs; both are honoured by default."
+    )]
     file_filtering_options: FilteringOptions,
 }
 
@@ -300,17 +288,6 @@ struct Candidate {
     named: bool,
 }
 
-/// What happened to the files that are not in the output, for the model.
-#[derive(Default)]
-struct Report {
-    read: Vec<PathBuf>,
-    skipped: Vec<(String, String)>,
-    did_not_fit: Vec<String>,
-    missing: Vec<String>,
-    /// The note saying that permission rules left paths out, if they did.
-    withheld: Option<String>,
-}
-
 impl ReadManyCall {
     /// The files the requests name, sorted and without duplicates.
     fn collect(&self, report: &mut Report) -> Vec<Candidate> {
@@ -402,81 +379,42 @@ impl ReadManyCall {
         report.withheld = self.withheld.note();
         let policy = &self.env.output;
         // Room is kept for the separators and the closing notes.
-        let mut chars_left = policy.max_chars.saturating_sub(policy.max_chars / 10);
-        let mut lines_left = policy.max_lines.saturating_sub(policy.max_lines / 10);
-        let mut text = String::new();
-        let mut media = Vec::new();
+        let mut out = Output {
+            chars_left: policy.max_chars.saturating_sub(policy.max_chars / 10),
+            lines_left: policy.max_lines.saturating_sub(policy.max_lines / 10),
+            text: String::new(),
+            media: Vec::new(),
+            report,
+        };
         for file in files {
             let shown = escaped(&file.path);
             if cancel.is_cancelled() {
-                report.did_not_fit.push(shown);
+                out.report.did_not_fit.push(shown);
                 continue;
             }
             let head = match sniff(&file.path) {
                 Ok(head) => head,
                 Err(e) => {
-                    report.skipped.push((shown, e.to_string()));
+                    out.report.skipped.push((shown, e.to_string()));
                     continue;
                 }
             };
             match file_type::detect(&file.path, &head) {
-                FileType::Binary => report.skipped.push((shown, "binary file".into())),
-                FileType::Media(mime) if !file.named => report.skipped.push((
+                FileType::Binary => out.report.skipped.push((shown, "binary file".into())),
+                FileType::Media(mime) if !file.named => out.report.skipped.push((
                     shown,
                     format!("{mime}: name it or its extension explicitly to include it"),
                 )),
-                FileType::Media(mime) => match std::fs::metadata(&file.path) {
-                    Ok(m) if m.len() > MAX_INLINE => report.skipped.push((
-                        shown,
-                        format!(
-                            "{mime} of {} bytes, over the {MAX_INLINE}-byte limit",
-                            m.len()
-                        ),
-                    )),
-                    _ => match std::fs::read(&file.path) {
-                        Ok(data) => {
-                            text.push_str(&format!(
-                                "--- {shown} ---\n\n[{mime}, {} bytes, attached]\n\n",
-                                data.len()
-                            ));
-                            report.read.push(file.path.clone());
-                            media.push(Part::InlineData {
-                                mime_type: mime,
-                                data,
-                                display_name: Some(shown),
-                            });
-                        }
-                        Err(e) => report.skipped.push((shown, e.to_string())),
-                    },
-                },
-                FileType::Text(encoding) => {
-                    if chars_left == 0 || lines_left < 4 {
-                        report.did_not_fit.push(shown);
-                        continue;
-                    }
-                    match read_text(&file.path, encoding, chars_left, lines_left - 3) {
-                        Ok(chunk) => {
-                            text.push_str(&format!("--- {shown} ---\n\n"));
-                            text.push_str(&chunk.text);
-                            if chunk.complete {
-                                text.push_str("\n\n");
-                            } else {
-                                text.push_str(&format!(
-                                    "\n[... the output budget ran out after {} lines; read the rest with read_file and offset {}]\n\n",
-                                    chunk.lines, chunk.lines
-                                ));
-                                chars_left = 0;
-                            }
-                            chars_left =
-                                chars_left.saturating_sub(chunk.text.len() + shown.len() + 10);
-                            lines_left = lines_left.saturating_sub(chunk.lines + 3);
-                            report.read.push(file.path.clone());
-                        }
-                        Err(e) => report.skipped.push((shown, e.to_string())),
-                    }
-                }
+                FileType::Media(mime) => out.add_media(&file.path, shown, mime),
+                FileType::Text(encoding) => out.add_text(&file.path, shown, encoding),
             }
         }
+        let Output {
+            mut text,
+            media,
+            report,
+            ..
+        } = out;
         text.push_str(END_MARKER);
         let notes = report.notes();
         if !notes.is_empty() {
@@ -507,93 +445,6 @@ impl ReadManyCall {
                 .then(|| ToolError::new(ErrorKind::Cancelled, "Reading the files was cancelled.")),
         }
     }
-}
-
-impl Report {
-    fn notes(&self) -> String {
-        let mut notes = Vec::new();
-        if !self.missing.is_empty() {
-            notes.push(format!("Not found: {}.", self.missing.join(", ")));
-        }
-        if !self.did_not_fit.is_empty() {
-            notes.push(format!(
-                "Not included because the output budget ran out ({} file(s)); read them with read_file: {}",
-                self.did_not_fit.len(),
-                self.did_not_fit.join(", ")
-            ));
-        }
-        if !self.skipped.is_empty() {
-            let list: Vec<String> = self
-                .skipped
-                .iter()
-                .map(|(p, why)| format!("{p} ({why})"))
-                .collect();
-            notes.push(format!("Skipped: {}.", list.join(", ")));
-        }
-        notes.extend(self.withheld.clone());
-        notes.join("\n")
-    }
-}
-
-/// A text file's lines within the budget.
-struct TextChunk {
-    text: String,
-    lines: usize,
-    complete: bool,
-}
-
-fn read_text(
-    path: &Path,
-    encoding: file_type::TextEncoding,
-    max_chars: usize,
-    max_lines: usize,
-) -> std::io::Result<TextChunk> {
-    let mut chunk = TextChunk {
-        text: String::new(),
-        lines: 0,
-        complete: true,
-    };
-    let reader: Box<dyn BufRead> = match encoding {
-        file_type::TextEncoding::Utf8 { .. } => {
-            Box::new(BufReader::new(std::fs::File::open(path)?))
-        }
-        file_type::TextEncoding::Utf16Le | file_type::TextEncoding::Utf16Be => {
-            let bytes = std::fs::read(path)?;
-            let codec = if encoding == file_type::TextEncoding::Utf16Le {
-                encoding_rs::UTF_16LE
-            } else {
-                encoding_rs::UTF_16BE
-            };
-            Box::new(std::io::Cursor::new(
-                codec.decode(&bytes).0.into_owned().into_bytes(),
-            ))
-        }
-    };
-    let mut reader = reader;
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
-            break;
-        }
-        let raw = if chunk.lines == 0 {
-            buf.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&buf)
-        } else {
-            &buf[..]
-        };
-        let line = String::from_utf8_lossy(raw);
-        let line = line.trim_end_matches(['\n', '\r']);
-        if chunk.lines >= max_lines || chunk.text.len() + line.len() + 1 > max_chars {
-            chunk.complete = false;
-            break;
-        }
-        if chunk.lines > 0 {
-            chunk.text.push('\n');
-        }
-        chunk.text.push_str(line);
-        chunk.lines += 1;
-    }
-    Ok(chunk)
 }
 
 impl Invocation for ReadManyCall {

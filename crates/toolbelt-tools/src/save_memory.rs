@@ -10,22 +10,24 @@
 //! saved is read into the system prompt of every later session, so a page or file the
 //! model read must not be able to plant instructions there unseen.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind,
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
 use crate::diff::file_diff;
-use crate::file_change::{self, Current, WritePolicy};
+use crate::file_change::{self, Current, FileChange, FileStamp, Shown, WritePolicy};
 
 /// The heading the facts go under (Qwen Code's, so its files and ours agree).
-pub const MEMORY_SECTION: &str = "## Qwen Added Memories";
+pub(crate) const MEMORY_SECTION: &str = "## Qwen Added Memories";
 
+/// The `save_memory` tool: adds a fact to the global or the project `QWEN.md`.
 pub struct SaveMemory {
     env: Arc<ToolEnvironment>,
     home: Option<PathBuf>,
@@ -42,22 +44,7 @@ impl SaveMemory {
 
     /// With the global file under `home` instead of the environment's.
     pub fn with_home(env: Arc<ToolEnvironment>, home: Option<PathBuf>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "fact": {
-                    "type": "string",
-                    "description": "The fact to remember, as one short self-contained sentence (\"The user prefers tabs in Go files\")."
-                },
-                "scope": {
-                    "type": "string",
-                    "enum": ["global", "project"],
-                    "description": "'global' (default): every project of this user (~/.qwen/QWEN.md). 'project': this project only (QWEN.md at its root)."
-                }
-            },
-            "required": ["fact"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         SaveMemory { env, home, schema }
     }
 
@@ -81,11 +68,30 @@ impl SaveMemory {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "The fact to remember, as one short self-contained sentence (\"The user prefers tabs in Go files\")."
+    )]
     fact: String,
     #[serde(default)]
+    #[schemars(
+        description = "'global' (default): every project of this user (~/.qwen/QWEN.md). 'project': this project only (QWEN.md at its root)."
+    )]
+    #[schemars(with = "Option<Scope>")]
     scope: Option<String>,
+}
+
+/// The memory files a fact can go to, as the schema offers them. The call reads the
+/// scope as a string: anything but `project` is the global file (the schema refuses
+/// other values before the call is built).
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)] // only its schema is used
+enum Scope {
+    Global,
+    Project,
 }
 
 impl Tool for SaveMemory {
@@ -146,6 +152,7 @@ impl Tool for SaveMemory {
             path,
             fact,
             policy: WritePolicy::from_settings(&self.env.settings),
+            shown: Shown::default(),
         }))
     }
 }
@@ -161,7 +168,7 @@ fn one_line(fact: &str) -> String {
 
 /// `text` with `- fact` appended to the memory section, which is created (after a blank
 /// line) when missing. Everything else is kept byte for byte.
-pub fn with_fact(text: &str, fact: &str) -> String {
+pub(crate) fn with_fact(text: &str, fact: &str) -> String {
     let bullet = format!("- {fact}\n");
     let heading = text
         .match_indices(MEMORY_SECTION)
@@ -208,6 +215,7 @@ struct SaveMemoryCall {
     display_path: String,
     fact: String,
     policy: WritePolicy,
+    shown: Shown<Memory>,
 }
 
 impl SaveMemoryCall {
@@ -233,8 +241,7 @@ impl SaveMemoryCall {
         let _one_at_a_time = SAVING
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let before = self.current()?;
-        let after = with_fact(before.as_deref().unwrap_or(""), &self.fact);
+        let Memory { before, after } = self.plan()?;
         file_change::write_file(&self.path, after.as_bytes(), self.policy)?;
         let diff = file_diff(&self.path, &self.display_path, before.as_deref(), &after);
         Ok(ToolResult::with_display(
@@ -245,6 +252,58 @@ impl SaveMemoryCall {
             ),
             Display::FileDiff(diff),
         ))
+    }
+}
+
+/// The memory file before and after the fact is added.
+struct Memory {
+    before: Option<String>,
+    after: String,
+}
+
+impl FileChange for SaveMemoryCall {
+    type Plan = Memory;
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn plan(&self) -> Result<Memory, ToolError> {
+        let before = self.current()?;
+        let after = with_fact(before.as_deref().unwrap_or(""), &self.fact);
+        Ok(Memory { before, after })
+    }
+    fn question(&self, plan: &Memory) -> ConfirmationDetails {
+        let diff = file_diff(
+            &self.path,
+            &self.display_path,
+            plan.before.as_deref(),
+            &plan.after,
+        );
+        let title = format!("Remember this in {}?", self.display_path);
+        if self.in_workspace {
+            return ConfirmationDetails::edit(title, diff);
+        }
+        // Not an edit of the workspace, so auto-edit mode does not approve it.
+        ConfirmationDetails::Info {
+            title,
+            prompt: diff.diff,
+            urls: Vec::new(),
+        }
+    }
+    /// The fact is added to the file as it is when the call runs, not to the version
+    /// shown: what was approved is the fact, and other calls of the turn may add theirs
+    /// first.
+    fn apply(&self, _shown: Memory) -> Result<ToolResult, ToolError> {
+        self.save()
+    }
+    fn shown(&self) -> &Shown<Memory> {
+        &self.shown
+    }
+    fn still_current(&self, _plan: &Memory) -> Result<(), ToolError> {
+        Ok(())
+    }
+    fn planned_from(_plan: &Memory) -> Option<FileStamp> {
+        None
     }
 }
 
@@ -262,25 +321,13 @@ impl Invocation for SaveMemoryCall {
     }
 
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
-        Box::pin(async move {
-            let before = self.current().ok().flatten();
-            let after = with_fact(before.as_deref().unwrap_or(""), &self.fact);
-            let diff = file_diff(&self.path, &self.display_path, before.as_deref(), &after);
-            let title = format!("Remember this in {}?", self.display_path);
-            if self.in_workspace {
-                return Some(ConfirmationDetails::edit(title, diff));
-            }
-            // Not an edit of the workspace, so auto-edit mode does not approve it.
-            Some(ConfirmationDetails::Info {
-                title,
-                prompt: diff.diff,
-                urls: Vec::new(),
-            })
-        })
+        Box::pin(async move { self.confirm() })
     }
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
-        Box::pin(async move { file_change::run_change(&ctx, "save", move || self.save()).await })
+        Box::pin(
+            async move { file_change::run_change(&ctx, "save", move || self.apply_shown()).await },
+        )
     }
 }
 

@@ -11,28 +11,28 @@ use toolbelt_core::{
     RuleList, Settings, ToolEnvironment, ToolError, ToolRegistry, ToolResult, WorkspaceRoots,
 };
 
-pub struct Fixture {
+pub(crate) struct Fixture {
     pub dir: tempfile::TempDir,
     pub env: Arc<ToolEnvironment>,
     registry: ToolRegistry,
 }
 
-pub fn fixture() -> Fixture {
+pub(crate) fn fixture() -> Fixture {
     fixture_with(25_000, 1_000, Settings::default())
 }
 
 /// A workspace of two directories, `ws` and `ws2`.
-pub fn fixture_two_roots() -> Fixture {
+pub(crate) fn fixture_two_roots() -> Fixture {
     build(25_000, 1_000, Settings::default(), &["ws", "ws2"], &[])
 }
 
-pub fn fixture_with(max_chars: usize, max_lines: usize, settings: Settings) -> Fixture {
+pub(crate) fn fixture_with(max_chars: usize, max_lines: usize, settings: Settings) -> Fixture {
     build(max_chars, max_lines, settings, &["ws"], &[])
 }
 
 /// A workspace whose permission rules are `rules`, path rules anchored at `ws` (as the
 /// binary anchors them at the primary workspace directory).
-pub fn fixture_with_rules(rules: &[(RuleList, &str)]) -> Fixture {
+pub(crate) fn fixture_with_rules(rules: &[(RuleList, &str)]) -> Fixture {
     build(25_000, 1_000, Settings::default(), &["ws"], rules)
 }
 
@@ -68,7 +68,7 @@ fn build(
 
 impl Fixture {
     /// The same workspace with other settings (the built-in registry keeps the old).
-    pub fn with_settings(mut self, settings: Settings) -> Fixture {
+    pub(crate) fn with_settings(mut self, settings: Settings) -> Fixture {
         let mut env = (*self.env).clone();
         env.settings = Arc::new(settings);
         self.env = Arc::new(env);
@@ -76,39 +76,39 @@ impl Fixture {
     }
 
     /// The workspace root, resolved.
-    pub fn ws(&self) -> PathBuf {
+    pub(crate) fn ws(&self) -> PathBuf {
         self.dir.path().join("ws").canonicalize().unwrap()
     }
     /// A directory beside the workspace, outside it.
-    pub fn outside(&self) -> PathBuf {
+    pub(crate) fn outside(&self) -> PathBuf {
         self.dir.path().join("outside").canonicalize().unwrap()
     }
     /// Writes a file under the workspace and returns its absolute path.
-    pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> String {
+    pub(crate) fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> String {
         let p = self.ws().join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, bytes).unwrap();
         p.to_str().unwrap().to_string()
     }
-    pub fn path(&self, rel: &str) -> String {
+    pub(crate) fn path(&self, rel: &str) -> String {
         self.ws().join(rel).to_str().unwrap().to_string()
     }
-    pub fn read(&self, rel: &str) -> Vec<u8> {
+    pub(crate) fn read(&self, rel: &str) -> Vec<u8> {
         std::fs::read(self.ws().join(rel)).unwrap()
     }
     /// The registry of every built-in tool over this workspace.
-    pub fn registry(&self) -> &ToolRegistry {
+    pub(crate) fn registry(&self) -> &ToolRegistry {
         &self.registry
     }
-    pub fn build(&self, tool: &str, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
+    pub(crate) fn build(&self, tool: &str, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
         self.registry.build(tool, args).map(|(_, call)| call)
     }
     /// Builds, asks for confirmation (approving it) and executes, as the CLI does with
     /// `--yes`.
-    pub async fn call(&self, tool: &str, args: Value) -> ToolResult {
+    pub(crate) async fn call(&self, tool: &str, args: Value) -> ToolResult {
         self.call_confirmed(tool, args).await.0
     }
-    pub async fn call_confirmed(
+    pub(crate) async fn call_confirmed(
         &self,
         tool: &str,
         args: Value,
@@ -129,13 +129,13 @@ impl Fixture {
     }
 }
 
-pub fn err_kind(r: &ToolResult) -> Option<ErrorKind> {
+pub(crate) fn err_kind(r: &ToolResult) -> Option<ErrorKind> {
     r.error.as_ref().map(|e| e.kind)
 }
 
 impl Fixture {
     /// Every registered tool name with the names and JSON types of its parameters.
-    pub fn tools_and_parameters(&self) -> Vec<(String, Vec<(String, String)>)> {
+    pub(crate) fn tools_and_parameters(&self) -> Vec<(String, Vec<(String, String)>)> {
         self.registry
             .all()
             .map(|r| {

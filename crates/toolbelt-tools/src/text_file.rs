@@ -11,27 +11,27 @@
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineEnding {
+pub(crate) enum LineEnding {
     Lf,
     Crlf,
 }
 
 /// How a file's bytes are laid out around its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TextFormat {
+pub(crate) struct TextFormat {
     pub line_ending: LineEnding,
     pub bom: bool,
 }
 
 impl TextFormat {
     /// What a new file gets: LF, no BOM.
-    pub const NEW: TextFormat = TextFormat {
+    pub(crate) const NEW: TextFormat = TextFormat {
         line_ending: LineEnding::Lf,
         bom: false,
     };
 
     /// The format of existing bytes (valid UTF-8 or not).
-    pub fn detect(bytes: &[u8]) -> TextFormat {
+    pub(crate) fn detect(bytes: &[u8]) -> TextFormat {
         let bom = bytes.starts_with(BOM);
         let body = if bom { &bytes[BOM.len()..] } else { bytes };
         TextFormat {
@@ -41,7 +41,7 @@ impl TextFormat {
     }
 
     /// `text` as bytes in this format, without a copy when the format is plain LF.
-    pub fn encode_owned(self, text: String) -> Vec<u8> {
+    pub(crate) fn encode_owned(self, text: String) -> Vec<u8> {
         if self == TextFormat::NEW {
             text.into_bytes()
         } else {
@@ -50,7 +50,7 @@ impl TextFormat {
     }
 
     /// `text` (with `\n` breaks) as bytes in this format.
-    pub fn encode(self, text: &str) -> Vec<u8> {
+    pub(crate) fn encode(self, text: &str) -> Vec<u8> {
         let mut out = Vec::with_capacity(text.len() + text.len() / 32 + BOM.len());
         if self.bom && !text.as_bytes().starts_with(BOM) {
             out.extend_from_slice(BOM);
@@ -91,20 +91,20 @@ fn detect_line_ending(body: &[u8]) -> LineEnding {
 }
 
 /// How many `\n` bytes `bytes` holds (memchr: several gigabytes a second).
-pub fn count_newlines(bytes: &[u8]) -> usize {
+pub(crate) fn count_newlines(bytes: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', bytes).count()
 }
 
 /// A decoded text file: its text with `\n` breaks (when the file is CRLF) and no BOM.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TextFile {
+pub(crate) struct TextFile {
     pub text: String,
     pub format: TextFormat,
 }
 
 impl TextFile {
     /// Decodes bytes that must be UTF-8; `None` when they are not.
-    pub fn decode(bytes: Vec<u8>) -> Option<TextFile> {
+    pub(crate) fn decode(bytes: Vec<u8>) -> Option<TextFile> {
         let format = TextFormat::detect(&bytes);
         let mut text = String::from_utf8(bytes).ok()?;
         if format.bom {
@@ -117,7 +117,7 @@ impl TextFile {
     }
 
     #[cfg(test)]
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         self.format.encode(&self.text)
     }
 }

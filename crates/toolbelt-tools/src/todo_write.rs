@@ -8,48 +8,69 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ExecContext, Invocation, Kind, TodoItem, TodoStatus,
     Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
+/// The `todo_write` tool: the session's task list.
 pub struct TodoWrite {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl TodoWrite {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "todos": {
-                    "type": "array",
-                    "description": "The whole updated task list (it replaces the previous one; an empty list clears it).",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "id": {"type": "string", "description": "A short id, unique in the list."},
-                            "content": {"type": "string", "description": "What the task is, in a few words."},
-                            "status": {"type": "string", "enum": ["pending", "in_progress", "completed"], "description": "pending, in_progress (at most one task) or completed."}
-                        },
-                        "required": ["id", "content", "status"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "required": ["todos"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         TodoWrite { env, schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
-    todos: Vec<TodoItem>,
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "The whole updated task list (it replaces the previous one; an empty list clears it)."
+    )]
+    todos: Vec<TodoParam>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct TodoParam {
+    #[schemars(description = "A short id, unique in the list.")]
+    id: String,
+    #[schemars(description = "What the task is, in a few words.")]
+    content: String,
+    #[schemars(description = "pending, in_progress (at most one task) or completed.")]
+    status: StatusParam,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum StatusParam {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+impl From<TodoParam> for TodoItem {
+    fn from(todo: TodoParam) -> TodoItem {
+        let status = match todo.status {
+            StatusParam::Pending => TodoStatus::Pending,
+            StatusParam::InProgress => TodoStatus::InProgress,
+            StatusParam::Completed => TodoStatus::Completed,
+        };
+        TodoItem {
+            id: todo.id,
+            content: todo.content,
+            status,
+        }
+    }
 }
 
 /// The tool's name.
@@ -80,9 +101,10 @@ impl Tool for TodoWrite {
     }
     fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
         let params: Params = crate::parse_params(args)?;
-        check(&params.todos)?;
+        let todos: Vec<TodoItem> = params.todos.into_iter().map(TodoItem::from).collect();
+        check(&todos)?;
         Ok(Box::new(TodoCall {
-            todos: params.todos,
+            todos,
             file: self.env.session_dir.join("todos.json"),
         }))
     }

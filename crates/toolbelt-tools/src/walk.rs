@@ -40,11 +40,11 @@ use toolbelt_core::settings::Settings;
 use toolbelt_core::{ToolError, WorkspaceRoots};
 
 /// The custom ignore file Qwen Code reads besides `.gitignore`.
-pub const QWEN_IGNORE: &str = ".qwenignore";
+pub(crate) const QWEN_IGNORE: &str = ".qwenignore";
 
 /// Which ignore files apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IgnoreRules {
+pub(crate) struct IgnoreRules {
     pub respect_git_ignore: bool,
     pub respect_qwen_ignore: bool,
 }
@@ -60,7 +60,7 @@ impl Default for IgnoreRules {
 
 impl IgnoreRules {
     /// `context.fileFiltering.respectGitIgnore` / `respectQwenIgnore`.
-    pub fn from_settings(settings: &Settings) -> Self {
+    pub(crate) fn from_settings(settings: &Settings) -> Self {
         let f = &settings.context.file_filtering;
         IgnoreRules {
             respect_git_ignore: f.respect_git_ignore,
@@ -69,7 +69,7 @@ impl IgnoreRules {
     }
 
     /// These rules with a call's own overrides applied.
-    pub fn with(self, git: Option<bool>, qwen: Option<bool>) -> Self {
+    pub(crate) fn with(self, git: Option<bool>, qwen: Option<bool>) -> Self {
         IgnoreRules {
             respect_git_ignore: git.unwrap_or(self.respect_git_ignore),
             respect_qwen_ignore: qwen.unwrap_or(self.respect_qwen_ignore),
@@ -80,14 +80,14 @@ impl IgnoreRules {
 /// The paths the permission rules kept out of one call's walks, counted.
 /// Cheap to clone; clones share the count.
 #[derive(Debug, Clone, Default)]
-pub struct Withheld {
+pub(crate) struct Withheld {
     policy: PathPolicy,
     count: Arc<AtomicUsize>,
 }
 
 impl Withheld {
     /// The rules of the session whose roots these are, nothing withheld yet.
-    pub fn new(roots: &WorkspaceRoots) -> Self {
+    pub(crate) fn new(roots: &WorkspaceRoots) -> Self {
         Withheld {
             policy: roots.path_policy().clone(),
             count: Arc::default(),
@@ -95,7 +95,7 @@ impl Withheld {
     }
 
     /// Whether `path` must be left out; if so it is counted.
-    pub fn withholds(&self, path: &Path) -> bool {
+    pub(crate) fn withholds(&self, path: &Path) -> bool {
         let out = self.policy.withholds_from_walk(path);
         if out {
             self.count.fetch_add(1, Ordering::Relaxed);
@@ -103,12 +103,12 @@ impl Withheld {
         out
     }
 
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.count.load(Ordering::Relaxed)
     }
 
     /// A sentence for the result when something was left out (a directory counts once).
-    pub fn note(&self) -> Option<String> {
+    pub(crate) fn note(&self) -> Option<String> {
         match self.count() {
             0 => None,
             n => Some(format!(
@@ -120,25 +120,25 @@ impl Withheld {
 
 /// A walk being configured: the `ignore` builder with the ignore rules, `.git` and the
 /// permission rules already in place. The methods mirror [`WalkBuilder`]'s.
-pub struct Walker {
+pub(crate) struct Walker {
     builder: WalkBuilder,
     base_filter: Arc<dyn Fn(&DirEntry) -> bool + Send + Sync>,
 }
 
 impl Walker {
-    pub fn threads(&mut self, n: usize) -> &mut Self {
+    pub(crate) fn threads(&mut self, n: usize) -> &mut Self {
         self.builder.threads(n);
         self
     }
 
-    pub fn max_depth(&mut self, depth: Option<usize>) -> &mut Self {
+    pub(crate) fn max_depth(&mut self, depth: Option<usize>) -> &mut Self {
         self.builder.max_depth(depth);
         self
     }
 
     /// Adds a filter; entries must pass it *and* the walker's own filters (`ignore`'s
     /// `filter_entry` would replace them).
-    pub fn filter_entry<P>(&mut self, filter: P) -> &mut Self
+    pub(crate) fn filter_entry<P>(&mut self, filter: P) -> &mut Self
     where
         P: Fn(&DirEntry) -> bool + Send + Sync + 'static,
     {
@@ -151,17 +151,17 @@ impl Walker {
         self
     }
 
-    pub fn build(&self) -> ignore::Walk {
+    pub(crate) fn build(&self) -> ignore::Walk {
         self.builder.build()
     }
 
-    pub fn build_parallel(&self) -> ignore::WalkParallel {
+    pub(crate) fn build_parallel(&self) -> ignore::WalkParallel {
         self.builder.build_parallel()
     }
 }
 
 /// Largest ignore file read.
-pub const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
 
 /// The ignore files the walk reads in each directory.
 fn ignore_file_names(rules: IgnoreRules) -> impl Iterator<Item = &'static str> {
@@ -197,7 +197,7 @@ fn ignore_files_readable(dir: &Path, rules: IgnoreRules) -> bool {
 /// A walker over `root` configured with `rules`, leaving out (and counting in
 /// `withheld`) what the permission rules keep from reading. Callers add depth limits,
 /// filters or parallelism on the returned [`Walker`].
-pub fn walker(root: &Path, rules: IgnoreRules, withheld: &Withheld) -> Walker {
+pub(crate) fn walker(root: &Path, rules: IgnoreRules, withheld: &Withheld) -> Walker {
     // `ignore` reads the ignore files of the start and of its parents before any filter
     // runs: if one cannot be read safely, no ignore file is read and nothing is walked.
     let start_readable = root
@@ -245,7 +245,7 @@ pub fn walker(root: &Path, rules: IgnoreRules, withheld: &Withheld) -> Walker {
 }
 
 /// Threads for a parallel walk: one per core, as ripgrep does.
-pub fn threads() -> usize {
+pub(crate) fn threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)
@@ -253,7 +253,7 @@ pub fn threads() -> usize {
 }
 
 /// Whether a walked entry is a regular file (not a link, FIFO, socket or device).
-pub fn is_regular_file(entry: &ignore::DirEntry) -> bool {
+pub(crate) fn is_regular_file(entry: &ignore::DirEntry) -> bool {
     entry.file_type().is_some_and(|t| t.is_file())
 }
 
@@ -262,7 +262,7 @@ pub fn is_regular_file(entry: &ignore::DirEntry) -> bool {
 /// metacharacter, and never includes the last component (it names files). `.` and empty
 /// components are dropped; `..` is kept in the prefix, where [`glob_start`] resolves it
 /// like any path (so `../*` is outside the workspace rather than matching nothing).
-pub fn literal_prefix(pattern: &str) -> (String, String) {
+pub(crate) fn literal_prefix(pattern: &str) -> (String, String) {
     let parts: Vec<&str> = pattern.split('/').collect();
     let mut prefix = Vec::new();
     let mut taken = 0;
@@ -289,7 +289,7 @@ pub fn literal_prefix(pattern: &str) -> (String, String) {
 /// `etc_link/pass*` (with `etc_link` → `/etc`) must fail here, with the same
 /// "outside the workspace" error as `read_file` gives. A `..` after the first wildcard
 /// could only be matched by leaving the walked tree; it is refused.
-pub fn glob_start(
+pub(crate) fn glob_start(
     roots: &WorkspaceRoots,
     base: &Path,
     pattern: &str,

@@ -22,8 +22,9 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind,
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
@@ -46,7 +47,7 @@ pub fn html_to_markdown(bytes: Vec<u8>, header_charset: Option<&str>) -> String 
     content::html_to_text(html, Format::Markdown)
 }
 
-pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Redirects followed at most, each one checked again.
@@ -58,6 +59,7 @@ const SUMMARY_INSTRUCTIONS: &str = "You answer a request about one web page, usi
 Quote exact names, figures, commands and code from the page. If the page does not hold what was asked, say so plainly. \
 Answer in Markdown and keep it short.";
 
+/// The `web_fetch` tool: one web page as text, through the private-address guard.
 pub struct WebFetch {
     env: Arc<ToolEnvironment>,
     schema: Value,
@@ -67,6 +69,7 @@ pub struct WebFetch {
 }
 
 impl WebFetch {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         WebFetch::with_resolver(env, Arc::new(SystemResolver))
     }
@@ -80,26 +83,7 @@ impl WebFetch {
         for warning in warnings {
             tracing::warn!("{warning}");
         }
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "url": {
-                    "type": "string",
-                    "description": "The http:// or https:// URL to fetch. GitHub 'blob' URLs are fetched as raw files."
-                },
-                "prompt": {
-                    "type": "string",
-                    "description": "What to look for in the page: the question it should answer or the information to extract."
-                },
-                "format": {
-                    "type": "string",
-                    "enum": ["auto", "markdown", "text", "html"],
-                    "description": "How an HTML page comes back: 'auto' and 'markdown' convert it to Markdown (default), 'text' to plain text, 'html' keeps the markup."
-                }
-            },
-            "required": ["url", "prompt"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         WebFetch {
             env,
             schema,
@@ -166,11 +150,21 @@ fn build_client(
         .map_err(|e| format!("cannot set up the HTTP client: {e}"))
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "The http:// or https:// URL to fetch. GitHub 'blob' URLs are fetched as raw files."
+    )]
     url: String,
+    #[schemars(
+        description = "What to look for in the page: the question it should answer or the information to extract."
+    )]
     prompt: String,
     #[serde(default)]
+    #[schemars(
+        description = "How an HTML page comes back: 'auto' and 'markdown' convert it to Markdown (default), 'text' to plain text, 'html' keeps the markup."
+    )]
     format: Format,
 }
 
@@ -289,6 +283,41 @@ impl Invocation for WebFetchCall {
     }
 }
 
+/// Refuses a response that is not a success: a redirect the client stopped at (it
+/// leads outside http and https) or an HTTP error.
+fn check_status(response: &reqwest::Response, final_url: &str) -> Result<(), ToolError> {
+    let status = response.status();
+    if status.is_redirection() {
+        // The client follows every redirect it may; one it stopped at leads outside
+        // http and https.
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("(no location)");
+        return Err(ToolError::new(
+            ErrorKind::WebFetchError,
+            format!(
+                "refused to fetch {location}: {final_url} redirects there, and web_fetch only follows http and https URLs."
+            ),
+        ));
+    }
+    if !status.is_success() {
+        return Err(ToolError::new(
+            ErrorKind::WebFetchError,
+            format!(
+                "{final_url} answered HTTP {}{}; no content was fetched.",
+                status.as_u16(),
+                status
+                    .canonical_reason()
+                    .map(|r| format!(" {r}"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// What a fetch brought back, as text.
 struct Page {
     final_url: String,
@@ -309,40 +338,12 @@ impl WebFetchCall {
             _ = ctx.cancel.cancelled() => return Err(cancelled()),
         };
         let final_url = response.url().to_string();
-        let status = response.status();
         let header = response
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        if status.is_redirection() {
-            // The client follows every redirect it may; one it stopped at leads outside
-            // http and https.
-            let location = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("(no location)");
-            return Err(ToolError::new(
-                ErrorKind::WebFetchError,
-                format!(
-                    "refused to fetch {location}: {final_url} redirects there, and web_fetch only follows http and https URLs."
-                ),
-            ));
-        }
-        if !status.is_success() {
-            return Err(ToolError::new(
-                ErrorKind::WebFetchError,
-                format!(
-                    "{final_url} answered HTTP {}{}; no content was fetched.",
-                    status.as_u16(),
-                    status
-                        .canonical_reason()
-                        .map(|r| format!(" {r}"))
-                        .unwrap_or_default()
-                ),
-            ));
-        }
+        check_status(&response, &final_url)?;
         let body = match content::read_capped(response, self.max_bytes, &ctx.cancel).await {
             Ok(body) => body,
             Err(ReadError::Cancelled) => return Err(cancelled()),
@@ -359,24 +360,8 @@ impl WebFetchCall {
                 ),
             )),
         };
-        if self.summarize
-            && let Some(ask) = ctx.env.ask_once.get()
-        {
-            let excerpt: String = page.text.chars().take(SUMMARY_INPUT_CHARS).collect();
-            let question = format!(
-                "Request: {}\n\nPage {}:\n---\n{excerpt}\n---",
-                self.prompt, page.final_url
-            );
-            match ask.ask(SUMMARY_INSTRUCTIONS, &question, &ctx.cancel).await {
-                Ok(answer) => {
-                    let text = format!("{answer}\n\nSource: {}", page.final_url);
-                    return Ok(ToolResult::with_display(
-                        text.clone(),
-                        Display::markdown(text),
-                    ));
-                }
-                Err(why) => tracing::warn!("web_fetch: the model could not summarise: {why}"),
-            }
+        if let Some(summary) = self.summarize(ctx, &page).await {
+            return Ok(summary);
         }
         let mime = if page.mime.is_empty() {
             "no content type".to_string()
@@ -388,6 +373,33 @@ impl WebFetchCall {
             page.final_url, page.note, self.prompt, page.text
         );
         Ok(ToolResult::text(text))
+    }
+
+    /// The model's answer to the request from the page, when summarising is on and a
+    /// model is there to ask; `None` shows the page itself.
+    async fn summarize(&self, ctx: &ExecContext, page: &Page) -> Option<ToolResult> {
+        if !self.summarize {
+            return None;
+        }
+        let ask = ctx.env.ask_once.get()?;
+        let excerpt: String = page.text.chars().take(SUMMARY_INPUT_CHARS).collect();
+        let question = format!(
+            "Request: {}\n\nPage {}:\n---\n{excerpt}\n---",
+            self.prompt, page.final_url
+        );
+        match ask.ask(SUMMARY_INSTRUCTIONS, &question, &ctx.cancel).await {
+            Ok(answer) => {
+                let text = format!("{answer}\n\nSource: {}", page.final_url);
+                Some(ToolResult::with_display(
+                    text.clone(),
+                    Display::markdown(text),
+                ))
+            }
+            Err(why) => {
+                tracing::warn!("web_fetch: the model could not summarise: {why}");
+                None
+            }
+        }
     }
 
     /// The message for a failed request, in terms the model can act on.

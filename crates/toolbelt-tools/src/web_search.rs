@@ -12,8 +12,9 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::settings::{WebSearchKind, WebSearchProvider};
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Settings, Tool,
@@ -68,6 +69,7 @@ impl Default for HttpOptions {
     }
 }
 
+/// The `web_search` tool: results from the configured provider.
 pub struct WebSearch {
     /// The provider used and its place in `webSearch.provider`.
     config: WebSearchProvider,
@@ -94,17 +96,7 @@ impl WebSearch {
              release notes, error messages, documentation locations. Write a short, specific query. \
              Read a result in full with web_fetch. Cite the sources you use by number and URL."
         );
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "query": {
-                    "type": "string",
-                    "description": "What to search for, as you would type it into a search engine."
-                }
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         Some(WebSearch {
             config: config.clone(),
             index,
@@ -254,8 +246,10 @@ fn label(kind: WebSearchKind) -> &'static str {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(description = "What to search for, as you would type it into a search engine.")]
     query: String,
 }
 

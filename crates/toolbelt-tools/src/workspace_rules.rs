@@ -202,53 +202,14 @@ pub fn allow_in_workspace(
     }
     let dir = project.join(".qwen");
     let path = project.join(WORKSPACE_SETTINGS);
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| WorkspaceRulesError::Io { path, source }
-    };
-    match std::fs::symlink_metadata(&dir) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            return Err(WorkspaceRulesError::Symlink { path: dir });
-        }
-        Ok(meta) if !meta.is_dir() => {
-            return Err(WorkspaceRulesError::Unexpected {
-                path: dir,
-                what: "is not a directory",
-            });
-        }
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir(&dir).map_err(io(&dir))?;
-        }
-        Err(e) => return Err(io(&dir)(e)),
-    }
+    ensure_settings_dir(&dir)?;
     let original = read_settings(&path)?;
     let text = original.strip_prefix('\u{feff}').unwrap_or(&original);
-    let value = toolbelt_core::settings::parse_settings_text(text.as_bytes()).map_err(|e| {
-        WorkspaceRulesError::Invalid {
-            path: path.clone(),
-            reason: e.to_string(),
-        }
-    })?;
     let invalid = |reason: &str| WorkspaceRulesError::Invalid {
         path: path.clone(),
         reason: reason.to_string(),
     };
-    let Value::Object(root) = &value else {
-        return Err(invalid("the top level is not an object"));
-    };
-    let existing: Vec<String> = match root.get("permissions") {
-        None => Vec::new(),
-        Some(Value::Object(p)) => match p.get("allow") {
-            None => Vec::new(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect(),
-            Some(_) => return Err(invalid("`permissions.allow` is not a list")),
-        },
-        Some(_) => return Err(invalid("`permissions` is not an object")),
-    };
+    let existing = allowed_now(text).map_err(|reason| invalid(&reason))?;
     let mut outcome = AllowOutcome {
         path: path.clone(),
         added: Vec::new(),
@@ -268,41 +229,91 @@ pub fn allow_in_workspace(
     if outcome.added.is_empty() {
         return Ok(outcome);
     }
+    let mut updated = with_rules(text, &outcome.added).map_err(|reason| invalid(&reason))?;
+    if original.starts_with('\u{feff}') {
+        updated.insert(0, '\u{feff}');
+    }
+    crate::atomic_write::replace_with(&path, |f| f.write_all(updated.as_bytes())).map_err(
+        |source| WorkspaceRulesError::Io {
+            path: path.clone(),
+            source,
+        },
+    )?;
+    Ok(outcome)
+}
 
-    let cst =
-        CstRootNode::parse(text, &ParseOptions::default()).map_err(|e| invalid(&e.to_string()))?;
+/// `.qwen`, created when missing; a link or anything but a directory is refused.
+fn ensure_settings_dir(dir: &Path) -> Result<(), WorkspaceRulesError> {
+    let io = |source| WorkspaceRulesError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(WorkspaceRulesError::Symlink {
+            path: dir.to_path_buf(),
+        }),
+        Ok(meta) if !meta.is_dir() => Err(WorkspaceRulesError::Unexpected {
+            path: dir.to_path_buf(),
+            what: "is not a directory",
+        }),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(dir).map_err(io),
+        Err(e) => Err(io(e)),
+    }
+}
+
+/// The rules `permissions.allow` of the settings `text` holds; `Err` says why the text
+/// is no settings file this can edit.
+fn allowed_now(text: &str) -> Result<Vec<String>, String> {
+    let value =
+        toolbelt_core::settings::parse_settings_text(text.as_bytes()).map_err(|e| e.to_string())?;
+    let Value::Object(root) = &value else {
+        return Err("the top level is not an object".into());
+    };
+    match root.get("permissions") {
+        None => Ok(Vec::new()),
+        Some(Value::Object(p)) => match p.get("allow") {
+            None => Ok(Vec::new()),
+            Some(Value::Array(items)) => Ok(items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()),
+            Some(_) => Err("`permissions.allow` is not a list".into()),
+        },
+        Some(_) => Err("`permissions` is not an object".into()),
+    }
+}
+
+/// The settings `text` with `added` appended to `permissions.allow` through its syntax
+/// tree (comments and layout kept), ending with a line break. What is returned reads
+/// back as settings with the new rules; anything else is a bug here, and an `Err`.
+fn with_rules(text: &str, added: &[String]) -> Result<String, String> {
+    let cst = CstRootNode::parse(text, &ParseOptions::default()).map_err(|e| e.to_string())?;
     let object = cst.object_value_or_set();
     let permissions = object
         .object_value_or_create("permissions")
-        .ok_or_else(|| invalid("`permissions` is not an object"))?;
+        .ok_or("`permissions` is not an object")?;
     let allow = permissions
         .array_value_or_create("allow")
-        .ok_or_else(|| invalid("`permissions.allow` is not a list"))?;
-    for rule in &outcome.added {
+        .ok_or("`permissions.allow` is not a list")?;
+    for rule in added {
         allow.append(CstInputValue::String(rule.clone()));
     }
     let mut updated = cst.to_string();
     if !updated.ends_with('\n') {
         updated.push('\n');
     }
-    if original.starts_with('\u{feff}') {
-        updated.insert(0, '\u{feff}');
-    }
-    // What is written must read back as settings with the new rules; anything else is
-    // a bug here, and the old file stays.
     let check = toolbelt_core::settings::parse_settings_text(updated.as_bytes())
-        .map_err(|e| invalid(&format!("the edited text did not parse: {e}")))?;
+        .map_err(|e| format!("the edited text did not parse: {e}"))?;
     let written: Vec<&str> = check
         .pointer("/permissions/allow")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    if !outcome.added.iter().all(|r| written.contains(&r.as_str())) {
-        return Err(invalid("the edited text lost the new rules"));
+    if !added.iter().all(|r| written.contains(&r.as_str())) {
+        return Err("the edited text lost the new rules".into());
     }
-    crate::atomic_write::replace_with(&path, |f| f.write_all(updated.as_bytes()))
-        .map_err(io(&path))?;
-    Ok(outcome)
+    Ok(updated)
 }
 
 /// The file's text ("" when it does not exist), refusing links and anything but a

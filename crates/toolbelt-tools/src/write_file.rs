@@ -8,49 +8,43 @@
 //! ending (CRLF stays CRLF) and its UTF-8 byte-order mark: the model writes `\n` and
 //! never sees either.
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ExecContext, FileDiff, Invocation, Kind,
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
 use crate::diff::file_diff;
-use crate::file_change::{self, Current, FileStamp, WritePolicy};
+use crate::file_change::{self, Current, FileChange, FileStamp, Shown, WritePolicy};
 use crate::text_file::{LineEnding, TextFormat};
 
+/// The `write_file` tool: writes a whole file.
 pub struct WriteFile {
     env: Arc<ToolEnvironment>,
     schema: Value,
 }
 
 impl WriteFile {
+    /// The tool over a session's environment.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "Absolute path of the file to write (for example /home/me/project/src/lib.rs). Missing parent directories are created."
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The whole new content of the file."
-                }
-            },
-            "required": ["file_path", "content"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         WriteFile { env, schema }
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "Absolute path of the file to write (for example /home/me/project/src/lib.rs). Missing parent directories are created."
+    )]
     file_path: String,
+    #[schemars(description = "The whole new content of the file.")]
     content: String,
 }
 
@@ -99,7 +93,7 @@ impl Tool for WriteFile {
             path,
             content: params.content,
             policy: WritePolicy::from_settings(&self.env.settings),
-            proposed: Mutex::new(None),
+            shown: Shown::default(),
         }))
     }
 }
@@ -109,9 +103,7 @@ struct WriteFileCall {
     display_path: String,
     content: String,
     policy: WritePolicy,
-    /// The change as shown in the confirmation, so the write applies exactly that:
-    /// `None` before anyone asked, `Some(None)` when the question showed an error.
-    proposed: Mutex<Option<Option<Proposed>>>,
+    shown: Shown<Proposed>,
 }
 
 #[derive(Debug)]
@@ -152,22 +144,7 @@ impl WriteFileCall {
         })
     }
 
-    fn write(&self) -> Result<ToolResult, ToolError> {
-        let shown = self.proposed.lock().map(|mut g| g.take()).unwrap_or(None);
-        let proposed = match shown {
-            None => self.propose()?,
-            Some(Some(p)) => {
-                if file_change::stamp_now(&self.path)? != p.stamp {
-                    return Err(file_change::changed_since_confirmation(&self.path));
-                }
-                p
-            }
-            // The person saw an error; the file must have changed for it to work now.
-            Some(None) => {
-                self.propose()?;
-                return Err(file_change::changed_since_confirmation(&self.path));
-            }
-        };
+    fn write(&self, proposed: Proposed) -> Result<ToolResult, ToolError> {
         let replaced = file_change::write_file(&self.path, &proposed.bytes, self.policy)?;
         let text = if proposed.stamp.is_some() {
             format!(
@@ -202,33 +179,39 @@ impl Invocation for WriteFileCall {
     }
 
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
-        Box::pin(async move {
-            // A call that cannot be proposed fails in `execute` before writing anything;
-            // an error still asks, so a transient failure cannot skip the question.
-            let (diff, proposed) = match self.propose() {
-                Ok(p) => (p.diff.clone(), Some(p)),
-                Err(e) => (
-                    file_diff(
-                        &self.path,
-                        &self.display_path,
-                        None,
-                        &format!("(cannot compute the diff: {e})\n"),
-                    ),
-                    None,
-                ),
-            };
-            if let Ok(mut slot) = self.proposed.lock() {
-                *slot = Some(proposed);
-            }
-            Some(ConfirmationDetails::edit(
-                format!("Confirm Write: {}", self.display_path),
-                diff,
-            ))
-        })
+        Box::pin(async move { self.confirm() })
     }
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
-        Box::pin(async move { file_change::run_change(&ctx, "write", move || self.write()).await })
+        Box::pin(
+            async move { file_change::run_change(&ctx, "write", move || self.apply_shown()).await },
+        )
+    }
+}
+
+impl FileChange for WriteFileCall {
+    type Plan = Proposed;
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn plan(&self) -> Result<Proposed, ToolError> {
+        self.propose()
+    }
+    fn question(&self, plan: &Proposed) -> ConfirmationDetails {
+        ConfirmationDetails::edit(
+            format!("Confirm Write: {}", self.display_path),
+            plan.diff.clone(),
+        )
+    }
+    fn apply(&self, plan: Proposed) -> Result<ToolResult, ToolError> {
+        self.write(plan)
+    }
+    fn shown(&self) -> &Shown<Proposed> {
+        &self.shown
+    }
+    fn planned_from(plan: &Proposed) -> Option<FileStamp> {
+        plan.stamp
     }
 }
 

@@ -23,7 +23,7 @@ use rustix::io::Errno;
 type Xattr = (Vec<u8>, Vec<u8>);
 
 /// Mode bits a write clears: setuid and setgid.
-pub const CLEARED_ON_WRITE: u32 = 0o6000;
+pub(super) const CLEARED_ON_WRITE: u32 = 0o6000;
 
 /// Extended attributes a write removes (file capabilities grant privileges as setuid
 /// does).
@@ -31,7 +31,7 @@ const DROPPED_ON_WRITE: &[&[u8]] = &[b"security.capability"];
 
 /// Why the attributes of the old file cannot be carried to a new one.
 #[derive(Debug)]
-pub enum NotKept {
+pub(super) enum NotKept {
     /// The owner or group cannot be given to the new file (`EPERM` from `fchown`).
     Owner,
     /// An extended attribute cannot be read from the old file or set on the new one.
@@ -42,7 +42,7 @@ pub enum NotKept {
 
 /// What the new file is given before it is written.
 #[derive(Debug)]
-pub struct Attributes {
+pub(super) struct Attributes {
     /// Owner and group of the old file; `None` for a new file (the writer's).
     owner: Option<(u32, u32)>,
     /// Permission bits (and the sticky bit), without setuid and setgid.
@@ -55,7 +55,7 @@ pub struct Attributes {
 impl Attributes {
     /// A file that did not exist: the writer's owner, `0666 & !umask`, and whatever
     /// the directory gives it.
-    pub fn new_file(umask: u32) -> Attributes {
+    pub(super) fn new_file(umask: u32) -> Attributes {
         Attributes {
             owner: None,
             mode: 0o666 & !umask,
@@ -64,7 +64,7 @@ impl Attributes {
     }
 
     /// The attributes of the existing file at `path`.
-    pub fn of(path: &Path, meta: &std::fs::Metadata) -> Result<Attributes, NotKept> {
+    pub(super) fn of(path: &Path, meta: &std::fs::Metadata) -> Result<Attributes, NotKept> {
         Ok(Attributes {
             owner: Some((meta.uid(), meta.gid())),
             mode: meta.mode() & 0o7777 & !CLEARED_ON_WRITE,
@@ -75,7 +75,7 @@ impl Attributes {
     /// Gives `file` (a fresh temporary file) these attributes: owner first (a
     /// `chown` may clear mode bits), then the extended attributes (an ACL also sets
     /// the group bits), then the mode.
-    pub fn apply(&self, file: &File) -> Result<(), NotKept> {
+    pub(super) fn apply(&self, file: &File) -> Result<(), NotKept> {
         if let Some((uid, gid)) = self.owner {
             let owner = rustix::fs::Uid::from_raw(uid);
             let group = rustix::fs::Gid::from_raw(gid);

@@ -28,7 +28,7 @@ use std::path::Path;
 use super::attributes::CLEARED_ON_WRITE;
 
 /// Writes what `fill` produces over the file at `path`, which `before` describes.
-pub fn write_in_place(
+pub(super) fn write_in_place(
     path: &Path,
     before: &std::fs::Metadata,
     fill: impl FnOnce(&mut File) -> std::io::Result<()>,

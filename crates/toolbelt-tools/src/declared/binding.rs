@@ -59,6 +59,28 @@ pub(crate) fn parse_binding(raw: &Value, manifest_dir: &Path) -> Result<Binding,
             describe_type(raw)
         ));
     };
+    let target = parse_target(map, target_key(map)?, manifest_dir)?;
+    let kind = kind_field(map)?;
+    let prepare = match map.get("prepare") {
+        None => None,
+        some => Some(argv(some, "prepare", manifest_dir)?),
+    };
+    let invocation_message = string_field(map, "invocationMessage")?;
+    let (confirmation_title, confirmation_message) = confirmation_messages(map)?;
+    Ok(Binding {
+        target,
+        kind,
+        prepare,
+        invocation_message,
+        confirmation_title,
+        confirmation_message,
+        manifest_dir: manifest_dir.to_path_buf(),
+    })
+}
+
+/// Checks the binding's properties and returns which target it names: `command`,
+/// `mcp` or `builtin`, exactly one.
+fn target_key(map: &Map<String, Value>) -> Result<&'static str, String> {
     if let Some(key) = map
         .keys()
         .find(|k| !BINDING_PROPERTIES.contains(&k.as_str()))
@@ -69,11 +91,11 @@ pub(crate) fn parse_binding(raw: &Value, manifest_dir: &Path) -> Result<Binding,
             BINDING_PROPERTIES.join(", ")
         ));
     }
-    let given: Vec<&str> = ["command", "mcp", "builtin"]
+    let given: Vec<&'static str> = ["command", "mcp", "builtin"]
         .into_iter()
         .filter(|k| map.contains_key(*k))
         .collect();
-    if given.len() != 1 {
+    let [key] = given.as_slice() else {
         return Err(format!(
             "a binding needs exactly one of \"command\", \"mcp\" or \"builtin\" (found {})",
             if given.is_empty() {
@@ -82,26 +104,35 @@ pub(crate) fn parse_binding(raw: &Value, manifest_dir: &Path) -> Result<Binding,
                 given.join(", ")
             }
         ));
-    }
-    if map.contains_key("arguments") && !map.contains_key("builtin") {
+    };
+    if map.contains_key("arguments") && *key != "builtin" {
         return Err("\"arguments\" belongs to a \"builtin\" binding".to_string());
     }
-    let target = match given[0] {
-        "command" => Target::Command {
+    Ok(key)
+}
+
+/// The target named by `key` (from [`target_key`]).
+fn parse_target(
+    map: &Map<String, Value>,
+    key: &str,
+    manifest_dir: &Path,
+) -> Result<Target, String> {
+    match key {
+        "command" => Ok(Target::Command {
             argv: argv(map.get("command"), "command", manifest_dir)?,
-        },
+        }),
         "mcp" => {
             let text = map.get("mcp").and_then(Value::as_str).unwrap_or_default();
             match text.split_once('/') {
                 Some((server, tool))
                     if !server.is_empty() && !tool.is_empty() && !tool.contains('/') =>
                 {
-                    Target::Mcp {
+                    Ok(Target::Mcp {
                         server: server.to_string(),
                         tool: tool.to_string(),
-                    }
+                    })
                 }
-                _ => return Err("\"mcp\" must be \"server/tool\"".to_string()),
+                _ => Err("\"mcp\" must be \"server/tool\"".to_string()),
             }
         }
         _ => {
@@ -119,51 +150,42 @@ pub(crate) fn parse_binding(raw: &Value, manifest_dir: &Path) -> Result<Binding,
                     ));
                 }
             };
-            Target::Builtin { tool, arguments }
+            Ok(Target::Builtin { tool, arguments })
         }
-    };
-    let kind = match map.get("kind") {
-        None => None,
-        Some(Value::String(k)) => Some(parse_kind(k).ok_or_else(|| {
+    }
+}
+
+fn kind_field(map: &Map<String, Value>) -> Result<Option<Kind>, String> {
+    match map.get("kind") {
+        None => Ok(None),
+        Some(Value::String(k)) => Ok(Some(parse_kind(k).ok_or_else(|| {
             format!(
                 "unknown kind \"{}\" (read, edit, delete, move, search, execute, fetch, think or other)",
                 k.chars().take(40).collect::<String>()
             )
-        })?),
-        Some(other) => {
-            return Err(format!(
-                "\"kind\" must be a string, not {}",
-                describe_type(other)
-            ));
-        }
-    };
-    let prepare = match map.get("prepare") {
-        None => None,
-        some => Some(argv(some, "prepare", manifest_dir)?),
-    };
-    let invocation_message = string_field(map, "invocationMessage")?;
-    let (confirmation_title, confirmation_message) = match map.get("confirmationMessages") {
-        None => (None, None),
-        Some(Value::Object(messages)) => (
+        })?)),
+        Some(other) => Err(format!(
+            "\"kind\" must be a string, not {}",
+            describe_type(other)
+        )),
+    }
+}
+
+/// `confirmationMessages`: its title and message.
+fn confirmation_messages(
+    map: &Map<String, Value>,
+) -> Result<(Option<String>, Option<String>), String> {
+    match map.get("confirmationMessages") {
+        None => Ok((None, None)),
+        Some(Value::Object(messages)) => Ok((
             string_field(messages, "title")?,
             string_field(messages, "message")?,
-        ),
-        Some(other) => {
-            return Err(format!(
-                "\"confirmationMessages\" must be {{\"title\": ..., \"message\": ...}}, not {}",
-                describe_type(other)
-            ));
-        }
-    };
-    Ok(Binding {
-        target,
-        kind,
-        prepare,
-        invocation_message,
-        confirmation_title,
-        confirmation_message,
-        manifest_dir: manifest_dir.to_path_buf(),
-    })
+        )),
+        Some(other) => Err(format!(
+            "\"confirmationMessages\" must be {{\"title\": ..., \"message\": ...}}, not {}",
+            describe_type(other)
+        )),
+    }
 }
 
 fn argv(raw: Option<&Value>, key: &str, manifest_dir: &Path) -> Result<Vec<String>, String> {

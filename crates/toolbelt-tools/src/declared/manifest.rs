@@ -113,12 +113,6 @@ pub(crate) struct ManifestInput<'a> {
 
 pub(crate) fn parse_manifest(input: ManifestInput<'_>) -> ParsedManifest {
     let mut out = ParsedManifest::default();
-    let file = input.file.display().to_string();
-    let dir = input
-        .file
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
     let empty = Map::new();
     let bindings = match input.bindings {
         None => &empty,
@@ -132,100 +126,148 @@ pub(crate) fn parse_manifest(input: ManifestInput<'_>) -> ParsedManifest {
             &empty
         }
     };
-    let mut seen_names: Vec<String> = Vec::new();
-    match input.tools {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(entries)) => {
-            for (i, entry) in entries.iter().enumerate() {
-                let at = entry_label(entry, "languageModelTools", i);
-                match check_tool(entry) {
-                    Err(rule) => out
-                        .warnings
-                        .push(format!("{file}: tool {at}: {rule}; the tool is skipped")),
-                    Ok(checked) => {
-                        for warning in &checked.warnings {
-                            out.warnings.push(format!("{file}: tool {at}: {warning}"));
-                        }
-                        if seen_names.contains(&checked.name) {
-                            out.warnings.push(format!(
-                                "{file}: tool {at}: the name is declared twice in this file; the second one is skipped"
-                            ));
-                            continue;
-                        }
-                        let Some(raw) = bindings.get(&checked.name) else {
-                            out.warnings.push(format!(
-                                "{file}: tool {at}: no binding: add one to {} (\"bindings\": {{\"{}\": {{\"command\": [...]}}}}); the tool is skipped",
-                                binding_hint(input.bindings_file, input.file),
-                                checked.name
-                            ));
-                            continue;
-                        };
-                        match parse_binding(raw, &dir) {
-                            Err(rule) => out.warnings.push(format!(
-                                "{}: binding of tool {at}: {rule}; the tool is skipped",
-                                input.bindings_file.display()
-                            )),
-                            Ok(binding) => {
-                                seen_names.push(checked.name.clone());
-                                out.tools.push(ToolEntry {
-                                    name: checked.name,
-                                    display_name: checked.display_name,
-                                    model_description: checked.model_description,
-                                    tool_reference_name: checked.tool_reference_name,
-                                    can_be_referenced: checked.can_be_referenced,
-                                    schema: checked.schema,
-                                    when: checked.when,
-                                    binding,
-                                    file: input.file.to_path_buf(),
-                                    scope: input.scope,
-                                });
-                            }
-                        }
+    let mut reader = Reader {
+        file: input.file.display().to_string(),
+        dir: input
+            .file
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
+        input: &input,
+        bindings,
+        seen_names: Vec::new(),
+        out,
+    };
+    reader.read_tools();
+    reader.warn_unused_bindings();
+    reader.read_sets();
+    reader.out
+}
+
+/// One manifest being read: its entries go to `out`, with a warning for each one
+/// skipped.
+struct Reader<'a> {
+    input: &'a ManifestInput<'a>,
+    /// The manifest's path, for warnings.
+    file: String,
+    /// The manifest's directory, against which relative programs resolve.
+    dir: PathBuf,
+    bindings: &'a Map<String, Value>,
+    seen_names: Vec<String>,
+    out: ParsedManifest,
+}
+
+impl Reader<'_> {
+    fn read_tools(&mut self) {
+        let file = &self.file;
+        match self.input.tools {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(entries)) => {
+                for (i, entry) in entries.iter().enumerate() {
+                    self.read_tool(entry, &entry_label(entry, "languageModelTools", i));
+                }
+            }
+            Some(other) => self.out.warnings.push(format!(
+                "{file}: languageModelTools must be an array, not {}; no tool of this file loads",
+                describe_type(other)
+            )),
+        }
+    }
+
+    /// One entry of `languageModelTools`, `at` its label in warnings.
+    fn read_tool(&mut self, entry: &Value, at: &str) {
+        let (file, input) = (&self.file, self.input);
+        let checked = match check_tool(entry) {
+            Err(rule) => {
+                let warning = format!("{file}: tool {at}: {rule}; the tool is skipped");
+                return self.out.warnings.push(warning);
+            }
+            Ok(checked) => checked,
+        };
+        for warning in &checked.warnings {
+            self.out
+                .warnings
+                .push(format!("{file}: tool {at}: {warning}"));
+        }
+        if self.seen_names.contains(&checked.name) {
+            return self.out.warnings.push(format!(
+                "{file}: tool {at}: the name is declared twice in this file; the second one is skipped"
+            ));
+        }
+        let Some(raw) = self.bindings.get(&checked.name) else {
+            return self.out.warnings.push(format!(
+                "{file}: tool {at}: no binding: add one to {} (\"bindings\": {{\"{}\": {{\"command\": [...]}}}}); the tool is skipped",
+                binding_hint(input.bindings_file, input.file),
+                checked.name
+            ));
+        };
+        match parse_binding(raw, &self.dir) {
+            Err(rule) => self.out.warnings.push(format!(
+                "{}: binding of tool {at}: {rule}; the tool is skipped",
+                input.bindings_file.display()
+            )),
+            Ok(binding) => {
+                self.seen_names.push(checked.name.clone());
+                self.out.tools.push(ToolEntry {
+                    name: checked.name,
+                    display_name: checked.display_name,
+                    model_description: checked.model_description,
+                    tool_reference_name: checked.tool_reference_name,
+                    can_be_referenced: checked.can_be_referenced,
+                    schema: checked.schema,
+                    when: checked.when,
+                    binding,
+                    file: input.file.to_path_buf(),
+                    scope: input.scope,
+                });
+            }
+        }
+    }
+
+    /// A binding of a tool the manifest does not declare is a warning.
+    fn warn_unused_bindings(&mut self) {
+        let (file, input) = (&self.file, self.input);
+        for name in self.bindings.keys() {
+            let declared = input
+                .tools
+                .and_then(Value::as_array)
+                .is_some_and(|t| t.iter().any(|e| e.get("name") == Some(&json!(name))));
+            if !declared {
+                self.out.warnings.push(format!(
+                    "{}: binding \"{name}\": no tool of that name is declared in {file}; it is ignored",
+                    input.bindings_file.display()
+                ));
+            }
+        }
+    }
+
+    fn read_sets(&mut self) {
+        let (file, input) = (&self.file, self.input);
+        match input.sets {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(entries)) => {
+                for (i, entry) in entries.iter().enumerate() {
+                    let at = entry_label(entry, "languageModelToolSets", i);
+                    match check_set(entry) {
+                        Err(rule) => self
+                            .out
+                            .warnings
+                            .push(format!("{file}: tool set {at}: {rule}; the set is skipped")),
+                        Ok((name, description, members)) => self.out.sets.push(SetEntry {
+                            name,
+                            description,
+                            members,
+                            file: input.file.to_path_buf(),
+                        }),
                     }
                 }
             }
-        }
-        Some(other) => out.warnings.push(format!(
-            "{file}: languageModelTools must be an array, not {}; no tool of this file loads",
-            describe_type(other)
-        )),
-    }
-    for name in bindings.keys() {
-        let declared = input
-            .tools
-            .and_then(Value::as_array)
-            .is_some_and(|t| t.iter().any(|e| e.get("name") == Some(&json!(name))));
-        if !declared {
-            out.warnings.push(format!(
-                "{}: binding \"{name}\": no tool of that name is declared in {file}; it is ignored",
-                input.bindings_file.display()
-            ));
+            Some(other) => self.out.warnings.push(format!(
+                "{file}: languageModelToolSets must be an array, not {}; no tool set of this file loads",
+                describe_type(other)
+            )),
         }
     }
-    match input.sets {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(entries)) => {
-            for (i, entry) in entries.iter().enumerate() {
-                let at = entry_label(entry, "languageModelToolSets", i);
-                match check_set(entry) {
-                    Err(rule) => out
-                        .warnings
-                        .push(format!("{file}: tool set {at}: {rule}; the set is skipped")),
-                    Ok((name, description, members)) => out.sets.push(SetEntry {
-                        name,
-                        description,
-                        members,
-                        file: input.file.to_path_buf(),
-                    }),
-                }
-            }
-        }
-        Some(other) => out.warnings.push(format!(
-            "{file}: languageModelToolSets must be an array, not {}; no tool set of this file loads",
-            describe_type(other)
-        )),
-    }
-    out
 }
 
 fn binding_hint(bindings_file: &Path, file: &Path) -> String {
@@ -283,6 +325,32 @@ fn check_tool(entry: &Value) -> Result<CheckedTool, String> {
             describe_type(entry)
         ));
     };
+    check_properties(map)?;
+    let (name, display_name, model_description) = check_names(map)?;
+    let (tool_reference_name, can_be_referenced) = check_reference(map)?;
+    let mut warnings = Vec::new();
+    check_tags(map, &mut warnings)?;
+    string_field(map, "userDescription")?;
+    check_icon(map)?;
+    let schema = match map.get("inputSchema") {
+        None => json!({"type": "object", "properties": {}}),
+        Some(schema) => check_schema(schema)?,
+    };
+    let when = when_field(map, &mut warnings)?;
+    Ok(CheckedTool {
+        name,
+        display_name,
+        model_description,
+        tool_reference_name,
+        can_be_referenced,
+        schema,
+        when,
+        warnings,
+    })
+}
+
+/// No property outside VS Code's schema.
+fn check_properties(map: &Map<String, Value>) -> Result<(), String> {
     let unknown: Vec<&str> = map
         .keys()
         .map(String::as_str)
@@ -299,6 +367,11 @@ fn check_tool(entry: &Value) -> Result<CheckedTool, String> {
                 .join(", ")
         ));
     }
+    Ok(())
+}
+
+/// `name`, `displayName` and `modelDescription`, all three required.
+fn check_names(map: &Map<String, Value>) -> Result<(String, String, String), String> {
     let name = string_field(map, "name")?;
     let display_name = string_field(map, "displayName")?;
     let model_description = string_field(map, "modelDescription")?;
@@ -319,6 +392,11 @@ fn check_tool(entry: &Value) -> Result<CheckedTool, String> {
             "the name prefix \"{prefix}\" is reserved (VS Code allows it only with a proposed API)"
         ));
     }
+    Ok((name, display_name, model_description))
+}
+
+/// `toolReferenceName` and `canBeReferencedInPrompt`.
+fn check_reference(map: &Map<String, Value>) -> Result<(Option<String>, bool), String> {
     let tool_reference_name = string_field(map, "toolReferenceName")?;
     if let Some(reference) = &tool_reference_name
         && !is_word_name(reference)
@@ -346,7 +424,11 @@ fn check_tool(entry: &Value) -> Result<CheckedTool, String> {
                 .to_string(),
         );
     }
-    let mut warnings = Vec::new();
+    Ok((tool_reference_name, can_be_referenced))
+}
+
+/// `tags`: strings; a reserved prefix is a warning.
+fn check_tags(map: &Map<String, Value>, warnings: &mut Vec<String>) -> Result<(), String> {
     match map.get("tags") {
         None => {}
         Some(Value::Array(tags)) => {
@@ -376,7 +458,11 @@ fn check_tool(entry: &Value) -> Result<CheckedTool, String> {
             ));
         }
     }
-    string_field(map, "userDescription")?;
+    Ok(())
+}
+
+/// `icon`: a path or a light and a dark one.
+fn check_icon(map: &Map<String, Value>) -> Result<(), String> {
     match map.get("icon") {
         None | Some(Value::String(_)) => {}
         Some(Value::Object(icon))
@@ -388,11 +474,15 @@ fn check_tool(entry: &Value) -> Result<CheckedTool, String> {
             );
         }
     }
-    let schema = match map.get("inputSchema") {
-        None => json!({"type": "object", "properties": {}}),
-        Some(schema) => check_schema(schema)?,
-    };
-    let when = match string_field(map, "when")? {
+    Ok(())
+}
+
+/// The `when` clause; one that does not parse is a warning.
+fn when_field(
+    map: &Map<String, Value>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<when::Expr>, String> {
+    Ok(match string_field(map, "when")? {
         None => None,
         Some(text) if text.is_empty() => None,
         Some(text) => match when::parse(&text) {
@@ -407,16 +497,6 @@ fn check_tool(entry: &Value) -> Result<CheckedTool, String> {
                 None
             }
         },
-    };
-    Ok(CheckedTool {
-        name,
-        display_name,
-        model_description,
-        tool_reference_name,
-        can_be_referenced,
-        schema,
-        when,
-        warnings,
     })
 }
 

@@ -27,7 +27,7 @@ use crate::discovered::run::{self, RunEnd, RunSpec};
 use crate::discovered::{CommandSettings, project_root};
 
 /// `tools.prepareTimeout` when unset.
-pub const DEFAULT_PREPARE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_PREPARE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Cap on a prepare command's output: it prints two short messages.
 const PREPARE_OUTPUT_LIMIT: usize = 64 * 1024;
 /// Longest message a prepare command may set, in characters.

@@ -23,7 +23,7 @@ const DRAIN_AFTER_KILL: Duration = Duration::from_secs(2);
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RunEnd {
+pub(crate) enum RunEnd {
     /// The process exited with this code.
     Exited(i32),
     /// The process was killed by this signal (not by us).
@@ -39,23 +39,23 @@ pub enum RunEnd {
 }
 
 #[derive(Debug, Clone)]
-pub struct RunOutput {
+pub(crate) struct RunOutput {
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
     pub end: RunEnd,
 }
 
 impl RunOutput {
-    pub fn stdout_text(&self) -> String {
+    pub(crate) fn stdout_text(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
-    pub fn stderr_text(&self) -> String {
+    pub(crate) fn stderr_text(&self) -> String {
         String::from_utf8_lossy(&self.stderr).into_owned()
     }
 }
 
 /// What to run and within which limits.
-pub struct RunSpec<'a> {
+pub(crate) struct RunSpec<'a> {
     pub argv: &'a [String],
     pub cwd: &'a Path,
     pub stdin: Option<Vec<u8>>,
@@ -68,7 +68,7 @@ pub struct RunSpec<'a> {
     pub env: Vec<(String, std::ffi::OsString)>,
 }
 
-pub async fn run(spec: RunSpec<'_>) -> RunOutput {
+pub(crate) async fn run(spec: RunSpec<'_>) -> RunOutput {
     let failed = |why: String| RunOutput {
         stdout: Vec::new(),
         stderr: Vec::new(),
@@ -102,13 +102,7 @@ pub async fn run(spec: RunSpec<'_>) -> RunOutput {
     if let Some(pid) = pid {
         owner.started(pid);
     }
-    if let (Some(input), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
-        // A command that exits without reading its input is not an error of ours.
-        tokio::spawn(async move {
-            let _ = stdin.write_all(&input).await;
-            let _ = stdin.shutdown().await;
-        });
-    }
+    feed_stdin(spec.stdin, child.stdin.take());
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let cap = spec.output_cap;
@@ -148,24 +142,43 @@ pub async fn run(spec: RunSpec<'_>) -> RunOutput {
     };
     // Whatever the command left running (in its group or not) ends with the run.
     owner.kill_leftovers(KILL_GRACE).await;
-    let end = if let Some(end) = forced {
-        end
-    } else if out.overflowed || err.overflowed {
-        RunEnd::OutputTooLarge(cap)
-    } else {
-        match status {
-            Ok(status) => match (status.code(), exit_signal(&status)) {
-                (Some(code), _) => RunEnd::Exited(code),
-                (None, Some(signal)) => RunEnd::Signaled(signal),
-                (None, None) => RunEnd::Exited(-1),
-            },
-            Err(e) => RunEnd::SpawnFailed(format!("cannot wait for `{program}`: {e}")),
-        }
-    };
+    let end = forced.unwrap_or_else(|| natural_end(&out, &err, cap, status, program));
     RunOutput {
         stdout: out.bytes,
         stderr: err.bytes,
         end,
+    }
+}
+
+/// Writes `input` to the child's stdin on a task of its own, then closes it.
+fn feed_stdin(input: Option<Vec<u8>>, stdin: Option<tokio::process::ChildStdin>) {
+    if let (Some(input), Some(mut stdin)) = (input, stdin) {
+        // A command that exits without reading its input is not an error of ours.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&input).await;
+            let _ = stdin.shutdown().await;
+        });
+    }
+}
+
+/// How a run that was neither timed out nor cancelled ended.
+fn natural_end(
+    out: &Capped,
+    err: &Capped,
+    cap: usize,
+    status: std::io::Result<std::process::ExitStatus>,
+    program: &str,
+) -> RunEnd {
+    if out.overflowed || err.overflowed {
+        return RunEnd::OutputTooLarge(cap);
+    }
+    match status {
+        Ok(status) => match (status.code(), exit_signal(&status)) {
+            (Some(code), _) => RunEnd::Exited(code),
+            (None, Some(signal)) => RunEnd::Signaled(signal),
+            (None, None) => RunEnd::Exited(-1),
+        },
+        Err(e) => RunEnd::SpawnFailed(format!("cannot wait for `{program}`: {e}")),
     }
 }
 
@@ -215,7 +228,7 @@ fn kill_group(pid: Option<u32>) {
 }
 
 /// A signal number's usual name, for messages.
-pub fn signal_name(signal: i32) -> String {
+pub(crate) fn signal_name(signal: i32) -> String {
     let name = match signal {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",

@@ -16,14 +16,14 @@ use std::ops::Range;
 
 /// How `old_string` was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strategy {
+pub(crate) enum Strategy {
     Exact,
     /// Found after mapping look-alike characters and ignoring trailing whitespace.
     Tolerant,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
+pub(crate) struct Found {
     /// Non-overlapping byte ranges of the file text, in order.
     pub ranges: Vec<Range<usize>>,
     pub strategy: Strategy,
@@ -34,7 +34,7 @@ pub struct Found {
 
 /// Every non-overlapping occurrence of `old` in `text`: the exact ones when there are
 /// any, else the tolerant ones.
-pub fn find(text: &str, old: &str) -> Found {
+pub(crate) fn find(text: &str, old: &str) -> Found {
     // memmem is SIMD-accelerated, several times faster than `str::match_indices` on a
     // large file; both report non-overlapping matches left to right.
     let exact: Vec<Range<usize>> = if old.is_empty() {
@@ -86,7 +86,7 @@ pub fn find(text: &str, old: &str) -> Found {
 }
 
 /// Maps a look-alike character to its ASCII form.
-pub fn fold(c: char) -> char {
+pub(crate) fn fold(c: char) -> char {
     match c {
         '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{FE63}' | '\u{FF0D}' => '-',
         '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' | '\u{FF07}' => '\'',
@@ -173,7 +173,7 @@ fn rest_is_line_end(mut o: std::iter::Peekable<std::str::Chars<'_>>) -> bool {
 }
 
 /// The 1-based line numbers at which byte offsets fall; `offsets` must be sorted.
-pub fn line_numbers(text: &str, offsets: impl IntoIterator<Item = usize>) -> Vec<usize> {
+pub(crate) fn line_numbers(text: &str, offsets: impl IntoIterator<Item = usize>) -> Vec<usize> {
     let mut line = 1;
     let mut pos = 0;
     let mut out = Vec::new();
@@ -191,7 +191,7 @@ pub fn line_numbers(text: &str, offsets: impl IntoIterator<Item = usize>) -> Vec
 /// The 0-based line range of `text` most like `old`: first by lines equal after
 /// trimming and folding look-alikes, then, when no line is, by the character
 /// similarity of the first non-blank line of `old`. `None` when nothing is close.
-pub fn closest_region(text: &str, old: &str) -> Option<Range<usize>> {
+pub(crate) fn closest_region(text: &str, old: &str) -> Option<Range<usize>> {
     /// Above this many lines the fuzzy fallback is skipped: it compares every line.
     const FUZZY_LINE_LIMIT: usize = 20_000;
     let normal = |s: &str| -> String { s.trim().chars().map(fold).collect() };

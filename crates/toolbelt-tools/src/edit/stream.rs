@@ -28,13 +28,16 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 
-use memchr::memmem;
-
 use crate::diff::Unified;
+
+mod scan;
 use crate::text_file::{LineEnding, TextFormat, count_newlines};
+#[cfg(test)]
+use scan::Utf8Stream;
+pub(crate) use scan::scan;
 
 /// Bytes read at a time.
-pub const CHUNK: usize = 1 << 20;
+pub(crate) const CHUNK: usize = 1 << 20;
 /// How far the first line break is looked for.
 const PROBE: usize = 1 << 20;
 /// More occurrences than this are edited in memory: one diff region per occurrence
@@ -49,14 +52,14 @@ const MAX_WINDOW_BYTES: u64 = 8 * 1024 * 1024;
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// The edit asked of the streamed pass, as given (line endings not yet adapted).
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     pub old: &'a str,
     pub new: &'a str,
 }
 
 /// What the streamed pass concluded.
 #[derive(Debug)]
-pub enum Scan {
+pub(crate) enum Scan {
     Found(Found),
     /// The in-memory path must decide; the reason is for logs.
     Fallback(&'static str),
@@ -64,7 +67,7 @@ pub enum Scan {
 
 /// The exact occurrences of `old_string` in a file, as ranges of its bytes.
 #[derive(Debug)]
-pub struct Found {
+pub(crate) struct Found {
     pub format: TextFormat,
     pub len: u64,
     /// The bytes searched for and their replacement, in the file's line ending.
@@ -81,7 +84,7 @@ pub struct Found {
 }
 
 /// The diff and snippet data of a streamed edit.
-pub struct Rendered {
+pub(crate) struct Rendered {
     pub diff: String,
     pub added: usize,
     pub removed: usize,
@@ -95,222 +98,15 @@ pub struct Rendered {
     pub new_total_lines: usize,
 }
 
-/// Streams `file` (`len` bytes) looking for the exact occurrences of `req.old`.
-pub fn scan(file: &File, len: u64, req: &Request<'_>, chunk: usize) -> std::io::Result<Scan> {
-    let mut reader = file;
-    reader.seek(SeekFrom::Start(0))?;
-    // The line ending matters when the edit involves line breaks: the needle and the
-    // replacement are then written in the file's ending, and a `\r` in old_string must
-    // not match the `\r` of a CRLF break. Deleting (empty new_string) also looks at the
-    // break after the match.
-    let spans_lines =
-        req.old.contains(['\n', '\r']) || req.new.contains('\n') || req.new.is_empty();
-    // At least the three bytes of a byte-order mark in the first read.
-    let chunk = chunk.max(BOM.len());
-    let mut buf = vec![0u8; chunk + 2 * req.old.len() + 4];
-    let mut filled = read_full(&mut reader, &mut buf[..chunk])?;
-    let mut eof = filled < chunk;
-    // The line ending must be known before the search starts: read on to the first
-    // line break (within the first MiB).
-    while spans_lines && !eof && filled < PROBE && memchr::memchr(b'\n', &buf[..filled]).is_none() {
-        buf.resize(filled + chunk + 2 * req.old.len() + 4, 0);
-        let n = read_full(&mut reader, &mut buf[filled..filled + chunk])?;
-        eof = n < chunk;
-        filled += n;
-    }
-    let bom = buf[..filled].starts_with(BOM);
-    let bom_len = if bom { BOM.len() } else { 0 };
-    if bom && req.old.starts_with('\u{FEFF}') {
-        return Ok(Scan::Fallback("old_string starts with a byte-order mark"));
-    }
-
-    let mut utf8 = Utf8Stream::default();
-    let mut endings = Endings::Unknown;
-    let mut prev_byte: Option<u8> = None;
-    let mut fresh_start = 0;
-    let mut base: u64 = 0;
-    let mut newlines_before_base = 0usize;
-    let mut search_from: u64 = bom_len as u64;
-    let mut ranges: Vec<Range<u64>> = Vec::new();
-    let mut lines = Vec::new();
-    let mut needle: Option<(Vec<u8>, Vec<u8>, bool)> = None;
-    let total_newlines;
-    let last_byte;
-    loop {
-        let fresh = &buf[fresh_start..filled];
-        if !utf8.feed(fresh) {
-            return Ok(Scan::Fallback("not UTF-8"));
-        }
-        if endings.check(fresh, prev_byte) == Transition::BecameLf
-            && needle.as_ref().is_some_and(|n| n.2)
-        {
-            return Ok(Scan::Fallback("a CRLF file with a bare LF"));
-        }
-        if let Some(&b) = fresh.last() {
-            prev_byte = Some(b);
-        }
-        if needle.is_none() {
-            let crlf = match endings {
-                Endings::CrlfSoFar => true,
-                Endings::Lf => false,
-                Endings::Unknown if !spans_lines || eof => false,
-                Endings::Unknown => {
-                    return Ok(Scan::Fallback("no line break in the first MiB"));
-                }
-            };
-            let (n, r) = adapt(req, crlf && spans_lines);
-            let (Some(n), Some(r)) = (n, r) else {
-                return Ok(Scan::Fallback("a CRLF edit with a bare CR, or no change"));
-            };
-            needle = Some((n, r, crlf && spans_lines));
-        }
-        let Some((pattern, _, _)) = needle.as_ref() else {
-            return Ok(Scan::Fallback("no needle"));
-        };
-        let nlen = pattern.len();
-        let from = usize::try_from(search_from.saturating_sub(base))
-            .unwrap_or(filled)
-            .min(filled);
-        let mut cursor = (0usize, newlines_before_base);
-        for i in memmem::find_iter(&buf[from..filled], pattern) {
-            let start = from + i;
-            cursor.1 += count_newlines(&buf[cursor.0..start]);
-            cursor.0 = start;
-            let at = base + start as u64;
-            ranges.push(at..at + nlen as u64);
-            lines.push(cursor.1);
-            search_from = at + nlen as u64;
-            if ranges.len() > MAX_OCCURRENCES {
-                return Ok(Scan::Fallback("too many occurrences"));
-            }
-        }
-        if eof {
-            total_newlines = newlines_before_base + count_newlines(&buf[..filled]);
-            last_byte = prev_byte;
-            break;
-        }
-        // Keep what could still start a match, and nothing before the last match's end.
-        let keep_from = filled
-            .saturating_sub(nlen - 1)
-            .max(usize::try_from(search_from.saturating_sub(base)).unwrap_or(filled))
-            .min(filled);
-        newlines_before_base += count_newlines(&buf[..keep_from]);
-        buf.copy_within(keep_from..filled, 0);
-        filled -= keep_from;
-        base += keep_from as u64;
-        fresh_start = filled;
-        let want = (filled + chunk).min(buf.len());
-        let n = read_full(&mut reader, &mut buf[filled..want])?;
-        eof = n < want - filled;
-        filled += n;
-    }
-    if !utf8.finish() {
-        return Ok(Scan::Fallback("not UTF-8 (cut short)"));
-    }
-    let end = base + filled as u64;
-    if end != len {
-        return Ok(Scan::Fallback("the file changed while it was read"));
-    }
-    if ranges.is_empty() {
-        return Ok(Scan::Fallback("no exact occurrence"));
-    }
-    let Some((needle, replacement, crlf)) = needle else {
-        return Ok(Scan::Fallback("no needle"));
-    };
-    let format = TextFormat {
-        line_ending: if endings == Endings::CrlfSoFar {
-            LineEnding::Crlf
-        } else {
-            LineEnding::Lf
-        },
-        bom,
-    };
-    if req.new.is_empty() {
-        extend_deleted_lines(file, &mut ranges, &needle, len, bom_len as u64, crlf)?;
-    }
-    Ok(Scan::Found(Found {
-        format,
-        len,
-        needle,
-        replacement,
-        ranges,
-        lines,
-        newlines: total_newlines,
-        last_byte,
-    }))
-}
-
-/// The needle and replacement in the file's line ending: as given for LF, or with
-/// `\r\n` for CRLF (`None` when a `\r` in old_string makes the two paths disagree,
-/// or when the edit changes nothing).
-fn adapt(req: &Request<'_>, crlf: bool) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
-    if !crlf {
-        if req.old == req.new {
-            return (None, None);
-        }
-        return (
-            Some(req.old.as_bytes().to_vec()),
-            Some(req.new.as_bytes().to_vec()),
-        );
-    }
-    let (old, new) = (req.old.replace("\r\n", "\n"), req.new.replace("\r\n", "\n"));
-    // A `\r` in old_string could match the `\r` of a CRLF break on disk, which the
-    // decoded text does not have.
-    if old == new || old.contains('\r') {
-        return (None, None);
-    }
-    let f = TextFormat {
-        line_ending: LineEnding::Crlf,
-        bom: false,
-    };
-    (Some(f.encode(&old)), Some(f.encode(&new)))
-}
-
-/// Deleting a whole line removes its line break too (as the in-memory path does): a
-/// match that starts a line and is followed by the line's break takes the break.
-fn extend_deleted_lines(
-    file: &File,
-    ranges: &mut [Range<u64>],
-    needle: &[u8],
-    len: u64,
-    bom_len: u64,
-    crlf: bool,
-) -> std::io::Result<()> {
-    if needle.ends_with(b"\n") {
-        return Ok(());
-    }
-    let brk: &[u8] = if crlf { b"\r\n" } else { b"\n" };
-    for i in 0..ranges.len() {
-        let r = ranges[i].clone();
-        let at_line_start = r.start == bom_len || {
-            let mut b = [0u8; 1];
-            file.read_exact_at(&mut b, r.start - 1)?;
-            b[0] == b'\n'
-        };
-        if !at_line_start || r.end + brk.len() as u64 > len {
-            continue;
-        }
-        let mut next = [0u8; 2];
-        let next = &mut next[..brk.len()];
-        file.read_exact_at(next, r.end)?;
-        let new_end = r.end + brk.len() as u64;
-        let fits = ranges.get(i + 1).is_none_or(|n| n.start >= new_end);
-        if next == brk && fits {
-            ranges[i].end = new_end;
-        }
-    }
-    Ok(())
-}
-
 impl Found {
-    pub fn occurrences(&self) -> usize {
+    pub(crate) fn occurrences(&self) -> usize {
         self.ranges.len()
     }
 
     /// The unified diff of the change and the region around the first replacement,
     /// read back from `file` around each change. `None` when the changed lines are so
     /// long that the in-memory path is as cheap.
-    pub fn render(&self, file: &File, name: &str) -> std::io::Result<Option<Rendered>> {
+    pub(crate) fn render(&self, file: &File, name: &str) -> std::io::Result<Option<Rendered>> {
         let bom_len = if self.format.bom { BOM.len() as u64 } else { 0 };
         // Windows of whole lines around each range, merged when they touch.
         let mut groups: Vec<(Range<u64>, Range<usize>)> = Vec::new();
@@ -440,7 +236,7 @@ impl Found {
     }
 
     /// Length of the new file.
-    pub fn new_len(&self) -> u64 {
+    pub(crate) fn new_len(&self) -> u64 {
         let removed: u64 = self.ranges.iter().map(|r| r.end - r.start).sum();
         self.len - removed + self.ranges.len() as u64 * self.replacement.len() as u64
     }
@@ -449,7 +245,7 @@ impl Found {
     /// kernel, the replacements written. Fails with [`Changed`] when `src` is no
     /// longer the file that was scanned (a replaced range is not the needle any more,
     /// or the length differs).
-    pub fn write_into(&self, src: &File, out: &mut File) -> std::io::Result<()> {
+    pub(crate) fn write_into(&self, src: &File, out: &mut File) -> std::io::Result<()> {
         let mut reader = src;
         let mut pos = 0u64;
         let mut check = vec![0u8; self.needle.len()];
@@ -473,7 +269,7 @@ impl Found {
 
 /// The error [`Found::write_into`] gives when the file changed under it: the one the
 /// shared write path turns into "changed since the confirmation".
-pub use crate::file_change::ChangedWhileWriting as Changed;
+pub(crate) use crate::file_change::ChangedWhileWriting as Changed;
 
 fn changed() -> std::io::Error {
     std::io::Error::other(Changed)
@@ -489,7 +285,7 @@ fn changed_on_eof(e: std::io::Error) -> std::io::Error {
 
 /// Whether an I/O error is [`Changed`].
 #[cfg(test)]
-pub fn is_changed(e: &std::io::Error) -> bool {
+pub(crate) fn is_changed(e: &std::io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<Changed>())
 }
 
@@ -560,96 +356,6 @@ fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
-}
-
-/// What the line breaks seen so far say about the file's line ending (the rule of
-/// `TextFormat::detect`: CRLF only when every break is `\r\n`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Endings {
-    Unknown,
-    CrlfSoFar,
-    Lf,
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum Transition {
-    None,
-    BecameLf,
-}
-
-impl Endings {
-    /// Looks at the breaks in `bytes`; `prev` is the byte before them.
-    fn check(&mut self, bytes: &[u8], prev: Option<u8>) -> Transition {
-        if *self == Endings::Lf {
-            return Transition::None;
-        }
-        for i in memchr::memchr_iter(b'\n', bytes) {
-            let before = if i == 0 { prev } else { Some(bytes[i - 1]) };
-            if before == Some(b'\r') {
-                *self = Endings::CrlfSoFar;
-            } else {
-                *self = Endings::Lf;
-                return Transition::BecameLf;
-            }
-        }
-        Transition::None
-    }
-}
-
-/// UTF-8 validation of a stream cut at arbitrary bytes: a character split between two
-/// chunks is held until its end arrives.
-#[derive(Default)]
-struct Utf8Stream {
-    pending: [u8; 4],
-    len: usize,
-}
-
-impl Utf8Stream {
-    /// Whether `data` continues a valid stream.
-    fn feed(&mut self, mut data: &[u8]) -> bool {
-        if self.len > 0 {
-            let width = utf8_width(self.pending[0]);
-            if width <= self.len {
-                return false;
-            }
-            let take = (width - self.len).min(data.len());
-            self.pending[self.len..self.len + take].copy_from_slice(&data[..take]);
-            self.len += take;
-            data = &data[take..];
-            if self.len < width {
-                return true;
-            }
-            if std::str::from_utf8(&self.pending[..width]).is_err() {
-                return false;
-            }
-            self.len = 0;
-        }
-        match std::str::from_utf8(data) {
-            Ok(_) => true,
-            Err(e) if e.error_len().is_none() => {
-                let rest = &data[e.valid_up_to()..];
-                self.pending[..rest.len()].copy_from_slice(rest);
-                self.len = rest.len();
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// Whether the stream ended on a whole character.
-    fn finish(&self) -> bool {
-        self.len == 0
-    }
-}
-
-/// Bytes of the UTF-8 character that starts with `lead`.
-fn utf8_width(lead: u8) -> usize {
-    match lead {
-        0xC2..=0xDF => 2,
-        0xE0..=0xEF => 3,
-        0xF0..=0xF4 => 4,
-        _ => 1,
-    }
 }
 
 #[cfg(test)]

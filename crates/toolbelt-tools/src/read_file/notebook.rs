@@ -10,21 +10,25 @@ use crate::notebook_edit::source_text;
 use crate::shell::output::strip_ansi;
 
 /// Characters kept of one text output.
-pub const MAX_OUTPUT_CHARS: usize = 2000;
+pub(super) const MAX_OUTPUT_CHARS: usize = 2000;
 /// Images attached from one notebook.
-pub const MAX_IMAGES: usize = 3;
+pub(super) const MAX_IMAGES: usize = 3;
 /// Image MIME types attached, in order of preference.
 const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg"];
 
 /// The rendered notebook.
-pub struct Rendered {
+pub(super) struct Rendered {
     pub text: String,
     /// Each attached image with the 0-based line of the text that mentions it.
     pub images: Vec<(usize, Part)>,
 }
 
 /// Renders `notebook`; `None` when it is not an nbformat 4 notebook (no `cells` list).
-pub fn render(notebook: &Value, display_path: &str, max_image_bytes: u64) -> Option<Rendered> {
+pub(super) fn render(
+    notebook: &Value,
+    display_path: &str,
+    max_image_bytes: u64,
+) -> Option<Rendered> {
     let cells = notebook.get("cells")?.as_array()?;
     let mut out = Renderer {
         text: String::new(),

@@ -36,10 +36,13 @@ use super::process::{self, Owner};
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobStatus {
+    /// Still running.
     Running,
     /// Exited on its own, with this code (or ended by this signal).
     Exited {
+        /// The exit code, when it exited.
         code: Option<i32>,
+        /// The signal that ended it, when one did.
         signal: Option<i32>,
     },
     /// Ended by [`JobTable::stop`] or at the end of the session.
@@ -49,12 +52,17 @@ pub enum JobStatus {
 /// One background job, as the model and a display see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
+    /// The id the model uses (`task_stop`).
     pub id: String,
+    /// The command line as given.
     pub command: String,
+    /// The process id of the job's shell.
     pub pid: u32,
     /// Process group id (equal to the PID: the job leads its group).
     pub pgid: u32,
+    /// Where its output goes.
     pub log_path: PathBuf,
+    /// Where it stands, as of the last look.
     pub status: JobStatus,
     /// The id of the call that started it (empty outside a scheduler): `toolbelt mcp
     /// serve` ends a connection's jobs by the prefix of its call ids.
@@ -102,7 +110,7 @@ pub struct JobTable {
 
 /// The connection a call id names: `mcp-3-` of `mcp-3-17`, as `toolbelt mcp serve`
 /// numbers its calls; empty for any other id (one session, one owner).
-pub fn connection_of(call_id: &str) -> &str {
+pub(crate) fn connection_of(call_id: &str) -> &str {
     let Some(rest) = call_id.strip_prefix("mcp-") else {
         return "";
     };
@@ -128,6 +136,8 @@ pub fn connection_logs_dir(session_dir: &Path) -> PathBuf {
 }
 
 impl JobTable {
+    /// An empty table. Without `kill_on_drop` its jobs outlive the session
+    /// (`tools.shell.killBackgroundOnExit` off).
     pub fn new(kill_on_drop: bool) -> Self {
         JobTable {
             jobs: Mutex::new(Vec::new()),
@@ -183,6 +193,7 @@ impl JobTable {
         self.entries().iter().filter_map(Entry::snapshot).collect()
     }
 
+    /// The job `id`, as it stands now.
     pub fn get(&self, id: &str) -> Option<Job> {
         self.jobs().into_iter().find(|j| j.id == id)
     }

@@ -24,14 +24,14 @@ use std::cell::RefCell;
 
 use tree_sitter::{Node, Parser};
 
-pub mod getopt;
-pub mod runs;
-pub mod word;
+pub(crate) mod getopt;
+pub(crate) mod runs;
+pub(crate) mod word;
 mod wrapper_options;
 
 /// One simple command: a name and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SimpleCommand {
+pub(crate) struct SimpleCommand {
     /// The words as written (quotes kept), joined by single spaces, without leading
     /// assignments. This is what permission rules are matched against.
     pub text: String,
@@ -48,7 +48,7 @@ pub struct SimpleCommand {
 impl SimpleCommand {
     /// The command's name without a directory (`/usr/bin/git` → `git`).
     #[cfg(test)]
-    pub fn root(&self) -> &str {
+    pub(crate) fn root(&self) -> &str {
         let first = self.words.first().map(String::as_str).unwrap_or("");
         first.rsplit('/').next().unwrap_or(first)
     }
@@ -56,7 +56,7 @@ impl SimpleCommand {
 
 /// What a command line does, as far as permissions care.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ParsedCommand {
+pub(crate) struct ParsedCommand {
     pub commands: Vec<SimpleCommand>,
     /// `$(…)`, backticks, `<(…)` or `>(…)` somewhere: what runs is only known at run time.
     pub has_substitution: bool,
@@ -80,7 +80,7 @@ pub struct ParsedCommand {
 impl ParsedCommand {
     /// The distinct root commands, in order of appearance.
     #[cfg(test)]
-    pub fn roots(&self) -> Vec<String> {
+    pub(crate) fn roots(&self) -> Vec<String> {
         let mut roots: Vec<String> = Vec::new();
         for c in &self.commands {
             let root = c.root();
@@ -95,7 +95,7 @@ impl ParsedCommand {
     /// a line that did not parse marks every command as writing: the split cannot tell
     /// which command a group's redirection belongs to, and an allow rule must not approve
     /// a write it cannot see.
-    pub fn rule_subjects(&self) -> Vec<toolbelt_core::ShellCommand> {
+    pub(crate) fn rule_subjects(&self) -> Vec<toolbelt_core::ShellCommand> {
         let writes = self.writes_to_file || self.syntax_error || self.redirects_to_network;
         let subject = |c: &SimpleCommand, unreadable: Option<String>| toolbelt_core::ShellCommand {
             text: c.text.clone(),
@@ -124,7 +124,7 @@ thread_local! {
 /// Parses `command`. Never fails: text the grammar cannot make sense of is reported
 /// through [`ParsedCommand::syntax_error`], and the whole line is then added as one more
 /// command so that rules judge it as written.
-pub fn parse(command: &str) -> ParsedCommand {
+pub(crate) fn parse(command: &str) -> ParsedCommand {
     let tree = PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -321,7 +321,7 @@ fn ends_in_background(root: Node) -> bool {
 
 /// Removes quotes and escapes the way the shell would for a literal word: `'a b'`,
 /// `"a\"b"`, `a\ b`, `$'x'`. Expansions (`$x`) are left as written.
-pub fn unquote(word: &str) -> String {
+pub(crate) fn unquote(word: &str) -> String {
     let mut out = String::with_capacity(word.len());
     let mut chars = word.chars().peekable();
     while let Some(c) = chars.next() {

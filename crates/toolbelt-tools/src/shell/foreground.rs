@@ -137,6 +137,21 @@ impl ShellCall {
         )
     }
 
+    /// The call's error: a timeout, a cancel, or a wait that failed.
+    fn error_of(&self, ending: Option<Ending>, wait_error: Option<String>) -> Option<ToolError> {
+        match ending {
+            Some(Ending::Timeout) => Some(ToolError::new(
+                ErrorKind::Timeout,
+                format!("Command timed out after {}ms.", self.timeout.as_millis()),
+            )),
+            Some(Ending::Cancelled) => Some(ToolError::new(
+                ErrorKind::Cancelled,
+                "Command was cancelled by the user.",
+            )),
+            None => wait_error.map(|e| ToolError::new(ErrorKind::ShellExecuteError, e)),
+        }
+    }
+
     fn render(&self, r: Rendered) -> ToolResult {
         let (code, signal, wait_error) = match &r.exit {
             Some(Ok(status)) => (status.code(), status.signal(), None),
@@ -193,30 +208,8 @@ impl ShellCall {
         {
             text.push_str(&format!("\n{note}"));
         }
-        let mut display = r.output.text.clone();
-        if !r.leftovers.is_empty() {
-            display.push_str(&format!(
-                "\n[ended {} process(es) the command left running]",
-                r.leftovers.len()
-            ));
-        }
-        if let Some(c) = code.filter(|c| *c != 0) {
-            display.push_str(&format!("\n[exit code {c}]"));
-        }
-        if let Some(s) = signal {
-            display.push_str(&format!("\n[killed by signal {s}]"));
-        }
-        let error = match r.ending {
-            Some(Ending::Timeout) => Some(ToolError::new(
-                ErrorKind::Timeout,
-                format!("Command timed out after {}ms.", self.timeout.as_millis()),
-            )),
-            Some(Ending::Cancelled) => Some(ToolError::new(
-                ErrorKind::Cancelled,
-                "Command was cancelled by the user.",
-            )),
-            None => wait_error.map(|e| ToolError::new(ErrorKind::ShellExecuteError, e)),
-        };
+        let display = display_of(&r, code, signal);
+        let error = self.error_of(r.ending, wait_error);
         tracing::debug!(
             command = %self.command,
             elapsed_ms = r.elapsed.as_millis() as u64,
@@ -229,6 +222,24 @@ impl ShellCall {
             error,
         }
     }
+}
+
+/// What a person sees: the output, then what ended it.
+fn display_of(r: &Rendered, code: Option<i32>, signal: Option<i32>) -> String {
+    let mut display = r.output.text.clone();
+    if !r.leftovers.is_empty() {
+        display.push_str(&format!(
+            "\n[ended {} process(es) the command left running]",
+            r.leftovers.len()
+        ));
+    }
+    if let Some(c) = code.filter(|c| *c != 0) {
+        display.push_str(&format!("\n[exit code {c}]"));
+    }
+    if let Some(s) = signal {
+        display.push_str(&format!("\n[killed by signal {s}]"));
+    }
+    display
 }
 
 /// Tells the model what was ended and what to do instead.

@@ -26,20 +26,21 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Consent, Display, ErrorKind, ExecContext, Invocation, Kind,
     PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
-pub mod background;
-pub mod command_parse;
+pub(crate) mod background;
+pub(crate) mod command_parse;
 mod foreground;
-pub mod output;
-pub mod process;
-pub mod read_only;
-pub mod sandbox;
+pub(crate) mod output;
+pub(crate) mod process;
+pub(crate) mod read_only;
+pub(crate) mod sandbox;
 
 use background::{Job, JobStatus, JobTable};
 use command_parse::ParsedCommand;
@@ -47,9 +48,9 @@ use process::OutputTarget;
 use sandbox::{PreparedSandbox, SandboxSupport};
 
 /// Default foreground timeout (Qwen Code's).
-pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// Longest timeout a call may ask for.
-pub const MAX_TIMEOUT_MS: u64 = 600_000;
+pub(crate) const MAX_TIMEOUT_MS: u64 = 600_000;
 /// How long output is still read after the shell exits, for processes it left in the
 /// background that still hold the pipe.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
@@ -83,6 +84,7 @@ async fn repository_config_is_inert(cwd: &std::path::Path) -> bool {
     read_only::git_config_is_inert(&output.stdout)
 }
 
+/// The `run_shell_command` tool: a bash command, in the foreground or as a background job.
 pub struct RunShellCommand {
     env: Arc<ToolEnvironment>,
     schema: Value,
@@ -92,37 +94,10 @@ pub struct RunShellCommand {
 }
 
 impl RunShellCommand {
+    /// The tool over a session's environment, with a job table of its own.
     pub fn new(env: Arc<ToolEnvironment>) -> Self {
         let kill_on_exit = env.settings.tools.shell.kill_background_on_exit;
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "command": {
-                    "type": "string",
-                    "description": "Exact bash command to run, as `bash -c <command>`. Compound commands (&&, ||, ;, |) are allowed; each part is checked against the permission rules."
-                },
-                "description": {
-                    "type": "string",
-                    "description": "Brief description of what the command does, shown to the person approving it."
-                },
-                "directory": {
-                    "type": "string",
-                    "description": "Absolute path of the directory to run in; must be inside the workspace. Defaults to the first workspace directory."
-                },
-                "is_background": {
-                    "type": "boolean",
-                    "description": "Run detached (servers, watchers, long builds): returns at once with a job id, the PID and a log file to read with read_file. Do not add a trailing '&'."
-                },
-                "timeout": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_TIMEOUT_MS,
-                    "description": "Timeout in milliseconds for a foreground command (default 120000, at most 600000). On timeout the whole process group is killed."
-                }
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         RunShellCommand {
             env,
             schema,
@@ -152,12 +127,29 @@ impl RunShellCommand {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Params {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(
+        description = "Exact bash command to run, as `bash -c <command>`. Compound commands (&&, ||, ;, |) are allowed; each part is checked against the permission rules."
+    )]
     command: String,
+    #[schemars(
+        description = "Brief description of what the command does, shown to the person approving it."
+    )]
     description: Option<String>,
+    #[schemars(
+        description = "Absolute path of the directory to run in; must be inside the workspace. Defaults to the first workspace directory."
+    )]
     directory: Option<String>,
+    #[schemars(
+        description = "Run detached (servers, watchers, long builds): returns at once with a job id, the PID and a log file to read with read_file. Do not add a trailing '&'."
+    )]
     is_background: Option<bool>,
+    #[schemars(
+        range(min = 1, max = MAX_TIMEOUT_MS),
+        description = "Timeout in milliseconds for a foreground command (default 120000, at most 600000). On timeout the whole process group is killed."
+    )]
     timeout: Option<u64>,
 }
 

@@ -26,7 +26,7 @@ const MIN_KEEP: usize = 64 * 1024;
 const MAX_KEEP: usize = 4 * 1024 * 1024;
 
 /// The output of one command, as it arrives.
-pub struct OutputCapture {
+pub(crate) struct OutputCapture {
     head: Vec<u8>,
     tail: Vec<u8>,
     keep: usize,
@@ -42,7 +42,7 @@ pub struct OutputCapture {
 
 /// What the model and the result get once the command is done.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CapturedOutput {
+pub(crate) struct CapturedOutput {
     /// ANSI-free text within the budget (or a summary for binary output).
     pub text: String,
     pub total_bytes: u64,
@@ -55,7 +55,7 @@ pub struct CapturedOutput {
 impl OutputCapture {
     /// A capture whose head and tail together hold a little more than the policy's
     /// character budget (as bytes, up to four per character), spilling to `log_path`.
-    pub fn new(policy: &OutputPolicy, log_path: PathBuf) -> Self {
+    pub(crate) fn new(policy: &OutputPolicy, log_path: PathBuf) -> Self {
         let keep = policy.max_chars.saturating_mul(4).clamp(MIN_KEEP, MAX_KEEP);
         OutputCapture {
             head: Vec::new(),
@@ -71,16 +71,16 @@ impl OutputCapture {
         }
     }
 
-    pub fn total_bytes(&self) -> u64 {
+    pub(crate) fn total_bytes(&self) -> u64 {
         self.total_bytes
     }
 
-    pub fn is_binary(&self) -> bool {
+    pub(crate) fn is_binary(&self) -> bool {
         self.binary
     }
 
     /// Takes the next chunk of the stream.
-    pub fn push(&mut self, chunk: &[u8]) {
+    pub(crate) fn push(&mut self, chunk: &[u8]) {
         if self.total_bytes < SNIFF_LEN {
             let sniff = (SNIFF_LEN - self.total_bytes) as usize;
             if chunk[..chunk.len().min(sniff)].contains(&0) {
@@ -139,7 +139,7 @@ impl OutputCapture {
     }
 
     /// Ends the stream: flushes the log and renders the text for the model.
-    pub fn finish(mut self, policy: &OutputPolicy) -> CapturedOutput {
+    pub(crate) fn finish(mut self, policy: &OutputPolicy) -> CapturedOutput {
         let tail_start = self.tail.len().saturating_sub(self.keep);
         let tail = &self.tail[tail_start..];
         if self.binary {
@@ -300,7 +300,7 @@ fn take_tail(text: &str, max_chars: usize, max_lines: usize) -> &str {
 
 /// Removes ANSI escape sequences and resolves carriage-return redraws (a progress bar
 /// keeps only its last state), and turns `\r\n` into `\n`.
-pub fn clean_text(text: &str) -> String {
+pub(crate) fn clean_text(text: &str) -> String {
     let stripped = strip_ansi(text);
     if !stripped.contains('\r') {
         return stripped;
@@ -318,7 +318,7 @@ pub fn clean_text(text: &str) -> String {
 
 /// Removes CSI (`ESC [ … final`), OSC (`ESC ] … BEL` or `ESC \`), DCS/SOS/PM/APC strings
 /// and two-character escapes.
-pub fn strip_ansi(text: &str) -> String {
+pub(crate) fn strip_ansi(text: &str) -> String {
     if !text.contains('\u{1b}') {
         return text.to_string();
     }
@@ -361,12 +361,12 @@ pub fn strip_ansi(text: &str) -> String {
 /// Decodes a stream chunk by chunk for live display, carrying an incomplete UTF-8
 /// sequence over to the next chunk.
 #[derive(Default)]
-pub struct LiveDecoder {
+pub(crate) struct LiveDecoder {
     carry: Vec<u8>,
 }
 
 impl LiveDecoder {
-    pub fn decode(&mut self, chunk: &[u8]) -> String {
+    pub(crate) fn decode(&mut self, chunk: &[u8]) -> String {
         self.carry.extend_from_slice(chunk);
         let valid = match std::str::from_utf8(&self.carry) {
             Ok(_) => self.carry.len(),

@@ -25,11 +25,11 @@ use tokio::process::{Child, Command};
 use super::sandbox::PreparedSandbox;
 
 #[cfg(test)]
-pub use toolbelt_process::live_members;
-pub use toolbelt_process::{KILL_GRACE, Owner, terminate_group};
+pub(crate) use toolbelt_process::live_members;
+pub(crate) use toolbelt_process::{KILL_GRACE, Owner, terminate_group};
 
 /// Environment added to every command.
-pub const EXTRA_ENV: &[(&str, &str)] = &[
+pub(crate) const EXTRA_ENV: &[(&str, &str)] = &[
     ("TOOLBELT", "1"),
     ("PAGER", "cat"),
     ("GIT_PAGER", "cat"),
@@ -37,7 +37,7 @@ pub const EXTRA_ENV: &[(&str, &str)] = &[
 ];
 
 /// Where the command's output goes.
-pub enum OutputTarget {
+pub(crate) enum OutputTarget {
     /// A pipe the caller reads (foreground commands).
     Pipe,
     /// A file (background jobs: nothing needs to read while the job runs).
@@ -45,7 +45,7 @@ pub enum OutputTarget {
 }
 
 /// A started command.
-pub struct RunningShell {
+pub(crate) struct RunningShell {
     pub child: Child,
     /// The shell's PID, which is also the process group id.
     pub pid: u32,
@@ -54,7 +54,7 @@ pub struct RunningShell {
 }
 
 /// The shell to run commands with: bash when present, else sh.
-pub fn shell_program() -> PathBuf {
+pub(crate) fn shell_program() -> PathBuf {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join("bash"))
@@ -63,7 +63,7 @@ pub fn shell_program() -> PathBuf {
 }
 
 /// Starts `command` in `cwd` in a new process group, tagged with `owner`'s marker.
-pub fn spawn(
+pub(crate) fn spawn(
     command: &str,
     cwd: &Path,
     target: OutputTarget,

@@ -33,7 +33,7 @@ mod git;
 mod options;
 mod sed;
 
-pub use git::git_config_is_inert;
+pub(crate) use git::git_config_is_inert;
 
 /// Programs that can be read-only. Each has its argument check in [`args_are_read_only`]
 /// (the ones without a specific check only read, whatever their arguments).
@@ -113,7 +113,7 @@ const READ_ONLY_PROGRAMS: &[&str] = &[
 
 /// Whether the whole parsed line may run without confirmation, as far as its text shows.
 /// A line with `git` also needs [`git_config_is_inert`] for its directory.
-pub fn is_line_read_only(parsed: &ParsedCommand) -> bool {
+pub(crate) fn is_line_read_only(parsed: &ParsedCommand) -> bool {
     !parsed.commands.is_empty()
         && !parsed.has_substitution
         && !parsed.writes_to_file
@@ -125,7 +125,7 @@ pub fn is_line_read_only(parsed: &ParsedCommand) -> bool {
 }
 
 /// Whether the line runs `git` (so the repository's configuration must be checked).
-pub fn uses_git(parsed: &ParsedCommand) -> bool {
+pub(crate) fn uses_git(parsed: &ParsedCommand) -> bool {
     parsed.commands.iter().any(|c| program(c) == Some("git"))
 }
 
@@ -141,7 +141,7 @@ fn program(command: &SimpleCommand) -> Option<&str> {
 }
 
 /// Whether one simple command only reads.
-pub fn is_read_only(command: &SimpleCommand) -> bool {
+pub(crate) fn is_read_only(command: &SimpleCommand) -> bool {
     if !command.assignments.is_empty() {
         return false;
     }

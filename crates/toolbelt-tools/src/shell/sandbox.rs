@@ -40,14 +40,14 @@ use tokio::process::Command;
 mod refusal;
 pub(crate) mod seccomp;
 
-pub use refusal::refusal_note;
+pub(crate) use refusal::refusal_note;
 
 /// Devices every confined command may write to.
 const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
 
 /// How a command is confined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Confinement {
+pub(crate) enum Confinement {
     /// Nothing writable, no network, scoped (an unasked command).
     ReadOnly,
     /// The workspace writable, no network (`tools.sandbox: "landlock"`).
@@ -166,7 +166,7 @@ fn probe_seccomp() -> Result<(), String> {
 }
 
 /// A sandbox ready to be applied in a child.
-pub struct PreparedSandbox {
+pub(crate) struct PreparedSandbox {
     confinement: Confinement,
     ruleset: RulesetCreated,
     filter: &'static BpfProgram,
@@ -175,13 +175,13 @@ pub struct PreparedSandbox {
 /// Why the sandbox cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct SandboxUnavailable(pub String);
+pub(crate) struct SandboxUnavailable(pub String);
 
 static WARN_ONCE: Once = Once::new();
 
 impl PreparedSandbox {
     /// The read-only sandbox of an unasked command, when `support` allows it.
-    pub fn read_only(support: &SandboxSupport) -> Result<Self, SandboxUnavailable> {
+    pub(crate) fn read_only(support: &SandboxSupport) -> Result<Self, SandboxUnavailable> {
         support
             .can_confine()
             .map_err(|why| unasked_unavailable(&why))?;
@@ -190,7 +190,7 @@ impl PreparedSandbox {
 
     /// The `tools.sandbox: "landlock"` sandbox: writing allowed beneath `writable` and the
     /// temporary directory. Fails when the kernel has no Landlock.
-    pub fn workspace(writable: &[PathBuf]) -> Result<Self, SandboxUnavailable> {
+    pub(crate) fn workspace(writable: &[PathBuf]) -> Result<Self, SandboxUnavailable> {
         let mut paths = writable.to_vec();
         paths.push(std::env::temp_dir());
         Self::build(Confinement::Workspace, &paths).map_err(|e| {
@@ -221,13 +221,13 @@ impl PreparedSandbox {
     }
 
     /// Which confinement this is.
-    pub fn confinement(&self) -> Confinement {
+    pub(crate) fn confinement(&self) -> Confinement {
         self.confinement
     }
 
     /// Arranges for the child to confine itself before `exec` (and, read-only, for git
     /// to run no repository hook or file-system monitor).
-    pub fn install(self, cmd: &mut Command) {
+    pub(crate) fn install(self, cmd: &mut Command) {
         if self.confinement == Confinement::ReadOnly {
             let inherited = std::env::var("GIT_CONFIG_COUNT").ok();
             for (key, value) in git_inert_env(inherited.as_deref()) {
@@ -291,7 +291,7 @@ fn ruleset(confinement: Confinement, writable: &[PathBuf]) -> Result<RulesetCrea
 
 /// `GIT_CONFIG_COUNT`/`_KEY_n`/`_VALUE_n` that switch off hooks and the file-system
 /// monitor, after the `inherited` entries (a count git would reject is replaced).
-pub fn git_inert_env(inherited: Option<&str>) -> Vec<(String, String)> {
+pub(crate) fn git_inert_env(inherited: Option<&str>) -> Vec<(String, String)> {
     let base: u32 = inherited
         .and_then(|c| c.trim().parse().ok())
         .filter(|n| *n < 10_000)

@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_core::scheduler::TurnGrant;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ExecContext, Invocation, Kind, PermissionSubject,
@@ -21,7 +22,7 @@ use super::{Skill, Skills};
 use crate::listed_name;
 
 /// The tool's name.
-pub const SKILL_TOOL: &str = "skill";
+pub(super) const SKILL_TOOL: &str = "skill";
 
 /// Most files of a skill listed in its result.
 const MAX_LISTED_FILES: usize = 100;
@@ -36,8 +37,10 @@ pub struct SkillTool {
     schema: Value,
 }
 
-#[derive(Deserialize)]
-struct Params {
+#[derive(Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct Params {
+    #[schemars(description = "The name of the skill, exactly as in <available_skills>.")]
     skill: String,
 }
 
@@ -56,17 +59,7 @@ impl SkillTool {
             ));
         }
         description.push_str("</available_skills>");
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "skill": {
-                    "type": "string",
-                    "description": "The name of the skill, exactly as in <available_skills>."
-                }
-            },
-            "required": ["skill"],
-            "additionalProperties": false
-        });
+        let schema = crate::params::schema_for::<Params>();
         SkillTool {
             skills,
             description,

@@ -6,22 +6,24 @@ use encoding_rs::Encoding;
 use tokio_util::sync::CancellationToken;
 
 /// How the page should come back (`format` of the call).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+// The variants' notes are plain comments: as doc comments they would reach the
+// parameter schema, which describes the choices in the field's description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Format {
-    /// HTML as Markdown, other text as it is.
+pub(super) enum Format {
+    // HTML as Markdown, other text as it is.
     #[default]
     Auto,
     Markdown,
-    /// HTML as plain text: no link targets, no images.
+    // HTML as plain text: no link targets, no images.
     Text,
-    /// HTML as it came (decoded), scripts and all.
+    // HTML as it came (decoded), scripts and all.
     Html,
 }
 
 impl Format {
     /// The `Accept` header for this format.
-    pub fn accept(self) -> &'static str {
+    pub(super) fn accept(self) -> &'static str {
         match self {
             Format::Auto | Format::Markdown => {
                 "text/markdown, text/html;q=0.9, text/plain;q=0.8, application/json;q=0.7, */*;q=0.1"
@@ -33,14 +35,14 @@ impl Format {
 }
 
 /// The body as read.
-pub struct Body {
+pub(super) struct Body {
     pub bytes: Vec<u8>,
     /// Reading stopped at the cap; the rest was never read.
     pub capped: bool,
 }
 
 /// Why reading stopped early.
-pub enum ReadError {
+pub(super) enum ReadError {
     Cancelled,
     Failed(reqwest::Error),
 }
@@ -48,7 +50,7 @@ pub enum ReadError {
 /// Reads the body chunk by chunk until its end or `cap` bytes. At the cap the response
 /// is dropped (the connection closes, the rest is never transferred), so memory stays
 /// within the cap plus one chunk.
-pub async fn read_capped(
+pub(super) async fn read_capped(
     mut response: reqwest::Response,
     cap: usize,
     cancel: &CancellationToken,
@@ -83,7 +85,7 @@ pub async fn read_capped(
 
 /// What the content type says the body is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyKind {
+pub(super) enum BodyKind {
     Html,
     /// Text of any kind the model reads as it is: plain, Markdown, JSON, XML, CSV, code.
     Text,
@@ -91,7 +93,7 @@ pub enum BodyKind {
 }
 
 /// The media type (lowercase, without parameters) and the charset parameter, if any.
-pub fn parse_content_type(header: Option<&str>) -> (String, Option<String>) {
+pub(super) fn parse_content_type(header: Option<&str>) -> (String, Option<String>) {
     let Some(header) = header else {
         return (String::new(), None);
     };
@@ -107,7 +109,7 @@ pub fn parse_content_type(header: Option<&str>) -> (String, Option<String>) {
 }
 
 /// Classifies a body by its media type, and by its first bytes when the server gave none.
-pub fn body_kind(mime: &str, bytes: &[u8]) -> BodyKind {
+pub(super) fn body_kind(mime: &str, bytes: &[u8]) -> BodyKind {
     match mime {
         "text/html" | "application/xhtml+xml" => BodyKind::Html,
         m if m.starts_with("text/")
@@ -150,7 +152,7 @@ pub fn body_kind(mime: &str, bytes: &[u8]) -> BodyKind {
 ///
 /// Takes the bytes so that a UTF-8 body (most of the web) becomes the text in place,
 /// without a second copy of a page that may be megabytes long.
-pub fn decode(bytes: Vec<u8>, header_charset: Option<&str>, html: bool) -> String {
+pub(super) fn decode(bytes: Vec<u8>, header_charset: Option<&str>, html: bool) -> String {
     let from_header = header_charset.and_then(|c| Encoding::for_label(c.as_bytes()));
     let from_bom = Encoding::for_bom(&bytes).map(|(e, _)| e);
     let from_meta = if html { meta_charset(&bytes) } else { None };
@@ -203,7 +205,7 @@ const DROPPED: &[&str] = &[
 ///
 /// Takes the HTML so it is freed as soon as it is parsed: the parse tree is the largest
 /// thing alive while converting, and nothing else need be beside it.
-pub fn html_to_text(html: String, format: Format) -> String {
+pub(super) fn html_to_text(html: String, format: Format) -> String {
     let mut builder = htmd::HtmlToMarkdown::builder()
         .skip_tags(DROPPED.to_vec())
         .scripting_enabled(false);
@@ -255,7 +257,7 @@ fn collapse_blank_lines(text: &str) -> String {
 }
 
 /// A byte count for people: `12.3 KiB`.
-pub fn human_bytes(n: u64) -> String {
+pub(super) fn human_bytes(n: u64) -> String {
     const UNITS: &[&str] = &["bytes", "KiB", "MiB", "GiB"];
     let mut value = n as f64;
     let mut unit = 0;

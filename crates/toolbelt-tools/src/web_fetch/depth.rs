@@ -22,9 +22,9 @@ use std::rc::Rc;
 use htmd::Node;
 
 /// Start tags kept at most this deep (counted as the first pass counts them).
-pub const MAX_TAG_DEPTH: usize = 256;
+pub(super) const MAX_TAG_DEPTH: usize = 256;
 /// Elements below this depth of the parsed tree are flattened into it.
-pub const MAX_TREE_DEPTH: usize = 512;
+pub(super) const MAX_TREE_DEPTH: usize = 512;
 /// How far down its stack an end tag looks for the element it closes; an end tag
 /// whose element is deeper is ignored by the count (so the count errs high).
 const END_TAG_REACH: usize = 32;
@@ -148,7 +148,7 @@ struct Open {
 
 /// `html` with start tags deeper than [`MAX_TAG_DEPTH`] (and their end tags) removed;
 /// text, comments and every other byte kept. Linear in the length of `html`.
-pub fn bound_nesting(html: &str) -> String {
+pub(super) fn bound_nesting(html: &str) -> String {
     let bytes = html.as_bytes();
     let mut out = String::with_capacity(html.len());
     let mut stack: Vec<Open> = Vec::new();
@@ -320,7 +320,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 /// Flattens every element at depth [`MAX_TREE_DEPTH`]: its descendants without children
 /// (text, line breaks, images) become its children, in document order, and the elements
 /// between are dropped. Iterative, linear in the size of the tree.
-pub fn flatten_tree(root: &Rc<Node>) {
+pub(super) fn flatten_tree(root: &Rc<Node>) {
     let mut stack: Vec<(Rc<Node>, usize)> = vec![(root.clone(), 0)];
     while let Some((node, depth)) = stack.pop() {
         if depth >= MAX_TREE_DEPTH {

@@ -23,11 +23,12 @@ use toolbelt_core::BoxFuture;
 /// Resolves a host name to addresses. The default is the system's resolver; tests inject
 /// their own.
 pub trait HostResolver: Send + Sync {
+    /// The addresses of `host`.
     fn lookup(&self, host: &str) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>>;
 }
 
 /// The system's resolver (`getaddrinfo` through tokio).
-pub struct SystemResolver;
+pub(super) struct SystemResolver;
 
 impl HostResolver for SystemResolver {
     fn lookup(&self, host: &str) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> {
@@ -41,7 +42,7 @@ impl HostResolver for SystemResolver {
 
 /// What the guard lets through: public addresses, plus what the settings open.
 #[derive(Debug, Clone, Default)]
-pub struct AddressPolicy {
+pub(super) struct AddressPolicy {
     /// The guard is off (`tools.webFetch.allowPrivateAddresses`).
     pub off: bool,
     /// Host names opened whatever they resolve to (`docs.internal`, `*.corp.example`).
@@ -55,7 +56,7 @@ pub struct AddressPolicy {
 #[error(
     "refused to fetch from {host}: it is {what} ({address}), and web_fetch only reaches public addresses. To allow it, add \"{host}\" (or the address or its network in CIDR form) to tools.webFetch.allowHosts in the user settings (~/.qwen/settings.json)."
 )]
-pub struct Refused {
+pub(super) struct Refused {
     pub host: String,
     pub address: IpAddr,
     pub what: &'static str,
@@ -65,7 +66,7 @@ impl AddressPolicy {
     /// The policy of the settings' `allowHosts` entries: CIDRs, addresses (`::1`,
     /// `[::1]`) and host names (`*.x.org` covers subdomains). Entries that are none of
     /// these are returned as warnings.
-    pub fn new(allow_hosts: &[String], off: bool) -> (AddressPolicy, Vec<String>) {
+    pub(super) fn new(allow_hosts: &[String], off: bool) -> (AddressPolicy, Vec<String>) {
         let mut policy = AddressPolicy {
             off,
             ..AddressPolicy::default()
@@ -90,7 +91,7 @@ impl AddressPolicy {
     }
 
     /// Whether the settings open this host name whatever it resolves to.
-    pub fn allows_name(&self, host: &str) -> bool {
+    pub(super) fn allows_name(&self, host: &str) -> bool {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         self.names.iter().any(|name| match name.strip_prefix("*.") {
             Some(domain) => host.len() > domain.len() && host.ends_with(&format!(".{domain}")),
@@ -99,7 +100,7 @@ impl AddressPolicy {
     }
 
     /// `Err` when `address` may not be reached for `host`.
-    pub fn check(&self, host: &str, address: IpAddr) -> Result<(), Refused> {
+    pub(super) fn check(&self, host: &str, address: IpAddr) -> Result<(), Refused> {
         if self.off || self.nets.iter().any(|net| net.contains(&address)) {
             return Ok(());
         }
@@ -127,7 +128,7 @@ fn is_host_name(entry: &str) -> bool {
 }
 
 /// What kind of non-public address this is, or `None` for a public one.
-pub fn refused_kind(address: IpAddr) -> Option<&'static str> {
+pub(super) fn refused_kind(address: IpAddr) -> Option<&'static str> {
     match address {
         IpAddr::V4(v4) => refused_v4(v4),
         IpAddr::V6(v6) => refused_v6(v6),
@@ -193,7 +194,7 @@ fn refused_v6(ip: Ipv6Addr) -> Option<&'static str> {
 
 /// The HTTP client's resolver: resolves through `inner`, then refuses a name with any
 /// refused address. The client connects to exactly the addresses returned here.
-pub struct GuardedResolver {
+pub(super) struct GuardedResolver {
     pub inner: Arc<dyn HostResolver>,
     pub policy: Arc<AddressPolicy>,
 }
@@ -227,7 +228,7 @@ impl reqwest::dns::Resolve for GuardedResolver {
 
 /// The guard's verdict on a URL before any connection: its scheme, and its host when the
 /// host is a literal address (names are judged by [`GuardedResolver`]).
-pub fn check_url(url: &reqwest::Url, policy: &AddressPolicy) -> Result<(), String> {
+pub(super) fn check_url(url: &reqwest::Url, policy: &AddressPolicy) -> Result<(), String> {
     match url.scheme() {
         "http" | "https" => {}
         other => {

@@ -10,15 +10,20 @@ use super::text::strip_html;
 /// One search result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchHit {
+    /// The page's title.
     pub title: String,
+    /// The page's address.
     pub url: String,
+    /// The text the provider shows under the title.
     pub snippet: String,
 }
 
 /// What a provider found: the results, and an answer when it writes one (Tavily).
 #[derive(Debug, Clone, Default)]
 pub struct SearchResults {
+    /// The hits, best first.
     pub hits: Vec<SearchHit>,
+    /// A direct answer, when the provider gives one.
     pub answer: Option<String>,
 }
 
@@ -27,10 +32,14 @@ pub struct SearchResults {
 pub enum SearchError {
     /// A status other than 2xx, with the provider's own message.
     Status {
+        /// The HTTP status.
         status: StatusCode,
+        /// The provider's message.
         message: String,
+        /// `Retry-After`, when the provider sent one.
         retry_after: Option<String>,
     },
+    /// No answer within the time limit.
     Timeout,
     /// The request could not be made (connection refused, TLS, DNS).
     Network(String),
@@ -45,6 +54,7 @@ pub trait SearchProvider: Send + Sync {
     fn name(&self) -> &'static str;
     /// The endpoint searched (no credentials in it).
     fn endpoint(&self) -> &Url;
+    /// Searches for `query`, at most `max_results` hits.
     async fn search(
         &self,
         client: &reqwest::Client,
@@ -59,7 +69,7 @@ const MAX_BODY: usize = 4 * 1024 * 1024;
 const ERROR_BODY_CHARS: usize = 300;
 
 /// `base` with `path` appended to its own path.
-pub fn endpoint(base: &str, path: &str) -> Result<Url, String> {
+pub(super) fn endpoint(base: &str, path: &str) -> Result<Url, String> {
     let joined = format!("{}{path}", base.trim().trim_end_matches('/'));
     let url = Url::parse(&joined).map_err(|e| format!("invalid baseUrl '{base}': {e}"))?;
     match url.scheme() {
@@ -70,7 +80,7 @@ pub fn endpoint(base: &str, path: &str) -> Result<Url, String> {
     }
 }
 
-pub struct Tavily {
+pub(super) struct Tavily {
     pub endpoint: Url,
     pub key: String,
 }
@@ -127,7 +137,7 @@ impl SearchProvider for Tavily {
     }
 }
 
-pub struct Searxng {
+pub(super) struct Searxng {
     pub endpoint: Url,
 }
 
@@ -186,7 +196,7 @@ impl SearchProvider for Searxng {
     }
 }
 
-pub struct Brave {
+pub(super) struct Brave {
     pub endpoint: Url,
     pub key: String,
 }
@@ -319,7 +329,7 @@ fn transport_error(e: &reqwest::Error) -> SearchError {
 
 /// The provider's own words from an error body: `detail`, `error` or `message` of a JSON
 /// body (nested objects followed), else the body's start.
-pub fn error_message(body: &[u8]) -> String {
+pub(super) fn error_message(body: &[u8]) -> String {
     if let Ok(value) = serde_json::from_slice::<Value>(body)
         && let Some(message) = json_message(&value, 0)
     {

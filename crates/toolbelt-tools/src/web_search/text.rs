@@ -1,7 +1,7 @@
 //! Snippets as plain text: tags dropped, entities decoded, whitespace folded.
 
 /// `html` without its tags and with its character references decoded.
-pub fn strip_html(html: &str) -> String {
+pub(super) fn strip_html(html: &str) -> String {
     let mut text = String::with_capacity(html.len());
     let mut rest = html;
     while let Some(open) = rest.find('<') {
@@ -25,7 +25,7 @@ pub fn strip_html(html: &str) -> String {
 }
 
 /// `&amp;`, `&#39;`, `&#x27;` and the other common references decoded; unknown ones kept.
-pub fn decode_entities(text: &str) -> String {
+pub(super) fn decode_entities(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(amp) = rest.find('&') {
@@ -83,7 +83,7 @@ fn entity(name: &str) -> Option<char> {
 }
 
 /// `text` on one line, cut to `max` characters (an ellipsis marks the cut).
-pub fn one_line(text: &str, max: usize) -> String {
+pub(super) fn one_line(text: &str, max: usize) -> String {
     let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if folded.chars().count() <= max {
         return folded;

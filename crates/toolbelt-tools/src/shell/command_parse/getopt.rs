@@ -13,7 +13,7 @@
 
 /// Whether an option takes a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arg {
+pub(crate) enum Arg {
     /// No value (`--count`, `-c`).
     None,
     /// A value, attached or in the next word (`--output=f`, `--output f`, `-of`, `-o f`).
@@ -24,7 +24,7 @@ pub enum Arg {
 
 /// A program's options, as its `getopt_long` call declares them.
 #[derive(Debug, Clone, Copy)]
-pub struct OptionTable {
+pub(crate) struct OptionTable {
     /// The short options: each letter with its [`Arg`].
     pub short: &'static [(char, Arg)],
     /// The long options (without `--`), each with its [`Arg`] and the short option it
@@ -37,7 +37,7 @@ pub struct OptionTable {
 
 /// One option as the program reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Opt {
+pub(crate) struct Opt {
     /// The short letter (also set for a long option that has one).
     pub short: Option<char>,
     /// The full long name (also set for a short option that has one).
@@ -49,7 +49,7 @@ pub struct Opt {
 impl Opt {
     /// Whether this is the option `-short` / `--long` (either may be absent from the
     /// table; pass `'\0'` or `""` for "none").
-    pub fn is(&self, short: char, long: &str) -> bool {
+    pub(crate) fn is(&self, short: char, long: &str) -> bool {
         self.short == Some(short) || self.long == Some(long)
     }
 }
@@ -57,7 +57,7 @@ impl Opt {
 /// What the arguments are: options in order, then operands (with their positions among
 /// the arguments, so a caller can find the command a wrapper runs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     /// The options.
     pub options: Vec<Opt>,
     /// The operands (everything that is not an option or an option's value).
@@ -69,7 +69,7 @@ pub struct Parsed {
 
 /// Why the program would reject its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GetoptError {
+pub(crate) enum GetoptError {
     /// No option of that name (or letter).
     Unknown(String),
     /// A prefix of several long options.
@@ -93,7 +93,7 @@ impl std::fmt::Display for GetoptError {
 
 impl OptionTable {
     /// Reads `args` (the words after the program name).
-    pub fn parse(&self, args: &[String]) -> Result<Parsed, GetoptError> {
+    pub(crate) fn parse(&self, args: &[String]) -> Result<Parsed, GetoptError> {
         let mut parsed = Parsed::default();
         let mut i = 0;
         while let Some(arg) = args.get(i) {
@@ -149,7 +149,7 @@ impl OptionTable {
     }
 
     /// An exact name wins; otherwise the one long option `name` is a prefix of.
-    pub fn resolve_long(
+    pub(crate) fn resolve_long(
         &self,
         name: &str,
     ) -> Result<(&'static str, Arg, Option<char>), GetoptError> {
@@ -211,7 +211,7 @@ impl OptionTable {
 /// that accepts unique prefixes: it is `option` or a prefix of it. For programs whose
 /// whole table is not written down here, a prefix of a forbidden option is taken as it
 /// (an ambiguous prefix only makes the program fail, so nothing is lost).
-pub fn may_abbreviate(name: &str, option: &str) -> bool {
+pub(crate) fn may_abbreviate(name: &str, option: &str) -> bool {
     let name = name.split_once('=').map_or(name, |(n, _)| n);
     !name.is_empty() && option.starts_with(name)
 }

@@ -27,7 +27,7 @@ const MAX_DEPTH: usize = 6;
 
 /// What [`runs`] found for one simple command.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Runs {
+pub(crate) struct Runs {
     /// The commands run through a wrapper or a script given as text, in order.
     pub inner: Vec<SimpleCommand>,
     /// Why what runs cannot be read, for messages.
@@ -73,7 +73,7 @@ const SHELLS: &[&str] = &[
 ];
 
 /// What `command` runs.
-pub fn runs(command: &SimpleCommand) -> Runs {
+pub(crate) fn runs(command: &SimpleCommand) -> Runs {
     let mut out = Runs::default();
     follow(&command.raw, &command.words, 0, &mut out);
     out
@@ -365,7 +365,7 @@ fn wrapped(w: &Wrapper, raw: &[String], words: &[String], depth: usize, out: &mu
 /// may be formed: an environment prefix, a name that is not a literal, or a program
 /// that runs whatever it is given (wrappers, shells, `eval`, interpreters,
 /// `find -exec`), for which the rule would approve everything.
-pub fn rule_root(command: &SimpleCommand) -> Option<String> {
+pub(crate) fn rule_root(command: &SimpleCommand) -> Option<String> {
     if !command.assignments.is_empty() {
         return None;
     }

@@ -8,7 +8,7 @@
 
 /// What the shell makes of a word besides removing its quotes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WordShape {
+pub(crate) enum WordShape {
     /// Quote removal alone gives the word ([`super::unquote`] is exact for it).
     Literal,
     /// Unquoted `*`, `?`, `[…]`, an extended glob or a `{a,b}` brace list: the word
@@ -21,7 +21,7 @@ pub enum WordShape {
 
 impl WordShape {
     /// A phrase for messages: "a variable or command expansion", "a glob pattern".
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             WordShape::Literal => "a literal word",
             WordShape::Pattern => "a glob or brace pattern (it becomes file names)",
@@ -31,7 +31,7 @@ impl WordShape {
 }
 
 /// The shape of the word `raw`, as written in the command (quotes kept).
-pub fn shape(raw: &str) -> WordShape {
+pub(crate) fn shape(raw: &str) -> WordShape {
     let bytes = raw.as_bytes();
     let mut pattern = false;
     let mut i = 0;
@@ -97,7 +97,7 @@ fn braces_expand(from_brace: &[u8]) -> bool {
 
 /// Whether a pattern word could expand to a name that starts with `-` (and so be read
 /// as an option): its first character is a glob character, not a literal.
-pub fn pattern_may_start_with_dash(raw: &str) -> bool {
+pub(crate) fn pattern_may_start_with_dash(raw: &str) -> bool {
     matches!(
         raw.as_bytes().first(),
         Some(b'*' | b'?' | b'[' | b'{' | b'@' | b'+' | b'!')
@@ -106,7 +106,7 @@ pub fn pattern_may_start_with_dash(raw: &str) -> bool {
 
 /// The text of an ANSI-C quoted string (`$'…'`) from just after its opening quote;
 /// `chars` is left after the closing quote. Escapes as bash's `ansicstr` reads them.
-pub fn ansi_c(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, out: &mut String) {
+pub(crate) fn ansi_c(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, out: &mut String) {
     while let Some(c) = chars.next() {
         match c {
             '\'' => return,

@@ -98,96 +98,104 @@ fn subcommand_is_read_only(sub: &str, rest: &[String]) -> bool {
             .first()
             .is_none_or(|a| matches!(a.as_str(), "-v" | "--verbose" | "show" | "get-url")),
         // Listing only: `git tag NAME` and `git branch NAME` create, `-d` deletes.
-        "tag" => {
-            let listing = rest.is_empty() || rest.iter().any(|a| a == "-l" || a == "--list");
-            listing
-                && rest.iter().all(|a| {
-                    !a.starts_with('-')
-                        || matches!(a.as_str(), "-l" | "--list" | "-i" | "--ignore-case")
-                        || a.starts_with("-n")
-                        || [
-                            "--sort",
-                            "--format",
-                            "--contains",
-                            "--no-contains",
-                            "--points-at",
-                            "--merged",
-                            "--no-merged",
-                            "--column",
-                            "--no-column",
-                        ]
-                        .iter()
-                        .any(|f| a.starts_with(f))
-                })
-        }
-        "branch" => {
-            let listing = rest.iter().any(|a| a == "--list" || a == "-l");
-            rest.iter().all(|a| {
-                matches!(
-                    a.as_str(),
-                    "-a" | "--all"
-                        | "-r"
-                        | "--remotes"
-                        | "-v"
-                        | "-vv"
-                        | "--verbose"
-                        | "--list"
-                        | "-l"
-                        | "--show-current"
-                        | "--merged"
-                        | "--no-merged"
-                        | "--contains"
-                        | "--no-contains"
-                        | "--no-color"
-                        | "--color"
-                ) || a.starts_with("--format")
-                    || a.starts_with("--sort=")
-                    || (listing && !a.starts_with('-'))
-            })
-        }
+        "tag" => tag_lists(rest),
+        "branch" => branch_lists(rest),
         // `git reflog` and `git reflog show` list; `expire` and `delete` rewrite.
         "reflog" => rest
             .first()
             .is_none_or(|a| a == "show" || a.starts_with('-')),
-        // Reading a value or listing; anything else (`git config k v`, `--unset`,
-        // `--edit`, `--add`) writes.
-        "config" => {
-            rest.iter().any(|a| {
-                matches!(
-                    a.as_str(),
-                    "--get" | "--get-all" | "--get-regexp" | "-l" | "--list" | "get"
-                ) || (a == "list")
-            }) && !rest.iter().any(|a| {
-                matches!(
-                    a.as_str(),
-                    "--unset"
-                        | "--unset-all"
-                        | "--add"
-                        | "--replace-all"
-                        | "--edit"
-                        | "-e"
-                        | "--rename-section"
-                        | "--remove-section"
-                        | "set"
-                        | "unset"
-                        | "edit"
-                ) || a.strip_prefix("--").is_some_and(|long| {
-                    [
-                        "unset",
-                        "unset-all",
-                        "add",
-                        "replace-all",
-                        "edit",
-                        "rename-section",
-                        "remove-section",
-                    ]
-                    .iter()
-                    .any(|f| may_abbreviate(long, f))
-                })
-            })
-        }
+        "config" => config_reads(rest),
         _ => true,
     }
+}
+
+/// `git tag` that lists.
+fn tag_lists(rest: &[String]) -> bool {
+    let listing = rest.is_empty() || rest.iter().any(|a| a == "-l" || a == "--list");
+    listing
+        && rest.iter().all(|a| {
+            !a.starts_with('-')
+                || matches!(a.as_str(), "-l" | "--list" | "-i" | "--ignore-case")
+                || a.starts_with("-n")
+                || [
+                    "--sort",
+                    "--format",
+                    "--contains",
+                    "--no-contains",
+                    "--points-at",
+                    "--merged",
+                    "--no-merged",
+                    "--column",
+                    "--no-column",
+                ]
+                .iter()
+                .any(|f| a.starts_with(f))
+        })
+}
+
+/// `git branch` that lists.
+fn branch_lists(rest: &[String]) -> bool {
+    let listing = rest.iter().any(|a| a == "--list" || a == "-l");
+    rest.iter().all(|a| {
+        matches!(
+            a.as_str(),
+            "-a" | "--all"
+                | "-r"
+                | "--remotes"
+                | "-v"
+                | "-vv"
+                | "--verbose"
+                | "--list"
+                | "-l"
+                | "--show-current"
+                | "--merged"
+                | "--no-merged"
+                | "--contains"
+                | "--no-contains"
+                | "--no-color"
+                | "--color"
+        ) || a.starts_with("--format")
+            || a.starts_with("--sort=")
+            || (listing && !a.starts_with('-'))
+    })
+}
+
+/// `git config` reading a value or listing; anything else (`git config k v`,
+/// `--unset`, `--edit`, `--add`) writes.
+fn config_reads(rest: &[String]) -> bool {
+    rest.iter().any(|a| {
+        matches!(
+            a.as_str(),
+            "--get" | "--get-all" | "--get-regexp" | "-l" | "--list" | "get"
+        ) || (a == "list")
+    }) && !rest.iter().any(|a| {
+        matches!(
+            a.as_str(),
+            "--unset"
+                | "--unset-all"
+                | "--add"
+                | "--replace-all"
+                | "--edit"
+                | "-e"
+                | "--rename-section"
+                | "--remove-section"
+                | "set"
+                | "unset"
+                | "edit"
+        ) || a.strip_prefix("--").is_some_and(|long| {
+            [
+                "unset",
+                "unset-all",
+                "add",
+                "replace-all",
+                "edit",
+                "rename-section",
+                "remove-section",
+            ]
+            .iter()
+            .any(|f| may_abbreviate(long, f))
+        })
+    })
 }
 
 /// Repository configuration keys that make git run nothing and write nothing. Keys in
@@ -267,7 +275,7 @@ const INERT_GIT_KEYS: &[&str] = &[
 /// Whether every key in `config` (the output of `git config --list --show-scope -z`) that
 /// comes from the repository (local or worktree scope) is inert. Output that cannot be
 /// read is not inert.
-pub fn git_config_is_inert(config: &[u8]) -> bool {
+pub(crate) fn git_config_is_inert(config: &[u8]) -> bool {
     let Ok(text) = std::str::from_utf8(config) else {
         return false;
     };

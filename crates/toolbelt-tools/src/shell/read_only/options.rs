@@ -10,7 +10,7 @@ use crate::shell::command_parse::getopt::{Arg, OptionTable};
 use Arg::{None as N, Optional as O, Required as R};
 
 /// GNU `sort`. Forbidden: `-o`/`--output` (writes), `--compress-program` (runs).
-pub const SORT: OptionTable = OptionTable {
+pub(super) const SORT: OptionTable = OptionTable {
     short: &[
         ('b', N),
         ('c', N),
@@ -72,7 +72,7 @@ pub const SORT: OptionTable = OptionTable {
 };
 
 /// GNU `uniq`. A second operand is the output file.
-pub const UNIQ: OptionTable = OptionTable {
+pub(super) const UNIQ: OptionTable = OptionTable {
     short: &[
         ('0', N),
         ('1', N),
@@ -113,7 +113,7 @@ pub const UNIQ: OptionTable = OptionTable {
 
 /// GNU `date`. Forbidden: `-s`/`--set`, and an operand that is not `+FORMAT` (sets
 /// the clock).
-pub const DATE: OptionTable = OptionTable {
+pub(super) const DATE: OptionTable = OptionTable {
     short: &[
         ('d', R),
         ('f', R),
@@ -146,7 +146,7 @@ pub const DATE: OptionTable = OptionTable {
 
 /// net-tools `hostname`. Forbidden: an operand, `-F`/`--file` and `-b`/`--boot` (set
 /// the name).
-pub const HOSTNAME: OptionTable = OptionTable {
+pub(super) const HOSTNAME: OptionTable = OptionTable {
     short: &[
         ('a', N),
         ('A', N),
@@ -186,7 +186,7 @@ pub const HOSTNAME: OptionTable = OptionTable {
 
 /// `file` 5. Forbidden: `-C`/`--compile` (writes `NAME.mgc`) and `-p`/
 /// `--preserve-date` (sets the access time back).
-pub const FILE: OptionTable = OptionTable {
+pub(super) const FILE: OptionTable = OptionTable {
     short: &[
         ('0', N),
         ('b', N),
@@ -252,7 +252,7 @@ pub const FILE: OptionTable = OptionTable {
 /// GNU `sed` 4.9. Forbidden: `-i`/`--in-place` (edits files), `-f`/`--file` (a script
 /// this check cannot read); the scripts of `-e` and the first operand are read by
 /// `sed.rs`.
-pub const SED: OptionTable = OptionTable {
+pub(super) const SED: OptionTable = OptionTable {
     short: &[
         ('e', R),
         ('E', N),
@@ -291,7 +291,7 @@ pub const SED: OptionTable = OptionTable {
 /// mawk would reject only fails). Allowed: `-F`, `-v`, `-e`/`--source` (its text is
 /// judged like the program), and the options that change no file and load no code.
 /// gawk stops reading options at the program text, the first operand.
-pub const AWK: OptionTable = OptionTable {
+pub(super) const AWK: OptionTable = OptionTable {
     short: &[
         ('b', N),
         ('c', N),

@@ -20,7 +20,7 @@ const REFUSALS: &[&str] = &[
 
 /// The note to add to an unasked command's failed result, if its output shows a
 /// refusal. `cwd` resolves relative paths.
-pub fn refusal_note(output: &str, cwd: &Path) -> Option<String> {
+pub(crate) fn refusal_note(output: &str, cwd: &Path) -> Option<String> {
     let lines: Vec<&str> = output
         .lines()
         .filter(|l| REFUSALS.iter().any(|r| l.contains(r)))
