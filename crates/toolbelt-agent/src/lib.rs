@@ -376,7 +376,13 @@ impl Agent {
                 plan.core_cut.join(", ")
             );
         }
-        plan.declarations.into_iter().map(ToolSpec::from).collect()
+        // The model crate knows no core type: the declaration is copied field by field.
+        let spec = |d: toolbelt_core::registry::FunctionDeclaration| ToolSpec {
+            name: d.name,
+            description: d.description,
+            parameters: d.parameters,
+        };
+        plan.declarations.into_iter().map(spec).collect()
     }
 
     fn emit(&self, event: AgentEvent) {

@@ -29,7 +29,7 @@ mod specifier;
 mod vocabulary;
 
 pub use paths::{PathOperation, PathPolicy};
-pub use specifier::{CommandPurpose, SYSTEM_BIN_DIRS};
+pub use specifier::{CommandPurpose, SYSTEM_BIN_DIRS, wildcard};
 pub use vocabulary::RuleVocabulary;
 
 /// The answer of the rules for one call.

@@ -53,6 +53,7 @@ pub struct CheckedEdits {
 }
 
 impl CheckedEdits {
+    /// Wraps `inner`: after a change to a file a running server covers, waits up to `wait` for its diagnostics.
     pub fn new(
         inner: Arc<dyn Tool>,
         env: Arc<ToolEnvironment>,

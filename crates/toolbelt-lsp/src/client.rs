@@ -13,9 +13,8 @@
 
 use std::collections::HashMap;
 use std::io::{BufReader, Read};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -24,7 +23,7 @@ use lsp_server::{Message, Notification, Request, RequestId, Response};
 use lsp_types::Diagnostic;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
-use toolbelt_process::{KILL_GRACE, Owner};
+use toolbelt_process::{GroupCommand, KILL_GRACE, Owner};
 use url::Url;
 
 use crate::config::ServerConfig;
@@ -120,25 +119,21 @@ impl LspClient {
 
     fn spawn(config: &ServerConfig, root: &Path) -> Result<LspClient, String> {
         let owner = Owner::new();
-        let (key, marker) = owner.env();
-        let mut child = Command::new(&config.command)
+        let mut command = GroupCommand::new(&config.command, &owner);
+        command
             .args(&config.args)
             .envs(&config.env)
-            .env(key, marker)
             .current_dir(root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| {
-                format!(
-                    "cannot start the language server `{}` (`{}`): {e}",
-                    config.name, config.command
-                )
-            })?;
+            .stderr(Stdio::piped());
+        let mut child = command.spawn_std().map_err(|e| {
+            format!(
+                "cannot start the language server `{}` (`{}`): {e}",
+                config.name, config.command
+            )
+        })?;
         let pgid = child.id();
-        owner.started(pgid);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

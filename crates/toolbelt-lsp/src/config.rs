@@ -20,21 +20,30 @@ pub struct ServerConfig {
     pub name: String,
     /// The file it came from (named in errors and in `lsp list`).
     pub source: PathBuf,
+    /// The program to start (found on `PATH`).
     pub command: String,
+    /// Its arguments.
     pub args: Vec<String>,
+    /// Variables added to its environment.
     pub env: BTreeMap<String, String>,
     /// File extension (with its dot, lower case) to LSP language id.
     pub extension_to_language: BTreeMap<String, String>,
+    /// Sent as `initializationOptions` in `initialize`.
     pub initialization_options: Option<Value>,
+    /// Sent with `workspace/didChangeConfiguration` after `initialize`.
     pub settings: Option<Value>,
     /// The folder the server works on; the session's primary root when absent.
     pub workspace_folder: Option<PathBuf>,
+    /// How long `initialize` may take (`startupTimeout`).
     pub startup_timeout: Duration,
+    /// How long `shutdown` may take before the group is killed (`shutdownTimeout`).
     pub shutdown_timeout: Duration,
     /// How long one request may take once the server runs (`requestTimeout`, a toolbelt
     /// key; default 30 s).
     pub request_timeout: Duration,
+    /// Whether a crashed server is started again on the next call (`restartOnCrash`).
     pub restart_on_crash: bool,
+    /// How many restarts after crashes (`maxRestarts`).
     pub max_restarts: u32,
 }
 
@@ -75,7 +84,9 @@ struct RawServer {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}: {message}", file.display())]
 pub struct ConfigError {
+    /// The `.lsp.json` it is about.
     pub file: PathBuf,
+    /// What is wrong, naming the key.
     pub message: String,
 }
 
@@ -83,7 +94,9 @@ pub struct ConfigError {
 /// the problems, one per bad file or entry.
 #[derive(Debug, Default, Clone)]
 pub struct LspConfig {
+    /// The servers read, project first.
     pub servers: Vec<ServerConfig>,
+    /// Files or entries that could not be read.
     pub errors: Vec<ConfigError>,
     /// Set when the project's `.lsp.json` exists but the folder is not trusted.
     pub ignored_untrusted: Option<PathBuf>,
@@ -148,7 +161,7 @@ pub fn parse(text: &str, file: &Path, base: &Path) -> Result<Vec<ServerConfig>, 
 
 /// Parses each entry on its own: a bad entry is an error naming its key, and the others
 /// still load.
-pub fn parse_entries(
+pub(crate) fn parse_entries(
     text: &str,
     file: &Path,
     base: &Path,

@@ -12,13 +12,13 @@ use url::Url;
 use crate::position::from_lsp;
 
 /// Formats locations, reading each file at most once.
-pub struct Locations<'a> {
+pub(crate) struct Locations<'a> {
     roots: &'a WorkspaceRoots,
     files: HashMap<PathBuf, Option<Vec<String>>>,
 }
 
 impl<'a> Locations<'a> {
-    pub fn new(roots: &'a WorkspaceRoots) -> Self {
+    pub(crate) fn new(roots: &'a WorkspaceRoots) -> Self {
         Locations {
             roots,
             files: HashMap::new(),
@@ -27,7 +27,7 @@ impl<'a> Locations<'a> {
 
     /// `path:line:col: text` for a location in the workspace; `path:line (outside the
     /// workspace)` otherwise, with the server's own 1-based line.
-    pub fn line(&mut self, uri: &Url, range: &Range) -> String {
+    pub(crate) fn line(&mut self, uri: &Url, range: &Range) -> String {
         let Ok(path) = uri.to_file_path() else {
             return format!("{uri}:{} (not a file)", range.start.line + 1);
         };
@@ -62,7 +62,7 @@ fn clip(text: &str) -> String {
     }
 }
 
-pub fn severity(d: &Diagnostic) -> &'static str {
+pub(crate) fn severity(d: &Diagnostic) -> &'static str {
     match d.severity {
         Some(DiagnosticSeverity::ERROR) => "error",
         Some(DiagnosticSeverity::WARNING) => "warning",
@@ -73,7 +73,7 @@ pub fn severity(d: &Diagnostic) -> &'static str {
 }
 
 /// `path:line:col: severity: message (source code)`.
-pub fn diagnostic(locations: &mut Locations<'_>, uri: &Url, d: &Diagnostic) -> String {
+pub(crate) fn diagnostic(locations: &mut Locations<'_>, uri: &Url, d: &Diagnostic) -> String {
     let at = locations.line(uri, &d.range);
     // The location line ends with the code text; the diagnostic goes on its own line.
     let code = match &d.code {
@@ -95,7 +95,7 @@ pub fn diagnostic(locations: &mut Locations<'_>, uri: &Url, d: &Diagnostic) -> S
 }
 
 /// Keeps the first `limit` lines and says how many were left out.
-pub fn limited(mut lines: Vec<String>, limit: usize, what: &str) -> String {
+pub(crate) fn limited(mut lines: Vec<String>, limit: usize, what: &str) -> String {
     let total = lines.len();
     if total > limit {
         lines.truncate(limit);

@@ -8,7 +8,7 @@
 use std::io::{self, BufRead, Read};
 
 /// The largest message accepted (an answer with every reference of a big workspace fits).
-pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_MESSAGE: usize = 64 * 1024 * 1024;
 /// The longest header line accepted.
 const MAX_HEADER_LINE: usize = 8 * 1024;
 
@@ -17,7 +17,7 @@ enum State {
     Body(usize),
 }
 
-pub struct Bounded<R> {
+pub(crate) struct Bounded<R> {
     inner: R,
     state: State,
     line: Vec<u8>,
@@ -26,7 +26,7 @@ pub struct Bounded<R> {
 }
 
 impl<R: BufRead> Bounded<R> {
-    pub fn new(inner: R) -> Self {
+    pub(crate) fn new(inner: R) -> Self {
         Bounded {
             inner,
             state: State::Header,

@@ -9,18 +9,20 @@
 //! `position` converts the tool's 1-based character columns to LSP's UTF-16 ones;
 //! `after_edit` adds the errors an edit introduced to the edit tools' results.
 
-pub mod after_edit;
-pub mod client;
-pub mod config;
+#![warn(missing_docs, unreachable_pub)]
+
+mod after_edit;
+mod client;
+mod config;
 mod format;
 mod framing;
 mod operations;
-pub mod position;
-pub mod servers;
-pub mod tool;
+mod position;
+mod servers;
+mod tool;
 
 pub use after_edit::{CHECKED_TOOLS, CheckedEdits, wait_after_edit};
 pub use client::LspClient;
-pub use config::{ConfigError, LspConfig, ServerConfig, command_files};
+pub use config::{ConfigError, LspConfig, ServerConfig, command_files, parse as parse_lsp_json};
 pub use servers::{ServerState, Servers};
 pub use tool::LspTool;

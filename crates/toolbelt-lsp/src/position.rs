@@ -5,7 +5,7 @@ use lsp_types::Position;
 
 /// The LSP position of 1-based `line`, `character` in `text` (a character past the end
 /// of the line is the line's end).
-pub fn to_lsp(text: &str, line: u32, character: u32) -> Result<Position, String> {
+pub(crate) fn to_lsp(text: &str, line: u32, character: u32) -> Result<Position, String> {
     let index = line
         .checked_sub(1)
         .ok_or_else(|| "line counts from 1".to_string())?;
@@ -25,7 +25,7 @@ pub fn to_lsp(text: &str, line: u32, character: u32) -> Result<Position, String>
 }
 
 /// The 1-based (line, character) of an LSP position in `line_text`.
-pub fn from_lsp(line_text: &str, position: Position) -> (u32, u32) {
+pub(crate) fn from_lsp(line_text: &str, position: Position) -> (u32, u32) {
     let mut units = 0u32;
     let mut chars = 0u32;
     for c in line_text.chars() {

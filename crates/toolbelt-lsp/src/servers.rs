@@ -14,6 +14,7 @@ use crate::config::ServerConfig;
 pub enum ServerState {
     /// Configured; starts on the first call that needs it.
     NotStarted,
+    /// Started and answered `initialize`.
     Running,
     /// It stopped or never started; why.
     Failed(String),
@@ -34,6 +35,7 @@ pub struct Servers {
 }
 
 impl Servers {
+    /// The servers of `configs`, none started yet; `root` is the session's primary root.
     pub fn new(configs: Vec<ServerConfig>, root: PathBuf) -> Self {
         Servers {
             configs,
@@ -42,10 +44,12 @@ impl Servers {
         }
     }
 
+    /// The configured servers.
     pub fn configs(&self) -> &[ServerConfig] {
         &self.configs
     }
 
+    /// The workspace root the servers work on (unless one names its own folder).
     pub fn root(&self) -> &Path {
         &self.root
     }

@@ -15,7 +15,7 @@ use toolbelt_core::{
 use crate::operations;
 use crate::servers::Servers;
 
-pub const OPERATIONS: &[&str] = &[
+pub(crate) const OPERATIONS: &[&str] = &[
     "goToDefinition",
     "findReferences",
     "hover",
@@ -30,6 +30,7 @@ pub const OPERATIONS: &[&str] = &[
     "codeActions",
 ];
 
+/// The `lsp` tool: Qwen Code's schema, answered by the configured servers.
 pub struct LspTool {
     env: Arc<ToolEnvironment>,
     servers: Arc<Servers>,
@@ -38,6 +39,7 @@ pub struct LspTool {
 }
 
 impl LspTool {
+    /// The tool over `servers`, resolving paths through `env`'s workspace.
     pub fn new(env: Arc<ToolEnvironment>, servers: Arc<Servers>) -> Self {
         let names: Vec<&str> = servers.configs().iter().map(|c| c.name.as_str()).collect();
         let description = format!(

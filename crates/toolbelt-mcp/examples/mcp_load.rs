@@ -357,9 +357,62 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 
 async fn run(o: Options, child: &mut Child) -> Res<()> {
     let pid = child.id().ok_or("the server exited at once")?;
+    let mut client = connect(&o, child)?;
+    let (init_ms, server) = initialize(&mut client).await?;
+    client.sequential(&o.tool, &o.args, o.warmup).await?;
+    let seq = sequential_phase(&o, &mut client, pid).await?;
+    println!(
+        "{}",
+        json!({"label": o.label, "phase": "sequential", "calls": o.calls, "in_flight": 1,
+            "seconds": seq.seconds, "calls_per_sec": seq.rate,
+            "p50_us": seq.p50_us, "p99_us": seq.p99_us,
+            "server_cpu_us_per_call": seq.cpu_us, "initialize_ms": init_ms, "server": server})
+    );
+    let cpu_mid = cpu_ms(pid)?;
+    let start = Instant::now();
+    client
+        .concurrent(&o.tool, &o.args, o.calls, o.in_flight)
+        .await?;
+    let par_secs = start.elapsed().as_secs_f64();
+    let par_rate = o.calls as f64 / par_secs;
+    let par_cpu_us = (cpu_ms(pid)? - cpu_mid) * 1e3 / o.calls as f64;
+    println!(
+        "{}",
+        json!({"label": o.label, "phase": "in_flight", "calls": o.calls,
+            "in_flight": o.in_flight, "seconds": par_secs, "calls_per_sec": par_rate,
+            "server_cpu_us_per_call": par_cpu_us})
+    );
+    let (hwm, rss) = memory_kib(pid)?;
+    println!(
+        "{}",
+        json!({"label": o.label, "phase": "memory", "pid": pid, "vm_hwm_kib": hwm,
+            "vm_rss_kib": rss})
+    );
+    eprintln!(
+        "{}: {:.0} calls/s sequential (p50 {:.0} us, p99 {:.0} us, server CPU {:.0} us/call), \
+         {:.0} calls/s with {} in flight (server CPU {:.0} us/call), {} calls each; peak RSS \
+         {:.1} MiB (now {:.1} MiB); initialize {:.1} ms",
+        o.label,
+        seq.rate,
+        seq.p50_us,
+        seq.p99_us,
+        seq.cpu_us,
+        par_rate,
+        o.in_flight,
+        par_cpu_us,
+        o.calls,
+        hwm as f64 / 1024.0,
+        rss as f64 / 1024.0,
+        init_ms
+    );
+    Ok(())
+}
+
+/// A client on the server's pipes.
+fn connect(o: &Options, child: &mut Child) -> Res<Client> {
     let stdin = child.stdin.take().ok_or("no stdin pipe")?;
     let stdout = child.stdout.take().ok_or("no stdout pipe")?;
-    let mut client = Client {
+    Ok(Client {
         stdin: Arc::new(Mutex::new(stdin)),
         lines: Lines {
             reader: BufReader::with_capacity(1 << 20, stdout),
@@ -368,8 +421,11 @@ async fn run(o: Options, child: &mut Child) -> Res<()> {
         },
         next_id: 0,
         expect: o.expect.clone(),
-    };
+    })
+}
 
+/// The handshake: how long `initialize` took (ms) and the server's `serverInfo`.
+async fn initialize(client: &mut Client) -> Res<(f64, Value)> {
     let started = Instant::now();
     let init = client
         .call(
@@ -391,63 +447,32 @@ async fn run(o: Options, child: &mut Child) -> Res<()> {
         &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     )
     .await?;
+    Ok((init_ms, server))
+}
 
-    client.sequential(&o.tool, &o.args, o.warmup).await?;
+/// What the sequential phase measured.
+struct Sequential {
+    seconds: f64,
+    rate: f64,
+    p50_us: f64,
+    p99_us: f64,
+    cpu_us: f64,
+}
 
+/// `o.calls` calls one after the other.
+async fn sequential_phase(o: &Options, client: &mut Client, pid: u32) -> Res<Sequential> {
     let cpu_start = cpu_ms(pid)?;
     let start = Instant::now();
     let mut latencies = client.sequential(&o.tool, &o.args, o.calls).await?;
-    let seq_secs = start.elapsed().as_secs_f64();
+    let seconds = start.elapsed().as_secs_f64();
     latencies.sort_unstable();
-    let seq_rate = o.calls as f64 / seq_secs;
-    let cpu_mid = cpu_ms(pid)?;
-    let seq_cpu_us = (cpu_mid - cpu_start) * 1e3 / o.calls as f64;
-    println!(
-        "{}",
-        json!({"label": o.label, "phase": "sequential", "calls": o.calls, "in_flight": 1,
-            "seconds": seq_secs, "calls_per_sec": seq_rate,
-            "p50_us": percentile(&latencies, 0.5), "p99_us": percentile(&latencies, 0.99),
-            "server_cpu_us_per_call": seq_cpu_us, "initialize_ms": init_ms, "server": server})
-    );
-
-    let start = Instant::now();
-    client
-        .concurrent(&o.tool, &o.args, o.calls, o.in_flight)
-        .await?;
-    let par_secs = start.elapsed().as_secs_f64();
-    let par_rate = o.calls as f64 / par_secs;
-    let par_cpu_us = (cpu_ms(pid)? - cpu_mid) * 1e3 / o.calls as f64;
-    println!(
-        "{}",
-        json!({"label": o.label, "phase": "in_flight", "calls": o.calls,
-            "in_flight": o.in_flight, "seconds": par_secs, "calls_per_sec": par_rate,
-            "server_cpu_us_per_call": par_cpu_us})
-    );
-
-    let (hwm, rss) = memory_kib(pid)?;
-    println!(
-        "{}",
-        json!({"label": o.label, "phase": "memory", "pid": pid, "vm_hwm_kib": hwm,
-            "vm_rss_kib": rss})
-    );
-    eprintln!(
-        "{}: {:.0} calls/s sequential (p50 {:.0} us, p99 {:.0} us, server CPU {:.0} us/call), \
-         {:.0} calls/s with {} in flight (server CPU {:.0} us/call), {} calls each; peak RSS \
-         {:.1} MiB (now {:.1} MiB); initialize {:.1} ms",
-        o.label,
-        seq_rate,
-        percentile(&latencies, 0.5),
-        percentile(&latencies, 0.99),
-        seq_cpu_us,
-        par_rate,
-        o.in_flight,
-        par_cpu_us,
-        o.calls,
-        hwm as f64 / 1024.0,
-        rss as f64 / 1024.0,
-        init_ms
-    );
-    Ok(())
+    Ok(Sequential {
+        seconds,
+        rate: o.calls as f64 / seconds,
+        p50_us: percentile(&latencies, 0.5),
+        p99_us: percentile(&latencies, 0.99),
+        cpu_us: (cpu_ms(pid)? - cpu_start) * 1e3 / o.calls as f64,
+    })
 }
 
 #[tokio::main(flavor = "current_thread")]

@@ -21,21 +21,31 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// How toolbelt reaches a server.
 pub enum Transport {
+    /// A child process speaking JSON-RPC on its stdin and stdout.
     Stdio {
+        /// The program.
         command: String,
+        /// Its arguments.
         args: Vec<String>,
+        /// Variables added to its environment.
         env: BTreeMap<String, String>,
         /// Already resolved against the project root.
         cwd: PathBuf,
     },
+    /// Streamable HTTP (`httpUrl`).
     StreamableHttp {
+        /// The endpoint.
         url: String,
+        /// Headers sent with every request (credentials are redacted in messages).
         headers: BTreeMap<String, String>,
     },
     /// The 2024-11-05 HTTP+SSE transport.
     Sse {
+        /// The event-stream URL.
         url: String,
+        /// Headers sent with every request (credentials are redacted in messages).
         headers: BTreeMap<String, String>,
     },
     /// A server that lives in the client of a stream-JSON session (`sdkMcpServers`),
@@ -43,11 +53,13 @@ pub enum Transport {
     Sdk {
         /// The server's name in the client.
         server: String,
+        /// The channel the messages travel on, through the binary.
         channel: crate::sdk::SdkChannel,
     },
 }
 
 impl Transport {
+    /// `stdio`, `http`, `sse` or `sdk`, for listings.
     pub fn kind(&self) -> &'static str {
         match self {
             Transport::Stdio { .. } => "stdio",
@@ -95,17 +107,24 @@ impl Transport {
 /// One server, ready to connect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
+    /// The entry's name in `mcpServers`, in tool names `mcp__<alias>__<tool>`.
     pub alias: String,
+    /// How to reach it.
     pub transport: Transport,
+    /// How long connecting (start and handshake) may take.
     pub connect_timeout: Duration,
+    /// How long one tool call may take.
     pub call_timeout: Duration,
     /// Calls run without confirmation; the server's annotations are believed.
     pub trust: bool,
     /// The server's annotations are believed (`readOnlyHint` tools run unasked, as
     /// reads); its other tools still ask.
     pub trust_annotations: bool,
+    /// Only these tools are offered (`includeTools`); all when `None`.
     pub include_tools: Option<Vec<String>>,
+    /// These tools are never offered (`excludeTools`).
     pub exclude_tools: Vec<String>,
+    /// The person's description of the server, for listings.
     pub description: Option<String>,
 }
 
@@ -190,7 +209,9 @@ impl ServerConfig {
 /// A server that could not even be configured.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigProblem {
+    /// The entry's name in `mcpServers`.
     pub alias: String,
+    /// Why it could not be read.
     pub reason: String,
 }
 

@@ -38,13 +38,15 @@ use crate::start::{Client, start};
 use crate::tool::McpTool;
 
 /// How many times a call tries to start a server that died before giving up.
-pub const RECONNECT_ATTEMPTS: u32 = 3;
+pub(crate) const RECONNECT_ATTEMPTS: u32 = 3;
 
 /// Where a server stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ServerStatus {
+    /// Starting or doing the handshake.
     Connecting,
+    /// Handshake done; tools listed.
     Connected,
     /// Why it is not usable.
     Failed(String),
@@ -79,6 +81,7 @@ enum Unavailable {
     Failed(String),
 }
 
+/// One server: its rmcp client, status and tools, restarted after a crash.
 pub struct McpConnection {
     config: ServerConfig,
     /// The server's stderr (stdio servers), never shown to the model.
@@ -95,6 +98,7 @@ pub struct McpConnection {
 }
 
 impl McpConnection {
+    /// A connection to `config`, not yet made; stdio stderr goes under `log_dir`, list changes are announced on `changes`.
     pub fn new(
         config: ServerConfig,
         log_dir: &Path,
@@ -126,18 +130,22 @@ impl McpConnection {
         })
     }
 
+    /// The configuration it was made from.
     pub fn config(&self) -> &ServerConfig {
         &self.config
     }
 
+    /// The server's alias.
     pub fn alias(&self) -> &str {
         &self.config.alias
     }
 
+    /// Where a stdio server's stderr goes.
     pub fn log_path(&self) -> &Path {
         &self.log_path
     }
 
+    /// Where it stands now.
     pub fn status(&self) -> ServerStatus {
         self.status
             .lock()
@@ -530,7 +538,7 @@ fn service_error_text(e: &ServiceError) -> String {
 }
 
 /// `2 s`, `1.5 s`, `10 min`.
-pub fn human_duration(d: Duration) -> String {
+pub(crate) fn human_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if ms.is_multiple_of(60_000) && ms >= 60_000 {
         format!("{} min", ms / 60_000)

@@ -9,7 +9,7 @@ use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use toolbelt_core::{Display, ErrorKind, Part, ToolError, ToolResult};
 
 /// Builds the result of `server`'s tool `tool`.
-pub fn to_tool_result(server: &str, tool: &str, result: CallToolResult) -> ToolResult {
+pub(crate) fn to_tool_result(server: &str, tool: &str, result: CallToolResult) -> ToolResult {
     let mut parts = Vec::new();
     let mut display = Vec::new();
     let has_text = result

@@ -13,7 +13,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use toolbelt_core::OutputSink;
 
 #[derive(Clone)]
-pub struct ServerEvents {
+pub(crate) struct ServerEvents {
     alias: String,
     /// Live-output sinks of running calls, by the progress token of their request.
     progress: Arc<Mutex<HashMap<ProgressToken, OutputSink>>>,
@@ -22,7 +22,7 @@ pub struct ServerEvents {
 }
 
 impl ServerEvents {
-    pub fn new(alias: &str, changes: UnboundedSender<String>) -> Self {
+    pub(crate) fn new(alias: &str, changes: UnboundedSender<String>) -> Self {
         ServerEvents {
             alias: alias.to_string(),
             progress: Default::default(),
@@ -30,13 +30,13 @@ impl ServerEvents {
         }
     }
 
-    pub fn watch_progress(&self, token: ProgressToken, sink: OutputSink) {
+    pub(crate) fn watch_progress(&self, token: ProgressToken, sink: OutputSink) {
         if sink.is_listening() {
             self.routes().insert(token, sink);
         }
     }
 
-    pub fn unwatch_progress(&self, token: &ProgressToken) {
+    pub(crate) fn unwatch_progress(&self, token: &ProgressToken) {
         self.routes().remove(token);
     }
 

@@ -4,18 +4,18 @@
 //!
 //! # Brief overview
 //!
-//! [`config`] reads `mcpServers` (plus `--mcp-config` and `mcp.serverCommand`) into one
+//! `config` reads `mcpServers` (plus `--mcp-config` and `mcp.serverCommand`) into one
 //! [`ServerConfig`] per server. [`McpServers::connect_all`] starts every server at once,
 //! each within its own connect timeout, so the wait is the slowest healthy server or the
 //! timeout, never the sum, and a server that fails or hangs is reported with its reason
 //! while the others carry on. Each server is an [`McpConnection`] (rmcp client, status,
 //! tools, restart after a crash); each of its tools is an [`McpTool`] registered as
-//! `mcp__<alias>__<tool>`. Results are mapped to toolbelt parts in [`content`].
+//! `mcp__<alias>__<tool>`. Results are mapped to toolbelt parts in `content`.
 //!
 //! Transports: stdio (rmcp's child-process transport; the server's stderr goes to a log
 //! file in the directory the caller names, never into answers, statuses or errors),
 //! Streamable HTTP (rmcp's transport on our reqwest client), and the legacy HTTP+SSE
-//! transport ([`sse`], our own: rmcp has none). HTTP clients follow redirects only within
+//! transport (`sse`, our own: rmcp has none). HTTP clients follow redirects only within
 //! the configured origin, so configured headers never reach another host.
 //!
 //! # Secrets
@@ -28,7 +28,7 @@
 //!
 //! A server's tool annotations are claims. `readOnlyHint` makes a tool run unasked (as a
 //! read) only when the person's settings trust the server (`trust: true` or
-//! `trustAnnotations: true`); see [`tool`].
+//! `trustAnnotations: true`); see `tool`.
 //!
 //! # Tool-list changes
 //!
@@ -48,6 +48,8 @@
 //!
 //! Only this crate knows MCP JSON: everything leaves it as core types.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -56,17 +58,20 @@ use futures::future::join_all;
 use tokio::sync::mpsc;
 use toolbelt_core::{Origin, ToolRegistry};
 
-pub mod config;
-pub mod connection;
-pub mod content;
-pub mod events;
+mod config;
+mod connection;
+mod content;
+mod events;
 pub mod sdk;
 pub mod serve;
-pub mod sse;
+mod sse;
 mod start;
-pub mod tool;
+mod tool;
 
-pub use config::{ConfigProblem, ServerConfig, Transport, configured_servers, parse_mcp_config};
+pub use config::{
+    ConfigProblem, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ServerConfig, Transport,
+    configured_servers, parse_mcp_config,
+};
 pub use connection::{McpConnection, ServerStatus};
 pub use tool::McpTool;
 
@@ -80,10 +85,13 @@ pub struct McpServers {
 /// One server as `toolbelt mcp list` shows it.
 #[derive(Debug, Clone)]
 pub struct ServerReport {
+    /// The entry's name in `mcpServers`.
     pub alias: String,
     /// `stdio`, `http`, `sse`, or `-` for an entry that could not be read.
     pub transport: String,
+    /// The command line or URL.
     pub target: String,
+    /// Where it stands.
     pub status: ServerStatus,
     /// `(model-facing name, name on the server, description)`.
     pub tools: Vec<(String, String, String)>,
@@ -123,6 +131,7 @@ impl McpServers {
         }
     }
 
+    /// Every connection, in configuration order.
     pub fn connections(&self) -> &[Arc<McpConnection>] {
         &self.connections
     }

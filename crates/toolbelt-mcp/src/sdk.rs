@@ -54,6 +54,7 @@ impl Eq for SdkChannel {}
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
+/// A message that could not travel over the channel.
 pub struct SdkError(String);
 
 /// The rmcp transport of one SDK MCP server.
@@ -65,6 +66,7 @@ pub struct SdkTransport {
 }
 
 impl SdkTransport {
+    /// The transport of the SDK server `server`, over `channel`.
     pub fn new(server: &str, channel: &SdkChannel) -> Self {
         let channel = channel.0.clone();
         let (tx, rx) = mpsc::unbounded_channel();

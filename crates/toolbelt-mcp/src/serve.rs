@@ -9,14 +9,14 @@
 //! connection is a [`ToolbeltServer`] (rmcp's `ServerHandler`) holding one
 //! [`Scheduler`] per toolset, so a `tools/call` goes through exactly the flow of a model's
 //! function call: lookup, argument checks, rules, approval mode, confirmation,
-//! execution, output limits. Results are mapped in [`wire`].
+//! execution, output limits. Results are mapped in `wire`.
 //!
 //! - **Confirmation**: the client is the one that asks. A call that needs it (by kind,
 //!   rules and mode) becomes `elicitation/create` when the client declared elicitation
-//!   ([`approve`]); otherwise it is refused with an `isError` result that says how to
+//!   (`approve`); otherwise it is refused with an `isError` result that says how to
 //!   allow it. Read-only tools never ask (unless an explicit `ask` rule says so).
 //! - **Long calls**: live output becomes `notifications/progress` when the request has a
-//!   progress token ([`progress`]); `notifications/cancelled` cancels the call's token,
+//!   progress token (`progress`); `notifications/cancelled` cancels the call's token,
 //!   which kills its processes.
 //! - **Roots**: when the client offers `roots`, they are the workspace (read lazily, on the
 //!   first request that needs the tools, and again after
@@ -33,7 +33,7 @@
 //! File changes of all connections are serialised (one `edit`/`write_file` at a time per
 //! process): two clients editing one file must not lose either change. Reads, searches
 //! and commands run side by side. A change that asks its person gives the turn back
-//! while the question is open ([`turns`]), so a slow answer holds back no other client;
+//! while the question is open (`turns`), so a slow answer holds back no other client;
 //! what changed meanwhile is caught by the edit tools' own check.
 
 // Logging and roots are deprecated by rmcp for the 2026-07-28 revision only, which this
@@ -41,20 +41,23 @@
 // they are the protocol.
 #![allow(deprecated)]
 
-pub mod approve;
-pub mod busy_poll;
-pub mod coalesce;
+mod approve;
+mod busy_poll;
+mod coalesce;
 pub mod http;
-pub mod progress;
-pub mod stdio_input;
-pub mod turns;
-pub mod wire;
+mod progress;
+mod stdio_input;
+mod turns;
+mod wire;
+
+pub use busy_poll::before_park;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, ErrorData,
@@ -69,7 +72,7 @@ use toolbelt_core::scheduler::{
     ApprovalMode, Approver, NobodyToAsk, Permissions, Scheduler, SchedulerConfig, ToolCallRequest,
     TurnInfo,
 };
-use toolbelt_core::{BoxFuture, Kind, Registration, ToolEnvironment, ToolRegistry};
+use toolbelt_core::{Kind, Registration, ToolEnvironment, ToolRegistry};
 
 use approve::{ElicitationApprover, Remembered};
 use progress::ProgressWatch;

@@ -11,7 +11,7 @@
 //! refused, and redirects are followed only within the origin. Otherwise a server (or
 //! whoever controls its responses) could have our credentials sent anywhere.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use futures::StreamExt;
 use reqwest::header::HeaderMap;
@@ -19,12 +19,13 @@ use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::mpsc;
+use toolbelt_sse::{Event, SseDecoder};
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct SseError(String);
+pub(crate) struct SseError(String);
 
-pub struct SseTransport {
+pub(crate) struct SseTransport {
     client: reqwest::Client,
     headers: HeaderMap,
     endpoint: reqwest::Url,
@@ -40,7 +41,10 @@ impl Drop for SseTransport {
 
 impl SseTransport {
     /// Opens the event stream and waits for the `endpoint` event.
-    pub async fn connect(url: &str, headers: &BTreeMap<String, String>) -> Result<Self, String> {
+    pub(crate) async fn connect(
+        url: &str,
+        headers: &BTreeMap<String, String>,
+    ) -> Result<Self, String> {
         let base = reqwest::Url::parse(url).map_err(|e| format!("invalid url {url:?}: {e}"))?;
         let header_map = crate::start::header_map(headers)?;
         let client = crate::start::same_origin_client()?;
@@ -147,61 +151,30 @@ impl Transport<RoleClient> for SseTransport {
     }
 }
 
-struct Event {
-    name: String,
-    data: String,
-}
-
-/// A minimal Server-Sent Events parser: `event:` and `data:` fields, events ended by a
-/// blank line, `\r\n` or `\n` line ends, comments (`:`) ignored.
+/// The event stream of the GET, decoded by `toolbelt-sse` as chunks arrive.
 struct EventStream {
     bytes: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
-    buffer: Vec<u8>,
+    decoder: SseDecoder,
+    ready: VecDeque<Event>,
 }
 
 impl EventStream {
     fn new(bytes: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>) -> Self {
         EventStream {
             bytes,
-            buffer: Vec::new(),
+            decoder: SseDecoder::default(),
+            ready: VecDeque::new(),
         }
     }
 
+    /// The next event; `None` when the stream ended or broke.
     async fn next_event(&mut self) -> Option<Event> {
-        let mut name = String::new();
-        let mut data: Vec<String> = Vec::new();
         loop {
-            while let Some(pos) = self.buffer.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = self.buffer.drain(..=pos).collect();
-                let line = String::from_utf8_lossy(&line);
-                let line = line.trim_end_matches(['\n', '\r']);
-                if line.is_empty() {
-                    if !data.is_empty() || !name.is_empty() {
-                        let name = if name.is_empty() {
-                            "message".to_string()
-                        } else {
-                            name
-                        };
-                        return Some(Event {
-                            name,
-                            data: data.join("\n"),
-                        });
-                    }
-                    continue;
-                }
-                if line.starts_with(':') {
-                    continue;
-                }
-                let (field, value) = line.split_once(':').unwrap_or((line, ""));
-                let value = value.strip_prefix(' ').unwrap_or(value);
-                match field {
-                    "event" => name = value.to_string(),
-                    "data" => data.push(value.to_string()),
-                    _ => {}
-                }
+            if let Some(event) = self.ready.pop_front() {
+                return Some(event);
             }
             match self.bytes.next().await {
-                Some(Ok(chunk)) => self.buffer.extend_from_slice(&chunk),
+                Some(Ok(chunk)) => self.ready.extend(self.decoder.feed(&chunk)),
                 _ => return None,
             }
         }

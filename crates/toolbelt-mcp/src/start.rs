@@ -19,6 +19,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 
+use toolbelt_process::GroupCommand;
+
 use crate::config::Transport;
 use crate::events::ServerEvents;
 use crate::sse::SseTransport;
@@ -55,7 +57,6 @@ pub(crate) async fn start(
                 ));
             }
             let stderr = open_log(log_path);
-            let mut cmd = tokio::process::Command::new(command);
             // rmcp kills a dropped child from a spawned task; if the runtime ends
             // first, that task is dropped instead, and only kill_on_drop still kills
             // a server that ignores its closed stdin. Its own process group lets a
@@ -63,16 +64,15 @@ pub(crate) async fn start(
             // The owner marker: if toolbelt dies without ending the server, the guardian
             // finds it (and what it started) by this.
             let owner = toolbelt_process::Owner::new();
-            cmd.args(args)
-                .envs(env)
-                .env(toolbelt_process::OWNER_VAR, owner.marker())
-                .current_dir(cwd)
-                .kill_on_drop(true)
-                .process_group(0);
-            let (child, _) = TokioChildProcess::builder(cmd)
+            let mut cmd = GroupCommand::new(command, &owner);
+            cmd.args(args).envs(env).current_dir(cwd);
+            let (child, _) = TokioChildProcess::builder(cmd.into_tokio(true))
                 .stderr(stderr)
                 .spawn()
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            if let Some(pid) = child.id() {
+                owner.started(pid);
+            }
             *starting_pid.lock().unwrap_or_else(PoisonError::into_inner) = child.id();
             events.clone().serve(child).await.map_err(handshake)
         }

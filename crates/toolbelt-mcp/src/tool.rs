@@ -14,15 +14,17 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 use toolbelt_core::registry::sanitize_tool_name;
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, PermissionSubject, Tool,
-    ToolError, ToolResult,
+    ConfirmationDetails, ExecContext, Invocation, Kind, PermissionSubject, Tool, ToolError,
+    ToolResult,
 };
 
 use crate::connection::McpConnection;
 
+/// One tool of an MCP server, registered as `mcp__<alias>__<tool>`.
 pub struct McpTool {
     connection: Arc<McpConnection>,
     name: String,
@@ -36,6 +38,7 @@ pub struct McpTool {
 }
 
 impl McpTool {
+    /// The tool `tool` as `connection`'s server described it.
     pub fn new(connection: Arc<McpConnection>, tool: rmcp::model::Tool) -> Self {
         let alias = connection.alias().to_string();
         let remote_name = tool.name.to_string();
@@ -69,6 +72,7 @@ impl McpTool {
         &self.remote_name
     }
 
+    /// The alias of its server.
     pub fn server(&self) -> &str {
         self.connection.alias()
     }

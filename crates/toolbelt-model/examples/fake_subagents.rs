@@ -41,15 +41,6 @@ async fn main() {
             .and_then(|d| d.parse().ok())
             .unwrap_or(0),
     );
-    let reply = |turn: ModelTurn| Reply::Delayed {
-        delay,
-        then: Box::new(Reply::Stream { turn, piece: 256 }),
-    };
-    let call = |id: String, name: &str, arguments: serde_json::Value| ToolCall {
-        id,
-        name: name.to_string(),
-        arguments: arguments.to_string(),
-    };
     let starts: Vec<ToolCall> = (0..agents)
         .map(|i| {
             call(
@@ -60,14 +51,20 @@ async fn main() {
         })
         .collect();
     let parent = vec![
-        reply(ModelTurn {
-            tool_calls: starts,
-            ..Default::default()
-        }),
-        reply(ModelTurn {
-            text: "All sub-agents are done.".into(),
-            ..Default::default()
-        }),
+        reply(
+            delay,
+            ModelTurn {
+                tool_calls: starts,
+                ..Default::default()
+            },
+        ),
+        reply(
+            delay,
+            ModelTurn {
+                text: "All sub-agents are done.".into(),
+                ..Default::default()
+            },
+        ),
     ];
     let server = match FakeOpenAi::start(parent).await {
         Ok(s) => s,
@@ -77,30 +74,65 @@ async fn main() {
         }
     };
     for i in 0..agents {
-        let mut script: Vec<Reply> = (0..calls)
-            .map(|c| {
-                reply(ModelTurn {
+        // A trailing `:` so BENCH-AGENT-1 is not found in BENCH-AGENT-10's prompt.
+        server.add_route(
+            &format!("BENCH-AGENT-{i}:"),
+            agent_script(i, calls, file, delay),
+        );
+    }
+    println!("{}", server.base_url());
+    if let Some(port_file) = value("--port-file") {
+        let _ = std::fs::write(port_file, server.base_url());
+    }
+    report_until_killed(&server, value("--report")).await;
+}
+
+/// One answer, held `delay`, streamed.
+fn reply(delay: Duration, turn: ModelTurn) -> Reply {
+    Reply::Delayed {
+        delay,
+        then: Box::new(Reply::Stream { turn, piece: 256 }),
+    }
+}
+
+fn call(id: String, name: &str, arguments: serde_json::Value) -> ToolCall {
+    ToolCall {
+        id,
+        name: name.to_string(),
+        arguments: arguments.to_string(),
+    }
+}
+
+/// Sub-agent `i`: `calls` `read_file` calls of `file`, one per turn, then its answer.
+fn agent_script(i: usize, calls: usize, file: &str, delay: Duration) -> Vec<Reply> {
+    let mut script: Vec<Reply> = (0..calls)
+        .map(|c| {
+            reply(
+                delay,
+                ModelTurn {
                     tool_calls: vec![call(
                         format!("a{i}c{c}"),
                         "read_file",
                         json!({"absolute_path": file}),
                     )],
                     ..Default::default()
-                })
-            })
-            .collect();
-        script.push(reply(ModelTurn {
+                },
+            )
+        })
+        .collect();
+    script.push(reply(
+        delay,
+        ModelTurn {
             text: format!("Agent {i} read the file {calls} times."),
             ..Default::default()
-        }));
-        // A trailing `:` so BENCH-AGENT-1 is not found in BENCH-AGENT-10's prompt.
-        server.add_route(&format!("BENCH-AGENT-{i}:"), script);
-    }
-    println!("{}", server.base_url());
-    if let Some(port_file) = value("--port-file") {
-        let _ = std::fs::write(port_file, server.base_url());
-    }
-    let report = value("--report");
+        },
+    ));
+    script
+}
+
+/// Rewrites `report` (when given) with the request count and the violations after every
+/// request, forever.
+async fn report_until_killed(server: &FakeOpenAi, report: Option<String>) {
     let mut seen = usize::MAX;
     loop {
         let n = server.request_count();

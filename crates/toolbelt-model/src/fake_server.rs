@@ -33,39 +33,59 @@ use crate::{FinishReason, ModelTurn, ToolCall};
 #[derive(Debug, Clone)]
 pub enum Reply {
     /// A streamed turn, written in pieces of `piece` bytes.
-    Stream { turn: ModelTurn, piece: usize },
+    Stream {
+        /// The turn.
+        turn: ModelTurn,
+        /// Bytes per write.
+        piece: usize,
+    },
     /// This SSE text, exactly, then a clean end (for malformed streams).
     RawStream(String),
     /// The start of a streamed turn (`bytes` of it), then the connection is dropped.
-    Drop { turn: ModelTurn, bytes: usize },
+    Drop {
+        /// The turn.
+        turn: ModelTurn,
+        /// How many of its bytes are sent.
+        bytes: usize,
+    },
     /// A whole JSON response (for clients that do not stream).
     Whole(ModelTurn),
     /// Waits until `parties` requests (this one included) have reached the rendezvous
     /// `name`, then answers `then`. Not reached within ten seconds: a violation, and
     /// `then` anyway.
     Rendezvous {
+        /// The rendezvous' name.
         name: String,
+        /// How many requests meet there.
         parties: usize,
+        /// The answer once they have.
         then: Box<Reply>,
     },
     /// `then`, after `delay` (a model's thinking time, for benchmarks).
     Delayed {
+        /// How long to wait.
         delay: std::time::Duration,
+        /// The answer after it.
         then: Box<Reply>,
     },
     /// An HTTP error with a JSON error body.
     Status {
+        /// The HTTP status.
         status: u16,
+        /// A `Retry-After` header to send.
         retry_after: Option<String>,
+        /// The error message in the body.
         message: String,
     },
 }
 
 impl Reply {
+    /// A streamed `turn`, in one piece.
     pub fn turn(turn: ModelTurn) -> Reply {
         Reply::Stream { turn, piece: 7 }
     }
 
+    /// A streamed text answer.
     pub fn text(text: &str) -> Reply {
         Reply::turn(ModelTurn {
             text: text.to_string(),
@@ -82,6 +102,7 @@ impl Reply {
         }
     }
 
+    /// An HTTP error `status` with `message`.
     pub fn status(status: u16, message: &str) -> Reply {
         Reply::Status {
             status,
@@ -94,8 +115,11 @@ impl Reply {
 /// One request as received.
 #[derive(Debug, Clone)]
 pub struct Recorded {
+    /// The request path.
     pub path: String,
+    /// The `Authorization` header, if sent.
     pub authorization: Option<String>,
+    /// The JSON body.
     pub body: Value,
     /// The marker of the route that answered; `None` for the main script.
     pub route: Option<String>,
@@ -128,6 +152,7 @@ struct Shared {
     rendezvous: std::collections::HashMap<String, usize>,
 }
 
+/// The scripted server; ends when dropped.
 pub struct FakeOpenAi {
     addr: SocketAddr,
     shared: Arc<Mutex<Shared>>,
@@ -141,10 +166,12 @@ impl Drop for FakeOpenAi {
 }
 
 impl FakeOpenAi {
+    /// Starts on a free port of 127.0.0.1, answering `replies` in order.
     pub async fn start(replies: Vec<Reply>) -> std::io::Result<Self> {
         Self::start_on("127.0.0.1:0", replies).await
     }
 
+    /// Starts on `addr`, answering `replies` in order.
     pub async fn start_on(addr: &str, replies: Vec<Reply>) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
@@ -204,6 +231,7 @@ impl FakeOpenAi {
         }
     }
 
+    /// Every request received so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared
             .lock()
@@ -224,6 +252,7 @@ impl FakeOpenAi {
         self.shared.lock().map(|s| s.requests.len()).unwrap_or(0)
     }
 
+    /// What was wrong with the requests (each tool call answered exactly once, and so on).
     pub fn violations(&self) -> Vec<String> {
         self.shared
             .lock()
@@ -281,17 +310,7 @@ async fn handle(
     let Some((head, body)) = read_request(&mut stream).await? else {
         return Ok(());
     };
-    let mut lines = head.lines();
-    let request_line = lines.next().unwrap_or_default().to_string();
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or_default()
-        .to_string();
-    let authorization = lines
-        .filter_map(|l| l.split_once(':'))
-        .find(|(k, _)| k.trim().eq_ignore_ascii_case("authorization"))
-        .map(|(_, v)| v.trim().to_string());
+    let (request_line, path, authorization) = parse_head(&head);
     let reply = {
         let Ok(mut s) = shared.lock() else {
             return Ok(());
@@ -315,37 +334,7 @@ async fn handle(
         let route_name = route.map(|i| s.routes[i].marker.clone());
         let reply = match (&s.side_reply, has_tools) {
             (Some(side), false) => side.clone(),
-            _ => {
-                let shared = &mut *s;
-                let (sent, replies) = match route {
-                    Some(i) => {
-                        let r = &mut shared.routes[i];
-                        (&mut r.sent_calls, &mut r.replies)
-                    }
-                    None => (&mut shared.sent_calls, &mut shared.replies),
-                };
-                let problems = check_request(&body, sent);
-                let label = route_name
-                    .as_ref()
-                    .map(|r| format!("request {n} (route {r})"))
-                    .unwrap_or_else(|| format!("request {n}"));
-                let mut found = problems
-                    .into_iter()
-                    .map(|p| format!("{label}: {p}"))
-                    .collect::<Vec<_>>();
-                let reply = match replies.pop_front().or_else(|| shared.fallback.clone()) {
-                    Some(r) => r,
-                    None => {
-                        found.push(format!("{label}: the script has no reply left"));
-                        Reply::status(500, "the fake server's script is used up")
-                    }
-                };
-                if let Reply::Stream { turn, .. } | Reply::Whole(turn) = final_reply(&reply) {
-                    sent.extend(turn.tool_calls.iter().cloned());
-                }
-                shared.violations.extend(found);
-                reply
-            }
+            _ => scripted_reply(&mut s, &body, n, route),
         };
         s.requests.push(Recorded {
             path,
@@ -356,7 +345,68 @@ async fn handle(
         });
         reply
     };
-    // A rendezvous may lead to another: the reply waits at each in turn.
+    let reply = wait_at_rendezvous(shared, arrivals, reply).await;
+    write_reply(&mut stream, reply).await
+}
+
+/// The request line, its path and the `Authorization` header of a request's head.
+fn parse_head(head: &str) -> (String, String, Option<String>) {
+    let mut lines = head.lines();
+    let request_line = lines.next().unwrap_or_default().to_string();
+    let path = request_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    let authorization = lines
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("authorization"))
+        .map(|(_, v)| v.trim().to_string());
+    (request_line, path, authorization)
+}
+
+/// The next reply of the script (of `route`'s, when the request belongs to one), after
+/// checking the request against the calls sent so far.
+fn scripted_reply(s: &mut Shared, body: &Value, n: usize, route: Option<usize>) -> Reply {
+    let route_name = route.map(|i| s.routes[i].marker.clone());
+    let shared = s;
+    let (sent, replies) = match route {
+        Some(i) => {
+            let r = &mut shared.routes[i];
+            (&mut r.sent_calls, &mut r.replies)
+        }
+        None => (&mut shared.sent_calls, &mut shared.replies),
+    };
+    let problems = check_request(body, sent);
+    let label = route_name
+        .as_ref()
+        .map(|r| format!("request {n} (route {r})"))
+        .unwrap_or_else(|| format!("request {n}"));
+    let mut found = problems
+        .into_iter()
+        .map(|p| format!("{label}: {p}"))
+        .collect::<Vec<_>>();
+    let reply = match replies.pop_front().or_else(|| shared.fallback.clone()) {
+        Some(r) => r,
+        None => {
+            found.push(format!("{label}: the script has no reply left"));
+            Reply::status(500, "the fake server's script is used up")
+        }
+    };
+    if let Reply::Stream { turn, .. } | Reply::Whole(turn) = final_reply(&reply) {
+        sent.extend(turn.tool_calls.iter().cloned());
+    }
+    shared.violations.extend(found);
+    reply
+}
+
+/// Waits at each rendezvous `reply` leads to (one may lead to another); the reply after
+/// the last.
+async fn wait_at_rendezvous(
+    shared: &Mutex<Shared>,
+    arrivals: &tokio::sync::watch::Sender<u64>,
+    reply: Reply,
+) -> Reply {
     let mut reply = reply;
     while let Reply::Rendezvous {
         name,
@@ -388,7 +438,7 @@ async fn handle(
         }
         reply = *then;
     }
-    write_reply(&mut stream, reply).await
+    reply
 }
 
 /// What a reply finally answers with (a rendezvous answers with its `then`).
@@ -616,6 +666,24 @@ pub fn check_request(body: &Value, sent: &[ToolCall]) -> Vec<String> {
     {
         problems.push("no model named".to_string());
     }
+    check_tools(body, &mut problems);
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        problems.push("no messages array".to_string());
+        return problems;
+    };
+    let seen_calls = check_conversation(messages, &mut problems);
+    if seen_calls != sent {
+        problems.push(format!(
+            "the conversation's tool calls {:?} differ from the ones the server sent {:?}",
+            ids(&seen_calls),
+            ids(sent)
+        ));
+    }
+    problems
+}
+
+/// The request's tools: at most 128, names of 1 to 64 characters, a forced one offered.
+fn check_tools(body: &Value, problems: &mut Vec<String>) {
     let tools = body.get("tools").and_then(Value::as_array);
     if let Some(tools) = tools {
         if tools.len() > 128 {
@@ -648,10 +716,11 @@ pub fn check_request(body: &Value, sent: &[ToolCall]) -> Vec<String> {
             ));
         }
     }
-    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
-        problems.push("no messages array".to_string());
-        return problems;
-    };
+}
+
+/// Every call answered once, in order, before the conversation goes on; returns the calls
+/// the conversation holds.
+fn check_conversation(messages: &[Value], problems: &mut Vec<String>) -> Vec<ToolCall> {
     let mut open: VecDeque<String> = VecDeque::new();
     let mut answered: HashSet<String> = HashSet::new();
     let mut seen_calls: Vec<ToolCall> = Vec::new();
@@ -709,14 +778,7 @@ pub fn check_request(body: &Value, sent: &[ToolCall]) -> Vec<String> {
     if let Some(id) = open.front() {
         problems.push(format!("call '{id}' is never answered"));
     }
-    if seen_calls != sent {
-        problems.push(format!(
-            "the conversation's tool calls {:?} differ from the ones the server sent {:?}",
-            ids(&seen_calls),
-            ids(sent)
-        ));
-    }
-    problems
+    seen_calls
 }
 
 fn ids(calls: &[ToolCall]) -> Vec<String> {

@@ -17,11 +17,13 @@
 //! Feature `fake-server`: a scripted OpenAI-compatible server on 127.0.0.1 that checks
 //! every request it receives, for tests and benchmarks.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::fmt;
 
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::BoxFuture;
 
 mod openai;
 mod replay;
@@ -39,31 +41,43 @@ pub use retry::RetryPolicy;
 /// One message of the conversation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
+    /// The system prompt.
     System(String),
+    /// What the person (or the run) says: text and images.
     User(Vec<UserPart>),
+    /// An answer of the model.
     Assistant {
+        /// Its text.
         text: String,
+        /// The tool calls it asked for.
         tool_calls: Vec<ToolCall>,
     },
     /// The result of one tool call, as text.
     Tool {
+        /// The id of the call answered.
         call_id: String,
+        /// The result's text.
         text: String,
     },
 }
 
 impl Message {
+    /// A user message of one text part.
     pub fn user_text(text: impl Into<String>) -> Self {
         Message::User(vec![UserPart::Text(text.into())])
     }
 }
 
 #[derive(Debug, Clone, PartialEq)]
+/// One part of a user message.
 pub enum UserPart {
+    /// Text.
     Text(String),
     /// Sent as a `data:` URL to models that take images.
     Image {
+        /// The image's MIME type.
         mime_type: String,
+        /// The image's bytes.
         data: Vec<u8>,
     },
 }
@@ -71,7 +85,9 @@ pub enum UserPart {
 /// A function call the model asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCall {
+    /// The id the result must name.
     pub id: String,
+    /// The tool's name.
     pub name: String,
     /// The argument text as the model sent it (possibly not even JSON).
     pub arguments: String,
@@ -80,24 +96,20 @@ pub struct ToolCall {
 /// A tool as the model is told about it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
+    /// The registered name.
     pub name: String,
+    /// What it does, for the model.
     pub description: String,
+    /// JSON Schema of the arguments.
     pub parameters: serde_json::Value,
 }
 
-impl From<toolbelt_core::registry::FunctionDeclaration> for ToolSpec {
-    fn from(d: toolbelt_core::registry::FunctionDeclaration) -> Self {
-        ToolSpec {
-            name: d.name,
-            description: d.description,
-            parameters: d.parameters,
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Default)]
+/// One request to the model.
 pub struct ModelRequest {
+    /// The conversation so far.
     pub messages: Vec<Message>,
+    /// The tools the model may call.
     pub tools: Vec<ToolSpec>,
     /// The tool the model must call in this request (`tool_choice` naming it), as VS
     /// Code's loop forces each `#reference`d tool once. `None`: the model chooses.
@@ -109,16 +121,21 @@ pub struct ModelRequest {
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
     #[default]
+    /// The answer is complete.
     Stop,
+    /// The model asks for tool calls.
     ToolCalls,
     /// The output token limit cut the reply off.
     Length,
+    /// A content filter cut the reply.
     ContentFilter,
     #[serde(untagged)]
+    /// A reason this crate does not know, as sent.
     Other(String),
 }
 
 impl FinishReason {
+    /// The reason a server sent (`stop`, `tool_calls`, ...).
     pub fn from_wire(s: &str) -> Self {
         match s {
             "stop" | "end_turn" => FinishReason::Stop,
@@ -133,12 +150,16 @@ impl FinishReason {
 /// Token counts of one request, as the server reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
+    /// Tokens of the request.
     pub prompt_tokens: u64,
+    /// Tokens of the answer.
     pub completion_tokens: u64,
+    /// Both.
     pub total_tokens: u64,
 }
 
 impl Usage {
+    /// Adds `other`'s counts (a run's total over its requests).
     pub fn add(&mut self, other: Usage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
@@ -149,9 +170,13 @@ impl Usage {
 /// One answer of the model.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelTurn {
+    /// The answer text.
     pub text: String,
+    /// The tool calls asked for, in order.
     pub tool_calls: Vec<ToolCall>,
+    /// Why the model stopped.
     pub finish_reason: FinishReason,
+    /// Token counts, when the server sent them.
     pub usage: Option<Usage>,
 }
 
@@ -162,22 +187,39 @@ pub enum ModelError {
     /// The server refused the request and retrying will not help (bad request, bad key,
     /// unknown model or endpoint). Carries the server's own message.
     #[error("the model server refused the request (HTTP {status}): {message}")]
-    Rejected { status: u16, message: String },
+    Rejected {
+        /// The HTTP status.
+        status: u16,
+        /// The server's message.
+        message: String,
+    },
     /// Every attempt failed with a retryable error.
     #[error("the model server failed {attempts} times; last error: {last}")]
-    Unavailable { attempts: u32, last: String },
+    Unavailable {
+        /// How many attempts were made.
+        attempts: u32,
+        /// The last attempt's error.
+        last: String,
+    },
     /// Nothing listens at a local address: the connection was refused, so retrying would
     /// only make the person wait. `origin` names what set the URL.
     #[error(
         "cannot reach the model server at {url}: the connection was refused (nothing listens there). The URL comes from {origin}; check that the server runs, or point it elsewhere"
     )]
-    Unreachable { url: String, origin: String },
+    Unreachable {
+        /// The URL tried.
+        url: String,
+        /// What set it (a flag, a variable, a settings file).
+        origin: String,
+    },
     #[error("the model request was cancelled")]
+    /// The run was cancelled while waiting for the model.
     Cancelled,
     /// The replay script has no answer for this request, or cannot be read.
     #[error("replay: {0}")]
     Replay(String),
     #[error("{0}")]
+    /// The client cannot be set up (a bad URL, a header that cannot be sent).
     Config(String),
 }
 
@@ -190,12 +232,20 @@ pub enum StreamDelta {
     Text(String),
     /// A tool call begins: its position in the answer, id and name (as far as known).
     ToolCallStart {
+        /// Its position in the answer.
         index: u32,
+        /// Its id (empty until known).
         id: String,
+        /// The tool's name (empty until known).
         name: String,
     },
     /// More argument text of the tool call at `index`.
-    ToolCallArguments { index: u32, text: String },
+    ToolCallArguments {
+        /// The call's position in the answer.
+        index: u32,
+        /// The added text.
+        text: String,
+    },
     /// The request is tried again (the last attempt failed, perhaps mid-stream): what
     /// was streamed so far is void, and the answer streams again from its start.
     Restart,

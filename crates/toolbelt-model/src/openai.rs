@@ -8,23 +8,31 @@
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use reqwest::StatusCode;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::BoxFuture;
 
 use crate::retry::{RetryPolicy, parse_retry_after};
-use crate::sse::{SseDecoder, Step, TurnAssembler};
+use toolbelt_sse::SseDecoder;
+
+use crate::sse::{Step, TurnAssembler};
 use crate::wire::{self, Response};
 use crate::{FinishReason, Model, ModelError, ModelRequest, ModelTurn};
 
 #[derive(Debug, Clone)]
+/// How to reach an OpenAI-compatible server.
 pub struct OpenAiConfig {
     /// Up to and including the version, e.g. `https://api.openai.com/v1`.
     pub base_url: String,
+    /// Sent as a bearer token when present.
     pub api_key: Option<String>,
+    /// The model name sent in each request.
     pub model: String,
+    /// Whether to ask for a streamed answer.
     pub stream: bool,
+    /// How long a request, or a silence mid-stream, may last.
     pub request_timeout: Duration,
+    /// What is retried, and how often.
     pub retry: RetryPolicy,
     /// Whether inline images may be sent.
     pub takes_images: bool,
@@ -34,6 +42,7 @@ pub struct OpenAiConfig {
 }
 
 impl OpenAiConfig {
+    /// A configuration for `model` at `base_url`, with default limits and no key.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         OpenAiConfig {
             base_url: base_url.into(),
@@ -48,6 +57,7 @@ impl OpenAiConfig {
     }
 }
 
+/// The Chat Completions client.
 pub struct OpenAiClient {
     http: reqwest::Client,
     config: OpenAiConfig,
@@ -71,6 +81,7 @@ fn retry(reason: impl Into<String>) -> AttemptError {
 }
 
 impl OpenAiClient {
+    /// A client for `config`; fails when the HTTP client cannot be built.
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
         let http = reqwest::Client::builder()
             .connect_timeout(config.request_timeout.min(Duration::from_secs(30)))
@@ -179,15 +190,15 @@ impl OpenAiClient {
                 }
                 Ok(Some(Ok(bytes))) => bytes,
             };
-            for payload in decoder.feed(&piece) {
-                let step = turn.apply_streaming(&payload, on_delta).map_err(retry)?;
+            for event in decoder.feed(&piece) {
+                let step = turn.apply_streaming(&event.data, on_delta).map_err(retry)?;
                 if step == Step::Done {
                     return Ok(turn.into_turn());
                 }
             }
         }
-        if let Some(payload) = decoder.finish() {
-            turn.apply_streaming(&payload, on_delta).map_err(retry)?;
+        if let Some(event) = decoder.finish() {
+            turn.apply_streaming(&event.data, on_delta).map_err(retry)?;
         }
         if turn.is_complete() {
             Ok(turn.into_turn())

@@ -25,37 +25,45 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::BoxFuture;
 
 use crate::{FinishReason, Model, ModelError, ModelRequest, ModelTurn, ToolCall, Usage};
 
 /// Placeholder replaced by the workspace directory.
-pub const WORKSPACE_PLACEHOLDER: &str = "${WORKSPACE}";
+pub(crate) const WORKSPACE_PLACEHOLDER: &str = "${WORKSPACE}";
 
 /// One scripted model turn.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptTurn {
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// The answer text.
     pub text: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The calls the turn asks for.
     pub tool_calls: Vec<ScriptedCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Why it stopped; derived from the calls when absent.
     pub finish_reason: Option<FinishReason>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Token counts to report.
     pub usage: Option<Usage>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// One tool call of a scripted turn.
 pub struct ScriptedCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Its id; made up when absent.
     pub id: Option<String>,
+    /// The tool's name.
     pub name: String,
     #[serde(default)]
+    /// Its arguments (sent as their JSON text).
     pub arguments: Value,
     /// The script means this call to fail (a misspelt tool, a refused path).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -167,6 +175,7 @@ pub struct ReplayModel {
 }
 
 impl ReplayModel {
+    /// A model that answers with `script`, one turn per request; `name` is its model name.
     pub fn new(script: &[ScriptTurn], name: impl Into<String>) -> Self {
         let turns: Vec<ModelTurn> = script
             .iter()

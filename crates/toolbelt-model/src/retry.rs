@@ -13,10 +13,13 @@ use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// When and how often a failed request is tried again.
 pub struct RetryPolicy {
     /// Attempts in all, the first included.
     pub max_attempts: u32,
+    /// The first wait; it doubles each attempt.
     pub base_delay: Duration,
+    /// The longest wait between attempts.
     pub max_delay: Duration,
     /// The longest `Retry-After` honoured; a longer one is cut to this.
     pub max_retry_after: Duration,
@@ -55,7 +58,7 @@ impl RetryPolicy {
 
 /// `Retry-After` as seconds (the form rate limiters use). The HTTP-date form is not
 /// honoured; the computed backoff applies instead.
-pub fn parse_retry_after(value: &str) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     parse_retry_after_at(value, std::time::SystemTime::now())
 }
 

@@ -1,11 +1,6 @@
-//! Server-sent events: bytes in, `data:` payloads out; and the assembly of a streamed
-//! turn from its chunks.
-//!
-//! Bytes arrive split anywhere (inside a UTF-8 sequence, inside a JSON string, inside
-//! a tool call's arguments), so the decoder buffers until a line ends and an event ends
-//! at a blank line. Lines other than `data:` (comments, `event:`, `id:`, stray text) are
-//! ignored, as the SSE specification says. A `data:` payload that is not JSON is a
-//! corrupted stream: the caller retries the request.
+//! The assembly of a streamed turn from its chunks: the `data` of each server-sent event
+//! (decoded by `toolbelt-sse`, the one decoder toolbelt has) is one chunk. A payload that
+//! is not JSON is a corrupted stream: the caller retries the request.
 //!
 //! Tool calls arrive as deltas keyed by `index`: the first carries the id and the name,
 //! later ones pieces of the argument text. Some servers omit the index; then a delta
@@ -15,46 +10,6 @@ use std::collections::BTreeMap;
 
 use crate::wire::{Chunk, ToolCallDelta};
 use crate::{FinishReason, ModelTurn, ToolCall, Usage};
-
-/// Splits a byte stream into event payloads.
-#[derive(Debug, Default)]
-pub struct SseDecoder {
-    buffer: Vec<u8>,
-    data: Vec<String>,
-}
-
-impl SseDecoder {
-    /// Feeds bytes; returns the payloads of the events completed by them.
-    pub fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
-        self.buffer.extend_from_slice(bytes);
-        let mut events = Vec::new();
-        while let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.buffer.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&line);
-            let line = line.trim_end_matches(['\n', '\r']);
-            if line.is_empty() {
-                if !self.data.is_empty() {
-                    events.push(std::mem::take(&mut self.data).join("\n"));
-                }
-                continue;
-            }
-            if let Some(value) = line.strip_prefix("data:") {
-                self.data
-                    .push(value.strip_prefix(' ').unwrap_or(value).to_string());
-            }
-        }
-        events
-    }
-
-    /// The payload of an event the stream ended without a blank line after.
-    pub fn finish(&mut self) -> Option<String> {
-        let rest = String::from_utf8_lossy(&std::mem::take(&mut self.buffer)).into_owned();
-        if let Some(value) = rest.trim_end().strip_prefix("data:") {
-            self.data.push(value.trim_start().to_string());
-        }
-        (!self.data.is_empty()).then(|| std::mem::take(&mut self.data).join("\n"))
-    }
-}
 
 #[derive(Debug, Default)]
 struct PartialCall {
@@ -67,7 +22,7 @@ struct PartialCall {
 
 /// Builds a [`ModelTurn`] from chunks.
 #[derive(Debug, Default)]
-pub struct TurnAssembler {
+pub(crate) struct TurnAssembler {
     text: String,
     calls: BTreeMap<u32, PartialCall>,
     last_index: Option<u32>,
@@ -78,7 +33,7 @@ pub struct TurnAssembler {
 
 /// What one payload meant.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     Continue,
     Done,
 }
@@ -86,12 +41,12 @@ pub enum Step {
 impl TurnAssembler {
     /// Applies one payload. `Err` carries why the payload is unusable.
     #[cfg(test)]
-    pub fn apply(&mut self, payload: &str) -> Result<Step, String> {
+    pub(crate) fn apply(&mut self, payload: &str) -> Result<Step, String> {
         self.apply_streaming(payload, &|_| {})
     }
 
     /// [`TurnAssembler::apply`], telling `on_delta` what the payload added.
-    pub fn apply_streaming(
+    pub(crate) fn apply_streaming(
         &mut self,
         payload: &str,
         on_delta: crate::DeltaSink<'_>,
@@ -167,11 +122,11 @@ impl TurnAssembler {
     }
 
     /// Whether the stream said it was complete (`[DONE]` or a finish reason).
-    pub fn is_complete(&self) -> bool {
+    pub(crate) fn is_complete(&self) -> bool {
         self.done || self.finish.is_some()
     }
 
-    pub fn into_turn(self) -> ModelTurn {
+    pub(crate) fn into_turn(self) -> ModelTurn {
         let tool_calls: Vec<ToolCall> = self
             .calls
             .into_values()
@@ -211,24 +166,6 @@ fn shorten(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn events_split_anywhere_are_reassembled() {
-        let stream = "data: {\"a\":1}\n\n: comment\nevent: x\ndata: [DONE]\n\n";
-        for split in 1..stream.len() {
-            let mut d = SseDecoder::default();
-            let mut got = d.feed(&stream.as_bytes()[..split]);
-            got.extend(d.feed(&stream.as_bytes()[split..]));
-            assert_eq!(got, ["{\"a\":1}", "[DONE]"], "split at {split}");
-        }
-    }
-
-    #[test]
-    fn crlf_lines_and_a_missing_final_blank_line() {
-        let mut d = SseDecoder::default();
-        assert_eq!(d.feed(b"data: one\r\n\r\ndata: two"), ["one"]);
-        assert_eq!(d.finish().as_deref(), Some("two"));
-    }
 
     #[test]
     fn tool_calls_are_assembled_by_index() {

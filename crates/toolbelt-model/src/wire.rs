@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::{Message, ModelRequest, ToolCall, Usage, UserPart};
 
 /// The request body.
-pub fn request_body(model: &str, request: &ModelRequest, stream: bool) -> Value {
+pub(crate) fn request_body(model: &str, request: &ModelRequest, stream: bool) -> Value {
     let messages: Vec<Value> = request.messages.iter().map(message).collect();
     let mut body = json!({
         "model": model,
@@ -92,7 +92,7 @@ fn message(m: &Message) -> Value {
 /// One `data:` payload of a streamed response.
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct Chunk {
+pub(crate) struct Chunk {
     pub choices: Vec<ChunkChoice>,
     pub usage: Option<WireUsage>,
     pub error: Option<Value>,
@@ -100,7 +100,7 @@ pub struct Chunk {
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct ChunkChoice {
+pub(crate) struct ChunkChoice {
     pub index: u32,
     pub delta: Delta,
     pub finish_reason: Option<String>,
@@ -108,14 +108,14 @@ pub struct ChunkChoice {
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct Delta {
+pub(crate) struct Delta {
     pub content: Option<String>,
     pub tool_calls: Vec<ToolCallDelta>,
 }
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct ToolCallDelta {
+pub(crate) struct ToolCallDelta {
     pub index: Option<u32>,
     pub id: Option<String>,
     pub function: FunctionDelta,
@@ -123,7 +123,7 @@ pub struct ToolCallDelta {
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct FunctionDelta {
+pub(crate) struct FunctionDelta {
     pub name: Option<String>,
     pub arguments: Option<String>,
 }
@@ -153,42 +153,42 @@ impl From<WireUsage> for Usage {
 /// A whole (non-streamed) response.
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct Response {
+pub(crate) struct Response {
     pub choices: Vec<ResponseChoice>,
     pub usage: Option<WireUsage>,
 }
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct ResponseChoice {
+pub(crate) struct ResponseChoice {
     pub message: ResponseMessage,
     pub finish_reason: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct ResponseMessage {
+pub(crate) struct ResponseMessage {
     pub content: Option<String>,
     pub tool_calls: Vec<WireToolCall>,
 }
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct WireToolCall {
+pub(crate) struct WireToolCall {
     pub id: String,
     pub function: WireFunction,
 }
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct WireFunction {
+pub(crate) struct WireFunction {
     pub name: String,
     /// Text in OpenAI's format; some servers send an object instead.
     pub arguments: Value,
 }
 
 impl WireToolCall {
-    pub fn into_call(self, n: usize) -> ToolCall {
+    pub(crate) fn into_call(self, n: usize) -> ToolCall {
         let arguments = match self.function.arguments {
             Value::String(s) => s,
             Value::Null => String::new(),
@@ -208,7 +208,7 @@ impl WireToolCall {
 
 /// The message of an error body (`{"error": {"message": ...}}` and its variants), or
 /// the body itself, shortened.
-pub fn error_message(body: &str) -> String {
+pub(crate) fn error_message(body: &str) -> String {
     let from_json = serde_json::from_str::<Value>(body).ok().and_then(|v| {
         let e = v.get("error").unwrap_or(&v);
         e.get("message")

@@ -20,6 +20,9 @@
 //!   them itself (SIGKILL, an abort, an uncaught signal): a small process started with
 //!   the first owner that, at toolbelt's end, ends everything carrying its markers.
 //! - [`procfs`]: the few `/proc` fields all of this reads.
+//! - [`GroupCommand`]: the one way to start a child so that all of the above applies to
+//!   it: its own process group, the owner marker (set last, so no caller's environment
+//!   replaces it), the leader recorded in its [`Owner`].
 //!
 //! Killing goes through a pidfd where the kernel has one, after checking that the pid
 //! still names the process that was found (same start time), so a pid reused in the
@@ -30,15 +33,20 @@
 //! Linux only (`/proc`, `PR_SET_CHILD_SUBREAPER`), like the rest of toolbelt's process
 //! handling.
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod group;
 pub mod guardian;
 pub mod owner;
 pub mod procfs;
+mod spawn;
 
 pub use group::{
     KILL_GRACE, group_exists, live_members, signal_group, terminate_group,
     terminate_groups_blocking, wait_until_no_live_members,
 };
+pub use spawn::GroupCommand;
+
 pub use owner::{
     Leftover, OWNER_VAR, Owner, become_subreaper, end_descendants_blocking, kill_all_blocking,
 };

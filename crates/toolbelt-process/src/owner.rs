@@ -72,6 +72,7 @@ fn is_subreaper() -> bool {
 /// A process a call left running, as reported to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leftover {
+    /// Its process id.
     pub pid: u32,
     /// The short command name (`sleep`), empty when it could not be read.
     pub name: String,

@@ -8,10 +8,13 @@ use std::collections::HashMap;
 /// One process as `/proc/<pid>/stat` describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcStat {
+    /// Its process id.
     pub pid: u32,
     /// The state letter: `R`, `S`, `D`, `T`, `Z` (zombie), `X` (dead), ...
     pub state: char,
+    /// Its parent's pid (toolbelt for an orphan it adopted as subreaper).
     pub ppid: u32,
+    /// Its process group.
     pub pgid: u32,
     /// Clock ticks after boot at which the process started: with the pid, an identity
     /// that survives pid reuse.

@@ -72,7 +72,7 @@ fn main() -> ExitCode {
 /// and a second worker only adds wake-ups and hand-offs between cores (measured in
 /// BENCHMARKS.md). Large file reads and commands still run on the blocking pool, side by
 /// side. The thread watches its input briefly before it sleeps (`--busy-poll-us`, see
-/// `toolbelt_mcp::serve::busy_poll`).
+/// `toolbelt_mcp::serve::before_park`).
 /// Everything else gets a worker per core.
 fn runtime_builder(cli: &cli::Cli) -> tokio::runtime::Builder {
     match &cli.command {
@@ -82,7 +82,7 @@ fn runtime_builder(cli: &cli::Cli) -> tokio::runtime::Builder {
             let mut builder = tokio::runtime::Builder::new_current_thread();
             let window = std::time::Duration::from_micros(args.busy_poll_us);
             if !window.is_zero() {
-                builder.on_thread_park(move || toolbelt_mcp::serve::busy_poll::before_park(window));
+                builder.on_thread_park(move || toolbelt_mcp::serve::before_park(window));
             }
             builder
         }

@@ -1,7 +1,7 @@
 //! `toolbelt tools when EXPR [--context KEY=JSON ...]`: a when-clause evaluated against
 //! the session's context keys, as a declared tool's `when` will be.
 //!
-//! Keys: those of [`Session::when_context`]. A key nobody set is `undefined`, as in
+//! Keys: those of [`toolbelt_session::Session::when_context`]. A key nobody set is `undefined`, as in
 //! VS Code.
 
 use std::io::Write;

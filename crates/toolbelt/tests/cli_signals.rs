@@ -36,13 +36,22 @@ fn toolbelt(args: &[&str]) -> Run {
 
 /// [`toolbelt`] with `settings` as the user's settings file.
 fn toolbelt_with(args: &[&str], settings: Option<&serde_json::Value>) -> Run {
+    let files: Vec<(&str, String)> = settings
+        .map(|s| ("settings.json", s.to_string()))
+        .into_iter()
+        .collect();
+    toolbelt_with_files(args, &files)
+}
+
+/// [`toolbelt`] with `user_files` (name, text) in the user's `~/.qwen`.
+fn toolbelt_with_files(args: &[&str], user_files: &[(&str, String)]) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("project");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&root).unwrap();
     std::fs::create_dir_all(home.join(".qwen")).unwrap();
-    if let Some(settings) = settings {
-        std::fs::write(home.join(".qwen/settings.json"), settings.to_string()).unwrap();
+    for (name, text) in user_files {
+        std::fs::write(home.join(".qwen").join(name), text).unwrap();
     }
     let pid_file = root.join("sleep.pid");
     let child = Command::new("sh")
@@ -254,6 +263,45 @@ fn sigkill_while_an_mcp_server_starts_leaves_nothing_of_it_running() {
     let mut child = run.child;
     assert_eq!(child.wait().unwrap().signal(), Some(9));
     assert_ends(&sleep, "the MCP server's setsid sleep");
+}
+
+/// `toolbelt tools call lsp` on a language server (the user's `.lsp.json`) that starts
+/// a setsid sleep and never answers `initialize`.
+fn lsp_call_on_a_silent_server() -> Run {
+    let lsp = serde_json::json!({"python": {
+        "command": "sh",
+        "args": ["-c", "setsid sleep 300 & echo $! > sleep.pid; exec sleep 300"],
+        "extensionToLanguage": {".py": "python"},
+        "startupTimeout": 120_000
+    }});
+    // workspaceSymbol names no file: the call starts every configured server.
+    let call = serde_json::json!({"operation": "workspaceSymbol", "query": "x"});
+    toolbelt_with_files(
+        &["tools", "call", "lsp", &call.to_string()],
+        &[(".lsp.json", lsp.to_string())],
+    )
+}
+
+#[test]
+fn sigkill_while_a_language_server_starts_leaves_nothing_of_it_running() {
+    // Once toolbelt is gone, only the owner marker the server was started with ties the
+    // sleep to it.
+    let run = lsp_call_on_a_silent_server();
+    let sleep = pidfd(sleep_pid(&run.pid_file));
+    signal(&run.child.id().to_string(), "KILL");
+    let mut child = run.child;
+    assert_eq!(child.wait().unwrap().signal(), Some(9));
+    assert_ends(&sleep, "the language server's setsid sleep");
+}
+
+#[test]
+fn sigterm_while_a_language_server_runs_ends_it_and_what_it_started() {
+    let run = lsp_call_on_a_silent_server();
+    let sleep = pidfd(sleep_pid(&run.pid_file));
+    signal(&run.child.id().to_string(), "TERM");
+    let mut child = run.child;
+    exits_with(child.wait().unwrap(), 128 + 15);
+    assert_ends(&sleep, "the language server's setsid sleep");
 }
 
 #[test]

@@ -27,6 +27,7 @@ use std::time::Duration;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 use toolbelt_core::Kind;
+use toolbelt_core::rules::wildcard;
 use toolbelt_core::scheduler::ApprovalMode;
 
 use toolbelt_core::front_matter;
@@ -138,28 +139,6 @@ fn listed(patterns: &[String], name: &str, display: &str) -> bool {
     patterns
         .iter()
         .any(|p| wildcard(p, name) || (!display.is_empty() && wildcard(p, display)))
-}
-
-/// `*` matches any run of characters; everything else literally.
-pub(super) fn wildcard(pattern: &str, name: &str) -> bool {
-    let mut parts = pattern.split('*');
-    let Some(first) = parts.next() else {
-        return pattern == name;
-    };
-    let Some(mut rest) = name.strip_prefix(first) else {
-        return false;
-    };
-    let pieces: Vec<&str> = parts.collect();
-    let Some((last, middle)) = pieces.split_last() else {
-        return rest.is_empty();
-    };
-    for piece in middle {
-        match rest.find(piece) {
-            Some(i) => rest = &rest[i + piece.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// The mode a sub-agent runs in: the parent's, or the definition's when that is

@@ -3,15 +3,15 @@
 //!
 //! # Brief overview
 //!
-//! - [`definition`] parses one Markdown file (YAML front matter through `serde-saphyr`,
+//! - `definition` parses one Markdown file (YAML front matter through `serde-saphyr`,
 //!   split and read by
 //!   [`toolbelt_core::front_matter`]) and holds the two rules a definition cannot bend: which
 //!   tools it may have ([`AgentDefinition::allows`]) and that its approval mode only
 //!   narrows the parent's ([`narrowed_mode`]).
-//! - [`catalog`] loads the levels (project over user over built-ins); a broken file is
+//! - `catalog` loads the levels (project over user over built-ins); a broken file is
 //!   a warning naming file, line and key.
-//! - [`agent_tool`] is the `agent` tool and the run of one sub-agent.
-//! - [`background`] holds the background agents of a loop, their notices for the
+//! - `agent_tool` is the `agent` tool and the run of one sub-agent.
+//! - `background` holds the background agents of a loop, their notices for the
 //!   model and their inboxes, `task_stop` and `send_message`.
 
 mod agent_tool;

@@ -97,12 +97,15 @@ fn glob_matches(pattern: &str, command: &str) -> bool {
     {
         return true;
     }
-    wildcard(pattern.as_bytes(), command.as_bytes())
+    wildcard(&pattern, &command)
 }
 
-/// `*` matches any run of bytes; everything else matches itself. Iterative, with one
-/// backtrack point, so a pattern with many stars stays linear-ish.
-fn wildcard(pattern: &[u8], text: &[u8]) -> bool {
+/// Whether `pattern` matches all of `text`, where `*` matches any run of characters and
+/// everything else matches itself: the one wildcard matcher (command globs here, tool
+/// names in sub-agent definitions). Iterative, with one backtrack point, so a pattern
+/// with many stars stays linear-ish.
+pub fn wildcard(pattern: &str, text: &str) -> bool {
+    let (pattern, text) = (pattern.as_bytes(), text.as_bytes());
     let (mut p, mut t) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {

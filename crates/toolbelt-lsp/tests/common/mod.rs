@@ -41,7 +41,7 @@ impl Workspace {
     /// The servers of `.lsp.json` text, and the tool over them.
     pub fn tool(&self, lsp_json: &str) -> (LspTool, Arc<Servers>) {
         let configs: Vec<ServerConfig> =
-            toolbelt_lsp::config::parse(lsp_json, &self.root.join(".lsp.json"), &self.root)
+            toolbelt_lsp::parse_lsp_json(lsp_json, &self.root.join(".lsp.json"), &self.root)
                 .unwrap();
         let servers = Arc::new(Servers::new(configs, self.root.clone()));
         (LspTool::new(self.env.clone(), servers.clone()), servers)

@@ -187,68 +187,13 @@ impl ServerHandler for TestServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments;
         match request.name.as_ref() {
-            "echo" => Ok(text(format!("echo: {}", str_arg(&args, "message")))),
-            "image" => Ok(CallToolResult::success(vec![
-                ContentBlock::text("a tiny image"),
-                ContentBlock::image(TINY_PNG, "image/png"),
-            ])
-            .into()),
-            "structured" => {
-                let mut result = CallToolResult::structured(
-                    json!({"city": str_arg(&args, "city"), "temperature": 21}),
-                );
-                result.content.clear();
-                Ok(result.into())
-            }
-            "resource" => Ok(CallToolResult::success(vec![
-                ContentBlock::resource(ResourceContents::text("file body", "file:///notes.txt")),
-                ContentBlock::resource_link(rmcp::model::Resource::new(
-                    "file:///big.log",
-                    "big.log",
-                )),
-            ])
-            .into()),
-            "fail" => Ok(CallToolResult::error(vec![ContentBlock::text("disk is full")]).into()),
-            "protocol_error" => Err(ErrorData::invalid_params("bad widget id", None)),
-            "sleep" => {
-                let ms = int_arg(&args, "ms", 60_000);
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(text("slept")),
-                    _ = context.ct.cancelled() => {
-                        state().cancelled.fetch_add(1, Ordering::SeqCst);
-                        state().cancelled_changed.notify_waiters();
-                        Ok(text("cancelled"))
-                    }
-                }
-            }
-            "cancelled_count" => {
-                let wait = Duration::from_millis(int_arg(&args, "wait_ms", 0));
-                let deadline = tokio::time::Instant::now() + wait;
-                loop {
-                    let notified = state().cancelled_changed.notified();
-                    let n = state().cancelled.load(Ordering::SeqCst);
-                    if n > 0 || tokio::time::Instant::now() >= deadline {
-                        return Ok(text(format!("cancelled: {n}")));
-                    }
-                    let _ = tokio::time::timeout_at(deadline, notified).await;
-                }
-            }
+            "sleep" => Ok(sleep(&args, &context).await),
+            "cancelled_count" => Ok(cancelled_count(&args).await),
             "crash" => {
                 eprintln!("testserver: crashing on purpose");
                 std::process::exit(3)
             }
-            "progress" => {
-                let steps = int_arg(&args, "steps", 3);
-                if let Some(token) = context.meta.get_progress_token() {
-                    for i in 1..=steps {
-                        let param = ProgressNotificationParam::new(token.clone(), i as f64)
-                            .with_total(steps as f64)
-                            .with_message(format!("step {i}"));
-                        let _ = context.peer.notify_progress(param).await;
-                    }
-                }
-                Ok(text(format!("done after {steps} steps")))
-            }
+            "progress" => Ok(progress(&args, &context).await),
             "add_tool" => {
                 let name = str_arg(&args, "name");
                 if let Ok(mut extra) = state().extra_tools.lock() {
@@ -257,8 +202,6 @@ impl ServerHandler for TestServer {
                 let _ = context.peer.notify_tool_list_changed().await;
                 Ok(text(format!("added {name}")))
             }
-            "read_status" => Ok(text("all good")),
-            "pid" => Ok(text(std::process::id().to_string())),
             "protocol" => {
                 let version = context
                     .protocol_version()
@@ -269,23 +212,102 @@ impl ServerHandler for TestServer {
                         .unwrap_or_default(),
                 ))
             }
-            other => {
-                let extra = state()
-                    .extra_tools
-                    .lock()
-                    .map(|t| t.clone())
-                    .unwrap_or_default();
-                if extra.iter().any(|t| t == other) {
-                    Ok(text(format!("dynamic {other}")))
-                } else {
-                    Err(ErrorData::invalid_params(
-                        format!("Unknown tool: {other}"),
-                        None,
-                    ))
-                }
+            other => fixed_answer(other, &args),
+        }
+    }
+}
+
+/// The tools whose answer depends on their arguments only, and the ones `add_tool` added.
+fn fixed_answer(
+    name: &str,
+    args: &Option<Map<String, Value>>,
+) -> Result<CallToolResponse, ErrorData> {
+    match name {
+        "echo" => Ok(text(format!("echo: {}", str_arg(args, "message")))),
+        "image" => Ok(CallToolResult::success(vec![
+            ContentBlock::text("a tiny image"),
+            ContentBlock::image(TINY_PNG, "image/png"),
+        ])
+        .into()),
+        "structured" => {
+            let mut result = CallToolResult::structured(
+                json!({"city": str_arg(args, "city"), "temperature": 21}),
+            );
+            result.content.clear();
+            Ok(result.into())
+        }
+        "resource" => Ok(CallToolResult::success(vec![
+            ContentBlock::resource(ResourceContents::text("file body", "file:///notes.txt")),
+            ContentBlock::resource_link(rmcp::model::Resource::new("file:///big.log", "big.log")),
+        ])
+        .into()),
+        "fail" => Ok(CallToolResult::error(vec![ContentBlock::text("disk is full")]).into()),
+        "protocol_error" => Err(ErrorData::invalid_params("bad widget id", None)),
+        "read_status" => Ok(text("all good")),
+        "pid" => Ok(text(std::process::id().to_string())),
+        other => {
+            let extra = state()
+                .extra_tools
+                .lock()
+                .map(|t| t.clone())
+                .unwrap_or_default();
+            if extra.iter().any(|t| t == other) {
+                Ok(text(format!("dynamic {other}")))
+            } else {
+                Err(ErrorData::invalid_params(
+                    format!("Unknown tool: {other}"),
+                    None,
+                ))
             }
         }
     }
+}
+
+/// `sleep`: waits `ms`, or answers `cancelled` (and counts it) when the client cancels.
+async fn sleep(
+    args: &Option<Map<String, Value>>,
+    context: &RequestContext<RoleServer>,
+) -> CallToolResponse {
+    let ms = int_arg(args, "ms", 60_000);
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_millis(ms)) => text("slept"),
+        _ = context.ct.cancelled() => {
+            state().cancelled.fetch_add(1, Ordering::SeqCst);
+            state().cancelled_changed.notify_waiters();
+            text("cancelled")
+        }
+    }
+}
+
+/// `cancelled_count`: how many calls were cancelled, waiting up to `wait_ms` for one.
+async fn cancelled_count(args: &Option<Map<String, Value>>) -> CallToolResponse {
+    let wait = Duration::from_millis(int_arg(args, "wait_ms", 0));
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let notified = state().cancelled_changed.notified();
+        let n = state().cancelled.load(Ordering::SeqCst);
+        if n > 0 || tokio::time::Instant::now() >= deadline {
+            return text(format!("cancelled: {n}"));
+        }
+        let _ = tokio::time::timeout_at(deadline, notified).await;
+    }
+}
+
+/// `progress`: `steps` progress notifications, then the answer.
+async fn progress(
+    args: &Option<Map<String, Value>>,
+    context: &RequestContext<RoleServer>,
+) -> CallToolResponse {
+    let steps = int_arg(args, "steps", 3);
+    if let Some(token) = context.meta.get_progress_token() {
+        for i in 1..=steps {
+            let param = ProgressNotificationParam::new(token.clone(), i as f64)
+                .with_total(steps as f64)
+                .with_message(format!("step {i}"));
+            let _ = context.peer.notify_progress(param).await;
+        }
+    }
+    text(format!("done after {steps} steps"))
 }
 
 #[tokio::main]

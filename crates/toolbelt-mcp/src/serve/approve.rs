@@ -9,16 +9,17 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::service::{Peer, RoleServer};
 use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver, Scheduler};
-use toolbelt_core::{BoxFuture, ConfirmationDetails, ConfirmationOutcome, ToolRegistry};
+use toolbelt_core::{ConfirmationDetails, ConfirmationOutcome, ToolRegistry};
 
 use super::turns::TurnWhileAsking;
 
 /// The checkbox of the question: allow this tool (the shell: these root commands; an MCP
 /// tool: its server) for the rest of the connection.
-pub const ALWAYS_FIELD: &str = "always";
+pub(super) const ALWAYS_FIELD: &str = "always";
 
 /// How long a question waits for the person. A client that never answers must not hold
 /// a call for ever; an unanswered question is a "no".
@@ -26,7 +27,7 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The "always" answers of one connection, to give each new scheduler.
 #[derive(Default)]
-pub struct Remembered {
+pub(super) struct Remembered {
     answers: Mutex<Vec<(ConfirmationOutcome, String, ConfirmationDetails)>>,
 }
 
@@ -38,7 +39,7 @@ impl Remembered {
     }
 
     /// Gives `scheduler` every "always" answer of the connection so far.
-    pub fn replay(&self, scheduler: &Scheduler, registry: &ToolRegistry) {
+    pub(super) fn replay(&self, scheduler: &Scheduler, registry: &ToolRegistry) {
         let Ok(answers) = self.answers.lock() else {
             return;
         };
@@ -53,7 +54,7 @@ impl Remembered {
 }
 
 /// Asks the MCP client's person through elicitation.
-pub struct ElicitationApprover {
+pub(super) struct ElicitationApprover {
     pub peer: Peer<RoleServer>,
     pub remembered: Arc<Remembered>,
     /// The call's turn for file changes, given back while the question is open.

@@ -38,13 +38,13 @@ fn now_us() -> u64 {
 }
 
 /// The server's output, noting when something was written.
-pub struct Watched<W> {
+pub(super) struct Watched<W> {
     inner: W,
 }
 
 impl<W> Watched<W> {
     /// Wraps `inner`.
-    pub fn new(inner: W) -> Self {
+    pub(super) fn new(inner: W) -> Self {
         Watched { inner }
     }
 }

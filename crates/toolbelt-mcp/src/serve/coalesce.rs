@@ -22,7 +22,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 
 /// Bytes buffered before a write waits for the writer task.
-pub const LIMIT: usize = 4 * 1024 * 1024;
+pub(super) const LIMIT: usize = 4 * 1024 * 1024;
 
 #[derive(Default)]
 struct State {
@@ -56,18 +56,18 @@ impl Shared {
 }
 
 /// The output given to rmcp: an `AsyncWrite` that buffers and hands the bytes on.
-pub struct Output {
+pub(super) struct Output {
     shared: Arc<Shared>,
 }
 
 /// Waits until everything given to an [`Output`] was written (or could not be).
-pub struct Drained {
+pub(super) struct Drained {
     shared: Arc<Shared>,
 }
 
 impl Output {
     /// Starts the writer task over `inner`; must run inside a tokio runtime.
-    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(inner: W) -> (Output, Drained) {
+    pub(super) fn new<W: AsyncWrite + Unpin + Send + 'static>(inner: W) -> (Output, Drained) {
         let shared = Arc::new(Shared::default());
         tokio::spawn(write_out(shared.clone(), inner));
         (
@@ -83,13 +83,13 @@ impl Output {
 /// through rmcp (see `stdio_input`): each is appended whole, so it lands between rmcp's
 /// messages (rmcp gives [`Output`] whole lines in each write).
 #[derive(Clone)]
-pub struct Injector {
+pub(super) struct Injector {
     shared: Arc<Shared>,
 }
 
 impl Output {
     /// An [`Injector`] into this output.
-    pub fn injector(&self) -> Injector {
+    pub(super) fn injector(&self) -> Injector {
         Injector {
             shared: self.shared.clone(),
         }
@@ -99,7 +99,7 @@ impl Output {
 impl Injector {
     /// Appends one whole message (past [`LIMIT`] if need be: it is small, and the
     /// reader that calls this cannot wait).
-    pub fn push(&self, message: &[u8]) {
+    pub(super) fn push(&self, message: &[u8]) {
         let mut state = self.shared.state();
         if state.closed || state.error.is_some() {
             return;
@@ -115,7 +115,7 @@ impl Injector {
 
 impl Drained {
     /// Returns when every byte given so far was written, or writing failed.
-    pub async fn wait(&self) {
+    pub(super) async fn wait(&self) {
         loop {
             let wrote = self.shared.wrote.notified();
             {

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use toolbelt_core::scheduler::SchedulerEvent;
 
 /// Shortest time between two notifications of one call.
-pub const INTERVAL: Duration = Duration::from_millis(100);
+pub(super) const INTERVAL: Duration = Duration::from_millis(100);
 
 /// The longest `message`, in characters.
 const MESSAGE_CHARS: usize = 200;
@@ -33,13 +33,13 @@ struct Watched {
 
 /// The calls of a connection that asked for progress, by call id.
 #[derive(Clone, Default)]
-pub struct ProgressWatch {
+pub(super) struct ProgressWatch {
     calls: Arc<Mutex<HashMap<String, Watched>>>,
 }
 
 impl ProgressWatch {
     /// Starts reporting the output of `call_id` under `token`.
-    pub fn watch(&self, call_id: &str, peer: Peer<RoleServer>, token: ProgressToken) {
+    pub(super) fn watch(&self, call_id: &str, peer: Peer<RoleServer>, token: ProgressToken) {
         if let Ok(mut calls) = self.calls.lock() {
             calls.insert(
                 call_id.to_string(),
@@ -55,14 +55,14 @@ impl ProgressWatch {
     }
 
     /// Stops reporting `call_id` (its result is about to be sent).
-    pub fn unwatch(&self, call_id: &str) {
+    pub(super) fn unwatch(&self, call_id: &str) {
         if let Ok(mut calls) = self.calls.lock() {
             calls.remove(call_id);
         }
     }
 
     /// Reads a scheduler's events until it is dropped.
-    pub async fn route(self, mut events: mpsc::UnboundedReceiver<SchedulerEvent>) {
+    pub(super) async fn route(self, mut events: mpsc::UnboundedReceiver<SchedulerEvent>) {
         while let Some(event) = events.recv().await {
             let SchedulerEvent::Output { call_id, chunk } = event else {
                 continue;

@@ -31,7 +31,7 @@ use super::coalesce::Injector;
 
 /// The longest message read (rmcp's own line limit): a write of a few MiB fits, a
 /// 50 MB request is answered with an error.
-pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+pub(super) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// Bytes of an oversized line kept at each end to find its id.
 const ID_WINDOW: usize = 4096;
 
@@ -67,7 +67,7 @@ impl State {
 
 /// The requests read and not yet answered, shared by [`Input`] and [`Answers`].
 #[derive(Default)]
-pub struct Pending {
+pub(super) struct Pending {
     state: Mutex<State>,
 }
 
@@ -144,7 +144,7 @@ fn id_text(id: &rmcp::model::RequestId) -> String {
 }
 
 /// The input given to rmcp (see the module documentation).
-pub struct Input<R> {
+pub(super) struct Input<R> {
     inner: R,
     pending: Arc<Pending>,
     answer: Injector,
@@ -167,7 +167,7 @@ struct Oversized {
 impl<R> Input<R> {
     /// `answer` writes the errors for oversized lines; `pending` is shared with the
     /// [`Answers`] around the output.
-    pub fn new(inner: R, pending: Arc<Pending>, answer: Injector) -> Self {
+    pub(super) fn new(inner: R, pending: Arc<Pending>, answer: Injector) -> Self {
         Input {
             inner,
             pending,
@@ -365,7 +365,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for Input<R> {
 
 /// The output given to rmcp: passes every byte on and tells [`Pending`] which requests
 /// were answered.
-pub struct Answers<W> {
+pub(super) struct Answers<W> {
     inner: W,
     pending: Arc<Pending>,
     /// The line being written (rmcp writes whole lines, but need not).
@@ -373,7 +373,7 @@ pub struct Answers<W> {
 }
 
 impl<W> Answers<W> {
-    pub fn new(inner: W, pending: Arc<Pending>) -> Self {
+    pub(super) fn new(inner: W, pending: Arc<Pending>) -> Self {
         Answers {
             inner,
             pending,

@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::OwnedMutexGuard;
 
 /// The turn for file changes of a process, shared by its connections.
-pub type FileTurn = Arc<tokio::sync::Mutex<()>>;
+pub(super) type FileTurn = Arc<tokio::sync::Mutex<()>>;
 
 /// The turns held by the calls of one connection, by call id.
 #[derive(Default)]
-pub struct HeldTurns {
+pub(super) struct HeldTurns {
     held: Mutex<HashMap<String, OwnedMutexGuard<()>>>,
 }
 
@@ -35,7 +35,11 @@ impl HeldTurns {
     /// Takes the turn for the whole of `call_id`: the turn (taken again after a
     /// question, too) is given back when the returned value is dropped, also when the
     /// call's future is dropped half-way (a client gone).
-    pub async fn take_for_call<'a>(&'a self, turn: &FileTurn, call_id: &'a str) -> CallTurn<'a> {
+    pub(super) async fn take_for_call<'a>(
+        &'a self,
+        turn: &FileTurn,
+        call_id: &'a str,
+    ) -> CallTurn<'a> {
         self.take(turn, call_id).await;
         CallTurn {
             held: self,
@@ -45,7 +49,7 @@ impl HeldTurns {
 
     /// Gives the turn of `call_id` back (when the call ends, or while it asks); `true`
     /// if it held one.
-    pub fn give_back(&self, call_id: &str) -> bool {
+    pub(super) fn give_back(&self, call_id: &str) -> bool {
         self.held
             .lock()
             .ok()
@@ -55,7 +59,7 @@ impl HeldTurns {
 }
 
 /// A call's hold on the turn; dropping it gives the turn back.
-pub struct CallTurn<'a> {
+pub(super) struct CallTurn<'a> {
     held: &'a HeldTurns,
     call_id: &'a str,
 }
@@ -68,7 +72,7 @@ impl Drop for CallTurn<'_> {
 
 /// What an approver needs to give a call's turn back while it asks.
 #[derive(Clone)]
-pub struct TurnWhileAsking {
+pub(super) struct TurnWhileAsking {
     pub turn: FileTurn,
     pub held: Arc<HeldTurns>,
 }
@@ -76,7 +80,7 @@ pub struct TurnWhileAsking {
 impl TurnWhileAsking {
     /// Gives the turn of `call_id` back, if it holds one, for the time of `ask`; takes it
     /// again before returning when `proceeds` says the answer lets the call run.
-    pub async fn around<T>(
+    pub(super) async fn around<T>(
         &self,
         call_id: &str,
         ask: impl Future<Output = T>,

@@ -25,13 +25,13 @@ use toolbelt_core::{Display, Kind, Origin, Part, Registration};
 
 /// The `_meta` key of a result that carries toolbelt's display (a diff, Markdown, the
 /// task list), as `{"type": "file_diff" | "markdown" | "todo_list" | "plan", ...}`.
-pub const DISPLAY_META_KEY: &str = "toolbelt/display";
+pub(super) const DISPLAY_META_KEY: &str = "toolbelt/display";
 
 /// The tools that leave the same state when repeated with the same arguments.
 const IDEMPOTENT: &[&str] = &["write_file", "todo_write"];
 
 /// One registered tool as an MCP `Tool`.
-pub fn tool(registration: &Registration) -> Tool {
+pub(super) fn tool(registration: &Registration) -> Tool {
     let t = &registration.tool;
     let schema = match t.parameter_schema() {
         Value::Object(map) => map.clone(),
@@ -69,7 +69,7 @@ fn annotations(name: &str, kind: Kind, origin: &Origin) -> ToolAnnotations {
 /// it succeeded, and the display in `_meta` under [`DISPLAY_META_KEY`] unless it is
 /// Markdown repeating the one text part (a `read_file` result): a client shows the
 /// content then, and the answer is not sent twice.
-pub fn call_result(call: CompletedCall) -> CallToolResult {
+pub(super) fn call_result(call: CompletedCall) -> CallToolResult {
     let repeats_content = match (
         &call.result.return_display,
         call.result.llm_content.as_slice(),

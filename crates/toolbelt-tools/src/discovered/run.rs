@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
-use toolbelt_process::{KILL_GRACE, Owner};
+use toolbelt_process::{GroupCommand, KILL_GRACE, Owner};
 
 /// How long to wait for the pipes to close after the group was killed. A process that
 /// left the group and cleared its environment may keep them open; its output is then
@@ -78,30 +78,21 @@ pub(crate) async fn run(spec: RunSpec<'_>) -> RunOutput {
         return failed("the command is empty".into());
     };
     let owner = Owner::new();
-    let (marker_key, marker) = owner.env();
-    let mut command = tokio::process::Command::new(program);
+    let mut command = GroupCommand::new(program, &owner);
     command
         .args(args)
-        .env(marker_key, marker)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .current_dir(spec.cwd)
-        .stdin(if spec.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = match command.spawn() {
+        .stderr(Stdio::piped());
+    if spec.stdin.is_some() {
+        command.stdin(Stdio::piped());
+    }
+    let mut child = match command.spawn(true) {
         Ok(c) => c,
         Err(e) => return failed(format!("cannot start `{program}`: {e}")),
     };
     let pid = child.id();
-    if let Some(pid) = pid {
-        owner.started(pid);
-    }
     feed_stdin(spec.stdin, child.stdin.take());
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();

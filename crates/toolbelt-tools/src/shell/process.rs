@@ -15,12 +15,13 @@
 //! carries, which finds what left the group (`setsid`, `nohup`, orphans) when the call
 //! ends.
 
+use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use tokio::net::unix::pipe;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
+use toolbelt_process::GroupCommand;
 
 use super::sandbox::PreparedSandbox;
 
@@ -62,7 +63,8 @@ pub(crate) fn shell_program() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/bin/sh"))
 }
 
-/// Starts `command` in `cwd` in a new process group, tagged with `owner`'s marker.
+/// Starts `command` in `cwd` in a new process group, tagged with `owner`'s marker (the
+/// one spawner of `toolbelt-process`; the sandbox is its configure step).
 pub(crate) fn spawn(
     command: &str,
     cwd: &Path,
@@ -70,18 +72,10 @@ pub(crate) fn spawn(
     sandbox: Option<PreparedSandbox>,
     owner: &Owner,
 ) -> io::Result<RunningShell> {
-    let mut cmd = Command::new(shell_program());
-    cmd.arg("-c")
-        .arg(command)
+    let mut cmd = GroupCommand::new(shell_program(), owner);
+    cmd.args([OsStr::new("-c"), OsStr::new(command)])
         .current_dir(cwd)
-        .stdin(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(false);
-    for (key, value) in EXTRA_ENV {
-        cmd.env(key, value);
-    }
-    let (key, value) = owner.env();
-    cmd.env(key, value);
+        .envs(EXTRA_ENV.iter().copied());
     let reader = match target {
         OutputTarget::Pipe => {
             let (reader, writer) = io::pipe()?;
@@ -94,16 +88,14 @@ pub(crate) fn spawn(
         }
     };
     if let Some(sandbox) = sandbox {
-        sandbox.install(&mut cmd);
+        cmd.configure(|c| sandbox.install(c));
     }
-    let child = cmd.spawn()?;
-    // The command object holds our copies of the pipe's write end; drop them so the
-    // reader sees end-of-file when the command's processes are done writing.
-    drop(cmd);
+    // The spawner drops its copies of the pipe's write end, so the reader sees
+    // end-of-file when the command's processes are done writing.
+    let child = cmd.spawn(false)?;
     let pid = child
         .id()
         .ok_or_else(|| io::Error::other("the command exited before its PID could be read"))?;
-    owner.started(pid);
     let output = match reader {
         Some(r) => Some(pipe::Receiver::from_owned_fd(r.into())?),
         None => None,

@@ -35,7 +35,8 @@ use landlock::{
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError, Scope, path_beneath_rules,
 };
 use seccompiler::BpfProgram;
-use tokio::process::Command;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
 
 mod refusal;
 pub(crate) mod seccomp;
