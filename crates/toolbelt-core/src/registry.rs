@@ -385,12 +385,16 @@ impl ToolRegistry {
     }
 
     /// What the built-in tools say about themselves to permission rules: their rule
-    /// aliases and the path operation they perform. Other origins are not believed: an
+    /// aliases, the path operation they perform, and (`Kind::Execute`) that they run
+    /// shell commands. Other origins are not believed: an
     /// MCP server must not make `Read` name its tool.
     pub fn rule_vocabulary(&self) -> crate::rules::RuleVocabulary {
         let mut vocabulary = crate::rules::RuleVocabulary::default();
         for r in self.entries.iter().filter(|r| r.origin == Origin::BuiltIn) {
             vocabulary.add(&r.name, r.tool.rule_aliases(), r.tool.path_operation());
+            if r.tool.kind() == crate::tool::Kind::Execute {
+                vocabulary.add_command_runner(&r.name);
+            }
         }
         vocabulary
     }

@@ -17,6 +17,7 @@
 //! grammars of specifiers (command globs, path globs, domains) are in `rules/specifier.rs`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::settings::Settings;
 use crate::tool::PermissionSubject;
@@ -65,73 +66,40 @@ pub struct Rule {
     pub tools: Vec<String>,
     /// The part in parentheses, if any.
     pub specifier: Option<String>,
+    /// The path operations of the tools it names (from the vocabulary it was parsed
+    /// with), which its path specifier speaks about (see `rules/paths.rs`).
+    operations: Vec<PathOperation>,
 }
 
-/// Aliases used in rules (Claude Code and Qwen Code spellings) and the tools they cover.
-const ALIASES: &[(&str, &[&str])] = &[
-    ("Bash", &["run_shell_command"]),
-    ("Shell", &["run_shell_command"]),
-    (
-        "Read",
-        &[
-            "read_file",
-            "read_many_files",
-            "grep_search",
-            "glob",
-            "list_directory",
-        ],
-    ),
-    ("Edit", &["edit", "write_file"]),
-    ("Write", &["write_file"]),
-    ("Grep", &["grep_search"]),
-    ("Glob", &["glob"]),
-    ("LS", &["list_directory"]),
-    ("replace", &["edit"]),
-    ("search_file_content", &["grep_search"]),
-    ("ls", &["list_directory"]),
-    ("WebFetch", &["web_fetch"]),
-    ("WebSearch", &["web_search"]),
-    ("TodoWrite", &["todo_write"]),
-    ("NotebookEdit", &["notebook_edit"]),
-    ("Skill", &["skill"]),
-    ("Task", &["agent"]),
-];
-
 impl Rule {
-    /// Parses `Name` or `Name(specifier)`. Unbalanced parentheses make no rule.
-    /// The legacy `Bash(git:*)` is read as `Bash(git *)`.
-    pub fn parse(text: &str) -> Option<Rule> {
-        let trimmed = text.trim();
-        let (name, specifier) = match trimmed.find('(') {
-            None if trimmed.contains(')') => return None,
-            None => (trimmed, None),
-            Some(open) => {
-                let inner = trimmed[open + 1..].strip_suffix(')')?;
-                if !balanced(inner) {
-                    return None;
-                }
-                let inner = inner.trim();
-                let inner = inner
-                    .strip_suffix(":*")
-                    .map(|p| format!("{p} *"))
-                    .unwrap_or_else(|| inner.to_string());
-                (trimmed[..open].trim(), Some(inner))
-            }
-        };
-        if name.is_empty() {
-            return None;
-        }
-        let tools = ALIASES
-            .iter()
-            .find(|(alias, _)| *alias == name)
-            .map(|(_, tools)| tools.iter().map(|t| t.to_string()).collect())
+    /// Parses `Name` or `Name(specifier)` with the words of `vocabulary`: an alias
+    /// (`Read`) names the tools it stands for, and each named tool's path operation is
+    /// recorded. Unbalanced parentheses make no rule. The legacy `Bash(git:*)` is read
+    /// as `Bash(git *)`.
+    pub fn parse(text: &str, vocabulary: &RuleVocabulary) -> Option<Rule> {
+        let (name, specifier) = split(text)?;
+        let tools: Vec<String> = vocabulary
+            .tools_of(name)
+            .map(<[String]>::to_vec)
             .unwrap_or_else(|| vec![name.to_string()]);
-        let specifier = specifier.filter(|s| !s.is_empty() && s != "*");
+        let mut operations: Vec<PathOperation> = Vec::new();
+        for op in tools.iter().filter_map(|t| vocabulary.operation(t)) {
+            if !operations.contains(&op) {
+                operations.push(op);
+            }
+        }
         Some(Rule {
-            text: trimmed.to_string(),
+            text: text.trim().to_string(),
             tools,
             specifier,
+            operations,
         })
+    }
+
+    /// Whether `text` is a rule at all (`Name` or `Name(specifier)`, balanced
+    /// parentheses), for callers that only validate what others will parse.
+    pub fn is_well_formed(text: &str) -> bool {
+        split(text).is_some()
     }
 
     /// Whether the rule, taken from `list`, covers a call of `tool` with `subject`. Path
@@ -184,8 +152,9 @@ impl Rule {
         base: &RuleBase,
         list: RuleList,
         purpose: CommandPurpose,
+        vocabulary: &RuleVocabulary,
     ) -> bool {
-        if !self.speaks_about(tool, list) {
+        if !self.speaks_about(tool, list, vocabulary) {
             return false;
         }
         let by_name = self.names(tool);
@@ -206,6 +175,31 @@ impl Rule {
             .iter()
             .any(|t| t == tool || mcp_server_rule_covers(t, tool))
     }
+}
+
+/// The name and the specifier (`None` when absent, empty or `*`) of a rule's text.
+fn split(text: &str) -> Option<(&str, Option<String>)> {
+    let trimmed = text.trim();
+    let (name, specifier) = match trimmed.find('(') {
+        None if trimmed.contains(')') => return None,
+        None => (trimmed, None),
+        Some(open) => {
+            let inner = trimmed[open + 1..].strip_suffix(')')?;
+            if !balanced(inner) {
+                return None;
+            }
+            let inner = inner.trim();
+            let inner = inner
+                .strip_suffix(":*")
+                .map(|p| format!("{p} *"))
+                .unwrap_or_else(|| inner.to_string());
+            (trimmed[..open].trim(), Some(inner))
+        }
+    };
+    if name.is_empty() {
+        return None;
+    }
+    Some((name, specifier.filter(|s| !s.is_empty() && s != "*")))
 }
 
 /// Whether every `)` of a specifier closes an earlier `(` and every `(` is closed:
@@ -290,9 +284,12 @@ impl RuleBase {
     }
 }
 
-/// All rules of a session.
-#[derive(Debug, Clone, Default)]
+/// All rules of a session, with the vocabulary they were parsed with (and rules added
+/// later are parsed with). There is no default: rules made without the tools' words
+/// would let `Read(//secret/**)` miss `grep_search`.
+#[derive(Debug, Clone)]
 pub struct PermissionRules {
+    vocabulary: Arc<RuleVocabulary>,
     allow: Vec<Rule>,
     ask: Vec<Rule>,
     deny: Vec<Rule>,
@@ -319,11 +316,8 @@ impl PermissionRules {
     /// specifier restrict the shell to those commands (the older Gemini CLI meaning,
     /// which Qwen Code's documentation still gives). Paths are anchored at the process's
     /// current directory until [`PermissionRules::with_base`] says otherwise.
-    pub fn from_settings(settings: &Settings) -> Self {
-        let mut rules = PermissionRules {
-            base: RuleBase::from_process(),
-            ..PermissionRules::default()
-        };
+    pub fn from_settings(settings: &Settings, vocabulary: &RuleVocabulary) -> Self {
+        let mut rules = PermissionRules::new(vocabulary);
         for entry in settings
             .permissions
             .allow
@@ -346,15 +340,34 @@ impl PermissionRules {
         if let Some(core) = &settings.tools.core {
             let shell: Vec<Rule> = core
                 .iter()
-                .filter_map(|e| Rule::parse(e))
-                .filter(|r| r.tools.iter().any(|t| t == SHELL_TOOL))
+                .filter_map(|e| Rule::parse(e, vocabulary))
+                .filter(|r| r.tools.iter().any(|t| vocabulary.runs_commands(t)))
                 .collect();
-            // A bare `run_shell_command` in the list lifts the restriction.
+            // A bare shell tool (`run_shell_command`) in the list lifts the restriction.
             if shell.iter().all(|r| r.specifier.is_some()) {
                 rules.core_commands = shell;
             }
         }
         rules
+    }
+
+    /// No rules yet, parsed with `vocabulary` when added; paths anchored at the
+    /// process's current directory until [`PermissionRules::with_base`] says otherwise.
+    pub fn new(vocabulary: &RuleVocabulary) -> Self {
+        PermissionRules {
+            vocabulary: Arc::new(vocabulary.clone()),
+            allow: Vec::new(),
+            ask: Vec::new(),
+            deny: Vec::new(),
+            core_commands: Vec::new(),
+            base: RuleBase::from_process(),
+            invalid: Vec::new(),
+        }
+    }
+
+    /// The tools' words these rules are parsed with.
+    pub fn vocabulary(&self) -> &RuleVocabulary {
+        &self.vocabulary
     }
 
     /// Anchors path specifiers: `/x` under `project_root`, `./x` and `x` under
@@ -377,7 +390,7 @@ impl PermissionRules {
 
     /// Adds one rule (from a flag such as `--allowed-tools`, or an "always allow" answer).
     pub fn add(&mut self, list: RuleList, text: &str) {
-        let Some(rule) = Rule::parse(text) else {
+        let Some(rule) = Rule::parse(text, &self.vocabulary) else {
             self.invalid.push(text.to_string());
             return;
         };
@@ -433,7 +446,7 @@ impl PermissionRules {
         let found = |rules: &[Rule], list: RuleList, purpose: CommandPurpose| {
             rules
                 .iter()
-                .find(|r| r.covers(tool, subject, &self.base, list, purpose))
+                .find(|r| r.covers(tool, subject, &self.base, list, purpose, &self.vocabulary))
                 .map(|r| r.text.clone())
         };
         if let Some(rule) = found(&self.deny, RuleList::Deny, CommandPurpose::Restrict) {
@@ -442,8 +455,8 @@ impl PermissionRules {
                 rule: Some(rule),
             };
         }
-        if tool == SHELL_TOOL
-            && !self.core_commands.is_empty()
+        if !self.core_commands.is_empty()
+            && self.vocabulary.runs_commands(tool)
             && matches!(subject, PermissionSubject::Commands(_))
             && found(&self.core_commands, RuleList::Allow, CommandPurpose::Limit).is_none()
         {
@@ -497,6 +510,7 @@ impl PermissionRules {
                         &self.base,
                         RuleList::Allow,
                         CommandPurpose::Approve,
+                        &self.vocabulary,
                     )
             })
             .collect()
@@ -532,7 +546,7 @@ impl PermissionRules {
             .chain(&self.core_commands)
         {
             let name = crate::registry::rule_tool_name(&rule.text);
-            let is_alias = ALIASES.iter().any(|(alias, _)| *alias == name);
+            let is_alias = self.vocabulary.tools_of(name).is_some();
             // A server-wide MCP rule names a server, which the registry cannot judge
             // (the server may still be starting).
             if !is_alias
@@ -547,7 +561,5 @@ impl PermissionRules {
     }
 }
 
-const SHELL_TOOL: &str = "run_shell_command";
-
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -414,7 +414,7 @@ fn check_rules(path: &Path, settings: &Settings) -> Result<(), SettingsError> {
         if let Some((i, rule)) = rules
             .iter()
             .enumerate()
-            .find(|(_, r)| crate::rules::Rule::parse(r).is_none())
+            .find(|(_, r)| !crate::rules::Rule::is_well_formed(r))
         {
             return Err(SettingsError::Invalid {
                 path: path.to_path_buf(),

@@ -213,7 +213,7 @@ impl Session {
     fn rule_agent(&mut self, options: &AgentOptions) -> Result<Ruled, String> {
         core_tools(&mut self.registry, &self.env.settings, &options.core_tools);
         exclude(&mut self.registry, &options.policy.exclude_tools);
-        let bare = disallowed_names(&options.disallowed_tools);
+        let bare = disallowed_names(&options.disallowed_tools, self.rules.vocabulary());
         exclude(&mut self.registry, &bare);
         let mut permissions = Permissions::from_rules(self.rules.clone());
         for tool in &options.policy.allowed_tools {
@@ -434,10 +434,13 @@ fn settle_tools(registry: &mut ToolRegistry, settings: &Settings, options: &Agen
 /// The tools `--disallowedTools` names bare (no specifier), aliases such as `Bash`
 /// resolved: they are not offered at all (Claude Code's meaning); every entry is also a
 /// deny rule, so a call by any name is refused.
-fn disallowed_names(rules: &[String]) -> Vec<String> {
+fn disallowed_names(
+    rules: &[String],
+    vocabulary: &toolbelt_core::rules::RuleVocabulary,
+) -> Vec<String> {
     rules
         .iter()
-        .filter_map(|r| toolbelt_core::rules::Rule::parse(r))
+        .filter_map(|r| toolbelt_core::rules::Rule::parse(r, vocabulary))
         .filter(|r| r.specifier.is_none())
         .flat_map(|r| r.tools)
         .collect()

@@ -53,6 +53,6 @@ pub use model_slot::ModelSlot;
 pub use options::{AgentOptions, McpOptions, Policy, Resume, SessionOptions, Warn};
 pub use paths::{sessions_dir, toolbelt_home};
 pub use serve::ServeWorkspaces;
-pub use session::{Session, SetupError, approval_mode, exclude};
+pub use session::{Session, SetupError, approval_mode, exclude, rule_vocabulary};
 pub use subagents::catalog as agent_catalog;
 pub use trust::change_trust;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use toolbelt_core::rules::PathPolicy;
+use toolbelt_core::rules::{PathPolicy, RuleVocabulary};
 use toolbelt_core::scheduler::{ApprovalMode, Permissions};
 use toolbelt_core::{
     Origin, PermissionRules, RuleList, Settings, SettingsPaths, ToolEnvironment, ToolRegistry,
@@ -278,7 +278,10 @@ impl Grounds {
         let from_settings = settings.context.include_directories.iter();
         dirs.extend(from_settings.map(|d| absolute(cwd, Path::new(d))));
         let mut roots = WorkspaceRoots::new(&dirs).map_err(|e| SetupError(e.to_string()))?;
-        let mut rules = PermissionRules::from_settings(&settings);
+        // Rules are parsed before the registry exists, with every built-in's words
+        // (whatever the settings register), so `WebSearch` means `web_search` and
+        // `Read(...)` covers `grep_search` whatever is configured.
+        let mut rules = PermissionRules::from_settings(&settings, &rule_vocabulary());
         if let Some(root) = roots.primary() {
             let home = std::env::var_os("HOME").map(PathBuf::from);
             rules = rules.with_base(root, home);
@@ -434,4 +437,14 @@ fn parse_context_pairs(pairs: &[String]) -> Result<Map<String, Value>, SetupErro
 fn trust_from_environment() -> bool {
     std::env::var("TOOLBELT_TRUST_WORKSPACE")
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+}
+
+/// The words permission rules use for every built-in tool a session may register: the
+/// tools crate's (the skill tool included) and the agent tool's. Known before any
+/// registry, so it cannot depend on the settings; a test holds it equal to what a full
+/// session registry says (`ToolRegistry::rule_vocabulary`).
+pub fn rule_vocabulary() -> RuleVocabulary {
+    let mut vocabulary = toolbelt_tools::rule_vocabulary();
+    vocabulary.merge(&toolbelt_agent::subagents::rule_vocabulary());
+    vocabulary
 }

@@ -10,14 +10,9 @@ use toolbelt_core::settings::Settings;
 
 use crate::test_support::fixture_with;
 
-/// Files that still name tools, each a known step of issue 30 left to do. The list may
-/// only shrink: a file not on it that names a tool fails the test.
-const NOT_YET_FREE: &[&str] = &[
-    // The alias table (`Read`, `Bash`, ...) and the `tools.core` shell restriction.
-    "rules.rs",
-    // Which tools read and which edit, for path rules.
-    "rules/paths.rs",
-];
+/// Files that still name tools. Empty: rules, plan mode and the lint learn every tool
+/// word from the tools (a [`toolbelt_core::rules::RuleVocabulary`]).
+const NOT_YET_FREE: &[&str] = &[];
 
 /// The built-in tools' names and the older names they answer to.
 fn builtin_names() -> Vec<String> {
@@ -116,12 +111,13 @@ fn the_scan_sees_a_name_outside_tests_and_not_inside_them() {
     assert!(!code.contains("\"glob\""));
 }
 
-/// The vocabulary the built-ins declare (`Tool::rule_aliases`, `Tool::path_operation`)
-/// says what core's remaining tables say, so switching the rules over to it changes
-/// nothing.
+/// The vocabulary a session has before its registry (`crate::rule_vocabulary`, from
+/// the tool modules' constants) is what a registry of every built-in says
+/// (`Tool::rule_aliases`, `Tool::path_operation`, `Kind::Execute`), the skill tool
+/// included, so the two cannot drift.
 #[test]
-fn the_registry_vocabulary_agrees_with_the_rules() {
-    use toolbelt_core::rules::{PathOperation, Rule};
+fn the_static_vocabulary_is_what_the_registered_builtins_say() {
+    use toolbelt_core::rules::PathOperation;
     let settings: Settings = serde_json::from_value(serde_json::json!({
         "webSearch": {"provider": [{"type": "searxng", "baseUrl": "http://127.0.0.1:9"}]}
     }))
@@ -129,31 +125,40 @@ fn the_registry_vocabulary_agrees_with_the_rules() {
     let f = fixture_with(25_000, 1_000, settings);
     let mut registry = ToolRegistry::default();
     crate::register_builtins(&mut registry, &f.env);
-    let vocabulary = registry.rule_vocabulary();
-    let aliases: Vec<&str> = vocabulary.aliases().collect();
+    let skills = crate::skills::SkillTool::new(std::sync::Arc::new(crate::skills::Skills::load(
+        None, None, false,
+    )));
+    registry.register(
+        std::sync::Arc::new(skills),
+        toolbelt_core::registry::Origin::BuiltIn,
+    );
+    let registered = registry.rule_vocabulary();
+    assert_eq!(crate::rule_vocabulary(), registered);
+    let aliases: Vec<&str> = registered.aliases().collect();
     for alias in [
-        "Read", "Edit", "Write", "Bash", "Shell", "Grep", "Glob", "LS", "ls",
+        "Read",
+        "Edit",
+        "Write",
+        "Bash",
+        "Shell",
+        "Grep",
+        "Glob",
+        "LS",
+        "ls",
+        "WebSearch",
+        "Skill",
     ] {
         assert!(aliases.contains(&alias), "{alias} in {aliases:?}");
     }
-    for alias in aliases {
-        let mut declared = vocabulary.tools_of(alias).unwrap().to_vec();
-        let mut ruled = Rule::parse(alias).unwrap().tools;
-        declared.sort();
-        ruled.sort();
-        assert_eq!(declared, ruled, "alias {alias}");
-    }
-    for r in registry.all() {
-        assert_eq!(
-            vocabulary.operation(&r.name),
-            PathOperation::of_tool(&r.name),
-            "{}",
-            r.name
-        );
-    }
-    assert_eq!(vocabulary.operation("read_file"), Some(PathOperation::Read));
+    assert_eq!(registered.operation("read_file"), Some(PathOperation::Read));
     assert_eq!(
-        vocabulary.operation("notebook_edit"),
+        registered.operation("grep_search"),
+        Some(PathOperation::Read)
+    );
+    assert_eq!(
+        registered.operation("notebook_edit"),
         Some(PathOperation::Edit)
     );
+    assert!(registered.runs_commands("run_shell_command"));
+    assert!(!registered.runs_commands("read_file"));
 }

@@ -114,9 +114,17 @@ pub(crate) struct Params {
     expected_replacements: Option<usize>,
 }
 
+/// The tool's name.
+pub(crate) const NAME: &str = "edit";
+/// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
+pub(crate) const RULE_ALIASES: &[&str] = &["Edit", "replace"];
+/// What it does to the paths it is given, for path rules.
+pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
+    Some(toolbelt_core::rules::PathOperation::Edit);
+
 impl Tool for Edit {
     fn name(&self) -> &str {
-        "edit"
+        NAME
     }
     fn display_name(&self) -> &str {
         "Edit"
@@ -133,10 +141,10 @@ impl Tool for Edit {
         true
     }
     fn rule_aliases(&self) -> &[&'static str] {
-        &["Edit", "replace"]
+        RULE_ALIASES
     }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
-        Some(toolbelt_core::rules::PathOperation::Edit)
+        PATH_OPERATION
     }
     fn kind(&self) -> Kind {
         Kind::Edit

@@ -72,9 +72,17 @@ pub(crate) struct Params {
     respect_qwen_ignore: Option<bool>,
 }
 
+/// The tool's name.
+pub(crate) const NAME: &str = "glob";
+/// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
+pub(crate) const RULE_ALIASES: &[&str] = &["Read", "Glob"];
+/// What it does to the paths it is given, for path rules.
+pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
+    Some(toolbelt_core::rules::PathOperation::Read);
+
 impl Tool for Glob {
     fn name(&self) -> &str {
-        "glob"
+        NAME
     }
     fn display_name(&self) -> &str {
         "FindFiles"
@@ -90,10 +98,10 @@ impl Tool for Glob {
         true
     }
     fn rule_aliases(&self) -> &[&'static str] {
-        &["Read", "Glob"]
+        RULE_ALIASES
     }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
-        Some(toolbelt_core::rules::PathOperation::Read)
+        PATH_OPERATION
     }
     fn kind(&self) -> Kind {
         Kind::Search

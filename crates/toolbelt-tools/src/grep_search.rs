@@ -93,9 +93,17 @@ pub(crate) struct Params {
     case_sensitive: bool,
 }
 
+/// The tool's name.
+pub(crate) const NAME: &str = "grep_search";
+/// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
+pub(crate) const RULE_ALIASES: &[&str] = &["Read", "Grep", "search_file_content"];
+/// What it does to the paths it is given, for path rules.
+pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
+    Some(toolbelt_core::rules::PathOperation::Read);
+
 impl Tool for GrepSearch {
     fn name(&self) -> &str {
-        "grep_search"
+        NAME
     }
     fn display_name(&self) -> &str {
         "SearchText"
@@ -108,10 +116,10 @@ impl Tool for GrepSearch {
          (too many matches, the time limit, unreadable files) it says so. To find files by name use glob."
     }
     fn rule_aliases(&self) -> &[&'static str] {
-        &["Read", "Grep", "search_file_content"]
+        RULE_ALIASES
     }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
-        Some(toolbelt_core::rules::PathOperation::Read)
+        PATH_OPERATION
     }
     fn kind(&self) -> Kind {
         Kind::Search

@@ -65,9 +65,17 @@ pub(crate) struct Params {
     file_filtering_options: FilteringOptions,
 }
 
+/// The tool's name.
+pub(crate) const NAME: &str = "list_directory";
+/// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
+pub(crate) const RULE_ALIASES: &[&str] = &["Read", "LS", "ls"];
+/// What it does to the paths it is given, for path rules.
+pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
+    Some(toolbelt_core::rules::PathOperation::Read);
+
 impl Tool for ListDirectory {
     fn name(&self) -> &str {
-        "list_directory"
+        NAME
     }
     fn display_name(&self) -> &str {
         "ReadFolder"
@@ -78,10 +86,10 @@ impl Tool for ListDirectory {
          files by name across subdirectories use glob; to search their content use grep_search."
     }
     fn rule_aliases(&self) -> &[&'static str] {
-        &["Read", "LS", "ls"]
+        RULE_ALIASES
     }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
-        Some(toolbelt_core::rules::PathOperation::Read)
+        PATH_OPERATION
     }
     fn kind(&self) -> Kind {
         Kind::Search

@@ -93,9 +93,17 @@ enum EditMode {
     Delete,
 }
 
+/// The tool's name.
+pub(crate) const NAME: &str = "notebook_edit";
+/// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
+pub(crate) const RULE_ALIASES: &[&str] = &["NotebookEdit"];
+/// What it does to the paths it is given, for path rules.
+pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
+    Some(toolbelt_core::rules::PathOperation::Edit);
+
 impl Tool for NotebookEdit {
     fn name(&self) -> &str {
-        "notebook_edit"
+        NAME
     }
     fn display_name(&self) -> &str {
         "NotebookEdit"
@@ -108,10 +116,10 @@ impl Tool for NotebookEdit {
          byte for byte. Read the notebook with read_file first."
     }
     fn rule_aliases(&self) -> &[&'static str] {
-        &["NotebookEdit"]
+        RULE_ALIASES
     }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
-        Some(toolbelt_core::rules::PathOperation::Edit)
+        PATH_OPERATION
     }
     fn kind(&self) -> Kind {
         Kind::Edit

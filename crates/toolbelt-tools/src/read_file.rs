@@ -79,9 +79,17 @@ pub(crate) struct Params {
     limit: Option<u64>,
 }
 
+/// The tool's name.
+pub(crate) const NAME: &str = "read_file";
+/// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
+pub(crate) const RULE_ALIASES: &[&str] = &["Read"];
+/// What it does to the paths it is given, for path rules.
+pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
+    Some(toolbelt_core::rules::PathOperation::Read);
+
 impl Tool for ReadFile {
     fn name(&self) -> &str {
-        "read_file"
+        NAME
     }
     fn display_name(&self) -> &str {
         "ReadFile"
@@ -95,10 +103,10 @@ impl Tool for ReadFile {
          images are attached. Other binary files are named, not shown. To read several files at once use read_many_files; to find text use grep_search."
     }
     fn rule_aliases(&self) -> &[&'static str] {
-        &["Read"]
+        RULE_ALIASES
     }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
-        Some(toolbelt_core::rules::PathOperation::Read)
+        PATH_OPERATION
     }
     fn kind(&self) -> Kind {
         Kind::Read

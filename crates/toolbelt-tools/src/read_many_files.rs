@@ -134,9 +134,17 @@ pub(crate) struct Params {
     file_filtering_options: FilteringOptions,
 }
 
+/// The tool's name.
+pub(crate) const NAME: &str = "read_many_files";
+/// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
+pub(crate) const RULE_ALIASES: &[&str] = &["Read"];
+/// What it does to the paths it is given, for path rules.
+pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
+    Some(toolbelt_core::rules::PathOperation::Read);
+
 impl Tool for ReadManyFiles {
     fn name(&self) -> &str {
-        "read_many_files"
+        NAME
     }
     fn display_name(&self) -> &str {
         "ReadManyFiles"
@@ -149,10 +157,10 @@ impl Tool for ReadManyFiles {
          fit are listed so they can be read separately with read_file."
     }
     fn rule_aliases(&self) -> &[&'static str] {
-        &["Read"]
+        RULE_ALIASES
     }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
-        Some(toolbelt_core::rules::PathOperation::Read)
+        PATH_OPERATION
     }
     fn kind(&self) -> Kind {
         Kind::Read

@@ -44,7 +44,7 @@ use crate::listed_name::escaped;
 use read::read_skill;
 
 mod read;
-mod tool;
+pub(crate) mod tool;
 #[cfg(test)]
 pub(crate) use tool::Params as SkillParams;
 

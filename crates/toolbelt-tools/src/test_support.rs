@@ -49,7 +49,8 @@ fn build(
     }
     std::fs::create_dir(dir.path().join("outside")).unwrap();
     let roots = WorkspaceRoots::new(roots.iter().map(|r| dir.path().join(r))).unwrap();
-    let mut permission_rules = PermissionRules::default().with_base(roots.primary().unwrap(), None);
+    let mut permission_rules =
+        PermissionRules::new(&crate::rule_vocabulary()).with_base(roots.primary().unwrap(), None);
     for (list, text) in rules {
         permission_rules.add(*list, text);
     }

@@ -73,9 +73,14 @@ impl From<TodoParam> for TodoItem {
     }
 }
 
+/// The tool's name.
+pub(crate) const NAME: &str = "todo_write";
+/// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
+pub(crate) const RULE_ALIASES: &[&str] = &["TodoWrite"];
+
 impl Tool for TodoWrite {
     fn name(&self) -> &str {
-        "todo_write"
+        NAME
     }
     fn display_name(&self) -> &str {
         "TodoWrite"
@@ -86,7 +91,7 @@ impl Tool for TodoWrite {
          At most one task may be in_progress. Skip it for a single simple step."
     }
     fn rule_aliases(&self) -> &[&'static str] {
-        &["TodoWrite"]
+        RULE_ALIASES
     }
     fn kind(&self) -> Kind {
         Kind::Think

@@ -168,9 +168,14 @@ pub(crate) struct Params {
     format: Format,
 }
 
+/// The tool's name.
+pub(crate) const NAME: &str = "web_fetch";
+/// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
+pub(crate) const RULE_ALIASES: &[&str] = &["WebFetch"];
+
 impl Tool for WebFetch {
     fn name(&self) -> &str {
-        "web_fetch"
+        NAME
     }
     fn display_name(&self) -> &str {
         "WebFetch"
@@ -183,7 +188,7 @@ impl Tool for WebFetch {
          Bodies are cut at a size limit; long pages may be saved to a file you can read in parts."
     }
     fn rule_aliases(&self) -> &[&'static str] {
-        &["WebFetch"]
+        RULE_ALIASES
     }
     fn kind(&self) -> Kind {
         Kind::Fetch

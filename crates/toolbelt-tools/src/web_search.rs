@@ -253,9 +253,14 @@ pub(crate) struct Params {
     query: String,
 }
 
+/// The tool's name.
+pub(crate) const NAME: &str = "web_search";
+/// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
+pub(crate) const RULE_ALIASES: &[&str] = &["WebSearch"];
+
 impl Tool for WebSearch {
     fn name(&self) -> &str {
-        "web_search"
+        NAME
     }
     fn display_name(&self) -> &str {
         "WebSearch"
@@ -264,7 +269,7 @@ impl Tool for WebSearch {
         &self.description
     }
     fn rule_aliases(&self) -> &[&'static str] {
-        &["WebSearch"]
+        RULE_ALIASES
     }
     fn kind(&self) -> Kind {
         Kind::Search

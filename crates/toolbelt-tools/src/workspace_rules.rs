@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstRootNode};
 use serde_json::Value;
+use toolbelt_core::rules::RuleVocabulary;
 use toolbelt_core::scheduler::ApprovalRequest;
 use toolbelt_core::{ConfirmationDetails, Rule, is_mcp_server_rule};
 
@@ -95,7 +96,14 @@ pub enum WorkspaceRulesError {
 /// - `web_fetch`: `web_fetch(domain:<host>)` of the URL;
 /// - MCP: `mcp__<server>` (every tool of the server) when `server_wide`, else the tool's
 ///   registered name (`mcp__<server>__<tool>`).
-pub fn rules_for(request: &ApprovalRequest, server_wide: bool) -> Vec<String> {
+///
+/// `vocabulary` is the session's (every alias its rules read): a rule is written only
+/// when, read back with it, it names exactly the tool asked about.
+pub fn rules_for(
+    request: &ApprovalRequest,
+    server_wide: bool,
+    vocabulary: &RuleVocabulary,
+) -> Vec<String> {
     if !request.may_always_allow {
         return Vec::new();
     }
@@ -151,7 +159,7 @@ pub fn rules_for(request: &ApprovalRequest, server_wide: bool) -> Vec<String> {
     candidates
         .into_iter()
         .filter(|text| {
-            Rule::parse(text).is_some_and(|r| {
+            Rule::parse(text, vocabulary).is_some_and(|r| {
                 r.tools == [tool] || (is_mcp_server_rule(&r.tools[0]) && r.tools.len() == 1)
             })
         })
@@ -188,7 +196,7 @@ pub fn allow_in_workspace(
     rules: &[String],
 ) -> Result<AllowOutcome, WorkspaceRulesError> {
     for rule in rules {
-        if Rule::parse(rule).is_none() {
+        if !Rule::is_well_formed(rule) {
             return Err(WorkspaceRulesError::BadRule(rule.clone()));
         }
     }
@@ -351,7 +359,8 @@ fn read_settings(path: &Path) -> Result<String, WorkspaceRulesError> {
 /// Whether two rule texts say the same (same tools, same specifier): `Bash(git *)` and
 /// `run_shell_command(git *)` are one rule.
 fn same_rule(a: &str, b: &str) -> bool {
-    match (Rule::parse(a), Rule::parse(b)) {
+    let vocabulary = crate::rule_vocabulary();
+    match (Rule::parse(a, &vocabulary), Rule::parse(b, &vocabulary)) {
         (Some(a), Some(b)) => a.tools == b.tools && a.specifier == b.specifier,
         _ => a.trim() == b.trim(),
     }

@@ -48,9 +48,17 @@ pub(crate) struct Params {
     content: String,
 }
 
+/// The tool's name.
+pub(crate) const NAME: &str = "write_file";
+/// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
+pub(crate) const RULE_ALIASES: &[&str] = &["Edit", "Write"];
+/// What it does to the paths it is given, for path rules.
+pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
+    Some(toolbelt_core::rules::PathOperation::Edit);
+
 impl Tool for WriteFile {
     fn name(&self) -> &str {
-        "write_file"
+        NAME
     }
     fn display_name(&self) -> &str {
         "WriteFile"
@@ -63,10 +71,10 @@ impl Tool for WriteFile {
          To change part of a file prefer edit, which sends only the changed text."
     }
     fn rule_aliases(&self) -> &[&'static str] {
-        &["Edit", "Write"]
+        RULE_ALIASES
     }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
-        Some(toolbelt_core::rules::PathOperation::Edit)
+        PATH_OPERATION
     }
     fn kind(&self) -> Kind {
         Kind::Edit

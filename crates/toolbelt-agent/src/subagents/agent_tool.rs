@@ -151,6 +151,17 @@ impl AgentTool {
     }
 }
 
+/// What permission rules may call the agent tool besides its name (Claude Code's `Task`).
+const RULE_ALIASES: &[&str] = &["Task"];
+
+/// The agent tool's words for permission rules (its alias), for a session that parses
+/// rules before its registry exists; the tool's `rule_aliases` returns the same.
+pub fn rule_vocabulary() -> toolbelt_core::rules::RuleVocabulary {
+    let mut vocabulary = toolbelt_core::rules::RuleVocabulary::default();
+    vocabulary.add(AGENT_TOOL, RULE_ALIASES, None);
+    vocabulary
+}
+
 impl Tool for AgentTool {
     fn name(&self) -> &str {
         AGENT_TOOL
@@ -169,7 +180,7 @@ impl Tool for AgentTool {
     // sub-agent is in plan mode too. The cost: two sub-agents that edit may edit at the
     // same time, as two people would; their edits still ask or are refused per call.
     fn rule_aliases(&self) -> &[&'static str] {
-        &["Task"]
+        RULE_ALIASES
     }
     fn kind(&self) -> Kind {
         Kind::Think

@@ -20,7 +20,9 @@ mod catalog;
 mod definition;
 
 pub(crate) use agent_tool::escape_closing;
-pub use agent_tool::{AgentTool, MAX_DEPTH, ModelChooser, SameModel, SubagentRuntime};
+pub use agent_tool::{
+    AgentTool, MAX_DEPTH, ModelChooser, SameModel, SubagentRuntime, rule_vocabulary,
+};
 pub use background::{BackgroundTasks, Inbox, SendMessage, Sent, ShellJobs, TaskStop};
 pub use catalog::{AgentCatalog, AgentDirs};
 pub use definition::{AGENT_TOOL, AgentDefinition, Level, ToolAllow, narrowed_mode};

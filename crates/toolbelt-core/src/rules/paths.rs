@@ -19,8 +19,13 @@
 //!   a tool resolves it, and the shared walker of the tools crate leaves out every path
 //!   a deny or ask rule covers for reading (a walk cannot stop to ask).
 //!
-//! A bare rule without a specifier (`deny: ["read_file"]`) still names one tool: it
-//! removes that tool, not the operation.
+//! Which tools read and which edit, the tools say themselves
+//! ([`Tool::path_operation`](crate::Tool::path_operation)); a rule learns it from the
+//! [`RuleVocabulary`] it is parsed with, and the rules learn the called tool's from the
+//! vocabulary they hold.
+//!
+//! A bare rule without a specifier (a `read_file` entry in `permissions.deny`) still
+//! names one tool: it removes that tool, not the operation.
 //!
 //! [`PermissionSubject`]: crate::tool::PermissionSubject
 
@@ -28,7 +33,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::specifier::PathGlob;
-use super::{Decision, PermissionRules, Rule, RuleBase, RuleList, Verdict};
+use super::{Decision, PermissionRules, Rule, RuleBase, RuleList, RuleVocabulary, Verdict};
 
 /// What a file tool does to the paths it is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -39,31 +44,7 @@ pub enum PathOperation {
     Edit,
 }
 
-/// Built-in tools that read the paths they are given (contents or names).
-const READ_TOOLS: &[&str] = &[
-    "read_file",
-    "read_many_files",
-    "grep_search",
-    "glob",
-    "list_directory",
-];
-
-/// Built-in tools that change the files they are given.
-const EDIT_TOOLS: &[&str] = &["edit", "write_file", "notebook_edit"];
-
 impl PathOperation {
-    /// The operation a built-in file tool performs on its paths; `None` for every other
-    /// tool (its path rules, if any, name that tool alone).
-    pub fn of_tool(tool: &str) -> Option<PathOperation> {
-        if READ_TOOLS.contains(&tool) {
-            Some(PathOperation::Read)
-        } else if EDIT_TOOLS.contains(&tool) {
-            Some(PathOperation::Edit)
-        } else {
-            None
-        }
-    }
-
     /// "reading" / "editing", for messages.
     pub fn gerund(self) -> &'static str {
         match self {
@@ -89,22 +70,21 @@ impl Rule {
         if self.specifier.is_none() {
             return Vec::new();
         }
-        let mut ops: Vec<PathOperation> = self
-            .tools
-            .iter()
-            .filter_map(|t| PathOperation::of_tool(t))
-            .collect();
-        ops.dedup();
-        ops
+        self.operations.clone()
     }
 
     /// Whether this rule, found in `list`, speaks about `tool`: by name, or, for a file
     /// tool judged on paths, through the operation both stand for.
-    pub(super) fn speaks_about(&self, tool: &str, list: RuleList) -> bool {
+    pub(super) fn speaks_about(
+        &self,
+        tool: &str,
+        list: RuleList,
+        vocabulary: &RuleVocabulary,
+    ) -> bool {
         if self.names(tool) {
             return true;
         }
-        match PathOperation::of_tool(tool) {
+        match vocabulary.operation(tool) {
             Some(op) => self
                 .path_operations()
                 .into_iter()
@@ -231,7 +211,8 @@ mod tests {
     use super::*;
 
     fn policy(list: RuleList, rules: &[&str]) -> PathPolicy {
-        let mut all = PermissionRules::default().with_base("/proj", Some("/home/me".into()));
+        let mut all =
+            crate::rules::tests::empty_rules().with_base("/proj", Some("/home/me".into()));
         for r in rules {
             all.add(list, r);
         }
@@ -291,7 +272,7 @@ mod tests {
 
     #[test]
     fn walks_leave_out_denied_and_asked_paths() {
-        let mut all = PermissionRules::default().with_base("/proj", None);
+        let mut all = crate::rules::tests::empty_rules().with_base("/proj", None);
         all.add(RuleList::Deny, "read_file(/a)");
         all.add(RuleList::Ask, "read_file(/b)");
         all.add(RuleList::Allow, "read_file(/c)");

@@ -1,13 +1,63 @@
 use super::*;
 use serde_json::json;
 
+/// The words of the built-in tools as the tools crate declares them (core's own tests
+/// may name tools; core's code may not).
+pub(crate) fn vocabulary() -> RuleVocabulary {
+    let mut v = RuleVocabulary::default();
+    let read = Some(PathOperation::Read);
+    let edit = Some(PathOperation::Edit);
+    for (name, aliases, op) in [
+        ("read_file", &["Read"][..], read),
+        ("read_many_files", &["Read"], read),
+        (
+            "grep_search",
+            &["Read", "Grep", "search_file_content"],
+            read,
+        ),
+        ("glob", &["Read", "Glob"], read),
+        ("list_directory", &["Read", "LS", "ls"], read),
+        ("edit", &["Edit", "replace"], edit),
+        ("write_file", &["Edit", "Write"], edit),
+        ("notebook_edit", &["NotebookEdit"], edit),
+        ("run_shell_command", &["Bash", "Shell"], None),
+        ("web_fetch", &["WebFetch"], None),
+        ("web_search", &["WebSearch"], None),
+        ("todo_write", &["TodoWrite"], None),
+        ("skill", &["Skill"], None),
+        ("agent", &["Task"], None),
+    ] {
+        v.add(name, aliases, op);
+    }
+    v.add_command_runner("run_shell_command");
+    v
+}
+
+/// No rules, parsed with the test vocabulary, anchored nowhere (what the rules' old
+/// `Default` was, which the tests were written against).
+pub(crate) fn empty_rules() -> PermissionRules {
+    let mut rules = PermissionRules::new(&vocabulary());
+    rules.base = RuleBase::default();
+    rules
+}
+
+/// `Rule::parse` with the test vocabulary.
+fn parse(text: &str) -> Option<Rule> {
+    Rule::parse(text, &vocabulary())
+}
+
+/// `PermissionRules::from_settings` with the test vocabulary.
+fn from_settings(settings: &Settings) -> PermissionRules {
+    PermissionRules::from_settings(settings, &vocabulary())
+}
+
 #[test]
 fn parses_names_aliases_and_specifiers() {
-    let r = Rule::parse("Bash(git:*)").unwrap();
+    let r = parse("Bash(git:*)").unwrap();
     assert_eq!(r.tools, ["run_shell_command"]);
     assert_eq!(r.specifier.as_deref(), Some("git *"));
     assert_eq!(
-        Rule::parse("Read").unwrap().tools,
+        parse("Read").unwrap().tools,
         [
             "read_file",
             "read_many_files",
@@ -17,13 +67,13 @@ fn parses_names_aliases_and_specifiers() {
         ]
     );
     assert_eq!(
-        Rule::parse("edit(*)").unwrap().specifier,
+        parse("edit(*)").unwrap().specifier,
         None,
         "(*) is the whole tool"
     );
-    assert!(Rule::parse("Bash(git").is_none());
-    assert!(Rule::parse("Bash)").is_none());
-    assert!(Rule::parse("").is_none());
+    assert!(parse("Bash(git").is_none());
+    assert!(parse("Bash)").is_none());
+    assert!(parse("").is_none());
 }
 
 /// Every alias, as a bare deny rule, against every built-in tool: the verdict of each
@@ -67,7 +117,7 @@ fn alias_table_verdicts() {
         ("read_file", &["read_file"]),
     ];
     for (alias, denied) in table {
-        let mut rules = PermissionRules::default();
+        let mut rules = empty_rules();
         rules.add(RuleList::Deny, alias);
         for tool in TOOLS {
             let want = if denied.contains(tool) {
@@ -90,7 +140,7 @@ fn deny_beats_ask_beats_allow() {
         "allow": ["read_file", "glob", "edit"], "ask": ["glob", "edit"], "deny": ["edit"]
     }}))
     .unwrap();
-    let rules = PermissionRules::from_settings(&s);
+    let rules = from_settings(&s);
     let none = PermissionSubject::None;
     assert_eq!(rules.evaluate("read_file", &none), Decision::Allow);
     assert_eq!(rules.evaluate("glob", &none), Decision::Ask);
@@ -103,7 +153,7 @@ fn legacy_lists_feed_allow_and_deny() {
     let s =
         Settings::from_value(json!({"tools": {"allowed": ["Edit"], "exclude": ["write_file"]}}))
             .unwrap();
-    let rules = PermissionRules::from_settings(&s);
+    let rules = from_settings(&s);
     assert_eq!(
         rules.evaluate("edit", &PermissionSubject::None),
         Decision::Allow
@@ -116,7 +166,7 @@ fn legacy_lists_feed_allow_and_deny() {
 
 #[test]
 fn literal_and_domain_specifiers() {
-    let mut rules = PermissionRules::default();
+    let mut rules = empty_rules();
     rules.add(RuleList::Allow, "agent(reviewer)");
     rules.add(RuleList::Deny, "web_fetch(domain:evil.example)");
     assert_eq!(
@@ -138,7 +188,7 @@ fn literal_and_domain_specifiers() {
 
 #[test]
 fn invalid_entries_are_kept_for_a_warning() {
-    let mut rules = PermissionRules::default();
+    let mut rules = empty_rules();
     rules.add(RuleList::Allow, "Bash(oops");
     assert_eq!(rules.invalid, ["Bash(oops"]);
 }
@@ -153,7 +203,7 @@ fn compound_commands_take_the_strictest_part_and_name_the_rule() {
         "allow": ["Bash(git *)", "Bash(ls)"], "deny": ["run_shell_command(rm *)"]
     }}))
     .unwrap();
-    let rules = PermissionRules::from_settings(&s);
+    let rules = from_settings(&s);
     let tool = "run_shell_command";
     assert_eq!(
         rules.evaluate(tool, &commands(&["git status", "ls -la"])),
@@ -175,7 +225,7 @@ fn compound_commands_take_the_strictest_part_and_name_the_rule() {
 #[test]
 fn tools_exclude_entries_with_a_command_are_deny_rules() {
     let s = Settings::from_value(json!({"excludeTools": ["run_shell_command(rm)"]})).unwrap();
-    let rules = PermissionRules::from_settings(&s);
+    let rules = from_settings(&s);
     let tool = "run_shell_command";
     let v = rules.verdict(tool, &commands(&["ls", "rm -rf build"]));
     assert_eq!(v.decision, Decision::Deny);
@@ -192,7 +242,7 @@ fn tools_core_shell_entries_restrict_the_shell() {
         "core": ["read_file", "run_shell_command(git)", "run_shell_command(ls)"]
     }}))
     .unwrap();
-    let rules = PermissionRules::from_settings(&s);
+    let rules = from_settings(&s);
     let tool = "run_shell_command";
     assert_eq!(
         rules.evaluate(tool, &commands(&["git log"])),
@@ -205,7 +255,7 @@ fn tools_core_shell_entries_restrict_the_shell() {
         "core": ["run_shell_command", "run_shell_command(git)"]
     }}))
     .unwrap();
-    let rules = PermissionRules::from_settings(&open);
+    let rules = from_settings(&open);
     assert_eq!(
         rules.evaluate(tool, &commands(&["curl x"])),
         Decision::Default
@@ -214,7 +264,7 @@ fn tools_core_shell_entries_restrict_the_shell() {
 
 #[test]
 fn path_rules_use_the_base() {
-    let mut rules = PermissionRules::default().with_base("/proj", Some("/home/me".into()));
+    let mut rules = empty_rules().with_base("/proj", Some("/home/me".into()));
     rules.add(RuleList::Deny, "Read(~/.ssh/**)");
     rules.add(RuleList::Allow, "read_file(/src/**)");
     let path = |p: &str| PermissionSubject::Paths(vec![p.into()]);
@@ -234,7 +284,7 @@ fn path_rules_use_the_base() {
 
 #[test]
 fn path_rules_name_operations_not_tools() {
-    let mut rules = PermissionRules::default().with_base("/proj", None);
+    let mut rules = empty_rules().with_base("/proj", None);
     rules.add(RuleList::Deny, "read_file(//secret/**)");
     rules.add(RuleList::Deny, "edit(/locked.txt)");
     rules.add(RuleList::Allow, "Read(/src/**)");
@@ -282,7 +332,7 @@ fn path_rules_name_operations_not_tools() {
         Decision::Default
     );
     // A bare rule names one tool, not the operation.
-    let mut bare = PermissionRules::default();
+    let mut bare = empty_rules();
     bare.add(RuleList::Deny, "read_file");
     assert_eq!(bare.evaluate("glob", &path("/x")), Decision::Default);
     assert_eq!(bare.evaluate("read_file", &path("/x")), Decision::Deny);
@@ -290,7 +340,7 @@ fn path_rules_name_operations_not_tools() {
 
 #[test]
 fn unknown_tools_are_named_and_aliases_are_not_unknown() {
-    let mut rules = PermissionRules::default();
+    let mut rules = empty_rules();
     for (list, text) in [
         (RuleList::Deny, "raed_file(//x)"),
         (RuleList::Allow, "Read(//x)"),
@@ -307,7 +357,7 @@ fn unknown_tools_are_named_and_aliases_are_not_unknown() {
 
 #[test]
 fn a_server_wide_mcp_rule_covers_every_tool_of_that_server_only() {
-    let mut rules = PermissionRules::default();
+    let mut rules = empty_rules();
     rules.add(RuleList::Allow, "mcp__github");
     let none = PermissionSubject::None;
     assert_eq!(
@@ -319,7 +369,7 @@ fn a_server_wide_mcp_rule_covers_every_tool_of_that_server_only() {
     assert_eq!(rules.evaluate("mcp__githubx__y", &none), Decision::Default);
     assert_eq!(rules.evaluate("github__x", &none), Decision::Default);
     // A tool-level rule stays tool-level.
-    let mut one = PermissionRules::default();
+    let mut one = empty_rules();
     one.add(RuleList::Deny, "mcp__github__delete_repo");
     assert_eq!(
         one.evaluate("mcp__github__delete_repo", &none),
@@ -344,11 +394,11 @@ fn an_unreadable_shell_command_is_covered_by_every_deny_and_ask_rule_only() {
         (RuleList::Ask, Decision::Ask),
         (RuleList::Allow, Decision::Default),
     ] {
-        let mut rules = PermissionRules::default();
+        let mut rules = empty_rules();
         rules.add(list, "run_shell_command(rm)");
         assert_eq!(rules.evaluate("run_shell_command", &unreadable), want);
     }
-    let mut rules = PermissionRules::default();
+    let mut rules = empty_rules();
     rules.add(RuleList::Deny, "run_shell_command(rm)");
     let note = rules.unreadable_note(&unreadable).unwrap_or_default();
     assert!(
@@ -364,7 +414,7 @@ fn an_unreadable_shell_command_is_covered_by_every_deny_and_ask_rule_only() {
         "{text}"
     );
     // A rule for another tool does not cover it.
-    let mut rules = PermissionRules::default();
+    let mut rules = empty_rules();
     rules.add(RuleList::Deny, "read_file");
     assert_eq!(
         rules.evaluate("run_shell_command", &unreadable),
@@ -375,7 +425,7 @@ fn an_unreadable_shell_command_is_covered_by_every_deny_and_ask_rule_only() {
 #[test]
 fn a_specifier_with_unbalanced_parentheses_is_no_rule() {
     for text in ["Bash(curl *))", "Bash(a(b)", "Bash(rm", "rm)"] {
-        assert!(Rule::parse(text).is_none(), "{text}");
+        assert!(parse(text).is_none(), "{text}");
     }
-    assert!(Rule::parse("Bash(echo (a))").is_some());
+    assert!(parse("Bash(echo (a))").is_some());
 }

@@ -29,7 +29,7 @@ use std::sync::Mutex;
 
 use crate::confirm::{ConfirmationDetails, ConfirmationOutcome};
 use crate::registry::Origin;
-use crate::rules::{Decision, PermissionRules, RuleList};
+use crate::rules::{Decision, PermissionRules, RuleList, RuleVocabulary};
 use crate::settings::Settings;
 use crate::tool::{BoxFuture, Kind, PermissionSubject};
 
@@ -256,7 +256,7 @@ fn mcp_server<'a>(origin: &'a Origin, details: &'a ConfirmationDetails) -> Optio
 }
 
 /// The permission rules of a session, as the scheduler applies them.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Permissions {
     rules: PermissionRules,
 }
@@ -265,8 +265,13 @@ impl Permissions {
     /// `permissions.*`, `tools.allowed` and `tools.exclude` (see
     /// [`PermissionRules::from_settings`]), path rules anchored at the process's current
     /// directory. A session that knows its roots uses [`Permissions::from_rules`].
-    pub fn from_settings(settings: &Settings) -> Self {
-        Permissions::from_rules(PermissionRules::from_settings(settings))
+    pub fn from_settings(settings: &Settings, vocabulary: &RuleVocabulary) -> Self {
+        Permissions::from_rules(PermissionRules::from_settings(settings, vocabulary))
+    }
+
+    /// No rules yet; rules added later are parsed with `vocabulary`.
+    pub fn new(vocabulary: &RuleVocabulary) -> Self {
+        Permissions::from_rules(PermissionRules::new(vocabulary))
     }
 
     /// Rules already built (and anchored with [`PermissionRules::with_base`]).

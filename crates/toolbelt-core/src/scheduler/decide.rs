@@ -232,7 +232,12 @@ impl Scheduler {
             ),
         };
         if let Some(change) = protected {
-            return Verdict::Refuse(change.refusal(tool, &rule_names(call), &why));
+            return Verdict::Refuse(change.refusal(
+                tool,
+                &rule_names(call),
+                self.permissions.rules().vocabulary(),
+                &why,
+            ));
         }
         let asked_by = self.asking_rule(screened);
         Verdict::Refuse(ToolError::new(

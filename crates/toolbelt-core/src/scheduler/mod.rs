@@ -89,11 +89,13 @@ pub struct NobodyToAsk {
     pub how: String,
 }
 
+/// No permission rules at all (the mode alone decides), so no vocabulary is needed; a
+/// session with rules sets `permissions` from rules parsed with its tools' vocabulary.
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
             mode: ApprovalMode::Default,
-            permissions: Permissions::default(),
+            permissions: Permissions::new(&crate::rules::RuleVocabulary::default()),
             approver: None,
             max_parallel: DEFAULT_MAX_PARALLEL,
             events: None,

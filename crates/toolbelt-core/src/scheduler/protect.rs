@@ -19,7 +19,7 @@ use super::approval::Permissions;
 use crate::confirm::ConfirmationDetails;
 use crate::protected::Protection;
 use crate::result::{ErrorKind, ToolError};
-use crate::rules::PathOperation;
+use crate::rules::{PathOperation, RuleVocabulary};
 use crate::tool::PermissionSubject;
 use crate::workspace::WorkspaceRoots;
 
@@ -87,14 +87,20 @@ impl ProtectedChange {
     }
 
     /// The refusal when nobody can be asked; `why` says why nobody can be.
-    pub(super) fn refusal(&self, tool: &str, names: &[&str], why: &str) -> ToolError {
+    pub(super) fn refusal(
+        &self,
+        tool: &str,
+        names: &[&str],
+        vocabulary: &RuleVocabulary,
+        why: &str,
+    ) -> ToolError {
         let Protection {
             label, why: what, ..
         } = &self.protection;
         // `Edit(...)` covers every file-editing tool; another tool is named itself.
         let rule_tool = if names
             .iter()
-            .any(|n| PathOperation::of_tool(n) == Some(PathOperation::Edit))
+            .any(|n| vocabulary.operation(n) == Some(PathOperation::Edit))
         {
             "Edit"
         } else {

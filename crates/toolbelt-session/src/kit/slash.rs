@@ -310,7 +310,7 @@ pub async fn memory_add(
     let scheduler = Scheduler::new(
         env.clone(),
         SchedulerConfig {
-            permissions: Permissions::from_settings(&env.settings),
+            permissions: Permissions::from_settings(&env.settings, &crate::rule_vocabulary()),
             approver: Some(Arc::new(PersonTypedIt)),
             ..Default::default()
         },

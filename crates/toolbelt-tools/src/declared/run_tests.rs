@@ -607,7 +607,7 @@ async fn a_refused_call_runs_no_prepare_command() {
         }),
         None,
     );
-    let mut denied = Permissions::default();
+    let mut denied = Permissions::new(&crate::rule_vocabulary());
     denied.add(RuleList::Deny, "t");
     let refusing = [
         SchedulerConfig {

@@ -153,9 +153,14 @@ pub(crate) struct Params {
     timeout: Option<u64>,
 }
 
+/// The tool's name.
+pub(crate) const NAME: &str = "run_shell_command";
+/// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
+pub(crate) const RULE_ALIASES: &[&str] = &["Bash", "Shell"];
+
 impl Tool for RunShellCommand {
     fn name(&self) -> &str {
-        "run_shell_command"
+        NAME
     }
     fn display_name(&self) -> &str {
         "Shell"
@@ -171,7 +176,7 @@ impl Tool for RunShellCommand {
          list_directory over cat, grep, find and ls."
     }
     fn rule_aliases(&self) -> &[&'static str] {
-        &["Bash", "Shell"]
+        RULE_ALIASES
     }
     fn kind(&self) -> Kind {
         Kind::Execute

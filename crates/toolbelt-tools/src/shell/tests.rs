@@ -577,7 +577,7 @@ async fn always_rules(f: &Fixture, command: &str) -> (Vec<String>, Vec<String>) 
     };
     (
         root_commands.clone(),
-        crate::workspace_rules::rules_for(&request, false),
+        crate::workspace_rules::rules_for(&request, false, &crate::rule_vocabulary()),
     )
 }
 

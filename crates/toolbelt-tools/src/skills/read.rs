@@ -189,7 +189,7 @@ fn skill_allowed_tools(
             AllowedTools::Line(text) => split_rules(text),
         };
         for entry in entries.into_iter().filter(|e| !e.is_empty()) {
-            if entry.chars().any(char::is_control) || Rule::parse(&entry).is_none() {
+            if entry.chars().any(char::is_control) || !Rule::is_well_formed(&entry) {
                 warnings.push(format!(
                     "{shown}: {}",
                     FrontMatterError::at(

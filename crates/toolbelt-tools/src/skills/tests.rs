@@ -415,7 +415,8 @@ fn session() -> Session {
 }
 
 fn scheduler(s: &Session, mode: ApprovalMode, rules: &[(RuleList, &str)]) -> Scheduler {
-    let mut permissions = PermissionRules::default().with_base(&s.project, None);
+    let mut permissions =
+        PermissionRules::new(&crate::rule_vocabulary()).with_base(&s.project, None);
     for (list, text) in rules {
         permissions.add(*list, text);
     }

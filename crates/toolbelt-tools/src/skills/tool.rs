@@ -68,9 +68,14 @@ impl SkillTool {
     }
 }
 
+/// The tool's name.
+pub(crate) const NAME: &str = SKILL_TOOL;
+/// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
+pub(crate) const RULE_ALIASES: &[&str] = &["Skill"];
+
 impl Tool for SkillTool {
     fn name(&self) -> &str {
-        SKILL_TOOL
+        NAME
     }
 
     fn display_name(&self) -> &str {
@@ -82,7 +87,7 @@ impl Tool for SkillTool {
     }
 
     fn rule_aliases(&self) -> &[&'static str] {
-        &["Skill"]
+        RULE_ALIASES
     }
     fn kind(&self) -> Kind {
         Kind::Read

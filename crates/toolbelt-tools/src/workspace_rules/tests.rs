@@ -56,7 +56,7 @@ fn load(project: &Path) -> Settings {
 }
 
 fn decision(settings: &Settings, tool: &str, subject: &PermissionSubject) -> Decision {
-    Permissions::from_settings(settings).evaluate(tool, subject)
+    Permissions::from_settings(settings, &crate::rule_vocabulary()).evaluate(tool, subject)
 }
 
 fn commands(line: &str) -> PermissionSubject {
@@ -67,15 +67,23 @@ fn commands(line: &str) -> PermissionSubject {
 fn rules_per_kind_of_question() {
     let shell = request("run_shell_command", Kind::Execute, exec(&["git", "npm"]));
     assert_eq!(
-        rules_for(&shell, false),
+        rules_for(&shell, false, &crate::rule_vocabulary()),
         ["run_shell_command(git *)", "run_shell_command(npm *)"]
     );
     assert_eq!(
-        rules_for(&request("edit", Kind::Edit, edit_details()), false),
+        rules_for(
+            &request("edit", Kind::Edit, edit_details()),
+            false,
+            &crate::rule_vocabulary()
+        ),
         ["edit"]
     );
     assert_eq!(
-        rules_for(&request("write_file", Kind::Edit, edit_details()), false),
+        rules_for(
+            &request("write_file", Kind::Edit, edit_details()),
+            false,
+            &crate::rule_vocabulary()
+        ),
         ["write_file"]
     );
     let fetch = request(
@@ -88,7 +96,7 @@ fn rules_per_kind_of_question() {
         },
     );
     assert_eq!(
-        rules_for(&fetch, false),
+        rules_for(&fetch, false, &crate::rule_vocabulary()),
         ["web_fetch(domain:docs.example.com)"]
     );
     let m = request(
@@ -96,11 +104,20 @@ fn rules_per_kind_of_question() {
         Kind::Other,
         mcp("github", "create_issue"),
     );
-    assert_eq!(rules_for(&m, false), ["mcp__github__create_issue"]);
-    assert_eq!(rules_for(&m, true), ["mcp__github"]);
+    assert_eq!(
+        rules_for(&m, false, &crate::rule_vocabulary()),
+        ["mcp__github__create_issue"]
+    );
+    assert_eq!(
+        rules_for(&m, true, &crate::rule_vocabulary()),
+        ["mcp__github"]
+    );
     // An alias with `__` cannot be told apart from its tools: tool level only.
     let odd = request("mcp__a__b__t", Kind::Other, mcp("a__b", "t"));
-    assert_eq!(rules_for(&odd, true), ["mcp__a__b__t"]);
+    assert_eq!(
+        rules_for(&odd, true, &crate::rule_vocabulary()),
+        ["mcp__a__b__t"]
+    );
 }
 
 #[test]
@@ -108,21 +125,42 @@ fn nothing_is_offered_that_would_allow_more_than_asked() {
     let mut forced = request("edit", Kind::Edit, edit_details());
     forced.may_always_allow = false;
     assert!(
-        rules_for(&forced, false).is_empty(),
+        rules_for(&forced, false, &crate::rule_vocabulary()).is_empty(),
         "an ask rule forced the question"
     );
     let plan = ConfirmationDetails::Plan {
         title: "t".into(),
         plan: "p".into(),
     };
-    assert!(rules_for(&request("exit_plan_mode", Kind::Think, plan), false).is_empty());
+    assert!(
+        rules_for(
+            &request("exit_plan_mode", Kind::Think, plan),
+            false,
+            &crate::rule_vocabulary()
+        )
+        .is_empty()
+    );
     for roots in [&[][..], &["*"], &["git)"], &["a b"], &["-rf"]] {
         let shell = request("run_shell_command", Kind::Execute, exec(roots));
-        assert!(rules_for(&shell, false).is_empty(), "{roots:?}");
+        assert!(
+            rules_for(&shell, false, &crate::rule_vocabulary()).is_empty(),
+            "{roots:?}"
+        );
     }
     // A tool whose name is a rule alias would widen to what the alias covers.
     let declared = request("Edit", Kind::Edit, edit_details());
-    assert!(rules_for(&declared, false).is_empty());
+    assert!(rules_for(&declared, false, &crate::rule_vocabulary()).is_empty());
+}
+
+/// The aliases are the session's, not only this crate's: a declared tool named `Task`
+/// gets no rule when the session reads `Task` as the agent tool.
+#[test]
+fn a_tool_named_like_an_alias_of_another_crate_gets_no_rule() {
+    let task = request("Task", Kind::Other, edit_details());
+    assert_eq!(rules_for(&task, false, &crate::rule_vocabulary()), ["Task"]);
+    let mut session = crate::rule_vocabulary();
+    session.add("agent", &["Task"], None);
+    assert!(rules_for(&task, false, &session).is_empty());
 }
 
 #[test]
@@ -135,7 +173,11 @@ fn a_written_rule_allows_the_call_when_settings_are_loaded_again() {
         decision(&before, "run_shell_command", &commands("git status")),
         Decision::Default
     );
-    let out = allow_in_workspace(project, &rules_for(&shell, false)).unwrap();
+    let out = allow_in_workspace(
+        project,
+        &rules_for(&shell, false, &crate::rule_vocabulary()),
+    )
+    .unwrap();
     assert_eq!(out.added, ["run_shell_command(git *)"]);
     let after = load(project);
     assert_eq!(

@@ -110,7 +110,9 @@ impl Dialog {
         let plan = matches!(request.details, ConfirmationDetails::Plan { .. });
         let choices = if plan || !request.may_always_allow {
             vec![Choice::Once, Choice::Deny]
-        } else if workspace_rules::rules_for(&request, false).is_empty() {
+        } else if workspace_rules::rules_for(&request, false, &toolbelt_session::rule_vocabulary())
+            .is_empty()
+        {
             // Nothing a rule could name (a shell command whose root is not a plain word).
             vec![Choice::Once, Choice::Session, Choice::Deny]
         } else {

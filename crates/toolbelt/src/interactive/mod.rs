@@ -963,7 +963,8 @@ impl App {
     /// Choice 3: the rules this approval stands for go into the workspace's
     /// `.qwen/settings.json`; the session allows them already (the answer is choice 2's).
     fn allow_in_workspace(&mut self, request: &ApprovalRequest) {
-        let rules = workspace_rules::rules_for(request, false);
+        let vocabulary = self.agent.scheduler().permissions().rules().vocabulary();
+        let rules = workspace_rules::rules_for(request, false, vocabulary);
         let env = self.agent.scheduler().env().clone();
         let project = env.roots.primary().unwrap_or(&self.cwd);
         match workspace_rules::allow_in_workspace(project, &rules) {

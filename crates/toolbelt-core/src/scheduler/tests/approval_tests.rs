@@ -133,7 +133,7 @@ async fn every_mode_against_every_kind_headless_and_with_a_person() {
                 &dir,
                 mode,
                 with_person.then(|| approver.clone() as Arc<dyn Approver>),
-                Permissions::default(),
+                Permissions::from_rules(crate::rules::tests::empty_rules()),
             );
             let calls = KINDS
                 .iter()
@@ -183,7 +183,7 @@ async fn a_refusal_cancels_the_call_and_the_others_still_run() {
         &dir,
         ApprovalMode::Default,
         Some(approver),
-        Permissions::default(),
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
     );
     let out = run(
         &s,
@@ -205,7 +205,7 @@ async fn always_allow_is_remembered_per_tool() {
         &dir,
         ApprovalMode::Default,
         Some(approver.clone()),
-        Permissions::default(),
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
     );
     let out = run(
         &s,
@@ -258,7 +258,7 @@ async fn always_allow_per_mcp_server_covers_its_other_tools() {
         &dir,
         ApprovalMode::Default,
         Some(approver.clone()),
-        Permissions::default(),
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
     );
     let calls = vec![
         call("1", "mcp__srv__a", ""),
@@ -287,7 +287,7 @@ async fn always_allow_per_shell_root_command() {
         &dir,
         ApprovalMode::Default,
         Some(approver.clone()),
-        Permissions::default(),
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
     );
     run(
         &s,
@@ -308,7 +308,7 @@ async fn always_allow_per_shell_root_command() {
 async fn rules_deny_ask_and_allow() {
     let dir = tempfile::tempdir().unwrap();
     let reg = every_kind();
-    let mut permissions = Permissions::default();
+    let mut permissions = Permissions::from_rules(crate::rules::tests::empty_rules());
     permissions.add(RuleList::Deny, "k_read");
     permissions.add(RuleList::Ask, "k_search");
     permissions.add(RuleList::Allow, "k_execute");
@@ -350,7 +350,7 @@ async fn approving_exit_plan_mode_leaves_plan_mode() {
         &dir,
         ApprovalMode::Plan,
         Some(approver),
-        Permissions::default(),
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
     );
     let out = run(
         &s,
@@ -381,7 +381,12 @@ async fn headless_plan_is_answered_unapproved_and_plan_mode_stays() {
         plan_tool(),
         TestTool::new("e", Kind::Edit, Behaviour::Echo),
     ]);
-    let s = scheduler(&dir, ApprovalMode::Plan, None, Permissions::default());
+    let s = scheduler(
+        &dir,
+        ApprovalMode::Plan,
+        None,
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
+    );
     let out = run(&s, &reg, vec![call("1", EXIT_PLAN_MODE, "")]).await;
     assert_eq!(out[0].state, CallState::Success);
     assert_eq!(
@@ -409,7 +414,7 @@ async fn exit_plan_mode_outside_plan_mode_asks_no_one() {
         &dir,
         ApprovalMode::Default,
         Some(approver.clone()),
-        Permissions::default(),
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
     );
     let out = run(&s, &reg, vec![call("1", EXIT_PLAN_MODE, "")]).await;
     assert_eq!(out[0].state, CallState::Success);
@@ -427,7 +432,7 @@ async fn a_refused_plan_keeps_plan_mode_and_tells_the_model_to_keep_planning() {
         &dir,
         ApprovalMode::Plan,
         Some(approver.clone()),
-        Permissions::default(),
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
     );
     let out = run(&s, &reg, vec![call("1", EXIT_PLAN_MODE, "")]).await;
     assert_eq!(
@@ -449,7 +454,7 @@ async fn an_approved_plan_returns_to_the_mode_before_plan_mode() {
         &dir,
         ApprovalMode::Yolo,
         Some(approver.clone()),
-        Permissions::default(),
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
     );
     s.set_mode(ApprovalMode::Plan);
     let out = run(&s, &reg, vec![call("1", EXIT_PLAN_MODE, "")]).await;
@@ -467,7 +472,7 @@ async fn cancelling_while_waiting_for_approval_cancels_that_call_and_the_rest() 
         &dir,
         ApprovalMode::Default,
         Some(Arc::new(SilentApprover(asked.clone()))),
-        Permissions::default(),
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
     );
     let cancel = CancellationToken::new();
     let canceller = {
@@ -504,7 +509,7 @@ fn answering(dir: &tempfile::TempDir, answer: Approval) -> Scheduler {
         dir,
         ApprovalMode::Default,
         Some(Arc::new(Answers(answer))),
-        Permissions::default(),
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
     )
 }
 
@@ -557,7 +562,7 @@ async fn corrected_arguments_are_validated_again() {
 #[tokio::test]
 async fn corrected_arguments_still_meet_the_deny_rules() {
     let dir = tempfile::tempdir().unwrap();
-    let mut permissions = Permissions::default();
+    let mut permissions = Permissions::from_rules(crate::rules::tests::empty_rules());
     permissions.add(RuleList::Deny, "k_edit(secret)");
     let answer = Approval::with_arguments(serde_json::json!({"value": "secret"}));
     let s = scheduler(

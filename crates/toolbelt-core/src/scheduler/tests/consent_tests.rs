@@ -26,7 +26,7 @@ async fn consent(
 ) -> String {
     let dir = tempfile::tempdir().unwrap();
     let reg = registry(vec![TestTool::new("t", kind, Behaviour::ReportsConsent)]);
-    let mut permissions = Permissions::default();
+    let mut permissions = Permissions::from_rules(crate::rules::tests::empty_rules());
     for rule in allow {
         permissions.add(RuleList::Allow, rule);
     }

@@ -12,7 +12,7 @@ use super::fixtures::{env, run};
 use crate::confirm::{ConfirmationDetails, ConfirmationOutcome};
 use crate::registry::{Origin, ToolRegistry};
 use crate::result::{ErrorKind, ToolError, ToolResult};
-use crate::rules::{PermissionRules, RuleList};
+use crate::rules::RuleList;
 use crate::scheduler::*;
 use crate::tool::{
     BoxFuture, ExecContext, Invocation, Kind, PermissionSubject, Tool, ToolEnvironment,
@@ -197,7 +197,7 @@ impl Setup {
 
     /// Path rules anchored at the workspace, as the binary anchors them.
     fn rules(&self, allow: &[&str]) -> Permissions {
-        let mut rules = PermissionRules::default().with_base(self.root(), None);
+        let mut rules = crate::rules::tests::empty_rules().with_base(self.root(), None);
         for rule in allow {
             rules.add(RuleList::Allow, rule);
         }
@@ -245,7 +245,7 @@ async fn auto_edit_asks_before_changing_toolbelt_settings_and_not_for_other_file
     let s = w.scheduler(
         ApprovalMode::AutoEdit,
         Some(person.clone()),
-        Permissions::default(),
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
     );
     let out = run(
         &s,
@@ -279,7 +279,11 @@ async fn auto_edit_asks_before_changing_toolbelt_settings_and_not_for_other_file
 #[tokio::test]
 async fn headless_auto_edit_refuses_protected_files_with_how_to_allow_them() {
     let w = Setup::new();
-    let s = w.scheduler(ApprovalMode::AutoEdit, None, Permissions::default());
+    let s = w.scheduler(
+        ApprovalMode::AutoEdit,
+        None,
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
+    );
     let out = run(
         &s,
         &w.registry,
@@ -321,7 +325,11 @@ async fn a_link_into_qwen_new_skill_files_and_git_internals_are_caught() {
     std::fs::create_dir_all(w.root().join(".git/hooks")).unwrap();
     std::fs::create_dir_all(w.root().join("docs")).unwrap();
     std::os::unix::fs::symlink(w.root().join(".git"), w.root().join("docs/g")).unwrap();
-    let s = w.scheduler(ApprovalMode::AutoEdit, None, Permissions::default());
+    let s = w.scheduler(
+        ApprovalMode::AutoEdit,
+        None,
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
+    );
     let cases = [
         ("notes.txt", "toolbelt settings"),
         (".qwen/skills/x/SKILL.md", "skills"),
@@ -356,7 +364,7 @@ async fn always_allow_for_edit_does_not_cover_protected_files() {
     let s = w.scheduler(
         ApprovalMode::Default,
         Some(person.clone()),
-        Permissions::default(),
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
     );
     let out = run(
         &s,
@@ -404,7 +412,11 @@ async fn only_an_allow_rule_that_names_the_file_approves_it() {
 #[tokio::test]
 async fn a_skills_grant_does_not_approve_protected_files() {
     let w = Setup::granting(&["Edit", "Edit(.qwen/settings.json)"]);
-    let s = w.scheduler(ApprovalMode::Default, None, Permissions::default());
+    let s = w.scheduler(
+        ApprovalMode::Default,
+        None,
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
+    );
     let grant = ToolCallRequest::new("g", "skill", &json!({}));
     let out = run(&s, &w.registry, vec![grant]).await;
     assert_eq!(out[0].state, CallState::Success);
@@ -422,7 +434,11 @@ async fn a_skills_grant_does_not_approve_protected_files() {
 #[tokio::test]
 async fn yolo_still_approves_protected_files() {
     let w = Setup::new();
-    let s = w.scheduler(ApprovalMode::Yolo, None, Permissions::default());
+    let s = w.scheduler(
+        ApprovalMode::Yolo,
+        None,
+        Permissions::from_rules(crate::rules::tests::empty_rules()),
+    );
     let out = run(
         &s,
         &w.registry,

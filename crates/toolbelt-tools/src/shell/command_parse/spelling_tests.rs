@@ -8,7 +8,7 @@ use super::parse;
 use super::runs::rule_root;
 
 fn decide(list: RuleList, rule: &str, line: &str) -> Decision {
-    let mut rules = PermissionRules::default();
+    let mut rules = PermissionRules::new(&crate::rule_vocabulary());
     rules.add(list, rule);
     rules.evaluate(
         "run_shell_command",
@@ -154,7 +154,7 @@ fn a_wrapper_allowed_by_name_still_answers_for_what_it_runs() {
         Decision::Default,
         "ls is not allowed by a rule for timeout"
     );
-    let mut rules = PermissionRules::default();
+    let mut rules = PermissionRules::new(&crate::rule_vocabulary());
     rules.add(RuleList::Allow, "Bash(timeout *)");
     rules.add(RuleList::Allow, "Bash(ls *)");
     let subject = PermissionSubject::Commands(parse("timeout 5 ls -la").rule_subjects());

@@ -360,7 +360,7 @@ const RULE_CASES: &[(RuleList, &str, &str, Decision)] = &[
 fn rules_judge_every_simple_command_of_a_line() {
     let mut failures = Vec::new();
     for (list, rule, line, want) in RULE_CASES {
-        let mut rules = PermissionRules::default();
+        let mut rules = PermissionRules::new(&crate::rule_vocabulary());
         rules.add(*list, rule);
         let subject = PermissionSubject::Commands(parse(line).rule_subjects());
         let got = rules.evaluate("run_shell_command", &subject);
