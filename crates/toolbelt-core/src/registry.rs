@@ -392,7 +392,9 @@ impl ToolRegistry {
         let mut vocabulary = crate::rules::RuleVocabulary::default();
         for r in self.entries.iter().filter(|r| r.origin == Origin::BuiltIn) {
             vocabulary.add(&r.name, r.tool.rule_aliases(), r.tool.path_operation());
-            if r.tool.kind() == crate::tool::Kind::Execute {
+            // A tool that runs another (`monitor` runs its command as a shell job) answers
+            // to that tool's rules through `rule_target`, `tools.core` included.
+            if r.tool.kind() == crate::tool::Kind::Execute && r.tool.rule_target().is_none() {
                 vocabulary.add_command_runner(&r.name);
             }
         }

@@ -132,6 +132,13 @@ fn the_static_vocabulary_is_what_the_registered_builtins_say() {
         std::sync::Arc::new(skills),
         toolbelt_core::registry::Origin::BuiltIn,
     );
+    // `monitor` is registered by sessions that deliver events between turns.
+    let jobs = std::sync::Arc::new(crate::JobTable::new(true));
+    let monitors = crate::MonitorTable::new(&jobs);
+    registry.register(
+        std::sync::Arc::new(crate::Monitor::new(f.env.clone(), jobs, monitors)),
+        toolbelt_core::registry::Origin::BuiltIn,
+    );
     let registered = registry.rule_vocabulary();
     assert_eq!(crate::rule_vocabulary(), registered);
     let aliases: Vec<&str> = registered.aliases().collect();

@@ -96,9 +96,12 @@ struct Params {
     directory: Option<String>,
 }
 
+/// The tool's name, also in the rule vocabulary (`rule_words.rs`).
+pub(crate) const NAME: &str = "monitor";
+
 impl Tool for Monitor {
     fn name(&self) -> &str {
-        "monitor"
+        NAME
     }
     fn display_name(&self) -> &str {
         "Monitor"

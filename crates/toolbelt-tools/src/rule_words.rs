@@ -58,7 +58,9 @@ pub fn rule_vocabulary() -> RuleVocabulary {
     for (name, aliases, operation) in entries {
         vocabulary.add(name, aliases, operation);
     }
-    // The shell is the built-in whose kind is `Kind::Execute` (what a registry reads).
+    // The built-ins of `Kind::Execute` that run commands themselves (what a registry
+    // reads): the shell. `monitor` runs its command as a shell job and answers to the
+    // shell's rules (`tools.core` included) through `rule_target`.
     vocabulary.add_command_runner(shell::NAME);
     vocabulary
 }

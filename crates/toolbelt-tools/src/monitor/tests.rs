@@ -278,7 +278,7 @@ async fn shell_deny_rules_and_plan_mode_hold_for_monitor() {
     let marker = s.f.ws().join("ran");
     let command = format!("touch '{}'", marker.display());
     for rule in ["run_shell_command(touch *)", "Bash(touch *)", "monitor"] {
-        let mut denied = Permissions::default();
+        let mut denied = Permissions::new(&crate::rule_vocabulary());
         denied.add(RuleList::Deny, rule);
         let config = SchedulerConfig {
             mode: ApprovalMode::Yolo,
@@ -303,7 +303,7 @@ async fn shell_deny_rules_and_plan_mode_hold_for_monitor() {
     assert!(!marker.exists());
     // A shell rule that allows another command leaves this one denied by default
     // (no approver): the question is the shell's.
-    let mut allow_other = Permissions::default();
+    let mut allow_other = Permissions::new(&crate::rule_vocabulary());
     allow_other.add(RuleList::Allow, "run_shell_command(ls *)");
     let config = SchedulerConfig {
         mode: ApprovalMode::Default,
