@@ -69,6 +69,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "[plan|default|auto-edit|yolo]",
         "show or set what runs without asking",
     ),
+    (
+        "loop",
+        "[interval] <prompt> | list | clear | cancel <id>",
+        "run a prompt now and again on a schedule while the session is idle",
+    ),
     ("stats", "", "tokens, tool calls and time of this session"),
     ("quit", "", "leave (also Ctrl-D on an empty line)"),
 ];
