@@ -347,3 +347,28 @@ fn the_derived_schemas_say_what_the_model_may_send() {
     );
     assert_eq!(delete.parameter_schema()["required"], json!(["id"]));
 }
+
+/// `tools.core` restricts the commands `monitor` runs as it restricts the shell's: through
+/// the shell's rules (`rule_target`), not as a command runner of its own.
+#[tokio::test]
+async fn tools_core_restricts_monitor_as_it_restricts_the_shell() {
+    let s = setup();
+    let settings: toolbelt_core::Settings =
+        serde_json::from_value(json!({"tools": {"core": ["run_shell_command(echo)"]}})).unwrap();
+    let restricted = || SchedulerConfig {
+        mode: ApprovalMode::Yolo,
+        permissions: Permissions::from_settings(&settings, &crate::rule_vocabulary()),
+        ..Default::default()
+    };
+    let marker = s.f.ws().join("ran");
+    let refused = run_through(&s, restricted(), &format!("touch '{}'", marker.display())).await;
+    let error = refused.error.as_ref().expect("touch is outside tools.core");
+    assert_eq!(error.kind, ErrorKind::ExecutionDenied);
+    assert!(error.message.contains("tools.core"), "{}", error.message);
+    assert!(!marker.exists());
+    let allowed = run_through(&s, restricted(), "echo hello").await;
+    assert!(!allowed.is_error(), "{}", allowed.llm_text());
+    for job in s.jobs.jobs() {
+        s.jobs.stop(&job.id).await;
+    }
+}
