@@ -22,6 +22,7 @@
 pub mod ask_user;
 pub mod confirm;
 pub mod front_matter;
+pub mod hooks;
 pub mod lint;
 pub mod output;
 pub mod project_file;
@@ -40,6 +41,9 @@ pub mod workspace;
 
 pub use ask_user::{Answer, AskUser, Question, QuestionOption, QuestionSlot};
 pub use confirm::{ConfirmationDetails, ConfirmationOutcome};
+pub use hooks::{
+    HookAgent, HookDecision, HookEvent, HookFailure, HookOutcome, HookRequest, HookRunner,
+};
 pub use output::{LimitedText, OutputPolicy};
 pub use protected::{ProtectedPaths, Protection};
 pub use registry::{Origin, Registration, ToolRegistry, ToolSet};

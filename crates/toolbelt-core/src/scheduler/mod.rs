@@ -76,6 +76,9 @@ pub struct SchedulerConfig {
     /// [`Scheduler::end_turn`]. Only an owner that ends turns should turn it on: the
     /// agent does; `toolbelt mcp serve` and `tools call` have no turns and leave it off.
     pub turn_grants: bool,
+    /// The session's hooks (see [`crate::hooks`]); `None` when it has none, and the call
+    /// path costs nothing more.
+    pub hooks: Option<Arc<dyn crate::hooks::HookRunner>>,
 }
 
 /// The words of a refusal when nobody can be asked (see
@@ -101,6 +104,7 @@ impl Default for SchedulerConfig {
             events: None,
             nobody_to_ask: None,
             turn_grants: false,
+            hooks: None,
         }
     }
 }
