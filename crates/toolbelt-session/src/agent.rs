@@ -203,9 +203,17 @@ impl Session {
         // the run (`McpToolSource`).
         self.load_extensions(true).await.map_err(|e| e.0)?;
         let ruled = self.rule_agent(&options)?;
+        let source = if continued.is_some() {
+            "resume"
+        } else {
+            "startup"
+        };
         let saving = Saving { store, continued };
         let mut prepared = self.make_agent(options, setup.sink, setup.approver, ruled, saving)?;
         prepared.prompt = prompt;
+        // SessionStart: what its hooks say goes with the first prompt.
+        let cancel = tokio_util::sync::CancellationToken::new();
+        prepared.agent.start_session(source, &cancel).await;
         Ok(prepared)
     }
 
@@ -258,6 +266,7 @@ impl Session {
             mcp,
             shell_jobs,
             skills,
+            hooks,
             ..
         } = self;
         let mcp = Arc::new(mcp);
@@ -283,6 +292,7 @@ impl Session {
             cwd: cwd.clone(),
             max_turns: options.max_session_turns,
             shell_jobs: shell_jobs.clone(),
+            hooks: hooks.clone(),
         };
         let background = subagents::install(&mut registry, parts);
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);
@@ -292,6 +302,7 @@ impl Session {
             mode: ruled.mode,
             permissions: ruled.permissions,
             approver,
+            hooks,
             ..Default::default()
         };
         let agent = Agent::new(

@@ -85,6 +85,7 @@ pub(crate) struct Parts {
     pub(crate) cwd: PathBuf,
     pub(crate) max_turns: usize,
     pub(crate) shell_jobs: Arc<JobTable>,
+    pub(crate) hooks: Option<Arc<dyn toolbelt_core::hooks::HookRunner>>,
 }
 
 /// Registers `agent`, `task_stop` and `send_message`; returns the table of background agents, which the
@@ -108,6 +109,7 @@ pub(crate) fn install(registry: &mut ToolRegistry, parts: Parts) -> Arc<Backgrou
         cwd: parts.cwd,
         default_max_turns: parts.max_turns,
         counter: Default::default(),
+        hooks: parts.hooks,
     });
     let background = BackgroundTasks::new();
     registry.register(

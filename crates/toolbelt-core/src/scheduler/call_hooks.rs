@@ -35,8 +35,8 @@ use tokio_util::sync::CancellationToken;
 use super::pipeline::{Validated, finish_early_boxed};
 use super::run_call::cancelled_error;
 use super::{
-    ApprovalMode, ApprovalRequest, CallState, CompletedCall, Corrector, Scheduler,
-    SchedulerEvent, Verdict, text_for_model,
+    ApprovalMode, ApprovalRequest, CallState, CompletedCall, Corrector, Scheduler, SchedulerEvent,
+    Verdict, text_for_model,
 };
 use crate::confirm::ConfirmationOutcome;
 use crate::hooks::{

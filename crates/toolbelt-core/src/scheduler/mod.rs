@@ -47,10 +47,10 @@ mod run_call;
 pub use approval::{
     Approval, ApprovalMode, ApprovalRequest, Approver, Permissions, SessionAllowances,
 };
+use call_hooks::CallHooks;
 pub use events::{CallState, CompletedCall, SchedulerEvent, ToolCallRequest};
 pub use grants::TurnGrant;
 use grants::TurnGrants;
-use call_hooks::CallHooks;
 use guards::RetryLoopGuard;
 pub use run_call::text_for_model;
 use run_call::{JobInfo, execute};
@@ -402,7 +402,9 @@ impl Scheduler {
                 stop: None,
             };
             if let Some(hooks) = hooks {
-                hooks.after_run(&mut done, &hook_context, &turn_cancel).await;
+                hooks
+                    .after_run(&mut done, &hook_context, &turn_cancel)
+                    .await;
             }
             done
         }

@@ -203,10 +203,8 @@ async fn the_request_names_the_tool_by_its_display_name_and_rule_aliases_too() {
 #[tokio::test]
 async fn allow_skips_the_question() {
     let dir = tempfile::tempdir().unwrap();
-    let hooks = Arc::new(Hooks::new().on(
-        HookEvent::PreToolUse,
-        decision(HookDecision::Allow, "fine"),
-    ));
+    let hooks =
+        Arc::new(Hooks::new().on(HookEvent::PreToolUse, decision(HookDecision::Allow, "fine")));
     let person = Recorder::new(ConfirmationOutcome::Cancel);
     let (s, _rx) = scheduler(
         env(&dir),
@@ -289,7 +287,8 @@ async fn allow_never_approves_protected_configuration() {
     assert_eq!(w.read(".qwen/settings.json").as_deref(), Some("{}"));
     let said = hook_messages(&mut rx);
     assert!(
-        said.iter().any(|m| m.text.contains("protected configuration")),
+        said.iter()
+            .any(|m| m.text.contains("protected configuration")),
         "{said:?}"
     );
     // Headless, nobody approves it: refused.
@@ -639,7 +638,11 @@ async fn no_matching_hooks_means_the_runner_is_never_asked_to_run() {
     let out = run(
         &s,
         &edit_tool(),
-        vec![call("1", "r", "a"), call("2", "x", "b"), call("3", "t", "c")],
+        vec![
+            call("1", "r", "a"),
+            call("2", "x", "b"),
+            call("3", "t", "c"),
+        ],
     )
     .await;
     assert_eq!(out.len(), 3);
@@ -759,13 +762,7 @@ async fn a_waiting_question_is_a_notification() {
     let dir = tempfile::tempdir().unwrap();
     let hooks = Arc::new(Hooks::new().on(HookEvent::Notification, HookOutcome::default()));
     let person = Recorder::new(ConfirmationOutcome::ProceedOnce);
-    let (s, _rx) = scheduler(
-        env(&dir),
-        ApprovalMode::Default,
-        Some(person),
-        None,
-        &hooks,
-    );
+    let (s, _rx) = scheduler(env(&dir), ApprovalMode::Default, Some(person), None, &hooks);
     run(&s, &edit_tool(), vec![call("1", "x", "make")]).await;
     let notes = hooks.requests(HookEvent::Notification);
     assert_eq!(notes.len(), 1);
