@@ -87,7 +87,7 @@ pub(crate) struct StopChecks {
 impl Agent {
     /// Makes this agent the sub-agent `agent` (its transcript at `transcript`): its end
     /// fires SubagentStop instead of Stop, and its prompt no UserPromptSubmit.
-    pub(crate) fn as_subagent(mut self, agent: HookAgent, transcript: Option<PathBuf>) -> Self {
+    pub(crate) fn for_subagent(mut self, agent: HookAgent, transcript: Option<PathBuf>) -> Self {
         self.subagent = Some(AsSubagent { agent, transcript });
         self
     }

@@ -407,7 +407,7 @@ async fn run_subagent(
         max_turns,
         sink,
     )
-    .as_subagent(hook_agent, transcript.clone())
+    .for_subagent(hook_agent, transcript.clone())
     .with_background(nested_tasks.clone());
     let agent = match inbox {
         Some(inbox) => agent.with_inbox(inbox.clone()),
