@@ -249,8 +249,14 @@ fn tool_response(result: &ToolResult) -> Value {
 }
 
 impl Scheduler {
-    /// The call's hooks, with its arguments as they are now; `None` without hooks.
-    pub(super) fn call_hooks(&self, call: &Validated<'_>) -> Option<CallHooks> {
+    /// The call's hooks, with its arguments as they are now, when a hook runs for one of
+    /// `events` on this tool (for any event: `None` for `events`); `None` without
+    /// hooks. Asked before anything of the call is copied.
+    pub(super) fn call_hooks(
+        &self,
+        call: &Validated<'_>,
+        events: Option<&[HookEvent]>,
+    ) -> Option<CallHooks> {
         let runner = self.hooks.as_ref()?;
         let registration = call.registration;
         let tool = registration.tool.as_ref();
@@ -260,6 +266,13 @@ impl Scheduler {
             if name != registration.name && !aliases.iter().any(|a| a == name) {
                 aliases.push(name.to_string());
             }
+        }
+        if let Some(events) = events
+            && !events
+                .iter()
+                .any(|e| runner.wants(*e, Some(&registration.name), &aliases))
+        {
+            return None;
         }
         Some(CallHooks {
             runner: runner.clone(),
@@ -281,12 +294,9 @@ impl Scheduler {
         cancel: &CancellationToken,
     ) -> Result<Validated<'r>, Box<CompletedCall>> {
         let event = HookEvent::PreToolUse;
-        let Some(hooks) = self.call_hooks(&call) else {
+        let Some(hooks) = self.call_hooks(&call, Some(&[event])) else {
             return Ok(call);
         };
-        if !hooks.wants(event) {
-            return Ok(call);
-        }
         let outcome = hooks.run(hooks.request(event), cancel).await;
         let tool = call.registration.name.clone();
         let refusal = if cancel.is_cancelled() {
@@ -338,10 +348,7 @@ impl Scheduler {
         cancel: &CancellationToken,
     ) -> Option<Verdict> {
         let event = HookEvent::PermissionRequest;
-        let hooks = self.call_hooks(call)?;
-        if !hooks.wants(event) {
-            return None;
-        }
+        let hooks = self.call_hooks(call, Some(&[event]))?;
         let outcome = hooks.run(hooks.request(event), cancel).await;
         let tool = call.registration.name.as_str();
         if cancel.is_cancelled() {
@@ -390,12 +397,9 @@ impl Scheduler {
         let Verdict::Refuse(error) = verdict else {
             return;
         };
-        let Some(hooks) = self.call_hooks(call) else {
+        let Some(hooks) = self.call_hooks(call, Some(&[event])) else {
             return;
         };
-        if !hooks.wants(event) {
-            return;
-        }
         let request = hooks
             .request(event)
             .field("reason", denial.as_str())
@@ -413,12 +417,16 @@ impl Scheduler {
     ) {
         let event = HookEvent::Notification;
         let kind = "permission_prompt";
-        let Some(hooks) = self.call_hooks(call) else {
-            return;
-        };
-        if !hooks.runner.wants(event, Some(kind), &[]) {
+        if !self
+            .hooks
+            .as_ref()
+            .is_some_and(|runner| runner.wants(event, Some(kind), &[]))
+        {
             return;
         }
+        let Some(hooks) = self.call_hooks(call, None) else {
+            return;
+        };
         let mut request = HookRequest::new(event)
             .field(
                 "message",

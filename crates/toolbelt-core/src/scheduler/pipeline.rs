@@ -277,7 +277,10 @@ impl Scheduler {
         self.emit(SchedulerEvent::Scheduled {
             call_id: call.request.call_id.clone(),
         });
-        let hooks = self.call_hooks(&call);
+        // The call's hooks run after it when one is for PostToolUse(Failure), or when
+        // PreToolUse left context for its result.
+        let after = [HookEvent::PostToolUse, HookEvent::PostToolUseFailure];
+        let hooks = self.call_hooks(&call, context.is_empty().then_some(&after[..]));
         Prepared::Approved(Approved {
             request: call.request,
             arguments: call.arguments,
