@@ -11,6 +11,7 @@ use toolbelt_agent::prompt::{PromptFacts, system_prompt};
 use toolbelt_agent::subagents::BackgroundTasks;
 use toolbelt_agent::transcript::{LoadedSession, SessionStore, SessionWriter};
 use toolbelt_agent::{Agent, EventSink, context_files};
+use toolbelt_core::hooks::HookRunner;
 use toolbelt_core::scheduler::{ApprovalMode, Approver, Permissions, SchedulerConfig};
 use toolbelt_core::{RuleList, Settings, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayModel};
@@ -74,6 +75,9 @@ pub struct Prepared {
     pub system_prompt: SystemPrompt,
     /// How the agent was made (a new model is built from them).
     pub options: AgentOptions,
+    /// The session's hooks, for the agent's own events (the scheduler already holds
+    /// them for the calls'); `None` without any.
+    pub hooks: Option<Arc<dyn HookRunner>>,
 }
 
 /// A session's system prompt and what it is made of, so it can be made again when
@@ -258,11 +262,17 @@ impl Session {
             mcp,
             shell_jobs,
             skills,
+            hooks,
             ..
         } = self;
         let mcp = Arc::new(mcp);
         let (model, model_name, server) = session_model(&options, &env, &cwd)?;
         let (log, session_id) = saving.start(&cwd, &model_name, &options, &warn);
+        // Hooks see the conversation's id and file from its first event.
+        if let Some(engine) = &hooks {
+            engine.set_session(&session_id, log.as_ref().map(|l| l.path().to_path_buf()));
+        }
+        let hooks = hooks.map(|engine| Arc::new(engine) as Arc<dyn HookRunner>);
         // `agent`, `task_stop` and `send_message` see the tools as they are now (without
         // themselves); the settings' lists and --exclude-tools apply to them as to every
         // other tool.
@@ -292,6 +302,7 @@ impl Session {
             mode: ruled.mode,
             permissions: ruled.permissions,
             approver,
+            hooks: hooks.clone(),
             ..Default::default()
         };
         let agent = Agent::new(
@@ -331,6 +342,7 @@ impl Session {
             cron,
             system_prompt,
             options,
+            hooks,
         })
     }
 }

@@ -11,7 +11,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 use toolbelt_core::{ErrorKind, Part, ToolResult};
 
-use crate::discovered::run::{RunEnd, RunOutput, signal_name};
+use toolbelt_process::run::{RunEnd, RunOutput, signal_name};
 use crate::discovered::{describe_end, success_with_stderr};
 
 pub(crate) fn command_result(name: &str, output: RunOutput) -> ToolResult {

@@ -23,7 +23,7 @@ use super::binding::Binding;
 use super::manifest::ToolEntry;
 use super::output::command_result;
 use super::template::{Escape, render};
-use crate::discovered::run::{self, RunEnd, RunSpec};
+use toolbelt_process::run::{self, RunEnd, RunSpec};
 use crate::discovered::{CommandSettings, project_root};
 
 /// `tools.prepareTimeout` when unset.

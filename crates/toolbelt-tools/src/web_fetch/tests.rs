@@ -15,7 +15,8 @@ use toolbelt_core::{
     ConfirmationDetails, ErrorKind, ExecContext, PermissionSubject, Settings, Tool,
 };
 
-use super::{HostResolver, WebFetch};
+use super::WebFetch;
+use toolbelt_netguard::HostResolver;
 use crate::test_support::{Fixture, err_kind, fixture_with};
 
 /// A body the server sends for a path.

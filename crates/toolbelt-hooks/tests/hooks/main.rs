@@ -1,0 +1,10 @@
+//! The hooks engine with real settings files, real hook scripts and a real HTTP server
+//! on 127.0.0.1, each test in a home and project of its own.
+
+mod callbacks;
+mod commands;
+mod config;
+mod http;
+mod listing;
+mod matching;
+mod support;
