@@ -31,10 +31,12 @@ pub(crate) fn combine(units: Vec<Unit>) -> HookOutcome {
     let mut outcome = HookOutcome::default();
     let mut rewrites: Vec<(String, Value)> = Vec::new();
     for unit in &units {
-        let rewrite = unit
-            .iter()
-            .rev()
-            .find_map(|ran| ran.reply.updated_input.clone().map(|v| (ran.label.clone(), v)));
+        let rewrite = unit.iter().rev().find_map(|ran| {
+            ran.reply
+                .updated_input
+                .clone()
+                .map(|v| (ran.label.clone(), v))
+        });
         if let Some(rewrite) = rewrite {
             rewrites.push(rewrite);
         }

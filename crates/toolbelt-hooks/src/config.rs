@@ -115,7 +115,10 @@ pub(crate) enum Executor {
     Command(CommandHook),
     Http(HttpHook),
     /// An SDK callback, by its id.
-    Callback { id: String, timeout: Duration },
+    Callback {
+        id: String,
+        timeout: Duration,
+    },
 }
 
 impl Executor {
@@ -307,7 +310,11 @@ impl HookConfig {
 fn with_project_dir(word: &str, project_dir: &Path) -> String {
     let dir = project_dir.to_string_lossy();
     let mut word = word.to_string();
-    for name in ["QWEN_PROJECT_DIR", "CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"] {
+    for name in [
+        "QWEN_PROJECT_DIR",
+        "CLAUDE_PROJECT_DIR",
+        "GEMINI_PROJECT_DIR",
+    ] {
         word = word
             .replace(&format!("${{{name}}}"), &dir)
             .replace(&format!("${name}"), &dir);
@@ -435,7 +442,10 @@ fn parse_group(
     };
     let Some(group) = group.as_object() else {
         let shape = if sdk { "hookCallbackIds" } else { "hooks" };
-        fail(key, &format!("must be an object with \"matcher\" and \"{shape}\""));
+        fail(
+            key,
+            &format!("must be an object with \"matcher\" and \"{shape}\""),
+        );
         return;
     };
     let matcher = match group.get("matcher") {
@@ -513,7 +523,10 @@ fn settings_hooks(
                 });
             }
             Ok(None) => {
-                let kind = entry.get("type").and_then(Value::as_str).unwrap_or_default();
+                let kind = entry
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 parsed.skipped.push(Skipped {
                     origin: (**origin).clone(),
                     key,
@@ -607,12 +620,13 @@ fn command_hook(entry: &Map<String, Value>) -> Result<CommandHook, String> {
         Some(Value::String(_)) => return Err("\"command\" is empty".into()),
         Some(_) => return Err("\"command\" must be a string".into()),
     };
-    let args = match entry.get("args") {
-        None | Some(Value::Null) => None,
-        Some(value) => Some(
-            strings(value).ok_or("\"args\" must be a list of strings (the command then runs without a shell)")?,
-        ),
-    };
+    let args =
+        match entry.get("args") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(strings(value).ok_or(
+                "\"args\" must be a list of strings (the command then runs without a shell)",
+            )?),
+        };
     let shell = match entry.get("shell").and_then(|s| s.as_str().map(str::trim)) {
         None | Some("") | Some("bash") => "bash",
         Some("sh") => "sh",
@@ -690,7 +704,10 @@ fn string_map(value: &Value) -> Option<Vec<(String, String)>> {
 /// A `timeout` in seconds; with `millis_rule` (command hooks, Qwen Code's rule) a value
 /// of 1000 or more is milliseconds. Anything else than a positive number gives `default`.
 pub(crate) fn timeout_of(value: Option<&Value>, default: Duration, millis_rule: bool) -> Duration {
-    let Some(n) = value.and_then(Value::as_f64).filter(|n| n.is_finite() && *n > 0.0) else {
+    let Some(n) = value
+        .and_then(Value::as_f64)
+        .filter(|n| n.is_finite() && *n > 0.0)
+    else {
         if value.is_some_and(|v| !v.is_null()) {
             tracing::debug!("hook timeout {value:?} is not a positive number; {default:?} applies");
         }

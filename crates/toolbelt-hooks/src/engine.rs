@@ -22,9 +22,9 @@ use toolbelt_netguard::HostResolver;
 
 use crate::combine::{Ran, Unit, combine};
 use crate::config::{ConfigErrors, Executor, Hook, HookConfig, HookGroup, HookOrigin};
+use crate::exec::Executors;
 use crate::exec::callback::HookCallbacks;
 use crate::exec::http::HttpSender;
-use crate::exec::Executors;
 use crate::input::{SessionInfo, hook_input};
 use crate::output::reply;
 
@@ -208,7 +208,11 @@ impl Inner {
 
 /// The chains to run for `request`, in configuration order: each hook of a parallel
 /// group alone (the same command or URL once), a sequential group's hooks together.
-fn plan<'a>(groups: &'a [HookGroup], request: &HookRequest, target: Option<&str>) -> Vec<Vec<&'a Hook>> {
+fn plan<'a>(
+    groups: &'a [HookGroup],
+    request: &HookRequest,
+    target: Option<&str>,
+) -> Vec<Vec<&'a Hook>> {
     let mut plans: Vec<Vec<&Hook>> = Vec::new();
     let mut seen: Vec<&Executor> = Vec::new();
     let matching = groups
@@ -234,5 +238,6 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 }
 
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+    lock.write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

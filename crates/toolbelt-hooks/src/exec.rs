@@ -29,7 +29,12 @@ pub(crate) struct Executors {
 
 impl Executors {
     /// Runs `hook` with `input` (the JSON it receives).
-    pub(crate) async fn run(&self, hook: &Hook, input: &Value, cancel: CancellationToken) -> Answer {
+    pub(crate) async fn run(
+        &self,
+        hook: &Hook,
+        input: &Value,
+        cancel: CancellationToken,
+    ) -> Answer {
         let body = match serde_json::to_vec(input) {
             Ok(body) => body,
             Err(e) => return Answer::Failed(format!("its input could not be written: {e}")),

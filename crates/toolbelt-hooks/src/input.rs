@@ -102,7 +102,10 @@ mod tests {
         assert_eq!(input["tool_name"], "run_shell_command");
         assert!(!input.contains_key("agent_id"));
         let stamp = input["timestamp"].as_str().unwrap();
-        assert!(chrono::DateTime::parse_from_rfc3339(stamp).is_ok(), "{stamp}");
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(stamp).is_ok(),
+            "{stamp}"
+        );
     }
 
     #[test]

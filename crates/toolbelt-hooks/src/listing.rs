@@ -66,9 +66,10 @@ impl HookListing {
             let not_running = if !layer.trusted {
                 Some("this folder is not trusted (`toolbelt trust` trusts it)".to_string())
             } else {
-                settings.hooks_disabled_by.as_ref().map(|file| {
-                    format!("disableAllHooks is true in {}", file.display())
-                })
+                settings
+                    .hooks_disabled_by
+                    .as_ref()
+                    .map(|file| format!("disableAllHooks is true in {}", file.display()))
             };
             for group in &parsed.groups {
                 for (j, hook) in group.hooks.iter().enumerate() {
@@ -128,7 +129,11 @@ impl HookListing {
                 None => "runs".to_string(),
                 Some(why) => format!("does not run: {why}"),
             };
-            out.push_str(&format!("    {} {}; {state}\n", hook.file.display(), hook.key));
+            out.push_str(&format!(
+                "    {} {}; {state}\n",
+                hook.file.display(),
+                hook.key
+            ));
         }
         for skipped in &self.skipped {
             out.push_str(&format!("{}\n", skipped.warning()));

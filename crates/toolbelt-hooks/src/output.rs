@@ -99,10 +99,7 @@ pub(crate) fn reply(event: HookEvent, label: &str, answer: Answer) -> Reply {
     match answer {
         Answer::Empty => Reply::default(),
         Answer::Text(text) => {
-            if matches!(
-                event,
-                HookEvent::SessionStart | HookEvent::UserPromptSubmit
-            ) {
+            if matches!(event, HookEvent::SessionStart | HookEvent::UserPromptSubmit) {
                 Reply {
                     context: Some(text),
                     ..Reply::default()
@@ -147,7 +144,11 @@ pub(crate) fn stderr_tail(stderr: &str) -> String {
         return String::new();
     }
     let short: String = stderr.chars().take(500).collect();
-    let cut = if short.len() < stderr.len() { "..." } else { "" };
+    let cut = if short.len() < stderr.len() {
+        "..."
+    } else {
+        ""
+    };
     format!(": {short}{cut}")
 }
 
@@ -255,7 +256,13 @@ fn parse_specific(event: HookEvent, specific: &Map<String, Value>) -> Result<Rep
             bool_field(decision, "interrupt")?;
         }
         Some(Value::Object(_)) => {}
-        Some(other) => return Err(wrong_type("hookSpecificOutput.decision", "an object", other)),
+        Some(other) => {
+            return Err(wrong_type(
+                "hookSpecificOutput.decision",
+                "an object",
+                other,
+            ));
+        }
     }
     Ok(own)
 }

@@ -102,7 +102,11 @@ impl AddressPolicy {
     /// The policy of `allow_hosts` entries (such as `tools.webFetch.allowHosts`): CIDRs,
     /// addresses (`::1`, `[::1]`) and host names (`*.x.org` covers subdomains); `off`
     /// lets everything through. Entries that are none of these are returned as warnings.
-    pub fn new(allow_hosts: &[String], off: bool, purpose: Purpose) -> (AddressPolicy, Vec<String>) {
+    pub fn new(
+        allow_hosts: &[String],
+        off: bool,
+        purpose: Purpose,
+    ) -> (AddressPolicy, Vec<String>) {
         let mut policy = AddressPolicy {
             off,
             names: Vec::new(),

@@ -174,7 +174,11 @@ fn loopback_can_be_opened_alone_and_messages_speak_for_the_caller() {
     let loopback = ["127.0.0.0/8".to_string(), "::1".to_string()];
     let (policy, warnings) = AddressPolicy::new(&loopback, false, HOOK);
     assert!(warnings.is_empty());
-    for url in ["http://127.0.0.1:8080/h", "http://localhost/", "http://[::1]/"] {
+    for url in [
+        "http://127.0.0.1:8080/h",
+        "http://localhost/",
+        "http://[::1]/",
+    ] {
         assert!(check(url, &policy).is_ok(), "{url}");
     }
     for url in [
@@ -187,5 +191,8 @@ fn loopback_can_be_opened_alone_and_messages_speak_for_the_caller() {
         assert!(err.contains("only public and loopback"), "{err}");
     }
     let err = check("ftp://example.com/", &policy).unwrap_err();
-    assert!(err.starts_with("refused to send the hook to ftp://"), "{err}");
+    assert!(
+        err.starts_with("refused to send the hook to ftp://"),
+        "{err}"
+    );
 }

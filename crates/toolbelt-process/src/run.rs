@@ -12,9 +12,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::{GroupCommand, KILL_GRACE, Owner};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
-use crate::{GroupCommand, KILL_GRACE, Owner};
 
 /// How long to wait for the pipes to close after the group was killed. A process that
 /// left the group and cleared its environment may keep them open; its output is then

@@ -139,6 +139,24 @@ struct Ruled {
     mode: ApprovalMode,
 }
 
+impl Ruled {
+    /// The agent's scheduler under these rules, asking `approver`, with the session's
+    /// hooks.
+    fn scheduler_config(
+        self,
+        approver: Option<Arc<dyn Approver>>,
+        hooks: Option<Arc<dyn HookRunner>>,
+    ) -> SchedulerConfig {
+        SchedulerConfig {
+            mode: self.mode,
+            permissions: self.permissions,
+            approver,
+            hooks,
+            ..Default::default()
+        }
+    }
+}
+
 impl Saving {
     /// This run's file and its ID (else `--session-id`'s, else a fresh one).
     fn start(
@@ -268,11 +286,7 @@ impl Session {
         let mcp = Arc::new(mcp);
         let (model, model_name, server) = session_model(&options, &env, &cwd)?;
         let (log, session_id) = saving.start(&cwd, &model_name, &options, &warn);
-        // Hooks see the conversation's id and file from its first event.
-        if let Some(engine) = &hooks {
-            engine.set_session(&session_id, log.as_ref().map(|l| l.path().to_path_buf()));
-        }
-        let hooks = hooks.map(|engine| Arc::new(engine) as Arc<dyn HookRunner>);
+        let hooks = told_the_session(hooks, &session_id, log.as_ref());
         // `agent`, `task_stop` and `send_message` see the tools as they are now (without
         // themselves); the settings' lists and --exclude-tools apply to them as to every
         // other tool.
@@ -298,19 +312,14 @@ impl Session {
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);
         settle_tools(&mut registry, &env.settings, &options);
         let system_prompt = make_system_prompt(&options, &env, &registry, &cwd, ruled.mode);
-        let config = SchedulerConfig {
-            mode: ruled.mode,
-            permissions: ruled.permissions,
-            approver,
-            hooks: hooks.clone(),
-            ..Default::default()
-        };
+        let mode = ruled.mode;
+        let config = ruled.scheduler_config(approver, hooks.clone());
         let agent = Agent::new(
             model.clone(),
             Arc::new(registry),
             env.clone(),
             config,
-            system_prompt.text(ruled.mode),
+            system_prompt.text(mode),
             options.max_session_turns,
             Some(sink),
         );
@@ -345,6 +354,18 @@ impl Session {
             hooks,
         })
     }
+}
+
+/// The session's hooks, told the conversation's id and file (hooks see them from its
+/// first event).
+fn told_the_session(
+    hooks: Option<toolbelt_hooks::HookEngine>,
+    session_id: &str,
+    log: Option<&SessionWriter>,
+) -> Option<Arc<dyn HookRunner>> {
+    let engine = hooks?;
+    engine.set_session(session_id, log.map(|l| l.path().to_path_buf()));
+    Some(Arc::new(engine))
 }
 
 /// The session's model behind a [`ModelSlot`] (so `set_model` can swap it), which is

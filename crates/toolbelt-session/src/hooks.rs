@@ -66,3 +66,78 @@ pub fn hook_listing(cwd: &Path, options: &SessionOptions) -> Result<HookListing,
     let settings = Settings::load(&paths).map_err(|e| SetupError(e.to_string()))?;
     Ok(HookListing::from_settings(&settings))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::json;
+    use toolbelt_core::settings::{HookLayer, SettingsLayer};
+
+    use super::*;
+    use crate::options::Warn;
+
+    fn settings_with(hooks: serde_json::Value) -> Settings {
+        let mut settings = Settings::default();
+        settings.hook_layers = vec![HookLayer {
+            layer: SettingsLayer::User,
+            claude: false,
+            file: "/home/me/.qwen/settings.json".into(),
+            hooks,
+            trusted: true,
+        }];
+        settings
+    }
+
+    #[test]
+    fn the_scripts_hooks_run_are_protected_and_skipped_entries_warned() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("scripts")).unwrap();
+        std::fs::write(root.join("scripts/check.sh"), "exit 0\n").unwrap();
+        let settings = settings_with(json!({
+            "PreToolUse": [{"hooks": [{"type": "command", "command": "bash scripts/check.sh"}]}],
+            "PostToolBatch": [{"hooks": [{"type": "command", "command": "true"}]}],
+        }));
+        let said = Arc::new(Mutex::new(Vec::new()));
+        let sink = said.clone();
+        let options = SessionOptions {
+            warn: Warn::new(move |text| sink.lock().unwrap().push(text.to_string())),
+            ..SessionOptions::default()
+        };
+        let mut roots = WorkspaceRoots::new([&root]).unwrap();
+        let mut warnings = Vec::new();
+        let engine = load(&settings, &root, &mut roots, &options, &mut warnings).unwrap();
+        assert!(engine.is_some());
+        let protection = roots.protection(&root.join("scripts/check.sh")).unwrap();
+        assert_eq!(protection.label, "a hook script");
+        assert!(roots.protection(&root.join("scripts/other.sh")).is_none());
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("hooks.PostToolBatch: skipped"));
+        assert_eq!(said.lock().unwrap().clone(), warnings);
+    }
+
+    #[test]
+    fn a_bad_entry_is_an_error_that_names_it_and_no_hooks_is_no_engine() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut roots = WorkspaceRoots::new([dir.path()]).unwrap();
+        let options = SessionOptions::default();
+        let settings = settings_with(json!({"Stop": [{"hooks": [{"type": "http"}]}]}));
+        let err = load(&settings, dir.path(), &mut roots, &options, &mut Vec::new()).unwrap_err();
+        assert!(
+            err.0.ends_with(
+                "/home/me/.qwen/settings.json: hooks.Stop[0].hooks[0]: \"url\" is missing"
+            ),
+            "{}",
+            err.0
+        );
+        let none = load(
+            &Settings::default(),
+            dir.path(),
+            &mut roots,
+            &options,
+            &mut Vec::new(),
+        );
+        assert!(none.unwrap().is_none());
+    }
+}

@@ -42,7 +42,10 @@ pub struct HookLayer {
 /// Claude Code's settings files for a project at `project_dir` (its `hooks` only):
 /// the project's two files (unless the project is the home directory, where
 /// `.claude/settings.json` is the user's), then the user's.
-pub(super) fn claude_files(project_dir: &Path, home: Option<&Path>) -> Vec<(SettingsLayer, PathBuf)> {
+pub(super) fn claude_files(
+    project_dir: &Path,
+    home: Option<&Path>,
+) -> Vec<(SettingsLayer, PathBuf)> {
     let user = home.map(|h| h.join(".claude/settings.json"));
     let mut files = Vec::new();
     let project_file = project_dir.join(".claude/settings.json");
@@ -160,7 +163,9 @@ fn note_untrusted(untrusted: &mut Option<UntrustedWorkspace>, paths: &SettingsPa
     if report.file == file {
         report.ignored.push("hooks".to_string());
     } else {
-        report.ignored.push(format!("hooks (in {})", file.display()));
+        report
+            .ignored
+            .push(format!("hooks (in {})", file.display()));
     }
 }
 

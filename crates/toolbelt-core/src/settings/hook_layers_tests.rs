@@ -81,12 +81,27 @@ fn files(settings: &Settings) -> Vec<(PathBuf, bool)> {
 #[test]
 fn every_files_hooks_are_kept_in_configuration_order_as_written() {
     let l = Layout::new();
-    l.write(&l.home.join(".qwen/settings.json"), &json!({"hooks": hook("user \"$HOME\"")}));
-    l.write(&l.project.join(".qwen/settings.json"), &json!({"hooks": hook("project")}));
+    l.write(
+        &l.home.join(".qwen/settings.json"),
+        &json!({"hooks": hook("user \"$HOME\"")}),
+    );
+    l.write(
+        &l.project.join(".qwen/settings.json"),
+        &json!({"hooks": hook("project")}),
+    );
     l.write(&l.system, &json!({"hooks": hook("system")}));
-    l.write(&l.home.join(".claude/settings.json"), &json!({"hooks": hook("claude user"), "model": "x"}));
-    l.write(&l.project.join(".claude/settings.json"), &json!({"hooks": hook("claude project")}));
-    l.write(&l.project.join(".claude/settings.local.json"), &json!({"hooks": hook("claude local")}));
+    l.write(
+        &l.home.join(".claude/settings.json"),
+        &json!({"hooks": hook("claude user"), "model": "x"}),
+    );
+    l.write(
+        &l.project.join(".claude/settings.json"),
+        &json!({"hooks": hook("claude project")}),
+    );
+    l.write(
+        &l.project.join(".claude/settings.local.json"),
+        &json!({"hooks": hook("claude local")}),
+    );
     l.trust();
     let s = l.load();
     assert_eq!(
@@ -112,12 +127,18 @@ fn every_files_hooks_are_kept_in_configuration_order_as_written() {
 #[test]
 fn an_untrusted_folders_hooks_are_kept_as_untrusted_and_named_in_the_warning() {
     let l = Layout::new();
-    l.write(&l.home.join(".qwen/settings.json"), &json!({"hooks": hook("user")}));
+    l.write(
+        &l.home.join(".qwen/settings.json"),
+        &json!({"hooks": hook("user")}),
+    );
     l.write(
         &l.project.join(".qwen/settings.json"),
         &json!({"hooks": hook("project"), "disableAllHooks": true}),
     );
-    l.write(&l.project.join(".claude/settings.local.json"), &json!({"hooks": hook("claude local")}));
+    l.write(
+        &l.project.join(".claude/settings.local.json"),
+        &json!({"hooks": hook("claude local")}),
+    );
     let s = l.load();
     let trusted: Vec<bool> = s.hook_layers.iter().map(|l| l.trusted).collect();
     assert_eq!(trusted, vec![false, true, false]);
@@ -125,7 +146,11 @@ fn an_untrusted_folders_hooks_are_kept_as_untrusted_and_named_in_the_warning() {
     assert!(!s.disable_all_hooks);
     let report = s.untrusted_workspace.unwrap();
     assert_eq!(report.ignored[..2], ["hooks", "disableAllHooks"]);
-    assert!(report.ignored[2].starts_with("hooks (in "), "{:?}", report.ignored);
+    assert!(
+        report.ignored[2].starts_with("hooks (in "),
+        "{:?}",
+        report.ignored
+    );
     assert!(report.ignored[2].ends_with(".claude/settings.local.json)"));
     assert!(report.warning().contains("settings.local.json"));
 }
@@ -133,7 +158,10 @@ fn an_untrusted_folders_hooks_are_kept_as_untrusted_and_named_in_the_warning() {
 #[test]
 fn claude_project_hooks_alone_make_the_untrusted_warning_name_their_file() {
     let l = Layout::new();
-    l.write(&l.project.join(".claude/settings.json"), &json!({"hooks": hook("claude")}));
+    l.write(
+        &l.project.join(".claude/settings.json"),
+        &json!({"hooks": hook("claude")}),
+    );
     let s = l.load();
     let report = s.untrusted_workspace.unwrap();
     assert_eq!(report.file, l.project.join(".claude/settings.json"));
@@ -143,17 +171,29 @@ fn claude_project_hooks_alone_make_the_untrusted_warning_name_their_file() {
 #[test]
 fn disable_all_hooks_in_any_layer_turns_them_off() {
     let l = Layout::new();
-    l.write(&l.home.join(".qwen/settings.json"), &json!({"disableAllHooks": true}));
+    l.write(
+        &l.home.join(".qwen/settings.json"),
+        &json!({"disableAllHooks": true}),
+    );
     l.write(&l.system, &json!({"disableAllHooks": false}));
     let s = l.load();
-    assert!(s.disable_all_hooks, "a higher layer's false does not switch them back on");
-    assert_eq!(s.hooks_disabled_by, Some(l.home.join(".qwen/settings.json")));
+    assert!(
+        s.disable_all_hooks,
+        "a higher layer's false does not switch them back on"
+    );
+    assert_eq!(
+        s.hooks_disabled_by,
+        Some(l.home.join(".qwen/settings.json"))
+    );
 }
 
 #[test]
 fn disable_all_hooks_must_be_a_boolean() {
     let l = Layout::new();
-    l.write(&l.home.join(".qwen/settings.json"), &json!({"disableAllHooks": "yes"}));
+    l.write(
+        &l.home.join(".qwen/settings.json"),
+        &json!({"disableAllHooks": "yes"}),
+    );
     let err = Settings::load(&l.paths()).unwrap_err().to_string();
     assert!(err.contains("disableAllHooks"), "{err}");
     assert!(err.contains("settings.json"), "{err}");
@@ -196,7 +236,10 @@ fn in_the_home_directory_claudes_project_file_is_the_users() {
     assert_eq!(
         files,
         vec![
-            (SettingsLayer::Workspace, l.home.join(".claude/settings.local.json")),
+            (
+                SettingsLayer::Workspace,
+                l.home.join(".claude/settings.local.json")
+            ),
             (SettingsLayer::User, l.home.join(".claude/settings.json")),
         ]
     );

@@ -39,7 +39,11 @@ pub(crate) struct Call<'a> {
 }
 
 /// Calls the callback within its time limit.
-pub(crate) async fn run(callbacks: &dyn HookCallbacks, call: Call<'_>, cancel: CancellationToken) -> Answer {
+pub(crate) async fn run(
+    callbacks: &dyn HookCallbacks,
+    call: Call<'_>,
+    cancel: CancellationToken,
+) -> Answer {
     let own = cancel.child_token();
     let answer = callbacks.call(call.id, call.input, call.tool_use_id, own.clone());
     let answer = tokio::select! {

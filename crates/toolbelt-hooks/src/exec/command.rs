@@ -22,8 +22,11 @@ use crate::output::{Answer, classify_stdout, stderr_tail};
 
 /// The variables that name the project folder (Qwen Code's, Claude Code's, Gemini
 /// CLI's).
-pub(crate) const PROJECT_DIR_VARS: [&str; 3] =
-    ["QWEN_PROJECT_DIR", "CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"];
+pub(crate) const PROJECT_DIR_VARS: [&str; 3] = [
+    "QWEN_PROJECT_DIR",
+    "CLAUDE_PROJECT_DIR",
+    "GEMINI_PROJECT_DIR",
+];
 
 /// Runs the hook to its end.
 pub(crate) async fn run(
@@ -57,9 +60,7 @@ pub(crate) async fn run(
     match output.end {
         RunEnd::Exited(0) => classify_stdout(&output.stdout_text()),
         RunEnd::Exited(2) => Answer::Blocked(stderr),
-        RunEnd::Exited(code) => {
-            Answer::Failed(format!("exit code {code}{}", stderr_tail(&stderr)))
-        }
+        RunEnd::Exited(code) => Answer::Failed(format!("exit code {code}{}", stderr_tail(&stderr))),
         RunEnd::Signaled(signal) => Answer::Failed(format!(
             "killed by {}{}",
             signal_name(signal),
@@ -69,9 +70,9 @@ pub(crate) async fn run(
             "it did not finish within {}; it and everything it started were ended",
             show_duration(limit)
         )),
-        RunEnd::Cancelled => Answer::Failed(
-            "cancelled; it and everything it started were ended".to_string(),
-        ),
+        RunEnd::Cancelled => {
+            Answer::Failed("cancelled; it and everything it started were ended".to_string())
+        }
         RunEnd::OutputTooLarge(cap) => Answer::Malformed(format!(
             "its output passed {} MiB and was cut; it was ended",
             cap >> 20

@@ -75,7 +75,12 @@ impl HttpSender {
     }
 
     /// POSTs `body` to the hook's URL and reads its answer.
-    pub(crate) async fn send(&self, hook: &HttpHook, body: Vec<u8>, cancel: CancellationToken) -> Answer {
+    pub(crate) async fn send(
+        &self,
+        hook: &HttpHook,
+        body: Vec<u8>,
+        cancel: CancellationToken,
+    ) -> Answer {
         let request = match self.request(hook, body) {
             Ok(request) => request,
             Err(why) => return Answer::Failed(why),
@@ -108,8 +113,12 @@ impl HttpSender {
     /// The request, after the URL list and the guard's check of the URL.
     fn request(&self, hook: &HttpHook, body: Vec<u8>) -> Result<reqwest::RequestBuilder, String> {
         let written = expand(&hook.url, &hook.allowed_env_vars);
-        let url = reqwest::Url::parse(&written)
-            .map_err(|e| format!("{} is not a URL once expanded: {e}", crate::config::quoted(&written)))?;
+        let url = reqwest::Url::parse(&written).map_err(|e| {
+            format!(
+                "{} is not a URL once expanded: {e}",
+                crate::config::quoted(&written)
+            )
+        })?;
         if let Some(patterns) = &self.allowed_urls {
             let listed = patterns.iter().any(|p| {
                 toolbelt_core::rules::wildcard(p, &written)
@@ -263,7 +272,10 @@ mod tests {
         assert_eq!(expand("a ${HOME} b", &allowed), format!("a {home} b"));
         assert_eq!(expand("a $HOME/b", &allowed), format!("a {home}/b"));
         assert_eq!(expand("${PATH}x$PATH", &allowed), "x");
-        assert_eq!(expand("cost: $5 and ${ and $", &allowed), "cost: $5 and ${ and $");
+        assert_eq!(
+            expand("cost: $5 and ${ and $", &allowed),
+            "cost: $5 and ${ and $"
+        );
         assert_eq!(expand("${NOT A NAME}", &allowed), "${NOT A NAME}");
         assert_eq!(expand("ünï$HOMEcode", &allowed), "ünï");
     }

@@ -18,7 +18,11 @@ fn empty_star_and_dot_star_match_everything() {
 
 #[test]
 fn exact_names_and_aliases_match_and_aliases_only_exactly() {
-    assert!(check("run_shell_command", "run_shell_command", &["Bash", "Shell"]));
+    assert!(check(
+        "run_shell_command",
+        "run_shell_command",
+        &["Bash", "Shell"]
+    ));
     assert!(check("Bash", "run_shell_command", &["Bash", "Shell"]));
     assert!(!check("Bash", "monitor", &[]));
     assert!(check("Edit|Write", "edit", &["Edit"]));
@@ -41,7 +45,11 @@ fn an_entry_is_an_unanchored_regular_expression_on_the_runtime_name() {
 
 #[test]
 fn mcp_matchers_match_toolbelts_mcp_tool_names() {
-    assert!(check("mcp__memory__.*", "mcp__memory__create_entities", &[]));
+    assert!(check(
+        "mcp__memory__.*",
+        "mcp__memory__create_entities",
+        &[]
+    ));
     assert!(!check("mcp__memory__.*", "mcp__github__search", &[]));
     assert!(check("mcp__.*__search", "mcp__github__search", &[]));
     assert!(check("mcp__github__search", "mcp__github__search", &[]));

@@ -22,7 +22,10 @@ fn pre_tool_use_permission_decisions_with_reasons_and_rewrites() {
             "permissionDecision": "deny", "permissionDecisionReason": "no rm",
             "additionalContext": "ctx"}}),
     );
-    assert_eq!((r.decision, r.reason.as_deref()), (Some(Deny), Some("no rm")));
+    assert_eq!(
+        (r.decision, r.reason.as_deref()),
+        (Some(Deny), Some("no rm"))
+    );
     assert_eq!(r.context.as_deref(), Some("ctx"));
     let r = json_reply(
         PreToolUse,
@@ -31,13 +34,27 @@ fn pre_tool_use_permission_decisions_with_reasons_and_rewrites() {
     );
     assert_eq!(r.decision, Some(Allow));
     assert_eq!(r.updated_input, Some(json!({"command": "ls"})));
-    let r = json_reply(PreToolUse, json!({"hookSpecificOutput": {"permissionDecision": "ask"}}));
+    let r = json_reply(
+        PreToolUse,
+        json!({"hookSpecificOutput": {"permissionDecision": "ask"}}),
+    );
     assert_eq!(r.decision, Some(Ask));
-    let r = json_reply(PreToolUse, json!({"hookSpecificOutput": {"permissionDecision": "defer"}}));
+    let r = json_reply(
+        PreToolUse,
+        json!({"hookSpecificOutput": {"permissionDecision": "defer"}}),
+    );
     assert_eq!(r.decision, None);
     // The legacy top-level spelling, and permissionDecision winning over it.
-    assert_eq!(json_reply(PreToolUse, json!({"decision": "approve"})).decision, Some(Allow));
-    assert_eq!(json_reply(PreToolUse, json!({"decision": "block", "reason": "r"})).reason.as_deref(), Some("r"));
+    assert_eq!(
+        json_reply(PreToolUse, json!({"decision": "approve"})).decision,
+        Some(Allow)
+    );
+    assert_eq!(
+        json_reply(PreToolUse, json!({"decision": "block", "reason": "r"}))
+            .reason
+            .as_deref(),
+        Some("r")
+    );
     let r = json_reply(
         PreToolUse,
         json!({"decision": "approve", "hookSpecificOutput": {"permissionDecision": "deny"}}),
@@ -60,7 +77,10 @@ fn permission_request_decisions_are_objects_with_a_behavior() {
         json!({"hookSpecificOutput": {"decision": {"behavior": "maybe"}}}),
     );
     assert_eq!(r.decision, Some(Deny));
-    assert!(r.reason.unwrap().contains("behavior"), "names what is wrong");
+    assert!(
+        r.reason.unwrap().contains("behavior"),
+        "names what is wrong"
+    );
 }
 
 #[test]
@@ -75,7 +95,10 @@ fn common_fields_stop_suppress_and_message() {
     assert_eq!(r.system_message.as_deref(), Some("hello"));
     assert_eq!(r.decision, None, "a Notification hook cannot refuse");
     let r = json_reply(Stop, json!({"decision": "block", "reason": "go on"}));
-    assert_eq!((r.decision, r.reason.as_deref()), (Some(Deny), Some("go on")));
+    assert_eq!(
+        (r.decision, r.reason.as_deref()),
+        (Some(Deny), Some("go on"))
+    );
     let r = json_reply(SessionStart, json!({"continue": false}));
     assert!(r.stop.is_some());
 }
@@ -97,11 +120,30 @@ fn plain_text_is_context_or_a_message_by_event() {
 
 #[test]
 fn exit_two_blocks_where_the_event_can_block_and_fails_elsewhere() {
-    for event in [PreToolUse, PermissionRequest, UserPromptSubmit, Stop, SubagentStop, PostToolUse, PostToolUseFailure] {
+    for event in [
+        PreToolUse,
+        PermissionRequest,
+        UserPromptSubmit,
+        Stop,
+        SubagentStop,
+        PostToolUse,
+        PostToolUseFailure,
+    ] {
         let r = reply(event, "h", Answer::Blocked("no rm here\n".into()));
-        assert_eq!((r.decision, r.reason.as_deref()), (Some(Deny), Some("no rm here")), "{event}");
+        assert_eq!(
+            (r.decision, r.reason.as_deref()),
+            (Some(Deny), Some("no rm here")),
+            "{event}"
+        );
     }
-    for event in [SessionStart, SessionEnd, Notification, PreCompact, SubagentStart, PermissionDenied] {
+    for event in [
+        SessionStart,
+        SessionEnd,
+        Notification,
+        PreCompact,
+        SubagentStart,
+        PermissionDenied,
+    ] {
         let r = reply(event, "h", Answer::Blocked("x".into()));
         assert_eq!(r.decision, None, "{event}");
         assert!(r.failure.unwrap().contains("exit code 2"));
@@ -118,7 +160,10 @@ fn unreadable_answers_refuse_where_hooks_decide_and_fail_elsewhere() {
         let r = reply(event, "guard (f)", garbage.clone());
         assert_eq!(r.decision, Some(Deny), "{event}");
         let reason = r.reason.unwrap();
-        assert!(reason.contains("guard (f)") && reason.contains("not valid JSON"), "{reason}");
+        assert!(
+            reason.contains("guard (f)") && reason.contains("not valid JSON"),
+            "{reason}"
+        );
     }
     let r = reply(PostToolUse, "h", garbage);
     assert_eq!(r.decision, None);

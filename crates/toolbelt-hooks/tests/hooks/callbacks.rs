@@ -11,11 +11,14 @@ use toolbelt_hooks::{HookCallbacks, HookConfig, HookEngine};
 
 use crate::support::{Fixture, command_group, run, shell_call};
 
+/// One call the SDK received: the callback id, the input, the call's id.
+type Call = (String, Value, Option<String>);
+
 /// Answers `deny` for `h-deny`, hangs for `h-hang` (until cancelled), fails for
 /// `h-fail`, answers a string for `h-odd`; records every call and its token.
 #[derive(Clone, Default)]
 struct Sdk {
-    calls: Arc<Mutex<Vec<(String, Value, Option<String>)>>>,
+    calls: Arc<Mutex<Vec<Call>>>,
     tokens: Arc<Mutex<Vec<CancellationToken>>>,
 }
 
@@ -67,7 +70,10 @@ async fn callbacks_run_after_the_settings_hooks_with_the_call_id() {
     assert_eq!(outcome.reason.as_deref(), Some("the SDK says no"));
     assert_eq!(outcome.system_messages, vec!["from-settings"]);
     assert_eq!(outcome.failures.len(), 1);
-    assert_eq!(outcome.failures[0].message, "the SDK's callback failed: boom");
+    assert_eq!(
+        outcome.failures[0].message,
+        "the SDK's callback failed: boom"
+    );
     assert!(outcome.failures[0].hook.contains("h-fail"));
     let calls = sdk.calls.lock().unwrap().clone();
     let ids: Vec<&str> = calls.iter().map(|c| c.0.as_str()).collect();
@@ -92,13 +98,20 @@ async fn a_callback_past_its_timeout_is_cancelled_and_odd_answers_refuse() {
     let outcome = tokio::time::timeout(Duration::from_secs(10), run(&engine, shell_call("ls")))
         .await
         .unwrap();
-    assert!(outcome.failures[0].message.contains("did not answer within 200 ms"));
+    assert!(
+        outcome.failures[0]
+            .message
+            .contains("did not answer within 200 ms")
+    );
     // The SDK is told to give up (a `hook_callback` it may still be working on).
     assert!(sdk.tokens.lock().unwrap()[0].is_cancelled());
 
     let engine = HookEngine::new(HookConfig::default(), f.session(), None);
     engine
-        .add_callbacks(&json!({"PreToolUse": [{"hookCallbackIds": ["h-odd"]}]}), Arc::new(sdk.clone()))
+        .add_callbacks(
+            &json!({"PreToolUse": [{"hookCallbackIds": ["h-odd"]}]}),
+            Arc::new(sdk.clone()),
+        )
         .unwrap();
     let outcome = run(&engine, shell_call("ls")).await;
     assert_eq!(outcome.decision, Some(HookDecision::Deny));
@@ -109,7 +122,10 @@ fn a_bad_initialize_entry_is_an_error_and_adds_nothing() {
     let f = Fixture::new();
     let engine = HookEngine::new(HookConfig::default(), f.session(), None);
     let err = engine
-        .add_callbacks(&json!({"PreToolUse": [{"hookCallbackIds": "h1"}]}), Arc::new(Sdk::default()))
+        .add_callbacks(
+            &json!({"PreToolUse": [{"hookCallbackIds": "h1"}]}),
+            Arc::new(Sdk::default()),
+        )
         .unwrap_err();
     assert_eq!(
         err.to_string(),

@@ -52,7 +52,10 @@ exit 0"#,
     let engine = f.engine();
     let outcome = run(&engine, shell_call("rm -rf /tmp/x")).await;
     assert_eq!(outcome.decision, Some(HookDecision::Deny));
-    assert_eq!(outcome.reason.as_deref(), Some("Blocked: rm -rf /tmp/x is destructive"));
+    assert_eq!(
+        outcome.reason.as_deref(),
+        Some("Blocked: rm -rf /tmp/x is destructive")
+    );
     let outcome = run(&engine, shell_call("ls")).await;
     assert_eq!(outcome, Default::default());
 }
@@ -60,15 +63,27 @@ exit 0"#,
 #[tokio::test]
 async fn exit_two_blocks_with_stderr_and_exit_one_is_a_failure_that_does_not() {
     let f = Fixture::new();
-    let outcome = pre_tool_use(&f, "echo 'not here' >&2; echo '{\"decision\":\"approve\"}'; exit 2", "ls").await;
+    let outcome = pre_tool_use(
+        &f,
+        "echo 'not here' >&2; echo '{\"decision\":\"approve\"}'; exit 2",
+        "ls",
+    )
+    .await;
     assert_eq!(outcome.decision, Some(HookDecision::Deny));
-    assert_eq!(outcome.reason.as_deref(), Some("not here"), "stdout is ignored");
+    assert_eq!(
+        outcome.reason.as_deref(),
+        Some("not here"),
+        "stdout is ignored"
+    );
     let outcome = pre_tool_use(&f, "echo oops >&2; exit 1", "ls").await;
     assert_eq!(outcome.decision, None);
     assert_eq!(outcome.failures.len(), 1);
     assert_eq!(outcome.failures[0].message, "exit code 1: oops");
     let hook = &outcome.failures[0].hook;
-    assert!(hook.contains("echo oops") && hook.contains("settings.json"), "{hook}");
+    assert!(
+        hook.contains("echo oops") && hook.contains("settings.json"),
+        "{hook}"
+    );
 }
 
 #[tokio::test]
@@ -80,7 +95,10 @@ async fn garbage_is_a_message_and_a_broken_json_object_refuses_naming_the_hook()
     let outcome = pre_tool_use(&f, "echo '{\"hookSpecificOutput\": {'", "ls").await;
     assert_eq!(outcome.decision, Some(HookDecision::Deny));
     let reason = outcome.reason.unwrap();
-    assert!(reason.contains("not valid JSON") && reason.contains("echo"), "{reason}");
+    assert!(
+        reason.contains("not valid JSON") && reason.contains("echo"),
+        "{reason}"
+    );
     let answer = json!({"hookSpecificOutput": {"permissionDecision": "sure"}});
     let outcome = pre_tool_use(&f, &format!("echo '{answer}'"), "ls").await;
     assert_eq!(outcome.decision, Some(HookDecision::Deny));
@@ -131,7 +149,11 @@ async fn cancelling_ends_a_hanging_hook_and_what_it_started() {
     }
     cancel.cancel();
     let outcome = running.await.unwrap();
-    assert!(outcome.failures[0].message.starts_with("cancelled"), "{:?}", outcome.failures);
+    assert!(
+        outcome.failures[0].message.starts_with("cancelled"),
+        "{:?}",
+        outcome.failures
+    );
     assert_no_process_left(&std::fs::read_to_string(&pids).unwrap());
 }
 
@@ -142,14 +164,23 @@ fn assert_no_process_left(pids: &str) {
     let leader: u32 = words[0].parse().unwrap();
     let child: u32 = words[1].parse().unwrap();
     let marker = words[2];
-    assert!(toolbelt_process::live_members(leader).is_empty(), "the group is gone");
-    assert!(procfs::stat(child).is_none_or(|p| !p.is_alive()), "the child is gone");
+    assert!(
+        toolbelt_process::live_members(leader).is_empty(),
+        "the group is gone"
+    );
+    assert!(
+        procfs::stat(child).is_none_or(|p| !p.is_alive()),
+        "the child is gone"
+    );
     let marked: Vec<u32> = procfs::all()
         .into_iter()
         .filter(|p| p.is_alive() && procfs::has_env(p.pid, "TOOLBELT_OWNER", marker))
         .map(|p| p.pid)
         .collect();
-    assert!(marked.is_empty(), "processes with the hook's marker: {marked:?}");
+    assert!(
+        marked.is_empty(),
+        "processes with the hook's marker: {marked:?}"
+    );
 }
 
 #[tokio::test]
@@ -160,10 +191,17 @@ async fn the_input_and_environment_name_the_session_and_the_project() {
         "command": "input=$(cat); jq -n --arg p \"$(pwd)\" --argjson i \"$input\" '{systemMessage: ([env.QWEN_PROJECT_DIR, env.CLAUDE_PROJECT_DIR, env.GEMINI_PROJECT_DIR, env.MY_VAR, $p] | join(\" \")), hookSpecificOutput: {additionalContext: ($i | tojson)}}'"}]}]}));
     let outcome = run(&f.engine(), shell_call("ls -la")).await;
     let dir = f.project.display().to_string();
-    assert_eq!(outcome.system_messages, vec![format!("{dir} {dir} {dir} mine {dir}")], "{outcome:?}");
+    assert_eq!(
+        outcome.system_messages,
+        vec![format!("{dir} {dir} {dir} mine {dir}")],
+        "{outcome:?}"
+    );
     let input: Value = serde_json::from_str(&outcome.additional_context[0]).unwrap();
     assert_eq!(input["session_id"], "session-1");
-    assert_eq!(input["transcript_path"], f.project.join("transcript.jsonl").display().to_string());
+    assert_eq!(
+        input["transcript_path"],
+        f.project.join("transcript.jsonl").display().to_string()
+    );
     assert_eq!(input["cwd"], dir);
     assert_eq!(input["hook_event_name"], "PreToolUse");
     assert_eq!(input["permission_mode"], "default");
@@ -180,14 +218,19 @@ async fn a_resumed_session_gives_its_id_and_transcript() {
     let engine = f.engine();
     engine.set_session("resumed-9", Some("/t/resumed-9.jsonl".into()));
     let outcome = run(&engine, HookRequest::new(HookEvent::Stop)).await;
-    assert_eq!(outcome.system_messages, vec!["resumed-9 /t/resumed-9.jsonl"]);
+    assert_eq!(
+        outcome.system_messages,
+        vec!["resumed-9 /t/resumed-9.jsonl"]
+    );
 }
 
 #[tokio::test]
 async fn a_program_with_args_runs_without_a_shell() {
     let f = Fixture::new();
-    f.user_hooks(json!({"Notification": [{"hooks": [{"type": "command", "command": "printf",
-        "args": ["%s|", "$HOME", "a b"]}]}]}));
+    f.user_hooks(
+        json!({"Notification": [{"hooks": [{"type": "command", "command": "printf",
+        "args": ["%s|", "$HOME", "a b"]}]}]}),
+    );
     let outcome = run(&f.engine(), HookRequest::new(HookEvent::Notification)).await;
     assert_eq!(outcome.system_messages, vec!["$HOME|a b|"]);
 }
@@ -196,33 +239,57 @@ async fn a_program_with_args_runs_without_a_shell() {
 async fn parallel_hooks_combine_deny_over_ask_over_allow_in_configuration_order() {
     let f = Fixture::new();
     let answer = |d: &str, r: &str| {
-        format!("echo '{}'", json!({"hookSpecificOutput": {"permissionDecision": d, "permissionDecisionReason": r}}))
+        format!(
+            "echo '{}'",
+            json!({"hookSpecificOutput": {"permissionDecision": d, "permissionDecisionReason": r}})
+        )
     };
     // Finishing order is the reverse of configuration order.
-    f.write(&f.project_file(), &json!({"hooks": {"PreToolUse": [
-        command_group("", &format!("sleep 0.3; {}", answer("allow", "project allows"))),
-        command_group("", &format!("sleep 0.2; {}", answer("deny", "project denies"))),
-    ]}}));
+    f.write(
+        &f.project_file(),
+        &json!({"hooks": {"PreToolUse": [
+            command_group("", &format!("sleep 0.3; {}", answer("allow", "project allows"))),
+            command_group("", &format!("sleep 0.2; {}", answer("deny", "project denies"))),
+        ]}}),
+    );
     f.user_hooks(json!({"PreToolUse": [
         command_group("", &format!("sleep 0.1; {}", answer("ask", "user asks"))),
         command_group("", &answer("deny", "user denies")),
     ]}));
     let started = Instant::now();
     let outcome = run(&f.engine(), shell_call("ls")).await;
-    assert!(started.elapsed() < Duration::from_millis(550), "side by side: {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(550),
+        "side by side: {:?}",
+        started.elapsed()
+    );
     assert_eq!(outcome.decision, Some(HookDecision::Deny));
-    assert_eq!(outcome.reason.as_deref(), Some("project denies\nuser denies"));
+    assert_eq!(
+        outcome.reason.as_deref(),
+        Some("project denies\nuser denies")
+    );
     // Without the denials, ask wins.
-    f.write(&f.project_file(), &json!({"hooks": {"PreToolUse": [command_group("", &answer("allow", "ok"))]}}));
+    f.write(
+        &f.project_file(),
+        &json!({"hooks": {"PreToolUse": [command_group("", &answer("allow", "ok"))]}}),
+    );
     f.user_hooks(json!({"PreToolUse": [command_group("", &answer("ask", "check"))]}));
     let outcome = run(&f.engine(), shell_call("ls")).await;
-    assert_eq!((outcome.decision, outcome.reason.as_deref()), (Some(HookDecision::Ask), Some("check")));
+    assert_eq!(
+        (outcome.decision, outcome.reason.as_deref()),
+        (Some(HookDecision::Ask), Some("check"))
+    );
 }
 
 #[tokio::test]
 async fn two_different_rewrites_are_refused_and_a_sequential_chain_passes_its_rewrite_on() {
     let f = Fixture::new();
-    let rewrite = |c: &str| format!("echo '{}'", json!({"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {"command": c}}}));
+    let rewrite = |c: &str| {
+        format!(
+            "echo '{}'",
+            json!({"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {"command": c}}})
+        )
+    };
     f.user_hooks(json!({"PreToolUse": [
         command_group("", &rewrite("ls -1")),
         {"hooks": [{"type": "command", "name": "second", "command": rewrite("ls -2")}]},
@@ -231,7 +298,10 @@ async fn two_different_rewrites_are_refused_and_a_sequential_chain_passes_its_re
     assert_eq!(outcome.decision, Some(HookDecision::Deny));
     assert_eq!(outcome.updated_input, None);
     let reason = outcome.reason.unwrap();
-    assert!(reason.contains("hooks `echo '{") && reason.contains(" and second ("), "{reason}");
+    assert!(
+        reason.contains("hooks `echo '{") && reason.contains(" and second ("),
+        "{reason}"
+    );
 
     f.user_hooks(json!({"PreToolUse": [{"sequential": true, "hooks": [
         {"type": "command", "command": rewrite("ls -1")},
@@ -248,7 +318,10 @@ async fn the_same_command_in_two_files_runs_once() {
     let count = f.project.join("count");
     let command = format!("echo x >> {}", count.display());
     f.user_hooks(json!({"PreToolUse": [command_group("Bash", &command)]}));
-    f.write(&f.home.join(".claude/settings.json"), &json!({"hooks": {"PreToolUse": [command_group("", &command)]}}));
+    f.write(
+        &f.home.join(".claude/settings.json"),
+        &json!({"hooks": {"PreToolUse": [command_group("", &command)]}}),
+    );
     run(&f.engine(), shell_call("ls")).await;
     assert_eq!(std::fs::read_to_string(&count).unwrap(), "x\n");
 }
@@ -265,7 +338,11 @@ async fn plain_stdout_is_context_on_session_start_and_output_past_the_cap_refuse
     start.target = Some("startup".into());
     let outcome = run(&engine, start).await;
     assert_eq!(outcome.additional_context, vec!["branch: main"]);
-    let outcome = run(&engine, HookRequest::new(HookEvent::UserPromptSubmit).field("prompt", "hi")).await;
+    let outcome = run(
+        &engine,
+        HookRequest::new(HookEvent::UserPromptSubmit).field("prompt", "hi"),
+    )
+    .await;
     assert_eq!(outcome.decision, Some(HookDecision::Deny));
     assert!(outcome.reason.unwrap().contains("passed 1 MiB"));
 }
@@ -281,7 +358,11 @@ async fn a_timeout_of_1000_or_more_is_milliseconds_and_a_bad_one_is_the_default(
     let timeouts: Vec<f64> = listing.hooks.iter().map(|h| h.timeout_seconds).collect();
     assert_eq!(timeouts, vec![1.0, 60.0]);
     let outcome = run(&f.engine(), shell_call("ls")).await;
-    assert!(outcome.failures[0].message.contains("within 1 s"), "{:?}", outcome.failures);
+    assert!(
+        outcome.failures[0].message.contains("within 1 s"),
+        "{:?}",
+        outcome.failures
+    );
 }
 
 #[tokio::test]
@@ -289,7 +370,19 @@ async fn wants_answers_without_running_anything() {
     let f = Fixture::new();
     f.user_hooks(json!({"PreToolUse": [command_group("Edit|Write", "exit 1")]}));
     let engine = f.engine();
-    assert!(engine.wants(HookEvent::PreToolUse, Some("write_file"), &["Write".into(), "WriteFile".into()]));
-    assert!(!engine.wants(HookEvent::PreToolUse, Some("run_shell_command"), &["Bash".into()]));
-    assert!(!engine.wants(HookEvent::PostToolUse, Some("write_file"), &["Write".into()]));
+    assert!(engine.wants(
+        HookEvent::PreToolUse,
+        Some("write_file"),
+        &["Write".into(), "WriteFile".into()]
+    ));
+    assert!(!engine.wants(
+        HookEvent::PreToolUse,
+        Some("run_shell_command"),
+        &["Bash".into()]
+    ));
+    assert!(!engine.wants(
+        HookEvent::PostToolUse,
+        Some("write_file"),
+        &["Write".into()]
+    ));
 }

@@ -16,7 +16,10 @@ fn error_of(hooks: Value) -> String {
     assert_eq!(errors.0.len(), 1, "{errors}");
     let text = errors.to_string();
     let file = f.user_file().display().to_string();
-    assert!(text.starts_with(&format!("{file}: ")), "names the file: {text}");
+    assert!(
+        text.starts_with(&format!("{file}: ")),
+        "names the file: {text}"
+    );
     text[file.len() + 2..].to_string()
 }
 
@@ -30,7 +33,12 @@ fn bad_entries_name_the_event_and_the_index() {
         "hooks.PreToolUse[0].hooks[1]: \"command\" is missing"
     );
     let e = error_of(json!({"PreToolUSe": []}));
-    assert!(e.starts_with("hooks.PreToolUSe: \"PreToolUSe\" is no hook event (did you mean PreToolUse?)"), "{e}");
+    assert!(
+        e.starts_with(
+            "hooks.PreToolUSe: \"PreToolUSe\" is no hook event (did you mean PreToolUse?)"
+        ),
+        "{e}"
+    );
     assert_eq!(
         error_of(json!({"Stop": {"hooks": []}})),
         "hooks.Stop: must be a list of matcher groups"
@@ -44,16 +52,32 @@ fn bad_entries_name_the_event_and_the_index() {
         "hooks.PostToolUse[0]: \"hooks\" is missing"
     );
     let e = error_of(json!({"PreToolUse": [{"hooks": [{"type": "shell", "command": "x"}]}]}));
-    assert_eq!(e, "hooks.PreToolUse[0].hooks[0]: \"type\": \"shell\" is no hook type; accepted: command, http");
+    assert_eq!(
+        e,
+        "hooks.PreToolUse[0].hooks[0]: \"type\": \"shell\" is no hook type; accepted: command, http"
+    );
     let e = error_of(json!({"PreToolUse": [{"matcher": 3, "hooks": []}]}));
-    assert!(e.starts_with("hooks.PreToolUse[0].matcher: must be a string"), "{e}");
+    assert!(
+        e.starts_with("hooks.PreToolUse[0].matcher: must be a string"),
+        "{e}"
+    );
     let e = error_of(json!({"PreToolUse": [{"matcher": "read_(file", "hooks": []}]}));
-    assert!(e.starts_with("hooks.PreToolUse[0].matcher: \"read_(file\" is not a valid regular expression"), "{e}");
+    assert!(
+        e.starts_with(
+            "hooks.PreToolUse[0].matcher: \"read_(file\" is not a valid regular expression"
+        ),
+        "{e}"
+    );
     let e = error_of(json!({"PreToolUse": [{"hooks": [{"type": "http", "url": "ftp://x/"}]}]}));
     assert!(e.contains("not an http or https URL"), "{e}");
-    let e = error_of(json!({"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "env": {"A": 1}}]}]}));
+    let e = error_of(
+        json!({"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "env": {"A": 1}}]}]}),
+    );
     assert!(e.contains("\"env\" must be an object of strings"), "{e}");
-    assert_eq!(error_of(json!([])), "hooks: must be an object of events, such as {\"PreToolUse\": [...]}");
+    assert_eq!(
+        error_of(json!([])),
+        "hooks: must be an object of events, such as {\"PreToolUse\": [...]}"
+    );
 }
 
 #[test]
@@ -79,15 +103,26 @@ fn other_tools_events_and_types_are_skipped_not_refused() {
     assert!(!config.is_empty());
     let warnings: Vec<String> = config.skipped.iter().map(|s| s.warning()).collect();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
-    assert!(warnings[0].contains("hooks.PostToolBatch: skipped: toolbelt does not raise"), "{warnings:?}");
-    assert!(warnings[1].contains("hooks.PreToolUse[0].hooks[0]: skipped: toolbelt does not run \"prompt\" hooks"), "{warnings:?}");
+    assert!(
+        warnings[0].contains("hooks.PostToolBatch: skipped: toolbelt does not raise"),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[1].contains(
+            "hooks.PreToolUse[0].hooks[0]: skipped: toolbelt does not run \"prompt\" hooks"
+        ),
+        "{warnings:?}"
+    );
 }
 
 #[test]
 fn an_untrusted_folders_hooks_do_not_load_and_disable_all_hooks_turns_all_off() {
     let mut f = Fixture::new();
     f.trusted = false;
-    f.write(&f.project_file(), &json!({"hooks": {"PreToolUse": [command_group("", "project")]}}));
+    f.write(
+        &f.project_file(),
+        &json!({"hooks": {"PreToolUse": [command_group("", "project")]}}),
+    );
     f.write(
         &f.project.join(".claude/settings.json"),
         &json!({"hooks": {"PreToolUse": [command_group("", "claude-project")]}}),
@@ -96,19 +131,32 @@ fn an_untrusted_folders_hooks_do_not_load_and_disable_all_hooks_turns_all_off() 
     let settings = f.settings();
     let ignored = &settings.untrusted_workspace.as_ref().unwrap().ignored;
     assert!(ignored.contains(&"hooks".to_string()), "{ignored:?}");
-    assert!(ignored.iter().any(|i| i.contains(".claude/settings.json")), "{ignored:?}");
+    assert!(
+        ignored.iter().any(|i| i.contains(".claude/settings.json")),
+        "{ignored:?}"
+    );
     let listing = toolbelt_hooks::HookListing::from_settings(&settings);
     let runs: Vec<(&str, bool)> = listing
         .hooks
         .iter()
         .map(|h| (h.runs.as_str(), h.not_running.is_none()))
         .collect();
-    assert_eq!(runs, vec![("project", false), ("user", true), ("claude-project", false)]);
+    assert_eq!(
+        runs,
+        vec![
+            ("project", false),
+            ("user", true),
+            ("claude-project", false)
+        ]
+    );
     // Even a bad entry in the untrusted file does not stop the session.
     f.write(&f.project_file(), &json!({"hooks": {"Nope": []}}));
     assert!(HookConfig::from_settings(&f.settings()).is_ok());
 
-    f.write(&f.user_file(), &json!({"disableAllHooks": true, "hooks": {"PreToolUse": [command_group("", "user")]}}));
+    f.write(
+        &f.user_file(),
+        &json!({"disableAllHooks": true, "hooks": {"PreToolUse": [command_group("", "user")]}}),
+    );
     let settings = f.settings();
     assert!(HookConfig::from_settings(&settings).unwrap().is_empty());
     let listing = toolbelt_hooks::HookListing::from_settings(&settings);

@@ -31,10 +31,24 @@ async fn a_loopback_hook_gets_the_input_and_only_the_allowed_variables() {
     assert_eq!(outcome.reason.as_deref(), Some("the server says no"));
     let seen = server.requests();
     assert_eq!(seen.len(), 1);
-    assert!(seen[0].head.starts_with("POST /hooks/pre HTTP/1.1"), "{}", seen[0].head);
-    assert_eq!(seen[0].header("authorization"), Some(format!("Bearer {token}")));
-    assert_eq!(seen[0].header("x-other").as_deref(), Some("[]"), "not allowed: empty");
-    assert_eq!(seen[0].header("content-type").as_deref(), Some("application/json"));
+    assert!(
+        seen[0].head.starts_with("POST /hooks/pre HTTP/1.1"),
+        "{}",
+        seen[0].head
+    );
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some(format!("Bearer {token}"))
+    );
+    assert_eq!(
+        seen[0].header("x-other").as_deref(),
+        Some("[]"),
+        "not allowed: empty"
+    );
+    assert_eq!(
+        seen[0].header("content-type").as_deref(),
+        Some("application/json")
+    );
     assert_eq!(seen[0].body["tool_input"], json!({"command": "rm -rf /"}));
     assert_eq!(seen[0].body["hook_event_name"], "PreToolUse");
 }
@@ -54,28 +68,46 @@ async fn other_bodies_are_messages_and_errors_do_not_block() {
     f.user_hooks(http_hook(&failing.url("/")));
     let outcome = run(&f.engine(), shell_call("ls")).await;
     assert_eq!(outcome.decision, None);
-    assert!(outcome.failures[0].message.starts_with("HTTP 503"), "{:?}", outcome.failures);
+    assert!(
+        outcome.failures[0].message.starts_with("HTTP 503"),
+        "{:?}",
+        outcome.failures
+    );
 
     let redirect = Server::start(302, "text/plain", String::new()).await;
     f.user_hooks(http_hook(&redirect.url("/")));
     let outcome = run(&f.engine(), shell_call("ls")).await;
-    assert!(outcome.failures[0].message.starts_with("HTTP 302"), "never followed");
+    assert!(
+        outcome.failures[0].message.starts_with("HTTP 302"),
+        "never followed"
+    );
 
     let broken = Server::start(200, "application/json", "{\"hookSpecificOutput\":".into()).await;
     f.user_hooks(http_hook(&broken.url("/")));
     let outcome = run(&f.engine(), shell_call("ls")).await;
-    assert_eq!(outcome.decision, Some(HookDecision::Deny), "unreadable: refused");
+    assert_eq!(
+        outcome.decision,
+        Some(HookDecision::Deny),
+        "unreadable: refused"
+    );
 }
 
 #[tokio::test]
 async fn private_addresses_are_refused_before_any_connection() {
     let f = Fixture::new();
-    for url in ["http://10.0.0.1:9/h", "http://169.254.169.254/latest", "http://[::ffff:192.168.0.1]/"] {
+    for url in [
+        "http://10.0.0.1:9/h",
+        "http://169.254.169.254/latest",
+        "http://[::ffff:192.168.0.1]/",
+    ] {
         f.user_hooks(http_hook(url));
         let outcome = run(&f.engine(), shell_call("ls")).await;
         assert_eq!(outcome.decision, None);
         let message = &outcome.failures[0].message;
-        assert!(message.starts_with("refused to send the hook to"), "{url}: {message}");
+        assert!(
+            message.starts_with("refused to send the hook to"),
+            "{url}: {message}"
+        );
     }
 }
 
@@ -91,7 +123,12 @@ impl HostResolver for FixedResolver {
 
 #[tokio::test]
 async fn a_name_is_judged_by_what_it_resolves_to() {
-    let server = Server::start(200, "application/json", "{\"systemMessage\": \"hi\"}".into()).await;
+    let server = Server::start(
+        200,
+        "application/json",
+        "{\"systemMessage\": \"hi\"}".into(),
+    )
+    .await;
     let f = Fixture::new();
     f.user_hooks(http_hook(&format!("http://hooks.example:{}/", server.port)));
     let settings = f.settings();
@@ -105,7 +142,10 @@ async fn a_name_is_judged_by_what_it_resolves_to() {
     };
     let outcome = run(&engine_with("10.1.2.3"), shell_call("ls")).await;
     let message = &outcome.failures[0].message;
-    assert!(message.contains("refused to send the hook to hooks.example"), "{message}");
+    assert!(
+        message.contains("refused to send the hook to hooks.example"),
+        "{message}"
+    );
     assert!(message.contains("10.1.2.3"), "{message}");
     let outcome = run(&engine_with("127.0.0.1"), shell_call("ls")).await;
     assert_eq!(outcome.system_messages, vec!["hi"], "{outcome:?}");
@@ -122,7 +162,10 @@ async fn allowed_http_hook_urls_limit_where_hooks_are_sent() {
     );
     let outcome = run(&f.engine(), shell_call("ls")).await;
     let message = &outcome.failures[0].message;
-    assert!(message.contains("is not in security.allowedHttpHookUrls"), "{message}");
+    assert!(
+        message.contains("is not in security.allowedHttpHookUrls"),
+        "{message}"
+    );
     assert!(server.requests().is_empty());
     f.write(
         &f.user_file(),

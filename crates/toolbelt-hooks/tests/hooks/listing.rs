@@ -12,13 +12,19 @@ fn the_listing_names_every_hook_with_its_file_and_whether_it_runs() {
     f.user_hooks(json!({"PreToolUse": [
         {"matcher": "Bash", "hooks": [{"type": "command", "command": "./check.sh", "name": "check", "timeout": 5}]},
     ]}));
-    f.write(&f.project_file(), &json!({"hooks": {"Stop": [
-        {"hooks": [{"type": "http", "url": "http://127.0.0.1:8080/stop"}]},
-    ]}}));
-    f.write(&f.home.join(".claude/settings.json"), &json!({"hooks": {
-        "PostToolUse": [command_group("Edit|Write", "npx prettier --write")],
-        "PostToolBatch": [command_group("", "true")],
-    }}));
+    f.write(
+        &f.project_file(),
+        &json!({"hooks": {"Stop": [
+            {"hooks": [{"type": "http", "url": "http://127.0.0.1:8080/stop"}]},
+        ]}}),
+    );
+    f.write(
+        &f.home.join(".claude/settings.json"),
+        &json!({"hooks": {
+            "PostToolUse": [command_group("Edit|Write", "npx prettier --write")],
+            "PostToolBatch": [command_group("", "true")],
+        }}),
+    );
     let listing = HookListing::from_settings(&f.settings());
     let json = listing.json();
     let hooks = json["hooks"].as_array().unwrap();
@@ -41,8 +47,14 @@ fn the_listing_names_every_hook_with_its_file_and_whether_it_runs() {
     assert_eq!(hooks[2]["runs"], true);
     assert_eq!(json["skipped"][0]["key"], "hooks.PostToolBatch");
     let text = listing.text();
-    assert!(text.contains("PreToolUse [Bash] command \"check\": ./check.sh"), "{text}");
-    assert!(text.contains("does not run: this folder is not trusted"), "{text}");
+    assert!(
+        text.contains("PreToolUse [Bash] command \"check\": ./check.sh"),
+        "{text}"
+    );
+    assert!(
+        text.contains("does not run: this folder is not trusted"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -52,13 +64,25 @@ fn errors_are_listed_where_a_session_would_refuse_to_start() {
     let listing = HookListing::from_settings(&f.settings());
     assert_eq!(listing.errors.len(), 1);
     let text = listing.text();
-    assert!(text.contains("does not start a session until they are fixed"), "{text}");
-    assert!(text.contains("hooks.PreToolUse[0].hooks[0]: \"command\" is missing"), "{text}");
-    assert_eq!(listing.json()["errors"][0]["key"], "hooks.PreToolUse[0].hooks[0]");
+    assert!(
+        text.contains("does not start a session until they are fixed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hooks.PreToolUse[0].hooks[0]: \"command\" is missing"),
+        "{text}"
+    );
+    assert_eq!(
+        listing.json()["errors"][0]["key"],
+        "hooks.PreToolUse[0].hooks[0]"
+    );
 }
 
 #[test]
 fn no_hooks_says_so() {
     let f = Fixture::new();
-    assert_eq!(HookListing::from_settings(&f.settings()).text(), "No hooks are configured.\n");
+    assert_eq!(
+        HookListing::from_settings(&f.settings()).text(),
+        "No hooks are configured.\n"
+    );
 }

@@ -28,11 +28,26 @@ async fn claude_matchers_and_runtime_names_select_the_same_hooks() {
         command_group("mcp__memory__.*", "echo memory"),
         command_group("read", "echo read-ish"),
     ]}));
-    assert_eq!(ran(&f, tool_request("run_shell_command", &["Bash", "Shell"])).await, vec!["bash", "anchored"]);
-    assert_eq!(ran(&f, tool_request("write_file", &["Write", "WriteFile"])).await, vec!["edit-or-write"]);
-    assert_eq!(ran(&f, tool_request("edit", &["Edit"])).await, vec!["edit-or-write"]);
-    assert_eq!(ran(&f, tool_request("mcp__memory__read_graph", &[])).await, vec!["memory", "read-ish"]);
-    assert_eq!(ran(&f, tool_request("read_file", &["Read", "ReadFile"])).await, vec!["read-ish"]);
+    assert_eq!(
+        ran(&f, tool_request("run_shell_command", &["Bash", "Shell"])).await,
+        vec!["bash", "anchored"]
+    );
+    assert_eq!(
+        ran(&f, tool_request("write_file", &["Write", "WriteFile"])).await,
+        vec!["edit-or-write"]
+    );
+    assert_eq!(
+        ran(&f, tool_request("edit", &["Edit"])).await,
+        vec!["edit-or-write"]
+    );
+    assert_eq!(
+        ran(&f, tool_request("mcp__memory__read_graph", &[])).await,
+        vec!["memory", "read-ish"]
+    );
+    assert_eq!(
+        ran(&f, tool_request("read_file", &["Read", "ReadFile"])).await,
+        vec!["read-ish"]
+    );
     assert!(ran(&f, tool_request("glob", &["Glob"])).await.is_empty());
 }
 
@@ -45,18 +60,31 @@ async fn events_without_matchers_ignore_them_and_others_match_their_target() {
         "SessionStart": [command_group("resume|compact", "echo resumed"), command_group("", "echo any-start")],
         "SubagentStart": [command_group("^(Explorer|Plan)$", "echo explorer")],
     }));
-    assert_eq!(ran(&f, HookRequest::new(HookEvent::UserPromptSubmit)).await, Vec::<String>::new(), "plain text is context there");
+    assert_eq!(
+        ran(&f, HookRequest::new(HookEvent::UserPromptSubmit)).await,
+        Vec::<String>::new(),
+        "plain text is context there"
+    );
     let outcome = run(&f.engine(), HookRequest::new(HookEvent::UserPromptSubmit)).await;
     assert_eq!(outcome.additional_context, vec!["prompt"]);
-    assert_eq!(ran(&f, HookRequest::new(HookEvent::Stop)).await, vec!["stop"]);
+    assert_eq!(
+        ran(&f, HookRequest::new(HookEvent::Stop)).await,
+        vec!["stop"]
+    );
     let start = |source: &str| {
         let mut r = HookRequest::new(HookEvent::SessionStart).field("source", source);
         r.target = Some(source.to_string());
         r
     };
     let engine = f.engine();
-    assert_eq!(run(&engine, start("resume")).await.additional_context, vec!["resumed", "any-start"]);
-    assert_eq!(run(&engine, start("startup")).await.additional_context, vec!["any-start"]);
+    assert_eq!(
+        run(&engine, start("resume")).await.additional_context,
+        vec!["resumed", "any-start"]
+    );
+    assert_eq!(
+        run(&engine, start("startup")).await.additional_context,
+        vec!["any-start"]
+    );
     let mut sub = HookRequest::new(HookEvent::SubagentStart);
     sub.target = Some("Explorer".into());
     assert_eq!(ran(&f, sub).await, vec!["explorer"]);

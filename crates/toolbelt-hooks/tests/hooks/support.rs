@@ -86,8 +86,14 @@ impl Fixture {
             system: None,
             trust,
             claude_hooks: vec![
-                (SettingsLayer::Workspace, self.project.join(".claude/settings.json")),
-                (SettingsLayer::Workspace, self.project.join(".claude/settings.local.json")),
+                (
+                    SettingsLayer::Workspace,
+                    self.project.join(".claude/settings.json"),
+                ),
+                (
+                    SettingsLayer::Workspace,
+                    self.project.join(".claude/settings.local.json"),
+                ),
                 (SettingsLayer::User, self.home.join(".claude/settings.json")),
             ],
         }
@@ -101,7 +107,11 @@ impl Fixture {
     pub fn engine(&self) -> HookEngine {
         let settings = self.settings();
         let config = HookConfig::from_settings(&settings).unwrap();
-        HookEngine::new(config, self.session(), settings.security.allowed_http_hook_urls.clone())
+        HookEngine::new(
+            config,
+            self.session(),
+            settings.security.allowed_http_hook_urls.clone(),
+        )
     }
 
     pub fn session(&self) -> SessionInfo {
@@ -147,7 +157,9 @@ impl Seen {
     pub fn header(&self, name: &str) -> Option<String> {
         self.head.lines().find_map(|line| {
             let (n, v) = line.split_once(':')?;
-            n.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+            n.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
         })
     }
 }
@@ -216,8 +228,8 @@ async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<Seen> {
                 })
                 .unwrap_or(0);
             if data.len() >= end + 4 + length {
-                let body = serde_json::from_slice(&data[end + 4..end + 4 + length])
-                    .unwrap_or(Value::Null);
+                let body =
+                    serde_json::from_slice(&data[end + 4..end + 4 + length]).unwrap_or(Value::Null);
                 return Some(Seen { head, body });
             }
         }

@@ -16,8 +16,8 @@ use toolbelt_core::{
 };
 
 use super::WebFetch;
-use toolbelt_netguard::HostResolver;
 use crate::test_support::{Fixture, err_kind, fixture_with};
+use toolbelt_netguard::HostResolver;
 
 /// A body the server sends for a path.
 #[derive(Clone)]
