@@ -11,6 +11,7 @@ use toolbelt_agent::prompt::{PromptFacts, system_prompt};
 use toolbelt_agent::subagents::BackgroundTasks;
 use toolbelt_agent::transcript::{LoadedSession, SessionStore, SessionWriter};
 use toolbelt_agent::{Agent, EventSink, context_files};
+use toolbelt_core::hooks::HookRunner;
 use toolbelt_core::scheduler::{ApprovalMode, Approver, Permissions, SchedulerConfig};
 use toolbelt_core::{RuleList, Settings, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayModel};
@@ -74,6 +75,9 @@ pub struct Prepared {
     pub system_prompt: SystemPrompt,
     /// How the agent was made (a new model is built from them).
     pub options: AgentOptions,
+    /// The session's hooks, for the agent's own events (the scheduler already holds
+    /// them for the calls'); `None` without any.
+    pub hooks: Option<Arc<dyn HookRunner>>,
 }
 
 /// A session's system prompt and what it is made of, so it can be made again when
@@ -133,7 +137,21 @@ struct Saving {
 struct Ruled {
     permissions: Permissions,
     mode: ApprovalMode,
-    hooks: Option<Arc<dyn toolbelt_core::hooks::HookRunner>>,
+    hooks: Option<Arc<dyn HookRunner>>,
+}
+
+impl Ruled {
+    /// The agent's scheduler under these rules, asking `approver`, with the session's
+    /// hooks.
+    fn scheduler_config(self, approver: Option<Arc<dyn Approver>>) -> SchedulerConfig {
+        SchedulerConfig {
+            mode: self.mode,
+            permissions: self.permissions,
+            approver,
+            hooks: self.hooks,
+            ..Default::default()
+        }
+    }
 }
 
 impl Saving {
@@ -249,7 +267,9 @@ impl Session {
         Ok(Ruled {
             permissions,
             mode,
-            hooks: self.hooks.clone(),
+            // The engine's state is shared by its clones: the session id and
+            // transcript it is told in `make_agent` reach these copies too.
+            hooks: self.hooks(),
         })
     }
 
@@ -271,11 +291,13 @@ impl Session {
             mcp,
             shell_jobs,
             skills,
+            hooks,
             ..
         } = self;
         let mcp = Arc::new(mcp);
         let (model, model_name, server) = session_model(&options, &env, &cwd)?;
         let (log, session_id) = saving.start(&cwd, &model_name, &options, &warn);
+        let hooks = told_the_session(hooks, &session_id, log.as_ref());
         // `agent`, `task_stop` and `send_message` see the tools as they are now (without
         // themselves); the settings' lists and --exclude-tools apply to them as to every
         // other tool.
@@ -299,19 +321,14 @@ impl Session {
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);
         settle_tools(&mut registry, &env.settings, &options);
         let system_prompt = make_system_prompt(&options, &env, &registry, &cwd, ruled.mode);
-        let config = SchedulerConfig {
-            mode: ruled.mode,
-            permissions: ruled.permissions,
-            approver,
-            hooks: ruled.hooks,
-            ..Default::default()
-        };
+        let mode = ruled.mode;
+        let config = ruled.scheduler_config(approver);
         let agent = Agent::new(
             model.clone(),
             Arc::new(registry),
             env.clone(),
             config,
-            system_prompt.text(ruled.mode),
+            system_prompt.text(mode),
             options.max_session_turns,
             Some(sink),
         );
@@ -343,8 +360,21 @@ impl Session {
             cron,
             system_prompt,
             options,
+            hooks,
         })
     }
+}
+
+/// The session's hooks, told the conversation's id and file (hooks see them from its
+/// first event).
+fn told_the_session(
+    hooks: Option<toolbelt_hooks::HookEngine>,
+    session_id: &str,
+    log: Option<&SessionWriter>,
+) -> Option<Arc<dyn HookRunner>> {
+    let engine = hooks?;
+    engine.set_session(session_id, log.map(|l| l.path().to_path_buf()));
+    Some(Arc::new(engine))
 }
 
 /// The session's model behind a [`ModelSlot`] (so `set_model` can swap it), which is

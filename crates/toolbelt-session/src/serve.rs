@@ -187,6 +187,7 @@ impl ServeWorkspaces {
         let (permissions, mode) = session.permissions(&self.policy, "--allowed-tools")?;
         session.apply_when(mode);
         let when_context = when_context(&session, mode);
+        let hooks = session.hooks();
         let Session {
             env,
             registry,
@@ -200,6 +201,7 @@ impl ServeWorkspaces {
             mode,
             warnings,
             when_context: Some(when_context),
+            hooks,
         })
     }
 

@@ -290,6 +290,12 @@ pub enum Command {
         #[command(subcommand)]
         command: SkillsCommand,
     },
+    /// The hooks of the settings (`.qwen/settings.json`, `~/.qwen/settings.json`, the
+    /// system file, Claude Code's `.claude/settings*.json`) and whether each runs here.
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
+    },
     /// Trust a folder (default: the current one): its `.qwen/settings.json` may then run
     /// commands, start MCP servers, add allow rules and widen the workspace. Saved in
     /// `~/.qwen/trustedFolders.json`, as Qwen Code does.
@@ -330,6 +336,17 @@ pub enum AgentsCommand {
 pub enum LspCommand {
     /// Each configured server: its file, command, the extensions it covers, its state and
     /// why it would not run; and the `.lsp.json` files that were not read.
+    List {
+        /// Print them as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Each hook with its event, matcher, type, command or URL and file, whether it runs
+    /// here and why not (an untrusted folder, disableAllHooks); and the bad entries.
     List {
         /// Print them as JSON.
         #[arg(long)]

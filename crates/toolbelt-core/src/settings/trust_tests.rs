@@ -44,6 +44,7 @@ impl Layout {
                 project: project.to_path_buf(),
                 trusted_folders: Some(self.trust_file()),
             },
+            claude_hooks: Vec::new(),
         }
     }
 

@@ -417,6 +417,12 @@ pub struct ModelSettings {
 pub struct SecuritySettings {
     /// `security.folderTrust`.
     pub folder_trust: FolderTrustSettings,
+    /// `security.allowedHttpHookUrls`: the URLs an `http` hook may be sent to, as patterns
+    /// where `*` matches any run of characters. `None`: any URL passes this check (the
+    /// private-address guard still applies). A workspace's list counts only when neither
+    /// the user nor the system file sets one, so a repository can narrow where its hooks
+    /// send data but never replace the person's list.
+    pub allowed_http_hook_urls: Option<Vec<String>>,
 }
 
 /// `security.folderTrust`: on by default here (Qwen Code's default is off).

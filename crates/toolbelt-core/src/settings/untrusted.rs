@@ -6,7 +6,9 @@
 //! data), make calls run without asking (allow rules, `tools.allowed`, a permissive
 //! approval mode, trust flags), weaken the shell's confinement, or widen the roots
 //! (`context.includeDirectories`). Everything else (deny and ask rules, exclusions, output
-//! limits, file filtering) only narrows or is harmless, and still applies.
+//! limits, file filtering) only narrows or is harmless, and still applies. Hooks
+//! (`hooks`) run commands at every step of a call, and `disableAllHooks` would switch off
+//! the person's own hooks: both wait for trust too.
 //!
 //! The list is data, in one place: a new key that runs a command or widens access belongs
 //! here. Each entry names the key as a person writes it, and says which values are still
@@ -55,6 +57,10 @@ const RESTRICTED: &[(&str, Refuse)] = &[
     ("experimental.cronDurable", Refuse::AnyValue),
     // The folder cannot switch off the check that guards it.
     ("security.folderTrust", Refuse::AnyValue),
+    // Runs commands at every step of a call (and sends data to URLs); turning all hooks
+    // off would switch off the person's own checks.
+    ("hooks", Refuse::AnyValue),
+    ("disableAllHooks", Refuse::AnyValue),
 ];
 
 /// Removes the restricted keys from one workspace layer (legacy spellings already moved

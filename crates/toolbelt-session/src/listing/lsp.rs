@@ -54,6 +54,33 @@ pub fn lsp_json(rows: &[LspRow], problems: &[String]) -> Value {
     json!({"servers": servers, "problems": problems})
 }
 
+/// The rows and the files that gave no servers, for a person: a server per three
+/// lines (name and extensions with its file, its command, its state), then the notes.
+pub fn lsp_text(rows: &[LspRow], problems: &[String]) -> String {
+    let mut out = String::new();
+    if rows.is_empty() {
+        out.push_str(
+            "No language servers. Configure them in .lsp.json (project, trusted folders only) or ~/.qwen/.lsp.json.\n",
+        );
+    }
+    for row in rows {
+        let c = &row.config;
+        let extensions: Vec<&str> = c.extension_to_language.keys().map(String::as_str).collect();
+        out.push_str(&format!(
+            "{} ({})  {}\n",
+            c.name,
+            extensions.join(" "),
+            c.source.display()
+        ));
+        out.push_str(&format!("  command: {} {}\n", c.command, c.args.join(" ")));
+        out.push_str(&format!("  {}\n", row.state));
+    }
+    for problem in problems {
+        out.push_str(&format!("note: {problem}\n"));
+    }
+    out
+}
+
 /// Where `command` would be found: itself when it names a path, else the first `PATH`
 /// entry that holds it.
 fn find_program(command: &str, cwd: &Path) -> Option<PathBuf> {
