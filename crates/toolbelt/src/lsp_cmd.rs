@@ -24,7 +24,7 @@ pub async fn run(global: &GlobalArgs, command: LspCommand) -> u8 {
     }
     if rows.is_empty() {
         println!(
-            "No language servers. Configure them in .lsp.json (project, trusted folders only) or ~/.qwen/.lsp.json."
+            "No language servers. Configure them in .lsp.json (project, trusted folders only), ~/.qwen/.lsp.json or settings `lsp.servers`."
         );
     }
     for row in &rows {
@@ -36,7 +36,7 @@ pub async fn run(global: &GlobalArgs, command: LspCommand) -> u8 {
             extensions.join(" "),
             c.source.display()
         );
-        println!("  command: {} {}", c.command, c.args.join(" "));
+        println!("  runs: {}", c.describe());
         println!("  {}", row.state);
     }
     for problem in &session.lsp_problems {
