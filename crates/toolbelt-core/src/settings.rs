@@ -37,9 +37,8 @@ pub(crate) use types::show_value;
 pub use types::{
     ApprovalModeSetting, ContextFileNames, ContextSettings, FileFiltering, FolderTrustSettings,
     LspServerSettings, LspSettings, LspSocket, LspTransport, McpServerSettings, McpSettings,
-    Millis, ModelSettings, PermissionSettings, Sandbox,
-    SecuritySettings, ShellSettings, ToolsSettings, WebFetchSettings, WebSearchKind,
-    WebSearchProvider, WebSearchSettings,
+    Millis, ModelSettings, PermissionSettings, Sandbox, SecuritySettings, ShellSettings,
+    ToolsSettings, WebFetchSettings, WebSearchKind, WebSearchProvider, WebSearchSettings,
 };
 
 use crate::trust::{TrustError, TrustedFolders};

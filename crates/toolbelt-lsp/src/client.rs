@@ -157,14 +157,22 @@ impl LspClient {
         let pgid = process.as_ref().map(|p| p.pgid);
         let (out, rx) = mpsc::channel::<Message>();
         let name = &config.name;
-        let mut spawned =
-            threads::spawn_io(name, socket.is_some(), &shared, out.clone(), rx, writer, reader);
+        let mut spawned = threads::spawn_io(
+            name,
+            socket.is_some(),
+            &shared,
+            out.clone(),
+            rx,
+            writer,
+            reader,
+        );
         if let Some(started) = process {
             let stderr = started
                 .stderr
                 .map(|e| Arc::new(std::fs::File::from(std::os::fd::OwnedFd::from(e))));
             if let Some(stderr) = &stderr {
-                spawned = spawned.and_then(|()| threads::spawn_stderr(name, &shared, stderr.clone()));
+                spawned =
+                    spawned.and_then(|()| threads::spawn_stderr(name, &shared, stderr.clone()));
             }
             spawned = spawned
                 .and_then(|()| threads::spawn_waiter(name, shared.clone(), started.child, stderr));

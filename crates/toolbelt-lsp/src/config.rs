@@ -109,7 +109,9 @@ impl ServerConfig {
             (Transport::Stdio, _) => run,
             (Transport::Tcp { host, port }, true) => format!("connects to {host}:{port}"),
             (Transport::Unix(path), true) => format!("connects to {}", path.display()),
-            (Transport::Tcp { host, port }, false) => format!("{run}, then connects to {host}:{port}"),
+            (Transport::Tcp { host, port }, false) => {
+                format!("{run}, then connects to {host}:{port}")
+            }
             (Transport::Unix(path), false) => format!("{run}, then connects to {}", path.display()),
         }
     }
@@ -290,7 +292,11 @@ fn parse_entries(text: &str, origin: &Origin<'_>) -> (Vec<ServerConfig>, Vec<Con
     (servers, errors)
 }
 
-fn check(name: String, raw: LspServerSettings, origin: &Origin<'_>) -> Result<ServerConfig, String> {
+fn check(
+    name: String,
+    raw: LspServerSettings,
+    origin: &Origin<'_>,
+) -> Result<ServerConfig, String> {
     let key = format!("{}{name}", origin.prefix);
     let command = raw.command.clone().filter(|c| !c.trim().is_empty());
     let transport = transport(&key, &raw, command.is_some(), origin)?;
@@ -413,7 +419,8 @@ fn transport(
 /// Whether `host` names this machine by itself: `localhost` or a loopback address.
 pub(crate) fn is_loopback_name(host: &str) -> bool {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    bare.eq_ignore_ascii_case("localhost") || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    bare.eq_ignore_ascii_case("localhost")
+        || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The files a server's command names (its program when given as a path, and arguments

@@ -52,7 +52,7 @@ impl Servers {
 
     /// Whether these are the servers of `configs` on `root`, still usable: a session
     /// opened again with the same configuration keeps them (and their warm state).
-    pub fn serve(&self, configs: &[ServerConfig], root: &Path) -> bool {
+    pub fn matches(&self, configs: &[ServerConfig], root: &Path) -> bool {
         !self.ended.load(Ordering::Acquire) && self.configs == configs && self.root == root
     }
 

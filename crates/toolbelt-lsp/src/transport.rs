@@ -60,7 +60,11 @@ impl Socket {
 
 /// Starts the server's program (when it has one) and opens the way to it. On failure
 /// nothing toolbelt started is left running.
-pub(crate) async fn open(config: &ServerConfig, root: &Path, owner: &Owner) -> Result<Channel, String> {
+pub(crate) async fn open(
+    config: &ServerConfig,
+    root: &Path,
+    owner: &Owner,
+) -> Result<Channel, String> {
     let process = match &config.command {
         Some(_) => Some(spawn(config, root, owner)?),
         None => None,
@@ -76,7 +80,10 @@ pub(crate) async fn open(config: &ServerConfig, root: &Path, owner: &Owner) -> R
             if let Some(p) = &process {
                 toolbelt_process::terminate_groups_blocking(&[p.pgid], KILL_GRACE);
             }
-            let tail = process.and_then(|p| p.stderr).map(stderr_now).unwrap_or_default();
+            let tail = process
+                .and_then(|p| p.stderr)
+                .map(stderr_now)
+                .unwrap_or_default();
             Err(match tail.trim() {
                 "" => e,
                 tail => format!("{e}; its error output: {tail}"),
@@ -129,7 +136,8 @@ fn stdio(process: Option<Started>) -> Result<Channel, String> {
 }
 
 fn socket_channel(socket: Socket, process: Option<Started>) -> Result<Channel, String> {
-    let cloned = |e: std::io::Error| format!("cannot use the connection to the language server: {e}");
+    let cloned =
+        |e: std::io::Error| format!("cannot use the connection to the language server: {e}");
     let (reader, writer): (Box<dyn Read + Send>, Box<dyn Write + Send>) = match &socket {
         Socket::Tcp(s) => (
             Box::new(s.try_clone().map_err(cloned)?),
@@ -150,7 +158,10 @@ fn socket_channel(socket: Socket, process: Option<Started>) -> Result<Channel, S
 
 /// Connects within `startupTimeout`. A server toolbelt started may not listen yet: the
 /// connection is tried again until it does, while the program runs.
-async fn connect(config: &ServerConfig, mut process: Option<&mut Started>) -> Result<Socket, String> {
+async fn connect(
+    config: &ServerConfig,
+    mut process: Option<&mut Started>,
+) -> Result<Socket, String> {
     let deadline = Instant::now() + config.startup_timeout;
     let addresses = match &config.transport {
         Transport::Tcp { host, port } => Some(resolve(config, host, *port).await?),
@@ -205,7 +216,12 @@ async fn resolve(config: &ServerConfig, host: &str, port: u16) -> Result<Vec<Soc
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let addresses: Vec<SocketAddr> = tokio::net::lookup_host((bare, port))
         .await
-        .map_err(|e| format!("cannot resolve `{host}` for the language server `{}`: {e}", config.name))?
+        .map_err(|e| {
+            format!(
+                "cannot resolve `{host}` for the language server `{}`: {e}",
+                config.name
+            )
+        })?
         .collect();
     if addresses.is_empty() {
         return Err(format!("`{host}` has no address"));
@@ -257,6 +273,6 @@ async fn connect_unix(path: &Path, left: Duration) -> Result<Socket, String> {
 fn stderr_now(stderr: ChildStderr) -> String {
     let mut file = std::fs::File::from(std::os::fd::OwnedFd::from(stderr));
     let mut tail = Vec::new();
-    let _ = crate::client::read_available(&mut file, &mut tail);
+    crate::client::read_available(&mut file, &mut tail);
     String::from_utf8_lossy(&tail).into_owned()
 }

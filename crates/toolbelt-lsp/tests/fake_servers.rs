@@ -214,7 +214,10 @@ async fn dropping_the_servers_ends_a_running_server_and_its_children() {
 #[tokio::test]
 async fn the_first_question_waits_for_the_work_the_server_reported_to_end() {
     let ws = Workspace::new();
-    ws.write("main.py", "from_this_file_alone = 1\nwith_the_project = 1\n");
+    ws.write(
+        "main.py",
+        "from_this_file_alone = 1\nwith_the_project = 1\n",
+    );
     let (tool, servers) = ws.tool(&config(&ws, "progress"));
     let answer = call(&tool, &ws, definition_args()).await;
     let text = answer.llm_text();
@@ -236,13 +239,20 @@ async fn a_server_that_says_nothing_of_its_loading_is_asked_after_its_startup_ti
     let started = Instant::now();
     let answer = call(&tool, &ws, definition_args()).await;
     let text = answer.llm_text();
-    assert!(!answer.is_error() && text.contains("main.py:2:1: y = 2"), "{text}");
+    assert!(
+        !answer.is_error() && text.contains("main.py:2:1: y = 2"),
+        "{text}"
+    );
     assert!(started.elapsed() < Duration::from_secs(10));
     // Only the first question waits.
     let again = Instant::now();
     let answer = call(&tool, &ws, definition_args()).await;
     assert!(!answer.is_error(), "{}", answer.llm_text());
-    assert!(again.elapsed() < Duration::from_millis(1500), "{:?}", again.elapsed());
+    assert!(
+        again.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        again.elapsed()
+    );
     servers.shutdown().await;
     assert_nothing_left(&ws);
 }

@@ -46,7 +46,12 @@ fn project() -> Option<(
     let ws = Workspace::new();
     ws.write("models.py", MODELS);
     ws.write("main.py", MAIN);
-    let (tool, servers) = ws.tool(&lsp_json("python", &bin, &["--stdio"], &[(".py", "python")]));
+    let (tool, servers) = ws.tool(&lsp_json(
+        "python",
+        &bin,
+        &["--stdio"],
+        &[(".py", "python")],
+    ));
     Some((ws, tool, servers))
 }
 

@@ -165,7 +165,10 @@ async fn a_server_started_from_its_command_is_connected_to_once_it_listens_and_e
     let server = read_pid(&state.join("server.pid"));
     assert!(group_alive(bridge_pid));
     servers.shutdown().await;
-    assert!(!group_alive(bridge_pid), "the bridge toolbelt started ended");
+    assert!(
+        !group_alive(bridge_pid),
+        "the bridge toolbelt started ended"
+    );
     let alive = toolbelt_process::procfs::stat(server).is_some_and(|s| s.is_alive());
     assert!(!alive, "so did the pyright it ran");
 }
@@ -203,7 +206,10 @@ async fn a_server_that_never_listens_fails_within_its_startup_timeout_and_is_end
     );
     assert!(started.elapsed() < Duration::from_secs(5));
     let pid = read_pid(&ws.root.join("server.pid"));
-    assert!(!group_alive(pid), "the program that never listened was ended");
+    assert!(
+        !group_alive(pid),
+        "the program that never listened was ended"
+    );
 }
 
 #[tokio::test]
@@ -227,7 +233,10 @@ async fn a_server_that_exits_before_it_listens_says_so_with_its_error_output() {
             && text.contains("cannot bind: permission denied"),
         "{text}"
     );
-    assert!(started.elapsed() < Duration::from_secs(10), "not the startup timeout");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "not the startup timeout"
+    );
 }
 
 #[tokio::test]

@@ -170,7 +170,7 @@ pub(crate) fn load_lsp(
     }
     // The same configuration keeps the running servers (an `mcp serve` reopening).
     if let Some(kept) = keep
-        && kept.serve(&config.servers, &root)
+        && kept.matches(&config.servers, &root)
     {
         return (kept.clone(), problems);
     }

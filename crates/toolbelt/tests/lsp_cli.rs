@@ -231,8 +231,7 @@ fn servers_in_the_settings_follow_the_trust_rules_of_lsp_json() {
     assert_eq!(names, ["remote"], "{listed}");
     assert_eq!(listed["servers"][0]["file"], json!(user_file), "{listed}");
     assert_eq!(
-        listed["servers"][0]["runs"],
-        "connects to 10.0.0.7:2087",
+        listed["servers"][0]["runs"], "connects to 10.0.0.7:2087",
         "{listed}"
     );
     let warned = text(&untrusted.stderr);

@@ -190,7 +190,8 @@ fn answer(shared: &Shared, response: Response) {
 fn notification(shared: &Shared, n: Notification) {
     match n.method.as_str() {
         "textDocument/publishDiagnostics" => {
-            let Ok(params) = serde_json::from_value::<lsp_types::PublishDiagnosticsParams>(n.params)
+            let Ok(params) =
+                serde_json::from_value::<lsp_types::PublishDiagnosticsParams>(n.params)
             else {
                 return;
             };

@@ -205,13 +205,21 @@ fn socket_servers_name_where_they_listen() {
 /// connect to this machine; the person's own files may name another.
 #[test]
 fn only_the_persons_own_file_may_name_another_machine() {
-    for host in ["10.0.0.7", "build.example.com", "0.0.0.0", "192.168.1.2", "::"] {
+    for host in [
+        "10.0.0.7",
+        "build.example.com",
+        "0.0.0.0",
+        "192.168.1.2",
+        "::",
+    ] {
         let text = format!(
             r#"{{"remote": {{"transport": "tcp", "socket": {{"host": "{host}", "port": 9}}, "extensionToLanguage": {{".r": "r"}}}}}}"#
         );
         let e = parse_err(&text);
         assert!(
-            e.contains(&format!("`remote.socket.host` is {host}: a project's file may only name this machine")),
+            e.contains(&format!(
+                "`remote.socket.host` is {host}: a project's file may only name this machine"
+            )),
             "{e}"
         );
     }
@@ -283,7 +291,13 @@ fn servers_in_the_settings_load_between_the_files_and_name_their_file() {
     let found: Vec<(&str, &str, ConfigOwner)> = config
         .servers
         .iter()
-        .map(|s| (s.name.as_str(), s.command.as_deref().unwrap_or("-"), s.owner))
+        .map(|s| {
+            (
+                s.name.as_str(),
+                s.command.as_deref().unwrap_or("-"),
+                s.owner,
+            )
+        })
         .collect();
     assert_eq!(
         found,
@@ -300,11 +314,15 @@ fn servers_in_the_settings_load_between_the_files_and_name_their_file() {
     let workspace_file = project.join(".qwen/settings.json").display().to_string();
     assert_eq!(errors.len(), 2, "{errors:?}");
     assert!(
-        errors[0].starts_with(&format!("{workspace_file}: `lsp.servers.c.extensionToLanguage`")),
+        errors[0].starts_with(&format!(
+            "{workspace_file}: `lsp.servers.c.extensionToLanguage`"
+        )),
         "{errors:?}"
     );
     assert!(
-        errors[1].starts_with(&format!("{workspace_file}: `lsp.servers.zig.socket.host` is 10.0.0.8")),
+        errors[1].starts_with(&format!(
+            "{workspace_file}: `lsp.servers.zig.socket.host` is 10.0.0.8"
+        )),
         "{errors:?}"
     );
 }

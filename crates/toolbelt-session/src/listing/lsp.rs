@@ -79,8 +79,6 @@ fn state_text(config: &ServerConfig, state: &ServerState, program: Option<&Path>
             format!("will not start: `{command}` is not found (not a file, not on PATH)")
         }
         (ServerState::NotStarted, None, _) => "not connected (connects on first use)".into(),
-        (ServerState::NotStarted, Some(_), Some(_)) => {
-            "not started (starts on first use)".into()
-        }
+        (ServerState::NotStarted, Some(_), Some(_)) => "not started (starts on first use)".into(),
     }
 }

@@ -237,7 +237,10 @@ async fn an_edited_lsp_json_replaces_the_language_server_and_ends_the_old_one() 
         r#"{"tools": {"exclude": ["glob"]}}"#,
     );
     bounded(changed).await;
-    assert_eq!(text(&call(&service, "lsp", hover.clone()).await), "I am alpha");
+    assert_eq!(
+        text(&call(&service, "lsp", hover.clone()).await),
+        "I am alpha"
+    );
     assert_eq!(read_pid(&ws, "alpha"), alpha, "the same server answered");
     assert!(alive(alpha));
 
