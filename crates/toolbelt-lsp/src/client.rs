@@ -16,10 +16,12 @@
 //!
 //! A server answers before it has loaded the project: typescript-language-server routes
 //! questions to a syntax-only server while tsserver loads, and finds references in the
-//! open file alone. So the first question after the first file is opened waits
+//! open file alone (and clangd finds references in the files it indexed so far). So
+//! the first question after the first file is opened waits
 //! ([`LspClient::wait_until_loaded`]) until the server published diagnostics (which
-//! tsserver computes on the loaded project) or ended all the work it reported in
-//! progress, at most `startupTimeout`.
+//! tsserver computes on the loaded project) or reported work, and no work it reported
+//! (`$/progress`: tsserver's project loading, clangd's index) is still going on; at most
+//! `startupTimeout`.
 
 mod threads;
 
@@ -315,10 +317,10 @@ impl LspClient {
         Ok(uri)
     }
 
-    /// Waits, the first time only, until the server has loaded its project: it
-    /// published diagnostics for a document, or it ended all the work it reported in
-    /// progress (having reported some), or it died; at most `startupTimeout`. Call it
-    /// after a document was opened, before the question about it.
+    /// Waits, the first time only, until the server has loaded its project: it has
+    /// published diagnostics or reported work, and no work it reported is still in
+    /// progress (or it died); at most `startupTimeout`. Call it after a document was
+    /// opened, before the question about it.
     pub async fn wait_until_loaded(&self) {
         if self.loaded.load(Ordering::Acquire) {
             return;
@@ -327,24 +329,22 @@ impl LspClient {
         loop {
             let notified = self.shared.changed.notified();
             let published = !lock(&self.shared.diagnostics).is_empty();
-            let settled = {
+            let idle = {
                 let progress = lock(&self.shared.progress);
-                progress.began && progress.active.is_empty()
+                (published || progress.began) && progress.active.is_empty()
             };
-            if published || settled || self.dead().is_some() {
+            if idle || self.dead().is_some() {
                 break;
             }
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 tracing::info!(
-                    "the language server `{}` neither published diagnostics nor ended its work within {} ms; asking anyway",
+                    "the language server `{}` was still loading after {} ms; asking anyway",
                     self.name,
                     self.startup_timeout.as_millis()
                 );
                 break;
             };
-            if tokio::time::timeout(left, notified).await.is_err() {
-                continue;
-            }
+            let _ = tokio::time::timeout(left, notified).await;
         }
         self.loaded.store(true, Ordering::Release);
     }
