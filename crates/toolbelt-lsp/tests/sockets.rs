@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use common::{Workspace, call, group_alive, ok, pyright, read_pid};
 use serde_json::json;
 
-/// `bridge.py STATE tcp|unix PATH SERVER...`: listens on 127.0.0.1 (any port, printed
-/// on stdout) or on the Unix socket PATH; for each connection runs SERVER on pipes and
+/// `bridge.py STATE tcp|unix PATH SERVER...`: listens on 127.0.0.1 (port PATH, or with
+/// `-` any port, printed on stdout) or on the Unix socket PATH; for each connection runs SERVER on pipes and
 /// copies bytes both ways; when the connection ends, ends SERVER and prints `ended`.
 /// Writes its pid to STATE/bridge.pid and each SERVER's to STATE/server.pid.
 const BRIDGE: &str = r#"
@@ -27,7 +27,7 @@ import os, socket, subprocess, sys, threading
 state, kind, path, server = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 with open(os.path.join(state, "bridge.pid"), "w") as f: f.write(str(os.getpid()))
 if kind == "tcp":
-    listener = socket.socket(); listener.bind(("127.0.0.1", 0))
+    listener = socket.socket(); listener.bind(("127.0.0.1", 0 if path == "-" else int(path)))
 else:
     listener = socket.socket(socket.AF_UNIX); listener.bind(path)
 listener.listen()
@@ -147,30 +147,50 @@ async fn a_server_already_listening_on_tcp_is_connected_to_and_left_running() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_started_from_its_command_is_connected_to_once_it_listens_and_ended() {
     let Some(bin) = pyright() else { return };
-    let ws = Workspace::new();
-    let bridge = project(&ws);
-    let state = ws.dir.path().join("state");
-    let socket = ws.dir.path().join("pyright.sock");
-    let lsp_json = json!({"python": {
-        "command": "python3",
-        "args": [bridge, state, "unix", socket, bin, "--stdio"],
-        "transport": "socket", "socket": {"path": socket},
-        "extensionToLanguage": {".py": "python"}, "startupTimeout": 60000
-    }});
-    let (tool, servers) = ws.tool(&lsp_json.to_string());
-    definition_and_references(&ws, &tool).await;
-    let listed = servers.states().await;
-    assert_eq!(listed[0].1, toolbelt_lsp::ServerState::Running);
-    let bridge_pid = read_pid(&state.join("bridge.pid"));
-    let server = read_pid(&state.join("server.pid"));
-    assert!(group_alive(bridge_pid));
-    servers.shutdown().await;
-    assert!(
-        !group_alive(bridge_pid),
-        "the bridge toolbelt started ended"
-    );
-    let alive = toolbelt_process::procfs::stat(server).is_some_and(|s| s.is_alive());
-    assert!(!alive, "so did the pyright it ran");
+    // A port nobody uses now (the listener is closed again before the bridge binds it).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for transport in ["socket", "tcp"] {
+        let ws = Workspace::new();
+        let bridge = project(&ws);
+        let state = ws.dir.path().join("state");
+        let socket = ws.dir.path().join("pyright.sock");
+        let (kind, at, place) = match transport {
+            "tcp" => (
+                "tcp",
+                port.to_string(),
+                json!({"host": "127.0.0.1", "port": port}),
+            ),
+            _ => (
+                "unix",
+                socket.display().to_string(),
+                json!({"path": socket}),
+            ),
+        };
+        let lsp_json = json!({"python": {
+            "command": "python3",
+            "args": [bridge, state, kind, at, bin, "--stdio"],
+            "transport": transport, "socket": place,
+            "extensionToLanguage": {".py": "python"}, "startupTimeout": 60000
+        }});
+        let (tool, servers) = ws.tool(&lsp_json.to_string());
+        definition_and_references(&ws, &tool).await;
+        let listed = servers.states().await;
+        assert_eq!(listed[0].1, toolbelt_lsp::ServerState::Running);
+        let bridge_pid = read_pid(&state.join("bridge.pid"));
+        let server = read_pid(&state.join("server.pid"));
+        assert!(group_alive(bridge_pid));
+        servers.shutdown().await;
+        assert!(
+            !group_alive(bridge_pid),
+            "{transport}: the bridge toolbelt started ended"
+        );
+        let alive = toolbelt_process::procfs::stat(server).is_some_and(|s| s.is_alive());
+        assert!(!alive, "{transport}: so did the pyright it ran");
+    }
 }
 
 fn socket_config(ws: &Workspace, command: &[&str], socket: &Path, startup_ms: u64) -> String {
