@@ -129,10 +129,11 @@ struct Saving {
     continued: Option<LoadedSession>,
 }
 
-/// The agent's registry and rules, before the agent is made.
+/// The agent's registry and rules, before the agent is made, and the session's hooks.
 struct Ruled {
     permissions: Permissions,
     mode: ApprovalMode,
+    hooks: Option<Arc<dyn toolbelt_core::hooks::HookRunner>>,
 }
 
 impl Saving {
@@ -203,9 +204,17 @@ impl Session {
         // the run (`McpToolSource`).
         self.load_extensions(true).await.map_err(|e| e.0)?;
         let ruled = self.rule_agent(&options)?;
+        let source = if continued.is_some() {
+            "resume"
+        } else {
+            "startup"
+        };
         let saving = Saving { store, continued };
         let mut prepared = self.make_agent(options, setup.sink, setup.approver, ruled, saving)?;
         prepared.prompt = prompt;
+        // SessionStart: what its hooks say goes with the first prompt.
+        let cancel = tokio_util::sync::CancellationToken::new();
+        prepared.agent.start_session(source, &cancel).await;
         Ok(prepared)
     }
 
@@ -237,7 +246,11 @@ impl Session {
             &self.env.settings,
         )?;
         self.apply_when(mode);
-        Ok(Ruled { permissions, mode })
+        Ok(Ruled {
+            permissions,
+            mode,
+            hooks: self.hooks.clone(),
+        })
     }
 
     /// The model, the saved file, the sub-agent tools, the system prompt and the agent.
@@ -249,9 +262,9 @@ impl Session {
         ruled: Ruled,
         saving: Saving,
     ) -> Result<Prepared, String> {
-        let project = self.project();
         let cwd = self.dir.clone();
         let warn = self.warn().clone();
+        let (catalog, agents) = load_catalog(&self.project(), &warn);
         let Session {
             env,
             mut registry,
@@ -266,13 +279,10 @@ impl Session {
         // `agent`, `task_stop` and `send_message` see the tools as they are now (without
         // themselves); the settings' lists and --exclude-tools apply to them as to every
         // other tool.
-        let (catalog, agents) = load_catalog(&project, &warn);
         let parts = subagents::Parts {
             catalog,
-            models: subagents::Models {
-                parent: model.clone(),
-                server,
-            },
+            parent_model: model.clone(),
+            server,
             env: env.clone(),
             permissions: ruled.permissions.clone(),
             mode: ruled.mode,
@@ -283,6 +293,7 @@ impl Session {
             cwd: cwd.clone(),
             max_turns: options.max_session_turns,
             shell_jobs: shell_jobs.clone(),
+            hooks: ruled.hooks.clone(),
         };
         let background = subagents::install(&mut registry, parts);
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);
@@ -292,6 +303,7 @@ impl Session {
             mode: ruled.mode,
             permissions: ruled.permissions,
             approver,
+            hooks: ruled.hooks,
             ..Default::default()
         };
         let agent = Agent::new(

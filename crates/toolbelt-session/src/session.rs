@@ -47,6 +47,9 @@ pub struct Session {
     /// The declared tools that did not load, one line each naming file and entry; also
     /// in `warnings`. `tools lint` counts them as errors.
     pub load_errors: Vec<String>,
+    /// The session's hooks (see `toolbelt_core::hooks`), `None` when it has none: the
+    /// agent [`Session::agent`] makes, its scheduler and its sub-agents are given it.
+    pub hooks: Option<Arc<dyn toolbelt_core::hooks::HookRunner>>,
     /// How the session was opened (its MCP servers, its warning sink).
     pub(crate) options: SessionOptions,
     /// The directory it was opened in.
@@ -106,6 +109,7 @@ impl Session {
             lsp_problems: grounds.lsp_problems,
             warnings: grounds.warnings,
             load_errors: Vec::new(),
+            hooks: None,
             options,
             dir: dir.to_path_buf(),
             context_overrides,

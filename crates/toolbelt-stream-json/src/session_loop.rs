@@ -102,6 +102,7 @@ pub async fn run(options: StreamOptions) -> Result<(), String> {
         session.take(first);
     }
     session.run(&mut queue).await;
+    prepared.agent.end_session("other").await;
     reader.abort();
     control.close();
     out.finish();

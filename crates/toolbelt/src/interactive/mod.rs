@@ -152,6 +152,7 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         running.cancel.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(5), running.task).await;
     }
+    app.agent.end_session("prompt_input_exit").await;
     let _ = app.flush(&mut terminal);
     // The live viewport (input box, status line) is erased from its first row down and
     // the cursor left there, for the shell's prompt. Not `Terminal::clear`: it asks the
@@ -221,7 +222,6 @@ struct App {
     /// What the agent's system prompt is made of: made again before each prompt (the
     /// approval mode may have changed) and when the context files are reloaded.
     system_prompt: SystemPrompt,
-    model: Arc<dyn toolbelt_model::Model>,
     questions: Option<QuestionsDialog>,
     /// `/compress` is asking the model (its text is not an answer to show).
     compressing: Option<CancellationToken>,
@@ -269,7 +269,6 @@ impl App {
         let mut app = App {
             agent: Arc::new(p.agent),
             system_prompt: p.system_prompt,
-            model: p.model,
             questions: None,
             compressing: None,
             mcp: p.mcp,
@@ -482,7 +481,6 @@ impl App {
                 self.compressing = None;
                 match result {
                     Ok(c) => {
-                        self.agent.replace_history(c.history);
                         self.emit(view::note(
                             &format!(
                                 "Compressed the conversation: {} messages ({} characters) became {} ({} characters).",
@@ -532,6 +530,10 @@ impl App {
     }
 
     fn on_agent(&mut self, event: AgentEvent) {
+        if let Some(m) = event.hook_message() {
+            let color = if m.failure { Color::Red } else { Color::Yellow };
+            return self.emit(view::note(&m.to_string(), color));
+        }
         match event {
             AgentEvent::Assistant { text, usage, .. } => {
                 if let Some(u) = usage {
@@ -612,6 +614,8 @@ impl App {
     }
 
     fn finished(&mut self, outcome: RunOutcome) {
+        let agent = self.agent.clone();
+        tokio::spawn(async move { agent.notify_idle().await });
         if let Some(running) = self.running.take() {
             self.stats
                 .add_run(running.since.elapsed(), outcome.model_time);
@@ -822,11 +826,10 @@ impl App {
         let cancel = CancellationToken::new();
         self.compressing = Some(cancel.clone());
         self.emit(view::note("Compressing the conversation…", Color::Gray));
-        let (model, history, tx) = (self.model.clone(), self.agent.history(), self.to_ui.clone());
+        let (agent, tx) = (self.agent.clone(), self.to_ui.clone());
         tokio::spawn(async move {
-            let result = toolbelt_agent::compress::compress(&*model, &history, &cancel)
-                .await
-                .map_err(|e| e.to_string());
+            // PreCompact, the summary in the history's place, SessionStart (`compact`).
+            let result = agent.compress(&cancel).await.map_err(|e| e.to_string());
             let _ = tx.send(UiMessage::Compressed(result));
         });
     }
