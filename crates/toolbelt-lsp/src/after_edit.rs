@@ -271,6 +271,29 @@ mod tests {
     }
 
     #[test]
+    fn the_wait_after_edits_comes_from_the_typed_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let wait = |lsp: Value| {
+            let settings = Settings::from_value(serde_json::json!({ "lsp": lsp })).unwrap();
+            let roots = WorkspaceRoots::new(&[dir.path().to_path_buf()]).unwrap();
+            let env = ToolEnvironment::new(roots, Arc::new(settings), dir.path().join("s"));
+            wait_after_edit(&env)
+        };
+        assert_eq!(
+            wait(serde_json::json!({})),
+            Some(Duration::from_millis(3000))
+        );
+        assert_eq!(
+            wait(serde_json::json!({"diagnosticsWaitMs": 500})),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(
+            wait(serde_json::json!({"diagnosticsAfterEdit": false, "diagnosticsWaitMs": 500})),
+            None
+        );
+    }
+
+    #[test]
     fn a_checked_tool_says_what_the_tool_it_wraps_says() {
         let dir = tempfile::tempdir().unwrap();
         let roots = WorkspaceRoots::new(&[dir.path().to_path_buf()]).unwrap();
