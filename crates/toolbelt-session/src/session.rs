@@ -344,7 +344,9 @@ impl Grounds {
             warnings.push(warning.clone());
         }
         let said = warnings.len();
-        let (lsp, lsp_problems) = load_lsp(&mut roots, home.as_deref(), &settings, &mut warnings);
+        let keep = options.lsp_servers.as_ref();
+        let (lsp, lsp_problems) =
+            load_lsp(&mut roots, home.as_deref(), &settings, keep, &mut warnings);
         for warning in &warnings[said..] {
             options.warn.say(warning);
         }
