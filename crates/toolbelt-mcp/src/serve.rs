@@ -29,6 +29,13 @@
 //!   which `when` clauses hold (an approved `exit_plan_mode` ends plan mode).
 //! - **Stateless HTTP**: [`ServeOptions::stateless`] makes a connection ask nothing of
 //!   the client (no roots, no elicitation), so any process can answer any request.
+//! - **Protocol revisions**: 2024-11-05 to 2025-11-25 (the `initialize` handshake, with
+//!   the server-to-client requests above), and 2026-07-28, where a client names its
+//!   revision and capabilities in every request and a server asks nothing of it on its
+//!   own: roots and confirmation come as an `input_required` answer to `tools/call` that
+//!   the client fulfils and retries (`rounds`). A client that offers the handshake gets
+//!   the handshake; one that starts with `server/discover` or a request of the newest
+//!   revision gets that.
 //!
 //! File changes of all connections are serialised (one `edit`/`write_file` at a time per
 //! process): two clients editing one file must not lose either change. Reads, searches
@@ -36,9 +43,9 @@
 //! while the question is open (`turns`), so a slow answer holds back no other client;
 //! what changed meanwhile is caught by the edit tools' own check.
 
-// Logging and roots are deprecated by rmcp for the 2026-07-28 revision only, which this
-// server does not speak (see `supported_protocol_versions`); for 2025-11-25 and before
-// they are the protocol.
+// Logging and roots are deprecated by rmcp for the 2026-07-28 revision only; for
+// 2025-11-25 and before they are the protocol, and in 2026-07-28 roots are still how a
+// client says where its workspace is (as an input request, see `rounds`).
 #![allow(deprecated)]
 
 mod approve;
@@ -46,6 +53,7 @@ mod busy_poll;
 mod coalesce;
 pub mod http;
 mod progress;
+mod rounds;
 mod stdio_input;
 mod turns;
 mod wire;
@@ -54,20 +62,21 @@ pub use busy_poll::before_park;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, ErrorData,
-    Implementation, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+    ErrorCode, ErrorData, Implementation, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion, Root,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use serde_json::Value;
 use tokio::sync::{Mutex, watch};
+use tokio_util::sync::CancellationToken;
 use toolbelt_core::scheduler::{
     ApprovalMode, Approver, NobodyToAsk, Permissions, Scheduler, SchedulerConfig, ToolCallRequest,
     TurnInfo,
@@ -76,6 +85,7 @@ use toolbelt_core::{Kind, Registration, ToolEnvironment, ToolRegistry};
 
 use approve::{ElicitationApprover, Remembered};
 use progress::ProgressWatch;
+use rounds::{AskRoutes, Parked, RoundsApprover};
 use turns::{FileTurn, HeldTurns, TurnWhileAsking};
 
 /// The tools of one workspace, as the binary assembled them.
@@ -132,6 +142,9 @@ pub struct ServeOptions {
     pub how_to_allow: String,
     /// Serialises file changes across connections (see [`turns`]).
     file_changes: FileTurn,
+    /// Calls of the 2026-07-28 revision waiting for their person's answer (see
+    /// [`rounds`]): process-wide, because over HTTP each round is a connection of its own.
+    parked: Parked,
 }
 
 impl ServeOptions {
@@ -141,6 +154,7 @@ impl ServeOptions {
             stateless,
             how_to_allow: how_to_allow.into(),
             file_changes: FileTurn::default(),
+            parked: Parked::default(),
         }
     }
 }
@@ -153,7 +167,37 @@ struct Active {
     /// beside them (the toolset's, until a call changes it).
     listed: std::sync::Mutex<(ApprovalMode, Arc<ToolRegistry>)>,
     generation: u64,
-    roots_epoch: u64,
+    opening: Opening,
+}
+
+/// What a connection's tools were opened for: they are opened again when it changes.
+#[derive(Clone, PartialEq, Eq)]
+struct Opening {
+    roots: Roots,
+    asking: Asking,
+}
+
+/// Where the workspace comes from.
+#[derive(Clone, PartialEq, Eq)]
+enum Roots {
+    /// Listed by the client with `roots/list` (the handshake revisions), as of its
+    /// `n`th `notifications/roots/list_changed`.
+    Listed(u64),
+    /// Given with the request (2026-07-28: the answer to an input request); `None`: the
+    /// default workspace.
+    Given(Option<Vec<PathBuf>>),
+}
+
+/// How a call that needs confirmation asks the client's person.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Asking {
+    /// Nobody can be asked: refused with how to allow it.
+    Nobody,
+    /// `elicitation/create`, a request of the server's own (the handshake revisions).
+    Elicitation,
+    /// An input request in the answer to the call (2026-07-28); `always`: the
+    /// connection outlives the call, so an "always" answer is offered and kept.
+    Rounds { always: bool },
 }
 
 impl Active {
@@ -213,6 +257,11 @@ struct Connection {
     active: Mutex<Option<Arc<Active>>>,
     /// Grows when the client says its roots changed.
     roots_epoch: AtomicU64,
+    /// It served a request of the 2026-07-28 revision over HTTP, where every request is a
+    /// connection of its own: its end is not the end of what its calls started.
+    per_request: AtomicBool,
+    /// Where the calls that ask in rounds send their questions, by call id.
+    routes: Arc<AskRoutes>,
     /// `mcp-<connection>-`: what its call ids begin with, unique in the process.
     call_prefix: String,
     next_call: AtomicU64,
@@ -234,6 +283,8 @@ impl ToolbeltServer {
                 options,
                 active: Mutex::new(None),
                 roots_epoch: AtomicU64::new(0),
+                per_request: AtomicBool::new(false),
+                routes: Arc::default(),
                 call_prefix: format!("mcp-{}-", CONNECTIONS.fetch_add(1, Ordering::Relaxed)),
                 next_call: AtomicU64::new(1),
                 remembered: Arc::default(),
@@ -254,7 +305,8 @@ static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 /// process's end.
 impl Drop for ToolbeltServer {
     fn drop(&mut self) {
-        if !self.connection.options.stateless {
+        if !self.connection.options.stateless && !self.connection.per_request.load(Ordering::SeqCst)
+        {
             self.connection
                 .workspaces
                 .connection_ended(&self.connection.call_prefix);
@@ -263,18 +315,25 @@ impl Drop for ToolbeltServer {
 }
 
 impl Connection {
-    /// The connection's tools, opened again when the roots or the tools changed.
-    async fn active(&self, peer: &Peer<RoleServer>) -> Result<Arc<Active>, ErrorData> {
+    /// The connection's tools, opened again when the tools, the roots or the way to ask
+    /// changed.
+    async fn active(
+        &self,
+        peer: &Peer<RoleServer>,
+        opening: Opening,
+    ) -> Result<Arc<Active>, ErrorData> {
         let mut slot = self.active.lock().await;
         let generation = *self.changes.borrow();
-        let roots_epoch = self.roots_epoch.load(Ordering::SeqCst);
         if let Some(active) = slot.as_ref()
             && active.generation == generation
-            && active.roots_epoch == roots_epoch
+            && active.opening == opening
         {
             return Ok(active.clone());
         }
-        let roots = self.client_roots(peer).await;
+        let roots = match &opening.roots {
+            Roots::Listed(_) => self.client_roots(peer).await,
+            Roots::Given(dirs) => dirs.clone(),
+        };
         let toolset = self
             .workspaces
             .open(roots.as_deref())
@@ -283,7 +342,7 @@ impl Connection {
         for warning in &toolset.warnings {
             self.log(peer, LoggingLevel::Warning, warning).await;
         }
-        let scheduler = self.scheduler_for(&toolset, peer);
+        let scheduler = self.scheduler_for(&toolset, peer, opening.asking);
         // Tools opened again (a settings file or a proxied server changed) keep the
         // mode a call moved the connection to (an approved plan), unless the mode the
         // settings and flags give changed too: then that one is the person's newer word.
@@ -297,11 +356,73 @@ impl Connection {
             toolset,
             scheduler,
             generation,
-            roots_epoch,
+            opening,
         });
         active.follow_mode();
         *slot = Some(active.clone());
         Ok(active)
+    }
+
+    /// How the tools of a client of the handshake revisions are opened.
+    fn handshake_opening(&self, peer: &Peer<RoleServer>) -> Opening {
+        let asks = !self.options.stateless
+            && peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.elicitation.is_some());
+        Opening {
+            roots: Roots::Listed(self.roots_epoch.load(Ordering::SeqCst)),
+            asking: if asks {
+                Asking::Elicitation
+            } else {
+                Asking::Nobody
+            },
+        }
+    }
+
+    /// The id of the connection's next call (unique in the process).
+    fn next_call_id(&self) -> String {
+        format!(
+            "{}{}",
+            self.call_prefix,
+            self.next_call.fetch_add(1, Ordering::SeqCst)
+        )
+    }
+
+    /// Runs one call through the connection's scheduler, with the process's turn for
+    /// file changes when it changes files; its result as MCP, and whether the tools
+    /// offered changed (the call changed the approval mode).
+    async fn run_call(
+        &self,
+        active: &Active,
+        call_id: &str,
+        name: &str,
+        arguments: &Value,
+        cancel: &CancellationToken,
+    ) -> (Result<CallToolResult, ErrorData>, bool) {
+        let call = ToolCallRequest::new(call_id, name, arguments);
+        let registry = active.registry();
+        let exclusive = registry
+            .get(name)
+            .is_some_and(|r| changes_files(r.tool.kind()));
+        let _turn = if exclusive {
+            Some(
+                self.turns
+                    .take_for_call(&self.options.file_changes, call_id)
+                    .await,
+            )
+        } else {
+            None
+        };
+        let mut done = active
+            .scheduler
+            .run(&registry, vec![call], TurnInfo::default(), cancel)
+            .await;
+        let list_changed = active.follow_mode();
+        let result = match done.pop() {
+            Some(call) => Ok(wire::call_result(call)),
+            None => Err(ErrorData::internal_error("the call gave no result", None)),
+        };
+        (result, list_changed)
     }
 
     /// The tools as the client was last told them; `None` before it asked.
@@ -310,23 +431,32 @@ impl Connection {
         slot.as_ref().map(|active| active.offered())
     }
 
-    fn scheduler_for(&self, toolset: &Toolset, peer: &Peer<RoleServer>) -> Scheduler {
+    fn scheduler_for(
+        &self,
+        toolset: &Toolset,
+        peer: &Peer<RoleServer>,
+        asking: Asking,
+    ) -> Scheduler {
         let (events, routed) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(self.progress.clone().route(routed));
-        let can_ask = !self.options.stateless
-            && peer
-                .peer_info()
-                .is_some_and(|info| info.capabilities.elicitation.is_some());
-        let approver: Option<Arc<dyn Approver>> = can_ask.then(|| {
-            Arc::new(ElicitationApprover {
+        let turn = TurnWhileAsking {
+            turn: self.options.file_changes.clone(),
+            held: self.turns.clone(),
+        };
+        let approver: Option<Arc<dyn Approver>> = match asking {
+            Asking::Nobody => None,
+            Asking::Elicitation => Some(Arc::new(ElicitationApprover {
                 peer: peer.clone(),
                 remembered: self.remembered.clone(),
-                turn: TurnWhileAsking {
-                    turn: self.options.file_changes.clone(),
-                    held: self.turns.clone(),
-                },
-            }) as Arc<dyn Approver>
-        });
+                turn,
+            })),
+            Asking::Rounds { always } => Some(Arc::new(RoundsApprover {
+                routes: self.routes.clone(),
+                remembered: self.remembered.clone(),
+                turn,
+                offer_always: always,
+            })),
+        };
         let why = if self.options.stateless {
             "this server runs stateless, so it cannot ask the MCP client's user".to_string()
         } else {
@@ -369,6 +499,12 @@ impl Connection {
                 return None;
             }
         };
+        self.root_dirs(peer, roots).await
+    }
+
+    /// The client's roots as directories on this machine (the others are ignored with a
+    /// warning); `None` when none is left: the default workspace.
+    async fn root_dirs(&self, peer: &Peer<RoleServer>, roots: Vec<Root>) -> Option<Vec<PathBuf>> {
         let mut dirs = Vec::new();
         for root in roots {
             match url::Url::parse(&root.uri).ok().and_then(|u| {
@@ -424,7 +560,7 @@ impl Connection {
                 let Some(before) = self.offered_now().await else {
                     continue;
                 };
-                let after = match self.active(&peer).await {
+                let after = match self.active(&peer, self.handshake_opening(&peer)).await {
                     Ok(active) => active.offered(),
                     Err(e) => {
                         let message = format!("cannot open the tools again: {}", e.message);
@@ -456,6 +592,7 @@ const KNOWN_METHODS: &[&str] = &[
     "prompts/list",
     "prompts/get",
     "completion/complete",
+    "server/discover",
 ];
 
 /// `notifications/message` levels in order (RFC 5424, least severe first).
@@ -494,11 +631,11 @@ impl ServerHandler for ToolbeltServer {
         )
     }
 
-    /// The revisions with an `initialize` handshake this server implements: 2024-11-05
-    /// to 2025-11-25. (2026-07-28 replaces server-to-client requests, which confirmation
-    /// and roots need, with a different flow.)
+    /// Every revision up to 2026-07-28: those with an `initialize` handshake (2024-11-05
+    /// to 2025-11-25), and 2026-07-28, whose roots and confirmations come in rounds
+    /// (`rounds`).
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn list_tools(
@@ -506,7 +643,12 @@ impl ServerHandler for ToolbeltServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let active = self.connection.active(&context.peer).await?;
+        let opening = if rounds::modern(&self.connection, &context) {
+            self.connection.listing_opening(&context).await
+        } else {
+            self.connection.handshake_opening(&context.peer)
+        };
+        let active = self.connection.active(&context.peer, opening).await?;
         Ok(ListToolsResult::with_all_items(active.offered()))
     }
 
@@ -515,45 +657,27 @@ impl ServerHandler for ToolbeltServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let active = self.connection.active(&context.peer).await?;
-        let call_id = format!(
-            "{}{}",
-            self.connection.call_prefix,
-            self.connection.next_call.fetch_add(1, Ordering::SeqCst)
-        );
+        let connection = &self.connection;
+        if rounds::modern(connection, &context) {
+            return rounds::call(connection, request, context).await;
+        }
+        let opening = connection.handshake_opening(&context.peer);
+        let active = connection.active(&context.peer, opening).await?;
+        let call_id = connection.next_call_id();
         if let Some(token) = context.meta.get_progress_token() {
-            self.connection
+            connection
                 .progress
                 .watch(&call_id, context.peer.clone(), token);
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let call = ToolCallRequest::new(&call_id, request.name.as_ref(), &arguments);
-        let registry = active.registry();
-        let exclusive = registry
-            .get(&request.name)
-            .is_some_and(|r| changes_files(r.tool.kind()));
-        let _turn = if exclusive {
-            let turns = &self.connection.turns;
-            Some(
-                turns
-                    .take_for_call(&self.connection.options.file_changes, &call_id)
-                    .await,
-            )
-        } else {
-            None
-        };
-        let mut done = active
-            .scheduler
-            .run(&registry, vec![call], TurnInfo::default(), &context.ct)
+        let (result, list_changed) = connection
+            .run_call(&active, &call_id, &request.name, &arguments, &context.ct)
             .await;
-        self.connection.progress.unwatch(&call_id);
-        if active.follow_mode() {
+        connection.progress.unwatch(&call_id);
+        if list_changed {
             let _ = context.peer.notify_tool_list_changed().await;
         }
-        match done.pop() {
-            Some(call) => Ok(wire::call_result(call).into()),
-            None => Err(ErrorData::internal_error("the call gave no result", None)),
-        }
+        result.map(CallToolResponse::from)
     }
 
     /// A request rmcp could not read as any method it knows: a known method whose

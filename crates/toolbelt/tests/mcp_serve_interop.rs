@@ -310,6 +310,30 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
     let Some(python) = available("the MCP Python SDK", python()) else {
         return;
     };
+    let run = confirmations_both_ways(&python, &[]).await;
+    assert_eq!(run.out["protocolVersion"], "2025-11-25", "{}", run.out);
+}
+
+#[tokio::test]
+async fn python_client_of_2026_07_28_over_stdio_confirms_in_rounds_both_ways_in_its_roots() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    let run = confirmations_both_ways(&python, &["--connect", "modern"]).await;
+    assert_eq!(run.out["protocolVersion"], "2026-07-28", "{}", run.out);
+    // Roots come as an input request of each call (this revision has no notification
+    // that they changed): at least once per call that ran.
+    assert!(
+        run.out["rootsListed"].as_u64().unwrap_or(0) >= 9,
+        "{}",
+        run.out
+    );
+}
+
+/// The Python client (`client_flags` choose the era) with the workspace as its root,
+/// over stdio, started in another directory: it lists, reads, searches, and confirms,
+/// declines, cancels and "always" allows edits and commands. Its run, checked.
+async fn confirmations_both_ways(python: &Path, client_flags: &[&str]) -> PythonRun {
     let ws = Workspace::new();
     ws.write("notes.txt", NOTES);
     ws.write("accepted.txt", "status = old\n");
@@ -338,11 +362,20 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
         {"op": "call", "name": "edit", "answer": "decline",
          "arguments": edit_args(&ws, "always.txt", "two = old", "two = new")},
     ]);
-    let run = python_client(
+    // The server starts elsewhere, with a match of its own: the client's one root is the
+    // workspace.
+    let elsewhere = ws.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("decoy.txt"), "needle in the decoy\n").unwrap();
+    let root = ws.ws().to_string_lossy().into_owned();
+    let mut flags = vec!["--root", root.as_str()];
+    flags.extend_from_slice(client_flags);
+    let run = python_client_in(
         &ws,
-        &python,
+        &elsewhere,
+        python,
         &steps,
-        &[],
+        &flags,
         &["--stdio", toolbelt(), "mcp", "serve"],
     )
     .await;
@@ -379,6 +412,10 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
     assert!(!is_error, "grep_search failed: {text}");
     assert!(text.contains("notes.txt"), "{text}");
     assert!(text.contains("needle in the haystack"), "{text}");
+    assert!(
+        !text.contains("decoy"),
+        "searched the server's directory: {text}"
+    );
     assert!(
         elicitations.is_empty(),
         "grep_search asked: {elicitations:?}"
@@ -430,6 +467,7 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
     );
     assert!(!is_error, "the second edit failed: {text}");
     assert_eq!(ws.read("always.txt"), "one = new\ntwo = new\n");
+    run
 }
 
 #[tokio::test]
@@ -437,6 +475,22 @@ async fn python_client_without_elicitation_is_refused_with_how_to_allow_the_call
     let Some(python) = available("the MCP Python SDK", python()) else {
         return;
     };
+    refused_without_elicitation(&python, &[]).await;
+}
+
+#[tokio::test]
+async fn python_client_of_2026_07_28_without_elicitation_is_refused_with_how_to_allow_the_call() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    refused_without_elicitation(&python, &["--connect", "modern"]).await;
+}
+
+/// A client (`client_flags`: its era) that offers no elicitation: an edit is refused with
+/// the advice, a read runs, and the advice followed lets the edit run.
+async fn refused_without_elicitation(python: &Path, client_flags: &[&str]) {
+    let mut flags = vec!["--elicitation", "none"];
+    flags.extend_from_slice(client_flags);
     let ws = Workspace::new();
     ws.write("notes.txt", NOTES);
     ws.write("target.txt", "status = old\n");
@@ -447,9 +501,9 @@ async fn python_client_without_elicitation_is_refused_with_how_to_allow_the_call
     ]);
     let run = python_client(
         &ws,
-        &python,
+        python,
         &steps,
-        &["--elicitation", "none"],
+        &flags,
         &["--stdio", toolbelt(), "mcp", "serve"],
     )
     .await;
@@ -459,6 +513,7 @@ async fn python_client_without_elicitation_is_refused_with_how_to_allow_the_call
         is_error,
         "an edit nobody could confirm must be refused: {text}"
     );
+    assert!(text.contains("offers no elicitation"), "{text}");
     assert!(text.contains("--approval-mode"), "{text}");
     assert_eq!(
         ws.read("target.txt"),
@@ -474,9 +529,9 @@ async fn python_client_without_elicitation_is_refused_with_how_to_allow_the_call
     // What the refusal advises works for the same client.
     let run = python_client(
         &ws,
-        &python,
+        python,
         &steps,
-        &["--elicitation", "none"],
+        &flags,
         &[
             "--stdio",
             toolbelt(),
@@ -520,6 +575,10 @@ async fn python_high_level_client_roots_are_the_workspace_not_the_servers_direct
     )
     .await;
     assert_eq!(run.out["serverInfo"]["name"], "toolbelt", "{}", run.out);
+    // `server/discover` offers 2026-07-28, so the client speaks it: the roots come as an
+    // input request of the call.
+    assert_eq!(run.out["protocolVersion"], "2026-07-28", "{}", run.out);
+    assert_eq!(run.out["rootsListed"], 1, "{}", run.out);
     let (is_error, text, _) = run.call(0);
     assert!(!is_error, "grep_search failed: {text}\n{}", run.stderr);
     assert!(text.contains("needle in the haystack"), "{text}");
@@ -617,11 +676,115 @@ async fn python_client_over_streamable_http_lists_reads_and_edits() {
     assert_eq!(ws.read("target.txt"), "status = new\n", "{context}");
 }
 
+/// Over HTTP the 2026-07-28 revision has no sessions: each request stands alone. The
+/// client's roots and its person's answer come in rounds all the same; no "always" is
+/// offered (no connection would remember it); and a background command outlives the
+/// request that started it.
+#[tokio::test]
+async fn python_client_of_2026_07_28_over_streamable_http_confirms_in_rounds_without_sessions() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    let ws = Workspace::new();
+    ws.write("notes.txt", NOTES);
+    ws.write("target.txt", "status = old\n");
+    ws.write("declined.txt", "status = old\n");
+    let server = HttpServer::start(&ws).await;
+    let steps = json!([
+        {"op": "list"},
+        {"op": "call", "name": "grep_search", "arguments": {"pattern": "needle"}},
+        {"op": "call", "name": "edit", "answer": "accept",
+         "arguments": edit_args(&ws, "target.txt", "status = old", "status = new")},
+        {"op": "call", "name": "edit", "answer": "decline",
+         "arguments": edit_args(&ws, "declined.txt", "status = old", "status = new")},
+        {"op": "call", "name": "run_shell_command", "answer": "accept",
+         "arguments": {"command": "sleep 4391", "is_background": true}},
+        {"op": "call", "name": "read_file", "arguments": {"absolute_path": ws.path("notes.txt")}},
+    ]);
+    let url = server.url.clone();
+    let root = ws.ws().to_string_lossy().into_owned();
+    let flags = ["--connect", "modern", "--root", &root];
+    let run = python_client(&ws, &python, &steps, &flags, &["--url", &url]).await;
+    assert_eq!(run.out["protocolVersion"], "2026-07-28", "{}", run.out);
+    for name in ["read_file", "grep_search", "edit", "run_shell_command"] {
+        tool(&run.tools(0), name);
+    }
+    let (is_error, text, elicitations) = run.call(1);
+    assert!(
+        !is_error && elicitations.is_empty(),
+        "{text} {elicitations:?}"
+    );
+    assert!(text.contains("needle in the haystack"), "{text}");
+
+    let (is_error, text, elicitations) = run.call(2);
+    assert_eq!(elicitations.len(), 1, "{elicitations:?}");
+    let schema = &elicitations[0]["request"]["requestedSchema"];
+    assert!(
+        schema["properties"].get("always").is_none(),
+        "no connection to remember \"always\" for: {schema}"
+    );
+    assert!(!is_error, "the accepted edit failed: {text}");
+    assert_eq!(ws.read("target.txt"), "status = new\n");
+    let (is_error, text, elicitations) = run.call(3);
+    assert_eq!(elicitations.len(), 1, "{elicitations:?}");
+    assert!(is_error && text.contains("did not allow"), "{text}");
+    assert_eq!(
+        ws.read("declined.txt"),
+        "status = old\n",
+        "declined, yet changed"
+    );
+
+    let (is_error, text, _) = run.call(4);
+    assert!(!is_error, "the background command failed: {text}");
+    let pid: i32 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("PID: "))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no PID in {text}"));
+    let job = rustix::process::pidfd_open(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::PidfdFlags::empty(),
+    )
+    .unwrap();
+    // The requests after it (and the client's end) ended no connection of the job's.
+    let mut fds = [rustix::event::PollFd::new(
+        &job,
+        rustix::event::PollFlags::IN,
+    )];
+    let second = rustix::event::Timespec {
+        tv_sec: 1,
+        tv_nsec: 0,
+    };
+    assert_eq!(
+        rustix::event::poll(&mut fds, Some(&second)).unwrap(),
+        0,
+        "the background command ended with the request that started it"
+    );
+    let (is_error, text, _) = run.call(5);
+    assert!(!is_error && text.contains("needle"), "{text}");
+    // The server's end ends it.
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn python_client_of_2026_07_28_over_stateless_http_is_told_why_an_edit_cannot_be_confirmed() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    refused_over_stateless_http(&python, &["--connect", "modern"]).await;
+}
+
 #[tokio::test]
 async fn python_client_over_stateless_http_reads_and_is_told_why_an_edit_cannot_be_confirmed() {
     let Some(python) = available("the MCP Python SDK", python()) else {
         return;
     };
+    refused_over_stateless_http(&python, &[]).await;
+}
+
+/// A client (`client_flags`: its era) of a `--stateless` server: reads, and its edit is
+/// refused with why and how to allow it.
+async fn refused_over_stateless_http(python: &Path, client_flags: &[&str]) {
     let ws = Workspace::new();
     ws.write("notes.txt", NOTES);
     ws.write("target.txt", "status = old\n");
@@ -633,7 +796,7 @@ async fn python_client_over_stateless_http_reads_and_is_told_why_an_edit_cannot_
          "arguments": edit_args(&ws, "target.txt", "status = old", "status = new")},
     ]);
     let url = server.url.clone();
-    let run = python_client(&ws, &python, &steps, &[], &["--url", &url]).await;
+    let run = python_client(&ws, python, &steps, client_flags, &["--url", &url]).await;
     let server_stderr = server.stop().await;
     let context = format!("server stderr:\n{server_stderr}");
 
