@@ -1,16 +1,19 @@
 #![allow(clippy::too_many_lines)]
 //! `toolbelt mcp serve` with real third-party MCP clients:
 //!
-//! - the official Python SDK (`mcp`, driven by `tests/fixtures/mcp_clients/python_client.py`):
-//!   `ClientSession` over stdio with an elicitation callback that accepts, declines,
-//!   cancels or accepts "always", and without elicitation (the refusal, then its advice
-//!   followed); over Streamable HTTP (`--http 127.0.0.1:0`, with sessions and
-//!   `--stateless`, which cannot ask and says so); and the high-level
-//!   `mcp.Client` (which probes `server/discover` first) offering the workspace as its root;
+//! - the official Python SDK (`mcp`, driven by `tests/fixtures/mcp_clients/python_client.py`)
+//!   in both protocol eras: `ClientSession` with the `initialize` handshake, and the
+//!   high-level `mcp.Client` on the 2026-07-28 revision (pinned, or found through
+//!   `server/discover`), whose roots and confirmations come in rounds (`input_required`).
+//!   Over stdio, with the workspace as its root, an elicitation callback that accepts,
+//!   declines, cancels or accepts "always", and without elicitation (the refusal, then its
+//!   advice followed); over Streamable HTTP (`--http 127.0.0.1:0`, with sessions, without
+//!   them in 2026-07-28, and `--stateless`, which cannot ask and says so);
 //! - the MCP Inspector CLI (`@modelcontextprotocol/inspector --cli`), which has no
 //!   elicitation: over stdio in yolo mode it calls read_file, grep_search, edit and
 //!   run_shell_command; in default mode its edit is refused; over Streamable HTTP it lists
-//!   and reads.
+//!   and reads; and in each `--protocol-era` (legacy, modern) over stdio and HTTP it
+//!   negotiates that era, lists and calls.
 //!
 //! `scripts/setup.sh` installs both into `.cache/`; where one is missing its tests say so
 //! and pass, except under `CI`, where they fail. Each test runs the real binary in a temp
@@ -1019,4 +1022,156 @@ async fn inspector_cli_over_streamable_http_lists_tools_and_reads_a_file() {
     }
     let text = inspector_text(&read, false, "read_file over HTTP");
     assert!(text.contains("needle in the haystack"), "{text}");
+}
+
+/// The Inspector CLI in each protocol era (`--protocol-era legacy` is the `initialize`
+/// handshake, `modern` the 2026-07-28 revision): over stdio and over Streamable HTTP it
+/// negotiates that era, lists the tools and calls them; an edit runs in yolo mode and
+/// is refused, with how to allow it, in default mode (the Inspector has no elicitation).
+#[tokio::test]
+async fn inspector_cli_lists_and_calls_tools_in_both_protocol_eras_over_stdio_and_http() {
+    let Some(inspector) = available("the MCP Inspector (Node 22)", inspector()) else {
+        return;
+    };
+    let ws = Workspace::new();
+    ws.write("notes.txt", NOTES);
+    let server = HttpServer::start(&ws).await;
+    let url = [server.url.clone()];
+    let read = json!({"absolute_path": ws.path("notes.txt")}).to_string();
+    for (era, version) in [("legacy", "2025-11-25"), ("modern", "2026-07-28")] {
+        let method = |method: &'static str| ["--protocol-era", era, "--method", method];
+        let call = |tool: &'static str, args: &str| {
+            [
+                "--protocol-era",
+                era,
+                "--method",
+                "tools/call",
+                "--tool-name",
+                tool,
+                "--tool-args-json",
+            ]
+            .into_iter()
+            .map(str::to_string)
+            .chain([args.to_string()])
+            .collect::<Vec<_>>()
+        };
+        let call_args = call("read_file", &read);
+        let call_args: Vec<&str> = call_args.iter().map(String::as_str).collect();
+        let target = format!("{era} over stdio");
+        let out = inspector_cli(&ws, &inspector, &method("initialize"), &[], 0).await;
+        assert_eq!(out["result"]["protocolVersion"], version, "{target}: {out}");
+        let out = inspector_cli(&ws, &inspector, &method("tools/list"), &[], 0).await;
+        let tools = out["result"]["tools"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for name in ["read_file", "grep_search", "edit", "run_shell_command"] {
+            tool(&tools, name);
+        }
+        let out = inspector_cli(&ws, &inspector, &call_args, &[], 0).await;
+        let text = inspector_text(&out, false, &target);
+        assert!(text.contains("needle in the haystack"), "{target}: {text}");
+
+        let file = format!("{era}.txt");
+        ws.write(&file, "status = old\n");
+        let edit = edit_args(&ws, &file, "status = old", "status = new").to_string();
+        let edit_args = call("edit", &edit);
+        let edit_args: Vec<&str> = edit_args.iter().map(String::as_str).collect();
+        let out = inspector_cli(&ws, &inspector, &edit_args, &[], 5).await;
+        let text = inspector_text(&out, true, &target);
+        assert!(text.contains("--approval-mode"), "{target}: {text}");
+        assert_eq!(
+            ws.read(&file),
+            "status = old\n",
+            "{target}: refused, yet changed"
+        );
+        let yolo = ["--approval-mode", "yolo"];
+        let out = inspector_cli(&ws, &inspector, &edit_args, &yolo, 0).await;
+        inspector_text(&out, false, &target);
+        assert_eq!(ws.read(&file), "status = new\n", "{target}");
+
+        let target = format!("{era} over HTTP");
+        let out = inspector_cli_at(&ws, &inspector, &method("initialize"), &url, 0).await;
+        assert_eq!(out["result"]["protocolVersion"], version, "{target}: {out}");
+        let out = inspector_cli_at(&ws, &inspector, &method("tools/list"), &url, 0).await;
+        let tools = out["result"]["tools"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for name in ["read_file", "grep_search", "edit", "run_shell_command"] {
+            tool(&tools, name);
+        }
+        let out = inspector_cli_at(&ws, &inspector, &call_args, &url, 0).await;
+        let text = inspector_text(&out, false, &target);
+        assert!(text.contains("needle in the haystack"), "{target}: {text}");
+    }
+    server.stop().await;
+}
+
+/// The rounds of 2026-07-28 driven by hand, as a hostile or confused client might: an
+/// answer runs only the call it was asked about, once, under the handle it was given.
+#[tokio::test]
+async fn python_client_of_2026_07_28_cannot_answer_for_another_call_or_a_made_up_handle() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    let ws = Workspace::new();
+    ws.write("asked.txt", "status = old\n");
+    ws.write("other.txt", "status = old\n");
+    let asked = edit_args(&ws, "asked.txt", "status = old", "status = new");
+    let other = edit_args(&ws, "other.txt", "status = old", "status = new");
+    let write = json!({"file_path": ws.path("new.txt"), "content": "written\n"});
+    let steps = json!([
+        // 0: the question about `asked`.
+        {"op": "once", "name": "edit", "arguments": asked},
+        // 1: its handle and a yes, sent with other arguments: the other call asks its own
+        // question (and `asked` is declined).
+        {"op": "once", "name": "edit", "arguments": other,
+         "requestState": {"from": 0}, "answerFor": 0, "answer": "accept"},
+        // 2: a yes under a handle the server never gave: asked.
+        {"op": "once", "name": "write_file", "arguments": write,
+         "requestState": "0123456789abcdef0123456789abcdef", "answerFor": 1, "answer": "accept"},
+        // 3: the handle of step 2's question and a yes: that call runs.
+        {"op": "once", "name": "write_file", "arguments": write,
+         "requestState": {"from": 2}, "answerFor": 2, "answer": "accept"},
+        // 4: the same handle again: it was used; the call asks again.
+        {"op": "once", "name": "write_file", "arguments": write,
+         "requestState": {"from": 2}, "answerFor": 2, "answer": "accept"},
+    ]);
+    let run = python_client(
+        &ws,
+        &python,
+        &steps,
+        &["--connect", "modern"],
+        &["--stdio", toolbelt(), "mcp", "serve"],
+    )
+    .await;
+    let asks = |i: usize| {
+        let step = run.step(i);
+        assert_eq!(step["resultType"], "input_required", "step {i}: {step}");
+        let requests = step["inputRequests"].as_object().unwrap();
+        assert_eq!(requests.len(), 1, "step {i}: {step}");
+        let (_, request) = requests.iter().next().unwrap();
+        assert_eq!(request["method"], "elicitation/create", "step {i}: {step}");
+        step["requestState"].as_str().unwrap().to_string()
+    };
+    let first = asks(0);
+    let second = asks(1);
+    assert_ne!(first, second, "a new question has a new handle");
+    let third = asks(2);
+    let step = run.step(3);
+    assert_eq!(step["resultType"], "complete", "{step}");
+    assert_ne!(step["result"]["isError"], true, "{step}");
+    assert_ne!(asks(4), third, "a handle answers once");
+    assert_eq!(ws.read("new.txt"), "written\n");
+    assert_eq!(
+        ws.read("asked.txt"),
+        "status = old\n",
+        "ran on another call's answer"
+    );
+    assert_eq!(
+        ws.read("other.txt"),
+        "status = old\n",
+        "ran on another call's answer"
+    );
 }
