@@ -15,6 +15,7 @@ use toolbelt_core::scheduler::{ApprovalMode, Approver, Permissions, SchedulerCon
 use toolbelt_core::{RuleList, Settings, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayModel};
 
+use crate::dont_ask::DontAsk;
 use crate::mcp::McpToolSource;
 use crate::model_slot::ModelSlot;
 use crate::options::{AgentOptions, Warn};
@@ -33,7 +34,8 @@ pub struct Setup {
     pub read_prompt: Option<ReadPrompt>,
     /// Where the agent's events go.
     pub sink: EventSink,
-    /// Who is asked when a call needs approval (`None`: nobody, headless).
+    /// Who is asked when a call needs approval (`None`: nobody, headless). In `dontAsk`
+    /// mode it is not asked ([`DontAsk`]).
     pub approver: Option<Arc<dyn Approver>>,
 }
 
@@ -74,6 +76,9 @@ pub struct Prepared {
     pub system_prompt: SystemPrompt,
     /// How the agent was made (a new model is built from them).
     pub options: AgentOptions,
+    /// Claude's `dontAsk` mode: on when the policy's mode is `dontAsk`; a front end turns
+    /// it off when the person chooses another mode.
+    pub dont_ask: DontAsk,
 }
 
 /// A session's system prompt and what it is made of, so it can be made again when
@@ -204,8 +209,11 @@ impl Session {
         self.load_extensions(true).await.map_err(|e| e.0)?;
         let ruled = self.rule_agent(&options)?;
         let saving = Saving { store, continued };
-        let mut prepared = self.make_agent(options, setup.sink, setup.approver, ruled, saving)?;
+        let dont_ask = DontAsk::new(options.policy.approval_mode.as_deref());
+        let approver = setup.approver.map(|approver| dont_ask.wrap(approver));
+        let mut prepared = self.make_agent(options, setup.sink, approver, ruled, saving)?;
         prepared.prompt = prompt;
+        prepared.dont_ask = dont_ask;
         Ok(prepared)
     }
 
@@ -331,6 +339,7 @@ impl Session {
             cron,
             system_prompt,
             options,
+            dont_ask: DontAsk::default(),
         })
     }
 }

@@ -30,6 +30,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod agent;
+mod dont_ask;
 // Issue 33: scheduled prompts and monitors.
 pub mod cron;
 pub mod kit;
@@ -48,6 +49,7 @@ mod subagents;
 mod trust;
 
 pub use agent::{Prepared, ReadPrompt, Setup, SystemPrompt, build_model};
+pub use dont_ask::{DONT_ASK_REFUSAL, DontAsk};
 pub use mcp::connect as connect_mcp;
 pub use model_slot::ModelSlot;
 pub use options::{AgentOptions, McpOptions, Policy, Resume, SessionOptions, Warn};

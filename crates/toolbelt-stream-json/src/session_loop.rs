@@ -5,7 +5,6 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -61,8 +60,7 @@ pub async fn run(options: StreamOptions) -> Result<(), String> {
         return Ok(());
     };
     let request = init.as_ref().map(|(_, r)| r.clone()).unwrap_or(Value::Null);
-    let dont_ask = Arc::new(AtomicBool::new(false));
-    let prepared = assemble(&options, &request, &control, &emitter, &dont_ask).await;
+    let prepared = assemble(&options, &request, &control, &emitter).await;
     let prepared = match prepared {
         Ok(p) => p,
         Err(why) => {
@@ -96,7 +94,6 @@ pub async fn run(options: StreamOptions) -> Result<(), String> {
         out: &out,
         waiting: VecDeque::new(),
         cancel: None,
-        dont_ask,
     };
     if let Some(first) = first {
         session.take(first);
@@ -163,7 +160,6 @@ async fn assemble(
     init: &Value,
     control: &Arc<ControlChannel>,
     emitter: &Arc<OnceLock<Arc<Emitter>>>,
-    dont_ask: &Arc<AtomicBool>,
 ) -> Result<Prepared, String> {
     if init
         .get("hooks")
@@ -200,9 +196,7 @@ async fn assemble(
             e.event(&event);
         }
     });
-    let approver = ClientApprover::new(control.clone(), emitter.clone(), timeout, dont_ask.clone());
-    let asks_nobody = agent.policy.approval_mode.as_deref() == Some("dontAsk");
-    dont_ask.store(asks_nobody, Ordering::Relaxed);
+    let approver = ClientApprover::new(control.clone(), emitter.clone(), timeout);
     let setup = Setup {
         read_prompt: None,
         sink,
@@ -276,8 +270,6 @@ struct Loop<'a> {
     waiting: VecDeque<(Vec<UserPart>, String)>,
     /// The running turn's token.
     cancel: Option<CancellationToken>,
-    /// Claude's `dontAsk` mode: the client approver refuses without asking.
-    dont_ask: Arc<AtomicBool>,
 }
 
 impl<'a> Loop<'a> {
@@ -362,7 +354,7 @@ impl<'a> Loop<'a> {
                     mode.parse()?
                 };
                 scheduler.set_mode(parsed);
-                self.dont_ask.store(dont_ask, Ordering::Relaxed);
+                self.prepared.dont_ask.set(dont_ask);
                 // The name the client used: Claude's SDK accepts only its own.
                 Ok(json!({"status": "updated", "mode": mode}))
             }

@@ -250,6 +250,8 @@ struct App {
     quit: bool,
     /// Scheduled prompts, `/loop` and monitors' events: run when idle (issue 33).
     idle_prompts: loop_cmd::IdlePrompts,
+    /// `--approval-mode dontAsk` until another mode is chosen.
+    dont_ask: toolbelt_session::DontAsk,
 }
 
 impl App {
@@ -293,6 +295,7 @@ impl App {
             streamed: false,
             quit: false,
             idle_prompts: loop_cmd::IdlePrompts::new(p.cron, p.monitors),
+            dont_ask: p.dont_ask,
         };
         // The prompt comes back while monitors run; their events are turns when idle.
         app.agent.set_wait_for_events(false);
@@ -1005,5 +1008,6 @@ impl App {
             ApprovalMode::Plan => ApprovalMode::Default,
         };
         scheduler.set_mode(next);
+        self.dont_ask.set(false);
     }
 }
