@@ -277,7 +277,7 @@ async fn dont_ask_mode_refuses_without_a_dialog_until_another_mode_is_chosen() {
             !screen.contains("Allow once"),
             "asked in dontAsk mode:\n{screen}"
         );
-        assert!(screen.contains("✗ edit"), "{screen}");
+        assert!(screen.contains("⊘ edit"), "{screen}");
         let told = tool_message(&server, "e1");
         assert!(told.contains("dontAsk mode"), "{told}");
         assert_eq!(
