@@ -151,14 +151,17 @@ impl Saving {
     ) -> (Option<SessionWriter>, String) {
         let id = options.session_id.as_deref();
         let continued = self.continued.as_ref();
-        let log = saved::start(
-            &self.store,
-            cwd.to_path_buf(),
-            model_name,
-            continued,
-            id,
-            warn,
-        );
+        let log = options.persist_session.then(|| {
+            let run = saved::Run {
+                cwd: cwd.to_path_buf(),
+                model: model_name,
+                continued,
+                fork: options.fork_session,
+                id,
+            };
+            saved::start(&self.store, run, warn)
+        });
+        let log = log.flatten();
         let session_id = match (&log, &options.session_id) {
             (Some(log), _) => log.id().to_string(),
             (None, Some(id)) => id.clone(),
@@ -198,7 +201,18 @@ impl Session {
         let store = saved::store(&self.project());
         let continued = saved::load(&store, &options.resume, self.warn())?;
         if let Some(id) = &options.session_id {
+            if continued.is_some() && !options.fork_session {
+                return Err(format!(
+                    "--session-id {id} with --resume or --continue needs --fork-session (the continued session keeps its own ID otherwise)"
+                ));
+            }
             saved::check_new_id(&store, id)?;
+        }
+        for ignored in &options.ignored {
+            self.warn().say(&format!(
+                "{} is accepted and ignored: {}",
+                ignored.flag, ignored.why
+            ));
         }
         let prompt = match setup.read_prompt {
             Some(read) => read()?,
@@ -219,7 +233,8 @@ impl Session {
 
     /// The tools the options offer and the rules they add; `when` clauses in the mode.
     fn rule_agent(&mut self, options: &AgentOptions) -> Result<Ruled, String> {
-        core_tools(&mut self.registry, &self.env.settings, &options.core_tools);
+        let core = core_names(&options.core_tools, self.rules.vocabulary());
+        core_tools(&mut self.registry, &self.env.settings, &core);
         exclude(&mut self.registry, &options.policy.exclude_tools);
         let bare = disallowed_names(&options.disallowed_tools, self.rules.vocabulary());
         exclude(&mut self.registry, &bare);
@@ -229,6 +244,18 @@ impl Session {
         }
         for rule in &options.disallowed_tools {
             permissions.add(RuleList::Deny, rule);
+        }
+        for source in &options.claude_settings {
+            let read = crate::claude_settings::read(source)?;
+            for (list, rule) in &read.rules {
+                permissions.add(*list, rule);
+            }
+            if !read.ignored_keys.is_empty() {
+                self.warn().say(&format!(
+                    "Claude settings: {} accepted and ignored (toolbelt reads their permissions)",
+                    read.ignored_keys.join(", ")
+                ));
+            }
         }
         // A rule that does not parse is an error, as in the settings: dropping it would run
         // the session under other rules than the ones given.
@@ -452,6 +479,17 @@ fn disallowed_names(
         .filter_map(|r| toolbelt_core::rules::Rule::parse(r, vocabulary))
         .filter(|r| r.specifier.is_none())
         .flat_map(|r| r.tools)
+        .collect()
+}
+
+/// `--core-tools` with the aliases rules know (Claude's `Read`, `Bash`, ...) as the tools
+/// they stand for.
+fn core_names(core: &[String], vocabulary: &toolbelt_core::rules::RuleVocabulary) -> Vec<String> {
+    core.iter()
+        .flat_map(|name| match vocabulary.tools_of(name.trim()) {
+            Some(tools) => tools.to_vec(),
+            None => vec![name.clone()],
+        })
         .collect()
 }
 

@@ -84,7 +84,7 @@ pub async fn run(options: StreamOptions) -> Result<(), String> {
     let mut info = InitInfo::of(&prepared);
     // A client that named the mode in Claude's words reads them back.
     if let Some(claude) = (options.agent.policy.approval_mode.as_deref())
-        .filter(|m| matches!(*m, "acceptEdits" | "bypassPermissions" | "dontAsk"))
+        .filter(|m| matches!(*m, "acceptEdits" | "bypassPermissions" | "dontAsk" | "auto"))
     {
         info.permission_mode = claude;
     }
@@ -184,6 +184,7 @@ async fn assemble(
         session.mcp.mcp_config.push(config);
     }
     session.sdk_mcp_servers = sdk_servers(init.get("sdkMcpServers"), control)?;
+    initialize_fields(init, &mut session, &mut agent)?;
     let session = Session::open(&options.dir, session).map_err(|e| e.0)?;
     let timeout = init
         .get("timeout")
@@ -203,6 +204,45 @@ async fn assemble(
         approver: Some(Arc::new(approver)),
     };
     session.agent(agent, setup).await
+}
+
+/// What Claude's SDK sends in `initialize` rather than as flags when an application asks
+/// it to (`settingsDelivery`, `disallowedToolsDelivery`, `managedSettingsDelivery`,
+/// `pluginDelivery`: `'initialize'`): the same as the flags.
+fn initialize_fields(
+    init: &Value,
+    session: &mut SessionOptions,
+    agent: &mut AgentOptions,
+) -> Result<(), String> {
+    if let Some(tools) = init.get("disallowedTools") {
+        let tools = tools
+            .as_array()
+            .and_then(|t| t.iter().map(|t| t.as_str().map(str::to_string)).collect())
+            .ok_or("initialize: disallowedTools must be a list of tool names or rules")?;
+        agent.disallowed_tools.extend::<Vec<String>>(tools);
+    }
+    for key in ["settings", "managedSettings"] {
+        match init.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(text)) => agent.claude_settings.push(text.clone()),
+            Some(settings @ Value::Object(_)) => agent.claude_settings.push(settings.to_string()),
+            Some(_) => return Err(format!("initialize: {key} must be an object")),
+        }
+    }
+    for plugin in init
+        .get("plugins")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let path = plugin
+            .get("path")
+            .and_then(Value::as_str)
+            .ok_or("initialize: a plugin needs a \"path\"")?;
+        let skip_mcp = plugin.get("skipMcpDiscovery") == Some(&Value::Bool(true));
+        crate::claude_flags::add_plugin(session, std::path::Path::new(path), !skip_mcp);
+    }
+    Ok(())
 }
 
 /// `sdkMcpServers`: `{"name": {"type": "sdk", "name": "name"}}`, each an MCP server in
@@ -348,7 +388,9 @@ impl<'a> Loop<'a> {
                     .and_then(Value::as_str)
                     .ok_or("set_permission_mode needs a \"mode\"")?;
                 let dont_ask = mode == "dontAsk";
-                let parsed: ApprovalMode = if dont_ask {
+                // Claude's `auto` (a model classifier approves) is the default mode here:
+                // toolbelt's own classifier runs read-only commands unasked.
+                let parsed: ApprovalMode = if dont_ask || mode == "auto" {
                     ApprovalMode::Default
                 } else {
                     mode.parse()?

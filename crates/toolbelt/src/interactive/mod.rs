@@ -45,7 +45,7 @@ use toolbelt_model::{Message, StreamDelta, UserPart};
 use toolbelt_tools::workspace_rules;
 
 use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
-use crate::session::{Session, agent_options};
+use crate::session::{Session, agent_options, agent_session};
 use toolbelt_session::kit::completion::reference_candidates;
 use toolbelt_session::kit::input_history::InputHistory;
 use toolbelt_session::kit::loop_cmd;
@@ -123,7 +123,7 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         sink,
         approver: Some(Arc::new(UiApprover { to_ui: tx.clone() })),
     };
-    let prepared = match Session::load(global) {
+    let prepared = match Session::load_with(agent_session(global, &args)) {
         Ok(session) => session.0.agent(agent_options(&args), setup).await,
         Err(e) => Err(e.0),
     };
