@@ -197,7 +197,12 @@ impl Session {
     /// Makes this session's agent: checks the saved session to continue (an unknown ID
     /// fails before any server starts), reads the first prompt, loads the extensions,
     /// then rules, model, sub-agents and system prompt.
-    pub async fn agent(mut self, options: AgentOptions, setup: Setup) -> Result<Prepared, String> {
+    pub async fn agent(
+        mut self,
+        mut options: AgentOptions,
+        setup: Setup,
+    ) -> Result<Prepared, String> {
+        options.core_tools = core_names(&options.core_tools, self.rules.vocabulary());
         let store = saved::store(&self.project());
         let continued = saved::load(&store, &options.resume, self.warn())?;
         if let Some(id) = &options.session_id {
@@ -233,8 +238,7 @@ impl Session {
 
     /// The tools the options offer and the rules they add; `when` clauses in the mode.
     fn rule_agent(&mut self, options: &AgentOptions) -> Result<Ruled, String> {
-        let core = core_names(&options.core_tools, self.rules.vocabulary());
-        core_tools(&mut self.registry, &self.env.settings, &core);
+        core_tools(&mut self.registry, &self.env.settings, &options.core_tools);
         exclude(&mut self.registry, &options.policy.exclude_tools);
         let bare = disallowed_names(&options.disallowed_tools, self.rules.vocabulary());
         exclude(&mut self.registry, &bare);

@@ -151,6 +151,11 @@ fn initialized(prepared: &Prepared, request: &Value) -> Value {
             "description": "the configured model",
         }],
         "mcp_servers_applied": request.get("mcpServers").is_some_and(Value::is_object),
+        // What came in `initialize` rather than as flags was read (`initialize_fields`).
+        "settings_applied": request.get("settings").is_some_and(|s| !s.is_null()),
+        "managed_settings_applied": request.get("managedSettings").is_some_and(|s| !s.is_null()),
+        "disallowed_tools_applied": request.get("disallowedTools").is_some_and(Value::is_array),
+        "plugins_applied": request.get("plugins").is_some_and(Value::is_array),
     })
 }
 
