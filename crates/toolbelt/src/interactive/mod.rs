@@ -759,6 +759,7 @@ impl App {
             }
             SlashCommand::ApprovalMode(Some(mode)) => {
                 self.agent.scheduler().set_mode(mode);
+                self.dont_ask.set(false);
                 self.emit(view::note(&format!("approval mode: {mode}"), Color::Gray));
             }
             SlashCommand::Stats => self.emit(view::note(&self.stats.text(), Color::Gray)),
