@@ -52,6 +52,7 @@ mod approve;
 mod busy_poll;
 mod coalesce;
 pub mod http;
+mod listen;
 mod progress;
 mod rounds;
 mod stdio_input;
@@ -71,9 +72,9 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
     ErrorCode, ErrorData, Implementation, ListToolsResult, LoggingLevel,
     LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion, Root,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
 use tokio::sync::{Mutex, watch};
 use tokio_util::sync::CancellationToken;
@@ -262,6 +263,9 @@ struct Connection {
     per_request: AtomicBool,
     /// Where the calls that ask in rounds send their questions, by call id.
     routes: Arc<AskRoutes>,
+    /// Grows when a call changed which tools are offered (an approved plan), for the
+    /// connection's `subscriptions/listen` (see [`listen`]).
+    list_ticks: watch::Sender<u64>,
     /// `mcp-<connection>-`: what its call ids begin with, unique in the process.
     call_prefix: String,
     next_call: AtomicU64,
@@ -285,6 +289,7 @@ impl ToolbeltServer {
                 roots_epoch: AtomicU64::new(0),
                 per_request: AtomicBool::new(false),
                 routes: Arc::default(),
+                list_ticks: watch::Sender::new(0),
                 call_prefix: format!("mcp-{}-", CONNECTIONS.fetch_add(1, Ordering::Relaxed)),
                 next_call: AtomicU64::new(1),
                 remembered: Arc::default(),
@@ -418,6 +423,9 @@ impl Connection {
             .run(&registry, vec![call], TurnInfo::default(), cancel)
             .await;
         let list_changed = active.follow_mode();
+        if list_changed {
+            self.list_ticks.send_modify(|n| *n += 1);
+        }
         let result = match done.pop() {
             Some(call) => Ok(wire::call_result(call)),
             None => Err(ErrorData::internal_error("the call gave no result", None)),
@@ -713,6 +721,19 @@ impl ServerHandler for ToolbeltServer {
             .log_level
             .store(level_rank(request.level), Ordering::SeqCst);
         Ok(())
+    }
+
+    /// `subscriptions/listen` (2026-07-28): tool list changes only.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // rmcp keeps of it what was requested and advertised.
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        listen::tools_changed(&self.connection, context).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

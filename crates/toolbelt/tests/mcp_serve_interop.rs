@@ -1175,3 +1175,43 @@ async fn python_client_of_2026_07_28_cannot_answer_for_another_call_or_a_made_up
         "ran on another call's answer"
     );
 }
+
+/// 2026-07-28's `subscriptions/listen`: a client that listens for tool list changes
+/// hears of a settings edit that takes a tool away, and lists the tools without it.
+#[tokio::test]
+async fn python_client_of_2026_07_28_hears_of_tool_list_changes_through_listen() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    let ws = Workspace::new();
+    let settings = ws.ws().join(".qwen/settings.json");
+    let steps = json!([
+        {"op": "list"},
+        {"op": "listen", "write": {"path": settings, "text": r#"{"tools": {"exclude": ["web_fetch"]}}"#}},
+        {"op": "list"},
+    ]);
+    let run = python_client(
+        &ws,
+        &python,
+        &steps,
+        &["--connect", "modern"],
+        &["--stdio", toolbelt(), "mcp", "serve"],
+    )
+    .await;
+    tool(&run.tools(0), "web_fetch");
+    let heard = run.step(1);
+    assert_eq!(heard["honored"]["toolsListChanged"], true, "{heard}");
+    assert!(
+        heard["event"]
+            .as_str()
+            .unwrap_or_default()
+            .to_lowercase()
+            .contains("tool"),
+        "{heard}"
+    );
+    let after = run.tools(2);
+    assert!(
+        !after.iter().any(|t| t["name"] == "web_fetch"),
+        "web_fetch still offered"
+    );
+}
