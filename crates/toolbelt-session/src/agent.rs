@@ -288,7 +288,10 @@ impl Session {
         ruled: Ruled,
         saving: Saving,
     ) -> Result<Prepared, String> {
-        let project = self.project();
+        // `agent`, `task_stop` and `send_message` see the tools as they are now (without
+        // themselves); the settings' lists and --exclude-tools apply to them as to every
+        // other tool.
+        let (catalog, agents) = load_catalog(&self.project(), self.warn());
         let cwd = self.dir.clone();
         let warn = self.warn().clone();
         let Session {
@@ -302,10 +305,6 @@ impl Session {
         let mcp = Arc::new(mcp);
         let (model, model_name, server) = session_model(&options, &env, &cwd)?;
         let (log, session_id) = saving.start(&cwd, &model_name, &options, &warn);
-        // `agent`, `task_stop` and `send_message` see the tools as they are now (without
-        // themselves); the settings' lists and --exclude-tools apply to them as to every
-        // other tool.
-        let (catalog, agents) = load_catalog(&project, &warn);
         let parts = subagents::Parts {
             catalog,
             models: subagents::Models {

@@ -182,12 +182,12 @@ struct Waiting {
 /// was given.
 #[derive(Default)]
 pub(super) struct Parked {
-    waiting: Mutex<HashMap<String, Waiting>>,
+    waiting: Mutex<HashMap<String, Box<Waiting>>>,
 }
 
 impl Parked {
     /// Keeps `waiting` under a new handle; gives it back when [`MAX_PARKED`] already wait.
-    fn park(&self, waiting: Waiting) -> Result<String, Waiting> {
+    fn park(&self, waiting: Box<Waiting>) -> Result<String, Box<Waiting>> {
         let Ok(mut parked) = self.waiting.lock() else {
             return Err(waiting);
         };
@@ -202,7 +202,7 @@ impl Parked {
     }
 
     /// The call waiting under `handle`, taken out.
-    fn take(&self, handle: &str) -> Option<Waiting> {
+    fn take(&self, handle: &str) -> Option<Box<Waiting>> {
         self.waiting.lock().ok()?.remove(handle)
     }
 
@@ -351,11 +351,11 @@ async fn follow(
             Some(Step::Ask { form, answer }) => (form, answer),
             None => return Err(ErrorData::internal_error("the call gave no result", None)),
         };
-        let waiting = Waiting {
+        let waiting = Box::new(Waiting {
             running,
             answer,
             since: Instant::now(),
-        };
+        });
         match connection.options.parked.park(waiting) {
             Ok(handle) => {
                 let mut requests = InputRequests::new();

@@ -1,6 +1,6 @@
 use super::*;
 
-fn waiting(name: &str) -> (Waiting, oneshot::Receiver<Option<ElicitResult>>) {
+fn waiting(name: &str) -> (Box<Waiting>, oneshot::Receiver<Option<ElicitResult>>) {
     let (_, steps) = mpsc::channel(1);
     let (answer, answered) = oneshot::channel();
     let running = Running {
@@ -11,11 +11,11 @@ fn waiting(name: &str) -> (Waiting, oneshot::Receiver<Option<ElicitResult>>) {
         cancel: CancellationToken::new(),
         progress: ProgressWatch::default(),
     };
-    let waiting = Waiting {
+    let waiting = Box::new(Waiting {
         running,
         answer,
         since: Instant::now(),
-    };
+    });
     (waiting, answered)
 }
 
