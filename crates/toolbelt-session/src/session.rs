@@ -307,6 +307,14 @@ impl Grounds {
         if options.trust_workspace || trust_from_environment() {
             paths = paths.trusting_workspace();
         }
+        if let Some(sources) = options.setting_sources {
+            if !sources.user {
+                paths.user = None;
+            }
+            if !sources.project {
+                paths.workspace = None;
+            }
+        }
         let settings = Settings::load(&paths).map_err(|e| SetupError(e.to_string()))?;
         let mut warnings = Vec::new();
         if let Some(untrusted) = &settings.untrusted_workspace {
@@ -338,7 +346,8 @@ impl Grounds {
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
         let trusted = settings.untrusted_project.is_none();
-        let skills = Arc::new(Skills::load(roots.primary(), home.as_deref(), trusted));
+        let skills = Skills::load(roots.primary(), home.as_deref(), trusted);
+        let skills = Arc::new(skills.with_plugins(&options.plugin_skills));
         for warning in skills.warnings() {
             options.warn.say(warning);
             warnings.push(warning.clone());
@@ -440,9 +449,10 @@ pub fn approval_mode(
         return Ok(ApprovalMode::Yolo);
     }
     match flag {
-        // Claude Code's: nobody is asked (the caller leaves the approver out), so what
-        // would ask is refused, as headless.
-        Some("dontAsk") => Ok(ApprovalMode::Default),
+        // Claude Code's: nobody is asked (`DontAsk`), so what would ask is refused, as
+        // headless. Claude's `auto` (a model classifier approves) is the default mode
+        // here: toolbelt's own classifier already runs read-only commands unasked.
+        Some("dontAsk" | "auto") => Ok(ApprovalMode::Default),
         Some(m) => m.parse(),
         None => Ok(settings
             .tools

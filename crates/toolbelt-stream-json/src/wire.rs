@@ -63,6 +63,8 @@ pub struct InitInfo<'a> {
     pub agents: Vec<String>,
     /// Skill names (none until skills exist).
     pub skills: Vec<String>,
+    /// Flags accepted and not honoured: `(flag, why)`.
+    pub ignored_flags: Vec<(String, String)>,
 }
 
 impl InitInfo<'_> {
@@ -87,6 +89,9 @@ impl InitInfo<'_> {
             permission_mode: p.agent.scheduler().mode().as_str(),
             agents: p.agents.clone(),
             skills: p.skills.clone(),
+            ignored_flags: (p.options.ignored.iter())
+                .map(|i| (i.flag.clone(), i.why.clone()))
+                .collect(),
         }
     }
 }
@@ -205,6 +210,12 @@ impl Emitter {
         v["agents"] = json!(info.agents);
         v["skills"] = json!(info.skills);
         v["toolbelt_version"] = json!(env!("CARGO_PKG_VERSION"));
+        // Not Claude's: what this session accepted and does not honour.
+        v["toolbelt_ignored_flags"] = info
+            .ignored_flags
+            .iter()
+            .map(|(flag, why)| json!({"flag": flag, "why": why}))
+            .collect();
         self.send(v);
     }
 

@@ -284,6 +284,7 @@ fn servers_in_the_settings_load_between_the_files_and_name_their_file() {
         user: Some(home.join(".qwen/settings.json")),
         workspace: Some(project.join(".qwen/settings.json")),
         system: None,
+        claude_hooks: Vec::new(),
         trust: toolbelt_core::WorkspaceTrust::Trusted,
     };
     let settings = Settings::load(&paths).unwrap();

@@ -45,7 +45,7 @@ use toolbelt_model::{Message, StreamDelta, UserPart};
 use toolbelt_tools::workspace_rules;
 
 use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
-use crate::session::{Session, agent_options};
+use crate::session::{Session, agent_options, agent_session};
 use toolbelt_session::kit::completion::reference_candidates;
 use toolbelt_session::kit::input_history::InputHistory;
 use toolbelt_session::kit::loop_cmd;
@@ -123,7 +123,7 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         sink,
         approver: Some(Arc::new(UiApprover { to_ui: tx.clone() })),
     };
-    let prepared = match Session::load(global) {
+    let prepared = match Session::load_with(agent_session(global, &args)) {
         Ok(session) => session.0.agent(agent_options(&args), setup).await,
         Err(e) => Err(e.0),
     };
@@ -250,6 +250,8 @@ struct App {
     quit: bool,
     /// Scheduled prompts, `/loop` and monitors' events: run when idle (issue 33).
     idle_prompts: loop_cmd::IdlePrompts,
+    /// `--approval-mode dontAsk` until another mode is chosen.
+    dont_ask: toolbelt_session::DontAsk,
 }
 
 impl App {
@@ -292,6 +294,7 @@ impl App {
             streamed: false,
             quit: false,
             idle_prompts: loop_cmd::IdlePrompts::new(p.cron, p.monitors),
+            dont_ask: p.dont_ask,
         };
         // The prompt comes back while monitors run; their events are turns when idle.
         app.agent.set_wait_for_events(false);
@@ -760,6 +763,7 @@ impl App {
             }
             SlashCommand::ApprovalMode(Some(mode)) => {
                 self.agent.scheduler().set_mode(mode);
+                self.dont_ask.set(false);
                 self.emit(view::note(&format!("approval mode: {mode}"), Color::Gray));
             }
             SlashCommand::Stats => self.emit(view::note(&self.stats.text(), Color::Gray)),
@@ -1008,5 +1012,6 @@ impl App {
             ApprovalMode::Plan => ApprovalMode::Default,
         };
         scheduler.set_mode(next);
+        self.dont_ask.set(false);
     }
 }
