@@ -168,6 +168,8 @@ pub struct Agent {
     events: Vec<Arc<dyn TurnEvents>>,
     /// Whether a run waits for them (see `Agent::set_wait_for_events`).
     events_wait: std::sync::atomic::AtomicBool,
+    /// The session's file checkpoints, told where each user turn starts (issue 34).
+    checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
 }
 
 impl Agent {
@@ -188,6 +190,7 @@ impl Agent {
         // grant tools for the rest of it (a skill's `allowed-tools`).
         config.turn_grants = true;
         let tool_search = tool_search::ToolSearch::new(env.settings.tools.search.clone());
+        let checkpoints = config.checkpoints.clone();
         Agent {
             model,
             registry: std::sync::Mutex::new(registry),
@@ -205,6 +208,7 @@ impl Agent {
             inbox: None,
             events: Vec::new(),
             events_wait: std::sync::atomic::AtomicBool::new(true),
+            checkpoints,
         }
     }
 
@@ -432,6 +436,12 @@ impl Agent {
         // A skill's grants last for one run (see `toolbelt_core::scheduler::TurnGrant`).
         self.scheduler.end_turn();
         let history = self.history();
+        if let Some(checkpoints) = &self.checkpoints {
+            checkpoints.begin_turn(toolbelt_core::checkpoint::TurnStart {
+                history_len: history.len(),
+                prompt: written.to_string(),
+            });
+        }
         let mut messages = Vec::with_capacity(history.len() + 2);
         messages.push(Message::System(self.system_prompt()));
         messages.extend(history);

@@ -85,6 +85,8 @@ pub(crate) struct Parts {
     pub(crate) cwd: PathBuf,
     pub(crate) max_turns: usize,
     pub(crate) shell_jobs: Arc<JobTable>,
+    /// The session's file checkpoints (issue 34).
+    pub(crate) checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
 }
 
 /// Registers `agent`, `task_stop` and `send_message`; returns the table of background agents, which the
@@ -108,6 +110,7 @@ pub(crate) fn install(registry: &mut ToolRegistry, parts: Parts) -> Arc<Backgrou
         cwd: parts.cwd,
         default_max_turns: parts.max_turns,
         counter: Default::default(),
+        checkpoints: parts.checkpoints,
     });
     let background = BackgroundTasks::new();
     registry.register(

@@ -95,6 +95,9 @@ pub struct SubagentRuntime {
     pub default_max_turns: usize,
     /// Numbers sub-agents that are not saved.
     pub counter: AtomicU64,
+    /// The session's file checkpoints: a sub-agent's calls are recorded like the
+    /// parent's (issue 34).
+    pub checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
 }
 
 /// The `agent` tool of one agent loop at depth `depth`.
@@ -389,6 +392,9 @@ async fn run_subagent(
         nobody_to_ask: background.then(|| NobodyToAsk {
             why: "it runs in a background sub-agent, which cannot ask anyone".to_string(),
             how: "The user can allow it with a permission rule (--allowed-tools {tool}) or a wider approval mode, or the task can be given to a foreground agent.".to_string(),
+        }),
+        checkpoints: rt.checkpoints.clone().map(|c| {
+            Arc::new(toolbelt_core::checkpoint::CallsOnly(c)) as Arc<dyn toolbelt_core::checkpoint::Checkpoints>
         }),
         ..Default::default()
     };

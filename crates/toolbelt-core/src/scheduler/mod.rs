@@ -79,6 +79,8 @@ pub struct SchedulerConfig {
     /// The session's hooks (see [`crate::hooks`]); `None` when it has none, and the call
     /// path costs nothing more.
     pub hooks: Option<Arc<dyn crate::hooks::HookRunner>>,
+    /// The session's file checkpoints (see [`crate::checkpoint`]); `None`: none taken.
+    pub checkpoints: Option<Arc<dyn crate::checkpoint::Checkpoints>>,
 }
 
 /// The words of a refusal when nobody can be asked (see
@@ -105,6 +107,7 @@ impl Default for SchedulerConfig {
             nobody_to_ask: None,
             turn_grants: false,
             hooks: None,
+            checkpoints: None,
         }
     }
 }
@@ -135,6 +138,7 @@ pub struct Scheduler {
     /// Allow rules granted for the rest of the turn (see [`grants`]).
     grants: TurnGrants,
     retry_guard: Mutex<RetryLoopGuard>,
+    checkpoints: Option<Arc<dyn crate::checkpoint::Checkpoints>>,
 }
 
 /// A call between the phases: either finished already, or approved with its invocation.
@@ -181,6 +185,7 @@ impl Scheduler {
             allowances: SessionAllowances::default(),
             grants: TurnGrants::new(config.turn_grants),
             retry_guard: Mutex::new(RetryLoopGuard::default()),
+            checkpoints: config.checkpoints,
         }
     }
 
@@ -322,7 +327,7 @@ impl Scheduler {
             request,
             arguments,
             tool,
-            kind: _,
+            kind,
             description,
             invocation,
             consent,
@@ -335,6 +340,7 @@ impl Scheduler {
                 tool: tool.clone(),
                 description: description.clone(),
                 consent,
+                checkpoint: self.checkpoints.clone().map(|c| (c, kind)),
             },
             env.clone(),
             events,
