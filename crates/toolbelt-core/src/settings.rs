@@ -34,7 +34,7 @@ mod untrusted;
 pub use merge::merge_layers;
 pub(crate) use types::show_value;
 pub use types::{
-    ApprovalModeSetting, ContextFileNames, ContextSettings, FileFiltering, FolderTrustSettings,
+    ApprovalModeSetting, CheckpointingSettings, ContextFileNames, GeneralSettings, ContextSettings, FileFiltering, FolderTrustSettings,
     McpServerSettings, McpSettings, Millis, ModelSettings, PermissionSettings, Sandbox,
     SecuritySettings, ShellSettings, ToolsSettings, WebFetchSettings, WebSearchKind,
     WebSearchProvider, WebSearchSettings,
@@ -250,6 +250,8 @@ pub struct Settings {
     pub security: SecuritySettings,
     /// `webSearch`.
     pub web_search: WebSearchSettings,
+    /// `general`.
+    pub general: GeneralSettings,
 }
 
 /// The top-level keys this build knows; others are reported at debug level.

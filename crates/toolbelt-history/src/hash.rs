@@ -24,11 +24,6 @@ impl ContentHash {
         ContentHash(*hasher.finalize().as_bytes())
     }
 
-    /// The hash of bytes fed in pieces (a file read in chunks).
-    pub(crate) fn from_hasher(hasher: &blake3::Hasher) -> Self {
-        ContentHash(*hasher.finalize().as_bytes())
-    }
-
     /// 64 lowercase hex digits.
     pub fn to_hex(&self) -> String {
         let mut s = String::with_capacity(64);

@@ -119,6 +119,7 @@ impl DirNode {
     }
 
     /// How many files, links and left-out files are below.
+    #[cfg(test)]
     pub(crate) fn file_count(&self) -> usize {
         self.children
             .values()

@@ -158,7 +158,7 @@ pub(crate) fn parse_file_name(name: &str) -> Option<(u64, String, Phase)> {
 }
 
 /// Parses and checks a record's bytes.
-pub fn parse(bytes: &[u8]) -> Result<Record, String> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<Record, String> {
     let record: Record =
         serde_json::from_slice(bytes).map_err(|e| format!("not a checkpoint record: {e}"))?;
     record.check()?;

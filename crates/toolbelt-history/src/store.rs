@@ -146,12 +146,4 @@ impl Store {
             }
         }
     }
-
-    /// The `after` record of checkpoint `id`, if its call finished.
-    pub(crate) fn after_of(&self, id: &str) -> Option<Record> {
-        self.record_files()
-            .into_iter()
-            .find(|f| f.phase == Phase::After && f.id == id)
-            .and_then(|f| record::read(&f.path).ok())
-    }
 }

@@ -88,7 +88,7 @@ impl Leaf {
 
 /// One line of a tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TreeEntry {
+pub(crate) struct TreeEntry {
     /// The entry's name in its directory (bytes, never empty, `.`, `..`, nor with `/`).
     pub name: Vec<u8>,
     /// What the entry holds.
@@ -142,7 +142,7 @@ pub(crate) fn encode(entries: &[TreeEntry]) -> Vec<u8> {
 }
 
 /// Parses a tree's text: the entries in order, or what is wrong.
-pub fn parse(bytes: &[u8]) -> Result<Vec<TreeEntry>, FormatError> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<TreeEntry>, FormatError> {
     let body = bytes
         .strip_prefix(HEADER.as_bytes())
         .ok_or_else(|| bad(1, "not a tree (the header `toolbelt-tree 1` is missing)"))?;

@@ -41,12 +41,6 @@ pub(crate) struct Changes {
     pub(crate) rescan: bool,
 }
 
-impl Changes {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.dirs.is_empty() && self.files.is_empty() && !self.rescan
-    }
-}
-
 /// The inotify instance of one session's checkpoints.
 pub(crate) struct Watcher {
     fd: OwnedFd,
@@ -118,11 +112,6 @@ impl Watcher {
         self.broken = false;
         // Events already queued for the old watches are read and dropped.
         let _ = self.drain();
-    }
-
-    /// Whether the watches are complete (no watch failed to be added).
-    pub(crate) fn is_whole(&self) -> bool {
-        !self.broken
     }
 
     /// Everything queued since the last drain.

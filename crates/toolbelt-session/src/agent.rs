@@ -74,6 +74,9 @@ pub struct Prepared {
     pub system_prompt: SystemPrompt,
     /// How the agent was made (a new model is built from them).
     pub options: AgentOptions,
+    /// The session's file checkpoints (issue 34); `None` when the settings turn them
+    /// off (`general.checkpointing.enabled: false`).
+    pub history: Option<toolbelt_history::History>,
 }
 
 /// A session's system prompt and what it is made of, so it can be made again when
@@ -263,6 +266,10 @@ impl Session {
         let mcp = Arc::new(mcp);
         let (model, model_name, server) = session_model(&options, &env, &cwd)?;
         let (log, session_id) = saving.start(&cwd, &model_name, &options, &warn);
+        let history = crate::undo::open(&env, &project, &session_id);
+        let checkpoints = history
+            .clone()
+            .map(|h| Arc::new(h) as Arc<dyn toolbelt_core::checkpoint::Checkpoints>);
         // `agent`, `task_stop` and `send_message` see the tools as they are now (without
         // themselves); the settings' lists and --exclude-tools apply to them as to every
         // other tool.
@@ -283,6 +290,7 @@ impl Session {
             cwd: cwd.clone(),
             max_turns: options.max_session_turns,
             shell_jobs: shell_jobs.clone(),
+            checkpoints: checkpoints.clone(),
         };
         let background = subagents::install(&mut registry, parts);
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);
@@ -292,6 +300,7 @@ impl Session {
             mode: ruled.mode,
             permissions: ruled.permissions,
             approver,
+            checkpoints,
             ..Default::default()
         };
         let agent = Agent::new(
@@ -331,6 +340,7 @@ impl Session {
             cron,
             system_prompt,
             options,
+            history,
         })
     }
 }

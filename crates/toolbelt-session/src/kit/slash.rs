@@ -46,6 +46,8 @@ pub enum SlashCommand {
     Stats,
     /// `/quit` (also `/exit`).
     Quit,
+    /// `/restore`, `/rewind`, `/diff` (issue 34; see [`super::undo`]).
+    Undo(super::undo::UndoCommand),
 }
 
 /// Every command: name, arguments, what it does (for `/help` and completion).
@@ -75,6 +77,21 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "run a prompt now and again on a schedule while the session is idle",
     ),
     ("stats", "", "tokens, tool calls and time of this session"),
+    (
+        "restore",
+        "[ID [--force] [PATH...]]",
+        "list the file checkpoints, or restore one (shows the diff, asks first)",
+    ),
+    (
+        "rewind",
+        "[TURN [--force]]",
+        "list the turns, or take the files and the conversation back to before one",
+    ),
+    (
+        "diff",
+        "",
+        "the working tree against git's HEAD, and what each turn changed",
+    ),
     ("quit", "", "leave (also Ctrl-D on an empty line)"),
 ];
 
@@ -119,6 +136,9 @@ pub fn parse(line: &str) -> Option<Result<SlashCommand, String>> {
         "stats" => no_args(SlashCommand::Stats),
         "quit" | "exit" => no_args(SlashCommand::Quit),
         "memory" => parse_memory(args),
+        "restore" | "rewind" | "diff" => {
+            super::undo::parse(&name.to_ascii_lowercase(), args).map(SlashCommand::Undo)
+        }
         "approval-mode" => {
             if args.is_empty() {
                 Ok(SlashCommand::ApprovalMode(None))
