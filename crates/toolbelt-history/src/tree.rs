@@ -80,9 +80,14 @@ pub struct Leaf {
 
 impl Leaf {
     /// Whether two entries hold the same thing (kind, mode, content), whatever their
-    /// stat says.
+    /// stat says; for left-out files, whose content is unknown, the size and time.
     pub fn same_content(&self, other: &Leaf) -> bool {
-        self.kind == other.kind && self.mode == other.mode && self.hash == other.hash
+        let same = self.kind == other.kind && self.mode == other.mode && self.hash == other.hash;
+        if self.kind == EntryKind::Omitted {
+            same && self.size == other.size && self.mtime_ns == other.mtime_ns
+        } else {
+            same
+        }
     }
 }
 
