@@ -119,6 +119,21 @@ pub enum StopReason {
     PlanProposed,
 }
 
+impl StopReason {
+    /// What went wrong, for a person; `None` when the run ended as it should (answered,
+    /// or a plan proposed).
+    pub fn error_text(&self) -> Option<String> {
+        match self {
+            StopReason::MaxTurns(n) => Some(format!(
+                "reached the limit of {n} model turns (--max-session-turns) before the model answered"
+            )),
+            StopReason::Cancelled => Some("interrupted".to_string()),
+            StopReason::ModelFailed(e) => Some(e.to_string()),
+            StopReason::Answered | StopReason::PlanProposed => None,
+        }
+    }
+}
+
 /// The outcome of a run, complete or not.
 #[derive(Debug)]
 pub struct RunOutcome {

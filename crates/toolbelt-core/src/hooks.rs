@@ -247,6 +247,9 @@ pub trait HookRunner: Send + Sync {
     /// [`HookFailure`], and malformed output from a hook whose event decides something
     /// is a refusal naming the hook, never a silent allow. Cancelling `cancel` ends the
     /// hooks' processes and returns what had come back.
-    fn run(&self, request: HookRequest, cancel: CancellationToken)
-    -> BoxFuture<'static, HookOutcome>;
+    fn run(
+        &self,
+        request: HookRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, HookOutcome>;
 }

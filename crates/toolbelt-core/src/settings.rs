@@ -34,10 +34,10 @@ mod untrusted;
 pub use merge::merge_layers;
 pub(crate) use types::show_value;
 pub use types::{
-    ApprovalModeSetting, CheckpointingSettings, ContextFileNames, GeneralSettings, ContextSettings, FileFiltering, FolderTrustSettings,
-    McpServerSettings, McpSettings, Millis, ModelSettings, PermissionSettings, Sandbox,
-    SecuritySettings, ShellSettings, ToolsSettings, WebFetchSettings, WebSearchKind,
-    WebSearchProvider, WebSearchSettings,
+    ApprovalModeSetting, CheckpointingSettings, ContextFileNames, ContextSettings, FileFiltering,
+    FolderTrustSettings, GeneralSettings, McpServerSettings, McpSettings, Millis, ModelSettings,
+    PermissionSettings, Sandbox, SecuritySettings, ShellSettings, ToolsSettings, WebFetchSettings,
+    WebSearchKind, WebSearchProvider, WebSearchSettings,
 };
 
 use crate::trust::{TrustError, TrustedFolders};

@@ -110,10 +110,22 @@ pub(crate) fn write_file(
     let result = fill(&fd, bytes, mode, midway).and_then(|()| {
         if !named {
             let proc_path = format!("/proc/self/fd/{}", fd.as_raw_fd());
-            rustix::fs::linkat(CWD, proc_path.as_str(), &dir, OsStr::from_bytes(&temp), AtFlags::SYMLINK_FOLLOW)
-                .map_err(io)?;
+            rustix::fs::linkat(
+                CWD,
+                proc_path.as_str(),
+                &dir,
+                OsStr::from_bytes(&temp),
+                AtFlags::SYMLINK_FOLLOW,
+            )
+            .map_err(io)?;
         }
-        rustix::fs::renameat(&dir, OsStr::from_bytes(&temp), &dir, OsStr::from_bytes(name)).map_err(io)
+        rustix::fs::renameat(
+            &dir,
+            OsStr::from_bytes(&temp),
+            &dir,
+            OsStr::from_bytes(name),
+        )
+        .map_err(io)
     });
     if result.is_err() {
         let _ = rustix::fs::unlinkat(&dir, OsStr::from_bytes(&temp), AtFlags::empty());
@@ -138,7 +150,12 @@ pub(crate) fn write_link(root: &OwnedFd, rel: &[u8], target: &[u8]) -> std::io::
     let dir = open_dir(root, parent, true)?;
     let temp = temp_name(name);
     rustix::fs::symlinkat(OsStr::from_bytes(target), &dir, OsStr::from_bytes(&temp)).map_err(io)?;
-    if let Err(e) = rustix::fs::renameat(&dir, OsStr::from_bytes(&temp), &dir, OsStr::from_bytes(name)) {
+    if let Err(e) = rustix::fs::renameat(
+        &dir,
+        OsStr::from_bytes(&temp),
+        &dir,
+        OsStr::from_bytes(name),
+    ) {
         let _ = rustix::fs::unlinkat(&dir, OsStr::from_bytes(&temp), AtFlags::empty());
         return Err(io(e));
     }

@@ -210,7 +210,13 @@ impl History {
     }
 
     /// Takes a checkpoint now (outside any call): `tool` and `call_id` say what for.
-    pub fn checkpoint_now(&self, phase: Phase, tool: &str, call_id: &str, id: Option<String>) -> Result<Record, String> {
+    pub fn checkpoint_now(
+        &self,
+        phase: Phase,
+        tool: &str,
+        call_id: &str,
+        id: Option<String>,
+    ) -> Result<Record, String> {
         self.shared.checkpoint(phase, tool, call_id, id)
     }
 
@@ -219,7 +225,10 @@ impl History {
     }
 
     /// Brings the index up to date and returns each root's tree.
-    pub(crate) fn sync_locked(&self, state: &mut State) -> Result<Vec<(PathBuf, ContentHash)>, String> {
+    pub(crate) fn sync_locked(
+        &self,
+        state: &mut State,
+    ) -> Result<Vec<(PathBuf, ContentHash)>, String> {
         if let Some(why) = &state.disabled {
             return Err(why.clone());
         }
@@ -250,7 +259,9 @@ impl Shared {
         let mut written = Vec::new();
         let mut unreadable = Vec::new();
         let mut withheld = 0;
-        let now_ns = i64::try_from(now_ms()).unwrap_or(i64::MAX).saturating_mul(1_000_000);
+        let now_ns = i64::try_from(now_ms())
+            .unwrap_or(i64::MAX)
+            .saturating_mul(1_000_000);
         if !state.ready {
             self.seed(state);
             state.watcher = if cfg.watch { Watcher::new() } else { None };
@@ -291,8 +302,18 @@ impl Shared {
             if whole {
                 root.tree = scan.tree(i, &root.path.clone(), b"", Some(&root.tree))?;
             } else if let Some(c) = &changes {
-                let dirs = c.dirs.iter().filter(|(r, _)| *r == i).map(|(_, p)| p.clone()).collect();
-                let files = c.files.iter().filter(|(r, _)| *r == i).map(|(_, p)| p.clone()).collect();
+                let dirs = c
+                    .dirs
+                    .iter()
+                    .filter(|(r, _)| *r == i)
+                    .map(|(_, p)| p.clone())
+                    .collect();
+                let files = c
+                    .files
+                    .iter()
+                    .filter(|(r, _)| *r == i)
+                    .map(|(_, p)| p.clone())
+                    .collect();
                 scan.changes(i, &root.path.clone(), &mut root.tree, dirs, files)?;
             }
             hashes.push(root.tree.write(scan.objects, &mut scan.written)?);
@@ -320,7 +341,9 @@ impl Shared {
         }) else {
             return;
         };
-        let seen_ns = i64::try_from(last.time_ms).unwrap_or(i64::MAX).saturating_mul(1_000_000);
+        let seen_ns = i64::try_from(last.time_ms)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(1_000_000);
         for (i, (root, (_, hash))) in state.roots.iter_mut().zip(last.trees()).enumerate() {
             let Ok(tree) = DirNode::load(&self.store.objects, &hash, 0o755) else {
                 continue;
@@ -355,7 +378,13 @@ impl Shared {
     }
 
     /// Syncs and writes a record.
-    pub(crate) fn checkpoint(&self, phase: Phase, tool: &str, call_id: &str, id: Option<String>) -> Result<Record, String> {
+    pub(crate) fn checkpoint(
+        &self,
+        phase: Phase,
+        tool: &str,
+        call_id: &str,
+        id: Option<String>,
+    ) -> Result<Record, String> {
         let mut state = lock(&self.state);
         if let Some(why) = &state.disabled {
             return Err(why.clone());
@@ -396,7 +425,10 @@ impl Shared {
             roots,
             left_out,
         };
-        let path = self.store.write_record(&record).map_err(|e| e.to_string())?;
+        let path = self
+            .store
+            .write_record(&record)
+            .map_err(|e| e.to_string())?;
         self.syncer.submit(vec![path]);
         Ok(record)
     }

@@ -164,7 +164,11 @@ impl DirNode {
     }
 
     /// The directory stored as `hash`, whole.
-    pub(crate) fn load(objects: &Objects, hash: &ContentHash, mode: u32) -> Result<Self, StoreError> {
+    pub(crate) fn load(
+        objects: &Objects,
+        hash: &ContentHash,
+        mode: u32,
+    ) -> Result<Self, StoreError> {
         let text = objects.read_tree(hash)?;
         let entries = tree::parse(&text).map_err(|e| StoreError::Damaged {
             path: objects.path(hash),
@@ -255,7 +259,9 @@ mod tests {
         assert_eq!(written.len(), 3, "a/b, a and the root; c is reused");
         let loaded = DirNode::load(&objects, &second, 0o755).unwrap();
         assert_eq!(loaded.file_count(), 2);
-        assert!(matches!(loaded.get(b"a/b/x"), Some(Node::Leaf(l)) if l.hash == ContentHash::of(b"x2")));
+        assert!(
+            matches!(loaded.get(b"a/b/x"), Some(Node::Leaf(l)) if l.hash == ContentHash::of(b"x2"))
+        );
         assert!(root.remove(b"c").is_some());
         assert!(root.get(b"c/y").is_none());
         assert!(!root.set(b"nope/z", leaf(b"z")));

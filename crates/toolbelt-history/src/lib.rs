@@ -52,4 +52,3 @@ pub use restore::{Applied, Change, RestorePlan};
 pub use retention::SweepReport;
 pub use store::{FindError, Store};
 pub use tree::{EntryKind, FormatError, Leaf};
-

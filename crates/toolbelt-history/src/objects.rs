@@ -104,10 +104,7 @@ impl Objects {
     }
 
     fn is_known(&self, hash: &ContentHash) -> bool {
-        self.known
-            .lock()
-            .map(|k| k.contains(hash))
-            .unwrap_or(false)
+        self.known.lock().map(|k| k.contains(hash)).unwrap_or(false)
     }
 
     fn mark_known(&self, hash: ContentHash) {
@@ -258,7 +255,10 @@ impl Objects {
             _ => return Err(StoreError::damaged(&path, "not a piece of content")),
         };
         if ContentHash::of(&bytes) != *hash {
-            return Err(StoreError::damaged(&path, "content does not match its name"));
+            return Err(StoreError::damaged(
+                &path,
+                "content does not match its name",
+            ));
         }
         Ok(bytes)
     }
@@ -280,7 +280,10 @@ impl Objects {
             out.extend_from_slice(&bytes);
         }
         if ContentHash::of(&out) != *hash {
-            return Err(StoreError::damaged(&path, "content does not match its name"));
+            return Err(StoreError::damaged(
+                &path,
+                "content does not match its name",
+            ));
         }
         Ok(out)
     }
@@ -312,9 +315,7 @@ impl Objects {
 /// A chunk list: the total size, and each chunk's hash and length.
 pub(crate) fn parse_chunks(payload: &[u8]) -> Result<(u64, Vec<(ContentHash, u64)>), String> {
     let text = std::str::from_utf8(payload).map_err(|_| "a chunk list is not text")?;
-    let body = text
-        .strip_prefix(CHUNKS_HEADER)
-        .ok_or("not a chunk list")?;
+    let body = text.strip_prefix(CHUNKS_HEADER).ok_or("not a chunk list")?;
     let mut lines = body.lines();
     let total: u64 = lines
         .next()

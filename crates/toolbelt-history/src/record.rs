@@ -99,7 +99,12 @@ pub struct Record {
 impl Record {
     /// The file name this record is kept under.
     pub(crate) fn file_name(&self) -> String {
-        format!("{:013}-{}-{}.json", self.time_ms, self.id, self.phase.letter())
+        format!(
+            "{:013}-{}-{}.json",
+            self.time_ms,
+            self.id,
+            self.phase.letter()
+        )
     }
 
     /// Each root and its tree hash (checked when read).
@@ -135,7 +140,10 @@ impl Record {
 
 /// Whether `id` is a checkpoint ID: 10 lowercase hex digits.
 pub(crate) fn valid_id(id: &str) -> bool {
-    id.len() == 10 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    id.len() == 10
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// A fresh checkpoint ID.
@@ -211,7 +219,10 @@ mod tests {
         let bytes = serde_json::to_vec(&r).unwrap();
         assert_eq!(parse(&bytes).unwrap(), r);
         let (time, id, phase) = parse_file_name(&r.file_name()).unwrap();
-        assert_eq!((time, id.as_str(), phase), (r.time_ms, r.id.as_str(), r.phase));
+        assert_eq!(
+            (time, id.as_str(), phase),
+            (r.time_ms, r.id.as_str(), r.phase)
+        );
         assert!(parse_file_name("123-abc-b.json").is_none());
     }
 

@@ -23,7 +23,10 @@ pub fn when(time_ms: u64) -> String {
     i64::try_from(time_ms)
         .ok()
         .and_then(|ms| Local.timestamp_millis_opt(ms).single())
-        .map_or_else(|| "?".to_string(), |t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+        .map_or_else(
+            || "?".to_string(),
+            |t| t.format("%Y-%m-%d %H:%M:%S").to_string(),
+        )
 }
 
 /// One line about a checkpoint: what it comes before.
@@ -107,7 +110,12 @@ impl History {
                 .collect();
             let first = inside.iter().find(|r| r.phase == Phase::Before);
             let last = inside.iter().rev().find(|r| r.phase == Phase::After);
-            let _ = writeln!(out, "── Turn {} \"{}\"", mark.number, prompt_line(&mark.prompt));
+            let _ = writeln!(
+                out,
+                "── Turn {} \"{}\"",
+                mark.number,
+                prompt_line(&mark.prompt)
+            );
             match (first, last) {
                 (Some(a), Some(b)) => out.push_str(&self.diff_records(a, b)),
                 _ => out.push_str("   (no file changes)\n"),
@@ -163,7 +171,11 @@ fn prompt_line(prompt: &str) -> String {
 }
 
 /// How many files (not directories) differ between `record` and the trees `current`.
-fn changed_between(objects: &Objects, record: &Record, current: &[(std::path::PathBuf, ContentHash)]) -> Option<usize> {
+fn changed_between(
+    objects: &Objects,
+    record: &Record,
+    current: &[(std::path::PathBuf, ContentHash)],
+) -> Option<usize> {
     let mut count = 0;
     for (root, then) in record.trees() {
         let Some((_, now)) = current.iter().find(|(r, _)| *r == root) else {
@@ -181,7 +193,8 @@ fn changed_between(objects: &Objects, record: &Record, current: &[(std::path::Pa
 /// starting with its ID.
 pub fn list_text(listed: &[Listed], damaged: &[String]) -> String {
     if listed.is_empty() && damaged.is_empty() {
-        return "No checkpoints yet: one is taken before every call that may change files.\n".to_string();
+        return "No checkpoints yet: one is taken before every call that may change files.\n"
+            .to_string();
     }
     let mut out = String::new();
     for l in listed {
@@ -216,11 +229,19 @@ pub fn left_out_text(left: &LeftOut) -> String {
             left.oversized_count,
             left.size_cap,
             left.oversized.join(", "),
-            if left.oversized_count > left.oversized.len() { ", …" } else { "" }
+            if left.oversized_count > left.oversized.len() {
+                ", …"
+            } else {
+                ""
+            }
         );
     }
     if left.withheld > 0 {
-        let _ = writeln!(out, "{} path(s) your permission rules keep from reading were not kept.", left.withheld);
+        let _ = writeln!(
+            out,
+            "{} path(s) your permission rules keep from reading were not kept.",
+            left.withheld
+        );
     }
     if !left.unreadable.is_empty() {
         let _ = writeln!(out, "Could not be read: {}", left.unreadable.join("; "));
@@ -240,12 +261,22 @@ pub fn plan_text(history: &History, plan: &RestorePlan) -> String {
         out.push_str("Nothing to restore: the files are as they were then.\n");
     }
     for c in &plan.changes {
-        if c.now.is_some_and(|l| l.kind == EntryKind::Dir) && c.then.is_some_and(|l| l.kind == EntryKind::Dir) {
+        if c.now.is_some_and(|l| l.kind == EntryKind::Dir)
+            && c.then.is_some_and(|l| l.kind == EntryKind::Dir)
+        {
             let _ = writeln!(out, "  mode     {}/", c.shown());
             continue;
         }
-        let mark = if c.outside { "  (changed outside toolbelt since)" } else { "" };
-        let left = if c.restorable() { "" } else { "  (left out: over the size cap then; stays)" };
+        let mark = if c.outside {
+            "  (changed outside toolbelt since)"
+        } else {
+            ""
+        };
+        let left = if c.restorable() {
+            ""
+        } else {
+            "  (left out: over the size cap then; stays)"
+        };
         let _ = writeln!(out, "  {:<8} {}{mark}{left}", c.verb(), c.shown());
     }
     let outside: Vec<String> = plan.outside().map(Change::shown).collect();
@@ -257,7 +288,11 @@ pub fn plan_text(history: &History, plan: &RestorePlan) -> String {
         );
     }
     for root in &plan.missing_roots {
-        let _ = writeln!(out, "Not in this session's workspace, left alone: {}", root.display());
+        let _ = writeln!(
+            out,
+            "Not in this session's workspace, left alone: {}",
+            root.display()
+        );
     }
     out.push_str(&left_out_text(&plan.target.left_out));
     let objects = &history.store().objects;
@@ -312,7 +347,11 @@ fn file_diff(objects: &Objects, c: &Change, lines: &mut usize) -> Option<String>
             Some(l) => {
                 let bytes = objects.read_content(&l.hash).ok()?;
                 let text = String::from_utf8(bytes).ok()?;
-                Some(if l.kind == EntryKind::Link { format!("-> {text}\n") } else { text })
+                Some(if l.kind == EntryKind::Link {
+                    format!("-> {text}\n")
+                } else {
+                    text
+                })
             }
         }
     };
@@ -330,6 +369,8 @@ fn file_diff(objects: &Objects, c: &Change, lines: &mut usize) -> Option<String>
                 Some(format!("{mode_note}{diff}"))
             }
         }
-        _ => Some(format!("--- {name}: binary or large file differs\n{mode_note}")),
+        _ => Some(format!(
+            "--- {name}: binary or large file differs\n{mode_note}"
+        )),
     }
 }

@@ -174,15 +174,17 @@ impl History {
         };
         let objects = &self.store().objects;
         let then: BTreeMap<PathBuf, ContentHash> = target.trees().into_iter().collect();
-        let seen: BTreeMap<PathBuf, ContentHash> =
-            last_seen.map(|r| r.trees().into_iter().collect()).unwrap_or_default();
+        let seen: BTreeMap<PathBuf, ContentHash> = last_seen
+            .map(|r| r.trees().into_iter().collect())
+            .unwrap_or_default();
         let mut changes = Vec::new();
         for (root, now) in &current {
             let Some(then_hash) = then.get(root) else {
                 continue;
             };
             let mut diffs = Vec::new();
-            compare(objects, Some(now), Some(then_hash), b"", &mut diffs).map_err(|e| e.to_string())?;
+            compare(objects, Some(now), Some(then_hash), b"", &mut diffs)
+                .map_err(|e| e.to_string())?;
             let mut outside = Vec::new();
             if let Some(seen_hash) = seen.get(root) {
                 compare(objects, Some(seen_hash), Some(now), b"", &mut outside)
@@ -220,7 +222,10 @@ impl History {
             self.sync_locked(&mut state)?
         };
         if current != plan.current {
-            return Err("files changed since the restore was shown; look at it again before restoring".into());
+            return Err(
+                "files changed since the restore was shown; look at it again before restoring"
+                    .into(),
+            );
         }
         let call = format!("restore {}", plan.target.id);
         let undo = self.checkpoint_now(Phase::Before, "restore", &call, None)?;
@@ -232,7 +237,12 @@ impl History {
             applied.kept = plan.outside().map(Change::shown).collect();
         }
         let mut pause = TestPause::from_env();
-        for pass in [Pass::RemoveFiles, Pass::RemoveDirs, Pass::MakeDirs, Pass::Write] {
+        for pass in [
+            Pass::RemoveFiles,
+            Pass::RemoveDirs,
+            Pass::MakeDirs,
+            Pass::Write,
+        ] {
             let changes: Box<dyn Iterator<Item = &Change>> = match pass {
                 Pass::RemoveDirs => Box::new(plan.changes.iter().rev()),
                 _ => Box::new(plan.changes.iter()),
@@ -311,11 +321,15 @@ impl History {
                 ));
             }
             EntryKind::Link => {
-                let target = objects.read_content(&then.hash).map_err(|e| e.to_string())?;
+                let target = objects
+                    .read_content(&then.hash)
+                    .map_err(|e| e.to_string())?;
                 apply::write_link(root, &change.rel, &target).map_err(|e| e.to_string())?;
             }
             EntryKind::File => {
-                let bytes = objects.read_content(&then.hash).map_err(|e| e.to_string())?;
+                let bytes = objects
+                    .read_content(&then.hash)
+                    .map_err(|e| e.to_string())?;
                 apply::write_file(root, &change.rel, &bytes, then.mode, &mut || pause.midway())
                     .map_err(|e| e.to_string())?;
                 pause.done_one();
@@ -371,10 +385,12 @@ impl TestPause {
     fn from_env() -> Self {
         #[cfg(debug_assertions)]
         {
-            let at = std::env::var("TOOLBELT_TEST_RESTORE_PAUSE").ok().and_then(|v| {
-                let (n, fifo) = v.split_once(':')?;
-                Some((n.parse().ok()?, PathBuf::from(fifo)))
-            });
+            let at = std::env::var("TOOLBELT_TEST_RESTORE_PAUSE")
+                .ok()
+                .and_then(|v| {
+                    let (n, fifo) = v.split_once(':')?;
+                    Some((n.parse().ok()?, PathBuf::from(fifo)))
+                });
             TestPause { at, done: 0 }
         }
         #[cfg(not(debug_assertions))]

@@ -130,7 +130,12 @@ impl Store {
         Some(marked)
     }
 
-    fn remove_unmarked(&self, marked: &HashSet<ContentHash>, now_ms: u64, report: &mut SweepReport) {
+    fn remove_unmarked(
+        &self,
+        marked: &HashSet<ContentHash>,
+        now_ms: u64,
+        report: &mut SweepReport,
+    ) {
         let Ok(folders) = std::fs::read_dir(self.objects.dir()) else {
             return;
         };

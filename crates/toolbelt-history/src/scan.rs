@@ -104,7 +104,9 @@ fn read_file(path: &Path, cap: u64) -> std::io::Result<(Option<Vec<u8>>, std::fs
         return Ok((None, before));
     }
     let mut bytes = Vec::with_capacity(usize::try_from(before.len()).unwrap_or(0));
-    (&file).take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    (&file)
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)?;
     let after = file.metadata()?;
     if bytes.len() as u64 > cap {
         return Ok((None, after));
@@ -130,7 +132,9 @@ impl Scan<'_> {
         let key = (root, rel.to_vec());
         let racy = self.recent.remove(&key);
         if meta.file_type().is_symlink() {
-            return self.link(abs, &meta, old, forced || racy).map(|l| l.map(Node::Leaf));
+            return self
+                .link(abs, &meta, old, forced || racy)
+                .map(|l| l.map(Node::Leaf));
         }
         if !meta.is_file() {
             return Ok(None);
@@ -217,22 +221,23 @@ impl Scan<'_> {
         let mut too_many = false;
         let max = self.max_files;
         let mut watcher = self.watcher.as_deref_mut();
-        let withheld = toolbelt_tools::walk_workspace(roots, settings, start, None, exclude, &mut |e| {
-            if too_many {
-                return;
-            }
-            if e.file_type.is_dir()
-                && let Some(w) = watcher.as_deref_mut()
-                && let Ok(rel) = e.path.strip_prefix(start)
-            {
-                let rel = join(start_rel, rel.as_os_str().as_bytes());
-                w.add(root, &rel, e.path);
-            }
-            entries.push((e.path.to_path_buf(), e.file_type));
-            if entries.len() > max.saturating_mul(2) {
-                too_many = true;
-            }
-        });
+        let withheld =
+            toolbelt_tools::walk_workspace(roots, settings, start, None, exclude, &mut |e| {
+                if too_many {
+                    return;
+                }
+                if e.file_type.is_dir()
+                    && let Some(w) = watcher.as_deref_mut()
+                    && let Ok(rel) = e.path.strip_prefix(start)
+                {
+                    let rel = join(start_rel, rel.as_os_str().as_bytes());
+                    w.add(root, &rel, e.path);
+                }
+                entries.push((e.path.to_path_buf(), e.file_type));
+                if entries.len() > max.saturating_mul(2) {
+                    too_many = true;
+                }
+            });
         self.withheld += withheld;
         if too_many {
             return Err(ScanError::TooMany(max));

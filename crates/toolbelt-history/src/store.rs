@@ -104,7 +104,11 @@ impl Store {
             })
             .collect();
         files.sort_by(|a, b| {
-            (b.time_ms, b.phase == Phase::After, &b.id).cmp(&(a.time_ms, a.phase == Phase::After, &a.id))
+            (b.time_ms, b.phase == Phase::After, &b.id).cmp(&(
+                a.time_ms,
+                a.phase == Phase::After,
+                &a.id,
+            ))
         });
         files
     }

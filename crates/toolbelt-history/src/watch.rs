@@ -82,7 +82,10 @@ impl Watcher {
             }
             Err(e) => {
                 if !self.broken {
-                    tracing::debug!("checkpoints: cannot watch {}: {e}; walking instead", abs.display());
+                    tracing::debug!(
+                        "checkpoints: cannot watch {}: {e}; walking instead",
+                        abs.display()
+                    );
                 }
                 self.broken = true;
             }
@@ -146,7 +149,10 @@ impl Watcher {
             let Some((root, dir)) = self.dirs.get(&wd).cloned() else {
                 continue;
             };
-            let name = event.file_name().map(|n| n.to_bytes()).filter(|n| !n.is_empty());
+            let name = event
+                .file_name()
+                .map(|n| n.to_bytes())
+                .filter(|n| !n.is_empty());
             match name {
                 Some(name) => {
                     if IGNORE_FILES.contains(&name) {
@@ -181,7 +187,5 @@ impl Watcher {
 
 /// Whether `path` is `dir` or below it.
 pub(crate) fn is_under(path: &[u8], dir: &[u8]) -> bool {
-    dir.is_empty()
-        || path == dir
-        || (path.starts_with(dir) && path.get(dir.len()) == Some(&b'/'))
+    dir.is_empty() || path == dir || (path.starts_with(dir) && path.get(dir.len()) == Some(&b'/'))
 }

@@ -124,21 +124,37 @@ async fn restored_exactly(watch: bool) {
 
     // Back to before the rm: the directory and its file, bytes and mode.
     let plan = h.plan(&rm, &[]).unwrap();
-    assert!(plan.outside().next().is_none(), "{}", render::plan_text(&h, &plan));
+    assert!(
+        plan.outside().next().is_none(),
+        "{}",
+        render::plan_text(&h, &plan)
+    );
     h.apply(&plan, false).unwrap();
-    assert_eq!(ws.read("keep/gone.txt").unwrap(), (b"to be removed\n".to_vec(), 0o600));
+    assert_eq!(
+        ws.read("keep/gone.txt").unwrap(),
+        (b"to be removed\n".to_vec(), 0o600)
+    );
     // Before the sed: its content and mode.
     let plan = h.plan(&sed, &[]).unwrap();
     let text = render::plan_text(&h, &plan);
-    assert!(text.contains("-echo bye") && text.contains("+echo hi"), "{text}");
+    assert!(
+        text.contains("-echo bye") && text.contains("+echo hi"),
+        "{text}"
+    );
     h.apply(&plan, false).unwrap();
-    assert_eq!(ws.read("src/run.sh").unwrap(), (b"#!/bin/sh\necho hi\n".to_vec(), 0o755));
+    assert_eq!(
+        ws.read("src/run.sh").unwrap(),
+        (b"#!/bin/sh\necho hi\n".to_vec(), 0o755)
+    );
     // Before the write: the new file is removed.
     h.apply(&h.plan(&write, &[]).unwrap(), false).unwrap();
     assert_eq!(ws.read("src/new.txt"), None);
     // Before the edit.
     h.apply(&h.plan(&edit, &[]).unwrap(), false).unwrap();
-    assert_eq!(ws.read("src/a.txt").unwrap(), (b"alpha\nbeta\n".to_vec(), 0o644));
+    assert_eq!(
+        ws.read("src/a.txt").unwrap(),
+        (b"alpha\nbeta\n".to_vec(), 0o644)
+    );
     assert!(h.plan(&edit, &[]).unwrap().is_empty());
 }
 
@@ -187,13 +203,23 @@ async fn a_restore_is_undone_by_restoring_the_checkpoint_it_took() {
     let ws = Ws::new();
     ws.write("f.txt", b"v1\n", 0o644);
     let h = ws.history(true, 1 << 20);
-    let first = around(&h, &call("c1", "edit", Kind::Edit), || ws.write("f.txt", b"v2\n", 0o644)).await;
-    around(&h, &call("c2", "edit", Kind::Edit), || ws.write("f.txt", b"v3\n", 0o644)).await;
+    let first = around(&h, &call("c1", "edit", Kind::Edit), || {
+        ws.write("f.txt", b"v2\n", 0o644)
+    })
+    .await;
+    around(&h, &call("c2", "edit", Kind::Edit), || {
+        ws.write("f.txt", b"v3\n", 0o644)
+    })
+    .await;
     let applied = h.apply(&h.plan(&first, &[]).unwrap(), false).unwrap();
     assert_eq!(ws.read("f.txt").unwrap().0, b"v1\n");
     let listed = render::list_text(&h.list().unwrap().0, &[]);
     assert!(listed.contains("before restore (restore "), "{listed}");
-    h.apply(&h.plan(applied.undo.as_deref().unwrap(), &[]).unwrap(), false).unwrap();
+    h.apply(
+        &h.plan(applied.undo.as_deref().unwrap(), &[]).unwrap(),
+        false,
+    )
+    .unwrap();
     assert_eq!(ws.read("f.txt").unwrap().0, b"v3\n");
 }
 
@@ -212,13 +238,24 @@ async fn ignored_and_oversized_files_are_left_out_and_said() {
     .await;
     let plan = h.plan(&id, &[]).unwrap();
     let text = render::plan_text(&h, &plan);
-    assert!(text.contains("over the size cap of 1024 bytes") && text.contains("big.dat"), "{text}");
+    assert!(
+        text.contains("over the size cap of 1024 bytes") && text.contains("big.dat"),
+        "{text}"
+    );
     assert!(text.contains("ignore rules"), "{text}");
     let shown: Vec<String> = plan.changes.iter().map(|c| c.shown()).collect();
-    assert!(!shown.iter().any(|s| s.contains("build") || s.contains(".log")), "{shown:?}");
+    assert!(
+        !shown
+            .iter()
+            .any(|s| s.contains("build") || s.contains(".log")),
+        "{shown:?}"
+    );
     let applied = h.apply(&plan, false).unwrap();
     assert_eq!(ws.read("small.txt").unwrap().0, b"small");
-    assert!(applied.failed.iter().any(|f| f.starts_with("big.dat")), "{applied:?}");
+    assert!(
+        applied.failed.iter().any(|f| f.starts_with("big.dat")),
+        "{applied:?}"
+    );
     // Ignored files stay as the command left them.
     assert_eq!(ws.read("debug.log").unwrap().0, b"v2\n");
     assert_eq!(ws.read("build/out.bin").unwrap().0, b"changed\n");
@@ -245,9 +282,13 @@ async fn read_only_calls_take_no_checkpoint_and_save_memory_does() {
     let ws = Ws::new();
     ws.write("a.txt", b"a", 0o644);
     let h = ws.history(true, 1 << 20);
-    h.before_call(&call("r1", "read_file", Kind::Read)).await.unwrap();
+    h.before_call(&call("r1", "read_file", Kind::Read))
+        .await
+        .unwrap();
     assert!(h.store().checkpoints().is_empty());
-    h.before_call(&call("m1", "save_memory", Kind::Think)).await.unwrap();
+    h.before_call(&call("m1", "save_memory", Kind::Think))
+        .await
+        .unwrap();
     assert_eq!(h.store().checkpoints().len(), 1);
 }
 
@@ -256,7 +297,10 @@ async fn retention_removes_old_checkpoints_and_what_only_they_held() {
     let ws = Ws::new();
     ws.write("a.txt", b"first content", 0o644);
     let h = ws.history(true, 1 << 20);
-    around(&h, &call("c1", "edit", Kind::Edit), || ws.write("a.txt", b"second content", 0o644)).await;
+    around(&h, &call("c1", "edit", Kind::Edit), || {
+        ws.write("a.txt", b"second content", 0o644)
+    })
+    .await;
     h.flush();
     let store = Store::open(ws.store.clone());
     let records = store.checkpoints().len();
@@ -285,7 +329,10 @@ fn a_damaged_record_is_listed_as_damaged_and_the_rest_still_works() {
     ws.write("a.txt", b"a", 0o644);
     let h = ws.history(false, 1 << 20);
     let r = h.checkpoint_now(Phase::Before, "edit", "c1", None).unwrap();
-    let bad = ws.store.join("checkpoints").join(format!("{:013}-abcdef0123-b.json", r.time_ms + 1));
+    let bad = ws
+        .store
+        .join("checkpoints")
+        .join(format!("{:013}-abcdef0123-b.json", r.time_ms + 1));
     std::fs::write(&bad, b"{\"version\": 1, \"id\": ").unwrap();
     let (listed, damaged) = h.list().unwrap();
     assert_eq!(listed.len(), 1);
@@ -308,6 +355,9 @@ async fn links_out_of_the_workspace_are_never_written_through() {
     let plan = h.plan(&id, &[]).unwrap();
     let applied = h.apply(&plan, false).unwrap();
     assert!(!outside.path().join("f.txt").exists(), "{applied:?}");
-    assert!(ws.root.join("d").is_dir() || !applied.failed.is_empty(), "{applied:?}");
+    assert!(
+        ws.root.join("d").is_dir() || !applied.failed.is_empty(),
+        "{applied:?}"
+    );
     let _ = Path::new("unused");
 }

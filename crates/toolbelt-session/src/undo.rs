@@ -104,7 +104,11 @@ impl Session {
     /// `toolbelt restore`: the list of checkpoints (newest first), or one restored after
     /// its diff is shown and `ask` (a person at a terminal; `None`: nobody) or `--yes`
     /// agrees.
-    pub fn restore_command(&self, request: &RestoreRequest, ask: Option<&dyn Fn(&str) -> bool>) -> CommandOutput {
+    pub fn restore_command(
+        &self,
+        request: &RestoreRequest,
+        ask: Option<&dyn Fn(&str) -> bool>,
+    ) -> CommandOutput {
         let history = history(&self.env, &self.project(), "restore", false);
         let Some(id) = request.id.as_deref().filter(|_| !request.list) else {
             return match history.list() {
@@ -115,8 +119,15 @@ impl Session {
                 Err(e) => CommandOutput::usage(e),
             };
         };
-        let only: Vec<PathBuf> = request.paths.iter().map(|p| absolute(&self.dir, p)).collect();
-        if let Some(outside) = only.iter().find(|p| !self.env.roots.roots().iter().any(|r| p.starts_with(r))) {
+        let only: Vec<PathBuf> = request
+            .paths
+            .iter()
+            .map(|p| absolute(&self.dir, p))
+            .collect();
+        if let Some(outside) = only
+            .iter()
+            .find(|p| !self.env.roots.roots().iter().any(|r| p.starts_with(r)))
+        {
             return CommandOutput::usage(format!("{} is not in the workspace", outside.display()));
         }
         let plan = match history.plan(id, &only) {
@@ -136,7 +147,11 @@ impl Session {
             let _ = writeln!(
                 out.stderr,
                 "toolbelt: nothing was restored: {}",
-                if ask.is_some() { "not confirmed" } else { "no terminal to ask; pass --yes to restore" }
+                if ask.is_some() {
+                    "not confirmed"
+                } else {
+                    "no terminal to ask; pass --yes to restore"
+                }
             );
             out.code = 3;
             return out;

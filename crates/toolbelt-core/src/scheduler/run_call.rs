@@ -8,9 +8,11 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::SchedulerEvent;
-use crate::result::{ErrorKind, Part, ToolError, ToolResult};
 use crate::checkpoint::{CheckpointCall, Checkpoints, unsaved_note};
-use crate::tool::{Consent, ExecContext, Invocation, Kind, OutputSink, PermissionSubject, ToolEnvironment};
+use crate::result::{ErrorKind, Part, ToolError, ToolResult};
+use crate::tool::{
+    Consent, ExecContext, Invocation, Kind, OutputSink, PermissionSubject, ToolEnvironment,
+};
 
 /// How long a cancelled call may take to hand back its partial result before it is
 /// dropped. Tools honour cancellation promptly; this only bounds one that does not.
@@ -72,7 +74,12 @@ pub(super) async fn execute(
     };
     // Issue 34: the workspace is recorded before the call and after it; a checkpoint
     // that fails is said in the result, and the call runs all the same.
-    let checkpoint = info.checkpoint.map(|(c, kind)| (c, checkpoint_call(&info.call_id, &info.tool, kind, &*invocation)));
+    let checkpoint = info.checkpoint.map(|(c, kind)| {
+        (
+            c,
+            checkpoint_call(&info.call_id, &info.tool, kind, &*invocation),
+        )
+    });
     let unsaved = match &checkpoint {
         Some((c, call)) => c.before_call(call).await.err(),
         None => None,
@@ -91,12 +98,12 @@ pub(super) async fn execute(
             }
         }
     };
-    let mut result = if cancel.is_cancelled() && result.error.is_none() && result.llm_content.is_empty()
-    {
-        ToolResult::error(cancelled_error())
-    } else {
-        result
-    };
+    let mut result =
+        if cancel.is_cancelled() && result.error.is_none() && result.llm_content.is_empty() {
+            ToolResult::error(cancelled_error())
+        } else {
+            result
+        };
     let elapsed = started.elapsed();
     if let Some((c, call)) = &checkpoint {
         c.after_call(call).await;
@@ -108,7 +115,12 @@ pub(super) async fn execute(
 }
 
 /// What the checkpoints are told about one call.
-fn checkpoint_call(call_id: &str, tool: &str, kind: Kind, invocation: &dyn Invocation) -> CheckpointCall {
+fn checkpoint_call(
+    call_id: &str,
+    tool: &str,
+    kind: Kind,
+    invocation: &dyn Invocation,
+) -> CheckpointCall {
     let paths = match invocation.permission_subject() {
         PermissionSubject::Paths(paths) => paths,
         _ => Vec::new(),

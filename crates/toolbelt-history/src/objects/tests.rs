@@ -17,7 +17,9 @@ fn contents_small_and_chunked_come_back_exactly_and_once() {
     assert_eq!(objects.read_content(&h).unwrap(), small);
     assert_eq!(written.len(), 1);
     // A large file: its chunks and its list.
-    let large: Vec<u8> = (0..1_000_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+    let large: Vec<u8> = (0..1_000_000u32)
+        .flat_map(|i| (i % 251).to_le_bytes())
+        .collect();
     let mut written = Vec::new();
     let h = objects.put_content(&large, &mut written).unwrap();
     assert!(written.len() > 2);
@@ -49,7 +51,10 @@ fn a_damaged_object_is_an_error_not_wrong_bytes() {
     let err = fresh.read_content(&h).unwrap_err();
     assert!(matches!(err, StoreError::Damaged { .. }), "{err}");
     std::fs::remove_file(&path).unwrap();
-    assert!(matches!(fresh.read_content(&h), Err(StoreError::Missing(_))));
+    assert!(matches!(
+        fresh.read_content(&h),
+        Err(StoreError::Missing(_))
+    ));
 }
 
 proptest! {

@@ -376,6 +376,60 @@ impl Approver for PersonTypedIt {
     }
 }
 
+/// A resumed conversation (`--continue`, `--resume`), as the terminal shows it first:
+/// its size and last exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resumed {
+    /// The person's prompts in it.
+    pub prompts: usize,
+    /// The last one's text.
+    pub last_prompt: String,
+    /// The model's last answer with text.
+    pub answer: Option<String>,
+}
+
+impl Resumed {
+    /// "Resumed a conversation of 3 prompts; the last exchange:".
+    pub fn heading(&self) -> String {
+        format!(
+            "Resumed a conversation of {} prompt{}; the last exchange:",
+            self.prompts,
+            if self.prompts == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// What a resumed `history` holds; `None` when it has no prompt.
+pub fn resumed(history: &[toolbelt_model::Message]) -> Option<Resumed> {
+    use toolbelt_model::{Message, UserPart};
+    let prompts: Vec<String> = history
+        .iter()
+        .filter_map(|m| match m {
+            Message::User(parts) => {
+                let text: Vec<&str> = parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        UserPart::Text(t) => Some(t.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                Some(text.join("\n"))
+            }
+            _ => None,
+        })
+        .collect();
+    let last_prompt = prompts.last()?.clone();
+    let answer = history.iter().rev().find_map(|m| match m {
+        Message::Assistant { text, .. } if !text.trim().is_empty() => Some(text.clone()),
+        _ => None,
+    });
+    Some(Resumed {
+        prompts: prompts.len(),
+        last_prompt,
+        answer,
+    })
+}
+
 /// Completion for `/`: the commands whose name starts with `typed` (without the
 /// slash), with their descriptions.
 pub fn command_candidates(typed: &str) -> Vec<(&'static str, &'static str)> {

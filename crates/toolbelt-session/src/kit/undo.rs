@@ -73,6 +73,43 @@ pub fn parse(name: &str, args: &str) -> Result<UndoCommand, String> {
     }
 }
 
+/// What the commands work on: the session's checkpoints and its directory. Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct UndoKit {
+    history: Option<History>,
+    cwd: PathBuf,
+}
+
+impl UndoKit {
+    /// The kit of a session's agent.
+    pub fn new(prepared: &crate::Prepared) -> Self {
+        UndoKit {
+            history: prepared.history.clone(),
+            cwd: prepared.cwd.clone(),
+        }
+    }
+
+    /// Runs `command` (see [`run`]).
+    pub async fn run(
+        &self,
+        command: UndoCommand,
+        agent: Arc<Agent>,
+        approver: Arc<dyn Approver>,
+        say: &(dyn Fn(String) + Send + Sync),
+    ) -> String {
+        run(
+            command,
+            self.history.clone(),
+            agent,
+            approver,
+            self.cwd.clone(),
+            say,
+        )
+        .await
+    }
+}
+
 /// Runs `command`. `say` shows text as it comes (a plan before the question); the
 /// answer is the last text. Asks through `approver` before changing anything.
 pub async fn run(
@@ -87,7 +124,9 @@ pub async fn run(
         return "Checkpoints are off (general.checkpointing.enabled is false in the settings): there is nothing to restore.".into();
     };
     let blocking = |f: Box<dyn FnOnce() -> String + Send>| async move {
-        tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| format!("failed: {e}"))
+        tokio::task::spawn_blocking(f)
+            .await
+            .unwrap_or_else(|e| format!("failed: {e}"))
     };
     match command {
         UndoCommand::List => {
@@ -118,7 +157,9 @@ pub async fn run(
                 Err(e) => format!("failed: {e}"),
             }
         }
-        UndoCommand::Rewind { turn, force } => rewind(&history, &agent, turn, force, &*approver, say).await,
+        UndoCommand::Rewind { turn, force } => {
+            rewind(&history, &agent, turn, force, &*approver, say).await
+        }
     }
 }
 
@@ -127,10 +168,24 @@ fn turns_text(history: &History) -> String {
     if turns.is_empty() {
         return "No turns in this session yet.".into();
     }
-    let mut s = String::from("Turns of this session (/rewind N takes the files and the conversation back to before turn N):\n");
+    let mut s = String::from(
+        "Turns of this session (/rewind N takes the files and the conversation back to before turn N):\n",
+    );
     for t in turns {
-        let line = t.prompt.trim().lines().next().unwrap_or("").chars().take(70).collect::<String>();
-        s.push_str(&format!("  {:>3}  {}  {line}\n", t.number, render::when(t.started_ms)));
+        let line = t
+            .prompt
+            .trim()
+            .lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(70)
+            .collect::<String>();
+        s.push_str(&format!(
+            "  {:>3}  {}  {line}\n",
+            t.number,
+            render::when(t.started_ms)
+        ));
     }
     s
 }
@@ -191,7 +246,10 @@ async fn rewind(
     };
     let h = history.clone();
     let m = mark.clone();
-    let target = tokio::task::spawn_blocking(move || h.turn_checkpoint(&m)).await.ok().flatten();
+    let target = tokio::task::spawn_blocking(move || h.turn_checkpoint(&m))
+        .await
+        .ok()
+        .flatten();
     let mut out = String::new();
     if let Some(target) = target {
         let h = history.clone();
@@ -258,10 +316,15 @@ async fn git_diff(cwd: &Path) -> String {
                 format!("The working tree against git's HEAD:\n{text}")
             }
         }
-        Ok(Ok(out)) => format!(
-            "git diff HEAD: {}",
-            String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("failed")
-        ) + "\n",
+        Ok(Ok(out)) => {
+            format!(
+                "git diff HEAD: {}",
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .next()
+                    .unwrap_or("failed")
+            ) + "\n"
+        }
         Ok(Err(e)) => format!("git diff HEAD: {e}\n"),
         Err(_) => "git diff HEAD: took too long\n".into(),
     }
@@ -283,7 +346,13 @@ mod tests {
             })
         );
         assert_eq!(parse("rewind", ""), Ok(UndoCommand::Turns));
-        assert_eq!(parse("rewind", "2"), Ok(UndoCommand::Rewind { turn: 2, force: false }));
+        assert_eq!(
+            parse("rewind", "2"),
+            Ok(UndoCommand::Rewind {
+                turn: 2,
+                force: false
+            })
+        );
         assert!(parse("rewind", "two").is_err());
         assert_eq!(parse("diff", ""), Ok(UndoCommand::Diff));
         assert!(parse("diff", "x").is_err());
