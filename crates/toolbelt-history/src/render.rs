@@ -189,6 +189,31 @@ fn changed_between(
     Some(count)
 }
 
+impl History {
+    /// Lines a restore adds back and takes away (text files up to 1 MiB).
+    pub fn line_counts(&self, plan: &RestorePlan) -> (usize, usize) {
+        let objects = &self.store().objects;
+        let text = |l: &Option<crate::tree::Leaf>| -> Option<String> {
+            match l {
+                None => Some(String::new()),
+                Some(l) if l.kind == EntryKind::File && l.size <= DIFF_TEXT_LIMIT => {
+                    String::from_utf8(objects.read_content(&l.hash).ok()?).ok()
+                }
+                Some(_) => None,
+            }
+        };
+        let (mut added, mut removed) = (0, 0);
+        for c in plan.changes.iter().filter(|c| !c.outside) {
+            if let (Some(old), Some(new)) = (text(&c.now), text(&c.then)) {
+                let (_, a, r) = toolbelt_tools::unified_diff(&c.shown(), &old, &new);
+                added += a;
+                removed += r;
+            }
+        }
+        (added, removed)
+    }
+}
+
 /// `toolbelt restore --list` and `/restore`: one checkpoint a line, newest first,
 /// starting with its ID.
 pub fn list_text(listed: &[Listed], damaged: &[String]) -> String {

@@ -110,6 +110,79 @@ impl UndoKit {
     }
 }
 
+/// What `rewind_files` answers (the Claude SDK's `RewindFilesResult`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RewindFiles {
+    /// Whether the files are (or, for a dry run, can be) as they were.
+    pub can_rewind: bool,
+    /// Why not.
+    pub error: Option<String>,
+    /// The files the rewind changes (or changed).
+    pub files_changed: Vec<String>,
+    /// Lines the rewind adds back.
+    pub insertions: usize,
+    /// Lines it takes away.
+    pub deletions: usize,
+}
+
+impl UndoKit {
+    /// `rewind_files`: the files back to their state before the turn whose message had
+    /// ID `turn_id` (a stream-JSON client's `uuid`); with `dry_run`, only what would
+    /// change. Files changed outside toolbelt since are kept, and left out of the list.
+    pub fn rewind_files(&self, turn_id: &str, dry_run: bool) -> RewindFiles {
+        let refuse = |error: String| RewindFiles {
+            error: Some(error),
+            ..RewindFiles::default()
+        };
+        let Some(history) = &self.history else {
+            return refuse("checkpoints are off (general.checkpointing.enabled: false)".into());
+        };
+        let Some(mark) = history.turns().into_iter().find(|t| t.id == turn_id) else {
+            return refuse(format!("no user message {turn_id} in this session"));
+        };
+        let Some(target) = history.turn_checkpoint(&mark) else {
+            return RewindFiles {
+                can_rewind: true,
+                ..RewindFiles::default()
+            };
+        };
+        let plan = match history.plan_record(target, &[]) {
+            Ok(plan) => plan,
+            Err(e) => return refuse(e),
+        };
+        let (insertions, deletions) = history.line_counts(&plan);
+        let files_changed: Vec<String> = plan
+            .changes
+            .iter()
+            .filter(|c| {
+                !c.outside
+                    && c.then
+                        .is_none_or(|l| l.kind != toolbelt_history::EntryKind::Dir)
+            })
+            .filter(|c| {
+                c.now
+                    .is_none_or(|l| l.kind != toolbelt_history::EntryKind::Dir)
+            })
+            .map(|c| c.path().display().to_string())
+            .collect();
+        let result = RewindFiles {
+            can_rewind: true,
+            error: None,
+            files_changed,
+            insertions,
+            deletions,
+        };
+        if dry_run || plan.is_empty() {
+            return result;
+        }
+        match history.apply(&plan, false) {
+            Ok(applied) if applied.failed.is_empty() || !applied.restored.is_empty() => result,
+            Ok(applied) => refuse(applied.failed.join("; ")),
+            Err(e) => refuse(e),
+        }
+    }
+}
+
 /// Runs `command`. `say` shows text as it comes (a plan before the question); the
 /// answer is the last text. Asks through `approver` before changing anything.
 pub async fn run(
