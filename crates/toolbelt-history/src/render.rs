@@ -54,6 +54,10 @@ impl History {
     /// The checkpoints of the project, newest first, each with how many files differ
     /// from it now; damaged records as messages.
     pub fn list(&self) -> Result<(Vec<Listed>, Vec<String>), String> {
+        // Nothing to compare with: nothing is read (or written to the store).
+        if self.store().record_files().is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
         let current = {
             let mut state = self.state();
             self.sync_locked(&mut state)?
