@@ -17,8 +17,13 @@ use toolbelt_history::{History, HistoryConfig, Phase};
 
 /// Text that compresses as source code does (about 3:1 with zstd).
 fn text(seed: u64, bytes: usize) -> String {
-    let words = ["fn", "let", "match", "self", "value", "return", "Some", "None", "impl", "struct", "pub", "use", "=>", "{", "}", "(", ")", ";"];
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let words = [
+        "fn", "let", "match", "self", "value", "return", "Some", "None", "impl", "struct", "pub",
+        "use", "=>", "{", "}", "(", ")", ";",
+    ];
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut out = String::with_capacity(bytes + 80);
     while out.len() < bytes {
         for _ in 0..10 {
@@ -76,7 +81,14 @@ fn git(git_dir: &Path, root: &Path, args: &[&str]) {
     let status = Command::new("git")
         .arg(format!("--git-dir={}", git_dir.display()))
         .arg(format!("--work-tree={}", root.display()))
-        .args(["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "core.autocrlf=false"])
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.invalid",
+            "-c",
+            "core.autocrlf=false",
+        ])
         .args(args)
         .stdout(std::process::Stdio::null())
         .status()
@@ -89,12 +101,26 @@ fn git(git_dir: &Path, root: &Path, args: &[&str]) {
 fn shadow_commit(git_dir: &Path, root: &Path) -> Duration {
     let t = Instant::now();
     git(git_dir, root, &["add", "-A"]);
-    git(git_dir, root, &["commit", "-q", "--allow-empty", "--no-verify", "-m", "checkpoint"]);
+    git(
+        git_dir,
+        root,
+        &[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "--no-verify",
+            "-m",
+            "checkpoint",
+        ],
+    );
     t.elapsed()
 }
 
 fn have_git() -> bool {
-    Command::new("git").arg("--version").output().is_ok_and(|o| o.status.success())
+    Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 fn bench_checkpoints(files: usize, runs: usize, watch: bool, label: &str) {
@@ -105,20 +131,31 @@ fn bench_checkpoints(files: usize, runs: usize, watch: bool, label: &str) {
     workspace(&root, files);
     let h = history(&root, dir.path().join("store"), watch);
     let t = Instant::now();
-    h.checkpoint_now(Phase::Before, "bench", "first", None).unwrap();
-    println!("{label}: first checkpoint of {files} files: {:.0} ms", t.elapsed().as_secs_f64() * 1000.0);
+    h.checkpoint_now(Phase::Before, "bench", "first", None)
+        .unwrap();
+    println!(
+        "{label}: first checkpoint of {files} files: {:.0} ms",
+        t.elapsed().as_secs_f64() * 1000.0
+    );
     let mut one = Vec::new();
     let mut none = Vec::new();
     for i in 0..runs {
-        let f = root.join(format!("pkg{:02}/mod{:02}/f{:05}.rs", (i * 7919 % files) / 1000, ((i * 7919 % files) / 100) % 10, i * 7919 % files));
+        let f = root.join(format!(
+            "pkg{:02}/mod{:02}/f{:05}.rs",
+            (i * 7919 % files) / 1000,
+            ((i * 7919 % files) / 100) % 10,
+            i * 7919 % files
+        ));
         let mut body = std::fs::read_to_string(&f).unwrap();
         body.push_str(&format!("// edit {i}\n"));
         std::fs::write(&f, body).unwrap();
         let t = Instant::now();
-        h.checkpoint_now(Phase::Before, "bench", "one", None).unwrap();
+        h.checkpoint_now(Phase::Before, "bench", "one", None)
+            .unwrap();
         one.push(t.elapsed());
         let t = Instant::now();
-        h.checkpoint_now(Phase::Before, "bench", "none", None).unwrap();
+        h.checkpoint_now(Phase::Before, "bench", "none", None)
+            .unwrap();
         none.push(t.elapsed());
     }
     let (m1, p1) = median(one);
@@ -136,12 +173,19 @@ fn bench_shadow_git(files: usize, runs: usize) {
     let git_dir = dir.path().join("shadow.git");
     git(&git_dir, &root, &["init", "-q"]);
     let t = shadow_commit(&git_dir, &root);
-    println!("shadow git: first commit of {files} files: {:.0} ms", t.as_secs_f64() * 1000.0);
+    println!(
+        "shadow git: first commit of {files} files: {:.0} ms",
+        t.as_secs_f64() * 1000.0
+    );
     let mut one = Vec::new();
     let mut none = Vec::new();
     for i in 0..runs {
         let n = i * 7919 % files;
-        let f = root.join(format!("pkg{:02}/mod{:02}/f{n:05}.rs", n / 1000, (n / 100) % 10));
+        let f = root.join(format!(
+            "pkg{:02}/mod{:02}/f{n:05}.rs",
+            n / 1000,
+            (n / 100) % 10
+        ));
         let mut body = std::fs::read_to_string(&f).unwrap();
         body.push_str(&format!("// edit {i}\n"));
         std::fs::write(&f, body).unwrap();
@@ -173,16 +217,25 @@ fn bench_size(git_too: bool) {
         let at = (i * 104_729) % lines.len();
         lines[at] = format!("// edited line {i}");
         std::fs::write(&file, lines.join("\n")).unwrap();
-        h.checkpoint_now(Phase::Before, "bench", "edit", None).unwrap();
+        h.checkpoint_now(Phase::Before, "bench", "edit", None)
+            .unwrap();
         if git_too {
             shadow_commit(&git_dir, &root);
         }
     }
     h.flush();
     let size = std::fs::metadata(&file).unwrap().len();
-    println!("100 edits of a {:.2} MiB file: store {:.2} MiB", size as f64 / 1048576.0, du(&store) as f64 / 1048576.0);
+    println!(
+        "100 edits of a {:.2} MiB file: store {:.2} MiB",
+        size as f64 / 1048576.0,
+        du(&store) as f64 / 1048576.0
+    );
     if git_too {
-        println!("100 edits of a {:.2} MiB file: shadow git {:.2} MiB (loose objects, as Qwen Code leaves them)", size as f64 / 1048576.0, du(&git_dir) as f64 / 1048576.0);
+        println!(
+            "100 edits of a {:.2} MiB file: shadow git {:.2} MiB (loose objects, as Qwen Code leaves them)",
+            size as f64 / 1048576.0,
+            du(&git_dir) as f64 / 1048576.0
+        );
     }
 }
 

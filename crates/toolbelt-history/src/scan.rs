@@ -310,6 +310,28 @@ impl Scan<'_> {
         Ok(())
     }
 
+    /// Removes the entries of `dir` that are no longer there (and their watches).
+    fn drop_gone(
+        &mut self,
+        root: usize,
+        tree: &mut DirNode,
+        dir: &[u8],
+        old: &BTreeMap<Vec<u8>, Node>,
+        seen: &BTreeMap<Vec<u8>, std::fs::FileType>,
+    ) {
+        for (name, node) in old {
+            if !seen.contains_key(name) {
+                let rel = join(dir, name);
+                tree.remove(&rel);
+                if matches!(node, Node::Dir(_))
+                    && let Some(w) = self.watcher.as_deref_mut()
+                {
+                    w.forget_under(root, &rel);
+                }
+            }
+        }
+    }
+
     /// Reads directory `dir` again: entries gone, new, or changed.
     fn relist(
         &mut self,
@@ -352,17 +374,7 @@ impl Scan<'_> {
         {
             d.mode = mode;
         }
-        for (name, node) in &old {
-            if !seen.contains_key(name) {
-                let rel = join(dir, name);
-                tree.remove(&rel);
-                if matches!(node, Node::Dir(_))
-                    && let Some(w) = self.watcher.as_deref_mut()
-                {
-                    w.forget_under(root, &rel);
-                }
-            }
-        }
+        self.drop_gone(root, tree, dir, &old, &seen);
         for (name, file_type) in seen {
             let rel = join(dir, &name);
             let child_abs = abs.join(OsStr::from_bytes(&name));

@@ -223,7 +223,7 @@ pub(crate) fn check_name(name: &[u8]) -> Result<(), String> {
 
 fn escape_into(name: &[u8], out: &mut Vec<u8>) {
     for &b in name {
-        if b == b'%' || b < 0x20 || b > 0x7e {
+        if b == b'%' || !(0x20..=0x7e).contains(&b) {
             out.extend_from_slice(format!("%{b:02X}").as_bytes());
         } else {
             out.push(b);
@@ -241,7 +241,7 @@ fn unescape(raw: &[u8]) -> Result<Vec<u8>, String> {
             let text = std::str::from_utf8(hex).map_err(|_| "bad `%` escape")?;
             out.push(u8::from_str_radix(text, 16).map_err(|_| "bad `%` escape")?);
             i += 3;
-        } else if b < 0x20 || b > 0x7e {
+        } else if !(0x20..=0x7e).contains(&b) {
             return Err("an unescaped control or non-ASCII byte in a name".into());
         } else {
             out.push(b);

@@ -138,6 +138,23 @@ struct Ruled {
     mode: ApprovalMode,
 }
 
+impl Ruled {
+    /// The agent's scheduler settings.
+    fn into_config(
+        self,
+        approver: Option<Arc<dyn Approver>>,
+        checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
+    ) -> SchedulerConfig {
+        SchedulerConfig {
+            mode: self.mode,
+            permissions: self.permissions,
+            approver,
+            checkpoints,
+            ..Default::default()
+        }
+    }
+}
+
 impl Saving {
     /// This run's file and its ID (else `--session-id`'s, else a fresh one).
     fn start(
@@ -266,10 +283,7 @@ impl Session {
         let mcp = Arc::new(mcp);
         let (model, model_name, server) = session_model(&options, &env, &cwd)?;
         let (log, session_id) = saving.start(&cwd, &model_name, &options, &warn);
-        let history = crate::undo::open(&env, &project, &session_id);
-        let checkpoints = history
-            .clone()
-            .map(|h| Arc::new(h) as Arc<dyn toolbelt_core::checkpoint::Checkpoints>);
+        let (history, checkpoints) = crate::undo::open(&env, &project, &session_id);
         // `agent`, `task_stop` and `send_message` see the tools as they are now (without
         // themselves); the settings' lists and --exclude-tools apply to them as to every
         // other tool.
@@ -296,19 +310,14 @@ impl Session {
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);
         settle_tools(&mut registry, &env.settings, &options);
         let system_prompt = make_system_prompt(&options, &env, &registry, &cwd, ruled.mode);
-        let config = SchedulerConfig {
-            mode: ruled.mode,
-            permissions: ruled.permissions,
-            approver,
-            checkpoints,
-            ..Default::default()
-        };
+        let mode = ruled.mode;
+        let config = ruled.into_config(approver, checkpoints);
         let agent = Agent::new(
             model.clone(),
             Arc::new(registry),
             env.clone(),
             config,
-            system_prompt.text(ruled.mode),
+            system_prompt.text(mode),
             options.max_session_turns,
             Some(sink),
         );

@@ -7,7 +7,10 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use toolbelt_core::ToolEnvironment;
+use toolbelt_core::checkpoint::Checkpoints;
 use toolbelt_history::{History, HistoryConfig, Store, render};
 
 use crate::paths::{absolute, history_dir, toolbelt_home};
@@ -39,12 +42,17 @@ fn history(env: &ToolEnvironment, project: &Path, session: &str, watch: bool) ->
     })
 }
 
-/// The session's checkpoints when the settings keep them: the first picture of the
-/// workspace and the retention sweep start in the background.
-pub(crate) fn open(env: &ToolEnvironment, project: &Path, session: &str) -> Option<History> {
+/// The session's checkpoints when the settings keep them (and the same as the call
+/// path's `Checkpoints`): the first picture of the workspace and the retention sweep
+/// start in the background.
+pub(crate) fn open(
+    env: &ToolEnvironment,
+    project: &Path,
+    session: &str,
+) -> (Option<History>, Option<Arc<dyn Checkpoints>>) {
     let general = &env.settings.general;
     if !general.checkpointing.enabled {
-        return None;
+        return (None, None);
     }
     let history = history(env, project, session, true);
     history.start();
@@ -60,7 +68,8 @@ pub(crate) fn open(env: &ToolEnvironment, project: &Path, session: &str) -> Opti
                 tracing::debug!("checkpoint retention: {e}");
             }
         });
-    Some(history)
+    let checkpoints = Arc::new(history.clone()) as Arc<dyn Checkpoints>;
+    (Some(history), Some(checkpoints))
 }
 
 /// `toolbelt restore` as data.

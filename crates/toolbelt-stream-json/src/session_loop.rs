@@ -347,6 +347,28 @@ impl<'a> Loop<'a> {
         }
     }
 
+    /// `rewind_files`: the files back to before the turn of a user message (its `uuid`).
+    fn rewind_files(&self, request: &Value) -> Result<Value, String> {
+        let id = request
+            .get("user_message_id")
+            .and_then(Value::as_str)
+            .ok_or("rewind_files needs \"user_message_id\"")?;
+        let dry_run = request
+            .get("dry_run")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let kit = toolbelt_session::kit::undo::UndoKit::new(self.prepared);
+        let r = kit.rewind_files(id, dry_run);
+        let mut answer = json!({
+            "canRewind": r.can_rewind, "filesChanged": r.files_changed,
+            "insertions": r.insertions, "deletions": r.deletions,
+        });
+        if let Some(error) = r.error {
+            answer["error"] = json!(error);
+        }
+        Ok(answer)
+    }
+
     /// Answers one control request of the client.
     fn control(&mut self, subtype: &str, request: &Value) -> Result<Value, String> {
         let scheduler = self.prepared.agent.scheduler();
@@ -423,26 +445,7 @@ impl<'a> Loop<'a> {
             }
             "initialize" => Err("the session is already initialized".to_string()),
             // Issue 34: the Claude SDK's `rewindFiles(userMessageId, {dryRun})`.
-            "rewind_files" => {
-                let id = request
-                    .get("user_message_id")
-                    .and_then(Value::as_str)
-                    .ok_or("rewind_files needs \"user_message_id\"")?;
-                let dry_run = request
-                    .get("dry_run")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                let kit = toolbelt_session::kit::undo::UndoKit::new(self.prepared);
-                let r = kit.rewind_files(id, dry_run);
-                let mut answer = json!({
-                    "canRewind": r.can_rewind, "filesChanged": r.files_changed,
-                    "insertions": r.insertions, "deletions": r.deletions,
-                });
-                if let Some(error) = r.error {
-                    answer["error"] = json!(error);
-                }
-                Ok(answer)
-            }
+            "rewind_files" => self.rewind_files(request),
             other => Err(format!("Unknown control request subtype: {other}")),
         }
     }

@@ -279,3 +279,109 @@ async fn a_restore_killed_halfway_leaves_each_file_old_or_new_and_finishes_next_
         assert!(text.iter().all(|&b| b == b'a'), "file {i} restored");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_json_rewind_files_takes_the_files_back_to_before_a_user_message() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let w = Workspace::new();
+    let ws = w.ws();
+    w.write("kept.txt", "before\n");
+    let script = w.script(&[
+        json!({"tool_calls": [{"id": "w1", "name": "write_file",
+            "arguments": {"file_path": ws.join("made.txt"), "content": "new\n"}}]}),
+        json!({"tool_calls": [{"id": "w2", "name": "write_file",
+            "arguments": {"file_path": ws.join("kept.txt"), "content": "after\n"}}]}),
+        json!({"text": "done"}),
+    ]);
+    let mut child = w
+        .command(
+            &[
+                "--model-replay",
+                script.to_str().unwrap(),
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+                "--yolo",
+            ],
+            &[],
+        )
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let user =
+        json!({"type": "user", "uuid": "u-1", "message": {"role": "user", "content": "make it"}});
+    stdin
+        .write_all(format!("{user}\n").as_bytes())
+        .await
+        .unwrap();
+    while let Some(line) = out.next_line().await.unwrap() {
+        if serde_json::from_str::<serde_json::Value>(&line).unwrap()["type"] == "result" {
+            break;
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.join("kept.txt")).unwrap(),
+        "after\n"
+    );
+    let dry = control(
+        &mut stdin,
+        &mut out,
+        "r1",
+        json!({"subtype": "rewind_files", "user_message_id": "u-1", "dry_run": true}),
+    )
+    .await;
+    assert_eq!(dry["canRewind"], true, "{dry}");
+    assert_eq!(dry["filesChanged"].as_array().unwrap().len(), 2, "{dry}");
+    assert!(ws.join("made.txt").exists());
+    let done = control(
+        &mut stdin,
+        &mut out,
+        "r2",
+        json!({"subtype": "rewind_files", "user_message_id": "u-1"}),
+    )
+    .await;
+    assert_eq!(done["canRewind"], true, "{done}");
+    assert!(!ws.join("made.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("kept.txt")).unwrap(),
+        "before\n"
+    );
+    let unknown = control(
+        &mut stdin,
+        &mut out,
+        "r3",
+        json!({"subtype": "rewind_files", "user_message_id": "nope"}),
+    )
+    .await;
+    assert_eq!(unknown["canRewind"], false);
+    assert!(
+        unknown["error"].as_str().unwrap().contains("nope"),
+        "{unknown}"
+    );
+    let _ = child.kill().await;
+}
+
+/// Sends a control request and reads lines until its answer.
+async fn control(
+    stdin: &mut tokio::process::ChildStdin,
+    out: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    id: &str,
+    request: serde_json::Value,
+) -> serde_json::Value {
+    use tokio::io::AsyncWriteExt;
+    let line = json!({"type": "control_request", "request_id": id, "request": request});
+    stdin
+        .write_all(format!("{line}\n").as_bytes())
+        .await
+        .unwrap();
+    loop {
+        let line = out.next_line().await.unwrap().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if v["type"] == "control_response" && v["response"]["request_id"] == id {
+            return v["response"]["response"].clone();
+        }
+    }
+}
