@@ -442,6 +442,7 @@ async fn sub_agents_name_themselves_start_with_context_and_can_be_kept_going() {
         default_max_turns: 5,
         counter: Default::default(),
         hooks: Some(w.hooks.clone()),
+        checkpoints: None,
     });
     let mut registry = tools();
     registry.register(

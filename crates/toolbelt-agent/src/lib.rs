@@ -145,6 +145,25 @@ pub enum StopReason {
     HookStopped(String),
 }
 
+impl StopReason {
+    /// What went wrong, for a person; `None` when the run ended as it should (answered,
+    /// or a plan proposed).
+    pub fn error_text(&self) -> Option<String> {
+        match self {
+            StopReason::MaxTurns(n) => Some(format!(
+                "reached the limit of {n} model turns (--max-session-turns) before the model answered"
+            )),
+            StopReason::Cancelled => Some("interrupted".to_string()),
+            StopReason::ModelFailed(e) => Some(e.to_string()),
+            StopReason::PromptBlocked(why) => {
+                Some(format!("a UserPromptSubmit hook blocked the prompt: {why}"))
+            }
+            StopReason::HookStopped(why) => Some(format!("a hook stopped the run: {why}")),
+            StopReason::Answered | StopReason::PlanProposed => None,
+        }
+    }
+}
+
 /// The outcome of a run, complete or not.
 #[derive(Debug)]
 pub struct RunOutcome {
@@ -200,6 +219,8 @@ pub struct Agent {
     subagent: Option<hooks::AsSubagent>,
     /// What SessionStart hooks left for the next prompt.
     pending: std::sync::Mutex<hooks::Pending>,
+    /// The session's file checkpoints, told where each user turn starts (issue 34).
+    checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
 }
 
 impl Agent {
@@ -222,6 +243,7 @@ impl Agent {
         config.turn_grants = true;
         let tool_search = tool_search::ToolSearch::new(env.settings.tools.search.clone());
         let hooks = config.hooks.clone();
+        let checkpoints = config.checkpoints.clone();
         Agent {
             model,
             registry: std::sync::Mutex::new(registry),
@@ -242,6 +264,7 @@ impl Agent {
             hooks,
             subagent: None,
             pending: std::sync::Mutex::new(hooks::Pending::default()),
+            checkpoints,
         }
     }
 
@@ -484,6 +507,12 @@ impl Agent {
             }
         };
         let history = self.history();
+        if let Some(checkpoints) = &self.checkpoints {
+            checkpoints.begin_turn(toolbelt_core::checkpoint::TurnStart {
+                history_len: history.len(),
+                prompt: written.to_string(),
+            });
+        }
         let mut messages = Vec::with_capacity(history.len() + 2);
         messages.push(Message::System(self.system_prompt()));
         messages.extend(history);

@@ -20,6 +20,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod ask_user;
+pub mod checkpoint;
 pub mod confirm;
 pub mod front_matter;
 pub mod hooks;

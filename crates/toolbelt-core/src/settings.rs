@@ -42,10 +42,11 @@ pub use hook_layers::HookLayer;
 pub use merge::merge_layers;
 pub(crate) use types::show_value;
 pub use types::{
-    ApprovalModeSetting, ContextFileNames, ContextSettings, FileFiltering, FolderTrustSettings,
-    LspServerSettings, LspSettings, LspSocket, LspTransport, McpServerSettings, McpSettings,
-    Millis, ModelSettings, PermissionSettings, Sandbox, SecuritySettings, ShellSettings,
-    ToolsSettings, WebFetchSettings, WebSearchKind, WebSearchProvider, WebSearchSettings,
+    ApprovalModeSetting, CheckpointingSettings, ContextFileNames, ContextSettings, FileFiltering,
+    FolderTrustSettings, GeneralSettings, LspServerSettings, LspSettings, LspSocket, LspTransport,
+    McpServerSettings, McpSettings, Millis, ModelSettings, PermissionSettings, Sandbox,
+    SecuritySettings, ShellSettings, ToolsSettings, WebFetchSettings, WebSearchKind,
+    WebSearchProvider, WebSearchSettings,
 };
 
 use crate::trust::{TrustError, TrustedFolders};
@@ -277,6 +278,8 @@ pub struct Settings {
     /// Each layer read, after the untrusted keys were removed, for [`Settings::origin`].
     #[serde(skip)]
     layers: Vec<(SettingsLayer, PathBuf, Value)>,
+    /// `general`.
+    pub general: GeneralSettings,
 }
 
 /// The top-level keys this build knows; others are reported at debug level.

@@ -83,6 +83,9 @@ pub struct Prepared {
     /// Claude's `dontAsk` mode: on when the policy's mode is `dontAsk`; a front end turns
     /// it off when the person chooses another mode.
     pub dont_ask: DontAsk,
+    /// The session's file checkpoints (issue 34); `None` when the settings turn them
+    /// off (`general.checkpointing.enabled: false`).
+    pub history: Option<toolbelt_history::History>,
 }
 
 /// A session's system prompt and what it is made of, so it can be made again when
@@ -148,12 +151,17 @@ struct Ruled {
 impl Ruled {
     /// The agent's scheduler under these rules, asking `approver`, with the session's
     /// hooks.
-    fn scheduler_config(self, approver: Option<Arc<dyn Approver>>) -> SchedulerConfig {
+    fn scheduler_config(
+        self,
+        approver: Option<Arc<dyn Approver>>,
+        checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
+    ) -> SchedulerConfig {
         SchedulerConfig {
             mode: self.mode,
             permissions: self.permissions,
             approver,
             hooks: self.hooks,
+            checkpoints,
             ..Default::default()
         }
     }
@@ -321,9 +329,10 @@ impl Session {
         ruled: Ruled,
         saving: Saving,
     ) -> Result<Prepared, String> {
+        let project = self.project();
         let cwd = self.dir.clone();
         let warn = self.warn().clone();
-        let (catalog, agents) = load_catalog(&self.project(), &warn);
+        let (catalog, agents) = load_catalog(&project, &warn);
         let Session {
             env,
             mut registry,
@@ -337,6 +346,7 @@ impl Session {
         let (model, model_name, server) = session_model(&options, &env, &cwd)?;
         let (log, session_id) = saving.start(&cwd, &model_name, &options, &warn);
         let hooks = told_the_session(hooks, &session_id, log.as_ref());
+        let (history, checkpoints) = crate::undo::open(&env, &project, &session_id);
         // `agent`, `task_stop` and `send_message` see the tools as they are now (without
         // themselves); the settings' lists and --exclude-tools apply to them as to every
         // other tool.
@@ -355,13 +365,14 @@ impl Session {
             max_turns: options.max_session_turns,
             shell_jobs: shell_jobs.clone(),
             hooks: ruled.hooks.clone(),
+            checkpoints: checkpoints.clone(),
         };
         let background = subagents::install(&mut registry, parts);
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);
         settle_tools(&mut registry, &env.settings, &options);
         let system_prompt = make_system_prompt(&options, &env, &registry, &cwd, ruled.mode);
         let mode = ruled.mode;
-        let config = ruled.scheduler_config(approver);
+        let config = ruled.scheduler_config(approver, checkpoints);
         let agent = Agent::new(
             model.clone(),
             Arc::new(registry),
@@ -401,6 +412,7 @@ impl Session {
             options,
             hooks,
             dont_ask: DontAsk::default(),
+            history,
         })
     }
 }

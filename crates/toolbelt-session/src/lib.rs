@@ -50,6 +50,8 @@ mod serve;
 mod session;
 mod subagents;
 mod trust;
+// Issue 34: file checkpoints, `toolbelt restore`.
+mod undo;
 
 pub use agent::{Prepared, ReadPrompt, Setup, SystemPrompt, build_model};
 pub use dont_ask::{DONT_ASK_REFUSAL, DontAsk};
@@ -64,3 +66,4 @@ pub use serve::ServeWorkspaces;
 pub use session::{Session, SetupError, approval_mode, exclude, rule_vocabulary};
 pub use subagents::catalog as agent_catalog;
 pub use trust::change_trust;
+pub use undo::{CommandOutput, RestoreRequest};

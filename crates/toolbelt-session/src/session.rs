@@ -183,6 +183,17 @@ impl Session {
         keys
     }
 
+    /// `toolbelt tools when EXPR`: the clause evaluated against this session's keys in
+    /// the settings' approval mode; a clause that does not parse is an error of three
+    /// lines, the last pointing at the place.
+    pub fn when_verdict(&self, expr: &str) -> Result<bool, String> {
+        let clause = toolbelt_core::when::parse(expr).map_err(|e| {
+            let column = expr[..e.offset.min(expr.len())].chars().count();
+            format!("{e}\n  {expr}\n  {}^", " ".repeat(column))
+        })?;
+        Ok(clause.evaluate(&self.when_context(self.settings_mode())))
+    }
+
     /// Evaluates every tool's `when` clause in approval mode `mode` (see
     /// [`ToolRegistry::apply_when`]).
     pub fn apply_when(&mut self, mode: ApprovalMode) {

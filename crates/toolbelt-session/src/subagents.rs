@@ -89,6 +89,8 @@ pub(crate) struct Parts {
     pub(crate) max_turns: usize,
     pub(crate) shell_jobs: Arc<JobTable>,
     pub(crate) hooks: Option<Arc<dyn toolbelt_core::hooks::HookRunner>>,
+    /// The session's file checkpoints (issue 34).
+    pub(crate) checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
 }
 
 /// Registers `agent`, `task_stop` and `send_message`; returns the table of background agents, which the
@@ -116,6 +118,7 @@ pub(crate) fn install(registry: &mut ToolRegistry, parts: Parts) -> Arc<Backgrou
         default_max_turns: parts.max_turns,
         counter: Default::default(),
         hooks: parts.hooks,
+        checkpoints: parts.checkpoints,
     });
     let background = BackgroundTasks::new();
     registry.register(

@@ -102,6 +102,9 @@ pub struct SubagentRuntime {
     pub counter: AtomicU64,
     /// The session's hooks (`None`: it has none).
     pub hooks: Option<Arc<dyn HookRunner>>,
+    /// The session's file checkpoints: a sub-agent's calls are recorded like the
+    /// parent's (issue 34).
+    pub checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
 }
 
 /// The `agent` tool of one agent loop at depth `depth`.
@@ -470,6 +473,10 @@ fn subagent_config(
                 inner,
                 agent: agent.clone(),
             }) as Arc<dyn HookRunner>
+        }),
+        checkpoints: rt.checkpoints.clone().map(|c| {
+            Arc::new(toolbelt_core::checkpoint::CallsOnly(c))
+                as Arc<dyn toolbelt_core::checkpoint::Checkpoints>
         }),
         ..Default::default()
     }

@@ -81,6 +81,8 @@ pub struct SchedulerConfig {
     /// The session's hooks (see [`crate::hooks`]); `None` when it has none, and the call
     /// path costs nothing more.
     pub hooks: Option<Arc<dyn crate::hooks::HookRunner>>,
+    /// The session's file checkpoints (see [`crate::checkpoint`]); `None`: none taken.
+    pub checkpoints: Option<Arc<dyn crate::checkpoint::Checkpoints>>,
 }
 
 /// The words of a refusal when nobody can be asked (see
@@ -107,6 +109,7 @@ impl Default for SchedulerConfig {
             nobody_to_ask: None,
             turn_grants: false,
             hooks: None,
+            checkpoints: None,
         }
     }
 }
@@ -139,6 +142,7 @@ pub struct Scheduler {
     retry_guard: Mutex<RetryLoopGuard>,
     /// The session's hooks (see `call_hooks.rs`).
     hooks: Option<Arc<dyn crate::hooks::HookRunner>>,
+    checkpoints: Option<Arc<dyn crate::checkpoint::Checkpoints>>,
 }
 
 /// A call between the phases: either finished already, or approved with its invocation.
@@ -202,6 +206,7 @@ impl Scheduler {
             grants: TurnGrants::new(config.turn_grants),
             retry_guard: Mutex::new(RetryLoopGuard::default()),
             hooks: config.hooks,
+            checkpoints: config.checkpoints,
         }
     }
 
@@ -352,7 +357,7 @@ impl Scheduler {
             request,
             arguments,
             tool,
-            kind: _,
+            kind,
             description,
             invocation,
             consent,
@@ -367,6 +372,7 @@ impl Scheduler {
                 tool: tool.clone(),
                 description: description.clone(),
                 consent,
+                checkpoint: self.checkpoints.clone().map(|c| (c, kind)),
             },
             env.clone(),
             events,

@@ -521,6 +521,41 @@ pub struct ModelSettings {
     pub vision: bool,
 }
 
+/// `general`: what toolbelt keeps of a session.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GeneralSettings {
+    /// How many days checkpoints are kept (`general.cleanupPeriodDays`, default 30).
+    pub cleanup_period_days: Option<u32>,
+    /// `general.checkpointing`.
+    pub checkpointing: CheckpointingSettings,
+}
+
+/// `general.checkpointing`: the file checkpoints taken before each call that may change
+/// files (issue 34).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CheckpointingSettings {
+    /// Whether checkpoints are taken (default true; the key Qwen Code inherited from
+    /// Gemini CLI).
+    pub enabled: bool,
+    /// Files larger than this many bytes are left out of checkpoints (default 10 MiB).
+    pub max_file_size: Option<u64>,
+    /// More files than this in the workspace and checkpoints stop for the session
+    /// (default 100,000).
+    pub max_files: Option<u64>,
+}
+
+impl Default for CheckpointingSettings {
+    fn default() -> Self {
+        CheckpointingSettings {
+            enabled: true,
+            max_file_size: None,
+            max_files: None,
+        }
+    }
+}
+
 /// `security`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

@@ -57,6 +57,10 @@ const RESTRICTED: &[(&str, Refuse)] = &[
     ("webSearch", Refuse::AnyValue),
     // Keeps prompts that run in later sessions (issue 33: durable scheduled tasks).
     ("experimental.cronDurable", Refuse::AnyValue),
+    // Switches off or narrows the undo of what calls change (issue 34), or shortens
+    // how long it is kept.
+    ("general.checkpointing", Refuse::AnyValue),
+    ("general.cleanupPeriodDays", Refuse::AnyValue),
     // The folder cannot switch off the check that guards it.
     ("security.folderTrust", Refuse::AnyValue),
     // Runs commands at every step of a call (and sends data to URLs); turning all hooks

@@ -40,7 +40,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{Agent, AgentEvent, EventSink, RunOutcome, StopReason, at_paths};
 use toolbelt_core::scheduler::{ApprovalMode, ApprovalRequest, CallState, SchedulerEvent};
-use toolbelt_model::{Message, StreamDelta, UserPart};
+use toolbelt_model::{StreamDelta, UserPart};
 
 use toolbelt_tools::workspace_rules;
 
@@ -252,6 +252,8 @@ struct App {
     idle_prompts: loop_cmd::IdlePrompts,
     /// `--approval-mode dontAsk` until another mode is chosen.
     dont_ask: toolbelt_session::DontAsk,
+    /// `/restore`, `/rewind`, `/diff` (issue 34).
+    undo: toolbelt_session::kit::undo::UndoKit,
 }
 
 impl App {
@@ -268,6 +270,7 @@ impl App {
         });
         let mut editor = Editor::default();
         editor.set_history(history.entries().to_vec());
+        let undo = toolbelt_session::kit::undo::UndoKit::new(&p);
         let mut app = App {
             agent: Arc::new(p.agent),
             system_prompt: p.system_prompt,
@@ -295,6 +298,7 @@ impl App {
             quit: false,
             idle_prompts: loop_cmd::IdlePrompts::new(p.cron, p.monitors),
             dont_ask: p.dont_ask,
+            undo,
         };
         // The prompt comes back while monitors run; their events are turns when idle.
         app.agent.set_wait_for_events(false);
@@ -742,10 +746,11 @@ impl App {
                     let _ = tx.send(message);
                 });
             }
-            SlashCommand::Clear | SlashCommand::Compress if busy => self.emit(view::note(
-                "wait for the running request to end (or Esc to cancel it)",
-                Color::Yellow,
-            )),
+            SlashCommand::Clear | SlashCommand::Compress | SlashCommand::Undo(_) if busy => self
+                .emit(view::note(
+                    "wait for the running request to end (or Esc to cancel it)",
+                    Color::Yellow,
+                )),
             SlashCommand::Clear => {
                 self.agent.set_history(Vec::new());
                 self.emit(view::note(
@@ -767,6 +772,15 @@ impl App {
                 self.emit(view::note(&format!("approval mode: {mode}"), Color::Gray));
             }
             SlashCommand::Stats => self.emit(view::note(&self.stats.text(), Color::Gray)),
+            SlashCommand::Undo(command) => {
+                let (kit, agent, tx) = (self.undo.clone(), self.agent.clone(), self.to_ui.clone());
+                let approver = Arc::new(UiApprover { to_ui: tx.clone() });
+                tokio::spawn(async move {
+                    let say = |text: String| drop(tx.send(UiMessage::Notice(text)));
+                    let text = kit.run(command, agent, approver, &say).await;
+                    say(text);
+                });
+            }
         }
     }
 
@@ -928,41 +942,13 @@ impl App {
     /// A resumed conversation (`--continue`, `--resume`) is shown by its size and last
     /// exchange, so the person sees where it stands; `/stats` counts its prompts.
     fn show_resumed(&mut self) {
-        let history = self.agent.history();
-        let prompts: Vec<String> = history
-            .iter()
-            .filter_map(|m| match m {
-                Message::User(parts) => {
-                    let text: Vec<&str> = parts
-                        .iter()
-                        .filter_map(|p| match p {
-                            UserPart::Text(t) => Some(t.as_str()),
-                            _ => None,
-                        })
-                        .collect();
-                    Some(text.join("\n"))
-                }
-                _ => None,
-            })
-            .collect();
-        let Some(last_prompt) = prompts.last() else {
+        let Some(resumed) = slash::resumed(&self.agent.history()) else {
             return;
         };
-        self.stats.resumed_prompts = prompts.len() as u64;
-        let answer = history.iter().rev().find_map(|m| match m {
-            Message::Assistant { text, .. } if !text.trim().is_empty() => Some(text.clone()),
-            _ => None,
-        });
-        self.emit(view::note(
-            &format!(
-                "Resumed a conversation of {} prompt{}; the last exchange:",
-                prompts.len(),
-                if prompts.len() == 1 { "" } else { "s" }
-            ),
-            Color::DarkGray,
-        ));
-        self.emit(view::user_lines(last_prompt));
-        if let Some(answer) = answer {
+        self.stats.resumed_prompts = resumed.prompts as u64;
+        self.emit(view::note(&resumed.heading(), Color::DarkGray));
+        self.emit(view::user_lines(&resumed.last_prompt));
+        if let Some(answer) = resumed.answer {
             self.emit(markdown::render(&answer));
         }
     }
