@@ -331,8 +331,7 @@ impl Session {
     ) -> Result<Prepared, String> {
         let project = self.project();
         let cwd = self.dir.clone();
-        let warn = self.warn().clone();
-        let (catalog, agents) = load_catalog(&project, &warn);
+        let (catalog, agents) = load_catalog(&project, self.warn());
         let Session {
             env,
             mut registry,
@@ -344,12 +343,10 @@ impl Session {
         } = self;
         let mcp = Arc::new(mcp);
         let (model, model_name, server) = session_model(&options, &env, &cwd)?;
-        let (log, session_id) = saving.start(&cwd, &model_name, &options, &warn);
+        let (log, session_id) = saving.start(&cwd, &model_name, &options, &self.options.warn);
         let hooks = told_the_session(hooks, &session_id, log.as_ref());
         let (history, checkpoints) = crate::undo::open(&env, &project, &session_id);
-        // `agent`, `task_stop` and `send_message` see the tools as they are now (without
-        // themselves); the settings' lists and --exclude-tools apply to them as to every
-        // other tool.
+        // The sub-agent tools see the tools as they are now (without themselves).
         let parts = subagents::Parts {
             catalog,
             parent_model: model.clone(),
@@ -371,14 +368,13 @@ impl Session {
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);
         settle_tools(&mut registry, &env.settings, &options);
         let system_prompt = make_system_prompt(&options, &env, &registry, &cwd, ruled.mode);
-        let mode = ruled.mode;
-        let config = ruled.scheduler_config(approver, checkpoints);
+        let prompt_text = system_prompt.text(ruled.mode);
         let agent = Agent::new(
             model.clone(),
             Arc::new(registry),
             env.clone(),
-            config,
-            system_prompt.text(mode),
+            ruled.scheduler_config(approver, checkpoints),
+            prompt_text,
             options.max_session_turns,
             Some(sink),
         );
