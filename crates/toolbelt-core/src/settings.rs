@@ -5,8 +5,9 @@
 //! named by `TOOLBELT_SYSTEM_SETTINGS_PATH`). Objects merge key by key and a higher layer's
 //! value replaces a lower one's, except: `permissions.allow|ask|deny` and `tools.exclude`
 //! are the union of all layers, `context.includeDirectories` and `mcp.allowed|excluded`
-//! concatenate, and `mcpServers` merges by server name (a server is taken whole from the
-//! highest layer that defines it). These are Qwen Code's merge strategies.
+//! concatenate, and `mcpServers` (and `lsp.servers`) merge by server name (a server is
+//! taken whole from the highest layer that defines it). These are Qwen Code's merge
+//! strategies.
 //!
 //! Comments (`//`, `/* */`, `#`) are tolerated. Strings may use `$VAR` and `${VAR}`;
 //! unset variables are left as written. A malformed file is an error naming the file,
@@ -41,7 +42,8 @@ pub use hook_layers::HookLayer;
 pub use merge::merge_layers;
 pub(crate) use types::show_value;
 pub use types::{
-    ApprovalModeSetting, ContextFileNames, ContextSettings, FileFiltering, FolderTrustSettings,
+    ApprovalModeSetting, CheckpointingSettings, ContextFileNames, ContextSettings, FileFiltering,
+    FolderTrustSettings, GeneralSettings, LspServerSettings, LspSettings, LspSocket, LspTransport,
     McpServerSettings, McpSettings, Millis, ModelSettings, PermissionSettings, Sandbox,
     SecuritySettings, ShellSettings, ToolsSettings, WebFetchSettings, WebSearchKind,
     WebSearchProvider, WebSearchSettings,
@@ -271,6 +273,13 @@ pub struct Settings {
     pub security: SecuritySettings,
     /// `webSearch`.
     pub web_search: WebSearchSettings,
+    /// `lsp`.
+    pub lsp: LspSettings,
+    /// Each layer read, after the untrusted keys were removed, for [`Settings::origin`].
+    #[serde(skip)]
+    layers: Vec<(SettingsLayer, PathBuf, Value)>,
+    /// `general`.
+    pub general: GeneralSettings,
 }
 
 /// The top-level keys this build knows; others are reported at debug level.
@@ -294,6 +303,7 @@ const KNOWN_TOP_LEVEL: &[&str] = &[
     "disableAllHooks",
     "output",
     "modelProviders",
+    "lsp",
     "$schema",
 ];
 
@@ -341,7 +351,7 @@ impl Settings {
         let hooks_disabled_by = hook_layers::disabled_by(&layers);
         let allowed_http_hook_urls = hook_layers::allowed_http_hook_urls(&layers);
         let sources: Vec<PathBuf> = layers.iter().map(|(_, p, _)| p.clone()).collect();
-        let merged = merge_layers(layers.into_iter().map(|(_, _, v)| v).collect());
+        let merged = merge_layers(layers.iter().map(|(_, _, v)| v.clone()).collect());
         let mut settings = Settings::from_value(merged.clone()).map_err(|(key, message)| {
             SettingsError::Invalid {
                 path: sources.last().cloned().unwrap_or_default(),
@@ -357,10 +367,24 @@ impl Settings {
         settings.security.allowed_http_hook_urls = allowed_http_hook_urls;
         settings.expanded = expanded;
         settings.raw = merged;
+        settings.layers = layers;
         if !trusted && let WorkspaceTrust::FromFolders { project, .. } = &paths.trust {
             settings.untrusted_project = Some(project.clone());
         }
         Ok(settings)
+    }
+
+    /// The file that gives the key at `path` (`["lsp", "servers", "python"]`) its
+    /// value, with its layer: the highest layer that sets it. `None` when no file does
+    /// (a default), or for settings that were not read from files.
+    pub fn origin(&self, path: &[&str]) -> Option<(SettingsLayer, &Path)> {
+        self.layers.iter().rev().find_map(|(layer, file, value)| {
+            let mut node = value;
+            for key in path {
+                node = node.get(key)?;
+            }
+            Some((*layer, file.as_path()))
+        })
     }
 
     /// `(name, value)` of every environment variable the files expanded, so that the

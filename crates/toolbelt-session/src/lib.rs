@@ -31,6 +31,8 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod agent;
+mod claude_settings;
+mod dont_ask;
 // Issue 33: scheduled prompts and monitors.
 pub mod cron;
 mod hooks;
@@ -48,14 +50,20 @@ mod serve;
 mod session;
 mod subagents;
 mod trust;
+// Issue 34: file checkpoints, `toolbelt restore`.
+mod undo;
 
 pub use agent::{Prepared, ReadPrompt, Setup, SystemPrompt, build_model};
+pub use dont_ask::{DONT_ASK_REFUSAL, DontAsk};
 pub use hooks::hook_listing;
 pub use mcp::connect as connect_mcp;
 pub use model_slot::ModelSlot;
-pub use options::{AgentOptions, McpOptions, Policy, Resume, SessionOptions, Warn};
+pub use options::{
+    AgentOptions, IgnoredFlag, McpOptions, Policy, Resume, SessionOptions, SettingSources, Warn,
+};
 pub use paths::{sessions_dir, toolbelt_home};
 pub use serve::ServeWorkspaces;
 pub use session::{Session, SetupError, approval_mode, exclude, rule_vocabulary};
 pub use subagents::catalog as agent_catalog;
 pub use trust::change_trust;
+pub use undo::{CommandOutput, RestoreRequest};

@@ -183,6 +183,17 @@ impl Session {
         keys
     }
 
+    /// `toolbelt tools when EXPR`: the clause evaluated against this session's keys in
+    /// the settings' approval mode; a clause that does not parse is an error of three
+    /// lines, the last pointing at the place.
+    pub fn when_verdict(&self, expr: &str) -> Result<bool, String> {
+        let clause = toolbelt_core::when::parse(expr).map_err(|e| {
+            let column = expr[..e.offset.min(expr.len())].chars().count();
+            format!("{e}\n  {expr}\n  {}^", " ".repeat(column))
+        })?;
+        Ok(clause.evaluate(&self.when_context(self.settings_mode())))
+    }
+
     /// Evaluates every tool's `when` clause in approval mode `mode` (see
     /// [`ToolRegistry::apply_when`]).
     pub fn apply_when(&mut self, mode: ApprovalMode) {
@@ -307,6 +318,14 @@ impl Grounds {
         if options.trust_workspace || trust_from_environment() {
             paths = paths.trusting_workspace();
         }
+        if let Some(sources) = options.setting_sources {
+            if !sources.user {
+                paths.user = None;
+            }
+            if !sources.project {
+                paths.workspace = None;
+            }
+        }
         let settings = Settings::load(&paths).map_err(|e| SetupError(e.to_string()))?;
         let mut warnings = Vec::new();
         if let Some(untrusted) = &settings.untrusted_workspace {
@@ -338,13 +357,16 @@ impl Grounds {
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
         let trusted = settings.untrusted_project.is_none();
-        let skills = Arc::new(Skills::load(roots.primary(), home.as_deref(), trusted));
+        let skills = Skills::load(roots.primary(), home.as_deref(), trusted);
+        let skills = Arc::new(skills.with_plugins(&options.plugin_skills));
         for warning in skills.warnings() {
             options.warn.say(warning);
             warnings.push(warning.clone());
         }
         let said = warnings.len();
-        let (lsp, lsp_problems) = load_lsp(&mut roots, home.as_deref(), &settings, &mut warnings);
+        let keep = options.lsp_servers.as_ref();
+        let (lsp, lsp_problems) =
+            load_lsp(&mut roots, home.as_deref(), &settings, keep, &mut warnings);
         for warning in &warnings[said..] {
             options.warn.say(warning);
         }
@@ -438,9 +460,10 @@ pub fn approval_mode(
         return Ok(ApprovalMode::Yolo);
     }
     match flag {
-        // Claude Code's: nobody is asked (the caller leaves the approver out), so what
-        // would ask is refused, as headless.
-        Some("dontAsk") => Ok(ApprovalMode::Default),
+        // Claude Code's: nobody is asked (`DontAsk`), so what would ask is refused, as
+        // headless. Claude's `auto` (a model classifier approves) is the default mode
+        // here: toolbelt's own classifier already runs read-only commands unasked.
+        Some("dontAsk" | "auto") => Ok(ApprovalMode::Default),
         Some(m) => m.parse(),
         None => Ok(settings
             .tools
