@@ -204,7 +204,10 @@ pub struct HookFailure {
 /// What the hooks of one event came to, combined.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HookOutcome {
-    /// The strictest decision any hook gave (see [`HookDecision`]).
+    /// The strictest decision any hook gave (see [`HookDecision`]). An `Ask` stays
+    /// `Ask` even when the request said [`HookRequest::nobody_to_ask`]: the runner does
+    /// not know what the call path would tell the model, so the call path refuses the
+    /// call and says why (nobody can be asked where it runs).
     pub decision: Option<HookDecision>,
     /// The reasons given with that decision (joined, in hook order), for the model when
     /// it is a deny, for the person when it is an ask.

@@ -160,22 +160,20 @@ impl Owner {
     /// The live processes that belong to this owner now (the leader included while it
     /// lives), each with the identity it was found with.
     pub fn processes(&self) -> Vec<ProcStat> {
-        let all = procfs::all();
         let me = std::process::id();
+        // As a subreaper everything ours is below us: walk our tree (its size, not the
+        // machine's, is the cost; a hook or a command pays it at every end).
         let candidates: Vec<ProcStat> = if is_subreaper() {
-            procfs::descendants(&all, me)
+            procfs::descendants_of(me).unwrap_or_else(|| procfs::descendants(&procfs::all(), me))
         } else {
-            all.iter().copied().filter(|p| p.pid != me).collect()
+            procfs::all().into_iter().filter(|p| p.pid != me).collect()
         };
         let leader = self.leader();
         // The leader's group is the call's only while no other process holds its pid.
-        let group = leader.and_then(|l| {
-            let holder = all.iter().find(|p| p.pid == l.pgid);
-            match holder {
-                None => Some(l.pgid),
-                Some(h) if h.start_time == l.start_time && l.pgid == l.pid => Some(l.pgid),
-                Some(_) => None,
-            }
+        let group = leader.and_then(|l| match procfs::stat(l.pgid) {
+            None => Some(l.pgid),
+            Some(h) if h.start_time == l.start_time && l.pgid == l.pid => Some(l.pgid),
+            Some(_) => None,
         });
         let seen = self
             .seen
