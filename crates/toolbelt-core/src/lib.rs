@@ -20,6 +20,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod ask_user;
+pub mod checkpoint;
 pub mod confirm;
 pub mod front_matter;
 pub mod hooks;
@@ -42,7 +43,8 @@ pub mod workspace;
 pub use ask_user::{Answer, AskUser, Question, QuestionOption, QuestionSlot};
 pub use confirm::{ConfirmationDetails, ConfirmationOutcome};
 pub use hooks::{
-    HookAgent, HookDecision, HookEvent, HookFailure, HookOutcome, HookRequest, HookRunner,
+    HookAgent, HookDecision, HookEvent, HookFailure, HookMessage, HookOutcome, HookRequest,
+    HookRunner,
 };
 pub use output::{LimitedText, OutputPolicy};
 pub use protected::{ProtectedPaths, Protection};

@@ -106,6 +106,8 @@ pub struct Toolset {
     /// (`exit_plan_mode` ends plan mode) the `when` clauses are evaluated again and the
     /// client told if the list changed. `None`: the list stays as opened.
     pub when_context: Option<WhenContext>,
+    /// The workspace's hooks (its settings'), run around every call; `None` without any.
+    pub hooks: Option<Arc<dyn toolbelt_core::hooks::HookRunner>>,
 }
 
 /// The when-clause context keys of a workspace in an approval mode.

@@ -11,6 +11,7 @@ use toolbelt_agent::prompt::{PromptFacts, system_prompt};
 use toolbelt_agent::subagents::BackgroundTasks;
 use toolbelt_agent::transcript::{LoadedSession, SessionStore, SessionWriter};
 use toolbelt_agent::{Agent, EventSink, context_files};
+use toolbelt_core::hooks::HookRunner;
 use toolbelt_core::scheduler::{ApprovalMode, Approver, Permissions, SchedulerConfig};
 use toolbelt_core::{RuleList, Settings, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayModel};
@@ -76,9 +77,15 @@ pub struct Prepared {
     pub system_prompt: SystemPrompt,
     /// How the agent was made (a new model is built from them).
     pub options: AgentOptions,
+    /// The session's hooks, for the agent's own events (the scheduler already holds
+    /// them for the calls'); `None` without any.
+    pub hooks: Option<Arc<dyn HookRunner>>,
     /// Claude's `dontAsk` mode: on when the policy's mode is `dontAsk`; a front end turns
     /// it off when the person chooses another mode.
     pub dont_ask: DontAsk,
+    /// The session's file checkpoints (issue 34); `None` when the settings turn them
+    /// off (`general.checkpointing.enabled: false`).
+    pub history: Option<toolbelt_history::History>,
 }
 
 /// A session's system prompt and what it is made of, so it can be made again when
@@ -134,10 +141,30 @@ struct Saving {
     continued: Option<LoadedSession>,
 }
 
-/// The agent's registry and rules, before the agent is made.
+/// The agent's registry and rules, before the agent is made, and the session's hooks.
 struct Ruled {
     permissions: Permissions,
     mode: ApprovalMode,
+    hooks: Option<Arc<dyn HookRunner>>,
+}
+
+impl Ruled {
+    /// The agent's scheduler under these rules, asking `approver`, with the session's
+    /// hooks.
+    fn scheduler_config(
+        self,
+        approver: Option<Arc<dyn Approver>>,
+        checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
+    ) -> SchedulerConfig {
+        SchedulerConfig {
+            mode: self.mode,
+            permissions: self.permissions,
+            approver,
+            hooks: self.hooks,
+            checkpoints,
+            ..Default::default()
+        }
+    }
 }
 
 impl Saving {
@@ -227,12 +254,20 @@ impl Session {
         // the run (`McpToolSource`).
         self.load_extensions(true).await.map_err(|e| e.0)?;
         let ruled = self.rule_agent(&options)?;
+        let source = if continued.is_some() {
+            "resume"
+        } else {
+            "startup"
+        };
         let saving = Saving { store, continued };
         let dont_ask = DontAsk::new(options.policy.approval_mode.as_deref());
         let approver = setup.approver.map(|approver| dont_ask.wrap(approver));
         let mut prepared = self.make_agent(options, setup.sink, approver, ruled, saving)?;
         prepared.prompt = prompt;
         prepared.dont_ask = dont_ask;
+        // SessionStart: what its hooks say goes with the first prompt.
+        let cancel = tokio_util::sync::CancellationToken::new();
+        prepared.agent.start_session(source, &cancel).await;
         Ok(prepared)
     }
 
@@ -276,7 +311,13 @@ impl Session {
             &self.env.settings,
         )?;
         self.apply_when(mode);
-        Ok(Ruled { permissions, mode })
+        Ok(Ruled {
+            permissions,
+            mode,
+            // The engine's state is shared by its clones: the session id and
+            // transcript it is told in `make_agent` reach these copies too.
+            hooks: self.hooks(),
+        })
     }
 
     /// The model, the saved file, the sub-agent tools, the system prompt and the agent.
@@ -288,29 +329,28 @@ impl Session {
         ruled: Ruled,
         saving: Saving,
     ) -> Result<Prepared, String> {
-        // `agent`, `task_stop` and `send_message` see the tools as they are now (without
-        // themselves); the settings' lists and --exclude-tools apply to them as to every
-        // other tool.
-        let (catalog, agents) = load_catalog(&self.project(), self.warn());
+        let project = self.project();
         let cwd = self.dir.clone();
-        let warn = self.warn().clone();
+        let (catalog, agents) = load_catalog(&project, self.warn());
         let Session {
             env,
             mut registry,
             mcp,
             shell_jobs,
             skills,
+            hooks,
             ..
         } = self;
         let mcp = Arc::new(mcp);
         let (model, model_name, server) = session_model(&options, &env, &cwd)?;
-        let (log, session_id) = saving.start(&cwd, &model_name, &options, &warn);
+        let (log, session_id) = saving.start(&cwd, &model_name, &options, &self.options.warn);
+        let hooks = told_the_session(hooks, &session_id, log.as_ref());
+        let (history, checkpoints) = crate::undo::open(&env, &project, &session_id);
+        // The sub-agent tools see the tools as they are now (without themselves).
         let parts = subagents::Parts {
             catalog,
-            models: subagents::Models {
-                parent: model.clone(),
-                server,
-            },
+            parent_model: model.clone(),
+            server,
             env: env.clone(),
             permissions: ruled.permissions.clone(),
             mode: ruled.mode,
@@ -321,23 +361,20 @@ impl Session {
             cwd: cwd.clone(),
             max_turns: options.max_session_turns,
             shell_jobs: shell_jobs.clone(),
+            hooks: ruled.hooks.clone(),
+            checkpoints: checkpoints.clone(),
         };
         let background = subagents::install(&mut registry, parts);
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);
         settle_tools(&mut registry, &env.settings, &options);
         let system_prompt = make_system_prompt(&options, &env, &registry, &cwd, ruled.mode);
-        let config = SchedulerConfig {
-            mode: ruled.mode,
-            permissions: ruled.permissions,
-            approver,
-            ..Default::default()
-        };
+        let prompt_text = system_prompt.text(ruled.mode);
         let agent = Agent::new(
             model.clone(),
             Arc::new(registry),
             env.clone(),
-            config,
-            system_prompt.text(ruled.mode),
+            ruled.scheduler_config(approver, checkpoints),
+            prompt_text,
             options.max_session_turns,
             Some(sink),
         );
@@ -369,9 +406,23 @@ impl Session {
             cron,
             system_prompt,
             options,
+            hooks,
             dont_ask: DontAsk::default(),
+            history,
         })
     }
+}
+
+/// The session's hooks, told the conversation's id and file (hooks see them from its
+/// first event).
+fn told_the_session(
+    hooks: Option<toolbelt_hooks::HookEngine>,
+    session_id: &str,
+    log: Option<&SessionWriter>,
+) -> Option<Arc<dyn HookRunner>> {
+    let engine = hooks?;
+    engine.set_session(session_id, log.map(|l| l.path().to_path_buf()));
+    Some(Arc::new(engine))
 }
 
 /// The session's model behind a [`ModelSlot`] (so `set_model` can swap it), which is

@@ -13,3 +13,5 @@ pub mod input_history;
 pub mod loop_cmd;
 pub mod slash;
 pub mod stats;
+// Issue 34: `/restore`, `/rewind`, `/diff`.
+pub mod undo;

@@ -26,6 +26,9 @@ pub struct SessionOptions {
     /// The shell's background jobs of an earlier session of the same workspace, kept
     /// (`mcp serve` opening its tools again).
     pub shell_jobs: Option<Arc<JobTable>>,
+    /// The language servers of an earlier session of the same workspace, kept when the
+    /// configuration read now is the same (`mcp serve` opening its tools again).
+    pub lsp_servers: Option<Arc<toolbelt_lsp::Servers>>,
     /// MCP servers that live in the client of a stream-JSON session (`sdkMcpServers`).
     pub sdk_mcp_servers: Vec<ServerConfig>,
     /// Which of the person's settings files are read (Claude's `--setting-sources`);

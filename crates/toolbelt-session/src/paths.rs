@@ -49,6 +49,15 @@ pub(crate) fn log_dir(project: &Path) -> PathBuf {
     toolbelt_home().join("logs").join(project_dir_name(project))
 }
 
+/// `<toolbelt home>/history/<project>`: the project's file checkpoints (issue 34).
+/// Outside every directory the model's tools can read or write, and never inside the
+/// project's `.git`.
+pub(crate) fn history_dir(project: &Path) -> PathBuf {
+    toolbelt_home()
+        .join("history")
+        .join(project_dir_name(project))
+}
+
 /// `p` against `cwd` when it is relative.
 pub(crate) fn absolute(cwd: &Path, p: &Path) -> PathBuf {
     if p.is_absolute() {

@@ -24,6 +24,8 @@ pub enum Inbound {
         parts: Vec<UserPart>,
         /// The text the person wrote.
         written: String,
+        /// The client's ID of the message (`uuid`), which `rewind_files` names.
+        uuid: Option<String>,
     },
     /// The client asks something (`initialize`, `interrupt`, ...).
     ControlRequest {
@@ -176,9 +178,15 @@ fn user(value: &Value) -> Result<Inbound, String> {
     if parts.is_empty() {
         return Err("the user message is empty".to_string());
     }
+    let uuid = value
+        .get("uuid")
+        .and_then(Value::as_str)
+        .filter(|u| !u.is_empty() && u.len() <= 200)
+        .map(str::to_string);
     Ok(Inbound::User {
         parts,
         written: texts.join("\n"),
+        uuid,
     })
 }
 
@@ -228,7 +236,8 @@ mod tests {
             got,
             Inbound::User {
                 parts: vec![UserPart::Text("hi #x".into())],
-                written: "hi #x".into()
+                written: "hi #x".into(),
+                uuid: None,
             }
         );
         let line = json!({"type": "user", "message": {"role": "user", "content": [
@@ -236,7 +245,7 @@ mod tests {
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}},
         ]}})
         .to_string();
-        let Some(Inbound::User { parts, written }) = parse_line(&line).unwrap() else {
+        let Some(Inbound::User { parts, written, .. }) = parse_line(&line).unwrap() else {
             panic!("not a user message");
         };
         assert_eq!(written, "look");
@@ -350,7 +359,7 @@ mod tests {
         fn text_messages_round_trip(text in ".{1,80}") {
             let line = json!({"type": "user", "message": {"role": "user", "content": text}}).to_string();
             let parsed = parse_line(&line);
-            prop_assert_eq!(parsed, Ok(Some(Inbound::User { parts: vec![UserPart::Text(text.clone())], written: text })));
+            prop_assert_eq!(parsed, Ok(Some(Inbound::User { parts: vec![UserPart::Text(text.clone())], written: text, uuid: None })));
         }
     }
 }

@@ -99,6 +99,7 @@ pub async fn run(options: StreamOptions) -> Result<(), String> {
         session.take(first);
     }
     session.run(&mut queue).await;
+    prepared.agent.end_session("other").await;
     reader.abort();
     control.close();
     out.finish();
@@ -312,7 +313,7 @@ struct Loop<'a> {
     prepared: &'a Prepared,
     out: &'a Arc<Emitter>,
     /// User messages that arrived during a turn.
-    waiting: VecDeque<(Vec<UserPart>, String)>,
+    waiting: VecDeque<(Vec<UserPart>, String, Option<String>)>,
     /// The running turn's token.
     cancel: Option<CancellationToken>,
 }
@@ -323,7 +324,10 @@ impl<'a> Loop<'a> {
         let mut turn: Option<(Turn<'a>, Instant)> = None;
         loop {
             if turn.is_none() {
-                if let Some((parts, written)) = self.waiting.pop_front() {
+                if let Some((parts, written, uuid)) = self.waiting.pop_front() {
+                    if let (Some(uuid), Some(history)) = (uuid, &self.prepared.history) {
+                        history.set_next_turn_id(uuid);
+                    }
                     turn = Some((self.start(parts, written), Instant::now()));
                 } else if !input_open {
                     return;
@@ -344,7 +348,7 @@ impl<'a> Loop<'a> {
                 fired = toolbelt_session::cron::due(self.prepared.cron.as_ref()), if turn.is_none() && input_open => {
                     for task in fired {
                         let text = toolbelt_session::cron::prompt_of(&task);
-                        self.waiting.push_back((vec![UserPart::Text(text.clone())], text));
+                        self.waiting.push_back((vec![UserPart::Text(text.clone())], text, None));
                     }
                 }
             }
@@ -364,7 +368,11 @@ impl<'a> Loop<'a> {
     /// One message from the client (not a response to us: those never get here).
     fn take(&mut self, message: Inbound) {
         match message {
-            Inbound::User { parts, written } => self.waiting.push_back((parts, written)),
+            Inbound::User {
+                parts,
+                written,
+                uuid,
+            } => self.waiting.push_back((parts, written, uuid)),
             Inbound::ControlRequest {
                 request_id,
                 subtype,
@@ -375,6 +383,28 @@ impl<'a> Loop<'a> {
             }
             _ => {}
         }
+    }
+
+    /// `rewind_files`: the files back to before the turn of a user message (its `uuid`).
+    fn rewind_files(&self, request: &Value) -> Result<Value, String> {
+        let id = request
+            .get("user_message_id")
+            .and_then(Value::as_str)
+            .ok_or("rewind_files needs \"user_message_id\"")?;
+        let dry_run = request
+            .get("dry_run")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let kit = toolbelt_session::kit::undo::UndoKit::new(self.prepared);
+        let r = kit.rewind_files(id, dry_run);
+        let mut answer = json!({
+            "canRewind": r.can_rewind, "filesChanged": r.files_changed,
+            "insertions": r.insertions, "deletions": r.deletions,
+        });
+        if let Some(error) = r.error {
+            answer["error"] = json!(error);
+        }
+        Ok(answer)
     }
 
     /// Answers one control request of the client.
@@ -454,6 +484,8 @@ impl<'a> Loop<'a> {
                 }))
             }
             "initialize" => Err("the session is already initialized".to_string()),
+            // Issue 34: the Claude SDK's `rewindFiles(userMessageId, {dryRun})`.
+            "rewind_files" => self.rewind_files(request),
             other => Err(format!("Unknown control request subtype: {other}")),
         }
     }

@@ -74,7 +74,8 @@ pub use shell::RunShellCommand;
 pub use shell::background::{Job, JobStatus, JobTable, connection_logs_dir};
 pub use shell::sandbox::SandboxSupport;
 pub use todo_write::TodoWrite;
-pub use web_fetch::{HostResolver, WebFetch, html_to_markdown};
+pub use walk::{WalkedEntry, walk_workspace};
+pub use web_fetch::{WebFetch, html_to_markdown};
 pub use web_search::{
     DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, SearchError, SearchHit, SearchProvider, SearchResults,
     WebSearch, web_search_unavailable_reason,
@@ -98,6 +99,13 @@ mod core_names_tests;
 mod lint_tests;
 #[cfg(test)]
 mod write_permissions_tests;
+
+/// The unified diff from `old` to `new` as confirmations show it (`--- name\tCurrent`,
+/// `+++ name\tProposed`), with the counts of added and removed lines: for a caller
+/// outside the tools that shows a change before making it (a restore of checkpoints).
+pub fn unified_diff(name: &str, old: &str, new: &str) -> (String, usize, usize) {
+    diff::unified(name, old, new)
+}
 
 /// Every built-in tool for a session. `web_search` is among them only when a provider
 /// is configured (see [`web_search_unavailable_reason`]).

@@ -318,6 +318,54 @@ pub(crate) fn glob_start(
     Ok((start, rest))
 }
 
+/// One entry of [`walk_workspace`].
+#[derive(Debug, Clone, Copy)]
+pub struct WalkedEntry<'a> {
+    /// The entry's path (the start joined with the names below it).
+    pub path: &'a Path,
+    /// What it is, as the directory listing says (links are not followed).
+    pub file_type: std::fs::FileType,
+    /// How far below the start: 1 for the start's own entries.
+    pub depth: usize,
+}
+
+/// The walk the tools make, for a caller outside them (the file checkpoints of
+/// `toolbelt-history`): `start` (inside `roots`) with the session's ignore rules
+/// (`context.fileFiltering`), `.git` left out, nothing the permission rules keep from
+/// reading, links not followed, down to `max_depth` (`None`: all the way). A directory
+/// in `exclude` (a store that lives in the workspace) is not entered. `each` sees every
+/// entry below the start, directories included; the result is how many paths the
+/// permission rules withheld.
+pub fn walk_workspace(
+    roots: &WorkspaceRoots,
+    settings: &Settings,
+    start: &Path,
+    max_depth: Option<usize>,
+    exclude: &[PathBuf],
+    each: &mut dyn FnMut(WalkedEntry<'_>),
+) -> usize {
+    let withheld = Withheld::new(roots);
+    let mut walk = walker(start, IgnoreRules::from_settings(settings), &withheld);
+    walk.max_depth(max_depth);
+    if !exclude.is_empty() {
+        let exclude = exclude.to_vec();
+        walk.filter_entry(move |entry| !exclude.iter().any(|e| e == entry.path()));
+    }
+    for entry in walk.build().filter_map(Result::ok) {
+        if entry.depth() == 0 {
+            continue;
+        }
+        if let Some(file_type) = entry.file_type() {
+            each(WalkedEntry {
+                path: entry.path(),
+                file_type,
+                depth: entry.depth(),
+            });
+        }
+    }
+    withheld.count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

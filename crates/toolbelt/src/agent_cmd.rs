@@ -166,6 +166,7 @@ async fn execute(
     for (id, command) in p.monitors.stop_all().await {
         eprintln!("toolbelt: monitor {id} (`{command}`) was still running and has been ended");
     }
+    p.agent.end_session("other").await;
     interrupts.abort();
     crate::ending::give_back_interrupts();
     match &emitter {

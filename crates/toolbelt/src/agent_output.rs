@@ -34,6 +34,9 @@ fn text_event_at(event: &AgentEvent, depth: usize) {
     }
     let mut err = std::io::stderr().lock();
     let indent = "  ".repeat(depth);
+    if let Some(message) = event.hook_message() {
+        return crate::pipes::check(writeln!(err, "{indent}{message}"));
+    }
     match event {
         AgentEvent::Assistant {
             text, tool_calls, ..
@@ -71,29 +74,12 @@ fn millis(d: Duration) -> String {
     format!("{:.0} ms", d.as_secs_f64() * 1000.0)
 }
 
-/// The stop reason as a word, and the error text if any.
-fn stop_words(stop: &StopReason) -> (&'static str, Option<String>) {
-    match stop {
-        StopReason::Answered => ("answered", None),
-        StopReason::MaxTurns(n) => (
-            "max_turns",
-            Some(format!(
-                "reached the limit of {n} model turns (--max-session-turns) before the model answered"
-            )),
-        ),
-        StopReason::Cancelled => ("cancelled", Some("interrupted".to_string())),
-        StopReason::ModelFailed(e) => ("model_error", Some(e.to_string())),
-        StopReason::PlanProposed => ("plan_proposed", None),
-        _ => ("stopped", None),
-    }
-}
-
 /// The final output: the answer on stdout, an error on stderr.
 pub fn print_result(format: OutputFormat, outcome: &RunOutcome) {
     if format != OutputFormat::Text {
         return;
     }
-    let (_, error) = stop_words(&outcome.stop);
+    let error = outcome.stop.error_text();
     if !outcome.answer.is_empty()
         && matches!(
             outcome.stop,

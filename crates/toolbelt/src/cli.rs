@@ -268,6 +268,12 @@ pub enum Command {
         #[command(subcommand)]
         command: SkillsCommand,
     },
+    /// The hooks of the settings (`.qwen/settings.json`, `~/.qwen/settings.json`, the
+    /// system file, Claude Code's `.claude/settings*.json`) and whether each runs here.
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
+    },
     /// Trust a folder (default: the current one): its `.qwen/settings.json` may then run
     /// commands, start MCP servers, add allow rules and widen the workspace. Saved in
     /// `~/.qwen/trustedFolders.json`, as Qwen Code does.
@@ -278,6 +284,10 @@ pub enum Command {
         #[arg(long)]
         remove: bool,
     },
+    /// The file checkpoints taken before every call that may change files: list them
+    /// (newest first), or restore one after its diff (a terminal is asked; `--yes`
+    /// instead). A restore is checkpointed too, so it can be undone.
+    Restore(RestoreArgs),
     /// What the kernel enforces on shell commands here: Landlock ABI, seccomp, network,
     /// and which commands run confined. `--verify` proves it from inside a confined
     /// command; `-- CMD...` runs CMD confined read-only, as an unasked command runs.
@@ -291,6 +301,25 @@ pub enum Command {
         #[arg(last = true)]
         command: Vec<String>,
     },
+}
+
+/// `toolbelt restore [--list] [ID] [--yes] [--force] [-- PATHS...]`.
+#[derive(Debug, Clone, Args)]
+pub struct RestoreArgs {
+    /// List the checkpoints (also what no ID does).
+    #[arg(long)]
+    pub list: bool,
+    /// The checkpoint to restore: its ID, or a unique start of it.
+    pub id: Option<String>,
+    /// Restore without asking.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Also overwrite files changed outside toolbelt since it last saw them.
+    #[arg(long)]
+    pub force: bool,
+    /// Only these files or directories.
+    #[arg(last = true)]
+    pub paths: Vec<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -308,6 +337,17 @@ pub enum AgentsCommand {
 pub enum LspCommand {
     /// Each configured server: its file, command, the extensions it covers, its state and
     /// why it would not run; and the `.lsp.json` files that were not read.
+    List {
+        /// Print them as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Each hook with its event, matcher, type, command or URL and file, whether it runs
+    /// here and why not (an untrusted folder, disableAllHooks); and the bad entries.
     List {
         /// Print them as JSON.
         #[arg(long)]

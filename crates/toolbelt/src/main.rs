@@ -19,6 +19,7 @@ mod cli;
 #[cfg(debug_assertions)]
 mod crash;
 mod ending;
+mod hooks_cmd;
 mod interactive;
 mod lsp_cmd;
 mod mcp_cmd;
@@ -96,11 +97,38 @@ async fn run(cli: cli::Cli) -> u8 {
         Some(cli::Command::Mcp { command }) => mcp_cmd::run(&cli.global, command).await,
         Some(cli::Command::Agents { command }) => agents_cmd::run(&cli.global, command),
         Some(cli::Command::Skills { command }) => skills_cmd::run(&cli.global, command),
+        Some(cli::Command::Hooks { command }) => hooks_cmd::run(&cli.global, command),
         Some(cli::Command::Lsp { command }) => lsp_cmd::run(&cli.global, command).await,
         Some(cli::Command::Trust { path, remove }) => trust_cmd::run(path.as_deref(), remove),
+        Some(cli::Command::Restore(a)) => restore(&cli.global, a),
         Some(cli::Command::Sandbox { verify, command }) => {
             sandbox_cmd::run(&cli.global, verify, &command).await
         }
         None => agent_cmd::run(&cli.global, cli.agent).await,
     }
+}
+
+/// `toolbelt restore` (`Session::restore_command`), a terminal to ask when there is one.
+fn restore(global: &cli::GlobalArgs, a: cli::RestoreArgs) -> u8 {
+    let session = match session::Session::load(global) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("toolbelt: {}", e.0);
+            return cli::EXIT_USAGE;
+        }
+    };
+    let (list, id, yes, force, paths) = (a.list, a.id, a.yes, a.force, a.paths);
+    let request = toolbelt_session::RestoreRequest {
+        list,
+        id,
+        yes,
+        force,
+        paths,
+    };
+    let ask = |q: &str| tools_call::ask(q, "[y]es / [n]o: ");
+    let asker = tools_call::can_ask(false).then_some(&ask as &dyn Fn(&str) -> bool);
+    let out = session.restore_command(&request, asker);
+    print!("{}", out.stdout);
+    eprint!("{}", out.stderr);
+    out.code
 }

@@ -38,6 +38,14 @@ impl Session {
         toolbelt_session::Session::open(&cwd, options).map(Session)
     }
 
+    /// The session of the current directory, or `None` after saying on stderr why
+    /// there is none (the caller exits with `EXIT_USAGE`).
+    pub fn load_or_say(global: &GlobalArgs) -> Option<Session> {
+        Session::load(global)
+            .inspect_err(|e| eprintln!("toolbelt: {}", e.0))
+            .ok()
+    }
+
     /// Discovered, MCP and declared tools.
     pub async fn load_extensions(&mut self, _global: &GlobalArgs) -> Result<(), SetupError> {
         self.0.load_extensions(true).await

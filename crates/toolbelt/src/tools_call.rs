@@ -64,6 +64,7 @@ pub(crate) async fn call(
                 why: "there is no terminal to ask on".into(),
                 how: "Pass --yes to approve it, or allow it with a permission rule (`{tool}` in permissions.allow).".into(),
             }),
+            hooks: session.hooks(),
             ..Default::default()
         },
     );
@@ -203,9 +204,13 @@ impl Approver for TerminalApprover {
                 return ConfirmationOutcome::ProceedOnce.into();
             }
             // Reading a line blocks; the call has nothing else to do meanwhile.
-            let approved = tokio::task::spawn_blocking(move || ask(&summary))
-                .await
-                .unwrap_or(false);
+            // "Always" is offered as in the agent's dialog; one call has no later calls
+            // for it to cover, so it means yes.
+            let approved = tokio::task::spawn_blocking(move || {
+                ask(&summary, "Allow this call? [y]es / [n]o / [a]lways: ")
+            })
+            .await
+            .unwrap_or(false);
             if approved {
                 ConfirmationOutcome::ProceedOnce.into()
             } else {
@@ -217,16 +222,15 @@ impl Approver for TerminalApprover {
 
 /// Whether a person can be asked: both ends are a terminal, and standard input was not
 /// already used for the arguments.
-fn can_ask(args_from_stdin: bool) -> bool {
+pub fn can_ask(args_from_stdin: bool) -> bool {
     !args_from_stdin && std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
-fn ask(summary: &str) -> bool {
+/// Asks `summary` on the terminal with `choices`; yes (or always) is true.
+pub fn ask(summary: &str, choices: &str) -> bool {
     let mut err = std::io::stderr().lock();
     crate::pipes::check(writeln!(err, "{summary}"));
-    // "Always" is offered as in the agent's dialog; one call has no later calls for it
-    // to cover, so it means yes.
-    crate::pipes::check(write!(err, "Allow this call? [y]es / [n]o / [a]lways: "));
+    crate::pipes::check(write!(err, "{choices}"));
     crate::pipes::check(err.flush());
     let mut answer = String::new();
     if std::io::stdin().read_line(&mut answer).is_err() {

@@ -8,8 +8,11 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::SchedulerEvent;
+use crate::checkpoint::{CheckpointCall, Checkpoints, unsaved_note};
 use crate::result::{ErrorKind, Part, ToolError, ToolResult};
-use crate::tool::{Consent, ExecContext, Invocation, OutputSink, ToolEnvironment};
+use crate::tool::{
+    Consent, ExecContext, Invocation, Kind, OutputSink, PermissionSubject, ToolEnvironment,
+};
 
 /// How long a cancelled call may take to hand back its partial result before it is
 /// dropped. Tools honour cancellation promptly; this only bounds one that does not.
@@ -20,6 +23,8 @@ pub(super) struct JobInfo {
     pub tool: String,
     pub description: String,
     pub consent: Consent,
+    /// The session's checkpoints and the call's kind (see [`crate::checkpoint`]).
+    pub checkpoint: Option<(Arc<dyn Checkpoints>, Kind)>,
 }
 
 /// Runs one invocation: waits for a slot, starts, races cancellation.
@@ -67,6 +72,18 @@ pub(super) async fn execute(
         call_id: info.call_id.clone(),
         consent: info.consent,
     };
+    // Issue 34: the workspace is recorded before the call and after it; a checkpoint
+    // that fails is said in the result, and the call runs all the same.
+    let checkpoint = info.checkpoint.map(|(c, kind)| {
+        (
+            c,
+            checkpoint_call(&info.call_id, &info.tool, kind, &*invocation),
+        )
+    });
+    let unsaved = match &checkpoint {
+        Some((c, call)) => c.before_call(call).await.err(),
+        None => None,
+    };
     let started = Instant::now();
     let mut running = invocation.execute(ctx);
     let result = tokio::select! {
@@ -81,13 +98,39 @@ pub(super) async fn execute(
             }
         }
     };
-    let result = if cancel.is_cancelled() && result.error.is_none() && result.llm_content.is_empty()
-    {
-        ToolResult::error(cancelled_error())
-    } else {
-        result
+    let mut result =
+        if cancel.is_cancelled() && result.error.is_none() && result.llm_content.is_empty() {
+            ToolResult::error(cancelled_error())
+        } else {
+            result
+        };
+    let elapsed = started.elapsed();
+    if let Some((c, call)) = &checkpoint {
+        c.after_call(call).await;
+    }
+    if let Some(why) = unsaved {
+        result.llm_content.push(Part::text(unsaved_note(&why)));
+    }
+    (result, elapsed)
+}
+
+/// What the checkpoints are told about one call.
+fn checkpoint_call(
+    call_id: &str,
+    tool: &str,
+    kind: Kind,
+    invocation: &dyn Invocation,
+) -> CheckpointCall {
+    let paths = match invocation.permission_subject() {
+        PermissionSubject::Paths(paths) => paths,
+        _ => Vec::new(),
     };
-    (result, started.elapsed())
+    CheckpointCall {
+        call_id: call_id.to_string(),
+        tool: tool.to_string(),
+        kind,
+        paths,
+    }
 }
 
 pub(super) fn cancelled_error() -> ToolError {

@@ -215,6 +215,7 @@ impl Connection {
                     why: format!("{why} (approval mode {})", toolset.mode),
                     how: self.options.how_to_allow.clone(),
                 }),
+                hooks: toolset.hooks.clone(),
                 ..Default::default()
             },
         );

@@ -46,6 +46,8 @@ pub enum SlashCommand {
     Stats,
     /// `/quit` (also `/exit`).
     Quit,
+    /// `/restore`, `/rewind`, `/diff` (issue 34; see [`super::undo`]).
+    Undo(super::undo::UndoCommand),
 }
 
 /// Every command: name, arguments, what it does (for `/help` and completion).
@@ -75,6 +77,21 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "run a prompt now and again on a schedule while the session is idle",
     ),
     ("stats", "", "tokens, tool calls and time of this session"),
+    (
+        "restore",
+        "[ID [--force] [PATH...]]",
+        "list the file checkpoints, or restore one (shows the diff, asks first)",
+    ),
+    (
+        "rewind",
+        "[TURN [--force]]",
+        "list the turns, or take the files and the conversation back to before one",
+    ),
+    (
+        "diff",
+        "",
+        "the working tree against git's HEAD, and what each turn changed",
+    ),
     ("quit", "", "leave (also Ctrl-D on an empty line)"),
 ];
 
@@ -119,6 +136,9 @@ pub fn parse(line: &str) -> Option<Result<SlashCommand, String>> {
         "stats" => no_args(SlashCommand::Stats),
         "quit" | "exit" => no_args(SlashCommand::Quit),
         "memory" => parse_memory(args),
+        "restore" | "rewind" | "diff" => {
+            super::undo::parse(&name.to_ascii_lowercase(), args).map(SlashCommand::Undo)
+        }
         "approval-mode" => {
             if args.is_empty() {
                 Ok(SlashCommand::ApprovalMode(None))
@@ -354,6 +374,60 @@ impl Approver for PersonTypedIt {
     ) -> toolbelt_core::BoxFuture<'a, Approval> {
         Box::pin(async { ConfirmationOutcome::ProceedOnce.into() })
     }
+}
+
+/// A resumed conversation (`--continue`, `--resume`), as the terminal shows it first:
+/// its size and last exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resumed {
+    /// The person's prompts in it.
+    pub prompts: usize,
+    /// The last one's text.
+    pub last_prompt: String,
+    /// The model's last answer with text.
+    pub answer: Option<String>,
+}
+
+impl Resumed {
+    /// "Resumed a conversation of 3 prompts; the last exchange:".
+    pub fn heading(&self) -> String {
+        format!(
+            "Resumed a conversation of {} prompt{}; the last exchange:",
+            self.prompts,
+            if self.prompts == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// What a resumed `history` holds; `None` when it has no prompt.
+pub fn resumed(history: &[toolbelt_model::Message]) -> Option<Resumed> {
+    use toolbelt_model::{Message, UserPart};
+    let prompts: Vec<String> = history
+        .iter()
+        .filter_map(|m| match m {
+            Message::User(parts) => {
+                let text: Vec<&str> = parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        UserPart::Text(t) => Some(t.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                Some(text.join("\n"))
+            }
+            _ => None,
+        })
+        .collect();
+    let last_prompt = prompts.last()?.clone();
+    let answer = history.iter().rev().find_map(|m| match m {
+        Message::Assistant { text, .. } if !text.trim().is_empty() => Some(text.clone()),
+        _ => None,
+    });
+    Some(Resumed {
+        prompts: prompts.len(),
+        last_prompt,
+        answer,
+    })
 }
 
 /// Completion for `/`: the commands whose name starts with `typed` (without the

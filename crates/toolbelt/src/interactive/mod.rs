@@ -40,7 +40,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{Agent, AgentEvent, EventSink, RunOutcome, StopReason, at_paths};
 use toolbelt_core::scheduler::{ApprovalMode, ApprovalRequest, CallState, SchedulerEvent};
-use toolbelt_model::{Message, StreamDelta, UserPart};
+use toolbelt_model::{StreamDelta, UserPart};
 
 use toolbelt_tools::workspace_rules;
 
@@ -152,6 +152,7 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         running.cancel.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(5), running.task).await;
     }
+    app.agent.end_session("prompt_input_exit").await;
     let _ = app.flush(&mut terminal);
     // The live viewport (input box, status line) is erased from its first row down and
     // the cursor left there, for the shell's prompt. Not `Terminal::clear`: it asks the
@@ -221,7 +222,6 @@ struct App {
     /// What the agent's system prompt is made of: made again before each prompt (the
     /// approval mode may have changed) and when the context files are reloaded.
     system_prompt: SystemPrompt,
-    model: Arc<dyn toolbelt_model::Model>,
     questions: Option<QuestionsDialog>,
     /// `/compress` is asking the model (its text is not an answer to show).
     compressing: Option<CancellationToken>,
@@ -252,6 +252,8 @@ struct App {
     idle_prompts: loop_cmd::IdlePrompts,
     /// `--approval-mode dontAsk` until another mode is chosen.
     dont_ask: toolbelt_session::DontAsk,
+    /// `/restore`, `/rewind`, `/diff` (issue 34).
+    undo: toolbelt_session::kit::undo::UndoKit,
 }
 
 impl App {
@@ -268,10 +270,10 @@ impl App {
         });
         let mut editor = Editor::default();
         editor.set_history(history.entries().to_vec());
+        let undo = toolbelt_session::kit::undo::UndoKit::new(&p);
         let mut app = App {
             agent: Arc::new(p.agent),
             system_prompt: p.system_prompt,
-            model: p.model,
             questions: None,
             compressing: None,
             mcp: p.mcp,
@@ -296,6 +298,7 @@ impl App {
             quit: false,
             idle_prompts: loop_cmd::IdlePrompts::new(p.cron, p.monitors),
             dont_ask: p.dont_ask,
+            undo,
         };
         // The prompt comes back while monitors run; their events are turns when idle.
         app.agent.set_wait_for_events(false);
@@ -485,7 +488,6 @@ impl App {
                 self.compressing = None;
                 match result {
                     Ok(c) => {
-                        self.agent.replace_history(c.history);
                         self.emit(view::note(
                             &format!(
                                 "Compressed the conversation: {} messages ({} characters) became {} ({} characters).",
@@ -535,6 +537,10 @@ impl App {
     }
 
     fn on_agent(&mut self, event: AgentEvent) {
+        if let Some(m) = event.hook_message() {
+            let color = if m.failure { Color::Red } else { Color::Yellow };
+            return self.emit(view::note(&m.to_string(), color));
+        }
         match event {
             AgentEvent::Assistant { text, usage, .. } => {
                 if let Some(u) = usage {
@@ -615,6 +621,8 @@ impl App {
     }
 
     fn finished(&mut self, outcome: RunOutcome) {
+        let agent = self.agent.clone();
+        tokio::spawn(async move { agent.notify_idle().await });
         if let Some(running) = self.running.take() {
             self.stats
                 .add_run(running.since.elapsed(), outcome.model_time);
@@ -738,10 +746,11 @@ impl App {
                     let _ = tx.send(message);
                 });
             }
-            SlashCommand::Clear | SlashCommand::Compress if busy => self.emit(view::note(
-                "wait for the running request to end (or Esc to cancel it)",
-                Color::Yellow,
-            )),
+            SlashCommand::Clear | SlashCommand::Compress | SlashCommand::Undo(_) if busy => self
+                .emit(view::note(
+                    "wait for the running request to end (or Esc to cancel it)",
+                    Color::Yellow,
+                )),
             SlashCommand::Clear => {
                 self.agent.set_history(Vec::new());
                 self.emit(view::note(
@@ -763,6 +772,15 @@ impl App {
                 self.emit(view::note(&format!("approval mode: {mode}"), Color::Gray));
             }
             SlashCommand::Stats => self.emit(view::note(&self.stats.text(), Color::Gray)),
+            SlashCommand::Undo(command) => {
+                let (kit, agent, tx) = (self.undo.clone(), self.agent.clone(), self.to_ui.clone());
+                let approver = Arc::new(UiApprover { to_ui: tx.clone() });
+                tokio::spawn(async move {
+                    let say = |text: String| drop(tx.send(UiMessage::Notice(text)));
+                    let text = kit.run(command, agent, approver, &say).await;
+                    say(text);
+                });
+            }
         }
     }
 
@@ -826,11 +844,10 @@ impl App {
         let cancel = CancellationToken::new();
         self.compressing = Some(cancel.clone());
         self.emit(view::note("Compressing the conversation…", Color::Gray));
-        let (model, history, tx) = (self.model.clone(), self.agent.history(), self.to_ui.clone());
+        let (agent, tx) = (self.agent.clone(), self.to_ui.clone());
         tokio::spawn(async move {
-            let result = toolbelt_agent::compress::compress(&*model, &history, &cancel)
-                .await
-                .map_err(|e| e.to_string());
+            // PreCompact, the summary in the history's place, SessionStart (`compact`).
+            let result = agent.compress(&cancel).await.map_err(|e| e.to_string());
             let _ = tx.send(UiMessage::Compressed(result));
         });
     }
@@ -925,41 +942,13 @@ impl App {
     /// A resumed conversation (`--continue`, `--resume`) is shown by its size and last
     /// exchange, so the person sees where it stands; `/stats` counts its prompts.
     fn show_resumed(&mut self) {
-        let history = self.agent.history();
-        let prompts: Vec<String> = history
-            .iter()
-            .filter_map(|m| match m {
-                Message::User(parts) => {
-                    let text: Vec<&str> = parts
-                        .iter()
-                        .filter_map(|p| match p {
-                            UserPart::Text(t) => Some(t.as_str()),
-                            _ => None,
-                        })
-                        .collect();
-                    Some(text.join("\n"))
-                }
-                _ => None,
-            })
-            .collect();
-        let Some(last_prompt) = prompts.last() else {
+        let Some(resumed) = slash::resumed(&self.agent.history()) else {
             return;
         };
-        self.stats.resumed_prompts = prompts.len() as u64;
-        let answer = history.iter().rev().find_map(|m| match m {
-            Message::Assistant { text, .. } if !text.trim().is_empty() => Some(text.clone()),
-            _ => None,
-        });
-        self.emit(view::note(
-            &format!(
-                "Resumed a conversation of {} prompt{}; the last exchange:",
-                prompts.len(),
-                if prompts.len() == 1 { "" } else { "s" }
-            ),
-            Color::DarkGray,
-        ));
-        self.emit(view::user_lines(last_prompt));
-        if let Some(answer) = answer {
+        self.stats.resumed_prompts = resumed.prompts as u64;
+        self.emit(view::note(&resumed.heading(), Color::DarkGray));
+        self.emit(view::user_lines(&resumed.last_prompt));
+        if let Some(answer) = resumed.answer {
             self.emit(markdown::render(&answer));
         }
     }

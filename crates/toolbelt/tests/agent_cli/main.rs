@@ -19,3 +19,4 @@ mod spelling;
 mod stream_input;
 mod subagents;
 mod support;
+mod undo;

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The cost of a file checkpoint (see BENCHMARKS.md, "Checkpoints"): a generated
+# 15,000-file workspace, one checkpoint after one file changed and one after nothing
+# changed (inotify, and a walk), the store's size after 100 edits of a 1 MiB file, and
+# Qwen Code's shadow git repository (`git add -A && git commit`) on the same trees.
+#
+# Usage: bench/checkpoint.sh [FILES] [RUNS]     (default 15000 30; builds the release example)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export HOME="$work" TOOLBELT_HOME="$work/.toolbelt" TMPDIR="$work"
+cargo build --release -p toolbelt-history --example checkpoint_bench >/dev/null 2>&1
+"${CARGO_TARGET_DIR:-target}/release/examples/checkpoint_bench" "${1:-15000}" "${2:-30}"

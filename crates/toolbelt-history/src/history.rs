@@ -1,0 +1,519 @@
+//! A session's checkpoints: the [`Checkpoints`] the scheduler calls before and after
+//! every call that may change files, on a [`Store`].
+//!
+//! The first checkpoint needs the whole workspace: [`History::start`] takes it in the
+//! background when the session opens, from the last checkpoint of the project when
+//! there is one (a file whose stat has not changed is not read again), so it is usually
+//! done before the model's first call. After it the watcher (`watch.rs`) says what
+//! changed, and a checkpoint reads only that; without inotify, or after an overflow,
+//! the workspace is walked (stat only, for what has not changed).
+//!
+//! Calls that cover nothing are let through at once: read-only kinds (`read`,
+//! `search`, `fetch`, `think`), except `save_memory`, which writes a file although it
+//! is `think`.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use toolbelt_core::checkpoint::{CheckpointCall, Checkpoints, TurnStart};
+use toolbelt_core::{BoxFuture, Settings, WorkspaceRoots};
+
+use crate::hash::ContentHash;
+use crate::index::{DirNode, Node, join};
+use crate::record::{self, LeftOut, Phase, Record, RootTree};
+use crate::scan::{RACY_NS, Scan, ScanError};
+use crate::store::Store;
+use crate::syncer::Syncer;
+use crate::tree::EntryKind;
+use crate::watch::Watcher;
+
+/// How many left-out files a record names.
+const NAMED: usize = 50;
+/// Built-in tools that write a file although their kind is read-only.
+const WRITING_THINKERS: [&str; 1] = ["save_memory"];
+
+/// How a session's checkpoints are set up.
+#[derive(Debug, Clone)]
+pub struct HistoryConfig {
+    /// The project's store (`<toolbelt home>/history/<project>`).
+    pub store_dir: PathBuf,
+    /// The workspace roots (their path rules apply to the walk).
+    pub roots: WorkspaceRoots,
+    /// The session's settings (the ignore rules of `context.fileFiltering`).
+    pub settings: Arc<Settings>,
+    /// The session's ID, recorded in each checkpoint.
+    pub session: String,
+    /// Files larger than this are left out (`general.checkpointing.maxFileSize`).
+    pub size_cap: u64,
+    /// More files than this and checkpoints stop (`general.checkpointing.maxFiles`).
+    pub max_files: usize,
+    /// Directories never walked (the toolbelt home, when it lies in the workspace).
+    pub exclude: Vec<PathBuf>,
+    /// Use inotify (off: walk at every checkpoint).
+    pub watch: bool,
+}
+
+/// One user turn of the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnMark {
+    /// From 1.
+    pub number: u32,
+    /// Its ID: a stream-JSON client's message `uuid`, else a fresh one.
+    pub id: String,
+    /// Messages in the conversation before its prompt.
+    pub history_len: usize,
+    /// What the person wrote.
+    pub prompt: String,
+    /// When it started, in milliseconds since the epoch.
+    pub started_ms: u64,
+}
+
+pub(crate) struct RootIndex {
+    pub(crate) path: PathBuf,
+    pub(crate) tree: DirNode,
+}
+
+pub(crate) struct State {
+    pub(crate) roots: Vec<RootIndex>,
+    watcher: Option<Watcher>,
+    ready: bool,
+    /// Why checkpoints stopped for this session.
+    disabled: Option<String>,
+    recent: HashSet<(usize, Vec<u8>)>,
+    left_out: LeftOut,
+    left_out_of: Vec<ContentHash>,
+    /// Each running call's checkpoint ID.
+    calls: HashMap<String, String>,
+}
+
+#[derive(Default)]
+struct Turns {
+    /// Turns started so far (numbers are never given twice, also after a rewind).
+    count: u32,
+    marks: Vec<TurnMark>,
+    next_id: Option<String>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) store: Store,
+    pub(crate) config: HistoryConfig,
+    state: Mutex<State>,
+    turns: Mutex<Turns>,
+    pub(crate) syncer: Syncer,
+}
+
+/// A session's checkpoints (see the module documentation). Cheap to clone.
+#[derive(Clone)]
+pub struct History {
+    pub(crate) shared: Arc<Shared>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// The roots to keep: each once, none inside another.
+fn distinct_roots(roots: &WorkspaceRoots) -> Vec<PathBuf> {
+    let all = roots.roots();
+    all.iter()
+        .filter(|r| !all.iter().any(|o| o != *r && r.starts_with(o)))
+        .cloned()
+        .collect()
+}
+
+impl History {
+    /// Checkpoints on the store at `config.store_dir`; nothing is read until the first
+    /// checkpoint or [`History::start`].
+    pub fn open(config: HistoryConfig) -> Self {
+        let roots = distinct_roots(&config.roots)
+            .into_iter()
+            .map(|path| RootIndex {
+                path,
+                tree: DirNode::new(0o755),
+            })
+            .collect();
+        History {
+            shared: Arc::new(Shared {
+                store: Store::open(config.store_dir.clone()),
+                config,
+                state: Mutex::new(State {
+                    roots,
+                    watcher: None,
+                    ready: false,
+                    disabled: None,
+                    recent: HashSet::new(),
+                    left_out: LeftOut::default(),
+                    left_out_of: Vec::new(),
+                    calls: HashMap::new(),
+                }),
+                turns: Mutex::new(Turns::default()),
+                syncer: Syncer::start(),
+            }),
+        }
+    }
+
+    /// Takes the first picture of the workspace in the background, so the first call
+    /// does not wait for it (it waits only if it comes before the picture is done).
+    pub fn start(&self) {
+        let shared = self.shared.clone();
+        let _ = std::thread::Builder::new()
+            .name("toolbelt-history-start".into())
+            .spawn(move || {
+                let mut state = lock(&shared.state);
+                if let Err(e) = shared.sync(&mut state) {
+                    state.disabled = Some(e.to_string());
+                }
+            });
+    }
+
+    /// The project's store.
+    pub fn store(&self) -> &Store {
+        &self.shared.store
+    }
+
+    /// The session's ID.
+    pub fn session(&self) -> &str {
+        &self.shared.config.session
+    }
+
+    /// Why checkpoints stopped for this session, if they did.
+    pub fn disabled(&self) -> Option<String> {
+        lock(&self.shared.state).disabled.clone()
+    }
+
+    /// The next turn gets this ID (a stream-JSON client's message `uuid`).
+    pub fn set_next_turn_id(&self, id: String) {
+        lock(&self.shared.turns).next_id = Some(id);
+    }
+
+    /// The turns of this session so far, oldest first.
+    pub fn turns(&self) -> Vec<TurnMark> {
+        lock(&self.shared.turns).marks.clone()
+    }
+
+    /// Forgets the turns from `number` on (the conversation was rewound to before it).
+    pub fn forget_turns_from(&self, number: u32) {
+        lock(&self.shared.turns).marks.retain(|m| m.number < number);
+    }
+
+    /// Waits until every checkpoint taken so far is on disk (see `syncer.rs`).
+    pub fn flush(&self) {
+        self.shared.syncer.flush();
+    }
+
+    /// Takes a checkpoint now (outside any call): `tool` and `call_id` say what for.
+    pub fn checkpoint_now(
+        &self,
+        phase: Phase,
+        tool: &str,
+        call_id: &str,
+        id: Option<String>,
+    ) -> Result<Record, String> {
+        self.shared.checkpoint(phase, tool, call_id, id)
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.shared.state)
+    }
+
+    /// Brings the index up to date and returns each root's tree.
+    pub(crate) fn sync_locked(
+        &self,
+        state: &mut State,
+    ) -> Result<Vec<(PathBuf, ContentHash)>, String> {
+        if let Some(why) = &state.disabled {
+            return Err(why.clone());
+        }
+        let hashes = self.shared.sync(state).map_err(|e| {
+            let why = e.to_string();
+            if matches!(e, ScanError::TooMany(_)) {
+                state.disabled = Some(why.clone());
+            }
+            why
+        })?;
+        Ok(state
+            .roots
+            .iter()
+            .map(|r| r.path.clone())
+            .zip(hashes)
+            .collect())
+    }
+
+    fn covers(call: &CheckpointCall) -> bool {
+        !call.kind.is_read_only() || WRITING_THINKERS.contains(&call.tool.as_str())
+    }
+}
+
+impl Shared {
+    /// Brings every root's index up to date; returns their trees' hashes.
+    fn sync(&self, state: &mut State) -> Result<Vec<ContentHash>, ScanError> {
+        let cfg = &self.config;
+        let mut written = Vec::new();
+        let mut unreadable = Vec::new();
+        let mut withheld = 0;
+        let now_ns = i64::try_from(now_ms())
+            .unwrap_or(i64::MAX)
+            .saturating_mul(1_000_000);
+        if !state.ready {
+            self.seed(state);
+            state.watcher = if cfg.watch { Watcher::new() } else { None };
+        }
+        let changes = match (&mut state.watcher, state.ready) {
+            (Some(w), true) => Some(w.drain()),
+            _ => None,
+        };
+        let whole = match &changes {
+            None => true,
+            Some(c) => c.rescan,
+        };
+        if whole && let Some(w) = &mut state.watcher {
+            w.forget_all();
+        }
+        let State {
+            roots,
+            watcher,
+            recent,
+            ..
+        } = state;
+        let mut scan = Scan {
+            objects: &self.store.objects,
+            roots: &cfg.roots,
+            settings: &cfg.settings,
+            exclude: &cfg.exclude,
+            size_cap: cfg.size_cap,
+            max_files: cfg.max_files,
+            now_ns,
+            recent,
+            written: Vec::new(),
+            unreadable: Vec::new(),
+            withheld: 0,
+            watcher: watcher.as_mut(),
+        };
+        let mut hashes = Vec::with_capacity(roots.len());
+        for (i, root) in roots.iter_mut().enumerate() {
+            if whole {
+                root.tree = scan.tree(i, &root.path.clone(), b"", Some(&root.tree))?;
+            } else if let Some(c) = &changes {
+                let dirs = c
+                    .dirs
+                    .iter()
+                    .filter(|(r, _)| *r == i)
+                    .map(|(_, p)| p.clone())
+                    .collect();
+                let files = c
+                    .files
+                    .iter()
+                    .filter(|(r, _)| *r == i)
+                    .map(|(_, p)| p.clone())
+                    .collect();
+                scan.changes(i, &root.path.clone(), &mut root.tree, dirs, files)?;
+            }
+            hashes.push(root.tree.write(scan.objects, &mut scan.written)?);
+        }
+        written.append(&mut scan.written);
+        unreadable.append(&mut scan.unreadable);
+        withheld += scan.withheld;
+        state.ready = true;
+        if whole || !unreadable.is_empty() {
+            state.left_out.unreadable = unreadable.into_iter().take(NAMED).collect();
+            state.left_out.withheld = withheld;
+        }
+        self.syncer.submit(written);
+        Ok(hashes)
+    }
+
+    /// Starts the index from the project's last checkpoint of the same roots, so files
+    /// that did not change are not read again.
+    fn seed(&self, state: &mut State) {
+        let paths: Vec<PathBuf> = state.roots.iter().map(|r| r.path.clone()).collect();
+        let Some(last) = self.store.record_files().into_iter().find_map(|f| {
+            let r = record::read(&f.path).ok()?;
+            let same = r.roots.iter().map(|t| &t.path).eq(paths.iter());
+            same.then_some(r)
+        }) else {
+            return;
+        };
+        let seen_ns = i64::try_from(last.time_ms)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(1_000_000);
+        for (i, (root, (_, hash))) in state.roots.iter_mut().zip(last.trees()).enumerate() {
+            let Ok(tree) = DirNode::load(&self.store.objects, &hash, 0o755) else {
+                continue;
+            };
+            // Files modified near the time of that checkpoint may have changed since
+            // without their times showing it: they are read again.
+            let mut all = std::collections::BTreeMap::new();
+            tree.flatten(b"", &mut all);
+            for (rel, leaf) in all {
+                if leaf.kind != EntryKind::Dir && leaf.mtime_ns.saturating_add(RACY_NS) >= seen_ns {
+                    state.recent.insert((i, rel));
+                }
+            }
+            root.tree = tree;
+        }
+    }
+
+    /// What the trees leave out, recounted when they changed.
+    fn left_out(&self, state: &mut State, trees: &[ContentHash]) -> LeftOut {
+        if state.left_out_of != trees {
+            let mut names = Vec::new();
+            let mut count = 0;
+            for root in &state.roots {
+                count_omitted(&root.tree, b"", &mut names, &mut count);
+            }
+            state.left_out.oversized = names;
+            state.left_out.oversized_count = count;
+            state.left_out.size_cap = self.config.size_cap;
+            state.left_out_of = trees.to_vec();
+        }
+        state.left_out.clone()
+    }
+
+    /// Syncs and writes a record.
+    pub(crate) fn checkpoint(
+        &self,
+        phase: Phase,
+        tool: &str,
+        call_id: &str,
+        id: Option<String>,
+    ) -> Result<Record, String> {
+        let mut state = lock(&self.state);
+        if let Some(why) = &state.disabled {
+            return Err(why.clone());
+        }
+        let hashes = match self.sync(&mut state) {
+            Ok(h) => h,
+            Err(e) => {
+                let why = e.to_string();
+                if matches!(e, ScanError::TooMany(_)) {
+                    state.disabled = Some(why.clone());
+                }
+                return Err(why);
+            }
+        };
+        let left_out = self.left_out(&mut state, &hashes);
+        let roots = state
+            .roots
+            .iter()
+            .zip(&hashes)
+            .map(|(r, h)| RootTree {
+                path: r.path.clone(),
+                tree: h.to_hex(),
+            })
+            .collect();
+        drop(state);
+        let turn = lock(&self.turns).marks.last().cloned();
+        let record = Record {
+            version: 1,
+            id: id.unwrap_or_else(record::new_id),
+            phase,
+            time_ms: now_ms(),
+            session: self.config.session.clone(),
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+            turn: turn.as_ref().map_or(0, |t| t.number),
+            turn_id: turn.as_ref().map(|t| t.id.clone()),
+            prompt: turn.map(|t| first_line(&t.prompt)).unwrap_or_default(),
+            roots,
+            left_out,
+        };
+        let path = self
+            .store
+            .write_record(&record)
+            .map_err(|e| e.to_string())?;
+        self.syncer.submit(vec![path]);
+        Ok(record)
+    }
+}
+
+/// The first line of a prompt, at most 100 characters.
+fn first_line(prompt: &str) -> String {
+    let line = prompt.trim().lines().next().unwrap_or("");
+    let mut out: String = line.chars().take(100).collect();
+    if line.chars().count() > 100 {
+        out.push('…');
+    }
+    out
+}
+
+/// Counts the left-out files below `dir`, naming the first [`NAMED`].
+fn count_omitted(dir: &DirNode, prefix: &[u8], names: &mut Vec<String>, count: &mut usize) {
+    for (name, node) in &dir.children {
+        match node {
+            Node::Leaf(leaf) if leaf.kind == EntryKind::Omitted => {
+                *count += 1;
+                if names.len() < NAMED {
+                    let path = join(prefix, name);
+                    names.push(crate::scan::rel_path(&path).display().to_string());
+                }
+            }
+            Node::Leaf(_) => {}
+            Node::Dir(d) => count_omitted(d, &join(prefix, name), names, count),
+        }
+    }
+}
+
+impl Checkpoints for History {
+    fn before_call<'a>(&'a self, call: &'a CheckpointCall) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            if !History::covers(call) {
+                return Ok(());
+            }
+            let shared = self.shared.clone();
+            let (tool, call_id) = (call.tool.clone(), call.call_id.clone());
+            let taken = tokio::task::spawn_blocking(move || {
+                let record = shared.checkpoint(Phase::Before, &tool, &call_id, None)?;
+                lock(&shared.state).calls.insert(call_id, record.id.clone());
+                Ok::<_, String>(())
+            })
+            .await;
+            match taken {
+                Ok(result) => result,
+                Err(e) => Err(format!("the checkpoint failed unexpectedly: {e}")),
+            }
+        })
+    }
+
+    fn after_call<'a>(&'a self, call: &'a CheckpointCall) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if !History::covers(call) {
+                return;
+            }
+            let shared = self.shared.clone();
+            let (tool, call_id) = (call.tool.clone(), call.call_id.clone());
+            let _ = tokio::task::spawn_blocking(move || {
+                let id = lock(&shared.state).calls.remove(&call_id);
+                // Without its "before", the call's result is still what toolbelt saw.
+                if let Err(e) = shared.checkpoint(Phase::After, &tool, &call_id, id) {
+                    tracing::debug!("checkpoint after {call_id}: {e}");
+                }
+            })
+            .await;
+        })
+    }
+
+    fn begin_turn(&self, turn: TurnStart) {
+        let mut turns = lock(&self.shared.turns);
+        turns.count += 1;
+        let number = turns.count;
+        let id = turns
+            .next_id
+            .take()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        turns.marks.push(TurnMark {
+            number,
+            id,
+            history_len: turn.history_len,
+            prompt: turn.prompt,
+            started_ms: now_ms(),
+        });
+    }
+}

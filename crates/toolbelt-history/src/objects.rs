@@ -1,0 +1,349 @@
+//! The objects of the store: file contents, chunks of large files and trees, each in a
+//! file named by its hash (`objects/ab/cdef…`), so a content stored once serves every
+//! checkpoint that holds it.
+//!
+//! An object file is `TB1`, a type byte and the payload: `r` raw bytes, `z` bytes
+//! compressed with zstd (level 3, kept only when smaller), `c` a chunk list, `t` a
+//! tree's text. A file over [`CHUNKED_OVER`] is cut into content-defined chunks
+//! (FastCDC, 16/64/256 KiB): an edit in the middle of a large file changes one or two
+//! chunks, so 100 edits of a 1 MiB file store about 100 chunks, not 100 MiB. Its object
+//! is then the list of its chunks (`c`).
+//!
+//! Every object is written whole to a temporary name in its folder and renamed into
+//! place, so a process killed at any moment leaves each object absent or complete (a
+//! leftover temporary file is removed by the sweep); the background syncer makes them
+//! durable ([`crate::syncer`]). Every read checks the content against its name, so a
+//! damaged file is an error, never wrong bytes handed on; a decompression is bounded.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::hash::ContentHash;
+
+/// Files larger than this are stored as chunks.
+pub(crate) const CHUNKED_OVER: usize = 256 * 1024;
+const CHUNK_MIN: u32 = 16 * 1024;
+const CHUNK_AVG: u32 = 64 * 1024;
+const CHUNK_MAX: u32 = 256 * 1024;
+/// The largest decoded piece (a small file or one chunk).
+const MAX_PIECE: usize = CHUNKED_OVER;
+/// The largest file the store gives back whole.
+pub(crate) const MAX_CONTENT: u64 = 1 << 30;
+const MAGIC: &[u8; 3] = b"TB1";
+const CHUNKS_HEADER: &str = "toolbelt-chunks 1\n";
+
+/// Why the store could not give something back.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file of the store could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// An object is not there (removed by hand, or never made durable before a crash).
+    #[error("object {0} is missing from the store")]
+    Missing(String),
+    /// A file of the store is damaged: its content does not match its name, or it
+    /// does not parse.
+    #[error("{path}: damaged: {why}")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    fn damaged(path: &Path, why: impl Into<String>) -> Self {
+        StoreError::Damaged {
+            path: path.to_path_buf(),
+            why: why.into(),
+        }
+    }
+}
+
+/// The object folder of one store.
+pub(crate) struct Objects {
+    dir: PathBuf,
+    /// Objects known to be in place (written or read by this process), so a checkpoint
+    /// does not look for them again.
+    known: Mutex<HashSet<ContentHash>>,
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Objects {
+    pub(crate) fn new(dir: PathBuf) -> Self {
+        Objects {
+            dir,
+            known: Mutex::new(HashSet::new()),
+        }
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub(crate) fn path(&self, hash: &ContentHash) -> PathBuf {
+        let hex = hash.to_hex();
+        self.dir.join(&hex[..2]).join(&hex[2..])
+    }
+
+    fn is_known(&self, hash: &ContentHash) -> bool {
+        self.known.lock().map(|k| k.contains(hash)).unwrap_or(false)
+    }
+
+    fn mark_known(&self, hash: ContentHash) {
+        if let Ok(mut k) = self.known.lock() {
+            k.insert(hash);
+        }
+    }
+
+    /// Forgets what this process knew (after a sweep removed objects).
+    pub(crate) fn forget_known(&self) {
+        if let Ok(mut k) = self.known.lock() {
+            k.clear();
+        }
+    }
+
+    /// Whether the object is in place.
+    pub(crate) fn has(&self, hash: &ContentHash) -> bool {
+        if self.is_known(hash) {
+            return true;
+        }
+        let there = std::fs::symlink_metadata(self.path(hash)).is_ok_and(|m| m.is_file());
+        if there {
+            self.mark_known(*hash);
+        }
+        there
+    }
+
+    /// Writes one object unless it is there; the new file's path goes to `written`.
+    fn put(
+        &self,
+        hash: &ContentHash,
+        kind: u8,
+        payload: &[u8],
+        written: &mut Vec<PathBuf>,
+    ) -> Result<(), StoreError> {
+        if self.has(hash) {
+            return Ok(());
+        }
+        let path = self.path(hash);
+        let folder = path.parent().unwrap_or(&self.dir);
+        std::fs::create_dir_all(folder).map_err(|e| StoreError::io(folder, e))?;
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temp = folder.join(format!(".tmp-{}-{n}", std::process::id()));
+        let result = (|| {
+            let mut file = std::fs::File::create(&temp)?;
+            file.write_all(MAGIC)?;
+            file.write_all(&[kind])?;
+            file.write_all(payload)?;
+            drop(file);
+            std::fs::rename(&temp, &path)
+        })();
+        if let Err(e) = result {
+            let _ = std::fs::remove_file(&temp);
+            return Err(StoreError::io(&path, e));
+        }
+        written.push(path);
+        self.mark_known(*hash);
+        Ok(())
+    }
+
+    /// Stores one piece (a small file or a chunk), compressed when that is smaller.
+    fn put_piece(
+        &self,
+        hash: &ContentHash,
+        bytes: &[u8],
+        written: &mut Vec<PathBuf>,
+    ) -> Result<(), StoreError> {
+        if self.has(hash) {
+            return Ok(());
+        }
+        match zstd::bulk::compress(bytes, 3) {
+            Ok(z) if z.len() < bytes.len() => self.put(hash, b'z', &z, written),
+            _ => self.put(hash, b'r', bytes, written),
+        }
+    }
+
+    /// Stores a file's content (chunked when large); returns its hash.
+    pub(crate) fn put_content(
+        &self,
+        content: &[u8],
+        written: &mut Vec<PathBuf>,
+    ) -> Result<ContentHash, StoreError> {
+        let hash = ContentHash::of(content);
+        self.put_content_as(hash, content, written)?;
+        Ok(hash)
+    }
+
+    /// Stores content whose hash is already known.
+    pub(crate) fn put_content_as(
+        &self,
+        hash: ContentHash,
+        content: &[u8],
+        written: &mut Vec<PathBuf>,
+    ) -> Result<(), StoreError> {
+        if self.has(&hash) {
+            return Ok(());
+        }
+        if content.len() <= CHUNKED_OVER {
+            return self.put_piece(&hash, content, written);
+        }
+        let mut list = format!("{CHUNKS_HEADER}{}\n", content.len());
+        for chunk in fastcdc::v2020::FastCDC::new(content, CHUNK_MIN, CHUNK_AVG, CHUNK_MAX) {
+            let bytes = &content[chunk.offset..chunk.offset + chunk.length];
+            let piece = ContentHash::of(bytes);
+            self.put_piece(&piece, bytes, written)?;
+            list.push_str(&format!("{} {}\n", piece.to_hex(), chunk.length));
+        }
+        self.put(&hash, b'c', list.as_bytes(), written)
+    }
+
+    /// Stores a tree's text; returns its hash.
+    pub(crate) fn put_tree(
+        &self,
+        text: &[u8],
+        written: &mut Vec<PathBuf>,
+    ) -> Result<ContentHash, StoreError> {
+        let hash = ContentHash::of_tree(text);
+        self.put(&hash, b't', text, written)?;
+        Ok(hash)
+    }
+
+    /// An object's type byte and payload.
+    fn read_raw(&self, hash: &ContentHash) -> Result<(u8, Vec<u8>, PathBuf), StoreError> {
+        let path = self.path(hash);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::Missing(hash.to_hex()));
+            }
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        let Some(rest) = bytes.strip_prefix(MAGIC.as_slice()) else {
+            return Err(StoreError::damaged(&path, "not an object of this store"));
+        };
+        let Some((&kind, payload)) = rest.split_first() else {
+            return Err(StoreError::damaged(&path, "no type"));
+        };
+        Ok((kind, payload.to_vec(), path))
+    }
+
+    /// A small file or a chunk, checked against its hash.
+    fn read_piece(&self, hash: &ContentHash) -> Result<Vec<u8>, StoreError> {
+        let (kind, payload, path) = self.read_raw(hash)?;
+        let bytes = match kind {
+            b'r' => payload,
+            b'z' => zstd::bulk::decompress(&payload, MAX_PIECE)
+                .map_err(|e| StoreError::damaged(&path, format!("does not decompress: {e}")))?,
+            _ => return Err(StoreError::damaged(&path, "not a piece of content")),
+        };
+        if ContentHash::of(&bytes) != *hash {
+            return Err(StoreError::damaged(
+                &path,
+                "content does not match its name",
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// A file's content, checked against its hash.
+    pub(crate) fn read_content(&self, hash: &ContentHash) -> Result<Vec<u8>, StoreError> {
+        let (kind, payload, path) = self.read_raw(hash)?;
+        if kind != b'c' {
+            return self.read_piece(hash);
+        }
+        let (total, pieces) =
+            parse_chunks(&payload).map_err(|why| StoreError::damaged(&path, why))?;
+        let mut out = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+        for (piece, len) in pieces {
+            let bytes = self.read_piece(&piece)?;
+            if bytes.len() as u64 != len {
+                return Err(StoreError::damaged(&path, "a chunk has the wrong length"));
+            }
+            out.extend_from_slice(&bytes);
+        }
+        if ContentHash::of(&out) != *hash {
+            return Err(StoreError::damaged(
+                &path,
+                "content does not match its name",
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The hashes of the chunks a content is made of (itself when it is one piece).
+    pub(crate) fn pieces_of(&self, hash: &ContentHash) -> Result<Vec<ContentHash>, StoreError> {
+        let (kind, payload, path) = self.read_raw(hash)?;
+        if kind != b'c' {
+            return Ok(Vec::new());
+        }
+        let (_, pieces) = parse_chunks(&payload).map_err(|why| StoreError::damaged(&path, why))?;
+        Ok(pieces.into_iter().map(|(h, _)| h).collect())
+    }
+
+    /// A tree's text, checked against its hash.
+    pub(crate) fn read_tree(&self, hash: &ContentHash) -> Result<Vec<u8>, StoreError> {
+        let (kind, payload, path) = self.read_raw(hash)?;
+        if kind != b't' {
+            return Err(StoreError::damaged(&path, "not a tree"));
+        }
+        if ContentHash::of_tree(&payload) != *hash {
+            return Err(StoreError::damaged(&path, "tree does not match its name"));
+        }
+        self.mark_known(*hash);
+        Ok(payload)
+    }
+}
+
+/// A chunk list: the total size, and each chunk's hash and length.
+pub(crate) fn parse_chunks(payload: &[u8]) -> Result<(u64, Vec<(ContentHash, u64)>), String> {
+    let text = std::str::from_utf8(payload).map_err(|_| "a chunk list is not text")?;
+    let body = text.strip_prefix(CHUNKS_HEADER).ok_or("not a chunk list")?;
+    let mut lines = body.lines();
+    let total: u64 = lines
+        .next()
+        .and_then(|l| l.parse().ok())
+        .ok_or("a chunk list without its size")?;
+    if total > MAX_CONTENT {
+        return Err("a chunk list over the largest size".into());
+    }
+    let mut sum = 0u64;
+    let mut pieces = Vec::new();
+    for line in lines {
+        let (hex, len) = line.split_once(' ').ok_or("a bad chunk line")?;
+        let hash = ContentHash::from_hex(hex).ok_or("a bad chunk hash")?;
+        let len: u64 = len.parse().map_err(|_| "a bad chunk length")?;
+        if len == 0 || len > MAX_PIECE as u64 {
+            return Err("a chunk length out of range".into());
+        }
+        sum = sum.saturating_add(len);
+        if sum > total {
+            return Err("the chunks are longer than the file".into());
+        }
+        pieces.push((hash, len));
+    }
+    if sum != total {
+        return Err("the chunks do not add up to the file".into());
+    }
+    Ok((total, pieces))
+}
+
+#[cfg(test)]
+mod tests;

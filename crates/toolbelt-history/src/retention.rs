@@ -1,0 +1,186 @@
+//! Retention (`general.cleanupPeriodDays`): records older than the period are removed,
+//! then every object no remaining record names (mark and sweep).
+//!
+//! The work is bounded: a session runs it in the background when it opens, at most once
+//! a day per project (the `swept` stamp), one process at a time (a lock file), and it
+//! gives up without removing anything when marking takes longer than [`MARK_BUDGET`].
+//! Objects younger than [`GRACE_MS`] are spared whatever happens: another session may
+//! have just written them for a record it has not written yet. Temporary files that a
+//! killed process left are removed after the same grace.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::hash::ContentHash;
+use crate::objects::StoreError;
+use crate::record;
+use crate::store::Store;
+use crate::tree::{self, EntryKind};
+
+/// An object this young is never removed.
+pub(crate) const GRACE_MS: u64 = 60 * 60 * 1000;
+/// At most this long for marking; past it, nothing is removed this time.
+const MARK_BUDGET: Duration = Duration::from_secs(30);
+const DAY_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// What a sweep removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Whether it ran (not: swept less than a day ago, or another process sweeps).
+    pub ran: bool,
+    /// Records older than the period.
+    pub records: usize,
+    /// Objects nothing names any more.
+    pub objects: usize,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+fn modified_ms(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Store {
+    /// Removes records older than `days` days and the objects left unnamed, if the
+    /// last sweep is a day old (always with `force`). `now_ms` is the time to judge
+    /// ages by (milliseconds since the epoch).
+    pub fn sweep(&self, days: u64, now_ms: u64, force: bool) -> Result<SweepReport, StoreError> {
+        let stamp = self.dir().join("swept");
+        let last: u64 = std::fs::read_to_string(&stamp)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0);
+        if !force && now_ms.saturating_sub(last) < DAY_MS {
+            return Ok(SweepReport::default());
+        }
+        if !self.dir().is_dir() {
+            return Ok(SweepReport::default());
+        }
+        let lock_path = self.dir().join("lock");
+        let lock = std::fs::File::create(&lock_path).map_err(|e| StoreError::io(&lock_path, e))?;
+        if lock.try_lock().is_err() {
+            return Ok(SweepReport::default());
+        }
+        let mut report = SweepReport {
+            ran: true,
+            ..SweepReport::default()
+        };
+        let cutoff = now_ms.saturating_sub(days.saturating_mul(DAY_MS));
+        let mut keep = Vec::new();
+        for file in self.record_files() {
+            if file.time_ms < cutoff {
+                if std::fs::remove_file(&file.path).is_ok() {
+                    report.records += 1;
+                }
+            } else {
+                keep.push(file.path);
+            }
+        }
+        let Some(marked) = self.mark(&keep) else {
+            return Ok(report);
+        };
+        self.remove_unmarked(&marked, now_ms, &mut report);
+        self.objects.forget_known();
+        let _ = std::fs::write(&stamp, now_ms.to_string());
+        Ok(report)
+    }
+
+    /// Every object the records name; `None` past the budget (or a record that
+    /// cannot be read now but could be later: nothing is removed then).
+    fn mark(&self, records: &[std::path::PathBuf]) -> Option<HashSet<ContentHash>> {
+        let started = Instant::now();
+        let mut marked = HashSet::new();
+        let mut trees = Vec::new();
+        for path in records {
+            match record::read(path) {
+                Ok(r) => trees.extend(r.trees().into_iter().map(|(_, h)| h)),
+                Err(StoreError::Damaged { .. }) => {}
+                Err(_) => return None,
+            }
+        }
+        while let Some(hash) = trees.pop() {
+            if started.elapsed() > MARK_BUDGET {
+                return None;
+            }
+            if !marked.insert(hash) {
+                continue;
+            }
+            let Ok(text) = self.objects.read_tree(&hash) else {
+                continue;
+            };
+            let Ok(entries) = tree::parse(&text) else {
+                continue;
+            };
+            for e in entries {
+                match e.leaf.kind {
+                    EntryKind::Dir => trees.push(e.leaf.hash),
+                    EntryKind::File | EntryKind::Link => {
+                        if marked.insert(e.leaf.hash) {
+                            marked.extend(self.objects.pieces_of(&e.leaf.hash).unwrap_or_default());
+                        }
+                    }
+                    EntryKind::Omitted => {}
+                }
+            }
+        }
+        Some(marked)
+    }
+
+    fn remove_unmarked(
+        &self,
+        marked: &HashSet<ContentHash>,
+        now_ms: u64,
+        report: &mut SweepReport,
+    ) {
+        let Ok(folders) = std::fs::read_dir(self.objects.dir()) else {
+            return;
+        };
+        for folder in folders.filter_map(Result::ok) {
+            let prefix = folder.file_name().to_string_lossy().into_owned();
+            let Ok(files) = std::fs::read_dir(folder.path()) else {
+                continue;
+            };
+            for file in files.filter_map(Result::ok) {
+                let name = file.file_name().to_string_lossy().into_owned();
+                let Ok(meta) = file.metadata() else {
+                    continue;
+                };
+                if now_ms.saturating_sub(modified_ms(&meta)) < GRACE_MS {
+                    continue;
+                }
+                let unnamed = match ContentHash::from_hex(&format!("{prefix}{name}")) {
+                    Some(hash) => !marked.contains(&hash),
+                    None => name.starts_with(".tmp-"),
+                };
+                if unnamed && remove(&file.path()) {
+                    report.objects += 1;
+                    report.bytes += meta.len();
+                }
+            }
+        }
+        remove_stale_temps(&self.records_dir(), now_ms);
+    }
+}
+
+fn remove(path: &Path) -> bool {
+    std::fs::remove_file(path).is_ok()
+}
+
+/// Temporary record files a killed process left.
+fn remove_stale_temps(dir: &Path, now_ms: u64) {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in read.filter_map(Result::ok) {
+        let stale = e.file_name().to_string_lossy().starts_with(".tmp-")
+            && e.metadata()
+                .is_ok_and(|m| now_ms.saturating_sub(modified_ms(&m)) >= GRACE_MS);
+        if stale {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}

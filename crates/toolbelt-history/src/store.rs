@@ -1,0 +1,153 @@
+//! One project's store: `<toolbelt home>/history/<project>/`, never inside the
+//! project's own `.git`.
+//!
+//! ```text
+//! objects/ab/cdef…                        contents, chunks and trees (objects.rs)
+//! checkpoints/<time>-<id>-<b|a>.json      one record per checkpoint (record.rs)
+//! swept                                   when the last retention sweep ran
+//! ```
+//!
+//! Several sessions of one project may share it: objects are named by their content
+//! and written by rename (two writers write the same bytes), records have names of
+//! their own, and the sweep spares objects younger than an hour, which a running
+//! session may have written for a record it has not written yet.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::objects::{Objects, StoreError};
+use crate::record::{self, Phase, Record};
+
+/// A record's place in the listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RecordFile {
+    pub(crate) time_ms: u64,
+    pub(crate) id: String,
+    pub(crate) phase: Phase,
+    pub(crate) path: PathBuf,
+}
+
+/// Why a checkpoint ID names no checkpoint.
+#[derive(Debug, thiserror::Error)]
+pub enum FindError {
+    /// No checkpoint has an ID starting so.
+    #[error("no checkpoint {0} (`toolbelt restore --list` lists them)")]
+    NotFound(String),
+    /// Several do.
+    #[error("checkpoint ID {0} is ambiguous: {1}")]
+    Ambiguous(String, String),
+    /// Too short to look for.
+    #[error("a checkpoint ID has at least 4 hex digits (got `{0}`)")]
+    TooShort(String),
+    /// It is there but cannot be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// One project's store.
+pub struct Store {
+    dir: PathBuf,
+    pub(crate) objects: Objects,
+}
+
+static RECORD_TEMP: AtomicU64 = AtomicU64::new(0);
+
+impl Store {
+    /// The store at `dir` (created when first written).
+    pub fn open(dir: PathBuf) -> Self {
+        let objects = Objects::new(dir.join("objects"));
+        Store { dir, objects }
+    }
+
+    /// Its folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub(crate) fn records_dir(&self) -> PathBuf {
+        self.dir.join("checkpoints")
+    }
+
+    /// Writes `record` (after every object it names); returns its file.
+    pub(crate) fn write_record(&self, record: &Record) -> Result<PathBuf, StoreError> {
+        let dir = self.records_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        let path = dir.join(record.file_name());
+        let n = RECORD_TEMP.fetch_add(1, Ordering::Relaxed);
+        let temp = dir.join(format!(".tmp-{}-{n}", std::process::id()));
+        let bytes = serde_json::to_vec(record)
+            .map_err(|e| StoreError::io(&path, std::io::Error::other(e)))?;
+        let result = std::fs::write(&temp, bytes).and_then(|()| std::fs::rename(&temp, &path));
+        if let Err(e) = result {
+            let _ = std::fs::remove_file(&temp);
+            return Err(StoreError::io(&path, e));
+        }
+        Ok(path)
+    }
+
+    /// Every record's file, newest first.
+    pub(crate) fn record_files(&self) -> Vec<RecordFile> {
+        let Ok(read) = std::fs::read_dir(self.records_dir()) else {
+            return Vec::new();
+        };
+        let mut files: Vec<RecordFile> = read
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                let name = e.file_name();
+                let (time_ms, id, phase) = record::parse_file_name(name.to_str()?)?;
+                Some(RecordFile {
+                    time_ms,
+                    id,
+                    phase,
+                    path: e.path(),
+                })
+            })
+            .collect();
+        files.sort_by(|a, b| {
+            (b.time_ms, b.phase == Phase::After, &b.id).cmp(&(
+                a.time_ms,
+                a.phase == Phase::After,
+                &a.id,
+            ))
+        });
+        files
+    }
+
+    /// The records that are restore points (before a call), newest first; damaged
+    /// ones as errors in their place.
+    pub fn checkpoints(&self) -> Vec<Result<Record, StoreError>> {
+        self.record_files()
+            .into_iter()
+            .filter(|f| f.phase == Phase::Before)
+            .map(|f| record::read(&f.path))
+            .collect()
+    }
+
+    /// The newest readable record of either phase: what toolbelt last saw.
+    pub(crate) fn newest(&self) -> Option<Record> {
+        self.record_files()
+            .into_iter()
+            .find_map(|f| record::read(&f.path).ok())
+    }
+
+    /// The restore point whose ID starts with `prefix`.
+    pub fn find(&self, prefix: &str) -> Result<Record, FindError> {
+        let prefix = prefix.trim().to_ascii_lowercase();
+        if prefix.len() < 4 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(FindError::TooShort(prefix));
+        }
+        let matching: Vec<RecordFile> = self
+            .record_files()
+            .into_iter()
+            .filter(|f| f.phase == Phase::Before && f.id.starts_with(&prefix))
+            .collect();
+        match matching.as_slice() {
+            [] => Err(FindError::NotFound(prefix)),
+            [one] => Ok(record::read(&one.path)?),
+            many => {
+                let ids: Vec<&str> = many.iter().map(|f| f.id.as_str()).collect();
+                Err(FindError::Ambiguous(prefix, ids.join(", ")))
+            }
+        }
+    }
+}

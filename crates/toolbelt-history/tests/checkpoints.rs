@@ -1,0 +1,363 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::too_many_lines)]
+//! Checkpoints and restores on real files in a temp workspace, changed by real
+//! processes (`sed -i`, `rm`), with inotify and without it.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use toolbelt_core::checkpoint::{CheckpointCall, Checkpoints, TurnStart};
+use toolbelt_core::{Kind, Settings, WorkspaceRoots};
+use toolbelt_history::{History, HistoryConfig, Phase, Store, render};
+
+struct Ws {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    store: PathBuf,
+}
+
+impl Ws {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        let root = root.canonicalize().unwrap();
+        let store = dir.path().join("store");
+        Ws {
+            _dir: dir,
+            root,
+            store,
+        }
+    }
+
+    fn history(&self, watch: bool, cap: u64) -> History {
+        History::open(HistoryConfig {
+            store_dir: self.store.clone(),
+            roots: WorkspaceRoots::new([&self.root]).unwrap(),
+            settings: Arc::new(Settings::default()),
+            session: "s1".into(),
+            size_cap: cap,
+            max_files: 10_000,
+            exclude: Vec::new(),
+            watch,
+        })
+    }
+
+    fn write(&self, rel: &str, bytes: &[u8], mode: u32) {
+        let p = self.root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    fn read(&self, rel: &str) -> Option<(Vec<u8>, u32)> {
+        let p = self.root.join(rel);
+        let bytes = std::fs::read(&p).ok()?;
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777;
+        Some((bytes, mode))
+    }
+
+    fn sh(&self, line: &str) {
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .current_dir(&self.root)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{line}");
+    }
+}
+
+fn call(id: &str, tool: &str, kind: Kind) -> CheckpointCall {
+    CheckpointCall {
+        call_id: id.into(),
+        tool: tool.into(),
+        kind,
+        paths: Vec::new(),
+    }
+}
+
+/// One call through the Checkpoints contract, as the scheduler makes it: before,
+/// the change, after. Returns the checkpoint's ID.
+async fn around(h: &History, c: &CheckpointCall, change: impl FnOnce()) -> String {
+    h.before_call(c).await.unwrap();
+    change();
+    h.after_call(c).await;
+    h.store()
+        .checkpoints()
+        .into_iter()
+        .map(Result::unwrap)
+        .find(|r| r.call_id == c.call_id)
+        .unwrap()
+        .id
+}
+
+async fn restored_exactly(watch: bool) {
+    let ws = Ws::new();
+    ws.write("src/a.txt", b"alpha\nbeta\n", 0o644);
+    ws.write("src/run.sh", b"#!/bin/sh\necho hi\n", 0o755);
+    ws.write("keep/gone.txt", b"to be removed\n", 0o600);
+    let h = ws.history(watch, 1 << 20);
+    h.begin_turn(TurnStart {
+        history_len: 0,
+        prompt: "change things".into(),
+    });
+    // An edit (the tool's own write), a new file, `sed -i` and `rm` through a shell.
+    let edit = around(&h, &call("c1", "edit", Kind::Edit), || {
+        ws.write("src/a.txt", b"alpha\nBETA\n", 0o644)
+    })
+    .await;
+    let write = around(&h, &call("c2", "write_file", Kind::Edit), || {
+        ws.write("src/new.txt", b"created\n", 0o640)
+    })
+    .await;
+    let sed = around(&h, &call("c3", "run_shell_command", Kind::Execute), || {
+        ws.sh("sed -i 's/echo hi/echo bye/' src/run.sh && chmod 700 src/run.sh")
+    })
+    .await;
+    let rm = around(&h, &call("c4", "run_shell_command", Kind::Execute), || {
+        ws.sh("rm -r keep")
+    })
+    .await;
+    assert_eq!(ws.read("src/run.sh").unwrap().1, 0o700);
+
+    // Back to before the rm: the directory and its file, bytes and mode.
+    let plan = h.plan(&rm, &[]).unwrap();
+    assert!(
+        plan.outside().next().is_none(),
+        "{}",
+        render::plan_text(&h, &plan)
+    );
+    h.apply(&plan, false).unwrap();
+    assert_eq!(
+        ws.read("keep/gone.txt").unwrap(),
+        (b"to be removed\n".to_vec(), 0o600)
+    );
+    // Before the sed: its content and mode.
+    let plan = h.plan(&sed, &[]).unwrap();
+    let text = render::plan_text(&h, &plan);
+    assert!(
+        text.contains("-echo bye") && text.contains("+echo hi"),
+        "{text}"
+    );
+    h.apply(&plan, false).unwrap();
+    assert_eq!(
+        ws.read("src/run.sh").unwrap(),
+        (b"#!/bin/sh\necho hi\n".to_vec(), 0o755)
+    );
+    // Before the write: the new file is removed.
+    h.apply(&h.plan(&write, &[]).unwrap(), false).unwrap();
+    assert_eq!(ws.read("src/new.txt"), None);
+    // Before the edit.
+    h.apply(&h.plan(&edit, &[]).unwrap(), false).unwrap();
+    assert_eq!(
+        ws.read("src/a.txt").unwrap(),
+        (b"alpha\nbeta\n".to_vec(), 0o644)
+    );
+    assert!(h.plan(&edit, &[]).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn edit_write_sed_and_rm_are_restored_exactly_with_the_watcher() {
+    restored_exactly(true).await;
+}
+
+#[tokio::test]
+async fn edit_write_sed_and_rm_are_restored_exactly_by_walking() {
+    restored_exactly(false).await;
+}
+
+#[tokio::test]
+async fn a_file_changed_outside_toolbelt_is_named_and_kept_unless_forced() {
+    let ws = Ws::new();
+    ws.write("a.txt", b"one\n", 0o644);
+    ws.write("b.txt", b"bee\n", 0o644);
+    let h = ws.history(true, 1 << 20);
+    let id = around(&h, &call("c1", "edit", Kind::Edit), || {
+        ws.write("a.txt", b"two\n", 0o644);
+        ws.write("b.txt", b"bee by the call\n", 0o644);
+    })
+    .await;
+    // The person edits b.txt after the call.
+    ws.write("b.txt", b"the person's own\n", 0o644);
+    let plan = h.plan(&id, &[]).unwrap();
+    let outside: Vec<String> = plan.outside().map(|c| c.shown()).collect();
+    assert_eq!(outside, ["b.txt"]);
+    assert!(render::plan_text(&h, &plan).contains("changed outside toolbelt"));
+    let applied = h.apply(&plan, false).unwrap();
+    assert_eq!(applied.kept, ["b.txt"]);
+    assert_eq!(ws.read("a.txt").unwrap().0, b"one\n");
+    assert_eq!(ws.read("b.txt").unwrap().0, b"the person's own\n");
+    // Forced, it is restored too (and the restore can be undone).
+    let plan = h.plan(&id, &[]).unwrap();
+    let applied = h.apply(&plan, true).unwrap();
+    assert_eq!(ws.read("b.txt").unwrap().0, b"bee\n");
+    let undo = applied.undo.unwrap();
+    h.apply(&h.plan(&undo, &[]).unwrap(), false).unwrap();
+    assert_eq!(ws.read("b.txt").unwrap().0, b"the person's own\n");
+}
+
+#[tokio::test]
+async fn a_restore_is_undone_by_restoring_the_checkpoint_it_took() {
+    let ws = Ws::new();
+    ws.write("f.txt", b"v1\n", 0o644);
+    let h = ws.history(true, 1 << 20);
+    let first = around(&h, &call("c1", "edit", Kind::Edit), || {
+        ws.write("f.txt", b"v2\n", 0o644)
+    })
+    .await;
+    around(&h, &call("c2", "edit", Kind::Edit), || {
+        ws.write("f.txt", b"v3\n", 0o644)
+    })
+    .await;
+    let applied = h.apply(&h.plan(&first, &[]).unwrap(), false).unwrap();
+    assert_eq!(ws.read("f.txt").unwrap().0, b"v1\n");
+    let listed = render::list_text(&h.list().unwrap().0, &[]);
+    assert!(listed.contains("before restore (restore "), "{listed}");
+    h.apply(
+        &h.plan(applied.undo.as_deref().unwrap(), &[]).unwrap(),
+        false,
+    )
+    .unwrap();
+    assert_eq!(ws.read("f.txt").unwrap().0, b"v3\n");
+}
+
+#[tokio::test]
+async fn ignored_and_oversized_files_are_left_out_and_said() {
+    let ws = Ws::new();
+    ws.write(".gitignore", b"build/\n*.log\n", 0o644);
+    ws.write("build/out.bin", b"artifact", 0o644);
+    ws.write("debug.log", b"log v1", 0o644);
+    ws.write("big.dat", &vec![7u8; 4096], 0o644);
+    ws.write("small.txt", b"small", 0o644);
+    let h = ws.history(true, 1024);
+    let id = around(&h, &call("c1", "run_shell_command", Kind::Execute), || {
+        ws.sh("echo changed > build/out.bin; echo v2 > debug.log; echo x >> big.dat; echo s2 > small.txt")
+    })
+    .await;
+    let plan = h.plan(&id, &[]).unwrap();
+    let text = render::plan_text(&h, &plan);
+    assert!(
+        text.contains("over the size cap of 1024 bytes") && text.contains("big.dat"),
+        "{text}"
+    );
+    assert!(text.contains("ignore rules"), "{text}");
+    let shown: Vec<String> = plan.changes.iter().map(|c| c.shown()).collect();
+    assert!(
+        !shown
+            .iter()
+            .any(|s| s.contains("build") || s.contains(".log")),
+        "{shown:?}"
+    );
+    let applied = h.apply(&plan, false).unwrap();
+    assert_eq!(ws.read("small.txt").unwrap().0, b"small");
+    assert!(
+        applied.failed.iter().any(|f| f.starts_with("big.dat")),
+        "{applied:?}"
+    );
+    // Ignored files stay as the command left them.
+    assert_eq!(ws.read("debug.log").unwrap().0, b"v2\n");
+    assert_eq!(ws.read("build/out.bin").unwrap().0, b"changed\n");
+}
+
+#[tokio::test]
+async fn only_the_paths_asked_for_are_restored() {
+    let ws = Ws::new();
+    ws.write("a/x.txt", b"x1", 0o644);
+    ws.write("b.txt", b"b1", 0o644);
+    let h = ws.history(false, 1 << 20);
+    let id = around(&h, &call("c1", "run_shell_command", Kind::Execute), || {
+        ws.sh("rm -r a && echo b2 > b.txt")
+    })
+    .await;
+    let plan = h.plan(&id, &[ws.root.join("a/x.txt")]).unwrap();
+    h.apply(&plan, false).unwrap();
+    assert_eq!(ws.read("a/x.txt").unwrap().0, b"x1");
+    assert_eq!(ws.read("b.txt").unwrap().0, b"b2\n");
+}
+
+#[tokio::test]
+async fn read_only_calls_take_no_checkpoint_and_save_memory_does() {
+    let ws = Ws::new();
+    ws.write("a.txt", b"a", 0o644);
+    let h = ws.history(true, 1 << 20);
+    h.before_call(&call("r1", "read_file", Kind::Read))
+        .await
+        .unwrap();
+    assert!(h.store().checkpoints().is_empty());
+    h.before_call(&call("m1", "save_memory", Kind::Think))
+        .await
+        .unwrap();
+    assert_eq!(h.store().checkpoints().len(), 1);
+}
+
+#[tokio::test]
+async fn retention_removes_old_checkpoints_and_what_only_they_held() {
+    let ws = Ws::new();
+    ws.write("a.txt", b"first content", 0o644);
+    let h = ws.history(true, 1 << 20);
+    around(&h, &call("c1", "edit", Kind::Edit), || {
+        ws.write("a.txt", b"second content", 0o644)
+    })
+    .await;
+    h.flush();
+    let store = Store::open(ws.store.clone());
+    let records = store.checkpoints().len();
+    assert_eq!(records, 1);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    // Within the period nothing goes.
+    let kept = store.sweep(30, now, true).unwrap();
+    assert!(kept.ran);
+    assert_eq!((kept.records, kept.objects), (0, 0));
+    // Thirty-one days later the records and every object go (none is named any more).
+    let later = now + 31 * 24 * 3600 * 1000;
+    let swept = store.sweep(30, later, true).unwrap();
+    assert_eq!(swept.records, 2, "the before and after records");
+    assert!(swept.objects >= 3, "{swept:?}");
+    assert!(store.checkpoints().is_empty());
+    // Without force, not again the same day.
+    assert!(!store.sweep(30, later, false).unwrap().ran);
+}
+
+#[test]
+fn a_damaged_record_is_listed_as_damaged_and_the_rest_still_works() {
+    let ws = Ws::new();
+    ws.write("a.txt", b"a", 0o644);
+    let h = ws.history(false, 1 << 20);
+    let r = h.checkpoint_now(Phase::Before, "edit", "c1", None).unwrap();
+    let bad = ws
+        .store
+        .join("checkpoints")
+        .join(format!("{:013}-abcdef0123-b.json", r.time_ms + 1));
+    std::fs::write(&bad, b"{\"version\": 1, \"id\": ").unwrap();
+    let (listed, damaged) = h.list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(damaged.len(), 1, "{damaged:?}");
+    assert!(h.plan("abcdef", &[]).is_err());
+    assert!(h.plan(&r.id, &[]).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn links_out_of_the_workspace_are_never_written_through() {
+    let ws = Ws::new();
+    let outside = tempfile::tempdir().unwrap();
+    ws.write("d/f.txt", b"inside", 0o644);
+    let h = ws.history(true, 1 << 20);
+    let id = around(&h, &call("c1", "run_shell_command", Kind::Execute), || {
+        std::fs::remove_dir_all(ws.root.join("d")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.root.join("d")).unwrap();
+    })
+    .await;
+    let plan = h.plan(&id, &[]).unwrap();
+    let applied = h.apply(&plan, false).unwrap();
+    assert!(!outside.path().join("f.txt").exists(), "{applied:?}");
+    assert!(
+        ws.root.join("d").is_dir() || !applied.failed.is_empty(),
+        "{applied:?}"
+    );
+    let _ = Path::new("unused");
+}

@@ -1,0 +1,182 @@
+//! File checkpoints in a session (issue 34): the project's [`History`] when the
+//! settings allow it (`general.checkpointing`), its retention in the background
+//! (`general.cleanupPeriodDays`), and `toolbelt restore` as a function of plain data
+//! ([`Session::restore_command`]). The interactive commands (`/restore`, `/rewind`,
+//! `/diff`) are in `kit/undo.rs`; the machinery is `toolbelt-history`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use std::sync::Arc;
+
+use toolbelt_core::ToolEnvironment;
+use toolbelt_core::checkpoint::Checkpoints;
+use toolbelt_history::{History, HistoryConfig, Store, render};
+
+use crate::paths::{absolute, history_dir, toolbelt_home};
+use crate::session::Session;
+
+/// Files larger than this are left out unless `general.checkpointing.maxFileSize` says
+/// otherwise.
+pub(crate) const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
+/// More files than this and checkpoints stop, unless `general.checkpointing.maxFiles`
+/// says otherwise.
+pub(crate) const DEFAULT_MAX_FILES: u64 = 100_000;
+/// Days a checkpoint is kept unless `general.cleanupPeriodDays` says otherwise.
+pub(crate) const DEFAULT_CLEANUP_DAYS: u32 = 30;
+
+/// The history of `project` for session `session` (not started: nothing is read yet).
+fn history(env: &ToolEnvironment, project: &Path, session: &str, watch: bool) -> History {
+    let c = &env.settings.general.checkpointing;
+    let home = toolbelt_home();
+    let home = home.canonicalize().unwrap_or(home);
+    History::open(HistoryConfig {
+        store_dir: history_dir(project),
+        roots: env.roots.clone(),
+        settings: env.settings.clone(),
+        session: session.to_string(),
+        size_cap: c.max_file_size.unwrap_or(DEFAULT_MAX_FILE_SIZE),
+        max_files: usize::try_from(c.max_files.unwrap_or(DEFAULT_MAX_FILES)).unwrap_or(usize::MAX),
+        exclude: vec![home],
+        watch,
+    })
+}
+
+/// The session's checkpoints when the settings keep them (and the same as the call
+/// path's `Checkpoints`): the first picture of the workspace and the retention sweep
+/// start in the background.
+pub(crate) fn open(
+    env: &ToolEnvironment,
+    project: &Path,
+    session: &str,
+) -> (Option<History>, Option<Arc<dyn Checkpoints>>) {
+    let general = &env.settings.general;
+    if !general.checkpointing.enabled {
+        return (None, None);
+    }
+    let history = history(env, project, session, true);
+    history.start();
+    let days = u64::from(general.cleanup_period_days.unwrap_or(DEFAULT_CLEANUP_DAYS));
+    let store = history.store().dir().to_path_buf();
+    let _ = std::thread::Builder::new()
+        .name("toolbelt-history-sweep".into())
+        .spawn(move || {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            if let Err(e) = Store::open(store).sweep(days, now, false) {
+                tracing::debug!("checkpoint retention: {e}");
+            }
+        });
+    let checkpoints = Arc::new(history.clone()) as Arc<dyn Checkpoints>;
+    (Some(history), Some(checkpoints))
+}
+
+/// `toolbelt restore` as data.
+#[derive(Debug, Clone, Default)]
+pub struct RestoreRequest {
+    /// List the checkpoints (also when there is no ID).
+    pub list: bool,
+    /// The checkpoint (its ID or a unique start of it).
+    pub id: Option<String>,
+    /// Restore without asking.
+    pub yes: bool,
+    /// Also overwrite files changed outside toolbelt since.
+    pub force: bool,
+    /// Only these paths (relative to the session's directory, or absolute).
+    pub paths: Vec<PathBuf>,
+}
+
+/// What a command prints and its exit code.
+#[derive(Debug, Clone, Default)]
+pub struct CommandOutput {
+    /// For standard output.
+    pub stdout: String,
+    /// For standard error.
+    pub stderr: String,
+    /// 0 done, 1 some paths could not be restored, 2 usage (no such checkpoint, a path
+    /// outside the workspace), 3 refused (not confirmed).
+    pub code: u8,
+}
+
+impl CommandOutput {
+    fn usage(message: String) -> Self {
+        CommandOutput {
+            stderr: format!("toolbelt: {message}\n"),
+            code: 2,
+            ..CommandOutput::default()
+        }
+    }
+}
+
+impl Session {
+    /// `toolbelt restore`: the list of checkpoints (newest first), or one restored after
+    /// its diff is shown and `ask` (a person at a terminal; `None`: nobody) or `--yes`
+    /// agrees.
+    pub fn restore_command(
+        &self,
+        request: &RestoreRequest,
+        ask: Option<&dyn Fn(&str) -> bool>,
+    ) -> CommandOutput {
+        let history = history(&self.env, &self.project(), "restore", false);
+        let Some(id) = request.id.as_deref().filter(|_| !request.list) else {
+            return match history.list() {
+                Ok((listed, damaged)) => CommandOutput {
+                    stdout: render::list_text(&listed, &damaged),
+                    ..CommandOutput::default()
+                },
+                Err(e) => CommandOutput::usage(e),
+            };
+        };
+        let only: Vec<PathBuf> = request
+            .paths
+            .iter()
+            .map(|p| absolute(&self.dir, p))
+            .collect();
+        if let Some(outside) = only
+            .iter()
+            .find(|p| !self.env.roots.roots().iter().any(|r| p.starts_with(r)))
+        {
+            return CommandOutput::usage(format!("{} is not in the workspace", outside.display()));
+        }
+        let plan = match history.plan(id, &only) {
+            Ok(plan) => plan,
+            Err(e) => return CommandOutput::usage(e),
+        };
+        let mut out = CommandOutput {
+            stdout: render::plan_text(&history, &plan),
+            ..CommandOutput::default()
+        };
+        if plan.is_empty() {
+            return out;
+        }
+        let question = format!("Restore checkpoint {}?", plan.target.id);
+        let agreed = request.yes || ask.is_some_and(|ask| ask(&question));
+        if !agreed {
+            let _ = writeln!(
+                out.stderr,
+                "toolbelt: nothing was restored: {}",
+                if ask.is_some() {
+                    "not confirmed"
+                } else {
+                    "no terminal to ask; pass --yes to restore"
+                }
+            );
+            out.code = 3;
+            return out;
+        }
+        match history.apply(&plan, request.force) {
+            Ok(applied) => {
+                out.stdout.push_str(&render::applied_text(&applied));
+                if !applied.failed.is_empty() {
+                    out.code = 1;
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(out.stderr, "toolbelt: nothing was restored: {e}");
+                out.code = 1;
+            }
+        }
+        out
+    }
+}
