@@ -639,3 +639,34 @@ async fn a_deny_rule_on_a_skill_keeps_it_and_its_grant_out() {
     assert!(r[1].is_error(), "a refused skill grants nothing");
     assert!(sch.turn_grant_sources().is_empty());
 }
+
+#[test]
+fn plugin_skills_join_after_the_others_and_are_readable_as_the_users() {
+    let d = dirs();
+    skill_file(&d.home, ".qwen/skills/alpha", &skill("alpha", "from user"));
+    let plugin = d.home.join("plugin/skills");
+    skill_file(&plugin, "alpha", &skill("alpha", "from the plugin"));
+    skill_file(&plugin, "delta", &skill("delta", "from the plugin"));
+    let s = load(&d, false).with_plugins(std::slice::from_ref(&plugin));
+    let seen: Vec<(&str, &str, SkillFolder)> = s
+        .all()
+        .iter()
+        .map(|k| (k.name.as_str(), k.description.as_str(), k.folder))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("alpha", "from user", SkillFolder::User),
+            ("delta", "from the plugin", SkillFolder::Plugin),
+        ]
+    );
+    assert_eq!(s.shadowed()[0].folder, SkillFolder::Plugin);
+    let readable: Vec<&Path> = s.readable_dirs().collect();
+    assert!(
+        readable.contains(&plugin.join("delta").canonicalize().unwrap().as_path()),
+        "{readable:?}"
+    );
+    // A plugin is the application's: its skills keep their allowed-tools even where
+    // the project is not trusted.
+    assert_eq!(SkillFolder::Plugin.level(), "plugin");
+}
