@@ -147,6 +147,12 @@ if ! command -v clangd >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-g
     apt-get install -y -q clangd >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q clangd >/dev/null 2>&1; }
 fi
 command -v clangd >/dev/null 2>&1 || missing "clangd not found (apt-get install clangd; the lsp tool's C test needs it)"
+# jq (Debian's package): the hooks tests and docs/hooks.md run hook scripts written as
+# Claude Code's documentation writes them, reading their input with jq.
+if ! command -v jq >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -q jq >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q jq >/dev/null 2>&1; }
+fi
+command -v jq >/dev/null 2>&1 || missing "jq not found (apt-get install jq; the hooks tests need it)"
 # After the others: npm's cache is shared, and this one is the largest download.
 install_claude_sdk || exit 1
 # `script` (util-linux) gives the terminal tests a pty.

@@ -76,6 +76,9 @@ pub enum CompressError {
     /// The model answered with no text.
     #[error("the model answered with an empty summary; the conversation was kept as it was")]
     EmptySummary,
+    /// A PreCompact hook blocked the compression (or stopped the agent).
+    #[error("a PreCompact hook blocked the compression; the conversation was kept as it was: {0}")]
+    Blocked(String),
 }
 
 /// Summarises the older part of `history` through `model` (see the module notes).

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use toolbelt_core::hooks::{HookMessage, HookRunner};
 use toolbelt_core::scheduler::{
     CompletedCall, Scheduler, SchedulerConfig, SchedulerEvent, ToolCallRequest, TurnInfo,
     text_for_model,
@@ -38,6 +39,9 @@ mod between_turns;
 pub use between_turns::TurnEvents;
 pub mod compress;
 pub mod context_files;
+// Issue 31: the session's hooks at the agent's steps.
+mod hooks;
+pub use hooks::STOP_HOOK_BLOCK_CAP;
 pub mod prompt;
 mod references;
 pub mod subagents;
@@ -82,6 +86,24 @@ pub enum AgentEvent {
     },
     /// A piece of the answer the model is streaming (before its `Assistant` event).
     Delta(StreamDelta),
+    /// The session's hooks said something for the person at one of the agent's own
+    /// steps (a `systemMessage`, a failure, a blocked prompt, a stop). A call's hooks
+    /// come as [`SchedulerEvent::Hook`]; [`AgentEvent::hook_message`] finds both.
+    Hook(HookMessage),
+}
+
+impl AgentEvent {
+    /// What the hooks said, if this event is a hook message: the agent's own, a call's,
+    /// or one from a sub-agent at any depth.
+    pub fn hook_message(&self) -> Option<&HookMessage> {
+        match self {
+            AgentEvent::Hook(message) | AgentEvent::Tool(SchedulerEvent::Hook { message, .. }) => {
+                Some(message)
+            }
+            AgentEvent::SubAgent { event, .. } => event.hook_message(),
+            _ => None,
+        }
+    }
 }
 
 /// Receives every [`AgentEvent`] of a run, in order.
@@ -117,6 +139,10 @@ pub enum StopReason {
     /// In plan mode with no one to approve, the model presented its plan
     /// (`exit_plan_mode`); the plan is the answer.
     PlanProposed,
+    /// A UserPromptSubmit hook blocked the prompt, for this reason; nothing was sent.
+    PromptBlocked(String),
+    /// A hook said `continue: false`, with this reason.
+    HookStopped(String),
 }
 
 impl StopReason {
@@ -129,6 +155,10 @@ impl StopReason {
             )),
             StopReason::Cancelled => Some("interrupted".to_string()),
             StopReason::ModelFailed(e) => Some(e.to_string()),
+            StopReason::PromptBlocked(why) => {
+                Some(format!("a UserPromptSubmit hook blocked the prompt: {why}"))
+            }
+            StopReason::HookStopped(why) => Some(format!("a hook stopped the run: {why}")),
             StopReason::Answered | StopReason::PlanProposed => None,
         }
     }
@@ -183,13 +213,20 @@ pub struct Agent {
     events: Vec<Arc<dyn TurnEvents>>,
     /// Whether a run waits for them (see `Agent::set_wait_for_events`).
     events_wait: std::sync::atomic::AtomicBool,
+    /// The session's hooks (the scheduler's runner; see `hooks.rs`).
+    hooks: Option<Arc<dyn HookRunner>>,
+    /// Set when this agent is a sub-agent: its hook events say which.
+    subagent: Option<hooks::AsSubagent>,
+    /// What SessionStart hooks left for the next prompt.
+    pending: std::sync::Mutex<hooks::Pending>,
     /// The session's file checkpoints, told where each user turn starts (issue 34).
     checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
 }
 
 impl Agent {
     /// The agent takes the scheduler's event channel over (any `events` in `config` is
-    /// replaced) so model and tool events reach `sink` in order.
+    /// replaced) so model and tool events reach `sink` in order. The hooks in `config`
+    /// are the agent's too (UserPromptSubmit, Stop, ...; see [`Agent::start_session`]).
     pub fn new(
         model: Arc<dyn Model>,
         registry: Arc<ToolRegistry>,
@@ -205,6 +242,7 @@ impl Agent {
         // grant tools for the rest of it (a skill's `allowed-tools`).
         config.turn_grants = true;
         let tool_search = tool_search::ToolSearch::new(env.settings.tools.search.clone());
+        let hooks = config.hooks.clone();
         let checkpoints = config.checkpoints.clone();
         Agent {
             model,
@@ -223,6 +261,9 @@ impl Agent {
             inbox: None,
             events: Vec::new(),
             events_wait: std::sync::atomic::AtomicBool::new(true),
+            hooks,
+            subagent: None,
+            pending: std::sync::Mutex::new(hooks::Pending::default()),
             checkpoints,
         }
     }
@@ -450,6 +491,21 @@ impl Agent {
     ) -> RunOutcome {
         // A skill's grants last for one run (see `toolbelt_core::scheduler::TurnGrant`).
         self.scheduler.end_turn();
+        let prompt = match self.submit_prompt(prompt, cancel).await {
+            Ok(prompt) => prompt,
+            Err(stop) => {
+                self.scheduler.end_turn();
+                return RunOutcome {
+                    answer: String::new(),
+                    calls: Vec::new(),
+                    usage: Usage::default(),
+                    turns: 0,
+                    stop,
+                    model_time: Duration::ZERO,
+                    tool_time: Duration::ZERO,
+                };
+            }
+        };
         let history = self.history();
         if let Some(checkpoints) = &self.checkpoints {
             checkpoints.begin_turn(toolbelt_core::checkpoint::TurnStart {
@@ -494,6 +550,7 @@ impl Agent {
             model_time: Duration::ZERO,
             tool_time: Duration::ZERO,
         };
+        let mut stop_checks = hooks::StopChecks::default();
         for turn_number in 1..=self.max_turns {
             if cancel.is_cancelled() {
                 outcome.stop = StopReason::Cancelled;
@@ -520,7 +577,13 @@ impl Agent {
                 }
             };
             let next = if turn.tool_calls.is_empty() {
-                self.end_without_calls(turn_number, cancel).await
+                match self.end_without_calls(turn_number, cancel).await {
+                    ControlFlow::Break(StopReason::Answered) => {
+                        self.check_stop(request, &turn.text, &mut stop_checks, cancel)
+                            .await
+                    }
+                    other => other,
+                }
             } else {
                 self.answer_turn(request, &turn, &mut outcome, cancel).await
             };
@@ -686,10 +749,15 @@ impl Agent {
                 } => Some(plan.clone()),
                 _ => None,
             });
+        let stopped = completed.iter().find_map(|c| c.stop.clone());
         outcome.calls.extend(completed);
         if let Some(plan) = proposed {
             outcome.answer = plan;
             return ControlFlow::Break(StopReason::PlanProposed);
+        }
+        // A call's hook said `continue: false` (every call is answered above).
+        if let Some(reason) = stopped {
+            return ControlFlow::Break(StopReason::HookStopped(reason));
         }
         if cancel.is_cancelled() {
             return ControlFlow::Break(StopReason::Cancelled);
@@ -807,6 +875,8 @@ impl toolbelt_core::AskOnce for ModelAsker {
     }
 }
 
+#[cfg(test)]
+mod hooks_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -175,7 +175,10 @@ async fn the_loop_answers_every_call_until_the_model_stops() {
             let line = match e {
                 AgentEvent::Assistant { turn, .. } => format!("assistant {turn}"),
                 AgentEvent::Tool(SchedulerEvent::Finished(c)) => format!("done {}", c.call_id),
-                AgentEvent::Tool(_) | AgentEvent::SubAgent { .. } | AgentEvent::Delta(_) => return,
+                AgentEvent::Tool(_)
+                | AgentEvent::SubAgent { .. }
+                | AgentEvent::Delta(_)
+                | AgentEvent::Hook(_) => return,
             };
             log.lock().unwrap().push(line);
         })

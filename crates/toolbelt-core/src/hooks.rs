@@ -232,6 +232,113 @@ impl HookOutcome {
     pub fn denied(&self) -> bool {
         self.decision == Some(HookDecision::Deny)
     }
+
+    /// What the person is shown of this outcome: the hooks' system messages (unless a
+    /// hook asked for quiet with `suppressOutput`), then every failure.
+    pub fn messages(&self, event: HookEvent) -> Vec<HookMessage> {
+        let shown = if self.suppress_output {
+            &[][..]
+        } else {
+            &self.system_messages[..]
+        };
+        let said = shown.iter().map(|text| HookMessage {
+            event,
+            hook: None,
+            text: text.clone(),
+            failure: false,
+        });
+        let failed = self.failures.iter().map(|f| HookMessage {
+            event,
+            hook: Some(f.hook.clone()),
+            text: f.message.clone(),
+            failure: true,
+        });
+        said.chain(failed).collect()
+    }
+
+    /// The reason a hook gave with its decision, or `fallback` when it gave none.
+    pub fn reason_or(&self, fallback: &str) -> String {
+        match self.reason.as_deref().map(str::trim) {
+            Some(reason) if !reason.is_empty() => reason.to_string(),
+            _ => fallback.to_string(),
+        }
+    }
+}
+
+/// Something hooks have to say to the person: a `systemMessage`, a hook that failed, or
+/// what a hook decided that changes the run (a blocked prompt, a stop). The scheduler
+/// sends it as `SchedulerEvent::Hook`, the agent as `AgentEvent::Hook`; every display
+/// shows it (the headless agent on stderr, the terminal as a line, stream-JSON as a
+/// `system` message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookMessage {
+    /// The event whose hooks said it.
+    pub event: HookEvent,
+    /// The hook, when one hook is meant (a failure).
+    pub hook: Option<String>,
+    /// What to show.
+    pub text: String,
+    /// A hook failed (without blocking).
+    pub failure: bool,
+}
+
+impl HookMessage {
+    /// A message about the event as a whole (a blocked prompt, a stop).
+    pub fn note(event: HookEvent, text: impl Into<String>) -> Self {
+        HookMessage {
+            event,
+            hook: None,
+            text: text.into(),
+            failure: false,
+        }
+    }
+}
+
+impl fmt::Display for HookMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.hook, self.failure) {
+            (Some(hook), true) => write!(f, "{} hook {hook} failed: {}", self.event, self.text),
+            (None, true) => write!(f, "{} hook failed: {}", self.event, self.text),
+            _ => write!(f, "{} hook: {}", self.event, self.text),
+        }
+    }
+}
+
+/// The most characters of hook context one block carries to the model; past it the
+/// rest is cut, marked.
+pub const MAX_CONTEXT_CHARS: usize = 10_000;
+
+/// Hooks' `additionalContext` as one block for the model, marked as coming from the
+/// person's hooks rather than from the person or a tool: `<hook-context
+/// event="PostToolUse">...</hook-context>`. `&`, `<` and `>` are escaped, so a hook's
+/// text cannot close the block or forge another; the whole is cut at
+/// [`MAX_CONTEXT_CHARS`]. `None` when there is nothing to say.
+pub fn context_block(event: HookEvent, texts: &[String]) -> Option<String> {
+    let joined = texts
+        .iter()
+        .map(|t| t.trim())
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    if joined.is_empty() {
+        return None;
+    }
+    let mut escaped = String::with_capacity(joined.len());
+    for (count, c) in joined.chars().enumerate() {
+        if count == MAX_CONTEXT_CHARS {
+            escaped.push_str("\n[hook context cut at 10000 characters]");
+            break;
+        }
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            c => escaped.push(c),
+        }
+    }
+    Some(format!(
+        "<hook-context event=\"{event}\">\n{escaped}\n</hook-context>"
+    ))
 }
 
 /// Runs the hooks configured for a session. Built by `toolbelt-hooks` (settings layers

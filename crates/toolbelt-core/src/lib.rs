@@ -43,7 +43,8 @@ pub mod workspace;
 pub use ask_user::{Answer, AskUser, Question, QuestionOption, QuestionSlot};
 pub use confirm::{ConfirmationDetails, ConfirmationOutcome};
 pub use hooks::{
-    HookAgent, HookDecision, HookEvent, HookFailure, HookOutcome, HookRequest, HookRunner,
+    HookAgent, HookDecision, HookEvent, HookFailure, HookMessage, HookOutcome, HookRequest,
+    HookRunner,
 };
 pub use output::{LimitedText, OutputPolicy};
 pub use protected::{ProtectedPaths, Protection};

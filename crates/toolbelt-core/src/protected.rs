@@ -13,6 +13,7 @@
 //! a case-insensitive file system opens `.QWEN` as `.qwen`):
 //! - `.qwen`: toolbelt's (and Qwen Code's) settings, tool manifests, skills, sub-agents;
 //! - `.agents`: the skills several agents share;
+//! - `.claude`: Claude Code's settings, whose `hooks` toolbelt runs too;
 //! - `.git`: hooks and configuration, which name programs git runs.
 //!
 //! The session adds the places it knows from outside the workspace (the toolbelt home,
@@ -49,7 +50,7 @@ pub struct ProtectedPaths {
 }
 
 /// The directory names protected wherever they appear in a path.
-pub const PROTECTED_NAMES: &[&str] = &[".qwen", ".agents", ".git"];
+pub const PROTECTED_NAMES: &[&str] = &[".qwen", ".agents", ".claude", ".git"];
 
 impl ProtectedPaths {
     /// Protects `path` (a file, or a directory and everything under it) with a label
@@ -129,6 +130,14 @@ fn describe(dir: &str, next: Option<&str>) -> (&'static str, &'static str) {
             "sub-agent definitions",
             "they set a sub-agent's tools and instructions",
         ),
+        (".qwen" | ".claude", Some("hooks")) => (
+            "hook scripts",
+            "hooks run them at every step of a call, without asking",
+        ),
+        (".claude", _) => (
+            "Claude Code configuration",
+            "toolbelt runs the hooks of Claude Code's settings files in this folder",
+        ),
         (".qwen", _) => (
             "toolbelt configuration",
             "toolbelt reads its settings, tools, skills and sub-agents from this folder",
@@ -195,6 +204,18 @@ mod tests {
         );
         assert_eq!(label("/w/.git").as_deref(), Some("git repository data"));
         assert_eq!(
+            label("/w/.qwen/hooks/check.sh").as_deref(),
+            Some("hook scripts")
+        );
+        assert_eq!(
+            label("/w/.claude/settings.local.json").as_deref(),
+            Some("Claude Code configuration")
+        );
+        assert_eq!(
+            label("/w/.Claude/hooks/x.py").as_deref(),
+            Some("hook scripts")
+        );
+        assert_eq!(
             label("/w/sub/.qwen/other").as_deref(),
             Some("toolbelt configuration")
         );
@@ -211,6 +232,7 @@ mod tests {
             "/w/.github/workflows/ci.yml",
             "/w/my.qwen/x",
             "/w/.git2/hooks",
+            "/w/.claudeignore",
         ] {
             assert_eq!(label(path), None, "{path}");
         }

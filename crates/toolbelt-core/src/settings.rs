@@ -5,8 +5,9 @@
 //! named by `TOOLBELT_SYSTEM_SETTINGS_PATH`). Objects merge key by key and a higher layer's
 //! value replaces a lower one's, except: `permissions.allow|ask|deny` and `tools.exclude`
 //! are the union of all layers, `context.includeDirectories` and `mcp.allowed|excluded`
-//! concatenate, and `mcpServers` merges by server name (a server is taken whole from the
-//! highest layer that defines it). These are Qwen Code's merge strategies.
+//! concatenate, and `mcpServers` (and `lsp.servers`) merge by server name (a server is
+//! taken whole from the highest layer that defines it). These are Qwen Code's merge
+//! strategies.
 //!
 //! Comments (`//`, `/* */`, `#`) are tolerated. Strings may use `$VAR` and `${VAR}`;
 //! unset variables are left as written. A malformed file is an error naming the file,
@@ -20,6 +21,10 @@
 //! in the user or system file, on by default), the keys that run commands or widen access
 //! are dropped from it before merging (the table in `settings/untrusted.rs`), and [`Settings::untrusted_workspace`]
 //! says which.
+//!
+//! `hooks` do not merge: every file's hooks are kept whole, as written, with their file
+//! ([`Settings::hook_layers`], `settings/hook_layers.rs`), with those of Claude Code's
+//! settings files.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,17 +32,21 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+mod hook_layers;
 mod merge;
 pub mod types;
 mod untrusted;
+
+pub use hook_layers::HookLayer;
 
 pub use merge::merge_layers;
 pub(crate) use types::show_value;
 pub use types::{
     ApprovalModeSetting, CheckpointingSettings, ContextFileNames, ContextSettings, FileFiltering,
-    FolderTrustSettings, GeneralSettings, McpServerSettings, McpSettings, Millis, ModelSettings,
-    PermissionSettings, Sandbox, SecuritySettings, ShellSettings, ToolsSettings, WebFetchSettings,
-    WebSearchKind, WebSearchProvider, WebSearchSettings,
+    FolderTrustSettings, GeneralSettings, LspServerSettings, LspSettings, LspSocket, LspTransport,
+    McpServerSettings, McpSettings, Millis, ModelSettings, PermissionSettings, Sandbox,
+    SecuritySettings, ShellSettings, ToolsSettings, WebFetchSettings, WebSearchKind,
+    WebSearchProvider, WebSearchSettings,
 };
 
 use crate::trust::{TrustError, TrustedFolders};
@@ -103,6 +112,9 @@ pub struct SettingsPaths {
     pub system: Option<PathBuf>,
     /// Whether the workspace file may use the restricted keys.
     pub trust: WorkspaceTrust,
+    /// Claude Code's settings files whose `hooks` (and nothing else) are read, with the
+    /// layer each belongs to (see [`HookLayer`]).
+    pub claude_hooks: Vec<(SettingsLayer, PathBuf)>,
 }
 
 /// Whether the workspace file may use the keys that run commands or widen access.
@@ -190,6 +202,7 @@ impl SettingsPaths {
                 project: project_dir.to_path_buf(),
                 trusted_folders: TrustedFolders::user_file(),
             },
+            claude_hooks: hook_layers::claude_files(project_dir, home.as_deref()),
         }
     }
 
@@ -234,6 +247,16 @@ pub struct Settings {
     /// `config.<path>` keys of when-clauses.
     #[serde(skip)]
     pub raw: Value,
+    /// Every file's `hooks`, as written, in configuration order (project, user, system,
+    /// then Claude Code's files): hooks concatenate rather than merge.
+    #[serde(skip)]
+    pub hook_layers: Vec<HookLayer>,
+    /// `disableAllHooks`: true when any file says so (a workspace file only in a trusted
+    /// folder), not only the highest layer: turning hooks off anywhere turns them off.
+    pub disable_all_hooks: bool,
+    /// The file whose `disableAllHooks: true` turned the hooks off.
+    #[serde(skip)]
+    pub hooks_disabled_by: Option<PathBuf>,
     /// `tools`.
     pub tools: ToolsSettings,
     /// `permissions`.
@@ -250,6 +273,11 @@ pub struct Settings {
     pub security: SecuritySettings,
     /// `webSearch`.
     pub web_search: WebSearchSettings,
+    /// `lsp`.
+    pub lsp: LspSettings,
+    /// Each layer read, after the untrusted keys were removed, for [`Settings::origin`].
+    #[serde(skip)]
+    layers: Vec<(SettingsLayer, PathBuf, Value)>,
     /// `general`.
     pub general: GeneralSettings,
 }
@@ -272,8 +300,10 @@ const KNOWN_TOP_LEVEL: &[&str] = &[
     "ide",
     "env",
     "hooks",
+    "disableAllHooks",
     "output",
     "modelProviders",
+    "lsp",
     "$schema",
 ];
 
@@ -283,9 +313,13 @@ impl Settings {
     /// access ([`Settings::untrusted_workspace`] names them).
     pub fn load(paths: &SettingsPaths) -> Result<Settings, SettingsError> {
         let mut layers: Vec<(SettingsLayer, PathBuf, Value)> = Vec::new();
+        let mut hooks = Vec::new();
         let mut expanded = Vec::new();
         for (layer, path) in paths.layers() {
-            if let Some(value) = read_layer(path, &mut expanded)? {
+            if let Some((value, raw_hooks)) = read_layer(path, &mut expanded)? {
+                if let Some(raw_hooks) = raw_hooks {
+                    hooks.push((layer, path.clone(), raw_hooks));
+                }
                 layers.push((layer, path.clone(), value));
             }
         }
@@ -313,8 +347,11 @@ impl Settings {
         for (_, path, value) in &layers {
             check_layer(path, value)?;
         }
+        let hook_layers = hook_layers::collect(paths, hooks, trusted, &mut untrusted_workspace)?;
+        let hooks_disabled_by = hook_layers::disabled_by(&layers);
+        let allowed_http_hook_urls = hook_layers::allowed_http_hook_urls(&layers);
         let sources: Vec<PathBuf> = layers.iter().map(|(_, p, _)| p.clone()).collect();
-        let merged = merge_layers(layers.into_iter().map(|(_, _, v)| v).collect());
+        let merged = merge_layers(layers.iter().map(|(_, _, v)| v.clone()).collect());
         let mut settings = Settings::from_value(merged.clone()).map_err(|(key, message)| {
             SettingsError::Invalid {
                 path: sources.last().cloned().unwrap_or_default(),
@@ -324,12 +361,30 @@ impl Settings {
         })?;
         settings.sources = sources;
         settings.untrusted_workspace = untrusted_workspace;
+        settings.hook_layers = hook_layers;
+        settings.disable_all_hooks = hooks_disabled_by.is_some();
+        settings.hooks_disabled_by = hooks_disabled_by;
+        settings.security.allowed_http_hook_urls = allowed_http_hook_urls;
         settings.expanded = expanded;
         settings.raw = merged;
+        settings.layers = layers;
         if !trusted && let WorkspaceTrust::FromFolders { project, .. } = &paths.trust {
             settings.untrusted_project = Some(project.clone());
         }
         Ok(settings)
+    }
+
+    /// The file that gives the key at `path` (`["lsp", "servers", "python"]`) its
+    /// value, with its layer: the highest layer that sets it. `None` when no file does
+    /// (a default), or for settings that were not read from files.
+    pub fn origin(&self, path: &[&str]) -> Option<(SettingsLayer, &Path)> {
+        self.layers.iter().rev().find_map(|(layer, file, value)| {
+            let mut node = value;
+            for key in path {
+                node = node.get(key)?;
+            }
+            Some((*layer, file.as_path()))
+        })
     }
 
     /// `(name, value)` of every environment variable the files expanded, so that the
@@ -462,11 +517,12 @@ fn describe_error(message: &str) -> String {
 
 /// Parses one file: comments stripped (positions kept), environment variables expanded,
 /// legacy spellings moved to their current place (so the trust filter sees every
-/// spelling). The values of the variables it expands are added to `expanded`.
+/// spelling). The values of the variables it expands are added to `expanded`. With the
+/// value comes its `hooks` as written, before expansion (see [`HookLayer`]).
 fn read_layer(
     path: &Path,
     expanded: &mut Vec<(String, String)>,
-) -> Result<Option<Value>, SettingsError> {
+) -> Result<Option<(Value, Option<Value>)>, SettingsError> {
     let text = match std::fs::read(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -495,6 +551,7 @@ fn read_layer(
             message: "settings must be a JSON object".into(),
         });
     }
+    let raw_hooks = hook_layers::raw_hooks(&value);
     let value = normalize_legacy(expand_env(value, expanded));
     if let Some(map) = value.as_object() {
         for key in map
@@ -504,7 +561,7 @@ fn read_layer(
             tracing::debug!("{}: unknown settings key '{key}' ignored", path.display());
         }
     }
-    Ok(Some(value))
+    Ok(Some((value, raw_hooks)))
 }
 
 /// JSON with comments to a value. An empty file is an empty object.
@@ -585,6 +642,8 @@ fn normalize_legacy(mut raw: Value) -> Value {
 
 #[cfg(test)]
 mod check_tests;
+#[cfg(test)]
+mod hook_layers_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

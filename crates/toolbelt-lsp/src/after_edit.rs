@@ -29,19 +29,13 @@ const MAX_LISTED: usize = 10;
 /// The tools whose changes are checked.
 pub const CHECKED_TOOLS: &[&str] = &["edit", "write_file", "notebook_edit"];
 
-/// How long to wait for diagnostics after an edit, or `None` when the settings turn the
-/// check off.
+/// How long to wait for diagnostics after an edit (`lsp.diagnosticsWaitMs`, default 3 s),
+/// or `None` when the settings turn the check off (`lsp.diagnosticsAfterEdit: false`).
 pub fn wait_after_edit(env: &ToolEnvironment) -> Option<Duration> {
-    let lsp = env.settings.raw.get("lsp");
-    let enabled = lsp
-        .and_then(|l| l.get("diagnosticsAfterEdit"))
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
-    let ms = lsp
-        .and_then(|l| l.get("diagnosticsWaitMs"))
-        .and_then(Value::as_u64)
-        .unwrap_or(3000);
-    enabled.then(|| Duration::from_millis(ms))
+    let lsp = &env.settings.lsp;
+    let ms = lsp.diagnostics_wait_ms.map_or(3000, |m| m.0);
+    lsp.diagnostics_after_edit
+        .then(|| Duration::from_millis(ms))
 }
 
 /// `inner` with its changes checked by the running servers.
@@ -274,6 +268,29 @@ mod tests {
         fn build(&self, _: Value) -> Result<Box<dyn Invocation>, ToolError> {
             Err(ToolError::invalid_params("not for running"))
         }
+    }
+
+    #[test]
+    fn the_wait_after_edits_comes_from_the_typed_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let wait = |lsp: Value| {
+            let settings = Settings::from_value(serde_json::json!({ "lsp": lsp })).unwrap();
+            let roots = WorkspaceRoots::new(&[dir.path().to_path_buf()]).unwrap();
+            let env = ToolEnvironment::new(roots, Arc::new(settings), dir.path().join("s"));
+            wait_after_edit(&env)
+        };
+        assert_eq!(
+            wait(serde_json::json!({})),
+            Some(Duration::from_millis(3000))
+        );
+        assert_eq!(
+            wait(serde_json::json!({"diagnosticsWaitMs": 500})),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(
+            wait(serde_json::json!({"diagnosticsAfterEdit": false, "diagnosticsWaitMs": 500})),
+            None
+        );
     }
 
     #[test]

@@ -1,35 +1,46 @@
-//! One running language server: its process, the JSON-RPC framing, requests with a time
-//! limit, the documents it has open and the diagnostics it published.
+//! One running language server: its process or connection, the JSON-RPC framing,
+//! requests with a time limit, the documents it has open, the diagnostics it published
+//! and the work it reported in progress.
 //!
 //! Framing is `lsp-server`'s `Message::read`/`write` (Content-Length headers, the
-//! protocol's JSON-RPC shapes) on two plain threads, one reading the server's stdout and
-//! one writing its stdin: the crate is blocking, small and maintained with rust-analyzer,
-//! and the threads keep a server that stops reading or writing from ever blocking the
-//! async runtime. `async-lsp` would bring a tower stack toolbelt has no other use for.
+//! protocol's JSON-RPC shapes) on plain threads (`client/threads.rs`), one reading what
+//! the server writes and one writing to it, over its pipes or a socket
+//! (`transport.rs`): the crate is blocking, small and maintained with rust-analyzer, and
+//! the threads keep a server that stops reading or writing from ever blocking the async
+//! runtime. `async-lsp` would bring a tower stack toolbelt has no other use for.
 //!
-//! The server runs in its own process group with toolbelt's owner marker, so ending the
-//! client (shutdown, exit, then the group kill and the owner's sweep) leaves nothing
-//! behind, whatever the server started.
+//! A server toolbelt starts runs in its own process group with toolbelt's owner marker,
+//! so ending the client (shutdown, exit, then the group kill and the owner's sweep)
+//! leaves nothing behind, whatever the server started. A server toolbelt only connected
+//! to is not toolbelt's: ending the client closes the connection and nothing more.
+//!
+//! A server answers before it has loaded the project: typescript-language-server routes
+//! questions to a syntax-only server while tsserver loads, and finds references in the
+//! open file alone (and clangd finds references in the files it indexed so far). So
+//! the first question after the first file is opened waits
+//! ([`LspClient::wait_until_loaded`]) until the server published diagnostics (which
+//! tsserver computes on the loaded project) or reported work, and no work it reported
+//! (`$/progress`: tsserver's project loading, clangd's index) is still going on; at most
+//! `startupTimeout`.
+
+mod threads;
 
 use std::collections::HashMap;
-use std::io::{BufReader, Read};
 use std::path::Path;
-use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use lsp_server::{Message, Notification, Request, RequestId, Response};
+use lsp_server::{Message, Notification, Request, RequestId};
 use lsp_types::Diagnostic;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
-use toolbelt_process::{GroupCommand, KILL_GRACE, Owner};
+use toolbelt_process::{KILL_GRACE, Owner};
 use url::Url;
 
 use crate::config::ServerConfig;
-
-/// How much of the server's stderr is kept for error messages.
-const STDERR_TAIL: usize = 2048;
+use crate::transport::{Channel, Socket};
+pub(crate) use threads::read_available;
 
 type Reply = Result<Value, String>;
 
@@ -37,7 +48,9 @@ type Reply = Result<Value, String>;
 struct Shared {
     pending: Mutex<HashMap<i32, oneshot::Sender<Reply>>>,
     diagnostics: Mutex<HashMap<Url, Vec<Diagnostic>>>,
-    published: Notify,
+    progress: Mutex<threads::Progress>,
+    /// Told when diagnostics or progress arrive, and when the server dies.
+    changed: Notify,
     /// Why the server is gone (`None` while it runs).
     dead: Mutex<Option<String>>,
     stderr_tail: Mutex<Vec<u8>>,
@@ -56,11 +69,11 @@ impl Shared {
         for (_, tx) in lock(&self.pending).drain() {
             let _ = tx.send(Err(why.clone()));
         }
-        self.published.notify_waiters();
+        self.changed.notify_waiters();
     }
 }
 
-/// A language server process toolbelt started and talks to.
+/// A language server toolbelt started or connected to, and talks to.
 pub struct LspClient {
     name: String,
     shared: Arc<Shared>,
@@ -71,7 +84,13 @@ pub struct LspClient {
     /// The `capabilities` of the server's `initialize` answer.
     capabilities: std::sync::OnceLock<Value>,
     owner: Owner,
-    pgid: u32,
+    /// The process group of the server toolbelt started; `None` when it only connected.
+    pgid: Option<u32>,
+    /// The connection to a socket server.
+    socket: Option<Socket>,
+    /// Set once the server loaded its project (or `startupTimeout` passed waiting).
+    loaded: AtomicBool,
+    startup_timeout: Duration,
     shutdown_timeout: Duration,
     request_timeout: Duration,
 }
@@ -84,7 +103,9 @@ impl LspClient {
     /// Starts the server and runs the `initialize` handshake on `root`, within the
     /// server's `startupTimeout`. On failure nothing of the server is left running.
     pub async fn start(config: &ServerConfig, root: &Path) -> Result<Arc<LspClient>, String> {
-        let client = Arc::new(Self::spawn(config, root)?);
+        let owner = Owner::new();
+        let channel = crate::transport::open(config, root, &owner).await?;
+        let client = Arc::new(Self::run(config, channel, owner)?);
         let root_uri = Url::from_directory_path(root)
             .map_err(|()| format!("{} is not an absolute directory", root.display()))?;
         let name = root.file_name().map_or_else(
@@ -117,51 +138,54 @@ impl LspClient {
         Ok(client)
     }
 
-    fn spawn(config: &ServerConfig, root: &Path) -> Result<LspClient, String> {
-        let owner = Owner::new();
-        let mut command = GroupCommand::new(&config.command, &owner);
-        command
-            .args(&config.args)
-            .envs(&config.env)
-            .current_dir(root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn_std().map_err(|e| {
-            format!(
-                "cannot start the language server `{}` (`{}`): {e}",
-                config.name, config.command
-            )
-        })?;
-        let pgid = child.id();
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err("the server's pipes are missing".into());
-        };
+    /// Starts the threads over an open channel.
+    fn run(config: &ServerConfig, channel: Channel, owner: Owner) -> Result<LspClient, String> {
         let shared = Arc::new(Shared {
             pending: Mutex::default(),
             diagnostics: Mutex::default(),
-            published: Notify::new(),
+            progress: Mutex::default(),
+            changed: Notify::new(),
             dead: Mutex::default(),
             stderr_tail: Mutex::default(),
             settings: config.settings.clone(),
             exited: Mutex::new(false),
         });
+        let Channel {
+            reader,
+            writer,
+            process,
+            socket,
+        } = channel;
+        let pgid = process.as_ref().map(|p| p.pgid);
         let (out, rx) = mpsc::channel::<Message>();
-        let stderr = Arc::new(std::fs::File::from(std::os::fd::OwnedFd::from(stderr)));
-        let spawned = spawn_threads(
-            &config.name,
-            shared.clone(),
+        let name = &config.name;
+        let mut spawned = threads::spawn_io(
+            name,
+            socket.is_some(),
+            &shared,
             out.clone(),
             rx,
-            stdin,
-            stdout,
-            stderr.clone(),
-        )
-        .and_then(|()| spawn_waiter(&config.name, shared.clone(), child, stderr));
+            writer,
+            reader,
+        );
+        if let Some(started) = process {
+            let stderr = started
+                .stderr
+                .map(|e| Arc::new(std::fs::File::from(std::os::fd::OwnedFd::from(e))));
+            if let Some(stderr) = &stderr {
+                spawned =
+                    spawned.and_then(|()| threads::spawn_stderr(name, &shared, stderr.clone()));
+            }
+            spawned = spawned
+                .and_then(|()| threads::spawn_waiter(name, shared.clone(), started.child, stderr));
+        }
         if let Err(e) = spawned {
-            toolbelt_process::terminate_groups_blocking(&[pgid], KILL_GRACE);
+            if let Some(socket) = &socket {
+                socket.close();
+            }
+            if let Some(pgid) = pgid {
+                toolbelt_process::terminate_groups_blocking(&[pgid], KILL_GRACE);
+            }
             return Err(format!(
                 "cannot start the threads of a language server: {e}"
             ));
@@ -175,6 +199,9 @@ impl LspClient {
             capabilities: std::sync::OnceLock::new(),
             owner,
             pgid,
+            socket,
+            loaded: AtomicBool::new(false),
+            startup_timeout: config.startup_timeout,
             shutdown_timeout: config.shutdown_timeout,
             request_timeout: config.request_timeout,
         })
@@ -290,12 +317,44 @@ impl LspClient {
         Ok(uri)
     }
 
+    /// Waits, the first time only, until the server has loaded its project: it has
+    /// published diagnostics or reported work, and no work it reported is still in
+    /// progress (or it died); at most `startupTimeout`. Call it after a document was
+    /// opened, before the question about it.
+    pub async fn wait_until_loaded(&self) {
+        if self.loaded.load(Ordering::Acquire) {
+            return;
+        }
+        let deadline = Instant::now() + self.startup_timeout;
+        loop {
+            let notified = self.shared.changed.notified();
+            let published = !lock(&self.shared.diagnostics).is_empty();
+            let idle = {
+                let progress = lock(&self.shared.progress);
+                (published || progress.began) && progress.active.is_empty()
+            };
+            if idle || self.dead().is_some() {
+                break;
+            }
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                tracing::info!(
+                    "the language server `{}` was still loading after {} ms; asking anyway",
+                    self.name,
+                    self.startup_timeout.as_millis()
+                );
+                break;
+            };
+            let _ = tokio::time::timeout(left, notified).await;
+        }
+        self.loaded.store(true, Ordering::Release);
+    }
+
     /// The diagnostics last published for `uri`, waiting up to `limit` for a first
     /// publication when none came yet.
     pub async fn diagnostics_for(&self, uri: &Url, limit: Duration) -> Option<Vec<Diagnostic>> {
         let deadline = Instant::now() + limit;
         loop {
-            let notified = self.shared.published.notified();
+            let notified = self.shared.changed.notified();
             if let Some(found) = lock(&self.shared.diagnostics).get(uri) {
                 return Some(found.clone());
             }
@@ -327,7 +386,11 @@ impl LspClient {
     }
 
     /// `shutdown`, `exit`, then the group kill: what ends the server in an orderly way.
+    /// A server toolbelt only connected to is left running: the connection is closed.
     pub async fn shutdown(&self) {
+        if self.pgid.is_none() {
+            return self.kill();
+        }
         if self.dead().is_none() {
             let _ = self
                 .request("shutdown", Value::Null, self.shutdown_timeout)
@@ -344,8 +407,13 @@ impl LspClient {
     fn kill(&self) {
         self.shared
             .die(format!("the language server `{}` was stopped", self.name));
-        toolbelt_process::terminate_groups_blocking(&[self.pgid], KILL_GRACE);
-        self.owner.kill_blocking(KILL_GRACE, true);
+        if let Some(socket) = &self.socket {
+            socket.close();
+        }
+        if let Some(pgid) = self.pgid {
+            toolbelt_process::terminate_groups_blocking(&[pgid], KILL_GRACE);
+            self.owner.kill_blocking(KILL_GRACE, true);
+        }
     }
 }
 
@@ -358,186 +426,10 @@ impl Drop for LspClient {
     }
 }
 
-fn spawn_threads(
-    name: &str,
-    shared: Arc<Shared>,
-    out: mpsc::Sender<Message>,
-    rx: mpsc::Receiver<Message>,
-    mut stdin: std::process::ChildStdin,
-    stdout: std::process::ChildStdout,
-    stderr: Arc<std::fs::File>,
-) -> std::io::Result<()> {
-    let writer_shared = shared.clone();
-    std::thread::Builder::new()
-        .name(format!("lsp-write-{name}"))
-        .spawn(move || {
-            for message in rx {
-                if let Err(e) = message.write(&mut stdin) {
-                    writer_shared.die(format!("cannot write to the language server: {e}"));
-                    return;
-                }
-            }
-        })?;
-    let tail = shared.clone();
-    std::thread::Builder::new()
-        .name(format!("lsp-err-{name}"))
-        .spawn(move || {
-            // Wait for output without the lock, then read what is there under it, so the
-            // waiter (which drains the rest once the server exited) never races us.
-            while readable(&stderr, None) {
-                let mut t = lock(&tail.stderr_tail);
-                if readable(&stderr, Some(0)) && !read_some(&stderr, &mut t) {
-                    return;
-                }
-            }
-        })?;
-    let name = name.to_string();
-    std::thread::Builder::new()
-        .name(format!("lsp-read-{name}"))
-        .spawn(move || read_loop(&name, &shared, &out, stdout))?;
-    Ok(())
-}
-
-/// Whether `file` has something to read (or reached its end) within `timeout_ms`
-/// (`None`: waits as long as it takes).
-fn readable(file: &std::fs::File, timeout_ms: Option<i64>) -> bool {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    let timeout = timeout_ms.map(|ms| Timespec {
-        tv_sec: ms / 1000,
-        tv_nsec: (ms % 1000) * 1_000_000,
-    });
-    let mut fds = [PollFd::new(file, PollFlags::IN)];
-    loop {
-        match poll(&mut fds, timeout.as_ref()) {
-            Ok(n) => return n > 0,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return false,
-        }
-    }
-}
-
-/// Reads what is there into the tail; false at the end of the output.
-fn read_some(mut file: &std::fs::File, tail: &mut Vec<u8>) -> bool {
-    let mut buf = [0u8; 1024];
-    match file.read(&mut buf) {
-        Ok(0) | Err(_) => false,
-        Ok(n) => {
-            tail.extend_from_slice(&buf[..n]);
-            let excess = tail.len().saturating_sub(STDERR_TAIL);
-            tail.drain(..excess);
-            true
-        }
-    }
-}
-
-/// Reaps the server. Its pipes are no sign of its end: a child it started may hold them
-/// open, so a crash is noticed here, with the error output it wrote before it.
-fn spawn_waiter(
-    name: &str,
-    shared: Arc<Shared>,
-    mut child: Child,
-    stderr: Arc<std::fs::File>,
-) -> std::io::Result<()> {
-    let name = name.to_string();
-    std::thread::Builder::new()
-        .name(format!("lsp-wait-{name}"))
-        .spawn(move || {
-            let status = child.wait();
-            {
-                let mut t = lock(&shared.stderr_tail);
-                while readable(&stderr, Some(0)) && read_some(&stderr, &mut t) {}
-            }
-            *lock(&shared.exited) = true;
-            let how = match status {
-                Ok(s) => s.to_string(),
-                Err(e) => e.to_string(),
-            };
-            shared.die(format!("the language server `{name}` exited ({how})"));
-        })?;
-    Ok(())
-}
-
-fn read_loop(
-    name: &str,
-    shared: &Shared,
-    out: &mpsc::Sender<Message>,
-    stdout: std::process::ChildStdout,
-) {
-    let mut reader = crate::framing::Bounded::new(BufReader::new(stdout));
-    loop {
-        match Message::read(&mut reader) {
-            Ok(Some(Message::Response(response))) => answer(shared, response),
-            Ok(Some(Message::Notification(n))) => notification(shared, n),
-            Ok(Some(Message::Request(request))) => {
-                let _ = out.send(server_request(shared, request).into());
-            }
-            Ok(None) => {
-                return shared.die(format!("the language server `{name}` exited"));
-            }
-            Err(e) => {
-                return shared.die(format!(
-                    "the language server `{name}` wrote something that is not an LSP message on its stdout ({e})"
-                ));
-            }
-        }
-    }
-}
-
-fn answer(shared: &Shared, response: Response) {
-    let Ok(id) = response.id.to_string().parse::<i32>() else {
-        return;
-    };
-    let Some(tx) = lock(&shared.pending).remove(&id) else {
-        return;
-    };
-    let reply = match (response.result, response.error) {
-        (_, Some(e)) => Err(format!(
-            "the server answered with error {}: {}",
-            e.code, e.message
-        )),
-        (result, None) => Ok(result.unwrap_or(Value::Null)),
-    };
-    let _ = tx.send(reply);
-}
-
-fn notification(shared: &Shared, n: Notification) {
-    if n.method != "textDocument/publishDiagnostics" {
-        return;
-    }
-    let Ok(params) = serde_json::from_value::<lsp_types::PublishDiagnosticsParams>(n.params) else {
-        return;
-    };
-    lock(&shared.diagnostics).insert(params.uri, params.diagnostics);
-    shared.published.notify_waiters();
-}
-
-/// Answers what a server asks of its client: its settings for `workspace/configuration`,
-/// and an empty success for the rest (progress tokens, capability registration).
-fn server_request(shared: &Shared, request: Request) -> Response {
-    let result = if request.method == "workspace/configuration" {
-        let items = request
-            .params
-            .get("items")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        let section = |i: usize| {
-            let name = request.params["items"][i]["section"].as_str().unwrap_or("");
-            let mut v = shared.settings.clone().unwrap_or(Value::Null);
-            for part in name.split('.').filter(|p| !p.is_empty()) {
-                v = v.get(part).cloned().unwrap_or(Value::Null);
-            }
-            v
-        };
-        Value::Array((0..items).map(section).collect())
-    } else {
-        Value::Null
-    };
-    Response::new_ok(request.id, result)
-}
-
 fn client_capabilities() -> Value {
     json!({
         "general": {"positionEncodings": ["utf-16"]},
+        "window": {"workDoneProgress": true},
         "workspace": {"configuration": true, "workspaceFolders": true, "symbol": {}},
         "textDocument": {
             "synchronization": {"didSave": false},

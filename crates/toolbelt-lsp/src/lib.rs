@@ -3,7 +3,8 @@
 //! hierarchy, diagnostics, code actions) from the language servers a project or the user
 //! configures in `.lsp.json`.
 //!
-//! `config` reads the files, `client` runs one server (process, framing, requests),
+//! `config` reads the files and the settings, `transport` starts a server or connects
+//! to it, `client` runs one server (framing, requests, readiness),
 //! `servers` starts them on first use and shares them, `tool` is the declaration and its
 //! argument checks, `operations` the requests and `format` the text of the answers;
 //! `position` converts the tool's 1-based character columns to LSP's UTF-16 ones;
@@ -20,9 +21,13 @@ mod operations;
 mod position;
 mod servers;
 mod tool;
+mod transport;
 
 pub use after_edit::{CHECKED_TOOLS, CheckedEdits, wait_after_edit};
 pub use client::LspClient;
-pub use config::{ConfigError, LspConfig, ServerConfig, command_files, parse as parse_lsp_json};
+pub use config::{
+    ConfigError, ConfigOwner, LspConfig, ServerConfig, Transport, command_files,
+    parse as parse_lsp_json,
+};
 pub use servers::{ServerState, Servers};
 pub use tool::LspTool;

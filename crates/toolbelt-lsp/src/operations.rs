@@ -138,6 +138,8 @@ async fn open(call: &LspCall) -> Result<Doc, String> {
         .await
         .map_err(|e| format!("cannot read {}: {e}", call.env.roots.display_relative(file)))?;
     let uri = client.sync_document(file, &language, &text).await?;
+    // A server that has not loaded the project yet answers from this file alone.
+    client.wait_until_loaded().await;
     Ok(Doc { client, uri, text })
 }
 

@@ -1,10 +1,13 @@
 //! The servers of one workspace: started on first use, one per configured language,
-//! shared by every call (and every sub-agent) that holds the same [`Servers`], restarted
-//! after a crash when the configuration allows it, and ended together.
+//! shared by every call (and every sub-agent, and every `mcp serve` connection) that
+//! holds the same [`Servers`], restarted after a crash when the configuration allows it,
+//! and ended together. Once ended ([`Servers::shutdown`], when `mcp serve` takes a new
+//! configuration), they start no more: a call still holding them is told to call again.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::client::LspClient;
 use crate::config::ServerConfig;
@@ -32,6 +35,8 @@ pub struct Servers {
     configs: Vec<ServerConfig>,
     root: PathBuf,
     slots: tokio::sync::Mutex<HashMap<String, Slot>>,
+    /// Set by [`Servers::shutdown`].
+    ended: AtomicBool,
 }
 
 impl Servers {
@@ -41,7 +46,14 @@ impl Servers {
             configs,
             root,
             slots: tokio::sync::Mutex::default(),
+            ended: AtomicBool::new(false),
         }
+    }
+
+    /// Whether these are the servers of `configs` on `root`, still usable: a session
+    /// opened again with the same configuration keeps them (and their warm state).
+    pub fn matches(&self, configs: &[ServerConfig], root: &Path) -> bool {
+        !self.ended.load(Ordering::Acquire) && self.configs == configs && self.root == root
     }
 
     /// The configured servers.
@@ -71,6 +83,12 @@ impl Servers {
     /// server that failed to start is tried again on the next call.
     pub async fn client(&self, config: &ServerConfig) -> Result<Arc<LspClient>, String> {
         let mut slots = self.slots.lock().await;
+        if self.ended.load(Ordering::Acquire) {
+            return Err(format!(
+                "the language server `{}` was stopped: the configuration changed; call again",
+                config.name
+            ));
+        }
         let slot = slots.entry(config.name.clone()).or_default();
         if let Some(client) = &slot.client {
             let Some(why) = client.dead() else {
@@ -149,10 +167,11 @@ impl Servers {
             .collect()
     }
 
-    /// Ends every server in order (shutdown, exit, group kill).
+    /// Ends every server in order (shutdown, exit, group kill); none starts again.
     pub async fn shutdown(&self) {
         let clients: Vec<_> = {
             let mut slots = self.slots.lock().await;
+            self.ended.store(true, Ordering::Release);
             slots.values_mut().filter_map(|s| s.client.take()).collect()
         };
         for client in clients {

@@ -6,10 +6,8 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{Workspace, call};
-use serde_json::{Value, json};
+use common::{Workspace, clangd, lsp_json, ok};
+use serde_json::json;
 
 const SHAPES_H: &str = "\
 #ifndef SHAPES_H
@@ -36,29 +34,6 @@ int main(void) {
 }
 ";
 
-fn clangd() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    if let Some(bin) = std::env::split_paths(&path)
-        .map(|d| d.join("clangd"))
-        .find(|p| p.is_file())
-    {
-        return Some(bin);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "clangd is missing: apt-get install clangd"
-    );
-    eprintln!("skipped: clangd is not installed (apt-get install clangd)");
-    None
-}
-
-async fn ok(ws: &Workspace, tool: &toolbelt_lsp::LspTool, args: Value) -> String {
-    let result = call(tool, ws, args.clone()).await;
-    let text = result.llm_text();
-    assert!(!result.is_error(), "{args}: {text}");
-    text
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn definitions_references_symbols_and_diagnostics_in_c() {
     let Some(bin) = clangd() else { return };
@@ -67,12 +42,12 @@ async fn definitions_references_symbols_and_diagnostics_in_c() {
     ws.write("shapes.c", SHAPES_C);
     ws.write("main.c", MAIN_C);
     ws.write("compile_flags.txt", "-std=c11\n-Wall\n");
-    let lsp_json = json!({"c": {
-        "command": bin, "args": ["--log=error"],
-        "extensionToLanguage": {".c": "c", ".h": "c"},
-        "startupTimeout": 30000
-    }});
-    let (tool, servers) = ws.tool(&lsp_json.to_string());
+    let (tool, servers) = ws.tool(&lsp_json(
+        "c",
+        &bin,
+        &["--log=error"],
+        &[(".c", "c"), (".h", "c")],
+    ));
 
     let diags = ok(
         &ws,

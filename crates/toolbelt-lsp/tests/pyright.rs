@@ -7,9 +7,7 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{Workspace, call};
+use common::{Workspace, call, lsp_json, ok, pyright};
 use serde_json::{Value, json};
 
 const MODELS: &str = "\
@@ -39,23 +37,6 @@ print(total_area([sq]))
 count: int = \"three\"
 ";
 
-/// pyright-langserver from `.cache/lsp`, or `None` (then the test is skipped, except in
-/// CI, where setup.sh must have installed it).
-fn pyright() -> Option<PathBuf> {
-    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../.cache/lsp/node_modules/.bin/pyright-langserver");
-    if bin.is_file() {
-        return Some(bin);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "pyright is missing: run scripts/setup.sh (it installs {})",
-        bin.display()
-    );
-    eprintln!("skipped: pyright is not installed (run scripts/setup.sh)");
-    None
-}
-
 fn project() -> Option<(
     Workspace,
     toolbelt_lsp::LspTool,
@@ -65,20 +46,13 @@ fn project() -> Option<(
     let ws = Workspace::new();
     ws.write("models.py", MODELS);
     ws.write("main.py", MAIN);
-    let lsp_json = json!({"python": {
-        "command": bin, "args": ["--stdio"],
-        "extensionToLanguage": {".py": "python"},
-        "startupTimeout": 30000
-    }});
-    let (tool, servers) = ws.tool(&lsp_json.to_string());
+    let (tool, servers) = ws.tool(&lsp_json(
+        "python",
+        &bin,
+        &["--stdio"],
+        &[(".py", "python")],
+    ));
     Some((ws, tool, servers))
-}
-
-async fn ok(ws: &Workspace, tool: &toolbelt_lsp::LspTool, args: Value) -> String {
-    let result = call(tool, ws, args.clone()).await;
-    let text = result.llm_text();
-    assert!(!result.is_error(), "{args}: {text}");
-    text
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,7 @@
 //! module knows MCP. They meet at [`Workspaces`]: given the workspace roots (the
 //! client's `roots`, or none for the current directory) it opens a [`Toolset`]. Each
 //! connection is a [`ToolbeltServer`] (rmcp's `ServerHandler`) holding one
-//! [`Scheduler`] per toolset, so a `tools/call` goes through exactly the flow of a model's
+//! [`Scheduler`](toolbelt_core::scheduler::Scheduler) per toolset, so a `tools/call` goes through exactly the flow of a model's
 //! function call: lookup, argument checks, rules, approval mode, confirmation,
 //! execution, output limits. Results are mapped in `wire`.
 //!
@@ -26,9 +26,17 @@
 //!   each connection then opens its tools again and sends
 //!   `notifications/tools/list_changed` if what it offers changed. It also sends one when
 //!   its roots change, and when a call changed the approval mode in a way that changes
-//!   which `when` clauses hold (an approved `exit_plan_mode` ends plan mode).
+//!   which `when` clauses hold (an approved `exit_plan_mode` ends plan mode). A client of
+//!   2026-07-28 hears of the same on its `subscriptions/listen` request (`listen`).
 //! - **Stateless HTTP**: [`ServeOptions::stateless`] makes a connection ask nothing of
 //!   the client (no roots, no elicitation), so any process can answer any request.
+//! - **Protocol revisions**: 2024-11-05 to 2025-11-25 (the `initialize` handshake, with
+//!   the server-to-client requests above), and 2026-07-28, where a client names its
+//!   revision and capabilities in every request and a server asks nothing of it on its
+//!   own: roots and confirmation come as an `input_required` answer to `tools/call` that
+//!   the client fulfils and retries (`rounds`). A client that offers the handshake gets
+//!   the handshake; one that starts with `server/discover` or a request of the newest
+//!   revision gets that.
 //!
 //! File changes of all connections are serialised (one `edit`/`write_file` at a time per
 //! process): two clients editing one file must not lose either change. Reads, searches
@@ -36,16 +44,19 @@
 //! while the question is open (`turns`), so a slow answer holds back no other client;
 //! what changed meanwhile is caught by the edit tools' own check.
 
-// Logging and roots are deprecated by rmcp for the 2026-07-28 revision only, which this
-// server does not speak (see `supported_protocol_versions`); for 2025-11-25 and before
-// they are the protocol.
+// Logging and roots are deprecated by rmcp for the 2026-07-28 revision only; for
+// 2025-11-25 and before they are the protocol, and in 2026-07-28 roots are still how a
+// client says where its workspace is (as an input request, see `rounds`).
 #![allow(deprecated)]
 
+mod active;
 mod approve;
 mod busy_poll;
 mod coalesce;
 pub mod http;
+mod listen;
 mod progress;
+mod rounds;
 mod stdio_input;
 mod turns;
 mod wire;
@@ -54,29 +65,29 @@ pub use busy_poll::before_park;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, ErrorData,
-    Implementation, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+    ErrorCode, ErrorData, Implementation, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
 use tokio::sync::{Mutex, watch};
-use toolbelt_core::scheduler::{
-    ApprovalMode, Approver, NobodyToAsk, Permissions, Scheduler, SchedulerConfig, ToolCallRequest,
-    TurnInfo,
-};
-use toolbelt_core::{Kind, Registration, ToolEnvironment, ToolRegistry};
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::scheduler::{ApprovalMode, Permissions, ToolCallRequest, TurnInfo};
+use toolbelt_core::{Kind, ToolEnvironment, ToolRegistry};
 
-use approve::{ElicitationApprover, Remembered};
+use active::{Active, Asking, Opening, Roots};
+use approve::Remembered;
 use progress::ProgressWatch;
-use turns::{FileTurn, HeldTurns, TurnWhileAsking};
+use rounds::{AskRoutes, Parked};
+use turns::{FileTurn, HeldTurns};
 
 /// The tools of one workspace, as the binary assembled them.
 pub struct Toolset {
@@ -95,6 +106,8 @@ pub struct Toolset {
     /// (`exit_plan_mode` ends plan mode) the `when` clauses are evaluated again and the
     /// client told if the list changed. `None`: the list stays as opened.
     pub when_context: Option<WhenContext>,
+    /// The workspace's hooks (its settings'), run around every call; `None` without any.
+    pub hooks: Option<Arc<dyn toolbelt_core::hooks::HookRunner>>,
 }
 
 /// The when-clause context keys of a workspace in an approval mode.
@@ -132,6 +145,9 @@ pub struct ServeOptions {
     pub how_to_allow: String,
     /// Serialises file changes across connections (see [`turns`]).
     file_changes: FileTurn,
+    /// Calls of the 2026-07-28 revision waiting for their person's answer (see
+    /// [`rounds`]): process-wide, because over HTTP each round is a connection of its own.
+    parked: Parked,
 }
 
 impl ServeOptions {
@@ -141,62 +157,9 @@ impl ServeOptions {
             stateless,
             how_to_allow: how_to_allow.into(),
             file_changes: FileTurn::default(),
+            parked: Parked::default(),
         }
     }
-}
-
-/// The tools of a connection and the scheduler that runs their calls.
-struct Active {
-    toolset: Arc<Toolset>,
-    scheduler: Scheduler,
-    /// The tools as offered: the toolset's, with `when` clauses evaluated in the mode
-    /// beside them (the toolset's, until a call changes it).
-    listed: std::sync::Mutex<(ApprovalMode, Arc<ToolRegistry>)>,
-    generation: u64,
-    roots_epoch: u64,
-}
-
-impl Active {
-    fn listed(&self) -> std::sync::MutexGuard<'_, (ApprovalMode, Arc<ToolRegistry>)> {
-        match self.listed.lock() {
-            Ok(listed) => listed,
-            Err(poisoned) => poisoned.into_inner(),
-        }
-    }
-
-    fn registry(&self) -> Arc<ToolRegistry> {
-        self.listed().1.clone()
-    }
-
-    /// The tools offered, as the client sees them.
-    fn offered(&self) -> Vec<Tool> {
-        offered(&self.registry()).map(wire::tool).collect()
-    }
-
-    /// Evaluates the `when` clauses again if a call changed the approval mode; `true`
-    /// when that changed which tools are offered.
-    fn follow_mode(&self) -> bool {
-        let Some(when_context) = &self.toolset.when_context else {
-            return false;
-        };
-        let mode = self.scheduler.mode();
-        let mut listed = self.listed();
-        if listed.0 == mode {
-            return false;
-        }
-        let mut registry = (*listed.1).clone();
-        registry.apply_when(&when_context(mode));
-        let changed = !offered(&registry)
-            .map(|r| &r.name)
-            .eq(offered(&listed.1).map(|r| &r.name));
-        *listed = (mode, Arc::new(registry));
-        changed
-    }
-}
-
-/// The tools a registry offers: registered, and not held back by a `when` clause.
-fn offered(registry: &ToolRegistry) -> impl Iterator<Item = &Registration> {
-    registry.all().filter(|r| !registry.is_disabled(&r.name))
 }
 
 /// One MCP connection (a stdio session, an HTTP session, or one stateless request).
@@ -213,6 +176,14 @@ struct Connection {
     active: Mutex<Option<Arc<Active>>>,
     /// Grows when the client says its roots changed.
     roots_epoch: AtomicU64,
+    /// It served a request of the 2026-07-28 revision over HTTP, where every request is a
+    /// connection of its own: its end is not the end of what its calls started.
+    per_request: AtomicBool,
+    /// Where the calls that ask in rounds send their questions, by call id.
+    routes: Arc<AskRoutes>,
+    /// Grows when a call changed which tools are offered (an approved plan), for the
+    /// connection's `subscriptions/listen` (see [`listen`]).
+    list_ticks: watch::Sender<u64>,
     /// `mcp-<connection>-`: what its call ids begin with, unique in the process.
     call_prefix: String,
     next_call: AtomicU64,
@@ -234,6 +205,9 @@ impl ToolbeltServer {
                 options,
                 active: Mutex::new(None),
                 roots_epoch: AtomicU64::new(0),
+                per_request: AtomicBool::new(false),
+                routes: Arc::default(),
+                list_ticks: watch::Sender::new(0),
                 call_prefix: format!("mcp-{}-", CONNECTIONS.fetch_add(1, Ordering::Relaxed)),
                 next_call: AtomicU64::new(1),
                 remembered: Arc::default(),
@@ -254,7 +228,8 @@ static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 /// process's end.
 impl Drop for ToolbeltServer {
     fn drop(&mut self) {
-        if !self.connection.options.stateless {
+        if !self.connection.options.stateless && !self.connection.per_request.load(Ordering::SeqCst)
+        {
             self.connection
                 .workspaces
                 .connection_ended(&self.connection.call_prefix);
@@ -263,130 +238,53 @@ impl Drop for ToolbeltServer {
 }
 
 impl Connection {
-    /// The connection's tools, opened again when the roots or the tools changed.
-    async fn active(&self, peer: &Peer<RoleServer>) -> Result<Arc<Active>, ErrorData> {
-        let mut slot = self.active.lock().await;
-        let generation = *self.changes.borrow();
-        let roots_epoch = self.roots_epoch.load(Ordering::SeqCst);
-        if let Some(active) = slot.as_ref()
-            && active.generation == generation
-            && active.roots_epoch == roots_epoch
-        {
-            return Ok(active.clone());
-        }
-        let roots = self.client_roots(peer).await;
-        let toolset = self
-            .workspaces
-            .open(roots.as_deref())
-            .await
-            .map_err(|e| ErrorData::internal_error(e, None))?;
-        for warning in &toolset.warnings {
-            self.log(peer, LoggingLevel::Warning, warning).await;
-        }
-        let scheduler = self.scheduler_for(&toolset, peer);
-        // Tools opened again (a settings file or a proxied server changed) keep the
-        // mode a call moved the connection to (an approved plan), unless the mode the
-        // settings and flags give changed too: then that one is the person's newer word.
-        if let Some(before) = slot.as_ref()
-            && before.toolset.mode == toolset.mode
-        {
-            scheduler.set_mode(before.scheduler.mode());
-        }
-        let active = Arc::new(Active {
-            listed: std::sync::Mutex::new((toolset.mode, Arc::new(toolset.registry.clone()))),
-            toolset,
-            scheduler,
-            generation,
-            roots_epoch,
-        });
-        active.follow_mode();
-        *slot = Some(active.clone());
-        Ok(active)
+    /// The id of the connection's next call (unique in the process).
+    fn next_call_id(&self) -> String {
+        format!(
+            "{}{}",
+            self.call_prefix,
+            self.next_call.fetch_add(1, Ordering::SeqCst)
+        )
     }
 
-    /// The tools as the client was last told them; `None` before it asked.
-    async fn offered_now(&self) -> Option<Vec<Tool>> {
-        let slot = self.active.lock().await;
-        slot.as_ref().map(|active| active.offered())
-    }
-
-    fn scheduler_for(&self, toolset: &Toolset, peer: &Peer<RoleServer>) -> Scheduler {
-        let (events, routed) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(self.progress.clone().route(routed));
-        let can_ask = !self.options.stateless
-            && peer
-                .peer_info()
-                .is_some_and(|info| info.capabilities.elicitation.is_some());
-        let approver: Option<Arc<dyn Approver>> = can_ask.then(|| {
-            Arc::new(ElicitationApprover {
-                peer: peer.clone(),
-                remembered: self.remembered.clone(),
-                turn: TurnWhileAsking {
-                    turn: self.options.file_changes.clone(),
-                    held: self.turns.clone(),
-                },
-            }) as Arc<dyn Approver>
-        });
-        let why = if self.options.stateless {
-            "this server runs stateless, so it cannot ask the MCP client's user".to_string()
+    /// Runs one call through the connection's scheduler, with the process's turn for
+    /// file changes when it changes files; its result as MCP, and whether the tools
+    /// offered changed (the call changed the approval mode).
+    async fn run_call(
+        &self,
+        active: &Active,
+        call_id: &str,
+        name: &str,
+        arguments: &Value,
+        cancel: &CancellationToken,
+    ) -> (Result<CallToolResult, ErrorData>, bool) {
+        let call = ToolCallRequest::new(call_id, name, arguments);
+        let registry = active.registry();
+        let exclusive = registry
+            .get(name)
+            .is_some_and(|r| changes_files(r.tool.kind()));
+        let _turn = if exclusive {
+            Some(
+                self.turns
+                    .take_for_call(&self.options.file_changes, call_id)
+                    .await,
+            )
         } else {
-            "the MCP client offers no elicitation, so the server cannot ask its user".to_string()
+            None
         };
-        let scheduler = Scheduler::new(
-            toolset.env.clone(),
-            SchedulerConfig {
-                mode: toolset.mode,
-                permissions: toolset.permissions.clone(),
-                approver,
-                events: Some(events),
-                nobody_to_ask: Some(NobodyToAsk {
-                    why: format!("{why} (approval mode {})", toolset.mode),
-                    how: self.options.how_to_allow.clone(),
-                }),
-                ..Default::default()
-            },
-        );
-        self.remembered.replay(&scheduler, &toolset.registry);
-        scheduler
-    }
-
-    /// The client's roots as directories, when it offers them and this connection may
-    /// ask; `None` means the default workspace.
-    async fn client_roots(&self, peer: &Peer<RoleServer>) -> Option<Vec<PathBuf>> {
-        if self.options.stateless {
-            return None;
+        let mut done = active
+            .scheduler
+            .run(&registry, vec![call], TurnInfo::default(), cancel)
+            .await;
+        let list_changed = active.follow_mode();
+        if list_changed {
+            self.list_ticks.send_modify(|n| *n += 1);
         }
-        peer.peer_info()?.capabilities.roots.as_ref()?;
-        let listed = tokio::time::timeout(Duration::from_secs(10), peer.list_roots()).await;
-        let roots = match listed {
-            Ok(Ok(result)) => result.roots,
-            Ok(Err(e)) => {
-                self.log(peer, LoggingLevel::Warning, &format!("cannot list the client's roots ({e}); the workspace is the server's directory")).await;
-                return None;
-            }
-            Err(_) => {
-                self.log(peer, LoggingLevel::Warning, "the client did not list its roots within 10 s; the workspace is the server's directory").await;
-                return None;
-            }
+        let result = match done.pop() {
+            Some(call) => Ok(wire::call_result(call)),
+            None => Err(ErrorData::internal_error("the call gave no result", None)),
         };
-        let mut dirs = Vec::new();
-        for root in roots {
-            match url::Url::parse(&root.uri).ok().and_then(|u| {
-                (u.scheme() == "file")
-                    .then(|| u.to_file_path().ok())
-                    .flatten()
-            }) {
-                Some(path) if path.is_dir() => dirs.push(path),
-                _ => {
-                    let message = format!(
-                        "ignoring the root {}: not a directory on this machine (file:// URI)",
-                        root.uri
-                    );
-                    self.log(peer, LoggingLevel::Warning, &message).await;
-                }
-            }
-        }
-        (!dirs.is_empty()).then_some(dirs)
+        (result, list_changed)
     }
 
     /// Sends `message` to the client as `notifications/message` when it wants `level`.
@@ -424,7 +322,7 @@ impl Connection {
                 let Some(before) = self.offered_now().await else {
                     continue;
                 };
-                let after = match self.active(&peer).await {
+                let after = match self.active(&peer, self.handshake_opening(&peer)).await {
                     Ok(active) => active.offered(),
                     Err(e) => {
                         let message = format!("cannot open the tools again: {}", e.message);
@@ -456,6 +354,8 @@ const KNOWN_METHODS: &[&str] = &[
     "prompts/list",
     "prompts/get",
     "completion/complete",
+    "server/discover",
+    "subscriptions/listen",
 ];
 
 /// `notifications/message` levels in order (RFC 5424, least severe first).
@@ -494,11 +394,11 @@ impl ServerHandler for ToolbeltServer {
         )
     }
 
-    /// The revisions with an `initialize` handshake this server implements: 2024-11-05
-    /// to 2025-11-25. (2026-07-28 replaces server-to-client requests, which confirmation
-    /// and roots need, with a different flow.)
+    /// Every revision up to 2026-07-28: those with an `initialize` handshake (2024-11-05
+    /// to 2025-11-25), and 2026-07-28, whose roots and confirmations come in rounds
+    /// (`rounds`).
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn list_tools(
@@ -506,7 +406,12 @@ impl ServerHandler for ToolbeltServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let active = self.connection.active(&context.peer).await?;
+        let opening = if rounds::modern(&self.connection, &context) {
+            self.connection.listing_opening(&context).await
+        } else {
+            self.connection.handshake_opening(&context.peer)
+        };
+        let active = self.connection.active(&context.peer, opening).await?;
         Ok(ListToolsResult::with_all_items(active.offered()))
     }
 
@@ -515,45 +420,27 @@ impl ServerHandler for ToolbeltServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let active = self.connection.active(&context.peer).await?;
-        let call_id = format!(
-            "{}{}",
-            self.connection.call_prefix,
-            self.connection.next_call.fetch_add(1, Ordering::SeqCst)
-        );
+        let connection = &self.connection;
+        if rounds::modern(connection, &context) {
+            return rounds::call(connection, request, context).await;
+        }
+        let opening = connection.handshake_opening(&context.peer);
+        let active = connection.active(&context.peer, opening).await?;
+        let call_id = connection.next_call_id();
         if let Some(token) = context.meta.get_progress_token() {
-            self.connection
+            connection
                 .progress
                 .watch(&call_id, context.peer.clone(), token);
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let call = ToolCallRequest::new(&call_id, request.name.as_ref(), &arguments);
-        let registry = active.registry();
-        let exclusive = registry
-            .get(&request.name)
-            .is_some_and(|r| changes_files(r.tool.kind()));
-        let _turn = if exclusive {
-            let turns = &self.connection.turns;
-            Some(
-                turns
-                    .take_for_call(&self.connection.options.file_changes, &call_id)
-                    .await,
-            )
-        } else {
-            None
-        };
-        let mut done = active
-            .scheduler
-            .run(&registry, vec![call], TurnInfo::default(), &context.ct)
+        let (result, list_changed) = connection
+            .run_call(&active, &call_id, &request.name, &arguments, &context.ct)
             .await;
-        self.connection.progress.unwatch(&call_id);
-        if active.follow_mode() {
+        connection.progress.unwatch(&call_id);
+        if list_changed {
             let _ = context.peer.notify_tool_list_changed().await;
         }
-        match done.pop() {
-            Some(call) => Ok(wire::call_result(call).into()),
-            None => Err(ErrorData::internal_error("the call gave no result", None)),
-        }
+        result.map(CallToolResponse::from)
     }
 
     /// A request rmcp could not read as any method it knows: a known method whose
@@ -589,6 +476,19 @@ impl ServerHandler for ToolbeltServer {
             .log_level
             .store(level_rank(request.level), Ordering::SeqCst);
         Ok(())
+    }
+
+    /// `subscriptions/listen` (2026-07-28): tool list changes only.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // rmcp keeps of it what was requested and advertised.
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        listen::tools_changed(&self.connection, context).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

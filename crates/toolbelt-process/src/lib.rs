@@ -23,6 +23,9 @@
 //! - [`GroupCommand`]: the one way to start a child so that all of the above applies to
 //!   it: its own process group, the owner marker (set last, so no caller's environment
 //!   replaces it), the leader recorded in its [`Owner`].
+//! - [`run`]: a command run to its end on that (discovered and declared tools, hooks):
+//!   its input, a time limit, output caps and cancellation, and nothing it started left
+//!   behind.
 //!
 //! Killing goes through a pidfd where the kernel has one, after checking that the pid
 //! still names the process that was found (same start time), so a pid reused in the
@@ -39,6 +42,7 @@ pub mod group;
 pub mod guardian;
 pub mod owner;
 pub mod procfs;
+pub mod run;
 mod spawn;
 
 pub use group::{

@@ -11,10 +11,12 @@ use toolbelt_agent::prompt::{PromptFacts, system_prompt};
 use toolbelt_agent::subagents::BackgroundTasks;
 use toolbelt_agent::transcript::{LoadedSession, SessionStore, SessionWriter};
 use toolbelt_agent::{Agent, EventSink, context_files};
+use toolbelt_core::hooks::HookRunner;
 use toolbelt_core::scheduler::{ApprovalMode, Approver, Permissions, SchedulerConfig};
 use toolbelt_core::{RuleList, Settings, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayModel};
 
+use crate::dont_ask::DontAsk;
 use crate::mcp::McpToolSource;
 use crate::model_slot::ModelSlot;
 use crate::options::{AgentOptions, Warn};
@@ -33,7 +35,8 @@ pub struct Setup {
     pub read_prompt: Option<ReadPrompt>,
     /// Where the agent's events go.
     pub sink: EventSink,
-    /// Who is asked when a call needs approval (`None`: nobody, headless).
+    /// Who is asked when a call needs approval (`None`: nobody, headless). In `dontAsk`
+    /// mode it is not asked ([`DontAsk`]).
     pub approver: Option<Arc<dyn Approver>>,
 }
 
@@ -74,6 +77,12 @@ pub struct Prepared {
     pub system_prompt: SystemPrompt,
     /// How the agent was made (a new model is built from them).
     pub options: AgentOptions,
+    /// The session's hooks, for the agent's own events (the scheduler already holds
+    /// them for the calls'); `None` without any.
+    pub hooks: Option<Arc<dyn HookRunner>>,
+    /// Claude's `dontAsk` mode: on when the policy's mode is `dontAsk`; a front end turns
+    /// it off when the person chooses another mode.
+    pub dont_ask: DontAsk,
     /// The session's file checkpoints (issue 34); `None` when the settings turn them
     /// off (`general.checkpointing.enabled: false`).
     pub history: Option<toolbelt_history::History>,
@@ -132,15 +141,17 @@ struct Saving {
     continued: Option<LoadedSession>,
 }
 
-/// The agent's registry and rules, before the agent is made.
+/// The agent's registry and rules, before the agent is made, and the session's hooks.
 struct Ruled {
     permissions: Permissions,
     mode: ApprovalMode,
+    hooks: Option<Arc<dyn HookRunner>>,
 }
 
 impl Ruled {
-    /// The agent's scheduler settings.
-    fn into_config(
+    /// The agent's scheduler under these rules, asking `approver`, with the session's
+    /// hooks.
+    fn scheduler_config(
         self,
         approver: Option<Arc<dyn Approver>>,
         checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
@@ -149,6 +160,7 @@ impl Ruled {
             mode: self.mode,
             permissions: self.permissions,
             approver,
+            hooks: self.hooks,
             checkpoints,
             ..Default::default()
         }
@@ -166,14 +178,17 @@ impl Saving {
     ) -> (Option<SessionWriter>, String) {
         let id = options.session_id.as_deref();
         let continued = self.continued.as_ref();
-        let log = saved::start(
-            &self.store,
-            cwd.to_path_buf(),
-            model_name,
-            continued,
-            id,
-            warn,
-        );
+        let log = options.persist_session.then(|| {
+            let run = saved::Run {
+                cwd: cwd.to_path_buf(),
+                model: model_name,
+                continued,
+                fork: options.fork_session,
+                id,
+            };
+            saved::start(&self.store, run, warn)
+        });
+        let log = log.flatten();
         let session_id = match (&log, &options.session_id) {
             (Some(log), _) => log.id().to_string(),
             (None, Some(id)) => id.clone(),
@@ -209,11 +224,27 @@ impl Session {
     /// Makes this session's agent: checks the saved session to continue (an unknown ID
     /// fails before any server starts), reads the first prompt, loads the extensions,
     /// then rules, model, sub-agents and system prompt.
-    pub async fn agent(mut self, options: AgentOptions, setup: Setup) -> Result<Prepared, String> {
+    pub async fn agent(
+        mut self,
+        mut options: AgentOptions,
+        setup: Setup,
+    ) -> Result<Prepared, String> {
+        options.core_tools = core_names(&options.core_tools, self.rules.vocabulary());
         let store = saved::store(&self.project());
         let continued = saved::load(&store, &options.resume, self.warn())?;
         if let Some(id) = &options.session_id {
+            if continued.is_some() && !options.fork_session {
+                return Err(format!(
+                    "--session-id {id} with --resume or --continue needs --fork-session (the continued session keeps its own ID otherwise)"
+                ));
+            }
             saved::check_new_id(&store, id)?;
+        }
+        for ignored in &options.ignored {
+            self.warn().say(&format!(
+                "{} is accepted and ignored: {}",
+                ignored.flag, ignored.why
+            ));
         }
         let prompt = match setup.read_prompt {
             Some(read) => read()?,
@@ -223,9 +254,20 @@ impl Session {
         // the run (`McpToolSource`).
         self.load_extensions(true).await.map_err(|e| e.0)?;
         let ruled = self.rule_agent(&options)?;
+        let source = if continued.is_some() {
+            "resume"
+        } else {
+            "startup"
+        };
         let saving = Saving { store, continued };
-        let mut prepared = self.make_agent(options, setup.sink, setup.approver, ruled, saving)?;
+        let dont_ask = DontAsk::new(options.policy.approval_mode.as_deref());
+        let approver = setup.approver.map(|approver| dont_ask.wrap(approver));
+        let mut prepared = self.make_agent(options, setup.sink, approver, ruled, saving)?;
         prepared.prompt = prompt;
+        prepared.dont_ask = dont_ask;
+        // SessionStart: what its hooks say goes with the first prompt.
+        let cancel = tokio_util::sync::CancellationToken::new();
+        prepared.agent.start_session(source, &cancel).await;
         Ok(prepared)
     }
 
@@ -242,6 +284,18 @@ impl Session {
         for rule in &options.disallowed_tools {
             permissions.add(RuleList::Deny, rule);
         }
+        for source in &options.claude_settings {
+            let read = crate::claude_settings::read(source)?;
+            for (list, rule) in &read.rules {
+                permissions.add(*list, rule);
+            }
+            if !read.ignored_keys.is_empty() {
+                self.warn().say(&format!(
+                    "Claude settings: {} accepted and ignored (toolbelt reads their permissions)",
+                    read.ignored_keys.join(", ")
+                ));
+            }
+        }
         // A rule that does not parse is an error, as in the settings: dropping it would run
         // the session under other rules than the ones given.
         if let Some(bad) = permissions.invalid().first() {
@@ -257,7 +311,13 @@ impl Session {
             &self.env.settings,
         )?;
         self.apply_when(mode);
-        Ok(Ruled { permissions, mode })
+        Ok(Ruled {
+            permissions,
+            mode,
+            // The engine's state is shared by its clones: the session id and
+            // transcript it is told in `make_agent` reach these copies too.
+            hooks: self.hooks(),
+        })
     }
 
     /// The model, the saved file, the sub-agent tools, the system prompt and the agent.
@@ -271,29 +331,26 @@ impl Session {
     ) -> Result<Prepared, String> {
         let project = self.project();
         let cwd = self.dir.clone();
-        let warn = self.warn().clone();
+        let (catalog, agents) = load_catalog(&project, self.warn());
         let Session {
             env,
             mut registry,
             mcp,
             shell_jobs,
             skills,
+            hooks,
             ..
         } = self;
         let mcp = Arc::new(mcp);
         let (model, model_name, server) = session_model(&options, &env, &cwd)?;
-        let (log, session_id) = saving.start(&cwd, &model_name, &options, &warn);
+        let (log, session_id) = saving.start(&cwd, &model_name, &options, &self.options.warn);
+        let hooks = told_the_session(hooks, &session_id, log.as_ref());
         let (history, checkpoints) = crate::undo::open(&env, &project, &session_id);
-        // `agent`, `task_stop` and `send_message` see the tools as they are now (without
-        // themselves); the settings' lists and --exclude-tools apply to them as to every
-        // other tool.
-        let (catalog, agents) = load_catalog(&project, &warn);
+        // The sub-agent tools see the tools as they are now (without themselves).
         let parts = subagents::Parts {
             catalog,
-            models: subagents::Models {
-                parent: model.clone(),
-                server,
-            },
+            parent_model: model.clone(),
+            server,
             env: env.clone(),
             permissions: ruled.permissions.clone(),
             mode: ruled.mode,
@@ -304,20 +361,20 @@ impl Session {
             cwd: cwd.clone(),
             max_turns: options.max_session_turns,
             shell_jobs: shell_jobs.clone(),
+            hooks: ruled.hooks.clone(),
             checkpoints: checkpoints.clone(),
         };
         let background = subagents::install(&mut registry, parts);
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);
         settle_tools(&mut registry, &env.settings, &options);
         let system_prompt = make_system_prompt(&options, &env, &registry, &cwd, ruled.mode);
-        let mode = ruled.mode;
-        let config = ruled.into_config(approver, checkpoints);
+        let prompt_text = system_prompt.text(ruled.mode);
         let agent = Agent::new(
             model.clone(),
             Arc::new(registry),
             env.clone(),
-            config,
-            system_prompt.text(mode),
+            ruled.scheduler_config(approver, checkpoints),
+            prompt_text,
             options.max_session_turns,
             Some(sink),
         );
@@ -349,9 +406,23 @@ impl Session {
             cron,
             system_prompt,
             options,
+            hooks,
+            dont_ask: DontAsk::default(),
             history,
         })
     }
+}
+
+/// The session's hooks, told the conversation's id and file (hooks see them from its
+/// first event).
+fn told_the_session(
+    hooks: Option<toolbelt_hooks::HookEngine>,
+    session_id: &str,
+    log: Option<&SessionWriter>,
+) -> Option<Arc<dyn HookRunner>> {
+    let engine = hooks?;
+    engine.set_session(session_id, log.map(|l| l.path().to_path_buf()));
+    Some(Arc::new(engine))
 }
 
 /// The session's model behind a [`ModelSlot`] (so `set_model` can swap it), which is
@@ -462,6 +533,17 @@ fn disallowed_names(
         .filter_map(|r| toolbelt_core::rules::Rule::parse(r, vocabulary))
         .filter(|r| r.specifier.is_none())
         .flat_map(|r| r.tools)
+        .collect()
+}
+
+/// `--core-tools` with the aliases rules know (Claude's `Read`, `Bash`, ...) as the tools
+/// they stand for.
+fn core_names(core: &[String], vocabulary: &toolbelt_core::rules::RuleVocabulary) -> Vec<String> {
+    core.iter()
+        .flat_map(|name| match vocabulary.tools_of(name.trim()) {
+            Some(tools) => tools.to_vec(),
+            None => vec![name.clone()],
+        })
         .collect()
 }
 

@@ -10,8 +10,9 @@
 //! configuration (`.qwen`, `.agents`, `.git`, and what the settings and flags name: the
 //! toolbelt home, manifests, the programs the settings run, `--mcp-config` files,
 //! `.lsp.json`, the scripts declared tools run), the skills, the language servers and
-//! the registry of built-in tools. [`Session::load_extensions`] adds discovered, MCP and
-//! declared tools. [`Session::permissions`] gives the scheduler's rules and mode for a
+//! the registry of built-in tools, and the hooks ([`Session::hooks`], from
+//! `toolbelt-hooks`). [`Session::load_extensions`] adds discovered, MCP and declared
+//! tools. [`Session::permissions`] gives the scheduler's rules and mode for a
 //! [`Policy`].
 //!
 //! [`Session::agent`] makes the session's agent ([`Prepared`]): the saved conversation
@@ -30,8 +31,11 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod agent;
+mod claude_settings;
+mod dont_ask;
 // Issue 33: scheduled prompts and monitors.
 pub mod cron;
+mod hooks;
 pub mod kit;
 pub mod listing;
 mod mcp;
@@ -50,9 +54,13 @@ mod trust;
 mod undo;
 
 pub use agent::{Prepared, ReadPrompt, Setup, SystemPrompt, build_model};
+pub use dont_ask::{DONT_ASK_REFUSAL, DontAsk};
+pub use hooks::hook_listing;
 pub use mcp::connect as connect_mcp;
 pub use model_slot::ModelSlot;
-pub use options::{AgentOptions, McpOptions, Policy, Resume, SessionOptions, Warn};
+pub use options::{
+    AgentOptions, IgnoredFlag, McpOptions, Policy, Resume, SessionOptions, SettingSources, Warn,
+};
 pub use paths::{sessions_dir, toolbelt_home};
 pub use serve::ServeWorkspaces;
 pub use session::{Session, SetupError, approval_mode, exclude, rule_vocabulary};

@@ -1,5 +1,6 @@
 //! The listings of `toolbelt agents list`, `skills list`, `lsp list` and `mcp list`: text
-//! a line per fact, or JSON, built from what the session loaded.
+//! a line per fact, or JSON, built from what the session loaded. (`hooks list` is
+//! `toolbelt_hooks::HookListing`, read by [`crate::hook_listing`].)
 
 mod agents;
 mod lsp;
@@ -7,6 +8,6 @@ mod mcp;
 mod skills;
 
 pub use agents::{agents_json, agents_text};
-pub use lsp::{LspRow, lsp_json, lsp_rows};
+pub use lsp::{LspRow, lsp_json, lsp_rows, lsp_text};
 pub use mcp::{mcp_json, mcp_text};
 pub use skills::{skills_json, skills_text};

@@ -32,8 +32,13 @@ pub async fn connect(
         .primary()
         .map(Path::to_path_buf)
         .unwrap_or_default();
+    // Claude's `--strict-mcp-config`: the settings' servers are left out.
+    let mut settings = std::borrow::Cow::Borrowed(&*env.settings);
+    if options.strict {
+        settings.to_mut().mcp_servers.clear();
+    }
     let (mut servers, problems) = toolbelt_mcp::configured_servers(
-        &env.settings,
+        &settings,
         &extra,
         (!allowed.is_empty()).then_some(allowed.as_slice()),
         &project_root,

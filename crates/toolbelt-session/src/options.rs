@@ -26,8 +26,17 @@ pub struct SessionOptions {
     /// The shell's background jobs of an earlier session of the same workspace, kept
     /// (`mcp serve` opening its tools again).
     pub shell_jobs: Option<Arc<JobTable>>,
+    /// The language servers of an earlier session of the same workspace, kept when the
+    /// configuration read now is the same (`mcp serve` opening its tools again).
+    pub lsp_servers: Option<Arc<toolbelt_lsp::Servers>>,
     /// MCP servers that live in the client of a stream-JSON session (`sdkMcpServers`).
     pub sdk_mcp_servers: Vec<ServerConfig>,
+    /// Which of the person's settings files are read (Claude's `--setting-sources`);
+    /// `None`: both. The system file always is.
+    pub setting_sources: Option<SettingSources>,
+    /// More skill folders, each holding skill folders as `~/.qwen/skills` does (Claude
+    /// Code plugins' `skills/`): the person's own, read after the others.
+    pub plugin_skills: Vec<PathBuf>,
     /// Where warnings go as they happen (they are also kept in `Session::warnings`).
     pub warn: Warn,
 }
@@ -39,6 +48,18 @@ pub struct McpOptions {
     pub mcp_config: Vec<String>,
     /// `--allowed-mcp-server-names`: connect only these (empty: all).
     pub allowed_mcp_server_names: Vec<String>,
+    /// Claude's `--strict-mcp-config`: the settings' `mcpServers` are left out; only
+    /// `mcp_config`'s (and a stream-JSON client's) servers connect.
+    pub strict: bool,
+}
+
+/// Which of the person's settings files a session reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SettingSources {
+    /// `~/.qwen/settings.json`.
+    pub user: bool,
+    /// The project's `.qwen/settings.json`.
+    pub project: bool,
 }
 
 /// Where a session's warnings go as they happen: a line each, without the
@@ -128,6 +149,30 @@ pub struct AgentOptions {
     /// fire scheduled prompts when idle (the terminal, stream-JSON), not a run that
     /// ends with its answer.
     pub scheduled_prompts: bool,
+    /// Claude's `--fork-session`: the conversation of `resume` continues under a new ID,
+    /// and the session it came from stays as it was.
+    pub fork_session: bool,
+    /// Save the run (Claude's `--no-session-persistence` turns it off): nothing is
+    /// written, and the run cannot be resumed.
+    pub persist_session: bool,
+    /// Claude Code settings handed to the session (`--settings`, `--managed-settings`, an
+    /// SDK's `initialize`): a JSON object, or a file holding one. Their `permissions`
+    /// (allow, deny and ask rules) join the session's rules; their other keys are
+    /// ignored with a warning.
+    pub claude_settings: Vec<String>,
+    /// Flags accepted and not honoured (Claude's `--max-budget-usd`, ...), each with why:
+    /// said as warnings when the agent is made, and listed by front ends that report
+    /// their session (stream-JSON's `init`).
+    pub ignored: Vec<IgnoredFlag>,
+}
+
+/// A flag a session accepts (a client sends it) and does not honour.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IgnoredFlag {
+    /// The flag, as given (`--max-budget-usd`).
+    pub flag: String,
+    /// Why it has no effect, as a clause (`toolbelt does not track cost`).
+    pub why: String,
 }
 
 impl Default for AgentOptions {
@@ -147,6 +192,10 @@ impl Default for AgentOptions {
             resume: Resume::Fresh,
             session_id: None,
             scheduled_prompts: false,
+            fork_session: false,
+            persist_session: true,
+            claude_settings: Vec::new(),
+            ignored: Vec::new(),
         }
     }
 }

@@ -126,20 +126,23 @@ pub(crate) fn protect_declared_commands(
     }
 }
 
-/// Reads `.lsp.json` (the project's only in a trusted folder, then the user's) and
-/// protects it and the programs it names. Returns the servers and why a file gave none.
+/// Reads `.lsp.json` (the project's only in a trusted folder, then the user's) and the
+/// settings' `lsp.servers`, and protects the project's file and the programs they name.
+/// Returns the servers (`keep` when it serves the same configuration) and why a file
+/// gave none.
 pub(crate) fn load_lsp(
     roots: &mut WorkspaceRoots,
     home: Option<&Path>,
     settings: &Settings,
+    keep: Option<&Arc<toolbelt_lsp::Servers>>,
     warnings: &mut Vec<String>,
 ) -> (Arc<toolbelt_lsp::Servers>, Vec<String>) {
     let Some(root) = roots.primary().map(Path::to_path_buf) else {
         let none = toolbelt_lsp::Servers::new(Vec::new(), PathBuf::from("/"));
         return (Arc::new(none), Vec::new());
     };
-    let config =
-        toolbelt_lsp::LspConfig::load(Some(&root), home, settings.untrusted_project.is_none());
+    let trusted = settings.untrusted_project.is_none();
+    let config = toolbelt_lsp::LspConfig::load(Some(&root), home, trusted, settings);
     const LSP_RUNS: &str = "it names language servers that toolbelt starts without asking";
     roots.protect(
         &root.join(".lsp.json"),
@@ -164,6 +167,12 @@ pub(crate) fn load_lsp(
         );
         tracing::info!("{note}");
         problems.push(note);
+    }
+    // The same configuration keeps the running servers (an `mcp serve` reopening).
+    if let Some(kept) = keep
+        && kept.matches(&config.servers, &root)
+    {
+        return (kept.clone(), problems);
     }
     let servers = toolbelt_lsp::Servers::new(config.servers, root);
     (Arc::new(servers), problems)

@@ -136,19 +136,32 @@ fn listing_line(store: &SessionStore, id: &str) -> String {
     line
 }
 
+/// What a run saves to: where it runs, its model, the conversation it continues (under
+/// the same ID, or a new one for a fork), and `--session-id`'s ID.
+pub(crate) struct Run<'a> {
+    pub(crate) cwd: PathBuf,
+    pub(crate) model: &'a str,
+    pub(crate) continued: Option<&'a LoadedSession>,
+    /// The continued conversation goes on under a new ID (`--fork-session`).
+    pub(crate) fork: bool,
+    pub(crate) id: Option<&'a str>,
+}
+
 /// Starts this run's file (named `id` when `--session-id` gave one), with the continued
 /// conversation copied in first. A session that cannot be saved is a warning: the run
 /// goes on unsaved.
-pub(crate) fn start(
-    store: &SessionStore,
-    cwd: PathBuf,
-    model: &str,
-    continued: Option<&LoadedSession>,
-    id: Option<&str>,
-    warn: &Warn,
-) -> Option<SessionWriter> {
+pub(crate) fn start(store: &SessionStore, run: Run<'_>, warn: &Warn) -> Option<SessionWriter> {
+    let Run {
+        cwd,
+        model,
+        continued,
+        fork,
+        id,
+    } = run;
     let history: &[Message] = continued.map_or(&[], |c| &c.messages);
     let mut header = match continued {
+        // A fork records where it came from and starts a file of its own.
+        Some(c) if fork => SessionHeader::new(cwd, model.to_string(), Some(c.header.id.clone())),
         Some(c) => SessionHeader::continuing(cwd, model.to_string(), &c.header),
         None => SessionHeader::new(cwd, model.to_string(), None),
     };

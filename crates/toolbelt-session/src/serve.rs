@@ -8,8 +8,10 @@
 //! which would start another: `TOOLBELT_MCP_SERVING` is set in the environment of every
 //! proxied server, and a server started with it does not proxy.
 //!
-//! The files that define the tools (settings, manifests, skills) are watched
-//! ([`config_watch`]): when one changes, the tools are opened again.
+//! The files that define the tools (settings, manifests, skills, `.lsp.json`) are
+//! watched ([`config_watch`]): when one changes, the tools are opened again. A
+//! workspace's language servers outlive that while their configuration stays the same;
+//! when it changed, the old servers are ended before the new tools are offered.
 
 mod config_watch;
 
@@ -75,6 +77,7 @@ impl ServeWorkspaces {
             changes,
             config,
             jobs: Arc::default(),
+            lsp: Mutex::default(),
         });
         if let Some(mcp) = mcp {
             tokio::spawn(follow_proxied(mcp, workspaces.clone()));
@@ -97,6 +100,9 @@ pub struct ServeWorkspaces {
     /// The background jobs of each workspace (by primary folder), kept across
     /// reopenings; a connection's end ends those its calls started.
     jobs: Arc<Mutex<HashMap<PathBuf, Arc<toolbelt_tools::JobTable>>>>,
+    /// The language servers of each workspace (by primary folder), kept across
+    /// reopenings while their configuration is the same.
+    lsp: Mutex<HashMap<PathBuf, Arc<toolbelt_lsp::Servers>>>,
 }
 
 /// The last toolset opened: for which roots, at which generation of the tools.
@@ -174,11 +180,13 @@ impl ServeWorkspaces {
         options.more_dirs = more.to_vec();
         // The workspace's background jobs outlive its tools being opened again.
         options.shell_jobs = self.jobs.lock().await.get(primary).cloned();
+        options.lsp_servers = self.lsp.lock().await.get(primary).cloned();
         let mut session = Session::open(primary, options).map_err(|e| e.0)?;
         self.jobs
             .lock()
             .await
             .insert(primary.to_path_buf(), session.shell_jobs.clone());
+        self.keep_language_servers(primary, &session.lsp).await;
         if let Some(config) = &self.config {
             config.add(config_watch::tool_sources(primary, &session.env.settings));
         }
@@ -187,6 +195,7 @@ impl ServeWorkspaces {
         let (permissions, mode) = session.permissions(&self.policy, "--allowed-tools")?;
         session.apply_when(mode);
         let when_context = when_context(&session, mode);
+        let hooks = session.hooks();
         let Session {
             env,
             registry,
@@ -200,7 +209,27 @@ impl ServeWorkspaces {
             mode,
             warnings,
             when_context: Some(when_context),
+            hooks,
         })
+    }
+
+    /// Keeps `servers` as the workspace's; the servers they replace (their configuration
+    /// changed) are ended now, so no process of theirs outlives the change, and a call
+    /// still holding them is told to call again.
+    async fn keep_language_servers(&self, primary: &Path, servers: &Arc<toolbelt_lsp::Servers>) {
+        let replaced = self
+            .lsp
+            .lock()
+            .await
+            .insert(primary.to_path_buf(), servers.clone())
+            .filter(|old| !Arc::ptr_eq(old, servers));
+        if let Some(old) = replaced {
+            tracing::info!(
+                "the language servers of {} were configured anew; ending the old ones",
+                primary.display()
+            );
+            old.shutdown().await;
+        }
     }
 
     /// The proxied servers' tools, `task_stop` for the client's background commands (jobs

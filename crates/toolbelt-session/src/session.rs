@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+use toolbelt_core::hooks::HookRunner;
 use toolbelt_core::rules::{PathPolicy, RuleVocabulary};
 use toolbelt_core::scheduler::{ApprovalMode, Permissions};
 use toolbelt_core::{
     Origin, PermissionRules, RuleList, Settings, SettingsPaths, ToolEnvironment, ToolRegistry,
     WorkspaceRoots,
 };
+use toolbelt_hooks::HookEngine;
 use toolbelt_mcp::McpServers;
 use toolbelt_tools::skills::{SkillTool, Skills};
 
@@ -44,6 +46,8 @@ pub struct Session {
     /// Every warning of the assembly (untrusted settings, discovery, manifests,
     /// registry): `mcp serve` sends them to its client.
     pub warnings: Vec<String>,
+    /// The hooks of the settings (and of an SDK, once added); `None` without any.
+    pub(crate) hooks: Option<HookEngine>,
     /// The declared tools that did not load, one line each naming file and entry; also
     /// in `warnings`. `tools lint` counts them as errors.
     pub load_errors: Vec<String>,
@@ -74,6 +78,7 @@ struct Grounds {
     skills: Arc<Skills>,
     lsp: Arc<toolbelt_lsp::Servers>,
     lsp_problems: Vec<String>,
+    hooks: Option<HookEngine>,
     warnings: Vec<String>,
 }
 
@@ -105,6 +110,7 @@ impl Session {
             lsp: grounds.lsp,
             lsp_problems: grounds.lsp_problems,
             warnings: grounds.warnings,
+            hooks: grounds.hooks,
             load_errors: Vec::new(),
             options,
             dir: dir.to_path_buf(),
@@ -121,6 +127,41 @@ impl Session {
     /// Where this session's warnings go.
     pub fn warn(&self) -> &Warn {
         &self.options.warn
+    }
+
+    /// The session's hooks as its schedulers and agent hold them; `None` without any.
+    pub fn hooks(&self) -> Option<Arc<dyn HookRunner>> {
+        self.hooks
+            .clone()
+            .map(|engine| Arc::new(engine) as Arc<dyn HookRunner>)
+    }
+
+    /// The session's hook engine (to give it the session's id and transcript, or an
+    /// SDK's callbacks); `None` without hooks.
+    pub fn hook_engine(&self) -> Option<&HookEngine> {
+        self.hooks.as_ref()
+    }
+
+    /// Adds an SDK's callback hooks (stream-JSON `initialize.hooks`), making the engine
+    /// if the settings gave none. Call before the agent is made, which takes
+    /// [`Session::hooks`] as it is then.
+    pub fn add_hook_callbacks(
+        &mut self,
+        hooks: &Value,
+        callbacks: Arc<dyn toolbelt_hooks::HookCallbacks>,
+    ) -> Result<(), String> {
+        let engine = self.hooks.get_or_insert_with(|| {
+            let session = toolbelt_hooks::SessionInfo {
+                session_id: uuid::Uuid::new_v4().to_string(),
+                transcript_path: None,
+                cwd: self.dir.clone(),
+            };
+            let urls = self.env.settings.security.allowed_http_hook_urls.clone();
+            HookEngine::new(toolbelt_hooks::HookConfig::default(), session, urls)
+        });
+        engine
+            .add_callbacks(hooks, callbacks)
+            .map_err(|e| e.to_string())
     }
 
     /// The approval mode the settings give (the agent's flags may change it).
@@ -277,6 +318,14 @@ impl Grounds {
         if options.trust_workspace || trust_from_environment() {
             paths = paths.trusting_workspace();
         }
+        if let Some(sources) = options.setting_sources {
+            if !sources.user {
+                paths.user = None;
+            }
+            if !sources.project {
+                paths.workspace = None;
+            }
+        }
         let settings = Settings::load(&paths).map_err(|e| SetupError(e.to_string()))?;
         let mut warnings = Vec::new();
         if let Some(untrusted) = &settings.untrusted_workspace {
@@ -301,19 +350,23 @@ impl Grounds {
         // through the roots, so they are applied there (see `rules/paths.rs`).
         roots = roots.with_path_policy(PathPolicy::new(&rules));
         protect_configuration(&mut roots, &paths, &settings, cwd, &options.mcp.mcp_config);
+        let hooks = crate::hooks::load(&settings, cwd, &mut roots, options, &mut warnings)?;
         // Skills are read once, here: a skill the model writes later grants nothing.
         // Project skills of an untrusted folder load without their allowed-tools.
         let home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
         let trusted = settings.untrusted_project.is_none();
-        let skills = Arc::new(Skills::load(roots.primary(), home.as_deref(), trusted));
+        let skills = Skills::load(roots.primary(), home.as_deref(), trusted);
+        let skills = Arc::new(skills.with_plugins(&options.plugin_skills));
         for warning in skills.warnings() {
             options.warn.say(warning);
             warnings.push(warning.clone());
         }
         let said = warnings.len();
-        let (lsp, lsp_problems) = load_lsp(&mut roots, home.as_deref(), &settings, &mut warnings);
+        let keep = options.lsp_servers.as_ref();
+        let (lsp, lsp_problems) =
+            load_lsp(&mut roots, home.as_deref(), &settings, keep, &mut warnings);
         for warning in &warnings[said..] {
             options.warn.say(warning);
         }
@@ -324,6 +377,7 @@ impl Grounds {
             skills,
             lsp,
             lsp_problems,
+            hooks,
             warnings,
         })
     }
@@ -406,9 +460,10 @@ pub fn approval_mode(
         return Ok(ApprovalMode::Yolo);
     }
     match flag {
-        // Claude Code's: nobody is asked (the caller leaves the approver out), so what
-        // would ask is refused, as headless.
-        Some("dontAsk") => Ok(ApprovalMode::Default),
+        // Claude Code's: nobody is asked (`DontAsk`), so what would ask is refused, as
+        // headless. Claude's `auto` (a model classifier approves) is the default mode
+        // here: toolbelt's own classifier already runs read-only commands unasked.
+        Some("dontAsk" | "auto") => Ok(ApprovalMode::Default),
         Some(m) => m.parse(),
         None => Ok(settings
             .tools
@@ -445,7 +500,7 @@ fn parse_context_pairs(pairs: &[String]) -> Result<Map<String, Value>, SetupErro
 
 /// `TOOLBELT_TRUST_WORKSPACE=1` (or `true`): `--trust-workspace` for a whole environment,
 /// such as a CI job that runs on its own repository.
-fn trust_from_environment() -> bool {
+pub(crate) fn trust_from_environment() -> bool {
     std::env::var("TOOLBELT_TRUST_WORKSPACE")
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
 }

@@ -75,7 +75,10 @@ impl ShellJobs for ShellJobTable {
 /// What the tools need from the session.
 pub(crate) struct Parts {
     pub(crate) catalog: AgentCatalog,
-    pub(crate) models: Models,
+    /// The parent's model, and its server's settings (`None` for a replay script):
+    /// see [`Models`].
+    pub(crate) parent_model: Arc<dyn Model>,
+    pub(crate) server: Option<OpenAiConfig>,
     pub(crate) env: Arc<ToolEnvironment>,
     pub(crate) permissions: Permissions,
     pub(crate) mode: ApprovalMode,
@@ -85,6 +88,7 @@ pub(crate) struct Parts {
     pub(crate) cwd: PathBuf,
     pub(crate) max_turns: usize,
     pub(crate) shell_jobs: Arc<JobTable>,
+    pub(crate) hooks: Option<Arc<dyn toolbelt_core::hooks::HookRunner>>,
     /// The session's file checkpoints (issue 34).
     pub(crate) checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
 }
@@ -98,7 +102,10 @@ pub(crate) fn install(registry: &mut ToolRegistry, parts: Parts) -> Arc<Backgrou
     };
     let runtime = Arc::new(SubagentRuntime {
         catalog: Arc::new(parts.catalog),
-        models: Arc::new(parts.models),
+        models: Arc::new(Models {
+            parent: parts.parent_model,
+            server: parts.server,
+        }),
         env: parts.env,
         tools: registry.clone(),
         permissions: parts.permissions,
@@ -110,6 +117,7 @@ pub(crate) fn install(registry: &mut ToolRegistry, parts: Parts) -> Arc<Backgrou
         cwd: parts.cwd,
         default_max_turns: parts.max_turns,
         counter: Default::default(),
+        hooks: parts.hooks,
         checkpoints: parts.checkpoints,
     });
     let background = BackgroundTasks::new();

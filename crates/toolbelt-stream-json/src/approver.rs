@@ -11,7 +11,6 @@
 //! scheduler drops this future and the request is withdrawn with
 //! `control_cancel_request` (see [`crate::control`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -29,24 +28,20 @@ pub struct ClientApprover {
     /// Where the calls' inputs are known (set once the session is assembled).
     emitter: Arc<OnceLock<Arc<Emitter>>>,
     timeout: Duration,
-    /// Claude's `dontAsk` mode: refuse without asking.
-    dont_ask: Arc<AtomicBool>,
 }
 
 impl ClientApprover {
-    /// Asks through `control`, giving up after `timeout`; refuses at once while
-    /// `dont_ask` is set.
+    /// Asks through `control`, giving up after `timeout` (in `dontAsk` mode the session
+    /// does not ask it: `toolbelt_session::DontAsk`).
     pub fn new(
         control: Arc<ControlChannel>,
         emitter: Arc<OnceLock<Arc<Emitter>>>,
         timeout: Duration,
-        dont_ask: Arc<AtomicBool>,
     ) -> Self {
         ClientApprover {
             control,
             emitter,
             timeout,
-            dont_ask,
         }
     }
 }
@@ -54,11 +49,6 @@ impl ClientApprover {
 impl Approver for ClientApprover {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
-            if self.dont_ask.load(Ordering::Relaxed) {
-                return Approval::deny(
-                    "The session is in dontAsk mode: a call that is not allowed beforehand (rules, --allowedTools) is refused without asking.".to_string(),
-                );
-            }
             let input = self
                 .emitter
                 .get()

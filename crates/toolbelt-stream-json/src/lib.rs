@@ -30,6 +30,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod approver;
+mod claude_flags;
 mod control;
 mod input;
 mod out;
@@ -37,6 +38,7 @@ mod session_loop;
 mod wire;
 
 pub use approver::ClientApprover;
+pub use claude_flags::ClaudeArgs;
 pub use control::{ControlChannel, SdkCarrier};
 pub use input::{Inbound, MAX_LINE_BYTES, parse_line};
 pub use out::on_closed_output;

@@ -5,7 +5,6 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -61,8 +60,7 @@ pub async fn run(options: StreamOptions) -> Result<(), String> {
         return Ok(());
     };
     let request = init.as_ref().map(|(_, r)| r.clone()).unwrap_or(Value::Null);
-    let dont_ask = Arc::new(AtomicBool::new(false));
-    let prepared = assemble(&options, &request, &control, &emitter, &dont_ask).await;
+    let prepared = assemble(&options, &request, &control, &emitter).await;
     let prepared = match prepared {
         Ok(p) => p,
         Err(why) => {
@@ -86,7 +84,7 @@ pub async fn run(options: StreamOptions) -> Result<(), String> {
     let mut info = InitInfo::of(&prepared);
     // A client that named the mode in Claude's words reads them back.
     if let Some(claude) = (options.agent.policy.approval_mode.as_deref())
-        .filter(|m| matches!(*m, "acceptEdits" | "bypassPermissions" | "dontAsk"))
+        .filter(|m| matches!(*m, "acceptEdits" | "bypassPermissions" | "dontAsk" | "auto"))
     {
         info.permission_mode = claude;
     }
@@ -96,12 +94,12 @@ pub async fn run(options: StreamOptions) -> Result<(), String> {
         out: &out,
         waiting: VecDeque::new(),
         cancel: None,
-        dont_ask,
     };
     if let Some(first) = first {
         session.take(first);
     }
     session.run(&mut queue).await;
+    prepared.agent.end_session("other").await;
     reader.abort();
     control.close();
     out.finish();
@@ -154,6 +152,11 @@ fn initialized(prepared: &Prepared, request: &Value) -> Value {
             "description": "the configured model",
         }],
         "mcp_servers_applied": request.get("mcpServers").is_some_and(Value::is_object),
+        // What came in `initialize` rather than as flags was read (`initialize_fields`).
+        "settings_applied": request.get("settings").is_some_and(|s| !s.is_null()),
+        "managed_settings_applied": request.get("managedSettings").is_some_and(|s| !s.is_null()),
+        "disallowed_tools_applied": request.get("disallowedTools").is_some_and(Value::is_array),
+        "plugins_applied": request.get("plugins").is_some_and(Value::is_array),
     })
 }
 
@@ -163,7 +166,6 @@ async fn assemble(
     init: &Value,
     control: &Arc<ControlChannel>,
     emitter: &Arc<OnceLock<Arc<Emitter>>>,
-    dont_ask: &Arc<AtomicBool>,
 ) -> Result<Prepared, String> {
     if init
         .get("hooks")
@@ -188,6 +190,7 @@ async fn assemble(
         session.mcp.mcp_config.push(config);
     }
     session.sdk_mcp_servers = sdk_servers(init.get("sdkMcpServers"), control)?;
+    initialize_fields(init, &mut session, &mut agent)?;
     let session = Session::open(&options.dir, session).map_err(|e| e.0)?;
     let timeout = init
         .get("timeout")
@@ -200,15 +203,52 @@ async fn assemble(
             e.event(&event);
         }
     });
-    let approver = ClientApprover::new(control.clone(), emitter.clone(), timeout, dont_ask.clone());
-    let asks_nobody = agent.policy.approval_mode.as_deref() == Some("dontAsk");
-    dont_ask.store(asks_nobody, Ordering::Relaxed);
+    let approver = ClientApprover::new(control.clone(), emitter.clone(), timeout);
     let setup = Setup {
         read_prompt: None,
         sink,
         approver: Some(Arc::new(approver)),
     };
     session.agent(agent, setup).await
+}
+
+/// What Claude's SDK sends in `initialize` rather than as flags when an application asks
+/// it to (`settingsDelivery`, `disallowedToolsDelivery`, `managedSettingsDelivery`,
+/// `pluginDelivery`: `'initialize'`): the same as the flags.
+fn initialize_fields(
+    init: &Value,
+    session: &mut SessionOptions,
+    agent: &mut AgentOptions,
+) -> Result<(), String> {
+    if let Some(tools) = init.get("disallowedTools") {
+        let tools = tools
+            .as_array()
+            .and_then(|t| t.iter().map(|t| t.as_str().map(str::to_string)).collect())
+            .ok_or("initialize: disallowedTools must be a list of tool names or rules")?;
+        agent.disallowed_tools.extend::<Vec<String>>(tools);
+    }
+    for key in ["settings", "managedSettings"] {
+        match init.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(text)) => agent.claude_settings.push(text.clone()),
+            Some(settings @ Value::Object(_)) => agent.claude_settings.push(settings.to_string()),
+            Some(_) => return Err(format!("initialize: {key} must be an object")),
+        }
+    }
+    for plugin in init
+        .get("plugins")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let path = plugin
+            .get("path")
+            .and_then(Value::as_str)
+            .ok_or("initialize: a plugin needs a \"path\"")?;
+        let skip_mcp = plugin.get("skipMcpDiscovery") == Some(&Value::Bool(true));
+        crate::claude_flags::add_plugin(session, std::path::Path::new(path), !skip_mcp);
+    }
+    Ok(())
 }
 
 /// `sdkMcpServers`: `{"name": {"type": "sdk", "name": "name"}}`, each an MCP server in
@@ -276,8 +316,6 @@ struct Loop<'a> {
     waiting: VecDeque<(Vec<UserPart>, String, Option<String>)>,
     /// The running turn's token.
     cancel: Option<CancellationToken>,
-    /// Claude's `dontAsk` mode: the client approver refuses without asking.
-    dont_ask: Arc<AtomicBool>,
 }
 
 impl<'a> Loop<'a> {
@@ -385,13 +423,15 @@ impl<'a> Loop<'a> {
                     .and_then(Value::as_str)
                     .ok_or("set_permission_mode needs a \"mode\"")?;
                 let dont_ask = mode == "dontAsk";
-                let parsed: ApprovalMode = if dont_ask {
+                // Claude's `auto` (a model classifier approves) is the default mode here:
+                // toolbelt's own classifier runs read-only commands unasked.
+                let parsed: ApprovalMode = if dont_ask || mode == "auto" {
                     ApprovalMode::Default
                 } else {
                     mode.parse()?
                 };
                 scheduler.set_mode(parsed);
-                self.dont_ask.store(dont_ask, Ordering::Relaxed);
+                self.prepared.dont_ask.set(dont_ask);
                 // The name the client used: Claude's SDK accepts only its own.
                 Ok(json!({"status": "updated", "mode": mode}))
             }

@@ -27,7 +27,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolbelt_agent::{AgentEvent, RunOutcome, StopReason};
 use toolbelt_core::scheduler::{CallState, CompletedCall, SchedulerEvent};
-use toolbelt_core::{Display, ErrorKind};
+use toolbelt_core::{Display, ErrorKind, HookMessage};
 use toolbelt_model::{StreamDelta, ToolCall, Usage};
 use toolbelt_session::Prepared;
 
@@ -63,6 +63,8 @@ pub struct InitInfo<'a> {
     pub agents: Vec<String>,
     /// Skill names (none until skills exist).
     pub skills: Vec<String>,
+    /// Flags accepted and not honoured: `(flag, why)`.
+    pub ignored_flags: Vec<(String, String)>,
 }
 
 impl InitInfo<'_> {
@@ -87,6 +89,9 @@ impl InitInfo<'_> {
             permission_mode: p.agent.scheduler().mode().as_str(),
             agents: p.agents.clone(),
             skills: p.skills.clone(),
+            ignored_flags: (p.options.ignored.iter())
+                .map(|i| (i.flag.clone(), i.why.clone()))
+                .collect(),
         }
     }
 }
@@ -205,6 +210,31 @@ impl Emitter {
         v["agents"] = json!(info.agents);
         v["skills"] = json!(info.skills);
         v["toolbelt_version"] = json!(env!("CARGO_PKG_VERSION"));
+        // Not Claude's: what this session accepted and does not honour.
+        v["toolbelt_ignored_flags"] = info
+            .ignored_flags
+            .iter()
+            .map(|(flag, why)| json!({"flag": flag, "why": why}))
+            .collect();
+        self.send(v);
+    }
+
+    /// What hooks said for the person: a `system`/`hook_response` message, in the
+    /// shape of Claude Code's (`hook_event`, `hook_name`, `output`, `stdout` or
+    /// `stderr`, `outcome`).
+    fn hook_message(&self, message: &HookMessage, parent: Option<&str>) {
+        let mut v = self.envelope("system", parent);
+        v["subtype"] = json!("hook_response");
+        v["hook_event"] = json!(message.event.as_str());
+        v["hook_name"] = json!(message.hook.as_deref().unwrap_or(message.event.as_str()));
+        v["output"] = json!(message.text);
+        let (stream, outcome) = if message.failure {
+            ("stderr", "error")
+        } else {
+            ("stdout", "success")
+        };
+        v[stream] = json!(message.text);
+        v["outcome"] = json!(outcome);
         self.send(v);
     }
 
@@ -224,6 +254,11 @@ impl Emitter {
     /// [`Emitter::event`] for an event of the sub-agent started by call `parent`
     /// (`None`: the main agent).
     pub fn event_in(&self, event: &AgentEvent, parent: Option<&str>) {
+        if let AgentEvent::Hook(message) | AgentEvent::Tool(SchedulerEvent::Hook { message, .. }) =
+            event
+        {
+            return self.hook_message(message, parent);
+        }
         match event {
             AgentEvent::Assistant {
                 text,
@@ -451,6 +486,16 @@ impl Emitter {
             StopReason::ModelFailed(e) => (
                 "error_during_execution",
                 Some(json!({"type": "model_error", "message": e.to_string()})),
+            ),
+            StopReason::PromptBlocked(why) => (
+                "error_during_execution",
+                Some(json!({"type": "prompt_blocked", "message": format!(
+                    "a UserPromptSubmit hook blocked the prompt: {why}")})),
+            ),
+            StopReason::HookStopped(why) => (
+                "error_during_execution",
+                Some(json!({"type": "hook_stopped", "message": format!(
+                    "a hook stopped the agent: {why}")})),
             ),
             _ => (
                 "error_during_execution",

@@ -30,11 +30,10 @@ use toolbelt_core::{
 };
 
 mod command_line;
-pub(crate) mod run;
 
 pub use command_line::split_command;
 
-use run::{RunEnd, RunOutput, RunSpec};
+use toolbelt_process::run::{self, RunEnd, RunOutput, RunSpec};
 
 pub(crate) const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);

@@ -75,7 +75,7 @@ pub use shell::background::{Job, JobStatus, JobTable, connection_logs_dir};
 pub use shell::sandbox::SandboxSupport;
 pub use todo_write::TodoWrite;
 pub use walk::{WalkedEntry, walk_workspace};
-pub use web_fetch::{HostResolver, WebFetch, html_to_markdown};
+pub use web_fetch::{WebFetch, html_to_markdown};
 pub use web_search::{
     DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, SearchError, SearchHit, SearchProvider, SearchResults,
     WebSearch, web_search_unavailable_reason,

@@ -74,6 +74,9 @@ pub enum SkillFolder {
     /// The user's `~/.qwen/skills`.
     #[serde(rename = "~/.qwen/skills")]
     User,
+    /// A Claude Code plugin's `skills` folder (the host application's, as the user's).
+    #[serde(rename = "plugin")]
+    Plugin,
 }
 
 impl SkillFolder {
@@ -82,6 +85,7 @@ impl SkillFolder {
         match self {
             SkillFolder::ProjectQwen | SkillFolder::ProjectAgents => "project",
             SkillFolder::User => "user",
+            SkillFolder::Plugin => "plugin",
         }
     }
 
@@ -91,11 +95,12 @@ impl SkillFolder {
             SkillFolder::ProjectQwen => ".qwen/skills",
             SkillFolder::ProjectAgents => ".agents/skills",
             SkillFolder::User => "~/.qwen/skills",
+            SkillFolder::Plugin => "a plugin's skills",
         }
     }
 
     fn is_project(self) -> bool {
-        self != SkillFolder::User
+        matches!(self, SkillFolder::ProjectQwen | SkillFolder::ProjectAgents)
     }
 }
 
@@ -177,35 +182,66 @@ impl Skills {
                 .is_project()
                 .then_some(project_real.as_deref())
                 .flatten();
-            for loaded in skills.read_folder(folder, &root, boundary, project_trusted) {
-                match by_name.get(&loaded.name) {
-                    Some(&i) => {
-                        let winner = &skills.skills[i];
-                        if winner.folder == loaded.folder {
-                            skills.warnings.push(format!(
-                                "{}: skill \"{}\" is also defined by {}; this one is ignored",
-                                escaped(&loaded.file),
-                                loaded.name,
-                                escaped(&winner.file)
-                            ));
-                        } else {
-                            skills.shadowed.push(Shadowed {
-                                name: loaded.name.clone(),
-                                folder: loaded.folder,
-                                file: loaded.file.clone(),
-                                by: winner.file.clone(),
-                            });
-                        }
-                    }
-                    None => {
-                        by_name.insert(loaded.name.clone(), skills.skills.len());
-                        skills.skills.push(Arc::new(loaded));
-                    }
-                }
-            }
+            skills.add_folder(folder, &root, boundary, project_trusted, &mut by_name);
         }
         skills.skills.sort_by(|a, b| a.name.cmp(&b.name));
         skills
+    }
+
+    /// These skills and those of the skill folders of Claude Code plugins
+    /// (`<plugin>/skills`, the host application's, trusted as the user's), read after
+    /// the others: a plugin's skill of a name already loaded is shadowed by it.
+    pub fn with_plugins(mut self, folders: &[PathBuf]) -> Skills {
+        if folders.is_empty() {
+            return self;
+        }
+        let mut by_name: HashMap<String, usize> = (self.skills.iter().enumerate())
+            .map(|(i, skill)| (skill.name.clone(), i))
+            .collect();
+        for root in folders {
+            self.add_folder(SkillFolder::Plugin, root, None, true, &mut by_name);
+        }
+        self.skills.sort_by(|a, b| a.name.cmp(&b.name));
+        self
+    }
+
+    /// Reads one folder of skills: a new name is added (`by_name` finds it), one
+    /// already loaded from another folder is shadowed, one loaded from the same folder
+    /// is a warning.
+    fn add_folder(
+        &mut self,
+        folder: SkillFolder,
+        root: &Path,
+        boundary: Option<&Path>,
+        project_trusted: bool,
+        by_name: &mut HashMap<String, usize>,
+    ) {
+        for loaded in self.read_folder(folder, root, boundary, project_trusted) {
+            match by_name.get(&loaded.name) {
+                Some(&i) => {
+                    let winner = &self.skills[i];
+                    if winner.folder == loaded.folder {
+                        self.warnings.push(format!(
+                            "{}: skill \"{}\" is also defined by {}; this one is ignored",
+                            escaped(&loaded.file),
+                            loaded.name,
+                            escaped(&winner.file)
+                        ));
+                    } else {
+                        self.shadowed.push(Shadowed {
+                            name: loaded.name.clone(),
+                            folder: loaded.folder,
+                            file: loaded.file.clone(),
+                            by: winner.file.clone(),
+                        });
+                    }
+                }
+                None => {
+                    by_name.insert(loaded.name.clone(), self.skills.len());
+                    self.skills.push(Arc::new(loaded));
+                }
+            }
+        }
     }
 
     /// The skills of the session, in name order.

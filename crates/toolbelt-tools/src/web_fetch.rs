@@ -2,7 +2,7 @@
 //!
 //! Safer than its peers on three counts:
 //!
-//! - **The private-address guard** ([`guard`]) is on by default: loopback, private,
+//! - **The private-address guard** ([`toolbelt_netguard`]) is on by default: loopback, private,
 //!   link-local, CGNAT, unique-local, multicast, unspecified and cloud-metadata
 //!   addresses are refused, however they are spelled, in the URL and in every redirect,
 //!   and names are resolved once by the guard itself, which the client then connects to
@@ -32,11 +32,18 @@ use toolbelt_core::{
 
 mod content;
 mod depth;
-mod guard;
 
 use content::{Body, BodyKind, Format, ReadError};
-pub use guard::HostResolver;
-use guard::{AddressPolicy, GuardedResolver, Refused, SystemResolver};
+use toolbelt_netguard::{
+    AddressPolicy, GuardedResolver, HostResolver, Purpose, Refused, SystemResolver,
+};
+
+/// The guard's words for `web_fetch`.
+const GUARD_PURPOSE: Purpose = Purpose {
+    verb_host: "fetch from",
+    verb_url: "fetch",
+    rule: "web_fetch only reaches public addresses. To allow it, add \"{host}\" (or the address or its network in CIDR form) to tools.webFetch.allowHosts in the user settings (~/.qwen/settings.json).",
+};
 
 /// Body bytes read at most, by default.
 /// An HTML document as `web_fetch` gives it to the model: decoded with the charset of
@@ -78,10 +85,13 @@ impl WebFetch {
     /// every address it returns, and the client connects to exactly those).
     pub fn with_resolver(env: Arc<ToolEnvironment>, resolver: Arc<dyn HostResolver>) -> Self {
         let settings = &env.settings.tools.web_fetch;
-        let (policy, warnings) =
-            AddressPolicy::new(&settings.allow_hosts, settings.allow_private_addresses);
+        let (policy, warnings) = AddressPolicy::new(
+            &settings.allow_hosts,
+            settings.allow_private_addresses,
+            GUARD_PURPOSE,
+        );
         for warning in warnings {
-            tracing::warn!("{warning}");
+            tracing::warn!("tools.webFetch.allowHosts: {warning}");
         }
         let schema = crate::params::schema_for::<Params>();
         WebFetch {
@@ -113,7 +123,7 @@ fn build_client(
             let error = format!("more than {MAX_REDIRECTS} redirects");
             return attempt.error(error);
         }
-        match guard::check_url(attempt.url(), &redirect_policy) {
+        match toolbelt_netguard::check_url(attempt.url(), &redirect_policy) {
             Ok(()) => attempt.follow(),
             Err(why) => {
                 let error = format!("redirected to {}: {why}", attempt.url());
@@ -206,7 +216,7 @@ impl Tool for WebFetch {
         let url = reqwest::Url::parse(params.url.trim())
             .map_err(|e| ToolError::invalid_params(format!("invalid URL '{}': {e}", params.url)))?;
         let url = github_raw(url);
-        guard::check_url(&url, &self.policy)
+        toolbelt_netguard::check_url(&url, &self.policy)
             .map_err(|why| ToolError::new(ErrorKind::WebFetchError, why))?;
         let settings = &self.env.settings.tools.web_fetch;
         Ok(Box::new(WebFetchCall {

@@ -27,7 +27,7 @@ use crate::cli::{
     AgentArgs, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, EXIT_TURN_LIMIT, EXIT_USAGE, GlobalArgs,
     InputFormat, OutputFormat,
 };
-use crate::session::{Session, agent_options};
+use crate::session::{Session, agent_options, agent_session};
 
 pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     let started = Instant::now();
@@ -61,7 +61,7 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         sink,
         approver: None,
     };
-    let prepared = match Session::load(global) {
+    let prepared = match Session::load_with(agent_session(global, &args)) {
         Ok(session) => session.0.agent(agent_options(&args), setup).await,
         Err(e) => Err(e.0),
     };
@@ -101,7 +101,7 @@ async fn stream_json(global: &GlobalArgs, args: AgentArgs) -> u8 {
     };
     let options = toolbelt_stream_json::StreamOptions {
         dir,
-        session: crate::session::options(global),
+        session: agent_session(global, &args),
         agent: agent_options(&args),
         format: stream_format(args.output_format),
         partial_messages: args.include_partial_messages,
@@ -166,6 +166,7 @@ async fn execute(
     for (id, command) in p.monitors.stop_all().await {
         eprintln!("toolbelt: monitor {id} (`{command}`) was still running and has been ended");
     }
+    p.agent.end_session("other").await;
     interrupts.abort();
     crate::ending::give_back_interrupts();
     match &emitter {

@@ -34,6 +34,9 @@ fn text_event_at(event: &AgentEvent, depth: usize) {
     }
     let mut err = std::io::stderr().lock();
     let indent = "  ".repeat(depth);
+    if let Some(message) = event.hook_message() {
+        return crate::pipes::check(writeln!(err, "{indent}{message}"));
+    }
     match event {
         AgentEvent::Assistant {
             text, tool_calls, ..

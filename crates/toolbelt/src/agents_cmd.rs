@@ -6,13 +6,10 @@ use crate::session::Session;
 
 pub fn run(global: &GlobalArgs, command: AgentsCommand) -> u8 {
     let AgentsCommand::List { json } = command;
-    let project = match Session::load(global) {
-        Ok(s) => s.project(),
-        Err(e) => {
-            eprintln!("toolbelt: {}", e.0);
-            return EXIT_USAGE;
-        }
+    let Some(session) = Session::load_or_say(global) else {
+        return EXIT_USAGE;
     };
+    let project = session.project();
     let catalog = toolbelt_session::agent_catalog(&project);
     if json {
         print_pretty(&toolbelt_session::listing::agents_json(&catalog));

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use toolbelt_stream_json::ClaudeArgs;
 
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_TOOL_ERROR: u8 = 1;
@@ -147,8 +148,9 @@ pub struct AgentArgs {
     /// `content_block_delta`, ...) for each model answer.
     #[arg(long)]
     pub include_partial_messages: bool,
-    /// The ID of this run's saved session (a new one; an ID already saved is an error).
-    #[arg(long, value_name = "ID", conflicts_with_all = ["resume", "continue_latest"])]
+    /// The ID of this run's saved session (a new one; an ID already saved is an error;
+    /// with --resume or --continue only for a fork, --fork-session).
+    #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
     /// Only these built-in tools (comma-separated; Qwen Code's `--core-tools`, the
     /// settings' `tools.core` for this run). Discovered and MCP tools are not affected.
@@ -198,12 +200,12 @@ pub struct PolicyArgs {
     /// nobody can be asked (headless, an MCP client without elicitation), calls that
     /// would ask are refused with the reason and how to allow them.
     /// Claude Code's `--permission-mode` names are accepted too: `acceptEdits`
-    /// (auto-edit), `bypassPermissions` (yolo), and `dontAsk` (default, with nobody asked:
-    /// what would ask is refused).
+    /// (auto-edit), `bypassPermissions` (yolo), `dontAsk` (default, with nobody asked:
+    /// what would ask is refused) and `auto` (default).
     #[arg(
         long,
         alias = "permission-mode",
-        value_parser = ["plan", "default", "auto-edit", "yolo", "acceptEdits", "bypassPermissions", "dontAsk"]
+        value_parser = ["plan", "default", "auto-edit", "yolo", "acceptEdits", "bypassPermissions", "dontAsk", "auto"]
     )]
     pub approval_mode: Option<String>,
     /// Approve every call (`--approval-mode yolo`).
@@ -221,30 +223,6 @@ pub struct PolicyArgs {
     /// Tools not offered at all (comma-separated or repeated).
     #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
     pub exclude_tools: Vec<String>,
-}
-
-/// Claude Code's flags that its Agent SDK passes and that toolbelt has no word of its
-/// own for (the others are aliases of toolbelt's: `--permission-mode`, `--allowedTools`,
-/// `--max-turns`, `--add-dir`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct ClaudeArgs {
-    /// Tools (or rules such as `Bash(rm *)`) that never run: a deny rule each, and a tool
-    /// named bare is not offered at all (comma-separated or repeated).
-    #[arg(long = "disallowedTools", value_delimiter = ',', value_name = "TOOLS")]
-    pub disallowed_tools: Vec<String>,
-    /// Claude Code's permission prompt tool; `stdio` (the SDK's `canUseTool`) is how
-    /// toolbelt asks a stream-JSON client anyway.
-    #[arg(long, hide = true, value_name = "TOOL", value_parser = ["stdio"])]
-    pub permission_prompt_tool: Option<String>,
-    /// Accepted and ignored (Claude Code's SDK always passes it).
-    #[arg(long, hide = true)]
-    pub verbose: bool,
-    /// Accepted: toolbelt reads `initialize` before anything else anyway.
-    #[arg(long, hide = true)]
-    pub await_initialize: bool,
-    /// Accepted: `--permission-mode bypassPermissions` needs no second flag here.
-    #[arg(long, hide = true)]
-    pub allow_dangerously_skip_permissions: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -289,6 +267,12 @@ pub enum Command {
     Skills {
         #[command(subcommand)]
         command: SkillsCommand,
+    },
+    /// The hooks of the settings (`.qwen/settings.json`, `~/.qwen/settings.json`, the
+    /// system file, Claude Code's `.claude/settings*.json`) and whether each runs here.
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
     },
     /// Trust a folder (default: the current one): its `.qwen/settings.json` may then run
     /// commands, start MCP servers, add allow rules and widen the workspace. Saved in
@@ -353,6 +337,17 @@ pub enum AgentsCommand {
 pub enum LspCommand {
     /// Each configured server: its file, command, the extensions it covers, its state and
     /// why it would not run; and the `.lsp.json` files that were not read.
+    List {
+        /// Print them as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Each hook with its event, matcher, type, command or URL and file, whether it runs
+    /// here and why not (an untrusted folder, disableAllHooks); and the bad entries.
     List {
         /// Print them as JSON.
         #[arg(long)]

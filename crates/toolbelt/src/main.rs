@@ -19,6 +19,7 @@ mod cli;
 #[cfg(debug_assertions)]
 mod crash;
 mod ending;
+mod hooks_cmd;
 mod interactive;
 mod lsp_cmd;
 mod mcp_cmd;
@@ -96,6 +97,7 @@ async fn run(cli: cli::Cli) -> u8 {
         Some(cli::Command::Mcp { command }) => mcp_cmd::run(&cli.global, command).await,
         Some(cli::Command::Agents { command }) => agents_cmd::run(&cli.global, command),
         Some(cli::Command::Skills { command }) => skills_cmd::run(&cli.global, command),
+        Some(cli::Command::Hooks { command }) => hooks_cmd::run(&cli.global, command),
         Some(cli::Command::Lsp { command }) => lsp_cmd::run(&cli.global, command).await,
         Some(cli::Command::Trust { path, remove }) => trust_cmd::run(path.as_deref(), remove),
         Some(cli::Command::Restore(a)) => restore(&cli.global, a),

@@ -12,12 +12,8 @@ pub async fn run(global: &GlobalArgs, command: McpCommand) -> u8 {
         McpCommand::List { json } => json,
         McpCommand::Serve(args) => return crate::serve_cmd::run(global, args).await,
     };
-    let session = match Session::load(global) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("toolbelt: {}", e.0);
-            return EXIT_USAGE;
-        }
+    let Some(session) = Session::load_or_say(global) else {
+        return EXIT_USAGE;
     };
     let servers = match toolbelt_session::connect_mcp(
         &session.env,

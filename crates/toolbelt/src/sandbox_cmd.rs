@@ -8,12 +8,8 @@ use crate::cli::{EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
 use crate::session::Session;
 
 pub async fn run(global: &GlobalArgs, verify: bool, command: &[String]) -> u8 {
-    let session = match Session::load(global) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("toolbelt: {}", e.0);
-            return EXIT_USAGE;
-        }
+    let Some(session) = Session::load_or_say(global) else {
+        return EXIT_USAGE;
     };
     let out = &mut |line: String| println!("{line}");
     if !command.is_empty() {

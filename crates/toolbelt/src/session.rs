@@ -28,9 +28,22 @@ impl DerefMut for Session {
 impl Session {
     /// The session of the current directory.
     pub fn load(global: &GlobalArgs) -> Result<Session, SetupError> {
+        Self::load_with(options(global))
+    }
+
+    /// The session of the current directory under `options`.
+    pub fn load_with(options: SessionOptions) -> Result<Session, SetupError> {
         let cwd = std::env::current_dir()
             .map_err(|e| SetupError(format!("cannot read the current directory: {e}")))?;
-        toolbelt_session::Session::open(&cwd, options(global)).map(Session)
+        toolbelt_session::Session::open(&cwd, options).map(Session)
+    }
+
+    /// The session of the current directory, or `None` after saying on stderr why
+    /// there is none (the caller exits with `EXIT_USAGE`).
+    pub fn load_or_say(global: &GlobalArgs) -> Option<Session> {
+        Session::load(global)
+            .inspect_err(|e| eprintln!("toolbelt: {}", e.0))
+            .ok()
     }
 
     /// Discovered, MCP and declared tools.
@@ -48,6 +61,7 @@ pub fn options(global: &GlobalArgs) -> SessionOptions {
         mcp: McpOptions {
             mcp_config: global.mcp.mcp_config.clone(),
             allowed_mcp_server_names: global.mcp.allowed_mcp_server_names.clone(),
+            strict: false,
         },
         warn: Warn::new(|text| eprintln!("toolbelt: warning: {text}")),
         ..SessionOptions::default()
@@ -71,14 +85,13 @@ pub fn agent_options(args: &AgentArgs) -> AgentOptions {
         (None, true) => Resume::Latest,
         _ => Resume::Fresh,
     };
-    AgentOptions {
+    let mut options = AgentOptions {
         model: args.model.clone(),
         openai_api_key: args.openai_api_key.clone(),
         openai_base_url: args.openai_base_url.clone(),
         model_replay: args.model_replay.clone(),
         record: args.record.clone(),
         policy: policy(&args.policy),
-        disallowed_tools: args.claude.disallowed_tools.clone(),
         core_tools: args.core_tools.clone(),
         system_prompt: args.system_prompt.clone(),
         append_system_prompt: args.append_system_prompt.clone(),
@@ -88,5 +101,15 @@ pub fn agent_options(args: &AgentArgs) -> AgentOptions {
         // Issue 33: the front ends with idle time fire scheduled prompts.
         scheduled_prompts: args.input_format == crate::cli::InputFormat::StreamJson
             || crate::interactive::wanted(args),
-    }
+        ..AgentOptions::default()
+    };
+    args.claude.agent(&mut options);
+    options
+}
+
+/// The session options of the agent: the global flags' and Claude's.
+pub fn agent_session(global: &GlobalArgs, args: &AgentArgs) -> SessionOptions {
+    let mut options = options(global);
+    args.claude.session(&mut options);
+    options
 }

@@ -5,12 +5,8 @@ use crate::cli::{EXIT_OK, EXIT_USAGE, GlobalArgs, SkillsCommand};
 use crate::session::Session;
 
 pub fn run(global: &GlobalArgs, command: SkillsCommand) -> u8 {
-    let session = match Session::load(global) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("toolbelt: {}", e.0);
-            return EXIT_USAGE;
-        }
+    let Some(session) = Session::load_or_say(global) else {
+        return EXIT_USAGE;
     };
     let SkillsCommand::List { json } = command;
     if json {

@@ -8,12 +8,8 @@ use crate::cli::{EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs, ToolsCommand}
 use crate::session::Session;
 
 pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
-    let mut session = match Session::load(global) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("toolbelt: {}", e.0);
-            return EXIT_USAGE;
-        }
+    let Some(mut session) = Session::load_or_say(global) else {
+        return EXIT_USAGE;
     };
     if let ToolsCommand::When { expr } = &command {
         return crate::when_cmd::run(&session, expr);

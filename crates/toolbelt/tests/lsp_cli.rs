@@ -185,3 +185,74 @@ fn mcp_serve_offers_lsp_as_read_only() {
         .unwrap_or_else(|| panic!("lsp not offered: {listing}"));
     assert_eq!(lsp["annotations"]["readOnlyHint"], true, "{lsp}");
 }
+
+/// `lsp.servers` in the settings: the person's file defines servers (even one on another
+/// machine); an untrusted workspace file defines none, and a trusted one only servers on
+/// this machine. `lsp list` names the file of each server and of each problem.
+#[test]
+fn servers_in_the_settings_follow_the_trust_rules_of_lsp_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(root.join(".qwen")).unwrap();
+    std::fs::create_dir_all(home.join(".qwen")).unwrap();
+    let root = root.canonicalize().unwrap();
+    let user_file = home.join(".qwen/settings.json");
+    std::fs::write(
+        &user_file,
+        json!({"lsp": {"servers": {
+            "remote": {"transport": "tcp", "socket": {"host": "10.0.0.7", "port": 2087},
+                       "extensionToLanguage": {".r": "r"}}
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let workspace_file = root.join(".qwen/settings.json");
+    std::fs::write(
+        &workspace_file,
+        json!({"lsp": {"servers": {
+            "python": {"command": "pyright-langserver", "args": ["--stdio"],
+                       "extensionToLanguage": {".py": "python"}},
+            "far": {"transport": "tcp", "socket": {"host": "10.0.0.8", "port": 2087},
+                    "extensionToLanguage": {".f": "f"}}
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+
+    let untrusted = run(&root, &home, false, &["lsp", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&untrusted.stdout).unwrap();
+    let names: Vec<&str> = listed["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["remote"], "{listed}");
+    assert_eq!(listed["servers"][0]["file"], json!(user_file), "{listed}");
+    assert_eq!(
+        listed["servers"][0]["runs"], "connects to 10.0.0.7:2087",
+        "{listed}"
+    );
+    let warned = text(&untrusted.stderr);
+    assert!(warned.contains("lsp.servers"), "{warned}");
+
+    let trusted = run(&root, &home, true, &["lsp", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&trusted.stdout).unwrap();
+    let names: Vec<&str> = listed["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["python", "remote"], "{listed}");
+    assert_eq!(listed["servers"][0]["file"], json!(workspace_file));
+    let problem = listed["problems"][0].as_str().unwrap();
+    assert!(
+        problem.contains(&format!(
+            "{}: `lsp.servers.far.socket.host` is 10.0.0.8: a project's file may only name this machine",
+            workspace_file.display()
+        )),
+        "{listed}"
+    );
+}

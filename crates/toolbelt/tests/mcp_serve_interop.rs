@@ -1,16 +1,19 @@
 #![allow(clippy::too_many_lines)]
 //! `toolbelt mcp serve` with real third-party MCP clients:
 //!
-//! - the official Python SDK (`mcp`, driven by `tests/fixtures/mcp_clients/python_client.py`):
-//!   `ClientSession` over stdio with an elicitation callback that accepts, declines,
-//!   cancels or accepts "always", and without elicitation (the refusal, then its advice
-//!   followed); over Streamable HTTP (`--http 127.0.0.1:0`, with sessions and
-//!   `--stateless`, which cannot ask and says so); and the high-level
-//!   `mcp.Client` (which probes `server/discover` first) offering the workspace as its root;
+//! - the official Python SDK (`mcp`, driven by `tests/fixtures/mcp_clients/python_client.py`)
+//!   in both protocol eras: `ClientSession` with the `initialize` handshake, and the
+//!   high-level `mcp.Client` on the 2026-07-28 revision (pinned, or found through
+//!   `server/discover`), whose roots and confirmations come in rounds (`input_required`).
+//!   Over stdio, with the workspace as its root, an elicitation callback that accepts,
+//!   declines, cancels or accepts "always", and without elicitation (the refusal, then its
+//!   advice followed); over Streamable HTTP (`--http 127.0.0.1:0`, with sessions, without
+//!   them in 2026-07-28, and `--stateless`, which cannot ask and says so);
 //! - the MCP Inspector CLI (`@modelcontextprotocol/inspector --cli`), which has no
 //!   elicitation: over stdio in yolo mode it calls read_file, grep_search, edit and
 //!   run_shell_command; in default mode its edit is refused; over Streamable HTTP it lists
-//!   and reads.
+//!   and reads; and in each `--protocol-era` (legacy, modern) over stdio and HTTP it
+//!   negotiates that era, lists and calls.
 //!
 //! `scripts/setup.sh` installs both into `.cache/`; where one is missing its tests say so
 //! and pass, except under `CI`, where they fail. Each test runs the real binary in a temp
@@ -310,6 +313,30 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
     let Some(python) = available("the MCP Python SDK", python()) else {
         return;
     };
+    let run = confirmations_both_ways(&python, &[]).await;
+    assert_eq!(run.out["protocolVersion"], "2025-11-25", "{}", run.out);
+}
+
+#[tokio::test]
+async fn python_client_of_2026_07_28_over_stdio_confirms_in_rounds_both_ways_in_its_roots() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    let run = confirmations_both_ways(&python, &["--connect", "modern"]).await;
+    assert_eq!(run.out["protocolVersion"], "2026-07-28", "{}", run.out);
+    // Roots come as an input request of each call (this revision has no notification
+    // that they changed): at least once per call that ran.
+    assert!(
+        run.out["rootsListed"].as_u64().unwrap_or(0) >= 9,
+        "{}",
+        run.out
+    );
+}
+
+/// The Python client (`client_flags` choose the era) with the workspace as its root,
+/// over stdio, started in another directory: it lists, reads, searches, and confirms,
+/// declines, cancels and "always" allows edits and commands. Its run, checked.
+async fn confirmations_both_ways(python: &Path, client_flags: &[&str]) -> PythonRun {
     let ws = Workspace::new();
     ws.write("notes.txt", NOTES);
     ws.write("accepted.txt", "status = old\n");
@@ -338,11 +365,20 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
         {"op": "call", "name": "edit", "answer": "decline",
          "arguments": edit_args(&ws, "always.txt", "two = old", "two = new")},
     ]);
-    let run = python_client(
+    // The server starts elsewhere, with a match of its own: the client's one root is the
+    // workspace.
+    let elsewhere = ws.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("decoy.txt"), "needle in the decoy\n").unwrap();
+    let root = ws.ws().to_string_lossy().into_owned();
+    let mut flags = vec!["--root", root.as_str()];
+    flags.extend_from_slice(client_flags);
+    let run = python_client_in(
         &ws,
-        &python,
+        &elsewhere,
+        python,
         &steps,
-        &[],
+        &flags,
         &["--stdio", toolbelt(), "mcp", "serve"],
     )
     .await;
@@ -379,6 +415,10 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
     assert!(!is_error, "grep_search failed: {text}");
     assert!(text.contains("notes.txt"), "{text}");
     assert!(text.contains("needle in the haystack"), "{text}");
+    assert!(
+        !text.contains("decoy"),
+        "searched the server's directory: {text}"
+    );
     assert!(
         elicitations.is_empty(),
         "grep_search asked: {elicitations:?}"
@@ -430,6 +470,7 @@ async fn python_client_over_stdio_lists_reads_searches_and_confirms_edits_both_w
     );
     assert!(!is_error, "the second edit failed: {text}");
     assert_eq!(ws.read("always.txt"), "one = new\ntwo = new\n");
+    run
 }
 
 #[tokio::test]
@@ -437,6 +478,22 @@ async fn python_client_without_elicitation_is_refused_with_how_to_allow_the_call
     let Some(python) = available("the MCP Python SDK", python()) else {
         return;
     };
+    refused_without_elicitation(&python, &[]).await;
+}
+
+#[tokio::test]
+async fn python_client_of_2026_07_28_without_elicitation_is_refused_with_how_to_allow_the_call() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    refused_without_elicitation(&python, &["--connect", "modern"]).await;
+}
+
+/// A client (`client_flags`: its era) that offers no elicitation: an edit is refused with
+/// the advice, a read runs, and the advice followed lets the edit run.
+async fn refused_without_elicitation(python: &Path, client_flags: &[&str]) {
+    let mut flags = vec!["--elicitation", "none"];
+    flags.extend_from_slice(client_flags);
     let ws = Workspace::new();
     ws.write("notes.txt", NOTES);
     ws.write("target.txt", "status = old\n");
@@ -447,9 +504,9 @@ async fn python_client_without_elicitation_is_refused_with_how_to_allow_the_call
     ]);
     let run = python_client(
         &ws,
-        &python,
+        python,
         &steps,
-        &["--elicitation", "none"],
+        &flags,
         &["--stdio", toolbelt(), "mcp", "serve"],
     )
     .await;
@@ -459,6 +516,7 @@ async fn python_client_without_elicitation_is_refused_with_how_to_allow_the_call
         is_error,
         "an edit nobody could confirm must be refused: {text}"
     );
+    assert!(text.contains("offers no elicitation"), "{text}");
     assert!(text.contains("--approval-mode"), "{text}");
     assert_eq!(
         ws.read("target.txt"),
@@ -474,9 +532,9 @@ async fn python_client_without_elicitation_is_refused_with_how_to_allow_the_call
     // What the refusal advises works for the same client.
     let run = python_client(
         &ws,
-        &python,
+        python,
         &steps,
-        &["--elicitation", "none"],
+        &flags,
         &[
             "--stdio",
             toolbelt(),
@@ -520,6 +578,10 @@ async fn python_high_level_client_roots_are_the_workspace_not_the_servers_direct
     )
     .await;
     assert_eq!(run.out["serverInfo"]["name"], "toolbelt", "{}", run.out);
+    // `server/discover` offers 2026-07-28, so the client speaks it: the roots come as an
+    // input request of the call.
+    assert_eq!(run.out["protocolVersion"], "2026-07-28", "{}", run.out);
+    assert_eq!(run.out["rootsListed"], 1, "{}", run.out);
     let (is_error, text, _) = run.call(0);
     assert!(!is_error, "grep_search failed: {text}\n{}", run.stderr);
     assert!(text.contains("needle in the haystack"), "{text}");
@@ -617,11 +679,115 @@ async fn python_client_over_streamable_http_lists_reads_and_edits() {
     assert_eq!(ws.read("target.txt"), "status = new\n", "{context}");
 }
 
+/// Over HTTP the 2026-07-28 revision has no sessions: each request stands alone. The
+/// client's roots and its person's answer come in rounds all the same; no "always" is
+/// offered (no connection would remember it); and a background command outlives the
+/// request that started it.
+#[tokio::test]
+async fn python_client_of_2026_07_28_over_streamable_http_confirms_in_rounds_without_sessions() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    let ws = Workspace::new();
+    ws.write("notes.txt", NOTES);
+    ws.write("target.txt", "status = old\n");
+    ws.write("declined.txt", "status = old\n");
+    let server = HttpServer::start(&ws).await;
+    let steps = json!([
+        {"op": "list"},
+        {"op": "call", "name": "grep_search", "arguments": {"pattern": "needle"}},
+        {"op": "call", "name": "edit", "answer": "accept",
+         "arguments": edit_args(&ws, "target.txt", "status = old", "status = new")},
+        {"op": "call", "name": "edit", "answer": "decline",
+         "arguments": edit_args(&ws, "declined.txt", "status = old", "status = new")},
+        {"op": "call", "name": "run_shell_command", "answer": "accept",
+         "arguments": {"command": "sleep 4391", "is_background": true}},
+        {"op": "call", "name": "read_file", "arguments": {"absolute_path": ws.path("notes.txt")}},
+    ]);
+    let url = server.url.clone();
+    let root = ws.ws().to_string_lossy().into_owned();
+    let flags = ["--connect", "modern", "--root", &root];
+    let run = python_client(&ws, &python, &steps, &flags, &["--url", &url]).await;
+    assert_eq!(run.out["protocolVersion"], "2026-07-28", "{}", run.out);
+    for name in ["read_file", "grep_search", "edit", "run_shell_command"] {
+        tool(&run.tools(0), name);
+    }
+    let (is_error, text, elicitations) = run.call(1);
+    assert!(
+        !is_error && elicitations.is_empty(),
+        "{text} {elicitations:?}"
+    );
+    assert!(text.contains("needle in the haystack"), "{text}");
+
+    let (is_error, text, elicitations) = run.call(2);
+    assert_eq!(elicitations.len(), 1, "{elicitations:?}");
+    let schema = &elicitations[0]["request"]["requestedSchema"];
+    assert!(
+        schema["properties"].get("always").is_none(),
+        "no connection to remember \"always\" for: {schema}"
+    );
+    assert!(!is_error, "the accepted edit failed: {text}");
+    assert_eq!(ws.read("target.txt"), "status = new\n");
+    let (is_error, text, elicitations) = run.call(3);
+    assert_eq!(elicitations.len(), 1, "{elicitations:?}");
+    assert!(is_error && text.contains("did not allow"), "{text}");
+    assert_eq!(
+        ws.read("declined.txt"),
+        "status = old\n",
+        "declined, yet changed"
+    );
+
+    let (is_error, text, _) = run.call(4);
+    assert!(!is_error, "the background command failed: {text}");
+    let pid: i32 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("PID: "))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no PID in {text}"));
+    let job = rustix::process::pidfd_open(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::PidfdFlags::empty(),
+    )
+    .unwrap();
+    // The requests after it (and the client's end) ended no connection of the job's.
+    let mut fds = [rustix::event::PollFd::new(
+        &job,
+        rustix::event::PollFlags::IN,
+    )];
+    let second = rustix::event::Timespec {
+        tv_sec: 1,
+        tv_nsec: 0,
+    };
+    assert_eq!(
+        rustix::event::poll(&mut fds, Some(&second)).unwrap(),
+        0,
+        "the background command ended with the request that started it"
+    );
+    let (is_error, text, _) = run.call(5);
+    assert!(!is_error && text.contains("needle"), "{text}");
+    // The server's end ends it.
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn python_client_of_2026_07_28_over_stateless_http_is_told_why_an_edit_cannot_be_confirmed() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    refused_over_stateless_http(&python, &["--connect", "modern"]).await;
+}
+
 #[tokio::test]
 async fn python_client_over_stateless_http_reads_and_is_told_why_an_edit_cannot_be_confirmed() {
     let Some(python) = available("the MCP Python SDK", python()) else {
         return;
     };
+    refused_over_stateless_http(&python, &[]).await;
+}
+
+/// A client (`client_flags`: its era) of a `--stateless` server: reads, and its edit is
+/// refused with why and how to allow it.
+async fn refused_over_stateless_http(python: &Path, client_flags: &[&str]) {
     let ws = Workspace::new();
     ws.write("notes.txt", NOTES);
     ws.write("target.txt", "status = old\n");
@@ -633,7 +799,7 @@ async fn python_client_over_stateless_http_reads_and_is_told_why_an_edit_cannot_
          "arguments": edit_args(&ws, "target.txt", "status = old", "status = new")},
     ]);
     let url = server.url.clone();
-    let run = python_client(&ws, &python, &steps, &[], &["--url", &url]).await;
+    let run = python_client(&ws, python, &steps, client_flags, &["--url", &url]).await;
     let server_stderr = server.stop().await;
     let context = format!("server stderr:\n{server_stderr}");
 
@@ -856,4 +1022,196 @@ async fn inspector_cli_over_streamable_http_lists_tools_and_reads_a_file() {
     }
     let text = inspector_text(&read, false, "read_file over HTTP");
     assert!(text.contains("needle in the haystack"), "{text}");
+}
+
+/// The Inspector CLI in each protocol era (`--protocol-era legacy` is the `initialize`
+/// handshake, `modern` the 2026-07-28 revision): over stdio and over Streamable HTTP it
+/// negotiates that era, lists the tools and calls them; an edit runs in yolo mode and
+/// is refused, with how to allow it, in default mode (the Inspector has no elicitation).
+#[tokio::test]
+async fn inspector_cli_lists_and_calls_tools_in_both_protocol_eras_over_stdio_and_http() {
+    let Some(inspector) = available("the MCP Inspector (Node 22)", inspector()) else {
+        return;
+    };
+    let ws = Workspace::new();
+    ws.write("notes.txt", NOTES);
+    let server = HttpServer::start(&ws).await;
+    let url = [server.url.clone()];
+    let read = json!({"absolute_path": ws.path("notes.txt")}).to_string();
+    for (era, version) in [("legacy", "2025-11-25"), ("modern", "2026-07-28")] {
+        let method = |method: &'static str| ["--protocol-era", era, "--method", method];
+        let call = |tool: &'static str, args: &str| {
+            [
+                "--protocol-era",
+                era,
+                "--method",
+                "tools/call",
+                "--tool-name",
+                tool,
+                "--tool-args-json",
+            ]
+            .into_iter()
+            .map(str::to_string)
+            .chain([args.to_string()])
+            .collect::<Vec<_>>()
+        };
+        let call_args = call("read_file", &read);
+        let call_args: Vec<&str> = call_args.iter().map(String::as_str).collect();
+        let target = format!("{era} over stdio");
+        let out = inspector_cli(&ws, &inspector, &method("initialize"), &[], 0).await;
+        assert_eq!(out["result"]["protocolVersion"], version, "{target}: {out}");
+        let out = inspector_cli(&ws, &inspector, &method("tools/list"), &[], 0).await;
+        let tools = out["result"]["tools"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for name in ["read_file", "grep_search", "edit", "run_shell_command"] {
+            tool(&tools, name);
+        }
+        let out = inspector_cli(&ws, &inspector, &call_args, &[], 0).await;
+        let text = inspector_text(&out, false, &target);
+        assert!(text.contains("needle in the haystack"), "{target}: {text}");
+
+        let file = format!("{era}.txt");
+        ws.write(&file, "status = old\n");
+        let edit = edit_args(&ws, &file, "status = old", "status = new").to_string();
+        let edit_args = call("edit", &edit);
+        let edit_args: Vec<&str> = edit_args.iter().map(String::as_str).collect();
+        let out = inspector_cli(&ws, &inspector, &edit_args, &[], 5).await;
+        let text = inspector_text(&out, true, &target);
+        assert!(text.contains("--approval-mode"), "{target}: {text}");
+        assert_eq!(
+            ws.read(&file),
+            "status = old\n",
+            "{target}: refused, yet changed"
+        );
+        let yolo = ["--approval-mode", "yolo"];
+        let out = inspector_cli(&ws, &inspector, &edit_args, &yolo, 0).await;
+        inspector_text(&out, false, &target);
+        assert_eq!(ws.read(&file), "status = new\n", "{target}");
+
+        let target = format!("{era} over HTTP");
+        let out = inspector_cli_at(&ws, &inspector, &method("initialize"), &url, 0).await;
+        assert_eq!(out["result"]["protocolVersion"], version, "{target}: {out}");
+        let out = inspector_cli_at(&ws, &inspector, &method("tools/list"), &url, 0).await;
+        let tools = out["result"]["tools"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for name in ["read_file", "grep_search", "edit", "run_shell_command"] {
+            tool(&tools, name);
+        }
+        let out = inspector_cli_at(&ws, &inspector, &call_args, &url, 0).await;
+        let text = inspector_text(&out, false, &target);
+        assert!(text.contains("needle in the haystack"), "{target}: {text}");
+    }
+    server.stop().await;
+}
+
+/// The rounds of 2026-07-28 driven by hand, as a hostile or confused client might: an
+/// answer runs only the call it was asked about, once, under the handle it was given.
+#[tokio::test]
+async fn python_client_of_2026_07_28_cannot_answer_for_another_call_or_a_made_up_handle() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    let ws = Workspace::new();
+    ws.write("asked.txt", "status = old\n");
+    ws.write("other.txt", "status = old\n");
+    let asked = edit_args(&ws, "asked.txt", "status = old", "status = new");
+    let other = edit_args(&ws, "other.txt", "status = old", "status = new");
+    let write = json!({"file_path": ws.path("new.txt"), "content": "written\n"});
+    let steps = json!([
+        // 0: the question about `asked`.
+        {"op": "once", "name": "edit", "arguments": asked},
+        // 1: its handle and a yes, sent with other arguments: the other call asks its own
+        // question (and `asked` is declined).
+        {"op": "once", "name": "edit", "arguments": other,
+         "requestState": {"from": 0}, "answerFor": 0, "answer": "accept"},
+        // 2: a yes under a handle the server never gave: asked.
+        {"op": "once", "name": "write_file", "arguments": write,
+         "requestState": "0123456789abcdef0123456789abcdef", "answerFor": 1, "answer": "accept"},
+        // 3: the handle of step 2's question and a yes: that call runs.
+        {"op": "once", "name": "write_file", "arguments": write,
+         "requestState": {"from": 2}, "answerFor": 2, "answer": "accept"},
+        // 4: the same handle again: it was used; the call asks again.
+        {"op": "once", "name": "write_file", "arguments": write,
+         "requestState": {"from": 2}, "answerFor": 2, "answer": "accept"},
+    ]);
+    let run = python_client(
+        &ws,
+        &python,
+        &steps,
+        &["--connect", "modern"],
+        &["--stdio", toolbelt(), "mcp", "serve"],
+    )
+    .await;
+    let asks = |i: usize| {
+        let step = run.step(i);
+        assert_eq!(step["resultType"], "input_required", "step {i}: {step}");
+        let requests = step["inputRequests"].as_object().unwrap();
+        assert_eq!(requests.len(), 1, "step {i}: {step}");
+        let (_, request) = requests.iter().next().unwrap();
+        assert_eq!(request["method"], "elicitation/create", "step {i}: {step}");
+        step["requestState"].as_str().unwrap().to_string()
+    };
+    let first = asks(0);
+    let second = asks(1);
+    assert_ne!(first, second, "a new question has a new handle");
+    let third = asks(2);
+    let step = run.step(3);
+    assert_eq!(step["resultType"], "complete", "{step}");
+    assert_ne!(step["result"]["isError"], true, "{step}");
+    assert_ne!(asks(4), third, "a handle answers once");
+    assert_eq!(ws.read("new.txt"), "written\n");
+    assert_eq!(
+        ws.read("asked.txt"),
+        "status = old\n",
+        "ran on another call's answer"
+    );
+    assert_eq!(
+        ws.read("other.txt"),
+        "status = old\n",
+        "ran on another call's answer"
+    );
+}
+
+/// 2026-07-28's `subscriptions/listen`: a client that listens for tool list changes
+/// hears of a settings edit that takes a tool away, and lists the tools without it.
+#[tokio::test]
+async fn python_client_of_2026_07_28_hears_of_tool_list_changes_through_listen() {
+    let Some(python) = available("the MCP Python SDK", python()) else {
+        return;
+    };
+    let ws = Workspace::new();
+    let settings = ws.ws().join(".qwen/settings.json");
+    let steps = json!([
+        {"op": "list"},
+        {"op": "listen", "write": {"path": settings, "text": r#"{"tools": {"exclude": ["web_fetch"]}}"#}},
+        {"op": "list"},
+    ]);
+    let run = python_client(
+        &ws,
+        &python,
+        &steps,
+        &["--connect", "modern"],
+        &["--stdio", toolbelt(), "mcp", "serve"],
+    )
+    .await;
+    tool(&run.tools(0), "web_fetch");
+    let heard = run.step(1);
+    assert_eq!(heard["honored"]["toolsListChanged"], true, "{heard}");
+    assert!(
+        heard["event"]
+            .as_str()
+            .unwrap_or_default()
+            .to_lowercase()
+            .contains("tool"),
+        "{heard}"
+    );
+    let after = run.tools(2);
+    assert!(
+        !after.iter().any(|t| t["name"] == "web_fetch"),
+        "web_fetch still offered"
+    );
 }

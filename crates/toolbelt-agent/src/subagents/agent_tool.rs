@@ -18,6 +18,10 @@
 //!   call's are.
 //! - **Record**: its own transcript, `<parent session>/subagents/<id>.jsonl`, and its
 //!   events reach the parent's sink wrapped in [`AgentEvent::SubAgent`].
+//! - **Hooks**: the session's, in its scheduler and its loop, every request naming the
+//!   sub-agent (`agent_id`, `agent_type`); SubagentStart before its first request (its
+//!   context joins the prompt; `continue: false` does not start it), SubagentStop
+//!   instead of Stop at its end (a block makes it go on).
 //!
 //! Architecture note: "tools never see the conversation or the model" still holds for
 //! the parent: this tool is given a [`ModelChooser`] when the session is assembled and
@@ -30,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use toolbelt_core::hooks::{HookAgent, HookRunner};
 use toolbelt_core::scheduler::{
     ApprovalMode, Approver, CallState, NobodyToAsk, Permissions, SchedulerConfig,
 };
@@ -95,6 +100,8 @@ pub struct SubagentRuntime {
     pub default_max_turns: usize,
     /// Numbers sub-agents that are not saved.
     pub counter: AtomicU64,
+    /// The session's hooks (`None`: it has none).
+    pub hooks: Option<Arc<dyn HookRunner>>,
     /// The session's file checkpoints: a sub-agent's calls are recorded like the
     /// parent's (issue 34).
     pub checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
@@ -385,21 +392,13 @@ async fn run_subagent(
     let nested_tasks = BackgroundTasks::new();
     let registry = subagent_tools(call, &nested_tasks);
     let mode = narrowed_mode(rt.mode, def.approval_mode);
-    let config = SchedulerConfig {
-        mode,
-        permissions: rt.permissions.clone(),
-        approver: if background { None } else { rt.approver.clone() },
-        nobody_to_ask: background.then(|| NobodyToAsk {
-            why: "it runs in a background sub-agent, which cannot ask anyone".to_string(),
-            how: "The user can allow it with a permission rule (--allowed-tools {tool}) or a wider approval mode, or the task can be given to a foreground agent.".to_string(),
-        }),
-        checkpoints: rt.checkpoints.clone().map(|c| {
-            Arc::new(toolbelt_core::checkpoint::CallsOnly(c)) as Arc<dyn toolbelt_core::checkpoint::Checkpoints>
-        }),
-        ..Default::default()
-    };
     let (writer, agent_id) = subagent_transcript(rt, def, model.name());
     let transcript = writer.as_ref().map(|w| w.path().to_path_buf());
+    let hook_agent = HookAgent {
+        id: agent_id.clone(),
+        agent_type: def.name.clone(),
+    };
+    let config = subagent_config(rt, mode, background, &hook_agent);
     let sink = subagent_sink(rt, &agent_id, parent_call_id);
     let max_turns = def.max_turns.unwrap_or(rt.default_max_turns);
     let agent = Agent::new(
@@ -411,6 +410,7 @@ async fn run_subagent(
         max_turns,
         sink,
     )
+    .for_subagent(hook_agent, transcript.clone())
     .with_background(nested_tasks.clone());
     let agent = match inbox {
         Some(inbox) => agent.with_inbox(inbox.clone()),
@@ -420,7 +420,16 @@ async fn run_subagent(
         Some(w) => agent.with_session_log(w),
         None => agent,
     };
-    let (outcome, timed_out) = run_timed(&agent, &call.prompt, def, cancel).await;
+    let context = match agent.start_subagent(cancel).await {
+        Ok(context) => context,
+        Err(stop) => {
+            return failed(format!(
+                "[sub-agent {} ({agent_id}): not started: a SubagentStart hook stopped it: {stop}]",
+                def.name
+            ));
+        }
+    };
+    let (outcome, timed_out) = run_timed(&agent, &call.prompt, context, def, cancel).await;
     nested_tasks.stop_all().await;
     let summary = summary_line(
         def,
@@ -440,6 +449,36 @@ async fn run_subagent(
         answer: outcome.answer,
         summary,
         ending,
+    }
+}
+
+/// The sub-agent's scheduler: the parent's rules, `mode`, the parent's approver unless
+/// it runs in the background, the session's hooks naming the sub-agent.
+fn subagent_config(
+    rt: &SubagentRuntime,
+    mode: ApprovalMode,
+    background: bool,
+    agent: &HookAgent,
+) -> SchedulerConfig {
+    SchedulerConfig {
+        mode,
+        permissions: rt.permissions.clone(),
+        approver: if background { None } else { rt.approver.clone() },
+        nobody_to_ask: background.then(|| NobodyToAsk {
+            why: "it runs in a background sub-agent, which cannot ask anyone".to_string(),
+            how: "The user can allow it with a permission rule (--allowed-tools {tool}) or a wider approval mode, or the task can be given to a foreground agent.".to_string(),
+        }),
+        hooks: rt.hooks.clone().map(|inner| {
+            Arc::new(crate::hooks::InSubagent {
+                inner,
+                agent: agent.clone(),
+            }) as Arc<dyn HookRunner>
+        }),
+        checkpoints: rt.checkpoints.clone().map(|c| {
+            Arc::new(toolbelt_core::checkpoint::CallsOnly(c))
+                as Arc<dyn toolbelt_core::checkpoint::Checkpoints>
+        }),
+        ..Default::default()
     }
 }
 
@@ -535,11 +574,13 @@ fn subagent_sink(rt: &SubagentRuntime, agent_id: &str, parent_call_id: &str) -> 
     })
 }
 
-/// Runs the sub-agent on `prompt` under the definition's time limit, which cancels the
-/// run; the second value says whether the limit (not the parent) ended it.
+/// Runs the sub-agent on `prompt` (and its SubagentStart hooks' `context`, a part of
+/// its own) under the definition's time limit, which cancels the run; the second value
+/// says whether the limit (not the parent) ended it.
 async fn run_timed(
     agent: &Agent,
     prompt: &str,
+    context: Option<String>,
     def: &AgentDefinition,
     cancel: &CancellationToken,
 ) -> (RunOutcome, bool) {
@@ -554,9 +595,10 @@ async fn run_timed(
             run_cancel.cancel();
         })
     });
-    let outcome = agent
-        .run(vec![UserPart::Text(prompt.to_string())], &run_cancel)
-        .await;
+    let mut parts = vec![UserPart::Text(prompt.to_string())];
+    parts.extend(context.map(UserPart::Text));
+    // `#references` are the parent's prompt's, not the hooks'.
+    let outcome = agent.run_with_references(parts, prompt, &run_cancel).await;
     if let Some(t) = timer {
         t.abort();
     }
@@ -616,6 +658,8 @@ fn summary_line(
         StopReason::Cancelled => "cancelled".to_string(),
         StopReason::ModelFailed(e) => format!("its model failed: {e}"),
         StopReason::PlanProposed => "proposed a plan instead of making changes".to_string(),
+        StopReason::PromptBlocked(why) => format!("its prompt was blocked by a hook: {why}"),
+        StopReason::HookStopped(why) => format!("a hook stopped it: {why}"),
     };
     let narrowed = match def.approval_mode {
         Some(w) if w != mode => format!(

@@ -1,7 +1,10 @@
 //! Who decides whether a call runs: permission rules, the approval mode, what the person
 //! already allowed in this session, and, when all of those leave it open, the person.
 //!
-//! The order, per call:
+//! The order, per call (the session's hooks, when it has any, in `call_hooks.rs`):
+//! 0. PreToolUse hooks: `deny` → refused with their reason; `allow` and `ask` count
+//!    below as an allow or an ask rule would (never past 1, 2 or protected
+//!    configuration); their `updatedInput` is validated and judged from step 1 again;
 //! 1. rules `Deny` → refused, naming the rule; rules `Ask` → the person must be asked
 //!    (even in yolo mode: an explicit ask rule is the stricter word);
 //!    rules `Allow` → runs (outside plan mode);
@@ -16,8 +19,10 @@
 //!    configuration (`.qwen`, `.agents`, `.git`, see [`crate::protected`]) is approved
 //!    here only by yolo, and in step 1 only by an allow rule that names the file
 //!    (`scheduler/protect.rs`); its question offers no "always";
-//! 5. otherwise the [`Approver`] is asked. Without one (headless) the call is refused with
-//!    a message that tells the model why and what the person can do.
+//! 5. otherwise PermissionRequest hooks may answer in the person's place (not for
+//!    protected configuration, not when a PreToolUse hook asked), then the [`Approver`]
+//!    is asked. Without one (headless) the call is refused with a message that tells
+//!    the model why and what the person can do.
 //!
 //! Asking is an async trait object so the headless command line, tests and a future
 //! terminal UI plug in their own way of asking.
@@ -55,6 +60,15 @@ impl ApprovalMode {
             ApprovalMode::Default => "default",
             ApprovalMode::AutoEdit => "auto-edit",
             ApprovalMode::Yolo => "yolo",
+        }
+    }
+
+    /// The spelling hook inputs carry (`permission_mode`), Qwen Code's: `plan`,
+    /// `default`, `auto_edit`, `yolo`.
+    pub fn hook_name(self) -> &'static str {
+        match self {
+            ApprovalMode::AutoEdit => "auto_edit",
+            other => other.as_str(),
         }
     }
 }

@@ -6,13 +6,16 @@
 
 use tokio_util::sync::CancellationToken;
 
+use super::call_hooks::Denial;
 use super::pipeline::{Screened, Validated};
 use super::protect::ProtectedChange;
 use super::run_call::cancelled_error;
 use super::{
-    Approval, ApprovalMode, ApprovalRequest, Approver, Scheduler, SchedulerEvent, Verdict,
+    Approval, ApprovalMode, ApprovalRequest, Approver, Corrector, Scheduler, SchedulerEvent,
+    Verdict,
 };
 use crate::confirm::{ConfirmationDetails, ConfirmationOutcome};
+use crate::hooks::HookDecision;
 use crate::result::{Display, ErrorKind, ToolError, ToolResult};
 use crate::rules::Decision;
 use crate::tool::{Consent, PermissionSubject};
@@ -28,19 +31,26 @@ fn rule_names<'a>(call: &'a Validated<'_>) -> Vec<&'a str> {
 impl Scheduler {
     /// What the rules and the mode say of a call before anything of it runs (a declared
     /// tool's `prepare` command included): the call back with the verdict when a deny
-    /// rule or plan mode refuses it, or when a plan-ending tool has nothing to end;
-    /// otherwise the call with the rules' decision, for [`Scheduler::decide`].
+    /// rule or plan mode refuses it (and which of them did), or when a plan-ending tool
+    /// has nothing to end; otherwise the call with the rules' decision, for
+    /// [`Scheduler::decide`].
     pub(super) fn screen<'r>(
         &self,
         call: Validated<'r>,
-    ) -> Result<Screened<'r>, Box<(Validated<'r>, Verdict)>> {
+    ) -> Result<Screened<'r>, Box<(Validated<'r>, Verdict, Option<Denial>)>> {
         match self.rules_and_plan_mode(&call) {
             Ok(decision) => Ok(Screened { call, decision }),
-            Err(verdict) => Err(Box::new((call, *verdict))),
+            Err(refused) => {
+                let (verdict, denial) = *refused;
+                Err(Box::new((call, verdict, denial)))
+            }
         }
     }
 
-    fn rules_and_plan_mode(&self, call: &Validated<'_>) -> Result<Decision, Box<Verdict>> {
+    fn rules_and_plan_mode(
+        &self,
+        call: &Validated<'_>,
+    ) -> Result<Decision, Box<(Verdict, Option<Denial>)>> {
         let tool = call.registration.name.as_str();
         let kind = call.kind;
         let subject = call.invocation.permission_subject();
@@ -61,12 +71,15 @@ impl Scheduler {
                 .iter()
                 .find_map(|name| permissions.deny_explanation(name, &subject))
                 .unwrap_or_default();
-            return Err(Box::new(Verdict::Refuse(ToolError::new(
-                ErrorKind::ExecutionDenied,
-                format!(
-                    "Tool \"{tool}\" is denied by permission rules.{rule} It was not run; do not retry it."
-                ),
-            ))));
+            return Err(Box::new((
+                Verdict::Refuse(ToolError::new(
+                    ErrorKind::ExecutionDenied,
+                    format!(
+                        "Tool \"{tool}\" is denied by permission rules.{rule} It was not run; do not retry it."
+                    ),
+                )),
+                Some(Denial::Rule),
+            )));
         }
         let mode = self.mode();
         let ends_plan = call.registration.tool.ends_plan_mode();
@@ -75,25 +88,34 @@ impl Scheduler {
                 Some(exit) => format!("present your plan with {exit}"),
                 None => "present your plan".to_string(),
             };
-            return Err(Box::new(Verdict::Refuse(ToolError::new(
-                ErrorKind::ExecutionDenied,
-                format!(
-                    "Plan mode is active: only read-only tools (read, search, fetch, think) run, and \"{tool}\" ({}) was not run. Finish researching, then {present}; once the user approves it, changes are allowed.",
-                    kind.as_str()
-                ),
-            ))));
+            return Err(Box::new((
+                Verdict::Refuse(ToolError::new(
+                    ErrorKind::ExecutionDenied,
+                    format!(
+                        "Plan mode is active: only read-only tools (read, search, fetch, think) run, and \"{tool}\" ({}) was not run. Finish researching, then {present}; once the user approves it, changes are allowed.",
+                        kind.as_str()
+                    ),
+                )),
+                Some(Denial::PlanMode),
+            )));
         }
         if ends_plan && mode != ApprovalMode::Plan {
-            return Err(Box::new(Verdict::Answered(ToolResult::text(format!(
-                "Plan mode is not active (approval mode {mode}), so there is nothing to exit and no plan approval is needed. Carry on with the task."
-            )))));
+            return Err(Box::new((
+                Verdict::Answered(ToolResult::text(format!(
+                    "Plan mode is not active (approval mode {mode}), so there is nothing to exit and no plan approval is needed. Carry on with the task."
+                ))),
+                None,
+            )));
         }
         Ok(decision)
     }
 
     /// The approval decision for a screened call (see [`super::approval`] for the
     /// order). A corrected call was already allowed by the person, so only the rules
-    /// and plan mode could still stop it, and they did not.
+    /// and plan mode could still stop it, and they did not. A PreToolUse hook's `ask`
+    /// counts as an ask rule (asked whatever the mode; PermissionRequest hooks do not
+    /// answer it in the person's place), its `allow` as an allow rule (never for
+    /// protected configuration).
     pub(super) async fn decide(
         &self,
         screened: &Screened<'_>,
@@ -107,9 +129,9 @@ impl Scheduler {
         };
         let ends_plan = call.registration.tool.ends_plan_mode();
         let protected = ProtectedChange::of(&self.env.roots, &details);
+        let must_ask = screened.decision == Decision::Ask || call.pre_hook.asks();
         if call.corrected
-            || (screened.decision != Decision::Ask
-                && self.approves_unasked(screened, mode, &details, protected.as_ref()))
+            || (!must_ask && self.approves_unasked(screened, mode, &details, protected.as_ref()))
         {
             if ends_plan && mode == ApprovalMode::Plan {
                 self.leave_plan_mode(ConfirmationOutcome::ProceedOnce);
@@ -121,22 +143,32 @@ impl Scheduler {
             Some(change) => change.mark(details, &description),
             None => (details, description),
         };
+        if !call.pre_hook.asks()
+            && let Some(verdict) = self
+                .permission_request(call, mode, protected.is_some(), cancel)
+                .await
+        {
+            return verdict;
+        }
         let Some(approver) = &self.approver else {
-            return self.refuse_unasked(screened, mode, &details, protected.as_ref());
+            let verdict = self.refuse_unasked(screened, mode, &details, protected.as_ref());
+            self.permission_denied(call, Denial::NobodyToAsk, &verdict, cancel)
+                .await;
+            return verdict;
         };
-        // "Always" would contradict an ask rule, and would approve protected
-        // configuration the next time without the person seeing it.
+        // "Always" would contradict an ask rule (or a hook that asks), and would approve
+        // protected configuration the next time without the person seeing it.
         // A shell command without root commands names nothing a rule could approve
         // without approving everything (a wrapper, `eval`, a name only known when it
         // runs): the shell tool leaves them out, and "always" is not offered.
-        let may_always_allow = screened.decision != Decision::Ask
+        let may_always_allow = !must_ask
             && protected.is_none()
             && !matches!(&details, ConfirmationDetails::Exec { root_commands, .. } if root_commands.is_empty());
         let ask = ApprovalRequest {
             call_id: call.request.call_id.clone(),
             tool: call.registration.name.clone(),
             kind: call.kind,
-            description,
+            description: call.pre_hook.describe_question(description),
             details,
             may_always_allow,
         };
@@ -154,10 +186,12 @@ impl Scheduler {
         let call = &screened.call;
         match call.invocation.confirmation().await {
             Some(details) => Ok(details),
-            None if screened.decision == Decision::Ask => Ok(ConfirmationDetails::generic(
-                call.registration.tool.display_name(),
-                &call.invocation.describe(),
-            )),
+            None if screened.decision == Decision::Ask || call.pre_hook.asks() => {
+                Ok(ConfirmationDetails::generic(
+                    call.registration.tool.display_name(),
+                    &call.invocation.describe(),
+                ))
+            }
             None if call.corrected || mode == ApprovalMode::Yolo => Err(Consent::Approved),
             None => Err(Consent::Unasked),
         }
@@ -184,6 +218,7 @@ impl Scheduler {
             }
             None => {
                 allowed
+                    || call.pre_hook.decision == Some(HookDecision::Allow)
                     || (mode == ApprovalMode::Yolo && !call.registration.tool.ends_plan_mode())
                     || (mode == ApprovalMode::AutoEdit
                         && matches!(details, ConfirmationDetails::Edit { .. }))
@@ -249,9 +284,15 @@ impl Scheduler {
         ))
     }
 
-    /// When an ask rule, not the tool, asked: the words that name it, so the person
-    /// knows which rule to change; empty otherwise.
+    /// When an ask rule or a hook, not the tool, asked: the words that name it, so the
+    /// person knows which rule or hook to change; empty otherwise.
     fn asking_rule(&self, screened: &Screened<'_>) -> String {
+        if screened.decision != Decision::Ask && screened.call.pre_hook.asks() {
+            return format!(
+                ", asked for by a PreToolUse hook: {}",
+                screened.call.pre_hook.reason_or("it gave no reason")
+            );
+        }
         if screened.decision != Decision::Ask {
             return String::new();
         }
@@ -282,8 +323,16 @@ impl Scheduler {
             tool: ask.tool.clone(),
             details: ask.details.clone(),
         });
+        // The person's hooks hear of the question (Notification) while it waits; once
+        // it is answered, what they still do is cut short.
+        let notified = cancel.child_token();
+        let asking = async {
+            let answer = approver.approve(&ask).await;
+            notified.cancel();
+            answer
+        };
         let answer = tokio::select! {
-            answer = approver.approve(&ask) => answer,
+            (answer, ()) = async { tokio::join!(asking, self.notify_question(call, &ask, &notified)) } => answer,
             _ = cancel.cancelled() => return Verdict::Cancelled(cancelled_error()),
         };
         let outcome = answer.outcome;
@@ -297,7 +346,7 @@ impl Scheduler {
         }
         if let Some(corrected) = answer.arguments {
             // Plan mode is left, if at all, when the corrected call is decided.
-            return Verdict::RunWith(corrected);
+            return Verdict::RunWith(corrected, Corrector::Person);
         }
         if call.registration.tool.ends_plan_mode() && mode == ApprovalMode::Plan {
             self.leave_plan_mode(outcome);
@@ -307,7 +356,7 @@ impl Scheduler {
 
     /// An approved plan returns the session to the mode it had before plan mode, or to
     /// auto-edit when the person chose "always" (approve the plan and its edits).
-    fn leave_plan_mode(&self, outcome: ConfirmationOutcome) {
+    pub(super) fn leave_plan_mode(&self, outcome: ConfirmationOutcome) {
         let before = self.before_plan.lock().map(|b| *b).unwrap_or_default();
         self.set_mode(if outcome == ConfirmationOutcome::ProceedAlways {
             ApprovalMode::AutoEdit

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::confirm::ConfirmationDetails;
+use crate::hooks::HookMessage;
 use crate::result::ToolResult;
 
 /// One function call as the model sent it.
@@ -103,6 +104,9 @@ pub struct CompletedCall {
     pub result: ToolResult,
     /// Time spent executing (zero when it never ran).
     pub duration: Duration,
+    /// A hook of this call said `continue: false`: the agent stops after this turn,
+    /// with this reason for the person.
+    pub stop: Option<String>,
 }
 
 /// Everything a display may want to know, in the order it happens. One call produces
@@ -150,6 +154,14 @@ pub enum SchedulerEvent {
         /// A piece of the output, as the tool produced it (not necessarily whole lines).
         chunk: String,
     },
+    /// The session's hooks said something about the call for the person (a
+    /// `systemMessage`, a hook that failed, a stop); before the call's `Finished`.
+    Hook {
+        /// The call's id.
+        call_id: String,
+        /// What to show.
+        message: HookMessage,
+    },
     /// The call reached a terminal state; always the last event of a call.
     Finished(CompletedCall),
 }
@@ -162,7 +174,8 @@ impl SchedulerEvent {
             | SchedulerEvent::AwaitingApproval { call_id, .. }
             | SchedulerEvent::Scheduled { call_id }
             | SchedulerEvent::Started { call_id, .. }
-            | SchedulerEvent::Output { call_id, .. } => call_id,
+            | SchedulerEvent::Output { call_id, .. }
+            | SchedulerEvent::Hook { call_id, .. } => call_id,
             SchedulerEvent::Finished(call) => &call.call_id,
         }
     }

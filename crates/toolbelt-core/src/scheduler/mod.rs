@@ -35,6 +35,7 @@ use crate::result::{ErrorKind, ToolError, ToolResult};
 use crate::tool::{Consent, Invocation, Kind, ToolEnvironment};
 
 pub mod approval;
+mod call_hooks;
 mod decide;
 pub mod events;
 pub mod grants;
@@ -46,6 +47,7 @@ mod run_call;
 pub use approval::{
     Approval, ApprovalMode, ApprovalRequest, Approver, Permissions, SessionAllowances,
 };
+use call_hooks::CallHooks;
 pub use events::{CallState, CompletedCall, SchedulerEvent, ToolCallRequest};
 pub use grants::TurnGrant;
 use grants::TurnGrants;
@@ -138,6 +140,8 @@ pub struct Scheduler {
     /// Allow rules granted for the rest of the turn (see [`grants`]).
     grants: TurnGrants,
     retry_guard: Mutex<RetryLoopGuard>,
+    /// The session's hooks (see `call_hooks.rs`).
+    hooks: Option<Arc<dyn crate::hooks::HookRunner>>,
     checkpoints: Option<Arc<dyn crate::checkpoint::Checkpoints>>,
 }
 
@@ -155,15 +159,31 @@ struct Approved {
     description: String,
     invocation: Box<dyn Invocation>,
     consent: Consent,
+    /// The call's hooks, for PostToolUse and PostToolUseFailure.
+    hooks: Option<CallHooks>,
+    /// What its PreToolUse hooks gave the model, added to its result.
+    hook_context: Vec<String>,
+}
+
+/// Who gave a call the arguments it runs with in place of the model's.
+#[derive(Debug, Clone, Copy)]
+enum Corrector {
+    /// The person, answering its question (see [`Approval::arguments`]).
+    Person,
+    /// A hook's `updatedInput`.
+    Hook(crate::hooks::HookEvent),
 }
 
 /// How approval ended for one call.
 enum Verdict {
     /// Run, with how it came to run (asked and approved, or never asked).
     Run(Consent),
-    /// Approved with the person's corrected arguments (see [`Approval::arguments`]).
-    RunWith(Value),
+    /// Approved with corrected arguments: the person's (see [`Approval::arguments`]) or
+    /// a PermissionRequest hook's, answering in their place.
+    RunWith(Value, Corrector),
     Refuse(ToolError),
+    /// Refused because a hook said `continue: false`; the agent stops with the reason.
+    Stop(ToolError, String),
     Cancelled(ToolError),
     /// Answered without running the tool (a plan proposed where no one can approve it,
     /// or `exit_plan_mode` outside plan mode).
@@ -185,6 +205,7 @@ impl Scheduler {
             allowances: SessionAllowances::default(),
             grants: TurnGrants::new(config.turn_grants),
             retry_guard: Mutex::new(RetryLoopGuard::default()),
+            hooks: config.hooks,
             checkpoints: config.checkpoints,
         }
     }
@@ -251,9 +272,17 @@ impl Scheduler {
         cancel: &CancellationToken,
     ) -> Vec<CompletedCall> {
         let mut prepared = Vec::with_capacity(calls.len());
+        // Once a hook has stopped the agent, the calls after it are not run.
+        let mut stopped: Option<String> = None;
         for request in calls {
-            let p = self.prepare(registry, request, turn, cancel).await;
+            let p = match &stopped {
+                Some(reason) => Prepared::Done(pipeline::skipped_after_stop(request, reason)),
+                None => self.prepare(registry, request, turn, cancel).await,
+            };
             if let Prepared::Done(done) = &p {
+                if stopped.is_none() {
+                    stopped.clone_from(&done.stop);
+                }
                 self.emit(SchedulerEvent::Finished(done.clone()));
             }
             prepared.push(p);
@@ -320,6 +349,7 @@ impl Scheduler {
         permits: Option<Arc<Semaphore>>,
         cancel: &CancellationToken,
     ) -> impl std::future::Future<Output = CompletedCall> + Send + 'static {
+        let turn_cancel = cancel.clone();
         let cancel = cancel.child_token();
         let env = self.env.clone();
         let events = self.events.clone();
@@ -331,6 +361,8 @@ impl Scheduler {
             description,
             invocation,
             consent,
+            hooks,
+            hook_context,
         } = call;
         let call_id = request.call_id.clone();
         let job = execute(
@@ -365,7 +397,7 @@ impl Scheduler {
                 Some(_) => CallState::Error,
             };
             let result = env.output.limit_result(result, &tool);
-            CompletedCall {
+            let mut done = CompletedCall {
                 call_id,
                 name: request.name,
                 arguments,
@@ -373,7 +405,14 @@ impl Scheduler {
                 state,
                 result,
                 duration,
+                stop: None,
+            };
+            if let Some(hooks) = hooks {
+                hooks
+                    .after_run(&mut done, &hook_context, &turn_cancel)
+                    .await;
             }
+            done
         }
     }
 }

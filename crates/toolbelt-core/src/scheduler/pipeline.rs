@@ -6,19 +6,24 @@
 //!
 //! Arguments the person corrected go through the same steps again from [`Validated`]
 //! (validation, the rules and plan mode: a deny rule still wins); only the question is
-//! not asked twice, which [`Validated::corrected`] tells [`Scheduler::decide`].
+//! not asked twice, which [`Validated::corrected`] tells [`Scheduler::decide`]. So do the
+//! arguments a hook gives (`updatedInput`): a PreToolUse hook's before the rules judge
+//! the call (its decision then applies to the rewritten call), a PermissionRequest
+//! hook's in the person's place (see `call_hooks.rs`).
 
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::call_hooks::{PreHook, push_context};
 use super::guards::{RETRY_LOOP_NOTE, TRUNCATED_EDIT_ADVICE};
 use super::run_call::cancelled_error;
 use super::{
-    Approved, CallState, CompletedCall, Prepared, Scheduler, SchedulerEvent, ToolCallRequest,
-    TurnInfo, Verdict,
+    Approved, CallState, CompletedCall, Corrector, Prepared, Scheduler, SchedulerEvent,
+    ToolCallRequest, TurnInfo, Verdict,
 };
+use crate::hooks::HookEvent;
 use crate::registry::{Origin, Registration, ToolRegistry};
 use crate::result::{ErrorKind, ToolError, ToolResult};
 use crate::rules::Decision;
@@ -36,6 +41,8 @@ pub(super) struct Validated<'r> {
     pub(super) invocation: Box<dyn Invocation>,
     /// The person gave these arguments in place of the model's: they approved the call.
     pub(super) corrected: bool,
+    /// What the call's PreToolUse hooks said (nothing without hooks).
+    pub(super) pre_hook: PreHook,
 }
 
 /// A validated call that the rules and plan mode let through, with the rules' answer.
@@ -64,11 +71,19 @@ impl Scheduler {
             Ok(call) => call,
             Err(done) => return Prepared::Done(*done),
         };
+        let call = match self.pre_tool_use(call, cancel).await {
+            Ok(call) => call,
+            Err(done) => return Prepared::Done(*done),
+        };
         let mut decided = self.judge(call, cancel).await;
-        if let Verdict::RunWith(corrected) = decided.verdict {
-            let call = match self.revalidate(decided.call, corrected, &decided.description) {
+        if let Verdict::RunWith(corrected, by) = decided.verdict {
+            let context = decided.call.pre_hook.context.clone();
+            let call = match self.revalidate(decided.call, corrected, &decided.description, by) {
                 Ok(call) => call,
-                Err(done) => return Prepared::Done(*done),
+                Err(mut done) => {
+                    push_context(&mut done.result, HookEvent::PreToolUse, &context);
+                    return Prepared::Done(*done);
+                }
             };
             decided = self.judge(call, cancel).await;
         }
@@ -134,27 +149,39 @@ impl Scheduler {
             kind,
             invocation,
             corrected: false,
+            pre_hook: PreHook::default(),
         })
     }
 
-    /// The call again with the person's arguments in place of the model's: they are
-    /// validated as the model's were (the guards are the model's, not theirs).
-    fn revalidate<'r>(
+    /// The call again with the person's (or a hook's) arguments in place of the
+    /// model's: they are validated as the model's were (schema, the tool's own checks,
+    /// the workspace boundary; the guards are the model's, not theirs). Arguments the
+    /// person or a PermissionRequest hook gave approve the call; a PreToolUse hook's
+    /// are judged as the model's would be.
+    pub(super) fn revalidate<'r>(
         &self,
         call: Validated<'r>,
         corrected: Value,
         description: &str,
+        by: Corrector,
     ) -> Result<Validated<'r>, Box<CompletedCall>> {
         match call.registration.build(corrected.clone()) {
             Ok(invocation) => Ok(Validated {
                 arguments: corrected,
                 invocation,
-                corrected: true,
+                corrected: match by {
+                    Corrector::Person => true,
+                    Corrector::Hook(event) => event == HookEvent::PermissionRequest,
+                },
                 ..call
             }),
             Err(mut error) => {
+                let who = match by {
+                    Corrector::Person => "the user".to_string(),
+                    Corrector::Hook(event) => format!("a {event} hook"),
+                };
                 error.message = format!(
-                    "The arguments the user gave in place of yours are not valid: {}",
+                    "The arguments {who} gave in place of yours are not valid: {}",
                     error.message
                 );
                 Err(finish_early_boxed(
@@ -173,8 +200,12 @@ impl Scheduler {
         let mut screened = match self.screen(call) {
             Ok(screened) => screened,
             Err(refused) => {
-                let (call, verdict) = *refused;
+                let (call, verdict, denial) = *refused;
                 let description = self.announce(&call);
+                if let Some(denial) = denial {
+                    self.permission_denied(&call, denial, &verdict, cancel)
+                        .await;
+                }
                 return Decided {
                     call,
                     description,
@@ -219,37 +250,19 @@ impl Scheduler {
     /// What the verdict makes of the call: approved for phase 2, or finished.
     fn conclude(&self, decided: Decided<'_>) -> Prepared {
         let Decided {
-            call,
+            mut call,
             description,
             verdict,
         } = decided;
+        let context = std::mem::take(&mut call.pre_hook.context);
         let consent = match verdict {
             Verdict::Run(consent) => consent,
             // (`decide` for a corrected call never answers `RunWith`; were it to, the
             // person gave those arguments.)
-            Verdict::RunWith(_) => Consent::Approved,
-            Verdict::Refuse(error) => {
-                return Prepared::Done(finish_early(
-                    call.request,
-                    call.arguments,
-                    &description,
-                    error,
-                ));
-            }
-            Verdict::Answered(result) => {
-                let mut done = finish_early(
-                    call.request,
-                    call.arguments,
-                    &description,
-                    cancelled_error(),
-                );
-                done.state = CallState::Success;
-                done.result = result;
-                return Prepared::Done(done);
-            }
-            Verdict::Cancelled(error) => {
-                let mut done = finish_early(call.request, call.arguments, &description, error);
-                done.state = CallState::Cancelled;
+            Verdict::RunWith(..) => Consent::Approved,
+            verdict => {
+                let mut done = finished_by(verdict, call.request, call.arguments, &description);
+                push_context(&mut done.result, HookEvent::PreToolUse, &context);
                 return Prepared::Done(done);
             }
         };
@@ -264,6 +277,10 @@ impl Scheduler {
         self.emit(SchedulerEvent::Scheduled {
             call_id: call.request.call_id.clone(),
         });
+        // The call's hooks run after it when one is for PostToolUse(Failure), or when
+        // PreToolUse left context for its result.
+        let after = [HookEvent::PostToolUse, HookEvent::PostToolUseFailure];
+        let hooks = self.call_hooks(&call, context.is_empty().then_some(&after[..]));
         Prepared::Approved(Approved {
             request: call.request,
             arguments: call.arguments,
@@ -272,6 +289,8 @@ impl Scheduler {
             description,
             invocation: call.invocation,
             consent,
+            hooks,
+            hook_context: context,
         })
     }
 }
@@ -279,11 +298,56 @@ impl Scheduler {
 impl Verdict {
     /// Whether the call runs (possibly with the person's arguments).
     fn runs(&self) -> bool {
-        matches!(self, Verdict::Run(_) | Verdict::RunWith(_))
+        matches!(self, Verdict::Run(_) | Verdict::RunWith(..))
     }
 }
 
-fn finish_early_boxed(
+/// The completed call of one whose verdict does not run it.
+fn finished_by(
+    verdict: Verdict,
+    request: ToolCallRequest,
+    arguments: Value,
+    description: &str,
+) -> CompletedCall {
+    match verdict {
+        Verdict::Answered(result) => {
+            let mut done = finish_early(request, arguments, description, cancelled_error());
+            done.state = CallState::Success;
+            done.result = result;
+            done
+        }
+        Verdict::Cancelled(error) => {
+            let mut done = finish_early(request, arguments, description, error);
+            done.state = CallState::Cancelled;
+            done
+        }
+        Verdict::Stop(error, reason) => {
+            let mut done = finish_early(request, arguments, description, error);
+            done.stop = Some(reason);
+            done
+        }
+        Verdict::Refuse(error) => finish_early(request, arguments, description, error),
+        // Runs: never given here.
+        Verdict::Run(_) | Verdict::RunWith(..) => finish_early(
+            request,
+            arguments,
+            description,
+            ToolError::new(ErrorKind::ExecutionFailed, "the call was not run"),
+        ),
+    }
+}
+
+/// A call after one whose hook stopped the agent: not run.
+pub(super) fn skipped_after_stop(request: ToolCallRequest, reason: &str) -> CompletedCall {
+    let error = ToolError::new(
+        ErrorKind::ExecutionDenied,
+        format!("Not run: a hook stopped the agent before this call ({reason})."),
+    );
+    let arguments = parse_arguments(&request.arguments).unwrap_or(Value::Null);
+    finish_early(request, arguments, "", error)
+}
+
+pub(super) fn finish_early_boxed(
     request: ToolCallRequest,
     arguments: Value,
     description: &str,
@@ -317,5 +381,6 @@ fn finish_early(
         state,
         result: ToolResult::error(error),
         duration: Duration::ZERO,
+        stop: None,
     }
 }

@@ -16,6 +16,7 @@ mod approval_tests;
 mod checkpoint_tests;
 mod consent_tests;
 mod fixtures;
+mod hooks_tests;
 mod protected_tests;
 mod shell_always_tests;
 
@@ -350,6 +351,7 @@ async fn events_follow_each_call_through_its_states() {
             SchedulerEvent::Scheduled { call_id } => format!("scheduled {call_id}"),
             SchedulerEvent::Started { call_id, .. } => format!("started {call_id}"),
             SchedulerEvent::Output { call_id, chunk } => format!("output {call_id} {chunk}"),
+            SchedulerEvent::Hook { call_id, message } => format!("hook {call_id} {message}"),
             SchedulerEvent::Finished(c) => format!("finished {} {}", c.call_id, c.state.as_str()),
         });
     }

@@ -15,6 +15,7 @@ fn load_one(text: &str) -> (PathBuf, Result<Settings, SettingsError>, tempfile::
         workspace: None,
         system: None,
         trust: WorkspaceTrust::Trusted,
+        claude_hooks: Vec::new(),
     };
     (file, Settings::load(&paths), dir)
 }
@@ -262,6 +263,7 @@ fn the_bad_layer_is_the_one_named() {
         workspace: Some(ws.clone()),
         system: None,
         trust: WorkspaceTrust::Trusted,
+        claude_hooks: Vec::new(),
     })
     .unwrap_err();
     assert!(

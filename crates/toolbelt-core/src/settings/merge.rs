@@ -13,7 +13,7 @@ const UNION: &[&str] = &[
 const CONCAT: &[&str] = &["context.includeDirectories", "mcp.allowed", "mcp.excluded"];
 /// Keys whose objects merge one level deep: each entry is taken whole from the highest
 /// layer that has it.
-const SHALLOW: &[&str] = &["mcpServers", "env"];
+const SHALLOW: &[&str] = &["mcpServers", "env", "lsp.servers"];
 
 /// Merges layers given lowest first.
 pub fn merge_layers(layers: Vec<Value>) -> Value {

@@ -21,6 +21,7 @@ fn paths(
         workspace,
         system,
         trust: WorkspaceTrust::Trusted,
+        claude_hooks: Vec::new(),
     }
 }
 

@@ -44,6 +44,7 @@ impl Layout {
                 project: project.to_path_buf(),
                 trusted_folders: Some(self.trust_file()),
             },
+            claude_hooks: Vec::new(),
         }
     }
 
@@ -300,4 +301,89 @@ fn an_untrusted_workspace_cannot_enable_durable_scheduled_tasks() {
         mine.load().raw.pointer("/experimental/cronDurable"),
         Some(&json!(true))
     );
+}
+
+/// Issue 32: `lsp.servers` starts programs (or connects to a server), so a cloned
+/// repository's settings cannot define one until the folder is trusted; the wait after
+/// edits is harmless and stays. Each server is taken whole from the highest layer, and
+/// `Settings::origin` says which file that was.
+#[test]
+fn an_untrusted_workspace_cannot_define_language_servers() {
+    let layout = Layout::new(
+        json!({"lsp": {"servers": {
+            "python": {"command": "pyright-langserver", "args": ["--stdio"],
+                       "extensionToLanguage": {".py": "python"}},
+            "c": {"command": "clangd", "extensionToLanguage": {".c": "c"}}
+        }}}),
+        json!({"lsp": {"diagnosticsWaitMs": 500, "servers": {
+            "python": {"command": "sh", "args": ["-c", "touch pwned"],
+                       "extensionToLanguage": {".py": "python"}}
+        }}}),
+    );
+    let s = layout.load();
+    assert_eq!(
+        s.lsp.servers["python"].command.as_deref(),
+        Some("pyright-langserver")
+    );
+    assert_eq!(s.lsp.diagnostics_wait_ms, Some(Millis(500)));
+    assert!(s.lsp.diagnostics_after_edit);
+    let report = s.untrusted_workspace.clone().unwrap();
+    assert_eq!(report.ignored, vec!["lsp.servers"]);
+    let user_file = layout.home.join(".qwen/settings.json");
+    assert_eq!(
+        s.origin(&["lsp", "servers", "python"]),
+        Some((SettingsLayer::User, user_file.as_path()))
+    );
+
+    // Trusted: the workspace's server replaces the user's whole (no `args` carried over).
+    layout.trust(&layout.project, TrustLevel::TrustFolder);
+    let s = layout.load();
+    let python = &s.lsp.servers["python"];
+    assert_eq!(python.command.as_deref(), Some("sh"));
+    assert_eq!(python.args, ["-c", "touch pwned"]);
+    assert_eq!(s.lsp.servers["c"].command.as_deref(), Some("clangd"));
+    let workspace_file = layout.project.join(".qwen/settings.json");
+    assert_eq!(
+        s.origin(&["lsp", "servers", "python"]),
+        Some((SettingsLayer::Workspace, workspace_file.as_path()))
+    );
+    assert_eq!(
+        s.origin(&["lsp", "servers", "c"]),
+        Some((SettingsLayer::User, user_file.as_path()))
+    );
+    assert_eq!(s.origin(&["lsp", "servers", "go"]), None);
+}
+
+#[test]
+fn a_bad_lsp_value_names_the_file_and_the_key() {
+    for (bad, key, says) in [
+        (
+            json!({"lsp": {"diagnosticsWaitMs": "soon"}}),
+            "lsp.diagnosticsWaitMs",
+            "whole number of milliseconds",
+        ),
+        (
+            json!({"lsp": {"diagnosticsAfterEdit": "no"}}),
+            "lsp.diagnosticsAfterEdit",
+            "true, false",
+        ),
+        (
+            json!({"lsp": {"servers": {"go": {"command": "gopls", "transport": "pipe"}}}}),
+            "lsp.servers.go.transport",
+            "\"stdio\", \"tcp\", \"socket\"",
+        ),
+        (
+            json!({"lsp": {"servers": {"go": {"socket": {"port": 70000}}}}}),
+            "lsp.servers.go.socket.port",
+            "70000",
+        ),
+    ] {
+        let layout = Layout::new(bad, json!({}));
+        let err = Settings::load(&layout.paths_for(&layout.project))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("home/.qwen/settings.json"), "{err}");
+        assert!(err.contains(&format!("{key}: ")), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
 }

@@ -401,6 +401,116 @@ pub struct McpSettings {
     pub excluded: Vec<String>,
 }
 
+/// `lsp`: the language servers the settings define, and what the edit tools ask them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LspSettings {
+    /// An edit to a file that a running language server covers reports the errors it
+    /// introduced (`lsp.diagnosticsAfterEdit`, default true).
+    pub diagnostics_after_edit: bool,
+    /// How long such an edit waits for the server's diagnostics (`lsp.diagnosticsWaitMs`;
+    /// default 3000; 0 takes only what the server already published).
+    pub diagnostics_wait_ms: Option<Millis>,
+    /// Servers in `.lsp.json`'s layout, a language name per key (`lsp.servers`); each is
+    /// taken whole from the highest layer that defines it. Starts programs, so an
+    /// untrusted workspace file cannot set it.
+    pub servers: BTreeMap<String, LspServerSettings>,
+}
+
+impl Default for LspSettings {
+    fn default() -> Self {
+        LspSettings {
+            diagnostics_after_edit: true,
+            diagnostics_wait_ms: None,
+            servers: BTreeMap::new(),
+        }
+    }
+}
+
+/// One language server, as `.lsp.json` (Qwen Code's and Claude Code's layout) and
+/// `lsp.servers` write it. The types are checked here; what the values must say
+/// together (a command for stdio, a loopback host in a project's file) is checked where
+/// the servers are read.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LspServerSettings {
+    /// The program to start (on `PATH`, or a path); optional for a socket server that
+    /// already listens.
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables added to its environment.
+    pub env: BTreeMap<String, String>,
+    /// File extension to LSP language id (`".py": "python"`).
+    pub extension_to_language: BTreeMap<String, String>,
+    /// Sent as `initializationOptions` in `initialize`.
+    pub initialization_options: Option<Value>,
+    /// Sent with `workspace/didChangeConfiguration`, and the answer to
+    /// `workspace/configuration`.
+    pub settings: Option<Value>,
+    /// The folder the server works on, inside the project.
+    pub workspace_folder: Option<String>,
+    /// How long the start (and `initialize`) may take, in ms (default 10 000).
+    pub startup_timeout: Option<Millis>,
+    /// How long `shutdown` may take before the server is killed, in ms (default 5 000).
+    pub shutdown_timeout: Option<Millis>,
+    /// How long one request may take, in ms (a toolbelt key; default 30 000).
+    pub request_timeout: Option<Millis>,
+    /// Start a crashed server again on the next call (default false).
+    pub restart_on_crash: bool,
+    /// How many times (default 3).
+    pub max_restarts: Option<u32>,
+    /// How toolbelt talks to it: `"stdio"` (default), `"tcp"` or `"socket"`.
+    pub transport: LspTransport,
+    /// Where a `tcp` or `socket` server listens: `{"host", "port"}` or `{"path"}`.
+    pub socket: Option<LspSocket>,
+}
+
+/// `transport` of a language server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LspTransport {
+    /// The server's stdin and stdout.
+    #[default]
+    Stdio,
+    /// A TCP connection to `socket.host`:`socket.port`.
+    Tcp,
+    /// A Unix socket at `socket.path`.
+    Socket,
+}
+
+impl LspTransport {
+    /// The accepted spellings, for error messages.
+    pub const ACCEPTED: &'static str = "\"stdio\", \"tcp\", \"socket\"";
+}
+
+impl<'de> Deserialize<'de> for LspTransport {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        match value
+            .as_str()
+            .map(|s| s.trim().to_ascii_lowercase())
+            .as_deref()
+        {
+            Some("stdio") => Ok(LspTransport::Stdio),
+            Some("tcp") => Ok(LspTransport::Tcp),
+            Some("socket") => Ok(LspTransport::Socket),
+            _ => Err(not_accepted(&value, LspTransport::ACCEPTED)),
+        }
+    }
+}
+
+/// `socket` of a language server: a TCP address or a Unix socket's path.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct LspSocket {
+    /// The TCP host (default `127.0.0.1`).
+    pub host: Option<String>,
+    /// The TCP port.
+    pub port: Option<u16>,
+    /// The Unix socket's path (relative to the project).
+    pub path: Option<String>,
+}
+
 /// `model`: the model the agent talks to.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -452,6 +562,12 @@ impl Default for CheckpointingSettings {
 pub struct SecuritySettings {
     /// `security.folderTrust`.
     pub folder_trust: FolderTrustSettings,
+    /// `security.allowedHttpHookUrls`: the URLs an `http` hook may be sent to, as patterns
+    /// where `*` matches any run of characters. `None`: any URL passes this check (the
+    /// private-address guard still applies). A workspace's list counts only when neither
+    /// the user nor the system file sets one, so a repository can narrow where its hooks
+    /// send data but never replace the person's list.
+    pub allowed_http_hook_urls: Option<Vec<String>>,
 }
 
 /// `security.folderTrust`: on by default here (Qwen Code's default is off).

@@ -3,10 +3,12 @@
 //! A cloned repository brings its own `.qwen/settings.json`. Until the person trusts the
 //! folder, that file must not run commands (`tools.discoveryCommand`, `tools.callCommand`,
 //! MCP servers: a stdio server is a command, and even an HTTP one could be sent workspace
-//! data), make calls run without asking (allow rules, `tools.allowed`, a permissive
-//! approval mode, trust flags), weaken the shell's confinement, or widen the roots
-//! (`context.includeDirectories`). Everything else (deny and ask rules, exclusions, output
-//! limits, file filtering) only narrows or is harmless, and still applies.
+//! data; language servers in `lsp.servers`), make calls run without asking (allow rules,
+//! `tools.allowed`, a permissive approval mode, trust flags), weaken the shell's
+//! confinement, or widen the roots (`context.includeDirectories`). Everything else (deny
+//! and ask rules, exclusions, output limits, file filtering) only narrows or is harmless,
+//! and still applies. Hooks (`hooks`) run commands at every step of a call, and
+//! `disableAllHooks` would switch off the person's own hooks: both wait for trust too.
 //!
 //! The list is data, in one place: a new key that runs a command or widens access belongs
 //! here. Each entry names the key as a person writes it, and says which values are still
@@ -29,6 +31,8 @@ const RESTRICTED: &[(&str, Refuse)] = &[
     ("tools.callCommand", Refuse::AnyValue),
     ("mcpServers", Refuse::AnyValue),
     ("mcp.serverCommand", Refuse::AnyValue),
+    // Starts language servers (or connects to one).
+    ("lsp.servers", Refuse::AnyValue),
     // Names folders whose manifests bind tools to commands.
     ("tools.manifests", Refuse::AnyValue),
     // Lets calls run without asking.
@@ -59,6 +63,10 @@ const RESTRICTED: &[(&str, Refuse)] = &[
     ("general.cleanupPeriodDays", Refuse::AnyValue),
     // The folder cannot switch off the check that guards it.
     ("security.folderTrust", Refuse::AnyValue),
+    // Runs commands at every step of a call (and sends data to URLs); turning all hooks
+    // off would switch off the person's own checks.
+    ("hooks", Refuse::AnyValue),
+    ("disableAllHooks", Refuse::AnyValue),
 ];
 
 /// Removes the restricted keys from one workspace layer (legacy spellings already moved

@@ -87,3 +87,67 @@ pub fn read_pid(path: &Path) -> u32 {
         .parse()
         .unwrap()
 }
+
+/// A server `scripts/setup.sh` installs under `.cache/lsp/node_modules/.bin` (pyright,
+/// typescript-language-server), or `None`: the test is then skipped, except in CI,
+/// where setup.sh must have installed it.
+pub fn npm_server(bin: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.cache/lsp/node_modules/.bin")
+        .join(bin);
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{bin} is missing: run scripts/setup.sh (it installs {})",
+        path.display()
+    );
+    eprintln!("skipped: {bin} is not installed (run scripts/setup.sh)");
+    None
+}
+
+/// `pyright-langserver` from `.cache/lsp` (see [`npm_server`]).
+pub fn pyright() -> Option<PathBuf> {
+    npm_server("pyright-langserver")
+}
+
+/// clangd on `PATH` (Debian's package), or `None` outside CI.
+pub fn clangd() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    if let Some(bin) = std::env::split_paths(&path)
+        .map(|d| d.join("clangd"))
+        .find(|p| p.is_file())
+    {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "clangd is missing: apt-get install clangd"
+    );
+    eprintln!("skipped: clangd is not installed (apt-get install clangd)");
+    None
+}
+
+/// The `.lsp.json` text of one server named `name` covering `extensions` (`".py":
+/// "python"` pairs), with a startup timeout that a loaded machine can meet.
+pub fn lsp_json(name: &str, command: &Path, args: &[&str], extensions: &[(&str, &str)]) -> String {
+    let extensions: serde_json::Map<String, Value> = extensions
+        .iter()
+        .map(|(e, l)| (e.to_string(), Value::String(l.to_string())))
+        .collect();
+    serde_json::json!({name: {
+        "command": command, "args": args,
+        "extensionToLanguage": extensions,
+        "startupTimeout": 60000
+    }})
+    .to_string()
+}
+
+/// Runs one call that must succeed and returns its text.
+pub async fn ok(ws: &Workspace, tool: &LspTool, args: Value) -> String {
+    let result = call(tool, ws, args.clone()).await;
+    let text = result.llm_text();
+    assert!(!result.is_error(), "{args}: {text}");
+    text
+}

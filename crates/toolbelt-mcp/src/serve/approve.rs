@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use rmcp::service::{Peer, RoleServer};
 use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver, Scheduler};
 use toolbelt_core::{ConfirmationDetails, ConfirmationOutcome, ToolRegistry};
@@ -23,7 +23,7 @@ pub(super) const ALWAYS_FIELD: &str = "always";
 
 /// How long a question waits for the person. A client that never answers must not hold
 /// a call for ever; an unanswered question is a "no".
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
+pub(super) const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The "always" answers of one connection, to give each new scheduler.
 #[derive(Default)]
@@ -64,54 +64,71 @@ pub(super) struct ElicitationApprover {
 impl Approver for ElicitationApprover {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
-            let schema = if request.may_always_allow {
-                let label = always_label(&request.details);
-                ElicitationSchema::builder()
-                    .optional_bool_with(ALWAYS_FIELD, |b| b.title(label).with_default(false))
-                    .build()
-            } else {
-                ElicitationSchema::builder().build()
-            };
-            let Ok(requested_schema) = schema else {
+            let Some(params) = form(request, true) else {
                 return ConfirmationOutcome::Cancel.into();
-            };
-            let params = ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message: question(request),
-                requested_schema,
             };
             let asking = self
                 .peer
                 .create_elicitation_with_timeout(params, Some(ANSWER_TIMEOUT));
-            let accepted = |answer: &Result<rmcp::model::ElicitResult, _>| matches!(answer, Ok(result) if result.action == ElicitationAction::Accept);
+            let accepted = |answer: &Result<ElicitResult, _>| matches!(answer, Ok(result) if result.action == ElicitationAction::Accept);
             let answer = self.turn.around(&request.call_id, asking, accepted).await;
-            let outcome = match answer {
-                Ok(result) if result.action == ElicitationAction::Accept => {
-                    let always = request.may_always_allow
-                        && result
-                            .content
-                            .as_ref()
-                            .and_then(|c| c.get(ALWAYS_FIELD))
-                            .and_then(serde_json::Value::as_bool)
-                            .unwrap_or(false);
-                    if always {
-                        always_outcome(&request.details)
-                    } else {
-                        ConfirmationOutcome::ProceedOnce
-                    }
-                }
-                Ok(_) => ConfirmationOutcome::Cancel,
-                Err(e) => {
-                    tracing::warn!("elicitation for {} failed: {e}", request.tool);
-                    ConfirmationOutcome::Cancel
-                }
-            };
-            if outcome != ConfirmationOutcome::ProceedOnce && outcome.proceeds() {
-                self.remembered
-                    .add(outcome, &request.tool, &request.details);
-            }
-            outcome.into()
+            let answer = answer
+                .inspect_err(|e| tracing::warn!("elicitation for {} failed: {e}", request.tool))
+                .ok();
+            self.remembered.outcome(request, answer.as_ref()).into()
         })
+    }
+}
+
+/// The question about `request` as an elicitation form: the question, and the checkbox
+/// that allows the same for the rest of the connection when the answer may be remembered
+/// and `offer_always` (the connection lives on to remember it). `None` if the schema
+/// cannot be built.
+pub(super) fn form(request: &ApprovalRequest, offer_always: bool) -> Option<ElicitRequestParams> {
+    let schema = if request.may_always_allow && offer_always {
+        let label = always_label(&request.details);
+        ElicitationSchema::builder()
+            .optional_bool_with(ALWAYS_FIELD, |b| b.title(label).with_default(false))
+            .build()
+    } else {
+        ElicitationSchema::builder().build()
+    };
+    Some(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: question(request),
+        requested_schema: schema.ok()?,
+    })
+}
+
+impl Remembered {
+    /// What the person's answer allows (no answer, a failed question or a timeout: the
+    /// call does not run); an "always" answer is remembered for the connection.
+    pub(super) fn outcome(
+        &self,
+        request: &ApprovalRequest,
+        answer: Option<&ElicitResult>,
+    ) -> ConfirmationOutcome {
+        let outcome = match answer {
+            Some(result) if result.action == ElicitationAction::Accept => {
+                let always = request.may_always_allow
+                    && result
+                        .content
+                        .as_ref()
+                        .and_then(|c| c.get(ALWAYS_FIELD))
+                        .and_then(serde_json::Value::as_bool)
+                        .unwrap_or(false);
+                if always {
+                    always_outcome(&request.details)
+                } else {
+                    ConfirmationOutcome::ProceedOnce
+                }
+            }
+            _ => ConfirmationOutcome::Cancel,
+        };
+        if outcome != ConfirmationOutcome::ProceedOnce && outcome.proceeds() {
+            self.add(outcome, &request.tool, &request.details);
+        }
+        outcome
     }
 }
 

@@ -137,6 +137,7 @@ mod tests {
             state,
             result: ToolResult::text("x"),
             duration: Duration::from_millis(ms),
+            stop: None,
         }))
     }
 

@@ -23,7 +23,10 @@ pub async fn lsp_rows(servers: &Servers) -> Vec<LspRow> {
     states
         .into_iter()
         .map(|(config, state)| {
-            let program = find_program(&config.command, &root);
+            let program = config
+                .command
+                .as_deref()
+                .and_then(|c| find_program(c, &root));
             let state = state_text(config, &state, program.as_deref());
             LspRow {
                 config: config.clone(),
@@ -45,6 +48,7 @@ pub fn lsp_json(rows: &[LspRow], problems: &[String]) -> Value {
                 "file": c.source,
                 "command": c.command,
                 "args": c.args,
+                "runs": c.describe(),
                 "program": r.program,
                 "extensions": c.extension_to_language,
                 "state": r.state,
@@ -52,6 +56,33 @@ pub fn lsp_json(rows: &[LspRow], problems: &[String]) -> Value {
         })
         .collect();
     json!({"servers": servers, "problems": problems})
+}
+
+/// The rows and the files that gave no servers, for a person: a server per three
+/// lines (name and extensions with its file, its command, its state), then the notes.
+pub fn lsp_text(rows: &[LspRow], problems: &[String]) -> String {
+    let mut out = String::new();
+    if rows.is_empty() {
+        out.push_str(
+            "No language servers. Configure them in .lsp.json (project, trusted folders only), ~/.qwen/.lsp.json or settings `lsp.servers`.\n",
+        );
+    }
+    for row in rows {
+        let c = &row.config;
+        let extensions: Vec<&str> = c.extension_to_language.keys().map(String::as_str).collect();
+        out.push_str(&format!(
+            "{} ({})  {}\n",
+            c.name,
+            extensions.join(" "),
+            c.source.display()
+        ));
+        out.push_str(&format!("  runs: {}\n", c.describe()));
+        out.push_str(&format!("  {}\n", row.state));
+    }
+    for problem in problems {
+        out.push_str(&format!("note: {problem}\n"));
+    }
+    out
 }
 
 /// Where `command` would be found: itself when it names a path, else the first `PATH`
@@ -68,13 +99,13 @@ fn find_program(command: &str, cwd: &Path) -> Option<PathBuf> {
 }
 
 fn state_text(config: &ServerConfig, state: &ServerState, program: Option<&Path>) -> String {
-    match (state, program) {
-        (ServerState::Running, _) => "running".into(),
-        (ServerState::Failed(why), _) => format!("failed: {why}"),
-        (ServerState::NotStarted, None) => format!(
-            "will not start: `{}` is not found (not a file, not on PATH)",
-            config.command
-        ),
-        (ServerState::NotStarted, Some(_)) => "not started (starts on first use)".into(),
+    match (state, &config.command, program) {
+        (ServerState::Running, ..) => "running".into(),
+        (ServerState::Failed(why), ..) => format!("failed: {why}"),
+        (ServerState::NotStarted, Some(command), None) => {
+            format!("will not start: `{command}` is not found (not a file, not on PATH)")
+        }
+        (ServerState::NotStarted, None, _) => "not connected (connects on first use)".into(),
+        (ServerState::NotStarted, Some(_), Some(_)) => "not started (starts on first use)".into(),
     }
 }

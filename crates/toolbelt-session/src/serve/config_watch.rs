@@ -2,8 +2,8 @@
 //!
 //! A server lives for days inside an editor, so a person who edits
 //! `.qwen/settings.json` (a deny rule, a declared tool, `tools.discoveryCommand`), adds a
-//! manifest under `.qwen/tools/` or a skill, or trusts the folder, expects the server to
-//! follow without a restart. [`ConfigWatch`] watches those places with inotify (the
+//! manifest under `.qwen/tools/` or a skill, changes `.lsp.json`, or trusts the folder,
+//! expects the server to follow without a restart. [`ConfigWatch`] watches those places with inotify (the
 //! `notify` crate) and, once they have been quiet for [`QUIET`], makes the changes
 //! counter of [`toolbelt_mcp::serve::Workspaces`] grow: every connection opens its tools
 //! again (the discovery command runs again then, so its output is read anew too) and
@@ -13,11 +13,12 @@
 //! workspace settings files and the trusted-folders file; the manifest folders
 //! (`.qwen/tools/` of the project and of the home directory) and each `tools.manifests`
 //! entry; the skill folders (`.qwen/skills`, `.agents/skills`, `~/.qwen/skills`, and
-//! each skill's folder in them, 128 at most); and whether the project has a `.git` (the `gitRepository` key of
-//! `when` clauses). Not watched: what a discovery command reads besides the settings
-//! (it runs again at every other change, a new set of roots, or a restart), the
-//! inside of `.git` (every `git status` writes there), and `.git` folders above the
-//! project.
+//! each skill's folder in them, 128 at most); the `.lsp.json` of the project and of the
+//! home (`lsp.servers` is in the settings files); and whether the project has a `.git`
+//! (the `gitRepository` key of `when` clauses). Not watched: what a discovery command
+//! reads besides the settings (it runs again at every other change, a new set of roots,
+//! or a restart), the inside of `.git` (every `git status` writes there), and `.git`
+//! folders above the project.
 //!
 //! A file is watched through its folder (an editor's atomic save replaces the file, and
 //! a watch on the file would follow the old inode); a place that does not exist yet is
@@ -105,9 +106,12 @@ pub(crate) fn tool_sources(primary: &Path, settings: &Settings) -> Vec<Source> {
         let depth = if dir.ends_with("tools") { 1 } else { 2 };
         sources.push(Source::at(primary.join(dir), depth).within(&project));
     }
+    // The language servers (a change ends the old ones: see `keep_language_servers`).
+    sources.push(Source::at(primary.join(".lsp.json"), 0).within(&project));
     if let Some(home) = &home {
         sources.push(Source::at(home.join(".qwen/tools"), 1));
         sources.push(Source::at(home.join(".qwen/skills"), 2));
+        sources.push(Source::at(home.join(".qwen/.lsp.json"), 0));
     }
     // An entry is a manifest file or a folder of them.
     sources.extend(

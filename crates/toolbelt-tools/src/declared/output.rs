@@ -11,8 +11,8 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 use toolbelt_core::{ErrorKind, Part, ToolResult};
 
-use crate::discovered::run::{RunEnd, RunOutput, signal_name};
 use crate::discovered::{describe_end, success_with_stderr};
+use toolbelt_process::run::{RunEnd, RunOutput, signal_name};
 
 pub(crate) fn command_result(name: &str, output: RunOutput) -> ToolResult {
     let stdout = output.stdout_text();

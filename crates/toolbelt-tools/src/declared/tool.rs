@@ -23,8 +23,8 @@ use super::binding::Binding;
 use super::manifest::ToolEntry;
 use super::output::command_result;
 use super::template::{Escape, render};
-use crate::discovered::run::{self, RunEnd, RunSpec};
 use crate::discovered::{CommandSettings, project_root};
+use toolbelt_process::run::{self, RunEnd, RunSpec};
 
 /// `tools.prepareTimeout` when unset.
 pub(crate) const DEFAULT_PREPARE_TIMEOUT: Duration = Duration::from_secs(5);

@@ -15,8 +15,9 @@ use toolbelt_core::{
     ConfirmationDetails, ErrorKind, ExecContext, PermissionSubject, Settings, Tool,
 };
 
-use super::{HostResolver, WebFetch};
+use super::WebFetch;
 use crate::test_support::{Fixture, err_kind, fixture_with};
+use toolbelt_netguard::HostResolver;
 
 /// A body the server sends for a path.
 #[derive(Clone)]

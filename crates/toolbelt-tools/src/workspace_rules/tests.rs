@@ -51,6 +51,7 @@ fn load(project: &Path) -> Settings {
         workspace: Some(project.join(WORKSPACE_SETTINGS)),
         system: None,
         trust: WorkspaceTrust::Trusted,
+        claude_hooks: Vec::new(),
     })
     .unwrap()
 }

@@ -45,7 +45,7 @@ use toolbelt_model::{StreamDelta, UserPart};
 use toolbelt_tools::workspace_rules;
 
 use crate::cli::{AgentArgs, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, GlobalArgs};
-use crate::session::{Session, agent_options};
+use crate::session::{Session, agent_options, agent_session};
 use toolbelt_session::kit::completion::reference_candidates;
 use toolbelt_session::kit::input_history::InputHistory;
 use toolbelt_session::kit::loop_cmd;
@@ -123,7 +123,7 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         sink,
         approver: Some(Arc::new(UiApprover { to_ui: tx.clone() })),
     };
-    let prepared = match Session::load(global) {
+    let prepared = match Session::load_with(agent_session(global, &args)) {
         Ok(session) => session.0.agent(agent_options(&args), setup).await,
         Err(e) => Err(e.0),
     };
@@ -152,6 +152,7 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         running.cancel.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(5), running.task).await;
     }
+    app.agent.end_session("prompt_input_exit").await;
     let _ = app.flush(&mut terminal);
     // The live viewport (input box, status line) is erased from its first row down and
     // the cursor left there, for the shell's prompt. Not `Terminal::clear`: it asks the
@@ -221,7 +222,6 @@ struct App {
     /// What the agent's system prompt is made of: made again before each prompt (the
     /// approval mode may have changed) and when the context files are reloaded.
     system_prompt: SystemPrompt,
-    model: Arc<dyn toolbelt_model::Model>,
     questions: Option<QuestionsDialog>,
     /// `/compress` is asking the model (its text is not an answer to show).
     compressing: Option<CancellationToken>,
@@ -250,6 +250,8 @@ struct App {
     quit: bool,
     /// Scheduled prompts, `/loop` and monitors' events: run when idle (issue 33).
     idle_prompts: loop_cmd::IdlePrompts,
+    /// `--approval-mode dontAsk` until another mode is chosen.
+    dont_ask: toolbelt_session::DontAsk,
     /// `/restore`, `/rewind`, `/diff` (issue 34).
     undo: toolbelt_session::kit::undo::UndoKit,
 }
@@ -272,7 +274,6 @@ impl App {
         let mut app = App {
             agent: Arc::new(p.agent),
             system_prompt: p.system_prompt,
-            model: p.model,
             questions: None,
             compressing: None,
             mcp: p.mcp,
@@ -296,6 +297,7 @@ impl App {
             streamed: false,
             quit: false,
             idle_prompts: loop_cmd::IdlePrompts::new(p.cron, p.monitors),
+            dont_ask: p.dont_ask,
             undo,
         };
         // The prompt comes back while monitors run; their events are turns when idle.
@@ -486,7 +488,6 @@ impl App {
                 self.compressing = None;
                 match result {
                     Ok(c) => {
-                        self.agent.replace_history(c.history);
                         self.emit(view::note(
                             &format!(
                                 "Compressed the conversation: {} messages ({} characters) became {} ({} characters).",
@@ -536,6 +537,10 @@ impl App {
     }
 
     fn on_agent(&mut self, event: AgentEvent) {
+        if let Some(m) = event.hook_message() {
+            let color = if m.failure { Color::Red } else { Color::Yellow };
+            return self.emit(view::note(&m.to_string(), color));
+        }
         match event {
             AgentEvent::Assistant { text, usage, .. } => {
                 if let Some(u) = usage {
@@ -616,6 +621,8 @@ impl App {
     }
 
     fn finished(&mut self, outcome: RunOutcome) {
+        let agent = self.agent.clone();
+        tokio::spawn(async move { agent.notify_idle().await });
         if let Some(running) = self.running.take() {
             self.stats
                 .add_run(running.since.elapsed(), outcome.model_time);
@@ -761,6 +768,7 @@ impl App {
             }
             SlashCommand::ApprovalMode(Some(mode)) => {
                 self.agent.scheduler().set_mode(mode);
+                self.dont_ask.set(false);
                 self.emit(view::note(&format!("approval mode: {mode}"), Color::Gray));
             }
             SlashCommand::Stats => self.emit(view::note(&self.stats.text(), Color::Gray)),
@@ -836,11 +844,10 @@ impl App {
         let cancel = CancellationToken::new();
         self.compressing = Some(cancel.clone());
         self.emit(view::note("Compressing the conversation…", Color::Gray));
-        let (model, history, tx) = (self.model.clone(), self.agent.history(), self.to_ui.clone());
+        let (agent, tx) = (self.agent.clone(), self.to_ui.clone());
         tokio::spawn(async move {
-            let result = toolbelt_agent::compress::compress(&*model, &history, &cancel)
-                .await
-                .map_err(|e| e.to_string());
+            // PreCompact, the summary in the history's place, SessionStart (`compact`).
+            let result = agent.compress(&cancel).await.map_err(|e| e.to_string());
             let _ = tx.send(UiMessage::Compressed(result));
         });
     }
@@ -991,5 +998,6 @@ impl App {
             ApprovalMode::Plan => ApprovalMode::Default,
         };
         scheduler.set_mode(next);
+        self.dont_ask.set(false);
     }
 }

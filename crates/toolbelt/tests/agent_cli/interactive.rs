@@ -254,6 +254,53 @@ async fn shift_tab_switches_to_plan_mode_which_refuses_edits() {
     assert!(told.contains("Plan mode is active"), "{told}");
 }
 
+/// Claude's `dontAsk`: what would ask is refused without a dialog, and the model is told
+/// why; choosing a mode (shift+tab, round to default) leaves it, and the dialog is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dont_ask_mode_refuses_without_a_dialog_until_another_mode_is_chosen() {
+    let w = Workspace::new();
+    w.write("src/lib.rs", "fn old() {}\n");
+    let server = FakeOpenAi::start(vec![
+        edit(&w, "e1", "fn old()", "fn renamed()"),
+        Reply::text("It was refused."),
+        edit(&w, "e2", "fn old()", "fn renamed()"),
+        Reply::text("Renamed it now."),
+    ])
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &["--approval-mode", "dontAsk"]);
+        pty.line("rename old");
+        finished_answer(&pty, "It was refused.");
+        let screen = pty.wait_for("It was refused.");
+        assert!(
+            !screen.contains("Allow once"),
+            "asked in dontAsk mode:\n{screen}"
+        );
+        assert!(screen.contains("⊘ edit"), "{screen}");
+        let told = tool_message(&server, "e1");
+        assert!(told.contains("dontAsk mode"), "{told}");
+        assert_eq!(
+            std::fs::read_to_string(w.ws().join("src/lib.rs")).unwrap(),
+            "fn old() {}\n"
+        );
+        for mode in ["auto-edit mode", "yolo mode", "plan mode", "default mode"] {
+            pty.send(keys::SHIFT_TAB);
+            pty.wait_for(mode);
+        }
+        pty.line("try again");
+        pty.wait_for("1. Allow once");
+        pty.send(keys::ENTER);
+        finished_answer(&pty, "Renamed it now.");
+        quit(pty);
+    });
+    assert_eq!(
+        std::fs::read_to_string(w.ws().join("src/lib.rs")).unwrap(),
+        "fn renamed() {}\n"
+    );
+    assert!(server.violations().is_empty(), "{:?}", server.violations());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn continue_after_quitting_resumes_the_conversation() {
     let w = Workspace::new();

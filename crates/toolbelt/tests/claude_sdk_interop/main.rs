@@ -16,6 +16,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod control;
+mod options;
 mod permissions;
 
 use std::path::{Path, PathBuf};

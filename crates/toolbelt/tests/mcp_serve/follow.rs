@@ -161,3 +161,97 @@ async fn background_commands_survive_the_tools_being_opened_again_and_stop_on_re
     assert!(!alive(pid), "task_stop left it running");
     service.cancel().await.unwrap();
 }
+
+/// A language server that answers `hover` with its own name and writes its pid to
+/// `<name>.pid` in its working directory (the workspace).
+const NAMED_SERVER: &str = r#"
+import json, os, sys
+name = sys.argv[1]
+with open(name + ".pid", "w") as f: f.write(str(os.getpid()))
+def read():
+    length = 0
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line: sys.exit(0)
+        line = line.strip()
+        if not line: break
+        if line.lower().startswith(b"content-length:"): length = int(line.split(b":")[1])
+    return json.loads(sys.stdin.buffer.read(length))
+def send(msg):
+    body = json.dumps(msg).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
+while True:
+    msg = read()
+    method = msg.get("method")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {"hoverProvider": True}}})
+    elif method == "textDocument/didOpen":
+        uri = msg["params"]["textDocument"]["uri"]
+        send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {"uri": uri, "diagnostics": []}})
+    elif method == "textDocument/hover":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"contents": "I am " + name}})
+    elif method == "shutdown":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+    elif method == "exit":
+        sys.exit(0)
+"#;
+
+fn lsp_json(ws: &Ws, name: &str) -> String {
+    json!({name: {"command": "python3", "args": [ws.ws().join("server.py"), name],
+                  "extensionToLanguage": {".py": "python"}}})
+    .to_string()
+}
+
+fn read_pid(ws: &Ws, name: &str) -> u32 {
+    let path = ws.ws().join(format!("{name}.pid"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Issue 32: the language servers follow `.lsp.json` while serving. A settings edit
+/// that leaves their configuration alone keeps the running server (and its warm state);
+/// an edit of `.lsp.json` ends it, and the next call is answered by the new one.
+#[tokio::test]
+async fn an_edited_lsp_json_replaces_the_language_server_and_ends_the_old_one() {
+    let ws = Ws::new();
+    ws.write(&ws.ws().join("server.py"), NAMED_SERVER);
+    ws.write(&ws.ws().join("main.py"), "x = 1\n");
+    ws.write(&ws.ws().join(".lsp.json"), &lsp_json(&ws, "alpha"));
+    let client = TestClient::new(Answer::CannotAsk);
+    let seen = client.seen.clone();
+    let service = ws.connect(client, &["--trust-workspace"]).await;
+    let hover = json!({"operation": "hover", "filePath": ws.ws().join("main.py"),
+                       "line": 1, "character": 1});
+    let first = call(&service, "lsp", hover.clone()).await;
+    assert_eq!(text(&first), "I am alpha");
+    let alpha = read_pid(&ws, "alpha");
+
+    // A settings edit: the tools are opened again, the server is kept.
+    let changed = seen.list_changed_arrived.notified();
+    ws.write(
+        &ws.ws().join(".qwen/settings.json"),
+        r#"{"tools": {"exclude": ["glob"]}}"#,
+    );
+    bounded(changed).await;
+    assert_eq!(
+        text(&call(&service, "lsp", hover.clone()).await),
+        "I am alpha"
+    );
+    assert_eq!(read_pid(&ws, "alpha"), alpha, "the same server answered");
+    assert!(alive(alpha));
+
+    // `.lsp.json` names another server: the old one is ended before the new tools are
+    // offered (the tool's description names the servers, so the list changed).
+    let changed = seen.list_changed_arrived.notified();
+    ws.write(&ws.ws().join(".lsp.json"), &lsp_json(&ws, "beta"));
+    bounded(changed).await;
+    assert!(!alive(alpha), "the old server {alpha} still runs");
+    assert_eq!(text(&call(&service, "lsp", hover).await), "I am beta");
+    let beta = read_pid(&ws, "beta");
+    assert!(alive(beta));
+    service.cancel().await.unwrap();
+}

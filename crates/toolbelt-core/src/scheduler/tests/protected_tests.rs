@@ -135,19 +135,19 @@ impl Invocation for GrantCall {
 }
 
 /// Answers with a fixed outcome and keeps every request.
-struct Recorder {
+pub(super) struct Recorder {
     outcome: ConfirmationOutcome,
     asked: Mutex<Vec<ApprovalRequest>>,
 }
 
 impl Recorder {
-    fn new(outcome: ConfirmationOutcome) -> Arc<Self> {
+    pub(super) fn new(outcome: ConfirmationOutcome) -> Arc<Self> {
         Arc::new(Recorder {
             outcome,
             asked: Mutex::new(Vec::new()),
         })
     }
-    fn asked(&self) -> Vec<ApprovalRequest> {
+    pub(super) fn asked(&self) -> Vec<ApprovalRequest> {
         self.asked.lock().unwrap().clone()
     }
 }
@@ -159,14 +159,15 @@ impl Approver for Recorder {
     }
 }
 
-struct Setup {
+/// A workspace in a temp dir with `edit` (the write tool above) and `skill`.
+pub(super) struct Setup {
     dir: tempfile::TempDir,
-    env: Arc<ToolEnvironment>,
-    registry: ToolRegistry,
+    pub(super) env: Arc<ToolEnvironment>,
+    pub(super) registry: ToolRegistry,
 }
 
 impl Setup {
-    fn new() -> Setup {
+    pub(super) fn new() -> Setup {
         Setup::granting(&[])
     }
 
@@ -187,16 +188,16 @@ impl Setup {
         Setup { dir, env, registry }
     }
 
-    fn root(&self) -> PathBuf {
+    pub(super) fn root(&self) -> PathBuf {
         self.dir.path().canonicalize().unwrap()
     }
 
-    fn read(&self, rel: &str) -> Option<String> {
+    pub(super) fn read(&self, rel: &str) -> Option<String> {
         std::fs::read_to_string(self.root().join(rel)).ok()
     }
 
     /// Path rules anchored at the workspace, as the binary anchors them.
-    fn rules(&self, allow: &[&str]) -> Permissions {
+    pub(super) fn rules(&self, allow: &[&str]) -> Permissions {
         let mut rules = crate::rules::tests::empty_rules().with_base(self.root(), None);
         for rule in allow {
             rules.add(RuleList::Allow, rule);
@@ -222,7 +223,7 @@ impl Setup {
         )
     }
 
-    fn write(&self, id: &str, rel: &str) -> ToolCallRequest {
+    pub(super) fn write(&self, id: &str, rel: &str) -> ToolCallRequest {
         let path = self.root().join(rel);
         ToolCallRequest::new(
             id,

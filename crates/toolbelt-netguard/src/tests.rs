@@ -2,6 +2,17 @@ use std::net::IpAddr;
 
 use super::*;
 
+/// web_fetch's words, as `toolbelt-tools` gives them.
+const FETCH: Purpose = Purpose {
+    verb_host: "fetch from",
+    verb_url: "fetch",
+    rule: "web_fetch only reaches public addresses. To allow it, add \"{host}\" to tools.webFetch.allowHosts.",
+};
+
+fn policy() -> AddressPolicy {
+    AddressPolicy::new(&[], false, FETCH).0
+}
+
 fn refused(addr: &str) -> bool {
     let ip: IpAddr = addr.parse().unwrap();
     refused_kind(ip).is_some()
@@ -78,7 +89,7 @@ fn check(url: &str, policy: &AddressPolicy) -> Result<(), String> {
 
 #[test]
 fn numeric_spellings_of_loopback_are_refused_in_urls() {
-    let policy = AddressPolicy::default();
+    let policy = policy();
     for url in [
         "http://127.0.0.1/",
         "http://localhost:8080/x",
@@ -104,7 +115,7 @@ fn numeric_spellings_of_loopback_are_refused_in_urls() {
 
 #[test]
 fn only_http_and_https_are_fetched() {
-    let policy = AddressPolicy::default();
+    let policy = policy();
     for url in [
         "file:///etc/passwd",
         "ftp://example.com/",
@@ -129,6 +140,7 @@ fn allow_hosts_open_addresses_networks_and_names() {
             "not a host!".to_string(),
         ],
         false,
+        FETCH,
     );
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("not a host!"));
@@ -147,7 +159,40 @@ fn allow_hosts_open_addresses_networks_and_names() {
 
 #[test]
 fn the_guard_can_be_switched_off() {
-    let (policy, _) = AddressPolicy::new(&[], true);
+    let (policy, _) = AddressPolicy::new(&[], true, FETCH);
     assert!(check("http://127.0.0.1/", &policy).is_ok());
     assert!(check("http://169.254.169.254/", &policy).is_ok());
+}
+
+#[test]
+fn loopback_can_be_opened_alone_and_messages_speak_for_the_caller() {
+    const HOOK: Purpose = Purpose {
+        verb_host: "send the hook to",
+        verb_url: "send the hook to",
+        rule: "http hooks reach only public and loopback addresses",
+    };
+    let loopback = ["127.0.0.0/8".to_string(), "::1".to_string()];
+    let (policy, warnings) = AddressPolicy::new(&loopback, false, HOOK);
+    assert!(warnings.is_empty());
+    for url in [
+        "http://127.0.0.1:8080/h",
+        "http://localhost/",
+        "http://[::1]/",
+    ] {
+        assert!(check(url, &policy).is_ok(), "{url}");
+    }
+    for url in [
+        "http://10.0.0.1/",
+        "http://192.168.1.1/",
+        "http://169.254.169.254/",
+    ] {
+        let err = check(url, &policy).expect_err(url);
+        assert!(err.starts_with("refused to send the hook to "), "{err}");
+        assert!(err.contains("only public and loopback"), "{err}");
+    }
+    let err = check("ftp://example.com/", &policy).unwrap_err();
+    assert!(
+        err.starts_with("refused to send the hook to ftp://"),
+        "{err}"
+    );
 }

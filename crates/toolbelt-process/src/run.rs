@@ -1,9 +1,9 @@
-//! Running a user's command (the discovery command or the call command) with a time
-//! limit, an output cap and cancellation.
+//! Running a person's command to its end (the discovery and call commands, declared
+//! tools, hooks) with a time limit, an output cap and cancellation.
 //!
 //! The command runs without a shell, in its own process group, so a timeout, a cancel or
 //! an output overflow kills everything it started (a wrapper script's children too), not
-//! only the first process. It also carries an owner marker (`toolbelt-process`), so
+//! only the first process. It also carries an owner marker ([`crate::owner`]), so
 //! what left the group (`setsid`, `nohup`) is ended too, and nothing it started outlives
 //! the run, however the run ended. Output is read concurrently from both pipes so a
 //! command that fills stderr cannot deadlock one that we read stdout from.
@@ -12,9 +12,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::{GroupCommand, KILL_GRACE, Owner};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
-use toolbelt_process::{GroupCommand, KILL_GRACE, Owner};
 
 /// How long to wait for the pipes to close after the group was killed. A process that
 /// left the group and cleared its environment may keep them open; its output is then
@@ -23,7 +23,7 @@ const DRAIN_AFTER_KILL: Duration = Duration::from_secs(2);
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum RunEnd {
+pub enum RunEnd {
     /// The process exited with this code.
     Exited(i32),
     /// The process was killed by this signal (not by us).
@@ -38,37 +38,50 @@ pub(crate) enum RunEnd {
     SpawnFailed(String),
 }
 
+/// What a run gave: its output (each stream at most the cap) and how it ended.
 #[derive(Debug, Clone)]
-pub(crate) struct RunOutput {
+pub struct RunOutput {
+    /// Standard output.
     pub stdout: Vec<u8>,
+    /// Standard error.
     pub stderr: Vec<u8>,
+    /// How it ended.
     pub end: RunEnd,
 }
 
 impl RunOutput {
-    pub(crate) fn stdout_text(&self) -> String {
+    /// Standard output as text (invalid UTF-8 replaced).
+    pub fn stdout_text(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
-    pub(crate) fn stderr_text(&self) -> String {
+    /// Standard error as text (invalid UTF-8 replaced).
+    pub fn stderr_text(&self) -> String {
         String::from_utf8_lossy(&self.stderr).into_owned()
     }
 }
 
 /// What to run and within which limits.
-pub(crate) struct RunSpec<'a> {
+pub struct RunSpec<'a> {
+    /// The program and its arguments (no shell).
     pub argv: &'a [String],
+    /// The working directory.
     pub cwd: &'a Path,
+    /// Bytes written to standard input, then closed (`None`: `/dev/null`).
     pub stdin: Option<Vec<u8>>,
+    /// The time limit.
     pub timeout: Duration,
     /// Bytes each of stdout and stderr may have.
     pub output_cap: usize,
+    /// Ends the run (and everything it started) when cancelled.
     pub cancel: CancellationToken,
     /// Variables added to the inherited environment (a declared tool's
     /// `TOOLBELT_MANIFEST_DIR`).
     pub env: Vec<(String, std::ffi::OsString)>,
 }
 
-pub(crate) async fn run(spec: RunSpec<'_>) -> RunOutput {
+/// Runs `spec` to its end: the exit, the time limit, the cap or the cancellation. When
+/// it returns, nothing the command started is left running.
+pub async fn run(spec: RunSpec<'_>) -> RunOutput {
     let failed = |why: String| RunOutput {
         stdout: Vec::new(),
         stderr: Vec::new(),
@@ -126,7 +139,7 @@ pub(crate) async fn run(spec: RunSpec<'_>) -> RunOutput {
             // The result says the command was ended: make it true of the whole group,
             // not only of the leader that was reaped above.
             if let Some(pid) = pid {
-                toolbelt_process::wait_until_no_live_members(pid, DRAIN_AFTER_KILL).await;
+                crate::wait_until_no_live_members(pid, DRAIN_AFTER_KILL).await;
             }
             drained
         }
@@ -214,22 +227,27 @@ fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
 /// group id is still the child's.
 fn kill_group(pid: Option<u32>) {
     if let Some(pid) = pid {
-        toolbelt_process::signal_group(pid, rustix::process::Signal::KILL);
+        crate::signal_group(pid, rustix::process::Signal::KILL);
     }
 }
 
 /// A signal number's usual name, for messages.
-pub(crate) fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGTERM => "SIGTERM",
-        _ => return format!("signal {signal}"),
-    };
-    name.to_string()
+pub fn signal_name(signal: i32) -> String {
+    use rustix::process::Signal;
+    let name = [
+        (Signal::HUP, "SIGHUP"),
+        (Signal::INT, "SIGINT"),
+        (Signal::QUIT, "SIGQUIT"),
+        (Signal::ABORT, "SIGABRT"),
+        (Signal::KILL, "SIGKILL"),
+        (Signal::SEGV, "SIGSEGV"),
+        (Signal::PIPE, "SIGPIPE"),
+        (Signal::TERM, "SIGTERM"),
+    ]
+    .into_iter()
+    .find(|(s, _)| s.as_raw() == signal);
+    match name {
+        Some((_, name)) => name.to_string(),
+        None => format!("signal {signal}"),
+    }
 }

@@ -1,7 +1,13 @@
-//! The private-address guard of `web_fetch`.
+//! The private-address guard of toolbelt's outgoing HTTP: `web_fetch` and `http` hooks.
 //!
-//! A fetch may only reach public addresses unless the person opened a host or network in
-//! `tools.webFetch.allowHosts`. Three places enforce it, so no path around it exists:
+//! # Brief overview
+//!
+//! A request may only reach public addresses, plus what its user opened: hosts and
+//! networks in `tools.webFetch.allowHosts` for `web_fetch`, loopback for `http` hooks (as
+//! Qwen Code allows). What is refused is one table ([`refused_kind`]: loopback, private,
+//! shared, link-local and cloud metadata addresses, in every IPv4-in-IPv6 spelling); who
+//! is refused and how to open a destination is the caller's [`Purpose`]. Three places
+//! enforce it, so no path around it exists:
 //!
 //! - **Literal addresses** in the URL and in every redirect are checked before a
 //!   connection (the `url` crate has already turned `2130706433`, `0x7f.1` and
@@ -12,13 +18,21 @@
 //!   exactly the addresses it returned. There is no second lookup, so a name that answers
 //!   a public address to the check and a private one to the connection (DNS rebinding)
 //!   cannot slip through.
-//! - The client has **no proxy** (a proxy would resolve names itself).
+//! - The client has **no proxy** (a proxy would resolve names itself); each caller
+//!   builds its client with [`GuardedResolver`] and checks every URL it goes to (the
+//!   first, and every redirect it follows) with [`check_url`].
 
+#![warn(missing_docs, unreachable_pub)]
+
+use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
 
 use ipnet::IpNet;
-use toolbelt_core::BoxFuture;
+
+/// A boxed future (the same shape as `toolbelt_core::BoxFuture`).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Resolves a host name to addresses. The default is the system's resolver; tests inject
 /// their own.
@@ -28,7 +42,7 @@ pub trait HostResolver: Send + Sync {
 }
 
 /// The system's resolver (`getaddrinfo` through tokio).
-pub(super) struct SystemResolver;
+pub struct SystemResolver;
 
 impl HostResolver for SystemResolver {
     fn lookup(&self, host: &str) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> {
@@ -40,36 +54,64 @@ impl HostResolver for SystemResolver {
     }
 }
 
+/// Who the guard refuses for, in its messages.
+#[derive(Debug, Clone, Copy)]
+pub struct Purpose {
+    /// The verb before a refused host: `fetch from` gives "refused to fetch from
+    /// localhost: ...".
+    pub verb_host: &'static str,
+    /// The verb before a refused URL: `fetch` gives "refused to fetch file:///x: ...".
+    pub verb_url: &'static str,
+    /// What the caller reaches and how to open a destination, after "it is a loopback
+    /// address (127.0.0.1), and ". `{host}` is replaced with the refused host.
+    pub rule: &'static str,
+}
+
 /// What the guard lets through: public addresses, plus what the settings open.
-#[derive(Debug, Clone, Default)]
-pub(super) struct AddressPolicy {
+#[derive(Debug, Clone)]
+pub struct AddressPolicy {
     /// The guard is off (`tools.webFetch.allowPrivateAddresses`).
     pub off: bool,
     /// Host names opened whatever they resolve to (`docs.internal`, `*.corp.example`).
     names: Vec<String>,
     /// Addresses and networks opened.
     nets: Vec<IpNet>,
+    /// Who refuses, for the messages.
+    purpose: Purpose,
 }
 
 /// A refused destination: what was refused and how to allow it.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error(
-    "refused to fetch from {host}: it is {what} ({address}), and web_fetch only reaches public addresses. To allow it, add \"{host}\" (or the address or its network in CIDR form) to tools.webFetch.allowHosts in the user settings (~/.qwen/settings.json)."
+    "refused to {verb} {host}: it is {what} ({address}), and {rule}",
+    verb = purpose.verb_host,
+    rule = purpose.rule.replace("{host}", host)
 )]
-pub(super) struct Refused {
+pub struct Refused {
+    /// The host as the URL or the resolver named it.
     pub host: String,
+    /// The address refused.
     pub address: IpAddr,
+    /// What kind of address it is (see [`refused_kind`]).
     pub what: &'static str,
+    /// Who refused.
+    purpose: Purpose,
 }
 
 impl AddressPolicy {
-    /// The policy of the settings' `allowHosts` entries: CIDRs, addresses (`::1`,
-    /// `[::1]`) and host names (`*.x.org` covers subdomains). Entries that are none of
-    /// these are returned as warnings.
-    pub(super) fn new(allow_hosts: &[String], off: bool) -> (AddressPolicy, Vec<String>) {
+    /// The policy of `allow_hosts` entries (such as `tools.webFetch.allowHosts`): CIDRs,
+    /// addresses (`::1`, `[::1]`) and host names (`*.x.org` covers subdomains); `off`
+    /// lets everything through. Entries that are none of these are returned as warnings.
+    pub fn new(
+        allow_hosts: &[String],
+        off: bool,
+        purpose: Purpose,
+    ) -> (AddressPolicy, Vec<String>) {
         let mut policy = AddressPolicy {
             off,
-            ..AddressPolicy::default()
+            names: Vec::new(),
+            nets: Vec::new(),
+            purpose,
         };
         let mut warnings = Vec::new();
         for entry in allow_hosts {
@@ -83,7 +125,7 @@ impl AddressPolicy {
                 policy.names.push(entry.to_ascii_lowercase());
             } else {
                 warnings.push(format!(
-                    "tools.webFetch.allowHosts: \"{entry}\" is neither a host name, an address nor a CIDR; ignored"
+                    "\"{entry}\" is neither a host name, an address nor a CIDR; ignored"
                 ));
             }
         }
@@ -91,7 +133,7 @@ impl AddressPolicy {
     }
 
     /// Whether the settings open this host name whatever it resolves to.
-    pub(super) fn allows_name(&self, host: &str) -> bool {
+    pub fn allows_name(&self, host: &str) -> bool {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         self.names.iter().any(|name| match name.strip_prefix("*.") {
             Some(domain) => host.len() > domain.len() && host.ends_with(&format!(".{domain}")),
@@ -100,7 +142,7 @@ impl AddressPolicy {
     }
 
     /// `Err` when `address` may not be reached for `host`.
-    pub(super) fn check(&self, host: &str, address: IpAddr) -> Result<(), Refused> {
+    pub fn check(&self, host: &str, address: IpAddr) -> Result<(), Refused> {
         if self.off || self.nets.iter().any(|net| net.contains(&address)) {
             return Ok(());
         }
@@ -110,6 +152,7 @@ impl AddressPolicy {
                 host: host.to_string(),
                 address,
                 what,
+                purpose: self.purpose,
             }),
         }
     }
@@ -128,7 +171,7 @@ fn is_host_name(entry: &str) -> bool {
 }
 
 /// What kind of non-public address this is, or `None` for a public one.
-pub(super) fn refused_kind(address: IpAddr) -> Option<&'static str> {
+pub fn refused_kind(address: IpAddr) -> Option<&'static str> {
     match address {
         IpAddr::V4(v4) => refused_v4(v4),
         IpAddr::V6(v6) => refused_v6(v6),
@@ -194,8 +237,10 @@ fn refused_v6(ip: Ipv6Addr) -> Option<&'static str> {
 
 /// The HTTP client's resolver: resolves through `inner`, then refuses a name with any
 /// refused address. The client connects to exactly the addresses returned here.
-pub(super) struct GuardedResolver {
+pub struct GuardedResolver {
+    /// The resolver asked.
     pub inner: Arc<dyn HostResolver>,
+    /// What its answers are judged by.
     pub policy: Arc<AddressPolicy>,
 }
 
@@ -228,12 +273,13 @@ impl reqwest::dns::Resolve for GuardedResolver {
 
 /// The guard's verdict on a URL before any connection: its scheme, and its host when the
 /// host is a literal address (names are judged by [`GuardedResolver`]).
-pub(super) fn check_url(url: &reqwest::Url, policy: &AddressPolicy) -> Result<(), String> {
+pub fn check_url(url: &reqwest::Url, policy: &AddressPolicy) -> Result<(), String> {
+    let verb = policy.purpose.verb_url;
     match url.scheme() {
         "http" | "https" => {}
         other => {
             return Err(format!(
-                "refused to fetch {url}: only http and https URLs are fetched, not {other}:"
+                "refused to {verb} {url}: only http and https URLs are allowed, not {other}:"
             ));
         }
     }
@@ -253,12 +299,11 @@ pub(super) fn check_url(url: &reqwest::Url, policy: &AddressPolicy) -> Result<()
             }
             return Ok(());
         }
-        None => return Err(format!("refused to fetch {url}: the URL has no host")),
+        None => return Err(format!("refused to {verb} {url}: the URL has no host")),
     };
     let host = url.host_str().unwrap_or_default();
     policy.check(host, address).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
-#[path = "guard_tests.rs"]
 mod tests;
