@@ -13,6 +13,7 @@ use super::*;
 use crate::tool::{Kind, ToolEnvironment};
 
 mod approval_tests;
+mod checkpoint_tests;
 mod consent_tests;
 mod fixtures;
 mod hooks_tests;
