@@ -193,3 +193,38 @@ async fn claude_sdk_a_failing_callback_continues_unless_set_to_block() {
         clean(&server);
     }
 }
+
+/// `interrupt()` while a PreToolUse callback runs: the turn ends at once (not at the
+/// callback's time limit), the SDK's callback is aborted (its request withdrawn), the
+/// call does not run, and the next prompt runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_sdk_interrupt_cancels_a_waiting_callback() {
+    let Some(sdk) = sdk_dir() else { return };
+    let s = Sandbox::new();
+    let server = FakeOpenAi::start(vec![
+        call("c1", "run_shell_command", json!({"command": "touch ran"})),
+        Reply::text("After the interruption."),
+    ])
+    .await
+    .unwrap();
+    let started = std::time::Instant::now();
+    let c = s
+        .client(
+            &sdk,
+            &server,
+            json!({
+                "prompts": ["touch it", "go on"],
+                "options": {"permissionMode": "bypassPermissions", "allowDangerouslySkipPermissions": true},
+                "hooks": {"PreToolUse": [{"matcher": "Bash", "timeout": 600, "hang": "interrupt"}]},
+            }),
+        )
+        .await
+        .ok();
+    assert!(started.elapsed().as_secs() < 60, "the wait was not cut short");
+    assert_eq!(c.notes["aborted"], 1, "{}", c.notes);
+    assert!(s.read("ran").is_none());
+    let results = c.results();
+    assert_eq!(results[0]["subtype"], "error_during_execution");
+    assert_eq!(results[1]["result"], "After the interruption.");
+    assert_eq!(server.violations(), Vec::<String>::new());
+}
