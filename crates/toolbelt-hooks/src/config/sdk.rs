@@ -40,7 +40,10 @@ pub(crate) fn object_shape(hooks: &Value) -> Result<Value, Vec<ConfigError>> {
     for (i, entry) in list.iter().enumerate() {
         let key = format!("hooks[{i}]");
         let Some(entry) = entry.as_object() else {
-            errors.push(error(key, "must be an object with \"event\" and \"callback_id\""));
+            errors.push(error(
+                key,
+                "must be an object with \"event\" and \"callback_id\"",
+            ));
             continue;
         };
         let Some(event) = entry.get("event").and_then(Value::as_str) else {
@@ -107,7 +110,10 @@ pub(super) fn callback_hooks(
     };
     let mut hooks = Vec::new();
     for (j, id) in ids.iter().enumerate() {
-        let Some(id) = id.as_str().filter(|s| !s.is_empty() && s.len() <= MAX_ID_BYTES) else {
+        let Some(id) = id
+            .as_str()
+            .filter(|s| !s.is_empty() && s.len() <= MAX_ID_BYTES)
+        else {
             return Err(error(
                 format!("{key}.hookCallbackIds[{j}]"),
                 &format!("must be a non-empty string of at most {MAX_ID_BYTES} bytes"),

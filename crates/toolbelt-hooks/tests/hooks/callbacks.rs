@@ -172,7 +172,9 @@ async fn on_failure_block_refuses_where_hooks_decide_and_a_huge_answer_refuses()
         .unwrap();
     assert_eq!(
         skipped,
-        ["the SDK's initialize request: hooks.CwdChanged: skipped: toolbelt does not raise the CwdChanged event"]
+        [
+            "the SDK's initialize request: hooks.CwdChanged: skipped: toolbelt does not raise the CwdChanged event"
+        ]
     );
     let outcome = run(&engine, shell_call("ls")).await;
     assert_eq!(outcome.decision, Some(HookDecision::Deny));
@@ -199,7 +201,11 @@ async fn on_failure_block_refuses_where_hooks_decide_and_a_huge_answer_refuses()
     let outcome = run(&engine, shell_call("ls")).await;
     assert_eq!(outcome.decision, Some(HookDecision::Deny));
     assert!(
-        outcome.reason.as_deref().unwrap().contains("larger than 1 MiB"),
+        outcome
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("larger than 1 MiB"),
         "{:?}",
         outcome.reason
     );

@@ -46,7 +46,10 @@ impl Wire {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", p("home"))
             .env("TOOLBELT_HOME", p("tbhome"))
-            .env("TOOLBELT_SYSTEM_SETTINGS_PATH", p("no-system-settings.json"))
+            .env(
+                "TOOLBELT_SYSTEM_SETTINGS_PATH",
+                p("no-system-settings.json"),
+            )
             .env("OPENAI_BASE_URL", server.base_url())
             .env("OPENAI_API_KEY", "test-key")
             .stdin(Stdio::piped())
@@ -76,9 +79,11 @@ impl Wire {
     }
 
     async fn prompt(&mut self, text: &str) {
-        self.queue(json!({"type": "user", "session_id": "", "parent_tool_use_id": null,
-            "message": {"role": "user", "content": text}}))
-            .await;
+        self.queue(
+            json!({"type": "user", "session_id": "", "parent_tool_use_id": null,
+            "message": {"role": "user", "content": text}}),
+        )
+        .await;
     }
 
     /// Answers our request `id` with `response`.
@@ -161,10 +166,15 @@ async fn qwen_shaped_hooks_are_called_and_a_stray_answer_is_dropped() {
     let request = wire.hook_callback().await;
     assert_eq!(request["request"]["callback_id"], "qwen-1");
     assert_eq!(request["request"]["tool_use_id"], "c1");
-    assert_eq!(request["request"]["input"]["tool_input"]["command"], "touch ran");
+    assert_eq!(
+        request["request"]["input"]["tool_input"]["command"],
+        "touch ran"
+    );
     let id = request["request_id"].as_str().unwrap().to_string();
-    wire.answer("never-sent", json!({"decision": "approve"})).await;
-    wire.answer(&id, json!({"decision": "block", "reason": "not from qwen"})).await;
+    wire.answer("never-sent", json!({"decision": "approve"}))
+        .await;
+    wire.answer(&id, json!({"decision": "block", "reason": "not from qwen"}))
+        .await;
     assert!(tool_result(&mut wire).await.contains("not from qwen"));
     assert_eq!(wire.result().await["subtype"], "success");
     assert_eq!(wire.end().await, 0);
@@ -192,7 +202,8 @@ async fn a_callback_past_its_timeout_is_withdrawn_and_its_late_answer_dropped() 
     let id = request["request_id"].as_str().unwrap().to_string();
     let cancel = wire.until(|m| m["type"] == "control_cancel_request").await;
     assert_eq!(cancel["request_id"], id.as_str());
-    wire.answer(&id, json!({"decision": "block", "reason": "too late"})).await;
+    wire.answer(&id, json!({"decision": "block", "reason": "too late"}))
+        .await;
     let first = tool_result(&mut wire).await;
     assert!(!first.contains("too late"), "{first}");
     // The second call's callback is answered in time.
@@ -233,9 +244,11 @@ async fn huge_unreadable_and_error_answers() {
     wire.answer(&id(&request), json!({"decision": 7})).await;
     assert!(tool_result(&mut wire).await.contains("cannot be read"));
     let request = wire.hook_callback().await;
-    wire.queue(json!({"type": "control_response", "response": {"subtype": "error",
-        "request_id": id(&request), "error": "Error: hook callback not found: h"}}))
-        .await;
+    wire.queue(
+        json!({"type": "control_response", "response": {"subtype": "error",
+        "request_id": id(&request), "error": "Error: hook callback not found: h"}}),
+    )
+    .await;
     tool_result(&mut wire).await;
     assert_eq!(wire.result().await["subtype"], "success");
     assert_eq!(wire.end().await, 0);
