@@ -20,8 +20,8 @@ use serde_json::{Map, Value, json};
 
 use super::{CALLBACK_TIMEOUT, ConfigError, Executor, Hook, HookOrigin, label, timeout_of};
 
-/// Claude's fields of a callback group that toolbelt has nothing to do with (they
-/// concern Claude Code's remote sessions and frames); read and left alone.
+/// Fields Claude's SDK (0.3) sends with every callback group that its documentation
+/// does not describe; toolbelt leaves them alone (a debug line names them).
 const IGNORED_GROUP_FIELDS: &[&str] = &["contextOnly", "replacedByFrame", "whenUnanswered"];
 
 /// `initialize.hooks` in the object shape: Claude's as it is, Qwen's list turned into
@@ -51,7 +51,10 @@ pub(crate) fn object_shape(hooks: &Value) -> Result<Value, Vec<ConfigError>> {
             continue;
         };
         let Some(id) = entry.get("callback_id").filter(|id| id.is_string()) else {
-            errors.push(error(format!("{key}.callback_id"), "must be a callback id"));
+            errors.push(error(
+                format!("{key}.callback_id"),
+                "must be a string (the callback's id)",
+            ));
             continue;
         };
         let mut group = json!({"hookCallbackIds": [id]});
@@ -176,7 +179,7 @@ mod tests {
             [
                 "the SDK's initialize request: hooks[0]: must be an object with \"event\" and \"callback_id\"",
                 "the SDK's initialize request: hooks[1].event: must be a hook event's name",
-                "the SDK's initialize request: hooks[2].callback_id: must be a callback id",
+                "the SDK's initialize request: hooks[2].callback_id: must be a string (the callback's id)",
             ]
         );
     }
