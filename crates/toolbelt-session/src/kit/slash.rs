@@ -25,6 +25,8 @@ pub enum SlashCommand {
     Tools,
     /// `/mcp`: the MCP servers and their tools.
     Mcp,
+    /// `/hooks`: the hooks of the settings, as `toolbelt hooks list` shows them.
+    Hooks,
     /// `/memory show` (also bare `/memory`): the context files loaded.
     MemoryShow,
     /// `/memory add [--project] <text>`: saves a fact, as `save_memory` does.
@@ -55,6 +57,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("help", "", "show the commands and keys"),
     ("tools", "", "list the tools of this session"),
     ("mcp", "", "show the MCP servers, their status and tools"),
+    (
+        "hooks",
+        "",
+        "show the configured hooks, their files and whether each runs here",
+    ),
     (
         "memory",
         "show | add [--project] <text> | refresh",
@@ -131,6 +138,7 @@ pub fn parse(line: &str) -> Option<Result<SlashCommand, String>> {
         "help" | "?" => no_args(SlashCommand::Help),
         "tools" => no_args(SlashCommand::Tools),
         "mcp" => no_args(SlashCommand::Mcp),
+        "hooks" => no_args(SlashCommand::Hooks),
         "clear" => no_args(SlashCommand::Clear),
         "compress" => no_args(SlashCommand::Compress),
         "stats" => no_args(SlashCommand::Stats),
@@ -267,6 +275,12 @@ fn first_sentence(text: &str) -> String {
     } else {
         sentence.to_string()
     }
+}
+
+/// `/hooks`: what `toolbelt hooks list` prints for the session's settings (read with
+/// the same folder trust), so the two never disagree.
+pub fn hooks_text(env: &ToolEnvironment) -> String {
+    toolbelt_hooks::HookListing::from_settings(&env.settings).text()
 }
 
 /// `/mcp`: each server with its transport, status (and why it failed) and tools.
