@@ -58,11 +58,6 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("tools", "", "list the tools of this session"),
     ("mcp", "", "show the MCP servers, their status and tools"),
     (
-        "hooks",
-        "",
-        "show the configured hooks, their files and whether each runs here",
-    ),
-    (
         "memory",
         "show | add [--project] <text> | refresh",
         "show, add to or reload the context files (QWEN.md)",
@@ -84,6 +79,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "run a prompt now and again on a schedule while the session is idle",
     ),
     ("stats", "", "tokens, tool calls and time of this session"),
+    (
+        "hooks",
+        "",
+        "show the configured hooks, their files and whether each runs here",
+    ),
     (
         "restore",
         "[ID [--force] [PATH...]]",
