@@ -434,6 +434,7 @@ async fn garbage_from_a_pre_tool_use_hook_refuses_and_exit_1_does_not() {
     let requests = server.requests();
     let refused = tool_message(&requests[1], "w1");
     assert!(refused.contains("garbage-hook"), "{refused}");
+    assert!(!refused.contains(".."), "{refused}");
     assert!(!w.ws().join("w.txt").exists());
     assert_eq!(
         std::fs::read_to_string(w.ws().join("s.txt")).unwrap(),
