@@ -385,6 +385,13 @@ pub trait Tool: Send + Sync {
     fn rule_aliases(&self) -> &[&'static str] {
         &[]
     }
+    /// Other names a hook's matcher may use for this tool (its display name always
+    /// counts too). Unlike a rule alias, each names exactly one tool, as in Qwen Code and
+    /// Claude Code: a `Read` matcher means `read_file`, not the other tools a `Read(...)`
+    /// rule covers; `Edit` means `edit`, not `write_file`. The rule aliases by default.
+    fn hook_aliases(&self) -> &[&'static str] {
+        self.rule_aliases()
+    }
     /// What the tool does to the paths it is given, for path rules: a rule on reading a
     /// path (`Read(//etc/**)`) covers every tool that reads. `None`: its path rules
     /// name it alone.

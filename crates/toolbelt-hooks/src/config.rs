@@ -22,6 +22,8 @@ use toolbelt_core::settings::{HookLayer, Settings, SettingsLayer};
 
 use crate::matcher::Matcher;
 
+pub(crate) mod sdk;
+
 /// A command hook's time limit when its settings give none (Qwen Code's and Claude
 /// Code's).
 pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -55,6 +57,14 @@ const OTHER_TOOLS_EVENTS: &[&str] = &[
     "WorktreeRemove",
     "Elicitation",
     "ElicitationResult",
+    // The Claude Agent SDK's (0.3) further events.
+    "TaskCreated",
+    "PreModelSwitch",
+    "PostModelSwitch",
+    "CwdChanged",
+    "FileChanged",
+    "DirectoryAdded",
+    "PreSkillShellCommand",
 ];
 
 /// Hook types of Qwen Code and Claude Code that toolbelt does not run.
@@ -114,10 +124,13 @@ pub(crate) struct HttpHook {
 pub(crate) enum Executor {
     Command(CommandHook),
     Http(HttpHook),
-    /// An SDK callback, by its id.
+    /// An SDK callback, by its id. `block_on_failure`: Claude's `onFailure: "block"`
+    /// (a failed callback refuses where hooks decide, instead of letting the action
+    /// go ahead).
     Callback {
         id: String,
         timeout: Duration,
+        block_on_failure: bool,
     },
 }
 
@@ -463,7 +476,7 @@ fn parse_group(
         Some(_) => return fail(format!("{key}.sequential"), "must be true or false"),
     };
     let hooks = if sdk {
-        callback_hooks(group, &key, origin)
+        sdk::callback_hooks(group, &key, origin)
     } else {
         settings_hooks(group, &key, origin, parsed)
     };
@@ -541,47 +554,6 @@ fn settings_hooks(
     } else {
         Err(errors)
     }
-}
-
-/// The `hookCallbackIds` of an SDK group, with its `timeout`.
-fn callback_hooks(
-    group: &Map<String, Value>,
-    key: &str,
-    origin: &Arc<HookOrigin>,
-) -> Result<Vec<Hook>, Vec<ConfigError>> {
-    let error = |key: String, message: &str| {
-        vec![ConfigError {
-            origin: (**origin).clone(),
-            key,
-            message: message.to_string(),
-        }]
-    };
-    let timeout = timeout_of(group.get("timeout"), CALLBACK_TIMEOUT, false);
-    let Some(ids) = group.get("hookCallbackIds").and_then(Value::as_array) else {
-        return Err(error(
-            format!("{key}.hookCallbackIds"),
-            "must be a list of callback ids",
-        ));
-    };
-    let mut hooks = Vec::new();
-    for (j, id) in ids.iter().enumerate() {
-        let Some(id) = id.as_str().filter(|s| !s.is_empty()) else {
-            return Err(error(
-                format!("{key}.hookCallbackIds[{j}]"),
-                "must be a non-empty string",
-            ));
-        };
-        let executor = Executor::Callback {
-            id: id.to_string(),
-            timeout,
-        };
-        hooks.push(Hook {
-            name: None,
-            label: label(None, &executor, origin),
-            executor,
-        });
-    }
-    Ok(hooks)
 }
 
 /// One hook entry: its name and executor; `None` for a type of another tool's.

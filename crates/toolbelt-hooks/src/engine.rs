@@ -93,16 +93,19 @@ impl HookEngine {
         read(&self.inner.session).clone()
     }
 
-    /// Adds an SDK's callback hooks: `hooks` is its `initialize` request's `hooks`
-    /// (`{"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["h1"], "timeout":
-    /// 30}]}`), answered by `callbacks`. They run after the settings' hooks of the same
-    /// event. A bad entry is an error and nothing is added.
+    /// Adds an SDK's callback hooks: `hooks` is its `initialize` request's `hooks`, in
+    /// Claude's shape (`{"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["h1"],
+    /// "timeout": 30}]}`) or Qwen's (`[{"event": "PreToolUse", "callback_id": "h1"}]`),
+    /// answered by `callbacks`. They run after the settings' hooks of the same event.
+    /// A bad entry is an error and nothing is added; the answer is the warnings for
+    /// entries of events toolbelt does not raise (skipped).
     pub fn add_callbacks(
         &self,
         hooks: &Value,
         callbacks: Arc<dyn HookCallbacks>,
-    ) -> Result<(), ConfigErrors> {
-        let parsed = crate::config::parse_hooks(hooks, &Arc::new(HookOrigin::Sdk), true);
+    ) -> Result<Vec<String>, ConfigErrors> {
+        let hooks = crate::config::sdk::object_shape(hooks).map_err(ConfigErrors)?;
+        let parsed = crate::config::parse_hooks(&hooks, &Arc::new(HookOrigin::Sdk), true);
         if !parsed.errors.is_empty() {
             return Err(ConfigErrors(parsed.errors));
         }
@@ -111,7 +114,7 @@ impl HookEngine {
         let mut all = groups.as_ref().clone();
         all.extend(parsed.groups);
         *groups = Arc::new(all);
-        Ok(())
+        Ok(parsed.skipped.iter().map(|s| s.warning()).collect())
     }
 
     /// Whether no hook is configured.
@@ -185,7 +188,7 @@ impl Inner {
         for hook in chain {
             let answer = self
                 .executors
-                .run(hook, &Value::Object(input.clone()), cancel.clone())
+                .run(hook, event, &Value::Object(input.clone()), cancel.clone())
                 .await;
             let reply = reply(event, &hook.label, answer);
             if let Some(updated) = &reply.updated_input

@@ -11,9 +11,10 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use toolbelt_core::hooks::HookEvent;
 
 use crate::config::{Executor, Hook};
-use crate::output::Answer;
+use crate::output::{Answer, decides};
 
 /// Output of one stream (or one HTTP body) read at most; past it the hook is ended and
 /// its answer is unreadable.
@@ -32,6 +33,7 @@ impl Executors {
     pub(crate) async fn run(
         &self,
         hook: &Hook,
+        event: HookEvent,
         input: &Value,
         cancel: CancellationToken,
     ) -> Answer {
@@ -44,7 +46,11 @@ impl Executors {
                 command::run(command, body, &self.project_dir, cancel).await
             }
             Executor::Http(http) => self.http.send(http, body, cancel).await,
-            Executor::Callback { id, timeout } => {
+            Executor::Callback {
+                id,
+                timeout,
+                block_on_failure,
+            } => {
                 let callbacks = self
                     .callbacks
                     .read()
@@ -63,7 +69,19 @@ impl Executors {
                     tool_use_id,
                     timeout: *timeout,
                 };
-                callback::run(callbacks.as_ref(), call, cancel).await
+                let answer = callback::run(callbacks.as_ref(), call, cancel).await;
+                match answer {
+                    // `onFailure: "block"`: where hooks decide, a failure refuses (on
+                    // Stop it would make the agent go on, so there it stays a failure,
+                    // as Claude's SDK documents).
+                    Answer::Failed(why) if *block_on_failure && decides(event) => {
+                        Answer::Blocked(format!(
+                            "hook {} failed ({why}) and is set to block on failure",
+                            hook.label
+                        ))
+                    }
+                    answer => answer,
+                }
             }
         }
     }

@@ -106,6 +106,9 @@ impl Tool for CheckedEdits {
     fn rule_aliases(&self) -> &[&'static str] {
         self.inner.rule_aliases()
     }
+    fn hook_aliases(&self) -> &[&'static str] {
+        self.inner.hook_aliases()
+    }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
         self.inner.path_operation()
     }

@@ -144,12 +144,13 @@ impl Session {
 
     /// Adds an SDK's callback hooks (stream-JSON `initialize.hooks`), making the engine
     /// if the settings gave none. Call before the agent is made, which takes
-    /// [`Session::hooks`] as it is then.
+    /// [`Session::hooks`] as it is then. The answer is the warnings for entries skipped
+    /// (events toolbelt does not raise); a bad entry is an error and adds nothing.
     pub fn add_hook_callbacks(
         &mut self,
         hooks: &Value,
         callbacks: Arc<dyn toolbelt_hooks::HookCallbacks>,
-    ) -> Result<(), String> {
+    ) -> Result<Vec<String>, String> {
         let engine = self.hooks.get_or_insert_with(|| {
             let session = toolbelt_hooks::SessionInfo {
                 session_id: uuid::Uuid::new_v4().to_string(),

@@ -1,5 +1,5 @@
-//! The requests toolbelt sends the client (`can_use_tool`, `mcp_message`) and their
-//! answers.
+//! The requests toolbelt sends the client (`can_use_tool`, `mcp_message`,
+//! `hook_callback`) and their answers.
 //!
 //! [`ControlChannel::request`] writes a `control_request` with a fresh id and waits for
 //! the `control_response` with that id, which the stdin reader hands to
@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use toolbelt_hooks::HookCallbacks;
 use toolbelt_mcp::sdk::SdkMcpChannel;
 
 use crate::wire::{uuid, write_control};
@@ -122,6 +124,38 @@ impl SdkMcpChannel for SdkCarrier {
         Box::pin(async move {
             let answer = asking.await?;
             Ok(answer.get("mcp_response").cloned())
+        })
+    }
+}
+
+/// SDK hook callbacks (`initialize.hooks`): each run is a `hook_callback` request
+/// (`callback_id`, the hook's `input`, `tool_use_id`), whose `response` is the hook's
+/// output, the JSON a command hook prints. The time limit is the hooks engine's; when
+/// it passes, or the call is cancelled, the request is withdrawn with
+/// `control_cancel_request` (the Claude SDK aborts the callback's signal) and an answer
+/// arriving later is dropped. An error response is the hook's failure.
+pub struct HookCallbackCarrier(pub Arc<ControlChannel>);
+
+impl HookCallbacks for HookCallbackCarrier {
+    fn call(
+        &self,
+        callback_id: &str,
+        input: Value,
+        tool_use_id: Option<String>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<Value, String>> {
+        let asking = self.0.request(json!({
+            "subtype": "hook_callback",
+            "callback_id": callback_id,
+            "input": input,
+            "tool_use_id": tool_use_id,
+        }));
+        Box::pin(async move {
+            tokio::select! {
+                answer = asking => answer,
+                // Dropping `asking` withdraws the request.
+                () = cancel.cancelled() => Err("cancelled".to_string()),
+            }
         })
     }
 }

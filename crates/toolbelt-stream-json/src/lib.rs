@@ -20,6 +20,8 @@
 //!   ends with an `error_during_execution` result). When stdin closes, the waiting
 //!   turns still run, then toolbelt exits 0.
 //! - A call that needs approval is a `can_use_tool` request ([`ClientApprover`]).
+//! - `initialize.hooks` (Claude's shape or Qwen's) become callback hooks of the session's
+//!   hooks engine, each run a `hook_callback` request ([`HookCallbackCarrier`]).
 //! - Messages are written by [`Emitter`].
 
 //!
@@ -39,7 +41,7 @@ mod wire;
 
 pub use approver::ClientApprover;
 pub use claude_flags::ClaudeArgs;
-pub use control::{ControlChannel, SdkCarrier};
+pub use control::{ControlChannel, HookCallbackCarrier, SdkCarrier};
 pub use input::{Inbound, MAX_LINE_BYTES, parse_line};
 pub use out::on_closed_output;
 pub use session_loop::{StreamOptions, run};

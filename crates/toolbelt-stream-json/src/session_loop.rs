@@ -20,7 +20,7 @@ use toolbelt_model::UserPart;
 use toolbelt_session::{AgentOptions, Prepared, Session, SessionOptions, Setup};
 
 use crate::approver::ClientApprover;
-use crate::control::{ControlChannel, SdkCarrier};
+use crate::control::{ControlChannel, HookCallbackCarrier, SdkCarrier};
 use crate::input::{self, Inbound, MAX_LINE_BYTES};
 use crate::wire::{Emitter, InitInfo, OutputFormat, control_response, write_control};
 
@@ -137,7 +137,7 @@ fn initialized(prepared: &Prepared, request: &Value) -> Value {
         "session_id": prepared.session_id,
         "capabilities": {
             "can_handle_can_use_tool": true,
-            "can_handle_hook_callback": false,
+            "can_handle_hook_callback": true,
             "can_set_permission_mode": true,
             "can_set_model": true,
             "can_get_context_usage": true,
@@ -157,6 +157,10 @@ fn initialized(prepared: &Prepared, request: &Value) -> Value {
         "managed_settings_applied": request.get("managedSettings").is_some_and(|s| !s.is_null()),
         "disallowed_tools_applied": request.get("disallowedTools").is_some_and(Value::is_array),
         "plugins_applied": request.get("plugins").is_some_and(Value::is_array),
+        // Claude's SDK: hooks with `onFailure: "block"` need both (a failed callback
+        // refuses where hooks decide).
+        "hooks_applied": true,
+        "hook_on_failure_supported": true,
     })
 }
 
@@ -167,16 +171,6 @@ async fn assemble(
     control: &Arc<ControlChannel>,
     emitter: &Arc<OnceLock<Arc<Emitter>>>,
 ) -> Result<Prepared, String> {
-    if init
-        .get("hooks")
-        .and_then(Value::as_object)
-        .is_some_and(|hooks| !hooks.is_empty())
-    {
-        return Err(
-            "initialize: hooks are not supported by toolbelt yet; start the session without them"
-                .to_string(),
-        );
-    }
     let mut agent = options.agent.clone();
     if let Some(text) = prompt_text(init.get("systemPrompt"))? {
         agent.system_prompt = Some(text);
@@ -191,7 +185,8 @@ async fn assemble(
     }
     session.sdk_mcp_servers = sdk_servers(init.get("sdkMcpServers"), control)?;
     initialize_fields(init, &mut session, &mut agent)?;
-    let session = Session::open(&options.dir, session).map_err(|e| e.0)?;
+    let mut session = Session::open(&options.dir, session).map_err(|e| e.0)?;
+    sdk_hooks(init, &mut session, control)?;
     let timeout = init
         .get("timeout")
         .and_then(|t| t.get("canUseTool"))
@@ -210,6 +205,31 @@ async fn assemble(
         approver: Some(Arc::new(approver)),
     };
     session.agent(agent, setup).await
+}
+
+/// `initialize.hooks`: the SDK's callbacks join the session's hooks (an empty object
+/// or list, or `null` as Qwen's SDK sends, adds none). They are the application's own
+/// code, so folder trust does not apply; a bad entry fails `initialize` with its name.
+fn sdk_hooks(
+    init: &Value,
+    session: &mut Session,
+    control: &Arc<ControlChannel>,
+) -> Result<(), String> {
+    let hooks = match init.get("hooks") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Object(map)) if map.is_empty() => return Ok(()),
+        Some(Value::Array(list)) if list.is_empty() => return Ok(()),
+        Some(hooks @ (Value::Object(_) | Value::Array(_))) => hooks,
+        Some(_) => return Err("initialize: \"hooks\" must be an object of events".to_string()),
+    };
+    let carrier = Arc::new(HookCallbackCarrier(control.clone()));
+    let skipped = session
+        .add_hook_callbacks(hooks, carrier)
+        .map_err(|e| format!("initialize: {e}"))?;
+    for warning in skipped {
+        session.warn().say(&warning);
+    }
+    Ok(())
 }
 
 /// What Claude's SDK sends in `initialize` rather than as flags when an application asks

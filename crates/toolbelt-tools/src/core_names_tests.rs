@@ -169,3 +169,48 @@ fn the_static_vocabulary_is_what_the_registered_builtins_say() {
     assert!(registered.runs_commands("run_shell_command"));
     assert!(!registered.runs_commands("read_file"));
 }
+
+/// A hook matcher's alias names one tool, as in Qwen Code and Claude Code (`Read` is
+/// `read_file`, not every tool a `Read(...)` rule covers): among the built-ins, no name a
+/// hook may use for one tool (display name or hook alias) is another's.
+#[test]
+fn each_hook_alias_names_exactly_one_builtin() {
+    let f = fixture_with(25_000, 1_000, Settings::default());
+    let mut registry = ToolRegistry::default();
+    crate::register_builtins(&mut registry, &f.env);
+    let jobs = std::sync::Arc::new(crate::JobTable::new(true));
+    let monitors = crate::MonitorTable::new(&jobs);
+    registry.register(
+        std::sync::Arc::new(crate::Monitor::new(f.env.clone(), jobs, monitors)),
+        toolbelt_core::registry::Origin::BuiltIn,
+    );
+    let mut named: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for r in registry.all() {
+        let tool = r.tool.as_ref();
+        for alias in std::iter::once(tool.display_name()).chain(tool.hook_aliases().iter().copied())
+        {
+            if alias != r.name {
+                let tools = named.entry(alias.to_string()).or_default();
+                if !tools.contains(&r.name) {
+                    tools.push(r.name.clone());
+                }
+            }
+        }
+    }
+    let shared: Vec<_> = named.iter().filter(|(_, tools)| tools.len() > 1).collect();
+    assert!(
+        shared.is_empty(),
+        "hook aliases naming several tools: {shared:?}"
+    );
+    for (alias, tool) in [
+        ("Read", "read_file"),
+        ("Edit", "edit"),
+        ("Write", "write_file"),
+        ("Bash", "run_shell_command"),
+        ("Grep", "grep_search"),
+        ("Glob", "glob"),
+        ("LS", "list_directory"),
+    ] {
+        assert_eq!(named.get(alias), Some(&vec![tool.to_string()]), "{alias}");
+    }
+}

@@ -100,6 +100,9 @@ impl Tool for Glob {
     fn rule_aliases(&self) -> &[&'static str] {
         RULE_ALIASES
     }
+    fn hook_aliases(&self) -> &[&'static str] {
+        &["Glob"]
+    }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
         PATH_OPERATION
     }

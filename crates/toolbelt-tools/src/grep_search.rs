@@ -118,6 +118,9 @@ impl Tool for GrepSearch {
     fn rule_aliases(&self) -> &[&'static str] {
         RULE_ALIASES
     }
+    fn hook_aliases(&self) -> &[&'static str] {
+        &["Grep", "search_file_content"]
+    }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
         PATH_OPERATION
     }

@@ -88,6 +88,9 @@ impl Tool for ListDirectory {
     fn rule_aliases(&self) -> &[&'static str] {
         RULE_ALIASES
     }
+    fn hook_aliases(&self) -> &[&'static str] {
+        &["LS", "ls"]
+    }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
         PATH_OPERATION
     }

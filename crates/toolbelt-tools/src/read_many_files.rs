@@ -159,6 +159,9 @@ impl Tool for ReadManyFiles {
     fn rule_aliases(&self) -> &[&'static str] {
         RULE_ALIASES
     }
+    fn hook_aliases(&self) -> &[&'static str] {
+        &[]
+    }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
         PATH_OPERATION
     }

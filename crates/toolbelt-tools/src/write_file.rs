@@ -73,6 +73,9 @@ impl Tool for WriteFile {
     fn rule_aliases(&self) -> &[&'static str] {
         RULE_ALIASES
     }
+    fn hook_aliases(&self) -> &[&'static str] {
+        &["Write"]
+    }
     fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
         PATH_OPERATION
     }

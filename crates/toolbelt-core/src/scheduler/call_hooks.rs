@@ -261,7 +261,7 @@ impl Scheduler {
         let registration = call.registration;
         let tool = registration.tool.as_ref();
         let mut aliases: Vec<String> = Vec::new();
-        for name in std::iter::once(tool.display_name()).chain(tool.rule_aliases().iter().copied())
+        for name in std::iter::once(tool.display_name()).chain(tool.hook_aliases().iter().copied())
         {
             if name != registration.name && !aliases.iter().any(|a| a == name) {
                 aliases.push(name.to_string());

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
 
-use super::show_duration;
+use super::{OUTPUT_CAP, show_duration};
 use crate::output::Answer;
 
 /// Calls the SDK's hook callbacks.
@@ -58,6 +58,10 @@ pub(crate) async fn run(
         () = cancel.cancelled() => return Answer::Failed("cancelled".into()),
     };
     match answer {
+        Ok(answer) if too_large(&answer) => Answer::Malformed(format!(
+            "the SDK's answer is larger than {} MiB",
+            OUTPUT_CAP >> 20
+        )),
         Ok(Value::Null) => Answer::Empty,
         Ok(Value::Object(map)) => Answer::Json(map),
         Ok(other) => {
@@ -66,4 +70,23 @@ pub(crate) async fn run(
         }
         Err(message) => Answer::Failed(format!("the SDK's callback failed: {message}")),
     }
+}
+
+/// Whether `answer` written as JSON is longer than a command hook's output may be
+/// ([`OUTPUT_CAP`]); counted without writing it out.
+fn too_large(answer: &Value) -> bool {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            if self.0 > OUTPUT_CAP {
+                return Err(std::io::Error::other("over the cap"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(Count(0), answer).is_err()
 }

@@ -133,3 +133,96 @@ fn a_bad_initialize_entry_is_an_error_and_adds_nothing() {
     );
     assert!(engine.is_empty());
 }
+
+/// Answers for the tests below: `h-huge` a 2 MiB context, `h-fail` an error.
+#[derive(Clone, Default)]
+struct Hostile;
+
+impl HookCallbacks for Hostile {
+    fn call(
+        &self,
+        callback_id: &str,
+        _input: Value,
+        _tool_use_id: Option<String>,
+        _cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<Value, String>> {
+        let id = callback_id.to_string();
+        Box::pin(async move {
+            match id.as_str() {
+                "h-huge" => Ok(json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                    "additionalContext": "x".repeat(2 << 20)}})),
+                "h-fail" => Err("Error: hook callback not found: h-fail".into()),
+                _ => Ok(json!({})),
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn on_failure_block_refuses_where_hooks_decide_and_a_huge_answer_refuses() {
+    let f = Fixture::new();
+    let engine = HookEngine::new(HookConfig::default(), f.session(), None);
+    let skipped = engine
+        .add_callbacks(
+            &json!({"PreToolUse": [{"hookCallbackIds": ["h-fail"], "onFailure": "block"}],
+                    "Stop": [{"hookCallbackIds": ["h-fail"], "onFailure": "block"}],
+                    "CwdChanged": [{"hookCallbackIds": ["h-ok"]}]}),
+            Arc::new(Hostile),
+        )
+        .unwrap();
+    assert_eq!(
+        skipped,
+        [
+            "the SDK's initialize request: hooks.CwdChanged: skipped: toolbelt does not raise the CwdChanged event"
+        ]
+    );
+    let outcome = run(&engine, shell_call("ls")).await;
+    assert_eq!(outcome.decision, Some(HookDecision::Deny));
+    let reason = outcome.reason.unwrap();
+    assert!(reason.contains("set to block on failure"), "{reason}");
+    assert!(reason.contains("hook callback not found"), "{reason}");
+    // On Stop a block would keep the agent going: it stays a failure.
+    let stop = engine
+        .run(
+            toolbelt_core::hooks::HookRequest::new(HookEvent::Stop),
+            CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(stop.decision, None);
+    assert_eq!(stop.failures.len(), 1);
+
+    let engine = HookEngine::new(HookConfig::default(), f.session(), None);
+    engine
+        .add_callbacks(
+            &json!([{"event": "PreToolUse", "callback_id": "h-huge", "matcher": "Bash"}]),
+            Arc::new(Hostile),
+        )
+        .unwrap();
+    let outcome = run(&engine, shell_call("ls")).await;
+    assert_eq!(outcome.decision, Some(HookDecision::Deny));
+    assert!(
+        outcome
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("larger than 1 MiB"),
+        "{:?}",
+        outcome.reason
+    );
+}
+
+#[test]
+fn a_bad_on_failure_is_an_error() {
+    let f = Fixture::new();
+    let engine = HookEngine::new(HookConfig::default(), f.session(), None);
+    let err = engine
+        .add_callbacks(
+            &json!({"PreToolUse": [{"hookCallbackIds": ["h1"], "onFailure": "explode"}]}),
+            Arc::new(Hostile),
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the SDK's initialize request: hooks.PreToolUse[0].onFailure: must be \"continue\" or \"block\""
+    );
+}

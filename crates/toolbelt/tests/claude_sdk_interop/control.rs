@@ -193,21 +193,6 @@ async fn claude_sdk_system_prompt_session_id_and_resume() {
     clean(&server);
 }
 
-/// Hooks do not exist in toolbelt yet: a query with hooks fails with that reason
-/// rather than running without them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_sdk_hooks_are_refused_not_ignored() {
-    let Some(sdk) = sdk_dir() else { return };
-    let s = Sandbox::new();
-    let server = FakeOpenAi::start(vec![]).await.unwrap();
-    let c = s
-        .client(&sdk, &server, json!({"prompts": ["hi"], "hooks": true}))
-        .await;
-    let error = c.notes["error"].as_str().unwrap_or_default();
-    assert!(error.contains("hooks are not supported"), "{}", c.notes);
-    assert!(server.requests().is_empty());
-}
-
 /// The processes whose command line holds `marker`.
 fn processes_with(marker: &str) -> Vec<String> {
     let mut found = Vec::new();

@@ -16,6 +16,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod control;
+mod hook_wire;
+mod hooks;
 mod options;
 mod permissions;
 

@@ -2,7 +2,8 @@
 //! `@qwen-code/sdk` and the same data-driven client (`fixtures/sdk_scenario/client.mjs`
 //! with `flavor: "qwen"`): the permission modes, three streamed turns with partial
 //! messages, `interrupt()` then another turn, an external MCP server, the system
-//! prompt, the turn limit, allowed and excluded tools, and an abort.
+//! prompt, the turn limit, allowed and excluded tools, an abort, and hooks (which this
+//! SDK refuses).
 
 use std::path::Path;
 
@@ -276,4 +277,33 @@ async fn qwen_sdk_abort_leaves_no_process() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(crate::processes_with(&marker), Vec::<String>::new());
+}
+
+/// `@qwen-code/sdk` 0.1.14 has no `hooks` option: `query()` refuses one (its options
+/// are checked strictly) before starting anything, and its `initialize` always sends
+/// `hooks: null`. toolbelt reads hooks from a client that sends them (Qwen's declared
+/// list shape included: `claude_sdk_interop/hook_wire.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn qwen_sdk_refuses_a_hooks_option() {
+    let Some(sdk) = sdk_dir() else { return };
+    let s = Sandbox::new();
+    let server = FakeOpenAi::start(vec![]).await.unwrap();
+    let seen = run(
+        &s,
+        &sdk,
+        &server,
+        json!({
+            "prompts": ["touch it"],
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "answer": {"decision": "block"}}]},
+        }),
+    )
+    .await;
+    let error = seen.notes["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("Unrecognized key(s) in object: 'hooks'"),
+        "{}",
+        seen.notes
+    );
+    assert_eq!(seen.notes["hooks"], json!([]));
+    assert!(server.requests().is_empty());
 }
