@@ -193,6 +193,8 @@ struct Connection {
     progress: ProgressWatch,
     /// The lowest level of `notifications/message` the client wants, as `level_rank`.
     log_level: Arc<AtomicU8>,
+    /// The client's session, the `session_id` its calls' hooks receive.
+    session: Arc<active::ClientSession>,
 }
 
 impl ToolbeltServer {
@@ -214,6 +216,7 @@ impl ToolbeltServer {
                 turns: Arc::default(),
                 progress: ProgressWatch::default(),
                 log_level: Arc::new(AtomicU8::new(level_rank(LoggingLevel::Info))),
+                session: Arc::default(),
             }),
         }
     }
@@ -421,6 +424,7 @@ impl ServerHandler for ToolbeltServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let connection = &self.connection;
+        connection.session.note(&context);
         if rounds::modern(connection, &context) {
             return rounds::call(connection, request, context).await;
         }

@@ -174,3 +174,55 @@ fn a_bad_entry_stops_the_session_and_hooks_list_shows_it() {
     );
     assert!(w.run(&["tools", "list"]).status.success());
 }
+
+#[test]
+fn tools_call_runs_the_tool_hooks_around_its_call() {
+    let w = World::new();
+    let log = w.home.join("post.log");
+    std::fs::write(w.root.join("keep.txt"), "x").unwrap();
+    let refuse = r#"jq -e '.tool_input.command | startswith("rm ")' > /dev/null && { echo 'rm is refused by the hook' >&2; exit 2; }; exit 0"#;
+    let record = format!(
+        "jq -r '[.hook_event_name, .tool_input.command] | join(\" \")' >> {}",
+        log.display()
+    );
+    w.write(
+        &w.home.join(".qwen/settings.json"),
+        json!({"hooks": {
+            "PreToolUse": [group("Bash", refuse)],
+            "PostToolUse": [group("run_shell_command", &record)],
+        }}),
+    );
+    let out = w.run(&[
+        "tools",
+        "call",
+        "run_shell_command",
+        r#"{"command": "rm keep.txt"}"#,
+        "--yes",
+    ]);
+    assert!(!out.status.success());
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("rm is refused by the hook"), "{said}");
+    assert!(w.root.join("keep.txt").exists());
+    assert!(!log.exists(), "PostToolUse ran for a refused call");
+
+    let out = w.run(&[
+        "tools",
+        "call",
+        "run_shell_command",
+        r#"{"command": "echo hi"}"#,
+        "--yes",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "PostToolUse echo hi\n"
+    );
+}

@@ -308,7 +308,7 @@ impl Scheduler {
         } else if outcome.denied() {
             Some(denied(format!(
                 "Tool \"{tool}\" was blocked by a PreToolUse hook: {}. It was not run; do not retry it unchanged.",
-                outcome.reason_or("it gave no reason")
+                outcome.reason_or("it gave no reason").trim_end_matches('.')
             )))
         } else {
             None
@@ -363,7 +363,7 @@ impl Scheduler {
         match outcome.decision {
             Some(HookDecision::Deny) => Some(Verdict::Refuse(denied(format!(
                 "Tool \"{tool}\" was denied by a PermissionRequest hook: {}. It was not run; do not retry it unchanged.",
-                outcome.reason_or("it gave no reason")
+                outcome.reason_or("it gave no reason").trim_end_matches('.')
             )))),
             Some(HookDecision::Allow) if protected => {
                 hooks.emit(HookMessage::note(

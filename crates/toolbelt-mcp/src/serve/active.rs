@@ -9,7 +9,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rmcp::model::{ErrorData, LoggingLevel, Root, Tool};
-use rmcp::service::{Peer, RoleServer};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::BoxFuture;
+use toolbelt_core::hooks::{HookEvent, HookOutcome, HookRequest, HookRunner};
 use toolbelt_core::scheduler::{ApprovalMode, Approver, NobodyToAsk, Scheduler, SchedulerConfig};
 use toolbelt_core::{Registration, ToolRegistry};
 
@@ -215,7 +218,12 @@ impl Connection {
                     why: format!("{why} (approval mode {})", toolset.mode),
                     how: self.options.how_to_allow.clone(),
                 }),
-                hooks: toolset.hooks.clone(),
+                hooks: toolset.hooks.clone().map(|inner| {
+                    Arc::new(InClientSession {
+                        inner,
+                        session: self.session.clone(),
+                    }) as Arc<dyn HookRunner>
+                }),
                 ..Default::default()
             },
         );
@@ -270,5 +278,67 @@ impl Connection {
             }
         }
         (!dirs.is_empty()).then_some(dirs)
+    }
+}
+
+/// The MCP client's session as its calls' hooks see it (`session_id`): over Streamable
+/// HTTP the `Mcp-Session-Id` the client sends (noted from its first request that has
+/// one), otherwise (stdio, where the connection is the session) an id of the
+/// connection's own. Never the workspace's: the toolset, and the hook engine in it, is
+/// shared by every connection of the process.
+pub(super) struct ClientSession {
+    own: String,
+    told: std::sync::OnceLock<String>,
+}
+
+impl Default for ClientSession {
+    fn default() -> Self {
+        ClientSession {
+            own: uuid::Uuid::new_v4().to_string(),
+            told: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+impl ClientSession {
+    /// Notes the session header of a request that came over HTTP.
+    pub(super) fn note(&self, context: &RequestContext<RoleServer>) {
+        if self.told.get().is_some() {
+            return;
+        }
+        let header = context
+            .extensions
+            .get::<hyper::http::request::Parts>()
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|value| value.to_str().ok())
+            .filter(|id| !id.is_empty());
+        if let Some(id) = header {
+            let _ = self.told.set(id.to_string());
+        }
+    }
+
+    fn id(&self) -> String {
+        self.told.get().unwrap_or(&self.own).clone()
+    }
+}
+
+/// The toolset's hooks with the connection's session as every request's `session_id`.
+struct InClientSession {
+    inner: Arc<dyn HookRunner>,
+    session: Arc<ClientSession>,
+}
+
+impl HookRunner for InClientSession {
+    fn wants(&self, event: HookEvent, target: Option<&str>, aliases: &[String]) -> bool {
+        self.inner.wants(event, target, aliases)
+    }
+
+    fn run(
+        &self,
+        mut request: HookRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, HookOutcome> {
+        request.session_id.get_or_insert_with(|| self.session.id());
+        self.inner.run(request, cancel)
     }
 }

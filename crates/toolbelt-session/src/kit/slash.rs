@@ -25,6 +25,8 @@ pub enum SlashCommand {
     Tools,
     /// `/mcp`: the MCP servers and their tools.
     Mcp,
+    /// `/hooks`: the hooks of the settings, as `toolbelt hooks list` shows them.
+    Hooks,
     /// `/memory show` (also bare `/memory`): the context files loaded.
     MemoryShow,
     /// `/memory add [--project] <text>`: saves a fact, as `save_memory` does.
@@ -77,6 +79,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "run a prompt now and again on a schedule while the session is idle",
     ),
     ("stats", "", "tokens, tool calls and time of this session"),
+    (
+        "hooks",
+        "",
+        "show the configured hooks, their files and whether each runs here",
+    ),
     (
         "restore",
         "[ID [--force] [PATH...]]",
@@ -131,6 +138,7 @@ pub fn parse(line: &str) -> Option<Result<SlashCommand, String>> {
         "help" | "?" => no_args(SlashCommand::Help),
         "tools" => no_args(SlashCommand::Tools),
         "mcp" => no_args(SlashCommand::Mcp),
+        "hooks" => no_args(SlashCommand::Hooks),
         "clear" => no_args(SlashCommand::Clear),
         "compress" => no_args(SlashCommand::Compress),
         "stats" => no_args(SlashCommand::Stats),
@@ -267,6 +275,12 @@ fn first_sentence(text: &str) -> String {
     } else {
         sentence.to_string()
     }
+}
+
+/// `/hooks`: what `toolbelt hooks list` prints for the session's settings (read with
+/// the same folder trust), so the two never disagree.
+pub fn hooks_text(env: &ToolEnvironment) -> String {
+    toolbelt_hooks::HookListing::from_settings(&env.settings).text()
 }
 
 /// `/mcp`: each server with its transport, status (and why it failed) and tools.

@@ -724,6 +724,7 @@ impl App {
                 let text = slash::mcp_text(&self.mcp.reports());
                 self.emit(view::note(&text, Color::Gray));
             }
+            SlashCommand::Hooks => self.emit(view::note(&slash::hooks_text(&env), Color::Gray)),
             SlashCommand::MemoryShow => {
                 let files = self.system_prompt.context_files();
                 self.emit(view::note(&slash::memory_text(files), Color::Gray));

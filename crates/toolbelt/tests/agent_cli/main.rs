@@ -7,6 +7,7 @@
 
 mod basics;
 mod declared;
+mod hooks;
 mod interactive;
 mod monitor;
 mod planning;

@@ -42,7 +42,7 @@ pub(crate) async fn start_http(
     (child, url)
 }
 
-async fn post(
+pub(crate) async fn post(
     url: &str,
     body: &Value,
     headers: &[(&str, &str)],
@@ -74,7 +74,7 @@ pub(crate) fn message(body: &str) -> Value {
         .unwrap_or_else(|| panic!("no JSON-RPC message in {body}"))
 }
 
-fn initialize(id: i64) -> Value {
+pub(crate) fn initialize(id: i64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
 }

@@ -9,6 +9,7 @@
 mod confirm;
 mod ending;
 mod follow;
+mod hooks;
 mod http;
 mod latency;
 mod stdio;
