@@ -7,6 +7,8 @@ Qwen Code halts a run whose model repeats a call word for word), one per model t
 with no hook, and with one PreToolUse hook on `run_shell_command`:
 
   true     a command hook that is `true` (a shell string, as settings usually write it)
+  logged   a command hook `echo x >> LOG`: it shows the agent runs the settings' hooks in
+           this session (`true` leaves no trace), and costs about what `true` costs
   python   a command hook that is a Python script reading its input and answering allow
   http     an http hook on 127.0.0.1 answering allow (a keep-alive server in this script)
 
@@ -14,10 +16,11 @@ The hook's cost per call is (wall with the hook - wall without) / N, each wall t
 of the runs. Both agents read the hooks from the person's ~/.qwen/settings.json, run with
 --yolo (so PreToolUse is the only thing between the model's call and the shell), in a
 workspace of their own, against the same server and script. Every run's hook writes are
-checked: the hook must have been called N times, or the run is reported as a problem.
+checked: the hook must have been called N times (all but `true`, which leaves no trace), or
+the run is reported as a problem.
 
 Usage: python3 bench/hooks.py [--calls N] [--runs R] [--qwen-runs R] [--agents toolbelt,qwen]
-                              [--hooks none,true,python,http] [--no-build]
+                              [--hooks none,logged,true,python,http] [--no-build]
 """
 
 import argparse
@@ -80,7 +83,9 @@ def settings(kind, tmp, http_url):
     if kind == "none":
         return base, None
     if kind == "true":
-        hook = {"type": "command", "command": f"true && echo x >> {log}"}
+        hook = {"type": "command", "command": "true"}
+    elif kind == "logged":
+        hook = {"type": "command", "command": f"echo x >> {log}"}
     elif kind == "python":
         py = os.path.join(tmp, "allow.py")
         with open(py, "w") as f:
@@ -89,7 +94,7 @@ def settings(kind, tmp, http_url):
     else:
         hook = {"type": "http", "url": http_url}
     base["hooks"] = {"PreToolUse": [{"matcher": "run_shell_command", "hooks": [hook]}]}
-    return base, (None if kind == "http" else log)
+    return base, (None if kind in ("http", "true") else log)
 
 
 def hook_calls(kind, log):
@@ -114,7 +119,7 @@ def main():
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--qwen-runs", type=int, default=3)
     ap.add_argument("--agents", default="toolbelt,qwen")
-    ap.add_argument("--hooks", default="none,true,python,http")
+    ap.add_argument("--hooks", default="none,logged,true,python,http")
     ap.add_argument("--no-build", action="store_true")
     args = ap.parse_args()
     if not args.no_build:
@@ -157,7 +162,7 @@ def main():
                     problems.append(f"run {i}: exit {code}: {err.strip().splitlines()[-1:]}")
                 if report.get("requests") != args.calls + 1:
                     problems.append(f"run {i}: {report.get('requests')} requests")
-                if kind != "none" and hook_calls(kind, log) != args.calls:
+                if kind not in ("none", "true") and hook_calls(kind, log) != args.calls:
                     problems.append(f"run {i}: the hook ran {hook_calls(kind, log)} times")
                 times.append(wall)
             walls[(agent, kind)] = statistics.median(times)

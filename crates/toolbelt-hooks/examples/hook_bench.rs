@@ -1,6 +1,7 @@
 //! What one PreToolUse event costs with one hook, end to end through `HookEngine::run`
-//! (input JSON, spawn or request, answer, combination): a `true` command through
-//! `bash -c`, `true` run without a shell, a Python hook that reads its input and
+//! (input JSON, spawn or request, answer, combination): the shell string `true` (which
+//! needs no shell and is run without one), `true && true` through `bash -c`, `true`
+//! with `"args": []`, a Python hook that reads its input and
 //! answers allow, and an http hook on 127.0.0.1; and `wants` for a call no hook matches.
 //!
 //! `cargo run --release -p toolbelt-hooks --example hook_bench [-- RUNS]` (default 200).
@@ -153,15 +154,22 @@ async fn main() {
         times.push(started.elapsed());
     }
     report("spawn `true` alone (floor)", &mut times);
+    // A shell string that needs no shell is run without one; `true && true` needs bash.
     measure(
-        "command `true` (bash -c)",
+        "command \"true\" (run without a shell)",
         &engine(command("true"), dir),
+        runs,
+    )
+    .await;
+    measure(
+        "command \"true && true\" (bash -c)",
+        &engine(command("true && true"), dir),
         runs,
     )
     .await;
     let no_shell =
         json!({"PreToolUse": [{"hooks": [{"type": "command", "command": "true", "args": []}]}]});
-    measure("command `true` (no shell)", &engine(no_shell, dir), runs).await;
+    measure("command true, \"args\": []", &engine(no_shell, dir), runs).await;
     measure(
         "command python3 (allow)",
         // Not through a version manager's shim, which is a shell script of its own.
