@@ -131,19 +131,25 @@ def main():
     session = os.path.join(tmp, "session.jsonl")
     script(session, args.calls)
     walls = {}
+    kinds = args.hooks.split(",")
     for agent in args.agents.split(","):
         if agent == "qwen" and not os.path.exists(common.QWEN):
             print(f"# qwen: not installed ({common.QWEN}); skipped", file=sys.stderr)
             continue
-        for kind in args.hooks.split(","):
-            runs = args.qwen_runs if agent == "qwen" else args.runs
+        runs = args.qwen_runs if agent == "qwen" else args.runs
+        times = {kind: [] for kind in kinds}
+        problems = {kind: [] for kind in kinds}
+        logs = {}
+        for kind in kinds:
             home = os.path.join(tmp, f"home-{agent}-{kind}")
             os.makedirs(os.path.join(home, ".qwen"), exist_ok=True)
-            values, log = settings(kind, tmp, http_url)
+            values, logs[kind] = settings(kind, tmp, http_url)
             with open(os.path.join(home, ".qwen/settings.json"), "w") as f:
                 json.dump(values, f)
-            times, problems = [], []
-            for i in range(runs):
+        # Round-robin over the hook kinds, so the machine's drift falls on all of them.
+        for i in range(runs):
+            for kind in kinds:
+                home, log = os.path.join(tmp, f"home-{agent}-{kind}"), logs[kind]
                 ws = os.path.realpath(tempfile.mkdtemp(dir=tmp, prefix="ws-"))
                 if log and os.path.exists(log):
                     os.unlink(log)
@@ -159,16 +165,17 @@ def main():
                 report = srv.result(args.calls + 1)
                 srv.stop()
                 if code != 0:
-                    problems.append(f"run {i}: exit {code}: {err.strip().splitlines()[-1:]}")
+                    problems[kind].append(f"run {i}: exit {code}: {err.strip().splitlines()[-1:]}")
                 if report.get("requests") != args.calls + 1:
-                    problems.append(f"run {i}: {report.get('requests')} requests")
+                    problems[kind].append(f"run {i}: {report.get('requests')} requests")
                 if kind not in ("none", "true") and hook_calls(kind, log) != args.calls:
-                    problems.append(f"run {i}: the hook ran {hook_calls(kind, log)} times")
-                times.append(wall)
-            walls[(agent, kind)] = statistics.median(times)
+                    problems[kind].append(f"run {i}: the hook ran {hook_calls(kind, log)} times")
+                times[kind].append(wall)
+        for kind in kinds:
+            walls[(agent, kind)] = statistics.median(times[kind])
             print(f"{agent:9} {kind:7} median {walls[(agent, kind)] * 1000:9.1f} ms"
-                  f" (min {min(times) * 1000:.1f}, max {max(times) * 1000:.1f}), runs {runs}")
-            for p in problems[:5]:
+                  f" (min {min(times[kind]) * 1000:.1f}, max {max(times[kind]) * 1000:.1f}), runs {runs}")
+            for p in problems[kind][:5]:
                 print(f"   problem: {p}")
     print(f"\nadded per call ({args.calls} calls, medians):")
     for kind in args.hooks.split(","):
