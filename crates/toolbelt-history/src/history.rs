@@ -247,7 +247,9 @@ impl History {
             .collect())
     }
 
-    fn covers(call: &CheckpointCall) -> bool {
+    /// Whether a checkpoint is taken before `call`: every kind that is not read-only,
+    /// and the read-only kinds that still write a file (`save_memory`).
+    pub fn covers(call: &CheckpointCall) -> bool {
         !call.kind.is_read_only() || WRITING_THINKERS.contains(&call.tool.as_str())
     }
 }

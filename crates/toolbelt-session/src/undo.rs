@@ -72,6 +72,85 @@ pub(crate) fn open(
     (Some(history), Some(checkpoints))
 }
 
+/// The checkpoints of one call run by hand (`toolbelt tools call`): a session of its
+/// own in the project's history, opened only when the call is one a checkpoint covers,
+/// so a read costs nothing. No watcher (the process ends with the call) and no
+/// retention sweep (sessions do that).
+struct OnFirstChange {
+    env: Arc<ToolEnvironment>,
+    project: PathBuf,
+    history: tokio::sync::OnceCell<Option<History>>,
+}
+
+impl OnFirstChange {
+    async fn history(&self) -> Option<&History> {
+        self.history
+            .get_or_init(|| async {
+                if !self.env.settings.general.checkpointing.enabled {
+                    return None;
+                }
+                let session = format!("tools-call-{}", uuid::Uuid::new_v4());
+                let history = history(&self.env, &self.project, &session, false);
+                history.start();
+                Some(history)
+            })
+            .await
+            .as_ref()
+    }
+}
+
+impl Checkpoints for OnFirstChange {
+    fn before_call<'a>(
+        &'a self,
+        call: &'a toolbelt_core::checkpoint::CheckpointCall,
+    ) -> toolbelt_core::BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            if !History::covers(call) {
+                return Ok(());
+            }
+            match self.history().await {
+                Some(history) => history.before_call(call).await,
+                None => Ok(()),
+            }
+        })
+    }
+
+    fn after_call<'a>(
+        &'a self,
+        call: &'a toolbelt_core::checkpoint::CheckpointCall,
+    ) -> toolbelt_core::BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Some(Some(history)) = self.history.get() {
+                history.after_call(call).await;
+            }
+        })
+    }
+
+    fn begin_turn(&self, _turn: toolbelt_core::checkpoint::TurnStart) {}
+}
+
+impl Session {
+    /// The scheduler settings a one-call front end (`toolbelt tools call`) takes from
+    /// the session: its hooks, and file checkpoints taken before a call that may change
+    /// files (so `toolbelt restore` undoes it like an agent's), opened on that call only.
+    pub fn one_call_config(&self) -> toolbelt_core::scheduler::SchedulerConfig {
+        let project = self
+            .env
+            .roots
+            .primary()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        toolbelt_core::scheduler::SchedulerConfig {
+            hooks: self.hooks(),
+            checkpoints: Some(Arc::new(OnFirstChange {
+                env: self.env.clone(),
+                project,
+                history: tokio::sync::OnceCell::new(),
+            })),
+            ..Default::default()
+        }
+    }
+}
+
 /// `toolbelt restore` as data.
 #[derive(Debug, Clone, Default)]
 pub struct RestoreRequest {

@@ -64,8 +64,7 @@ pub(crate) async fn call(
                 why: "there is no terminal to ask on".into(),
                 how: "Pass --yes to approve it, or allow it with a permission rule (`{tool}` in permissions.allow).".into(),
             }),
-            hooks: session.hooks(),
-            ..Default::default()
+            ..session.one_call_config()
         },
     );
     let request = ToolCallRequest {

@@ -385,3 +385,37 @@ async fn control(
         }
     }
 }
+
+/// `toolbelt tools call` takes a checkpoint before a call that changes files, which
+/// `toolbelt restore` undoes like an agent's, and opens no history at all for a read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_call_checkpoints_a_change_and_nothing_for_a_read() {
+    let w = Workspace::new();
+    let ws = w.ws();
+    w.write("a.txt", "old\n");
+    let read_args = json!({"absolute_path": ws.join("a.txt")}).to_string();
+    let read = w
+        .run(&["tools", "call", "read_file", &read_args], &[], None)
+        .await;
+    assert_eq!(read.code, 0, "{}", read.stderr);
+    assert!(!w.dir.path().join("tbhome/history").exists());
+
+    let write_args = json!({"file_path": ws.join("a.txt"), "content": "new\n"}).to_string();
+    let write = w
+        .run(
+            &["tools", "call", "write_file", &write_args, "--yes"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(write.code, 0, "{}", write.stderr);
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "new\n");
+
+    let list = w.run(&["restore", "--list"], &[], None).await;
+    let found = ids(&list.stdout);
+    assert_eq!(found.len(), 1, "{}", list.stdout);
+    assert!(list.stdout.contains("write_file"), "{}", list.stdout);
+    let done = w.run(&["restore", &found[0], "--yes"], &[], None).await;
+    assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "old\n");
+}
