@@ -108,6 +108,9 @@ pub struct Toolset {
     pub when_context: Option<WhenContext>,
     /// The workspace's hooks (its settings'), run around every call; `None` without any.
     pub hooks: Option<Arc<dyn toolbelt_core::hooks::HookRunner>>,
+    /// The workspace's file checkpoints, taken before every call that may change files
+    /// (`toolbelt restore` undoes them); `None`: none are taken.
+    pub checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
 }
 
 /// The when-clause context keys of a workspace in an approval mode.

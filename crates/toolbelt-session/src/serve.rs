@@ -196,6 +196,7 @@ impl ServeWorkspaces {
         session.apply_when(mode);
         let when_context = when_context(&session, mode);
         let hooks = session.hooks();
+        let checkpoints = session.lazy_checkpoints("mcp-serve", true);
         let Session {
             env,
             registry,
@@ -210,6 +211,7 @@ impl ServeWorkspaces {
             warnings,
             when_context: Some(when_context),
             hooks,
+            checkpoints: Some(checkpoints),
         })
     }
 

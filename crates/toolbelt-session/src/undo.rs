@@ -72,13 +72,15 @@ pub(crate) fn open(
     (Some(history), Some(checkpoints))
 }
 
-/// The checkpoints of one call run by hand (`toolbelt tools call`): a session of its
-/// own in the project's history, opened only when the call is one a checkpoint covers,
-/// so a read costs nothing. No watcher (the process ends with the call) and no
-/// retention sweep (sessions do that).
+/// The checkpoints of a front end without a session of the agent's (`toolbelt tools
+/// call`, `toolbelt mcp serve`): a session of its own in the project's history, opened
+/// on the first call a checkpoint covers, so reads cost nothing. No retention sweep
+/// (agent sessions do that); a watcher only when asked (not for one call).
 struct OnFirstChange {
     env: Arc<ToolEnvironment>,
     project: PathBuf,
+    session: String,
+    watch: bool,
     history: tokio::sync::OnceCell<Option<History>>,
 }
 
@@ -89,8 +91,7 @@ impl OnFirstChange {
                 if !self.env.settings.general.checkpointing.enabled {
                     return None;
                 }
-                let session = format!("tools-call-{}", uuid::Uuid::new_v4());
-                let history = history(&self.env, &self.project, &session, false);
+                let history = history(&self.env, &self.project, &self.session, self.watch);
                 history.start();
                 Some(history)
             })
@@ -134,20 +135,29 @@ impl Session {
     /// the session: its hooks, and file checkpoints taken before a call that may change
     /// files (so `toolbelt restore` undoes it like an agent's), opened on that call only.
     pub fn one_call_config(&self) -> toolbelt_core::scheduler::SchedulerConfig {
+        toolbelt_core::scheduler::SchedulerConfig {
+            hooks: self.hooks(),
+            checkpoints: Some(self.lazy_checkpoints("tools-call", false)),
+            ..Default::default()
+        }
+    }
+
+    /// File checkpoints under a session of their own (`<prefix>-<uuid>`), opened on the
+    /// first call that may change files; with a watcher (`watch`) for a long-lived
+    /// front end.
+    pub(crate) fn lazy_checkpoints(&self, prefix: &str, watch: bool) -> Arc<dyn Checkpoints> {
         let project = self
             .env
             .roots
             .primary()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        toolbelt_core::scheduler::SchedulerConfig {
-            hooks: self.hooks(),
-            checkpoints: Some(Arc::new(OnFirstChange {
-                env: self.env.clone(),
-                project,
-                history: tokio::sync::OnceCell::new(),
-            })),
-            ..Default::default()
-        }
+        Arc::new(OnFirstChange {
+            env: self.env.clone(),
+            project,
+            session: format!("{prefix}-{}", uuid::Uuid::new_v4()),
+            watch,
+            history: tokio::sync::OnceCell::new(),
+        })
     }
 }
 

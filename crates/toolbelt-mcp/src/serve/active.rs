@@ -218,6 +218,7 @@ impl Connection {
                     why: format!("{why} (approval mode {})", toolset.mode),
                     how: self.options.how_to_allow.clone(),
                 }),
+                checkpoints: toolset.checkpoints.clone(),
                 hooks: toolset.hooks.clone().map(|inner| {
                     Arc::new(InClientSession {
                         inner,

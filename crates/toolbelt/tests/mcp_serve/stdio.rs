@@ -320,3 +320,64 @@ async fn an_oversized_request_gets_an_error_naming_the_limit_and_serving_goes_on
     );
     assert!(!ws.ws().join("big.txt").exists());
 }
+
+/// An MCP client's change is checkpointed like an agent's: `toolbelt restore` undoes
+/// it. A read opens no history.
+#[tokio::test]
+async fn a_clients_change_is_checkpointed_and_toolbelt_restore_undoes_it() {
+    let w = Ws::new();
+    let ws = w.ws();
+    w.write(&ws.join("a.txt"), "old\n");
+    let service = w
+        .connect(
+            TestClient::new(Answer::CannotAsk),
+            &["--approval-mode", "yolo"],
+        )
+        .await;
+    let read = call(
+        &service,
+        "read_file",
+        json!({"absolute_path": ws.join("a.txt")}),
+    )
+    .await;
+    assert!(!is_error(&read), "{}", text(&read));
+    assert!(!w.dir.path().join("tbhome/history").exists());
+    let wrote = call(
+        &service,
+        "write_file",
+        json!({"file_path": ws.join("a.txt"), "content": "new\n"}),
+    )
+    .await;
+    assert!(!is_error(&wrote), "{}", text(&wrote));
+    service.cancel().await.unwrap();
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "new\n");
+
+    let toolbelt = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(args)
+            .current_dir(&ws)
+            .env("HOME", w.dir.path().join("home"))
+            .env("TOOLBELT_HOME", w.dir.path().join("tbhome"))
+            .env(
+                "TOOLBELT_SYSTEM_SETTINGS_PATH",
+                w.dir.path().join("none.json"),
+            )
+            .output()
+            .unwrap()
+    };
+    let list = toolbelt(&["restore", "--list"]);
+    let list = String::from_utf8_lossy(&list.stdout).to_string();
+    let ids: Vec<&str> = list
+        .lines()
+        .filter(|l| l.contains("before write_file"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(ids.len(), 1, "{list}");
+    let done = toolbelt(&["restore", ids[0], "--yes"]);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "old\n");
+}
