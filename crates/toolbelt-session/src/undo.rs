@@ -146,14 +146,9 @@ impl Session {
     /// first call that may change files; with a watcher (`watch`) for a long-lived
     /// front end.
     pub(crate) fn lazy_checkpoints(&self, prefix: &str, watch: bool) -> Arc<dyn Checkpoints> {
-        let project = self
-            .env
-            .roots
-            .primary()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
         Arc::new(OnFirstChange {
             env: self.env.clone(),
-            project,
+            project: self.project(),
             session: format!("{prefix}-{}", uuid::Uuid::new_v4()),
             watch,
             history: tokio::sync::OnceCell::new(),

@@ -352,20 +352,7 @@ async fn a_clients_change_is_checkpointed_and_toolbelt_restore_undoes_it() {
     service.cancel().await.unwrap();
     assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "new\n");
 
-    let toolbelt = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_toolbelt"))
-            .args(args)
-            .current_dir(&ws)
-            .env("HOME", w.dir.path().join("home"))
-            .env("TOOLBELT_HOME", w.dir.path().join("tbhome"))
-            .env(
-                "TOOLBELT_SYSTEM_SETTINGS_PATH",
-                w.dir.path().join("none.json"),
-            )
-            .output()
-            .unwrap()
-    };
-    let list = toolbelt(&["restore", "--list"]);
+    let list = w.toolbelt(&["restore", "--list"]).output().await.unwrap();
     let list = String::from_utf8_lossy(&list.stdout).to_string();
     let ids: Vec<&str> = list
         .lines()
@@ -373,7 +360,11 @@ async fn a_clients_change_is_checkpointed_and_toolbelt_restore_undoes_it() {
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert_eq!(ids.len(), 1, "{list}");
-    let done = toolbelt(&["restore", ids[0], "--yes"]);
+    let done = w
+        .toolbelt(&["restore", ids[0], "--yes"])
+        .output()
+        .await
+        .unwrap();
     assert!(
         done.status.success(),
         "{}",

@@ -52,10 +52,15 @@ impl Ws {
 
     /// `toolbelt mcp serve ARGS` in the workspace with a clean environment.
     pub fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = self.toolbelt(&["mcp", "serve"]);
+        cmd.args(args);
+        cmd
+    }
+
+    /// `toolbelt ARGS` in the workspace with the same clean environment.
+    pub fn toolbelt(&self, args: &[&str]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolbelt"));
-        cmd.arg("mcp")
-            .arg("serve")
-            .args(args)
+        cmd.args(args)
             .current_dir(self.ws())
             .env("HOME", self.dir.path().join("home"))
             .env("TOOLBELT_HOME", self.dir.path().join("tbhome"))
