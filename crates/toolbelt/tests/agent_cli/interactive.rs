@@ -599,9 +599,11 @@ async fn quitting_leaves_the_terminal_clean_and_nothing_in_its_input() {
             let pty = start_under_shell(&w, &server);
             pty.line("say hello");
             finished_answer(&pty, "Hello from the model.");
-            for k in keys_to_quit {
+            for (i, k) in keys_to_quit.iter().enumerate() {
                 pty.send(k);
-                if *k == keys::CTRL_C {
+                // After the first press only: the second quits, and the notice may be
+                // gone (the viewport cleared) before the screen is looked at.
+                if *k == keys::CTRL_C && i + 1 < keys_to_quit.len() {
                     pty.wait_for("press Ctrl-C again to quit");
                 }
             }
