@@ -97,6 +97,19 @@ def settings(kind, tmp, http_url):
     return base, (None if kind in ("http", "true") else log)
 
 
+def spawn_floor(env, n=50):
+    """Starting `true` and waiting for it, nothing else (posix_spawnp + waitpid, as the
+    kernel and libc allow): what any command hook costs at least, measured in the same run."""
+    import time
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        pid = os.posix_spawnp("true", ["true"], env)
+        os.waitpid(pid, 0)
+        times.append(time.perf_counter() - start)
+    return times
+
+
 def hook_calls(kind, log):
     if kind == "http":
         return Counting.calls
@@ -131,6 +144,7 @@ def main():
     session = os.path.join(tmp, "session.jsonl")
     script(session, args.calls)
     walls = {}
+    floor = []
     kinds = args.hooks.split(",")
     for agent in args.agents.split(","):
         if agent == "qwen" and not os.path.exists(common.QWEN):
@@ -171,6 +185,7 @@ def main():
                 if kind not in ("none", "true") and hook_calls(kind, log) != args.calls:
                     problems[kind].append(f"run {i}: the hook ran {hook_calls(kind, log)} times")
                 times[kind].append(wall)
+            floor += spawn_floor({"PATH": os.environ["PATH"]})
         for kind in kinds:
             walls[(agent, kind)] = statistics.median(times[kind])
             print(f"{agent:9} {kind:7} median {walls[(agent, kind)] * 1000:9.1f} ms"
@@ -189,6 +204,11 @@ def main():
         if len(row) == 2 and row[0][1] > 0:
             text += f"  (ratio {row[1][1] / row[0][1]:.1f}x)"
         print(f"  {kind:7} {text}")
+    if floor:
+        floor.sort()
+        print(f"\nspawn floor (`true` started and waited for, {len(floor)} times through the runs):"
+              f" median {statistics.median(floor) * 1000:.2f} ms,"
+              f" p10 {floor[len(floor) // 10] * 1000:.2f} ms")
     server.shutdown()
 
 

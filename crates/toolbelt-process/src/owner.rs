@@ -85,6 +85,12 @@ pub struct Owner {
     marker: String,
     leader: Mutex<Option<ProcStat>>,
     seen: Mutex<HashSet<(u32, u64)>>,
+    /// When the owner was made ([`procfs::ticks_since_boot`]). Its marker exists from then
+    /// on only, so a process started earlier cannot carry it, and its environment is
+    /// not read: the guardian, servers and older jobs cost a sweep nothing, however many
+    /// there are and whatever their environment (one started with `env -i` would
+    /// otherwise cost [`procfs::environ`]'s whole re-read window at every sweep).
+    born: Option<u64>,
 }
 
 impl Default for Owner {
@@ -104,6 +110,7 @@ impl Owner {
             marker: format!("{}.{n}", crate::guardian::instance_token()),
             leader: Mutex::new(None),
             seen: Mutex::new(HashSet::new()),
+            born: procfs::ticks_since_boot(),
         }
     }
 
@@ -190,7 +197,8 @@ impl Owner {
                 leader.is_some_and(|l| l.pid == p.pid && l.start_time == p.start_time)
                     || group == Some(p.pgid)
                     || seen.contains(&(p.pid, p.start_time))
-                    || procfs::has_env(p.pid, OWNER_VAR, &self.marker)
+                    || (self.born.is_none_or(|born| p.start_time >= born)
+                        && procfs::has_env(p.pid, OWNER_VAR, &self.marker))
             })
             .map(|p| p.pid)
             .collect();

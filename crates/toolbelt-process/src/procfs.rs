@@ -49,6 +49,18 @@ fn parse_stat(pid: u32, text: &str) -> Option<ProcStat> {
     })
 }
 
+/// Now, in the unit of [`ProcStat::start_time`]: clock ticks of the boot-time clock.
+/// A process started after this call has a start time at least this value (both are
+/// the same clock, rounded down to whole ticks), so one whose start time is smaller was
+/// running before. `None` where the clock cannot be read.
+pub fn ticks_since_boot() -> Option<u64> {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    let per_second = u64::try_from(rustix::param::clock_ticks_per_second()).ok()?;
+    let nanos = u128::from(u64::try_from(now.tv_sec).ok()?) * 1_000_000_000
+        + u128::from(u64::try_from(now.tv_nsec).ok()?);
+    u64::try_from(nanos * u128::from(per_second) / 1_000_000_000).ok()
+}
+
 /// Every process the system shows us, in no particular order.
 pub fn all() -> Vec<ProcStat> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -203,6 +215,26 @@ pub fn name(pid: u32) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_boot_clock_orders_processes_as_their_start_times_do() {
+        let before = ticks_since_boot().expect("the boot-time clock");
+        let me = stat(std::process::id()).expect("our own stat");
+        assert!(me.start_time <= before, "{} > {before}", me.start_time);
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep");
+        let started = stat(child.id()).map(|p| p.start_time);
+        let after = ticks_since_boot().expect("the boot-time clock");
+        let _ = child.kill();
+        let _ = child.wait();
+        let started = started.expect("the child's stat");
+        assert!(
+            before <= started && started <= after,
+            "{before} <= {started} <= {after}"
+        );
+    }
 
     #[test]
     fn stat_fields_are_read_after_the_last_parenthesis() {

@@ -145,6 +145,12 @@ impl CallHooks {
     async fn run(&self, request: HookRequest, cancel: &CancellationToken) -> HookOutcome {
         let event = request.event;
         let outcome = self.runner.run(request, cancel.clone()).await;
+        self.report(event, &outcome);
+        outcome
+    }
+
+    /// Shows the person what the hooks of `event` said (their messages, a stop).
+    fn report(&self, event: HookEvent, outcome: &HookOutcome) {
         for message in outcome.messages(event) {
             if event != HookEvent::PermissionDenied || message.failure {
                 self.emit(message);
@@ -158,7 +164,6 @@ impl CallHooks {
                 format!("a hook stopped the agent: {stop}"),
             ));
         }
-        outcome
     }
 
     fn emit(&self, message: HookMessage) {
@@ -407,9 +412,12 @@ impl Scheduler {
         hooks.run(request, cancel).await;
     }
 
-    /// Notification (`permission_prompt`) while `ask` waits for the person; ends when
-    /// `cancel` does (the question was answered).
-    pub(super) async fn notify_question(
+    /// Notification (`permission_prompt`) as `ask` is put to the person. It runs on a
+    /// task of its own to its own end (its time limit, or `cancel`: the call's): the
+    /// question never waits for it, and a quick answer does not cut short a hook that is
+    /// still sending its notification (Claude Code and Qwen Code let it finish too).
+    /// Its processes are ended with its run, like every hook's.
+    pub(super) fn notify_question(
         &self,
         call: &Validated<'_>,
         ask: &ApprovalRequest,
@@ -439,7 +447,13 @@ impl Scheduler {
             .field("notification_type", kind);
         request.target = Some(kind.to_string());
         request.permission_mode = Some(hooks.mode.hook_name().to_string());
-        hooks.run(request, cancel).await;
+        // Started here (the request is the runner's before the question is put), run
+        // to its end on a task of its own.
+        let running = hooks.runner.run(request, cancel.clone());
+        tokio::spawn(async move {
+            let outcome = running.await;
+            hooks.report(event, &outcome);
+        });
     }
 }
 

@@ -323,16 +323,10 @@ impl Scheduler {
             tool: ask.tool.clone(),
             details: ask.details.clone(),
         });
-        // The person's hooks hear of the question (Notification) while it waits; once
-        // it is answered, what they still do is cut short.
-        let notified = cancel.child_token();
-        let asking = async {
-            let answer = approver.approve(&ask).await;
-            notified.cancel();
-            answer
-        };
+        // The person's hooks hear of the question (Notification) beside it.
+        self.notify_question(call, &ask, cancel);
         let answer = tokio::select! {
-            (answer, ()) = async { tokio::join!(asking, self.notify_question(call, &ask, &notified)) } => answer,
+            answer = approver.approve(&ask) => answer,
             _ = cancel.cancelled() => return Verdict::Cancelled(cancelled_error()),
         };
         let outcome = answer.outcome;

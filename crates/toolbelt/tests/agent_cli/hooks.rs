@@ -678,7 +678,7 @@ async fn every_event_of_a_headless_run_reaches_a_logging_hook() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_interactive_agent_lists_its_hooks_and_fires_compact_idle_and_end() {
+async fn the_interactive_agent_lists_its_hooks_and_fires_compact_idle_permission_and_end() {
     use crate::pty::{Pty, keys};
     let w = Workspace::new();
     let log = w.dir.path().join("events.log");
@@ -707,6 +707,8 @@ async fn the_interactive_agent_lists_its_hooks_and_fires_compact_idle_and_end() 
     let server = FakeOpenAi::start(vec![
         Reply::text("The answer is 42."),
         Reply::text("SUMMARY: the answer was 42."),
+        shell("s1", "touch asked.txt"),
+        Reply::text("Made it."),
     ])
     .await
     .unwrap();
@@ -737,6 +739,26 @@ async fn the_interactive_agent_lists_its_hooks_and_fires_compact_idle_and_end() 
         });
         pty.line("/compress");
         pty.wait_for("Compressed the conversation");
+        // A question for the person: Notification `permission_prompt` while it waits.
+        pty.line("make the file");
+        pty.wait_for("1. Allow once");
+        pty.send(keys::ENTER);
+        pty.wait_until("the answer after the call", |s| {
+            s.contains("Made it.") && !s.contains("esc to cancel")
+        });
+        assert!(w.ws().join("asked.txt").exists());
+        // Answered at once, the hook still ran to its end (it was not cut short).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("Notification permission_prompt")
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the permission_prompt notification never finished"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         pty.send(keys::CTRL_D);
         assert_eq!(pty.wait_exit(), 0);
     });
@@ -747,6 +769,7 @@ async fn the_interactive_agent_lists_its_hooks_and_fires_compact_idle_and_end() 
         "Notification idle_prompt",
         "PreCompact manual",
         "SessionStart compact",
+        "Notification permission_prompt",
         "SessionEnd prompt_input_exit",
     ] {
         assert!(lines.contains(&expected), "{expected} not in {lines:?}");
