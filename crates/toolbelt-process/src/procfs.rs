@@ -55,7 +55,7 @@ fn parse_stat(pid: u32, text: &str) -> Option<ProcStat> {
 /// running before. `None` where the clock cannot be read.
 pub fn ticks_since_boot() -> Option<u64> {
     let now = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    let per_second = u64::try_from(rustix::param::clock_ticks_per_second()).ok()?;
+    let per_second = rustix::param::clock_ticks_per_second();
     let nanos = u128::from(u64::try_from(now.tv_sec).ok()?) * 1_000_000_000
         + u128::from(u64::try_from(now.tv_nsec).ok()?);
     u64::try_from(nanos * u128::from(per_second) / 1_000_000_000).ok()

@@ -135,6 +135,9 @@ pub fn connection_logs_dir(session_dir: &Path) -> PathBuf {
     session_dir.with_file_name(name)
 }
 
+/// How long a job's end waits for its log's copy once its shell exited.
+const LOG_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl JobTable {
     /// An empty table. Without `kill_on_drop` its jobs outlive the session
     /// (`tools.shell.killBackgroundOnExit` off).
@@ -147,6 +150,11 @@ impl JobTable {
         }
     }
 
+    /// Whether its jobs end with the session (`tools.shell.killBackgroundOnExit`).
+    pub(crate) fn kills_on_exit(&self) -> bool {
+        self.kill_on_drop
+    }
+
     /// A fresh job id (`bg_1`, `bg_2`, …).
     pub fn next_id(&self) -> String {
         format!("bg_{}", self.next_id.fetch_add(1, Ordering::Relaxed))
@@ -154,8 +162,16 @@ impl JobTable {
 
     /// Records a started job and watches it: when the child exits, its status and exit
     /// code are recorded (and the child reaped). `owner` is the one the job's shell was
-    /// spawned with.
-    pub fn add(&self, job: Job, mut child: tokio::process::Child, owner: Owner) -> Job {
+    /// spawned with. `log_copied`, when the log is written through a copy, completes when
+    /// the copy is done: the job reads as ended only then (for at most [`LOG_DRAIN`]
+    /// after its shell exited: a process it left running may hold the pipe open).
+    pub(crate) fn add(
+        &self,
+        job: Job,
+        mut child: tokio::process::Child,
+        owner: Owner,
+        log_copied: Option<tokio::sync::oneshot::Receiver<()>>,
+    ) -> Job {
         if !self.kill_on_drop {
             owner.keep_on_exit();
         }
@@ -172,6 +188,9 @@ impl JobTable {
         tokio::spawn(async move {
             use std::os::unix::process::ExitStatusExt;
             let status = child.wait().await;
+            if let Some(copied) = log_copied {
+                let _ = tokio::time::timeout(LOG_DRAIN, copied).await;
+            }
             entry.settle(match status {
                 _ if entry.stopping.load(Ordering::SeqCst) => JobStatus::Stopped,
                 Ok(s) => JobStatus::Exited {

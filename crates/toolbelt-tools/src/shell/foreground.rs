@@ -66,7 +66,7 @@ impl ShellCall {
         let pgid = running.pid;
         let mut child = running.child;
         let mut reader = running.output;
-        let mut capture = OutputCapture::new(&self.env.output, log_path);
+        let mut capture = OutputCapture::new(&self.env.output, log_path, self.log_cap);
         let mut live = LiveOutput::new(&ctx);
         let deadline = tokio::time::Instant::from_std(started + self.timeout);
         let mut ending: Option<Ending> = None;

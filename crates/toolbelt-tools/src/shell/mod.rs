@@ -37,6 +37,7 @@ use toolbelt_core::{
 pub(crate) mod background;
 pub(crate) mod command_parse;
 mod foreground;
+pub(crate) mod log_cap;
 pub(crate) mod output;
 pub(crate) mod process;
 pub(crate) mod read_only;
@@ -91,6 +92,8 @@ pub struct RunShellCommand {
     jobs: Arc<JobTable>,
     /// What the kernel can enforce; `None` detects it (once per process).
     support: Option<SandboxSupport>,
+    /// Bytes a command's log holds at most ([`log_cap`]).
+    log_cap: u64,
 }
 
 impl RunShellCommand {
@@ -103,7 +106,15 @@ impl RunShellCommand {
             schema,
             jobs: Arc::new(JobTable::new(kill_on_exit)),
             support: None,
+            log_cap: log_cap::LOG_CAP,
         }
+    }
+
+    /// The same tool with logs of at most `bytes` (a test's small limit).
+    #[cfg(test)]
+    pub(crate) fn with_log_cap(mut self, bytes: u64) -> Self {
+        self.log_cap = bytes;
+        self
     }
 
     /// The same tool judging sandbox support by `support` instead of the kernel's (a
@@ -236,6 +247,7 @@ impl Tool for RunShellCommand {
             background,
             timeout: Duration::from_millis(timeout_ms),
             support: self.support.clone(),
+            log_cap: self.log_cap,
         }))
     }
 }
@@ -250,6 +262,7 @@ struct ShellCall {
     background: bool,
     timeout: Duration,
     support: Option<SandboxSupport>,
+    log_cap: u64,
 }
 
 impl Invocation for ShellCall {
@@ -424,13 +437,14 @@ impl ShellCall {
             }
         };
         let owner = process::Owner::new();
-        let running = match process::spawn(
-            &self.command,
-            &self.cwd,
-            OutputTarget::File(file),
-            sandbox,
-            &owner,
-        ) {
+        // Through a capped copy while toolbelt outlives the job; a kept job writes its
+        // log itself (see `log_cap`).
+        let target = if self.jobs.kills_on_exit() {
+            OutputTarget::CappedFile(file, self.log_cap)
+        } else {
+            OutputTarget::File(file)
+        };
+        let running = match process::spawn(&self.command, &self.cwd, target, sandbox, &owner) {
             Ok(r) => r,
             Err(e) => return self.spawn_error(&e),
         };
@@ -446,6 +460,7 @@ impl ShellCall {
             },
             running.child,
             owner,
+            running.log_copied,
         );
         let text = format!(
             "Background command started.\nid: {id}\nCommand: {}\nDirectory: {}\nPID: {}\nProcess Group PGID: {}\nOutput file: {}\n\

@@ -14,10 +14,12 @@
 //! first 4 KiB is binary: it is summarised, never dumped.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use toolbelt_core::OutputPolicy;
+
+use super::log_cap::CappedLog;
 
 /// How much of the start of the stream is sniffed for binary content.
 const SNIFF_LEN: u64 = 4096;
@@ -34,7 +36,10 @@ pub(crate) struct OutputCapture {
     total_newlines: u64,
     binary: bool,
     log_path: PathBuf,
-    log: Option<BufWriter<File>>,
+    log: Option<CappedLog<BufWriter<File>>>,
+    log_cap: u64,
+    /// Bytes the log left out (past its cap), known once it is finished.
+    log_left_out: u64,
     log_error: Option<String>,
     /// Whether bytes were dropped from memory (the log then holds the only full copy).
     dropped: bool,
@@ -54,8 +59,9 @@ pub(crate) struct CapturedOutput {
 
 impl OutputCapture {
     /// A capture whose head and tail together hold a little more than the policy's
-    /// character budget (as bytes, up to four per character), spilling to `log_path`.
-    pub(crate) fn new(policy: &OutputPolicy, log_path: PathBuf) -> Self {
+    /// character budget (as bytes, up to four per character), spilling to `log_path`
+    /// (at most `log_cap` bytes of it, see [`super::log_cap`]).
+    pub(crate) fn new(policy: &OutputPolicy, log_path: PathBuf, log_cap: u64) -> Self {
         let keep = policy.max_chars.saturating_mul(4).clamp(MIN_KEEP, MAX_KEEP);
         OutputCapture {
             head: Vec::new(),
@@ -66,6 +72,8 @@ impl OutputCapture {
             binary: false,
             log_path,
             log: None,
+            log_cap,
+            log_left_out: 0,
             log_error: None,
             dropped: false,
         }
@@ -90,7 +98,7 @@ impl OutputCapture {
         self.total_bytes += chunk.len() as u64;
         self.total_newlines += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
         if let Some(log) = &mut self.log
-            && let Err(e) = log.write_all(chunk)
+            && let Err(e) = log.write(chunk)
         {
             self.log_error = Some(e.to_string());
             self.log = None;
@@ -125,10 +133,9 @@ impl OutputCapture {
             .and_then(|()| File::create(&self.log_path));
         match opened {
             Ok(file) => {
-                let mut log = BufWriter::with_capacity(256 * 1024, file);
-                let written = log
-                    .write_all(&self.head)
-                    .and_then(|()| log.write_all(&self.tail));
+                let mut log =
+                    CappedLog::new(BufWriter::with_capacity(256 * 1024, file), self.log_cap);
+                let written = log.write(&self.head).and_then(|()| log.write(&self.tail));
                 match written {
                     Ok(()) => self.log = Some(log),
                     Err(e) => self.log_error = Some(e.to_string()),
@@ -190,6 +197,7 @@ impl OutputCapture {
             self.total_bytes,
             self.total_newlines,
             log_path.as_deref(),
+            self.log_left_out,
             &self.log_note(),
         );
         CapturedOutput {
@@ -202,8 +210,9 @@ impl OutputCapture {
     }
 
     fn flush_log(&mut self) -> Option<PathBuf> {
-        let mut log = self.log.take()?;
-        match log.flush() {
+        let log = self.log.take()?;
+        self.log_left_out = log.left_out();
+        match log.finish() {
             Ok(()) => Some(self.log_path.clone()),
             Err(e) => {
                 self.log_error = Some(e.to_string());
@@ -241,6 +250,7 @@ fn cut_to_budget(
     total_bytes: u64,
     total_newlines: u64,
     log_path: Option<&Path>,
+    log_left_out: u64,
     log_note: &str,
 ) -> String {
     let max_chars = policy.max_chars.min(text.len());
@@ -252,6 +262,11 @@ fn cut_to_budget(
     let head = take_head(text, head_chars, head_lines);
     let tail = take_tail(&text[head.len()..], tail_chars, tail_lines);
     let where_ = match log_path {
+        Some(p) if log_left_out > 0 => format!(
+            "The first {} bytes of the output are saved in {} (the {log_left_out} bytes after them were not: the log's limit); read it with read_file (offset and limit) or search it with grep_search.",
+            total_bytes - log_left_out,
+            p.display()
+        ),
         Some(p) => format!(
             "The full output is saved in {}; read it with read_file (offset and limit) or search it with grep_search.",
             p.display()

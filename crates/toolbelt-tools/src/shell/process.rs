@@ -41,8 +41,11 @@ pub(crate) const EXTRA_ENV: &[(&str, &str)] = &[
 pub(crate) enum OutputTarget {
     /// A pipe the caller reads (foreground commands).
     Pipe,
-    /// A file (background jobs: nothing needs to read while the job runs).
+    /// A file the command writes itself (a background job kept past toolbelt's exit).
     File(std::fs::File),
+    /// A file written through a pipe by a thread of toolbelt's, at most this many bytes
+    /// (background jobs; see `log_cap`).
+    CappedFile(std::fs::File, u64),
 }
 
 /// A started command.
@@ -52,6 +55,8 @@ pub(crate) struct RunningShell {
     pub pid: u32,
     /// The read end of the output pipe, for [`OutputTarget::Pipe`].
     pub output: Option<pipe::Receiver>,
+    /// Completes when the copy into the log is done, for [`OutputTarget::CappedFile`].
+    pub log_copied: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 /// The shell to run commands with: bash when present, else sh.
@@ -76,6 +81,7 @@ pub(crate) fn spawn(
     cmd.args([OsStr::new("-c"), OsStr::new(command)])
         .current_dir(cwd)
         .envs(EXTRA_ENV.iter().copied());
+    let mut log_copied = None;
     let reader = match target {
         OutputTarget::Pipe => {
             let (reader, writer) = io::pipe()?;
@@ -84,6 +90,22 @@ pub(crate) fn spawn(
         }
         OutputTarget::File(file) => {
             cmd.stdout(file.try_clone()?).stderr(file);
+            None
+        }
+        OutputTarget::CappedFile(file, cap) => {
+            // The copy starts before the command and ends at end-of-file: when the
+            // command's processes are done writing, or at once if it never starts.
+            // Where no thread can be started, the command writes the file itself.
+            let (reader, writer) = io::pipe()?;
+            match super::log_cap::copy_to_log(reader, file.try_clone()?, cap) {
+                Ok(copied) => {
+                    cmd.stdout(writer.try_clone()?).stderr(writer);
+                    log_copied = Some(copied);
+                }
+                Err(_) => {
+                    cmd.stdout(file.try_clone()?).stderr(file);
+                }
+            }
             None
         }
     };
@@ -100,5 +122,10 @@ pub(crate) fn spawn(
         Some(r) => Some(pipe::Receiver::from_owned_fd(r.into())?),
         None => None,
     };
-    Ok(RunningShell { child, pid, output })
+    Ok(RunningShell {
+        child,
+        pid,
+        output,
+        log_copied,
+    })
 }

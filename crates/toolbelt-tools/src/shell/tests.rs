@@ -314,6 +314,46 @@ async fn read_only_lines_need_no_confirmation() {
 }
 
 #[tokio::test]
+async fn a_jobs_log_stops_at_its_cap_and_is_whole_when_the_job_reads_as_ended() {
+    let mut f = fixture();
+    f.tool = RunShellCommand::new(f.env.clone()).with_log_cap(1000);
+    // 1 MiB of output, more than a pipe holds, from a job that exits at once after it.
+    let r = f
+        .run_args(json!({"command": "head -c 1048576 /dev/zero | tr '\\0' x; echo; echo done", "is_background": true}))
+        .await;
+    let text = r.llm_text();
+    let id = text.lines().find_map(|l| l.strip_prefix("id: ")).unwrap();
+    let job = f.tool.jobs().wait(id).await.unwrap();
+    assert_eq!(
+        job.status,
+        JobStatus::Exited {
+            code: Some(0),
+            signal: None
+        }
+    );
+    let log = std::fs::read_to_string(&job.log_path).unwrap();
+    assert_eq!(
+        log,
+        format!(
+            "{}\n[toolbelt: this log stops after its first 1000 bytes; the {} bytes of output after them were not saved]\n",
+            "x".repeat(1000),
+            1_048_576 + 6 - 1000
+        )
+    );
+    // A job within the cap: its log is its output exactly.
+    let r = f
+        .run_args(json!({"command": "echo started; echo to-stderr >&2", "is_background": true}))
+        .await;
+    let text = r.llm_text();
+    let id = text.lines().find_map(|l| l.strip_prefix("id: ")).unwrap();
+    let job = f.tool.jobs().wait(id).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&job.log_path).unwrap(),
+        "started\nto-stderr\n"
+    );
+}
+
+#[tokio::test]
 async fn background_job_lifecycle() {
     let f = fixture();
     let r = f

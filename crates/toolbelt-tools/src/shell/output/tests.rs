@@ -1,6 +1,7 @@
 use std::path::PathBuf;
 
 use super::*;
+use crate::shell::log_cap::LOG_CAP;
 
 fn policy(max_chars: usize, max_lines: usize) -> OutputPolicy {
     OutputPolicy::new(max_chars, max_lines, PathBuf::from("/nonexistent"))
@@ -10,7 +11,7 @@ fn policy(max_chars: usize, max_lines: usize) -> OutputPolicy {
 fn small_output_is_kept_whole_without_a_log() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("x.log");
-    let mut c = OutputCapture::new(&policy(1000, 100), log.clone());
+    let mut c = OutputCapture::new(&policy(1000, 100), log.clone(), LOG_CAP);
     c.push(b"one\n");
     c.push(b"two\n");
     let out = c.finish(&policy(1000, 100));
@@ -25,7 +26,7 @@ fn memory_stays_bounded_and_the_log_holds_everything() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("sub/x.log");
     let p = policy(1000, 50);
-    let mut c = OutputCapture::new(&p, log.clone());
+    let mut c = OutputCapture::new(&p, log.clone(), LOG_CAP);
     let line = b"0123456789abcdef0123456789abcdef0123456789abcdef012345678\n";
     let mut expected = 0u64;
     for _ in 0..200_000 {
@@ -47,11 +48,42 @@ fn memory_stays_bounded_and_the_log_holds_everything() {
 }
 
 #[test]
+fn the_log_stops_at_its_cap_and_the_result_still_ends_with_the_last_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("x.log");
+    let p = policy(1000, 50);
+    let cap = 300_000;
+    let mut c = OutputCapture::new(&p, log.clone(), cap);
+    let line = b"0123456789abcdef0123456789abcdef0123456789abcdef012345678\n";
+    for _ in 0..20_000 {
+        c.push(line);
+    }
+    c.push(b"the end");
+    let total = 20_000 * line.len() as u64 + 7;
+    let out = c.finish(&p);
+    let saved = std::fs::read(&log).unwrap();
+    let note = format!(
+        "\n[toolbelt: this log stops after its first {cap} bytes; the {} bytes of output after them were not saved]\n",
+        total - cap
+    );
+    assert_eq!(saved.len() as u64, cap + note.len() as u64);
+    assert!(saved.ends_with(note.as_bytes()));
+    assert!(saved.starts_with(line));
+    assert!(
+        out.text
+            .contains(&format!("The first {cap} bytes of the output are saved in")),
+        "{}",
+        out.text
+    );
+    assert!(out.text.ends_with("the end"));
+}
+
+#[test]
 fn output_over_the_budget_but_in_memory_is_still_saved() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("x.log");
     let p = policy(100, 1000);
-    let mut c = OutputCapture::new(&p, log.clone());
+    let mut c = OutputCapture::new(&p, log.clone(), LOG_CAP);
     let text = "word ".repeat(200);
     c.push(text.as_bytes());
     let out = c.finish(&p);
@@ -63,7 +95,7 @@ fn output_over_the_budget_but_in_memory_is_still_saved() {
 fn binary_is_detected_in_the_first_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let p = policy(1000, 100);
-    let mut c = OutputCapture::new(&p, dir.path().join("b.log"));
+    let mut c = OutputCapture::new(&p, dir.path().join("b.log"), LOG_CAP);
     c.push(b"PK\x03\x04\x00\x00binary");
     let out = c.finish(&p);
     assert!(out.binary);
@@ -72,7 +104,7 @@ fn binary_is_detected_in_the_first_bytes() {
         "{}",
         out.text
     );
-    let mut c = OutputCapture::new(&p, dir.path().join("t.log"));
+    let mut c = OutputCapture::new(&p, dir.path().join("t.log"), LOG_CAP);
     c.push(&vec![b'a'; 5000]);
     c.push(b"\x00 late NUL is not a sniff");
     assert!(!c.finish(&p).binary);
