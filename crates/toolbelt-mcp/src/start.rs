@@ -20,6 +20,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 
 use toolbelt_process::GroupCommand;
+use toolbelt_process::log::{CappedLog, copy_to_log};
 
 use crate::config::Transport;
 use crate::events::ServerEvents;
@@ -106,8 +107,16 @@ pub(crate) async fn start(
     }
 }
 
-/// The server's stderr, appended to its log; the directory is the person's alone
-/// (0700), since a server may log what it was given.
+/// Bytes one start of a server adds to its log at most. A log that reached it is
+/// started afresh at the next start, so it never holds more than twice this: a server
+/// that floods its standard error (a hostile one, or one in a crash loop) cannot fill
+/// the disk.
+pub(crate) const SERVER_LOG_CAP: u64 = 16 << 20;
+
+/// The server's stderr, appended to its log through a capped copy
+/// ([`toolbelt_process::log`]); the directory is the person's alone (0700), since a
+/// server may log what it was given. Where the log or the copy cannot be made, the
+/// output is dropped.
 fn open_log(log_path: &Path) -> Stdio {
     if let Some(dir) = log_path.parent() {
         let _ = std::fs::DirBuilder::new()
@@ -115,12 +124,21 @@ fn open_log(log_path: &Path) -> Stdio {
             .mode(0o700)
             .create(dir);
     }
-    match std::fs::OpenOptions::new()
+    let opened = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(log_path)
-    {
-        Ok(file) => Stdio::from(file),
+        .open(log_path);
+    let Ok(file) = opened else {
+        return Stdio::null();
+    };
+    if file.metadata().is_ok_and(|m| m.len() >= SERVER_LOG_CAP) {
+        let _ = file.set_len(0);
+    }
+    let Ok((reader, writer)) = std::io::pipe() else {
+        return Stdio::null();
+    };
+    match copy_to_log(reader, CappedLog::new(file, SERVER_LOG_CAP, None)) {
+        Ok(_) => Stdio::from(writer),
         Err(_) => Stdio::null(),
     }
 }

@@ -469,13 +469,60 @@ async fn server_stderr_goes_to_a_log_file_not_into_answers() {
         .call(&registry, "mcp__t__echo", json!({"message": "x"}))
         .await;
     assert!(!r.llm_text().contains("chatter"));
-    let log = std::fs::read_to_string(servers.connections()[0].log_path()).unwrap();
+    // The log is written by a copy of toolbelt's, which may lag the call by a moment.
+    let log = logged(servers.connections()[0].log_path(), |log| {
+        log.contains("secret startup chatter")
+    });
     assert!(log.contains("secret startup chatter"), "{log}");
     assert!(
         servers.connections()[0]
             .log_path()
             .starts_with(f.dir.path().join("session"))
     );
+}
+
+/// The log at `path` once `ready` holds for it (bounded: a loaded machine is slow).
+fn logged(path: &std::path::Path, ready: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let log = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
+        if ready(&log) || std::time::Instant::now() >= deadline {
+            return log;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn a_server_flooding_its_stderr_cannot_fill_the_disk() {
+    let f = fixture();
+    let cap = 16 << 20;
+    let entry = McpServerSettings {
+        env: [(
+            "TESTSERVER_STDERR_BYTES".to_string(),
+            (cap + 5000).to_string(),
+        )]
+        .into(),
+        ..stdio(&[])
+    };
+    let (servers, registry) = f.connect(vec![("t", entry.clone())]).await;
+    let path = servers.connections()[0].log_path().to_path_buf();
+    let r = f
+        .call(&registry, "mcp__t__echo", json!({"message": "x"}))
+        .await;
+    assert!(r.error.is_none(), "{}", r.llm_text());
+    servers.close().await;
+    let note = "\n[toolbelt: this log stops after its first 16777216 bytes; the 5000 bytes of output after them were not saved]\n";
+    let log = logged(&path, |log| log.ends_with(note));
+    assert_eq!(log.len(), cap + note.len());
+    assert!(log.starts_with("eeee"));
+    // An earlier log that reached the cap is started afresh.
+    std::fs::write(&path, "old run\n".repeat(cap / 8 + 1)).unwrap();
+    let (servers, _) = f.connect(vec![("t", entry)]).await;
+    servers.close().await;
+    let log = logged(&path, |log| log.ends_with(note));
+    assert!(!log.contains("old run"));
+    assert_eq!(log.len(), cap + note.len());
 }
 
 /// The test server in `http` mode; its base URL, and the process (killed on drop).

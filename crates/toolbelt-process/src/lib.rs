@@ -20,6 +20,8 @@
 //!   them itself (SIGKILL, an abort, an uncaught signal): a small process started with
 //!   the first owner that, at toolbelt's end, ends everything carrying its markers.
 //! - [`procfs`]: the few `/proc` fields all of this reads.
+//! - [`log`]: a child's log file, capped (per log and per session), and the thread that
+//!   copies a child's output into it.
 //! - [`GroupCommand`]: the one way to start a child so that all of the above applies to
 //!   it: its own process group, the owner marker (set last, so no caller's environment
 //!   replaces it), the leader recorded in its [`Owner`].
@@ -40,6 +42,7 @@
 
 pub mod group;
 pub mod guardian;
+pub mod log;
 pub mod owner;
 pub mod procfs;
 pub mod run;

@@ -13,7 +13,8 @@
 //! `protocol_error` (a JSON-RPC error), `sleep` (honours cancellation), `cancelled_count`,
 //! `crash` (exits mid-call), `progress`, `add_tool` (changes the tool list and says so),
 //! `read_status` (`readOnlyHint`), `pid`, `protocol` (the negotiated revision;
-//! `TESTSERVER_PROTOCOL` restricts the server to one). `TESTSERVER_STDERR` is written to stderr at start.
+//! `TESTSERVER_PROTOCOL` restricts the server to one). `TESTSERVER_STDERR` is written to stderr at start, and
+//! `TESTSERVER_STDERR_BYTES` that many bytes `e`.
 //!
 //! Misbehaving on purpose: `TESTSERVER_PID_FILE` names a file the server writes its pid
 //! to at start (so a test can see it gone); with `TESTSERVER_HANG_ON_RESTART` naming a
@@ -314,6 +315,13 @@ async fn progress(
 async fn main() {
     if let Ok(line) = std::env::var("TESTSERVER_STDERR") {
         eprintln!("{line}");
+    }
+    if let Some(n) = std::env::var("TESTSERVER_STDERR_BYTES")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(&vec![b'e'; n]);
     }
     if let Ok(path) = std::env::var("TESTSERVER_PID_FILE") {
         let _ = std::fs::write(path, std::process::id().to_string());

@@ -31,6 +31,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use toolbelt_process::log::{LogBudget, SESSION_LOG_BUDGET};
+
 use super::process::{self, Owner};
 
 /// Where a job is in its life.
@@ -106,6 +108,9 @@ pub struct JobTable {
     kill_on_drop: bool,
     /// Each connection's own log folder (see the module's documentation).
     private_logs: Mutex<HashMap<String, PathBuf>>,
+    /// What all its commands' logs may still write (a session's budget: the table lives
+    /// as long as the session's shell, and across a server's reopenings of it).
+    log_budget: Arc<LogBudget>,
 }
 
 /// The connection a call id names: `mcp-3-` of `mcp-3-17`, as `toolbelt mcp serve`
@@ -147,7 +152,21 @@ impl JobTable {
             next_id: AtomicU64::new(1),
             kill_on_drop,
             private_logs: Mutex::default(),
+            log_budget: LogBudget::new(SESSION_LOG_BUDGET),
         }
+    }
+
+    /// The same table with a log budget of `bytes` (a test's small one).
+    #[cfg(test)]
+    pub(crate) fn with_log_budget(mut self, bytes: u64) -> Self {
+        self.log_budget = LogBudget::new(bytes);
+        self
+    }
+
+    /// What the logs of this table's commands (its jobs' and the foreground calls')
+    /// may still write, together.
+    pub(crate) fn log_budget(&self) -> Arc<LogBudget> {
+        self.log_budget.clone()
     }
 
     /// Whether its jobs end with the session (`tools.shell.killBackgroundOnExit`).

@@ -38,6 +38,16 @@ enum Ending {
 }
 
 impl ShellCall {
+    /// The capture of this call's output, its log within the session's limits.
+    fn capture(&self, log_path: std::path::PathBuf) -> OutputCapture {
+        OutputCapture::new(
+            &self.env.output,
+            log_path,
+            self.log_cap,
+            self.jobs.log_budget(),
+        )
+    }
+
     pub(super) async fn run_foreground(
         self,
         ctx: ExecContext,
@@ -66,7 +76,7 @@ impl ShellCall {
         let pgid = running.pid;
         let mut child = running.child;
         let mut reader = running.output;
-        let mut capture = OutputCapture::new(&self.env.output, log_path, self.log_cap);
+        let mut capture = self.capture(log_path);
         let mut live = LiveOutput::new(&ctx);
         let deadline = tokio::time::Instant::from_std(started + self.timeout);
         let mut ending: Option<Ending> = None;

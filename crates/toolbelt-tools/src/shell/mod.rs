@@ -37,7 +37,6 @@ use toolbelt_core::{
 pub(crate) mod background;
 pub(crate) mod command_parse;
 mod foreground;
-pub(crate) mod log_cap;
 pub(crate) mod output;
 pub(crate) mod process;
 pub(crate) mod read_only;
@@ -92,7 +91,7 @@ pub struct RunShellCommand {
     jobs: Arc<JobTable>,
     /// What the kernel can enforce; `None` detects it (once per process).
     support: Option<SandboxSupport>,
-    /// Bytes a command's log holds at most ([`log_cap`]).
+    /// Bytes a command's log holds at most ([`toolbelt_process::log`]).
     log_cap: u64,
 }
 
@@ -106,14 +105,16 @@ impl RunShellCommand {
             schema,
             jobs: Arc::new(JobTable::new(kill_on_exit)),
             support: None,
-            log_cap: log_cap::LOG_CAP,
+            log_cap: toolbelt_process::log::LOG_CAP,
         }
     }
 
-    /// The same tool with logs of at most `bytes` (a test's small limit).
+    /// The same tool with logs of at most `bytes` each and `budget` together (a test's
+    /// small limits).
     #[cfg(test)]
-    pub(crate) fn with_log_cap(mut self, bytes: u64) -> Self {
+    pub(crate) fn with_log_limits(mut self, bytes: u64, budget: u64) -> Self {
         self.log_cap = bytes;
+        self.jobs = Arc::new(JobTable::new(true).with_log_budget(budget));
         self
     }
 
@@ -438,9 +439,14 @@ impl ShellCall {
         };
         let owner = process::Owner::new();
         // Through a capped copy while toolbelt outlives the job; a kept job writes its
-        // log itself (see `log_cap`).
+        // log itself: once toolbelt is gone nothing would read a pipe, and the job would
+        // die of SIGPIPE.
         let target = if self.jobs.kills_on_exit() {
-            OutputTarget::CappedFile(file, self.log_cap)
+            OutputTarget::CappedFile {
+                file,
+                cap: self.log_cap,
+                budget: self.jobs.log_budget(),
+            }
         } else {
             OutputTarget::File(file)
         };

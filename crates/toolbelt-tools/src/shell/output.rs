@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 
 use toolbelt_core::OutputPolicy;
 
-use super::log_cap::CappedLog;
+use std::sync::Arc;
+
+use toolbelt_process::log::{CappedLog, LogBudget};
 
 /// How much of the start of the stream is sniffed for binary content.
 const SNIFF_LEN: u64 = 4096;
@@ -38,6 +40,7 @@ pub(crate) struct OutputCapture {
     log_path: PathBuf,
     log: Option<CappedLog<BufWriter<File>>>,
     log_cap: u64,
+    log_budget: Arc<LogBudget>,
     /// Bytes the log left out (past its cap), known once it is finished.
     log_left_out: u64,
     log_error: Option<String>,
@@ -60,8 +63,14 @@ pub(crate) struct CapturedOutput {
 impl OutputCapture {
     /// A capture whose head and tail together hold a little more than the policy's
     /// character budget (as bytes, up to four per character), spilling to `log_path`
-    /// (at most `log_cap` bytes of it, see [`super::log_cap`]).
-    pub(crate) fn new(policy: &OutputPolicy, log_path: PathBuf, log_cap: u64) -> Self {
+    /// (at most `log_cap` bytes of it, and what `log_budget` grants: see
+    /// [`toolbelt_process::log`]).
+    pub(crate) fn new(
+        policy: &OutputPolicy,
+        log_path: PathBuf,
+        log_cap: u64,
+        log_budget: Arc<LogBudget>,
+    ) -> Self {
         let keep = policy.max_chars.saturating_mul(4).clamp(MIN_KEEP, MAX_KEEP);
         OutputCapture {
             head: Vec::new(),
@@ -73,6 +82,7 @@ impl OutputCapture {
             log_path,
             log: None,
             log_cap,
+            log_budget,
             log_left_out: 0,
             log_error: None,
             dropped: false,
@@ -133,8 +143,11 @@ impl OutputCapture {
             .and_then(|()| File::create(&self.log_path));
         match opened {
             Ok(file) => {
-                let mut log =
-                    CappedLog::new(BufWriter::with_capacity(256 * 1024, file), self.log_cap);
+                let mut log = CappedLog::new(
+                    BufWriter::with_capacity(256 * 1024, file),
+                    self.log_cap,
+                    Some(self.log_budget.clone()),
+                );
                 let written = log.write(&self.head).and_then(|()| log.write(&self.tail));
                 match written {
                     Ok(()) => self.log = Some(log),
@@ -262,6 +275,10 @@ fn cut_to_budget(
     let head = take_head(text, head_chars, head_lines);
     let tail = take_tail(&text[head.len()..], tail_chars, tail_lines);
     let where_ = match log_path {
+        Some(_) if log_left_out >= total_bytes => {
+            "None of the output was saved: the logs of this session reached their limit."
+                .to_string()
+        }
         Some(p) if log_left_out > 0 => format!(
             "The first {} bytes of the output are saved in {} (the {log_left_out} bytes after them were not: the log's limit); read it with read_file (offset and limit) or search it with grep_search.",
             total_bytes - log_left_out,

@@ -19,9 +19,12 @@ use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
 use tokio::net::unix::pipe;
 use tokio::process::Child;
+
 use toolbelt_process::GroupCommand;
+use toolbelt_process::log::{CappedLog, LogBudget, copy_to_log};
 
 use super::sandbox::PreparedSandbox;
 
@@ -43,9 +46,13 @@ pub(crate) enum OutputTarget {
     Pipe,
     /// A file the command writes itself (a background job kept past toolbelt's exit).
     File(std::fs::File),
-    /// A file written through a pipe by a thread of toolbelt's, at most this many bytes
-    /// (background jobs; see `log_cap`).
-    CappedFile(std::fs::File, u64),
+    /// A file written through a pipe by a thread of toolbelt's, at most `cap` bytes and
+    /// what the session's `budget` grants (background jobs; see `toolbelt_process::log`).
+    CappedFile {
+        file: std::fs::File,
+        cap: u64,
+        budget: Arc<LogBudget>,
+    },
 }
 
 /// A started command.
@@ -92,12 +99,13 @@ pub(crate) fn spawn(
             cmd.stdout(file.try_clone()?).stderr(file);
             None
         }
-        OutputTarget::CappedFile(file, cap) => {
+        OutputTarget::CappedFile { file, cap, budget } => {
             // The copy starts before the command and ends at end-of-file: when the
             // command's processes are done writing, or at once if it never starts.
             // Where no thread can be started, the command writes the file itself.
             let (reader, writer) = io::pipe()?;
-            match super::log_cap::copy_to_log(reader, file.try_clone()?, cap) {
+            let log = CappedLog::new(file.try_clone()?, cap, Some(budget));
+            match copy_to_log(reader, log) {
                 Ok(copied) => {
                     cmd.stdout(writer.try_clone()?).stderr(writer);
                     log_copied = Some(copied);

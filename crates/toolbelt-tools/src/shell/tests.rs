@@ -316,7 +316,7 @@ async fn read_only_lines_need_no_confirmation() {
 #[tokio::test]
 async fn a_jobs_log_stops_at_its_cap_and_is_whole_when_the_job_reads_as_ended() {
     let mut f = fixture();
-    f.tool = RunShellCommand::new(f.env.clone()).with_log_cap(1000);
+    f.tool = RunShellCommand::new(f.env.clone()).with_log_limits(1000, 1 << 30);
     // 1 MiB of output, more than a pipe holds, from a job that exits at once after it.
     let r = f
         .run_args(json!({"command": "head -c 1048576 /dev/zero | tr '\\0' x; echo; echo done", "is_background": true}))
@@ -351,6 +351,38 @@ async fn a_jobs_log_stops_at_its_cap_and_is_whole_when_the_job_reads_as_ended() 
         std::fs::read_to_string(&job.log_path).unwrap(),
         "started\nto-stderr\n"
     );
+}
+
+#[tokio::test]
+async fn the_logs_of_a_session_share_one_budget_foreground_and_background() {
+    let mut f = fixture_with(json!({}), 1000, 50);
+    f.tool = RunShellCommand::new(f.env.clone()).with_log_limits(100_000, 150_000);
+    let flood = "head -c 1048576 /dev/zero | tr '\\0' x";
+    let r = f
+        .run_args(json!({"command": flood, "is_background": true}))
+        .await;
+    let text = r.llm_text();
+    let id = text.lines().find_map(|l| l.strip_prefix("id: ")).unwrap();
+    let job = f.tool.jobs().wait(id).await.unwrap();
+    let log = std::fs::read(&job.log_path).unwrap();
+    assert!(log.starts_with(&[b'x'; 100_000]) && log[100_000] == b'\n');
+    // The foreground call's log gets what is left of the budget, not its own cap.
+    let r = f.run(flood).await;
+    let text = r.llm_text();
+    assert!(
+        text.contains("The first 50000 bytes of the output are saved in"),
+        "{text}"
+    );
+    // Spent: a later call saves nothing more, and still shows the output's end.
+    let r = f.run(&format!("{flood}; echo; echo the-end")).await;
+    let text = r.llm_text();
+    assert!(
+        text.contains(
+            "None of the output was saved: the logs of this session reached their limit."
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\nthe-end"), "{text}");
 }
 
 #[tokio::test]

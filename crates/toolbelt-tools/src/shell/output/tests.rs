@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 
 use super::*;
-use crate::shell::log_cap::LOG_CAP;
+use toolbelt_process::log::{LOG_CAP, LogBudget};
 
 fn policy(max_chars: usize, max_lines: usize) -> OutputPolicy {
     OutputPolicy::new(max_chars, max_lines, PathBuf::from("/nonexistent"))
@@ -11,7 +11,12 @@ fn policy(max_chars: usize, max_lines: usize) -> OutputPolicy {
 fn small_output_is_kept_whole_without_a_log() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("x.log");
-    let mut c = OutputCapture::new(&policy(1000, 100), log.clone(), LOG_CAP);
+    let mut c = OutputCapture::new(
+        &policy(1000, 100),
+        log.clone(),
+        LOG_CAP,
+        LogBudget::new(LOG_CAP),
+    );
     c.push(b"one\n");
     c.push(b"two\n");
     let out = c.finish(&policy(1000, 100));
@@ -26,7 +31,7 @@ fn memory_stays_bounded_and_the_log_holds_everything() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("sub/x.log");
     let p = policy(1000, 50);
-    let mut c = OutputCapture::new(&p, log.clone(), LOG_CAP);
+    let mut c = OutputCapture::new(&p, log.clone(), LOG_CAP, LogBudget::new(LOG_CAP));
     let line = b"0123456789abcdef0123456789abcdef0123456789abcdef012345678\n";
     let mut expected = 0u64;
     for _ in 0..200_000 {
@@ -53,7 +58,7 @@ fn the_log_stops_at_its_cap_and_the_result_still_ends_with_the_last_lines() {
     let log = dir.path().join("x.log");
     let p = policy(1000, 50);
     let cap = 300_000;
-    let mut c = OutputCapture::new(&p, log.clone(), cap);
+    let mut c = OutputCapture::new(&p, log.clone(), cap, LogBudget::new(LOG_CAP));
     let line = b"0123456789abcdef0123456789abcdef0123456789abcdef012345678\n";
     for _ in 0..20_000 {
         c.push(line);
@@ -83,7 +88,7 @@ fn output_over_the_budget_but_in_memory_is_still_saved() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("x.log");
     let p = policy(100, 1000);
-    let mut c = OutputCapture::new(&p, log.clone(), LOG_CAP);
+    let mut c = OutputCapture::new(&p, log.clone(), LOG_CAP, LogBudget::new(LOG_CAP));
     let text = "word ".repeat(200);
     c.push(text.as_bytes());
     let out = c.finish(&p);
@@ -95,7 +100,12 @@ fn output_over_the_budget_but_in_memory_is_still_saved() {
 fn binary_is_detected_in_the_first_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let p = policy(1000, 100);
-    let mut c = OutputCapture::new(&p, dir.path().join("b.log"), LOG_CAP);
+    let mut c = OutputCapture::new(
+        &p,
+        dir.path().join("b.log"),
+        LOG_CAP,
+        LogBudget::new(LOG_CAP),
+    );
     c.push(b"PK\x03\x04\x00\x00binary");
     let out = c.finish(&p);
     assert!(out.binary);
@@ -104,7 +114,12 @@ fn binary_is_detected_in_the_first_bytes() {
         "{}",
         out.text
     );
-    let mut c = OutputCapture::new(&p, dir.path().join("t.log"), LOG_CAP);
+    let mut c = OutputCapture::new(
+        &p,
+        dir.path().join("t.log"),
+        LOG_CAP,
+        LogBudget::new(LOG_CAP),
+    );
     c.push(&vec![b'a'; 5000]);
     c.push(b"\x00 late NUL is not a sniff");
     assert!(!c.finish(&p).binary);
