@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use toolbelt_model::fake_server::{FakeOpenAi, Reply};
 
-use crate::{Sandbox, call, clean, last_request_texts, sdk_dir};
+use crate::{Sandbox, bypass, call, clean, last_request_texts, sdk_dir};
 
 /// Three prompts through streaming input, each after the last result; after the first,
 /// the control calls the SDK offers; `includePartialMessages` adds stream events.
@@ -66,7 +66,7 @@ async fn claude_sdk_interrupt_then_another_turn() {
             &server,
             json!({
                 "prompts": ["sleep", "go on"],
-                "options": {"permissionMode": "bypassPermissions", "allowDangerouslySkipPermissions": true},
+                "options": bypass(),
                 "onToolUse": "interrupt",
             }),
         )
@@ -227,7 +227,7 @@ async fn claude_sdk_abort_leaves_no_process() {
             &server,
             json!({
                 "prompts": ["sleep"],
-                "options": {"permissionMode": "bypassPermissions", "allowDangerouslySkipPermissions": true},
+                "options": bypass(),
                 "onToolUse": "abort",
             }),
         )

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 use toolbelt_model::fake_server::{FakeOpenAi, Reply};
 
-use crate::{Sandbox, call, clean, sdk_dir};
+use crate::{Sandbox, bypass, call, clean, sdk_dir};
 
 /// Every text the model server saw in its last request (the tool results included).
 fn last_request(server: &FakeOpenAi) -> String {
@@ -33,7 +33,7 @@ async fn claude_sdk_pre_tool_use_callback_denies_with_a_reason_the_model_reads()
             &server,
             json!({
                 "prompts": ["touch it"],
-                "options": {"permissionMode": "bypassPermissions", "allowDangerouslySkipPermissions": true},
+                "options": bypass(),
                 "hooks": {"PreToolUse": [{"matcher": "Bash", "answer": deny}]},
             }),
         )
@@ -172,7 +172,7 @@ async fn claude_sdk_a_failing_callback_continues_unless_set_to_block() {
                 &server,
                 json!({
                     "prompts": ["touch it"],
-                    "options": {"permissionMode": "bypassPermissions", "allowDangerouslySkipPermissions": true},
+                    "options": bypass(),
                     "hooks": {"PreToolUse": [{"matcher": "Bash", "onFailure": on_failure,
                                               "throw": "the policy server is down"}]},
                 }),
@@ -210,7 +210,7 @@ async fn claude_sdk_interrupt_cancels_a_waiting_callback() {
             &server,
             json!({
                 "prompts": ["touch it", "go on"],
-                "options": {"permissionMode": "bypassPermissions", "allowDangerouslySkipPermissions": true},
+                "options": bypass(),
                 "hooks": {"PreToolUse": [{"matcher": "Bash", "timeout": 600, "hang": "interrupt"}]},
             }),
         )

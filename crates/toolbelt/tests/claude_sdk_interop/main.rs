@@ -208,6 +208,12 @@ fn call(id: &str, name: &str, args: Value) -> Reply {
     })
 }
 
+/// The SDK's options for a run that asks nobody: `bypassPermissions`, and the flag the
+/// SDK requires with it.
+fn bypass() -> Value {
+    json!({"permissionMode": "bypassPermissions", "allowDangerouslySkipPermissions": true})
+}
+
 /// Every call answered once, in order, and the script used up.
 fn clean(server: &FakeOpenAi) {
     assert_eq!(server.violations(), Vec::<String>::new());
