@@ -19,8 +19,20 @@
 //! its leading `VAR=x` assignments removed; whether any command substitution or process
 //! substitution occurs; whether output is redirected to a file; whether the text had a
 //! syntax error; and whether it ends in a bare `&`.
+//!
+//! Hostile lines cost bounded work. tree-sitter's error recovery is quadratic on some
+//! inputs (`a|a|a|…` sixteen thousand long takes seconds), and a command nested in
+//! itself (`$(a $(a $(…)))`) holds its inner commands' text, so listing every command
+//! is quadratic in memory. A line with more pipes than [`MAX_PIPES`] is not parsed
+//! (recovery over a long pipeline is the one quadratic step tree-sitter cannot be
+//! interrupted in), a parse has a processor-time budget ([`PARSE_BUDGET`]) and the walk
+//! a budget of text it may take ([`text_budget`]); a line past any is *unanalysed* ([`ParsedCommand::unanalysed`]): it is judged whole,
+//! as written, every deny and ask rule covers it, no allow rule does, and it never runs
+//! unasked. The tree is walked with a stack of its own, so nesting depth cannot overflow
+//! the thread's.
 
 use std::cell::RefCell;
+use std::time::Duration;
 
 use tree_sitter::{Node, Parser};
 
@@ -75,6 +87,10 @@ pub(crate) struct ParsedCommand {
     /// and indirect expansion (`${!x}`) evaluate a variable's value, and a value such as
     /// `a[$(id)]` runs a command there.
     pub evaluates_code: bool,
+    /// Why the line was not analysed (it took more than its budget, see the module
+    /// documentation); then [`ParsedCommand::commands`] is the whole line alone and
+    /// [`ParsedCommand::syntax_error`] is set.
+    pub unanalysed: Option<&'static str>,
 }
 
 impl ParsedCommand {
@@ -105,6 +121,14 @@ impl ParsedCommand {
             unreadable,
         };
         let mut subjects = Vec::new();
+        if let Some(why) = self.unanalysed {
+            let why = format!("the command line is too complex to analyse: {why}");
+            return self
+                .commands
+                .iter()
+                .map(|c| subject(c, Some(why.clone())))
+                .collect();
+        }
         for c in &self.commands {
             // What a wrapper or a script given as text runs is judged too (`sudo rm x`
             // also as `rm x`); what cannot be read makes the command unreadable.
@@ -121,33 +145,55 @@ thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
 }
 
+/// Processor time (of the calling thread, so a busy machine does not shorten it) one
+/// parse may take. A real command line of 100 KiB parses in a few milliseconds.
+const PARSE_BUDGET: Duration = Duration::from_millis(250);
+
+/// The most `|` a line may hold and still be parsed. tree-sitter nests a pipeline to
+/// the right, so its stages stay on the parse stack until it ends, and recovering from a
+/// syntax error over that stack costs time and memory quadratic in its depth, in one
+/// step the budget cannot interrupt (`a|a|…|` 32,000 stages long took 50 s and 8 GiB).
+/// 512 stages cost at most a few milliseconds.
+const MAX_PIPES: usize = 512;
+
+/// The `|` of `command` that are not half of a `||`, counted wherever they are (a
+/// quoted one too: telling needs the parse this guards).
+fn pipes(command: &str) -> usize {
+    let bytes = command.as_bytes();
+    (0..bytes.len())
+        .filter(|&i| {
+            bytes[i] == b'|' && bytes.get(i + 1) != Some(&b'|') && (i == 0 || bytes[i - 1] != b'|')
+        })
+        .count()
+}
+
+/// Bytes of command text the walk may take from a line of `len` bytes: each byte is
+/// taken once per command it is nested in, and real lines nest a few deep.
+fn text_budget(len: usize) -> usize {
+    len.saturating_mul(16).saturating_add(64 * 1024)
+}
+
 /// Parses `command`. Never fails: text the grammar cannot make sense of is reported
 /// through [`ParsedCommand::syntax_error`], and the whole line is then added as one more
 /// command so that rules judge it as written.
 pub(crate) fn parse(command: &str) -> ParsedCommand {
-    let tree = PARSER.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            let mut parser = Parser::new();
-            if parser
-                .set_language(&tree_sitter_bash::LANGUAGE.into())
-                .is_ok()
-            {
-                *slot = Some(parser);
-            }
-        }
-        slot.as_mut().and_then(|p| p.parse(command, None))
-    });
     let mut parsed = ParsedCommand::default();
+    let tree = if pipes(command) > MAX_PIPES {
+        Err("it has more than 512 pipes")
+    } else {
+        parse_tree(command)
+    };
     match tree {
-        Some(tree) => {
+        Ok(tree) => {
             let root = tree.root_node();
             let src = command.as_bytes();
             parsed.syntax_error = root.has_error();
-            walk(root, src, &mut parsed);
             parsed.ends_in_background = ends_in_background(root);
+            if let Err(why) = walk(root, src, text_budget(src.len()), &mut parsed) {
+                parsed = unanalysed(why);
+            }
         }
-        None => parsed.syntax_error = true,
+        Err(why) => parsed = unanalysed(why),
     }
     // After a syntax error the split cannot be trusted: the whole line is judged too,
     // so a rule must cover it as written.
@@ -167,11 +213,94 @@ pub(crate) fn parse(command: &str) -> ParsedCommand {
     parsed
 }
 
+fn unanalysed(why: &'static str) -> ParsedCommand {
+    ParsedCommand {
+        syntax_error: true,
+        unanalysed: Some(why),
+        ..ParsedCommand::default()
+    }
+}
+
+/// The tree of `command`, or why there is none: the parse ran past [`PARSE_BUDGET`].
+fn parse_tree(command: &str) -> Result<tree_sitter::Tree, &'static str> {
+    let thread_time = || rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    let start = thread_time();
+    let budget = rustix::time::Timespec::try_from(PARSE_BUDGET).unwrap_or(start);
+    let over = |now: rustix::time::Timespec| {
+        let spent = (now.tv_sec - start.tv_sec) as i128 * 1_000_000_000
+            + (now.tv_nsec - start.tv_nsec) as i128;
+        spent > budget.tv_sec as i128 * 1_000_000_000 + budget.tv_nsec as i128
+    };
+    PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let mut parser = Parser::new();
+            parser
+                .set_language(&tree_sitter_bash::LANGUAGE.into())
+                .map_err(|_| "the bash grammar could not be loaded")?;
+            *slot = Some(parser);
+        }
+        let Some(parser) = slot.as_mut() else {
+            return Err("the bash grammar could not be loaded");
+        };
+        let src = command.as_bytes();
+        let mut read = |at: usize, _| src.get(at..).unwrap_or_default();
+        let mut progress = |_: &tree_sitter::ParseState| over(thread_time());
+        let options = tree_sitter::ParseOptions::new().progress_callback(&mut progress);
+        let tree = parser.parse_with_options(&mut read, None, Some(options));
+        if tree.is_none() {
+            // A cancelled parse is kept for resuming; the next line starts afresh.
+            parser.reset();
+        }
+        tree.ok_or("parsing it took more than its processor-time budget")
+    })
+}
+
 fn text<'a>(node: Node, src: &'a [u8]) -> &'a str {
     node.utf8_text(src).unwrap_or("")
 }
 
-fn walk(node: Node, src: &[u8], out: &mut ParsedCommand) {
+/// Visits every node of the tree, each before its children and the children in order.
+/// Iterative: a command nested ten thousand deep (`((((…))))`) is a deep tree, and a
+/// recursive walk would overflow the stack.
+/// Past `budget` bytes of text taken (see [`text_budget`]) it stops with the reason.
+fn walk(
+    root: Node,
+    src: &[u8],
+    budget: usize,
+    out: &mut ParsedCommand,
+) -> Result<(), &'static str> {
+    let mut taken = 0usize;
+    let mut pending = vec![root];
+    while let Some(node) = pending.pop() {
+        if takes_text(node.kind()) {
+            taken = taken.saturating_add(node.end_byte() - node.start_byte());
+            if taken > budget {
+                return Err("its commands nest so deep that listing them would take too much text");
+            }
+        }
+        visit(node, src, out);
+        let first = pending.len();
+        pending.extend(children(node));
+        pending[first..].reverse();
+    }
+    Ok(())
+}
+
+/// The nodes whose text [`visit`] reads or copies.
+fn takes_text(kind: &str) -> bool {
+    matches!(
+        kind,
+        "command"
+            | "declaration_command"
+            | "unset_command"
+            | "test_command"
+            | "file_redirect"
+            | "expansion"
+    )
+}
+
+fn visit(node: Node, src: &[u8], out: &mut ParsedCommand) {
     match node.kind() {
         "command" => out.commands.push(simple_command(node, src)),
         "declaration_command" | "unset_command" | "test_command" => {
@@ -200,9 +329,6 @@ fn walk(node: Node, src: &[u8], out: &mut ParsedCommand) {
     }
     if node.is_missing() {
         out.syntax_error = true;
-    }
-    for child in children(node) {
-        walk(child, src, out);
     }
 }
 

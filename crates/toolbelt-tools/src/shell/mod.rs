@@ -47,6 +47,11 @@ use command_parse::ParsedCommand;
 use process::OutputTarget;
 use sandbox::{PreparedSandbox, SandboxSupport};
 
+/// The longest command: Linux passes one argument of at most 32 pages (131,072 bytes
+/// with its NUL, `MAX_ARG_STRLEN`), and the command is `bash -c`'s argument. Checked
+/// when the call is built, so a longer one is a clear error before anything is asked.
+const MAX_COMMAND_BYTES: usize = 128 * 1024 - 1;
+
 /// Default foreground timeout (Qwen Code's).
 pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// Longest timeout a call may ask for.
@@ -205,6 +210,12 @@ impl Tool for RunShellCommand {
         if command.is_empty() {
             return Err(ToolError::invalid_params("The command is empty."));
         }
+        if command.len() > MAX_COMMAND_BYTES {
+            return Err(ToolError::invalid_params(format!(
+                "The command is {} bytes; the kernel passes at most {MAX_COMMAND_BYTES} bytes as one argument to the shell. Write the script to a file with write_file and run that file.",
+                command.len()
+            )));
+        }
         let parsed = command_parse::parse(&command);
         if parsed.commands.is_empty() {
             return Err(ToolError::invalid_params(format!(
@@ -317,8 +328,9 @@ impl Invocation for ShellCall {
                 && unconfinable.is_none();
             let mut roots: Vec<String> = Vec::new();
             // One command no rule may name (a wrapper, `eval`, a path only known at run
-            // time) leaves the whole question without "always".
-            let mut nameless = false;
+            // time, a line too complex to analyse) leaves the whole question without
+            // "always".
+            let mut nameless = self.parsed.unanalysed.is_some();
             for c in &self.parsed.commands {
                 // A read-only line that still asks does so because of the repository's
                 // git configuration: its git commands are the ones to show.

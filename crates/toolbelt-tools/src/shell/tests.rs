@@ -677,6 +677,8 @@ async fn always_allow_names_the_program_approved_and_nothing_wider() {
         "python3 -c 1",
         "$x a",
         "touch y && eval ls",
+        // Too many pipes to analyse: judged whole, and no rule may name it.
+        &vec!["touch y"; 600].join(" | "),
     ] {
         let (roots, rules) = always_rules(&f, command).await;
         assert!(
@@ -684,4 +686,23 @@ async fn always_allow_names_the_program_approved_and_nothing_wider() {
             "{command}: {roots:?} {rules:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_command_longer_than_the_kernel_passes_is_refused_before_anything_is_asked() {
+    let f = fixture();
+    // The longest the kernel passes does run.
+    let fits = format!(": {}", "a".repeat(128 * 1024 - 1 - 2));
+    let r = f.run(&fits).await;
+    assert!(r.error.is_none(), "{}", r.llm_text());
+    let long = format!("echo {}", "a".repeat(128 * 1024));
+    let Err(e) = f.tool.build(json!({ "command": long })) else {
+        panic!("a command of {} bytes was built", long.len());
+    };
+    assert_eq!(e.kind, ErrorKind::InvalidToolParams);
+    assert!(
+        e.message.contains("131077 bytes") && e.message.contains("write_file"),
+        "{}",
+        e.message
+    );
 }

@@ -375,3 +375,94 @@ fn rules_judge_every_simple_command_of_a_line() {
 fn the_tables_hold_at_least_sixty_cases() {
     assert!(PARSE_CASES.len() + RULE_CASES.len() >= 60);
 }
+
+/// Each hostile shape at the size the shell tool still accepts (128 KiB).
+fn hostile_lines() -> Vec<(&'static str, String)> {
+    let fill = |unit: &str| unit.repeat((128 * 1024 - 1) / unit.len());
+    let nest = |open: &str, close: &str| {
+        let n = (128 * 1024 - 1) / (open.len() + close.len()) - 1;
+        format!("{}a{}", open.repeat(n), close.repeat(n))
+    };
+    vec![
+        // A long pipeline is not parsed at all.
+        ("a|", fill("a|")),
+        ("a |", fill("a |")),
+        // tree-sitter's error recovery is quadratic on these; the parse is cut short.
+        ("<<a", fill("<<a\n")),
+        ("${", fill("${")),
+        // Each command holds the text of the ones nested in it.
+        ("$( )", nest("a $(", ")")),
+        ("\"$( )\"", nest("a \"$(", ")\"")),
+    ]
+}
+
+#[test]
+fn a_line_past_its_budget_is_judged_whole_and_no_allow_rule_covers_it() {
+    for (shape, line) in hostile_lines() {
+        let parsed = parse(&line);
+        assert!(parsed.unanalysed.is_some(), "{shape}: analysed");
+        assert!(
+            parsed.syntax_error && !is_line_read_only(&parsed),
+            "{shape}"
+        );
+        assert_eq!(parsed.commands.len(), 1, "{shape}: judged whole");
+        let subject = PermissionSubject::Commands(parsed.rule_subjects());
+        for (list, rule, want) in [
+            (RuleList::Allow, "Bash(a:*)", Decision::Default),
+            // A rule allowing every command is the person's own choice.
+            (RuleList::Allow, "Bash(*)", Decision::Allow),
+            (RuleList::Ask, "Bash(git push:*)", Decision::Ask),
+            (RuleList::Deny, "Bash(rm:*)", Decision::Deny),
+        ] {
+            let mut rules = PermissionRules::new(&crate::rule_vocabulary());
+            rules.add(list, rule);
+            let got = rules.evaluate("run_shell_command", &subject);
+            assert_eq!(got, want, "{shape}: {rule}");
+        }
+    }
+}
+
+#[test]
+fn nesting_deeper_than_the_stack_is_walked_without_overflowing() {
+    // Parentheses and groups nest the tree fifty thousand deep; a recursive walk
+    // overflows a test thread's 2 MiB stack (and aborts the process) long before.
+    for (open, close) in [("( ", " )"), ("{ ", ";}"), ("if a; then ", "; fi")] {
+        let n = (128 * 1024 - 1) / (open.len() + close.len()) - 1;
+        let line = format!("{}a{}", open.repeat(n), close.repeat(n));
+        let parsed = parse(&line);
+        assert!(!parsed.commands.is_empty(), "{open}");
+    }
+}
+
+#[test]
+fn a_long_real_line_is_still_analysed_command_by_command() {
+    // 1,600 commands (400 pipes) in 40 KiB: well inside every budget.
+    let line: Vec<String> = (0..400)
+        .map(|i| format!("grep -n 'fn main' src/file{i}.rs && sort -u src/file{i}.rs | head -n 3 && wc -l src/file{i}.rs"))
+        .collect();
+    let line = line.join("; ");
+    assert!(line.len() > 30_000, "{}", line.len());
+    let parsed = parse(&line);
+    assert_eq!(parsed.unanalysed, None);
+    assert_eq!(parsed.commands.len(), 1_600);
+    assert!(is_line_read_only(&parsed));
+}
+
+#[test]
+fn a_pipeline_of_512_stages_is_analysed_and_one_more_is_not() {
+    let line = |stages: usize| vec!["cat a.txt"; stages].join(" | ");
+    let parsed = parse(&line(513));
+    assert_eq!(parsed.unanalysed, None);
+    assert_eq!(parsed.commands.len(), 513);
+    assert!(is_line_read_only(&parsed));
+    let parsed = parse(&line(514));
+    assert!(
+        parsed
+            .unanalysed
+            .is_some_and(|why| why.contains("512 pipes"))
+    );
+    // `||` is a list, not a pipe.
+    let parsed = parse(&vec!["cat a.txt"; 2000].join(" || "));
+    assert_eq!(parsed.unanalysed, None);
+    assert_eq!(parsed.commands.len(), 2000);
+}

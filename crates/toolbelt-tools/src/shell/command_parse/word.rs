@@ -36,6 +36,10 @@ pub(crate) fn shape(raw: &str) -> WordShape {
     let mut pattern = false;
     let mut i = 0;
     let mut in_double = false;
+    // Each check below looks ahead; these keep the whole scan linear in the word (a
+    // word of fifty thousand `{` or `[` must not cost fifty thousand scans).
+    let last_bracket = bytes.iter().rposition(|b| *b == b']');
+    let mut braces_judged_to = 0;
     while i < bytes.len() {
         let b = bytes[i];
         match b {
@@ -72,8 +76,12 @@ pub(crate) fn shape(raw: &str) -> WordShape {
             b'*' | b'?' if !in_double => pattern = true,
             // A `[` is a bracket expression only with a `]` after it (`[` and `[[` alone
             // are the test commands).
-            b'[' if !in_double && bytes[i..].contains(&b']') => pattern = true,
-            b'{' if !in_double && braces_expand(&bytes[i..]) => pattern = true,
+            b'[' if !in_double && last_bracket.is_some_and(|last| last > i) => pattern = true,
+            b'{' if !in_double && i >= braces_judged_to => match braces_expand(&bytes[i..]) {
+                (true, _) => pattern = true,
+                // A later `{` before the same `}` holds less: it does not expand either.
+                (false, end) => braces_judged_to = i + end,
+            },
             _ => {}
         }
         i += 1;
@@ -86,13 +94,15 @@ pub(crate) fn shape(raw: &str) -> WordShape {
 }
 
 /// Whether the text from an unquoted `{` holds a `,` or `..` before its `}`: a brace
-/// expansion (`{a,b}`, `{1..3}`), which turns one word into several.
-fn braces_expand(from_brace: &[u8]) -> bool {
+/// expansion (`{a,b}`, `{1..3}`), which turns one word into several; and where that `}`
+/// is (the end of the text when there is none).
+fn braces_expand(from_brace: &[u8]) -> (bool, usize) {
     let Some(end) = from_brace.iter().position(|b| *b == b'}') else {
-        return false;
+        return (false, from_brace.len());
     };
     let inner = &from_brace[1..end];
-    inner.contains(&b',') || inner.windows(2).any(|w| w == b"..")
+    let expands = inner.contains(&b',') || inner.windows(2).any(|w| w == b"..");
+    (expands, end)
 }
 
 /// Whether a pattern word could expand to a name that starts with `-` (and so be read
