@@ -316,7 +316,7 @@ impl Settings {
         let mut hooks = Vec::new();
         let mut expanded = Vec::new();
         for (layer, path) in paths.layers() {
-            if let Some((value, raw_hooks)) = read_layer(path, &mut expanded)? {
+            if let Some((value, raw_hooks)) = read_layer(layer, path, &mut expanded)? {
                 if let Some(raw_hooks) = raw_hooks {
                     hooks.push((layer, path.clone(), raw_hooks));
                 }
@@ -515,23 +515,47 @@ fn describe_error(message: &str) -> String {
     format!("{found} is not accepted; accepted values: {accepted}")
 }
 
+/// The most a settings file may hold; real ones hold a few KiB.
+const MAX_SETTINGS_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The bytes of one settings file, `None` when there is none. A workspace's file (its
+/// `.qwen/settings.json`, `.claude/settings.json`) comes from the repository, which
+/// may be hostile: it is read through [`crate::project_file::read_in_project`], so a
+/// link out of the project (`-> ~/.ssh/id_rsa`), a device (`-> /dev/zero`) or a FIFO
+/// is an error naming the file, never read, never waited on. The person's own files
+/// are read through [`crate::project_file::read_own`] (links followed, the same limits).
+pub(crate) fn read_settings_file(
+    layer: SettingsLayer,
+    path: &Path,
+) -> Result<Option<Vec<u8>>, SettingsError> {
+    // A dangling link counts as no file, as it always has.
+    if !path.try_exists().unwrap_or(true) {
+        return Ok(None);
+    }
+    let project = path.parent().and_then(Path::parent);
+    let read = match (layer, project) {
+        (SettingsLayer::Workspace, Some(project)) => {
+            crate::project_file::read_in_project(path, project, MAX_SETTINGS_BYTES)
+        }
+        _ => crate::project_file::read_own(path, MAX_SETTINGS_BYTES),
+    };
+    read.map(Some).map_err(|e| SettingsError::Io {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
+}
+
 /// Parses one file: comments stripped (positions kept), environment variables expanded,
 /// legacy spellings moved to their current place (so the trust filter sees every
 /// spelling). The values of the variables it expands are added to `expanded`. With the
 /// value comes its `hooks` as written, before expansion (see [`HookLayer`]).
 fn read_layer(
+    layer: SettingsLayer,
     path: &Path,
     expanded: &mut Vec<(String, String)>,
 ) -> Result<Option<(Value, Option<Value>)>, SettingsError> {
-    let text = match std::fs::read(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(SettingsError::Io {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            });
-        }
+    let Some(text) = read_settings_file(layer, path)? else {
+        return Ok(None);
     };
     let value = parse_settings_text(&text).map_err(|e| SettingsError::Parse {
         path: path.to_path_buf(),

@@ -280,19 +280,40 @@ pub(crate) fn read_current(path: &Path, policy: WritePolicy) -> Result<Current, 
     }
 }
 
-/// The whole content of an open file whose length is expected to be `len`.
-pub(crate) fn read_all(
-    mut file: std::fs::File,
-    len: u64,
-    path: &Path,
-) -> Result<Vec<u8>, ToolError> {
+/// The largest file a tool holds whole in memory to change it: `write_file`'s current
+/// file, an edit that cannot be streamed (see `edit/stream.rs`), a notebook. A larger one
+/// is refused rather than read: a log or data file of gigabytes in the workspace must
+/// not take toolbelt's memory because a model named it.
+pub(crate) const MAX_HELD: u64 = 64 * 1024 * 1024;
+
+/// The whole content of an open file whose length is expected to be `len`, at most
+/// [`MAX_HELD`] bytes (also when it grows while being read).
+pub(crate) fn read_all(file: std::fs::File, len: u64, path: &Path) -> Result<Vec<u8>, ToolError> {
     use std::io::{Read, Seek};
+    if len > MAX_HELD {
+        return Err(too_large_to_hold(path, len));
+    }
+    let mut file = file;
     // From the start, whatever was read of it before.
     file.rewind().map_err(|e| io_error(path, "read", &e))?;
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
-    file.read_to_end(&mut bytes)
+    file.take(MAX_HELD + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| io_error(path, "read", &e))?;
+    if bytes.len() as u64 > MAX_HELD {
+        return Err(too_large_to_hold(path, bytes.len() as u64));
+    }
     Ok(bytes)
+}
+
+fn too_large_to_hold(path: &Path, len: u64) -> ToolError {
+    ToolError::new(
+        ErrorKind::FileTooLarge,
+        format!(
+            "{} is {len} bytes, over the {MAX_HELD} bytes (64 MiB) a tool holds in memory to change a file; nothing was changed. An edit whose old_string matches exactly, at most 1,000 times, works at any size; otherwise change the file with a shell command.",
+            path.display()
+        ),
+    )
 }
 
 /// The error for a file that changed after its diff was shown.

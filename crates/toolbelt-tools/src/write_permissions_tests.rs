@@ -119,3 +119,46 @@ async fn a_trailing_slash_names_a_directory_not_a_file_to_create() {
     assert!(!f.ws().join("dir").exists());
     assert!(!f.ws().join("new").exists());
 }
+
+#[tokio::test]
+async fn a_file_too_large_to_hold_is_refused_whole_and_an_exact_edit_still_streams() {
+    let f = fixture();
+    // 64 MiB of short lines, then the one to change.
+    let line = "0123456789abcdef\n";
+    let lines = line.repeat(crate::file_change::MAX_HELD as usize / line.len());
+    let file = f.write("big.txt", format!("{lines}needle\n"));
+    let size = std::fs::metadata(&file).unwrap().len();
+    for (tool, args) in [
+        (
+            "write_file",
+            json!({"file_path": file, "content": "small\n"}),
+        ),
+        // No exact occurrence: the tolerant match needs the whole text.
+        (
+            "edit",
+            json!({"file_path": file, "old_string": "\u{201c}needle\u{201d}", "new_string": "pin"}),
+        ),
+    ] {
+        let r = f.call(tool, args).await;
+        assert_eq!(
+            err_kind(&r),
+            Some(ErrorKind::FileTooLarge),
+            "{tool}: {}",
+            r.llm_text()
+        );
+        assert!(r.llm_text().contains("64 MiB"), "{}", r.llm_text());
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().len(),
+            size,
+            "{tool} changed it"
+        );
+    }
+    let r = f
+        .call(
+            "edit",
+            json!({"file_path": file, "old_string": "needle", "new_string": "pin"}),
+        )
+        .await;
+    assert!(r.error.is_none(), "{}", r.llm_text());
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), size - 3);
+}

@@ -103,7 +103,7 @@ pub(super) fn collect(
         })
         .collect();
     for (layer, file) in &paths.claude_hooks {
-        let Some(hooks) = read_claude_hooks(file)? else {
+        let Some(hooks) = read_claude_hooks(*layer, file)? else {
             continue;
         };
         let layer_trusted = trusted || *layer != SettingsLayer::Workspace;
@@ -123,16 +123,9 @@ pub(super) fn collect(
 
 /// The `hooks` of one Claude Code settings file; `None` when the file or the key is
 /// absent. A file that is not JSON is an error naming it, as a toolbelt file's would be.
-fn read_claude_hooks(file: &Path) -> Result<Option<Value>, SettingsError> {
-    let text = match std::fs::read(file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(SettingsError::Io {
-                path: file.to_path_buf(),
-                message: e.to_string(),
-            });
-        }
+fn read_claude_hooks(layer: SettingsLayer, file: &Path) -> Result<Option<Value>, SettingsError> {
+    let Some(text) = super::read_settings_file(layer, file)? else {
+        return Ok(None);
     };
     let value = parse_settings_text(&text).map_err(|e| SettingsError::Parse {
         path: file.to_path_buf(),

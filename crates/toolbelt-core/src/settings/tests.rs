@@ -228,3 +228,58 @@ fn empty_file_and_bom_are_fine() {
         json!({"a": 1})
     );
 }
+
+#[test]
+fn a_workspace_settings_file_that_is_a_device_a_fifo_or_a_link_out_is_an_error_never_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = write(
+        dir.path(),
+        "secret.json",
+        r#"{"model": {"name": "SECRET-VALUE"}}"#,
+    );
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    for (target, why) in [
+        (Path::new("/dev/zero"), "outside the project"),
+        (outside.as_path(), "outside the project"),
+        (fifo.as_path(), "outside the project"),
+    ] {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join(".qwen")).unwrap();
+        let file = ws.path().join(".qwen/settings.json");
+        std::os::unix::fs::symlink(target, &file).unwrap();
+        let mut p = paths(None, Some(file.clone()), None);
+        p.claude_hooks = vec![(SettingsLayer::Workspace, file.clone())];
+        let e = Settings::load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains(why) && e.contains("settings.json"),
+            "{target:?}: {e}"
+        );
+        assert!(!e.contains("SECRET"), "{e}");
+    }
+    // A FIFO or a device inside the project: not a regular file, not waited on.
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join(".qwen")).unwrap();
+    let file = ws.path().join(".qwen/settings.json");
+    mkfifo(&file);
+    let e = Settings::load(&paths(None, Some(file), None))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a regular file"), "{e}");
+    // The person's own file may be a link (dotfiles managers make them), but not to a
+    // device: a user settings file of endless zeros is refused at its limit.
+    let user = dir.path().join("user.json");
+    std::os::unix::fs::symlink("/dev/zero", &user).unwrap();
+    let e = Settings::load(&paths(Some(user), None, None))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a regular file"), "{e}");
+}
+
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
