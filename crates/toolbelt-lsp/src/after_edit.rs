@@ -196,7 +196,9 @@ async fn new_errors(
         .filter(|d| severity(d) == "error")
         .map(|d| d.message.clone())
         .collect();
-    let text = tokio::fs::read_to_string(file).await.ok()?;
+    let text = crate::operations::read_document(file.to_path_buf())
+        .await
+        .ok()?;
     let uri = client.sync_document(file, &language, &text).await.ok()?;
     let after = client.diagnostics_for(&uri, wait).await?;
     let mut already = before;

@@ -40,7 +40,7 @@ impl<'a> Locations<'a> {
         };
         let shown = self.roots.display_relative(&real);
         let lines = self.files.entry(real.clone()).or_insert_with(|| {
-            std::fs::read_to_string(&real)
+            crate::operations::read_document_now(&real)
                 .ok()
                 .map(|t| t.lines().map(str::to_string).collect())
         });

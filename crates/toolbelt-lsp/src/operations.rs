@@ -126,6 +126,46 @@ fn server_for_file(call: &LspCall) -> Result<(&ServerConfig, String), String> {
     })
 }
 
+/// The most of one file sent to a server: with JSON's escaping it stays inside one
+/// message ([`crate::framing::MAX_MESSAGE`]), and no server analyses more usefully.
+pub(crate) const MAX_DOCUMENT: u64 = 16 * 1024 * 1024;
+
+/// The text of a regular file of at most [`MAX_DOCUMENT`] bytes (also when it grows
+/// while read), opened without blocking on a FIFO: a multi-gigabyte file in the
+/// workspace is refused, not read whole into toolbelt and the server.
+pub(crate) fn read_document_now(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("it is not a regular file".into());
+    }
+    let too_large = || format!("it is larger than {MAX_DOCUMENT} bytes (16 MiB)");
+    if meta.len() > MAX_DOCUMENT {
+        return Err(too_large());
+    }
+    let mut text = String::new();
+    file.take(MAX_DOCUMENT + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_DOCUMENT {
+        return Err(too_large());
+    }
+    Ok(text)
+}
+
+/// [`read_document_now`] off the runtime's threads.
+pub(crate) async fn read_document(path: std::path::PathBuf) -> Result<String, String> {
+    tokio::task::spawn_blocking(move || read_document_now(&path))
+        .await
+        .map_err(|e| e.to_string())?
+}
+
 /// Starts the file's server if needed and makes it see the file as it is on disk now.
 async fn open(call: &LspCall) -> Result<Doc, String> {
     let (config, language) = server_for_file(call)?;
@@ -134,7 +174,7 @@ async fn open(call: &LspCall) -> Result<Doc, String> {
     let Some(file) = &call.file else {
         return Err("this operation needs `filePath`".into());
     };
-    let text = tokio::fs::read_to_string(file)
+    let text = read_document(file.clone())
         .await
         .map_err(|e| format!("cannot read {}: {e}", call.env.roots.display_relative(file)))?;
     let uri = client.sync_document(file, &language, &text).await?;
@@ -522,4 +562,36 @@ async fn code_actions(call: &LspCall, limit: usize) -> Result<String, String> {
         "Code actions the server offers (not applied; make the change with edit):\n{}",
         limited(lines, limit, "actions")
     ))
+}
+
+#[cfg(test)]
+mod document_tests {
+    use super::*;
+
+    #[test]
+    fn a_document_is_a_regular_file_of_at_most_16_mib() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join("a.py");
+        std::fs::write(&small, "x = 1\n").unwrap();
+        assert_eq!(read_document_now(&small).unwrap(), "x = 1\n");
+        // Sparse: no disk behind it.
+        let big = dir.path().join("big.py");
+        let file = std::fs::File::create(&big).unwrap();
+        file.set_len(MAX_DOCUMENT + 1).unwrap();
+        let e = read_document_now(&big).unwrap_err();
+        assert!(e.contains("16 MiB"), "{e}");
+        // A FIFO nobody writes to: refused at once, not waited on.
+        let fifo = dir.path().join("fifo.py");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let e = read_document_now(&fifo).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        let e = read_document_now(std::path::Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
 }

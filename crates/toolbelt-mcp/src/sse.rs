@@ -174,7 +174,13 @@ impl EventStream {
                 return Some(event);
             }
             match self.bytes.next().await {
-                Some(Ok(chunk)) => self.ready.extend(self.decoder.feed(&chunk)),
+                Some(Ok(chunk)) => match self.decoder.feed(&chunk) {
+                    Ok(events) => self.ready.extend(events),
+                    Err(e) => {
+                        tracing::warn!("MCP SSE stream: {e}");
+                        return None;
+                    }
+                },
                 _ => return None,
             }
         }

@@ -190,7 +190,8 @@ impl OpenAiClient {
                 }
                 Ok(Some(Ok(bytes))) => bytes,
             };
-            for event in decoder.feed(&piece) {
+            let events = decoder.feed(&piece).map_err(|e| retry(e.to_string()))?;
+            for event in events {
                 let step = turn.apply_streaming(&event.data, on_delta).map_err(retry)?;
                 if step == Step::Done {
                     return Ok(turn.into_turn());

@@ -29,7 +29,14 @@ pub(crate) struct TurnAssembler {
     finish: Option<String>,
     usage: Option<Usage>,
     done: bool,
+    /// The bytes of text, names and arguments so far (see [`MAX_TURN_BYTES`]).
+    size: usize,
 }
+
+/// The most one answer may hold, text and tool calls together. A real answer holds a
+/// few hundred KiB at most; a server that streams on without end is cut off here
+/// instead of filling memory.
+const MAX_TURN_BYTES: usize = 64 * 1024 * 1024;
 
 /// What one payload meant.
 #[derive(Debug, PartialEq, Eq)]
@@ -69,6 +76,7 @@ impl TurnAssembler {
         }
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
+                self.size += text.len();
                 self.text.push_str(&text);
                 on_delta(crate::StreamDelta::Text(text));
             }
@@ -78,6 +86,11 @@ impl TurnAssembler {
             if let Some(reason) = choice.finish_reason {
                 self.finish = Some(reason);
             }
+        }
+        if self.size > MAX_TURN_BYTES {
+            return Err(format!(
+                "the answer passed {MAX_TURN_BYTES} bytes (64 MiB) of text and tool calls; it was cut off"
+            ));
         }
         Ok(Step::Continue)
     }
@@ -100,8 +113,10 @@ impl TurnAssembler {
             // Most servers send the name once; some repeat it whole in every delta, a
             // few split it. A repeat is not appended.
             if call.name.is_empty() {
+                self.size += name.len();
                 call.name = name;
             } else if call.name != name {
+                self.size += name.len();
                 call.name.push_str(&name);
             }
         }
@@ -114,6 +129,7 @@ impl TurnAssembler {
             });
         }
         if let Some(args) = delta.function.arguments.filter(|a| !a.is_empty()) {
+            self.size += args.len();
             call.arguments.push_str(&args);
             if call.announced {
                 on_delta(crate::StreamDelta::ToolCallArguments { index, text: args });
@@ -187,6 +203,31 @@ mod tests {
         assert_eq!(turn.tool_calls[1].arguments, r#"{"pattern":"fn"}"#);
         assert_eq!(turn.finish_reason, FinishReason::ToolCalls);
         assert_eq!(turn.usage.map(|u| u.total_tokens), Some(15));
+    }
+
+    #[test]
+    fn an_answer_that_streams_on_past_64_mib_is_cut_off() {
+        for delta in [
+            format!(r#"{{"content":"{}"}}"#, "t".repeat(1 << 20)),
+            format!(
+                r#"{{"tool_calls":[{{"index":0,"id":"c","function":{{"name":"glob","arguments":"{}"}}}}]}}"#,
+                "a".repeat(1 << 20)
+            ),
+        ] {
+            let payload = format!(r#"{{"choices":[{{"index":0,"delta":{delta}}}]}}"#);
+            let mut a = TurnAssembler::default();
+            let mut steps = 0;
+            let error = loop {
+                match a.apply(&payload) {
+                    Ok(_) => steps += 1,
+                    Err(e) => break e,
+                }
+                assert!(steps <= 64, "still taking after {steps} MiB");
+            };
+            // 64 MiB pass (less the name of the call).
+            assert!((63..=64).contains(&steps), "{steps}: {error}");
+            assert!(error.contains("64 MiB"), "{error}");
+        }
     }
 
     #[test]
