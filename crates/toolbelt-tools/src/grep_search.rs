@@ -380,10 +380,16 @@ fn cut_line(line: &[u8]) -> String {
     format!("{head}... [line cut]")
 }
 
+/// The most memory the search of one file may take for its line buffer: a file that is
+/// one line of gigabytes (a data blob, a minified bundle gone wrong) is reported as not
+/// searched, not read into memory whole.
+pub(crate) const MAX_LINE_BUFFER: usize = 64 * 1024 * 1024;
+
 fn searcher() -> Searcher {
     SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::quit(b'\x00'))
+        .heap_limit(Some(MAX_LINE_BUFFER))
         .build()
 }
 

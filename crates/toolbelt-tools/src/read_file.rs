@@ -394,7 +394,24 @@ impl ReadFileCall {
             TextEncoding::Utf16Le | TextEncoding::Utf16Be => {
                 let bytes = match bytes {
                     Some(bytes) => bytes.to_vec(),
-                    None => std::fs::read(&self.path).map_err(|e| self.io_error(&e))?,
+                    // Paging a UTF-16 file decodes it whole: bounded like an edit's.
+                    None => {
+                        let limit = crate::file_change::MAX_HELD;
+                        let mut bytes = Vec::new();
+                        std::fs::File::open(&self.path)
+                            .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+                            .map_err(|e| self.io_error(&e))?;
+                        if bytes.len() as u64 > limit {
+                            return Err(ToolError::new(
+                                ErrorKind::FileTooLarge,
+                                format!(
+                                    "{} is UTF-16 and over {limit} bytes (64 MiB), too large to page through; convert it to UTF-8 (iconv -f UTF-16 -t UTF-8) or search it with grep_search.",
+                                    self.display_path
+                                ),
+                            ));
+                        }
+                        bytes
+                    }
                 };
                 let codec = if encoding == TextEncoding::Utf16Le {
                     encoding_rs::UTF_16LE
@@ -548,13 +565,48 @@ fn collect_lines(
     max_chars: usize,
 ) -> std::io::Result<Lines> {
     let mut collector = LineCollector::new(offset, max_lines, max_chars);
+    // A line longer than this many bytes holds more than `max_chars` characters, so
+    // the collector cuts it anyway: the rest is read past, not kept (a file that is one
+    // line of gigabytes costs this much memory, not its size).
+    let keep = max_chars.saturating_mul(4).saturating_add(4);
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
+        if read_line_capped(&mut reader, &mut buf, keep)? == 0 {
             return Ok(collector.finish());
         }
         collector.push(&buf);
+    }
+}
+
+/// Reads one line (with its `\n`) like `read_until`, keeping at most `keep` bytes of it
+/// in `buf`; returns the bytes the line had, 0 at the end.
+pub(crate) fn read_line_capped(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    keep: usize,
+) -> std::io::Result<usize> {
+    let mut read = 0;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(read);
+        }
+        let (used, ended) = match memchr::memchr(b'\n', available) {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        let room = keep.saturating_sub(buf.len()).min(used);
+        buf.extend_from_slice(&available[..room]);
+        reader.consume(used);
+        read += used;
+        if ended {
+            return Ok(read);
+        }
     }
 }
 

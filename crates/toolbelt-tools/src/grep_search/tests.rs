@@ -290,3 +290,20 @@ async fn without_a_path_every_workspace_directory_is_searched() {
     assert!(text.contains("a.txt:1:needle one"), "{text}");
     assert!(text.contains("b.txt:1:needle two"), "{text}");
 }
+
+#[tokio::test]
+async fn a_file_that_is_one_line_past_the_buffer_limit_is_named_not_read_whole() {
+    let f = fixture();
+    f.write("small.txt", "needle\n");
+    let mut blob = "x".repeat(super::MAX_LINE_BUFFER + 1);
+    blob.push_str("needle\n");
+    f.write("blob.txt", blob);
+    let r = f.call("grep_search", json!({"pattern": "needle"})).await;
+    let text = r.llm_text();
+    assert!(text.contains("small.txt"), "{text}");
+    assert!(
+        text.contains("could not be read") && text.contains("blob.txt"),
+        "{}",
+        &text[..text.len().min(600)]
+    );
+}

@@ -458,3 +458,32 @@ proptest::proptest! {
         proptest::prop_assert_eq!(streamed.cut, sliced.cut);
     }
 }
+
+#[test]
+fn a_line_of_hundreds_of_mib_is_read_past_not_kept() {
+    // A reader that yields a 256 MiB line lazily: keeping it would take 256 MiB.
+    let huge = std::io::repeat(b'a').take(256 << 20);
+    let mut reader = std::io::BufReader::new(huge.chain(&b"\nsecond\n"[..]));
+    let mut buf = Vec::new();
+    assert_eq!(
+        read_line_capped(&mut reader, &mut buf, 4004).unwrap(),
+        (256 << 20) + 1
+    );
+    assert_eq!(buf.len(), 4004);
+    buf.clear();
+    assert_eq!(read_line_capped(&mut reader, &mut buf, 4004).unwrap(), 7);
+    assert_eq!(buf, b"second\n");
+    buf.clear();
+    assert_eq!(read_line_capped(&mut reader, &mut buf, 4004).unwrap(), 0);
+    // Paged, the long line is cut as before and the lines after it are counted.
+    let long = std::io::repeat(b'b').take(64 << 20);
+    let reader = std::io::BufReader::new(long.chain(&b"\nsecond\nthird"[..]));
+    let lines = collect_lines(reader, 0, 10, 1000).unwrap();
+    assert!(lines.cut);
+    assert!(
+        lines.body.starts_with(&"b".repeat(1000)),
+        "{}",
+        &lines.body[..40]
+    );
+    assert_eq!(lines.total, 3);
+}

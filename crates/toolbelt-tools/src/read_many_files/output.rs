@@ -138,7 +138,12 @@ fn read_text(
             Box::new(BufReader::new(std::fs::File::open(path)?))
         }
         file_type::TextEncoding::Utf16Le | file_type::TextEncoding::Utf16Be => {
-            let bytes = std::fs::read(path)?;
+            // Never more than a budget can show: the first 64 MiB.
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(std::fs::File::open(path)?, crate::file_change::MAX_HELD),
+                &mut bytes,
+            )?;
             let codec = if encoding == file_type::TextEncoding::Utf16Le {
                 encoding_rs::UTF_16LE
             } else {
@@ -151,9 +156,11 @@ fn read_text(
     };
     let mut reader = reader;
     let mut buf = Vec::new();
+    // A longer line is past the budget whatever follows in it (see `read_line_capped`).
+    let keep = max_chars.saturating_add(8);
     loop {
         buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
+        if crate::read_file::read_line_capped(&mut reader, &mut buf, keep)? == 0 {
             break;
         }
         let raw = if chunk.lines == 0 {
