@@ -130,20 +130,24 @@ impl Owner {
     }
 
     /// Records everything below the leader now, while the leader is alive and orphans
-    /// still hang below it. Cheap enough to call a few times a second (one `/proc` scan).
+    /// still hang below it. Cheap enough to call a few times a second: it walks the
+    /// leader's tree through the kernel's children lists (the size of the tree, not of
+    /// the machine), or scans `/proc` once where the kernel keeps no such lists.
     pub fn observe(&self) {
         let Some(leader) = self.leader() else {
             return;
         };
-        let all = procfs::all();
-        if !all
-            .iter()
-            .any(|p| p.pid == leader.pid && p.start_time == leader.start_time)
-        {
-            return; // the leader is gone: what hangs below its pid now is not ours
+        let same = |p: &ProcStat| p.pid == leader.pid && p.start_time == leader.start_time;
+        let below = procfs::descendants_of(leader.pid)
+            .unwrap_or_else(|| procfs::descendants(&procfs::all(), leader.pid));
+        // The leader still alive after the walk was alive through it (a pid is not
+        // reused while its process lives): what was found hung below it. Gone, what
+        // hangs below its pid now is not ours.
+        if !procfs::stat(leader.pid).is_some_and(|p| same(&p)) {
+            return;
         }
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        for p in procfs::descendants(&all, leader.pid) {
+        for p in below {
             if p.is_alive() {
                 seen.insert((p.pid, p.start_time));
             }
