@@ -685,3 +685,46 @@ async fn a_signal_from_outside_puts_the_terminal_back() {
         assert_eq!(pty.wait_exit(), 0);
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restore_lists_the_checkpoint_shows_its_diff_asks_and_puts_the_file_back() {
+    let w = Workspace::new();
+    w.write("src/lib.rs", "fn old() {}\n");
+    let server = FakeOpenAi::start(vec![
+        edit(&w, "e1", "fn old()", "fn renamed()"),
+        Reply::text("Renamed."),
+    ])
+    .await
+    .unwrap();
+    let file = w.ws().join("src/lib.rs");
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &[]);
+        pty.line("rename old");
+        pty.wait_for("1. Allow once");
+        pty.send(keys::ENTER);
+        finished_answer(&pty, "Renamed.");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "fn renamed() {}\n");
+
+        pty.line("/restore");
+        let screen = pty.wait_for("Restore one with /restore ID");
+        // `ID  time  what  (1 file changed since)`: the checkpoint before the edit.
+        let id = screen
+            .lines()
+            .find(|l| l.contains("edit") && l.contains("1 file changed since"))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no checkpoint of the edit listed:\n{screen}"))
+            .to_string();
+
+        pty.line(&format!("/restore {id}"));
+        let screen = pty.wait_for(&format!("Restore checkpoint {id}?"));
+        assert!(screen.contains("fn old() {}"), "{screen}");
+        // Nothing changes before the answer.
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "fn renamed() {}\n");
+        pty.send(keys::ENTER);
+        let screen = pty.wait_for("Restored 1 path(s)");
+        assert!(screen.contains("To undo this restore"), "{screen}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "fn old() {}\n");
+        quit(pty);
+    });
+    assert!(server.violations().is_empty(), "{:?}", server.violations());
+}
