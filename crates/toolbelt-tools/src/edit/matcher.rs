@@ -194,6 +194,13 @@ pub(crate) fn line_numbers(text: &str, offsets: impl IntoIterator<Item = usize>)
 pub(crate) fn closest_region(text: &str, old: &str) -> Option<Range<usize>> {
     /// Above this many lines the fuzzy fallback is skipped: it compares every line.
     const FUZZY_LINE_LIMIT: usize = 20_000;
+    /// A line of `old` found more often than this in `old` votes for no region: it says
+    /// little about where `old` belongs, and letting every occurrence vote makes the
+    /// count quadratic (thousands of `}` lines in `old` against thousands in the file).
+    const MAX_VOTES_PER_LINE: usize = 16;
+    /// The whole fuzzy comparison gives up and approximates past this: a minified file
+    /// is one line of megabytes, and comparing it by characters is quadratic.
+    const FUZZY_TIME: std::time::Duration = std::time::Duration::from_millis(300);
     let normal = |s: &str| -> String { s.trim().chars().map(fold).collect() };
     let old_lines: Vec<&str> = old.strip_suffix('\n').unwrap_or(old).split('\n').collect();
     let text_lines: Vec<&str> = text.split('\n').collect();
@@ -207,7 +214,10 @@ pub(crate) fn closest_region(text: &str, old: &str) -> Option<Range<usize>> {
     }
     let mut scores: HashMap<usize, usize> = HashMap::new();
     for (i, line) in text_lines.iter().enumerate() {
-        if let Some(js) = wanted.get(&normal(line)) {
+        if let Some(js) = wanted
+            .get(&normal(line))
+            .filter(|js| js.len() <= MAX_VOTES_PER_LINE)
+        {
             for &j in js {
                 if i >= j {
                     *scores.entry(i - j).or_default() += 1;
@@ -229,15 +239,16 @@ pub(crate) fn closest_region(text: &str, old: &str) -> Option<Range<usize>> {
         .enumerate()
         .map(|(j, l)| (j, normal(l)))
         .find(|(_, l)| !l.is_empty())?;
+    let deadline = std::time::Instant::now() + FUZZY_TIME;
     let (best, ratio) = text_lines
         .iter()
         .enumerate()
         .map(|(i, line)| {
             let n = normal(line);
-            (
-                i,
-                similar::TextDiff::from_chars(n.as_str(), probe.as_str()).ratio(),
-            )
+            let diff = similar::TextDiff::configure()
+                .deadline(deadline)
+                .diff_chars(n.as_str(), probe.as_str());
+            (i, diff.ratio())
         })
         .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)))?;
     if ratio < 0.5 {
@@ -317,5 +328,20 @@ mod tests {
     #[test]
     fn line_numbers_of_offsets() {
         assert_eq!(line_numbers("a\nb\nc\n", [0, 2, 4]), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn the_closest_region_of_hostile_texts_is_found_in_bounded_time() {
+        // Thousands of the same line on both sides: no vote from it, no quadratic count.
+        let text = "}\n".repeat(200_000);
+        let old = format!("{}fn missing() {{}}\n", "}\n".repeat(5_000));
+        // Unbounded, the count is a billion map updates and the comparison below runs
+        // for hours: the suite's time limit fails the test then.
+        assert_eq!(closest_region(&text, &old), None);
+        // One line of megabytes (a minified file) against a long probe: the character
+        // comparison gives up at its deadline and approximates.
+        let minified = "a=1;b=2;".repeat(250_000);
+        let probe = "c=3;d=4;".repeat(2_000);
+        assert_eq!(closest_region(&minified, &probe), None);
     }
 }
