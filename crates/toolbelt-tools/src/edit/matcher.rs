@@ -60,6 +60,16 @@ pub(crate) fn find(text: &str, old: &str) -> Found {
             dropped_final_newline: false,
         };
     };
+    // Each start compares up to `old`'s length: a repetitive file and a long
+    // `old_string` that almost matches everywhere would compare for hours. Past the
+    // budget the tolerant pass finds nothing rather than part of the occurrences (a
+    // partial list could hide a second one and pass a count check).
+    let budget = text
+        .len()
+        .saturating_mul(8)
+        .saturating_add(1 << 24)
+        .min(1 << 28);
+    let mut spent = 0usize;
     let mut pos = 0;
     while pos < text.len() {
         let Some(offset) = text[pos..]
@@ -69,7 +79,14 @@ pub(crate) fn find(text: &str, old: &str) -> Found {
             break;
         };
         let start = pos + offset;
-        match match_at(text, start, old) {
+        if spent > budget {
+            return Found {
+                ranges: Vec::new(),
+                strategy: Strategy::Tolerant,
+                dropped_final_newline: false,
+            };
+        }
+        match match_at(text, start, old, &mut spent) {
             Some((end, at_eof)) if end > start => {
                 dropped |= at_eof;
                 ranges.push(start..end);
@@ -102,11 +119,13 @@ fn is_trailing_space(c: char) -> bool {
 
 /// Matches `old` tolerantly at byte `start` of `text`. Returns the end of the match and
 /// whether it only matched by dropping `old`'s final newline at the end of the file.
-fn match_at(text: &str, start: usize, old: &str) -> Option<(usize, bool)> {
+/// Every character looked at is counted in `spent`.
+fn match_at(text: &str, start: usize, old: &str, spent: &mut usize) -> Option<(usize, bool)> {
     let mut t = text[start..].char_indices().peekable();
     let mut o = old.chars().peekable();
     let mut end = start;
     loop {
+        *spent += 1;
         let Some(&oc) = o.peek() else {
             return Some((end, false));
         };
@@ -343,5 +362,18 @@ mod tests {
         let minified = "a=1;b=2;".repeat(250_000);
         let probe = "c=3;d=4;".repeat(2_000);
         assert_eq!(closest_region(&minified, &probe), None);
+    }
+
+    #[test]
+    fn a_tolerant_search_that_would_compare_for_hours_finds_nothing() {
+        // Every start almost matches: 1 MiB of `a` against 16 KiB of `a` and a `b`.
+        let text = "a".repeat(1 << 20);
+        let old = format!("{}b", "a".repeat(16 << 10));
+        let found = find(&text, &old);
+        assert!(found.ranges.is_empty());
+        // An ordinary tolerant match is still found.
+        let found = find("say \u{201c}hi\u{201d}\n", "say \"hi\"");
+        assert_eq!(found.strategy, Strategy::Tolerant);
+        assert_eq!(found.ranges.len(), 1);
     }
 }
