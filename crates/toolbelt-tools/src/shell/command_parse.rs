@@ -23,11 +23,12 @@
 //! Hostile lines cost bounded work. tree-sitter's error recovery is quadratic on some
 //! inputs (`a|a|a|…` sixteen thousand long takes seconds), and a command nested in
 //! itself (`$(a $(a $(…)))`) holds its inner commands' text, so listing every command
-//! is quadratic in memory. A line with more pipes than [`MAX_PIPES`] is not parsed
-//! (recovery over a long pipeline is the one quadratic step tree-sitter cannot be
-//! interrupted in), a parse has a processor-time budget ([`PARSE_BUDGET`]) and the walk
-//! a budget of text it may take ([`text_budget`]); a line past any is *unanalysed* ([`ParsedCommand::unanalysed`]): it is judged whole,
-//! as written, every deny and ask rule covers it, no allow rule does, and it never runs
+//! is quadratic in memory. So a line with more pipes than [`MAX_PIPES`] is not parsed
+//! (recovery over a long pipeline is the quadratic step tree-sitter cannot interrupt),
+//! a parse has a processor-time budget ([`PARSE_BUDGET`]), and the walk a budget of text
+//! it may take ([`text_budget`]). A line past any is *unanalysed*
+//! ([`ParsedCommand::unanalysed`]): it is judged whole, as written; every deny and ask
+//! rule covers it and no allow rule does (but one allowing every command); it never runs
 //! unasked. The tree is walked with a stack of its own, so nesting depth cannot overflow
 //! the thread's.
 
@@ -260,10 +261,10 @@ fn text<'a>(node: Node, src: &'a [u8]) -> &'a str {
     node.utf8_text(src).unwrap_or("")
 }
 
-/// Visits every node of the tree, each before its children and the children in order.
-/// Iterative: a command nested ten thousand deep (`((((…))))`) is a deep tree, and a
+/// Visits every node of the tree, each before its children and the children in order;
+/// past `budget` bytes of text taken (see [`text_budget`]) it stops with the reason.
+/// Iterative: a command nested ten thousand deep (`( ( ( … ) ) )`) is a deep tree, and a
 /// recursive walk would overflow the stack.
-/// Past `budget` bytes of text taken (see [`text_budget`]) it stops with the reason.
 fn walk(
     root: Node,
     src: &[u8],
