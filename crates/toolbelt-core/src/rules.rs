@@ -178,8 +178,16 @@ impl Rule {
 }
 
 /// The name and the specifier (`None` when absent, empty or `*`) of a rule's text.
+/// The longest rule: matching a command against a pattern costs their lengths
+/// multiplied, and a cloned repository's deny rules apply before it is trusted, so a
+/// rule of megabytes would slow every shell call of the session to a halt.
+pub const MAX_RULE_BYTES: usize = 4096;
+
 fn split(text: &str) -> Option<(&str, Option<String>)> {
     let trimmed = text.trim();
+    if trimmed.len() > MAX_RULE_BYTES {
+        return None;
+    }
     let (name, specifier) = match trimmed.find('(') {
         None if trimmed.contains(')') => return None,
         None => (trimmed, None),

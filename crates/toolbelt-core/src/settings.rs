@@ -473,11 +473,14 @@ fn check_rules(path: &Path, settings: &Settings) -> Result<(), SettingsError> {
             .enumerate()
             .find(|(_, r)| !crate::rules::Rule::is_well_formed(r))
         {
+            let shown: String = rule.chars().take(200).collect();
+            let cut = if shown.len() < rule.len() { "…" } else { "" };
             return Err(SettingsError::Invalid {
                 path: path.to_path_buf(),
                 key: format!("{key}[{i}]"),
                 message: format!(
-                    "`{rule}` is not a permission rule (write `Tool` or `Tool(specifier)`, with balanced parentheses); it was not applied, so nothing was run"
+                    "`{shown}{cut}` is not a permission rule (write `Tool` or `Tool(specifier)`, with balanced parentheses, in at most {} bytes); it was not applied, so nothing was run",
+                    crate::rules::MAX_RULE_BYTES
                 ),
             });
         }

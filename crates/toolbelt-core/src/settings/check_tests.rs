@@ -305,4 +305,16 @@ fn a_permission_rule_that_does_not_parse_is_an_error_naming_the_rule_and_the_fil
     }
     let (_, result, _dir) = load_one(r#"{"permissions": {"deny": ["Bash(rm *)", "Read"]}}"#);
     assert!(result.is_ok(), "{result:?}");
+    // A rule of megabytes would make matching every command crawl: refused past 4096
+    // bytes, and the message shows its start, not all of it.
+    let pattern = "a*".repeat(100_000);
+    let text = format!(r#"{{"permissions": {{"deny": ["Bash({pattern}b)"]}}}}"#);
+    check_rejected(&text, "permissions.deny[0]", "at most 4096 bytes");
+    let (_, result, _dir) = load_one(&text);
+    let message = result.unwrap_err().to_string();
+    assert!(message.len() < 1_000, "{} bytes", message.len());
+    let longest = format!("Bash({})", "x".repeat(crate::rules::MAX_RULE_BYTES - 6));
+    let text = format!(r#"{{"permissions": {{"deny": ["{longest}"]}}}}"#);
+    let (_, result, _dir) = load_one(&text);
+    assert!(result.is_ok(), "{result:?}");
 }
