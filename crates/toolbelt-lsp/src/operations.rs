@@ -131,32 +131,18 @@ fn server_for_file(call: &LspCall) -> Result<(&ServerConfig, String), String> {
 pub(crate) const MAX_DOCUMENT: u64 = 16 * 1024 * 1024;
 
 /// The text of a regular file of at most [`MAX_DOCUMENT`] bytes (also when it grows
-/// while read), opened without blocking on a FIFO: a multi-gigabyte file in the
-/// workspace is refused, not read whole into toolbelt and the server.
+/// while read), opened without blocking on a FIFO (through core's one bounded reader,
+/// [`toolbelt_core::project_file::read_own`]): a multi-gigabyte file in the workspace is
+/// refused, not read whole into toolbelt and the server.
 pub(crate) fn read_document_now(path: &std::path::Path) -> Result<String, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)
-        .map_err(|e| e.to_string())?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("it is not a regular file".into());
-    }
-    let too_large = || format!("it is larger than {MAX_DOCUMENT} bytes (16 MiB)");
-    if meta.len() > MAX_DOCUMENT {
-        return Err(too_large());
-    }
-    let mut text = String::new();
-    file.take(MAX_DOCUMENT + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
-    if text.len() as u64 > MAX_DOCUMENT {
-        return Err(too_large());
-    }
-    Ok(text)
+    use toolbelt_core::project_file::{ProjectFileError, read_own};
+    let bytes = read_own(path, MAX_DOCUMENT).map_err(|e| match e {
+        ProjectFileError::TooLarge { .. } => {
+            format!("it is larger than {MAX_DOCUMENT} bytes (16 MiB)")
+        }
+        other => other.to_string(),
+    })?;
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())
 }
 
 /// [`read_document_now`] off the runtime's threads.
