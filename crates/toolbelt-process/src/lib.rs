@@ -22,8 +22,11 @@
 //! - [`procfs`]: the few `/proc` fields all of this reads.
 //! - [`log`]: a child's log file, capped (per log and per session), and the thread that
 //!   copies a child's output into it.
+//! - [`isolate`]: what the kernel cuts every child off from: the terminal (a session of
+//!   its own), inherited descriptors, and where allowed the machine's processes (a PID
+//!   namespace whose end ends everything in it) and, for unasked commands, the network.
 //! - [`GroupCommand`]: the one way to start a child so that all of the above applies to
-//!   it: its own process group, the owner marker (set last, so no caller's environment
+//!   it: its own session and process group, the owner marker (set last, so no caller's environment
 //!   replaces it), the leader recorded in its [`Owner`].
 //! - [`run`]: a command run to its end on that (discovered and declared tools, hooks):
 //!   its input, a time limit, output caps and cancellation, and nothing it started left
@@ -42,6 +45,7 @@
 
 pub mod group;
 pub mod guardian;
+pub mod isolate;
 pub mod log;
 pub mod owner;
 pub mod procfs;
@@ -52,6 +56,7 @@ pub use group::{
     KILL_GRACE, group_exists, live_members, signal_group, terminate_group,
     terminate_groups_blocking, wait_until_no_live_members,
 };
+pub use isolate::Isolation;
 pub use spawn::GroupCommand;
 
 pub use owner::{

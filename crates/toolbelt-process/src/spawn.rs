@@ -1,6 +1,7 @@
-//! Starting a child, the one way toolbelt does it: in a new process group it leads, with
-//! its owner's marker in its environment, standard input `/dev/null` unless the caller
-//! wants a pipe.
+//! Starting a child, the one way toolbelt does it: in a new session and process group it
+//! leads, with no controlling terminal and no inherited descriptor but 0-2, in a PID
+//! namespace of its own where the kernel allows it ([`crate::isolate`]), with its owner's
+//! marker in its environment, standard input `/dev/null` unless the caller wants a pipe.
 //!
 //! Every process toolbelt starts (shell commands, discovered and declared tools, MCP stdio
 //! servers, language servers) goes through [`GroupCommand`], so none can forget what the
@@ -12,14 +13,15 @@
 //! (a server's configured `env`, a declared tool's variables) can replace or remove it.
 //! A caller that must change the command in ways this type does not know (the shell's
 //! kernel sandbox installs a `pre_exec` step) does so through [`GroupCommand::configure`];
-//! this crate stays free of `unsafe`.
+//! the only `unsafe` of this crate is the isolation step ([`crate::isolate`]), which runs
+//! first.
 
 use std::ffi::OsStr;
 use std::io;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use crate::isolate::{Isolation, IsolationStep};
 use crate::owner::{OWNER_VAR, Owner};
 
 /// A command to start in its own process group, tagged with `owner`'s marker.
@@ -27,15 +29,30 @@ use crate::owner::{OWNER_VAR, Owner};
 pub struct GroupCommand<'a> {
     command: Command,
     owner: &'a Owner,
+    isolation: IsolationStep,
 }
 
 impl<'a> GroupCommand<'a> {
-    /// `program` (found on `PATH` as [`Command::new`] does), in a new group it leads,
-    /// standard input `/dev/null`; `owner` records it once it runs.
+    /// `program` (found on `PATH` as [`Command::new`] does), in a new session and group
+    /// it leads ([`Isolation::SessionOnly`] until [`GroupCommand::isolation`] says
+    /// more), standard input `/dev/null`; `owner` records it once it runs.
     pub fn new(program: impl AsRef<OsStr>, owner: &'a Owner) -> Self {
         let mut command = Command::new(program);
-        command.stdin(Stdio::null()).process_group(0);
-        GroupCommand { command, owner }
+        command.stdin(Stdio::null());
+        let isolation = IsolationStep::install(&mut command);
+        isolation.set(Isolation::SessionOnly);
+        GroupCommand {
+            command,
+            owner,
+            isolation,
+        }
+    }
+
+    /// How far the child is cut off (see [`Isolation`]; what the machine cannot grant
+    /// is left out, as [`crate::isolate::support`] says).
+    pub fn isolation(&mut self, isolation: Isolation) -> &mut Self {
+        self.isolation.set(isolation);
+        self
     }
 
     /// Adds arguments.

@@ -23,10 +23,10 @@ use std::sync::Arc;
 use tokio::net::unix::pipe;
 use tokio::process::Child;
 
-use toolbelt_process::GroupCommand;
 use toolbelt_process::log::{CappedLog, LogBudget, copy_to_log};
+use toolbelt_process::{GroupCommand, Isolation};
 
-use super::sandbox::PreparedSandbox;
+use super::sandbox::{Confinement, PreparedSandbox};
 
 #[cfg(test)]
 pub(crate) use toolbelt_process::live_members;
@@ -118,6 +118,11 @@ pub(crate) fn spawn(
         }
     };
     if let Some(sandbox) = sandbox {
+        // A command nobody approved is also sealed off from the network and, through a
+        // user namespace where toolbelt is unprivileged, from the machine's processes.
+        if sandbox.confinement() == Confinement::ReadOnly {
+            cmd.isolation(Isolation::Sealed);
+        }
         cmd.configure(|c| sandbox.install(c));
     }
     // The spawner drops its copies of the pipe's write end, so the reader sees

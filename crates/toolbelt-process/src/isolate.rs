@@ -1,0 +1,472 @@
+//! What every child is cut off from, by the kernel: its own session (no controlling
+//! terminal), no descriptor but 0-2, and where the kernel allows it its own PID namespace
+//! with a `/proc` of that namespace only, and (for a command nobody approved) its own,
+//! empty network namespace.
+//!
+//! # How a command starts
+//!
+//! [`crate::GroupCommand`] installs one `pre_exec` step, first, before any caller's (the
+//! shell sandbox's Landlock and seccomp come after it and would refuse these calls).
+//! In the forked child it:
+//!
+//! 1. calls `setsid`: a new session and process group it leads, no controlling terminal,
+//!    so `/dev/tty` cannot be opened and no terminal ioctl (`TIOCSTI`, `TIOCSPGRP`) reaches
+//!    the person's terminal through it;
+//! 2. marks every descriptor from 3 up close-on-exec (`close_range`), so whatever
+//!    toolbelt's parent left open (`>&7`) is not inherited;
+//! 3. with a PID namespace ([`Isolation::Processes`] and [`Isolation::Sealed`], the
+//!    commands nobody approved): `unshare`s the PID and mount namespaces (and a user namespace
+//!    where toolbelt is not privileged, mapping the user to itself; and the network one
+//!    for [`Isolation::Sealed`]), then forks a process that is PID 1 of the new namespace
+//!    (the *init*). The init sets `PR_SET_PDEATHSIG` to SIGKILL, mounts a `/proc` of its
+//!    own namespace, reports success over a pipe, and forks the command itself (PID 2),
+//!    which goes on to `exec`. The init reaps what re-parents to it and exits as soon as
+//!    the command does, which makes the kernel kill everything left in the namespace.
+//!    The first child (the *relay*, the one toolbelt sees and records) closes every
+//!    descriptor, ignores the termination signals a process group receives, waits for
+//!    the init and ends the way the command ended (its exit code, or the same signal).
+//!
+//! So a daemon the command leaves behind, double-forked, non-dumpable or with its
+//! environment cleared, dies when the command's main process does, however toolbelt
+//! ends; nothing inside can name toolbelt, the guardian or any other process by PID
+//! (`kill`, `prlimit`, `setpriority` reach only the namespace), and `/proc` shows only the
+//! namespace's processes, so no other process's environment can be read.
+//!
+//! **Cost.** Two more `fork`s and the namespaces' creation per command (measured in
+//! BENCHMARKS.md against an unconfined spawn). The relay and the init never allocate:
+//! every path and map line is prepared in the parent, and only system calls run after
+//! `fork`.
+//!
+//! **Where the kernel refuses** (no user namespaces for unprivileged users, a container
+//! without `CAP_SYS_ADMIN`): probed once per process ([`support`]) by running the whole
+//! set-up in a child that exits before `exec`; a layer that cannot be had is left out and
+//! named by `toolbelt sandbox --verify`. A user namespace is used only for sealed
+//! commands: an approved command run as a normal user inside one would see files of
+//! other users as `nobody` and could not run `sudo` or any set-uid program, so
+//! [`Isolation::Processes`] is granted only where toolbelt is privileged.
+
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// How far a child is cut off beyond its session and descriptors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Isolation {
+    /// Session and descriptors only: the default for every child. Approved commands,
+    /// servers and hooks stay here for now: a namespace per command would also part them
+    /// from each other (a later command could not `kill` the dev server an earlier one
+    /// started, and `$!` would name a PID of another namespace); a namespace per session,
+    /// shared by its commands, is the step that gives them the same guarantee.
+    SessionOnly,
+    /// Also a PID namespace with its own `/proc`, where the kernel allows it without a
+    /// user namespace (toolbelt privileged).
+    Processes,
+    /// Also a network namespace with no interface up, and a user namespace where one is
+    /// needed to have these: a command nobody approved.
+    Sealed,
+}
+
+/// Which layers this machine grants, probed once per process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsolationSupport {
+    /// A PID namespace with its own `/proc`, without a user namespace.
+    pub processes: Result<(), String>,
+    /// The sealed set: PID, mount and network namespaces (through a user namespace when
+    /// unprivileged).
+    pub sealed: Result<(), String>,
+}
+
+/// Bits of the flags the `pre_exec` step reads (an atomic, since the step is installed
+/// before the caller says how far to isolate and runs after `fork`, where no lock may be
+/// taken).
+const PID: u8 = 1;
+const NET: u8 = 2;
+const USER: u8 = 4;
+/// The probe: the command (PID 2) exits before `exec`.
+const PROBE: u8 = 8;
+
+/// The one step installed on every command: see the module documentation.
+#[derive(Debug)]
+pub(crate) struct IsolationStep {
+    flags: Arc<AtomicU8>,
+}
+
+impl IsolationStep {
+    /// Installs the step on `command` (first, before any caller's step).
+    pub(crate) fn install(command: &mut Command) -> IsolationStep {
+        let flags = Arc::new(AtomicU8::new(0));
+        let plan = Plan::new(Arc::clone(&flags));
+        // Safety: the closure runs in the forked child before `exec` and makes only
+        // system calls on data prepared here (`Plan`): no allocation, no lock.
+        unsafe {
+            command.pre_exec(move || plan.run());
+        }
+        IsolationStep { flags }
+    }
+
+    /// Sets how far to isolate, falling back to what the machine grants.
+    pub(crate) fn set(&self, isolation: Isolation) {
+        let flags = match isolation {
+            Isolation::SessionOnly => 0,
+            Isolation::Processes if support().processes.is_ok() => PID,
+            Isolation::Processes => 0,
+            Isolation::Sealed if support().sealed.is_ok() => PID | NET | needs_user(),
+            Isolation::Sealed if support().processes.is_ok() => PID,
+            Isolation::Sealed => 0,
+        };
+        self.flags.store(flags, Ordering::Relaxed);
+    }
+}
+
+fn needs_user() -> u8 {
+    if rustix::process::geteuid().is_root() {
+        0
+    } else {
+        USER
+    }
+}
+
+/// What the machine grants, probed on first use by running the set-up in children that
+/// exit before `exec` (three `fork`s each, about a millisecond).
+pub fn support() -> &'static IsolationSupport {
+    static SUPPORT: OnceLock<IsolationSupport> = OnceLock::new();
+    SUPPORT.get_or_init(|| IsolationSupport {
+        processes: probe(PID),
+        sealed: probe(PID | NET | needs_user()),
+    })
+}
+
+fn probe(flags: u8) -> Result<(), String> {
+    let mut command = Command::new("/proc/self/exe");
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let step = IsolationStep::install(&mut command);
+    step.flags.store(flags | PROBE, Ordering::Relaxed);
+    let status = command
+        .spawn()
+        .and_then(|mut c| c.wait())
+        .map_err(|e| describe(flags, &e))?;
+    match status.code() {
+        Some(0) => Ok(()),
+        _ => Err(describe(flags, &io::Error::other(format!("{status}")))),
+    }
+}
+
+fn describe(flags: u8, e: &io::Error) -> String {
+    let what = if flags & NET != 0 {
+        "PID, mount and network namespaces"
+    } else {
+        "a PID namespace with its own /proc"
+    };
+    let how = if flags & USER != 0 {
+        " through a user namespace"
+    } else {
+        ""
+    };
+    format!("the kernel refused {what}{how}: {e}")
+}
+
+/// Everything the child needs, prepared before `fork`.
+struct Plan {
+    flags: Arc<AtomicU8>,
+    proc_path: CString,
+    proc_type: CString,
+    root: CString,
+    uid_map_path: CString,
+    gid_map_path: CString,
+    setgroups_path: CString,
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+    deny: &'static [u8],
+}
+
+impl Plan {
+    fn new(flags: Arc<AtomicU8>) -> Plan {
+        let uid = rustix::process::geteuid().as_raw();
+        let gid = rustix::process::getegid().as_raw();
+        Plan {
+            flags,
+            proc_path: c"/proc".to_owned(),
+            proc_type: c"proc".to_owned(),
+            root: c"/".to_owned(),
+            uid_map_path: c"/proc/self/uid_map".to_owned(),
+            gid_map_path: c"/proc/self/gid_map".to_owned(),
+            setgroups_path: c"/proc/self/setgroups".to_owned(),
+            uid_map: format!("{uid} {uid} 1").into_bytes(),
+            gid_map: format!("{gid} {gid} 1").into_bytes(),
+            deny: b"deny",
+        }
+    }
+
+    /// In the forked child: the session, the descriptors, then the namespaces.
+    fn run(&self) -> io::Result<()> {
+        // Safety (whole function): system calls on prepared data only.
+        unsafe {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            cloexec_from(3);
+            let flags = self.flags.load(Ordering::Relaxed);
+            if flags & PID == 0 {
+                return Ok(());
+            }
+            self.unshare(flags)?;
+            self.fork_init(flags)
+        }
+    }
+
+    unsafe fn unshare(&self, flags: u8) -> io::Result<()> {
+        let mut ns = libc::CLONE_NEWPID | libc::CLONE_NEWNS;
+        if flags & NET != 0 {
+            ns |= libc::CLONE_NEWNET;
+        }
+        if flags & USER != 0 {
+            ns |= libc::CLONE_NEWUSER;
+        }
+        // Safety: plain system calls.
+        unsafe {
+            if libc::unshare(ns) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if flags & USER != 0 {
+                write_file(&self.setgroups_path, self.deny)?;
+                write_file(&self.uid_map_path, &self.uid_map)?;
+                write_file(&self.gid_map_path, &self.gid_map)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forks the init; this process becomes the relay and never returns unless the init
+    /// failed to set up (then the error goes to the spawner as an `exec` error would).
+    unsafe fn fork_init(&self, flags: u8) -> io::Result<()> {
+        let mut fds = [0i32; 2];
+        // Safety: plain system calls; after the fork each side only makes system calls.
+        unsafe {
+            if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let [read, write] = fds;
+            match libc::fork() {
+                -1 => Err(io::Error::last_os_error()),
+                0 => {
+                    libc::close(read);
+                    self.init(write, flags)
+                }
+                init => {
+                    libc::close(write);
+                    relay(init, read)
+                }
+            }
+        }
+    }
+
+    /// PID 1 of the namespace: dies with the relay, mounts its `/proc`, reports, forks
+    /// the command and waits for it. Returns only in the command (PID 2).
+    unsafe fn init(&self, report: i32, flags: u8) -> io::Result<()> {
+        // Safety: plain system calls.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            let mounted = libc::mount(
+                std::ptr::null(),
+                self.root.as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_SLAVE,
+                std::ptr::null(),
+            ) == 0
+                && libc::mount(
+                    self.proc_type.as_ptr(),
+                    self.proc_path.as_ptr(),
+                    self.proc_type.as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    std::ptr::null(),
+                ) == 0;
+            if !mounted {
+                let errno = io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EPERM);
+                write_all(report, &errno.to_ne_bytes());
+                libc::_exit(1);
+            }
+            write_all(report, &0i32.to_ne_bytes());
+            let command = libc::fork();
+            if command == 0 {
+                libc::close(report);
+                if flags & PROBE != 0 {
+                    libc::_exit(0);
+                }
+                return Ok(());
+            }
+            if command < 0 {
+                libc::_exit(126);
+            }
+            close_all_but(report);
+            let status = reap_until(command);
+            write_all(report, &status.to_ne_bytes());
+            libc::_exit(0)
+        }
+    }
+}
+
+/// The relay: waits for the init's set-up report; on failure returns the error (the
+/// spawner reports it like a failed `exec`); on success closes everything, ignores the
+/// group's termination signals and ends as the command ended.
+unsafe fn relay(init: libc::pid_t, report: i32) -> io::Result<()> {
+    // Safety: plain system calls.
+    unsafe {
+        let mut setup = [0u8; 4];
+        if read_exact(report, &mut setup) && i32::from_ne_bytes(setup) != 0 {
+            let mut status = 0;
+            libc::waitpid(init, &mut status, 0);
+            return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(setup)));
+        }
+        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+        close_all_but(report);
+        let mut command_status = [0u8; 4];
+        let reported = read_exact(report, &mut command_status);
+        let mut init_status = 0;
+        while libc::waitpid(init, &mut init_status, 0) < 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+        let status = if reported {
+            i32::from_ne_bytes(command_status)
+        } else {
+            init_status
+        };
+        end_as(status)
+    }
+}
+
+/// Ends this process the way `status` (a `waitpid` status) says.
+unsafe fn end_as(status: i32) -> ! {
+    // Safety: plain system calls.
+    unsafe {
+        if libc::WIFSIGNALED(status) {
+            let signal = libc::WTERMSIG(status);
+            let no_core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+            libc::signal(signal, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, signal);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::kill(libc::getpid(), signal);
+            libc::_exit(128 + signal);
+        }
+        libc::_exit(libc::WEXITSTATUS(status))
+    }
+}
+
+/// Reaps every child until `command` exits; its status.
+unsafe fn reap_until(command: libc::pid_t) -> i32 {
+    let mut status = 0;
+    loop {
+        // Safety: plain system call.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid == command {
+            return status;
+        }
+        if pid < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return status;
+        }
+    }
+}
+
+/// Marks every descriptor from `first` up close-on-exec.
+unsafe fn cloexec_from(first: u32) {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // Safety: plain system calls.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, first, u32::MAX, CLOSE_RANGE_CLOEXEC) == 0 {
+            return;
+        }
+        // Kernels before 5.11: every descriptor below the limit, one call each.
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+        let last = limit.rlim_cur.min(1 << 20) as i32;
+        for fd in first as i32..last {
+            let current = libc::fcntl(fd, libc::F_GETFD);
+            if current >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, current | libc::FD_CLOEXEC);
+            }
+        }
+    }
+}
+
+/// Closes every descriptor but `keep` (the relay and the init need nothing else, and
+/// holding a copy of the command's output pipe would keep its reader from end-of-file).
+unsafe fn close_all_but(keep: i32) {
+    // Safety: plain system calls; a failure leaves the descriptors close-on-exec, which
+    // the relay and init never reach, so they would only be held a little longer.
+    unsafe {
+        for fd in 0..keep {
+            libc::close(fd);
+        }
+        if libc::syscall(libc::SYS_close_range, keep as u32 + 1, u32::MAX, 0) != 0 {
+            for fd in keep + 1..1024 {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+unsafe fn write_file(path: &CString, data: &[u8]) -> io::Result<()> {
+    // Safety: plain system calls on a NUL-terminated path.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let written = libc::write(fd, data.as_ptr().cast(), data.len());
+        let error = io::Error::last_os_error();
+        libc::close(fd);
+        if written != data.len() as isize {
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+unsafe fn write_all(fd: i32, data: &[u8]) {
+    // Safety: a plain system call; four bytes on a pipe are written whole.
+    unsafe {
+        libc::write(fd, data.as_ptr().cast(), data.len());
+    }
+}
+
+/// Reads exactly `buf.len()` bytes; false at end-of-file or on an error.
+unsafe fn read_exact(fd: i32, buf: &mut [u8]) -> bool {
+    let mut done = 0;
+    while done < buf.len() {
+        // Safety: a plain system call into the rest of `buf`.
+        let n = unsafe { libc::read(fd, buf[done..].as_mut_ptr().cast(), buf.len() - done) };
+        if n > 0 {
+            done += n as usize;
+        } else if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests;

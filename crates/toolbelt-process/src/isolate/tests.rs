@@ -1,0 +1,183 @@
+//! The isolation of every child, with real processes: each test runs `sh` through
+//! [`GroupCommand`] and asserts what the kernel let it do.
+
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Output, Stdio};
+
+use super::*;
+use crate::{GroupCommand, Owner, procfs};
+
+fn run(script: &str, isolation: Isolation) -> Output {
+    let owner = Owner::new();
+    let mut command = GroupCommand::new("sh", &owner);
+    command
+        .args(["-c", script])
+        .isolation(isolation)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = command.spawn_std().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Field 6 of `/proc/<pid>/stat`, the session.
+fn session_of(pid: u32) -> u32 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &text[text.rfind(')').unwrap() + 1..];
+    rest.split_whitespace().nth(3).unwrap().parse().unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+const ALL: [Isolation; 3] = [
+    Isolation::SessionOnly,
+    Isolation::Processes,
+    Isolation::Sealed,
+];
+
+#[test]
+fn every_child_leads_a_new_session_without_a_terminal() {
+    for isolation in ALL {
+        let owner = Owner::new();
+        let mut command = GroupCommand::new("sh", &owner);
+        command
+            .args([
+                "-c",
+                "if (: <>/dev/tty) 2>/dev/null; then echo opened; else echo refused; fi",
+            ])
+            .isolation(isolation)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let child = command.spawn_std().unwrap();
+        let pid = child.id();
+        // The leader (the command, or the relay in front of its namespace) leads its
+        // own session and group: nothing it does reaches toolbelt's terminal.
+        let stat = procfs::stat(pid).unwrap();
+        assert_eq!((stat.pgid, session_of(pid)), (pid, pid), "{isolation:?}");
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(stdout(&out), "refused", "{isolation:?}");
+    }
+}
+
+#[test]
+fn a_descriptor_toolbelt_inherited_is_not_passed_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("inherited");
+    let file = std::fs::File::create(&path).unwrap();
+    // `dup` gives a descriptor without close-on-exec, as a parent's leftover would be.
+    let inherited = rustix::io::dup(&file).unwrap();
+    let fd = inherited.as_raw_fd();
+    for isolation in ALL {
+        let out = run(&format!("echo leaked >&{fd} && echo wrote"), isolation);
+        assert_ne!(stdout(&out), "wrote", "{isolation:?}");
+    }
+    let mut written = String::new();
+    std::fs::File::open(&path)
+        .unwrap()
+        .read_to_string(&mut written)
+        .unwrap();
+    assert_eq!(written, "");
+}
+
+#[test]
+fn exit_codes_and_signals_come_through_the_relay() {
+    for isolation in ALL {
+        assert_eq!(run("exit 3", isolation).status.code(), Some(3));
+        let killed = run("kill -TERM $$", isolation).status;
+        assert_eq!(killed.signal(), Some(libc::SIGTERM), "{isolation:?}");
+    }
+}
+
+/// The PID namespace where this machine grants it (CI runs as root, where it always
+/// does); elsewhere the test says what it could not check.
+#[test]
+fn a_command_sees_and_signals_only_its_own_namespace() {
+    if let Err(why) = &support().processes {
+        eprintln!("skipped: {why}");
+        assert!(std::env::var_os("CI").is_none() || !rustix::process::geteuid().is_root());
+        return;
+    }
+    let me = std::process::id();
+    let script = format!(
+        "echo $$; test -e /proc/{me} && echo sees-parent; kill -0 {me} 2>/dev/null && echo signals-parent; \
+         ls /proc | grep -c '^[0-9]'"
+    );
+    let out = run(&script, Isolation::Processes);
+    let lines: Vec<&str> = out
+        .stdout
+        .split(|b| *b == b'\n')
+        .map(|l| std::str::from_utf8(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines[0], "2",
+        "the command is PID 2, under its init: {lines:?}"
+    );
+    assert!(!lines.contains(&"sees-parent"), "{lines:?}");
+    assert!(!lines.contains(&"signals-parent"), "{lines:?}");
+    // sh, its `ls` and `grep`, and the init: nothing of the machine's other processes.
+    let count: u32 = lines[1].trim().parse().unwrap();
+    assert!(count <= 5, "{count} processes visible");
+}
+
+#[test]
+fn a_daemon_the_command_leaves_dies_with_it() {
+    if support().processes.is_err() {
+        return;
+    }
+    let token = format!("tb-daemon-{}", std::process::id());
+    // Double-forked, in a session of its own, renamed: nothing a marker scan relies on.
+    let script = format!("(setsid sh -c 'exec -a {token} sleep 1000' &) ; echo started");
+    let out = run(&script, Isolation::Processes);
+    assert_eq!(stdout(&out), "started");
+    // The init exits with the command, and the kernel has ended the namespace before the
+    // init could be reaped: no process of that name is left on the machine.
+    let left = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| c.starts_with(token.as_bytes()))
+        .count();
+    assert_eq!(left, 0);
+}
+
+#[test]
+fn a_sealed_command_has_no_network() {
+    if let Err(why) = &support().sealed {
+        eprintln!("skipped: {why}");
+        assert!(std::env::var_os("CI").is_none() || !rustix::process::geteuid().is_root());
+        return;
+    }
+    let out = run(
+        "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
+        Isolation::Sealed,
+    );
+    assert_eq!(stdout(&out), "lo");
+    let unsealed = run(
+        "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
+        Isolation::Processes,
+    );
+    assert_ne!(stdout(&unsealed), "", "control");
+}
+
+#[test]
+fn terminating_the_group_ends_the_command_through_its_namespace() {
+    let owner = Owner::new();
+    let mut command = GroupCommand::new("sh", &owner);
+    command
+        .args(["-c", "echo up; exec sleep 1000"])
+        .stdout(Stdio::piped());
+    let mut child = command.spawn_std().unwrap();
+    let mut first = [0u8; 3];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
+    crate::signal_group(child.id(), rustix::process::Signal::TERM);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+}
