@@ -38,7 +38,10 @@ use std::time::Duration;
 use tree_sitter::{Node, Parser};
 
 pub(crate) mod getopt;
+mod runner_readers;
+mod runners;
 pub(crate) mod runs;
+mod runs_git;
 pub(crate) mod word;
 mod wrapper_options;
 
@@ -502,3 +505,6 @@ mod tests;
 
 #[cfg(test)]
 mod spelling_tests;
+
+#[cfg(test)]
+mod runner_tests;
