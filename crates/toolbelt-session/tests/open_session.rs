@@ -82,7 +82,11 @@ fn the_example_keeps_an_untrusted_folder_from_approving_its_own_calls() {
 }
 
 /// What the repository's git configuration runs, in the project, beside `.git`.
-const GIT_RUNS: &[&str] = &[".githooks/pre-commit", "tools/fsmonitor.sh", "scripts/conv.sh"];
+const GIT_RUNS: &[&str] = &[
+    ".githooks/pre-commit",
+    "tools/fsmonitor.sh",
+    "scripts/conv.sh",
+];
 
 #[test]
 fn the_example_cannot_write_what_git_runs() {

@@ -210,8 +210,8 @@ impl Config {
         let text = String::from_utf8_lossy(&bytes);
         let dir = file.parent().unwrap_or(Path::new("/"));
         for (key, value) in parse(&text) {
-            let include = key == "include.path"
-                || (key.starts_with("includeif.") && key.ends_with(".path"));
+            let include =
+                key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path"));
             if include {
                 let target = match value.strip_prefix("~/") {
                     Some(rest) => home.join(rest),
@@ -297,7 +297,10 @@ fn parse(text: &str) -> Vec<(String, String)> {
         }
         let (name, value) = match line.split_once('=') {
             Some((n, v)) => (n.trim(), value_of(v)),
-            None => (line.split_whitespace().next().unwrap_or(""), "true".to_string()),
+            None => (
+                line.split_whitespace().next().unwrap_or(""),
+                "true".to_string(),
+            ),
         };
         if !name.is_empty() {
             entries.push((format!("{section}.{}", name.to_ascii_lowercase()), value));
@@ -314,7 +317,11 @@ fn section_name(header: &str) -> Option<String> {
         Some((name, sub)) => {
             let sub = sub.trim();
             let sub = sub.strip_prefix('"').and_then(|s| s.strip_suffix('"'))?;
-            Some(format!("{}.{}", name.to_ascii_lowercase(), sub.replace("\\\"", "\"").replace("\\\\", "\\")))
+            Some(format!(
+                "{}.{}",
+                name.to_ascii_lowercase(),
+                sub.replace("\\\"", "\"").replace("\\\\", "\\")
+            ))
         }
         None => Some(match inside.split_once('.') {
             Some((name, sub)) => format!("{}.{sub}", name.to_ascii_lowercase()),

@@ -67,7 +67,10 @@ fn files_the_configuration_runs_are_protected() {
 fn includes_linked_work_trees_and_the_persons_configuration_are_read() {
     let (_d, top) = repository("[include]\n\tpath = more.config\n");
     std::fs::write(top.join(".git/more.config"), "[core]\nhooksPath = hooks2\n").unwrap();
-    assert_eq!(label(&top, "hooks2/pre-push").as_deref(), Some("git hooks [hooks2]"));
+    assert_eq!(
+        label(&top, "hooks2/pre-push").as_deref(),
+        Some("git hooks [hooks2]")
+    );
 
     // A linked work tree: `.git` is a file naming the repository directory, whose
     // `commondir` holds the shared configuration.
@@ -80,7 +83,10 @@ fn includes_linked_work_trees_and_the_persons_configuration_are_read() {
     std::fs::create_dir_all(root.join("wt")).unwrap();
     let gitdir = format!("gitdir: {}\n", main_git.join("worktrees/wt").display());
     std::fs::write(root.join("wt/.git"), gitdir).unwrap();
-    assert_eq!(label(&root, "wt/.hooks/pre-commit").as_deref(), Some("git hooks [.hooks]"));
+    assert_eq!(
+        label(&root, "wt/.hooks/pre-commit").as_deref(),
+        Some("git hooks [.hooks]")
+    );
 
     // The person's global configuration names a driver by a path in the project.
     let (_d, top) = repository("[core]\n\tbare = false\n");
@@ -112,7 +118,10 @@ fn the_reader_follows_git_syntax_and_bounds() {
     assert!(!key_matches("diff.*.textconv", "diff.textconv"));
     assert!(key_matches("alias.*", "alias.st"));
     assert!(!key_matches("core.pager", "core.pagerx"));
-    assert_eq!(command_words("!sh 'x y.sh' --f $HOME/a;b"), ["sh", "x y.sh", "b"]);
+    assert_eq!(
+        command_words("!sh 'x y.sh' --f $HOME/a;b"),
+        ["sh", "x y.sh", "b"]
+    );
     // A configuration that includes itself is read a bounded number of times.
     let (_d, top) = repository("[include]\n\tpath = config\n[core]\nhooksPath = h\n");
     assert_eq!(label(&top, "h/x").as_deref(), Some("git hooks [h]"));

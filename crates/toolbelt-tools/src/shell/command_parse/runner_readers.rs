@@ -38,7 +38,10 @@ pub(super) fn shell(call: &Call, out: &mut Runs) {
             continue;
         }
         if letters.contains('s') {
-            out.unreadable = Some(format!("`{}` reads its commands from standard input", words[0]));
+            out.unreadable = Some(format!(
+                "`{}` reads its commands from standard input",
+                words[0]
+            ));
             return;
         }
         with_c |= letters.contains('c');
@@ -52,7 +55,10 @@ pub(super) fn shell(call: &Call, out: &mut Runs) {
         // (`bash /dev/stdin <<< 'rm x'`) or only known at run time (`bash <(…)`).
         (false, Some(_)) => script_file(raw.get(i), words.get(i), &words[0], out),
         (false, None) => {
-            out.unreadable = Some(format!("`{}` reads its commands from standard input", words[0]));
+            out.unreadable = Some(format!(
+                "`{}` reads its commands from standard input",
+                words[0]
+            ));
         }
     }
 }
@@ -60,7 +66,13 @@ pub(super) fn shell(call: &Call, out: &mut Runs) {
 /// `eval WORDS`: the words joined are a script.
 pub(super) fn eval(call: &Call, out: &mut Runs) {
     out.runs_anything = true;
-    script(&call.raw[1..], &call.args().join(" "), call.name, call.depth, out);
+    script(
+        &call.raw[1..],
+        &call.args().join(" "),
+        call.name,
+        call.depth,
+        out,
+    );
 }
 
 /// `source FILE`, `. FILE`.
@@ -72,17 +84,11 @@ pub(super) fn source(call: &Call, out: &mut Runs) {
 /// `trap ACTION SIGNAL…`: the action is a script run later in this shell. `trap`,
 /// `trap -l`, `trap -p` list; `trap - SIG` resets.
 pub(super) fn trap(call: &Call, out: &mut Runs) {
-    let mut i = 1;
-    while let Some(a) = call.words.get(i) {
-        match a.as_str() {
-            "--" => {
-                i += 1;
-                break;
-            }
-            "-l" | "-p" | "-P" => return,
-            _ => break,
-        }
-    }
+    let i = match call.words.get(1).map(String::as_str) {
+        Some("-l" | "-p" | "-P") => return,
+        Some("--") => 2,
+        _ => 1,
+    };
     match call.words.get(i).map(String::as_str) {
         None | Some("-") | Some("") => {}
         Some(action) => script(&call.raw[i..=i], action, "trap", call.depth, out),
@@ -222,7 +228,12 @@ fn plain_options(name: &str) -> &'static [&'static str] {
         ],
         "perl" => &["-w", "-W", "-X", "-T", "-t", "-s"],
         "ruby" => &["-w", "-W", "-v", "--verbose"],
-        "node" | "nodejs" => &["--test", "--no-warnings", "--trace-warnings", "--enable-source-maps"],
+        "node" | "nodejs" => &[
+            "--test",
+            "--no-warnings",
+            "--trace-warnings",
+            "--enable-source-maps",
+        ],
         _ => &[],
     }
 }
@@ -268,7 +279,10 @@ pub(super) fn interpreter(call: &Call, out: &mut Runs) {
         return;
     }
     if args.get(i).is_none() {
-        out.unreadable = Some(format!("`{}` reads its program from standard input", call.name));
+        out.unreadable = Some(format!(
+            "`{}` reads its program from standard input",
+            call.name
+        ));
         return;
     }
     script_file(call.raw.get(i + 1), args.get(i), call.name, out);
@@ -286,7 +300,10 @@ pub(super) fn js_runtime(call: &Call, out: &mut Runs) {
             .iter()
             .any(|a| code.contains(&a.as_str()) || is_standard_input(a))
     {
-        out.unread(format!("`{}` runs code given as text or fetched by name", call.name));
+        out.unread(format!(
+            "`{}` runs code given as text or fetched by name",
+            call.name
+        ));
     } else {
         call.unread_if_not_literal(1, out);
     }
@@ -297,7 +314,11 @@ pub(super) fn js_runtime(call: &Call, out: &mut Runs) {
 pub(super) fn package_manager(call: &Call, out: &mut Runs) {
     let sub = call.args().iter().find(|a| !a.starts_with('-'));
     if sub.is_some_and(|s| matches!(s.as_str(), "exec" | "x" | "dlx" | "create" | "init")) {
-        out.unread(format!("`{} {}` runs a command or a package fetched by name", call.name, sub.map_or("", |s| s.as_str())));
+        out.unread(format!(
+            "`{} {}` runs a command or a package fetched by name",
+            call.name,
+            sub.map_or("", |s| s.as_str())
+        ));
     }
 }
 
@@ -311,7 +332,12 @@ pub(super) fn awk(call: &Call, out: &mut Runs) {
     }
     let parsed = match options::AWK.parse(call.args()) {
         Ok(p) => p,
-        Err(e) => return out.unread(format!("the options of `{}` cannot be read ({e})", call.name)),
+        Err(e) => {
+            return out.unread(format!(
+                "the options of `{}` cannot be read ({e})",
+                call.name
+            ));
+        }
     };
     let mut programs = Vec::new();
     let mut file = false;
@@ -319,7 +345,10 @@ pub(super) fn awk(call: &Call, out: &mut Runs) {
         if o.is('f', "file") || o.is('i', "include") {
             file = true;
             if o.value.as_deref().is_some_and(is_standard_input) {
-                return out.unread(format!("`{}` reads its program from standard input", call.name));
+                return out.unread(format!(
+                    "`{}` reads its program from standard input",
+                    call.name
+                ));
             }
         }
         if o.is('E', "exec") || o.is('l', "load") {
@@ -381,7 +410,10 @@ pub(super) fn sqlite(call: &Call, out: &mut Runs) {
     let args = call.args();
     let operands = args.iter().filter(|a| !a.starts_with('-')).count();
     let dot = args.iter().any(|a| {
-        a.trim_start().starts_with('.') && !a.contains('/') || a.contains("\n.") || a == "-cmd" || a == "-init"
+        a.trim_start().starts_with('.') && !a.contains('/')
+            || a.contains("\n.")
+            || a == "-cmd"
+            || a == "-init"
     });
     if dot || operands < 2 || call.non_literal_from(1).is_some() {
         out.unread("`sqlite3` can run programs through its dot commands".to_string());
@@ -405,7 +437,8 @@ pub(super) fn make(call: &Call, out: &mut Runs) {
             return out.unread("`make` reads its makefile from standard input".to_string());
         }
         if o.is('E', "eval") {
-            return out.unread("`make --eval` runs makefile text given in its arguments".to_string());
+            return out
+                .unread("`make --eval` runs makefile text given in its arguments".to_string());
         }
     }
     if let Some(v) = parsed.operands.iter().find(|a| a.contains('=')) {
@@ -445,7 +478,9 @@ pub(super) fn tar(call: &Call, out: &mut Runs) {
 pub(super) fn rsync(call: &Call, out: &mut Runs) {
     let runs = call.args().iter().any(|a| {
         if let Some(long) = a.strip_prefix("--") {
-            ["rsh", "rsync-path"].iter().any(|r| may_abbreviate(long, r))
+            ["rsh", "rsync-path"]
+                .iter()
+                .any(|r| may_abbreviate(long, r))
         } else {
             a.starts_with('-') && a.contains('e')
         }
@@ -459,7 +494,9 @@ pub(super) fn rsync(call: &Call, out: &mut Runs) {
 pub(super) fn netcat(call: &Call, out: &mut Runs) {
     let runs = call.args().iter().any(|a| {
         if let Some(long) = a.strip_prefix("--") {
-            ["exec", "sh-exec", "lua-exec"].iter().any(|r| may_abbreviate(long, r))
+            ["exec", "sh-exec", "lua-exec"]
+                .iter()
+                .any(|r| may_abbreviate(long, r))
         } else {
             a.starts_with('-') && a.contains(['e', 'c'])
         }
@@ -484,7 +521,8 @@ pub(super) fn ssh(call: &Call, out: &mut Runs) {
     for o in &parsed.options {
         let value = o.value.as_deref().unwrap_or("").to_ascii_lowercase();
         if o.is('F', "") || (o.is('o', "") && value.contains("command")) {
-            return out.unread("`ssh` is given a local command or a configuration file".to_string());
+            return out
+                .unread("`ssh` is given a local command or a configuration file".to_string());
         }
     }
     if let Some(host) = parsed.first_operand {
@@ -500,11 +538,37 @@ pub(super) fn ssh(call: &Call, out: &mut Runs) {
 /// `compose`, `build`…) run what their arguments say in a grammar not read here.
 pub(super) fn container(call: &Call, out: &mut Runs) {
     const RUNS: &[&str] = &[
-        "run", "exec", "create", "start", "restart", "compose", "build", "buildx", "builder",
-        "container", "debug", "plugin", "stack", "service", "attach", "cp", "apply", "replace",
-        "patch", "edit", "set", "image", "kube", "play", "machine",
+        "run",
+        "exec",
+        "create",
+        "start",
+        "restart",
+        "compose",
+        "build",
+        "buildx",
+        "builder",
+        "container",
+        "debug",
+        "plugin",
+        "stack",
+        "service",
+        "attach",
+        "cp",
+        "apply",
+        "replace",
+        "patch",
+        "edit",
+        "set",
+        "image",
+        "kube",
+        "play",
+        "machine",
     ];
-    if call.args().iter().any(|a| RUNS.contains(&a.as_str())) || call.non_literal_from(1).is_some() {
-        out.unread(format!("`{}` starts a program given in its arguments", call.name));
+    if call.args().iter().any(|a| RUNS.contains(&a.as_str())) || call.non_literal_from(1).is_some()
+    {
+        out.unread(format!(
+            "`{}` starts a program given in its arguments",
+            call.name
+        ));
     }
 }

@@ -54,8 +54,14 @@ const THROUGH_EACH: &[(&str, &str)] = &[
     ("toybox", "toybox rm v"),
     ("ld.so", "ld.so /bin/rm v"),
     ("ld-linux.so.2", "/lib/ld-linux.so.2 /bin/rm v"),
-    ("ld-linux-x86-64.so.2", "/lib64/ld-linux-x86-64.so.2 /bin/rm v"),
-    ("ld-linux-aarch64.so.1", "/lib/ld-linux-aarch64.so.1 --argv0 x /bin/rm v"),
+    (
+        "ld-linux-x86-64.so.2",
+        "/lib64/ld-linux-x86-64.so.2 /bin/rm v",
+    ),
+    (
+        "ld-linux-aarch64.so.1",
+        "/lib/ld-linux-aarch64.so.1 --argv0 x /bin/rm v",
+    ),
     ("chroot", "chroot / rm v"),
     ("flock", "flock /tmp/l rm v"),
     ("gdb", "gdb -batch -ex 'shell rm v'"),
@@ -156,7 +162,10 @@ const THROUGH_EACH: &[(&str, &str)] = &[
     ("npm", "npm exec -- rimraf v"),
     ("pnpm", "pnpm dlx rimraf v"),
     ("yarn", "yarn dlx rimraf v"),
-    ("tar", "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec='rm v' ."),
+    (
+        "tar",
+        "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec='rm v' .",
+    ),
     ("rsync", "rsync -e 'rm v' a host:b"),
     ("nc", "nc -e /bin/rm host 1"),
     ("ncat", "ncat --sh-exec 'rm v' host 1"),
@@ -292,7 +301,10 @@ fn outer_rule(name: &str) -> String {
 /// What is wrong with `line` through `outer` (empty when nothing is).
 fn problems(outer: &str, line: &str) -> Vec<String> {
     let mut wrong = Vec::new();
-    for (list, want) in [(RuleList::Deny, Decision::Deny), (RuleList::Ask, Decision::Ask)] {
+    for (list, want) in [
+        (RuleList::Deny, Decision::Deny),
+        (RuleList::Ask, Decision::Ask),
+    ] {
         let got = decide(&[(list, "Bash(rm *)")], line);
         if got != want {
             wrong.push(format!("{line:?}: {list:?} Bash(rm *) gave {got:?}"));
@@ -303,7 +315,9 @@ fn problems(outer: &str, line: &str) -> Vec<String> {
         wrong.push(format!("{line:?}: approved by {}", outer_rule(outer)));
     }
     let parsed = parse(line);
-    let root = |c: &&super::SimpleCommand| c.root() == outer || c.words.first().is_some_and(|w| w == outer);
+    let root = |c: &&super::SimpleCommand| {
+        c.root() == outer || c.words.first().is_some_and(|w| w == outer)
+    };
     if let Some(c) = parsed.commands.iter().find(root)
         && let Some(rule) = rule_root(c)
     {
@@ -348,7 +362,10 @@ fn forms_that_run_only_the_program_keep_their_allow_rule_and_escape_a_deny_for_a
     }
     assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
     // git's own forms keep their "always" rule; its code forms have none.
-    assert_eq!(rule_root(&parse("git status").commands[0]).as_deref(), Some("git"));
+    assert_eq!(
+        rule_root(&parse("git status").commands[0]).as_deref(),
+        Some("git")
+    );
 }
 
 /// Forms of the table's programs that run `{}` (the inner command): the program, what
@@ -356,18 +373,48 @@ fn forms_that_run_only_the_program_keep_their_allow_rule_and_escape_a_deny_for_a
 fn runner_form() -> impl Strategy<Value = (String, String)> {
     type Form = (&'static str, &'static str, Vec<&'static str>, &'static str);
     let forms: Vec<Form> = vec![
-        ("setpriv", "", vec!["--nnp", "--reuid=1", "--clear-groups", "--reset-env"], "{}"),
-        ("prlimit", "", vec!["--nofile=9", "-n9", "--cpu=1", "--as=100000"], "{}"),
+        (
+            "setpriv",
+            "",
+            vec!["--nnp", "--reuid=1", "--clear-groups", "--reset-env"],
+            "{}",
+        ),
+        (
+            "prlimit",
+            "",
+            vec!["--nofile=9", "-n9", "--cpu=1", "--as=100000"],
+            "{}",
+        ),
         ("fakeroot", "", vec!["-u", "-l lib.so", "--faked x"], "{}"),
-        ("setarch", "x86_64", vec!["-R", "--addr-no-randomize", "-3", "--verbose"], "{}"),
+        (
+            "setarch",
+            "x86_64",
+            vec!["-R", "--addr-no-randomize", "-3", "--verbose"],
+            "{}",
+        ),
         ("linux64", "", vec!["-R", "--verbose", "-B"], "{}"),
         ("chrt", "", vec!["-o", "--rr", "-f", "-b", "-R"], "0 {}"),
         ("taskset", "", vec!["-c", "-a"], "1 {}"),
         ("ssh-agent", "", vec!["-s", "-c", "-t 5", "-a sock"], "{}"),
-        ("dbus-run-session", "", vec!["--config-file=x", "--config-file x"], "{}"),
-        ("sudo", "", vec!["-u root", "-E", "--preserve-env", "-n", "-iu x"], "{}"),
+        (
+            "dbus-run-session",
+            "",
+            vec!["--config-file=x", "--config-file x"],
+            "{}",
+        ),
+        (
+            "sudo",
+            "",
+            vec!["-u root", "-E", "--preserve-env", "-n", "-iu x"],
+            "{}",
+        ),
         ("env", "", vec!["-i", "-u X", "--chdir=/"], "A=1 {}"),
-        ("timeout", "", vec!["-s KILL", "--kill-after=1", "-v", "--foreground"], "5 {}"),
+        (
+            "timeout",
+            "",
+            vec!["-s KILL", "--kill-after=1", "-v", "--foreground"],
+            "5 {}",
+        ),
         ("nice", "", vec!["-n 5", "--adjustment=1"], "{}"),
         ("stdbuf", "", vec!["-oL", "-i0", "--error=L"], "{}"),
         ("ionice", "", vec!["-c 3", "-n 7", "-t"], "{}"),
@@ -392,20 +439,39 @@ fn runner_form() -> impl Strategy<Value = (String, String)> {
             ],
             "",
         ),
-        ("awk", "", vec!["-F:", "-v x=1", "--posix"], "'BEGIN{system(\"{}\")}'"),
+        (
+            "awk",
+            "",
+            vec!["-F:", "-v x=1", "--posix"],
+            "'BEGIN{system(\"{}\")}'",
+        ),
         ("sed", "", vec!["-n", "-E", "--posix", "-i"], "'1e {}' f"),
         ("make", "", vec!["-s", "-k", "-j2"], "-f /dev/stdin x"),
         ("make", "", vec!["-s", "-k", "-j2"], "--eval='x:;{}' x"),
         ("make", "", vec!["-s", "-k", "-j2"], "SHELL='{}' x"),
-        ("python3", "", vec!["-u", "-B", "-I"], "-c 'import os; os.system(\"{}\")'"),
+        (
+            "python3",
+            "",
+            vec!["-u", "-B", "-I"],
+            "-c 'import os; os.system(\"{}\")'",
+        ),
         ("perl", "", vec!["-w", "-Mstrict"], "-e 'system(q({}))'"),
-        ("find", ".", vec!["-name x", "-type f", "-maxdepth 1"], "-exec {} ;"),
+        (
+            "find",
+            ".",
+            vec!["-name x", "-type f", "-maxdepth 1"],
+            "-exec {} ;",
+        ),
         ("hash", "", vec![], "-p /bin/{} del"),
     ];
     let inner = prop::sample::select(vec!["rm v", "rm -rf v", "/bin/rm v", "r\\m v", "'rm' v"]);
     (prop::sample::select(forms), inner).prop_flat_map(|((outer, first, options, tail), inner)| {
         let program = inner.to_string();
-        let options = if options.is_empty() { vec![""] } else { options };
+        let options = if options.is_empty() {
+            vec![""]
+        } else {
+            options
+        };
         // git's options hold the command: at least one is drawn.
         let least = usize::from(outer == "git");
         prop::collection::vec(prop::sample::select(options), least..3).prop_map(move |chosen| {
@@ -449,7 +515,12 @@ async fn run_line(
     let scheduler = Scheduler::new(f.env.clone(), config);
     let call = ToolCallRequest::new("1", "run_shell_command", &json!({ "command": line }));
     let done = scheduler
-        .run(f.registry(), vec![call], TurnInfo::default(), &Default::default())
+        .run(
+            f.registry(),
+            vec![call],
+            TurnInfo::default(),
+            &Default::default(),
+        )
         .await;
     done[0].result.llm_text()
 }
@@ -466,7 +537,10 @@ async fn the_issue_lines_remove_nothing_with_rm_denied_or_only_the_outer_program
         let outer = parse(line).commands[0].root().to_string();
         for (mode, rules) in [
             (ApprovalMode::Yolo, vec![(RuleList::Deny, "Bash(rm *)")]),
-            (ApprovalMode::Default, vec![(RuleList::Allow, "Bash(shopt *)")]),
+            (
+                ApprovalMode::Default,
+                vec![(RuleList::Allow, "Bash(shopt *)")],
+            ),
         ] {
             let mut rules = rules.clone();
             let allow = outer_rule(&outer);
@@ -535,13 +609,26 @@ async fn always_for_a_git_command_does_not_cover_git_running_code() {
         "git submodule foreach 'touch made-by-foreach'",
     ];
     for (at, line) in lines.iter().enumerate() {
-        let call = ToolCallRequest::new(at.to_string(), "run_shell_command", &json!({ "command": line }));
+        let call = ToolCallRequest::new(
+            at.to_string(),
+            "run_shell_command",
+            &json!({ "command": line }),
+        );
         scheduler
-            .run(f.registry(), vec![call], TurnInfo::default(), &Default::default())
+            .run(
+                f.registry(),
+                vec![call],
+                TurnInfo::default(),
+                &Default::default(),
+            )
             .await;
     }
     let asked = approver.asked.lock().unwrap().clone();
-    assert_eq!(asked.len(), lines.len(), "each git form that runs code asks: {asked:?}");
+    assert_eq!(
+        asked.len(),
+        lines.len(),
+        "each git form that runs code asks: {asked:?}"
+    );
     for made in ["made-by-alias", "made-by-fsmonitor", "made-by-foreach"] {
         assert!(!f.ws().join(made).exists(), "{made} was created");
     }

@@ -158,7 +158,10 @@ pub(super) const RUNNERS: &[(&str, Runner)] = &[
             ..plain(PRLIMIT)
         }),
     ),
-    ("fakeroot", Runner::Wrapper(shell_when_bare(plain(FAKEROOT)))),
+    (
+        "fakeroot",
+        Runner::Wrapper(shell_when_bare(plain(FAKEROOT))),
+    ),
     (
         "setarch",
         Runner::Wrapper(Wrapper {

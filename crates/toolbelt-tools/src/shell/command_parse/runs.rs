@@ -16,6 +16,10 @@
 //! - a command that can run any program it is given (the wrappers, shells, `eval`,
 //!   interpreters) gets no "always allow" rule: `run_shell_command(sudo *)` would
 //!   approve everything.
+//!
+//! Which programs run others, and how each says what, is the one table of
+//! `runners.rs`; this module follows it (through nested wrappers and scripts, up to
+//! [`MAX_DEPTH`]).
 
 use super::runners::{Bare, Runner, Wrapper, runner};
 use super::word::{self, WordShape};

@@ -110,7 +110,9 @@ fn subcommand(call: &Call, sub: &str, at: usize, out: &mut Runs) {
             return;
         }
         "filter-branch" | "for-each-repo" | "instaweb" => {
-            return out.unread(format!("`git {sub}` runs commands given in its arguments or configuration"));
+            return out.unread(format!(
+                "`git {sub}` runs commands given in its arguments or configuration"
+            ));
         }
         "config" if writes_config(rest) => {
             return out.unread(
@@ -125,7 +127,16 @@ fn subcommand(call: &Call, sub: &str, at: usize, out: &mut Runs) {
         "push" => (&["receive-pack", "exec"], &[]),
         "grep" => (&["open-files-in-pager"], &['O']),
         "difftool" => (&["extcmd"], &['x']),
-        "send-email" => (&["sendmail-cmd", "smtp-server", "to-cmd", "cc-cmd", "header-cmd"], &[]),
+        "send-email" => (
+            &[
+                "sendmail-cmd",
+                "smtp-server",
+                "to-cmd",
+                "cc-cmd",
+                "header-cmd",
+            ],
+            &[],
+        ),
         "daemon" => (&["access-hook"], &[]),
         _ => return,
     };
@@ -140,7 +151,9 @@ fn subcommand(call: &Call, sub: &str, at: usize, out: &mut Runs) {
         }
     });
     if runs {
-        out.unread(format!("`git {sub}` is given a program or configuration to run"));
+        out.unread(format!(
+            "`git {sub}` is given a program or configuration to run"
+        ));
     }
 }
 
@@ -159,7 +172,13 @@ fn foreach(call: &Call, at: usize, out: &mut Runs) {
     }
     if start < words.len() {
         let text = words[start..].join(" ");
-        script(&call.raw[start..], &text, "git submodule foreach", call.depth, out);
+        script(
+            &call.raw[start..],
+            &text,
+            "git submodule foreach",
+            call.depth,
+            out,
+        );
     } else {
         out.runs_anything = true;
     }
@@ -178,7 +197,8 @@ fn rebase_exec(call: &Call, at: usize, out: &mut Runs) {
         let attached = if let Some(l) = a.strip_prefix("--") {
             may_abbreviate(l, "exec").then(|| l.split_once('=').map(|(_, v)| v))
         } else if a.starts_with('-') {
-            a.split_once('x').map(|(_, v)| Some(v).filter(|v| !v.is_empty()))
+            a.split_once('x')
+                .map(|(_, v)| Some(v).filter(|v| !v.is_empty()))
         } else {
             None
         };
@@ -206,8 +226,19 @@ fn writes_config(rest: &[String]) -> bool {
     let reads = |a: &str| {
         matches!(
             a,
-            "--get" | "--get-all" | "--get-regexp" | "--get-urlmatch" | "-l" | "--list" | "get" | "list"
-                | "--show-origin" | "--show-scope" | "--name-only" | "-z" | "--null"
+            "--get"
+                | "--get-all"
+                | "--get-regexp"
+                | "--get-urlmatch"
+                | "-l"
+                | "--list"
+                | "get"
+                | "list"
+                | "--show-origin"
+                | "--show-scope"
+                | "--name-only"
+                | "-z"
+                | "--null"
         )
     };
     let reading = rest.iter().any(|a| reads(a));
@@ -215,9 +246,17 @@ fn writes_config(rest: &[String]) -> bool {
     let editing = rest.iter().any(|a| {
         matches!(a.as_str(), "-e" | "--edit" | "edit" | "set" | "unset")
             || a.strip_prefix("--").is_some_and(|l| {
-                ["unset", "unset-all", "add", "replace-all", "edit", "rename-section", "remove-section"]
-                    .iter()
-                    .any(|f| may_abbreviate(l, f))
+                [
+                    "unset",
+                    "unset-all",
+                    "add",
+                    "replace-all",
+                    "edit",
+                    "rename-section",
+                    "remove-section",
+                ]
+                .iter()
+                .any(|f| may_abbreviate(l, f))
             })
     });
     // `git config KEY` reads, `git config KEY VALUE` sets.
