@@ -38,6 +38,7 @@ use std::time::Duration;
 use tree_sitter::{Node, Parser};
 
 pub(crate) mod getopt;
+mod runner_options;
 mod runner_readers;
 mod runners;
 pub(crate) mod runs;
@@ -508,3 +509,6 @@ mod spelling_tests;
 
 #[cfg(test)]
 mod runner_tests;
+
+#[cfg(test)]
+mod runner_scheduler_tests;

@@ -8,8 +8,9 @@
 //! unreadable: a deny rule covering too much is the safe mistake.
 
 use super::getopt::may_abbreviate;
+use super::runner_options::{MAKE, SSH};
 use super::runs::{Call, Runs, is_standard_input, push_inner, script, script_file};
-use super::wrapper_options::{MAKE, SSH, WATCH};
+use super::wrapper_options::WATCH;
 use crate::shell::read_only::checks::awk_program_is_inert;
 use crate::shell::read_only::options;
 use crate::shell::read_only::sed::script_is_inert as sed_script_is_inert;
