@@ -92,6 +92,10 @@ pub(crate) struct ParsedCommand {
     /// and indirect expansion (`${!x}`) evaluate a variable's value, and a value such as
     /// `a[$(id)]` runs a command there.
     pub evaluates_code: bool,
+    /// A variable that names a program (`PAGER`, `GIT_CONFIG_PARAMETERS`, `LD_PRELOAD`,
+    /// see `runners.rs`) is assigned somewhere on the line: what its commands run is not
+    /// what their words say, so every one of them is unreadable.
+    pub program_variable: Option<String>,
     /// Why the line was not analysed (it took more than its budget, see the module
     /// documentation); then [`ParsedCommand::commands`] is the whole line alone and
     /// [`ParsedCommand::syntax_error`] is set.
@@ -126,6 +130,10 @@ impl ParsedCommand {
             unreadable,
         };
         let mut subjects = Vec::new();
+        let assigned = self
+            .program_variable
+            .as_ref()
+            .map(|name| format!("the line sets `{name}`, which names a program that commands run"));
         if let Some(why) = self.unanalysed {
             let why = format!("the command line is too complex to analyse: {why}");
             return self
@@ -138,8 +146,13 @@ impl ParsedCommand {
             // What a wrapper or a script given as text runs is judged too (`sudo rm x`
             // also as `rm x`); what cannot be read makes the command unreadable.
             let found = runs::runs(c);
-            subjects.push(subject(c, found.unreadable));
-            subjects.extend(found.inner.iter().map(|inner| subject(inner, None)));
+            subjects.push(subject(c, found.unreadable.or_else(|| assigned.clone())));
+            subjects.extend(
+                found
+                    .inner
+                    .iter()
+                    .map(|inner| subject(inner, assigned.clone())),
+            );
         }
         subjects
     }
@@ -302,6 +315,7 @@ fn takes_text(kind: &str) -> bool {
             | "test_command"
             | "file_redirect"
             | "expansion"
+            | "variable_assignment"
     )
 }
 
@@ -321,6 +335,10 @@ fn visit(node: Node, src: &[u8], out: &mut ParsedCommand) {
         "file_redirect" => {
             out.writes_to_file |= redirect_writes(node, src);
             out.redirects_to_network |= redirect_reaches_network(node, src);
+        }
+        "variable_assignment" if out.program_variable.is_none() => {
+            let assignment = text(node, src);
+            out.program_variable = runners::program_variable(assignment).map(str::to_string);
         }
         "arithmetic_expansion" | "subscript" | "c_style_for_statement" => {
             out.evaluates_code = true;

@@ -11,7 +11,7 @@ use toolbelt_core::scheduler::{
 use super::parse;
 use super::runner_tests::outer_rule;
 
-/// The lines of the issue (each removed the file `v`), run for real below.
+/// The lines of the issue (each removed the file `v`) and variants, run for real below.
 const ISSUE_LINES: &[&str] = &[
     "setpriv rm v",
     "prlimit rm v",
@@ -33,6 +33,10 @@ const ISSUE_LINES: &[&str] = &[
     "git -c core.fsmonitor='rm v' status",
     "git -c diff.external='rm v' diff",
     "git submodule foreach 'rm v'",
+    // The same configuration given through the environment.
+    "GIT_CONFIG_PARAMETERS=\"'alias.x=!rm v'\" git x",
+    "env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm v' git x",
+    "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='rm v'; git status",
 ];
 
 /// Runs `line` in the workspace through the scheduler with `mode` and `rules`, with

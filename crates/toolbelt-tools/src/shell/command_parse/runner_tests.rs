@@ -222,6 +222,14 @@ const MORE: &[&str] = &[
     "tar -xf a.tar --to-command='rm v'",
     "tar -I 'rm v' -xf a.tar",
     "rsync --rsh='rm v' a host:b",
+    "PAGER='rm v' git log",
+    "GIT_CONFIG_PARAMETERS=\"'alias.x=!rm v'\" git x",
+    "export GIT_EXTERNAL_DIFF=/bin/rm; git diff",
+    "EDITOR='rm v'; git commit",
+    "declare -x GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x; git x",
+    "env GIT_SSH_COMMAND='rm v' git fetch",
+    "LD_PRELOAD=./x.so ls",
+    "PATH=.:$PATH; ls",
 ];
 
 /// Lines through programs of the table that run nothing the rules cannot see.
@@ -285,11 +293,13 @@ fn problems(outer: &str, line: &str) -> Vec<String> {
     if got == Decision::Allow {
         wrong.push(format!("{line:?}: approved by {}", outer_rule(outer)));
     }
+    // As the shell tool's question: a line setting a program variable offers no rule.
     let parsed = parse(line);
     let root = |c: &&super::SimpleCommand| {
         c.root() == outer || c.words.first().is_some_and(|w| w == outer)
     };
-    if let Some(c) = parsed.commands.iter().find(root)
+    if parsed.program_variable.is_none()
+        && let Some(c) = parsed.commands.iter().find(root)
         && let Some(rule) = rule_root(c)
     {
         wrong.push(format!("{line:?}: \"always\" would remember {rule}"));

@@ -333,3 +333,60 @@ fn unversioned(name: &str) -> &str {
         trimmed
     }
 }
+
+/// Environment variables that name a program, code or where programs come from: set by
+/// an assignment (`PAGER=x git log`, `export EDITOR=x; git commit`, `env
+/// GIT_CONFIG_PARAMETERS=… git x`), they make a command run what no word of it names.
+const PROGRAM_VARIABLES: &[&str] = &[
+    "PATH",
+    "BASH_ENV",
+    "ENV",
+    "PAGER",
+    "MANPAGER",
+    "EDITOR",
+    "VISUAL",
+    "SHELL",
+    "PROMPT_COMMAND",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "NODE_OPTIONS",
+    "RUBYOPT",
+    "RUBYLIB",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "MAKEFLAGS",
+    "MFLAGS",
+    "BROWSER",
+    "GIT_PAGER",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_ASKPASS",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_EXEC_PATH",
+    "GIT_PROXY_COMMAND",
+    "GIT_DIR",
+    "GIT_TEMPLATE_DIR",
+];
+
+/// Prefixes of such variables (`LD_PRELOAD`, `GIT_CONFIG_PARAMETERS`,
+/// `GIT_CONFIG_KEY_0`, exported functions).
+const PROGRAM_VARIABLE_PREFIXES: &[&str] = &["LD_", "GIT_CONFIG", "BASH_FUNC_"];
+
+/// The variable `assignment` (`NAME=value`, `NAME+=value`, `NAME[i]=value`) sets, if it
+/// is one that names a program.
+pub(super) fn program_variable(assignment: &str) -> Option<&str> {
+    let name = assignment.split(['=', '+', '[']).next()?;
+    (PROGRAM_VARIABLES.contains(&name)
+        || PROGRAM_VARIABLE_PREFIXES
+            .iter()
+            .any(|p| name.starts_with(p)))
+    .then_some(name)
+}

@@ -99,6 +99,15 @@ impl Call<'_> {
 /// What `command` runs.
 pub(crate) fn runs(command: &SimpleCommand) -> Runs {
     let mut out = Runs::default();
+    if let Some(name) = command
+        .assignments
+        .iter()
+        .find_map(|a| super::runners::program_variable(a))
+    {
+        out.unread(format!(
+            "it is run with `{name}` set, which names a program it runs"
+        ));
+    }
     follow(&command.raw, &command.words, 0, &mut out);
     out
 }
@@ -254,6 +263,12 @@ fn wrapped(w: &Wrapper, call: &Call, out: &mut Runs) {
         start += 1;
     }
     while w.assignments && words.get(start).is_some_and(|a| is_assignment(a)) {
+        if let Some(var) = super::runners::program_variable(&words[start]) {
+            out.unreadable = Some(format!(
+                "`{name} {var}=…` sets a variable that names a program the command runs"
+            ));
+            return;
+        }
         start += 1;
     }
     // A word before the command that is not a literal may split into more options or
