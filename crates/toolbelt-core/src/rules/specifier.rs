@@ -69,6 +69,9 @@ pub(super) fn shell_command_matches(
                 }
             })
         }
+        // `tools.core` lists the programs that may run: one whose program cannot be read
+        // may be any of them, or another.
+        CommandPurpose::Limit if command.unreadable.is_some() => collapse_spaces(pattern) == "*",
         CommandPurpose::Limit => command_forms::strict(command)
             .iter()
             .any(|form| glob_matches(pattern, form)),

@@ -251,6 +251,12 @@ fn tools_core_shell_entries_restrict_the_shell() {
     let v = rules.verdict(tool, &commands(&["ls", "curl x"]));
     assert_eq!(v.decision, Decision::Deny);
     assert!(v.rule.unwrap().starts_with("tools.core"));
+    // git running code it was given may run anything: outside the limit (issue 41).
+    let code = PermissionSubject::Commands(vec![ShellCommand {
+        unreadable: Some("`git -c` sets configuration".into()),
+        ..ShellCommand::from_text("git -c alias.x=!curl x")
+    }]);
+    assert_eq!(rules.evaluate(tool, &code), Decision::Deny);
     let open = Settings::from_value(json!({"tools": {
         "core": ["run_shell_command", "run_shell_command(git)"]
     }}))
