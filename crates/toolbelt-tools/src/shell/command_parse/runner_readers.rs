@@ -10,6 +10,7 @@
 use super::getopt::may_abbreviate;
 use super::runner_options::{MAKE, SSH};
 use super::runs::{Call, Runs, is_standard_input, push_inner, script, script_file};
+use super::wrapper_options::NO_OPTIONS;
 use super::wrapper_options::WATCH;
 use crate::shell::read_only::checks::awk_program_is_inert;
 use crate::shell::read_only::options;
@@ -93,6 +94,21 @@ pub(super) fn trap(call: &Call, out: &mut Runs) {
     match call.words.get(i).map(String::as_str) {
         None | Some("-") | Some("") => {}
         Some(action) => script(&call.raw[i..=i], action, "trap", call.depth, out),
+    }
+}
+
+/// `coproc CMD…` runs CMD; `coproc NAME { …; }` and `coproc ( … )` run a compound
+/// command, which the grammar does not hand over whole: unreadable.
+pub(super) fn coproc(call: &Call, out: &mut Runs) {
+    let compound = |w: &String| w.starts_with(['{', '(']) || w == "}";
+    if call.args().iter().take(2).any(compound) {
+        return out.unread("`coproc` runs a compound command this check does not read".to_string());
+    }
+    if call.words.len() > 1 {
+        match NO_OPTIONS.parse(call.args()) {
+            Ok(_) => push_inner(&call.raw[1..], &call.words[1..], call.depth, out),
+            Err(e) => out.unread(format!("the options of `coproc` cannot be read ({e})")),
+        }
     }
 }
 

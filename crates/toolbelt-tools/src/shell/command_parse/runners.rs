@@ -118,7 +118,7 @@ pub(super) const RUNNERS: &[(&str, Runner)] = &[
         }),
     ),
     ("exec", Runner::Wrapper(plain(EXEC))),
-    ("coproc", Runner::Wrapper(plain(NO_OPTIONS))),
+    ("coproc", Reads(read::coproc)),
     ("nice", Runner::Wrapper(plain(NICE))),
     ("nohup", Runner::Wrapper(plain(NOTHING))),
     ("chronic", Runner::Wrapper(plain(NOTHING))),
