@@ -16,6 +16,11 @@
 //! - `.claude`: Claude Code's settings, whose `hooks` toolbelt runs too;
 //! - `.git`: hooks and configuration, which name programs git runs.
 //!
+//! And what the repository's git configuration makes git run, wherever it is in the
+//! project: the hooks directory (`core.hooksPath`: `.githooks`, `.husky`), and the files
+//! `core.fsmonitor`, drivers (`diff.*.textconv`, `filter.*.clean`, `merge.*.driver`),
+//! aliases and the other configured commands name (`protected/git.rs`).
+//!
 //! The session adds the places it knows from outside the workspace (the toolbelt home,
 //! the system settings file, `tools.manifests` entries) and the files that commands run
 //! without a question before each run (discovery and MCP server commands, the scripts
@@ -26,6 +31,8 @@
 
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
+
+mod git;
 
 /// Why a path is protected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,19 +74,21 @@ impl ProtectedPaths {
     /// Why `path` is protected, if it is. The path should be absolute and resolved (the
     /// [`crate::WorkspaceRoots`] method resolves it first).
     pub fn protection(&self, path: &Path) -> Option<Protection> {
-        by_name(path).or_else(|| {
-            self.extra
-                .iter()
-                .find(|(p, ..)| path.starts_with(p))
-                .map(|(p, label, why)| Protection {
-                    label: label.clone(),
-                    why: why.clone(),
-                    marker: p
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_else(|| p.display().to_string()),
-                })
-        })
+        by_name(path)
+            .or_else(|| {
+                self.extra
+                    .iter()
+                    .find(|(p, ..)| path.starts_with(p))
+                    .map(|(p, label, why)| Protection {
+                        label: label.clone(),
+                        why: why.clone(),
+                        marker: p
+                            .file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_else(|| p.display().to_string()),
+                    })
+            })
+            .or_else(|| git::protection(path))
     }
 }
 

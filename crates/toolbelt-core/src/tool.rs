@@ -123,8 +123,10 @@ pub struct ShellCommand {
     /// Why the program this command runs cannot be read from its text, if it cannot: a
     /// name that is not a literal (`$x`, `/usr/bin/[r]m`), or a wrapper whose command
     /// is a string it splits or input it reads (`env -S 'rm x'`, `bash` reading standard
-    /// input). Every deny and ask rule of the shell covers such a command (fail closed).
-    /// The shell tool decides this; the rules engine only reads it.
+    /// input, code given to an interpreter or to `git -c`). Every deny and ask rule of
+    /// the shell covers such a command (fail closed), and no allow rule approves it but
+    /// one allowing every command. The shell tool decides this; the rules engine only
+    /// reads it.
     pub unreadable: Option<String>,
 }
 

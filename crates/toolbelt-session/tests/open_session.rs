@@ -81,6 +81,27 @@ fn the_example_keeps_an_untrusted_folder_from_approving_its_own_calls() {
     );
 }
 
+/// What the repository's git configuration runs, in the project, beside `.git`.
+const GIT_RUNS: &[&str] = &[
+    ".githooks/pre-commit",
+    "tools/fsmonitor.sh",
+    "scripts/conv.sh",
+];
+
+#[test]
+fn the_example_cannot_write_what_git_runs() {
+    let (_dir, root, home) = workspace();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let config = "[core]\n\thooksPath = .githooks\n\tfsmonitor = tools/fsmonitor.sh\n\
+                  [diff \"x\"]\n\ttextconv = sh scripts/conv.sh\n";
+    std::fs::write(root.join(".git/config"), config).unwrap();
+    std::fs::write(root.join(".gitattributes"), "*.bin diff=x\n").unwrap();
+    run_child("child_is_refused_what_git_runs", &root, home.path());
+    for file in GIT_RUNS {
+        assert!(!root.join(file).exists(), "{file} was written");
+    }
+}
+
 /// The child's workspace, or `None` when this runs as a test of its own (then it has
 /// nothing to do: the parent tests above run it).
 fn child_workspace() -> Option<PathBuf> {
@@ -136,4 +157,24 @@ async fn child_is_refused_an_edit() {
         "{}",
         done.result.llm_text()
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn child_is_refused_what_git_runs() {
+    let Some(root) = child_workspace() else {
+        return;
+    };
+    for file in GIT_RUNS {
+        let args = json!({"file_path": root.join(file), "content": "touch pwned\n"});
+        let done = example::run(&root, "write_file", &args, Some("auto-edit"))
+            .await
+            .expect("the session opens");
+        let kind = done.result.error.as_ref().map(|e| e.kind);
+        assert_eq!(
+            kind,
+            Some(ErrorKind::ExecutionDenied),
+            "{file}: {}",
+            done.result.llm_text()
+        );
+    }
 }

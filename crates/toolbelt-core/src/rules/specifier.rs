@@ -15,8 +15,10 @@
 //!   ([`ShellCommand::unreadable`]: `$x v`, `env -S 'rm v'`). What a wrapper runs
 //!   (`sudo rm x`) is one more subject the shell tool gives, so it is judged too;
 //!   allow rules approve only a bare name or one in a system directory (`/usr/bin/ls`
-//!   but not `./ls`), only when the command writes nothing through a redirection, and
-//!   only with the leading `VAR=x` assignments the rule itself spells out.
+//!   but not `./ls`), only when the command writes nothing through a redirection, only
+//!   with the leading `VAR=x` assignments the rule itself spells out, and never an
+//!   unreadable command (`Bash(git *)` does not approve `git -c alias.x='!rm v' x`):
+//!   that takes a rule allowing every command (`Bash(*)`).
 //! - **Path globs** (`read_file(//etc/**)`) use gitignore-style globs (`*` stays within
 //!   one directory, `**` crosses them): `//x` is the absolute `/x`, `~/x` is under the
 //!   home directory, `/x` is under the project root, `./x` and `x` under the working
@@ -52,6 +54,12 @@ pub(super) fn shell_command_matches(
             if command.writes {
                 return false;
             }
+            // A command whose program runs code that cannot be read (`git -c
+            // alias.x='!…' x`, `python3 -c …`, `$x`) runs what no rule names: only a
+            // rule allowing every command approves it.
+            if command.unreadable.is_some() {
+                return collapse_spaces(pattern) == "*";
+            }
             let prefix = command.assignments.join(" ");
             command_forms::strict(command).iter().any(|form| {
                 if prefix.is_empty() {
@@ -61,6 +69,9 @@ pub(super) fn shell_command_matches(
                 }
             })
         }
+        // `tools.core` lists the programs that may run: one whose program cannot be read
+        // may be any of them, or another.
+        CommandPurpose::Limit if command.unreadable.is_some() => collapse_spaces(pattern) == "*",
         CommandPurpose::Limit => command_forms::strict(command)
             .iter()
             .any(|form| glob_matches(pattern, form)),

@@ -251,6 +251,12 @@ fn tools_core_shell_entries_restrict_the_shell() {
     let v = rules.verdict(tool, &commands(&["ls", "curl x"]));
     assert_eq!(v.decision, Decision::Deny);
     assert!(v.rule.unwrap().starts_with("tools.core"));
+    // git running code it was given may run anything: outside the limit (issue 41).
+    let code = PermissionSubject::Commands(vec![ShellCommand {
+        unreadable: Some("`git -c` sets configuration".into()),
+        ..ShellCommand::from_text("git -c alias.x=!curl x")
+    }]);
+    assert_eq!(rules.evaluate(tool, &code), Decision::Deny);
     let open = Settings::from_value(json!({"tools": {
         "core": ["run_shell_command", "run_shell_command(git)"]
     }}))
@@ -413,6 +419,22 @@ fn an_unreadable_shell_command_is_covered_by_every_deny_and_ask_rule_only() {
         text.contains("run_shell_command(rm)") && text.contains("expansion"),
         "{text}"
     );
+    // An allow rule for the outer program does not approve what it runs (issue 41);
+    // only a rule allowing every command does.
+    let git = PermissionSubject::Commands(vec![ShellCommand {
+        unreadable: Some("`git -c` sets configuration".into()),
+        ..ShellCommand::from_text("git -c alias.x=!rm x")
+    }]);
+    for (rule, want) in [
+        ("Bash(git *)", Decision::Default),
+        ("Bash(git -c *)", Decision::Default),
+        ("Bash(*)", Decision::Allow),
+        ("run_shell_command", Decision::Allow),
+    ] {
+        let mut rules = empty_rules();
+        rules.add(RuleList::Allow, rule);
+        assert_eq!(rules.evaluate("run_shell_command", &git), want, "{rule}");
+    }
     // A rule for another tool does not cover it.
     let mut rules = empty_rules();
     rules.add(RuleList::Deny, "read_file");

@@ -38,7 +38,11 @@ use std::time::Duration;
 use tree_sitter::{Node, Parser};
 
 pub(crate) mod getopt;
+mod runner_options;
+mod runner_readers;
+mod runners;
 pub(crate) mod runs;
+mod runs_git;
 pub(crate) mod word;
 mod wrapper_options;
 
@@ -88,6 +92,10 @@ pub(crate) struct ParsedCommand {
     /// and indirect expansion (`${!x}`) evaluate a variable's value, and a value such as
     /// `a[$(id)]` runs a command there.
     pub evaluates_code: bool,
+    /// A variable that names a program (`PAGER`, `GIT_CONFIG_PARAMETERS`, `LD_PRELOAD`,
+    /// see `runners.rs`) is assigned somewhere on the line: what its commands run is not
+    /// what their words say, so every one of them is unreadable.
+    pub program_variable: Option<String>,
     /// Why the line was not analysed (it took more than its budget, see the module
     /// documentation); then [`ParsedCommand::commands`] is the whole line alone and
     /// [`ParsedCommand::syntax_error`] is set.
@@ -122,6 +130,10 @@ impl ParsedCommand {
             unreadable,
         };
         let mut subjects = Vec::new();
+        let assigned = self
+            .program_variable
+            .as_ref()
+            .map(|name| format!("the line sets `{name}`, which names a program that commands run"));
         if let Some(why) = self.unanalysed {
             let why = format!("the command line is too complex to analyse: {why}");
             return self
@@ -134,8 +146,13 @@ impl ParsedCommand {
             // What a wrapper or a script given as text runs is judged too (`sudo rm x`
             // also as `rm x`); what cannot be read makes the command unreadable.
             let found = runs::runs(c);
-            subjects.push(subject(c, found.unreadable));
-            subjects.extend(found.inner.iter().map(|inner| subject(inner, None)));
+            subjects.push(subject(c, found.unreadable.or_else(|| assigned.clone())));
+            subjects.extend(
+                found
+                    .inner
+                    .iter()
+                    .map(|inner| subject(inner, assigned.clone())),
+            );
         }
         subjects
     }
@@ -298,6 +315,7 @@ fn takes_text(kind: &str) -> bool {
             | "test_command"
             | "file_redirect"
             | "expansion"
+            | "variable_assignment"
     )
 }
 
@@ -317,6 +335,10 @@ fn visit(node: Node, src: &[u8], out: &mut ParsedCommand) {
         "file_redirect" => {
             out.writes_to_file |= redirect_writes(node, src);
             out.redirects_to_network |= redirect_reaches_network(node, src);
+        }
+        "variable_assignment" if out.program_variable.is_none() => {
+            let assignment = text(node, src);
+            out.program_variable = runners::program_variable(assignment).map(str::to_string);
         }
         "arithmetic_expansion" | "subscript" | "c_style_for_statement" => {
             out.evaluates_code = true;
@@ -502,3 +524,9 @@ mod tests;
 
 #[cfg(test)]
 mod spelling_tests;
+
+#[cfg(test)]
+mod runner_tests;
+
+#[cfg(test)]
+mod runner_scheduler_tests;

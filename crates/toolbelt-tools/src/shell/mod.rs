@@ -330,7 +330,8 @@ impl Invocation for ShellCall {
             // One command no rule may name (a wrapper, `eval`, a path only known at run
             // time, a line too complex to analyse) leaves the whole question without
             // "always".
-            let mut nameless = self.parsed.unanalysed.is_some();
+            let mut nameless =
+                self.parsed.unanalysed.is_some() || self.parsed.program_variable.is_some();
             for c in &self.parsed.commands {
                 // A read-only line that still asks does so because of the repository's
                 // git configuration: its git commands are the ones to show.

@@ -28,10 +28,10 @@ use toolbelt_core::SYSTEM_BIN_DIRS;
 use super::command_parse::word::{self, WordShape};
 use super::command_parse::{ParsedCommand, SimpleCommand};
 
-mod checks;
+pub(crate) mod checks;
 mod git;
-mod options;
-mod sed;
+pub(crate) mod options;
+pub(crate) mod sed;
 
 pub(crate) use git::git_config_is_inert;
 

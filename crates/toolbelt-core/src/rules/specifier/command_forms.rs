@@ -36,7 +36,8 @@ pub enum CommandPurpose {
     /// not spell out.
     Approve,
     /// A `tools.core` shell entry: which programs may run at all. Names are read as for
-    /// [`CommandPurpose::Approve`]; redirections and assignments do not change the program.
+    /// [`CommandPurpose::Approve`]; redirections and assignments do not change the program,
+    /// and an unreadable command (`ShellCommand::unreadable`) is within no limit but `*`.
     Limit,
     /// A deny or ask rule: every spelling of the command counts.
     Restrict,

@@ -16,10 +16,13 @@
 //! - a command that can run any program it is given (the wrappers, shells, `eval`,
 //!   interpreters) gets no "always allow" rule: `run_shell_command(sudo *)` would
 //!   approve everything.
+//!
+//! Which programs run others, and how each says what, is the one table of
+//! `runners.rs`; this module follows it (through nested wrappers and scripts, up to
+//! [`MAX_DEPTH`]).
 
-use super::getopt::OptionTable;
+use super::runners::{Bare, Runner, Wrapper, runner};
 use super::word::{self, WordShape};
-use super::wrapper_options::*;
 use super::{SimpleCommand, parse};
 
 /// How deep wrappers and nested scripts are followed; deeper is unreadable.
@@ -36,45 +39,75 @@ pub(crate) struct Runs {
     pub runs_anything: bool,
 }
 
-/// Programs that run what their arguments (or input) say, with no wrapper grammar of
-/// their own here: an "always" rule for them approves everything.
-const RUNS_ANYTHING: &[&str] = &[
-    "awk", "bun", "busybox", "deno", "gawk", "lua", "mawk", "node", "nodejs", "perl", "php",
-    "python", "python2", "python3", "ruby", "ssh", "docker", "podman", "kubectl", "make",
-];
+impl Runs {
+    /// Marks what runs as unreadable, and as able to run anything.
+    pub(super) fn unread(&mut self, why: String) {
+        self.runs_anything = true;
+        self.unreadable = Some(why);
+    }
+}
 
-/// Programs that run a command given in their arguments, in a grammar not read here: what
-/// they run cannot be read, so every deny and ask rule covers them (and they get no
-/// "always" rule).
-const UNREAD_WRAPPERS: &[&str] = &[
-    "chroot",
-    "flock",
-    "gdb",
-    "ltrace",
-    "nsenter",
-    "parallel",
-    "runuser",
-    "script",
-    "strace",
-    "su",
-    "unshare",
-    "valgrind",
-    "firejail",
-    "bwrap",
-    "systemd-run",
-    "pkexec",
-    "catchsegv",
-];
+/// One simple command being followed: its program name (without a directory), its
+/// words as written and unquoted, and how deep in wrappers it is.
+pub(super) struct Call<'a> {
+    pub name: &'a str,
+    pub raw: &'a [String],
+    pub words: &'a [String],
+    pub depth: usize,
+}
 
-/// Shells: with `-c` their script is the next operand; without a script operand (or
-/// with `-s`) they read commands from standard input, which no rule can see.
-const SHELLS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ksh", "mksh", "yash", "fish", "csh", "tcsh",
-];
+impl Call<'_> {
+    /// The arguments, unquoted (the words after the name).
+    pub(super) fn args(&self) -> &[String] {
+        &self.words[1..]
+    }
+
+    /// Whether word `at` is a literal (or absent).
+    pub(super) fn is_literal(&self, at: usize) -> bool {
+        self.raw
+            .get(at)
+            .is_none_or(|r| word::shape(r) == WordShape::Literal)
+    }
+
+    /// The first argument (from `from`, an index into the words) that is not a literal,
+    /// as written: such a word may split into options (`$x`) or become file names that
+    /// look like options (`*`).
+    pub(super) fn non_literal_from(&self, from: usize) -> Option<&String> {
+        self.raw
+            .iter()
+            .skip(from)
+            .find(|r| word::shape(r) != WordShape::Literal)
+    }
+
+    /// Marks the call unreadable when a word from `from` on is not a literal; `true`
+    /// when it did.
+    pub(super) fn unread_if_not_literal(&self, from: usize, out: &mut Runs) -> bool {
+        match self.non_literal_from(from) {
+            Some(r) => {
+                out.unread(format!(
+                    "`{}` is given `{r}`, which is {}, and could become an option that runs a command",
+                    self.name,
+                    word::shape(r).describe()
+                ));
+                true
+            }
+            None => false,
+        }
+    }
+}
 
 /// What `command` runs.
 pub(crate) fn runs(command: &SimpleCommand) -> Runs {
     let mut out = Runs::default();
+    if let Some(name) = command
+        .assignments
+        .iter()
+        .find_map(|a| super::runners::program_variable(a))
+    {
+        out.unread(format!(
+            "it is run with `{name}` set, which names a program it runs"
+        ));
+    }
     follow(&command.raw, &command.words, 0, &mut out);
     out
 }
@@ -96,50 +129,29 @@ fn follow(raw: &[String], words: &[String], depth: usize, out: &mut Runs) {
         return;
     }
     let name = name_word.rsplit('/').next().unwrap_or(name_word);
-    if RUNS_ANYTHING.contains(&name) {
-        out.runs_anything = true;
-    }
-    if UNREAD_WRAPPERS.contains(&name) && words.len() > 1 {
-        out.runs_anything = true;
-        out.unreadable = Some(format!(
-            "`{name}` runs a command given in its arguments, which this check does not read"
-        ));
-        return;
-    }
-    if name == "source" || name == "." {
-        out.runs_anything = true;
-        script_file(raw.get(1), words.get(1), name, out);
-    } else if name == "watch" {
-        out.runs_anything = true;
-        match WATCH.parse(&words[1..]) {
-            Ok(p) => {
-                let start = 1 + p.first_operand.unwrap_or(words.len());
-                if start < words.len() {
-                    let text = words[start..].join(" ");
-                    script(&raw[start..], &text, name, depth, out);
-                }
-            }
-            Err(e) => {
-                out.unreadable = Some(format!("the options of `watch` cannot be read ({e})"));
-            }
+    let call = Call {
+        name,
+        raw,
+        words,
+        depth,
+    };
+    match runner(name) {
+        None => {}
+        Some(Runner::Wrapper(w)) => {
+            out.runs_anything = true;
+            wrapped(w, &call, out);
         }
-    } else if name == "eval" {
-        out.runs_anything = true;
-        let text = words[1..].join(" ");
-        script(&raw[1..], &text, name, depth, out);
-    } else if SHELLS.contains(&name) {
-        out.runs_anything = true;
-        shell(raw, words, depth, out);
-    } else if name == "find" {
-        find_exec(raw, words, depth, out);
-    } else if let Some(wrapper) = wrapper(name) {
-        out.runs_anything = true;
-        wrapped(&wrapper, raw, words, depth, out);
+        Some(Runner::Unread) if words.len() > 1 => out.unread(format!(
+            "`{name}` runs a command given in its arguments, which this check does not read"
+        )),
+        Some(Runner::Unread) => out.runs_anything = true,
+        Some(Runner::Reads(read)) => read(&call, out),
     }
 }
 
 /// A command given as text (`eval`'s words, `sh -c`'s script): its own commands.
-fn script(raw: &[String], text: &str, by: &str, depth: usize, out: &mut Runs) {
+pub(super) fn script(raw: &[String], text: &str, by: &str, depth: usize, out: &mut Runs) {
+    out.runs_anything = true;
     if let Some(r) = raw.iter().find(|r| word::shape(r) != WordShape::Literal) {
         out.unreadable = Some(format!(
             "the command `{by}` runs is given by `{r}`, which is {}",
@@ -157,56 +169,10 @@ fn script(raw: &[String], text: &str, by: &str, depth: usize, out: &mut Runs) {
     }
 }
 
-/// `sh -c SCRIPT`, `bash -lc SCRIPT`, `sh file`, `sh` (standard input).
-fn shell(raw: &[String], words: &[String], depth: usize, out: &mut Runs) {
-    let mut with_c = false;
-    let mut i = 1;
-    while let Some(arg) = words.get(i) {
-        if arg == "--" || arg == "-" {
-            i += 1;
-            break;
-        }
-        let Some(letters) = arg.strip_prefix('-').or_else(|| arg.strip_prefix('+')) else {
-            break;
-        };
-        if letters.starts_with('-') {
-            // `--norc`, `--login`: no value. `--rcfile F` / `--init-file F` take one.
-            i += if matches!(letters, "-rcfile" | "-init-file") {
-                2
-            } else {
-                1
-            };
-            continue;
-        }
-        if letters.contains('s') {
-            out.unreadable = Some(format!(
-                "`{}` reads its commands from standard input",
-                words[0]
-            ));
-            return;
-        }
-        with_c |= letters.contains('c');
-        // `-o OPTION` and `-O OPTION` take the next word.
-        i += if letters.ends_with(['o', 'O']) { 2 } else { 1 };
-    }
-    match (with_c, words.get(i)) {
-        (true, Some(text)) => script(&raw[i..=i], text, &words[0], depth, out),
-        (true, None) => {}
-        // A script file is a program like any other, unless it is standard input again
-        // (`bash /dev/stdin <<< 'rm x'`) or only known at run time (`bash <(…)`).
-        (false, Some(_)) => script_file(raw.get(i), words.get(i), &words[0], out),
-        (false, None) => {
-            out.unreadable = Some(format!(
-                "`{}` reads its commands from standard input",
-                words[0]
-            ));
-        }
-    }
-}
-
-/// The script file a shell or `source` runs: unreadable when it is standard input or a
-/// descriptor (`/dev/stdin`, `/dev/fd/0`, `-`), or not a literal name.
-fn script_file(raw: Option<&String>, word: Option<&String>, by: &str, out: &mut Runs) {
+/// The script file a shell, `source` or an interpreter runs: unreadable when it is
+/// standard input or a descriptor (`/dev/stdin`, `/dev/fd/0`, `-`), or not a literal
+/// name.
+pub(super) fn script_file(raw: Option<&String>, word: Option<&String>, by: &str, out: &mut Runs) {
     let (Some(raw), Some(word)) = (raw, word) else {
         return;
     };
@@ -215,7 +181,14 @@ fn script_file(raw: Option<&String>, word: Option<&String>, by: &str, out: &mut 
             "the script `{by}` runs is `{raw}`, which is {}",
             word::shape(raw).describe()
         ));
-    } else if word == "-"
+    } else if is_standard_input(word) {
+        out.unreadable = Some(format!("`{by}` reads its commands from `{word}`"));
+    }
+}
+
+/// `-`, `/dev/stdin`, a descriptor or a socket: a file name whose content no rule sees.
+pub(super) fn is_standard_input(word: &str) -> bool {
+    word == "-"
         || [
             "/dev/stdin",
             "/dev/fd/",
@@ -225,31 +198,11 @@ fn script_file(raw: Option<&String>, word: Option<&String>, by: &str, out: &mut 
         ]
         .iter()
         .any(|p| word.starts_with(p))
-    {
-        out.unreadable = Some(format!("`{by}` reads its commands from `{word}`"));
-    }
 }
 
-/// `find … -exec CMD … ;` (and `-execdir`, `-ok`, `-okdir`): each CMD.
-fn find_exec(raw: &[String], words: &[String], depth: usize, out: &mut Runs) {
-    let mut i = 1;
-    while i < words.len() {
-        if matches!(words[i].as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
-            out.runs_anything = true;
-            let start = i + 1;
-            let end = (start..words.len())
-                .find(|j| matches!(words[*j].as_str(), ";" | "+"))
-                .unwrap_or(words.len());
-            if start < end {
-                push_inner(&raw[start..end], &words[start..end], depth, out);
-            }
-            i = end;
-        }
-        i += 1;
-    }
-}
-
-fn push_inner(raw: &[String], words: &[String], depth: usize, out: &mut Runs) {
+/// `words` (with `raw`) run as a command of their own.
+pub(super) fn push_inner(raw: &[String], words: &[String], depth: usize, out: &mut Runs) {
+    out.runs_anything = true;
     out.inner.push(SimpleCommand {
         text: raw.join(" "),
         words: words.to_vec(),
@@ -259,59 +212,16 @@ fn push_inner(raw: &[String], words: &[String], depth: usize, out: &mut Runs) {
     follow(raw, words, depth + 1, out);
 }
 
-/// A wrapper's grammar: its options, how many operands come before the command it runs,
-/// and which options make the command unreadable.
-struct Wrapper {
-    table: OptionTable,
-    operands_before: usize,
-    /// Options after which the command is a string the wrapper splits itself.
-    splits: &'static [(char, &'static str)],
-    /// Options after which nothing runs (`command -v rm` prints where rm is).
-    runs_nothing: &'static [char],
-    /// `NAME=value` operands are the environment, not the command (`env`).
-    assignments: bool,
-}
-
-fn wrapper(name: &str) -> Option<Wrapper> {
-    let plain = |table| Wrapper {
-        table,
-        operands_before: 0,
-        splits: &[],
-        runs_nothing: &[],
-        assignments: false,
+fn wrapped(w: &Wrapper, call: &Call, out: &mut Runs) {
+    let (name, raw, words) = (call.name, call.raw, call.words);
+    // `setarch ARCH …`: the operands before the options (`setarch --list` has none).
+    let skip = if words.get(1).is_some_and(|a| !a.starts_with('-')) {
+        w.operands_first
+    } else {
+        0
     };
-    Some(match name {
-        "env" => Wrapper {
-            splits: &[('S', "split-string")],
-            assignments: true,
-            ..plain(ENV)
-        },
-        "command" | "builtin" => Wrapper {
-            runs_nothing: &['v', 'V'],
-            ..plain(COMMAND)
-        },
-        "exec" => plain(EXEC),
-        "nice" => plain(NICE),
-        "nohup" | "setsid" | "chronic" | "time" => plain(NOTHING),
-        "stdbuf" => plain(STDBUF),
-        "ionice" => plain(IONICE),
-        "timeout" => Wrapper {
-            operands_before: 1,
-            ..plain(TIMEOUT)
-        },
-        "sudo" | "doas" => plain(SUDO),
-        "xargs" => plain(XARGS),
-        "taskset" => Wrapper {
-            operands_before: 1,
-            ..plain(NOTHING)
-        },
-        _ => return None,
-    })
-}
-
-fn wrapped(w: &Wrapper, raw: &[String], words: &[String], depth: usize, out: &mut Runs) {
-    let name = &words[0];
-    let parsed = match w.table.parse(&words[1..]) {
+    let options_at = (1 + skip).min(words.len());
+    let parsed = match w.table.parse(&words[options_at..]) {
         Ok(p) => p,
         Err(e) => {
             out.unreadable = Some(format!("the options of `{name}` cannot be read ({e})"));
@@ -321,12 +231,17 @@ fn wrapped(w: &Wrapper, raw: &[String], words: &[String], depth: usize, out: &mu
     // `xargs -I R CMD`: R in CMD's name is replaced by what arrives on standard input.
     let mut replaced: Option<String> = None;
     for o in &parsed.options {
-        if name.ends_with("xargs") && (o.is('I', "") || o.is('i', "replace")) {
+        if name == "xargs" && (o.is('I', "") || o.is('i', "replace")) {
             replaced = Some(o.value.clone().unwrap_or_else(|| "{}".to_string()));
         }
-        if let Some((s, l)) = w.splits.iter().find(|(s, l)| o.is(*s, l)) {
+        if let Some((s, l)) = w.unreadable_options.iter().find(|(s, l)| o.is(*s, l)) {
+            let spelled = if *s == '\0' {
+                format!("--{l}`")
+            } else {
+                format!("-{s}` (`--{l}`)")
+            };
             out.unreadable = Some(format!(
-                "`{name} -{s}` (`--{l}`) splits a string into the command it runs"
+                "`{name} {spelled} splits a string into the command it runs, or names a second program to run"
             ));
             return;
         }
@@ -334,16 +249,39 @@ fn wrapped(w: &Wrapper, raw: &[String], words: &[String], depth: usize, out: &mu
             return;
         }
     }
-    let Some(first) = parsed.first_operand else {
-        return; // nothing runs (`env` prints, `xargs` alone runs echo)
+    let Some(at) = parsed.first_operand else {
+        if w.bare == Bare::Shell {
+            out.unreadable = Some(format!(
+                "`{name}` without a command starts a shell that reads standard input"
+            ));
+        }
+        return;
     };
-    let mut start = 1 + first + w.operands_before;
+    let mut start = options_at + at + w.operands_before;
     // `env -` is `env -i`.
     if w.assignments && words.get(start).is_some_and(|a| a == "-") {
         start += 1;
     }
     while w.assignments && words.get(start).is_some_and(|a| is_assignment(a)) {
+        if let Some(var) = super::runners::program_variable(&words[start]) {
+            out.unreadable = Some(format!(
+                "`{name} {var}=…` sets a variable that names a program the command runs"
+            ));
+            return;
+        }
         start += 1;
+    }
+    // A word before the command that is not a literal may split into more options or
+    // operands (`timeout $t v` with t='5 rm'): the command cannot be told.
+    if let Some(r) = raw[1.min(raw.len())..start.min(raw.len())]
+        .iter()
+        .find(|r| word::shape(r) != WordShape::Literal)
+    {
+        out.unreadable = Some(format!(
+            "`{name}` is given `{r}`, which is {}, so the command it runs cannot be told",
+            word::shape(r).describe()
+        ));
+        return;
     }
     if let (Some(r), Some(program)) = (&replaced, words.get(start))
         && program.contains(r.as_str())
@@ -354,7 +292,11 @@ fn wrapped(w: &Wrapper, raw: &[String], words: &[String], depth: usize, out: &mu
         return;
     }
     if start < words.len() {
-        push_inner(&raw[start..], &words[start..], depth, out);
+        push_inner(&raw[start..], &words[start..], call.depth, out);
+    } else if w.bare == Bare::Shell {
+        out.unreadable = Some(format!(
+            "`{name}` without a command starts a shell that reads standard input"
+        ));
     }
 }
 

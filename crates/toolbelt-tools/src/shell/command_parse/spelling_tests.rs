@@ -206,6 +206,11 @@ fn always_allow_roots_name_only_the_program() {
         ("$x a", None),
         ("/usr/bin/[g]it status", None),
         ("FOO=1 git status", None),
+        ("git -c alias.x='!ls' x", None),
+        ("git submodule foreach ls", None),
+        ("setpriv ls", None),
+        ("sed -n '1e ls' f", None),
+        ("git log", Some("git")),
     ] {
         let parsed = parse(line);
         let got = parsed.commands.first().and_then(rule_root);

@@ -190,7 +190,7 @@ fn awk_is_read_only(args: &[String]) -> bool {
 /// the text, strings and regular expressions included: telling a comparison from a
 /// redirection, or a regular expression from a division, is where a cleverer reading
 /// would be fooled.
-pub(super) fn awk_program_is_inert(program: &str) -> bool {
+pub(crate) fn awk_program_is_inert(program: &str) -> bool {
     !["system", "getline", "close", "fflush", "/inet"]
         .iter()
         .any(|w| program.contains(w))

@@ -252,7 +252,7 @@ pub(super) const FILE: OptionTable = OptionTable {
 /// GNU `sed` 4.9. Forbidden: `-i`/`--in-place` (edits files), `-f`/`--file` (a script
 /// this check cannot read); the scripts of `-e` and the first operand are read by
 /// `sed.rs`.
-pub(super) const SED: OptionTable = OptionTable {
+pub(crate) const SED: OptionTable = OptionTable {
     short: &[
         ('e', R),
         ('E', N),
@@ -291,7 +291,7 @@ pub(super) const SED: OptionTable = OptionTable {
 /// mawk would reject only fails). Allowed: `-F`, `-v`, `-e`/`--source` (its text is
 /// judged like the program), and the options that change no file and load no code.
 /// gawk stops reading options at the program text, the first operand.
-pub(super) const AWK: OptionTable = OptionTable {
+pub(crate) const AWK: OptionTable = OptionTable {
     short: &[
         ('b', N),
         ('c', N),

@@ -15,7 +15,7 @@
 /// Whether `script` neither writes a file nor runs a command under GNU sed: no reading
 /// finds a write, and at least one reading parses (sed rejects a script it cannot
 /// parse before running any of it).
-pub(super) fn script_is_inert(script: &str) -> bool {
+pub(crate) fn script_is_inert(script: &str) -> bool {
     let mut parsed = false;
     for (brackets, to_line_end) in [(true, true), (true, false), (false, true), (false, false)] {
         let mut reader = Reader {
