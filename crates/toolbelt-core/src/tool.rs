@@ -256,6 +256,10 @@ pub struct ToolEnvironment {
     /// itself, so an environment built by a test or an embedder cannot write to the real
     /// home by accident.
     pub user_home: Option<PathBuf>,
+    /// toolbelt's own store (`$TOOLBELT_HOME`, default `~/.toolbelt`: sessions, logs,
+    /// history, checkpoints), which a command run unasked may not read (the session's
+    /// own `session_dir` in it excepted). `None` unless the assembler sets it.
+    pub toolbelt_home: Option<PathBuf>,
 }
 
 impl ToolEnvironment {
@@ -270,6 +274,7 @@ impl ToolEnvironment {
             ask_once: AskOnceSlot::default(),
             ask_user: crate::ask_user::QuestionSlot::default(),
             user_home: None,
+            toolbelt_home: None,
         }
     }
 }

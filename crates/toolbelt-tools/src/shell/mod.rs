@@ -401,7 +401,9 @@ impl ShellCall {
     ) -> Result<Option<PreparedSandbox>, sandbox::SandboxUnavailable> {
         let allow = self.env.settings.tools.shell.allow_unsandboxed;
         if consent != Consent::Approved {
-            return match PreparedSandbox::read_only(&self.support()) {
+            let hidden = sandbox::Hidden::of_session(&self.env);
+            let limits = sandbox::Limits::new(&self.env.settings.tools.shell.limits);
+            return match PreparedSandbox::read_only(&self.support(), &hidden, limits) {
                 Ok(s) => Ok(Some(s)),
                 Err(_) if allow => Ok(None),
                 Err(e) => Err(e),
