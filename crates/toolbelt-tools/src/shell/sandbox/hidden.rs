@@ -86,11 +86,11 @@ pub(crate) struct Hidden {
 }
 
 impl Hidden {
-    /// Terminals, toolbelt's store (but the session's own directory in it), the
-    /// credentials beneath the home and what the deny rules on reading name.
+    /// Toolbelt's store (but the session's own directory in it), the credentials
+    /// beneath the home and what the deny rules on reading name (terminals are always
+    /// hidden).
     pub(crate) fn of_session(env: &ToolEnvironment) -> Hidden {
         let mut hidden = Hidden::default();
-        hidden.paths.extend(TERMINALS.iter().map(PathBuf::from));
         if let Some(store) = &env.toolbelt_home {
             hidden.paths.push(store.clone());
             hidden.reopened.push(env.session_dir.clone());
@@ -154,7 +154,8 @@ struct Resolved {
 fn resolve(h: &Hidden) -> Resolved {
     let mut hidden = Vec::new();
     let mut stamps = Vec::new();
-    let mut candidates = h.paths.clone();
+    let mut candidates: Vec<PathBuf> = TERMINALS.iter().map(PathBuf::from).collect();
+    candidates.extend(h.paths.iter().cloned());
     if let Ok(entries) = std::fs::read_dir("/dev") {
         for entry in entries.flatten() {
             let name = entry.file_name();
@@ -279,7 +280,9 @@ struct Cached {
     ruleset: RulesetCreated,
 }
 
-static CACHE: Mutex<Option<Cached>> = Mutex::new(None);
+/// Rulesets of the last few hidden sets (a process may serve several workspaces).
+static CACHE: Mutex<Vec<Cached>> = Mutex::new(Vec::new());
+const CACHED_SETS: usize = 8;
 
 /// The read-only ruleset for `hidden`: kept from an earlier call while nothing it
 /// depends on changed, else made by `build` from the read rules (`access` on each).
@@ -288,32 +291,99 @@ pub(crate) fn ruleset<E>(
     access: BitFlags<AccessFs>,
     build: impl FnOnce(Vec<PathBeneath<PathFd>>) -> Result<RulesetCreated, E>,
 ) -> Result<RulesetCreated, E> {
+    ruleset_at(SystemTime::now(), hidden, access, build)
+}
+
+fn ruleset_at<E>(
+    now: SystemTime,
+    hidden: &Hidden,
+    access: BitFlags<AccessFs>,
+    build: impl FnOnce(Vec<PathBeneath<PathFd>>) -> Result<RulesetCreated, E>,
+) -> Result<RulesetCreated, E> {
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(c) = cache.as_ref()
-        && c.key == *hidden
-        && c.stamps.iter().all(Stamp::unchanged)
-        && let Ok(copy) = c.ruleset.try_clone()
-    {
-        return Ok(copy);
+    if let Some(i) = cache.iter().position(|c| c.key == *hidden) {
+        let c = cache.remove(i);
+        if c.stamps.iter().all(Stamp::unchanged)
+            && let Ok(copy) = c.ruleset.try_clone()
+        {
+            cache.push(c);
+            return Ok(copy);
+        }
     }
-    let now = SystemTime::now();
     let resolved = resolve(hidden);
     let (rules, listed) = read_rules(&resolved, &hidden.reopened, access);
     let ruleset = build(rules)?;
     let mut stamps = resolved.stamps;
     stamps.extend(listed);
-    *cache = match (stamps.iter().all(|s| s.settled(now)), ruleset.try_clone()) {
-        (true, Ok(kept)) => Some(Cached {
+    if stamps.iter().all(|s| s.settled(now))
+        && let Ok(kept) = ruleset.try_clone()
+    {
+        if cache.len() >= CACHED_SETS {
+            cache.remove(0);
+        }
+        cache.push(Cached {
             key: hidden.clone(),
             stamps,
             ruleset: kept,
-        }),
-        _ => None,
-    };
+        });
+    }
     Ok(ruleset)
 }
 
 #[cfg(test)]
-pub(crate) fn hidden_paths(h: &Hidden) -> Vec<PathBuf> {
-    resolve(h).hidden
+mod tests {
+    use super::*;
+    use landlock::{RulesetAttr, RulesetCreatedAttr};
+
+    /// Builds a ruleset at `now`, counting builds in `builds`.
+    fn build_at(now: SystemTime, hidden: &Hidden, builds: &mut u32) {
+        ruleset_at(now, hidden, AccessFs::ReadFile.into(), |rules| {
+            *builds += 1;
+            landlock::Ruleset::default()
+                .handle_access(AccessFs::ReadFile)?
+                .create()?
+                .add_rules(rules.into_iter().map(Ok::<_, landlock::RulesetError>))
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn terminals_are_always_hidden() {
+        let hidden = resolve(&Hidden::default()).hidden;
+        for t in ["/dev/pts", "/dev/tty", "/dev/console"] {
+            let t = Path::new(t);
+            assert!(!t.exists() || hidden.iter().any(|h| t.starts_with(h)), "{hidden:?}");
+        }
+    }
+
+    #[test]
+    fn the_ruleset_is_kept_until_a_listed_directory_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap().join("home");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        // An hour old, so the next change shows in the directory's time.
+        let old = rustix::fs::Timespec {
+            tv_sec: (SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() - 3600)
+                as i64,
+            tv_nsec: 0,
+        };
+        let times = rustix::fs::Timestamps {
+            last_access: old,
+            last_modification: old,
+        };
+        rustix::fs::utimensat(rustix::fs::CWD, &home, &times, rustix::fs::AtFlags::empty()).unwrap();
+        let hidden = Hidden {
+            paths: vec![home.join(".ssh"), home.join(".aws")],
+            ..Hidden::default()
+        };
+        // Far enough ahead that every directory listed counts as settled.
+        let later = SystemTime::now() + Duration::from_secs(3600);
+        let mut builds = 0;
+        build_at(later, &hidden, &mut builds);
+        assert_eq!(builds, 1);
+        std::fs::create_dir(home.join(".aws")).unwrap();
+        let mut after = 0;
+        build_at(later, &hidden, &mut after);
+        assert_eq!(after, 1, "a new hidden path must build the rules again");
+    }
 }
