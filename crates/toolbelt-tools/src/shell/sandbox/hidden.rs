@@ -37,7 +37,7 @@ use toolbelt_core::rules::PathPolicy;
 
 /// Credential files and directories, relative to the home, that toolbelt knows: its
 /// own keys, then the usual places of other tools' secrets. One table.
-pub(crate) const CREDENTIALS: &[&str] = &[
+pub const CREDENTIAL_FILES: &[&str] = &[
     ".qwen/.env",
     ".qwen/oauth_creds.json",
     ".ssh",
@@ -96,7 +96,7 @@ impl Hidden {
             hidden.reopened.push(env.session_dir.clone());
         }
         if let Some(home) = &env.user_home {
-            hidden.paths.extend(CREDENTIALS.iter().map(|c| home.join(c)));
+            hidden.paths.extend(CREDENTIAL_FILES.iter().map(|c| home.join(c)));
         }
         let policy = env.roots.path_policy();
         for (path, exact) in policy.denied_reads() {
