@@ -1,5 +1,6 @@
 //! The property behind the read-only sandbox: whatever the classifier lets run unasked
-//! changes nothing, reaches no listener and leaves no process.
+//! changes nothing, reaches no listener, reads no secret, touches no terminal, leaves
+//! toolbelt's limits, priority and scheduling as they were and leaves no process.
 //!
 //! Commands come from a grammar of shell forms over the programs of the read-only allow
 //! list: options (GNU abbreviations, short clusters, the ones that write or run
@@ -9,11 +10,16 @@
 //! through the real tool in a scratch directory of a temporary workspace, with a
 //! sentinel tree outside it; then every file of both trees must be as it was (content,
 //! type, mode, owner, times, link target, no new entry), a loopback listener must have
-//! accepted nothing, and no process naming the temporary directory may be alive.
+//! accepted nothing, and no process naming the temporary directory may be alive. The
+//! world also holds secrets (a credential in the home, a file in toolbelt's store, one
+//! under a `Read` deny rule; `@SECRET`, `@STORE`, `@DENIED`) and a pty with a typed line
+//! waiting (`@TTY`): no result may show a secret, the line must still wait and nothing
+//! may have been written to the terminal; and this process's limits, nice value,
+//! scheduling policy and CPUs (`@PARENT` is its pid) must not have changed.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -26,7 +32,8 @@ use crate::shell::RunShellCommand;
 
 /// Programs of the allow list with options and operands worth trying. `@OUT` is a new
 /// path outside the workspace, `@FILE` and `@DIR` existing ones outside it, `@IN` a
-/// file in the scratch directory, `@PORT` the listener's port.
+/// file in the scratch directory, `@PORT` the listener's port; the secrets, the pty
+/// and `@PARENT` as in the module's documentation.
 const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     (
         "sed",
@@ -56,7 +63,7 @@ const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
             "'$!N'",
             "'\\%a%w @OUT'",
         ],
-        &["@IN", "@FILE"],
+        &["@IN", "@FILE", "@SECRET"],
     ),
     (
         "sort",
@@ -159,8 +166,8 @@ const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ),
     (
         "grep",
-        &["-r", "-f @FILE", "--exclude-from=@FILE", "-l", "-c", "-o"],
-        &["a", "@DIR", "@IN"],
+        &["-r", "-f @FILE", "--exclude-from=@FILE", "-l", "-c", "-o", "-f @SECRET"],
+        &["a", "@DIR", "@IN", "@HOME", "@STORE_DIR", "@TTY"],
     ),
     (
         "env",
@@ -187,9 +194,9 @@ const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("[", &["-f @FILE ]", "-v 'a[$(touch @OUT)]' ]"], &[]),
     ("uniq", &["-c", "-d"], &["@IN", "@IN @OUT"]),
     ("file", &["-C -m @OUT", "-b", "-z"], &["@FILE", "@IN"]),
-    ("tail", &["-n 1", "-c 3", "--lines=2"], &["@IN", "@FILE"]),
-    ("head", &["-n 1", "-c3", "--byt=2"], &["@IN", "@FILE"]),
-    ("cat", &["-n", "-A", "-"], &["@IN", "@FILE"]),
+    ("tail", &["-n 1", "-c 3", "--lines=2"], &["@IN", "@FILE", "@STORE"]),
+    ("head", &["-n 1", "-c3", "--byt=2"], &["@IN", "@FILE", "@TTY", "@DENIED"]),
+    ("cat", &["-n", "-A", "-"], &["@IN", "@FILE", "@SECRET", "@STORE", "@DENIED", "@TTY"]),
     (
         "ls",
         &["-la", "-R", "--col=always", "-1t"],
@@ -197,18 +204,23 @@ const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ),
     (
         "jq",
-        &["-n", ".", "-r", "--rawfile x @FILE", "'input_filename'"],
+        &["-n", ".", "-r", "--rawfile x @FILE", "--rawfile x @SECRET", "'input_filename'"],
         &["@IN"],
     ),
     ("cd", &[], &["@DIR", "..", "-"]),
     (
         "diff",
         &["-u", "-r", "--from-file=@FILE"],
-        &["@IN @FILE", "@DIR ."],
+        &["@IN @FILE", "@DIR .", "@IN @DENIED", "@IN @SECRET"],
     ),
     ("stat", &["-c %a", "-L"], &["@FILE", "@DIR"]),
     ("md5sum", &["-c", "-b"], &["@FILE", "@IN"]),
-    ("base64", &["-d", "-w0"], &["@IN"]),
+    ("base64", &["-d", "-w0"], &["@IN", "@SECRET"]),
+    ("date", &["-f @SECRET", "-f @STORE", "-r @FILE"], &[]),
+    ("prlimit", &["--pid @PARENT", "--pid @PARENT --cpu=1"], &[]),
+    ("renice", &["-n 19 -p @PARENT"], &[]),
+    ("taskset", &["-p 1 @PARENT", "-p @PARENT"], &[]),
+    ("stty", &["-a", "sane"], &["< @TTY", "-F @TTY"]),
     ("tr", &["a b", "-d a"], &[]),
     ("cut", &["-c1", "-d, -f1"], &["@IN"]),
     ("wc", &["-l", "-c", "--files0-from=@FILE"], &["@IN"]),
@@ -233,6 +245,8 @@ const REDIRECTIONS: &[&str] = &[
     ">| @OUT",
     "< @IN",
     "< /dev/tcp/127.0.0.1/@PORT",
+    "< @TTY",
+    "> @TTY",
     "<> @OUT",
     "> /dev/null",
     "2>&1",
@@ -345,11 +359,66 @@ fn survivors(marker: &str) -> Vec<String> {
     found
 }
 
+/// What a command must never show: the contents of the world's secrets.
+const SECRETS: &[&str] = &["SECRET-CREDENTIAL", "SECRET-STORE", "SECRET-DENIED"];
+
 struct World {
     dir: tempfile::TempDir,
     tool: RunShellCommand,
     env: Arc<ToolEnvironment>,
     listener: TcpListener,
+    /// A pty's two ends: a line typed into it waits at `terminal` for a reader.
+    master: std::fs::File,
+    terminal: std::fs::File,
+    tty: PathBuf,
+}
+
+/// A pty with a typed line waiting: its master, its terminal (opened here, not as a
+/// controlling terminal) and the terminal's path.
+fn pty_with_a_line() -> (std::fs::File, std::fs::File, PathBuf) {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    use std::io::Write;
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let tty = PathBuf::from(
+        ptsname(&master, Vec::new())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned(),
+    );
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(&tty)
+        .unwrap();
+    let mut master = std::fs::File::from(std::os::fd::OwnedFd::from(master));
+    master.write_all(b"the person's typed line\n").unwrap();
+    (master, terminal, tty)
+}
+
+/// What a confined command must not change about this process: its limits, nice value,
+/// scheduling policy and the CPUs it may run on.
+fn own_state() -> String {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let cpus = status.lines().find(|l| l.starts_with("Cpus_allowed_list"));
+    // After the name: state is 0, nice 16, rt_priority 37, policy 38.
+    format!(
+        "{limits}nice {} rt {} policy {} {cpus:?}",
+        fields[16], fields[37], fields[38]
+    )
+}
+
+/// Bytes waiting to be read at each end of the pty.
+fn pending(w: &World) -> (u64, u64) {
+    (
+        rustix::io::ioctl_fionread(&w.terminal).unwrap(),
+        rustix::io::ioctl_fionread(&w.master).unwrap(),
+    )
 }
 
 fn world() -> World {
@@ -375,12 +444,33 @@ fn world() -> World {
     )
     .unwrap();
     std::os::unix::fs::symlink(sentinel.join("file"), sentinel.join("link")).unwrap();
-    let roots = WorkspaceRoots::new([&ws]).unwrap();
-    let env = Arc::new(ToolEnvironment::new(
+    let root = dir.path().canonicalize().unwrap();
+    for (file, text) in [
+        ("home/.ssh/id_rsa", "SECRET-CREDENTIAL"),
+        ("store/sessions/other/chat.jsonl", "SECRET-STORE"),
+        ("denied/plan.txt", "SECRET-DENIED"),
+    ] {
+        std::fs::create_dir_all(root.join(file).parent().unwrap()).unwrap();
+        std::fs::write(root.join(file), format!("{text}\n")).unwrap();
+    }
+    let mut rules = toolbelt_core::PermissionRules::new(&crate::rule_vocabulary())
+        .with_base(&ws, Some(root.join("home")));
+    rules.add(
+        toolbelt_core::RuleList::Deny,
+        &format!("Read(/{}/denied/**)", root.display()),
+    );
+    let roots = WorkspaceRoots::new([&ws])
+        .unwrap()
+        .with_path_policy(toolbelt_core::rules::PathPolicy::new(&rules));
+    let mut env = ToolEnvironment::new(
         roots,
         Arc::new(Settings::default()),
         dir.path().join("session"),
-    ));
+    );
+    env.user_home = Some(root.join("home"));
+    env.toolbelt_home = Some(root.join("store"));
+    let env = Arc::new(env);
+    let (master, terminal, tty) = pty_with_a_line();
     let tool = RunShellCommand::new(env.clone());
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
@@ -389,13 +479,24 @@ fn world() -> World {
         tool,
         env,
         listener,
+        master,
+        terminal,
+        tty,
     }
 }
 
 impl World {
     fn expand(&self, line: &str, n: u32) -> String {
         let root = self.dir.path();
+        let root = root.canonicalize().unwrap();
         line.replace("@OUT", &format!("{}/sentinel/out{n}", root.display()))
+            .replace("@SECRET", &format!("{}/home/.ssh/id_rsa", root.display()))
+            .replace("@STORE_DIR", &format!("{}/store", root.display()))
+            .replace("@STORE", &format!("{}/store/sessions/other/chat.jsonl", root.display()))
+            .replace("@DENIED", &format!("{}/denied/plan.txt", root.display()))
+            .replace("@HOME", &format!("{}/home", root.display()))
+            .replace("@TTY", &self.tty.to_string_lossy())
+            .replace("@PARENT", &std::process::id().to_string())
             .replace("@FILE", &format!("{}/sentinel/file", root.display()))
             .replace("@DIR", &format!("{}/sentinel", root.display()))
             .replace("@IN", "in.txt")
@@ -420,7 +521,14 @@ impl World {
             return Ok(false);
         }
         let before = snapshot(self.dir.path());
+        let (state, tty) = (own_state(), pending(self));
         let result = call.execute(ExecContext::new(self.env.clone())).await;
+        let text = result.llm_text();
+        for secret in SECRETS {
+            prop_assert!(!text.contains(secret), "`{line}` read {secret}\n{text}");
+        }
+        prop_assert_eq!(pending(self), tty, "`{}` touched the terminal\n{}", line, text);
+        prop_assert_eq!(own_state(), state, "`{}` changed toolbelt's limits, priority or scheduling", line);
         // The session directory is the tool's own (logs of spilled output).
         let session = self.dir.path().join("session");
         let changed: Vec<_> = {
