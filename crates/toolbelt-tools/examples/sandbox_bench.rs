@@ -121,7 +121,13 @@ async fn rebuilt(
     unconfined: Duration,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let home = scratch.join("home");
-    for name in [".ssh", ".aws", ".config/gcloud", ".cargo", ".toolbelt/sessions"] {
+    for name in [
+        ".ssh",
+        ".aws",
+        ".config/gcloud",
+        ".cargo",
+        ".toolbelt/sessions",
+    ] {
         std::fs::create_dir_all(home.join(name))?;
     }
     for i in 0..30 {

@@ -254,17 +254,28 @@ fn sandbox_verify_passes_on_this_machine() {
         assert!(stdout.contains(check), "{check}: {stdout}");
     }
     // Where the host allows them, these are refused too (skipped otherwise, saying why).
-    for check in ["type into a terminal (TIOCSTI)", "create a namespace (unshare -U)"] {
+    for check in [
+        "type into a terminal (TIOCSTI)",
+        "create a namespace (unshare -U)",
+    ] {
         assert!(
-            stdout.contains(&format!("pass  {check}")) || stdout.contains(&format!("skip  {check}")),
+            stdout.contains(&format!("pass  {check}"))
+                || stdout.contains(&format!("skip  {check}")),
             "{check}: {stdout}"
         );
     }
     assert!(!stdout.contains("FAIL"), "{stdout}");
-    assert!(!p.home.join(".toolbelt").read_dir().unwrap().flatten().any(|e| e
-        .file_name()
-        .to_string_lossy()
-        .starts_with("sandbox-verify")));
+    assert!(
+        !p.home
+            .join(".toolbelt")
+            .read_dir()
+            .unwrap()
+            .flatten()
+            .any(|e| e
+                .file_name()
+                .to_string_lossy()
+                .starts_with("sandbox-verify"))
+    );
 }
 
 #[test]

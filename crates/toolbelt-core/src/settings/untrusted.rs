@@ -47,10 +47,22 @@ const RESTRICTED: &[(&str, Refuse)] = &[
     ("tools.shell.allowUnsandboxed", Refuse::AnyValue),
     ("tools.shell.killBackgroundOnExit", Refuse::Unless(is_true)),
     // Raises what an unasked command may take (a lower limit is fine).
-    ("tools.shell.limits.addressSpaceMb", Refuse::Unless(|v| at_most(v, LIMITS.address_space_mb))),
-    ("tools.shell.limits.cpuSeconds", Refuse::Unless(|v| at_most(v, LIMITS.cpu_seconds))),
-    ("tools.shell.limits.fileSizeMb", Refuse::Unless(|v| at_most(v, LIMITS.file_size_mb))),
-    ("tools.shell.limits.processes", Refuse::Unless(|v| at_most(v, LIMITS.processes))),
+    (
+        "tools.shell.limits.addressSpaceMb",
+        Refuse::Unless(|v| at_most(v, LIMITS.address_space_mb)),
+    ),
+    (
+        "tools.shell.limits.cpuSeconds",
+        Refuse::Unless(|v| at_most(v, LIMITS.cpu_seconds)),
+    ),
+    (
+        "tools.shell.limits.fileSizeMb",
+        Refuse::Unless(|v| at_most(v, LIMITS.file_size_mb)),
+    ),
+    (
+        "tools.shell.limits.processes",
+        Refuse::Unless(|v| at_most(v, LIMITS.processes)),
+    ),
     // Lets writes replace files without write permission.
     ("tools.files.overwriteReadOnly", Refuse::AnyValue),
     // Widens the roots.

@@ -5,7 +5,6 @@
 //! no credential file to read) the check says so and is skipped.
 
 use std::io::Write;
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use toolbelt_core::ToolEnvironment;
@@ -28,7 +27,7 @@ impl Terminal {
         let name = ptsname(&master, Vec::new())?;
         let path = PathBuf::from(name.to_string_lossy().into_owned());
         let terminal = Terminal {
-            master: std::fs::File::from(OwnedFd::from(master)),
+            master: std::fs::File::from(master),
             path,
         };
         terminal.type_line();
@@ -111,7 +110,9 @@ pub(super) fn checks<'a>(
                 "setsid -w python3 -c 'import fcntl, os, sys, termios; fd = os.open(sys.argv[1], os.O_RDONLY); \
                  fcntl.ioctl(fd, termios.TIOCSCTTY, 0); fcntl.ioctl(fd, termios.TIOCSTI, b\" \")' {tty}"
             ),
-            Some("python3 missing, or this kernel refuses TIOCSTI to everyone: dev.tty.legacy_tiocsti = 0"),
+            Some(
+                "python3 missing, or this kernel refuses TIOCSTI to everyone: dev.tty.legacy_tiocsti = 0",
+            ),
         ),
         Check::exits_zero(
             "change toolbelt's limits (prlimit)",
@@ -148,17 +149,24 @@ pub(super) fn checks<'a>(
             Some("toolbelt itself already runs with a CPU time limit"),
         ),
     ];
+    checks.extend(secret_checks(env, store));
+    checks
+}
+
+/// Reading toolbelt's store and a credential file of the table.
+fn secret_checks<'a>(env: &ToolEnvironment, store: &'a StoreProbe) -> Vec<Check<'a>> {
+    let mut out = Vec::new();
     let (store_command, store_why) = match &store.0 {
         Some(file) => (format!("head -c1 {}", quoted(file)), None),
         None => ("false".to_string(), Some("no toolbelt store")),
     };
-    checks.push(Check::exits_zero(
+    out.push(Check::exits_zero(
         "read toolbelt's store",
         store_command,
         store_why.or(Some("the store is not readable")),
     ));
     let credential = env.user_home.as_deref().and_then(credential_file);
-    checks.push(match credential {
+    out.push(match credential {
         Some(file) => Check::exits_zero(
             "read a credential file",
             format!("head -c0 {}", quoted(&file)),
@@ -170,5 +178,5 @@ pub(super) fn checks<'a>(
             Some("no credential file of the known ones exists here"),
         ),
     });
-    checks
+    out
 }

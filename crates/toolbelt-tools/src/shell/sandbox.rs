@@ -199,7 +199,8 @@ impl PreparedSandbox {
         let filter = seccomp::program(seccomp::Profile::ReadOnly)
             .map_err(|why| unasked_unavailable(&why))?;
         let ruleset = hidden::ruleset(hidden, read_access(), |rules| {
-            ruleset(Confinement::ReadOnly, &[])?.add_rules(rules.into_iter().map(Ok::<_, RulesetError>))
+            ruleset(Confinement::ReadOnly, &[])?
+                .add_rules(rules.into_iter().map(Ok::<_, RulesetError>))
         })
         .map_err(|e| unasked_unavailable(&e.to_string()))?;
         Ok(PreparedSandbox {

@@ -96,7 +96,9 @@ impl Hidden {
             hidden.reopened.push(env.session_dir.clone());
         }
         if let Some(home) = &env.user_home {
-            hidden.paths.extend(CREDENTIAL_FILES.iter().map(|c| home.join(c)));
+            hidden
+                .paths
+                .extend(CREDENTIAL_FILES.iter().map(|c| home.join(c)));
         }
         let policy = env.roots.path_policy();
         for (path, exact) in policy.denied_reads() {
@@ -197,7 +199,12 @@ fn resolve(h: &Hidden) -> Resolved {
 }
 
 /// Hides what `policy` denies beneath `root`, or `root` itself past the budget.
-fn walk_denied(root: &Path, policy: &PathPolicy, hidden: &mut Vec<PathBuf>, stamps: &mut Vec<Stamp>) {
+fn walk_denied(
+    root: &Path,
+    policy: &PathPolicy,
+    hidden: &mut Vec<PathBuf>,
+    stamps: &mut Vec<Stamp>,
+) {
     if policy.denies_reading(root) {
         hidden.push(root.to_path_buf());
         return;
@@ -352,7 +359,10 @@ mod tests {
         let hidden = resolve(&Hidden::default()).hidden;
         for t in ["/dev/pts", "/dev/tty", "/dev/console"] {
             let t = Path::new(t);
-            assert!(!t.exists() || hidden.iter().any(|h| t.starts_with(h)), "{hidden:?}");
+            assert!(
+                !t.exists() || hidden.iter().any(|h| t.starts_with(h)),
+                "{hidden:?}"
+            );
         }
     }
 
@@ -363,15 +373,19 @@ mod tests {
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
         // An hour old, so the next change shows in the directory's time.
         let old = rustix::fs::Timespec {
-            tv_sec: (SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() - 3600)
-                as i64,
+            tv_sec: (SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                - 3600) as i64,
             tv_nsec: 0,
         };
         let times = rustix::fs::Timestamps {
             last_access: old,
             last_modification: old,
         };
-        rustix::fs::utimensat(rustix::fs::CWD, &home, &times, rustix::fs::AtFlags::empty()).unwrap();
+        rustix::fs::utimensat(rustix::fs::CWD, &home, &times, rustix::fs::AtFlags::empty())
+            .unwrap();
         let hidden = Hidden {
             paths: vec![home.join(".ssh"), home.join(".aws")],
             ..Hidden::default()

@@ -83,9 +83,14 @@ pub(crate) fn limit_note(signal: Option<i32>, output: &str) -> Option<String> {
         "cpuSeconds (CPU time)"
     } else if signal == Some(libc::SIGXFSZ) || output.contains("File size limit exceeded") {
         "fileSizeMb (file size)"
-    } else if ["memory exhausted", "Cannot allocate memory", "MemoryError", "out of memory"]
-        .iter()
-        .any(|m| output.contains(m))
+    } else if [
+        "memory exhausted",
+        "Cannot allocate memory",
+        "MemoryError",
+        "out of memory",
+    ]
+    .iter()
+    .any(|m| output.contains(m))
     {
         "addressSpaceMb (memory)"
     } else if ["Resource temporarily unavailable", "fork: retry"]

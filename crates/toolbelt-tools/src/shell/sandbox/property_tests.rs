@@ -166,7 +166,15 @@ const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ),
     (
         "grep",
-        &["-r", "-f @FILE", "--exclude-from=@FILE", "-l", "-c", "-o", "-f @SECRET"],
+        &[
+            "-r",
+            "-f @FILE",
+            "--exclude-from=@FILE",
+            "-l",
+            "-c",
+            "-o",
+            "-f @SECRET",
+        ],
         &["a", "@DIR", "@IN", "@HOME", "@STORE_DIR", "@TTY"],
     ),
     (
@@ -194,9 +202,21 @@ const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("[", &["-f @FILE ]", "-v 'a[$(touch @OUT)]' ]"], &[]),
     ("uniq", &["-c", "-d"], &["@IN", "@IN @OUT"]),
     ("file", &["-C -m @OUT", "-b", "-z"], &["@FILE", "@IN"]),
-    ("tail", &["-n 1", "-c 3", "--lines=2"], &["@IN", "@FILE", "@STORE"]),
-    ("head", &["-n 1", "-c3", "--byt=2"], &["@IN", "@FILE", "@TTY", "@DENIED"]),
-    ("cat", &["-n", "-A", "-"], &["@IN", "@FILE", "@SECRET", "@STORE", "@DENIED", "@TTY"]),
+    (
+        "tail",
+        &["-n 1", "-c 3", "--lines=2"],
+        &["@IN", "@FILE", "@STORE"],
+    ),
+    (
+        "head",
+        &["-n 1", "-c3", "--byt=2"],
+        &["@IN", "@FILE", "@TTY", "@DENIED"],
+    ),
+    (
+        "cat",
+        &["-n", "-A", "-"],
+        &["@IN", "@FILE", "@SECRET", "@STORE", "@DENIED", "@TTY"],
+    ),
     (
         "ls",
         &["-la", "-R", "--col=always", "-1t"],
@@ -204,7 +224,14 @@ const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ),
     (
         "jq",
-        &["-n", ".", "-r", "--rawfile x @FILE", "--rawfile x @SECRET", "'input_filename'"],
+        &[
+            "-n",
+            ".",
+            "-r",
+            "--rawfile x @FILE",
+            "--rawfile x @SECRET",
+            "'input_filename'",
+        ],
         &["@IN"],
     ),
     ("cd", &[], &["@DIR", "..", "-"]),
@@ -393,7 +420,7 @@ fn pty_with_a_line() -> (std::fs::File, std::fs::File, PathBuf) {
         .custom_flags(libc::O_NOCTTY)
         .open(&tty)
         .unwrap();
-    let mut master = std::fs::File::from(std::os::fd::OwnedFd::from(master));
+    let mut master = std::fs::File::from(master);
     master.write_all(b"the person's typed line\n").unwrap();
     (master, terminal, tty)
 }
@@ -403,7 +430,12 @@ fn pty_with_a_line() -> (std::fs::File, std::fs::File, PathBuf) {
 fn own_state() -> String {
     let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     let cpus = status.lines().find(|l| l.starts_with("Cpus_allowed_list"));
     // After the name: state is 0, nice 16, rt_priority 37, policy 38.
@@ -492,7 +524,10 @@ impl World {
         line.replace("@OUT", &format!("{}/sentinel/out{n}", root.display()))
             .replace("@SECRET", &format!("{}/home/.ssh/id_rsa", root.display()))
             .replace("@STORE_DIR", &format!("{}/store", root.display()))
-            .replace("@STORE", &format!("{}/store/sessions/other/chat.jsonl", root.display()))
+            .replace(
+                "@STORE",
+                &format!("{}/store/sessions/other/chat.jsonl", root.display()),
+            )
             .replace("@DENIED", &format!("{}/denied/plan.txt", root.display()))
             .replace("@HOME", &format!("{}/home", root.display()))
             .replace("@TTY", &self.tty.to_string_lossy())
@@ -527,8 +562,19 @@ impl World {
         for secret in SECRETS {
             prop_assert!(!text.contains(secret), "`{line}` read {secret}\n{text}");
         }
-        prop_assert_eq!(pending(self), tty, "`{}` touched the terminal\n{}", line, text);
-        prop_assert_eq!(own_state(), state, "`{}` changed toolbelt's limits, priority or scheduling", line);
+        prop_assert_eq!(
+            pending(self),
+            tty,
+            "`{}` touched the terminal\n{}",
+            line,
+            text
+        );
+        prop_assert_eq!(
+            own_state(),
+            state,
+            "`{}` changed toolbelt's limits, priority or scheduling",
+            line
+        );
         // The session directory is the tool's own (logs of spilled output).
         let session = self.dir.path().join("session");
         let changed: Vec<_> = {

@@ -6,7 +6,6 @@
 //! Terminals are ptys these tests open themselves; nothing assumes a `/dev/pts/0`.
 
 use std::io::Write;
-use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -48,10 +47,13 @@ fn world(settings: Value, deny: &[&str]) -> World {
     write("secret/plan.txt", "DENIED-PLAN\n");
     let ws = root.join("ws");
     let roots = WorkspaceRoots::new([&ws]).unwrap();
-    let mut rules = PermissionRules::new(&crate::rule_vocabulary())
-        .with_base(&ws, Some(root.join("home")));
+    let mut rules =
+        PermissionRules::new(&crate::rule_vocabulary()).with_base(&ws, Some(root.join("home")));
     for rule in deny {
-        rules.add(RuleList::Deny, &rule.replace("@ROOT", &root.to_string_lossy()));
+        rules.add(
+            RuleList::Deny,
+            &rule.replace("@ROOT", &root.to_string_lossy()),
+        );
     }
     let roots = roots.with_path_policy(PathPolicy::new(&rules));
     let settings = Settings::from_value(settings).unwrap();
@@ -104,7 +106,7 @@ fn pty() -> (std::fs::File, PathBuf) {
     unlockpt(&master).unwrap();
     let name = ptsname(&master, Vec::new()).unwrap();
     let path = PathBuf::from(name.to_string_lossy().into_owned());
-    (std::fs::File::from(OwnedFd::from(master)), path)
+    (std::fs::File::from(master), path)
 }
 
 #[tokio::test]
@@ -256,7 +258,14 @@ async fn an_unasked_command_cannot_change_toolbelt_limits_priority_or_scheduling
         })
         .unwrap();
     let stat = std::fs::read_to_string(format!("/proc/{me}/stat")).unwrap();
-    let nice = stat.rsplit(')').next().unwrap().split_whitespace().nth(16).unwrap().to_string();
+    let nice = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(16)
+        .unwrap()
+        .to_string();
     let command = format!(
         "prlimit --pid {me} --nofile={nofile} || echo prlimit-refused; \
          renice -n {nice} -p {me} >/dev/null || echo renice-refused; \
@@ -313,7 +322,11 @@ async fn an_unasked_command_creates_no_namespace_and_takes_no_lock() {
     // ENOSYS, so the C library falls back to clone: threads still start.
     assert!(text.contains("clone3 -1 38"), "{text}");
     assert!(text.contains("thread-ok"), "{text}");
-    for refused in ["unshare-user-refused", "unshare-net-refused", "flock-refused"] {
+    for refused in [
+        "unshare-user-refused",
+        "unshare-net-refused",
+        "flock-refused",
+    ] {
         assert!(text.contains(refused), "{refused}:\n{text}");
     }
 }
@@ -331,7 +344,10 @@ async fn an_unasked_command_runs_within_its_limits() {
             .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
             .unwrap_or_default()
     };
-    assert!(line("Max address space").contains("209715200 209715200"), "{text}");
+    assert!(
+        line("Max address space").contains("209715200 209715200"),
+        "{text}"
+    );
     assert!(line("Max cpu time").contains("1 2 seconds"), "{text}");
     assert!(line("Max file size").contains("5242880 5242880"), "{text}");
     assert!(!line("Max processes").contains("unlimited"), "{text}");
@@ -344,13 +360,19 @@ async fn an_unasked_command_runs_within_its_limits() {
     let started = std::time::Instant::now();
     let text = w.unasked("md5sum /dev/zero").await;
     assert!(text.contains("tools.shell.limits.cpuSeconds"), "{text}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{text}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{text}"
+    );
     // Processes: a fork flood stops at the limit. The kernel never applies it to
     // root, so as root only the limit itself is checked (above).
     if !rustix::process::geteuid().is_root() {
         let text = w
             .unasked("for i in $(seq 1 20000); do sleep 30 & done; echo spawned")
             .await;
-        assert!(text.contains("Resource temporarily unavailable") || text.contains("fork: retry"), "{text}");
+        assert!(
+            text.contains("Resource temporarily unavailable") || text.contains("fork: retry"),
+            "{text}"
+        );
     }
 }

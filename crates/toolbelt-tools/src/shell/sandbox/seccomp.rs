@@ -138,7 +138,9 @@ fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompRule, Backe
 }
 
 /// One rule: all of `conds` (argument, width, comparison, value) hold.
-fn conditions(conds: &[(u8, SeccompCmpArgLen, SeccompCmpOp, u64)]) -> Result<SeccompRule, BackendError> {
+fn conditions(
+    conds: &[(u8, SeccompCmpArgLen, SeccompCmpOp, u64)],
+) -> Result<SeccompRule, BackendError> {
     let conds = conds
         .iter()
         .map(|(arg, len, op, value)| SeccompCondition::new(*arg, len.clone(), op.clone(), *value))
@@ -157,6 +159,8 @@ fn int_arg(arg: u8, op: SeccompCmpOp, value: u64) -> (u8, SeccompCmpArgLen, Secc
 /// (`TIOCSPGRP`), making it a controlling terminal (`TIOCSCTTY`) or redirecting the
 /// console (`TIOCCONS`). Landlock's device-ioctl right does not cover a terminal the
 /// command inherited.
+// The request's type differs between C libraries (`c_ulong` in glibc, `c_int` in musl).
+#[allow(clippy::unnecessary_cast)]
 const TERMINAL_IOCTLS: &[u64] = &[
     libc::TIOCSTI as u64,
     libc::TIOCLINUX as u64,
@@ -202,7 +206,10 @@ fn refused_arguments() -> Result<Vec<(i64, Vec<SeccompRule>)>, BackendError> {
         // prlimit64(pid, resource, new, old): reading another's limits (new NULL) is harmless.
         (
             libc::SYS_prlimit64,
-            vec![conditions(&[int_arg(0, Ne, 0), (2, SeccompCmpArgLen::Qword, Ne, 0)])?],
+            vec![conditions(&[
+                int_arg(0, Ne, 0),
+                (2, SeccompCmpArgLen::Qword, Ne, 0),
+            ])?],
         ),
         // setpriority(which, who, prio): PRIO_PROCESS or PRIO_PGRP of the caller only.
         (
