@@ -42,7 +42,9 @@ pub fn report(env: &ToolEnvironment, support: &SandboxSupport, out: Lines<'_>) {
             say!(out, "Landlock: ABI {abi}");
             say!(
                 out,
-                "  files: every write right handled (ABI 1-5 rights the kernel has)"
+                "  files: every write right handled (ABI 1-5 rights the kernel has); reading and executing \
+                 handled, allowed everywhere but the hidden paths (terminals, toolbelt's store, credentials, \
+                 Read deny rules)"
             );
             say!(
                 out,
