@@ -6,12 +6,15 @@
 //! - [`Confinement::ReadOnly`], for a command that runs **unasked** (the classifier
 //!   judged it read-only). The classifier decides whether to ask; this decides what the
 //!   command can do, so a program whose options the classifier got wrong still cannot
-//!   write: no path is writable but `/dev/null`, `/dev/zero`, `/dev/full` and `/dev/tty`
-//!   (the output pipe is not a path), no TCP bind or connect (ABI 4), no abstract UNIX
-//!   socket or signal outside the sandbox (ABI 6), and seccomp refuses every socket,
-//!   metadata changes, `ptrace`, mounts, keys, BPF, io_uring and perf. git run this way
-//!   gets `core.hooksPath=/dev/null` and `core.fsmonitor=false` through
-//!   `GIT_CONFIG_COUNT`, so repository hooks never run.
+//!   write: no path is writable but `/dev/null`, `/dev/zero` and `/dev/full` (the output
+//!   pipe is not a path), nothing is readable beneath the [`hidden`] paths (terminals,
+//!   toolbelt's store, credentials, `Read` deny rules), no TCP bind or connect (ABI 4),
+//!   no abstract UNIX socket or signal outside the sandbox (ABI 6), seccomp refuses every
+//!   socket, metadata changes, `ptrace`, mounts, keys, BPF, io_uring, perf, namespaces,
+//!   terminal ioctls, other processes' limits and scheduling, and `flock`, and
+//!   [`limits`] bound memory, CPU, file size and tasks. git run this way gets
+//!   `core.hooksPath=/dev/null` and `core.fsmonitor=false` through `GIT_CONFIG_COUNT`, so
+//!   repository hooks never run.
 //! - [`Confinement::Workspace`], for an approved command under `tools.sandbox:
 //!   "landlock"`: writable workspace roots and temporary directory, no TCP, only UNIX
 //!   sockets, and no mode, owner or extended attribute change anywhere (seccomp cannot
@@ -19,9 +22,11 @@
 //!   mount namespace with read-only binds would, at the price of user namespaces).
 //!   Signals are not scoped: approved commands may stop each other's processes.
 //!
-//! The Landlock ruleset and the BPF program are built in the parent, where allocating
-//! and opening files is safe; the child only *applies* them between `fork` and `exec`
-//! (`restrict_self`, then `seccomp`: a few system calls, no allocation on success).
+//! The Landlock ruleset, the BPF programs and the limits are built in the parent, where
+//! allocating and opening files is safe; the child only *applies* them between `fork`
+//! and `exec` (`prlimit64`, `restrict_self`, then `seccomp`: a few system calls, no
+//! allocation on success). Namespaces a spawner makes for the command must be made
+//! before this step: the seccomp programs refuse them afterwards.
 //!
 //! Without Landlock nothing can be confined: an unasked command then asks instead (see
 //! [`SandboxSupport`]), and `tools.shell.allowUnsandboxed: true` is the person's way back

@@ -2,11 +2,15 @@
 //!
 //! Landlock confines writing *contents* and the TCP ports, but not a file's metadata
 //! (mode, owner, times, extended attributes), not other address families, and not the
-//! kernel's larger attack surfaces. Those are system calls, refused here with `EPERM`
-//! (never a kill: `ls -l`, `cp -p` or `tar` that try one report an error and go on).
+//! kernel's larger attack surfaces, not namespaces, not ioctls on a terminal the
+//! command inherited, and not what a process may do to another of the same user
+//! (limits, priorities, scheduling). Those are system calls, refused here with `EPERM`
+//! (never a kill: `ls -l`, `cp -p` or `tar` that try one report an error and go on),
+//! some only for some arguments (a request, a flag, a pid other than 0). `clone3` is
+//! the exception: it answers `ENOSYS` (see [`compile_clone3`]).
 //!
-//! The program is compiled once per process (it depends only on the confinement kind) and
-//! applied in the child after Landlock; applying it sets `no_new_privs` first, as Landlock
+//! The programs are compiled once per process (they depend only on the confinement kind)
+//! and applied in the child after Landlock; applying it sets `no_new_privs` first, as Landlock
 //! does.
 //!
 //! System call numbers from 424 on are the same on every architecture, so the ones the
