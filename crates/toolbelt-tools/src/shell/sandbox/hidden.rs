@@ -86,14 +86,15 @@ pub(crate) struct Hidden {
 }
 
 impl Hidden {
-    /// Toolbelt's store (but the session's own directory in it), the credentials
-    /// beneath the home and what the deny rules on reading name (terminals are always
-    /// hidden).
-    pub(crate) fn of_session(env: &ToolEnvironment) -> Hidden {
+    /// Toolbelt's store (but the session's own directory in it, and `own_logs`, the
+    /// job logs of the connection the call came from), the credentials beneath the
+    /// home and what the deny rules on reading name (terminals are always hidden).
+    pub(crate) fn of_session(env: &ToolEnvironment, own_logs: Option<PathBuf>) -> Hidden {
         let mut hidden = Hidden::default();
         if let Some(store) = &env.toolbelt_home {
             hidden.paths.push(store.clone());
             hidden.reopened.push(env.session_dir.clone());
+            hidden.reopened.extend(own_logs);
         }
         if let Some(home) = &env.user_home {
             hidden

@@ -183,6 +183,24 @@ async fn a_credential_behind_a_link_is_hidden_where_it_lives() {
     assert!(!text.contains("VAULT-SECRET"), "{text}");
 }
 
+#[tokio::test]
+async fn a_connection_reads_its_own_job_logs_in_the_store_and_no_other() {
+    // `mcp serve` keeps each connection's job logs in a folder of its own in the store.
+    let w = world(json!({}), &[]);
+    let tool = RunShellCommand::new(w.env.clone());
+    let mine = tool.jobs().log_dir(&w.env.session_dir, "mcp-1-1").unwrap();
+    let theirs = tool.jobs().log_dir(&w.env.session_dir, "mcp-2-1").unwrap();
+    std::fs::write(mine.join("1.log"), "MY-JOB-LOG\n").unwrap();
+    std::fs::write(theirs.join("1.log"), "THEIR-JOB-LOG\n").unwrap();
+    let command = format!("cat {}/1.log {}/1.log", mine.display(), theirs.display());
+    let call = tool.build(json!({ "command": command })).unwrap();
+    let mut ctx = ExecContext::new(w.env.clone());
+    ctx.call_id = "mcp-1-7".to_string();
+    let text = without_command(call.execute(ctx).await.llm_text());
+    assert!(text.contains("MY-JOB-LOG"), "{text}");
+    assert!(!text.contains("THEIR-JOB-LOG"), "{text}");
+}
+
 /// Runs `python3 -c script` with the pty's terminal as its controlling terminal and
 /// standard input (set up before the sandbox, as an inherited terminal would be),
 /// confined read-only or not; returns what it printed.
