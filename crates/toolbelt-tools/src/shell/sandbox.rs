@@ -349,6 +349,8 @@ pub(crate) fn git_inert_env(inherited: Option<&str>) -> Vec<(String, String)> {
 }
 
 #[cfg(test)]
+mod property_grammar;
+#[cfg(test)]
 mod property_tests;
 #[cfg(test)]
 mod reach_tests;
