@@ -168,20 +168,22 @@ fn resolve(h: &Hidden) -> Resolved {
             }
         }
     }
+    // A path created later must be seen: its nearest existing parent changes then.
+    let missing = |path: &Path, stamps: &mut Vec<Stamp>| {
+        if let Some(parent) = path.ancestors().skip(1).find(|p| p.is_dir()) {
+            stamps.push(Stamp::of(parent));
+        }
+    };
     for path in candidates {
         match path.canonicalize() {
             Ok(real) => hidden.push(real),
-            // Created later, it must be seen: its nearest existing parent changes then.
-            Err(_) => {
-                if let Some(parent) = path.ancestors().skip(1).find(|p| p.is_dir()) {
-                    stamps.push(Stamp::of(parent));
-                }
-            }
+            Err(_) => missing(&path, &mut stamps),
         }
     }
     for root in &h.walked {
-        if let Ok(root) = root.canonicalize() {
-            walk_denied(&root, &h.policy, &mut hidden, &mut stamps);
+        match root.canonicalize() {
+            Ok(root) => walk_denied(&root, &h.policy, &mut hidden, &mut stamps),
+            Err(_) => missing(root, &mut stamps),
         }
     }
     hidden.sort();
