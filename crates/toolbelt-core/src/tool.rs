@@ -258,6 +258,10 @@ pub struct ToolEnvironment {
     /// itself, so an environment built by a test or an embedder cannot write to the real
     /// home by accident.
     pub user_home: Option<PathBuf>,
+    /// toolbelt's own store (`$TOOLBELT_HOME`, default `~/.toolbelt`: sessions, logs,
+    /// history, checkpoints), which a command run unasked may not read (the session's
+    /// own `session_dir` in it excepted). `None` unless the assembler sets it.
+    pub toolbelt_home: Option<PathBuf>,
 }
 
 impl ToolEnvironment {
@@ -272,6 +276,7 @@ impl ToolEnvironment {
             ask_once: AskOnceSlot::default(),
             ask_user: crate::ask_user::QuestionSlot::default(),
             user_home: None,
+            toolbelt_home: None,
         }
     }
 }

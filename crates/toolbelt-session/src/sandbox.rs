@@ -21,6 +21,8 @@ use toolbelt_core::settings::Sandbox;
 use toolbelt_core::{ExecContext, Tool, ToolEnvironment, ToolResult};
 use toolbelt_tools::{RunShellCommand, SandboxSupport};
 
+mod reach;
+
 /// Says one line of a report.
 macro_rules! say {
     ($out:expr, $($arg:tt)*) => {
@@ -40,7 +42,9 @@ pub fn report(env: &ToolEnvironment, support: &SandboxSupport, out: Lines<'_>) {
             say!(out, "Landlock: ABI {abi}");
             say!(
                 out,
-                "  files: every write right handled (ABI 1-5 rights the kernel has)"
+                "  files: every write right handled (ABI 1-5 rights the kernel has); reading and executing \
+                 handled, allowed everywhere but the hidden paths (terminals, toolbelt's store, credentials, \
+                 Read deny rules)"
             );
             say!(
                 out,
@@ -68,15 +72,23 @@ pub fn report(env: &ToolEnvironment, support: &SandboxSupport, out: Lines<'_>) {
             out,
             "seccomp: available; refused with EPERM: mode, owner, times and extended attributes, sockets \
              (read-only: all; workspace: all but AF_UNIX), ptrace, mounts, keys, bpf, io_uring, perf, \
-             clock, host name, modules, reboot, namespaces"
+             clock, host name, modules, reboot, namespaces (unshare, setns, clone with CLONE_NEW*; clone3 \
+             answers ENOSYS), terminal ioctls (TIOCSTI, TIOCLINUX, TIOCSPGRP, TIOCSCTTY, TIOCCONS), \
+             limits, priority and scheduling of another process, flock (read-only)"
         ),
         Err(why) => say!(out, "seccomp: unavailable ({why})"),
     }
     let unasked = match support.can_confine() {
         Ok(()) => {
-            "run confined read-only: nothing writable but /dev/null, /dev/zero, /dev/full and \
-                   /dev/tty; no network; no signal out; git without hooks or fsmonitor"
-                .to_string()
+            let l = &settings.shell.limits;
+            format!(
+                "run confined read-only: nothing writable but /dev/null, /dev/zero and /dev/full; nothing \
+                 readable in terminals, toolbelt's store, the known credential files or what a Read deny rule \
+                 names; no network; no signal out; git without hooks or fsmonitor; at most {} MiB of address \
+                 space, {} s of CPU, {} MiB files and {} more tasks (tools.shell.limits; the task count is not \
+                 enforced for root)",
+                l.address_space_mb, l.cpu_seconds, l.file_size_mb, l.processes
+            )
         }
         Err(_) if settings.shell.allow_unsandboxed => {
             "run UNCONFINED (tools.shell.allowUnsandboxed is true and nothing can confine them)"
@@ -145,12 +157,28 @@ fn exit_code(result: &ToolResult) -> Option<i32> {
 }
 
 /// One probe: `command` must succeed on the host and be refused confined; `effect`
-/// says, from the world and the command's exit code, whether it took effect.
+/// says, from the world and the command's exit code, whether it took effect. When the
+/// host control fails and `unsupported` says why that may be (a program or a kernel
+/// feature missing here), the check is skipped instead of failed.
 struct Check<'a> {
     name: &'a str,
     command: String,
-    effect: &'a dyn Fn(Option<i32>) -> bool,
-    undo: &'a dyn Fn(),
+    effect: Box<dyn Fn(Option<i32>) -> bool + 'a>,
+    undo: Box<dyn Fn() + 'a>,
+    unsupported: Option<&'a str>,
+}
+
+impl<'a> Check<'a> {
+    /// A probe that took effect when it exited 0.
+    fn exits_zero(name: &'a str, command: String, unsupported: Option<&'a str>) -> Check<'a> {
+        Check {
+            name,
+            command,
+            effect: Box::new(|code| code == Some(0)),
+            undo: Box::new(|| {}),
+            unsupported,
+        }
+    }
 }
 
 /// The probes of `--verify`, a line each: whether every one was refused inside and
@@ -163,8 +191,6 @@ pub async fn verify(env: &Arc<ToolEnvironment>, out: Lines<'_>) -> bool {
             return false;
         }
     };
-    let outside = scratch.path().join("written");
-    let mode_file = scratch.path().join("mode");
     let listener = TcpListener::bind("127.0.0.1:0").and_then(|l| {
         l.set_nonblocking(true)?;
         Ok(l)
@@ -176,54 +202,79 @@ pub async fn verify(env: &Arc<ToolEnvironment>, out: Lines<'_>) -> bool {
             return false;
         }
     };
+    let mode_file = scratch.path().join("mode");
     if let Err(e) = std::fs::write(&mode_file, "m")
         .and_then(|()| std::fs::set_permissions(&mode_file, std::fs::Permissions::from_mode(0o644)))
+        .and_then(|()| std::fs::write(scratch.path().join("lock"), "l"))
     {
         say!(out, "FAIL  cannot make a probe file: {e}");
         return false;
     }
-    let mode_of = |p: &Path| {
-        std::fs::metadata(p)
-            .map(|m| m.permissions().mode() & 0o777)
-            .unwrap_or(0)
+    let terminal = match reach::Terminal::open() {
+        Ok(t) => t,
+        Err(e) => {
+            say!(out, "FAIL  cannot open a pseudo-terminal: {e}");
+            return false;
+        }
     };
-    let checks = [
-        Check {
-            name: "write outside the workspace",
-            command: format!("echo x > '{}'", outside.display()),
-            effect: &|_| outside.exists(),
-            undo: &|| {
-                let _ = std::fs::remove_file(&outside);
-            },
-        },
-        Check {
-            name: "chmod of a file the user owns",
-            command: format!("chmod 600 '{}'", mode_file.display()),
-            effect: &|_| mode_of(&mode_file) == 0o600,
-            undo: &|| {
-                let _ =
-                    std::fs::set_permissions(&mode_file, std::fs::Permissions::from_mode(0o644));
-            },
-        },
-        Check {
-            name: "TCP connect to a loopback listener",
-            command: format!("echo x > /dev/tcp/127.0.0.1/{port}"),
-            effect: &|_| listener.accept().is_ok(),
-            undo: &|| {},
-        },
-        Check {
-            name: "signal to toolbelt",
-            // Signal 0 checks the permission to signal and delivers nothing.
-            command: format!("kill -0 {}", std::process::id()),
-            effect: &|code| code == Some(0),
-            undo: &|| {},
-        },
-    ];
+    let store_probe = reach::StoreProbe::new(env);
+    let mut checks = write_checks(scratch.path(), &listener, port);
+    checks.extend(reach::checks(env, scratch.path(), &terminal, &store_probe));
     let mut all = true;
     for check in &checks {
         all &= run_check(env, check, out).await;
     }
     all
+}
+
+/// The probes of writing, metadata, the network and signals.
+fn write_checks<'a>(scratch: &Path, listener: &'a TcpListener, port: u16) -> Vec<Check<'a>> {
+    let outside = scratch.join("written");
+    let mode_file = scratch.join("mode");
+    let mode_of = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.permissions().mode() & 0o777)
+            .unwrap_or(0)
+    };
+    let (o1, o2, m1, m2) = (
+        outside.clone(),
+        outside.clone(),
+        mode_file.clone(),
+        mode_file.clone(),
+    );
+    vec![
+        Check {
+            name: "write outside the workspace",
+            command: format!("echo x > '{}'", outside.display()),
+            effect: Box::new(move |_| o1.exists()),
+            undo: Box::new(move || {
+                let _ = std::fs::remove_file(&o2);
+            }),
+            unsupported: None,
+        },
+        Check {
+            name: "chmod of a file the user owns",
+            command: format!("chmod 600 '{}'", mode_file.display()),
+            effect: Box::new(move |_| mode_of(&m1) == 0o600),
+            undo: Box::new(move || {
+                let _ = std::fs::set_permissions(&m2, std::fs::Permissions::from_mode(0o644));
+            }),
+            unsupported: None,
+        },
+        Check {
+            name: "TCP connect to a loopback listener",
+            command: format!("echo x > /dev/tcp/127.0.0.1/{port}"),
+            effect: Box::new(move |_| listener.accept().is_ok()),
+            undo: Box::new(|| {}),
+            unsupported: None,
+        },
+        // Signal 0 checks the permission to signal and delivers nothing.
+        Check::exits_zero(
+            "signal to toolbelt",
+            format!("kill -0 {}", std::process::id()),
+            None,
+        ),
+    ]
 }
 
 /// Runs one check: the host control, then the confined probe.
@@ -240,6 +291,14 @@ async fn run_check(env: &Arc<ToolEnvironment>, check: &Check<'_>, out: Lines<'_>
     let control = code == Some(0) && (check.effect)(code);
     (check.undo)();
     if !control {
+        if let Some(why) = check.unsupported {
+            say!(
+                out,
+                "skip  {}: the control on the host did not succeed ({why})",
+                check.name
+            );
+            return true;
+        }
         say!(
             out,
             "FAIL  {}: the control on the host did not succeed, so the check proves nothing",

@@ -97,6 +97,7 @@ impl Session {
         protect_declared_commands(&mut roots, &settings, &session_dir, user_home.clone());
         let mut env = ToolEnvironment::new(roots, settings, session_dir);
         env.user_home = user_home;
+        env.toolbelt_home = Some(crate::paths::toolbelt_home());
         let env = Arc::new(env);
         let jobs = options.shell_jobs.clone();
         let (registry, shell_jobs) = builtin_registry(&env, &grounds.skills, &grounds.lsp, jobs);

@@ -3,6 +3,11 @@
 //! filter in the child) and approved (unconfined), interleaved in one run so machine load
 //! falls on both alike. Same tool, same spawn path; only the sandbox differs.
 //!
+//! The read-only sandbox hides the person's credentials and toolbelt's store, so the
+//! environment has the real home and `~/.toolbelt` (only listed, never changed): the
+//! ruleset around them is built once and kept. A last phase measures the rebuild: a
+//! scratch home whose listing changes before every call, so its rules are built anew.
+//!
 //! Usage: cargo run --release -p toolbelt-tools --example sandbox_bench [-- RUNS]
 
 use std::sync::Arc;
@@ -53,11 +58,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::write(ws.join(format!("file{i}.txt")), "x")?;
     }
     let roots = WorkspaceRoots::new([&ws])?;
-    let env = Arc::new(ToolEnvironment::new(
-        roots,
+    let mut env = ToolEnvironment::new(
+        roots.clone(),
         Arc::new(Settings::default()),
         dir.path().join("session"),
-    ));
+    );
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    env.toolbelt_home = home.as_ref().map(|h| h.join(".toolbelt"));
+    env.user_home = home;
+    let env = Arc::new(env);
     let tool = RunShellCommand::new(env.clone());
     let mut confined = Vec::with_capacity(runs);
     let mut unconfined = Vec::with_capacity(runs);
@@ -100,6 +109,50 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         cpu.push((cpu_ticks()? - before) as f64 * 10_000.0 / runs as f64);
     }
     report(runs, &confined, &unconfined, &cpu);
+    rebuilt(dir.path(), roots, runs, median(unconfined)).await
+}
+
+/// Confined calls whose rules must be built again each time: the hidden home's listing
+/// changes before every call.
+async fn rebuilt(
+    scratch: &std::path::Path,
+    roots: WorkspaceRoots,
+    runs: usize,
+    unconfined: Duration,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let home = scratch.join("home");
+    for name in [
+        ".ssh",
+        ".aws",
+        ".config/gcloud",
+        ".cargo",
+        ".toolbelt/sessions",
+    ] {
+        std::fs::create_dir_all(home.join(name))?;
+    }
+    for i in 0..30 {
+        std::fs::write(home.join(format!("f{i}")), "x")?;
+    }
+    let mut env = ToolEnvironment::new(roots, Arc::new(Settings::default()), scratch.join("s2"));
+    env.user_home = Some(home.clone());
+    env.toolbelt_home = Some(home.join(".toolbelt"));
+    let env = Arc::new(env);
+    let tool = RunShellCommand::new(env.clone());
+    let mut took = Vec::with_capacity(runs);
+    for i in 0..runs {
+        std::fs::write(home.join(format!("churn{}", i % 2)), "x")?;
+        std::fs::remove_file(home.join(format!("churn{}", (i + 1) % 2))).ok();
+        let call = tool.build(json!({"command": "ls"}))?;
+        let started = Instant::now();
+        call.execute(ExecContext::new(env.clone())).await;
+        took.push(started.elapsed());
+    }
+    let m = median(took);
+    println!(
+        "confined ls, rules rebuilt every call: median {:.3} ms ({:+.3} ms over unconfined)",
+        m.as_secs_f64() * 1e3,
+        (m.as_secs_f64() - unconfined.as_secs_f64()) * 1e3
+    );
     Ok(())
 }
 

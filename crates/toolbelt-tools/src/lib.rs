@@ -73,6 +73,7 @@ pub use save_memory::SaveMemory;
 pub use shell::RunShellCommand;
 pub use shell::background::{Job, JobStatus, JobTable, connection_logs_dir};
 pub use shell::sandbox::SandboxSupport;
+pub use shell::sandbox::hidden::CREDENTIAL_FILES;
 pub use todo_write::TodoWrite;
 pub use walk::{WalkedEntry, walk_workspace};
 pub use web_fetch::{WebFetch, html_to_markdown};

@@ -230,6 +230,9 @@ fn a_read_only_command_runs_confined_and_an_approved_one_does_not() {
 #[test]
 fn sandbox_verify_passes_on_this_machine() {
     let p = project(None);
+    // A credential for the credential check to try.
+    std::fs::create_dir_all(p.home.join(".ssh")).unwrap();
+    std::fs::write(p.home.join(".ssh/id_ed25519"), "PRIVATE").unwrap();
     let out = toolbelt(&p.root, &p.home, &["sandbox", "--verify"]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
@@ -239,9 +242,40 @@ fn sandbox_verify_passes_on_this_machine() {
         "pass  chmod of a file the user owns",
         "pass  TCP connect to a loopback listener",
         "pass  signal to toolbelt",
+        "pass  read another terminal (a pty opened here)",
+        "pass  change toolbelt's limits (prlimit)",
+        "pass  change toolbelt's priority (setpriority)",
+        "pass  lock a file opened for reading (flock)",
+        "pass  run without a memory limit (address space)",
+        "pass  run without a CPU time limit",
+        "pass  read toolbelt's store",
+        "pass  read a credential file",
     ] {
         assert!(stdout.contains(check), "{check}: {stdout}");
     }
+    // Where the host allows them, these are refused too (skipped otherwise, saying why).
+    for check in [
+        "type into a terminal (TIOCSTI)",
+        "create a namespace (unshare -U)",
+    ] {
+        assert!(
+            stdout.contains(&format!("pass  {check}"))
+                || stdout.contains(&format!("skip  {check}")),
+            "{check}: {stdout}"
+        );
+    }
+    assert!(!stdout.contains("FAIL"), "{stdout}");
+    assert!(
+        !p.home
+            .join(".toolbelt")
+            .read_dir()
+            .unwrap()
+            .flatten()
+            .any(|e| e
+                .file_name()
+                .to_string_lossy()
+                .starts_with("sandbox-verify"))
+    );
 }
 
 #[test]

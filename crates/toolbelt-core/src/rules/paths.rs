@@ -187,6 +187,32 @@ impl PathPolicy {
             .flatten()
     }
 
+    /// What the deny rules on reading name, for a sandbox that hides it from commands:
+    /// per rule its longest literal leading path, and whether that is all the rule
+    /// names (`~/.ssh/**` and `~/.ssh` give `~/.ssh`; `.env` gives the working directory,
+    /// not exact, as `.env` matches at any depth beneath it). [`PathPolicy::denies_reading`]
+    /// tells which paths beneath an inexact one the rules name.
+    pub fn denied_reads(&self) -> Vec<(std::path::PathBuf, bool)> {
+        let mut out: Vec<(std::path::PathBuf, bool)> = Vec::new();
+        for rule in self.rules.iter() {
+            if rule.list == RuleList::Deny && rule.operation == PathOperation::Read {
+                let (literal, exact) = rule.glob.literal();
+                let entry = (literal.to_path_buf(), exact);
+                if !out.contains(&entry) {
+                    out.push(entry);
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether a deny rule forbids reading `path` (resolved).
+    pub fn denies_reading(&self, path: &Path) -> bool {
+        self.rules.iter().any(|r| {
+            r.list == RuleList::Deny && r.operation == PathOperation::Read && r.glob.is_match(path)
+        })
+    }
+
     /// Whether a walk must leave `path` out: a deny or ask rule covers reading it.
     pub fn withholds_from_walk(&self, path: &Path) -> bool {
         !self.is_empty() && self.verdict(PathOperation::Read, path).decision >= Decision::Ask
@@ -281,6 +307,41 @@ mod tests {
         assert!(p.withholds_from_walk(Path::new("/proj/b/inner.txt")));
         assert!(!p.withholds_from_walk(Path::new("/proj/c")));
         assert!(!PathPolicy::default().withholds_from_walk(Path::new("/proj/a")));
+    }
+
+    #[test]
+    fn denied_reads_name_the_literal_part_of_each_deny_rule_on_reading() {
+        let mut all =
+            crate::rules::tests::empty_rules().with_base("/proj", Some("/home/me".into()));
+        for rule in [
+            "Read(~/.ssh/**)",
+            "read_file(//etc/shadow)",
+            "Read(.env)",
+            "Read(/conf/*.key)",
+            "Edit(//locked)",
+        ] {
+            all.add(RuleList::Deny, rule);
+        }
+        all.add(RuleList::Ask, "Read(//asked)");
+        let p = PathPolicy::new(&all);
+        let reads = p.denied_reads();
+        let expected = [
+            ("/home/me/.ssh", true),
+            ("/etc/shadow", true),
+            ("/proj", false),
+            ("/proj/conf", false),
+        ];
+        assert_eq!(
+            reads,
+            expected
+                .iter()
+                .map(|(p, e)| (std::path::PathBuf::from(p), *e))
+                .collect::<Vec<_>>()
+        );
+        assert!(p.denies_reading(Path::new("/proj/sub/.env")));
+        assert!(p.denies_reading(Path::new("/proj/conf/a.key")));
+        assert!(!p.denies_reading(Path::new("/proj/conf/a.txt")));
+        assert!(!p.denies_reading(Path::new("/locked")));
     }
 
     #[test]

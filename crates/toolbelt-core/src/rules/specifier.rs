@@ -27,7 +27,7 @@
 //! - **Domains** (`web_fetch(domain:example.com)`, or a bare host) match the host itself
 //!   and its subdomains, case-insensitively.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -209,6 +209,11 @@ pub(super) fn path_matches(spec: &str, path: &Path, base: &RuleBase) -> bool {
 #[derive(Debug, Clone)]
 pub(super) struct PathGlob {
     set: GlobSet,
+    /// The longest leading part of the anchored specifier without a wildcard (the whole
+    /// path when it has none), for a sandbox that hides what the rule names.
+    literal: PathBuf,
+    /// The specifier has no wildcard: it names `literal` and what it holds.
+    exact: bool,
 }
 
 impl PathGlob {
@@ -216,6 +221,7 @@ impl PathGlob {
     /// valid glob: such a rule matches no path.
     pub(super) fn compile(spec: &str, base: &RuleBase) -> Option<PathGlob> {
         let escape = |p: &Path| globset::escape(&p.to_string_lossy());
+        let (literal, exact) = literal_prefix(spec, base)?;
         let anchored = if let Some(rest) = spec.strip_prefix("//") {
             format!("/{rest}")
         } else if let Some(rest) = spec.strip_prefix("~/") {
@@ -254,12 +260,57 @@ impl PathGlob {
         if !any {
             return None;
         }
-        set.build().ok().map(|set| PathGlob { set })
+        set.build().ok().map(|set| PathGlob {
+            set,
+            literal,
+            exact,
+        })
     }
 
     pub(super) fn is_match(&self, path: &Path) -> bool {
         self.set.is_match(path)
     }
+
+    /// The longest literal leading path and whether it is the whole specifier.
+    pub(super) fn literal(&self) -> (&Path, bool) {
+        (&self.literal, self.exact)
+    }
+}
+
+/// The anchor of `spec` joined with its leading components that hold no wildcard or
+/// escape, and whether that was all of it. A bare name (`.env`) matches at any depth
+/// beneath the working directory, so its literal part is that directory.
+fn literal_prefix(spec: &str, base: &RuleBase) -> Option<(PathBuf, bool)> {
+    let (anchor, rest) = if let Some(rest) = spec.strip_prefix("//") {
+        (PathBuf::from("/"), rest)
+    } else if let Some(rest) = spec.strip_prefix("~/") {
+        (base.home.clone()?, rest)
+    } else if let Some(rest) = spec.strip_prefix('/') {
+        (base.project_root.clone()?, rest)
+    } else {
+        let rest = spec.strip_prefix("./").unwrap_or(spec);
+        let cwd = base.cwd.clone()?;
+        if !rest.trim_end_matches('/').contains('/') {
+            return Some((cwd, false));
+        }
+        (cwd, rest)
+    };
+    let mut literal = anchor;
+    let components: Vec<&str> = rest.split('/').filter(|c| !c.is_empty()).collect();
+    for (i, component) in components.iter().enumerate() {
+        // `dir/**` names everything beneath `dir`, as a hiding of `dir` does.
+        if *component == "**" && i + 1 == components.len() {
+            return Some((literal, true));
+        }
+        if component.contains(['*', '?', '[', '{', '\\']) {
+            return Some((literal, false));
+        }
+        if *component == "." || *component == ".." {
+            return Some((literal, false));
+        }
+        literal.push(component);
+    }
+    Some((literal, true))
 }
 
 /// Whether the domain `spec` (`domain:x.org`, `x.org` or `*.x.org`) covers `host`.

@@ -303,6 +303,37 @@ fn an_untrusted_workspace_cannot_enable_durable_scheduled_tasks() {
     );
 }
 
+#[test]
+fn an_untrusted_workspace_may_only_lower_the_shell_limits() {
+    let layout = Layout::new(
+        json!({}),
+        json!({"tools": {"shell": {"limits": {
+            "addressSpaceMb": 100000, "cpuSeconds": 10, "fileSizeMb": "big", "processes": 100000
+        }}}}),
+    );
+    let s = layout.load();
+    let limits = s.tools.shell.limits;
+    assert_eq!(limits.address_space_mb, 4096, "raised: ignored");
+    assert_eq!(limits.cpu_seconds, 10, "lowered: kept");
+    assert_eq!(limits.file_size_mb, 1024);
+    assert_eq!(limits.processes, 512);
+    let report = s.untrusted_workspace.clone().unwrap();
+    assert_eq!(
+        report.ignored,
+        vec![
+            "tools.shell.limits.addressSpaceMb",
+            "tools.shell.limits.fileSizeMb",
+            "tools.shell.limits.processes"
+        ]
+    );
+    // The person's own settings may raise them.
+    let mine = Layout::new(
+        json!({"tools": {"shell": {"limits": {"addressSpaceMb": 100000}}}}),
+        json!({}),
+    );
+    assert_eq!(mine.load().tools.shell.limits.address_space_mb, 100000);
+}
+
 /// Issue 32: `lsp.servers` starts programs (or connects to a server), so a cloned
 /// repository's settings cannot define one until the folder is trusted; the wait after
 /// edits is harmless and stays. Each server is taken whole from the highest layer, and

@@ -194,6 +194,8 @@ pub struct ShellSettings {
     pub kill_background_on_exit: bool,
     /// Run unsandboxed when Landlock is asked for but the kernel has none (default false).
     pub allow_unsandboxed: bool,
+    /// Resource limits of the commands that run unasked (`tools.shell.limits`).
+    pub limits: ShellLimits,
 }
 
 impl Default for ShellSettings {
@@ -201,7 +203,40 @@ impl Default for ShellSettings {
         ShellSettings {
             kill_background_on_exit: true,
             allow_unsandboxed: false,
+            limits: ShellLimits::default(),
         }
+    }
+}
+
+/// `tools.shell.limits`: what one command that runs unasked may take (`setrlimit` in
+/// the command before it starts; an untrusted workspace may only lower them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ShellLimits {
+    /// Address space of each process, in MiB (`RLIMIT_AS`).
+    pub address_space_mb: u64,
+    /// CPU time of each process, in seconds (`RLIMIT_CPU`).
+    pub cpu_seconds: u64,
+    /// Largest file a process may write, in MiB (`RLIMIT_FSIZE`).
+    pub file_size_mb: u64,
+    /// Processes and threads the command may start beyond the tasks the machine runs
+    /// when it starts (`RLIMIT_NPROC` counts per user, and never for root).
+    pub processes: u64,
+}
+
+impl ShellLimits {
+    /// 4 GiB of address space, 5 minutes of CPU, 1 GiB files, 512 more tasks.
+    pub const DEFAULT: ShellLimits = ShellLimits {
+        address_space_mb: 4096,
+        cpu_seconds: 300,
+        file_size_mb: 1024,
+        processes: 512,
+    };
+}
+
+impl Default for ShellLimits {
+    fn default() -> Self {
+        ShellLimits::DEFAULT
     }
 }
 

@@ -46,6 +46,23 @@ const RESTRICTED: &[(&str, Refuse)] = &[
     ("tools.sandbox", Refuse::Unless(turns_sandbox_on)),
     ("tools.shell.allowUnsandboxed", Refuse::AnyValue),
     ("tools.shell.killBackgroundOnExit", Refuse::Unless(is_true)),
+    // Raises what an unasked command may take (a lower limit is fine).
+    (
+        "tools.shell.limits.addressSpaceMb",
+        Refuse::Unless(|v| at_most(v, LIMITS.address_space_mb)),
+    ),
+    (
+        "tools.shell.limits.cpuSeconds",
+        Refuse::Unless(|v| at_most(v, LIMITS.cpu_seconds)),
+    ),
+    (
+        "tools.shell.limits.fileSizeMb",
+        Refuse::Unless(|v| at_most(v, LIMITS.file_size_mb)),
+    ),
+    (
+        "tools.shell.limits.processes",
+        Refuse::Unless(|v| at_most(v, LIMITS.processes)),
+    ),
     // Lets writes replace files without write permission.
     ("tools.files.overwriteReadOnly", Refuse::AnyValue),
     // Widens the roots.
@@ -127,6 +144,13 @@ fn turns_sandbox_on(value: &Value) -> bool {
         || value
             .as_str()
             .is_some_and(|s| s.trim().eq_ignore_ascii_case("landlock"))
+}
+
+/// The default limits, the most a workspace may set (it cannot see the person's own).
+const LIMITS: super::ShellLimits = super::ShellLimits::DEFAULT;
+
+fn at_most(value: &Value, most: u64) -> bool {
+    value.as_u64().is_some_and(|v| v <= most)
 }
 
 fn is_true(value: &Value) -> bool {

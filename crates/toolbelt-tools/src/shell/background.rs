@@ -315,6 +315,16 @@ impl JobTable {
         Ok(dir)
     }
 
+    /// The log folder of the connection `started_by` belongs to, if it has one already
+    /// (the read-only sandbox keeps it readable for that connection's commands).
+    pub(crate) fn connection_log_dir(&self, started_by: &str) -> Option<PathBuf> {
+        let connection = connection_of(started_by);
+        if connection.is_empty() {
+            return None;
+        }
+        self.private_logs.lock().ok()?.get(connection).cloned()
+    }
+
     /// Removes the log folder of the connection whose calls begin with `prefix` (it
     /// ended; its jobs were stopped).
     pub fn remove_logs_of(&self, prefix: &str) {

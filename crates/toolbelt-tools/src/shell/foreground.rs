@@ -214,7 +214,8 @@ impl ShellCall {
         let failed = r.ending.is_none() && code != Some(0);
         if r.read_only_sandbox
             && failed
-            && let Some(note) = sandbox::refusal_note(&r.output.text, &self.cwd)
+            && let Some(note) = sandbox::limit_note(signal, &r.output.text)
+                .or_else(|| sandbox::refusal_note(&r.output.text, &self.cwd))
         {
             text.push_str(&format!("\n{note}"));
         }

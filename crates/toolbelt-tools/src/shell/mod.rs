@@ -361,7 +361,7 @@ impl Invocation for ShellCall {
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
-            let sandbox = match self.prepare_sandbox(ctx.consent) {
+            let sandbox = match self.prepare_sandbox(ctx.consent, &ctx.call_id) {
                 Ok(s) => s,
                 Err(e) => return ToolResult::err(ErrorKind::ExecutionDenied, e.0),
             };
@@ -399,10 +399,14 @@ impl ShellCall {
     fn prepare_sandbox(
         &self,
         consent: Consent,
+        call_id: &str,
     ) -> Result<Option<PreparedSandbox>, sandbox::SandboxUnavailable> {
         let allow = self.env.settings.tools.shell.allow_unsandboxed;
         if consent != Consent::Approved {
-            return match PreparedSandbox::read_only(&self.support()) {
+            let own_logs = self.jobs.connection_log_dir(call_id);
+            let hidden = sandbox::Hidden::of_session(&self.env, own_logs);
+            let limits = sandbox::Limits::new(&self.env.settings.tools.shell.limits);
+            return match PreparedSandbox::read_only(&self.support(), &hidden, limits) {
                 Ok(s) => Ok(Some(s)),
                 Err(_) if allow => Ok(None),
                 Err(e) => Err(e),

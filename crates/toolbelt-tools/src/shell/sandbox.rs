@@ -6,12 +6,15 @@
 //! - [`Confinement::ReadOnly`], for a command that runs **unasked** (the classifier
 //!   judged it read-only). The classifier decides whether to ask; this decides what the
 //!   command can do, so a program whose options the classifier got wrong still cannot
-//!   write: no path is writable but `/dev/null`, `/dev/zero`, `/dev/full` and `/dev/tty`
-//!   (the output pipe is not a path), no TCP bind or connect (ABI 4), no abstract UNIX
-//!   socket or signal outside the sandbox (ABI 6), and seccomp refuses every socket,
-//!   metadata changes, `ptrace`, mounts, keys, BPF, io_uring and perf. git run this way
-//!   gets `core.hooksPath=/dev/null` and `core.fsmonitor=false` through
-//!   `GIT_CONFIG_COUNT`, so repository hooks never run.
+//!   write: no path is writable but `/dev/null`, `/dev/zero` and `/dev/full` (the output
+//!   pipe is not a path), nothing is readable beneath the [`hidden`] paths (terminals,
+//!   toolbelt's store, credentials, `Read` deny rules), no TCP bind or connect (ABI 4),
+//!   no abstract UNIX socket or signal outside the sandbox (ABI 6), seccomp refuses every
+//!   socket, metadata changes, `ptrace`, mounts, keys, BPF, io_uring, perf, namespaces,
+//!   terminal ioctls, other processes' limits and scheduling, and `flock`, and
+//!   [`limits`] bound memory, CPU, file size and tasks. git run this way gets
+//!   `core.hooksPath=/dev/null` and `core.fsmonitor=false` through `GIT_CONFIG_COUNT`, so
+//!   repository hooks never run.
 //! - [`Confinement::Workspace`], for an approved command under `tools.sandbox:
 //!   "landlock"`: writable workspace roots and temporary directory, no TCP, only UNIX
 //!   sockets, and no mode, owner or extended attribute change anywhere (seccomp cannot
@@ -19,9 +22,11 @@
 //!   mount namespace with read-only binds would, at the price of user namespaces).
 //!   Signals are not scoped: approved commands may stop each other's processes.
 //!
-//! The Landlock ruleset and the BPF program are built in the parent, where allocating
-//! and opening files is safe; the child only *applies* them between `fork` and `exec`
-//! (`restrict_self`, then `seccomp`: a few system calls, no allocation on success).
+//! The Landlock ruleset, the BPF programs and the limits are built in the parent, where
+//! allocating and opening files is safe; the child only *applies* them between `fork`
+//! and `exec` (`prlimit64`, `restrict_self`, then `seccomp`: a few system calls, no
+//! allocation on success). Namespaces a spawner makes for the command must be made
+//! before this step: the seccomp programs refuse them afterwards.
 //!
 //! Without Landlock nothing can be confined: an unasked command then asks instead (see
 //! [`SandboxSupport`]), and `tools.shell.allowUnsandboxed: true` is the person's way back
@@ -34,17 +39,21 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd,
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError, Scope, path_beneath_rules,
 };
-use seccompiler::BpfProgram;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
+pub(crate) mod hidden;
+pub(crate) mod limits;
 mod refusal;
 pub(crate) mod seccomp;
 
+pub(crate) use hidden::Hidden;
+pub(crate) use limits::{Limits, limit_note};
 pub(crate) use refusal::refusal_note;
 
-/// Devices every confined command may write to.
-const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+/// Devices every confined command may write to (not a terminal: `/dev/tty` is the
+/// person's).
+const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
 
 /// How a command is confined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,7 +179,8 @@ fn probe_seccomp() -> Result<(), String> {
 pub(crate) struct PreparedSandbox {
     confinement: Confinement,
     ruleset: RulesetCreated,
-    filter: &'static BpfProgram,
+    filter: &'static seccomp::Programs,
+    limits: Option<Limits>,
 }
 
 /// Why the sandbox cannot be used.
@@ -181,12 +191,29 @@ pub(crate) struct SandboxUnavailable(pub String);
 static WARN_ONCE: Once = Once::new();
 
 impl PreparedSandbox {
-    /// The read-only sandbox of an unasked command, when `support` allows it.
-    pub(crate) fn read_only(support: &SandboxSupport) -> Result<Self, SandboxUnavailable> {
+    /// The read-only sandbox of an unasked command, when `support` allows it: nothing
+    /// writable, nothing `hidden` readable, within `limits`.
+    pub(crate) fn read_only(
+        support: &SandboxSupport,
+        hidden: &Hidden,
+        limits: Limits,
+    ) -> Result<Self, SandboxUnavailable> {
         support
             .can_confine()
             .map_err(|why| unasked_unavailable(&why))?;
-        Self::build(Confinement::ReadOnly, &[]).map_err(|why| unasked_unavailable(&why))
+        let filter = seccomp::program(seccomp::Profile::ReadOnly)
+            .map_err(|why| unasked_unavailable(&why))?;
+        let ruleset = hidden::ruleset(hidden, read_access(), |rules| {
+            ruleset(Confinement::ReadOnly, &[])?
+                .add_rules(rules.into_iter().map(Ok::<_, RulesetError>))
+        })
+        .map_err(|e| unasked_unavailable(&e.to_string()))?;
+        Ok(PreparedSandbox {
+            confinement: Confinement::ReadOnly,
+            ruleset,
+            filter,
+            limits: Some(limits),
+        })
     }
 
     /// The `tools.sandbox: "landlock"` sandbox: writing allowed beneath `writable` and the
@@ -194,7 +221,16 @@ impl PreparedSandbox {
     pub(crate) fn workspace(writable: &[PathBuf]) -> Result<Self, SandboxUnavailable> {
         let mut paths = writable.to_vec();
         paths.push(std::env::temp_dir());
-        Self::build(Confinement::Workspace, &paths).map_err(|e| {
+        let built = seccomp::program(seccomp::Profile::Workspace).and_then(|filter| {
+            let ruleset = ruleset(Confinement::Workspace, &paths).map_err(|e| e.to_string())?;
+            Ok(PreparedSandbox {
+                confinement: Confinement::Workspace,
+                ruleset,
+                filter,
+                limits: None,
+            })
+        });
+        built.map_err(|e| {
             let message = format!(
                 "tools.sandbox is \"landlock\", but this kernel cannot enforce it ({e}). \
                  The command was not run, because running it unconfined would ignore the setting. \
@@ -204,20 +240,6 @@ impl PreparedSandbox {
             );
             WARN_ONCE.call_once(|| tracing::warn!("{message}"));
             SandboxUnavailable(message)
-        })
-    }
-
-    fn build(confinement: Confinement, writable: &[PathBuf]) -> Result<Self, String> {
-        let profile = match confinement {
-            Confinement::ReadOnly => seccomp::Profile::ReadOnly,
-            Confinement::Workspace => seccomp::Profile::Workspace,
-        };
-        let filter = seccomp::program(profile)?;
-        let ruleset = ruleset(confinement, writable).map_err(|e| e.to_string())?;
-        Ok(PreparedSandbox {
-            confinement,
-            ruleset,
-            filter,
         })
     }
 
@@ -237,13 +259,18 @@ impl PreparedSandbox {
         }
         let mut ruleset = Some(self.ruleset);
         let filter = self.filter;
-        // Safety: the closure runs in the forked child before exec. It calls
-        // `restrict_self` (prctl and landlock_restrict_self) on a ruleset built in the
-        // parent and then applies a BPF program compiled in the parent (prctl and
-        // seccomp): system calls only, nothing allocated on success.
+        let limits = self.limits;
+        // Safety: the closure runs in the forked child before exec. It sets resource
+        // limits computed in the parent (prlimit64), calls `restrict_self` (prctl and
+        // landlock_restrict_self) on a ruleset built in the parent and then applies BPF
+        // programs compiled in the parent (prctl and seccomp): system calls only,
+        // nothing allocated on success.
         #[allow(unsafe_code)]
         unsafe {
             cmd.pre_exec(move || {
+                if let Some(limits) = &limits {
+                    limits.apply()?;
+                }
                 let Some(r) = ruleset.take() else {
                     return Err(std::io::Error::from_raw_os_error(libc::EPERM));
                 };
@@ -263,9 +290,16 @@ fn unasked_unavailable(why: &str) -> SandboxUnavailable {
     ))
 }
 
+/// The read rights a read-only command is confined in: reading a file's contents and
+/// executing it (which reads it), so both are allowed wherever the other is.
+fn read_access() -> landlock::BitFlags<AccessFs> {
+    AccessFs::ReadFile | AccessFs::Execute
+}
+
 /// The Landlock ruleset: every write right of the newest ABI handled (ABI 1's required,
 /// the rest where the kernel has them), TCP handled with no port allowed, and for a
-/// read-only command abstract sockets and signals scoped.
+/// read-only command reading handled too (the read rules are [`hidden`]'s) and abstract
+/// sockets and signals scoped.
 fn ruleset(confinement: Confinement, writable: &[PathBuf]) -> Result<RulesetCreated, RulesetError> {
     let hard = AccessFs::from_write(ABI::V1);
     let best = AccessFs::from_write(ABI::V7);
@@ -283,7 +317,11 @@ fn ruleset(confinement: Confinement, writable: &[PathBuf]) -> Result<RulesetCrea
         .handle_access(best)?
         .handle_access(AccessNet::from_all(ABI::V4))?;
     if confinement == Confinement::ReadOnly {
-        ruleset = ruleset.scope(Scope::from_all(ABI::V6))?;
+        ruleset = ruleset
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(read_access())?
+            .set_compatibility(CompatLevel::BestEffort)
+            .scope(Scope::from_all(ABI::V6))?;
     }
     ruleset
         .create()?
@@ -311,6 +349,10 @@ pub(crate) fn git_inert_env(inherited: Option<&str>) -> Vec<(String, String)> {
 }
 
 #[cfg(test)]
+mod property_grammar;
+#[cfg(test)]
 mod property_tests;
+#[cfg(test)]
+mod reach_tests;
 #[cfg(test)]
 mod tests;

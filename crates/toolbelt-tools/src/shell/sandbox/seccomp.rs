@@ -2,11 +2,15 @@
 //!
 //! Landlock confines writing *contents* and the TCP ports, but not a file's metadata
 //! (mode, owner, times, extended attributes), not other address families, and not the
-//! kernel's larger attack surfaces. Those are system calls, refused here with `EPERM`
-//! (never a kill: `ls -l`, `cp -p` or `tar` that try one report an error and go on).
+//! kernel's larger attack surfaces, not namespaces, not ioctls on a terminal the
+//! command inherited, and not what a process may do to another of the same user
+//! (limits, priorities, scheduling). Those are system calls, refused here with `EPERM`
+//! (never a kill: `ls -l`, `cp -p` or `tar` that try one report an error and go on),
+//! some only for some arguments (a request, a flag, a pid other than 0). `clone3` is
+//! the exception: it answers `ENOSYS` (see [`compile_clone3`]).
 //!
-//! The program is compiled once per process (it depends only on the confinement kind) and
-//! applied in the child after Landlock; applying it sets `no_new_privs` first, as Landlock
+//! The programs are compiled once per process (they depend only on the confinement kind)
+//! and applied in the child after Landlock; applying it sets `no_new_privs` first, as Landlock
 //! does.
 //!
 //! System call numbers from 424 on are the same on every architecture, so the ones the
@@ -30,6 +34,7 @@ const SYS_MOUNT_SETATTR: i64 = 442;
 const SYS_FCHMODAT2: i64 = 452;
 const SYS_SETXATTRAT: i64 = 463;
 const SYS_REMOVEXATTRAT: i64 = 466;
+const SYS_CLONE3: i64 = 435;
 
 /// Which metadata and network calls a confined command keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,8 +138,106 @@ fn time_by_path() -> Vec<i64> {
 }
 
 fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompRule, BackendError> {
-    let c = SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value)?;
-    SeccompRule::new(vec![c])
+    conditions(&[(arg, SeccompCmpArgLen::Qword, op, value)])
+}
+
+/// One rule: all of `conds` (argument, width, comparison, value) hold.
+fn conditions(
+    conds: &[(u8, SeccompCmpArgLen, SeccompCmpOp, u64)],
+) -> Result<SeccompRule, BackendError> {
+    let conds = conds
+        .iter()
+        .map(|(arg, len, op, value)| SeccompCondition::new(*arg, len.clone(), op.clone(), *value))
+        .collect::<Result<Vec<_>, _>>()?;
+    SeccompRule::new(conds)
+}
+
+/// A 32-bit argument (`int`, `pid_t`, an ioctl request) is compared on its low half,
+/// as the kernel reads it: the upper half of the register is whatever the caller left.
+fn int_arg(arg: u8, op: SeccompCmpOp, value: u64) -> (u8, SeccompCmpArgLen, SeccompCmpOp, u64) {
+    (arg, SeccompCmpArgLen::Dword, op, value)
+}
+
+/// Terminal ioctls that act on the terminal rather than on the descriptor: typing into
+/// its input (`TIOCSTI`, and `TIOCLINUX`'s selection paste), taking the foreground
+/// (`TIOCSPGRP`), making it a controlling terminal (`TIOCSCTTY`) or redirecting the
+/// console (`TIOCCONS`). Landlock's device-ioctl right does not cover a terminal the
+/// command inherited.
+// The request's type differs between C libraries (`c_ulong` in glibc, `c_int` in musl).
+#[allow(clippy::unnecessary_cast)]
+const TERMINAL_IOCTLS: &[u64] = &[
+    libc::TIOCSTI as u64,
+    libc::TIOCLINUX as u64,
+    libc::TIOCSPGRP as u64,
+    libc::TIOCSCTTY as u64,
+    libc::TIOCCONS as u64,
+];
+
+/// `clone` flags that create a namespace (`CLONE_NEWTIME` shares its bit with the exit
+/// signal in `clone`, and only `unshare` and `clone3` take it: both are refused whole).
+const CLONE_NEW: &[u64] = &[
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+];
+
+/// `ioprio_set`'s `which` for a process and a process group (`who` 0: the caller's).
+const IOPRIO_WHO_PROCESS: u64 = 1;
+const IOPRIO_WHO_PGRP: u64 = 2;
+
+/// Arguments that reach beyond the calling process, in both profiles: terminal
+/// ioctls, namespaces made by `clone`, and limits, priorities and scheduling of
+/// another process (`0` names the caller; its own process group for priorities). Each
+/// entry's rules are alternatives; a matching one refuses the call.
+fn refused_arguments() -> Result<Vec<(i64, Vec<SeccompRule>)>, BackendError> {
+    use SeccompCmpOp::{Eq, Gt, MaskedEq, Ne};
+    let ioctls = TERMINAL_IOCTLS
+        .iter()
+        .map(|cmd| conditions(&[int_arg(1, Eq, *cmd)]))
+        .collect::<Result<Vec<_>, _>>()?;
+    let clone = CLONE_NEW
+        .iter()
+        .map(|flag| condition(0, MaskedEq(*flag), *flag))
+        .collect::<Result<Vec<_>, _>>()?;
+    let other_pid = || conditions(&[int_arg(0, Ne, 0)]);
+    Ok(vec![
+        (libc::SYS_ioctl, ioctls),
+        (libc::SYS_clone, clone),
+        // prlimit64(pid, resource, new, old): reading another's limits (new NULL) is harmless.
+        (
+            libc::SYS_prlimit64,
+            vec![conditions(&[
+                int_arg(0, Ne, 0),
+                (2, SeccompCmpArgLen::Qword, Ne, 0),
+            ])?],
+        ),
+        // setpriority(which, who, prio): PRIO_PROCESS or PRIO_PGRP of the caller only.
+        (
+            libc::SYS_setpriority,
+            vec![
+                conditions(&[int_arg(1, Ne, 0)])?,
+                conditions(&[int_arg(0, Gt, libc::PRIO_PGRP as u64)])?,
+            ],
+        ),
+        (libc::SYS_sched_setscheduler, vec![other_pid()?]),
+        (libc::SYS_sched_setparam, vec![other_pid()?]),
+        (libc::SYS_sched_setaffinity, vec![other_pid()?]),
+        (libc::SYS_sched_setattr, vec![other_pid()?]),
+        (
+            libc::SYS_ioprio_set,
+            vec![
+                conditions(&[int_arg(1, Ne, 0)])?,
+                conditions(&[
+                    int_arg(0, Ne, IOPRIO_WHO_PROCESS),
+                    int_arg(0, Ne, IOPRIO_WHO_PGRP),
+                ])?,
+            ],
+        ),
+    ])
 }
 
 fn compile(profile: Profile) -> Result<BpfProgram, String> {
@@ -145,10 +248,14 @@ fn compile(profile: Profile) -> Result<BpfProgram, String> {
         rules.insert(call, Vec::new());
     }
     let mut build = || -> Result<(), BackendError> {
+        rules.extend(refused_arguments()?);
         match profile {
             Profile::ReadOnly => {
                 rules.insert(libc::SYS_socket, Vec::new());
                 rules.insert(libc::SYS_utimensat, Vec::new());
+                // A shared lock taken on a file opened for reading would block a writer
+                // that locks it, toolbelt's history among them.
+                rules.insert(libc::SYS_flock, Vec::new());
             }
             Profile::Workspace => {
                 let not_unix = condition(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?;
@@ -173,22 +280,53 @@ fn compile(profile: Profile) -> Result<BpfProgram, String> {
     BpfProgram::try_from(filter).map_err(|e| e.to_string())
 }
 
-/// The compiled program of `profile`, or why there is none (an architecture seccompiler
-/// does not know).
-pub(crate) fn program(profile: Profile) -> Result<&'static BpfProgram, String> {
-    static READ_ONLY: OnceLock<Result<BpfProgram, String>> = OnceLock::new();
-    static WORKSPACE: OnceLock<Result<BpfProgram, String>> = OnceLock::new();
+/// `clone3` answers "not implemented": its flags are in memory a filter cannot read,
+/// and on `ENOSYS` (never on `EPERM`) the C library falls back to `clone`, whose flags
+/// the main program checks. A second program, because a filter has one refusal errno.
+fn compile_clone3() -> Result<BpfProgram, String> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    let rules = BTreeMap::from([(SYS_CLONE3, Vec::new())]);
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    BpfProgram::try_from(filter).map_err(|e| e.to_string())
+}
+
+/// The two programs a confined command gets: the profile's refusals and `clone3`'s.
+pub(crate) struct Programs {
+    refusals: BpfProgram,
+    clone3: BpfProgram,
+}
+
+/// The compiled programs of `profile`, or why there are none (an architecture
+/// seccompiler does not know).
+pub(crate) fn program(profile: Profile) -> Result<&'static Programs, String> {
+    static READ_ONLY: OnceLock<Result<Programs, String>> = OnceLock::new();
+    static WORKSPACE: OnceLock<Result<Programs, String>> = OnceLock::new();
     let cell = match profile {
         Profile::ReadOnly => &READ_ONLY,
         Profile::Workspace => &WORKSPACE,
     };
-    cell.get_or_init(|| compile(profile))
-        .as_ref()
-        .map_err(Clone::clone)
+    cell.get_or_init(|| {
+        Ok(Programs {
+            refusals: compile(profile)?,
+            clone3: compile_clone3()?,
+        })
+    })
+    .as_ref()
+    .map_err(Clone::clone)
 }
 
-/// Applies `program` to the calling thread. Called in the forked child before `exec`:
-/// two system calls (`prctl`, `seccomp`), no allocation on success.
-pub(crate) fn apply(program: &BpfProgram) -> std::io::Result<()> {
-    seccompiler::apply_filter(program).map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))
+/// Applies `programs` to the calling thread. Called in the forked child before `exec`:
+/// a few system calls (`prctl`, `seccomp`), no allocation on success.
+pub(crate) fn apply(programs: &Programs) -> std::io::Result<()> {
+    for program in [&programs.refusals, &programs.clone3] {
+        seccompiler::apply_filter(program)
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+    }
+    Ok(())
 }
