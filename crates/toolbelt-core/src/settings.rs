@@ -45,7 +45,7 @@ pub use types::{
     ApprovalModeSetting, CheckpointingSettings, ContextFileNames, ContextSettings, FileFiltering,
     FolderTrustSettings, GeneralSettings, LspServerSettings, LspSettings, LspSocket, LspTransport,
     McpServerSettings, McpSettings, Millis, ModelSettings, PermissionSettings, Sandbox,
-    SecuritySettings, ShellSettings, ToolsSettings, WebFetchSettings, WebSearchKind,
+    SecuritySettings, ShellEnvironmentSettings, ShellSettings, ToolsSettings, WebFetchSettings, WebSearchKind,
     WebSearchProvider, WebSearchSettings,
 };
 

@@ -194,6 +194,8 @@ pub struct ShellSettings {
     pub kill_background_on_exit: bool,
     /// Run unsandboxed when Landlock is asked for but the kernel has none (default false).
     pub allow_unsandboxed: bool,
+    /// `tools.shell.environment`: what of toolbelt's environment commands get.
+    pub environment: ShellEnvironmentSettings,
 }
 
 impl Default for ShellSettings {
@@ -201,8 +203,18 @@ impl Default for ShellSettings {
         ShellSettings {
             kill_background_on_exit: true,
             allow_unsandboxed: false,
+            environment: ShellEnvironmentSettings::default(),
         }
     }
+}
+
+/// `tools.shell.environment`: variables whose names look like secrets (`*KEY*`,
+/// `*TOKEN*`, ...) are left out of the model's commands unless named here.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ShellEnvironmentSettings {
+    /// Names (or `*` globs, case-insensitive) of such variables commands still get.
+    pub passthrough: Vec<String>,
 }
 
 /// `tools.sandbox`: the shell's confinement. Qwen Code's `true` means "the platform's

@@ -46,6 +46,8 @@ const RESTRICTED: &[(&str, Refuse)] = &[
     ("tools.sandbox", Refuse::Unless(turns_sandbox_on)),
     ("tools.shell.allowUnsandboxed", Refuse::AnyValue),
     ("tools.shell.killBackgroundOnExit", Refuse::Unless(is_true)),
+    // Hands the person's secrets (API keys, tokens) to the model's commands.
+    ("tools.shell.environment", Refuse::AnyValue),
     // Lets writes replace files without write permission.
     ("tools.files.overwriteReadOnly", Refuse::AnyValue),
     // Widens the roots.

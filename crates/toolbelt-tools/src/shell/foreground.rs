@@ -68,6 +68,7 @@ impl ShellCall {
             &self.cwd,
             OutputTarget::Pipe,
             sandbox,
+            &self.environment(),
             &owner,
         ) {
             Ok(r) => r,

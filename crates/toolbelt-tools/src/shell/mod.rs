@@ -36,6 +36,7 @@ use toolbelt_core::{
 
 pub(crate) mod background;
 pub(crate) mod command_parse;
+pub(crate) mod environment;
 mod foreground;
 pub(crate) mod output;
 pub(crate) mod process;
@@ -418,6 +419,11 @@ impl ShellCall {
         }
     }
 
+    /// What of toolbelt's environment the command gets (`tools.shell.environment`).
+    fn environment(&self) -> environment::EnvironmentPolicy {
+        environment::EnvironmentPolicy::new(&self.env.settings.tools.shell.environment.passthrough)
+    }
+
     fn log_path(&self, dir: &str, name: &str) -> PathBuf {
         self.env.session_dir.join(dir).join(name)
     }
@@ -462,7 +468,9 @@ impl ShellCall {
         } else {
             OutputTarget::File(file)
         };
-        let running = match process::spawn(&self.command, &self.cwd, target, sandbox, &owner) {
+        let env = self.environment();
+        let running = match process::spawn(&self.command, &self.cwd, target, sandbox, &env, &owner)
+        {
             Ok(r) => r,
             Err(e) => return self.spawn_error(&e),
         };

@@ -26,6 +26,7 @@ use tokio::process::Child;
 use toolbelt_process::GroupCommand;
 use toolbelt_process::log::{CappedLog, LogBudget, copy_to_log};
 
+use super::environment::EnvironmentPolicy;
 use super::sandbox::PreparedSandbox;
 
 #[cfg(test)]
@@ -76,18 +77,21 @@ pub(crate) fn shell_program() -> PathBuf {
 }
 
 /// Starts `command` in `cwd` in a new process group, tagged with `owner`'s marker (the
-/// one spawner of `toolbelt-process`; the sandbox is its configure step).
+/// one spawner of `toolbelt-process`; the environment policy and the sandbox are its
+/// configure steps).
 pub(crate) fn spawn(
     command: &str,
     cwd: &Path,
     target: OutputTarget,
     sandbox: Option<PreparedSandbox>,
+    env: &EnvironmentPolicy,
     owner: &Owner,
 ) -> io::Result<RunningShell> {
     let mut cmd = GroupCommand::new(shell_program(), owner);
     cmd.args([OsStr::new("-c"), OsStr::new(command)])
         .current_dir(cwd)
-        .envs(EXTRA_ENV.iter().copied());
+        .envs(EXTRA_ENV.iter().copied())
+        .configure(|c| env.apply(c));
     let mut log_copied = None;
     let reader = match target {
         OutputTarget::Pipe => {
