@@ -89,6 +89,12 @@ impl Session {
     pub fn open(dir: &Path, options: SessionOptions) -> Result<Session, SetupError> {
         let context_overrides = parse_context_pairs(&options.context)?;
         let grounds = Grounds::load(dir, &options)?;
+        // A store an earlier toolbelt made readable to others is narrowed before
+        // anything is added to it (issue 40).
+        let home = crate::paths::toolbelt_home();
+        if let Err(e) = toolbelt_core::store_files::tighten(&home) {
+            tracing::warn!("cannot narrow the modes of {}: {e}", home.display());
+        }
         let session_dir = session_dir(dir);
         let mut roots = grounds.roots;
         make_readable(&mut roots, &grounds.skills, &session_dir);

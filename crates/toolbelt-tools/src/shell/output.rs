@@ -139,8 +139,8 @@ impl OutputCapture {
         let opened = self
             .log_path
             .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| File::create(&self.log_path));
+            .map_or(Ok(()), toolbelt_core::store_files::create_dir_all)
+            .and_then(|()| toolbelt_core::store_files::create(&self.log_path));
         match opened {
             Ok(file) => {
                 let mut log = CappedLog::new(
