@@ -285,10 +285,36 @@ fn commands_get_no_secrets_from_the_environment_unless_passed_through() {
         all.extend_from_slice(extra);
         let out = toolbelt_with(&p.root, &p.home, &all, &env);
         let stdout = text(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "{extra:?}: {}", text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{extra:?}: {}",
+            text(&out.stderr)
+        );
         assert!(stdout.contains("PLAIN_SETTING=plain-value"), "{stdout}");
         assert!(stdout.contains("MY_CI_TOKEN=passed-through"), "{stdout}");
         assert!(!stdout.contains("sk-secret-openai"), "{extra:?}: {stdout}");
         assert!(!stdout.contains("secret-foo"), "{extra:?}: {stdout}");
     }
+}
+
+/// Issue 40: the log of a command that ran unasked goes when its session ends; the log of
+/// an approved one stays.
+#[test]
+fn an_unasked_commands_log_is_removed_with_the_session() {
+    let p = project(None);
+    let logged = |command: &str, extra: &[&str]| {
+        let out = p.shell(command, extra);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let rest = stdout
+            .split("saved in ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{stdout}"));
+        std::path::PathBuf::from(&rest[..rest.find([' ', ';']).unwrap()])
+    };
+    let unasked = logged("seq 1 400000", &[]);
+    assert!(!unasked.exists(), "{} stayed", unasked.display());
+    let approved = logged("seq 1 400000 && touch made", &["--yes"]);
+    assert!(approved.exists(), "{} went", approved.display());
 }

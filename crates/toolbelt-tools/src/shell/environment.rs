@@ -119,7 +119,11 @@ mod tests {
             ("PATHOLOGY", false, false),
         ];
         for &(name, default, passed) in table {
-            assert_eq!(none.withholds(OsStr::new(name)), default, "{name} by default");
+            assert_eq!(
+                none.withholds(OsStr::new(name)),
+                default,
+                "{name} by default"
+            );
             assert_eq!(some.withholds(OsStr::new(name)), passed, "{name} passed");
         }
     }

@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
-use toolbelt_core::{Display, ErrorKind, ExecContext, OutputPolicy, Part, ToolError, ToolResult};
+use toolbelt_core::{
+    Consent, Display, ErrorKind, ExecContext, OutputPolicy, Part, ToolError, ToolResult,
+};
 
 use super::output::{self, LiveDecoder, OutputCapture};
 use super::process::{self, OutputTarget, Owner};
@@ -39,12 +41,15 @@ enum Ending {
 
 impl ShellCall {
     /// The capture of this call's output, its log within the session's limits.
-    fn capture(&self, log_path: std::path::PathBuf) -> OutputCapture {
+    /// An unasked command's log counts against the unasked budget too, and goes with
+    /// the session.
+    fn capture(&self, log_path: std::path::PathBuf, consent: Consent) -> OutputCapture {
+        self.jobs.remove_with_session(&log_path, consent);
         OutputCapture::new(
             &self.env.output,
             log_path,
             self.log_cap,
-            self.jobs.log_budget(),
+            self.jobs.log_budget_for(consent),
         )
     }
 
@@ -77,7 +82,7 @@ impl ShellCall {
         let pgid = running.pid;
         let mut child = running.child;
         let mut reader = running.output;
-        let mut capture = self.capture(log_path);
+        let mut capture = self.capture(log_path, ctx.consent);
         let mut live = LiveOutput::new(&ctx);
         let deadline = tokio::time::Instant::from_std(started + self.timeout);
         let mut ending: Option<Ending> = None;
