@@ -111,7 +111,10 @@ fn an_untrusted_workspace_cannot_run_commands_allow_calls_or_widen_roots() {
     assert_eq!(s.tools.sandbox, Sandbox::Landlock, "the sandbox stays on");
     assert!(!s.tools.shell.allow_unsandboxed);
     assert!(s.tools.shell.kill_background_on_exit);
-    assert!(s.tools.shell.environment.passthrough.is_empty(), "no secret handed on");
+    assert!(
+        s.tools.shell.environment.passthrough.is_empty(),
+        "no secret handed on"
+    );
     assert_eq!(s.context.include_directories, vec!["/home/me/lib"]);
     // ... what narrows or is harmless still applies ...
     assert_eq!(s.tools.exclude, vec!["web_fetch"]);
