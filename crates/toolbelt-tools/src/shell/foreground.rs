@@ -44,13 +44,14 @@ impl ShellCall {
     /// An unasked command's log counts against the unasked budget too, and goes with
     /// the session.
     fn capture(&self, log_path: std::path::PathBuf, consent: Consent) -> OutputCapture {
-        self.jobs.remove_with_session(&log_path, consent);
+        let jobs = self.jobs.clone();
         OutputCapture::new(
             &self.env.output,
             log_path,
             self.log_cap,
             self.jobs.log_budget_for(consent),
         )
+        .on_log_created(move |path| jobs.remove_with_session(path, consent))
     }
 
     pub(super) async fn run_foreground(
