@@ -212,7 +212,7 @@ impl WorkspaceRoots {
 
     /// Adds a directory that read-only tools may read (created if missing).
     pub fn add_readable(&mut self, dir: &Path) -> std::io::Result<()> {
-        crate::store_files::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir)?;
         let real = dir.canonicalize()?;
         if !self.readable.contains(&real) {
             self.readable.push(real);
@@ -223,7 +223,7 @@ impl WorkspaceRoots {
     /// Adds a directory whose entries, and what is below them, read-only tools may read,
     /// but not the directory itself (created if missing): it cannot be listed.
     pub fn add_readable_below(&mut self, dir: &Path) -> std::io::Result<()> {
-        crate::store_files::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir)?;
         let real = dir.canonicalize()?;
         if !self.readable_below.contains(&real) {
             self.readable_below.push(real);

@@ -400,12 +400,16 @@ fn make_readable(roots: &mut WorkspaceRoots, skills: &Skills, session_dir: &Path
             tracing::warn!("cannot read {}: {e}", dir.display());
         }
     }
-    if let Err(e) = roots.add_readable(session_dir) {
+    // Both are in toolbelt's store: created for the user alone.
+    let private = toolbelt_core::store_files::create_dir_all;
+    if let Err(e) = private(session_dir).and_then(|()| roots.add_readable(session_dir)) {
         tracing::warn!("cannot create {}: {e}", session_dir.display());
     }
     // Each connection reads its own folder, by a name no other connection can list.
     let connection_logs = toolbelt_tools::connection_logs_dir(session_dir);
-    if let Err(e) = roots.add_readable_below(&connection_logs) {
+    if let Err(e) =
+        private(&connection_logs).and_then(|()| roots.add_readable_below(&connection_logs))
+    {
         tracing::warn!("cannot create {}: {e}", connection_logs.display());
     }
 }
