@@ -34,6 +34,7 @@ pub mod result;
 pub mod rules;
 pub mod scheduler;
 pub mod settings;
+pub mod store_files;
 pub mod tool;
 pub mod trust;
 pub mod validate;

@@ -138,11 +138,11 @@ impl OutputPolicy {
     }
 
     fn spill(&self, text: &str, label: &str) -> std::io::Result<PathBuf> {
-        std::fs::create_dir_all(&self.spill_dir)?;
+        crate::store_files::create_dir_all(&self.spill_dir)?;
         let n = SPILL_COUNTER.fetch_add(1, Ordering::Relaxed);
         let name = format!("{}-{}-{n}.txt", safe_file_stem(label), std::process::id());
         let path = self.spill_dir.join(name);
-        std::fs::write(&path, text)?;
+        crate::store_files::write(&path, text.as_bytes())?;
         Ok(path)
     }
 }

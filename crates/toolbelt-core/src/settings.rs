@@ -45,8 +45,8 @@ pub use types::{
     ApprovalModeSetting, CheckpointingSettings, ContextFileNames, ContextSettings, FileFiltering,
     FolderTrustSettings, GeneralSettings, LspServerSettings, LspSettings, LspSocket, LspTransport,
     McpServerSettings, McpSettings, Millis, ModelSettings, PermissionSettings, Sandbox,
-    SecuritySettings, ShellLimits, ShellSettings, ToolsSettings, WebFetchSettings, WebSearchKind,
-    WebSearchProvider, WebSearchSettings,
+    SecuritySettings, ShellEnvironmentSettings, ShellLimits, ShellSettings, ToolsSettings,
+    WebFetchSettings, WebSearchKind, WebSearchProvider, WebSearchSettings,
 };
 
 use crate::trust::{TrustError, TrustedFolders};

@@ -12,8 +12,11 @@
 //! fail, it never writes through the link.
 //!
 //! Unlike a tool's write (`toolbelt-tools`' `atomic_write`, which keeps the file that
-//! is there), a restore puts back the checkpoint's file: its mode, a new inode, owned by
-//! whoever restores.
+//! is there), a restore puts back the checkpoint's file: its permission bits, a new
+//! inode, owned by whoever restores (never the owner it had: nothing here calls `chown`).
+//! The set-user-ID, set-group-ID and sticky bits are never put back ([`RESTORED_BITS`]):
+//! a restore run as root would otherwise make a set-uid root program of whatever a
+//! command of the model's, or another user, left in the workspace.
 
 use std::ffi::OsStr;
 use std::io::Write;
@@ -27,6 +30,9 @@ use rustix::fs::{AtFlags, CWD, Mode, OFlags};
 use crate::index::{components, split_last};
 
 static TEMP: AtomicU64 = AtomicU64::new(0);
+
+/// The mode bits a restore gives back: the permissions only.
+pub(crate) const RESTORED_BITS: u32 = 0o777;
 
 fn io(e: rustix::io::Errno) -> std::io::Error {
     std::io::Error::from(e)
@@ -74,7 +80,7 @@ fn temp_name(name: &[u8]) -> Vec<u8> {
     t
 }
 
-/// Writes `bytes` as file `rel` with `mode`, atomically. `midway` runs when half the
+/// Writes `bytes` as file `rel` with `mode`'s permission bits, atomically. `midway` runs when half the
 /// bytes are written (the test hook of a kill during a restore).
 pub(crate) fn write_file(
     root: &OwnedFd,
@@ -140,7 +146,7 @@ fn fill(fd: &OwnedFd, bytes: &[u8], mode: u32, midway: &mut dyn FnMut()) -> std:
     file.write_all(&bytes[..half])?;
     midway();
     file.write_all(&bytes[half..])?;
-    rustix::fs::fchmod(fd.as_fd(), Mode::from_raw_mode(mode)).map_err(io)?;
+    rustix::fs::fchmod(fd.as_fd(), Mode::from_raw_mode(mode & RESTORED_BITS)).map_err(io)?;
     file.sync_all()
 }
 
@@ -184,8 +190,9 @@ pub(crate) fn remove_dir(root: &OwnedFd, rel: &[u8]) -> std::io::Result<bool> {
     }
 }
 
-/// Makes directory `rel` (and what is missing above it) and gives it `mode`.
+/// Makes directory `rel` (and what is missing above it) and gives it `mode`'s
+/// permission bits.
 pub(crate) fn make_dir(root: &OwnedFd, rel: &[u8], mode: u32) -> std::io::Result<()> {
     let dir = open_dir(root, rel, true)?;
-    rustix::fs::fchmod(&dir, Mode::from_raw_mode(mode)).map_err(io)
+    rustix::fs::fchmod(&dir, Mode::from_raw_mode(mode & RESTORED_BITS)).map_err(io)
 }

@@ -308,6 +308,19 @@ pub fn plan_text(history: &History, plan: &RestorePlan) -> String {
         };
         let _ = writeln!(out, "  {:<8} {}{mark}{left}", c.verb(), c.shown());
     }
+    let special: Vec<String> = plan
+        .changes
+        .iter()
+        .filter(|c| c.then.is_some_and(|l| l.mode & 0o7000 != 0))
+        .map(Change::shown)
+        .collect();
+    if !special.is_empty() {
+        let _ = writeln!(
+            out,
+            "Restored without their set-user-ID, set-group-ID and sticky bits, owned by you: {}",
+            special.join(", ")
+        );
+    }
     let outside: Vec<String> = plan.outside().map(Change::shown).collect();
     if !outside.is_empty() {
         let _ = writeln!(

@@ -160,9 +160,33 @@ fn selected(path: &Path, only: &[PathBuf]) -> bool {
 impl History {
     /// What restoring checkpoint `id` (or a unique start of it) would change, only
     /// below `only` when it is not empty (absolute paths).
+    /// A path outside every workspace root (`../elsewhere/a.txt`) is refused: a restore
+    /// writes only inside the workspace, and "nothing to restore" would hide the mistake.
     pub fn plan(&self, id: &str, only: &[PathBuf]) -> Result<RestorePlan, String> {
+        let only = self.inside_workspace(only)?;
         let target = self.store().find(id).map_err(|e| e.to_string())?;
-        self.plan_record(target, only)
+        self.plan_record(target, &only)
+    }
+
+    /// `only` with `.` and `..` resolved (without the file system: a restore never
+    /// follows links), or the first path that is in no workspace root.
+    fn inside_workspace(&self, only: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+        let roots = self.shared.config.roots.roots();
+        only.iter()
+            .map(|given| {
+                let path = toolbelt_core::workspace::normalize_lexically(given);
+                if roots.iter().any(|r| path.starts_with(r)) {
+                    Ok(path)
+                } else {
+                    let list: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+                    Err(format!(
+                        "{} is outside the workspace ({}); a restore only writes files inside it",
+                        given.display(),
+                        list.join(", ")
+                    ))
+                }
+            })
+            .collect()
     }
 
     /// [`History::plan`] for a record in hand.

@@ -361,3 +361,69 @@ async fn links_out_of_the_workspace_are_never_written_through() {
     );
     let _ = Path::new("unused");
 }
+
+/// Issue 40: a restore never makes a set-uid (set-gid, sticky) file, and the file it
+/// writes is owned by whoever restores, never by the owner it had. As root the file is
+/// first given to another user, as a command of someone else's could leave it.
+#[tokio::test]
+async fn a_restore_strips_set_id_bits_and_gives_the_file_to_the_runner() {
+    use std::os::unix::fs::MetadataExt;
+    let ws = Ws::new();
+    ws.write("bin/tool", b"#!/bin/sh\necho hi\n", 0o4755);
+    ws.write("bin/group", b"g\n", 0o2750);
+    let me = rustix::process::geteuid().as_raw();
+    let as_root = me == 0;
+    if as_root {
+        std::os::unix::fs::chown(ws.root.join("bin/tool"), Some(4321), Some(4321)).unwrap();
+        // chown clears the set-uid bit: set it again, as the other user's command would.
+        std::fs::set_permissions(
+            ws.root.join("bin/tool"),
+            std::fs::Permissions::from_mode(0o4755),
+        )
+        .unwrap();
+    }
+    let h = ws.history(false, 1 << 20);
+    let id = around(&h, &call("c1", "run_shell_command", Kind::Execute), || {
+        ws.sh("rm bin/tool && echo changed > bin/group && chmod 640 bin/group")
+    })
+    .await;
+    let plan = h.plan(&id, &[]).unwrap();
+    let text = render::plan_text(&h, &plan);
+    assert!(
+        text.contains("without their set-user-ID, set-group-ID and sticky bits"),
+        "{text}"
+    );
+    let applied = h.apply(&plan, false).unwrap();
+    assert!(applied.failed.is_empty(), "{applied:?}");
+    assert_eq!(
+        ws.read("bin/tool").unwrap(),
+        (b"#!/bin/sh\necho hi\n".to_vec(), 0o755)
+    );
+    assert_eq!(ws.read("bin/group").unwrap(), (b"g\n".to_vec(), 0o750));
+    let owner = std::fs::metadata(ws.root.join("bin/tool")).unwrap().uid();
+    assert_eq!(owner, me, "owned by the user who restored");
+    if as_root {
+        assert_ne!(owner, 4321);
+    }
+}
+
+/// Issue 40: `restore ID -- ../outside/a.txt` names a path no restore may write: it is
+/// refused, not answered with "nothing to restore"; `.` and `..` inside still select.
+#[tokio::test]
+async fn a_path_outside_the_workspace_is_refused_and_dots_inside_still_select() {
+    let ws = Ws::new();
+    ws.write("src/a.txt", b"one", 0o644);
+    let h = ws.history(false, 1 << 20);
+    let id = around(&h, &call("c1", "edit", Kind::Edit), || {
+        ws.write("src/a.txt", b"two", 0o644)
+    })
+    .await;
+    let outside = ws.root.join("../outside/a.txt");
+    let err = h.plan(&id, &[outside]).unwrap_err();
+    assert!(err.contains("outside the workspace"), "{err}");
+    let sibling = ws.root.join("src/../../ws-other/a.txt");
+    assert!(h.plan(&id, &[sibling]).is_err());
+    let dotted = ws.root.join("src/./../src/a.txt");
+    let plan = h.plan(&id, &[dotted]).unwrap();
+    assert_eq!(plan.changes.len(), 1, "{}", render::plan_text(&h, &plan));
+}

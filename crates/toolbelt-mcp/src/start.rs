@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::error::Error;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Mutex, PoisonError};
@@ -119,12 +118,9 @@ pub(crate) const SERVER_LOG_CAP: u64 = 16 << 20;
 /// output is dropped.
 fn open_log(log_path: &Path) -> Stdio {
     if let Some(dir) = log_path.parent() {
-        let _ = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir);
+        let _ = toolbelt_core::store_files::create_dir_all(dir);
     }
-    let opened = std::fs::OpenOptions::new()
+    let opened = toolbelt_core::store_files::open_options()
         .create(true)
         .append(true)
         .open(log_path);

@@ -1,7 +1,8 @@
 //! The cost of isolating a child: `/bin/true` started through [`GroupCommand`] and waited
 //! for, with each [`Isolation`] level, interleaved in one run so the machine's load falls
-//! on all alike. `SessionOnly` is the unconfined baseline (a `setsid` and a `close_range`
-//! more than a plain spawn); `Processes` adds the PID and mount namespaces, the relay and
+//! on all alike. The baseline is a plain `std` spawn in a process group (`posix_spawn`, as
+//! before the isolation step); `SessionOnly` adds a `pre_exec` step (so a `fork`), `setsid`
+//! and `close_range`; `Processes` adds the PID and mount namespaces, the relay and
 //! the init; `Sealed` adds the network namespace (and a user namespace when unprivileged).
 //!
 //! Usage: cargo run --release -p toolbelt-process --example isolation_bench [-- RUNS]
@@ -35,12 +36,30 @@ fn cpu() -> Duration {
     total
 }
 
-fn once(owner: &Owner, isolation: Isolation) -> Result<(Duration, Duration), std::io::Error> {
+/// `None`: a plain `std` spawn in a new process group, as `GroupCommand` was before it
+/// had a `pre_exec` step (the standard library then uses `posix_spawn`, a `vfork`).
+fn once(
+    owner: &Owner,
+    isolation: Option<Isolation>,
+) -> Result<(Duration, Duration), std::io::Error> {
     let cpu_start = cpu();
     let start = Instant::now();
-    let mut command = GroupCommand::new("/bin/true", owner);
-    command.isolation(isolation).stdout(Stdio::null());
-    let status = command.spawn_std()?.wait()?;
+    let status = match isolation {
+        Some(isolation) => {
+            let mut command = GroupCommand::new("/bin/true", owner);
+            command.isolation(isolation).stdout(Stdio::null());
+            command.spawn_std()?.wait()?
+        }
+        None => {
+            use std::os::unix::process::CommandExt;
+            std::process::Command::new("/bin/true")
+                .process_group(0)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()?
+                .wait()?
+        }
+    };
     if !status.success() {
         return Err(std::io::Error::other(format!("/bin/true: {status}")));
     }
@@ -59,9 +78,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let owner = Owner::new();
     let levels = [
-        ("session only (unconfined)", Isolation::SessionOnly),
-        ("PID + mount namespace", Isolation::Processes),
-        ("sealed (+ network namespace)", Isolation::Sealed),
+        ("posix_spawn, process group", None),
+        ("session only", Some(Isolation::SessionOnly)),
+        ("PID + mount namespace", Some(Isolation::Processes)),
+        ("sealed (+ network namespace)", Some(Isolation::Sealed)),
     ];
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); levels.len()];
     let mut cpus: Vec<Duration> = vec![Duration::ZERO; levels.len()];

@@ -89,6 +89,12 @@ impl Session {
     pub fn open(dir: &Path, options: SessionOptions) -> Result<Session, SetupError> {
         let context_overrides = parse_context_pairs(&options.context)?;
         let grounds = Grounds::load(dir, &options)?;
+        // A store an earlier toolbelt made readable to others is narrowed before
+        // anything is added to it (issue 40).
+        let home = crate::paths::toolbelt_home();
+        if let Err(e) = toolbelt_core::store_files::tighten(&home) {
+            tracing::warn!("cannot narrow the modes of {}: {e}", home.display());
+        }
         let session_dir = session_dir(dir);
         let mut roots = grounds.roots;
         make_readable(&mut roots, &grounds.skills, &session_dir);
@@ -395,12 +401,16 @@ fn make_readable(roots: &mut WorkspaceRoots, skills: &Skills, session_dir: &Path
             tracing::warn!("cannot read {}: {e}", dir.display());
         }
     }
-    if let Err(e) = roots.add_readable(session_dir) {
+    // Both are in toolbelt's store: created for the user alone.
+    let private = toolbelt_core::store_files::create_dir_all;
+    if let Err(e) = private(session_dir).and_then(|()| roots.add_readable(session_dir)) {
         tracing::warn!("cannot create {}: {e}", session_dir.display());
     }
     // Each connection reads its own folder, by a name no other connection can list.
     let connection_logs = toolbelt_tools::connection_logs_dir(session_dir);
-    if let Err(e) = roots.add_readable_below(&connection_logs) {
+    if let Err(e) =
+        private(&connection_logs).and_then(|()| roots.add_readable_below(&connection_logs))
+    {
         tracing::warn!("cannot create {}: {e}", connection_logs.display());
     }
 }

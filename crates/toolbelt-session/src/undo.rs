@@ -217,12 +217,7 @@ impl Session {
             .iter()
             .map(|p| absolute(&self.dir, p))
             .collect();
-        if let Some(outside) = only
-            .iter()
-            .find(|p| !self.env.roots.roots().iter().any(|r| p.starts_with(r)))
-        {
-            return CommandOutput::usage(format!("{} is not in the workspace", outside.display()));
-        }
+        // A path outside the workspace is the plan's error, so a usage error here.
         let plan = match history.plan(id, &only) {
             Ok(plan) => plan,
             Err(e) => return CommandOutput::usage(e),

@@ -190,8 +190,12 @@ impl Invocation for TodoCall {
             // The file is a convenience for people and tools outside the session; the
             // list itself travels in the result.
             if let Some(dir) = self.file.parent()
-                && let Err(e) = std::fs::create_dir_all(dir)
-                    .and_then(|()| std::fs::write(&self.file, format!("{{\"todos\":{list}}}\n")))
+                && let Err(e) = toolbelt_core::store_files::create_dir_all(dir).and_then(|()| {
+                    toolbelt_core::store_files::write(
+                        &self.file,
+                        format!("{{\"todos\":{list}}}\n").as_bytes(),
+                    )
+                })
             {
                 tracing::warn!("cannot save the task list to {}: {e}", self.file.display());
             }

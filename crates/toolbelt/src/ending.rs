@@ -47,9 +47,11 @@ pub fn start() {
     toolbelt_process::guardian::enable();
 }
 
-/// Ends every process below toolbelt (the normal end, too).
+/// Ends every process below toolbelt (the normal end, too), then removes the logs of
+/// unasked commands.
 pub fn clean_up() {
     end_descendants_blocking(KILL_GRACE);
+    toolbelt_process::log::remove_logs_at_exit();
 }
 
 /// The exit code of an ending already under way (0: none). The signal's cleanup ends

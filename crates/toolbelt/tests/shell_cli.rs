@@ -12,8 +12,14 @@ use std::process::{Command, Output, Stdio};
 /// Runs the binary in `project` with a private home, so no settings of the machine or
 /// the person running the tests leak in.
 fn toolbelt(project: &Path, home: &Path, args: &[&str]) -> Output {
+    toolbelt_with(project, home, args, &[])
+}
+
+/// [`toolbelt`] with variables added to its environment.
+fn toolbelt_with(project: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolbelt"))
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(project)
         .env("HOME", home)
         .env("TOOLBELT_HOME", home.join(".toolbelt"))
@@ -291,4 +297,58 @@ fn sandbox_runs_one_command_confined() {
         stdout.contains(&format!("It tried to write {target_arg}")),
         "{stdout}"
     );
+}
+
+/// Issue 40: a command of the model's, unasked (`printenv` is read-only) or approved,
+/// gets no variable whose name looks like a secret from toolbelt's environment, unless
+/// `tools.shell.environment.passthrough` names it.
+#[test]
+fn commands_get_no_secrets_from_the_environment_unless_passed_through() {
+    let p = project(Some(
+        r#"{"tools": {"shell": {"environment": {"passthrough": ["my_*_token"]}}}}"#,
+    ));
+    let env = [
+        ("OPENAI_API_KEY", "sk-secret-openai"),
+        ("FOO_TOKEN", "secret-foo"),
+        ("MY_CI_TOKEN", "passed-through"),
+        ("PLAIN_SETTING", "plain-value"),
+    ];
+    let args = serde_json::json!({ "command": "printenv" }).to_string();
+    for extra in [&[][..], &["--yes"][..]] {
+        let mut all = vec!["tools", "call", "run_shell_command", args.as_str()];
+        all.extend_from_slice(extra);
+        let out = toolbelt_with(&p.root, &p.home, &all, &env);
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{extra:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(stdout.contains("PLAIN_SETTING=plain-value"), "{stdout}");
+        assert!(stdout.contains("MY_CI_TOKEN=passed-through"), "{stdout}");
+        assert!(!stdout.contains("sk-secret-openai"), "{extra:?}: {stdout}");
+        assert!(!stdout.contains("secret-foo"), "{extra:?}: {stdout}");
+    }
+}
+
+/// Issue 40: the log of a command that ran unasked goes when its session ends; the log of
+/// an approved one stays.
+#[test]
+fn an_unasked_commands_log_is_removed_with_the_session() {
+    let p = project(None);
+    let logged = |command: &str, extra: &[&str]| {
+        let out = p.shell(command, extra);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let rest = stdout
+            .split("saved in ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{stdout}"));
+        std::path::PathBuf::from(&rest[..rest.find([' ', ';']).unwrap()])
+    };
+    let unasked = logged("seq 1 400000", &[]);
+    assert!(!unasked.exists(), "{} stayed", unasked.display());
+    let approved = logged("seq 1 400000 && touch made", &["--yes"]);
+    assert!(approved.exists(), "{} went", approved.display());
 }

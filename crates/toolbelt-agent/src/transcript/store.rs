@@ -246,34 +246,16 @@ fn started_of(path: &Path) -> Option<String> {
     value.get("started")?.as_str().map(str::to_string)
 }
 
-#[cfg(unix)]
 fn create_private_dir(dir: &Path) -> Result<(), TranscriptError> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|source| TranscriptError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> Result<(), TranscriptError> {
-    std::fs::create_dir_all(dir).map_err(|source| TranscriptError::Io {
+    toolbelt_core::store_files::create_dir_all(dir).map_err(|source| TranscriptError::Io {
         path: dir.to_path_buf(),
         source,
     })
 }
 
 fn open_new_private(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)
+    toolbelt_core::store_files::open_options()
+        .write(true)
+        .create_new(true)
+        .open(path)
 }

@@ -196,6 +196,8 @@ pub struct ShellSettings {
     pub allow_unsandboxed: bool,
     /// Resource limits of the commands that run unasked (`tools.shell.limits`).
     pub limits: ShellLimits,
+    /// `tools.shell.environment`: what of toolbelt's environment commands get.
+    pub environment: ShellEnvironmentSettings,
 }
 
 impl Default for ShellSettings {
@@ -204,6 +206,7 @@ impl Default for ShellSettings {
             kill_background_on_exit: true,
             allow_unsandboxed: false,
             limits: ShellLimits::default(),
+            environment: ShellEnvironmentSettings::default(),
         }
     }
 }
@@ -238,6 +241,15 @@ impl Default for ShellLimits {
     fn default() -> Self {
         ShellLimits::DEFAULT
     }
+}
+
+/// `tools.shell.environment`: variables whose names look like secrets (`*KEY*`,
+/// `*TOKEN*`, ...) are left out of the model's commands unless named here.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ShellEnvironmentSettings {
+    /// Names (or `*` globs, case-insensitive) of such variables commands still get.
+    pub passthrough: Vec<String>,
 }
 
 /// `tools.sandbox`: the shell's confinement. Qwen Code's `true` means "the platform's

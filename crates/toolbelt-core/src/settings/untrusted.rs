@@ -63,6 +63,8 @@ const RESTRICTED: &[(&str, Refuse)] = &[
         "tools.shell.limits.processes",
         Refuse::Unless(|v| at_most(v, LIMITS.processes)),
     ),
+    // Hands the person's secrets (API keys, tokens) to the model's commands.
+    ("tools.shell.environment", Refuse::AnyValue),
     // Lets writes replace files without write permission.
     ("tools.files.overwriteReadOnly", Refuse::AnyValue),
     // Widens the roots.

@@ -8,7 +8,7 @@
 //! and an empty history, never a failure of the session.
 
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -105,10 +105,7 @@ impl InputHistory {
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
+        toolbelt_core::store_files::create_dir_all(dir)?;
         let body = serde_json::to_vec(&Stored {
             entries: self.entries.clone(),
         })

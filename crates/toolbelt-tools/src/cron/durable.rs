@@ -6,7 +6,6 @@
 //! task: a bad entry is skipped with a warning. Next times are counted from the start
 //! (no catch-up); the expiry counts from each task's creation, as before the restart.
 
-use std::io::Write;
 use std::path::Path;
 
 use chrono::{Local, TimeZone};
@@ -43,9 +42,9 @@ pub(super) fn save(path: &Path, tasks: &[CronTask]) -> std::io::Result<()> {
         .collect();
     let bytes = serde_json::to_vec_pretty(&saved).map_err(std::io::Error::other)?;
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        toolbelt_core::store_files::create_dir_all(dir)?;
     }
-    crate::atomic_write::replace_with(path, |file| file.write_all(&bytes)).map(|_| ())
+    toolbelt_core::store_files::write_atomic(path, &bytes)
 }
 
 /// The tasks saved at `path` as (id, expression, prompt, recurring, created), and a

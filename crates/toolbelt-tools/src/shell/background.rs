@@ -26,12 +26,13 @@
 //! when the connection ends.
 
 use std::collections::HashMap;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use toolbelt_process::log::{LogBudget, SESSION_LOG_BUDGET};
+use toolbelt_core::Consent;
+use toolbelt_process::log::{LogBudget, SESSION_LOG_BUDGET, UNASKED_LOG_BUDGET};
 
 use super::process::{self, Owner};
 
@@ -111,6 +112,10 @@ pub struct JobTable {
     /// What all its commands' logs may still write (a session's budget: the table lives
     /// as long as the session's shell, and across a server's reopenings of it).
     log_budget: Arc<LogBudget>,
+    /// The part of it the logs of unasked commands may take.
+    unasked_log_budget: Arc<LogBudget>,
+    /// Logs of unasked commands, removed when the table goes (the session ends).
+    unasked_logs: Mutex<Vec<PathBuf>>,
 }
 
 /// The connection a call id names: `mcp-3-` of `mcp-3-17`, as `toolbelt mcp serve`
@@ -147,26 +152,49 @@ impl JobTable {
     /// An empty table. Without `kill_on_drop` its jobs outlive the session
     /// (`tools.shell.killBackgroundOnExit` off).
     pub fn new(kill_on_drop: bool) -> Self {
+        let log_budget = LogBudget::new(SESSION_LOG_BUDGET);
         JobTable {
             jobs: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
             kill_on_drop,
             private_logs: Mutex::default(),
-            log_budget: LogBudget::new(SESSION_LOG_BUDGET),
+            unasked_log_budget: LogBudget::within(&log_budget, UNASKED_LOG_BUDGET),
+            log_budget,
+            unasked_logs: Mutex::default(),
         }
     }
 
-    /// The same table with a log budget of `bytes` (a test's small one).
+    /// The same table with a log budget of `bytes`, half of it for unasked commands (a
+    /// test's small one).
     #[cfg(test)]
     pub(crate) fn with_log_budget(mut self, bytes: u64) -> Self {
         self.log_budget = LogBudget::new(bytes);
+        self.unasked_log_budget = LogBudget::within(&self.log_budget, bytes / 2);
         self
     }
 
-    /// What the logs of this table's commands (its jobs' and the foreground calls')
-    /// may still write, together.
-    pub(crate) fn log_budget(&self) -> Arc<LogBudget> {
-        self.log_budget.clone()
+    /// What the log of a command that runs with `consent` may still write: the
+    /// session's budget, shared by this table's commands (its jobs' and the foreground
+    /// calls'), and for a command nobody approved the unasked commands' part of it.
+    pub(crate) fn log_budget_for(&self, consent: Consent) -> Arc<LogBudget> {
+        if consent == Consent::Approved {
+            self.log_budget.clone()
+        } else {
+            self.unasked_log_budget.clone()
+        }
+    }
+
+    /// Records the log at `path` of a command that runs with `consent`: an unasked
+    /// command's log is removed when the session ends (nobody asked for it to stay;
+    /// a kept job's log is never recorded here).
+    pub(crate) fn remove_with_session(&self, path: &Path, consent: Consent) {
+        if consent != Consent::Approved
+            && let Ok(mut logs) = self.unasked_logs.lock()
+        {
+            logs.push(path.to_path_buf());
+            // The binary may end without dropping the table.
+            toolbelt_process::log::remove_at_exit(path);
+        }
     }
 
     /// Whether its jobs end with the session (`tools.shell.killBackgroundOnExit`).
@@ -307,10 +335,10 @@ impl JobTable {
             return Ok(dir.clone());
         }
         let parent = connection_logs_dir(session_dir);
-        std::fs::create_dir_all(&parent)?;
+        toolbelt_core::store_files::create_dir_all(&parent)?;
         std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o300))?;
         let dir = parent.join(uuid::Uuid::new_v4().simple().to_string());
-        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        toolbelt_core::store_files::create_dir(&dir)?;
         logs.insert(connection.to_string(), dir.clone());
         Ok(dir)
     }
@@ -340,6 +368,17 @@ impl JobTable {
         }
     }
 
+    fn remove_unasked_logs(&self) {
+        for log in self
+            .unasked_logs
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
+        {
+            let _ = std::fs::remove_file(log);
+        }
+    }
+
     fn entry(&self, id: &str) -> Option<Entry> {
         self.entries()
             .into_iter()
@@ -364,6 +403,7 @@ impl Drop for JobTable {
             let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
         }
         if !self.kill_on_drop {
+            self.remove_unasked_logs();
             return;
         }
         // A job whose shell exited may have left processes (in its group or not): every
@@ -377,5 +417,7 @@ impl Drop for JobTable {
         for entry in entries {
             entry.settle(JobStatus::Stopped);
         }
+        // Last, once nothing writes them any more.
+        self.remove_unasked_logs();
     }
 }

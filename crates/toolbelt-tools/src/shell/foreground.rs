@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
-use toolbelt_core::{Display, ErrorKind, ExecContext, OutputPolicy, Part, ToolError, ToolResult};
+use toolbelt_core::{
+    Consent, Display, ErrorKind, ExecContext, OutputPolicy, Part, ToolError, ToolResult,
+};
 
 use super::output::{self, LiveDecoder, OutputCapture};
 use super::process::{self, OutputTarget, Owner};
@@ -39,13 +41,17 @@ enum Ending {
 
 impl ShellCall {
     /// The capture of this call's output, its log within the session's limits.
-    fn capture(&self, log_path: std::path::PathBuf) -> OutputCapture {
+    /// An unasked command's log counts against the unasked budget too, and goes with
+    /// the session.
+    fn capture(&self, log_path: std::path::PathBuf, consent: Consent) -> OutputCapture {
+        let jobs = self.jobs.clone();
         OutputCapture::new(
             &self.env.output,
             log_path,
             self.log_cap,
-            self.jobs.log_budget(),
+            self.jobs.log_budget_for(consent),
         )
+        .on_log_created(move |path| jobs.remove_with_session(path, consent))
     }
 
     pub(super) async fn run_foreground(
@@ -68,6 +74,7 @@ impl ShellCall {
             &self.cwd,
             OutputTarget::Pipe,
             sandbox,
+            &self.environment(),
             &owner,
         ) {
             Ok(r) => r,
@@ -76,7 +83,7 @@ impl ShellCall {
         let pgid = running.pid;
         let mut child = running.child;
         let mut reader = running.output;
-        let mut capture = self.capture(log_path);
+        let mut capture = self.capture(log_path, ctx.consent);
         let mut live = LiveOutput::new(&ctx);
         let deadline = tokio::time::Instant::from_std(started + self.timeout);
         let mut ending: Option<Ending> = None;

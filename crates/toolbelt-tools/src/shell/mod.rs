@@ -36,6 +36,7 @@ use toolbelt_core::{
 
 pub(crate) mod background;
 pub(crate) mod command_parse;
+pub(crate) mod environment;
 mod foreground;
 pub(crate) mod output;
 pub(crate) mod process;
@@ -115,11 +116,12 @@ impl RunShellCommand {
     }
 
     /// The same tool with logs of at most `bytes` each and `budget` together (a test's
-    /// small limits).
+    /// small limits; unasked commands' logs get half of it).
     #[cfg(test)]
     pub(crate) fn with_log_limits(mut self, bytes: u64, budget: u64) -> Self {
         self.log_cap = bytes;
-        self.jobs = Arc::new(JobTable::new(true).with_log_budget(budget));
+        let keep = self.jobs.kills_on_exit();
+        self.jobs = Arc::new(JobTable::new(keep).with_log_budget(budget));
         self
     }
 
@@ -366,7 +368,7 @@ impl Invocation for ShellCall {
                 Err(e) => return ToolResult::err(ErrorKind::ExecutionDenied, e.0),
             };
             if self.background {
-                self.run_background(sandbox, ctx.call_id.clone())
+                self.run_background(sandbox, ctx.call_id.clone(), ctx.consent)
             } else {
                 self.run_foreground(ctx, sandbox).await
             }
@@ -423,11 +425,21 @@ impl ShellCall {
         }
     }
 
+    /// What of toolbelt's environment the command gets (`tools.shell.environment`).
+    fn environment(&self) -> environment::EnvironmentPolicy {
+        environment::EnvironmentPolicy::new(&self.env.settings.tools.shell.environment.passthrough)
+    }
+
     fn log_path(&self, dir: &str, name: &str) -> PathBuf {
         self.env.session_dir.join(dir).join(name)
     }
 
-    fn run_background(self, sandbox: Option<PreparedSandbox>, started_by: String) -> ToolResult {
+    fn run_background(
+        self,
+        sandbox: Option<PreparedSandbox>,
+        started_by: String,
+        consent: Consent,
+    ) -> ToolResult {
         let id = self.jobs.next_id();
         let log_name = format!("{id}-{}.log", std::process::id());
         let file = self
@@ -435,8 +447,8 @@ impl ShellCall {
             .log_dir(&self.env.session_dir, &started_by)
             .map(|dir| dir.join(&log_name))
             .and_then(|path| {
-                std::fs::create_dir_all(path.parent().unwrap_or(&path))?;
-                Ok((std::fs::File::create(&path)?, path))
+                toolbelt_core::store_files::create_dir_all(path.parent().unwrap_or(&path))?;
+                Ok((toolbelt_core::store_files::create(&path)?, path))
             });
         let log_path = match &file {
             Ok((_, path)) => path.clone(),
@@ -455,19 +467,26 @@ impl ShellCall {
             }
         };
         let owner = process::Owner::new();
-        // Through a capped copy while toolbelt outlives the job; a kept job writes its
-        // log itself: once toolbelt is gone nothing would read a pipe, and the job would
-        // die of SIGPIPE.
+        // Through a capped copy while toolbelt outlives the job; a kept job's log through
+        // a writer of its own, which caps it after toolbelt is gone too (its cap is taken
+        // from the session's budget now, all of it).
+        let budget = self.jobs.log_budget_for(consent);
         let target = if self.jobs.kills_on_exit() {
+            self.jobs.remove_with_session(&log_path, consent);
             OutputTarget::CappedFile {
                 file,
                 cap: self.log_cap,
-                budget: self.jobs.log_budget(),
+                budget,
             }
         } else {
-            OutputTarget::File(file)
+            OutputTarget::KeptFile {
+                file,
+                cap: budget.take(self.log_cap),
+            }
         };
-        let running = match process::spawn(&self.command, &self.cwd, target, sandbox, &owner) {
+        let env = self.environment();
+        let running = match process::spawn(&self.command, &self.cwd, target, sandbox, &env, &owner)
+        {
             Ok(r) => r,
             Err(e) => return self.spawn_error(&e),
         };

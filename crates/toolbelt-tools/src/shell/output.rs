@@ -29,6 +29,9 @@ const SNIFF_LEN: u64 = 4096;
 const MIN_KEEP: usize = 64 * 1024;
 const MAX_KEEP: usize = 4 * 1024 * 1024;
 
+/// What is told the path of a log when it is created.
+type LogCreated = Box<dyn FnOnce(&std::path::Path) + Send>;
+
 /// The output of one command, as it arrives.
 pub(crate) struct OutputCapture {
     head: Vec<u8>,
@@ -46,6 +49,8 @@ pub(crate) struct OutputCapture {
     log_error: Option<String>,
     /// Whether bytes were dropped from memory (the log then holds the only full copy).
     dropped: bool,
+    /// Told the log's path once it is created.
+    on_log_created: Option<LogCreated>,
 }
 
 /// What the model and the result get once the command is done.
@@ -86,7 +91,17 @@ impl OutputCapture {
             log_left_out: 0,
             log_error: None,
             dropped: false,
+            on_log_created: None,
         }
+    }
+
+    /// The same capture, calling `f` with the log's path once the log is created.
+    pub(crate) fn on_log_created(
+        mut self,
+        f: impl FnOnce(&std::path::Path) + Send + 'static,
+    ) -> Self {
+        self.on_log_created = Some(Box::new(f));
+        self
     }
 
     pub(crate) fn total_bytes(&self) -> u64 {
@@ -139,10 +154,13 @@ impl OutputCapture {
         let opened = self
             .log_path
             .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| File::create(&self.log_path));
+            .map_or(Ok(()), toolbelt_core::store_files::create_dir_all)
+            .and_then(|()| toolbelt_core::store_files::create(&self.log_path));
         match opened {
             Ok(file) => {
+                if let Some(created) = self.on_log_created.take() {
+                    created(&self.log_path);
+                }
                 let mut log = CappedLog::new(
                     BufWriter::with_capacity(256 * 1024, file),
                     self.log_cap,

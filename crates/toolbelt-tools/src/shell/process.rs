@@ -23,9 +23,10 @@ use std::sync::Arc;
 use tokio::net::unix::pipe;
 use tokio::process::Child;
 
-use toolbelt_process::log::{CappedLog, LogBudget, copy_to_log};
+use toolbelt_process::log::{CappedLog, LogBudget, copy_to_log, spawn_log_writer};
 use toolbelt_process::{GroupCommand, Isolation};
 
+use super::environment::EnvironmentPolicy;
 use super::sandbox::{Confinement, PreparedSandbox};
 
 #[cfg(test)]
@@ -44,8 +45,9 @@ pub(crate) const EXTRA_ENV: &[(&str, &str)] = &[
 pub(crate) enum OutputTarget {
     /// A pipe the caller reads (foreground commands).
     Pipe,
-    /// A file the command writes itself (a background job kept past toolbelt's exit).
-    File(std::fs::File),
+    /// A file written through a writer process of the job's own, at most `cap` bytes
+    /// (a background job kept past toolbelt's exit: see `toolbelt_process::log`).
+    KeptFile { file: std::fs::File, cap: u64 },
     /// A file written through a pipe by a thread of toolbelt's, at most `cap` bytes and
     /// what the session's `budget` grants (background jobs; see `toolbelt_process::log`).
     CappedFile {
@@ -76,18 +78,21 @@ pub(crate) fn shell_program() -> PathBuf {
 }
 
 /// Starts `command` in `cwd` in a new process group, tagged with `owner`'s marker (the
-/// one spawner of `toolbelt-process`; the sandbox is its configure step).
+/// one spawner of `toolbelt-process`; the environment policy and the sandbox are its
+/// configure steps).
 pub(crate) fn spawn(
     command: &str,
     cwd: &Path,
     target: OutputTarget,
     sandbox: Option<PreparedSandbox>,
+    env: &EnvironmentPolicy,
     owner: &Owner,
 ) -> io::Result<RunningShell> {
     let mut cmd = GroupCommand::new(shell_program(), owner);
     cmd.args([OsStr::new("-c"), OsStr::new(command)])
         .current_dir(cwd)
-        .envs(EXTRA_ENV.iter().copied());
+        .envs(EXTRA_ENV.iter().copied())
+        .configure(|c| env.apply(c));
     let mut log_copied = None;
     let reader = match target {
         OutputTarget::Pipe => {
@@ -95,8 +100,17 @@ pub(crate) fn spawn(
             cmd.stdout(writer.try_clone()?).stderr(writer);
             Some(reader)
         }
-        OutputTarget::File(file) => {
-            cmd.stdout(file.try_clone()?).stderr(file);
+        OutputTarget::KeptFile { file, cap } => {
+            // The writer is spawned first, so the job's shell is the owner's leader.
+            // Where it cannot start, the command writes the file itself.
+            match spawn_log_writer(file.try_clone()?, cap, owner) {
+                Ok((writer, _reaped_by_tokio)) => {
+                    cmd.stdout(writer.try_clone()?).stderr(writer);
+                }
+                Err(_) => {
+                    cmd.stdout(file.try_clone()?).stderr(file);
+                }
+            }
             None
         }
         OutputTarget::CappedFile { file, cap, budget } => {

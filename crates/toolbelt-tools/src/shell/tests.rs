@@ -706,3 +706,5 @@ async fn a_command_longer_than_the_kernel_passes_is_refused_before_anything_is_a
         e.message
     );
 }
+
+mod logs;

@@ -17,6 +17,7 @@ mod resume;
 mod sessions;
 mod skills;
 mod spelling;
+mod store;
 mod stream_input;
 mod subagents;
 mod support;

@@ -466,3 +466,33 @@ mod interactive {
         assert_eq!(server.request_count(), 1);
     }
 }
+
+/// Issue 40: a monitor is a shell command like any other: no variable that looks like a
+/// secret reaches it from toolbelt's environment (the model's key included).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_monitor_gets_no_secret_from_the_environment() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![call(
+        "m1",
+        "monitor",
+        json!({"command": "echo token=${FOO_TOKEN:-none} key=${OPENAI_API_KEY:-none} plain=$PLAIN_SETTING"}),
+    )])
+    .await
+    .unwrap();
+    server.set_fallback(Reply::text("Noted."));
+    let url = server.base_url();
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "sk-local"),
+        ("OPENAI_MODEL", "m"),
+        ("FOO_TOKEN", "secret-foo"),
+        ("PLAIN_SETTING", "plain-value"),
+    ];
+    let out = w.run(&["--yolo", "watch it"], &env, None).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let events = events(&server);
+    assert!(
+        events.contains("[bg_1] token=none key=none plain=plain-value"),
+        "{events}"
+    );
+}

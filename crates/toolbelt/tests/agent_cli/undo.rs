@@ -155,6 +155,26 @@ async fn an_edit_a_sed_and_an_rm_through_the_agent_are_restored_exactly() {
     );
     let bad = w.run(&["restore", "zzzz"], &[], None).await;
     assert_eq!(bad.code, 2);
+    // Issue 40: a path outside the workspace is a usage error, not "nothing to restore".
+    std::fs::create_dir_all(ws.join("../outside")).unwrap();
+    std::fs::write(ws.join("../outside/a.txt"), "mine").unwrap();
+    let outside = w
+        .run(
+            &["restore", shell, "--yes", "--", "../outside/a.txt"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(outside.code, 2, "{}\n{}", outside.stdout, outside.stderr);
+    assert!(
+        outside.stderr.contains("outside the workspace"),
+        "{}",
+        outside.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("../outside/a.txt")).unwrap(),
+        "mine"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
