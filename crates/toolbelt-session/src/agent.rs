@@ -98,9 +98,9 @@ pub struct SystemPrompt {
     own: Option<String>,
     /// `--append-system-prompt`.
     append: Option<String>,
-    /// The context files' names (`context.fileName`), and the home they are also
-    /// looked for in.
-    names: Vec<String>,
+    /// The context files' names (`context.fileName`) by where they may be read, and
+    /// the home whose `.qwen` is looked in.
+    names: toolbelt_core::settings::ContextFileNamesByPlace,
     home: Option<PathBuf>,
 }
 
