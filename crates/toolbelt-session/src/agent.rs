@@ -365,7 +365,14 @@ impl Session {
             checkpoints: checkpoints.clone(),
         };
         let background = subagents::install(&mut registry, parts);
-        let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);
+        let (monitors, cron) = scheduling(
+            &mut registry,
+            &env,
+            &shell_jobs,
+            &options,
+            &saving,
+            &session_id,
+        );
         settle_tools(&mut registry, &env.settings, &options);
         let system_prompt = make_system_prompt(&options, &env, &registry, &cwd, ruled.mode);
         let prompt_text = system_prompt.text(ruled.mode);
@@ -448,6 +455,7 @@ fn scheduling(
     shell_jobs: &Arc<toolbelt_tools::JobTable>,
     options: &AgentOptions,
     saving: &Saving,
+    session_id: &str,
 ) -> (
     Arc<toolbelt_tools::MonitorTable>,
     Option<Arc<toolbelt_tools::cron::CronTasks>>,
@@ -455,7 +463,7 @@ fn scheduling(
     let monitors = crate::monitor::install(registry, env, shell_jobs);
     let cron = options
         .scheduled_prompts
-        .then(|| crate::cron::install(registry, env, saving.store.dir()))
+        .then(|| crate::cron::install(registry, env, saving.store.dir(), session_id))
         .flatten();
     (monitors, cron)
 }
