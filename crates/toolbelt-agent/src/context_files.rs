@@ -17,9 +17,9 @@
 
 use std::path::{Path, PathBuf};
 
+use toolbelt_core::Settings;
 use toolbelt_core::project_file::{self, ProjectFileError};
 use toolbelt_core::settings::ContextFileNamesByPlace;
-use toolbelt_core::Settings;
 /// Most bytes of context files put in the prompt.
 pub const MAX_CONTEXT_BYTES: usize = 200 * 1024;
 
@@ -76,7 +76,11 @@ pub fn load(names: &ContextFileNamesByPlace, home: Option<&Path>, cwd: &Path) ->
     let project = project_root(cwd);
     for dir in search_dirs(home, cwd) {
         let in_global = global.as_deref() == Some(dir.as_path());
-        let names = if in_global { &names.own } else { &names.project };
+        let names = if in_global {
+            &names.own
+        } else {
+            &names.project
+        };
         for name in names {
             let path = dir.join(name);
             // Only an entry that is not there is skipped silently: a link that leads

@@ -198,7 +198,11 @@ impl Invocation for CronCall {
                 prompt: format!(
                     "Run this prompt on `{}` in this and later sessions of this project, until it is deleted{}: {}",
                     c.cron.as_str(),
-                    if c.recurring { " or expires" } else { " or has run once" },
+                    if c.recurring {
+                        " or expires"
+                    } else {
+                        " or has run once"
+                    },
                     c.prompt
                 ),
                 urls: Vec::new(),
@@ -220,22 +224,20 @@ impl CronCall {
                 prompt,
                 recurring,
                 durable,
-            }) => {
-                match self.tasks.create(*cron, &prompt, recurring, durable) {
-                    Ok(task) => ToolResult::text(format!(
-                        "Scheduled task {} ({}, {}); it fires next at {}, when the session is idle.",
-                        task.id,
-                        task.cron.as_str(),
-                        if recurring {
-                            "recurring, expires after 7 days"
-                        } else {
-                            "once"
-                        },
-                        task.next_fire.format("%Y-%m-%d %H:%M:%S %Z")
-                    )),
-                    Err(e) => ToolResult::error(ToolError::invalid_params(e)),
-                }
-            }
+            }) => match self.tasks.create(*cron, &prompt, recurring, durable) {
+                Ok(task) => ToolResult::text(format!(
+                    "Scheduled task {} ({}, {}); it fires next at {}, when the session is idle.",
+                    task.id,
+                    task.cron.as_str(),
+                    if recurring {
+                        "recurring, expires after 7 days"
+                    } else {
+                        "once"
+                    },
+                    task.next_fire.format("%Y-%m-%d %H:%M:%S %Z")
+                )),
+                Err(e) => ToolResult::error(ToolError::invalid_params(e)),
+            },
             Action::List => ToolResult::text(list_text(&self.tasks.list())),
             Action::Delete(id) => {
                 if self.tasks.delete(&id) {

@@ -265,7 +265,10 @@ fn an_untrusted_folders_declared_tools_are_listed_as_asking_and_never_run_unaske
         let out = p.run(&["tools", "call", name, "{}"]);
         let both = format!("{}{}", stdout(&out), stderr(&out));
         assert_eq!(out.status.code(), Some(3), "{name}: {both}");
-        assert!(!both.contains("PRIVATE-KEY-41") && !both.contains("the notes"), "{both}");
+        assert!(
+            !both.contains("PRIVATE-KEY-41") && !both.contains("the notes"),
+            "{both}"
+        );
     }
     // Trusted, `read_notes` is read_file: it runs unasked, as read_file does.
     let out = p.run(&["--trust-workspace", "tools", "call", "read_notes", "{}"]);

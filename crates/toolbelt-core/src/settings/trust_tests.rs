@@ -410,7 +410,10 @@ fn a_workspace_names_context_files_only_for_its_own_folders() {
     assert_eq!(names.project, ["QWEN.md", ".env", "oauth_creds.json"]);
     let layout = Layout::new(json!({"context": {"fileName": "MINE.md"}}), json!({}));
     let names = layout.load().context_file_names();
-    assert_eq!((names.own, names.project), (vec!["MINE.md".to_string()], vec!["MINE.md".to_string()]));
+    assert_eq!(
+        (names.own, names.project),
+        (vec!["MINE.md".to_string()], vec!["MINE.md".to_string()])
+    );
 }
 
 /// Issue 41: who wrote a key that names files decides what it may name.
@@ -421,10 +424,19 @@ fn named_by_says_which_file_wrote_a_key() {
         json!({"tools": {"manifests": ["../../elsewhere"]}}),
     );
     // Untrusted, the workspace's entry is dropped: the person's stands.
-    assert_eq!(layout.load().named_by(&["tools", "manifests"]), NamedBy::Person);
+    assert_eq!(
+        layout.load().named_by(&["tools", "manifests"]),
+        NamedBy::Person
+    );
     layout.trust(&layout.project, TrustLevel::TrustFolder);
-    assert_eq!(layout.load().named_by(&["tools", "manifests"]), NamedBy::Project);
-    assert_eq!(Settings::default().named_by(&["tools", "manifests"]), NamedBy::Person);
+    assert_eq!(
+        layout.load().named_by(&["tools", "manifests"]),
+        NamedBy::Project
+    );
+    assert_eq!(
+        Settings::default().named_by(&["tools", "manifests"]),
+        NamedBy::Person
+    );
 }
 
 /// Issue 41: an untrusted folder cannot show environment variables to `when` clauses,

@@ -159,7 +159,12 @@ fn recurring_tasks_expire_with_a_final_fire_and_the_limit_is_fifty() {
             )
             .unwrap();
     }
-    let refused = forever.create(CronExpr::parse("0 * * * *").unwrap(), "one too many", true, false);
+    let refused = forever.create(
+        CronExpr::parse("0 * * * *").unwrap(),
+        "one too many",
+        true,
+        false,
+    );
     assert!(refused.unwrap_err().contains("at most 50"));
 }
 
@@ -278,7 +283,9 @@ async fn schedule(
     args: serde_json::Value,
     approver: Option<Arc<Yes>>,
 ) -> toolbelt_core::ToolResult {
-    use toolbelt_core::scheduler::{Approver, Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo};
+    use toolbelt_core::scheduler::{
+        Approver, Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo,
+    };
     let f = fixture();
     let mut registry = toolbelt_core::ToolRegistry::new();
     for tool in CronTool::all(tasks) {
@@ -293,7 +300,12 @@ async fn schedule(
     );
     let call = ToolCallRequest::new("1", "cron_create", &args);
     let mut done = scheduler
-        .run(&registry, vec![call], TurnInfo::default(), &Default::default())
+        .run(
+            &registry,
+            vec![call],
+            TurnInfo::default(),
+            &Default::default(),
+        )
         .await;
     done.remove(0).result
 }

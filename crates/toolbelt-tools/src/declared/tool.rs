@@ -79,8 +79,7 @@ impl DeclaredTool {
             .prepare_timeout
             .and_then(|m| m.duration())
             .unwrap_or(DEFAULT_PREPARE_TIMEOUT);
-        let untrusted =
-            entry.scope == Scope::Workspace && env.settings.untrusted_project.is_some();
+        let untrusted = entry.scope == Scope::Workspace && env.settings.untrusted_project.is_some();
         DeclaredTool {
             entry,
             resolved,

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use toolbelt_core::scheduler::{
-    Approval, ApprovalMode, ApprovalRequest, Approver, Scheduler, SchedulerConfig,
-    ToolCallRequest, TurnInfo,
+    Approval, ApprovalMode, ApprovalRequest, Approver, Scheduler, SchedulerConfig, ToolCallRequest,
+    TurnInfo,
 };
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ConfirmationOutcome, ErrorKind, ExecContext, Invocation, Kind,
@@ -107,7 +107,12 @@ fn project(untrusted: bool) -> (Fixture, ToolRegistry) {
     (f, registry)
 }
 
-async fn run(f: &Fixture, registry: &ToolRegistry, name: &str, yes: Option<Arc<Yes>>) -> ToolResult {
+async fn run(
+    f: &Fixture,
+    registry: &ToolRegistry,
+    name: &str,
+    yes: Option<Arc<Yes>>,
+) -> ToolResult {
     run_with(f, registry, name, json!({}), yes).await
 }
 
@@ -128,7 +133,12 @@ async fn run_with(
     );
     let call = ToolCallRequest::new("1", name, &args);
     let mut done = scheduler
-        .run(registry, vec![call], TurnInfo::default(), &Default::default())
+        .run(
+            registry,
+            vec![call],
+            TurnInfo::default(),
+            &Default::default(),
+        )
         .await;
     done.remove(0).result
 }
@@ -181,7 +191,11 @@ async fn in_an_untrusted_folder_every_declared_tool_asks_and_commands_do_not_loa
     assert!(result.llm_text().contains("the notes"), "{result:?}");
     let asked = yes.0.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
-    assert!(asked[0].description.contains("cat notes.txt"), "{:?}", asked[0]);
+    assert!(
+        asked[0].description.contains("cat notes.txt"),
+        "{:?}",
+        asked[0]
+    );
     match &asked[0].details {
         ConfirmationDetails::Info { prompt, .. } => {
             assert!(prompt.contains("cat notes.txt"), "{prompt}")
@@ -199,9 +213,7 @@ fn an_untrusted_folders_when_clause_may_not_read_env_or_config() {
     settings.untrusted_project = Some(f.ws());
     settings.context.env_keys = vec!["PATH".into()];
     let f = f.with_settings(settings);
-    let tool = |name: &str, when: &str| {
-        json!({"name": name, "displayName": name, "modelDescription": "d", "when": when})
-    };
+    let tool = |name: &str, when: &str| json!({"name": name, "displayName": name, "modelDescription": "d", "when": when});
     let manifest = json!({
         "languageModelTools": [
             tool("probe_env", "env.PATH =~ /^a/"),

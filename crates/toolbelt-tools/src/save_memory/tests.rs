@@ -200,6 +200,12 @@ async fn a_projects_context_file_name_does_not_pick_the_global_file() {
     let global = tool.build(json!({"fact": "x", "scope": "global"})).unwrap();
     let own = home.join(".qwen/QWEN.md").display().to_string();
     assert!(global.describe().contains(&own), "{}", global.describe());
-    let local = tool.build(json!({"fact": "x", "scope": "project"})).unwrap();
-    assert!(local.describe().contains("NOTES.md"), "{}", local.describe());
+    let local = tool
+        .build(json!({"fact": "x", "scope": "project"}))
+        .unwrap();
+    assert!(
+        local.describe().contains("NOTES.md"),
+        "{}",
+        local.describe()
+    );
 }

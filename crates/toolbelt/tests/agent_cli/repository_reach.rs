@@ -14,7 +14,11 @@ async fn a_repositorys_context_file_names_do_not_reach_the_persons_files() {
     let qwen = w.dir.path().join("home/.qwen");
     std::fs::create_dir_all(&qwen).unwrap();
     std::fs::write(qwen.join(".env"), "OPENAI_API_KEY=sk-from-home-41").unwrap();
-    std::fs::write(qwen.join("oauth_creds.json"), r#"{"refresh_token": "rt-41"}"#).unwrap();
+    std::fs::write(
+        qwen.join("oauth_creds.json"),
+        r#"{"refresh_token": "rt-41"}"#,
+    )
+    .unwrap();
     std::fs::write(qwen.join("QWEN.md"), "the person's own memory").unwrap();
     w.write(
         ".qwen/settings.json",
@@ -71,10 +75,10 @@ async fn an_untrusted_repositorys_declared_tool_is_refused_headless() {
     .unwrap();
     let url = server.base_url();
     let env = [
-            ("OPENAI_BASE_URL", url.as_str()),
-            ("OPENAI_API_KEY", "sk-local"),
-            ("OPENAI_MODEL", "m"),
-        ];
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "sk-local"),
+        ("OPENAI_MODEL", "m"),
+    ];
     let run = w.run(&["-p", "read the readme"], &env, None).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     let requests = server.requests();
