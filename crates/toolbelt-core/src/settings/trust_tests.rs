@@ -452,7 +452,11 @@ fn an_untrusted_workspace_cannot_show_the_environment_to_when_clauses() {
         json!({"context": {"envKeys": ["PATH"]}, "leak": "$PATH"}),
     );
     let holds = |s: &Settings, clause: &str| {
-        let ctx = session_context(s, &[layout.project.clone()], ApprovalMode::Default);
+        let ctx = session_context(
+            s,
+            std::slice::from_ref(&layout.project),
+            ApprovalMode::Default,
+        );
         parse(clause).unwrap().evaluate(&ctx)
     };
     let s = layout.load();
