@@ -54,6 +54,10 @@ pub(super) fn save(path: &Path, tasks: &[CronTask]) -> std::io::Result<()> {
             })
         })
         .collect();
+    // A session that never made a durable task leaves no file behind.
+    if saved.is_empty() && !path.exists() {
+        return Ok(());
+    }
     let bytes = serde_json::to_vec_pretty(&saved).map_err(std::io::Error::other)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
