@@ -77,9 +77,9 @@ pub fn load(names: &ContextFileNamesByPlace, home: Option<&Path>, cwd: &Path) ->
     for dir in search_dirs(home, cwd) {
         let in_global = global.as_deref() == Some(dir.as_path());
         let names = if in_global {
-            &names.own
+            &names.own[..]
         } else {
-            &names.project
+            names.for_project_dir(&dir)
         };
         for name in names {
             let path = dir.join(name);
@@ -228,6 +228,36 @@ mod tests {
             let texts: Vec<&str> = files.iter().map(|f| f.text.as_str()).collect();
             assert_eq!(texts, ["global", "PROJECT=1"], "{:?}", paths.trust);
         }
+    }
+
+    /// A git root above the project's settings (a home directory kept in git) is the
+    /// person's folder: the project's names are not looked for there.
+    #[test]
+    fn a_projects_names_are_not_looked_for_above_its_folder() {
+        use toolbelt_core::settings::{SettingsPaths, WorkspaceTrust};
+        let home = tempfile::tempdir().unwrap();
+        let clone = home.path().join("clone");
+        std::fs::create_dir_all(home.path().join(".git")).unwrap();
+        std::fs::create_dir_all(clone.join(".qwen")).unwrap();
+        std::fs::write(home.path().join(".env"), "HOME_SECRET=1").unwrap();
+        std::fs::write(home.path().join("AGENTS.md"), "dotfiles agents").unwrap();
+        std::fs::write(clone.join(".env"), "CLONE=1").unwrap();
+        std::fs::write(
+            clone.join(".qwen/settings.json"),
+            r#"{"context": {"fileName": [".env", "AGENTS.md"]}}"#,
+        )
+        .unwrap();
+        let settings = Settings::load(&SettingsPaths {
+            user: None,
+            workspace: Some(clone.join(".qwen/settings.json")),
+            system: None,
+            trust: WorkspaceTrust::Trusted,
+            claude_hooks: Vec::new(),
+        })
+        .unwrap();
+        let files = load(&file_names(&settings), Some(home.path()), &clone);
+        let texts: Vec<&str> = files.iter().map(|f| f.text.as_str()).collect();
+        assert_eq!(texts, ["dotfiles agents", "CLONE=1"]);
     }
 
     #[test]

@@ -21,6 +21,8 @@
 //! [`Settings::load`]): expanded, any key a `when` clause can read (`config.<path>`)
 //! would carry a variable's value to the project's manifests.
 
+use std::path::{Path, PathBuf};
+
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -48,6 +50,22 @@ pub struct ContextFileNamesByPlace {
     /// directory): the merged names, whoever wrote them (a project's file is read
     /// inside the project only).
     pub project: Vec<String>,
+    /// When a project's settings wrote `project`, the folder they belong to: the
+    /// folders above it (a git root of the person's, such as a home directory kept in
+    /// git) are searched with `own`. `None` when the person's names are used throughout.
+    pub project_folder: Option<PathBuf>,
+}
+
+impl ContextFileNamesByPlace {
+    /// The names to look for in `dir`, a folder of the project's search (not `~/.qwen`).
+    pub fn for_project_dir(&self, dir: &Path) -> &[String] {
+        // Compared resolved, so a link to the project is the project.
+        let resolved = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        match &self.project_folder {
+            Some(folder) if !resolved(dir).starts_with(resolved(folder)) => &self.own,
+            _ => &self.project,
+        }
+    }
 }
 
 impl Settings {
@@ -84,16 +102,23 @@ impl Settings {
             _ => DEFAULT_CONTEXT_FILE_NAMES.map(String::from).to_vec(),
         };
         let project = names(self.context.file_name.as_ref());
-        let own = match self.named_by(&["context", "fileName"]) {
-            NamedBy::Person => project.clone(),
-            NamedBy::Project => {
+        let key = ["context", "fileName"];
+        let (own, project_folder) = match self.origin(&key) {
+            Some((SettingsLayer::Workspace, file)) => {
                 // Each layer was checked on its own at load, so the person's value parses.
                 let persons = self
-                    .persons_value(&["context", "fileName"])
+                    .persons_value(&key)
                     .and_then(|v| ContextFileNames::deserialize(v).ok());
-                names(persons.as_ref())
+                // `<project>/.qwen/settings.json`.
+                let folder = file.parent().and_then(Path::parent).map(Path::to_path_buf);
+                (names(persons.as_ref()), folder)
             }
+            _ => (project.clone(), None),
         };
-        ContextFileNamesByPlace { own, project }
+        ContextFileNamesByPlace {
+            own,
+            project,
+            project_folder,
+        }
     }
 }
