@@ -9,14 +9,17 @@
 //! [`toolbelt_core::project_file::read_in_project`]: a cloned repository's `QWEN.md`
 //! that links to `~/.ssh/id_rsa` (or anywhere else outside the git root) is skipped
 //! with a warning rather than sent to the model. The global file is the person's own.
+//!
+//! Which names are looked for where is the settings' decision
+//! ([`Settings::context_file_names`]): `~/.qwen` only with the person's own names (or the
+//! defaults), so a project naming `.env` or `oauth_creds.json` reads those files of the
+//! project at most, never the person's.
 
 use std::path::{Path, PathBuf};
 
 use toolbelt_core::Settings;
 use toolbelt_core::project_file::{self, ProjectFileError};
-
-/// Names read when settings name none.
-pub const DEFAULT_NAMES: [&str; 2] = ["QWEN.md", "AGENTS.md"];
+use toolbelt_core::settings::ContextFileNamesByPlace;
 /// Most bytes of context files put in the prompt.
 pub const MAX_CONTEXT_BYTES: usize = 200 * 1024;
 
@@ -29,12 +32,10 @@ pub struct ContextFile {
     pub text: String,
 }
 
-/// The file names from `context.fileName` (a string or a list), or the defaults.
-pub fn file_names(settings: &Settings) -> Vec<String> {
-    match &settings.context.file_name {
-        Some(names) if !names.0.is_empty() => names.0.clone(),
-        _ => DEFAULT_NAMES.iter().map(|s| s.to_string()).collect(),
-    }
+/// The file names from `context.fileName` (a string or a list), or the defaults, by
+/// where each may be read.
+pub fn file_names(settings: &Settings) -> ContextFileNamesByPlace {
+    settings.context_file_names()
 }
 
 /// The project of `cwd` for context files: the nearest directory holding `.git`, or
@@ -66,13 +67,20 @@ pub fn search_dirs(home: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// Reads the context files for `cwd`.
-pub fn load(names: &[String], home: Option<&Path>, cwd: &Path) -> Vec<ContextFile> {
+/// Reads the context files for `cwd`: `names.own` in `~/.qwen`, `names.project` in the
+/// project's folders.
+pub fn load(names: &ContextFileNamesByPlace, home: Option<&Path>, cwd: &Path) -> Vec<ContextFile> {
     let mut files = Vec::new();
     let mut total = 0;
     let global = home.map(|h| h.join(".qwen"));
     let project = project_root(cwd);
     for dir in search_dirs(home, cwd) {
+        let in_global = global.as_deref() == Some(dir.as_path());
+        let names = if in_global {
+            &names.own[..]
+        } else {
+            names.for_project_dir(&dir)
+        };
         for name in names {
             let path = dir.join(name);
             // Only an entry that is not there is skipped silently: a link that leads
@@ -80,7 +88,7 @@ pub fn load(names: &[String], home: Option<&Path>, cwd: &Path) -> Vec<ContextFil
             if std::fs::symlink_metadata(&path).is_err() {
                 continue;
             }
-            let read = if global.as_deref() == Some(dir.as_path()) {
+            let read = if in_global {
                 project_file::read_own(&path, MAX_CONTEXT_BYTES as u64)
             } else {
                 project_file::read_in_project(&path, project, MAX_CONTEXT_BYTES as u64)
@@ -179,14 +187,87 @@ mod tests {
         assert_eq!(texts, ["the person's own", "shared"]);
     }
 
+    /// Issue 41: a cloned repository's settings naming `.env` and `oauth_creds.json`
+    /// read those names in the project at most, trusted or not; the person's own files
+    /// in `~/.qwen` are read only under the person's names.
+    #[test]
+    fn a_projects_names_never_read_the_persons_files() {
+        use toolbelt_core::settings::{SettingsPaths, WorkspaceTrust};
+        let home = tempfile::tempdir().unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        let qwen = home.path().join(".qwen");
+        std::fs::create_dir_all(&qwen).unwrap();
+        std::fs::create_dir_all(repo.path().join(".git")).unwrap();
+        std::fs::create_dir_all(repo.path().join(".qwen")).unwrap();
+        std::fs::write(qwen.join("QWEN.md"), "global").unwrap();
+        std::fs::write(qwen.join(".env"), "OPENAI_API_KEY=sk-secret").unwrap();
+        std::fs::write(qwen.join("oauth_creds.json"), "{\"refresh\": \"tok\"}").unwrap();
+        std::fs::write(qwen.join("settings.json"), "{}").unwrap();
+        std::fs::write(
+            repo.path().join(".qwen/settings.json"),
+            r#"{"context": {"fileName": ["QWEN.md", ".env", "oauth_creds.json", "settings.json"]}}"#,
+        )
+        .unwrap();
+        std::fs::write(repo.path().join(".env"), "PROJECT=1").unwrap();
+        for trust in [
+            WorkspaceTrust::FromFolders {
+                project: repo.path().to_path_buf(),
+                trusted_folders: None,
+            },
+            WorkspaceTrust::Trusted,
+        ] {
+            let paths = SettingsPaths {
+                user: Some(qwen.join("settings.json")),
+                workspace: Some(repo.path().join(".qwen/settings.json")),
+                system: None,
+                trust,
+                claude_hooks: Vec::new(),
+            };
+            let settings = Settings::load(&paths).unwrap();
+            let files = load(&file_names(&settings), Some(home.path()), repo.path());
+            let texts: Vec<&str> = files.iter().map(|f| f.text.as_str()).collect();
+            assert_eq!(texts, ["global", "PROJECT=1"], "{:?}", paths.trust);
+        }
+    }
+
+    /// A git root above the project's settings (a home directory kept in git) is the
+    /// person's folder: the project's names are not looked for there.
+    #[test]
+    fn a_projects_names_are_not_looked_for_above_its_folder() {
+        use toolbelt_core::settings::{SettingsPaths, WorkspaceTrust};
+        let home = tempfile::tempdir().unwrap();
+        let clone = home.path().join("clone");
+        std::fs::create_dir_all(home.path().join(".git")).unwrap();
+        std::fs::create_dir_all(clone.join(".qwen")).unwrap();
+        std::fs::write(home.path().join(".env"), "HOME_SECRET=1").unwrap();
+        std::fs::write(home.path().join("AGENTS.md"), "dotfiles agents").unwrap();
+        std::fs::write(clone.join(".env"), "CLONE=1").unwrap();
+        std::fs::write(
+            clone.join(".qwen/settings.json"),
+            r#"{"context": {"fileName": [".env", "AGENTS.md"]}}"#,
+        )
+        .unwrap();
+        let settings = Settings::load(&SettingsPaths {
+            user: None,
+            workspace: Some(clone.join(".qwen/settings.json")),
+            system: None,
+            trust: WorkspaceTrust::Trusted,
+            claude_hooks: Vec::new(),
+        })
+        .unwrap();
+        let files = load(&file_names(&settings), Some(home.path()), &clone);
+        let texts: Vec<&str> = files.iter().map(|f| f.text.as_str()).collect();
+        assert_eq!(texts, ["dotfiles agents", "CLONE=1"]);
+    }
+
     #[test]
     fn settings_may_name_other_files() {
         let s = Settings::from_value(serde_json::json!({"context": {"fileName": "CLAUDE.md"}}))
             .unwrap();
-        assert_eq!(file_names(&s), ["CLAUDE.md"]);
+        assert_eq!(file_names(&s).project, ["CLAUDE.md"]);
         let s =
             Settings::from_value(serde_json::json!({"context": {"fileName": ["A.md", "B.md"]}}))
                 .unwrap();
-        assert_eq!(file_names(&s), ["A.md", "B.md"]);
+        assert_eq!(file_names(&s).own, ["A.md", "B.md"]);
     }
 }

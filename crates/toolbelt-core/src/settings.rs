@@ -22,6 +22,10 @@
 //! are dropped from it before merging (the table in `settings/untrusted.rs`), and [`Settings::untrusted_workspace`]
 //! says which.
 //!
+//! What a key that names files (`context.fileName`, `tools.manifests`) may name depends
+//! on the file that wrote it: a project's names stay inside the project, trusted or not
+//! (`settings/named_files.rs`). An untrusted folder's strings are not expanded.
+//!
 //! `hooks` do not merge: every file's hooks are kept whole, as written, with their file
 //! ([`Settings::hook_layers`], `settings/hook_layers.rs`), with those of Claude Code's
 //! settings files.
@@ -34,12 +38,14 @@ use serde_json::{Map, Value};
 
 mod hook_layers;
 mod merge;
+mod named_files;
 pub mod types;
 mod untrusted;
 
 pub use hook_layers::HookLayer;
 
 pub use merge::merge_layers;
+pub use named_files::{ContextFileNamesByPlace, DEFAULT_CONTEXT_FILE_NAMES, NamedBy};
 pub(crate) use types::show_value;
 pub use types::{
     ApprovalModeSetting, CheckpointingSettings, ContextFileNames, ContextSettings, FileFiltering,
@@ -316,7 +322,7 @@ impl Settings {
         let mut hooks = Vec::new();
         let mut expanded = Vec::new();
         for (layer, path) in paths.layers() {
-            if let Some((value, raw_hooks)) = read_layer(layer, path, &mut expanded)? {
+            if let Some((value, raw_hooks)) = read_layer(layer, path)? {
                 if let Some(raw_hooks) = raw_hooks {
                     hooks.push((layer, path.clone(), raw_hooks));
                 }
@@ -325,6 +331,14 @@ impl Settings {
         }
         let mut untrusted_workspace = None;
         let trusted = workspace_trusted(paths, &layers)?;
+        // `$VAR` is expanded only in the files the person answers for: an untrusted
+        // folder's `{"x": "$OPENAI_API_KEY"}` would otherwise be read back by its
+        // manifests' `when` clauses (`config.x`), a character at a time.
+        for (layer, _, value) in &mut layers {
+            if trusted || *layer != SettingsLayer::Workspace {
+                *value = expand_env(std::mem::take(value), &mut expanded);
+            }
+        }
         if !trusted
             && let Some((_, file, value)) = layers
                 .iter_mut()
@@ -548,14 +562,13 @@ pub(crate) fn read_settings_file(
     })
 }
 
-/// Parses one file: comments stripped (positions kept), environment variables expanded,
-/// legacy spellings moved to their current place (so the trust filter sees every
-/// spelling). The values of the variables it expands are added to `expanded`. With the
-/// value comes its `hooks` as written, before expansion (see [`HookLayer`]).
+/// Parses one file: comments stripped (positions kept), legacy spellings moved to their
+/// current place (so the trust filter sees every spelling); environment variables are
+/// expanded later, once trust is known. With the value comes its `hooks` as written
+/// (see [`HookLayer`]).
 fn read_layer(
     layer: SettingsLayer,
     path: &Path,
-    expanded: &mut Vec<(String, String)>,
 ) -> Result<Option<(Value, Option<Value>)>, SettingsError> {
     let Some(text) = read_settings_file(layer, path)? else {
         return Ok(None);
@@ -579,7 +592,7 @@ fn read_layer(
         });
     }
     let raw_hooks = hook_layers::raw_hooks(&value);
-    let value = normalize_legacy(expand_env(value, expanded));
+    let value = normalize_legacy(value);
     if let Some(map) = value.as_object() {
         for key in map
             .keys()

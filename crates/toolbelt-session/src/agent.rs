@@ -98,9 +98,9 @@ pub struct SystemPrompt {
     own: Option<String>,
     /// `--append-system-prompt`.
     append: Option<String>,
-    /// The context files' names (`context.fileName`), and the home they are also
-    /// looked for in.
-    names: Vec<String>,
+    /// The context files' names (`context.fileName`) by where they may be read, and
+    /// the home whose `.qwen` is looked in.
+    names: toolbelt_core::settings::ContextFileNamesByPlace,
     home: Option<PathBuf>,
 }
 
@@ -139,6 +139,8 @@ impl SystemPrompt {
 struct Saving {
     store: SessionStore,
     continued: Option<LoadedSession>,
+    /// The session's id, once [`Saving::start`] chose it (durable scheduled tasks name it).
+    session_id: String,
 }
 
 /// The agent's registry and rules, before the agent is made, and the session's hooks.
@@ -170,7 +172,7 @@ impl Ruled {
 impl Saving {
     /// This run's file and its ID (else `--session-id`'s, else a fresh one).
     fn start(
-        &self,
+        &mut self,
         cwd: &Path,
         model_name: &str,
         options: &AgentOptions,
@@ -194,6 +196,7 @@ impl Saving {
             (None, Some(id)) => id.clone(),
             (None, None) => uuid::Uuid::new_v4().to_string(),
         };
+        self.session_id.clone_from(&session_id);
         (log, session_id)
     }
 }
@@ -259,7 +262,11 @@ impl Session {
         } else {
             "startup"
         };
-        let saving = Saving { store, continued };
+        let saving = Saving {
+            store,
+            continued,
+            session_id: String::new(),
+        };
         let dont_ask = DontAsk::new(options.policy.approval_mode.as_deref());
         let approver = setup.approver.map(|approver| dont_ask.wrap(approver));
         let mut prepared = self.make_agent(options, setup.sink, approver, ruled, saving)?;
@@ -327,7 +334,7 @@ impl Session {
         sink: EventSink,
         approver: Option<Arc<dyn Approver>>,
         ruled: Ruled,
-        saving: Saving,
+        mut saving: Saving,
     ) -> Result<Prepared, String> {
         let project = self.project();
         let cwd = self.dir.clone();
@@ -455,7 +462,7 @@ fn scheduling(
     let monitors = crate::monitor::install(registry, env, shell_jobs);
     let cron = options
         .scheduled_prompts
-        .then(|| crate::cron::install(registry, env, saving.store.dir()))
+        .then(|| crate::cron::install(registry, env, saving.store.dir(), &saving.session_id))
         .flatten();
     (monitors, cron)
 }

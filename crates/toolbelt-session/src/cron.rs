@@ -7,16 +7,20 @@
 //! `QWEN_CODE_DISABLE_CRON=1` (or `TOOLBELT_DISABLE_CRON=1`) turns it off.
 //! `experimental.cronRecurringMaxAgeDays`, or `QWEN_CODE_CRON_MAX_AGE_DAYS` which wins,
 //! sets when recurring tasks expire (0: never). The schedule lives in the process and
-//! nothing is written to disk, unless the settings ask for durable tasks
+//! nothing is written to disk, unless the settings allow durable tasks
 //! (`experimental.cronDurable: true`; an untrusted folder's settings cannot, see
-//! `toolbelt_core::settings::untrusted`): then it is kept beside the project's saved
-//! sessions, outside the workspace.
+//! `toolbelt_core::settings::untrusted`) and the person approves one (`cron_create`
+//! with `durable` asks every time; `/loop` makes session tasks): durable tasks are kept
+//! beside the project's saved sessions, outside the workspace, with the session and
+//! project that made them, which the prompt names when it fires.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use toolbelt_core::{Origin, ToolEnvironment, ToolRegistry};
-use toolbelt_tools::cron::{CronTasks, CronTool, DEFAULT_MAX_AGE_DAYS, Fired, system_clock};
+use toolbelt_tools::cron::{
+    CronTasks, CronTool, DEFAULT_MAX_AGE_DAYS, Fired, TaskOrigin, system_clock,
+};
 
 /// The durable schedule's file, in the project's sessions folder.
 pub const DURABLE_FILE: &str = "scheduled-tasks.json";
@@ -27,6 +31,7 @@ pub(crate) fn install(
     registry: &mut ToolRegistry,
     env: &ToolEnvironment,
     sessions_dir: &Path,
+    session_id: &str,
 ) -> Option<Arc<CronTasks>> {
     let settings = &env.settings;
     let off = |name: &str| std::env::var(name).is_ok_and(|v| v == "1" || v == "true");
@@ -48,7 +53,15 @@ pub(crate) fn install(
         .unwrap_or(DEFAULT_MAX_AGE_DAYS);
     let tasks = CronTasks::new(system_clock(), max_age);
     if setting("cronDurable") == Some(&serde_json::Value::Bool(true)) {
-        for warning in tasks.make_durable(sessions_dir.join(DURABLE_FILE)) {
+        let origin = TaskOrigin {
+            session: session_id.to_string(),
+            project: env
+                .roots
+                .primary()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        };
+        for warning in tasks.make_durable(sessions_dir.join(DURABLE_FILE), origin) {
             tracing::warn!("{warning}");
         }
     }
@@ -67,13 +80,19 @@ pub async fn due(tasks: Option<&Arc<CronTasks>>) -> Vec<Fired> {
     }
 }
 
-/// The prompt of a fired task as the turn's text: what the person scheduled, marked so
-/// the model knows it was not typed just now.
+/// The prompt of a fired task as the turn's text: what was scheduled, marked so the
+/// model knows it was not typed just now, and, for a durable task, where and when it
+/// was made (it may come from another session).
 pub fn prompt_of(fired: &Fired) -> String {
     format!(
-        "[Scheduled task {}{}] {}",
+        "[Scheduled task {}{}{}] {}",
         fired.id,
         if fired.last { ", last run" } else { "" },
+        fired
+            .origin
+            .as_ref()
+            .map(|o| format!("; {o}"))
+            .unwrap_or_default(),
         fired.prompt
     )
 }

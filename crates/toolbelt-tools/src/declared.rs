@@ -16,12 +16,15 @@
 //! `toolbelt.json` beside it, because VS Code's schema allows no extra properties in an
 //! entry.
 //!
-//! Folder trust: in an untrusted folder the `command` and `prepare` bindings of workspace
-//! manifests do not load (they would run project code); one warning lists them and says
-//! how to trust the folder. User manifests and `tools.manifests` (which an untrusted
-//! workspace file cannot set) load as usual, unless the file is inside the project: a
-//! relative `tools.manifests` entry in the user's settings names a folder of every
-//! project, so such files are judged as workspace files.
+//! Folder trust (`declared/untrusted.rs`): in an untrusted folder the `command` and
+//! `prepare` bindings of workspace manifests do not load (they would run project code),
+//! the other tools are shown but every call asks (whatever the tool they run would do),
+//! and a `when` clause of theirs may not read `env.*` or `config.*`; one warning lists
+//! them and says how to trust the folder. User manifests and `tools.manifests` (which an
+//! untrusted workspace file cannot set) load as usual, unless the file is inside the
+//! project: a relative `tools.manifests` entry in the user's settings names a folder of
+//! every project, so such files are judged as workspace files. A `tools.manifests`
+//! entry a (trusted) project's settings wrote names files inside that project only.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -38,6 +41,7 @@ mod manifest;
 mod output;
 mod template;
 mod tool;
+mod untrusted;
 
 use binding::Target;
 use manifest::{ManifestInput, Scope, SetEntry, ToolEntry, parse_manifest};
@@ -131,6 +135,10 @@ fn manifest_sources(
             Some(project) => project.join(entry),
             None => PathBuf::from(entry),
         };
+        if let Some(warning) = untrusted::outside_the_naming_project(env, project, entry, &path) {
+            warnings.push(warning);
+            continue;
+        }
         if path.is_dir() {
             let package = path.join("package.json");
             if package.is_file() {
@@ -237,7 +245,7 @@ pub(crate) fn load_with_home(env: &Arc<ToolEnvironment>, home: Option<&Path>) ->
     let (mut tools, sets) = read_sources(sources, project.as_deref(), &mut warnings);
     let sets = resolve_sets(&tools, sets, &mut warnings);
     if let Some(project) = &env.settings.untrusted_project {
-        apply_untrusted(project, &mut tools, &mut warnings);
+        untrusted::apply_untrusted(project, &mut tools, &mut warnings);
     }
     LoadedManifests {
         warnings,
@@ -445,48 +453,6 @@ fn expand<'a>(
     }
 }
 
-/// Drops what would run project code from the workspace manifests of an untrusted
-/// folder: tools bound to a command, and the prepare command of the others.
-fn apply_untrusted(project: &Path, tools: &mut Vec<ToolEntry>, warnings: &mut Vec<String>) {
-    let mut skipped = Vec::new();
-    let mut unprepared = Vec::new();
-    tools.retain_mut(|tool| {
-        if tool.scope != Scope::Workspace {
-            return true;
-        }
-        if matches!(tool.binding.target, Target::Command { .. }) {
-            skipped.push(tool.name.clone());
-            return false;
-        }
-        if tool.binding.prepare.take().is_some() {
-            unprepared.push(tool.name.clone());
-        }
-        true
-    });
-    if skipped.is_empty() && unprepared.is_empty() {
-        return;
-    }
-    let mut what = Vec::new();
-    if !skipped.is_empty() {
-        what.push(format!(
-            "these tools bound to a command were not loaded: {}",
-            skipped.join(", ")
-        ));
-    }
-    if !unprepared.is_empty() {
-        what.push(format!(
-            "these tools load without their prepare command: {}",
-            unprepared.join(", ")
-        ));
-    }
-    warnings.push(format!(
-        "{}: this folder is not trusted, so the commands of the tool manifests inside it (.qwen/tools, and tools.manifests entries there) do not run; {}. To use them, trust the folder with `toolbelt trust {}` (or, for one run, pass --trust-workspace or set TOOLBELT_TRUST_WORKSPACE=1).",
-        project.display(),
-        what.join("; "),
-        project.display()
-    ));
-}
-
 /// Registers the loaded tools and tool sets in `registry`, resolving `mcp` and `builtin`
 /// targets among the tools already there. Returns every warning: the load's, then the
 /// registration's (unknown targets, renamed tools, empty sets).
@@ -581,3 +547,5 @@ mod project_tests;
 mod run_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;

@@ -48,15 +48,17 @@ impl SaveMemory {
         SaveMemory { env, home, schema }
     }
 
-    fn file_name(&self) -> String {
-        self.env
-            .settings
-            .context
-            .file_name
-            .as_ref()
-            .and_then(|names| names.0.first().cloned())
-            // A Markdown file only: a workspace's settings may name the context file, and
-            // must not turn a memory into a write to `~/.qwen/settings.json`.
+    /// The memory file's name: the first context file name for that place (a
+    /// project's names for its own folder only, the person's for `~/.qwen`; see
+    /// [`toolbelt_core::Settings::context_file_names`]).
+    fn file_name(&self, project: bool) -> String {
+        let names = self.env.settings.context_file_names();
+        let names = if project { names.project } else { names.own };
+        names
+            .into_iter()
+            .next()
+            // A Markdown file only: the person's own settings may name any file, and a
+            // memory must not become a write to `~/.qwen/settings.json`.
             .filter(|n| {
                 !n.trim().is_empty()
                     && !n.contains('/')
@@ -123,8 +125,8 @@ impl Tool for SaveMemory {
                 "fact is empty: write the fact to remember",
             ));
         }
-        let name = self.file_name();
         let project = params.scope.as_deref() == Some("project");
+        let name = self.file_name(project);
         let path = match project {
             // Through the workspace boundary like any edit: a `QWEN.md` that is a
             // symbolic link out of the workspace is refused, as are path rules on it.

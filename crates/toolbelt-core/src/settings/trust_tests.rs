@@ -424,3 +424,88 @@ fn a_bad_lsp_value_names_the_file_and_the_key() {
         assert!(err.contains(says), "{err}");
     }
 }
+
+/// Issue 41: a project's `context.fileName` names files of the project only, trusted or
+/// not: `~/.qwen` is searched with the person's own names (or the defaults), so
+/// `.env` and `oauth_creds.json` there never reach the prompt.
+#[test]
+fn a_workspace_names_context_files_only_for_its_own_folders() {
+    let hostile = json!({"context": {"fileName": ["QWEN.md", ".env", "oauth_creds.json"]}});
+    let layout = Layout::new(json!({}), hostile.clone());
+    for trusted in [false, true] {
+        if trusted {
+            layout.trust(&layout.project, TrustLevel::TrustFolder);
+        }
+        let names = layout.load().context_file_names();
+        assert_eq!(names.own, ["QWEN.md", "AGENTS.md"], "trusted: {trusted}");
+        assert_eq!(names.project, ["QWEN.md", ".env", "oauth_creds.json"]);
+    }
+    // The person's own names stay theirs for their folder.
+    let layout = Layout::new(json!({"context": {"fileName": "MINE.md"}}), hostile);
+    let names = layout.load().context_file_names();
+    assert_eq!(names.own, ["MINE.md"]);
+    assert_eq!(names.project, ["QWEN.md", ".env", "oauth_creds.json"]);
+    let layout = Layout::new(json!({"context": {"fileName": "MINE.md"}}), json!({}));
+    let names = layout.load().context_file_names();
+    assert_eq!(
+        (names.own, names.project),
+        (vec!["MINE.md".to_string()], vec!["MINE.md".to_string()])
+    );
+}
+
+/// Issue 41: who wrote a key that names files decides what it may name.
+#[test]
+fn named_by_says_which_file_wrote_a_key() {
+    let layout = Layout::new(
+        json!({"tools": {"manifests": ["/home/me/tools"]}}),
+        json!({"tools": {"manifests": ["../../elsewhere"]}}),
+    );
+    // Untrusted, the workspace's entry is dropped: the person's stands.
+    assert_eq!(
+        layout.load().named_by(&["tools", "manifests"]),
+        NamedBy::Person
+    );
+    layout.trust(&layout.project, TrustLevel::TrustFolder);
+    assert_eq!(
+        layout.load().named_by(&["tools", "manifests"]),
+        NamedBy::Project
+    );
+    assert_eq!(
+        Settings::default().named_by(&["tools", "manifests"]),
+        NamedBy::Person
+    );
+}
+
+/// Issue 41: an untrusted folder cannot show environment variables to `when` clauses,
+/// neither through `context.envKeys` nor through a `$VAR` in any key (`config.<path>`):
+/// its manifests' clauses would read them back a character at a time.
+#[test]
+fn an_untrusted_workspace_cannot_show_the_environment_to_when_clauses() {
+    use crate::scheduler::ApprovalMode;
+    use crate::when::{parse, session_context};
+    // PATH is set wherever tests run, and names a `bin` folder (an absent key reads as "undefined").
+    let layout = Layout::new(
+        json!({}),
+        json!({"context": {"envKeys": ["PATH"]}, "leak": "$PATH"}),
+    );
+    let holds = |s: &Settings, clause: &str| {
+        let ctx = session_context(
+            s,
+            std::slice::from_ref(&layout.project),
+            ApprovalMode::Default,
+        );
+        parse(clause).unwrap().evaluate(&ctx)
+    };
+    let s = layout.load();
+    assert!(s.context.env_keys.is_empty());
+    assert_eq!(s.untrusted_workspace.unwrap().ignored, ["context.envKeys"]);
+    let s = layout.load();
+    assert!(!holds(&s, "env.PATH =~ /bin/"));
+    assert!(!holds(&s, "config.leak =~ /bin/"));
+    assert_eq!(s.raw.pointer("/leak"), Some(&json!("$PATH")));
+    // Trusted, the folder may list them (its commands see the environment anyway).
+    layout.trust(&layout.project, TrustLevel::TrustFolder);
+    let s = layout.load();
+    assert!(holds(&s, "env.PATH =~ /bin/"));
+    assert!(holds(&s, "config.leak =~ /bin/"));
+}

@@ -5,7 +5,8 @@
 //! MCP servers: a stdio server is a command, and even an HTTP one could be sent workspace
 //! data; language servers in `lsp.servers`), make calls run without asking (allow rules,
 //! `tools.allowed`, a permissive approval mode, trust flags), weaken the shell's
-//! confinement, or widen the roots (`context.includeDirectories`). Everything else (deny
+//! confinement, widen the roots (`context.includeDirectories`) or show environment
+//! variables to `when` clauses (`context.envKeys`). Everything else (deny
 //! and ask rules, exclusions, output limits, file filtering) only narrows or is harmless,
 //! and still applies. Hooks (`hooks`) run commands at every step of a call, and
 //! `disableAllHooks` would switch off the person's own hooks: both wait for trust too.
@@ -69,6 +70,10 @@ const RESTRICTED: &[(&str, Refuse)] = &[
     ("tools.files.overwriteReadOnly", Refuse::AnyValue),
     // Widens the roots.
     ("context.includeDirectories", Refuse::AnyValue),
+    // Shows environment variables to `when` clauses, which the project's own manifests
+    // can use as an oracle (a clause per character, read back from the offered tools).
+    // A trusted folder may list them (see `settings/named_files.rs`).
+    ("context.envKeys", Refuse::AnyValue),
     // Opens private addresses to web_fetch.
     ("tools.webFetch.allowHosts", Refuse::AnyValue),
     ("tools.webFetch.allowPrivateAddresses", Refuse::AnyValue),

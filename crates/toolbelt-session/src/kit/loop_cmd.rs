@@ -69,7 +69,8 @@ pub fn run(tasks: Option<&Arc<CronTasks>>, rest: &str) -> (String, Option<String
             prompt,
             rounded_from,
         } => {
-            let made = cron::CronExpr::parse(&cron).and_then(|c| tasks.create(c, &prompt, true));
+            let made =
+                cron::CronExpr::parse(&cron).and_then(|c| tasks.create(c, &prompt, true, false));
             match made {
                 Ok(task) => {
                     let rounded = rounded_from

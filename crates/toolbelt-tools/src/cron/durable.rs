@@ -1,8 +1,10 @@
-//! Durable scheduled prompts: only when the person's settings ask for them
-//! (`experimental.cronDurable`, which an untrusted folder's settings cannot set), the
-//! schedule is saved to a file of the person's own (beside the project's saved
-//! sessions, never in the workspace) after every change and read back at the next
-//! start. What is read back is bounded (size, [`MAX_TASKS`]) and checked like a new
+//! Durable scheduled prompts: only when the person's settings allow them
+//! (`experimental.cronDurable`, which an untrusted folder's settings cannot set) and
+//! the person approved the task (`cron_create` with `durable` asks), the durable tasks
+//! are saved to a file of the person's own (beside the project's saved sessions, never
+//! in the workspace) after every change and read back at the next start. Each names the
+//! session and project that made it, told when it fires. An entry without them was
+//! saved by a build that did not ask, so it is not read back. What is read back is bounded (size, [`MAX_TASKS`]) and checked like a new
 //! task: a bad entry is skipped with a warning. Next times are counted from the start
 //! (no catch-up); the expiry counts from each task's creation, as before the restart.
 
@@ -12,7 +14,7 @@ use chrono::{Local, TimeZone};
 use serde::{Deserialize, Serialize};
 
 use super::expr::CronExpr;
-use super::tasks::{CronTask, MAX_TASKS};
+use super::tasks::{CronTask, MAX_TASKS, TaskOrigin};
 
 /// The largest file read back.
 const MAX_FILE_BYTES: u64 = 1024 * 1024;
@@ -26,20 +28,35 @@ struct Saved {
     recurring: bool,
     /// Milliseconds since the epoch.
     created_ms: i64,
+    /// The session that made it.
+    #[serde(default)]
+    session: Option<String>,
+    /// The project it was made in.
+    #[serde(default)]
+    project: Option<String>,
 }
 
-/// Writes `tasks` to `path` (atomically).
+/// Writes the durable ones of `tasks` to `path` (atomically).
 pub(super) fn save(path: &Path, tasks: &[CronTask]) -> std::io::Result<()> {
     let saved: Vec<Saved> = tasks
         .iter()
-        .map(|t| Saved {
-            id: t.id.clone(),
-            cron: t.cron.as_str().to_string(),
-            prompt: t.prompt.clone(),
-            recurring: t.recurring,
-            created_ms: t.created.timestamp_millis(),
+        .filter_map(|t| {
+            let origin = t.durable.as_ref()?;
+            Some(Saved {
+                id: t.id.clone(),
+                cron: t.cron.as_str().to_string(),
+                prompt: t.prompt.clone(),
+                recurring: t.recurring,
+                created_ms: t.created.timestamp_millis(),
+                session: Some(origin.session.clone()),
+                project: Some(origin.project.clone()),
+            })
         })
         .collect();
+    // A session that never made a durable task leaves no file behind.
+    if saved.is_empty() && !path.exists() {
+        return Ok(());
+    }
     let bytes = serde_json::to_vec_pretty(&saved).map_err(std::io::Error::other)?;
     if let Some(dir) = path.parent() {
         toolbelt_core::store_files::create_dir_all(dir)?;
@@ -80,6 +97,16 @@ pub(super) fn load(path: &Path) -> (Vec<Restored>, Vec<String>) {
     for entry in saved.into_iter().take(MAX_TASKS) {
         let valid_id = entry.id.len() == 8 && entry.id.bytes().all(|b| b.is_ascii_hexdigit());
         let created = Local.timestamp_millis_opt(entry.created_ms).single();
+        let origin = match (entry.session, entry.project) {
+            (Some(session), Some(project)) => TaskOrigin { session, project },
+            _ => {
+                warnings.push(format!(
+                    "scheduled task {} skipped: it names no session and project, so it was saved without the user's approval (by an older toolbelt)",
+                    entry.id
+                ));
+                continue;
+            }
+        };
         match (valid_id, CronExpr::parse(&entry.cron), created) {
             (true, Ok(cron), Some(created)) if !entry.prompt.trim().is_empty() => {
                 restored.push(Restored {
@@ -88,6 +115,7 @@ pub(super) fn load(path: &Path) -> (Vec<Restored>, Vec<String>) {
                     prompt: entry.prompt,
                     recurring: entry.recurring,
                     created,
+                    origin,
                 });
             }
             (_, Err(e), _) => warnings.push(format!("scheduled task {} skipped: {e}", entry.id)),
@@ -104,4 +132,5 @@ pub(super) struct Restored {
     pub(super) prompt: String,
     pub(super) recurring: bool,
     pub(super) created: chrono::DateTime<Local>,
+    pub(super) origin: TaskOrigin,
 }

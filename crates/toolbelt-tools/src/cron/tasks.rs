@@ -44,6 +44,31 @@ pub struct CronTask {
     pub created: DateTime<Local>,
     /// When it fires next (jitter included).
     pub next_fire: DateTime<Local>,
+    /// Where a durable task was made; `None`: this session's only, never saved.
+    pub durable: Option<TaskOrigin>,
+}
+
+/// Where a durable task was made, told when it fires in a later session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskOrigin {
+    /// The session that created it.
+    pub session: String,
+    /// The project folder it was created in.
+    pub project: String,
+}
+
+impl CronTask {
+    /// Where it came from, in words: the session, the project and the time it was made.
+    fn origin_words(&self) -> Option<String> {
+        self.durable.as_ref().map(|o| {
+            format!(
+                "durable task made {} by session {} in {}",
+                self.created.format("%Y-%m-%d %H:%M %Z"),
+                o.session,
+                o.project
+            )
+        })
+    }
 }
 
 /// A prompt that came due.
@@ -55,6 +80,9 @@ pub struct Fired {
     pub prompt: String,
     /// Whether this was its last fire (one-shot, or a recurring task that expired).
     pub last: bool,
+    /// For a durable task, where and when it was made (it may fire in a session that
+    /// did not make it).
+    pub origin: Option<String>,
 }
 
 /// The scheduled prompts of one session.
@@ -63,9 +91,9 @@ pub struct CronTasks {
     clock: Clock,
     /// `None`: recurring tasks never expire.
     max_age: Option<chrono::Duration>,
-    /// Where the schedule is saved after each change (durable tasks; see
-    /// [`super::durable`]); `None`: nothing on disk.
-    file: Mutex<Option<std::path::PathBuf>>,
+    /// Where the durable tasks are saved after each change (see [`super::durable`]),
+    /// and the origin new durable tasks get; `None`: durable tasks are off.
+    file: Mutex<Option<(std::path::PathBuf, TaskOrigin)>>,
 }
 
 impl CronTasks {
@@ -80,10 +108,11 @@ impl CronTasks {
         })
     }
 
-    /// Makes the schedule durable in `file`: what it holds is read back now (next
-    /// times from now), and every change is saved there. Returns warnings about
-    /// entries skipped.
-    pub fn make_durable(&self, file: std::path::PathBuf) -> Vec<String> {
+    /// Allows durable tasks, kept in `file`: what it holds is read back now (next
+    /// times from now), and every change to the durable tasks is saved there. A task
+    /// made from now on is durable only when asked for ([`CronTasks::create`]), with
+    /// `origin`. Returns warnings about entries skipped.
+    pub fn make_durable(&self, file: std::path::PathBuf, origin: TaskOrigin) -> Vec<String> {
         let (restored, warnings) = super::durable::load(&file);
         let now = self.now();
         {
@@ -100,20 +129,26 @@ impl CronTasks {
                         recurring: r.recurring,
                         created: r.created,
                         next_fire,
+                        durable: Some(r.origin),
                     });
                 }
             }
         }
         if let Ok(mut f) = self.file.lock() {
-            *f = Some(file);
+            *f = Some((file, origin));
         }
         warnings
     }
 
-    /// Saves the schedule when it is durable; a failure is a warning.
+    /// Whether durable tasks may be made (the person's settings allow them).
+    pub fn durable_allowed(&self) -> bool {
+        self.file.lock().is_ok_and(|f| f.is_some())
+    }
+
+    /// Saves the durable tasks when they are allowed; a failure is a warning.
     fn saved(&self, tasks: &[CronTask]) {
         let file = self.file.lock().ok().and_then(|f| f.clone());
-        if let Some(file) = file
+        if let Some((file, _)) = file
             && let Err(e) = super::durable::save(&file, tasks)
         {
             tracing::warn!("scheduled tasks not saved to {}: {e}", file.display());
@@ -132,13 +167,26 @@ impl CronTasks {
         (self.clock)()
     }
 
-    /// Schedules `prompt` on `cron`; the task, or why not.
+    /// Schedules `prompt` on `cron`, kept across sessions when `durable` (the person
+    /// must have approved that: `cron_create` asks); the task, or why not.
     pub fn create(
         &self,
         cron: CronExpr,
         prompt: &str,
         recurring: bool,
+        durable: bool,
     ) -> Result<CronTask, String> {
+        let origin = match durable {
+            false => None,
+            true => match self.file.lock().ok().and_then(|f| f.clone()) {
+                Some((_, origin)) => Some(origin),
+                None => {
+                    return Err(
+                        "Durable tasks are off (the user's settings do not set experimental.cronDurable); schedule it without `durable`, for this session only.".to_string(),
+                    );
+                }
+            },
+        };
         let now = self.now();
         let mut tasks = self.lock();
         if tasks.len() >= MAX_TASKS {
@@ -161,6 +209,7 @@ impl CronTasks {
             recurring,
             created: now,
             next_fire,
+            durable: origin,
         };
         tasks.push(task.clone());
         self.saved(&tasks);
@@ -214,6 +263,7 @@ impl CronTasks {
                 id: task.id.clone(),
                 prompt: task.prompt.clone(),
                 last: next.is_none(),
+                origin: task.origin_words(),
             });
             match next {
                 Some(at) => {

@@ -5,7 +5,10 @@
 //! Command bindings always ask, as VS Code's generic confirmation for extension tools
 //! does, unless the person listed the tool in `tools.allowed`. Delegating bindings
 //! (`mcp`, `builtin`) build the target's own call, so its validation, workspace boundary,
-//! confirmation (a diff, a command) and path rules all still apply.
+//! confirmation (a diff, a command) and path rules all still apply. A tool from the
+//! manifests of an untrusted folder asks at every call, also where its target would
+//! not: its fixed arguments are the project's words, not the model's or the person's
+//! (see `declared/untrusted.rs`).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -20,7 +23,7 @@ use toolbelt_core::{
 };
 
 use super::binding::Binding;
-use super::manifest::ToolEntry;
+use super::manifest::{Scope, ToolEntry};
 use super::output::command_result;
 use super::template::{Escape, render};
 use crate::discovered::{CommandSettings, project_root};
@@ -55,6 +58,8 @@ pub(crate) struct DeclaredTool {
     env: Arc<ToolEnvironment>,
     commands: Arc<CommandSettings>,
     prepare_timeout: Duration,
+    /// Declared in a workspace manifest of a folder the person has not trusted.
+    untrusted: bool,
 }
 
 impl DeclaredTool {
@@ -74,6 +79,7 @@ impl DeclaredTool {
             .prepare_timeout
             .and_then(|m| m.duration())
             .unwrap_or(DEFAULT_PREPARE_TIMEOUT);
+        let untrusted = entry.scope == Scope::Workspace && env.settings.untrusted_project.is_some();
         DeclaredTool {
             entry,
             resolved,
@@ -81,6 +87,7 @@ impl DeclaredTool {
             env,
             commands,
             prepare_timeout,
+            untrusted,
         }
     }
 
@@ -109,6 +116,9 @@ impl Tool for DeclaredTool {
         &self.entry.schema
     }
     fn needs_confirmation(&self) -> bool {
+        if self.untrusted {
+            return true;
+        }
         match &self.resolved {
             Resolved::Command { .. } => !self.allowed(),
             Resolved::Delegate { target, .. } => target.tool.needs_confirmation(),
@@ -156,7 +166,11 @@ impl Tool for DeclaredTool {
                     merged.insert(key.clone(), value.clone());
                 }
                 let inner = target.build(Value::Object(merged))?;
-                Ok(Box::new(DelegateCall { common, inner }))
+                Ok(Box::new(DelegateCall {
+                    common,
+                    inner,
+                    untrusted: self.untrusted,
+                }))
             }
         }
     }
@@ -329,10 +343,16 @@ impl Invocation for CommandCall {
 struct DelegateCall {
     common: Common,
     inner: Box<dyn Invocation>,
+    /// Asks even when `inner` would not (see [`DeclaredTool::untrusted`]).
+    untrusted: bool,
 }
 
 impl Invocation for DelegateCall {
     fn describe(&self) -> String {
+        // An untrusted folder's words for the call are not shown as what it does.
+        if self.untrusted {
+            return self.inner.describe();
+        }
         self.common.describe()
     }
 
@@ -353,8 +373,24 @@ impl Invocation for DelegateCall {
 
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
         Box::pin(async move {
-            let mut details = self.inner.confirmation().await?;
-            if let Some(title) = &self.common.messages.title {
+            let Some(mut details) = self.inner.confirmation().await else {
+                // The question shows what really runs (the target's own description),
+                // never the manifest's words for it.
+                return self.untrusted.then(|| ConfirmationDetails::Info {
+                    title: format!(
+                        "Confirm {} (declared by an untrusted folder)",
+                        self.common.display_name
+                    ),
+                    prompt: format!(
+                        "A tool manifest of a folder you have not trusted declares this tool; it runs: {}",
+                        self.inner.describe()
+                    ),
+                    urls: Vec::new(),
+                });
+            };
+            if let Some(title) = &self.common.messages.title
+                && !self.untrusted
+            {
                 set_title(&mut details, title.clone());
             }
             Some(details)

@@ -171,3 +171,41 @@ fn the_global_file_is_under_the_environments_home_never_home_itself() {
         call.describe()
     );
 }
+
+/// Issue 41: a project's `context.fileName` names its own memory file, never the
+/// person's: a global fact goes to `~/.qwen/QWEN.md` (or the person's own name), not to
+/// a file the project picked in the person's folder.
+#[tokio::test]
+async fn a_projects_context_file_name_does_not_pick_the_global_file() {
+    use toolbelt_core::{Settings, SettingsPaths, WorkspaceTrust};
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join(".qwen")).unwrap();
+    std::fs::write(
+        project.join(".qwen/settings.json"),
+        r#"{"context": {"fileName": "NOTES.md"}}"#,
+    )
+    .unwrap();
+    let settings = Settings::load(&SettingsPaths {
+        user: None,
+        workspace: Some(project.join(".qwen/settings.json")),
+        system: None,
+        trust: WorkspaceTrust::Trusted,
+        claude_hooks: Vec::new(),
+    })
+    .unwrap();
+    let fx = crate::test_support::fixture_with(25_000, 1_000, settings);
+    let home = fx.dir.path().join("home");
+    let tool = SaveMemory::with_home(fx.env.clone(), Some(home.clone()));
+    let global = tool.build(json!({"fact": "x", "scope": "global"})).unwrap();
+    let own = home.join(".qwen/QWEN.md").display().to_string();
+    assert!(global.describe().contains(&own), "{}", global.describe());
+    let local = tool
+        .build(json!({"fact": "x", "scope": "project"}))
+        .unwrap();
+    assert!(
+        local.describe().contains("NOTES.md"),
+        "{}",
+        local.describe()
+    );
+}

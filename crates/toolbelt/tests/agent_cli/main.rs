@@ -13,6 +13,7 @@ mod monitor;
 mod planning;
 mod protected;
 mod pty;
+mod repository_reach;
 mod resume;
 mod sessions;
 mod skills;

@@ -306,14 +306,19 @@ fn find_file(dir: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
     None
 }
 
-/// A stream-json session where the model schedules a prompt; returns its exit code.
+/// A stream-json session where the model schedules a prompt; returns its exit code
+/// and its output.
 async fn schedule_in_stream_json(w: &Workspace) -> i32 {
+    let args = json!({"cron": "17 3 * * *", "prompt": "nightly check"});
+    let (code, out) = schedule_with(w, args, &[]).await;
+    assert!(out.contains("Scheduled task"), "{out}");
+    code
+}
+
+/// A stream-json session (with `flags`) where the model calls `cron_create` with `args`.
+async fn schedule_with(w: &Workspace, args: serde_json::Value, flags: &[&str]) -> (i32, String) {
     let server = FakeOpenAi::start(vec![
-        call(
-            "c1",
-            "cron_create",
-            json!({"cron": "17 3 * * *", "prompt": "nightly check"}),
-        ),
+        call("c1", "cron_create", args),
         Reply::text("Scheduled."),
     ])
     .await
@@ -325,32 +330,30 @@ async fn schedule_in_stream_json(w: &Workspace) -> i32 {
         ("OPENAI_MODEL", "m"),
     ];
     let input = json!({"type": "user", "session_id": "", "message": {"role": "user", "content": "every night"}, "parent_tool_use_id": null}).to_string();
-    let out = w
-        .run(
-            &[
-                "--input-format",
-                "stream-json",
-                "--output-format",
-                "stream-json",
-            ],
-            &env,
-            Some(&input),
-        )
-        .await;
-    assert!(out.stdout.contains("Scheduled task"), "{}", out.stdout);
-    out.code
+    let mut args = vec![
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+    ];
+    args.extend(flags);
+    let out = w.run(&args, &env, Some(&input)).await;
+    (out.code, out.stdout)
 }
 
-/// Durable scheduled tasks are written only when the person's settings ask: a cloned
-/// repository's settings cannot turn them on.
+/// Durable scheduled tasks are written only when the person's settings allow them (a
+/// cloned repository's settings cannot) and the person approves the task (issue 41):
+/// a session task is never saved, and a durable one is refused where nobody can be
+/// asked; approved (here by yolo), it is saved with the session and project that made it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_the_persons_settings_make_scheduled_tasks_durable() {
+async fn only_the_persons_settings_and_yes_make_scheduled_tasks_durable() {
     let w = Workspace::new();
+    let durable = json!({"cron": "17 3 * * *", "prompt": "nightly check", "durable": true});
     w.write(
         ".qwen/settings.json",
         r#"{"experimental": {"cronDurable": true}}"#,
     );
-    assert_eq!(schedule_in_stream_json(&w).await, 0);
+    assert_eq!(schedule_with(&w, durable.clone(), &["--yolo"]).await.0, 0);
     assert_eq!(find_file(w.dir.path(), "scheduled-tasks.json"), None);
     let home = w.dir.path().join("home/.qwen");
     std::fs::create_dir_all(&home).unwrap();
@@ -360,11 +363,22 @@ async fn only_the_persons_settings_make_scheduled_tasks_durable() {
     )
     .unwrap();
     assert_eq!(schedule_in_stream_json(&w).await, 0);
+    assert_eq!(find_file(w.dir.path(), "scheduled-tasks.json"), None);
+    let (code, out) = schedule_with(&w, durable.clone(), &[]).await;
+    assert_eq!(code, 0);
+    // stream-json asks the client, which cannot answer here: refused, nothing kept.
+    assert!(out.contains("execution_denied"), "{out}");
+    assert_eq!(find_file(w.dir.path(), "scheduled-tasks.json"), None);
+    let (code, out) = schedule_with(&w, durable, &["--yolo"]).await;
+    assert_eq!(code, 0, "{out}");
     let file = find_file(w.dir.path(), "scheduled-tasks.json").expect("no durable file");
     assert!(!file.starts_with(w.ws()), "{}", file.display());
     let saved = std::fs::read_to_string(&file).unwrap();
     assert!(
-        saved.contains("nightly check") && saved.contains("17 3 * * *"),
+        saved.contains("nightly check")
+            && saved.contains("17 3 * * *")
+            && saved.contains(&w.ws().display().to_string())
+            && saved.contains("\"session\""),
         "{saved}"
     );
 }
