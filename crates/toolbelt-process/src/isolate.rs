@@ -118,11 +118,27 @@ impl IsolationStep {
             Isolation::Processes if support().processes.is_ok() => PID,
             Isolation::Processes => 0,
             Isolation::Sealed if support().sealed.is_ok() => PID | NET | needs_user(),
-            Isolation::Sealed if support().processes.is_ok() => PID,
-            Isolation::Sealed => 0,
+            Isolation::Sealed => {
+                warn_missing(support());
+                if support().processes.is_ok() { PID } else { 0 }
+            }
         };
         self.flags.store(flags, Ordering::Relaxed);
     }
+}
+
+/// Says once per process which layer an unasked command goes without (the first such
+/// command, not every session start: the probe is paid only where it is needed).
+fn warn_missing(support: &IsolationSupport) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        if let Err(why) = &support.sealed {
+            tracing::warn!(
+                "unasked commands run without namespaces of their own ({why}); the Landlock and seccomp \
+                 sandbox still confines them (`toolbelt sandbox` shows every layer)"
+            );
+        }
+    });
 }
 
 fn needs_user() -> u8 {

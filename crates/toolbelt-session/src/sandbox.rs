@@ -78,6 +78,7 @@ pub fn report(env: &ToolEnvironment, support: &SandboxSupport, out: Lines<'_>) {
         ),
         Err(why) => say!(out, "seccomp: unavailable ({why})"),
     }
+    report_isolation(out);
     let unasked = match support.can_confine() {
         Ok(()) => {
             let l = &settings.shell.limits;
@@ -116,6 +117,35 @@ pub fn report(env: &ToolEnvironment, support: &SandboxSupport, out: Lines<'_>) {
         .map(|r| r.display().to_string())
         .collect();
     say!(out, "Workspace: {}", roots.join(", "));
+}
+
+/// The process layers of every child (`toolbelt_process::isolate`): what holds
+/// everywhere, and which namespaces this machine grants, naming any that is missing.
+fn report_isolation(out: Lines<'_>) {
+    say!(
+        out,
+        "Every command: a session of its own (no controlling terminal) and no descriptor but 0-2"
+    );
+    let support = toolbelt_process::isolate::support();
+    match &support.sealed {
+        Ok(()) => say!(
+            out,
+            "Namespaces: unasked commands get PID, mount and network namespaces of their own (their own \
+             /proc, no network, everything they leave ended with them)"
+        ),
+        Err(why) => match &support.processes {
+            Ok(()) => say!(
+                out,
+                "Namespaces: unasked commands get a PID and mount namespace of their own but share the \
+                 network namespace, which the sandbox still confines (MISSING: {why})"
+            ),
+            Err(_) => say!(
+                out,
+                "Namespaces: MISSING ({why}); unasked commands see the machine's processes, and what they \
+                 leave is ended by toolbelt's owner marker and guardian, not by the kernel"
+            ),
+        },
+    }
 }
 
 /// The shell tool as the session has it, with a context of an unasked call.

@@ -181,6 +181,8 @@ pub(crate) struct PreparedSandbox {
     ruleset: RulesetCreated,
     filter: &'static seccomp::Programs,
     limits: Option<Limits>,
+    /// Whether the child allows reading the `/proc` it sees (see [`allow_own_proc`]).
+    own_proc: bool,
 }
 
 /// Why the sandbox cannot be used.
@@ -213,6 +215,7 @@ impl PreparedSandbox {
             ruleset,
             filter,
             limits: Some(limits),
+            own_proc: hidden.leaves_proc_readable(),
         })
     }
 
@@ -228,6 +231,7 @@ impl PreparedSandbox {
                 ruleset,
                 filter,
                 limits: None,
+                own_proc: false,
             })
         });
         built.map_err(|e| {
@@ -260,6 +264,7 @@ impl PreparedSandbox {
         let mut ruleset = Some(self.ruleset);
         let filter = self.filter;
         let limits = self.limits;
+        let own_proc = self.own_proc;
         // Safety: the closure runs in the forked child before exec. It sets resource
         // limits computed in the parent (prlimit64), calls `restrict_self` (prctl and
         // landlock_restrict_self) on a ruleset built in the parent and then applies BPF
@@ -271,14 +276,42 @@ impl PreparedSandbox {
                 if let Some(limits) = &limits {
                     limits.apply()?;
                 }
-                let Some(r) = ruleset.take() else {
+                let Some(mut r) = ruleset.take() else {
                     return Err(std::io::Error::from_raw_os_error(libc::EPERM));
                 };
+                if own_proc {
+                    r = allow_own_proc(r)?;
+                }
                 r.restrict_self()
                     .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
                 seccomp::apply(filter)
             });
         }
+    }
+}
+
+/// In the child, before `restrict_self`: reading allowed beneath the `/proc` this
+/// process sees. An unasked command's PID namespace mounts a `/proc` of its own after
+/// the parent built the ruleset, whose rule for `/proc` names the machine's; without this
+/// rule nothing in the new one could be read (`ps`, `/proc/self/limits`). Where no new
+/// `/proc` was mounted, the rule repeats the parent's. Only system calls: the path is a
+/// literal, the descriptor borrowed and closed here.
+fn allow_own_proc(ruleset: RulesetCreated) -> std::io::Result<RulesetCreated> {
+    // Safety: `open` of a NUL-terminated literal; the descriptor is valid until the
+    // `close` below, after the rule that borrows it was added.
+    #[allow(unsafe_code)]
+    unsafe {
+        let fd = libc::open(
+            c"/proc".as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return Ok(ruleset);
+        }
+        let borrowed = std::os::fd::BorrowedFd::borrow_raw(fd);
+        let added = ruleset.add_rule(PathBeneath::new(borrowed, read_access()));
+        libc::close(fd);
+        added.map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))
     }
 }
 

@@ -116,6 +116,19 @@ impl Hidden {
     }
 }
 
+impl Hidden {
+    /// Whether nothing hidden lies in `/proc` (the terminals never do), so that a `/proc`
+    /// mounted in the child's own namespace may be readable whole.
+    pub(crate) fn leaves_proc_readable(&self) -> bool {
+        let proc = Path::new("/proc");
+        !self
+            .paths
+            .iter()
+            .chain(&self.walked)
+            .any(|p| p.starts_with(proc) || proc.starts_with(p))
+    }
+}
+
 /// The identity and modification time of a directory, or that it is missing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Stamp {
