@@ -67,17 +67,7 @@ pub fn report(env: &ToolEnvironment, support: &SandboxSupport, out: Lines<'_>) {
         }
         Err(why) => say!(out, "Landlock: unavailable ({why})"),
     }
-    match support.seccomp() {
-        Ok(()) => say!(
-            out,
-            "seccomp: available; refused with EPERM: mode, owner, times and extended attributes, sockets \
-             (read-only: all; workspace: all but AF_UNIX), ptrace, mounts, keys, bpf, io_uring, perf, \
-             clock, host name, modules, reboot, namespaces (unshare, setns, clone with CLONE_NEW*; clone3 \
-             answers ENOSYS), terminal ioctls (TIOCSTI, TIOCLINUX, TIOCSPGRP, TIOCSCTTY, TIOCCONS), \
-             limits, priority and scheduling of another process, flock (read-only)"
-        ),
-        Err(why) => say!(out, "seccomp: unavailable ({why})"),
-    }
+    report_seccomp(support, out);
     report_isolation(out);
     let unasked = match support.can_confine() {
         Ok(()) => {
@@ -117,6 +107,21 @@ pub fn report(env: &ToolEnvironment, support: &SandboxSupport, out: Lines<'_>) {
         .map(|r| r.display().to_string())
         .collect();
     say!(out, "Workspace: {}", roots.join(", "));
+}
+
+/// What seccomp refuses, or why it cannot.
+fn report_seccomp(support: &SandboxSupport, out: Lines<'_>) {
+    match support.seccomp() {
+        Ok(()) => say!(
+            out,
+            "seccomp: available; refused with EPERM: mode, owner, times and extended attributes, sockets \
+             (read-only: all; workspace: all but AF_UNIX), ptrace, mounts, keys, bpf, io_uring, perf, \
+             clock, host name, modules, reboot, namespaces (unshare, setns, clone with CLONE_NEW*; clone3 \
+             answers ENOSYS), terminal ioctls (TIOCSTI, TIOCLINUX, TIOCSPGRP, TIOCSCTTY, TIOCCONS), \
+             limits, priority and scheduling of another process, flock (read-only)"
+        ),
+        Err(why) => say!(out, "seccomp: unavailable ({why})"),
+    }
 }
 
 /// The process layers of every child (`toolbelt_process::isolate`): what holds
