@@ -15,16 +15,19 @@
 //! 2. marks every descriptor from 3 up close-on-exec (`close_range`), so whatever
 //!    toolbelt's parent left open (`>&7`) is not inherited;
 //! 3. with a PID namespace ([`Isolation::Processes`] and [`Isolation::Sealed`], the
-//!    commands nobody approved): `unshare`s the PID and mount namespaces (and a user namespace
-//!    where toolbelt is not privileged, mapping the user to itself; and the network one
-//!    for [`Isolation::Sealed`]), then forks a process that is PID 1 of the new namespace
-//!    (the *init*). The init sets `PR_SET_PDEATHSIG` to SIGKILL, mounts a `/proc` of its
-//!    own namespace, reports success over a pipe, and forks the command itself (PID 2),
-//!    which goes on to `exec`. The init reaps what re-parents to it and exits as soon as
-//!    the command does, which makes the kernel kill everything left in the namespace.
-//!    The first child (the *relay*, the one toolbelt sees and records) closes every
-//!    descriptor, ignores the termination signals a process group receives, waits for
-//!    the init and ends the way the command ended (its exit code, or the same signal).
+//!    commands nobody approved): `unshare`s the PID and mount namespaces (and a user
+//!    namespace where toolbelt is not privileged, mapping the user to itself; and the
+//!    network one for [`Isolation::Sealed`]), then forks the process that is PID 1 of the
+//!    new namespace. It sets `PR_SET_PDEATHSIG` to SIGKILL, mounts a `/proc` of its own
+//!    namespace, reports success over a pipe and goes on to `exec` the command: the
+//!    command is the namespace's init, so no copy of toolbelt's memory (its environment,
+//!    the model's key) is left inside for a command to read through `/proc/1/mem`. When
+//!    it exits the kernel kills everything left in the namespace. The first child (the
+//!    *relay*, the one toolbelt sees and records) closes every descriptor, waits for it
+//!    and ends the way it ended (its exit code, or the same signal). An init ignores
+//!    termination signals from outside that it does not handle, so the relay turns the
+//!    ones its process group receives (toolbelt ending the call) into SIGKILL of the
+//!    namespace, and then ends by the signal it was sent.
 //!
 //! So a daemon the command leaves behind, double-forked, non-dumpable or with its
 //! environment cleared, dies when the command's main process does, however toolbelt
@@ -32,10 +35,11 @@
 //! (`kill`, `prlimit`, `setpriority` reach only the namespace), and `/proc` shows only the
 //! namespace's processes, so no other process's environment can be read.
 //!
-//! **Cost.** Two more `fork`s and the namespaces' creation per command (measured in
-//! BENCHMARKS.md against an unconfined spawn). The relay and the init never allocate:
+//! **Cost.** One more `fork` and the namespaces' creation per command (measured in
+//! BENCHMARKS.md against an unconfined spawn). The relay and PID 1 never allocate:
 //! every path and map line is prepared in the parent, and only system calls run after
-//! `fork`.
+//! `fork`. A command cannot kill itself by a signal from inside its namespace (`kill
+//! $$` is ignored by an init), only from outside.
 //!
 //! **Where the kernel refuses** (no user namespaces for unprivileged users, a container
 //! without `CAP_SYS_ADMIN`): probed once per process ([`support`]) by running the whole
@@ -53,7 +57,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 
 /// How far a child is cut off beyond its session and descriptors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,8 +93,11 @@ pub struct IsolationSupport {
 const PID: u8 = 1;
 const NET: u8 = 2;
 const USER: u8 = 4;
-/// The probe: the command (PID 2) exits before `exec`.
+/// The probe: the command (PID 1 of its namespace) exits before `exec`.
 const PROBE: u8 = 8;
+
+/// `CAP_SYS_PTRACE` of `linux/capability.h` (the `libc` crate does not name it).
+const CAP_SYS_PTRACE: libc::c_ulong = 19;
 
 /// The one step installed on every command: see the module documentation.
 #[derive(Debug)]
@@ -150,7 +157,7 @@ fn needs_user() -> u8 {
 }
 
 /// What the machine grants, probed on first use by running the set-up in children that
-/// exit before `exec` (three `fork`s each, about a millisecond).
+/// exit before `exec` (two `fork`s each, under a millisecond).
 pub fn support() -> &'static IsolationSupport {
     static SUPPORT: OnceLock<IsolationSupport> = OnceLock::new();
     SUPPORT.get_or_init(|| IsolationSupport {
@@ -236,7 +243,7 @@ impl Plan {
                 return Ok(());
             }
             self.unshare(flags)?;
-            self.fork_init(flags)
+            self.fork_first(flags)
         }
     }
 
@@ -262,9 +269,10 @@ impl Plan {
         Ok(())
     }
 
-    /// Forks the init; this process becomes the relay and never returns unless the init
-    /// failed to set up (then the error goes to the spawner as an `exec` error would).
-    unsafe fn fork_init(&self, flags: u8) -> io::Result<()> {
+    /// Forks the command's first process, PID 1 of the new namespace; this process
+    /// becomes the relay and never returns unless the set-up in the namespace failed
+    /// (then the error goes to the spawner as an `exec` error would).
+    unsafe fn fork_first(&self, flags: u8) -> io::Result<()> {
         let mut fds = [0i32; 2];
         // Safety: plain system calls; after the fork each side only makes system calls.
         unsafe {
@@ -276,19 +284,21 @@ impl Plan {
                 -1 => Err(io::Error::last_os_error()),
                 0 => {
                     libc::close(read);
-                    self.init(write, flags)
+                    self.first(write, flags)
                 }
-                init => {
+                first => {
                     libc::close(write);
-                    relay(init, read)
+                    relay(first, read)
                 }
             }
         }
     }
 
-    /// PID 1 of the namespace: dies with the relay, mounts its `/proc`, reports, forks
-    /// the command and waits for it. Returns only in the command (PID 2).
-    unsafe fn init(&self, report: i32, flags: u8) -> io::Result<()> {
+    /// PID 1 of the namespace, which goes on to `exec` the command: it dies with the
+    /// relay, mounts its `/proc` and reports. The command itself is the namespace's
+    /// init, so no copy of toolbelt's memory (its environment, the model's key) is left
+    /// in the namespace for a command to read through `/proc/1/mem`.
+    unsafe fn first(&self, report: i32, flags: u8) -> io::Result<()> {
         // Safety: plain system calls.
         unsafe {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -314,52 +324,64 @@ impl Plan {
                 libc::_exit(1);
             }
             write_all(report, &0i32.to_ne_bytes());
-            let command = libc::fork();
-            if command == 0 {
-                libc::close(report);
-                if flags & PROBE != 0 {
-                    libc::_exit(0);
-                }
-                return Ok(());
+            libc::close(report);
+            if flags & PROBE != 0 {
+                libc::_exit(0);
             }
-            if command < 0 {
-                libc::_exit(126);
+            if flags & NET != 0 {
+                // A sealed command run by root keeps no CAP_SYS_PTRACE after `exec`.
+                libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE);
             }
-            close_all_but(report);
-            let status = reap_until(command);
-            write_all(report, &status.to_ne_bytes());
-            libc::_exit(0)
+        }
+        Ok(())
+    }
+}
+
+/// The relay's child (PID 1 of the namespace), for its signal handler.
+static FIRST: AtomicI32 = AtomicI32::new(0);
+/// The signal that made the relay end the namespace.
+static RELAYED: AtomicI32 = AtomicI32::new(0);
+
+/// A termination signal to the relay (the command's process group was told to end):
+/// PID 1 of a namespace ignores such signals from outside unless it handles them, so
+/// the relay ends the namespace, and with it everything in it, at once.
+extern "C" fn end_namespace(signal: libc::c_int) {
+    RELAYED.store(signal, Ordering::Relaxed);
+    let first = FIRST.load(Ordering::Relaxed);
+    if first > 0 {
+        // Safety: `kill` is async-signal-safe.
+        unsafe {
+            libc::kill(first, libc::SIGKILL);
         }
     }
 }
 
-/// The relay: waits for the init's set-up report; on failure returns the error (the
-/// spawner reports it like a failed `exec`); on success closes everything, ignores the
-/// group's termination signals and ends as the command ended.
-unsafe fn relay(init: libc::pid_t, report: i32) -> io::Result<()> {
+/// The relay: waits for the namespace's set-up report; on failure returns the error
+/// (the spawner reports it like a failed `exec`); on success closes everything, turns
+/// the group's termination signals into the end of the namespace, and ends as the
+/// command ended (or by the signal it was told to end by).
+unsafe fn relay(first: libc::pid_t, report: i32) -> io::Result<()> {
     // Safety: plain system calls.
     unsafe {
         let mut setup = [0u8; 4];
         if read_exact(report, &mut setup) && i32::from_ne_bytes(setup) != 0 {
             let mut status = 0;
-            libc::waitpid(init, &mut status, 0);
+            libc::waitpid(first, &mut status, 0);
             return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(setup)));
         }
+        FIRST.store(first, Ordering::Relaxed);
         for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
-            libc::signal(signal, libc::SIG_IGN);
+            libc::signal(signal, end_namespace as *const () as libc::sighandler_t);
         }
-        close_all_but(report);
-        let mut command_status = [0u8; 4];
-        let reported = read_exact(report, &mut command_status);
-        let mut init_status = 0;
-        while libc::waitpid(init, &mut init_status, 0) < 0
+        close_all();
+        let mut status = 0;
+        while libc::waitpid(first, &mut status, 0) < 0
             && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
         {}
-        let status = if reported {
-            i32::from_ne_bytes(command_status)
-        } else {
-            init_status
-        };
+        let relayed = RELAYED.load(Ordering::Relaxed);
+        if relayed != 0 && libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL {
+            end_as(relayed & 0x7f)
+        }
         end_as(status)
     }
 }
@@ -387,21 +409,6 @@ unsafe fn end_as(status: i32) -> ! {
     }
 }
 
-/// Reaps every child until `command` exits; its status.
-unsafe fn reap_until(command: libc::pid_t) -> i32 {
-    let mut status = 0;
-    loop {
-        // Safety: plain system call.
-        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
-        if pid == command {
-            return status;
-        }
-        if pid < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return status;
-        }
-    }
-}
-
 /// Marks every descriptor from `first` up close-on-exec.
 unsafe fn cloexec_from(first: u32) {
     const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
@@ -426,17 +433,14 @@ unsafe fn cloexec_from(first: u32) {
     }
 }
 
-/// Closes every descriptor but `keep` (the relay and the init need nothing else, and
-/// holding a copy of the command's output pipe would keep its reader from end-of-file).
-unsafe fn close_all_but(keep: i32) {
+/// Closes every descriptor (the relay needs none, and holding a copy of the command's
+/// output pipe or of the spawner's error pipe would keep their readers from end-of-file).
+unsafe fn close_all() {
     // Safety: plain system calls; a failure leaves the descriptors close-on-exec, which
-    // the relay and init never reach, so they would only be held a little longer.
+    // the relay never reaches, so they would only be held a little longer.
     unsafe {
-        for fd in 0..keep {
-            libc::close(fd);
-        }
-        if libc::syscall(libc::SYS_close_range, keep as u32 + 1, u32::MAX, 0) != 0 {
-            for fd in keep + 1..1024 {
+        if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
+            for fd in 0..1024 {
                 libc::close(fd);
             }
         }

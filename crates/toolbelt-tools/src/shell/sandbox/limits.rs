@@ -8,7 +8,8 @@
 //! It is set to the tasks the machine runs now (`/proc/loadavg`, at least the user's
 //! own) plus `processes`. The kernel never applies it to root: a command run as root
 //! has no process cap from here. Soft and hard limits are both set (CPU: the hard one a
-//! second later, so `SIGXCPU` comes before `SIGKILL`), and only ever lowered.
+//! second later, so `SIGXCPU` comes before `SIGKILL`; a command that is its PID
+//! namespace's init ignores `SIGXCPU` and ends by the `SIGKILL`), and only ever lowered.
 
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 use toolbelt_core::settings::ShellLimits;
@@ -79,9 +80,19 @@ fn machine_tasks() -> u64 {
 /// The note for a result whose command seems to have reached a limit (`signal` it
 /// died of, `output` it printed), naming the setting to raise.
 pub(crate) fn limit_note(signal: Option<i32>, output: &str) -> Option<String> {
-    let setting = if signal == Some(libc::SIGXCPU) || output.contains("CPU time limit exceeded") {
+    // In a PID namespace of its own the command is the namespace's init, which the
+    // kernel does not stop with SIGXCPU or SIGXFSZ: the CPU limit then ends it with the
+    // hard limit's SIGKILL (toolbelt's own endings, a time-out or a cancel, carry no
+    // note), and a write past the file limit fails with "File too large".
+    let setting = if signal == Some(libc::SIGXCPU)
+        || signal == Some(libc::SIGKILL)
+        || output.contains("CPU time limit exceeded")
+    {
         "cpuSeconds (CPU time)"
-    } else if signal == Some(libc::SIGXFSZ) || output.contains("File size limit exceeded") {
+    } else if signal == Some(libc::SIGXFSZ)
+        || output.contains("File size limit exceeded")
+        || output.contains("File too large")
+    {
         "fileSizeMb (file size)"
     } else if [
         "memory exhausted",
