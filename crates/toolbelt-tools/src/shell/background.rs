@@ -116,7 +116,15 @@ pub struct JobTable {
     unasked_log_budget: Arc<LogBudget>,
     /// Logs of unasked commands, removed when the table goes (the session ends).
     unasked_logs: Mutex<Vec<PathBuf>>,
+    /// The ids of the jobs nobody approved (see [`MAX_UNASKED_JOBS`]).
+    unasked_jobs: Mutex<Vec<String>>,
 }
+
+/// How many jobs started without the person's approval may run at once. Each is
+/// confined and limited in CPU time, but their number was not: twelve `md5sum
+/// /dev/zero` jobs ran unasked. Past this number a further one asks (what the person
+/// approves runs as approved), so the model learns to stop jobs it no longer needs.
+pub(crate) const MAX_UNASKED_JOBS: usize = 4;
 
 /// The connection a call id names: `mcp-3-` of `mcp-3-17`, as `toolbelt mcp serve`
 /// numbers its calls; empty for any other id (one session, one owner).
@@ -161,7 +169,29 @@ impl JobTable {
             unasked_log_budget: LogBudget::within(&log_budget, UNASKED_LOG_BUDGET),
             log_budget,
             unasked_logs: Mutex::default(),
+            unasked_jobs: Mutex::default(),
         }
+    }
+
+    /// Records that the job `id` was started without the person's approval.
+    pub(crate) fn note_unasked(&self, id: &str) {
+        if let Ok(mut ids) = self.unasked_jobs.lock() {
+            ids.push(id.to_string());
+        }
+    }
+
+    /// How many jobs started without approval are still running.
+    pub(crate) fn running_unasked(&self) -> usize {
+        let ids = match self.unasked_jobs.lock() {
+            Ok(ids) => ids.clone(),
+            Err(_) => return 0,
+        };
+        ids.iter()
+            .filter(|id| {
+                self.get(id)
+                    .is_some_and(|job| job.status == JobStatus::Running)
+            })
+            .count()
     }
 
     /// The same table with a log budget of `bytes`, half of it for unasked commands (a

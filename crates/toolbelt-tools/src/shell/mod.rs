@@ -22,7 +22,7 @@
 //! Signal, Background PIDs, Process Group PGID), so prompts tuned for it carry over. A
 //! non-zero exit is a normal result the model reads; only failing to start is an error.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -313,12 +313,18 @@ impl Invocation for ShellCall {
                     || repository_config_is_inert(&self.cwd).await);
             // A command that runs unasked runs confined; where it cannot be, it asks.
             let unconfinable = self.unasked_confinement().err();
-            if inert && unconfinable.is_none() {
+            let crowded =
+                self.background && self.jobs.running_unasked() >= background::MAX_UNASKED_JOBS;
+            if inert && unconfinable.is_none() && !crowded {
                 return None;
             }
             let title = match unconfinable.as_ref().filter(|_| inert) {
                 Some(why) => format!(
                     "Confirm Shell Command (read-only, but it cannot run unasked: this system cannot confine it, {why}; tools.shell.allowUnsandboxed: true runs such commands unconfined)"
+                ),
+                None if inert && crowded => format!(
+                    "Confirm Shell Command (read-only, but {} background jobs started without approval are still running; stop one with task_stop to start another unasked)",
+                    background::MAX_UNASKED_JOBS
                 ),
                 None => "Confirm Shell Command".to_string(),
             };
@@ -490,6 +496,9 @@ impl ShellCall {
             Ok(r) => r,
             Err(e) => return self.spawn_error(&e),
         };
+        if consent != Consent::Approved {
+            self.jobs.note_unasked(&id);
+        }
         let job = self.jobs.add(
             Job {
                 id: id.clone(),
@@ -504,6 +513,11 @@ impl ShellCall {
             owner,
             running.log_copied,
         );
+        self.started(&id, &job, &log_path)
+    }
+
+    /// What the model and a display are told of a job that started.
+    fn started(&self, id: &str, job: &Job, log_path: &Path) -> ToolResult {
         let text = format!(
             "Background command started.\nid: {id}\nCommand: {}\nDirectory: {}\nPID: {}\nProcess Group PGID: {}\nOutput file: {}\n\
              The job keeps running after this call; its standard output and standard error go to the output file, \

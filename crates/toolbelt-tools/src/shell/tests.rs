@@ -708,3 +708,42 @@ async fn a_command_longer_than_the_kernel_passes_is_refused_before_anything_is_a
 }
 
 mod logs;
+
+#[tokio::test]
+async fn unasked_background_jobs_are_few_and_the_next_one_asks() {
+    let f = fixture();
+    if SandboxSupport::detect().can_confine().is_err() {
+        // Without a sandbox every unasked command asks already.
+        return;
+    }
+    let mut pids = Vec::new();
+    for _ in 0..background::MAX_UNASKED_JOBS {
+        let call = f.build(json!({"command": "tail -f /dev/null", "is_background": true}));
+        assert!(call.confirmation().await.is_none(), "runs unasked");
+        let r = call.execute(ExecContext::new(f.env.clone())).await;
+        let text = r.llm_text();
+        let pid: u32 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("PID: "))
+            .unwrap_or_else(|| panic!("{text}"))
+            .parse()
+            .unwrap();
+        pids.push(pid);
+    }
+    let call = f.build(json!({"command": "tail -f /dev/null", "is_background": true}));
+    match call.confirmation().await {
+        Some(ConfirmationDetails::Exec { title, .. }) => {
+            assert!(title.contains("background jobs"), "{title}");
+        }
+        other => panic!("the next unasked job must ask: {other:?}"),
+    }
+    // A foreground read-only command still runs unasked, and once a job ends another
+    // may start unasked again.
+    let foreground = f.build(json!({"command": "cat /dev/null"}));
+    assert!(foreground.confirmation().await.is_none());
+    process::terminate_group(pids[0], process::KILL_GRACE).await;
+    let id = f.tool.jobs().jobs()[0].id.clone();
+    f.tool.jobs().wait(&id).await;
+    let again = f.build(json!({"command": "tail -f /dev/null", "is_background": true}));
+    assert!(again.confirmation().await.is_none());
+}
