@@ -606,12 +606,23 @@ fn server_config(options: &AgentOptions, settings: &Settings) -> Result<OpenAiCo
             "the default (set OPENAI_BASE_URL or --openai-base-url)",
         ),
     };
-    let mut config = OpenAiConfig::new(base_url, name);
-    config.base_url_origin = Some(origin.to_string());
-    config.api_key = options
+    let api_key = options
         .openai_api_key
         .clone()
         .or_else(|| env_var("OPENAI_API_KEY"));
+    // The default server answers nothing without a key: say what is missing now rather
+    // than after a round of retries (and, offline, of failed name lookups).
+    if api_key.is_none() && options.openai_base_url.is_none() && base_url == DEFAULT_BASE_URL {
+        return Err(format!(
+            "no model server is configured: OPENAI_BASE_URL is not set, so the default {DEFAULT_BASE_URL} would be \
+             used, and it needs OPENAI_API_KEY, which is not set either. Set OPENAI_BASE_URL (or --openai-base-url) \
+             to your server (vLLM, llama.cpp, Ollama, DashScope, ...), or OPENAI_API_KEY for OpenAI; \
+             --model-replay FILE runs offline"
+        ));
+    }
+    let mut config = OpenAiConfig::new(base_url, name);
+    config.base_url_origin = Some(origin.to_string());
+    config.api_key = api_key;
     config.takes_images = settings.model.vision;
     Ok(config)
 }

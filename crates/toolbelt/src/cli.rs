@@ -129,7 +129,7 @@ pub struct AgentArgs {
     #[arg(long, value_name = "KEY")]
     pub openai_api_key: Option<String>,
     /// Base URL of the OpenAI-compatible server, up to the version
-    /// [env: OPENAI_BASE_URL; default: https://api.openai.com/v1].
+    /// [env: OPENAI_BASE_URL; default: https://api.openai.com/v1, only with a key].
     #[arg(long, value_name = "URL")]
     pub openai_base_url: Option<String>,
     #[command(flatten)]

@@ -300,6 +300,21 @@ async fn the_turn_limit_and_usage_errors_have_their_exit_codes() {
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("no model"), "{}", run.stderr);
 
+    // A model but no server and no key: the default URL would only fail, after retries
+    // (and offline, name lookups). Said at once, naming what is missing; nothing is sent.
+    let started = std::time::Instant::now();
+    let run = w.run(&["-m", "qwen3-coder", "hi"], &[], None).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    for needed in [
+        "no model server is configured",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+    ] {
+        assert!(run.stderr.contains(needed), "{needed}: {}", run.stderr);
+    }
+    assert!(!run.stderr.contains("retrying"), "{}", run.stderr);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+
     let run = w.run(&["tools", "list"], &[], None).await;
     assert_eq!(
         run.code, 0,
