@@ -29,7 +29,7 @@ use super::command_parse::word::{self, WordShape};
 use super::command_parse::{ParsedCommand, SimpleCommand};
 
 pub(crate) mod checks;
-mod git;
+pub(crate) mod git;
 pub(crate) mod options;
 pub(crate) mod sed;
 

@@ -20,6 +20,7 @@
 
 use super::getopt::may_abbreviate;
 use super::runs::{Call, Runs, push_inner, script};
+use crate::shell::read_only::git::edits_config;
 
 /// git's global options that take no value and change nothing about what runs.
 const PLAIN_GLOBAL: &[&str] = &[
@@ -243,22 +244,7 @@ fn writes_config(rest: &[String]) -> bool {
     };
     let reading = rest.iter().any(|a| reads(a));
     let operands = rest.iter().filter(|a| !a.starts_with('-')).count();
-    let editing = rest.iter().any(|a| {
-        matches!(a.as_str(), "-e" | "--edit" | "edit" | "set" | "unset")
-            || a.strip_prefix("--").is_some_and(|l| {
-                [
-                    "unset",
-                    "unset-all",
-                    "add",
-                    "replace-all",
-                    "edit",
-                    "rename-section",
-                    "remove-section",
-                ]
-                .iter()
-                .any(|f| may_abbreviate(l, f))
-            })
-    });
+    let editing = rest.iter().any(|a| edits_config(a));
     // `git config KEY` reads, `git config KEY VALUE` sets.
     editing || (!reading && operands != 1)
 }

@@ -168,21 +168,16 @@ fn config_reads(rest: &[String]) -> bool {
             a.as_str(),
             "--get" | "--get-all" | "--get-regexp" | "-l" | "--list" | "get"
         ) || (a == "list")
-    }) && !rest.iter().any(|a| {
-        matches!(
-            a.as_str(),
-            "--unset"
-                | "--unset-all"
-                | "--add"
-                | "--replace-all"
-                | "--edit"
-                | "-e"
-                | "--rename-section"
-                | "--remove-section"
-                | "set"
-                | "unset"
-                | "edit"
-        ) || a.strip_prefix("--").is_some_and(|long| {
+    }) && !rest.iter().any(|a| edits_config(a))
+}
+
+/// Whether one argument of `git config` makes it change the configuration (`set`,
+/// `unset`, `edit`, `-e`, and `--unset`, `--add`, `--replace-all`, `--edit`,
+/// `--rename-section`, `--remove-section` and their abbreviations). The one list both
+/// the read-only classifier and the judgement of what git runs use.
+pub(crate) fn edits_config(arg: &str) -> bool {
+    matches!(arg, "-e" | "set" | "unset" | "edit")
+        || arg.strip_prefix("--").is_some_and(|long| {
             [
                 "unset",
                 "unset-all",
@@ -195,7 +190,6 @@ fn config_reads(rest: &[String]) -> bool {
             .iter()
             .any(|f| may_abbreviate(long, f))
         })
-    })
 }
 
 /// Repository configuration keys that make git run nothing and write nothing. Keys in
