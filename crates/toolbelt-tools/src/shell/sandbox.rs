@@ -381,6 +381,12 @@ pub(crate) fn git_inert_env(inherited: Option<&str>) -> Vec<(String, String)> {
     env
 }
 
+/// Tests that open terminals run one at a time: a process that leads a session and
+/// opens a terminal takes it as its controlling terminal, its end hangs that terminal up
+/// (flushing what waits in it), and a pty number one test frees is soon another's.
+#[cfg(test)]
+pub(crate) static TERMINAL_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[cfg(test)]
 mod property_grammar;
 #[cfg(test)]

@@ -303,6 +303,9 @@ impl World {
 
 #[test]
 fn what_runs_unasked_changes_nothing_reaches_nothing_and_leaves_nothing() {
+    let _terminals = super::TERMINAL_TESTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -110,7 +110,13 @@ fn pty() -> (std::fs::File, PathBuf) {
 }
 
 #[tokio::test]
+// The lock serialises whole tests, each on a runtime of its own: nothing else on this
+// runtime waits for it.
+#[allow(clippy::await_holding_lock)]
 async fn an_unasked_command_cannot_read_another_terminal() {
+    let _terminals = super::TERMINAL_TESTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let w = world(json!({}), &[]);
     let (mut master, tty) = pty();
     let command = format!("head -n1 {}", tty.display());
@@ -205,6 +211,9 @@ async fn a_connection_reads_its_own_job_logs_in_the_store_and_no_other() {
 /// standard input (set up before the sandbox, as an inherited terminal would be),
 /// confined read-only or not; returns what it printed.
 fn on_a_terminal(script: &str, confined: bool) -> String {
+    let _terminals = super::TERMINAL_TESTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (_master, tty) = pty();
     let terminal = std::fs::OpenOptions::new()
         .read(true)
