@@ -101,7 +101,7 @@ fn without_command(text: String) -> String {
 /// A new pty: its master, and the path of its terminal.
 fn pty() -> (std::fs::File, PathBuf) {
     use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
     grantpt(&master).unwrap();
     unlockpt(&master).unwrap();
     let name = ptsname(&master, Vec::new()).unwrap();
