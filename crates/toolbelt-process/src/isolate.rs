@@ -51,7 +51,7 @@
 
 #![allow(unsafe_code)]
 
-use std::ffi::CString;
+use std::ffi::CStr;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -198,18 +198,12 @@ fn describe(flags: u8, e: &io::Error) -> String {
     format!("the kernel refused {what}{how}: {e}")
 }
 
-/// Everything the child needs, prepared before `fork`.
+/// Everything the child needs, prepared before `fork` (paths are literals).
 struct Plan {
     flags: Arc<AtomicU8>,
-    proc_path: CString,
-    proc_type: CString,
-    root: CString,
-    uid_map_path: CString,
-    gid_map_path: CString,
-    setgroups_path: CString,
+    /// `/proc/self/uid_map`'s and `gid_map`'s line: the user mapped to itself.
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
-    deny: &'static [u8],
 }
 
 impl Plan {
@@ -218,15 +212,8 @@ impl Plan {
         let gid = rustix::process::getegid().as_raw();
         Plan {
             flags,
-            proc_path: c"/proc".to_owned(),
-            proc_type: c"proc".to_owned(),
-            root: c"/".to_owned(),
-            uid_map_path: c"/proc/self/uid_map".to_owned(),
-            gid_map_path: c"/proc/self/gid_map".to_owned(),
-            setgroups_path: c"/proc/self/setgroups".to_owned(),
             uid_map: format!("{uid} {uid} 1").into_bytes(),
             gid_map: format!("{gid} {gid} 1").into_bytes(),
-            deny: b"deny",
         }
     }
 
@@ -261,9 +248,9 @@ impl Plan {
                 return Err(io::Error::last_os_error());
             }
             if flags & USER != 0 {
-                write_file(&self.setgroups_path, self.deny)?;
-                write_file(&self.uid_map_path, &self.uid_map)?;
-                write_file(&self.gid_map_path, &self.gid_map)?;
+                write_file(c"/proc/self/setgroups", b"deny")?;
+                write_file(c"/proc/self/uid_map", &self.uid_map)?;
+                write_file(c"/proc/self/gid_map", &self.gid_map)?;
             }
         }
         Ok(())
@@ -304,15 +291,15 @@ impl Plan {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             let mounted = libc::mount(
                 std::ptr::null(),
-                self.root.as_ptr(),
+                c"/".as_ptr(),
                 std::ptr::null(),
                 libc::MS_REC | libc::MS_SLAVE,
                 std::ptr::null(),
             ) == 0
                 && libc::mount(
-                    self.proc_type.as_ptr(),
-                    self.proc_path.as_ptr(),
-                    self.proc_type.as_ptr(),
+                    c"proc".as_ptr(),
+                    c"/proc".as_ptr(),
+                    c"proc".as_ptr(),
                     libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
                     std::ptr::null(),
                 ) == 0;
@@ -447,7 +434,7 @@ unsafe fn close_all() {
     }
 }
 
-unsafe fn write_file(path: &CString, data: &[u8]) -> io::Result<()> {
+unsafe fn write_file(path: &CStr, data: &[u8]) -> io::Result<()> {
     // Safety: plain system calls on a NUL-terminated path.
     unsafe {
         let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
