@@ -14,8 +14,11 @@
 //!    the person's terminal through it;
 //! 2. marks every descriptor from 3 up close-on-exec (`close_range`), so whatever
 //!    toolbelt's parent left open (`>&7`) is not inherited;
-//! 3. with a PID namespace ([`Isolation::Processes`] and [`Isolation::Sealed`], the
-//!    commands nobody approved): `unshare`s the PID and mount namespaces (and a user
+//! 3. for [`Isolation::Processes`] (approved commands): joins the PID and mount
+//!    namespaces every approved command shares (see [`shared`]: made once, ended by the
+//!    kernel with toolbelt) with `setns`, and forks the command inside them; the first
+//!    child stays outside as its relay (below);
+//! 4. for [`Isolation::Sealed`] (the commands nobody approved): `unshare`s the PID and mount namespaces (and a user
 //!    namespace where toolbelt is not privileged, mapping the user to itself; and the
 //!    network one for [`Isolation::Sealed`]), then forks the process that is PID 1 of the
 //!    new namespace. It sets `PR_SET_PDEATHSIG` to SIGKILL, mounts a `/proc` of its own
@@ -63,14 +66,13 @@ use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Isolation {
-    /// Session and descriptors only: the default for every child. Approved commands,
-    /// servers and hooks stay here for now: a namespace per command would also part them
-    /// from each other (a later command could not `kill` the dev server an earlier one
-    /// started, and `$!` would name a PID of another namespace); a namespace per session,
-    /// shared by its commands, is the step that gives them the same guarantee.
+    /// Session and descriptors only: the default for every child, and what a job kept
+    /// past toolbelt's end gets (a namespace that dies with toolbelt cannot hold it).
     SessionOnly,
-    /// Also a PID namespace with its own `/proc`, where the kernel allows it without a
-    /// user namespace (toolbelt privileged).
+    /// Also the PID namespace (with its own `/proc`) that approved commands share, one
+    /// per toolbelt process ([`shared`]): they see and can signal each other, nothing
+    /// outside it, and the kernel ends all of it when toolbelt ends. Granted where the
+    /// kernel allows it without a user namespace (toolbelt privileged).
     Processes,
     /// Also a network namespace with no interface up, and a user namespace where one is
     /// needed to have these: a command nobody approved.
@@ -95,6 +97,8 @@ const NET: u8 = 2;
 const USER: u8 = 4;
 /// The probe: the command (PID 1 of its namespace) exits before `exec`.
 const PROBE: u8 = 8;
+/// Join the PID and mount namespaces approved commands share ([`shared`]).
+const JOIN: u8 = 16;
 
 /// `CAP_SYS_PTRACE` of `linux/capability.h` (the `libc` crate does not name it).
 const CAP_SYS_PTRACE: libc::c_ulong = 19;
@@ -122,7 +126,7 @@ impl IsolationStep {
     pub(crate) fn set(&self, isolation: Isolation) {
         let flags = match isolation {
             Isolation::SessionOnly => 0,
-            Isolation::Processes if support().processes.is_ok() => PID,
+            Isolation::Processes if support().processes.is_ok() && shared::ensure() => JOIN,
             Isolation::Processes => 0,
             Isolation::Sealed if support().sealed.is_ok() => PID | NET | needs_user(),
             Isolation::Sealed => {
@@ -226,6 +230,9 @@ impl Plan {
             }
             cloexec_from(3);
             let flags = self.flags.load(Ordering::Relaxed);
+            if flags & JOIN != 0 {
+                return join();
+            }
             if flags & PID == 0 {
                 return Ok(());
             }
@@ -321,6 +328,71 @@ impl Plan {
             }
         }
         Ok(())
+    }
+}
+
+/// Joins the shared namespaces and forks the command's process inside them; this
+/// process becomes its relay (see [`relay_joined`]).
+unsafe fn join() -> io::Result<()> {
+    let pid_ns = shared::PID_NS.load(Ordering::Acquire);
+    let mount_ns = shared::MOUNT_NS.load(Ordering::Acquire);
+    // Safety: plain system calls into a buffer on the stack.
+    unsafe {
+        // Entering a mount namespace moves the root and the working directory to its
+        // root: the directory `Command` chose is entered again by its path.
+        let mut cwd = [0u8; 4096];
+        let have_cwd = !libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()).is_null();
+        if libc::setns(pid_ns, libc::CLONE_NEWPID) < 0
+            || libc::setns(mount_ns, libc::CLONE_NEWNS) < 0
+            || (have_cwd && libc::chdir(cwd.as_ptr().cast()) < 0)
+        {
+            return Err(io::Error::last_os_error());
+        }
+        match libc::fork() {
+            -1 => Err(io::Error::last_os_error()),
+            0 => {
+                // The command dies with its relay (toolbelt ended the call by SIGKILL).
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                // The relay is outside the namespace, so its id reads as 0 here; had it
+                // died already, the holder (PID 1) would be the parent.
+                if libc::getppid() != 0 {
+                    libc::_exit(137);
+                }
+                Ok(())
+            }
+            command => relay_joined(command),
+        }
+    }
+}
+
+/// A termination signal to the relay of a joined command: passed on to the command
+/// (a signal to the group reaches it too; a second TERM changes nothing).
+extern "C" fn pass_on(signal: libc::c_int) {
+    let first = FIRST.load(Ordering::Relaxed);
+    if first > 0 {
+        // Safety: `kill` is async-signal-safe.
+        unsafe {
+            libc::kill(first, signal);
+        }
+    }
+}
+
+/// The relay of a joined command: it holds nothing, passes termination signals on,
+/// and ends as the command ended. The command stays in the relay's process group and
+/// session, so toolbelt's group signals reach it directly.
+unsafe fn relay_joined(command: libc::pid_t) -> io::Result<()> {
+    // Safety: plain system calls.
+    unsafe {
+        FIRST.store(command, Ordering::Relaxed);
+        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+            libc::signal(signal, pass_on as *const () as libc::sighandler_t);
+        }
+        close_all();
+        let mut status = 0;
+        while libc::waitpid(command, &mut status, 0) < 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+        end_as(status)
     }
 }
 
@@ -474,6 +546,9 @@ unsafe fn read_exact(fd: i32, buf: &mut [u8]) -> bool {
     }
     true
 }
+
+mod shared;
+pub use shared::{command_pid, end_shared_namespace, host_pid, host_pid_below, namespace_pid};
 
 #[cfg(test)]
 mod tests;

@@ -72,7 +72,8 @@ fn is_subreaper() -> bool {
 /// A process a call left running, as reported to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leftover {
-    /// Its process id.
+    /// Its process id as the command knew it (its id in the shared PID namespace where
+    /// the command ran in one: what `$!` said).
     pub pid: u32,
     /// The short command name (`sleep`), empty when it could not be read.
     pub name: String,
@@ -308,7 +309,7 @@ impl Sweep {
             .iter()
             .filter(|p| p.is_alive())
             .map(|p| Leftover {
-                pid: p.pid,
+                pid: crate::isolate::namespace_pid(p.pid),
                 name: procfs::name(p.pid).unwrap_or_default(),
             })
             .collect()

@@ -63,6 +63,9 @@ pub struct Job {
     pub pid: u32,
     /// Process group id (equal to the PID: the job leads its group).
     pub pgid: u32,
+    /// The id the job's own processes know its shell by: its id in the PID namespace
+    /// approved commands share, where it runs in one; else `pid`. What the model is told.
+    pub shown_pid: u32,
     /// Where its output goes.
     pub log_path: PathBuf,
     /// Where it stands, as of the last look.

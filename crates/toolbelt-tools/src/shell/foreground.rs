@@ -81,6 +81,9 @@ impl ShellCall {
             Err(e) => return self.spawn_error(&e),
         };
         let pgid = running.pid;
+        // The id the command's processes know its group by (the relay's is invisible in
+        // the shared PID namespace): what the result names.
+        let shown_pgid = toolbelt_process::isolate::command_pid(pgid);
         let mut child = running.child;
         let mut reader = running.output;
         let mut capture = self.capture(log_path, ctx.consent);
@@ -132,7 +135,7 @@ impl ShellCall {
             output: captured,
             exit,
             ending,
-            pgid,
+            pgid: shown_pgid,
             leftovers,
             elapsed: started.elapsed(),
             read_only_sandbox,

@@ -505,6 +505,7 @@ impl ShellCall {
                 command: self.command.clone(),
                 pid: running.pid,
                 pgid: running.pid,
+                shown_pid: toolbelt_process::isolate::command_pid(running.pid),
                 log_path: log_path.clone(),
                 status: JobStatus::Running,
                 started_by,
@@ -524,15 +525,15 @@ impl ShellCall {
              which you can read with read_file. It is ended when the session ends.",
             self.command,
             self.env.roots.display_relative(&self.cwd),
-            job.pid,
-            job.pgid,
+            job.shown_pid,
+            job.shown_pid,
             log_path.display()
         );
         ToolResult::with_display(
             text,
             Display::markdown(format!(
                 "Started `{}` in the background as {id} (PID {}).",
-                self.command, job.pid
+                self.command, job.shown_pid
             )),
         )
     }

@@ -93,6 +93,12 @@ pub(crate) fn spawn(
         .current_dir(cwd)
         .envs(EXTRA_ENV.iter().copied())
         .configure(|c| env.apply(c));
+    // Approved commands share toolbelt's PID namespace, which the kernel ends with
+    // toolbelt: a job kept past that end stays outside it.
+    let kept = matches!(target, OutputTarget::KeptFile { .. });
+    if !kept {
+        cmd.isolation(Isolation::Processes);
+    }
     let mut log_copied = None;
     let reader = match target {
         OutputTarget::Pipe => {

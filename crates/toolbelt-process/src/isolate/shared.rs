@@ -1,0 +1,212 @@
+//! The PID namespace approved commands share, one per toolbelt process.
+//!
+//! A namespace per command would part commands from each other: a later command could
+//! not `kill` the dev server an earlier one started, and `$!` would name a process of
+//! another namespace. So approved commands join one namespace (with a mount namespace
+//! whose `/proc` shows only its processes), made once by a *holder*: `sh -c 'read -r _'`
+//! started as PID 1 of a new PID namespace ([`super::Isolation`]'s per-command set-up),
+//! with SIGCHLD ignored so the kernel reaps the orphans it adopts, with an empty
+//! environment and with its standard input a pipe whose only writer is toolbelt.
+//!
+//! When toolbelt ends, however it ends (SIGKILL included), the kernel closes that pipe,
+//! `read` sees end-of-file, the holder exits and the kernel kills everything left in the
+//! namespace: a double-forked, non-dumpable daemon with its environment cleared dies
+//! with it, with no marker to read. toolbelt keeps the namespace's descriptors open and
+//! each command's `pre_exec` step joins them with `setns` (no namespace is created per
+//! command: see BENCHMARKS.md for the cost).
+//!
+//! Jobs the settings keep past toolbelt's end cannot be in it, and are not.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use super::{IsolationStep, PID};
+
+/// The namespace's descriptors, for the `pre_exec` step (which may read an atomic, not
+/// take a lock). -1 until a holder runs.
+pub(super) static PID_NS: AtomicI32 = AtomicI32::new(-1);
+pub(super) static MOUNT_NS: AtomicI32 = AtomicI32::new(-1);
+
+struct Holder {
+    relay: Child,
+    /// The pipe whose end-of-file ends the holder: held, never written.
+    stdin: ChildStdin,
+    /// Kept open for joining; never closed while this process runs (a command being
+    /// started on another thread may be about to use the descriptor numbers).
+    namespaces: [File; 2],
+    /// The namespace's identity (inode of `/proc/<pid>/ns/pid`).
+    inode: u64,
+}
+
+static HOLDER: Mutex<Option<Holder>> = Mutex::new(None);
+/// Descriptors of holders that ended, kept open: see [`Holder::namespaces`].
+static RETIRED: Mutex<Vec<File>> = Mutex::new(Vec::new());
+
+/// Makes sure a holder runs (starting one, or a new one if it ended). False where it
+/// cannot be started: the command then runs without the namespace.
+pub(super) fn ensure() -> bool {
+    let mut holder = HOLDER.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(h) = holder.as_mut()
+        && matches!(h.relay.try_wait(), Ok(None))
+    {
+        return true;
+    }
+    if let Some(old) = holder.take() {
+        let [a, b] = old.namespaces;
+        RETIRED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend([a, b]);
+    }
+    match start() {
+        Ok(h) => {
+            *holder = Some(h);
+            true
+        }
+        Err(e) => {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!(
+                    "approved commands run without a PID namespace of their own: cannot start its holder ({e})"
+                );
+            });
+            false
+        }
+    }
+}
+
+fn start() -> io::Result<Holder> {
+    let mut command = Command::new("/bin/sh");
+    command
+        .args(["-c", "read -r _"])
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let step = IsolationStep::install(&mut command);
+    step.flags.store(PID, Ordering::Relaxed);
+    // Safety: in PID 1 of the new namespace, before `exec`: one system call. An ignored
+    // SIGCHLD survives `exec` and makes the kernel reap the orphans the holder adopts.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut relay = command.spawn()?;
+    let stdin = relay
+        .stdin
+        .take()
+        .ok_or_else(|| io::Error::other("the holder has no input pipe"))?;
+    let init = first_child(relay.id())
+        .ok_or_else(|| io::Error::other("the holder's first process is not there"))?;
+    let open = |kind: &str| File::open(format!("/proc/{init}/ns/{kind}"));
+    let (pid_ns, mount_ns) = match (open("pid"), open("mnt")) {
+        (Ok(p), Ok(m)) => (p, m),
+        (Err(e), _) | (_, Err(e)) => {
+            let _ = relay.kill();
+            let _ = relay.wait();
+            return Err(e);
+        }
+    };
+    let inode = std::os::unix::fs::MetadataExt::ino(&pid_ns.metadata()?);
+    PID_NS.store(pid_ns.as_raw_fd(), Ordering::Release);
+    MOUNT_NS.store(mount_ns.as_raw_fd(), Ordering::Release);
+    Ok(Holder {
+        relay,
+        stdin,
+        namespaces: [pid_ns, mount_ns],
+        inode,
+    })
+}
+
+/// The one child of the holder's relay: PID 1 of the namespace, as this process sees it.
+fn first_child(relay: u32) -> Option<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{relay}/task/{relay}/children")).ok()?;
+    children.split_whitespace().next()?.parse().ok()
+}
+
+/// The process id `pid` (as toolbelt sees it) has inside the shared namespace, which is
+/// what a command there sees and can name (`kill`, `$!`). `pid` itself when the process
+/// is not in a namespace below toolbelt's, or has ended.
+pub fn namespace_pid(pid: u32) -> u32 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .and_then(|ids| ids.split_whitespace().last()?.parse().ok())
+        })
+        .unwrap_or(pid)
+}
+
+/// The process that has `ns_pid` inside this process's shared namespace, as toolbelt
+/// sees it (for tests and displays that are given an id a command printed).
+pub fn host_pid(ns_pid: u32) -> Option<u32> {
+    let inode = HOLDER
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()?
+        .inode;
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|&pid| {
+            namespace_pid(pid) == ns_pid
+                && std::fs::metadata(format!("/proc/{pid}/ns/pid"))
+                    .is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) == inode)
+        })
+}
+
+/// The process below `root` (a toolbelt, as this process sees it) that has `ns_pid`
+/// in a PID namespace of its own: what a command under that toolbelt printed as `$!`,
+/// found while the toolbelt runs (its namespace's processes are all below it).
+pub fn host_pid_below(root: u32, ns_pid: u32) -> Option<u32> {
+    let ours = std::fs::metadata("/proc/self/ns/pid")
+        .ok()
+        .map(|m| std::os::unix::fs::MetadataExt::ino(&m));
+    let below = crate::procfs::descendants_of(root)
+        .unwrap_or_else(|| crate::procfs::descendants(&crate::procfs::all(), root));
+    below.into_iter().map(|p| p.pid).find(|&pid| {
+        namespace_pid(pid) == ns_pid
+            && std::fs::metadata(format!("/proc/{pid}/ns/pid"))
+                .ok()
+                .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+                != ours
+    })
+}
+
+/// The id a command's own processes know it by: for a command started in the shared
+/// namespace, its shell's id there (`leader` is its relay, outside); else `leader`.
+pub fn command_pid(leader: u32) -> u32 {
+    let inner = std::fs::read_to_string(format!("/proc/{leader}/task/{leader}/children"))
+        .ok()
+        .and_then(|c| c.split_whitespace().next()?.parse::<u32>().ok());
+    match inner {
+        Some(child) if namespace_pid(child) != child => namespace_pid(child),
+        _ => leader,
+    }
+}
+
+/// Ends the shared namespace now, as toolbelt's end does however it comes: closes the
+/// holder's pipe, waits for it to exit, and with it the kernel ends every process in
+/// the namespace. The next approved command starts a new one.
+pub fn end_shared_namespace() {
+    let mut holder = HOLDER.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(mut h) = holder.take() {
+        drop(h.stdin);
+        let _ = h.relay.wait();
+        RETIRED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(h.namespaces);
+    }
+}
