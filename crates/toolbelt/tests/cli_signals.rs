@@ -97,7 +97,14 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
-fn sleep_pid(pid_file: &Path) -> u32 {
+/// The sleep's pid as this test sees it: `$!` in an approved command names it in the
+/// PID namespace toolbelt's approved commands share, below toolbelt (`root`).
+fn sleep_pid(pid_file: &Path, root: u32) -> u32 {
+    let inner = written_pid(pid_file);
+    toolbelt_process::isolate::host_pid_below(root, inner).unwrap_or(inner)
+}
+
+fn written_pid(pid_file: &Path) -> u32 {
     let mut pid = None;
     eventually("the sleep's pid", || {
         pid = std::fs::read_to_string(pid_file)
@@ -165,7 +172,7 @@ fn guardian_of(toolbelt: u32) -> u32 {
 /// when `group`), and checks how it ended and that the sleep ended too.
 fn ends_everything_on(signals: &[&str], group: bool) -> ExitStatus {
     let run = start();
-    let sleep = pidfd(sleep_pid(&run.pid_file));
+    let sleep = pidfd(sleep_pid(&run.pid_file, run.child.id()));
     assert!(!ends_within(&sleep, 0), "the sleep should be running");
     let pid = run.child.id();
     let target = if group {
@@ -223,7 +230,7 @@ fn sigalrm_and_a_real_time_signal_end_every_process_toolbelt_started() {
 #[test]
 fn sigkill_leaves_nothing_running_and_the_guardian_exits_when_done() {
     let run = start();
-    let sleep = pidfd(sleep_pid(&run.pid_file));
+    let sleep = pidfd(sleep_pid(&run.pid_file, run.child.id()));
     let guardian = pidfd(guardian_of(run.child.id()));
     // A process toolbelt did not start, carrying a marker anyone could guess (the
     // toolbelt's pid, as markers once were): the guardian must leave it alone.
@@ -247,6 +254,30 @@ fn sigkill_leaves_nothing_running_and_the_guardian_exits_when_done() {
     bystander.wait().unwrap();
 }
 
+/// A daemon an approved command hid from every marker scan (double-forked, its own
+/// session, no environment, not dumpable) still ends when toolbelt is killed: it is in
+/// the PID namespace approved commands share, which the kernel ends with toolbelt.
+#[test]
+fn sigkill_ends_a_daemon_with_no_marker_that_is_not_dumpable() {
+    let daemon = "import ctypes, time; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); \
+                  open(\"ready\", \"w\").close(); time.sleep(300)";
+    let command = format!(
+        "(env -i setsid python3 -c '{daemon}' >/dev/null 2>&1 & echo $! > sleep.pid); \
+         until [ -e go ]; do sleep 0.01; done"
+    );
+    let args = serde_json::json!({ "command": command }).to_string();
+    let run = toolbelt(&["tools", "call", "run_shell_command", &args, "--yes"]);
+    let pid = sleep_pid(&run.pid_file, run.child.id());
+    let daemon_fd = pidfd(pid);
+    let ready = run.pid_file.with_file_name("ready");
+    eventually("the daemon to make itself not dumpable", || ready.exists());
+    signal(&run.child.id().to_string(), "KILL");
+    let mut child = run.child;
+    assert_eq!(child.wait().unwrap().signal(), Some(9));
+    assert_ends(&daemon_fd, "the hidden daemon");
+    std::fs::write(run.pid_file.with_file_name("go"), "").unwrap();
+}
+
 #[test]
 fn sigkill_while_an_mcp_server_starts_leaves_nothing_of_it_running() {
     // An MCP server (here one that never answers the handshake) that started a setsid
@@ -258,7 +289,7 @@ fn sigkill_while_an_mcp_server_starts_leaves_nothing_of_it_running() {
         "timeout": 120_000
     }}});
     let run = toolbelt_with(&["tools", "list"], Some(&server));
-    let sleep = pidfd(sleep_pid(&run.pid_file));
+    let sleep = pidfd(sleep_pid(&run.pid_file, run.child.id()));
     signal(&run.child.id().to_string(), "KILL");
     let mut child = run.child;
     assert_eq!(child.wait().unwrap().signal(), Some(9));
@@ -287,7 +318,7 @@ fn sigkill_while_a_language_server_starts_leaves_nothing_of_it_running() {
     // Once toolbelt is gone, only the owner marker the server was started with ties the
     // sleep to it.
     let run = lsp_call_on_a_silent_server();
-    let sleep = pidfd(sleep_pid(&run.pid_file));
+    let sleep = pidfd(sleep_pid(&run.pid_file, run.child.id()));
     signal(&run.child.id().to_string(), "KILL");
     let mut child = run.child;
     assert_eq!(child.wait().unwrap().signal(), Some(9));
@@ -297,7 +328,7 @@ fn sigkill_while_a_language_server_starts_leaves_nothing_of_it_running() {
 #[test]
 fn sigterm_while_a_language_server_runs_ends_it_and_what_it_started() {
     let run = lsp_call_on_a_silent_server();
-    let sleep = pidfd(sleep_pid(&run.pid_file));
+    let sleep = pidfd(sleep_pid(&run.pid_file, run.child.id()));
     signal(&run.child.id().to_string(), "TERM");
     let mut child = run.child;
     exits_with(child.wait().unwrap(), 128 + 15);
@@ -328,7 +359,7 @@ fn crash(how: &str) -> ExitStatus {
     // dies (a pid read after that could name another process).
     let command = "setsid sleep 300 & echo $! > sleep.pid; until [ -e go ]; do sleep 0.01; done";
     let run = toolbelt(&["__crash", how, command]);
-    let sleep = pidfd(sleep_pid(&run.pid_file));
+    let sleep = pidfd(sleep_pid(&run.pid_file, run.child.id()));
     std::fs::write(run.pid_file.with_file_name("go"), "").unwrap();
     let mut child = run.child;
     let status = child.wait().unwrap();

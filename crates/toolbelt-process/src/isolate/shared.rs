@@ -3,13 +3,13 @@
 //! A namespace per command would part commands from each other: a later command could
 //! not `kill` the dev server an earlier one started, and `$!` would name a process of
 //! another namespace. So approved commands join one namespace (with a mount namespace
-//! whose `/proc` shows only its processes), made once by a *holder*: `sh -c 'read -r _'`
+//! whose `/proc` shows only its processes), made once by a *holder*: `cat`
 //! started as PID 1 of a new PID namespace ([`super::Isolation`]'s per-command set-up),
 //! with SIGCHLD ignored so the kernel reaps the orphans it adopts, with an empty
 //! environment and with its standard input a pipe whose only writer is toolbelt.
 //!
 //! When toolbelt ends, however it ends (SIGKILL included), the kernel closes that pipe,
-//! `read` sees end-of-file, the holder exits and the kernel kills everything left in the
+//! `cat` reads end-of-file, the holder exits and the kernel kills everything left in the
 //! namespace: a double-forked, non-dumpable daemon with its environment cleared dies
 //! with it, with no marker to read. toolbelt keeps the namespace's descriptors open and
 //! each command's `pre_exec` step joins them with `setns` (no namespace is created per
@@ -81,9 +81,10 @@ pub(super) fn ensure() -> bool {
 }
 
 fn start() -> io::Result<Holder> {
-    let mut command = Command::new("/bin/sh");
+    // `cat` reads its input until end-of-file and touches no signal (a shell would
+    // install its own SIGCHLD handler and leave the orphans it adopts unreaped).
+    let mut command = Command::new("cat");
     command
-        .args(["-c", "read -r _"])
         .env_clear()
         .current_dir("/")
         .stdin(Stdio::piped())
@@ -150,20 +151,11 @@ pub fn namespace_pid(pid: u32) -> u32 {
 /// The process that has `ns_pid` inside this process's shared namespace, as toolbelt
 /// sees it (for tests and displays that are given an id a command printed).
 pub fn host_pid(ns_pid: u32) -> Option<u32> {
-    let inode = HOLDER
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .as_ref()?
-        .inode;
     std::fs::read_dir("/proc")
         .ok()?
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .find(|&pid| {
-            namespace_pid(pid) == ns_pid
-                && std::fs::metadata(format!("/proc/{pid}/ns/pid"))
-                    .is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) == inode)
-        })
+        .find(|&pid| namespace_pid(pid) == ns_pid && in_shared(pid))
 }
 
 /// The process below `root` (a toolbelt, as this process sees it) that has `ns_pid`
@@ -185,15 +177,30 @@ pub fn host_pid_below(root: u32, ns_pid: u32) -> Option<u32> {
 }
 
 /// The id a command's own processes know it by: for a command started in the shared
-/// namespace, its shell's id there (`leader` is its relay, outside); else `leader`.
+/// namespace, its shell's id there (`leader` is its relay, outside); else `leader` (a
+/// sealed command's id in its own namespace names nothing any other command can reach).
 pub fn command_pid(leader: u32) -> u32 {
     let inner = std::fs::read_to_string(format!("/proc/{leader}/task/{leader}/children"))
         .ok()
         .and_then(|c| c.split_whitespace().next()?.parse::<u32>().ok());
     match inner {
-        Some(child) if namespace_pid(child) != child => namespace_pid(child),
+        Some(child) if in_shared(child) => namespace_pid(child),
         _ => leader,
     }
+}
+
+/// Whether `pid` is in this process's shared namespace.
+fn in_shared(pid: u32) -> bool {
+    let Some(inode) = HOLDER
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .map(|h| h.inode)
+    else {
+        return false;
+    };
+    std::fs::metadata(format!("/proc/{pid}/ns/pid"))
+        .is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) == inode)
 }
 
 /// Ends the shared namespace now, as toolbelt's end does however it comes: closes the

@@ -45,8 +45,15 @@ async fn ends(fd: OwnedFd, what: &str) {
     );
 }
 
-/// The pid written to `file`, once it is there.
-async fn pid_in(file: &Path) -> u32 {
+/// The pid written to `file`, once it is there, as this test sees it: `$!` in an
+/// approved command names it in the PID namespace toolbelt's approved commands share,
+/// below the server (`root`); a kept job is outside it.
+async fn pid_in(file: &Path, root: u32) -> u32 {
+    let inner = written_pid(file).await;
+    toolbelt_process::isolate::host_pid_below(root, inner).unwrap_or(inner)
+}
+
+async fn written_pid(file: &Path) -> u32 {
     bounded(async {
         loop {
             if let Some(pid) = std::fs::read_to_string(file)
@@ -158,7 +165,7 @@ async fn stdio_server_ends_everything_on(name: &str, code: i32) {
     server.call(1, "run_shell_command", args).await;
     let started = server.answer(1).await;
     assert!(started["result"]["isError"] != json!(true), "{started}");
-    let sleep = pidfd(pid_in(&ws.ws().join("sleep.pid")).await);
+    let sleep = pidfd(pid_in(&ws.ws().join("sleep.pid"), server.child.id().unwrap()).await);
     signal(server.child.id().unwrap(), name);
     let status = bounded(server.child.wait()).await.unwrap();
     assert_eq!(status.code(), Some(code), "{status:?}");
@@ -210,7 +217,7 @@ async fn http_server_ends_everything_on(name: &str, code: i32) {
     let args = json!({"command": setsid_sleep("sleep.pid"), "is_background": true});
     let started = call(&client, "run_shell_command", args).await;
     assert!(!is_error(&started), "{}", text(&started));
-    let sleep = pidfd(pid_in(&ws.ws().join("sleep.pid")).await);
+    let sleep = pidfd(pid_in(&ws.ws().join("sleep.pid"), server.id().unwrap()).await);
     signal(server.id().unwrap(), name);
     let status = bounded(server.wait()).await.unwrap();
     assert_eq!(status.code(), Some(code), "{status:?}");
@@ -247,12 +254,12 @@ async fn sigkill_ends_the_calls_processes_and_spares_the_jobs_the_settings_keep(
     server.call(1, "run_shell_command", kept).await;
     let started = server.answer(1).await;
     assert!(started["result"]["isError"] != json!(true), "{started}");
-    let kept_pid = pid_in(&ws.ws().join("kept.pid")).await;
+    let kept_pid = pid_in(&ws.ws().join("kept.pid"), server.child.id().unwrap()).await;
     let kept = pidfd(kept_pid);
     // A foreground call still running when the server is killed.
     let running = json!({"command": setsid_sleep("running.pid")});
     server.call(2, "run_shell_command", running).await;
-    let running = pidfd(pid_in(&ws.ws().join("running.pid")).await);
+    let running = pidfd(pid_in(&ws.ws().join("running.pid"), server.child.id().unwrap()).await);
 
     let guardian = pidfd(guardian_of(server.child.id().unwrap()));
     signal(server.child.id().unwrap(), "KILL");

@@ -317,12 +317,25 @@ async fn an_unasked_command_cannot_change_toolbelt_limits_priority_or_scheduling
          prlimit --nofile=64 true && ulimit -n 64 && echo own-limits-ok"
     );
     let before = limits_of(me);
-    let control = w.approved(&command).await;
+    // The control is a plain child of toolbelt's: an approved command is in the PID
+    // namespace approved commands share, where toolbelt has no PID to name.
+    let control = std::process::Command::new("sh")
+        .args(["-c", &command])
+        .output()
+        .unwrap();
+    let control = String::from_utf8_lossy(&control.stdout).to_string();
+    let approved = w.approved(&command).await;
     let text = w.unasked(&command).await;
+    let shared = toolbelt_process::isolate::support().processes.is_ok();
     for name in ["prlimit", "renice", "chrt", "taskset", "ionice"] {
         let refused = format!("{name}-refused");
         assert!(!control.contains(&refused), "control {name}:\n{control}");
         assert!(text.contains(&refused), "{name}:\n{text}");
+        assert_eq!(
+            approved.contains(&refused),
+            shared,
+            "approved {name}:\n{approved}"
+        );
     }
     // A command still sets its own limits.
     assert!(text.contains("own-limits-ok"), "{text}");
