@@ -136,7 +136,7 @@ async fn cancelling_a_long_command_kills_it_and_the_server_goes_on() {
     let seen = client.seen.clone();
     let service = ws.connect(client, &["--yolo"]).await;
     let params = CallToolRequestParams::new("run_shell_command").with_arguments(
-        json!({"command": "echo pid=$$; exec sleep 30"})
+        json!({"command": "echo pid=$$; exec sleep 3031"})
             .as_object()
             .cloned()
             .unwrap(),
@@ -151,7 +151,8 @@ async fn cancelling_a_long_command_kills_it_and_the_server_goes_on() {
         .unwrap();
     bounded(started).await;
     let line = seen.progress.lock().unwrap()[0].1.clone();
-    let pid: i32 = line.trim_start_matches("pid=").trim().parse().unwrap();
+    let pid: u32 = line.trim_start_matches("pid=").trim().parse().unwrap();
+    let pid = i32::try_from(host_pid(pid, "3031")).unwrap();
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
     let id = handle.id.clone();
     service

@@ -140,6 +140,7 @@ async fn background_commands_survive_the_tools_being_opened_again_and_stop_on_re
         .find_map(|l| l.strip_prefix("PID: "))
         .and_then(|p| p.trim().parse().ok())
         .unwrap_or_else(|| panic!("no PID in {}", text(&started)));
+    let pid = host_pid(pid, "sleep 4323");
 
     let changed = seen.list_changed_arrived.notified();
     ws.write(

@@ -262,13 +262,14 @@ async fn a_question_left_open_does_not_hold_back_another_clients_edits() {
     quick.cancel().await.unwrap();
 }
 
-/// The PID in a background command's answer.
-fn job_pid(result: &rmcp::model::CallToolResult) -> i32 {
-    text(result)
+/// The PID in a background command's answer (running `needle`), as this test sees it.
+fn job_pid(result: &rmcp::model::CallToolResult, needle: &str) -> i32 {
+    let pid = text(result)
         .lines()
         .find_map(|l| l.strip_prefix("PID: "))
         .and_then(|p| p.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no PID in {}", text(result)))
+        .unwrap_or_else(|| panic!("no PID in {}", text(result)));
+    i32::try_from(host_pid(pid, needle)).unwrap()
 }
 
 /// Whether process `pid` (its pidfd) ends within `seconds`.
@@ -310,9 +311,11 @@ async fn an_http_session_that_ends_ends_the_background_commands_it_started() {
     let start = |sleep: &str| json!({"command": format!("sleep {sleep}"), "is_background": true});
     let first_job = pidfd(job_pid(
         &call(&first, "run_shell_command", start("4331")).await,
+        "sleep 4331",
     ));
     let second_job = pidfd(job_pid(
         &call(&second, "run_shell_command", start("4332")).await,
+        "sleep 4332",
     ));
 
     // The first client closes (its session is deleted): its job ends.
@@ -361,7 +364,7 @@ async fn an_http_session_cannot_stop_or_find_another_sessions_jobs() {
         json!({"command": "echo a-secret-line; sleep 4351", "is_background": true}),
     )
     .await;
-    let a_job = pidfd(job_pid(&started));
+    let a_job = pidfd(job_pid(&started, "sleep 4351"));
     let a_log = job_log(&started);
     let id = text(&started)
         .lines()

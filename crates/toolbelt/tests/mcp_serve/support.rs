@@ -288,3 +288,25 @@ pub fn testserver() -> String {
     );
     path.display().to_string()
 }
+
+/// The process a server's approved command names `ns_pid` (in `$$`, `$!` or a result's
+/// `PID:`), as this test sees it: approved commands run in a PID namespace of the
+/// server's, so the id means nothing here. `needle` is part of its command line, which
+/// tells it from the processes with that id in other servers' namespaces.
+pub fn host_pid(ns_pid: u32, needle: &str) -> u32 {
+    let ours = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    let found = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/ns/pid")).is_ok_and(|ns| ns != ours)
+                && toolbelt_process::isolate::namespace_pid(*pid) == ns_pid
+                && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+        });
+    found.unwrap_or_else(|| panic!("no process {ns_pid} running {needle:?}"))
+}
