@@ -43,6 +43,19 @@ pub async fn connect(
         (!allowed.is_empty()).then_some(allowed.as_slice()),
         &project_root,
     );
+    // toolbelt's own `mcp serve` (README's client configuration, read here too) would
+    // offer this session's tools a second time: left out, with a note.
+    let own_exe = std::env::current_exe().ok();
+    servers.retain(|server| {
+        let own = server.is_toolbelt_serve(own_exe.as_deref());
+        if own {
+            tracing::warn!(
+                "MCP server \"{}\" left out: it is toolbelt's own `toolbelt mcp serve`, whose tools this session has already",
+                server.alias
+            );
+        }
+        !own
+    });
     for server in &mut servers {
         if let toolbelt_mcp::Transport::Stdio { env, .. } = &mut server.transport {
             for (key, value) in extra_env {

@@ -241,6 +241,24 @@ fn every_json_block_parses_and_every_mcp_config_connects() {
                 }
             }
             let world = World::new(&servers);
+            // toolbelt's own `mcp serve` is left out of toolbelt's sessions (and of `mcp
+            // list`): it is started here as the client would, and must list its tools.
+            for entry in map.as_object().unwrap().values() {
+                let command = entry["command"].as_str().unwrap_or("");
+                let args: Vec<&str> = entry["args"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+                    .unwrap_or_default();
+                if command == "toolbelt" && args.windows(2).any(|w| w == ["mcp", "serve"]) {
+                    let script = format!("{command} {}", args.join(" "));
+                    let out = run_line(&world, &script, Some(MCP_SESSION)).unwrap();
+                    assert!(
+                        out.stdout.contains(r#""id":2"#) && out.stdout.contains("read_file"),
+                        "{at}: {}",
+                        out.stderr
+                    );
+                }
+            }
             let config = serde_json::json!({ "mcpServers": map }).to_string();
             let script = format!("toolbelt --mcp-config '{config}' mcp list --json");
             let out = run_line(&world, &script, None).unwrap();
