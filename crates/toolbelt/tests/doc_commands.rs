@@ -10,9 +10,15 @@
 //! the indented lines under `Examples:`, with the `(explanation)` after two spaces cut.
 //!
 //! **How it runs.** Each block (each `--help` example on its own) gets a fresh temporary
-//! folder laid out like a checkout: a copy of `examples/`, the files of
-//! `tests/fixtures/docs/checkout/` (a `src/main.rs`, a `servers.json`, ...), `git init`,
-//! with `HOME` and `TOOLBELT_HOME` of its own beside it (never the real home). Each line
+//! folder with a checkout (a copy of `examples/` and the files of
+//! `tests/fixtures/docs/checkout/`: a `src/main.rs`, a `README.md`, ...; `git init`), a
+//! project of the person's own beside it (the same fixture files, `git init`), and a
+//! `HOME` and `TOOLBELT_HOME` of its own (never the real home) whose
+//! `~/.qwen/settings.json` already holds the person's settings. A block runs in the
+//! person's project, outside the checkout, unless it uses the checkout's files
+//! (`examples/`, `scripts/`, `crates/`, a cargo command). After every line the person's
+//! settings must still be there (a snippet may add to them, never overwrite them), and no
+//! hook in them may point into the checkout. Each line
 //! runs with `bash -c` in that folder, in order, stdin closed (`/dev/null`); a line that
 //! starts with `export` or `cd` is also put in front of every later line of its block,
 //! so a block reads as a person types it. `toolbelt` on `PATH` is the binary under
