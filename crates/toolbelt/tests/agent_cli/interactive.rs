@@ -123,8 +123,9 @@ async fn a_denied_edit_leaves_the_file_and_tells_the_model_why() {
     tokio::task::block_in_place(|| {
         let pty = start(&w, &server, &[]);
         pty.line("rename old");
-        pty.wait_for("4. Deny");
-        pty.send("4");
+        // An untrusted folder: no workspace rule, and the choices numbered 1, 2, 3.
+        pty.wait_for("3. Deny");
+        pty.send("3");
         pty.wait_for("Tell the model why");
         pty.line("keep the old name");
         pty.wait_for("Understood, nothing changed.");
@@ -716,13 +717,23 @@ async fn restore_lists_the_checkpoint_shows_its_diff_asks_and_puts_the_file_back
             .to_string();
 
         pty.line(&format!("/restore {id}"));
-        let screen = pty.wait_for(&format!("Restore checkpoint {id}?"));
+        pty.wait_for(&format!("Restore checkpoint {id}?"));
+        // Asked about the files, with the sides named; nothing about a model.
+        let screen = pty.wait_for("2. No, leave the files as they are");
         assert!(screen.contains("fn old() {}"), "{screen}");
+        assert!(screen.contains("1. Yes, restore these files"), "{screen}");
+        assert!(screen.contains("src/lib.rs (checkpoint)"), "{screen}");
+        assert!(!screen.contains("tell the model"), "{screen}");
         // Nothing changes before the answer.
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "fn renamed() {}\n");
         pty.send(keys::ENTER);
         let screen = pty.wait_for("Restored 1 path(s)");
-        assert!(screen.contains("To undo this restore"), "{screen}");
+        assert!(
+            screen.contains("To undo this restore: /restore "),
+            "{screen}"
+        );
+        // Nothing here is ignored: no note about ignored files.
+        assert!(!screen.contains("ignore rules"), "{screen}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "fn old() {}\n");
         quit(pty);
     });
