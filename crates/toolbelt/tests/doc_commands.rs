@@ -65,6 +65,8 @@
 #[allow(dead_code)]
 mod pty;
 
+#[path = "doc_commands/coverage.rs"]
+mod coverage;
 #[path = "doc_commands/extract.rs"]
 mod extract;
 #[path = "doc_commands/run.rs"]
@@ -234,6 +236,15 @@ fn every_json_block_parses_and_every_mcp_config_connects() {
         for (at, body) in json_blocks(&name, &text) {
             let value: serde_json::Value =
                 serde_json::from_str(&body).unwrap_or_else(|e| panic!("{at}: not JSON: {e}"));
+            // A settings example's permission rules must be rules toolbelt accepts.
+            if let Some(permissions) = value.get("permissions") {
+                let world = World::new(&servers);
+                let settings = serde_json::json!({ "permissions": permissions }).to_string();
+                let script = format!("toolbelt --settings '{settings}' tools list");
+                let out = run_line(&world, &script, None).unwrap();
+                assert_eq!(out.code, 0, "{at}: {}", out.stderr);
+                assert!(!out.stderr.contains("rule"), "{at}: {}", out.stderr);
+            }
             let Some(map) = value.get("mcpServers").or_else(|| value.get("servers")) else {
                 continue;
             };
