@@ -186,3 +186,148 @@ fn user_docs_name_no_issues_or_branches() {
     }
     assert!(found.is_empty(), "{found:#?}");
 }
+
+/// `scripts/setup.sh` says what it installs, where and how much, and never runs a
+/// command as root without printing it first.
+#[test]
+fn setup_says_what_it_installs_and_prints_what_it_runs_as_root() {
+    let script = std::fs::read_to_string(repo().join("scripts/setup.sh")).unwrap();
+    let out = std::process::Command::new("bash")
+        .args(["scripts/setup.sh", "--list"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("about 1 GB"), "{text}");
+    // Every folder it installs into is named, installed or to be installed.
+    let dirs: Vec<&str> = script
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("local dir=.cache/")
+                .or_else(|| l.strip_prefix("EVERYTHING_DIR=.cache/"))
+        })
+        .collect();
+    assert!(dirs.len() >= 6, "{dirs:?}");
+    for dir in dirs {
+        let dir = format!(".cache/{dir}");
+        let installed = repo().join(&dir).exists();
+        assert!(
+            text.contains(&format!("into {dir}")) || installed,
+            "{dir} is not named: {text}"
+        );
+    }
+    // apt-get runs only in apt_install, and each run is printed first.
+    let body = script
+        .split("apt_install() {")
+        .nth(1)
+        .and_then(|rest| rest.split("\n}\n").next())
+        .expect("setup.sh has no apt_install function");
+    let runs_apt = |l: &&str| l.contains("apt-get install") || l.contains("apt-get update");
+    for line in script.lines().filter(runs_apt) {
+        let t = line.trim();
+        let said = t.starts_with('#') || t.starts_with("say ") || t.contains("missing \"");
+        assert!(
+            said || body.contains(line),
+            "apt-get outside apt_install: {line}"
+        );
+    }
+    let lines: Vec<&str> = body.lines().map(str::trim).collect();
+    for (i, line) in lines.iter().enumerate() {
+        if line.starts_with("apt-get") {
+            assert!(
+                i > 0 && lines[i - 1].starts_with("say \"running as root:"),
+                "not printed before it runs: {line}"
+            );
+        }
+    }
+}
+
+/// README's tour sentence counts right: the tools the tour calls, of all the built-in
+/// tools, and the ones it names as left out are exactly the rest.
+#[test]
+fn readmes_tour_counts_the_built_in_tools_right() {
+    let servers = servers();
+    let world = World::new(&servers);
+    let listed = run_line(&world, "toolbelt tools list", None).unwrap();
+    let mut builtins: BTreeSet<String> = listed
+        .stdout
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    // Registered only with a provider configured, which `tools list` says.
+    assert!(listed.stdout.contains("web_search is not registered"));
+    builtins.insert("web_search".into());
+    let tour = std::fs::read_to_string(repo().join("examples/tour.jsonl")).unwrap();
+    let toured: BTreeSet<String> = tour
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .flat_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["tool_calls"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|c| c["name"].as_str().map(str::to_string))
+        })
+        .filter(|n| builtins.contains(n))
+        .collect();
+    let words = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+    ];
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let said = format!(
+        "through {} of the {} built-in tools",
+        words[toured.len()],
+        words[builtins.len()]
+    );
+    assert!(readme.contains(&said), "README should say: {said}");
+    let sentence = readme.split(&said).nth(1).unwrap();
+    let left_out = sentence
+        .split("(not")
+        .nth(1)
+        .unwrap()
+        .split(')')
+        .next()
+        .unwrap();
+    let named: BTreeSet<String> = left_out
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect();
+    let rest: BTreeSet<String> = builtins.difference(&toured).cloned().collect();
+    assert_eq!(
+        named, rest,
+        "README's list of the tools the tour leaves out"
+    );
+}
