@@ -75,7 +75,8 @@ fn last_request_texts(server: &FakeOpenAi) -> Vec<String> {
 
 fn quit(pty: Pty) {
     pty.send(keys::CTRL_D);
-    assert_eq!(pty.wait_exit(), 0);
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 0, "{screen}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -738,4 +739,26 @@ async fn restore_lists_the_checkpoint_shows_its_diff_asks_and_puts_the_file_back
         quit(pty);
     });
     assert!(server.violations().is_empty(), "{:?}", server.violations());
+}
+
+/// `toolbelt mcp serve` typed into a terminal says what it is and how to end it (a
+/// silent stdio server looks hung); Ctrl-C ends it, as it ends any command (130).
+#[test]
+fn mcp_serve_in_a_terminal_says_what_it_is() {
+    let w = Workspace::new();
+    let pty = Pty::spawn(
+        std::path::Path::new(env!("CARGO_BIN_EXE_toolbelt")),
+        &w.ws(),
+        w.dir.path(),
+        &["mcp", "serve"],
+        &[],
+    );
+    let screen = pty.wait_for("Ctrl-C ends it");
+    assert!(
+        screen.contains("MCP server on standard input and output"),
+        "{screen}"
+    );
+    pty.send("\u{3}");
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 130, "{screen}");
 }
