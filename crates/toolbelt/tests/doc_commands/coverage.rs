@@ -331,3 +331,43 @@ fn readmes_tour_counts_the_built_in_tools_right() {
         "README's list of the tools the tour leaves out"
     );
 }
+
+/// The long pages are sections a person can scan, not walls of prose: headings, and no
+/// paragraph of prose longer than a screenful; BENCHMARKS.md opens with a summary table.
+#[test]
+fn long_pages_are_in_sections_and_benchmarks_open_with_a_summary() {
+    for page in [
+        "docs/safety.md",
+        "docs/mcp-server.md",
+        "docs/sdk-and-stream-json.md",
+    ] {
+        let text = std::fs::read_to_string(repo().join(page)).unwrap();
+        let headings = text.lines().filter(|l| l.starts_with("## ")).count();
+        assert!(headings >= 5, "{page}: {headings} sections");
+        let mut in_code = false;
+        let mut run = 0;
+        for line in text.lines() {
+            if line.starts_with("```") {
+                in_code = !in_code;
+            }
+            let prose =
+                !in_code && !line.trim().is_empty() && !line.starts_with(['#', '|', '-', ' ', '`']);
+            run = if prose { run + 1 } else { 0 };
+            assert!(
+                run <= 22,
+                "{page}: a paragraph of over 22 lines ends at: {line}"
+            );
+        }
+    }
+    let benchmarks = std::fs::read_to_string(repo().join("BENCHMARKS.md")).unwrap();
+    let head: String = benchmarks.lines().take(12).collect::<Vec<_>>().join("\n");
+    assert!(head.contains("## Summary"), "{head}");
+    let summary = benchmarks.split("## Summary").nth(1).unwrap();
+    let summary = summary.split("\n## ").next().unwrap();
+    let rows = summary.lines().filter(|l| l.starts_with("| [")).count();
+    let sections = benchmarks.matches("\n## ").count() - 1;
+    assert!(
+        rows >= sections - 3,
+        "{rows} summary rows for {sections} sections"
+    );
+}
