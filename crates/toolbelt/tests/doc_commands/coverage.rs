@@ -371,3 +371,47 @@ fn long_pages_are_in_sections_and_benchmarks_open_with_a_summary() {
         "{rows} summary rows for {sections} sections"
     );
 }
+
+/// No documented command overwrites a file a person may already have: no `>` into a
+/// file (`>>` adds, `2>&1` and `/dev/null` are fine), `cp` and `mv` only with `-n`, `tee`
+/// only with `-a`. (The doc-commands run also checks the person's settings survive.)
+#[test]
+fn no_documented_command_overwrites_a_file() {
+    let mut found = Vec::new();
+    for block in super::extract::doc_blocks() {
+        for s in &block.lines {
+            let words: Vec<&str> = s.command.split_whitespace().collect();
+            let overwrites = words.windows(2).any(|w| match w[0] {
+                "cp" | "mv" => !w[1].starts_with('-') || !w[1].contains('n'),
+                "tee" => w[1] != "-a",
+                _ => false,
+            }) || s.command.match_indices('>').any(|(at, _)| {
+                let before = s.command[..at].chars().last();
+                let after = s.command[at + 1..].trim_start();
+                before != Some('>')
+                    && before != Some('2')
+                    && !after.starts_with(['>', '&'])
+                    && !after.starts_with("/dev/null")
+                    && !s.command[..at].ends_with(" -")
+                    && !in_quotes(&s.command[..at])
+            });
+            if overwrites {
+                found.push(format!("{}: {}", s.source, s.command));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+/// Whether the text before a character leaves it inside single or double quotes.
+fn in_quotes(before: &str) -> bool {
+    let (mut single, mut double) = (false, false);
+    for c in before.chars() {
+        match c {
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            _ => {}
+        }
+    }
+    single || double
+}
