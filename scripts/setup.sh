@@ -1,26 +1,64 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs beyond the Rust toolchain. Idempotent and quiet.
-# The README's test command runs it before `cargo test`, and so does `.ci/run`. A piece
-# that cannot be installed is a warning on a developer's machine (the tests that need it
-# say so and skip) and an error when `CI` is set (those tests fail there rather than skip).
+# Installs what the test suite needs beyond the Rust toolchain, into .cache/ (git-ignored):
+# about 1 GB of downloads from scratch (npm and PyPI), a minute or two. Idempotent: what
+# is installed at its pinned version is not fetched again. It says what it installs and
+# how large each piece is, and prints every command it runs as root (apt-get, only when
+# it runs as root). `bash scripts/setup.sh --list` says what it would do and changes
+# nothing. The README's test command runs it before `cargo test`, and so does `.ci/run`.
+# A piece that cannot be installed is a warning on a developer's machine (the tests that
+# need it say so and skip) and an error when `CI` is set (those tests fail there rather
+# than skip).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+LIST=
+case "${1:-}" in
+--list) LIST=1 ;;
+"") ;;
+*)
+    echo "usage: bash scripts/setup.sh [--list]" >&2
+    exit 2
+    ;;
+esac
+say() { echo "setup: $*"; }
 missing() {
     echo "setup: $1" >&2
-    if [ -n "${CI:-}" ]; then exit 1; fi
+    if [ -n "${CI:-}" ] && [ -z "$LIST" ]; then exit 1; fi
 }
-rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy >/dev/null 2>&1 || true
+# Whether to install `what` into `dir` now: with --list, says what would be and answers no.
+installing() {
+    local dir=$1 what=$2
+    if [ -n "$LIST" ]; then
+        say "would install $what into $dir"
+        return 1
+    fi
+    say "installing $what into $dir ..."
+}
+# The size of what was installed.
+installed() {
+    say "installed $1 ($(du -sh "$1" 2>/dev/null | cut -f1))"
+}
+if [ -n "$LIST" ]; then
+    say "installs into .cache/ about 1 GB from scratch (npm, PyPI); already installed:"
+    du -sh .cache/* 2>/dev/null | sed 's/^/setup:   /'
+fi
+if [ -z "$LIST" ]; then
+    rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy >/dev/null 2>&1 || true
+fi
 
 # The public MCP reference server, for the interoperability test of the MCP client
 # (crates/toolbelt/tests/mcp_cli.rs), installed into a project-local, git-ignored directory.
 EVERYTHING_DIR=.cache/node
 EVERYTHING_VERSION=2026.8.31
 if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
-    if [ ! -f "$EVERYTHING_DIR/node_modules/@modelcontextprotocol/server-everything/package.json" ]; then
+    if [ ! -f "$EVERYTHING_DIR/node_modules/@modelcontextprotocol/server-everything/package.json" ] \
+        && installing "$EVERYTHING_DIR" "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION (npm)"; then
         mkdir -p "$EVERYTHING_DIR"
-        npm install --prefix "$EVERYTHING_DIR" --no-audit --no-fund --loglevel=error \
-            "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" >/dev/null 2>&1 \
-            || missing "could not install @modelcontextprotocol/server-everything (the MCP interop test needs it)"
+        if npm install --prefix "$EVERYTHING_DIR" --no-audit --no-fund --loglevel=error \
+            "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" >/dev/null 2>&1; then
+            installed "$EVERYTHING_DIR"
+        else
+            missing "could not install @modelcontextprotocol/server-everything (the MCP interop test needs it)"
+        fi
     fi
 else
     missing "node/npm not found (the MCP interop test needs them)"
@@ -40,11 +78,13 @@ install_python_sdk() {
         missing "python3 not found (the MCP Python client tests need it)"
         return 0
     fi
+    installing "$dir" "the MCP Python SDK (PyPI, $requirements) in a virtualenv" || return 0
     rm -rf "$dir"
     if python3 -m venv "$dir" >/dev/null 2>&1 \
         && "$dir/bin/pip" install --quiet --disable-pip-version-check --no-input \
             -r "$requirements" >/dev/null 2>&1; then
         cp "$requirements" "$dir/installed-requirements.txt"
+        installed "$dir"
     else
         missing "could not install the MCP Python SDK into $dir (python3 -m venv, pip install -r $requirements)"
     fi
@@ -60,12 +100,14 @@ install_inspector() {
         missing "node/npm not found (the MCP Inspector tests need them)"
         return 0
     fi
+    installing "$dir" "$packages (npm)" || return 0
     rm -rf "$dir"
     mkdir -p "$dir"
     # shellcheck disable=SC2086 # two package specs
     if npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $packages >/dev/null 2>&1 \
         && "$dir/node_modules/.bin/node" --version >/dev/null 2>&1; then
         echo "$packages" >"$dir/installed"
+        installed "$dir"
     else
         missing "could not install $packages into $dir (the MCP Inspector tests need them)"
     fi
@@ -81,11 +123,13 @@ install_qwen_sdk() {
         missing "node/npm not found (the SDK interop tests need them)"
         return 0
     fi
+    installing "$dir" "$packages (npm)" || return 0
     rm -rf "$dir"
     mkdir -p "$dir"
     # shellcheck disable=SC2086 # two package specs
     if npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $packages >/dev/null 2>&1; then
         echo "$packages" >"$dir/installed"
+        installed "$dir"
     else
         missing "could not install $packages into $dir (the SDK interop tests need them)"
     fi
@@ -101,12 +145,14 @@ install_claude_sdk() {
         missing "node/npm not found (the Claude SDK interop tests need them)"
         return 0
     fi
+    installing "$dir" "$packages (npm)" || return 0
     rm -rf "$dir"
     mkdir -p "$dir"
     # shellcheck disable=SC2086 # package specs
     if npm install --prefix "$dir" --no-audit --no-fund --omit=optional --loglevel=error \
         $packages >/dev/null 2>&1; then
         echo "$packages" >"$dir/installed"
+        installed "$dir"
     else
         missing "could not install $packages into $dir (the Claude SDK interop tests need it)"
     fi
@@ -120,11 +166,13 @@ install_lsp_servers() {
         missing "node/npm not found (the lsp tool tests need them)"
         return 0
     fi
+    installing "$dir" "$packages (npm)" || return 0
     rm -rf "$dir"
     mkdir -p "$dir"
     # shellcheck disable=SC2086 # package specs
     if npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $packages >/dev/null 2>&1; then
         echo "$packages" >"$dir/installed"
+        installed "$dir"
     else
         missing "could not install $packages into $dir (the lsp tool tests need them)"
     fi
@@ -143,14 +191,25 @@ wait "$qwen_sdk" || exit 1
 wait "$lsp_servers" || exit 1
 # clangd (Debian's package) for the `lsp` tool's C test: installed when this runs as root
 # with apt-get (a CI image), else reported.
+apt_install() {
+    if [ -n "$LIST" ]; then
+        say "would run as root: apt-get install -y -q $1"
+        return 0
+    fi
+    # Printed before it runs: nothing runs as root unsaid.
+    say "running as root: apt-get install -y -q $1"
+    apt-get install -y -q "$1" >/dev/null 2>&1 && return 0
+    say "running as root: apt-get update -q && apt-get install -y -q $1"
+    apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "$1" >/dev/null 2>&1
+}
 if ! command -v clangd >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    apt-get install -y -q clangd >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q clangd >/dev/null 2>&1; }
+    apt_install clangd
 fi
 command -v clangd >/dev/null 2>&1 || missing "clangd not found (apt-get install clangd; the lsp tool's C test needs it)"
 # jq (Debian's package): the hooks tests and docs/hooks.md run hook scripts written as
 # Claude Code's documentation writes them, reading their input with jq.
 if ! command -v jq >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    apt-get install -y -q jq >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q jq >/dev/null 2>&1; }
+    apt_install jq
 fi
 command -v jq >/dev/null 2>&1 || missing "jq not found (apt-get install jq; the hooks tests need it)"
 # After the others: npm's cache is shared, and this one is the largest download.

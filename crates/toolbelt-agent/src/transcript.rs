@@ -75,6 +75,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use base64::Engine;
@@ -362,9 +363,13 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<LoadedSession, TranscriptError
         if first_prompt.is_none()
             && let Line::User { content } = &line
         {
+            // The person's words: a SessionStart hook's context comes first in the
+            // prompt, and would stand for the session in every listing.
             first_prompt = content.iter().find_map(|c| match c {
-                ContentRecord::Text(t) => t.lines().next().map(str::to_string),
-                ContentRecord::Image { .. } => None,
+                ContentRecord::Text(t) if !toolbelt_core::hooks::is_context_block(t) => {
+                    t.lines().next().map(str::to_string)
+                }
+                _ => None,
             });
         }
         let lines = match line {
@@ -507,6 +512,22 @@ pub struct SessionWriter {
     id: String,
     path: PathBuf,
     file: Mutex<File>,
+    /// How many model answers were written.
+    answers: AtomicUsize,
+    /// `answers` when [`SessionWriter::discard_unless_answered`] was called; `usize::MAX`
+    /// until then (the file is always kept).
+    answers_at_start: AtomicUsize,
+}
+
+impl Drop for SessionWriter {
+    /// A run that never got a model's answer (no server, a refused key, a prompt a hook
+    /// blocked, a session opened and closed) is no conversation to resume: its file goes.
+    fn drop(&mut self) {
+        let start = self.answers_at_start.load(Ordering::SeqCst);
+        if start != usize::MAX && self.answers.load(Ordering::SeqCst) == start {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 impl SessionWriter {
@@ -518,6 +539,14 @@ impl SessionWriter {
     /// The file written to.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// From now on the file is removed when the writer is dropped (its run ended)
+    /// unless a model's answer was written after this call. Called once the continued
+    /// conversation is copied in.
+    pub fn discard_unless_answered(&self) {
+        self.answers_at_start
+            .store(self.answers.load(Ordering::SeqCst), Ordering::SeqCst);
     }
 
     /// Appends one message (the system prompt is not saved, see the module docs).
@@ -547,7 +576,11 @@ impl SessionWriter {
             Err(poisoned) => poisoned.into_inner(),
         };
         file.write_all(text.as_bytes()).map_err(io)?;
-        file.flush().map_err(io)
+        file.flush().map_err(io)?;
+        if matches!(line, Line::Assistant { .. }) {
+            self.answers.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
     }
 }
 

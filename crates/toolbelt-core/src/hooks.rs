@@ -344,6 +344,12 @@ pub fn context_block(event: HookEvent, texts: &[String]) -> Option<String> {
     ))
 }
 
+/// Whether a prompt's text part is a [`context_block`] (the hooks' words, not the
+/// person's): listings of sessions show the person's prompt instead.
+pub fn is_context_block(text: &str) -> bool {
+    text.starts_with("<hook-context event=\"")
+}
+
 /// Runs the hooks configured for a session. Built by `toolbelt-hooks` (settings layers
 /// and SDK callbacks); the scheduler and the agent hold it as `Arc<dyn HookRunner>`.
 pub trait HookRunner: Send + Sync {

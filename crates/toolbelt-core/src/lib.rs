@@ -50,7 +50,9 @@ pub use hooks::{
 pub use output::{LimitedText, OutputPolicy};
 pub use protected::{ProtectedPaths, Protection};
 pub use registry::{Origin, Registration, ToolRegistry, ToolSet};
-pub use result::{Display, ErrorKind, FileDiff, Part, TodoItem, TodoStatus, ToolError, ToolResult};
+pub use result::{
+    Display, ErrorKind, FileDiff, Part, TodoItem, TodoStatus, ToolError, ToolResult, for_person,
+};
 pub use rules::{
     CommandPurpose, Decision, PermissionRules, Rule, RuleBase, RuleList, SYSTEM_BIN_DIRS, Verdict,
     is_mcp_server_rule,

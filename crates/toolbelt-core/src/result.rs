@@ -277,6 +277,44 @@ impl fmt::Display for ErrorKind {
     }
 }
 
+/// What the model is told in a refusal or a note, and what a person reads instead where
+/// the person is the one who called (`toolbelt tools call`, `toolbelt sandbox -- CMD`):
+/// advice meant for the model (do not retry, ask the user) dropped or said to the person.
+/// The refusals are worded with these phrases, so the table stays exact.
+const FOR_THE_MODEL: &[(&str, &str)] = &[
+    (
+        "Do not retry it; continue without it if you can, or tell the user what you need. ",
+        "",
+    ),
+    (
+        " It was not run; do not retry it unchanged.",
+        " It was not run.",
+    ),
+    (
+        "; ask the user to approve it to run it unconfined (retrying it in another form will not help).",
+        "; approved, it runs unconfined.",
+    ),
+    (
+        "If it needs to write or connect, ask the user to approve it to run it unconfined.",
+        "If it needs to write or connect, approved it runs unconfined.",
+    ),
+    (
+        "this command ran without the user's approval,",
+        "this command ran unasked,",
+    ),
+    ("the user's approval", "approval"),
+    ("The user can allow it", "Allow it"),
+];
+
+/// `text` (written for the model) as the person who made the call should read it.
+pub fn for_person(text: &str) -> String {
+    FOR_THE_MODEL
+        .iter()
+        .fold(text.to_string(), |t, (model, person)| {
+            t.replace(model, person)
+        })
+}
+
 /// A failed call: what kind of failure, and a message the model can act on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{message}")]

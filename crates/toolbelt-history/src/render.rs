@@ -151,7 +151,7 @@ impl History {
                     then: after,
                     outside: false,
                 };
-                if let Some(text) = file_diff(objects, &change, &mut lines) {
+                if let Some(text) = file_diff(objects, &change, &mut lines, ("before", "after")) {
                     files += 1;
                     out.push_str(&text);
                 }
@@ -247,10 +247,11 @@ pub fn list_text(listed: &[Listed], damaged: &[String]) -> String {
 }
 
 /// What was not kept, said once.
-pub fn left_out_text(left: &LeftOut) -> String {
-    let mut out = String::from(
-        "Not in checkpoints: files your ignore rules leave out (.gitignore, .qwenignore, context.fileFiltering) are never kept, and stay as they are.\n",
-    );
+pub fn left_out_text(left: &LeftOut, has_ignore_rules: bool) -> String {
+    let mut out = String::new();
+    if has_ignore_rules {
+        out.push_str("Not in checkpoints: files your ignore rules leave out (.gitignore, .qwenignore, context.fileFiltering) are never kept, and stay as they are.\n");
+    }
     if left.oversized_count > 0 {
         let _ = writeln!(
             out,
@@ -336,26 +337,44 @@ pub fn plan_text(history: &History, plan: &RestorePlan) -> String {
             root.display()
         );
     }
-    out.push_str(&left_out_text(&plan.target.left_out));
     let objects = &history.store().objects;
+    let ignores = has_ignore_file(objects, &plan.target);
+    out.push_str(&left_out_text(&plan.target.left_out, ignores));
     let mut lines = 0;
     for c in &plan.changes {
-        if let Some(text) = file_diff(objects, c, &mut lines) {
+        if let Some(text) = file_diff(objects, c, &mut lines, ("now", "checkpoint")) {
             out.push_str(&text);
         }
     }
     out
 }
 
-/// What a restore did.
-pub fn applied_text(applied: &Applied) -> String {
+/// Whether a checkpoint's trees hold an ignore file (`.gitignore`, `.qwenignore`,
+/// `.ignore`): only then can a restore have left ignored files alone, and say so.
+fn has_ignore_file(objects: &Objects, record: &Record) -> bool {
+    record.trees().iter().any(|(_, hash)| {
+        let Ok(tree) = crate::index::DirNode::load(objects, hash, 0o755) else {
+            return true;
+        };
+        let mut all = std::collections::BTreeMap::new();
+        tree.flatten(b"", &mut all);
+        all.keys().any(|path| {
+            let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
+            [&b".gitignore"[..], b".qwenignore", b".ignore"].contains(&name)
+        })
+    })
+}
+
+/// What a restore did; `restore` is the command that restores a checkpoint where the
+/// person reads this (`/restore`, `toolbelt restore`), so the undo line can be typed.
+pub fn applied_text(applied: &Applied, restore: &str) -> String {
     let mut out = format!(
         "Restored {} path(s), removed {}.",
         applied.restored.len(),
         applied.removed.len()
     );
     if let Some(undo) = &applied.undo {
-        let _ = write!(out, " To undo this restore: restore checkpoint {undo}.");
+        let _ = write!(out, " To undo this restore: {restore} {undo}");
     }
     out.push('\n');
     if !applied.kept.is_empty() {
@@ -371,9 +390,23 @@ pub fn applied_text(applied: &Applied) -> String {
     out
 }
 
+/// A unified diff whose two sides are named in words (`--- a.py (now)`,
+/// `+++ a.py (checkpoint)`): not a confirmation's `Current`/`Proposed`, which would be
+/// wrong for a past change, and no tab, which a terminal cell drops.
+fn labelled_diff(name: &str, old: &str, new: &str, (before, after): (&str, &str)) -> String {
+    let (diff, ..) = toolbelt_tools::unified_diff(name, old, new);
+    let body = diff.splitn(3, '\n').nth(2).unwrap_or("");
+    format!("--- {name} ({before})\n+++ {name} ({after})\n{body}")
+}
+
 /// The diff of one change as restoring shows it (what is there now to what the
 /// checkpoint had), or a line saying what happens to it; `None` for a directory.
-fn file_diff(objects: &Objects, c: &Change, lines: &mut usize) -> Option<String> {
+fn file_diff(
+    objects: &Objects,
+    c: &Change,
+    lines: &mut usize,
+    sides: (&str, &str),
+) -> Option<String> {
     let kind = |l: &Option<crate::tree::Leaf>| l.map(|l| l.kind);
     if kind(&c.now) == Some(EntryKind::Dir) || kind(&c.then) == Some(EntryKind::Dir) {
         return None;
@@ -403,7 +436,7 @@ fn file_diff(objects: &Objects, c: &Change, lines: &mut usize) -> Option<String>
     };
     match (text(&c.now), text(&c.then)) {
         (Some(old), Some(new)) => {
-            let (diff, ..) = toolbelt_tools::unified_diff(&name, &old, &new);
+            let diff = labelled_diff(&name, &old, &new, sides);
             *lines += diff.lines().count();
             if old == new {
                 Some(format!("--- {name}: {mode_note}"))

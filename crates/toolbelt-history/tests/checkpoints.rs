@@ -211,8 +211,25 @@ async fn a_restore_is_undone_by_restoring_the_checkpoint_it_took() {
         ws.write("f.txt", b"v3\n", 0o644)
     })
     .await;
-    let applied = h.apply(&h.plan(&first, &[]).unwrap(), false).unwrap();
+    let plan = h.plan(&first, &[]).unwrap();
+    let text = render::plan_text(&h, &plan);
+    // The sides named for a past change, without a tab; no note about ignored files
+    // where no ignore file is.
+    assert!(
+        text.contains("--- f.txt (now)\n+++ f.txt (checkpoint)\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Proposed") && !text.contains('\t'), "{text}");
+    assert!(!text.contains("ignore rules"), "{text}");
+    let applied = h.apply(&plan, false).unwrap();
     assert_eq!(ws.read("f.txt").unwrap().0, b"v1\n");
+    // The undo line is a command one can type.
+    let done = render::applied_text(&applied, "/restore");
+    let undo = applied.undo.as_deref().unwrap();
+    assert!(
+        done.contains(&format!("To undo this restore: /restore {undo}\n")),
+        "{done}"
+    );
     let listed = render::list_text(&h.list().unwrap().0, &[]);
     assert!(listed.contains("before restore (restore "), "{listed}");
     h.apply(
@@ -426,4 +443,25 @@ async fn a_path_outside_the_workspace_is_refused_and_dots_inside_still_select() 
     let dotted = ws.root.join("src/./../src/a.txt");
     let plan = h.plan(&id, &[dotted]).unwrap();
     assert_eq!(plan.changes.len(), 1, "{}", render::plan_text(&h, &plan));
+}
+
+#[tokio::test]
+async fn what_a_turn_changed_names_its_sides_before_and_after() {
+    let ws = Ws::new();
+    ws.write("hello.py", b"print('hi')\n", 0o644);
+    let h = ws.history(true, 1 << 20);
+    h.begin_turn(TurnStart {
+        history_len: 0,
+        prompt: "greet louder".into(),
+    });
+    around(&h, &call("c1", "edit", Kind::Edit), || {
+        ws.write("hello.py", b"print('HI')\n", 0o644)
+    })
+    .await;
+    let text = h.turns_text();
+    assert!(
+        text.contains("--- hello.py (before)\n+++ hello.py (after)\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Proposed") && !text.contains('\t'), "{text}");
 }

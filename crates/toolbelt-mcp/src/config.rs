@@ -187,6 +187,37 @@ impl ServerConfig {
         self.trust || self.trust_annotations
     }
 
+    /// Whether this entry starts toolbelt's own `toolbelt mcp serve` (a stdio command
+    /// named `toolbelt`, or the running binary `own_exe`, with `mcp serve` among its
+    /// arguments): the client configuration README shows for Qwen Code, which toolbelt
+    /// reads too. Connected, it would offer every tool of the session a second time.
+    pub fn is_toolbelt_serve(&self, own_exe: Option<&Path>) -> bool {
+        let Transport::Stdio { command, args, .. } = &self.transport else {
+            return false;
+        };
+        if !args.windows(2).any(|w| w[0] == "mcp" && w[1] == "serve") {
+            return false;
+        }
+        let path = Path::new(command);
+        if path.file_name().is_some_and(|n| n == "toolbelt") {
+            return true;
+        }
+        let found = if command.contains('/') {
+            Some(path.to_path_buf())
+        } else {
+            std::env::var_os("PATH").and_then(|dirs| {
+                std::env::split_paths(&dirs)
+                    .map(|d| d.join(command))
+                    .find(|p| p.is_file())
+            })
+        };
+        let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        matches!((found, own_exe), (Some(f), Some(exe)) if same(&f, exe))
+    }
+
     /// `excludeTools` wins over `includeTools`; entries may be written `name(...)`.
     pub fn offers_tool(&self, name: &str) -> bool {
         let matches = |entry: &String| {

@@ -201,16 +201,21 @@ pub enum ModelError {
         /// The last attempt's error.
         last: String,
     },
-    /// Nothing listens at a local address: the connection was refused, so retrying would
-    /// only make the person wait. `origin` names what set the URL.
+    /// The server cannot be reached in a way a retry a few seconds later would not
+    /// change: nothing listens at a local address (the connection was refused), or the
+    /// host name does not resolve. Retrying would only make the person wait. `origin`
+    /// names what set the URL.
     #[error(
-        "cannot reach the model server at {url}: the connection was refused (nothing listens there). The URL comes from {origin}; check that the server runs, or point it elsewhere"
+        "cannot reach the model server at {url}: {reason}. The URL comes from {origin}; check that the server runs and the URL is right, or point it elsewhere"
     )]
     Unreachable {
         /// The URL tried.
         url: String,
         /// What set it (a flag, a variable, a settings file).
         origin: String,
+        /// What went wrong, for a person (`the connection was refused (nothing listens
+        /// there)`, `its host name does not resolve (...)`).
+        reason: String,
     },
     #[error("the model request was cancelled")]
     /// The run was cancelled while waiting for the model.

@@ -110,17 +110,7 @@ impl OpenAiClient {
         let timeout = self.config.request_timeout;
         let response = match tokio::time::timeout(timeout, builder.send()).await {
             Err(_) => return Err(retry(format!("no response within {timeout:?}"))),
-            Ok(Err(e)) if self.refused_locally(&e) => {
-                return Err(AttemptError::Fatal(ModelError::Unreachable {
-                    url: self.url.clone(),
-                    origin: self
-                        .config
-                        .base_url_origin
-                        .clone()
-                        .unwrap_or_else(|| "the configuration".to_string()),
-                }));
-            }
-            Ok(Err(e)) => return Err(retry(format!("connection error: {}", error_chain(&e)))),
+            Ok(Err(e)) => return Err(self.send_error(&e)),
             Ok(Ok(r)) => r,
         };
         let status = response.status();
@@ -239,8 +229,43 @@ fn parse_whole(text: &str) -> Result<ModelTurn, AttemptError> {
     })
 }
 
-/// An error with its causes, which is where reqwest keeps the useful part.
 impl OpenAiClient {
+    /// What set the URL, for messages.
+    fn origin(&self) -> String {
+        self.config
+            .base_url_origin
+            .clone()
+            .unwrap_or_else(|| "the configuration".to_string())
+    }
+
+    /// A request that got no response. A local refusal and a host name that does not
+    /// resolve end the run at once (a retry seconds later would not change them; offline,
+    /// each would also wait for name lookups); other connection errors are retried. Every
+    /// message names the URL and what set it.
+    fn send_error(&self, e: &reqwest::Error) -> AttemptError {
+        let chain = error_chain(e);
+        let fatal = |reason: String| {
+            AttemptError::Fatal(ModelError::Unreachable {
+                url: self.url.clone(),
+                origin: self.origin(),
+                reason,
+            })
+        };
+        if self.refused_locally(e) {
+            return fatal("the connection was refused (nothing listens there)".into());
+        }
+        // hyper's connector calls a failed lookup `dns error`; the cause is the resolver's.
+        if e.is_connect() && chain.contains("dns error") {
+            let cause = chain.rsplit(": ").next().unwrap_or("").to_string();
+            return fatal(format!("its host name does not resolve ({cause})"));
+        }
+        retry(format!(
+            "cannot connect to {} (the URL comes from {}): {chain}",
+            self.url,
+            self.origin()
+        ))
+    }
+
     /// A refused connection to this machine: no server listens at the port, which a
     /// retry a few seconds later will not change (a remote refusal may be a server
     /// restarting, so it is still retried).
@@ -271,6 +296,7 @@ fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> 
     None
 }
 
+/// An error with its causes, which is where reqwest keeps the useful part.
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();

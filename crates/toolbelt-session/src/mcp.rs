@@ -43,6 +43,21 @@ pub async fn connect(
         (!allowed.is_empty()).then_some(allowed.as_slice()),
         &project_root,
     );
+    // toolbelt's own `mcp serve` in the settings (README's client configuration for
+    // Qwen Code, read here too) would offer this session's tools a second time: left
+    // out, with a note. One named by `--mcp-config` was asked for by name: connected.
+    let own_exe = std::env::current_exe().ok();
+    servers.retain(|server| {
+        let own = !extra.contains_key(&server.alias)
+            && server.is_toolbelt_serve(own_exe.as_deref());
+        if own {
+            tracing::warn!(
+                "MCP server \"{}\" left out: it is toolbelt's own `toolbelt mcp serve`, whose tools this session has already",
+                server.alias
+            );
+        }
+        !own
+    });
     for server in &mut servers {
         if let toolbelt_mcp::Transport::Stdio { env, .. } = &mut server.transport {
             for (key, value) in extra_env {

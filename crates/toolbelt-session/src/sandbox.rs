@@ -179,7 +179,8 @@ pub async fn run_confined(
             .join(" ")
     };
     let result = run_unasked(env, &line).await;
-    say!(out, "{}", result.llm_text());
+    // The person ran it: the note speaks to them, not to a model.
+    say!(out, "{}", toolbelt_core::for_person(&result.llm_text()));
     exit_code(&result)
 }
 

@@ -94,7 +94,9 @@ fn listing_line(store: &SessionStore, id: &str) -> String {
         .iter()
         .filter_map(|m| match m {
             toolbelt_model::Message::User(parts) => parts.iter().find_map(|p| match p {
-                toolbelt_model::UserPart::Text(t) => Some(t.clone()),
+                toolbelt_model::UserPart::Text(t) if !toolbelt_core::hooks::is_context_block(t) => {
+                    Some(t.clone())
+                }
                 _ => None,
             }),
             _ => None,
@@ -183,7 +185,11 @@ pub(crate) fn start(store: &SessionStore, run: Run<'_>, warn: &Warn) -> Option<S
         Ok(writer)
     });
     match started {
-        Ok(writer) => Some(writer),
+        Ok(writer) => {
+            // A run that never reaches a model leaves no session to resume.
+            writer.discard_unless_answered();
+            Some(writer)
+        }
         Err(e) => {
             warn.say(&format!("this session is not saved: {e}"));
             None

@@ -246,7 +246,8 @@ impl Session {
         }
         match history.apply(&plan, request.force) {
             Ok(applied) => {
-                out.stdout.push_str(&render::applied_text(&applied));
+                out.stdout
+                    .push_str(&render::applied_text(&applied, "toolbelt restore"));
                 if !applied.failed.is_empty() {
                     out.code = 1;
                 }

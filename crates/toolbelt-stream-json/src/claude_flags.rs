@@ -20,7 +20,8 @@ use toolbelt_session::{AgentOptions, IgnoredFlag, SessionOptions, SettingSources
 const MAX_PLUGIN_MCP_BYTES: u64 = 1 << 20;
 
 /// Claude Code's flags without a toolbelt word of their own (hidden from `--help`
-/// except `--disallowedTools`).
+/// except `--disallowedTools`, `--fork-session` and `--no-session-persistence`, which
+/// a person uses too; docs/sdk-and-stream-json.md names every one).
 #[derive(Debug, Clone, Default, Args)]
 pub struct ClaudeArgs {
     /// Tools (or rules such as `Bash(rm *)`) that never run: a deny rule each, and a tool
@@ -40,12 +41,12 @@ pub struct ClaudeArgs {
     /// Accepted: `--permission-mode bypassPermissions` needs no second flag here.
     #[arg(long, hide = true)]
     pub allow_dangerously_skip_permissions: bool,
-    /// With `--resume`/`--continue`: continue under a new session ID (or `--session-id`'s),
+    /// With --resume/--continue: continue under a new session ID (or --session-id's),
     /// leaving the resumed session as it was.
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub fork_session: bool,
     /// Save nothing of this run (it cannot be resumed).
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub no_session_persistence: bool,
     /// Which of the person's settings files are read: `user` (`~/.qwen/settings.json`),
     /// `project` (`.qwen/settings.json`); `local` names no file of toolbelt's. Empty:

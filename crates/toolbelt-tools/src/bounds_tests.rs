@@ -231,9 +231,9 @@ async fn read_many_files_says_a_pattern_above_the_root_is_outside_the_workspace(
 
 #[test]
 fn tests_run_with_a_home_of_their_own() {
-    // .cargo/config.toml points HOME and TOOLBELT_HOME of every test process under
-    // target/: a test that forgets its own temporary home still cannot touch the
-    // person's `~/.qwen` or `~/.toolbelt`.
+    // .cargo/config.toml's runner (scripts/test-runner.sh) points HOME and TOOLBELT_HOME
+    // of every test process under target/: a test that forgets its own temporary home
+    // still cannot touch the person's `~/.qwen` or `~/.toolbelt`.
     let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap());
     assert!(home.ends_with("target/test-home"), "{}", home.display());
     let toolbelt_home = std::path::PathBuf::from(std::env::var_os("TOOLBELT_HOME").unwrap());
@@ -241,5 +241,41 @@ fn tests_run_with_a_home_of_their_own() {
         toolbelt_home.starts_with(&home),
         "{}",
         toolbelt_home.display()
+    );
+}
+
+#[test]
+fn cargo_run_keeps_the_persons_home() {
+    // Only test binaries get the home under target/: the runner passes anything else
+    // (`cargo run -p toolbelt -- ...`) the environment it was given. An `[env]` HOME in
+    // .cargo/config.toml would reach `cargo run` too.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let config = std::fs::read_to_string(root.join(".cargo/config.toml")).unwrap();
+    assert!(
+        !config.lines().any(|l| l.trim_start().starts_with("HOME")),
+        "{config}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let deps = dir.path().join("target/debug/deps");
+    std::fs::create_dir_all(&deps).unwrap();
+    std::fs::copy("/usr/bin/env", deps.join("env")).unwrap();
+    let run = |program: &std::path::Path| {
+        let out = std::process::Command::new(root.join("scripts/test-runner.sh"))
+            .arg(program)
+            .env("HOME", "/home/person")
+            .env_remove("TOOLBELT_HOME")
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let binary = run(std::path::Path::new("/usr/bin/env"));
+    assert!(binary.lines().any(|l| l == "HOME=/home/person"), "{binary}");
+    assert!(!binary.contains("TOOLBELT_HOME="), "{binary}");
+    let test = run(&deps.join("env"));
+    assert!(
+        test.lines()
+            .any(|l| l.starts_with("HOME=") && l.ends_with("/target/test-home")),
+        "{test}"
     );
 }

@@ -5,7 +5,7 @@
 //! scheduler gets no approver: calls that would ask are refused with a message that
 //! tells the model why.
 //!
-//! Every run is saved as a session (`toolbelt_session::saved`); `--continue` and
+//! Every run that got a model's answer is saved as a session (`toolbelt_session::saved`); `--continue` and
 //! `--resume ID` start from a saved one, `--resume` alone lists them (headless has no
 //! picker).
 //!

@@ -181,8 +181,8 @@ pub struct AgentArgs {
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
     /// Continue this project's latest saved session: its conversation (tool results
-    /// included, nothing run again) comes before the new prompt. Every run is saved
-    /// under `~/.toolbelt/sessions/<project>/`.
+    /// included, nothing run again) comes before the new prompt. Every run that got a
+    /// model's answer is saved under `~/.toolbelt/sessions/<project>/`.
     #[arg(long = "continue", conflicts_with = "resume")]
     pub continue_latest: bool,
     /// Continue the saved session ID. Without an ID, list this project's sessions and

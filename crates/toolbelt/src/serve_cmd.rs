@@ -44,9 +44,17 @@ async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)>
     let options = Arc::new(ServeOptions::new(args.stateless, HOW_TO_ALLOW));
     let stop = CancellationToken::new();
     match http {
-        None => toolbelt_mcp::serve::serve_stdio(workspaces, options, stop)
-            .await
-            .map_err(|e| (EXIT_TOOL_ERROR, e)),
+        None => {
+            // Typed into a terminal, a silent stdio server looks hung: say what it is.
+            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                eprintln!(
+                    "toolbelt: MCP server on standard input and output, for an MCP client to start (see `toolbelt mcp serve --help`); waiting for JSON-RPC messages; Ctrl-C ends it"
+                );
+            }
+            toolbelt_mcp::serve::serve_stdio(workspaces, options, stop)
+                .await
+                .map_err(|e| (EXIT_TOOL_ERROR, e))
+        }
         Some(http) => {
             let open_to_local_users = http.token.is_none();
             let served = http::serve(http, workspaces, options, stop, |addr: SocketAddr| {

@@ -162,7 +162,8 @@ fn outcome(name: &str, call: &CompletedCall, started: bool, interrupted: bool, j
         (Some(error), false)
             if error.kind == ErrorKind::ExecutionDenied || call.state == CallState::Cancelled =>
         {
-            eprintln!("toolbelt: refused: {name}: {}", error.message);
+            let message = toolbelt_core::for_person(&error.message);
+            eprintln!("toolbelt: refused: {name}: {message}");
             EXIT_REFUSED
         }
         // Never judged: an unknown tool or arguments that do not fit its schema.

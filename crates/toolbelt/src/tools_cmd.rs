@@ -125,7 +125,7 @@ fn list(session: &Session, json: bool) -> u8 {
     }
     crate::pipes::check(writeln!(
         out,
-        "\nnote: the agent adds agent, task_stop and send_message (sub-agents need its model; `toolbelt agents list`), skill when there are skills (`toolbelt skills list`) and tool_search when tools are deferred."
+        "\nnote: the agent adds agent, task_stop and send_message (sub-agents need its model; `toolbelt agents list`), monitor (follows a background command's output), skill when there are skills (`toolbelt skills list`) and tool_search when tools are deferred."
     ));
     EXIT_OK
 }

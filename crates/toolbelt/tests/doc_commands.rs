@@ -10,9 +10,15 @@
 //! the indented lines under `Examples:`, with the `(explanation)` after two spaces cut.
 //!
 //! **How it runs.** Each block (each `--help` example on its own) gets a fresh temporary
-//! folder laid out like a checkout: a copy of `examples/`, the files of
-//! `tests/fixtures/docs/checkout/` (a `src/main.rs`, a `servers.json`, ...), `git init`,
-//! with `HOME` and `TOOLBELT_HOME` of its own beside it (never the real home). Each line
+//! folder with a checkout (a copy of `examples/` and the files of
+//! `tests/fixtures/docs/checkout/`: a `src/main.rs`, a `README.md`, ...; `git init`), a
+//! project of the person's own beside it (the same fixture files, `git init`), and a
+//! `HOME` and `TOOLBELT_HOME` of its own (never the real home) whose
+//! `~/.qwen/settings.json` already holds the person's settings. A block runs in the
+//! person's project, outside the checkout, unless it uses the checkout's files
+//! (`examples/`, `scripts/`, `crates/`, a cargo command). After every line the person's
+//! settings must still be there (a snippet may add to them, never overwrite them), and no
+//! hook in them may point into the checkout. Each line
 //! runs with `bash -c` in that folder, in order, stdin closed (`/dev/null`); a line that
 //! starts with `export` or `cd` is also put in front of every later line of its block,
 //! so a block reads as a person types it. `toolbelt` on `PATH` is the binary under
@@ -59,6 +65,8 @@
 #[allow(dead_code)]
 mod pty;
 
+#[path = "doc_commands/coverage.rs"]
+mod coverage;
 #[path = "doc_commands/extract.rs"]
 mod extract;
 #[path = "doc_commands/run.rs"]
@@ -228,6 +236,15 @@ fn every_json_block_parses_and_every_mcp_config_connects() {
         for (at, body) in json_blocks(&name, &text) {
             let value: serde_json::Value =
                 serde_json::from_str(&body).unwrap_or_else(|e| panic!("{at}: not JSON: {e}"));
+            // A settings example's permission rules must be rules toolbelt accepts.
+            if let Some(permissions) = value.get("permissions") {
+                let world = World::new(&servers);
+                let settings = serde_json::json!({ "permissions": permissions }).to_string();
+                let script = format!("toolbelt --settings '{settings}' tools list");
+                let out = run_line(&world, &script, None).unwrap();
+                assert_eq!(out.code, 0, "{at}: {}", out.stderr);
+                assert!(!out.stderr.contains("rule"), "{at}: {}", out.stderr);
+            }
             let Some(map) = value.get("mcpServers").or_else(|| value.get("servers")) else {
                 continue;
             };
@@ -241,6 +258,24 @@ fn every_json_block_parses_and_every_mcp_config_connects() {
                 }
             }
             let world = World::new(&servers);
+            // toolbelt's own `mcp serve` is left out of toolbelt's sessions (and of `mcp
+            // list`): it is started here as the client would, and must list its tools.
+            for entry in map.as_object().unwrap().values() {
+                let command = entry["command"].as_str().unwrap_or("");
+                let args: Vec<&str> = entry["args"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+                    .unwrap_or_default();
+                if command == "toolbelt" && args.windows(2).any(|w| w == ["mcp", "serve"]) {
+                    let script = format!("{command} {}", args.join(" "));
+                    let out = run_line(&world, &script, Some(MCP_SESSION)).unwrap();
+                    assert!(
+                        out.stdout.contains(r#""id":2"#) && out.stdout.contains("read_file"),
+                        "{at}: {}",
+                        out.stderr
+                    );
+                }
+            }
             let config = serde_json::json!({ "mcpServers": map }).to_string();
             let script = format!("toolbelt --mcp-config '{config}' mcp list --json");
             let out = run_line(&world, &script, None).unwrap();

@@ -117,6 +117,34 @@ fn mcp_list_names_each_failure_and_waits_only_for_the_timeout() {
     );
 }
 
+/// README's client configuration for Qwen Code (`toolbelt mcp serve` in
+/// `~/.qwen/settings.json`) is read by toolbelt too: its own server is left out, with a
+/// note, so a session does not offer its tools twice.
+#[test]
+fn toolbelts_own_mcp_serve_is_left_out_with_a_note() {
+    let project = Project::new(json!({"mcpServers": {
+        "toolbelt": {"command": "toolbelt", "args": ["mcp", "serve"]},
+        "itself": {"command": toolbelt(), "args": ["mcp", "serve"]},
+        "t": {"command": testserver(), "includeTools": ["echo"]}
+    }}));
+    let out = project.run(&["mcp", "list", "--json"]);
+    let servers: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let names: Vec<&str> = servers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["t"], "{servers}");
+    let err = stderr(&out);
+    for alias in ["toolbelt", "itself"] {
+        assert!(
+            err.contains(&format!("\"{alias}\" left out: it is toolbelt's own")),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn mcp_list_json_has_status_reason_and_tools() {
     let project = Project::new(json!({"mcpServers": {

@@ -78,11 +78,15 @@ fn headless_touch_is_refused_and_ls_runs() {
     let p = project(None);
     let out = p.shell("touch x", &[]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    // Said to the person who called, not in the words the model gets.
+    let stderr = text(&out.stderr);
     assert!(
-        text(&out.stderr).contains("needs the user's approval"),
-        "{}",
-        text(&out.stderr)
+        stderr.contains("needs approval") && stderr.contains("Pass --yes"),
+        "{stderr}"
     );
+    for model_words in ["Do not retry", "the user", "tell the user"] {
+        assert!(!stderr.contains(model_words), "{model_words}: {stderr}");
+    }
     assert!(!p.root.join("x").exists(), "the refused command ran");
 
     let out = p.shell("ls", &[]);
@@ -297,6 +301,10 @@ fn sandbox_runs_one_command_confined() {
         stdout.contains(&format!("It tried to write {target_arg}")),
         "{stdout}"
     );
+    // The person's own command: no advice meant for a model.
+    for model_words in ["ask the user", "the user's approval", "retrying it"] {
+        assert!(!stdout.contains(model_words), "{model_words}: {stdout}");
+    }
 }
 
 /// Issue 40: a command of the model's, unasked (`printenv` is read-only) or approved,

@@ -230,6 +230,8 @@ fn start(
         id: header.id.clone(),
         path,
         file: Mutex::new(file),
+        answers: std::sync::atomic::AtomicUsize::new(0),
+        answers_at_start: std::sync::atomic::AtomicUsize::new(usize::MAX),
     };
     writer.write_line(&Line::Session(header))?;
     Ok(writer)

@@ -516,3 +516,25 @@ fn compressions_nested_deep_are_an_error_not_a_stack_overflow() {
     let e = parse(Path::new("s.jsonl"), text.as_bytes()).unwrap_err();
     assert!(e.to_string().starts_with("s.jsonl:3: "), "{e}");
 }
+
+#[test]
+fn listings_show_the_persons_prompt_not_a_hooks_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path().join("sessions/project"));
+    let writer = store.create(header()).unwrap();
+    let context = toolbelt_core::hooks::context_block(
+        toolbelt_core::hooks::HookEvent::SessionStart,
+        &["abc123 last commit".to_string()],
+    )
+    .unwrap();
+    writer
+        .append(&Message::User(vec![
+            UserPart::Text(context),
+            UserPart::Text("fix the failing test".to_string()),
+        ]))
+        .unwrap();
+    assert_eq!(
+        store.first_prompt(writer.id()).as_deref(),
+        Some("fix the failing test")
+    );
+}

@@ -319,7 +319,9 @@ impl Scheduler {
             None
         };
         if let Some(error) = refusal {
-            let mut done = finish_early_boxed(call.request, call.arguments, "", error);
+            // What the call was (the command, the file), as a call that ran shows it.
+            let description = call.invocation.describe();
+            let mut done = finish_early_boxed(call.request, call.arguments, &description, error);
             done.stop = outcome.stop;
             push_context(&mut done.result, event, &outcome.additional_context);
             return Err(done);

@@ -122,3 +122,41 @@ fn mcp_config_reads_inline_json_files_and_both_shapes() {
     let err = parse_mcp_config(r#"{"x": {"args": "not a list"}}"#).unwrap_err();
     assert!(err.contains("not a map of MCP servers"), "{err}");
 }
+
+#[test]
+fn toolbelts_own_mcp_serve_is_recognised() {
+    let root = Path::new("/project");
+    let own = |value: serde_json::Value, exe: Option<&Path>| {
+        let entry: McpServerSettings = serde_json::from_value(value).unwrap();
+        ServerConfig::from_settings("t", &entry, root)
+            .unwrap()
+            .is_toolbelt_serve(exe)
+    };
+    assert!(own(
+        json!({"command": "toolbelt", "args": ["mcp", "serve"]}),
+        None
+    ));
+    assert!(own(
+        json!({"command": "/usr/local/bin/toolbelt", "args": ["--model", "m", "mcp", "serve", "--approval-mode", "auto-edit"]}),
+        None
+    ));
+    // Under another name, when it is the running binary.
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("tb");
+    std::fs::write(&exe, "").unwrap();
+    let link = dir.path().join("my-agent");
+    std::os::unix::fs::symlink(&exe, &link).unwrap();
+    let by_path = json!({"command": link.to_str().unwrap(), "args": ["mcp", "serve"]});
+    assert!(own(by_path.clone(), Some(&exe)));
+    assert!(!own(by_path, None));
+    // Not toolbelt's server: another command, or toolbelt doing something else.
+    assert!(!own(
+        json!({"command": "npx", "args": ["server-everything", "mcp", "serve"]}),
+        None
+    ));
+    assert!(!own(
+        json!({"command": "toolbelt", "args": ["mcp", "list"]}),
+        None
+    ));
+    assert!(!own(json!({"httpUrl": "http://127.0.0.1:8765/mcp"}), None));
+}

@@ -455,7 +455,7 @@ async fn a_refused_local_connection_fails_at_once_naming_the_url_and_its_origin(
     let c = OpenAiClient::new(config).unwrap();
     let err = complete(&c, &request()).await.unwrap_err();
     match &err {
-        ModelError::Unreachable { url, origin } => {
+        ModelError::Unreachable { url, origin, .. } => {
             assert_eq!(url, &format!("http://127.0.0.1:{port}/v1/chat/completions"));
             assert_eq!(origin, "OPENAI_BASE_URL");
         }
@@ -464,6 +464,35 @@ async fn a_refused_local_connection_fails_at_once_naming_the_url_and_its_origin(
     let text = err.to_string();
     assert!(
         text.contains("refused") && text.contains("OPENAI_BASE_URL"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_host_name_that_does_not_resolve_fails_at_once_naming_the_url_and_its_origin() {
+    // `.invalid` never resolves (RFC 6761), online or offline.
+    let mut config = OpenAiConfig::new("http://model.invalid/v1", "m");
+    config.retry = RetryPolicy {
+        max_attempts: 6,
+        base_delay: Duration::from_secs(60),
+        max_delay: Duration::from_secs(60),
+        max_retry_after: Duration::from_secs(60),
+    };
+    config.base_url_origin = Some("the default (set OPENAI_BASE_URL)".into());
+    let c = OpenAiClient::new(config).unwrap();
+    let started = std::time::Instant::now();
+    let err = complete(&c, &request()).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(30));
+    match &err {
+        ModelError::Unreachable { url, origin, .. } => {
+            assert_eq!(url, "http://model.invalid/v1/chat/completions");
+            assert!(origin.contains("OPENAI_BASE_URL"), "{origin}");
+        }
+        other => panic!("expected Unreachable, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("does not resolve") && text.contains("model.invalid"),
         "{text}"
     );
 }

@@ -298,7 +298,7 @@ async fn confirm_and_apply(
     }
     let h = history.clone();
     match tokio::task::spawn_blocking(move || h.apply(&plan, force)).await {
-        Ok(Ok(applied)) => render::applied_text(&applied),
+        Ok(Ok(applied)) => render::applied_text(&applied, "/restore"),
         Ok(Err(e)) => format!("Nothing was restored: {e}"),
         Err(e) => format!("failed: {e}"),
     }

@@ -161,9 +161,17 @@ impl Dialog {
         self.reply.as_ref().is_none_or(|r| r.is_closed())
     }
 
+    /// A restore of checkpoints (`/restore`, `/rewind`): the person's own command, not
+    /// a model's call, so a "no" has nobody to tell why.
+    fn restoring(&self) -> bool {
+        self.request.tool == "restore"
+    }
+
     fn label(&self, choice: Choice) -> String {
         let plan = matches!(self.request.details, ConfirmationDetails::Plan { .. });
         match choice {
+            Choice::Once if self.restoring() => "Yes, restore these files".into(),
+            Choice::Deny if self.restoring() => "No, leave the files as they are".into(),
             Choice::Once if plan => "Yes, leave plan mode and carry out the plan".into(),
             Choice::Once => "Allow once".into(),
             Choice::Session => match &self.request.details {
@@ -213,6 +221,7 @@ impl Dialog {
         self.selected = index;
         match self.answer(choice) {
             Some(answer) => DialogKey::Answered(answer),
+            None if self.restoring() => DialogKey::Answered(Answer::deny(None)),
             None => {
                 self.deny_message = Some(String::new());
                 DialogKey::Open
@@ -243,17 +252,8 @@ impl Dialog {
             KeyCode::Up => self.selected = self.selected.saturating_sub(1),
             KeyCode::Down => self.selected = (self.selected + 1).min(self.choices.len() - 1),
             KeyCode::Enter => return self.pick(self.selected),
-            KeyCode::Char(c @ '1'..='4') => {
-                let wanted = match c {
-                    '1' => Choice::Once,
-                    '2' => Choice::Session,
-                    '3' => Choice::Workspace,
-                    _ => Choice::Deny,
-                };
-                if let Some(i) = self.choices.iter().position(|&ch| ch == wanted) {
-                    return self.pick(i);
-                }
-            }
+            // The choices are numbered as shown: 1, 2, 3 with one left out.
+            KeyCode::Char(c @ '1'..='9') => return self.pick(c as usize - '1' as usize),
             KeyCode::PageDown | KeyCode::Char('j') => self.scroll = self.scroll.saturating_add(5),
             KeyCode::PageUp | KeyCode::Char('k') => self.scroll = self.scroll.saturating_sub(5),
             _ => {}
@@ -368,13 +368,7 @@ impl Dialog {
     fn menu(&self, frame: &mut Frame<'_>, inner: Rect) -> Vec<Line<'static>> {
         let mut menu = vec![Line::default()];
         for (i, choice) in self.choices.iter().enumerate() {
-            let number = match choice {
-                Choice::Once => 1,
-                Choice::Session => 2,
-                Choice::Workspace => 3,
-                Choice::Deny => 4,
-            };
-            let text = format!("{number}. {}", self.label(*choice));
+            let text = format!("{}. {}", i + 1, self.label(*choice));
             menu.push(if i == self.selected {
                 Line::styled(
                     format!("› {text}"),
@@ -523,19 +517,64 @@ mod tests {
         let mut d = Dialog::new(request(exec(), true), tx).in_untrusted_folder();
         assert!(!d.choices.contains(&Choice::Workspace));
         assert!(d.note.as_deref().is_some_and(|n| n.contains("not trusted")));
-        assert_eq!(d.key(key(KeyCode::Char('3'))), DialogKey::Open);
         let DialogKey::Answered(a) = d.key(key(KeyCode::Char('2'))) else {
             panic!("not answered")
         };
         assert!(!a.always_in_workspace);
     }
 
+    /// The rows of the dialog as an 80x24 terminal shows them.
+    fn screen(d: &Dialog) -> String {
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 24)).unwrap();
+        terminal.draw(|f| d.render(f, f.area())).unwrap();
+        let buffer = terminal.backend().buffer();
+        (0..24)
+            .map(|y| (0..80).map(|x| buffer[(x, y)].symbol()).collect::<String>() + "\n")
+            .collect()
+    }
+
+    #[test]
+    fn choices_are_numbered_as_shown_when_one_is_left_out() {
+        let (tx, _rx) = oneshot::channel();
+        let mut d = Dialog::new(request(exec(), true), tx).in_untrusted_folder();
+        let shown = screen(&d);
+        for row in ["1. Allow once", "2. Allow `git`, `ls`", "3. Deny"] {
+            assert!(shown.contains(row), "{row}: {shown}");
+        }
+        assert!(!shown.contains("4."), "{shown}");
+        // 3 is the refusal shown as 3: it asks for the reason.
+        assert_eq!(d.key(key(KeyCode::Char('3'))), DialogKey::Open);
+        assert!(d.deny_message.is_some());
+    }
+
+    #[test]
+    fn a_restore_asks_about_the_files_not_the_model() {
+        let (tx, _rx) = oneshot::channel();
+        let mut r = request(exec(), false);
+        r.tool = "restore".into();
+        let mut d = Dialog::new(r, tx);
+        let shown = screen(&d);
+        assert!(shown.contains("1. Yes, restore these files"), "{shown}");
+        assert!(
+            shown.contains("2. No, leave the files as they are"),
+            "{shown}"
+        );
+        assert!(!shown.contains("model"), "{shown}");
+        // No reason to type: "no" answers at once.
+        assert_eq!(
+            d.key(key(KeyCode::Char('2'))),
+            DialogKey::Answered(Answer::deny(None))
+        );
+    }
+
     #[test]
     fn an_ask_rule_offers_no_always_choice() {
         let (tx, _rx) = oneshot::channel();
         let mut d = Dialog::new(request(exec(), false), tx);
-        assert_eq!(d.key(key(KeyCode::Char('2'))), DialogKey::Open);
+        assert_eq!(d.choices, [Choice::Once, Choice::Deny]);
         assert_eq!(d.key(key(KeyCode::Char('3'))), DialogKey::Open);
+        assert!(d.deny_message.is_none());
         d.key(key(KeyCode::Down));
         assert_eq!(
             d.key(key(KeyCode::Enter)),

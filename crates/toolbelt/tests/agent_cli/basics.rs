@@ -313,7 +313,8 @@ async fn the_turn_limit_and_usage_errors_have_their_exit_codes() {
         assert!(run.stderr.contains(needed), "{needed}: {}", run.stderr);
     }
     assert!(!run.stderr.contains("retrying"), "{}", run.stderr);
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // The bound: under a second (it takes about 20 ms).
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
 
     let run = w.run(&["tools", "list"], &[], None).await;
     assert_eq!(

@@ -130,6 +130,14 @@ exit 0"#,
             && answer.contains("move files to .trash instead"),
         "{answer}"
     );
+    // The person sees which command the hook refused, as for a call that ran.
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.starts_with("✗ run_shell_command ") && l.contains("rm keep.txt")),
+        "{}",
+        run.stderr
+    );
     assert_eq!(
         std::fs::read_to_string(w.ws().join("keep.txt")).unwrap(),
         "precious\n"

@@ -75,7 +75,8 @@ fn last_request_texts(server: &FakeOpenAi) -> Vec<String> {
 
 fn quit(pty: Pty) {
     pty.send(keys::CTRL_D);
-    assert_eq!(pty.wait_exit(), 0);
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 0, "{screen}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,8 +124,9 @@ async fn a_denied_edit_leaves_the_file_and_tells_the_model_why() {
     tokio::task::block_in_place(|| {
         let pty = start(&w, &server, &[]);
         pty.line("rename old");
-        pty.wait_for("4. Deny");
-        pty.send("4");
+        // An untrusted folder: no workspace rule, and the choices numbered 1, 2, 3.
+        pty.wait_for("3. Deny");
+        pty.send("3");
         pty.wait_for("Tell the model why");
         pty.line("keep the old name");
         pty.wait_for("Understood, nothing changed.");
@@ -716,15 +718,47 @@ async fn restore_lists_the_checkpoint_shows_its_diff_asks_and_puts_the_file_back
             .to_string();
 
         pty.line(&format!("/restore {id}"));
-        let screen = pty.wait_for(&format!("Restore checkpoint {id}?"));
+        pty.wait_for(&format!("Restore checkpoint {id}?"));
+        // Asked about the files, with the sides named; nothing about a model.
+        let screen = pty.wait_for("2. No, leave the files as they are");
         assert!(screen.contains("fn old() {}"), "{screen}");
+        assert!(screen.contains("1. Yes, restore these files"), "{screen}");
+        assert!(screen.contains("src/lib.rs (checkpoint)"), "{screen}");
+        assert!(!screen.contains("tell the model"), "{screen}");
         // Nothing changes before the answer.
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "fn renamed() {}\n");
         pty.send(keys::ENTER);
         let screen = pty.wait_for("Restored 1 path(s)");
-        assert!(screen.contains("To undo this restore"), "{screen}");
+        assert!(
+            screen.contains("To undo this restore: /restore "),
+            "{screen}"
+        );
+        // Nothing here is ignored: no note about ignored files.
+        assert!(!screen.contains("ignore rules"), "{screen}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "fn old() {}\n");
         quit(pty);
     });
     assert!(server.violations().is_empty(), "{:?}", server.violations());
+}
+
+/// `toolbelt mcp serve` typed into a terminal says what it is and how to end it (a
+/// silent stdio server looks hung); Ctrl-C ends it, as it ends any command (130).
+#[test]
+fn mcp_serve_in_a_terminal_says_what_it_is() {
+    let w = Workspace::new();
+    let pty = Pty::spawn(
+        std::path::Path::new(env!("CARGO_BIN_EXE_toolbelt")),
+        &w.ws(),
+        w.dir.path(),
+        &["mcp", "serve"],
+        &[],
+    );
+    let screen = pty.wait_for("Ctrl-C ends it");
+    assert!(
+        screen.contains("MCP server on standard input and output"),
+        "{screen}"
+    );
+    pty.send("\u{3}");
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 130, "{screen}");
 }

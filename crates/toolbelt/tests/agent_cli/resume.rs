@@ -330,3 +330,52 @@ async fn continue_without_a_saved_session_is_a_usage_error() {
     );
     assert!(server.requests().is_empty());
 }
+
+/// A run that never got an answer (nothing listens at the model's URL) is not saved:
+/// `--resume` and `--continue` offer only conversations there are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_never_reached_a_model_is_not_saved() {
+    let w = Workspace::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let failed = w
+        .run(&["--openai-base-url", &url, "-m", "m", "hello"], &[], None)
+        .await;
+    assert_ne!(failed.code, 0, "{}", failed.stderr);
+    let sessions = w.dir.path().join("tbhome/sessions");
+    let saved: Vec<String> = walk_files(&sessions);
+    assert!(saved.is_empty(), "{saved:?}");
+    let run = w
+        .run(
+            &["--openai-base-url", &url, "-m", "m", "--continue", "go on"],
+            &[],
+            None,
+        )
+        .await;
+    assert!(
+        run.stderr.contains("no saved session for this project"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Every `.jsonl` file under `dir` (none when it does not exist).
+fn walk_files(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            found.extend(walk_files(&path));
+        } else if path.extension().is_some_and(|x| x == "jsonl") {
+            found.push(path.display().to_string());
+        }
+    }
+    found
+}

@@ -21,7 +21,7 @@ pub struct Outcome {
 pub fn run_line(world: &World, script: &str, stdin: Option<&str>) -> Result<Outcome, String> {
     let mut child = Command::new("bash")
         .args(["-c", script])
-        .current_dir(world.checkout())
+        .current_dir(&world.cwd)
         .env_clear()
         .envs(world.env())
         .stdin(if stdin.is_some() {
@@ -63,7 +63,7 @@ pub fn run_interactive(world: &World, script: &str, snippet: &Snippet) -> Result
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let p = pty::Pty::spawn(
             Path::new("/bin/bash"),
-            &world.checkout(),
+            &world.cwd,
             world.dir.path(),
             &["-c", script],
             &env,
@@ -92,7 +92,7 @@ pub fn run_server(world: &World, script: &str, port: u16) -> Result<(), String> 
     let mut child = Command::new("bash")
         .args(["-c", script])
         .process_group(0)
-        .current_dir(world.checkout())
+        .current_dir(&world.cwd)
         .env_clear()
         .envs(world.env())
         .stdin(Stdio::null())
@@ -185,7 +185,8 @@ pub fn output_matches(shown: &[String], real: &str) -> Result<(), String> {
 
 /// Runs one block in a fresh world; the failures, each naming its line.
 pub fn run_block(servers: &Servers, meta: &Value, block: &Block) -> Vec<String> {
-    let world = World::new(servers);
+    let text: String = block.lines.iter().map(|s| s.command.as_str()).collect();
+    let world = World::for_block(servers, &text);
     let mut prelude = String::new();
     let mut failures = Vec::new();
     for s in &block.lines {
@@ -213,7 +214,7 @@ pub fn run_block(servers: &Servers, meta: &Value, block: &Block) -> Vec<String> 
         } else {
             run_line(&world, &script, None).and_then(|o| check_outcome(s, &o))
         };
-        if let Err(why) = result {
+        if let Err(why) = result.and_then(|()| world.check_home()) {
             failures.push(fail(why));
         }
         for (cwd, args) in world.take_stub_calls() {

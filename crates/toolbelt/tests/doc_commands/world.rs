@@ -56,11 +56,18 @@ pub fn page_server() -> String {
     format!("http://{addr}/tokio")
 }
 
-/// One block's temporary checkout, homes and tools.
+/// What the person's `~/.qwen/settings.json` holds before any snippet runs: a snippet
+/// may add to it, never lose it.
+pub const PERSONS_SETTINGS: &str = r#"{"ui": {"theme": "the person's own"}, "tools": {"webFetch": {"allowHosts": ["127.0.0.1"]}}}"#;
+
+/// One block's temporary checkout, the person's own project beside it, homes and tools.
 pub struct World {
     pub dir: tempfile::TempDir,
     pub model_url: String,
     pub page_url: String,
+    /// Where the block's lines run: the person's project, or the checkout for a block
+    /// that uses the checkout's files (see [`World::for_block`]).
+    pub cwd: PathBuf,
 }
 
 impl World {
@@ -73,6 +80,10 @@ impl World {
             &repo().join("crates/toolbelt/tests/fixtures/docs/checkout"),
             &checkout,
         );
+        copy_dir(
+            &repo().join("crates/toolbelt/tests/fixtures/docs/checkout"),
+            &root.join("project"),
+        );
         for d in [
             "home/.qwen",
             "tbhome",
@@ -84,11 +95,7 @@ impl World {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
         std::fs::write(root.join("lib/x.rs"), "pub fn x() {}\n").unwrap();
-        std::fs::write(
-            root.join("home/.qwen/settings.json"),
-            r#"{"tools": {"webFetch": {"allowHosts": ["127.0.0.1"]}}}"#,
-        )
-        .unwrap();
+        std::fs::write(root.join("home/.qwen/settings.json"), PERSONS_SETTINGS).unwrap();
         let bin = Path::new(env!("CARGO_BIN_EXE_toolbelt"));
         std::os::unix::fs::symlink(bin, root.join("bin/toolbelt")).unwrap();
         std::os::unix::fs::symlink(bin, checkout.join("target/release/toolbelt")).unwrap();
@@ -102,17 +109,74 @@ impl World {
             &checkout.join("scripts/setup.sh"),
             &stub.replace("\"$*\"", "\"setup.sh\""),
         );
-        let git = Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(&checkout)
-            .status()
-            .unwrap();
-        assert!(git.success());
+        for repo in [&checkout, &root.join("project")] {
+            let git = Command::new("git")
+                .args(["init", "-q"])
+                .current_dir(repo)
+                .status()
+                .unwrap();
+            assert!(git.success());
+        }
         World {
+            cwd: root.join("project"),
             dir,
             model_url: servers.model_url.clone(),
             page_url: servers.page_url.clone(),
         }
+    }
+
+    /// The world of a block: its lines run in a project of the person's own, outside
+    /// the checkout, unless the block uses the checkout's files (`examples/`,
+    /// `scripts/`, `crates/`, a cargo command), as a person in their clone would.
+    pub fn for_block(servers: &Servers, text: &str) -> World {
+        let mut world = World::new(servers);
+        let in_checkout = ["examples/", "scripts/", "crates/", "cargo "]
+            .iter()
+            .any(|m| text.contains(m));
+        if in_checkout {
+            world.cwd = world.checkout();
+        }
+        world
+    }
+
+    /// The person's settings are still there after a snippet (added to, never lost),
+    /// and no hook in them points into the checkout or the project it was installed
+    /// from: such a hook fails in every other project, and a guard failing open lets
+    /// through what it was written to stop.
+    pub fn check_home(&self) -> Result<(), String> {
+        let path = self.dir.path().join("home/.qwen/settings.json");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("~/.qwen/settings.json: {e}"))?;
+        let now: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("~/.qwen/settings.json is no longer JSON: {e}"))?;
+        let before: Value = serde_json::from_str(PERSONS_SETTINGS).unwrap();
+        for (key, value) in before.as_object().unwrap() {
+            if now.get(key) != Some(value) {
+                return Err(format!(
+                    "~/.qwen/settings.json lost the person's {key:?} (now {text})"
+                ));
+            }
+        }
+        let checkout = self.checkout().display().to_string();
+        for (event, groups) in now["hooks"].as_object().into_iter().flatten() {
+            for hook in groups
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
+            {
+                let command = hook["command"].as_str().unwrap_or("");
+                if ["examples/", "PROJECT_DIR", &checkout]
+                    .iter()
+                    .any(|m| command.contains(m))
+                {
+                    return Err(format!(
+                        "~/.qwen/settings.json: a {event} hook points into the checkout or the project: {command}"
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn checkout(&self) -> PathBuf {
