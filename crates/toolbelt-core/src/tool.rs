@@ -247,7 +247,10 @@ pub struct WorkDirSlot(Arc<std::sync::RwLock<Option<PathBuf>>>);
 impl WorkDirSlot {
     /// Sets (or, with `None`, clears) the directory.
     pub fn set(&self, dir: Option<PathBuf>) {
-        *self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = dir;
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = dir;
     }
 
     /// The directory, `None` when the shell runs in the first workspace root.

@@ -224,6 +224,17 @@ impl Session {
             .map_or_else(|| self.dir.clone(), Path::to_path_buf)
     }
 
+    /// Where the session's conversations are saved: the project the person started in,
+    /// also when a worktree took its place (so `--resume ID` from there finds them).
+    pub fn sessions_project(&self) -> PathBuf {
+        self.home.clone().unwrap_or_else(|| self.project())
+    }
+
+    /// The worktree the session works in (started in or entered), if any.
+    pub fn active_worktree(&self) -> Option<toolbelt_tools::worktree::Worktree> {
+        self.worktrees.active()
+    }
+
     /// Makes this session's agent: checks the saved session to continue (an unknown ID
     /// fails before any server starts), reads the first prompt, loads the extensions,
     /// then rules, model, sub-agents and system prompt.
@@ -233,7 +244,13 @@ impl Session {
         setup: Setup,
     ) -> Result<Prepared, String> {
         options.core_tools = core_names(&options.core_tools, self.rules.vocabulary());
-        let store = saved::store(&self.project());
+        let store = saved::store(&self.sessions_project());
+        if let Some(reminder) = self.worktree_reminder.take() {
+            options.append_system_prompt = Some(match options.append_system_prompt.take() {
+                Some(more) => format!("{more}\n\n{reminder}"),
+                None => reminder,
+            });
+        }
         let continued = saved::load(&store, &options.resume, self.warn())?;
         if let Some(id) = &options.session_id {
             if continued.is_some() && !options.fork_session {
@@ -346,11 +363,16 @@ impl Session {
             shell_jobs,
             skills,
             hooks,
+            worktrees,
             ..
         } = self;
         let mcp = Arc::new(mcp);
         let (model, model_name, server) = session_model(&options, &env, &cwd)?;
         let (log, session_id) = saving.start(&cwd, &model_name, &options, &self.options.warn);
+        if log.is_some() {
+            let store = saving.store.dir();
+            crate::worktree::write_sidecar(store, &session_id, &worktrees, &self.options.warn);
+        }
         let hooks = told_the_session(hooks, &session_id, log.as_ref());
         let (history, checkpoints) = crate::undo::open(&env, &project, &session_id);
         // The sub-agent tools see the tools as they are now (without themselves).

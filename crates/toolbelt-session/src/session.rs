@@ -57,6 +57,13 @@ pub struct Session {
     pub(crate) dir: PathBuf,
     /// `--context KEY=JSON` pairs, over the session's own when-clause keys.
     context_overrides: Map<String, Value>,
+    /// The session's worktrees (issue 45), shared with the worktree tools.
+    pub(crate) worktrees: Arc<toolbelt_tools::worktree::SessionWorktrees>,
+    /// The directory the person started in, when a worktree took its place: its store
+    /// keeps the saved sessions.
+    pub(crate) home: Option<PathBuf>,
+    /// Where the model works, said in its system prompt when that is a worktree.
+    pub(crate) worktree_reminder: Option<String>,
 }
 
 /// Why a session could not be assembled: always the person's configuration.
@@ -88,6 +95,9 @@ impl Session {
     /// discovered, MCP and declared tools join with [`Session::load_extensions`].
     pub fn open(dir: &Path, options: SessionOptions) -> Result<Session, SetupError> {
         let context_overrides = parse_context_pairs(&options.context)?;
+        // Issue 45: a worktree takes the place of `dir` before anything is read from it.
+        let attached = crate::worktree::attach(dir, &options.worktree, &options.warn)?;
+        let dir = attached.dir.as_path();
         let grounds = Grounds::load(dir, &options)?;
         // A store an earlier toolbelt made readable to others is narrowed before
         // anything is added to it (issue 40).
@@ -106,7 +116,13 @@ impl Session {
         env.toolbelt_home = Some(crate::paths::toolbelt_home());
         let env = Arc::new(env);
         let jobs = options.shell_jobs.clone();
-        let (registry, shell_jobs) = builtin_registry(&env, &grounds.skills, &grounds.lsp, jobs);
+        // Issue 45: the worktree tools only in a repository, after the stale sweep.
+        let worktrees = crate::worktree::in_repository(dir).then(|| {
+            crate::worktree::sweep(dir);
+            attached.state.clone()
+        });
+        let (registry, shell_jobs) =
+            builtin_registry(&env, &grounds.skills, &grounds.lsp, jobs, worktrees);
         let mut session = Session {
             env,
             registry,
@@ -122,6 +138,9 @@ impl Session {
             options,
             dir: dir.to_path_buf(),
             context_overrides,
+            worktrees: attached.state,
+            home: attached.home,
+            worktree_reminder: attached.reminder,
         };
         for warning in session.registry.warnings() {
             tracing::warn!("{warning}");
@@ -422,6 +441,7 @@ fn builtin_registry(
     skills: &Arc<Skills>,
     lsp: &Arc<toolbelt_lsp::Servers>,
     jobs: Option<Arc<toolbelt_tools::JobTable>>,
+    worktrees: Option<Arc<toolbelt_tools::worktree::SessionWorktrees>>,
 ) -> (ToolRegistry, Arc<toolbelt_tools::JobTable>) {
     let mut registry = ToolRegistry::new();
     let mut shell = toolbelt_tools::RunShellCommand::new(env.clone());
@@ -454,6 +474,12 @@ fn builtin_registry(
     if !lsp.configs().is_empty() {
         let tool = toolbelt_lsp::LspTool::new(env.clone(), lsp.clone());
         registry.register(Arc::new(tool), Origin::BuiltIn);
+    }
+    if let Some(state) = worktrees {
+        let enter = toolbelt_tools::EnterWorktree::new(env.clone(), state.clone());
+        registry.register(Arc::new(enter), Origin::BuiltIn);
+        let exit = toolbelt_tools::ExitWorktree::new(env.clone(), state);
+        registry.register(Arc::new(exit), Origin::BuiltIn);
     }
     registry.apply_settings(&env.settings);
     (registry, shell_jobs)

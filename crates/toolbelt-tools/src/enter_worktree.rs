@@ -99,8 +99,7 @@ impl Invocation for EnterCall {
             let env = self.env.clone();
             let state = self.state.clone();
             let request = self.request;
-            let entered =
-                tokio::task::spawn_blocking(move || enter(&env, &state, &request)).await;
+            let entered = tokio::task::spawn_blocking(move || enter(&env, &state, &request)).await;
             match entered {
                 Ok(Ok(text)) => ToolResult::text(text),
                 Ok(Err(why)) => ToolResult::err(ErrorKind::ExecutionFailed, why),
@@ -152,7 +151,11 @@ fn enter(
     };
     env.work_dir.set(Some(worktree::same_place(&w, &primary)));
     state.enter(w.clone(), made);
-    let how = if made { "Created" } else { "Entered the existing" };
+    let how = if made {
+        "Created"
+    } else {
+        "Entered the existing"
+    };
     Ok(format!(
         "{how} worktree {} at {} on branch {}. Shell commands now run there; give file tools paths under {}. \
          The user's checkout is untouched. When done, commit and call exit_worktree (action keep or remove).",

@@ -165,9 +165,11 @@ impl ExitCall {
         };
         if self.action == Action::Keep {
             self.leave();
-            let changes = blocking(w.clone(), |w| removal::changes(&w).map_err(|e| e.to_string()))
-                .await
-                .unwrap_or_default();
+            let changes = blocking(w.clone(), |w| {
+                removal::changes(&w).map_err(|e| e.to_string())
+            })
+            .await
+            .unwrap_or_default();
             return Ok(format!(
                 "Left the worktree {} and kept it at {} (branch {}: {} commit(s) of its own, {} uncommitted file(s)). \
                  Shell commands run in the workspace again.",
@@ -182,9 +184,11 @@ impl ExitCall {
         if self.discard && own {
             // Asked only when the removal would otherwise go ahead: never a question
             // whose "yes" is then refused for commits held nowhere else.
-            let changes = blocking(w.clone(), |w| removal::changes(&w).map_err(|e| e.to_string()))
-                .await
-                .map_err(failed)?;
+            let changes = blocking(w.clone(), |w| {
+                removal::changes(&w).map_err(|e| e.to_string())
+            })
+            .await
+            .map_err(failed)?;
             if changes.unique_commits == 0 && changes.uncommitted > 0 {
                 self.confirm_discard(&w, ctx).await?;
             }
@@ -250,7 +254,8 @@ impl ExitCall {
             Ok([Answer::Chosen(picked)]) if picked.iter().any(|p| p == "Discard") => Ok(()),
             _ => Err((
                 ErrorKind::ExecutionDenied,
-                "the user did not agree to discard the uncommitted changes; the worktree was kept".to_string(),
+                "the user did not agree to discard the uncommitted changes; the worktree was kept"
+                    .to_string(),
             )),
         }
     }

@@ -9,12 +9,12 @@
 //! ([`name`]: one path component, no `..`); `.qwen` and `.qwen/worktrees` must be real
 //! directories of the repository, not symbolic links, and the folder is checked to be
 //! inside the repository once made; git always runs as a program with arguments
-//! ([`git`]), never through a shell. Removal ([`removal`]) only ever removes what
+//! ([`git_cmd`]), never through a shell. Removal ([`removal`]) only ever removes what
 //! `git worktree list` names under `.qwen/worktrees`, and refuses what holds work.
 
 use std::path::{Path, PathBuf};
 
-mod git;
+mod git_cmd;
 pub mod name;
 pub mod removal;
 mod state;
@@ -22,7 +22,7 @@ mod state;
 pub use name::NameRequest;
 pub use state::SessionWorktrees;
 
-use git::{git, git_ok};
+use git_cmd::{git, git_ok};
 
 /// The folder of worktrees, relative to the repository's root.
 pub const WORKTREES_DIR: &str = ".qwen/worktrees";
@@ -121,7 +121,12 @@ pub fn create(dir: &Path, request: &NameRequest) -> Result<Worktree, WorktreeErr
     }
     if git_ok(
         &repo,
-        &["rev-parse", "--verify", "--quiet", &format!("refs/heads/{branch}")],
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ],
     )? {
         return Err(WorktreeError::NameTaken(
             slug,
@@ -131,7 +136,9 @@ pub fn create(dir: &Path, request: &NameRequest) -> Result<Worktree, WorktreeErr
     let path_text = path.to_string_lossy().into_owned();
     git(
         &repo,
-        &["worktree", "add", "--quiet", "-b", &branch, &path_text, &base],
+        &[
+            "worktree", "add", "--quiet", "-b", &branch, &path_text, &base,
+        ],
     )?;
     exclude_worktrees(&repo)?;
     Ok(Worktree {
@@ -170,9 +177,8 @@ fn worktrees_folder(repo: &Path) -> Result<PathBuf, WorktreeError> {
                     at.display()
                 )));
             }
-            Err(_) => std::fs::create_dir(&at).map_err(|e| {
-                WorktreeError::Git(format!("cannot create {}: {e}", at.display()))
-            })?,
+            Err(_) => std::fs::create_dir(&at)
+                .map_err(|e| WorktreeError::Git(format!("cannot create {}: {e}", at.display())))?,
         }
     }
     let real = at

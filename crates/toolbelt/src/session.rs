@@ -111,5 +111,9 @@ pub fn agent_options(args: &AgentArgs) -> AgentOptions {
 pub fn agent_session(global: &GlobalArgs, args: &AgentArgs) -> SessionOptions {
     let mut options = options(global);
     args.claude.session(&mut options);
+    options.worktree = toolbelt_session::WorktreeOptions {
+        create: args.worktree.clone(),
+        resume: args.resume.clone(),
+    };
     options
 }

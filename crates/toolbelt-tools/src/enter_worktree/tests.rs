@@ -33,19 +33,33 @@ async fn entering_makes_the_worktree_and_moves_the_shell_into_it() {
     let result = enter(&fx, &state, json!({"name": "feat"})).await;
     assert!(result.error.is_none(), "{}", result.llm_text());
     let path = fx.ws().join(".qwen/worktrees/feat");
-    assert!(result.llm_text().contains("branch worktree-feat"), "{}", result.llm_text());
+    assert!(
+        result.llm_text().contains("branch worktree-feat"),
+        "{}",
+        result.llm_text()
+    );
     assert_eq!(git(&path, &["branch", "--show-current"]), "worktree-feat");
     assert_eq!(fx.env.work_dir.get(), Some(path.clone()));
     assert!(state.made(&path));
     // The shell's default directory is the worktree now.
-    let call = fx.build("run_shell_command", json!({"command": "pwd"})).unwrap();
+    let call = fx
+        .build("run_shell_command", json!({"command": "pwd"}))
+        .unwrap();
     let out = call
         .execute(ExecContext::new(fx.env.clone()).approved())
         .await;
-    assert!(out.llm_text().contains(&path.display().to_string()), "{}", out.llm_text());
+    assert!(
+        out.llm_text().contains(&path.display().to_string()),
+        "{}",
+        out.llm_text()
+    );
     // A second one while in the first is refused.
     let again = enter(&fx, &state, json!({})).await;
-    assert!(again.llm_text().contains("already works in the worktree feat"));
+    assert!(
+        again
+            .llm_text()
+            .contains("already works in the worktree feat")
+    );
 }
 
 #[tokio::test]
@@ -62,7 +76,11 @@ async fn bad_names_and_places_without_a_repository_are_clear_errors() {
     assert!(!fx.ws().join(".qwen").exists());
     let plain = fixture();
     let r = enter(&plain, &state, json!({"name": "x"})).await;
-    assert!(r.llm_text().contains("not in a git repository"), "{}", r.llm_text());
+    assert!(
+        r.llm_text().contains("not in a git repository"),
+        "{}",
+        r.llm_text()
+    );
 }
 
 #[tokio::test]
@@ -74,6 +92,10 @@ async fn an_existing_worktree_is_entered_and_is_not_the_sessions_own() {
     )
     .unwrap();
     let r = enter(&fx, &state, json!({"name": "theirs"})).await;
-    assert!(r.llm_text().contains("Entered the existing worktree"), "{}", r.llm_text());
+    assert!(
+        r.llm_text().contains("Entered the existing worktree"),
+        "{}",
+        r.llm_text()
+    );
     assert!(!state.made(&other.path));
 }

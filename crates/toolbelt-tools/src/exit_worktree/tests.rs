@@ -15,7 +15,10 @@ use crate::worktree::SessionWorktrees;
 async fn exit(fx: &Fixture, state: &Arc<SessionWorktrees>, args: serde_json::Value) -> ToolResult {
     let tool = ExitWorktree::new(fx.env.clone(), state.clone());
     match tool.build(args) {
-        Ok(call) => call.execute(ExecContext::new(fx.env.clone()).approved()).await,
+        Ok(call) => {
+            call.execute(ExecContext::new(fx.env.clone()).approved())
+                .await
+        }
         Err(e) => ToolResult::error(e),
     }
 }
@@ -51,7 +54,11 @@ async fn keep_leaves_the_worktree_and_moves_the_shell_back() {
     assert!(feat(&fx).is_dir());
     assert_eq!(fx.env.work_dir.get(), None);
     let r = exit(&fx, &state, json!({"action": "keep"})).await;
-    assert!(r.llm_text().contains("not in a worktree"), "{}", r.llm_text());
+    assert!(
+        r.llm_text().contains("not in a worktree"),
+        "{}",
+        r.llm_text()
+    );
 }
 
 #[tokio::test]
@@ -68,11 +75,18 @@ async fn remove_deletes_a_clean_worktree_and_its_branch() {
 #[tokio::test]
 async fn remove_refuses_a_worktree_another_session_made() {
     let (fx, state) = repo_fixture();
-    crate::worktree::create(&fx.ws(), &crate::worktree::NameRequest::Named("feat".into()))
-        .unwrap();
+    crate::worktree::create(
+        &fx.ws(),
+        &crate::worktree::NameRequest::Named("feat".into()),
+    )
+    .unwrap();
     enter(&fx, &state, json!({"name": "feat"})).await;
     let r = exit(&fx, &state, json!({"action": "remove"})).await;
-    assert!(r.llm_text().contains("not created by this session"), "{}", r.llm_text());
+    assert!(
+        r.llm_text().contains("not created by this session"),
+        "{}",
+        r.llm_text()
+    );
     assert!(feat(&fx).is_dir());
 }
 
@@ -82,18 +96,42 @@ async fn uncommitted_changes_are_discarded_only_when_the_person_agrees() {
     enter(&fx, &state, json!({"name": "feat"})).await;
     std::fs::write(feat(&fx).join("draft.txt"), "x").unwrap();
     let r = exit(&fx, &state, json!({"action": "remove"})).await;
-    assert!(r.llm_text().contains("1 uncommitted file"), "{}", r.llm_text());
+    assert!(
+        r.llm_text().contains("1 uncommitted file"),
+        "{}",
+        r.llm_text()
+    );
     // Nobody to ask (headless): refused, even though the call itself was approved.
-    let r = exit(&fx, &state, json!({"action": "remove", "discard_changes": true})).await;
-    assert_eq!(err_kind(&r), Some(ErrorKind::ExecutionDenied), "{}", r.llm_text());
+    let r = exit(
+        &fx,
+        &state,
+        json!({"action": "remove", "discard_changes": true}),
+    )
+    .await;
+    assert_eq!(
+        err_kind(&r),
+        Some(ErrorKind::ExecutionDenied),
+        "{}",
+        r.llm_text()
+    );
     assert!(feat(&fx).join("draft.txt").is_file());
     let keep = Arc::new(Picks("Keep", Default::default()));
     let mut env = (*fx.env).clone();
     env.ask_user = Default::default();
     env.ask_user.set(keep.clone());
     let asking = fx.with_env(env);
-    let r = exit(&asking, &state, json!({"action": "remove", "discard_changes": true})).await;
-    assert_eq!(err_kind(&r), Some(ErrorKind::ExecutionDenied), "{}", r.llm_text());
+    let r = exit(
+        &asking,
+        &state,
+        json!({"action": "remove", "discard_changes": true}),
+    )
+    .await;
+    assert_eq!(
+        err_kind(&r),
+        Some(ErrorKind::ExecutionDenied),
+        "{}",
+        r.llm_text()
+    );
     assert_eq!(keep.1.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert!(feat(&asking).join("draft.txt").is_file());
     let discard = Arc::new(Picks("Discard", Default::default()));
@@ -101,9 +139,18 @@ async fn uncommitted_changes_are_discarded_only_when_the_person_agrees() {
     env.ask_user = Default::default();
     env.ask_user.set(discard.clone());
     let agreeing = asking.with_env(env);
-    let r = exit(&agreeing, &state, json!({"action": "remove", "discard_changes": true})).await;
+    let r = exit(
+        &agreeing,
+        &state,
+        json!({"action": "remove", "discard_changes": true}),
+    )
+    .await;
     assert!(r.error.is_none(), "{}", r.llm_text());
-    assert!(r.llm_text().contains("discarding 1 uncommitted file"), "{}", r.llm_text());
+    assert!(
+        r.llm_text().contains("discarding 1 uncommitted file"),
+        "{}",
+        r.llm_text()
+    );
     assert!(!feat(&agreeing).exists());
 }
 
@@ -121,10 +168,24 @@ async fn commits_held_nowhere_else_are_never_removed_and_nobody_is_asked() {
     env.ask_user = Default::default();
     env.ask_user.set(picks.clone());
     let fx = fx.with_env(env);
-    let r = exit(&fx, &state, json!({"action": "remove", "discard_changes": true})).await;
-    assert!(r.llm_text().contains("1 commit(s) that no other branch"), "{}", r.llm_text());
+    let r = exit(
+        &fx,
+        &state,
+        json!({"action": "remove", "discard_changes": true}),
+    )
+    .await;
+    assert!(
+        r.llm_text().contains("1 commit(s) that no other branch"),
+        "{}",
+        r.llm_text()
+    );
     assert_eq!(picks.1.load(std::sync::atomic::Ordering::SeqCst), 0);
     assert!(wt.join("work.txt").is_file());
-    let r = exit(&fx, &state, json!({"action": "keep", "discard_changes": true})).await;
+    let r = exit(
+        &fx,
+        &state,
+        json!({"action": "keep", "discard_changes": true}),
+    )
+    .await;
     assert_eq!(err_kind(&r), Some(ErrorKind::InvalidToolParams));
 }

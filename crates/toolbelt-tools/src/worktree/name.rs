@@ -98,7 +98,12 @@ const NOUNS: &[&str] = &[
 pub fn generate(prefix: &str, hex_digits: usize) -> String {
     let random = uuid::Uuid::new_v4();
     let bytes = random.as_bytes();
-    let hex: String = random.simple().to_string().chars().take(hex_digits).collect();
+    let hex: String = random
+        .simple()
+        .to_string()
+        .chars()
+        .take(hex_digits)
+        .collect();
     if !prefix.is_empty() {
         return format!("{prefix}{hex}");
     }

@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use super::git::git;
+use super::git_cmd::git;
 use super::{Worktree, WorktreeError, is_agent_slug, list};
 
 /// What removing a worktree would throw away.
@@ -40,7 +40,13 @@ pub fn changes(worktree: &Worktree) -> Result<Changes, WorktreeError> {
     let unique = git(
         &worktree.path,
         &[
-            "rev-list", "--count", "HEAD", "--not", &exclude, "--branches", "--remotes",
+            "rev-list",
+            "--count",
+            "HEAD",
+            "--not",
+            &exclude,
+            "--branches",
+            "--remotes",
         ],
     )?;
     Ok(Changes {
@@ -116,7 +122,10 @@ fn remove(worktree: &Worktree) -> Result<(), WorktreeError> {
     let path = worktree.path.to_string_lossy().into_owned();
     git(&worktree.repo, &["worktree", "remove", "--force", &path])?;
     if !worktree.branch.is_empty() {
-        git(&worktree.repo, &["branch", "-D", "--quiet", &worktree.branch])?;
+        git(
+            &worktree.repo,
+            &["branch", "-D", "--quiet", &worktree.branch],
+        )?;
     }
     Ok(())
 }

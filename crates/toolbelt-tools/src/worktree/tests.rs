@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use super::removal::{Refusal, STALE_AFTER, changes, remove_guarded, remove_if_unchanged, sweep_stale};
+use super::removal::{
+    Refusal, STALE_AFTER, changes, remove_guarded, remove_if_unchanged, sweep_stale,
+};
 use super::*;
 use crate::test_support::{git, git_repo};
 
@@ -59,7 +61,10 @@ fn errors_name_a_missing_repository_a_taken_name_and_a_detached_head() {
     assert!(matches!(err, WorktreeError::NameTaken(..)), "{err}");
     git(&root, &["branch", "worktree-other"]);
     let err = create(&root, &named("other")).unwrap_err();
-    assert!(err.to_string().contains("the branch worktree-other exists"), "{err}");
+    assert!(
+        err.to_string().contains("the branch worktree-other exists"),
+        "{err}"
+    );
 
     git(&root, &["checkout", "-q", "--detach"]);
     let err = create(&root, &named("y")).unwrap_err();
@@ -128,8 +133,14 @@ fn age(path: &Path, days: u32) {
 fn the_sweep_removes_only_old_clean_pushed_agent_worktrees() {
     let (d, root) = repo();
     let origin = d.path().join("origin.git");
-    git(d.path(), &["init", "-q", "--bare", origin.to_str().unwrap()]);
-    git(&root, &["remote", "add", "origin", origin.to_str().unwrap()]);
+    git(
+        d.path(),
+        &["init", "-q", "--bare", origin.to_str().unwrap()],
+    );
+    git(
+        &root,
+        &["remote", "add", "origin", origin.to_str().unwrap()],
+    );
     git(&root, &["push", "-q", "origin", "main"]);
     let make = |slug: &str| create(&root, &named(slug)).unwrap();
     let stale = make("agent-0a1b2c3");

@@ -1,0 +1,225 @@
+//! Git worktrees (issue 45) through the binary: `--worktree` with a scripted model that
+//! edits and commits, `--resume` re-attaching, the clear errors, `toolbelt worktree`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::support::{Run, Workspace, json_result};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The workspace as a repository on `main` with one commit.
+fn repository() -> Workspace {
+    let w = Workspace::new();
+    let ws = w.ws();
+    git(&ws, &["init", "-q", "-b", "main"]);
+    git(&ws, &["config", "user.name", "Test"]);
+    git(&ws, &["config", "user.email", "test@example.com"]);
+    git(&ws, &["config", "commit.gpgsign", "false"]);
+    w.write("README.md", "hello\n");
+    git(&ws, &["add", "README.md"]);
+    git(&ws, &["commit", "-q", "-m", "first"]);
+    w
+}
+
+fn shell(id: &str, command: &str) -> Value {
+    json!({"tool_calls": [{"id": id, "name": "run_shell_command", "arguments": {"command": command}}]})
+}
+
+async fn agent(w: &Workspace, script: &[Value], flags: &[&str]) -> Run {
+    let script = w.script(script);
+    let mut args = vec![
+        "--model-replay",
+        script.to_str().unwrap(),
+        "--yolo",
+        "-o",
+        "json",
+    ];
+    args.extend_from_slice(flags);
+    args.extend(["-p", "go"]);
+    w.run(&args, &[], None).await
+}
+
+fn feat(w: &Workspace) -> PathBuf {
+    w.ws().join(".qwen/worktrees/feat")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worktree_session_commits_on_its_branch_and_leaves_the_checkout_untouched() {
+    let w = repository();
+    let wt = feat(&w);
+    let edit = json!({"tool_calls": [{"id": "c1", "name": "write_file", "arguments": {
+        "file_path": wt.join("README.md"), "content": "changed\n"}}]});
+    let run = agent(
+        &w,
+        &[
+            edit,
+            shell("c2", "git commit -q -am 'edit in the worktree'"),
+            json!({"text": "done"}),
+        ],
+        &["--worktree=feat"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(json_result(&run.stdout)["result"], "done");
+    // The person's checkout: same file, same branch, same history, nothing to commit.
+    let ws = w.ws();
+    assert_eq!(
+        std::fs::read_to_string(ws.join("README.md")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(git(&ws, &["branch", "--show-current"]), "main");
+    assert_eq!(git(&ws, &["rev-list", "--count", "main"]), "1");
+    assert_eq!(git(&ws, &["status", "--porcelain"]), "");
+    // The work: on worktree-feat, in the worktree.
+    assert_eq!(
+        git(&ws, &["log", "-1", "--format=%s", "worktree-feat"]),
+        "edit in the worktree"
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.join("README.md")).unwrap(),
+        "changed\n"
+    );
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_re_attaches_to_the_sessions_worktree_and_reports_a_removed_one() {
+    let w = repository();
+    let wt = feat(&w);
+    let run = agent(&w, &[json!({"text": "made"})], &["--worktree=feat"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let id = json_result(&run.stdout)["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let run = agent(
+        &w,
+        &[
+            shell("c1", "git branch --show-current > where.txt"),
+            json!({"text": "ok"}),
+        ],
+        &["--resume", &id],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(wt.join("where.txt")).unwrap(),
+        "worktree-feat\n"
+    );
+    assert!(!w.ws().join("where.txt").exists());
+
+    git(
+        &w.ws(),
+        &["worktree", "remove", "--force", wt.to_str().unwrap()],
+    );
+    let run = agent(
+        &w,
+        &[
+            shell("c1", "git branch --show-current > where.txt"),
+            json!({"text": "ok"}),
+        ],
+        &["--resume", &id],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("was removed"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(w.ws().join("where.txt")).unwrap(),
+        "main\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worktree_errors_are_clear_and_start_nothing() {
+    let plain = Workspace::new();
+    let run = agent(&plain, &[json!({"text": "x"})], &["--worktree=feat"]).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("not in a git repository"),
+        "{}",
+        run.stderr
+    );
+
+    let w = repository();
+    for bad in ["--worktree=../up", "--worktree=a/b", "--worktree=.."] {
+        let run = agent(&w, &[json!({"text": "x"})], &[bad]).await;
+        assert_eq!(run.code, 2, "{bad}: {}", run.stderr);
+        assert!(run.stderr.contains("bad worktree name"), "{}", run.stderr);
+    }
+    assert!(!w.ws().join(".qwen").exists());
+    assert!(!w.dir.path().join("up").exists());
+
+    let run = agent(&w, &[json!({"text": "x"})], &["--worktree=feat"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = agent(&w, &[json!({"text": "x"})], &["--worktree=feat"]).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("is taken"), "{}", run.stderr);
+
+    git(&w.ws(), &["checkout", "-q", "--detach"]);
+    let run = agent(&w, &[json!({"text": "x"})], &["-w"]).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("detached"), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worktree_list_and_remove_keep_the_guards() {
+    let w = repository();
+    let run = agent(&w, &[json!({"text": "x"})], &["--worktree=feat"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = agent(&w, &[json!({"text": "x"})], &["--worktree=spare"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    std::fs::write(feat(&w).join("draft.txt"), "x").unwrap();
+
+    let run = w.run(&["worktree", "list"], &[], None).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("feat\tworktree-feat\t"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("1 uncommitted file(s)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("spare\tworktree-spare\t"),
+        "{}",
+        run.stdout
+    );
+
+    let run = w.run(&["worktree", "remove", "feat"], &[], None).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("uncommitted"), "{}", run.stderr);
+    assert!(feat(&w).is_dir());
+    let run = w
+        .run(
+            &["worktree", "remove", "feat", "--discard-changes"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!feat(&w).exists());
+    let run = w.run(&["worktree", "remove", "../spare"], &[], None).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let run = w.run(&["worktree", "remove", "nothing"], &[], None).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("no worktree named"), "{}", run.stderr);
+}
