@@ -392,6 +392,12 @@ impl Session {
             shell_jobs: shell_jobs.clone(),
             hooks: ruled.hooks.clone(),
             checkpoints: checkpoints.clone(),
+            isolation: crate::worktree::in_repository(&cwd).then(|| {
+                Arc::new(crate::worktree::SubagentWorktrees {
+                    env: env.clone(),
+                    dir: cwd.clone(),
+                }) as Arc<dyn toolbelt_agent::subagents::WorktreeIsolation>
+            }),
         };
         let background = subagents::install(&mut registry, parts);
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);

@@ -12,6 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use toolbelt_agent::subagents::{Isolated, WorktreeIsolation};
+use toolbelt_core::{ToolEnvironment, WorkDirSlot};
 use toolbelt_tools::worktree::{self, NameRequest, SessionWorktrees, Worktree};
 
 use crate::options::Warn;
@@ -245,4 +247,54 @@ fn listing_line(w: &Worktree) -> String {
         Err(e) => format!("cannot tell what it holds: {e}"),
     };
     format!("{}\t{}\t{}\t{held}\n", w.slug, w.branch, w.path.display())
+}
+
+/// Sub-agents' worktrees (`isolation: worktree`): `.qwen/worktrees/agent-<7 hex>` from
+/// the session directory's branch, with the built-in tools over a workspace rooted in
+/// it (the session's path rules, readable places and protected configuration kept).
+pub(crate) struct SubagentWorktrees {
+    /// The session's environment.
+    pub(crate) env: Arc<ToolEnvironment>,
+    /// The session's directory.
+    pub(crate) dir: PathBuf,
+}
+
+impl WorktreeIsolation for SubagentWorktrees {
+    fn create(&self) -> Result<Isolated, String> {
+        let slug = worktree::name::generate("agent-", 7);
+        let made = worktree::create(&self.dir, &NameRequest::Named(slug))
+            .map_err(|e| format!("cannot make its worktree: {e}"))?;
+        let mut env = (*self.env).clone();
+        env.roots = self
+            .env
+            .roots
+            .rerooted(&made.path)
+            .map_err(|e| format!("cannot use its worktree: {e}"))?;
+        // Its own: the clone would share the session's.
+        env.work_dir = WorkDirSlot::default();
+        let env = Arc::new(env);
+        let tools = toolbelt_tools::builtin_tools(&env);
+        let cwd = made.path.clone();
+        let finish = Box::new(
+            move || match worktree::removal::remove_if_unchanged(&made) {
+                Ok(true) => None,
+                Ok(false) => Some(format!(
+                    "[worktree preserved: {} (branch {})]",
+                    made.path.display(),
+                    made.branch
+                )),
+                Err(e) => Some(format!(
+                    "[worktree kept: {} (branch {}): {e}]",
+                    made.path.display(),
+                    made.branch
+                )),
+            },
+        );
+        Ok(Isolated {
+            env,
+            tools,
+            cwd,
+            finish,
+        })
+    }
 }

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+use toolbelt_model::{ModelTurn, ToolCall};
 
 use crate::support::{Run, Workspace, json_result};
 
@@ -222,4 +224,170 @@ async fn worktree_list_and_remove_keep_the_guards() {
     let run = w.run(&["worktree", "remove", "nothing"], &[], None).await;
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("no worktree named"), "{}", run.stderr);
+}
+
+fn turn(calls: &[(&str, &str, Value)]) -> Reply {
+    Reply::turn(ModelTurn {
+        tool_calls: calls
+            .iter()
+            .map(|(id, name, args)| ToolCall {
+                id: id.to_string(),
+                name: name.to_string(),
+                arguments: args.to_string(),
+            })
+            .collect(),
+        ..Default::default()
+    })
+}
+
+fn sh(id: &str, command: &str) -> Reply {
+    turn(&[(id, "run_shell_command", json!({"command": command}))])
+}
+
+async fn with_server(w: &Workspace, server: &FakeOpenAi) -> Run {
+    let url = server.base_url();
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "sk-local"),
+        ("OPENAI_MODEL", "m"),
+    ];
+    w.run(&["--yolo", "-o", "json", "-p", "go"], &env, None)
+        .await
+}
+
+/// The answer to `call_id` in the parent's last request.
+fn answer(server: &FakeOpenAi, call_id: &str) -> String {
+    let parent: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.route.is_none())
+        .collect();
+    let body = &parent.last().unwrap().body;
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no answer to {call_id}"))
+        .to_string()
+}
+
+fn agent_worktrees(w: &Workspace) -> Vec<PathBuf> {
+    let dir = w.ws().join(".qwen/worktrees");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_isolated_sub_agents_edit_the_same_path_in_their_own_worktrees() {
+    let w = repository();
+    let isolated = |marker: &str| json!({"description": "edit", "prompt": format!("{marker}: edit shared.txt"), "isolation": "worktree"});
+    let server = FakeOpenAi::start(vec![
+        turn(&[
+            ("a1", "agent", isolated("MARK-A")),
+            ("a2", "agent", isolated("MARK-B")),
+        ]),
+        Reply::text("both done"),
+    ])
+    .await
+    .unwrap();
+    // Each writes only once the other has started: both worktrees exist side by side.
+    server.add_route(
+        "MARK-A",
+        vec![
+            Reply::rendezvous(
+                "start",
+                2,
+                sh(
+                    "s1",
+                    "echo from-A > shared.txt && git add shared.txt && git commit -qm A",
+                ),
+            ),
+            Reply::text("A done"),
+        ],
+    );
+    server.add_route(
+        "MARK-B",
+        vec![
+            Reply::rendezvous("start", 2, sh("s2", "echo from-B > shared.txt")),
+            Reply::text("B done"),
+        ],
+    );
+    let run = with_server(&w, &server).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.violations(), Vec::<String>::new());
+    assert!(!w.ws().join("shared.txt").exists());
+    let trees = agent_worktrees(&w);
+    assert_eq!(trees.len(), 2, "{trees:?}");
+    let mut contents: Vec<String> = trees
+        .iter()
+        .map(|t| std::fs::read_to_string(t.join("shared.txt")).unwrap())
+        .collect();
+    contents.sort();
+    assert_eq!(contents, ["from-A\n", "from-B\n"]);
+    for (call, says) in [("a1", "A done"), ("a2", "B done")] {
+        let text = answer(&server, call);
+        assert!(text.starts_with(says), "{text}");
+        assert!(text.contains("[worktree preserved: "), "{text}");
+        assert!(text.contains("(branch worktree-agent-"), "{text}");
+    }
+    let committed = trees
+        .iter()
+        .find(|t| git(t, &["status", "--porcelain"]).is_empty())
+        .unwrap();
+    assert_eq!(git(committed, &["log", "-1", "--format=%s"]), "A");
+    assert_eq!(git(&w.ws(), &["rev-list", "--count", "main"]), "1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_definition_that_changes_nothing_leaves_no_worktree_or_branch() {
+    let w = repository();
+    w.write(
+        ".qwen/agents/looker.md",
+        "---\nname: looker\ndescription: Looks\nisolation: worktree\n---\nYou look.\n",
+    );
+    // The definition joins the repository's history, so the person's tree is clean.
+    git(&w.ws(), &["add", ".qwen"]);
+    git(&w.ws(), &["commit", "-qm", "agent"]);
+    let call = json!({"description": "look", "prompt": "MARK-L: look", "subagent_type": "looker"});
+    let server = FakeOpenAi::start(vec![turn(&[("a1", "agent", call)]), Reply::text("done")])
+        .await
+        .unwrap();
+    server.add_route(
+        "MARK-L",
+        vec![sh("s1", "git branch --show-current"), Reply::text("looked")],
+    );
+    let run = with_server(&w, &server).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let sub: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.route.as_deref() == Some("MARK-L"))
+        .collect();
+    // It worked in its worktree, on its branch...
+    let system = sub[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(system.contains(".qwen/worktrees/agent-"), "{system}");
+    let shell = sub[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .to_string();
+    assert!(shell.contains("worktree-agent-"), "{shell}");
+    // ...and left nothing behind.
+    let text = answer(&server, "a1");
+    assert!(!text.contains("worktree preserved"), "{text}");
+    assert!(agent_worktrees(&w).is_empty(), "{:?}", agent_worktrees(&w));
+    assert_eq!(
+        git(&w.ws(), &["branch", "--format=%(refname:short)"]),
+        "main"
+    );
 }
