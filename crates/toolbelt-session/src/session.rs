@@ -99,6 +99,7 @@ impl Session {
         let attached = crate::worktree::attach(dir, &options.worktree, &options.warn)?;
         let dir = attached.dir.as_path();
         let grounds = Grounds::load(dir, &options)?;
+        attached.prepare(&grounds.settings, &options.warn);
         // A store an earlier toolbelt made readable to others is narrowed before
         // anything is added to it (issue 40).
         let home = crate::paths::toolbelt_home();

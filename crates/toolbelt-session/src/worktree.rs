@@ -45,6 +45,22 @@ pub(crate) struct Attached {
     pub(crate) state: Arc<SessionWorktrees>,
     /// Said to the model once: where it works.
     pub(crate) reminder: Option<String>,
+    /// A worktree made now, to be prepared once the settings are read
+    /// ([`Attached::prepare`]).
+    fresh: Option<Worktree>,
+}
+
+impl Attached {
+    /// Links and copies into a worktree made for this session, and pins its hooks
+    /// (`toolbelt_tools::worktree::populate`); what was skipped is warned.
+    pub(crate) fn prepare(&self, settings: &toolbelt_core::Settings, warn: &Warn) {
+        if let Some(w) = &self.fresh {
+            let links = &settings.worktree.symlink_directories;
+            for skipped in worktree::populate::populate(w, links) {
+                warn.say(&format!("worktree {}: {skipped}", w.slug));
+            }
+        }
+    }
 }
 
 /// The directory to open the session in: a new worktree, the resumed session's, or
@@ -58,6 +74,7 @@ pub(crate) fn attach(
         Some(id) => read_sidecar(dir, id, warn),
         None => None,
     };
+    let mut fresh = None;
     let (worktree, made) = match (resumed, &options.create) {
         (Some(sidecar), _) => (sidecar.worktree, sidecar.made),
         (None, Some(value)) => {
@@ -65,6 +82,7 @@ pub(crate) fn attach(
                 NameRequest::parse(value).map_err(|e| SetupError(format!("--worktree: {e}")))?;
             let made = worktree::create(dir, &request)
                 .map_err(|e| SetupError(format!("--worktree: {e}")))?;
+            fresh = Some(made.clone());
             (made, true)
         }
         (None, None) => {
@@ -73,6 +91,7 @@ pub(crate) fn attach(
                 home: None,
                 state: Arc::new(SessionWorktrees::default()),
                 reminder: None,
+                fresh: None,
             });
         }
     };
@@ -88,6 +107,7 @@ pub(crate) fn attach(
         home: Some(dir.to_path_buf()),
         state: Arc::new(SessionWorktrees::new(Some(worktree), made)),
         reminder: Some(reminder),
+        fresh,
     })
 }
 
@@ -264,6 +284,10 @@ impl WorktreeIsolation for SubagentWorktrees {
         let slug = worktree::name::generate("agent-", 7);
         let made = worktree::create(&self.dir, &NameRequest::Named(slug))
             .map_err(|e| format!("cannot make its worktree: {e}"))?;
+        let links = &self.env.settings.worktree.symlink_directories;
+        for skipped in worktree::populate::populate(&made, links) {
+            tracing::warn!("sub-agent worktree {}: {skipped}", made.slug);
+        }
         let mut env = (*self.env).clone();
         env.roots = self
             .env

@@ -145,9 +145,15 @@ fn enter(
         ));
     }
     let made = existing.is_none();
+    let mut skipped = Vec::new();
     let w: Worktree = match existing {
         Some(w) => w,
-        None => worktree::create(&primary, request).map_err(|e| e.to_string())?,
+        None => {
+            let w = worktree::create(&primary, request).map_err(|e| e.to_string())?;
+            let links = &env.settings.worktree.symlink_directories;
+            skipped = worktree::populate::populate(&w, links);
+            w
+        }
     };
     env.work_dir.set(Some(worktree::same_place(&w, &primary)));
     state.enter(w.clone(), made);
@@ -156,9 +162,14 @@ fn enter(
     } else {
         "Entered the existing"
     };
+    let skipped = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!("\nSkipped while preparing it:\n{}", skipped.join("\n"))
+    };
     Ok(format!(
         "{how} worktree {} at {} on branch {}. Shell commands now run there; give file tools paths under {}. \
-         The user's checkout is untouched. When done, commit and call exit_worktree (action keep or remove).",
+         The user's checkout is untouched. When done, commit and call exit_worktree (action keep or remove).{skipped}",
         w.slug,
         w.path.display(),
         w.branch,

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 mod git_cmd;
 pub mod name;
+pub mod populate;
 pub mod removal;
 mod state;
 

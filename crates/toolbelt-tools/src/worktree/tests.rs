@@ -163,3 +163,125 @@ fn the_sweep_removes_only_old_clean_pushed_agent_worktrees() {
         assert!(kept.path.is_dir(), "{} was removed", kept.slug);
     }
 }
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn symlinked_directories_are_relative_inside_the_repository_or_refused() {
+    let (d, root) = repo();
+    let outside = d.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    write(&root.join(".gitignore"), "node_modules/\nlinkout\n");
+    git(&root, &["add", ".gitignore"]);
+    git(&root, &["commit", "-q", "-m", "ignore"]);
+    write(&root.join("node_modules/pkg/index.js"), "x");
+    std::os::unix::fs::symlink(&outside, root.join("linkout")).unwrap();
+    let w = create(&root, &named("feat")).unwrap();
+    let entries: Vec<String> = [
+        "node_modules",
+        "../escape",
+        "/abs",
+        "a/../b",
+        "./x",
+        "linkout",
+        "missing",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let skipped = populate::populate(&w, &entries);
+    let link = w.path.join("node_modules");
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        root.join("node_modules")
+    );
+    assert!(w.path.join("node_modules/pkg/index.js").is_file());
+    for refused in ["../escape", "/abs", "a/../b", "./x", "linkout"] {
+        assert!(
+            skipped.iter().any(|s| s.contains(&format!("{refused:?}"))),
+            "{refused} not refused: {skipped:?}"
+        );
+    }
+    assert_eq!(skipped.len(), 5, "{skipped:?}");
+    assert!(!w.path.join("linkout").exists());
+    assert!(!d.path().join("escape").exists());
+    assert!(!w.path.join("missing").exists());
+}
+
+#[test]
+fn worktreeinclude_copies_listed_ignored_files_and_nothing_through_a_link() {
+    let (d, root) = repo();
+    let outside = d.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    write(&root.join(".gitignore"), ".env\n*.log\n.env.link\n");
+    std::os::unix::fs::symlink(&outside, root.join("confdir")).unwrap();
+    git(&root, &["add", ".gitignore", "confdir"]);
+    git(&root, &["commit", "-q", "-m", "setup"]);
+    write(
+        &root.join(populate::INCLUDE_FILE),
+        ".env\nREADME.md\n.env.link\n",
+    );
+    write(&root.join(".env"), "TOKEN=1\n");
+    write(&root.join("app.log"), "noise\n");
+    std::os::unix::fs::symlink("/etc/hostname", root.join(".env.link")).unwrap();
+    // In the person's checkout `confdir` became a real folder with an ignored `.env`;
+    // the worktree checks out the committed link to `outside`.
+    std::fs::remove_file(root.join("confdir")).unwrap();
+    write(&root.join("confdir/.env"), "SECRET=2\n");
+    std::fs::write(root.join("README.md"), "edited in main\n").unwrap();
+    let w = create(&root, &named("feat")).unwrap();
+    let skipped = populate::populate(&w, &[]);
+    assert_eq!(
+        std::fs::read_to_string(w.path.join(".env")).unwrap(),
+        "TOKEN=1\n"
+    );
+    assert!(!w.path.join("app.log").exists());
+    assert_eq!(
+        std::fs::read_to_string(w.path.join("README.md")).unwrap(),
+        "hello\n"
+    );
+    assert!(!w.path.join(".env.link").exists());
+    assert!(
+        skipped.iter().any(|s| s.contains(".env.link")),
+        "{skipped:?}"
+    );
+    assert!(
+        skipped.iter().any(|s| s.contains("confdir/.env")),
+        "{skipped:?}"
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
+
+#[test]
+fn a_relative_hooks_path_runs_the_main_checkouts_hooks() {
+    use std::os::unix::fs::PermissionsExt;
+    let (d, root) = repo();
+    let marker = d.path().join("marker");
+    let hook = root.join(".githooks/pre-commit");
+    write(
+        &hook,
+        &format!("#!/bin/sh\necho main >> '{}'\n", marker.display()),
+    );
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    git(&root, &["add", ".githooks"]);
+    git(&root, &["commit", "-q", "-m", "hooks"]);
+    git(&root, &["config", "core.hooksPath", ".githooks"]);
+    let w = create(&root, &named("feat")).unwrap();
+    assert!(populate::populate(&w, &[]).is_empty());
+    // Whoever works in the worktree changes its copy of the hook: it is not what runs.
+    write(
+        &w.path.join(".githooks/pre-commit"),
+        &format!("#!/bin/sh\necho worktree >> '{}'\n", marker.display()),
+    );
+    git(&w.path, &["commit", "-q", "-am", "change the hook"]);
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "main\n");
+    // The person's checkout keeps its own setting.
+    assert_eq!(
+        git(&root, &["config", "--get", "core.hooksPath"]),
+        ".githooks"
+    );
+}

@@ -391,3 +391,34 @@ async fn an_isolated_definition_that_changes_nothing_leaves_no_worktree_or_branc
         "main"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_worktree_gets_linked_directories_and_included_files() {
+    let w = repository();
+    w.write(".gitignore", "node_modules/\n.env\n");
+    w.write(".worktreeinclude", ".env\n");
+    w.write(
+        ".qwen/settings.json",
+        r#"{"worktree": {"symlinkDirectories": ["node_modules", "../up"]}}"#,
+    );
+    git(&w.ws(), &["add", "."]);
+    git(&w.ws(), &["commit", "-qm", "setup"]);
+    w.write("node_modules/dep/index.js", "x");
+    w.write(".env", "TOKEN=1\n");
+    let run = agent(&w, &[json!({"text": "ok"})], &["--worktree=feat"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let wt = feat(&w);
+    assert!(
+        wt.join("node_modules")
+            .symlink_metadata()
+            .unwrap()
+            .is_symlink()
+    );
+    assert!(wt.join("node_modules/dep/index.js").is_file());
+    assert_eq!(
+        std::fs::read_to_string(wt.join(".env")).unwrap(),
+        "TOKEN=1\n"
+    );
+    assert!(run.stderr.contains("\"../up\""), "{}", run.stderr);
+    assert!(!w.dir.path().join("up").exists());
+}
