@@ -284,11 +284,17 @@ impl Session {
             continued,
             session_id: String::new(),
         };
+        let fresh_worktree = self.fresh_worktree.take();
+        let worktrees = self.worktrees.clone();
         let dont_ask = DontAsk::new(options.policy.approval_mode.as_deref());
         let approver = setup.approver.map(|approver| dont_ask.wrap(approver));
         let mut prepared = self.make_agent(options, setup.sink, approver, ruled, saving)?;
         prepared.prompt = prompt;
         prepared.dont_ask = dont_ask;
+        if let Some(made) = fresh_worktree {
+            let event = toolbelt_core::hooks::HookEvent::WorktreeCreate;
+            worktrees.announce(event, &made).await;
+        }
         // SessionStart: what its hooks say goes with the first prompt.
         let cancel = tokio_util::sync::CancellationToken::new();
         prepared.agent.start_session(source, &cancel).await;
@@ -396,6 +402,7 @@ impl Session {
                 Arc::new(crate::worktree::SubagentWorktrees {
                     env: env.clone(),
                     dir: cwd.clone(),
+                    state: worktrees.clone(),
                 }) as Arc<dyn toolbelt_agent::subagents::WorktreeIsolation>
             }),
         };

@@ -59,6 +59,9 @@ pub struct Session {
     context_overrides: Map<String, Value>,
     /// The session's worktrees (issue 45), shared with the worktree tools.
     pub(crate) worktrees: Arc<toolbelt_tools::worktree::SessionWorktrees>,
+    /// A worktree made for this session now, announced to the hooks when the agent
+    /// starts (the hooks then know the session).
+    pub(crate) fresh_worktree: Option<toolbelt_tools::worktree::Worktree>,
     /// The directory the person started in, when a worktree took its place: its store
     /// keeps the saved sessions.
     pub(crate) home: Option<PathBuf>,
@@ -140,9 +143,13 @@ impl Session {
             dir: dir.to_path_buf(),
             context_overrides,
             worktrees: attached.state,
+            fresh_worktree: attached.fresh,
             home: attached.home,
             worktree_reminder: attached.reminder,
         };
+        if let Some(hooks) = session.hooks() {
+            session.worktrees.set_hooks(hooks);
+        }
         for warning in session.registry.warnings() {
             tracing::warn!("{warning}");
             session.warnings.push(warning.clone());
@@ -187,9 +194,13 @@ impl Session {
             let urls = self.env.settings.security.allowed_http_hook_urls.clone();
             HookEngine::new(toolbelt_hooks::HookConfig::default(), session, urls)
         });
-        engine
+        let added = engine
             .add_callbacks(hooks, callbacks)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string());
+        // An engine made here is the worktree announcements' too.
+        let runner = Arc::new(engine.clone()) as Arc<dyn HookRunner>;
+        self.worktrees.set_hooks(runner);
+        added
     }
 
     /// The approval mode the settings give (the agent's flags may change it).

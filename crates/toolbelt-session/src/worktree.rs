@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolbelt_agent::subagents::{Isolated, WorktreeIsolation};
-use toolbelt_core::{ToolEnvironment, WorkDirSlot};
+use toolbelt_core::hooks::HookEvent;
+use toolbelt_core::{BoxFuture, ToolEnvironment, WorkDirSlot};
 use toolbelt_tools::worktree::{self, NameRequest, SessionWorktrees, Worktree};
 
 use crate::options::Warn;
@@ -46,8 +47,8 @@ pub(crate) struct Attached {
     /// Said to the model once: where it works.
     pub(crate) reminder: Option<String>,
     /// A worktree made now, to be prepared once the settings are read
-    /// ([`Attached::prepare`]).
-    fresh: Option<Worktree>,
+    /// ([`Attached::prepare`]) and announced to the hooks when the agent starts.
+    pub(crate) fresh: Option<Worktree>,
 }
 
 impl Attached {
@@ -277,48 +278,70 @@ pub(crate) struct SubagentWorktrees {
     pub(crate) env: Arc<ToolEnvironment>,
     /// The session's directory.
     pub(crate) dir: PathBuf,
+    /// The session's worktrees, whose hooks are told.
+    pub(crate) state: Arc<SessionWorktrees>,
 }
 
 impl WorktreeIsolation for SubagentWorktrees {
-    fn create(&self) -> Result<Isolated, String> {
-        let slug = worktree::name::generate("agent-", 7);
-        let made = worktree::create(&self.dir, &NameRequest::Named(slug))
-            .map_err(|e| format!("cannot make its worktree: {e}"))?;
-        let links = &self.env.settings.worktree.symlink_directories;
-        for skipped in worktree::populate::populate(&made, links) {
-            tracing::warn!("sub-agent worktree {}: {skipped}", made.slug);
-        }
-        let mut env = (*self.env).clone();
-        env.roots = self
-            .env
-            .roots
-            .rerooted(&made.path)
-            .map_err(|e| format!("cannot use its worktree: {e}"))?;
-        // Its own: the clone would share the session's.
-        env.work_dir = WorkDirSlot::default();
-        let env = Arc::new(env);
-        let tools = toolbelt_tools::builtin_tools(&env);
-        let cwd = made.path.clone();
-        let finish = Box::new(
-            move || match worktree::removal::remove_if_unchanged(&made) {
-                Ok(true) => None,
-                Ok(false) => Some(format!(
-                    "[worktree preserved: {} (branch {})]",
-                    made.path.display(),
-                    made.branch
-                )),
-                Err(e) => Some(format!(
-                    "[worktree kept: {} (branch {}): {e}]",
-                    made.path.display(),
-                    made.branch
-                )),
-            },
-        );
-        Ok(Isolated {
-            env,
-            tools,
-            cwd,
-            finish,
+    fn create(&self) -> BoxFuture<'_, Result<Isolated, String>> {
+        Box::pin(async move {
+            let (dir, links) = (
+                self.dir.clone(),
+                self.env.settings.worktree.symlink_directories.clone(),
+            );
+            let made = tokio::task::spawn_blocking(move || make_for_subagent(&dir, &links))
+                .await
+                .map_err(|e| format!("cannot make its worktree: {e}"))??;
+            let mut env = (*self.env).clone();
+            env.roots = self
+                .env
+                .roots
+                .rerooted(&made.path)
+                .map_err(|e| format!("cannot use its worktree: {e}"))?;
+            // Its own: the clone would share the session's.
+            env.work_dir = WorkDirSlot::default();
+            let env = Arc::new(env);
+            self.state.announce(HookEvent::WorktreeCreate, &made).await;
+            let state = self.state.clone();
+            let cwd = made.path.clone();
+            let finish = Box::new(move || {
+                Box::pin(finish_subagent(made, state)) as BoxFuture<'static, Option<String>>
+            });
+            Ok(Isolated {
+                tools: toolbelt_tools::builtin_tools(&env),
+                env,
+                cwd,
+                finish,
+            })
         })
+    }
+}
+
+/// Makes a sub-agent's worktree and prepares it.
+fn make_for_subagent(dir: &Path, links: &[String]) -> Result<Worktree, String> {
+    let slug = worktree::name::generate("agent-", 7);
+    let made = worktree::create(dir, &NameRequest::Named(slug))
+        .map_err(|e| format!("cannot make its worktree: {e}"))?;
+    for skipped in worktree::populate::populate(&made, links) {
+        tracing::warn!("sub-agent worktree {}: {skipped}", made.slug);
+    }
+    Ok(made)
+}
+
+/// At a sub-agent's end: its worktree removed when it holds no change (and the hooks
+/// told), else the line naming it for the result.
+async fn finish_subagent(made: Worktree, state: Arc<SessionWorktrees>) -> Option<String> {
+    let check = made.clone();
+    let removed =
+        tokio::task::spawn_blocking(move || worktree::removal::remove_if_unchanged(&check)).await;
+    let (path, branch) = (made.path.display(), &made.branch);
+    match removed {
+        Ok(Ok(true)) => {
+            state.announce(HookEvent::WorktreeRemove, &made).await;
+            None
+        }
+        Ok(Ok(false)) => Some(format!("[worktree preserved: {path} (branch {branch})]")),
+        Ok(Err(e)) => Some(format!("[worktree kept: {path} (branch {branch}): {e}]")),
+        Err(e) => Some(format!("[worktree kept: {path} (branch {branch}): {e}]")),
     }
 }

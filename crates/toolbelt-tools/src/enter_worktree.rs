@@ -10,6 +10,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
+use toolbelt_core::hooks::HookEvent;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Tool,
     ToolEnvironment, ToolError, ToolResult,
@@ -99,9 +100,16 @@ impl Invocation for EnterCall {
             let env = self.env.clone();
             let state = self.state.clone();
             let request = self.request;
-            let entered = tokio::task::spawn_blocking(move || enter(&env, &state, &request)).await;
+            let blocking_state = state.clone();
+            let entered =
+                tokio::task::spawn_blocking(move || enter(&env, &blocking_state, &request)).await;
             match entered {
-                Ok(Ok(text)) => ToolResult::text(text),
+                Ok(Ok((text, made))) => {
+                    if let Some(w) = made {
+                        state.announce(HookEvent::WorktreeCreate, &w).await;
+                    }
+                    ToolResult::text(text)
+                }
                 Ok(Err(why)) => ToolResult::err(ErrorKind::ExecutionFailed, why),
                 Err(e) => ToolResult::err(ErrorKind::ExecutionFailed, format!("failed: {e}")),
             }
@@ -109,12 +117,13 @@ impl Invocation for EnterCall {
     }
 }
 
-/// Enters (making it first when there is none of that name) and says where the work is.
+/// Enters (making it first when there is none of that name) and says where the work
+/// is; the worktree too when it was made now.
 fn enter(
     env: &ToolEnvironment,
     state: &SessionWorktrees,
     request: &NameRequest,
-) -> Result<String, String> {
+) -> Result<(String, Option<Worktree>), String> {
     if let Some(w) = state.active() {
         return Err(format!(
             "this session already works in the worktree {} ({}, branch {}): call exit_worktree first",
@@ -167,14 +176,15 @@ fn enter(
     } else {
         format!("\nSkipped while preparing it:\n{}", skipped.join("\n"))
     };
-    Ok(format!(
+    let text = format!(
         "{how} worktree {} at {} on branch {}. Shell commands now run there; give file tools paths under {}. \
          The user's checkout is untouched. When done, commit and call exit_worktree (action keep or remove).{skipped}",
         w.slug,
         w.path.display(),
         w.branch,
         w.path.display()
-    ))
+    );
+    Ok((text, made.then_some(w)))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use toolbelt_core::ask_user::{Answer, Question, QuestionOption};
+use toolbelt_core::hooks::HookEvent;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Tool,
     ToolEnvironment, ToolError, ToolResult,
@@ -200,6 +201,7 @@ impl ExitCall {
         .await
         .map_err(failed)?;
         self.leave();
+        self.state.announce(HookEvent::WorktreeRemove, &w).await;
         Ok(format!(
             "Removed the worktree {} and its branch {}{}. Shell commands run in the workspace again.",
             w.slug,

@@ -406,7 +406,7 @@ async fn run_subagent(
             ));
         }
     };
-    let isolated = match isolate(call) {
+    let isolated = match isolate(call).await {
         Ok(isolated) => isolated,
         Err(e) => return failed(format!("[sub-agent {}: not started: {e}]", def.name)),
     };
@@ -468,7 +468,11 @@ async fn run_subagent(
         mode,
         transcript.as_deref(),
     );
-    if let Some(note) = isolated.and_then(|i| (i.finish)()) {
+    let note = match isolated {
+        Some(i) => (i.finish)().await,
+        None => None,
+    };
+    if let Some(note) = note {
         summary.push('\n');
         summary.push_str(&note);
     }
@@ -485,12 +489,12 @@ async fn run_subagent(
 }
 
 /// The sub-agent's worktree when the call or its definition asks for one.
-fn isolate(call: &AgentCall) -> Result<Option<Isolated>, String> {
+async fn isolate(call: &AgentCall) -> Result<Option<Isolated>, String> {
     if !call.isolated {
         return Ok(None);
     }
     match &call.runtime.isolation {
-        Some(isolation) => isolation.create().map(Some),
+        Some(isolation) => isolation.create().await.map(Some),
         None => {
             Err("isolation \"worktree\" needs a git repository, and this session is in none".into())
         }

@@ -13,12 +13,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use toolbelt_core::{Origin, Tool, ToolEnvironment, ToolRegistry};
+use toolbelt_core::{BoxFuture, Origin, Tool, ToolEnvironment, ToolRegistry};
 
 /// Makes a sub-agent's worktree; implemented by the session.
 pub trait WorktreeIsolation: Send + Sync {
     /// A new worktree and the tools that work in it, or why there is none.
-    fn create(&self) -> Result<Isolated, String>;
+    fn create(&self) -> BoxFuture<'_, Result<Isolated, String>>;
 }
 
 /// A sub-agent's worktree, while it runs.
@@ -31,7 +31,7 @@ pub struct Isolated {
     pub cwd: PathBuf,
     /// Called once the sub-agent ended: `None` when the worktree was removed (it held
     /// no change), or the line to append to the result (`[worktree preserved: ...]`).
-    pub finish: Box<dyn FnOnce() -> Option<String> + Send>,
+    pub finish: Box<dyn FnOnce() -> BoxFuture<'static, Option<String>> + Send>,
 }
 
 impl Isolated {

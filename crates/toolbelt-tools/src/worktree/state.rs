@@ -1,18 +1,33 @@
 //! What a session knows of its worktrees, shared by `enter_worktree`, `exit_worktree`
 //! and the session: the one it was started in (`--worktree`, or re-attached by
 //! `--resume`), the one a tool entered, and the ones it made (the only ones
-//! `exit_worktree remove` may remove).
+//! `exit_worktree remove` may remove), and the session's hooks, told of every worktree
+//! made or removed (`WorktreeCreate`, `WorktreeRemove`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::hooks::{HookEvent, HookRequest, HookRunner};
 
 use super::Worktree;
 
 /// A session's worktrees. One per session, behind an `Arc` both tools hold.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct SessionWorktrees {
     started_in: Option<Worktree>,
     inner: Mutex<Inner>,
+    hooks: OnceLock<Arc<dyn HookRunner>>,
+}
+
+impl std::fmt::Debug for SessionWorktrees {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionWorktrees")
+            .field("started_in", &self.started_in)
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -32,6 +47,7 @@ impl SessionWorktrees {
         SessionWorktrees {
             started_in,
             inner: Mutex::new(inner),
+            hooks: OnceLock::new(),
         }
     }
 
@@ -73,5 +89,44 @@ impl SessionWorktrees {
     /// Whether this session made the worktree at `path`.
     pub fn made(&self, path: &Path) -> bool {
         self.lock().own.iter().any(|p| p == path)
+    }
+}
+
+impl SessionWorktrees {
+    /// The session's hooks, once they exist (a second call is ignored).
+    pub fn set_hooks(&self, hooks: Arc<dyn HookRunner>) {
+        let _ = self.hooks.set(hooks);
+    }
+
+    /// Runs the hooks of `event` (`WorktreeCreate` or `WorktreeRemove`) for `worktree`:
+    /// they are told (`worktree_path`, `branch`, `name`, `repository`; the name is what
+    /// matchers compare), and nothing they answer changes what was done.
+    pub async fn announce(&self, event: HookEvent, worktree: &Worktree) {
+        let Some(hooks) = self.hooks.get() else {
+            return;
+        };
+        if !hooks.wants(event, Some(&worktree.slug), &[]) {
+            return;
+        }
+        let mut request = HookRequest::new(event);
+        request.target = Some(worktree.slug.clone());
+        request.nobody_to_ask = true;
+        let text = |p: &Path| Value::String(p.display().to_string());
+        request
+            .fields
+            .insert("name".into(), Value::String(worktree.slug.clone()));
+        request
+            .fields
+            .insert("worktree_path".into(), text(&worktree.path));
+        request
+            .fields
+            .insert("branch".into(), Value::String(worktree.branch.clone()));
+        request
+            .fields
+            .insert("repository".into(), text(&worktree.repo));
+        let outcome = hooks.run(request, CancellationToken::new()).await;
+        for message in outcome.messages(event) {
+            tracing::info!("{message}");
+        }
     }
 }

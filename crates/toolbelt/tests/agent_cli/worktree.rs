@@ -422,3 +422,68 @@ async fn a_session_worktree_gets_linked_directories_and_included_files() {
     assert!(run.stderr.contains("\"../up\""), "{}", run.stderr);
     assert!(!w.dir.path().join("up").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worktree_hooks_hear_of_every_worktree_made_and_removed() {
+    let w = repository();
+    let log = w.dir.path().join("hooks.log");
+    let hook = json!([{"matcher": "", "hooks": [{"type": "command",
+        "command": format!("cat >> '{}'; echo >> '{}'", log.display(), log.display())}]}]);
+    let settings = json!({"hooks": {"WorktreeCreate": hook, "WorktreeRemove": hook}});
+    let user = w.dir.path().join("home/.qwen/settings.json");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, settings.to_string()).unwrap();
+
+    let isolated = json!({"tool_calls": [{"id": "a1", "name": "agent", "arguments": {
+        "description": "look", "prompt": "look", "isolation": "worktree"}}]});
+    let run = agent(
+        &w,
+        &[isolated, json!({"text": "looked"}), json!({"text": "done"})],
+        &["--worktree=feat"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let enter = json!({"tool_calls": [{"id": "e1", "name": "enter_worktree", "arguments": {"name": "side"}}]});
+    let exit = json!({"tool_calls": [{"id": "x1", "name": "exit_worktree", "arguments": {"action": "remove"}}]});
+    let run = agent(&w, &[enter, exit, json!({"text": "done"})], &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!w.ws().join(".qwen/worktrees/side").exists());
+
+    let heard: Vec<(String, String)> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let path = v["worktree_path"].as_str().unwrap().to_string();
+            assert!(path.ends_with(v["name"].as_str().unwrap()), "{v}");
+            (
+                v["hook_event_name"].as_str().unwrap().to_string(),
+                v["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let names: Vec<(&str, &str)> = heard
+        .iter()
+        .map(|(e, n)| {
+            (
+                e.as_str(),
+                if n.starts_with("agent-") {
+                    "agent"
+                } else {
+                    n.as_str()
+                },
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("WorktreeCreate", "feat"),
+            ("WorktreeCreate", "agent"),
+            ("WorktreeRemove", "agent"),
+            ("WorktreeCreate", "side"),
+            ("WorktreeRemove", "side"),
+        ]
+    );
+}
