@@ -170,6 +170,11 @@ impl Ruled {
 }
 
 impl Saving {
+    /// The saved session's folder and id, which sub-agents' transcripts name.
+    fn transcripts(&self, log: Option<&SessionWriter>) -> Option<(PathBuf, String)> {
+        log.map(|l| (self.store.dir().to_path_buf(), l.id().to_string()))
+    }
+
     /// This run's file and its ID (else `--session-id`'s, else a fresh one).
     fn start(
         &mut self,
@@ -245,6 +250,7 @@ impl Session {
     ) -> Result<Prepared, String> {
         options.core_tools = core_names(&options.core_tools, self.rules.vocabulary());
         let store = saved::store(&self.sessions_project());
+        let store_dir = store.dir().to_path_buf();
         if let Some(reminder) = self.worktree_reminder.take() {
             options.append_system_prompt = Some(match options.append_system_prompt.take() {
                 Some(more) => format!("{more}\n\n{reminder}"),
@@ -285,12 +291,16 @@ impl Session {
             session_id: String::new(),
         };
         let fresh_worktree = self.fresh_worktree.take();
-        let worktrees = self.worktrees.clone();
+        let (worktrees, warn) = (self.worktrees.clone(), self.warn().clone());
         let dont_ask = DontAsk::new(options.policy.approval_mode.as_deref());
         let approver = setup.approver.map(|approver| dont_ask.wrap(approver));
         let mut prepared = self.make_agent(options, setup.sink, approver, ruled, saving)?;
         prepared.prompt = prompt;
         prepared.dont_ask = dont_ask;
+        if prepared.saved {
+            let id = &prepared.session_id;
+            crate::worktree::write_sidecar(&store_dir, id, &worktrees, &warn);
+        }
         if let Some(made) = fresh_worktree {
             let event = toolbelt_core::hooks::HookEvent::WorktreeCreate;
             worktrees.announce(event, &made).await;
@@ -359,8 +369,7 @@ impl Session {
         ruled: Ruled,
         mut saving: Saving,
     ) -> Result<Prepared, String> {
-        let project = self.project();
-        let cwd = self.dir.clone();
+        let (project, cwd) = (self.project(), self.dir.clone());
         let (catalog, agents) = load_catalog(&project, self.warn());
         let Session {
             env,
@@ -375,10 +384,6 @@ impl Session {
         let mcp = Arc::new(mcp);
         let (model, model_name, server) = session_model(&options, &env, &cwd)?;
         let (log, session_id) = saving.start(&cwd, &model_name, &options, &self.options.warn);
-        if log.is_some() {
-            let store = saving.store.dir();
-            crate::worktree::write_sidecar(store, &session_id, &worktrees, &self.options.warn);
-        }
         let hooks = told_the_session(hooks, &session_id, log.as_ref());
         let (history, checkpoints) = crate::undo::open(&env, &project, &session_id);
         // The sub-agent tools see the tools as they are now (without themselves).
@@ -390,21 +395,13 @@ impl Session {
             permissions: ruled.permissions.clone(),
             mode: ruled.mode,
             sink: sink.clone(),
-            session: log
-                .as_ref()
-                .map(|l| (saving.store.dir().to_path_buf(), l.id().to_string())),
+            session: saving.transcripts(log.as_ref()),
             cwd: cwd.clone(),
             max_turns: options.max_session_turns,
             shell_jobs: shell_jobs.clone(),
             hooks: ruled.hooks.clone(),
             checkpoints: checkpoints.clone(),
-            isolation: crate::worktree::in_repository(&cwd).then(|| {
-                Arc::new(crate::worktree::SubagentWorktrees {
-                    env: env.clone(),
-                    dir: cwd.clone(),
-                    state: worktrees.clone(),
-                }) as Arc<dyn toolbelt_agent::subagents::WorktreeIsolation>
-            }),
+            isolation: crate::worktree::isolation(&env, &cwd, &worktrees),
         };
         let background = subagents::install(&mut registry, parts);
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);

@@ -273,13 +273,13 @@ fn listing_line(w: &Worktree) -> String {
 /// Sub-agents' worktrees (`isolation: worktree`): `.qwen/worktrees/agent-<7 hex>` from
 /// the session directory's branch, with the built-in tools over a workspace rooted in
 /// it (the session's path rules, readable places and protected configuration kept).
-pub(crate) struct SubagentWorktrees {
+struct SubagentWorktrees {
     /// The session's environment.
-    pub(crate) env: Arc<ToolEnvironment>,
+    env: Arc<ToolEnvironment>,
     /// The session's directory.
-    pub(crate) dir: PathBuf,
+    dir: PathBuf,
     /// The session's worktrees, whose hooks are told.
-    pub(crate) state: Arc<SessionWorktrees>,
+    state: Arc<SessionWorktrees>,
 }
 
 impl WorktreeIsolation for SubagentWorktrees {
@@ -315,6 +315,21 @@ impl WorktreeIsolation for SubagentWorktrees {
             })
         })
     }
+}
+
+/// The sub-agents' worktrees of a session in `dir`; `None` outside a repository.
+pub(crate) fn isolation(
+    env: &Arc<ToolEnvironment>,
+    dir: &Path,
+    state: &Arc<SessionWorktrees>,
+) -> Option<Arc<dyn WorktreeIsolation>> {
+    in_repository(dir).then(|| {
+        Arc::new(SubagentWorktrees {
+            env: env.clone(),
+            dir: dir.to_path_buf(),
+            state: state.clone(),
+        }) as Arc<dyn WorktreeIsolation>
+    })
 }
 
 /// Makes a sub-agent's worktree and prepares it.

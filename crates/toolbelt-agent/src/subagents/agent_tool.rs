@@ -386,12 +386,38 @@ fn failed(summary: String) -> Report {
     }
 }
 
-/// Runs one sub-agent to its end; a background one (`inbox`) reads its messages.
+/// Runs one sub-agent to its end, in its worktree when it has one (which is then
+/// removed or named in the result); a background one (`inbox`) reads its messages.
 async fn run_subagent(
     call: &AgentCall,
     parent_call_id: &str,
     cancel: &CancellationToken,
     inbox: Option<&Arc<Inbox>>,
+) -> Report {
+    let isolated = match isolate(call).await {
+        Ok(isolated) => isolated,
+        Err(e) => {
+            let name = &call.definition.name;
+            return failed(format!("[sub-agent {name}: not started: {e}]"));
+        }
+    };
+    let mut report = run_in(call, parent_call_id, cancel, inbox, isolated.as_ref()).await;
+    if let Some(i) = isolated
+        && let Some(note) = (i.finish)().await
+    {
+        report.summary.push('\n');
+        report.summary.push_str(&note);
+    }
+    report
+}
+
+/// Runs one sub-agent to its end in `isolated`'s worktree, or the parent's workspace.
+async fn run_in(
+    call: &AgentCall,
+    parent_call_id: &str,
+    cancel: &CancellationToken,
+    inbox: Option<&Arc<Inbox>>,
+    isolated: Option<&Isolated>,
 ) -> Report {
     let background = inbox.is_some();
     let rt = &call.runtime;
@@ -406,17 +432,10 @@ async fn run_subagent(
             ));
         }
     };
-    let isolated = match isolate(call).await {
-        Ok(isolated) => isolated,
-        Err(e) => return failed(format!("[sub-agent {}: not started: {e}]", def.name)),
-    };
     let nested_tasks = BackgroundTasks::new();
     let mut registry = subagent_tools(call, &nested_tasks);
-    let (env, cwd) = match &isolated {
-        Some(i) => {
-            i.swap_into(&mut registry);
-            (i.env.clone(), i.cwd.clone())
-        }
+    let (env, cwd) = match isolated {
+        Some(i) => i.swap_into(&mut registry),
         None => (rt.env.clone(), rt.cwd.clone()),
     };
     let mode = narrowed_mode(rt.mode, def.approval_mode);
@@ -459,7 +478,7 @@ async fn run_subagent(
     };
     let (outcome, timed_out) = run_timed(&agent, &call.prompt, context, def, cancel).await;
     nested_tasks.stop_all().await;
-    let mut summary = summary_line(
+    let summary = summary_line(
         def,
         &agent_id,
         &outcome,
@@ -468,14 +487,6 @@ async fn run_subagent(
         mode,
         transcript.as_deref(),
     );
-    let note = match isolated {
-        Some(i) => (i.finish)().await,
-        None => None,
-    };
-    if let Some(note) = note {
-        summary.push('\n');
-        summary.push_str(&note);
-    }
     let ending = match outcome.stop {
         StopReason::Cancelled if !timed_out => Ending::Cancelled,
         StopReason::ModelFailed(_) => Ending::Failed,

@@ -31,13 +31,14 @@ pub struct Isolated {
     pub cwd: PathBuf,
     /// Called once the sub-agent ended: `None` when the worktree was removed (it held
     /// no change), or the line to append to the result (`[worktree preserved: ...]`).
-    pub finish: Box<dyn FnOnce() -> BoxFuture<'static, Option<String>> + Send>,
+    pub finish: Box<dyn FnOnce() -> BoxFuture<'static, Option<String>> + Send + Sync>,
 }
 
 impl Isolated {
     /// Puts the worktree's tools in place of the built-ins of the same names that
-    /// `registry` holds (a built-in the sub-agent may not use stays out).
-    pub(crate) fn swap_into(&self, registry: &mut ToolRegistry) {
+    /// `registry` holds (a built-in the sub-agent may not use stays out); the answer
+    /// is the environment and directory the sub-agent works in.
+    pub(crate) fn swap_into(&self, registry: &mut ToolRegistry) -> (Arc<ToolEnvironment>, PathBuf) {
         for tool in &self.tools {
             let name = tool.name().to_string();
             let held = registry
@@ -48,6 +49,7 @@ impl Isolated {
                 registry.register(tool.clone(), Origin::BuiltIn);
             }
         }
+        (self.env.clone(), self.cwd.clone())
     }
 }
 
