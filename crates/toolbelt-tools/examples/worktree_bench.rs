@@ -15,8 +15,17 @@ use std::time::{Duration, Instant};
 use toolbelt_tools::worktree::{self, NameRequest};
 
 fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -42,8 +51,16 @@ fn main() {
     }
     git(&repo, &["init", "-q", "-b", "main"]);
     git(&repo, &["add", "-A"]);
-    let who = ["-c", "user.name=bench", "-c", "user.email=bench@example.com"];
-    git(&repo, &[&who[..], &["commit", "-q", "-m", "files"]].concat());
+    let who = [
+        "-c",
+        "user.name=bench",
+        "-c",
+        "user.email=bench@example.com",
+    ];
+    git(
+        &repo,
+        &[&who[..], &["commit", "-q", "-m", "files"]].concat(),
+    );
     let repo = repo.canonicalize().unwrap();
     let plain_dir = dir.path().join("plain");
     std::fs::create_dir(&plain_dir).unwrap();
@@ -53,7 +70,18 @@ fn main() {
         let path = plain_dir.join(format!("p{round}"));
         let branch = format!("plain-{round}");
         let started = Instant::now();
-        git(&repo, &["worktree", "add", "-q", "-b", &branch, path.to_str().unwrap(), "main"]);
+        git(
+            &repo,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                &branch,
+                path.to_str().unwrap(),
+                "main",
+            ],
+        );
         plain.push(started.elapsed());
         // toolbelt: name checks, the folder, the branch check, the checkout, the
         // exclude line, the hooks path.
@@ -62,12 +90,21 @@ fn main() {
         let skipped = worktree::populate::populate(&made, &[]);
         ours.push(started.elapsed());
         assert!(skipped.is_empty(), "{skipped:?}");
-        git(&repo, &["worktree", "remove", "--force", path.to_str().unwrap()]);
-        git(&repo, &["worktree", "remove", "--force", made.path.to_str().unwrap()]);
+        git(
+            &repo,
+            &["worktree", "remove", "--force", path.to_str().unwrap()],
+        );
+        git(
+            &repo,
+            &["worktree", "remove", "--force", made.path.to_str().unwrap()],
+        );
     }
     let (p, o) = (median(plain), median(ours));
     println!("{files} files, {rounds} rounds (medians)");
     println!("git worktree add -b        {}", ms(p));
     println!("toolbelt worktree::create  {}", ms(o));
-    println!("ratio                      {:.3}", o.as_secs_f64() / p.as_secs_f64());
+    println!(
+        "ratio                      {:.3}",
+        o.as_secs_f64() / p.as_secs_f64()
+    );
 }
