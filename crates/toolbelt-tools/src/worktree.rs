@@ -281,7 +281,7 @@ pub fn same_place(worktree: &Worktree, dir: &Path) -> PathBuf {
         .canonicalize()
         .ok()
         .and_then(|d| d.strip_prefix(&worktree.repo).ok().map(Path::to_path_buf))
-        .filter(|rel| !rel.starts_with(WORKTREES_DIR))
+        .filter(|rel| !rel.as_os_str().is_empty() && !rel.starts_with(WORKTREES_DIR))
         .map(|rel| worktree.path.join(rel));
     match inside {
         Some(p) if p.is_dir() => p,

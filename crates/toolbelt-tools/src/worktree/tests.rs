@@ -37,6 +37,8 @@ fn a_worktree_is_a_new_branch_under_qwen_worktrees_and_the_checkout_stays_clean(
     // The person's `git status` does not list the worktrees.
     assert_eq!(git(&root, &["status", "--porcelain"]), "");
     assert_eq!(same_place(&w, &root.join("sub")), w.path.join("sub"));
+    // Not `<worktree>/` with a trailing slash: the path names the session's store.
+    assert_eq!(same_place(&w, &root).as_os_str(), w.path.as_os_str());
     assert_eq!(list(&root).unwrap(), vec![w.clone()]);
     assert_eq!(find(&w.path, "feat").unwrap(), w);
     // From inside the worktree, a new one still goes under the main checkout.

@@ -487,3 +487,44 @@ async fn worktree_hooks_hear_of_every_worktree_made_and_removed() {
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_json_session_works_in_its_worktree() {
+    let w = repository();
+    let script = w.script(&[
+        shell(
+            "c1",
+            "echo stream > made.txt && git add made.txt && git commit -qm stream",
+        ),
+        json!({"text": "committed"}),
+    ]);
+    let input = json!({"type": "user", "session_id": "", "parent_tool_use_id": null,
+        "message": {"role": "user", "content": "commit something"}})
+    .to_string();
+    let args = [
+        "--model-replay",
+        script.to_str().unwrap(),
+        "--yolo",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--worktree=feat",
+    ];
+    let run = w.run(&args, &[], Some(&input)).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let init: Value = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|m| m["subtype"] == "init")
+        .unwrap();
+    assert_eq!(init["cwd"].as_str().unwrap(), feat(&w).to_str().unwrap());
+    assert!(run.stdout.contains("\"committed\""), "{}", run.stdout);
+    assert!(!w.ws().join("made.txt").exists());
+    assert_eq!(
+        git(&w.ws(), &["log", "-1", "--format=%s", "worktree-feat"]),
+        "stream"
+    );
+    assert_eq!(git(&w.ws(), &["status", "--porcelain"]), "");
+}
