@@ -29,6 +29,13 @@ pub struct WorktreeOptions {
     pub resume: Option<String>,
 }
 
+impl WorktreeOptions {
+    /// `--worktree`'s value and `--resume`'s.
+    pub fn new(create: Option<String>, resume: Option<String>) -> Self {
+        WorktreeOptions { create, resume }
+    }
+}
+
 /// The sidecar's content: the worktree, and whether the session made it.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Sidecar {

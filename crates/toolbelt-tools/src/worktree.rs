@@ -274,6 +274,22 @@ pub fn is_agent_slug(slug: &str) -> bool {
         .is_some_and(|hex| hex.len() == 7 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
+/// The name of the worktree the shell of `env` works in (one entered, or the session's
+/// own under `.qwen/worktrees`), for a status line.
+pub fn shown(env: &toolbelt_core::ToolEnvironment) -> Option<String> {
+    let dir = env
+        .work_dir
+        .get()
+        .or_else(|| env.roots.primary().map(Path::to_path_buf))?;
+    let parts: Vec<&std::ffi::OsStr> = dir.iter().collect();
+    parts
+        .windows(3)
+        .rev()
+        .find(|w| w[0] == ".qwen" && w[1] == "worktrees")
+        .and_then(|w| w[2].to_str())
+        .map(str::to_string)
+}
+
 /// `dir`'s place in `worktree`: the same subdirectory of the worktree when it exists
 /// there, else the worktree's root (the person ran toolbelt in `repo/sub`).
 pub fn same_place(worktree: &Worktree, dir: &Path) -> PathBuf {

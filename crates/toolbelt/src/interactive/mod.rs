@@ -389,6 +389,7 @@ impl App {
                 model: &self.model_name,
                 notice: self.notice.as_deref(),
                 tokens: self.tokens,
+                worktree: toolbelt_tools::worktree::shown(self.agent.scheduler().env()),
             };
             let area = frame.area();
             let above_status = ratatui::layout::Rect {

@@ -728,3 +728,55 @@ async fn restore_lists_the_checkpoint_shows_its_diff_asks_and_puts_the_file_back
     });
     assert!(server.violations().is_empty(), "{:?}", server.violations());
 }
+
+/// The workspace as a repository on `main` with one commit.
+fn repository(w: &Workspace) {
+    let ws = w.ws();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&ws)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.com",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "x",
+    ]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_line_names_the_worktree_the_session_works_in() {
+    let w = Workspace::new();
+    repository(&w);
+    let server = FakeOpenAi::start(vec![
+        call("e1", "enter_worktree", json!({"name": "side"})),
+        Reply::text("entered it"),
+    ])
+    .await
+    .unwrap();
+    let pty = start(&w, &server, &["--worktree=feat"]);
+    pty.wait_for("worktree feat");
+    quit(pty);
+
+    let pty = start(&w, &server, &["--yolo"]);
+    assert!(!pty.wait_for(" mode (shift+tab").contains("worktree "));
+    pty.line("go");
+    finished_answer(&pty, "entered it");
+    pty.wait_for("worktree side");
+    quit(pty);
+}
