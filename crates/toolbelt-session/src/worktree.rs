@@ -318,11 +318,18 @@ impl WorktreeIsolation for SubagentWorktrees {
                 tools: toolbelt_tools::builtin_tools(&env),
                 env,
                 cwd,
+                withheld: WORKTREE_TOOLS.iter().map(|n| n.to_string()).collect(),
                 finish,
             })
         })
     }
 }
+
+/// The tools that move the session between worktrees.
+const WORKTREE_TOOLS: [&str; 2] = [
+    toolbelt_tools::EnterWorktree::NAME,
+    toolbelt_tools::ExitWorktree::NAME,
+];
 
 /// The sub-agents' worktrees of a session in `dir`; `None` outside a repository.
 pub(crate) fn isolation(

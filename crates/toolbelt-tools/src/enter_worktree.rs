@@ -26,6 +26,9 @@ pub struct EnterWorktree {
 }
 
 impl EnterWorktree {
+    /// The tool's name.
+    pub const NAME: &'static str = "enter_worktree";
+
     /// The tool over a session's environment and worktrees.
     pub fn new(env: Arc<ToolEnvironment>, state: Arc<SessionWorktrees>) -> Self {
         let schema = crate::params::schema_for::<Params>();
@@ -44,7 +47,7 @@ pub(crate) struct Params {
 
 impl Tool for EnterWorktree {
     fn name(&self) -> &str {
-        "enter_worktree"
+        Self::NAME
     }
     fn display_name(&self) -> &str {
         "EnterWorktree"

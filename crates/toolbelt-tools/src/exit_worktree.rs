@@ -30,6 +30,9 @@ pub struct ExitWorktree {
 }
 
 impl ExitWorktree {
+    /// The tool's name.
+    pub const NAME: &'static str = "exit_worktree";
+
     /// The tool over a session's environment and worktrees.
     pub fn new(env: Arc<ToolEnvironment>, state: Arc<SessionWorktrees>) -> Self {
         let schema = crate::params::schema_for::<Params>();
@@ -62,7 +65,7 @@ pub(crate) struct Params {
 
 impl Tool for ExitWorktree {
     fn name(&self) -> &str {
-        "exit_worktree"
+        Self::NAME
     }
     fn display_name(&self) -> &str {
         "ExitWorktree"

@@ -29,6 +29,9 @@ pub struct Isolated {
     pub tools: Vec<Arc<dyn Tool>>,
     /// The worktree's directory (the sub-agent's working directory).
     pub cwd: PathBuf,
+    /// Tools the sub-agent loses: those that act on the session's own worktree
+    /// (`enter_worktree`, `exit_worktree`), which would move the parent's shell.
+    pub withheld: Vec<String>,
     /// Called once the sub-agent ended: `None` when the worktree was removed (it held
     /// no change), or the line to append to the result (`[worktree preserved: ...]`).
     pub finish: Box<dyn FnOnce() -> BoxFuture<'static, Option<String>> + Send + Sync>,
@@ -49,6 +52,10 @@ impl Isolated {
                 registry.register(tool.clone(), Origin::BuiltIn);
             }
         }
+        registry.retain(
+            |r| !self.withheld.contains(&r.name),
+            "a sub-agent in a worktree of its own stays in it",
+        );
         (self.env.clone(), self.cwd.clone())
     }
 }

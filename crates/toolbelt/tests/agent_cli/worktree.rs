@@ -528,3 +528,30 @@ async fn a_stream_json_session_works_in_its_worktree() {
     );
     assert_eq!(git(&w.ws(), &["status", "--porcelain"]), "");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_sub_agent_cannot_move_the_sessions_shell() {
+    let w = repository();
+    let isolated = json!({"tool_calls": [{"id": "a1", "name": "agent", "arguments": {
+        "description": "try", "prompt": "try", "isolation": "worktree"}}]});
+    let enter = json!({"tool_calls": [{"id": "e1", "name": "enter_worktree",
+        "arguments": {"name": "moved"}, "expect_error": true}]});
+    let run = agent(
+        &w,
+        &[
+            isolated,
+            enter,
+            json!({"text": "could not"}),
+            shell("s1", "git branch --show-current > where.txt"),
+            json!({"text": "done"}),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!w.ws().join(".qwen/worktrees/moved").exists());
+    assert_eq!(
+        std::fs::read_to_string(w.ws().join("where.txt")).unwrap(),
+        "main\n"
+    );
+}
