@@ -88,10 +88,16 @@ pub(crate) fn attach(
         (None, Some(value)) => {
             let request =
                 NameRequest::parse(value).map_err(|e| SetupError(format!("--worktree: {e}")))?;
-            let made = worktree::create(dir, &request)
-                .map_err(|e| SetupError(format!("--worktree: {e}")))?;
-            fresh = Some(made.clone());
-            (made, true)
+            match existing_for_resume(dir, options, &request) {
+                // Not known to be this session's: its removal is refused.
+                Some(found) => (found, false),
+                None => {
+                    let made = worktree::create(dir, &request)
+                        .map_err(|e| SetupError(format!("--worktree: {e}")))?;
+                    fresh = Some(made.clone());
+                    (made, true)
+                }
+            }
         }
         (None, None) => {
             return Ok(Attached {
@@ -117,6 +123,19 @@ pub(crate) fn attach(
         reminder: Some(reminder),
         fresh,
     })
+}
+
+/// `--resume ID --worktree=NAME` without a sidecar: the existing worktree NAME, which
+/// the resumed session goes on in (Qwen Code's way to re-attach by hand).
+fn existing_for_resume(
+    dir: &Path,
+    options: &WorktreeOptions,
+    request: &NameRequest,
+) -> Option<Worktree> {
+    match (&options.resume, request) {
+        (Some(_), NameRequest::Named(name)) => worktree::find(dir, name).ok(),
+        _ => None,
+    }
 }
 
 /// The sidecar of session `id` in the store of `dir`, when it names a worktree that

@@ -555,3 +555,34 @@ async fn an_isolated_sub_agent_cannot_move_the_sessions_shell() {
         "main\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_with_a_worktree_name_re_attaches_without_a_sidecar() {
+    let w = repository();
+    let run = agent(&w, &[json!({"text": "made"})], &["--worktree=feat"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let id = json_result(&run.stdout)["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sessions = w.dir.path().join("tbhome/sessions");
+    let mut removed = 0;
+    for project in std::fs::read_dir(&sessions).unwrap() {
+        let sidecar = project.unwrap().path().join(format!("{id}.worktree.json"));
+        if sidecar.exists() {
+            std::fs::remove_file(sidecar).unwrap();
+            removed += 1;
+        }
+    }
+    assert_eq!(removed, 1);
+    let script = [
+        shell("c1", "git branch --show-current > where.txt"),
+        json!({"text": "ok"}),
+    ];
+    let run = agent(&w, &script, &["--resume", &id, "--worktree=feat"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(feat(&w).join("where.txt")).unwrap(),
+        "worktree-feat\n"
+    );
+}
