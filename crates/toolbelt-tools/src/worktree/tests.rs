@@ -287,3 +287,35 @@ fn a_relative_hooks_path_runs_the_main_checkouts_hooks() {
         ".githooks"
     );
 }
+
+#[test]
+fn a_pull_request_is_fetched_from_origin_into_its_own_branch() {
+    let (d, root) = repo();
+    let origin = d.path().join("origin.git");
+    git(
+        d.path(),
+        &["init", "-q", "--bare", origin.to_str().unwrap()],
+    );
+    git(
+        &root,
+        &["remote", "add", "origin", origin.to_str().unwrap()],
+    );
+    // The pull request's head: a commit only origin has.
+    git(&root, &["checkout", "-q", "-b", "contrib"]);
+    write(&root.join("pr.txt"), "from the pull request\n");
+    git(&root, &["add", "pr.txt"]);
+    git(&root, &["commit", "-q", "-m", "pr"]);
+    git(&root, &["push", "-q", "origin", "HEAD:refs/pull/7/head"]);
+    git(&root, &["checkout", "-q", "main"]);
+    git(&root, &["branch", "-q", "-D", "contrib"]);
+    let w = create(&root, &NameRequest::parse("#7").unwrap()).unwrap();
+    assert_eq!(w.slug, "pr-7");
+    assert_eq!(w.branch, "worktree-pr-7");
+    assert_eq!(
+        std::fs::read_to_string(w.path.join("pr.txt")).unwrap(),
+        "from the pull request\n"
+    );
+    let err = create(&root, &NameRequest::parse("#8").unwrap()).unwrap_err();
+    assert!(err.to_string().contains("refs/pull/8/head"), "{err}");
+    assert!(!root.join(".qwen/worktrees/pr-8").exists());
+}
