@@ -117,6 +117,12 @@ pub fn remove_if_unchanged(worktree: &Worktree) -> Result<bool, WorktreeError> {
     Ok(true)
 }
 
+/// Removes a worktree and its branch whatever they hold: for a person who chose so with
+/// what would be lost in front of them (the interactive quit question).
+pub fn remove_discarding(worktree: &Worktree) -> Result<(), WorktreeError> {
+    remove(worktree)
+}
+
 /// `git worktree remove --force` and `git branch -D`: the guards were passed.
 fn remove(worktree: &Worktree) -> Result<(), WorktreeError> {
     let path = worktree.path.to_string_lossy().into_owned();

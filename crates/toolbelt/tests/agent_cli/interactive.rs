@@ -771,12 +771,65 @@ async fn the_status_line_names_the_worktree_the_session_works_in() {
     .unwrap();
     let pty = start(&w, &server, &["--worktree=feat"]);
     pty.wait_for("worktree feat");
-    quit(pty);
+    keep_and_quit(pty);
 
     let pty = start(&w, &server, &["--yolo"]);
     assert!(!pty.wait_for(" mode (shift+tab").contains("worktree "));
     pty.line("go");
     finished_answer(&pty, "entered it");
     pty.wait_for("worktree side");
-    quit(pty);
+    keep_and_quit(pty);
+}
+
+/// Quits a session in a worktree, keeping it (the first choice).
+fn keep_and_quit(pty: Pty) {
+    pty.send(keys::CTRL_D);
+    pty.wait_for("Keep it?");
+    pty.send(keys::ENTER);
+    assert_eq!(pty.wait_exit(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quitting_in_a_worktree_asks_keep_remove_or_cancel_with_what_would_be_lost() {
+    let w = Workspace::new();
+    repository(&w);
+    let server = FakeOpenAi::start(vec![]).await.unwrap();
+    let feat = w.ws().join(".qwen/worktrees/feat");
+    let pty = start(&w, &server, &["--worktree=feat"]);
+    std::fs::write(feat.join("draft.txt"), "x").unwrap();
+    pty.send(keys::CTRL_D);
+    let screen = pty.wait_for("Keep it?");
+    assert!(
+        screen.contains("losing 0 commit(s), 1 uncommitted file(s)"),
+        "{screen}"
+    );
+    // Cancel: the session goes on.
+    pty.send(keys::DOWN);
+    pty.send(keys::DOWN);
+    pty.send(keys::ENTER);
+    pty.wait_until("the question closed", |s| {
+        !s.contains("Keep it?") && s.contains("worktree feat")
+    });
+    // Remove: both go, the draft with them.
+    pty.send(keys::CTRL_D);
+    pty.wait_for("Keep it?");
+    pty.send(keys::DOWN);
+    pty.send(keys::ENTER);
+    assert_eq!(pty.wait_exit(), 0);
+    assert!(!feat.exists());
+    let branches = std::process::Command::new("git")
+        .arg("-C")
+        .arg(w.ws())
+        .args(["branch", "--list", "worktree-feat"])
+        .output()
+        .unwrap();
+    assert!(branches.stdout.is_empty());
+
+    // Keep: quits and leaves it.
+    let pty = start(&w, &server, &["--worktree=two"]);
+    pty.send(keys::CTRL_D);
+    pty.wait_for("Keep it?");
+    pty.send(keys::ENTER);
+    assert_eq!(pty.wait_exit(), 0);
+    assert!(w.ws().join(".qwen/worktrees/two").is_dir());
 }
