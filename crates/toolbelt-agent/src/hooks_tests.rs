@@ -443,6 +443,7 @@ async fn sub_agents_name_themselves_start_with_context_and_can_be_kept_going() {
         counter: Default::default(),
         hooks: Some(w.hooks.clone()),
         checkpoints: None,
+        isolation: None,
     });
     let mut registry = tools();
     registry.register(

@@ -39,6 +39,7 @@ mod between_turns;
 pub use between_turns::TurnEvents;
 pub mod compress;
 pub mod context_files;
+pub mod event_text;
 // Issue 31: the session's hooks at the agent's steps.
 mod hooks;
 pub use hooks::STOP_HOOK_BLOCK_CAP;

@@ -48,11 +48,16 @@ pub enum HookEvent {
     PreCompact,
     /// When toolbelt notifies the person (a question is waiting, the agent is idle).
     Notification,
+    /// After a git worktree was made for the session, a tool or a sub-agent (issue 45).
+    /// toolbelt always makes it with git; the hook is told, it does not replace that.
+    WorktreeCreate,
+    /// After such a worktree was removed.
+    WorktreeRemove,
 }
 
 impl HookEvent {
     /// Every event, in the order above.
-    pub const ALL: [HookEvent; 13] = [
+    pub const ALL: [HookEvent; 15] = [
         HookEvent::PreToolUse,
         HookEvent::PostToolUse,
         HookEvent::PostToolUseFailure,
@@ -66,6 +71,8 @@ impl HookEvent {
         HookEvent::SubagentStop,
         HookEvent::PreCompact,
         HookEvent::Notification,
+        HookEvent::WorktreeCreate,
+        HookEvent::WorktreeRemove,
     ];
 
     /// The name settings and hook inputs use (`PreToolUse`).
@@ -84,6 +91,8 @@ impl HookEvent {
             HookEvent::SubagentStop => "SubagentStop",
             HookEvent::PreCompact => "PreCompact",
             HookEvent::Notification => "Notification",
+            HookEvent::WorktreeCreate => "WorktreeCreate",
+            HookEvent::WorktreeRemove => "WorktreeRemove",
         }
     }
 

@@ -101,6 +101,7 @@ fn by_name(path: &Path) -> Option<Protection> {
             _ => None,
         })
         .collect();
+    let names = after_worktree(&names);
     let at = names.iter().position(|n| {
         PROTECTED_NAMES
             .iter()
@@ -116,6 +117,26 @@ fn by_name(path: &Path) -> Option<Protection> {
         why: why.to_string(),
         marker,
     })
+}
+
+/// What lies under the last `.qwen/worktrees/<slug>/` of a path (all of it without one).
+/// A worktree there is a checkout of its own (issue 45): its files are judged as the
+/// same files in any checkout, so its `.qwen`, `.git` and hooks stay protected while its
+/// sources do not inherit the protection of the `.qwen` it lives in. Nothing reads
+/// configuration from `.qwen/worktrees` itself, which stays protected as `.qwen`.
+fn after_worktree<'a, 'p>(names: &'a [&'p OsStr]) -> &'a [&'p OsStr] {
+    let is = |n: &OsStr, p: &str| n.as_encoded_bytes().eq_ignore_ascii_case(p.as_bytes());
+    let mut start = 0;
+    let mut i = 0;
+    while i + 2 < names.len() {
+        if is(names[i], ".qwen") && is(names[i + 1], "worktrees") {
+            start = i + 3;
+            i += 3;
+        } else {
+            i += 1;
+        }
+    }
+    &names[start..]
 }
 
 /// The label and reason for what lies under a protected directory (`next`: the
@@ -175,6 +196,28 @@ mod tests {
         ProtectedPaths::default()
             .protection(Path::new(path))
             .map(|p| p.label)
+    }
+
+    #[test]
+    fn a_worktree_under_qwen_is_judged_as_a_checkout_of_its_own() {
+        assert_eq!(label("/w/.qwen/worktrees/feat/src/a.rs"), None);
+        assert_eq!(label("/w/.QWEN/Worktrees/feat/README.md"), None);
+        assert_eq!(
+            label("/w/.qwen/worktrees/feat/.qwen/settings.json").as_deref(),
+            Some("toolbelt settings")
+        );
+        assert_eq!(
+            label("/w/.qwen/worktrees/feat/.git").as_deref(),
+            Some("git repository data")
+        );
+        assert_eq!(
+            label("/w/.qwen/worktrees").as_deref(),
+            Some("toolbelt configuration")
+        );
+        assert_eq!(
+            label("/w/.qwen/settings.json").as_deref(),
+            Some("toolbelt settings")
+        );
     }
 
     #[test]

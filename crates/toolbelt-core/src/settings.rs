@@ -52,7 +52,7 @@ pub use types::{
     FolderTrustSettings, GeneralSettings, LspServerSettings, LspSettings, LspSocket, LspTransport,
     McpServerSettings, McpSettings, Millis, ModelSettings, PermissionSettings, Sandbox,
     SecuritySettings, ShellEnvironmentSettings, ShellLimits, ShellSettings, ToolsSettings,
-    WebFetchSettings, WebSearchKind, WebSearchProvider, WebSearchSettings,
+    WebFetchSettings, WebSearchKind, WebSearchProvider, WebSearchSettings, WorktreeSettings,
 };
 
 use crate::trust::{TrustError, TrustedFolders};
@@ -286,6 +286,8 @@ pub struct Settings {
     layers: Vec<(SettingsLayer, PathBuf, Value)>,
     /// `general`.
     pub general: GeneralSettings,
+    /// `worktree`.
+    pub worktree: WorktreeSettings,
 }
 
 /// The top-level keys this build knows; others are reported at debug level.
@@ -310,6 +312,7 @@ const KNOWN_TOP_LEVEL: &[&str] = &[
     "output",
     "modelProviders",
     "lsp",
+    "worktree",
     "$schema",
 ];
 

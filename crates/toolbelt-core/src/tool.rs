@@ -237,6 +237,31 @@ impl std::fmt::Debug for AskOnceSlot {
     }
 }
 
+/// The directory the shell runs in when a call names none, set while the session works
+/// in a git worktree inside its workspace (`enter_worktree`) and cleared when it leaves
+/// (`exit_worktree`); empty, the first workspace root. Shared by every clone of the
+/// environment, because the session's tools were built before the worktree existed.
+#[derive(Debug, Clone, Default)]
+pub struct WorkDirSlot(Arc<std::sync::RwLock<Option<PathBuf>>>);
+
+impl WorkDirSlot {
+    /// Sets (or, with `None`, clears) the directory.
+    pub fn set(&self, dir: Option<PathBuf>) {
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = dir;
+    }
+
+    /// The directory, `None` when the shell runs in the first workspace root.
+    pub fn get(&self) -> Option<PathBuf> {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
 /// What every tool of a session shares: where it may work, how much it may say, and the
 /// settings. Built once at start-up and handed to tools when they are constructed.
 #[derive(Debug, Clone)]
@@ -262,6 +287,8 @@ pub struct ToolEnvironment {
     /// history, checkpoints), which a command run unasked may not read (the session's
     /// own `session_dir` in it excepted). `None` unless the assembler sets it.
     pub toolbelt_home: Option<PathBuf>,
+    /// Where the shell runs by default while the session is in a worktree.
+    pub work_dir: WorkDirSlot,
 }
 
 impl ToolEnvironment {
@@ -277,6 +304,7 @@ impl ToolEnvironment {
             ask_user: crate::ask_user::QuestionSlot::default(),
             user_home: None,
             toolbelt_home: None,
+            work_dir: WorkDirSlot::default(),
         }
     }
 }

@@ -159,6 +159,18 @@ impl WorkspaceRoots {
         })
     }
 
+    /// The same workspace (readable places, path rules, protected configuration) on the
+    /// single root `root`: a sub-agent's git worktree (issue 45), whose tools must not
+    /// reach the person's checkout.
+    pub fn rerooted(&self, root: &Path) -> std::io::Result<Self> {
+        let mut fresh = WorkspaceRoots::new([root])?;
+        fresh.readable = self.readable.clone();
+        fresh.readable_below = self.readable_below.clone();
+        fresh.policy = self.policy.clone();
+        fresh.protected = self.protected.clone();
+        Ok(fresh)
+    }
+
     /// Applies `policy` to every path resolved from now on.
     pub fn with_path_policy(mut self, policy: PathPolicy) -> Self {
         self.policy = policy;

@@ -53,8 +53,6 @@ const OTHER_TOOLS_EVENTS: &[&str] = &[
     "ConfigChange",
     "TeammateIdle",
     "TaskCompleted",
-    "WorktreeCreate",
-    "WorktreeRemove",
     "Elicitation",
     "ElicitationResult",
     // The Claude Agent SDK's (0.3) further events.

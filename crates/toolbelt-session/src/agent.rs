@@ -170,6 +170,11 @@ impl Ruled {
 }
 
 impl Saving {
+    /// The saved session's folder and id, which sub-agents' transcripts name.
+    fn transcripts(&self, log: Option<&SessionWriter>) -> Option<(PathBuf, String)> {
+        log.map(|l| (self.store.dir().to_path_buf(), l.id().to_string()))
+    }
+
     /// This run's file and its ID (else `--session-id`'s, else a fresh one).
     fn start(
         &mut self,
@@ -224,6 +229,17 @@ impl Session {
             .map_or_else(|| self.dir.clone(), Path::to_path_buf)
     }
 
+    /// Where the session's conversations are saved: the project the person started in,
+    /// also when a worktree took its place (so `--resume ID` from there finds them).
+    pub fn sessions_project(&self) -> PathBuf {
+        self.home.clone().unwrap_or_else(|| self.project())
+    }
+
+    /// The worktree the session works in (started in or entered), if any.
+    pub fn active_worktree(&self) -> Option<toolbelt_tools::worktree::Worktree> {
+        self.worktrees.active()
+    }
+
     /// Makes this session's agent: checks the saved session to continue (an unknown ID
     /// fails before any server starts), reads the first prompt, loads the extensions,
     /// then rules, model, sub-agents and system prompt.
@@ -233,7 +249,14 @@ impl Session {
         setup: Setup,
     ) -> Result<Prepared, String> {
         options.core_tools = core_names(&options.core_tools, self.rules.vocabulary());
-        let store = saved::store(&self.project());
+        let store = saved::store(&self.sessions_project());
+        let store_dir = store.dir().to_path_buf();
+        if let Some(reminder) = self.worktree_reminder.take() {
+            options.append_system_prompt = Some(match options.append_system_prompt.take() {
+                Some(more) => format!("{more}\n\n{reminder}"),
+                None => reminder,
+            });
+        }
         let continued = saved::load(&store, &options.resume, self.warn())?;
         if let Some(id) = &options.session_id {
             if continued.is_some() && !options.fork_session {
@@ -267,11 +290,21 @@ impl Session {
             continued,
             session_id: String::new(),
         };
+        let fresh_worktree = self.fresh_worktree.take();
+        let (worktrees, warn) = (self.worktrees.clone(), self.warn().clone());
         let dont_ask = DontAsk::new(options.policy.approval_mode.as_deref());
         let approver = setup.approver.map(|approver| dont_ask.wrap(approver));
         let mut prepared = self.make_agent(options, setup.sink, approver, ruled, saving)?;
         prepared.prompt = prompt;
         prepared.dont_ask = dont_ask;
+        if prepared.saved {
+            let id = &prepared.session_id;
+            crate::worktree::write_sidecar(&store_dir, id, &worktrees, &warn);
+        }
+        if let Some(made) = fresh_worktree {
+            let event = toolbelt_core::hooks::HookEvent::WorktreeCreate;
+            worktrees.announce(event, &made).await;
+        }
         // SessionStart: what its hooks say goes with the first prompt.
         let cancel = tokio_util::sync::CancellationToken::new();
         prepared.agent.start_session(source, &cancel).await;
@@ -336,8 +369,7 @@ impl Session {
         ruled: Ruled,
         mut saving: Saving,
     ) -> Result<Prepared, String> {
-        let project = self.project();
-        let cwd = self.dir.clone();
+        let (project, cwd) = (self.project(), self.dir.clone());
         let (catalog, agents) = load_catalog(&project, self.warn());
         let Session {
             env,
@@ -346,6 +378,7 @@ impl Session {
             shell_jobs,
             skills,
             hooks,
+            worktrees,
             ..
         } = self;
         let mcp = Arc::new(mcp);
@@ -362,14 +395,13 @@ impl Session {
             permissions: ruled.permissions.clone(),
             mode: ruled.mode,
             sink: sink.clone(),
-            session: log
-                .as_ref()
-                .map(|l| (saving.store.dir().to_path_buf(), l.id().to_string())),
+            session: saving.transcripts(log.as_ref()),
             cwd: cwd.clone(),
             max_turns: options.max_session_turns,
             shell_jobs: shell_jobs.clone(),
             hooks: ruled.hooks.clone(),
             checkpoints: checkpoints.clone(),
+            isolation: crate::worktree::isolation(&env, &cwd, &worktrees),
         };
         let background = subagents::install(&mut registry, parts);
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);

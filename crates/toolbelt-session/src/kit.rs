@@ -15,3 +15,5 @@ pub mod slash;
 pub mod stats;
 // Issue 34: `/restore`, `/rewind`, `/diff`.
 pub mod undo;
+// Issue 45: keep or remove the session's worktree when quitting.
+pub mod worktree_quit;

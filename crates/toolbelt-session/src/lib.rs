@@ -52,6 +52,8 @@ mod subagents;
 mod trust;
 // Issue 34: file checkpoints, `toolbelt restore`.
 mod undo;
+// Issue 45: git worktrees.
+pub mod worktree;
 
 pub use agent::{Prepared, ReadPrompt, Setup, SystemPrompt, build_model};
 pub use dont_ask::{DONT_ASK_REFUSAL, DontAsk};
@@ -67,3 +69,4 @@ pub use session::{Session, SetupError, approval_mode, exclude, rule_vocabulary};
 pub use subagents::catalog as agent_catalog;
 pub use trust::change_trust;
 pub use undo::{CommandOutput, RestoreRequest};
+pub use worktree::WorktreeOptions;

@@ -37,6 +37,8 @@ pub struct SessionOptions {
     /// More skill folders, each holding skill folders as `~/.qwen/skills` does (Claude
     /// Code plugins' `skills/`): the person's own, read after the others.
     pub plugin_skills: Vec<PathBuf>,
+    /// `--worktree` and the worktree of a resumed session (issue 45).
+    pub worktree: crate::worktree::WorktreeOptions,
     /// Where warnings go as they happen (they are also kept in `Session::warnings`).
     pub warn: Warn,
 }

@@ -57,6 +57,16 @@ pub struct Session {
     pub(crate) dir: PathBuf,
     /// `--context KEY=JSON` pairs, over the session's own when-clause keys.
     context_overrides: Map<String, Value>,
+    /// The session's worktrees (issue 45), shared with the worktree tools.
+    pub(crate) worktrees: Arc<toolbelt_tools::worktree::SessionWorktrees>,
+    /// A worktree made for this session now, announced to the hooks when the agent
+    /// starts (the hooks then know the session).
+    pub(crate) fresh_worktree: Option<toolbelt_tools::worktree::Worktree>,
+    /// The directory the person started in, when a worktree took its place: its store
+    /// keeps the saved sessions.
+    pub(crate) home: Option<PathBuf>,
+    /// Where the model works, said in its system prompt when that is a worktree.
+    pub(crate) worktree_reminder: Option<String>,
 }
 
 /// Why a session could not be assembled: always the person's configuration.
@@ -88,7 +98,11 @@ impl Session {
     /// discovered, MCP and declared tools join with [`Session::load_extensions`].
     pub fn open(dir: &Path, options: SessionOptions) -> Result<Session, SetupError> {
         let context_overrides = parse_context_pairs(&options.context)?;
+        // Issue 45: a worktree takes the place of `dir` before anything is read from it.
+        let attached = crate::worktree::attach(dir, &options.worktree, &options.warn)?;
+        let dir = attached.dir.as_path();
         let grounds = Grounds::load(dir, &options)?;
+        attached.prepare(&grounds.settings, &options.warn);
         // A store an earlier toolbelt made readable to others is narrowed before
         // anything is added to it (issue 40).
         let home = crate::paths::toolbelt_home();
@@ -106,7 +120,13 @@ impl Session {
         env.toolbelt_home = Some(crate::paths::toolbelt_home());
         let env = Arc::new(env);
         let jobs = options.shell_jobs.clone();
-        let (registry, shell_jobs) = builtin_registry(&env, &grounds.skills, &grounds.lsp, jobs);
+        // Issue 45: the worktree tools only in a repository, after the stale sweep.
+        let worktrees = crate::worktree::in_repository(dir).then(|| {
+            crate::worktree::sweep(dir);
+            attached.state.clone()
+        });
+        let (registry, shell_jobs) =
+            builtin_registry(&env, &grounds.skills, &grounds.lsp, jobs, worktrees);
         let mut session = Session {
             env,
             registry,
@@ -122,7 +142,14 @@ impl Session {
             options,
             dir: dir.to_path_buf(),
             context_overrides,
+            worktrees: attached.state,
+            fresh_worktree: attached.fresh,
+            home: attached.home,
+            worktree_reminder: attached.reminder,
         };
+        if let Some(hooks) = session.hooks() {
+            session.worktrees.set_hooks(hooks);
+        }
         for warning in session.registry.warnings() {
             tracing::warn!("{warning}");
             session.warnings.push(warning.clone());
@@ -167,9 +194,13 @@ impl Session {
             let urls = self.env.settings.security.allowed_http_hook_urls.clone();
             HookEngine::new(toolbelt_hooks::HookConfig::default(), session, urls)
         });
-        engine
+        let added = engine
             .add_callbacks(hooks, callbacks)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string());
+        // An engine made here is the worktree announcements' too.
+        let runner = Arc::new(engine.clone()) as Arc<dyn HookRunner>;
+        self.worktrees.set_hooks(runner);
+        added
     }
 
     /// The approval mode the settings give (the agent's flags may change it).
@@ -422,6 +453,7 @@ fn builtin_registry(
     skills: &Arc<Skills>,
     lsp: &Arc<toolbelt_lsp::Servers>,
     jobs: Option<Arc<toolbelt_tools::JobTable>>,
+    worktrees: Option<Arc<toolbelt_tools::worktree::SessionWorktrees>>,
 ) -> (ToolRegistry, Arc<toolbelt_tools::JobTable>) {
     let mut registry = ToolRegistry::new();
     let mut shell = toolbelt_tools::RunShellCommand::new(env.clone());
@@ -454,6 +486,12 @@ fn builtin_registry(
     if !lsp.configs().is_empty() {
         let tool = toolbelt_lsp::LspTool::new(env.clone(), lsp.clone());
         registry.register(Arc::new(tool), Origin::BuiltIn);
+    }
+    if let Some(state) = worktrees {
+        let enter = toolbelt_tools::EnterWorktree::new(env.clone(), state.clone());
+        registry.register(Arc::new(enter), Origin::BuiltIn);
+        let exit = toolbelt_tools::ExitWorktree::new(env.clone(), state);
+        registry.register(Arc::new(exit), Origin::BuiltIn);
     }
     registry.apply_settings(&env.settings);
     (registry, shell_jobs)

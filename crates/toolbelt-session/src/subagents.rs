@@ -91,6 +91,8 @@ pub(crate) struct Parts {
     pub(crate) hooks: Option<Arc<dyn toolbelt_core::hooks::HookRunner>>,
     /// The session's file checkpoints (issue 34).
     pub(crate) checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
+    /// Sub-agents' worktrees (issue 45); `None` outside a repository.
+    pub(crate) isolation: Option<Arc<dyn toolbelt_agent::subagents::WorktreeIsolation>>,
 }
 
 /// Registers `agent`, `task_stop` and `send_message`; returns the table of background agents, which the
@@ -119,6 +121,7 @@ pub(crate) fn install(registry: &mut ToolRegistry, parts: Parts) -> Arc<Backgrou
         counter: Default::default(),
         hooks: parts.hooks,
         checkpoints: parts.checkpoints,
+        isolation: parts.isolation,
     });
     let background = BackgroundTasks::new();
     registry.register(

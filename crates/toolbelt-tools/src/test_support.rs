@@ -67,6 +67,12 @@ fn build(
 }
 
 impl Fixture {
+    /// The same workspace with another environment (the built-in registry keeps the old).
+    pub(crate) fn with_env(mut self, env: ToolEnvironment) -> Fixture {
+        self.env = Arc::new(env);
+        self
+    }
+
     /// The same workspace with other settings (the built-in registry keeps the old).
     pub(crate) fn with_settings(mut self, settings: Settings) -> Fixture {
         let mut env = (*self.env).clone();
@@ -154,4 +160,32 @@ impl Fixture {
             })
             .collect()
     }
+}
+
+/// Runs git in `dir` (a test's own repository); panics with what git said on failure.
+pub(crate) fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Makes `dir` a repository on branch `main` with one commit (`README.md`), its own
+/// author and no signing, so nothing of the machine's git configuration matters.
+pub(crate) fn git_repo(dir: &std::path::Path) {
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.name", "Test"]);
+    git(dir, &["config", "user.email", "test@example.com"]);
+    git(dir, &["config", "commit.gpgsign", "false"]);
+    std::fs::write(dir.join("README.md"), "hello\n").unwrap();
+    git(dir, &["add", "README.md"]);
+    git(dir, &["commit", "-q", "-m", "first"]);
 }

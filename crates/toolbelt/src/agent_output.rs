@@ -7,13 +7,12 @@
 //! same lines with `agent_id` and `parent_call_id` added (the innermost agent's, for
 //! sub-agents of sub-agents); in `text` its tool lines are indented under the call.
 //!
-//! Write errors (a closed pipe) are ignored: losing output must not crash the run.
+//! The lines are `toolbelt_agent::event_text`'s. Write errors (a closed pipe) are
+//! ignored: losing output must not crash the run.
 
 use std::io::Write;
-use std::time::Duration;
 
 use toolbelt_agent::{AgentEvent, RunOutcome, StopReason};
-use toolbelt_core::scheduler::SchedulerEvent;
 
 use crate::cli::OutputFormat;
 
@@ -25,53 +24,9 @@ pub fn print_event(format: OutputFormat, event: &AgentEvent) {
 }
 
 fn text_event(event: &AgentEvent) {
-    text_event_at(event, 0);
-}
-
-fn text_event_at(event: &AgentEvent, depth: usize) {
-    if let AgentEvent::SubAgent { event, .. } = event {
-        return text_event_at(event, depth + 1);
+    if let Some(line) = toolbelt_agent::event_text::line(event) {
+        crate::pipes::check(writeln!(std::io::stderr().lock(), "{line}"));
     }
-    let mut err = std::io::stderr().lock();
-    let indent = "  ".repeat(depth);
-    if let Some(message) = event.hook_message() {
-        return crate::pipes::check(writeln!(err, "{indent}{message}"));
-    }
-    match event {
-        AgentEvent::Assistant {
-            text, tool_calls, ..
-        } if !tool_calls.is_empty() && !text.trim().is_empty() => {
-            crate::pipes::check(writeln!(err, "{indent}{}", text.trim_end()));
-        }
-        AgentEvent::Tool(SchedulerEvent::Finished(call)) => {
-            let mark = match call.state.as_str() {
-                "success" => "✓",
-                "cancelled" => "⊘",
-                _ => "✗",
-            };
-            crate::pipes::check(write!(
-                err,
-                "{indent}{mark} {} {} ({})",
-                call.name,
-                call.description,
-                millis(call.duration)
-            ));
-            match &call.result.error {
-                Some(e) => {
-                    let first = e.message.lines().next().unwrap_or("");
-                    crate::pipes::check(writeln!(err, ": {}: {first}", e.kind));
-                }
-                None => {
-                    crate::pipes::check(writeln!(err));
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-fn millis(d: Duration) -> String {
-    format!("{:.0} ms", d.as_secs_f64() * 1000.0)
 }
 
 /// The final output: the answer on stdout, an error on stderr.

@@ -190,6 +190,11 @@ pub struct AgentArgs {
     /// after it, or use `-p`.
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
+    /// Work in a git worktree of its own, `.qwen/worktrees/NAME` on branch
+    /// `worktree-NAME` from the current branch (a generated name without one; `#N` for
+    /// `origin`'s pull request N). With `--resume ID`, that session's worktree is used.
+    #[arg(short = 'w', long, value_name = "NAME", num_args = 0..=1, default_missing_value = "", require_equals = true)]
+    pub worktree: Option<String>,
 }
 
 /// What runs without asking and which tools are offered: the same words for the agent
@@ -284,6 +289,12 @@ pub enum Command {
         #[arg(long)]
         remove: bool,
     },
+    /// The git worktrees under `.qwen/worktrees` (`list`), or remove one with its branch
+    /// (`remove NAME`: refused while it holds commits no other branch or remote has).
+    Worktree {
+        #[command(subcommand)]
+        command: WorktreeCommand,
+    },
     /// The file checkpoints taken before every call that may change files: list them
     /// (newest first), or restore one after its diff (a terminal is asked; `--yes`
     /// instead). A restore is checkpointed too, so it can be undone.
@@ -320,6 +331,20 @@ pub struct RestoreArgs {
     /// Only these files or directories.
     #[arg(last = true)]
     pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorktreeCommand {
+    /// Each worktree: name, branch, path, and what removing it would lose.
+    List,
+    /// Remove a worktree and its branch.
+    Remove {
+        /// The worktree's name.
+        name: String,
+        /// Also when it has uncommitted changes, which are lost.
+        #[arg(long)]
+        discard_changes: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -101,6 +101,7 @@ async fn run(cli: cli::Cli) -> u8 {
         Some(cli::Command::Lsp { command }) => lsp_cmd::run(&cli.global, command).await,
         Some(cli::Command::Trust { path, remove }) => trust_cmd::run(path.as_deref(), remove),
         Some(cli::Command::Restore(a)) => restore(&cli.global, a),
+        Some(cli::Command::Worktree { command }) => worktree(command),
         Some(cli::Command::Sandbox { verify, command }) => {
             sandbox_cmd::run(&cli.global, verify, &command).await
         }
@@ -128,6 +129,26 @@ fn restore(global: &cli::GlobalArgs, a: cli::RestoreArgs) -> u8 {
     let ask = |q: &str| tools_call::ask(q, "[y]es / [n]o: ");
     let asker = tools_call::can_ask(false).then_some(&ask as &dyn Fn(&str) -> bool);
     let out = session.restore_command(&request, asker);
+    print!("{}", out.stdout);
+    eprint!("{}", out.stderr);
+    out.code
+}
+
+/// `toolbelt worktree list|remove` (`toolbelt_session::worktree::command`).
+fn worktree(command: cli::WorktreeCommand) -> u8 {
+    use toolbelt_session::worktree::Action;
+    let action = match command {
+        cli::WorktreeCommand::List => Action::List,
+        cli::WorktreeCommand::Remove {
+            name,
+            discard_changes,
+        } => Action::Remove {
+            name,
+            discard_changes,
+        },
+    };
+    let dir = std::env::current_dir().unwrap_or_default();
+    let out = toolbelt_session::worktree::command(&dir, action);
     print!("{}", out.stdout);
     eprint!("{}", out.stderr);
     out.code

@@ -111,5 +111,7 @@ pub fn agent_options(args: &AgentArgs) -> AgentOptions {
 pub fn agent_session(global: &GlobalArgs, args: &AgentArgs) -> SessionOptions {
     let mut options = options(global);
     args.claude.session(&mut options);
+    options.worktree =
+        toolbelt_session::WorktreeOptions::new(args.worktree.clone(), args.resume.clone());
     options
 }

@@ -47,6 +47,7 @@ use toolbelt_model::{Model, UserPart};
 use super::background::{BackgroundTasks, Inbox, SendMessage, TaskStop, text_arg};
 use super::catalog::AgentCatalog;
 use super::definition::{AGENT_TOOL, AgentDefinition, narrowed_mode};
+use super::isolation::{Isolated, WORKTREE, WorktreeIsolation};
 use crate::transcript::{SessionHeader, SessionStore, SessionWriter};
 use crate::{Agent, AgentEvent, EventSink, RunOutcome, StopReason};
 
@@ -105,6 +106,9 @@ pub struct SubagentRuntime {
     /// The session's file checkpoints: a sub-agent's calls are recorded like the
     /// parent's (issue 34).
     pub checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
+    /// Makes a sub-agent's git worktree (`isolation: worktree`); `None` outside a
+    /// repository, where such a call is refused.
+    pub isolation: Option<Arc<dyn WorktreeIsolation>>,
 }
 
 /// The `agent` tool of one agent loop at depth `depth`.
@@ -146,7 +150,8 @@ impl AgentTool {
                 "description": {"type": "string", "description": "A short (3-5 word) description of the task."},
                 "prompt": {"type": "string", "description": "The task for the sub-agent, complete and self-contained."},
                 "subagent_type": {"type": "string", "enum": names, "description": "Which agent to use (default general-purpose)."},
-                "run_in_background": {"type": "boolean", "description": "Run in the background: the call returns a task id at once and the final answer arrives later as a message."}
+                "run_in_background": {"type": "boolean", "description": "Run in the background: the call returns a task id at once and the final answer arrives later as a message."},
+                "isolation": {"type": "string", "enum": [WORKTREE], "description": "worktree: the agent works in a git worktree of its own (removed at its end when it changed nothing; otherwise its path and branch are given with the result), so parallel agents that edit never collide."}
             },
             "required": ["description", "prompt"],
             "additionalProperties": false
@@ -218,6 +223,15 @@ impl Tool for AgentTool {
             .get("run_in_background")
             .and_then(Value::as_bool)
             .unwrap_or(definition.background);
+        let isolated = match text("isolation") {
+            Some(v) if v == WORKTREE => true,
+            Some(v) => {
+                return Err(ToolError::invalid_params(format!(
+                    "isolation \"{v}\" is not known; the one isolation is \"{WORKTREE}\""
+                )));
+            }
+            None => definition.isolated,
+        };
         Ok(Box::new(AgentCall {
             runtime: self.runtime.clone(),
             depth: self.depth + 1,
@@ -226,6 +240,7 @@ impl Tool for AgentTool {
             description,
             prompt,
             background,
+            isolated,
         }))
     }
 }
@@ -239,6 +254,8 @@ struct AgentCall {
     description: String,
     prompt: String,
     background: bool,
+    /// In a git worktree of its own.
+    isolated: bool,
 }
 
 impl Invocation for AgentCall {
@@ -369,12 +386,38 @@ fn failed(summary: String) -> Report {
     }
 }
 
-/// Runs one sub-agent to its end; a background one (`inbox`) reads its messages.
+/// Runs one sub-agent to its end, in its worktree when it has one (which is then
+/// removed or named in the result); a background one (`inbox`) reads its messages.
 async fn run_subagent(
     call: &AgentCall,
     parent_call_id: &str,
     cancel: &CancellationToken,
     inbox: Option<&Arc<Inbox>>,
+) -> Report {
+    let isolated = match isolate(call).await {
+        Ok(isolated) => isolated,
+        Err(e) => {
+            let name = &call.definition.name;
+            return failed(format!("[sub-agent {name}: not started: {e}]"));
+        }
+    };
+    let mut report = run_in(call, parent_call_id, cancel, inbox, isolated.as_ref()).await;
+    if let Some(i) = isolated
+        && let Some(note) = (i.finish)().await
+    {
+        report.summary.push('\n');
+        report.summary.push_str(&note);
+    }
+    report
+}
+
+/// Runs one sub-agent to its end in `isolated`'s worktree, or the parent's workspace.
+async fn run_in(
+    call: &AgentCall,
+    parent_call_id: &str,
+    cancel: &CancellationToken,
+    inbox: Option<&Arc<Inbox>>,
+    isolated: Option<&Isolated>,
 ) -> Report {
     let background = inbox.is_some();
     let rt = &call.runtime;
@@ -390,7 +433,11 @@ async fn run_subagent(
         }
     };
     let nested_tasks = BackgroundTasks::new();
-    let registry = subagent_tools(call, &nested_tasks);
+    let mut registry = subagent_tools(call, &nested_tasks);
+    let (env, cwd) = match isolated {
+        Some(i) => i.swap_into(&mut registry),
+        None => (rt.env.clone(), rt.cwd.clone()),
+    };
     let mode = narrowed_mode(rt.mode, def.approval_mode);
     let (writer, agent_id) = subagent_transcript(rt, def, model.name());
     let transcript = writer.as_ref().map(|w| w.path().to_path_buf());
@@ -404,9 +451,9 @@ async fn run_subagent(
     let agent = Agent::new(
         model,
         Arc::new(registry),
-        rt.env.clone(),
+        env.clone(),
         config,
-        system_prompt(def, rt, mode),
+        system_prompt(def, &env, &cwd, mode),
         max_turns,
         sink,
     )
@@ -449,6 +496,19 @@ async fn run_subagent(
         answer: outcome.answer,
         summary,
         ending,
+    }
+}
+
+/// The sub-agent's worktree when the call or its definition asks for one.
+async fn isolate(call: &AgentCall) -> Result<Option<Isolated>, String> {
+    if !call.isolated {
+        return Ok(None);
+    }
+    match &call.runtime.isolation {
+        Some(isolation) => isolation.create().await.map(Some),
+        None => {
+            Err("isolation \"worktree\" needs a git repository, and this session is in none".into())
+        }
     }
 }
 
@@ -607,9 +667,13 @@ async fn run_timed(
 }
 
 /// The definition's prompt, then what every sub-agent needs to know.
-fn system_prompt(def: &AgentDefinition, rt: &SubagentRuntime, mode: ApprovalMode) -> String {
-    let roots: Vec<String> = rt
-        .env
+fn system_prompt(
+    def: &AgentDefinition,
+    env: &ToolEnvironment,
+    cwd: &std::path::Path,
+    mode: ApprovalMode,
+) -> String {
+    let roots: Vec<String> = env
         .roots
         .roots()
         .iter()
@@ -619,7 +683,7 @@ fn system_prompt(def: &AgentDefinition, rt: &SubagentRuntime, mode: ApprovalMode
         "{}\n\n# Environment\nYou are the sub-agent \"{}\", started by another agent to do one task. Nobody reads your intermediate messages: only your final answer goes back, so end with a complete, self-contained report.\nWorking directory: {}\nWorkspace directories: {}\nApproval mode: {mode}",
         def.system_prompt.trim(),
         def.name,
-        rt.cwd.display(),
+        cwd.display(),
         roots.join(", ")
     )
 }

@@ -196,6 +196,7 @@ pub(super) fn builtins() -> Vec<AgentDefinition> {
         max_time: None,
         color: None,
         background: false,
+        isolated: false,
         system_prompt: prompt.to_string(),
         level: Level::BuiltIn,
         path: None,

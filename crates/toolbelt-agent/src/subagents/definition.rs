@@ -11,6 +11,7 @@
 //! runConfig: { max_turns: 10, max_time_minutes: 5 }
 //! color: blue
 //! background: false                   # run in the background by default
+//! isolation: worktree                 # work in a git worktree of its own
 //! ---
 //! The system prompt.
 //! ```
@@ -89,6 +90,8 @@ pub struct AgentDefinition {
     pub color: Option<String>,
     /// Whether it runs in the background by default.
     pub background: bool,
+    /// Whether it works in a git worktree of its own (`isolation: worktree`).
+    pub isolated: bool,
     /// The Markdown body.
     pub system_prompt: String,
     /// The level it was found at.
@@ -220,6 +223,11 @@ pub(super) fn parse(
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(fields.bad("background", "expected true or false")),
     };
+    let isolated = match fields.value("isolation") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) if s == super::isolation::WORKTREE => true,
+        Some(_) => return Err(fields.bad("isolation", "the one isolation is `worktree`")),
+    };
     let system_prompt = split.body.trim().to_string();
     if system_prompt.is_empty() {
         return Err(error(
@@ -239,6 +247,7 @@ pub(super) fn parse(
         max_time,
         color,
         background,
+        isolated,
         system_prompt,
         level,
         path: Some(path.to_path_buf()),

@@ -13,11 +13,13 @@
 //! - `agent_tool` is the `agent` tool and the run of one sub-agent.
 //! - `background` holds the background agents of a loop, their notices for the
 //!   model and their inboxes, `task_stop` and `send_message`.
+//! - `isolation` runs a sub-agent in a git worktree of its own, made by the session.
 
 mod agent_tool;
 mod background;
 mod catalog;
 mod definition;
+mod isolation;
 
 pub(crate) use agent_tool::escape_closing;
 pub use agent_tool::{
@@ -26,3 +28,4 @@ pub use agent_tool::{
 pub use background::{BackgroundTasks, Inbox, SendMessage, Sent, ShellJobs, TaskStop};
 pub use catalog::{AgentCatalog, AgentDirs};
 pub use definition::{AGENT_TOOL, AgentDefinition, Level, ToolAllow, narrowed_mode};
+pub use isolation::{Isolated, WorktreeIsolation};

@@ -578,6 +578,15 @@ pub struct GeneralSettings {
     pub checkpointing: CheckpointingSettings,
 }
 
+/// `worktree`: what a new git worktree gets (issue 45).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WorktreeSettings {
+    /// Directories of the main checkout linked into every new worktree (`node_modules`):
+    /// relative paths without `..`; others are refused when the worktree is made.
+    pub symlink_directories: Vec<String>,
+}
+
 /// `general.checkpointing`: the file checkpoints taken before each call that may change
 /// files (issue 34).
 #[derive(Debug, Clone, Deserialize)]

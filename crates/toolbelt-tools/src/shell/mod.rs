@@ -90,6 +90,14 @@ async fn repository_config_is_inert(cwd: &std::path::Path) -> bool {
     read_only::git_config_is_inert(&output.stdout)
 }
 
+/// Where a command runs when the call names no directory: the session's worktree while
+/// it works in one (`enter_worktree`), the first workspace root otherwise.
+fn default_dir(env: &ToolEnvironment) -> Option<PathBuf> {
+    env.work_dir
+        .get()
+        .or_else(|| env.roots.primary().map(PathBuf::from))
+}
+
 /// The `run_shell_command` tool: a bash command, in the foreground or as a background job.
 pub struct RunShellCommand {
     env: Arc<ToolEnvironment>,
@@ -247,7 +255,7 @@ impl Tool for RunShellCommand {
                 }
                 real
             }
-            _ => self.env.roots.primary().map(PathBuf::from).ok_or_else(|| {
+            _ => default_dir(&self.env).ok_or_else(|| {
                 ToolError::invalid_params("There is no workspace directory to run in.")
             })?,
         };
@@ -384,7 +392,7 @@ impl Invocation for ShellCall {
 
 impl ShellCall {
     fn directory_given(&self) -> bool {
-        self.env.roots.primary() != Some(self.cwd.as_path())
+        default_dir(&self.env).as_deref() != Some(self.cwd.as_path())
     }
 
     fn support(&self) -> SandboxSupport {

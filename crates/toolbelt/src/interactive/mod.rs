@@ -93,6 +93,8 @@ pub enum UiMessage {
     MemoryAdded(String),
     /// The request finished.
     Done(RunOutcome),
+    /// Quit, after the worktree question was answered (what became of it).
+    Quit(String),
 }
 
 /// Interactive when asked (`-i`), or when there is no prompt and both ends are a
@@ -389,6 +391,7 @@ impl App {
                 model: &self.model_name,
                 notice: self.notice.as_deref(),
                 tokens: self.tokens,
+                worktree: toolbelt_tools::worktree::shown(self.agent.scheduler().env()),
             };
             let area = frame.area();
             let above_status = ratatui::layout::Rect {
@@ -505,6 +508,10 @@ impl App {
                 self.emit(view::note(&text, Color::Green));
             }
             UiMessage::Done(outcome) => self.finished(outcome),
+            UiMessage::Quit(note) => {
+                self.emit(view::note(&note, Color::Yellow));
+                self.quit = true;
+            }
         }
     }
 
@@ -714,7 +721,7 @@ impl App {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let busy = self.running.is_some() || self.compressing.is_some();
         match command {
-            SlashCommand::Quit => self.quit = true,
+            SlashCommand::Quit => self.request_quit(),
             SlashCommand::Help => self.emit(view::note(&slash::help_text(), Color::Gray)),
             SlashCommand::Tools => {
                 let text = slash::tools_text(&self.agent.registry());
@@ -916,7 +923,7 @@ impl App {
             }
             KeyCode::Char('d') if ctrl => {
                 if self.editor.is_empty() {
-                    self.quit = true;
+                    self.request_quit();
                 }
             }
             KeyCode::Tab if !self.completions.is_empty() => self.accept_completion(),
@@ -975,6 +982,26 @@ impl App {
                 Color::Red,
             )),
         }
+    }
+
+    /// Quits, first asking what becomes of the worktree the session works in (issue 45):
+    /// the answer comes back as `UiMessage::Quit`, or nothing when the person stays.
+    fn request_quit(&mut self) {
+        let env = self.agent.scheduler().env().clone();
+        let asked = toolbelt_session::kit::worktree_quit::question(&env);
+        let (Some(ask), Some(asker)) = (asked, env.ask_user.get().cloned()) else {
+            self.quit = true;
+            return;
+        };
+        let tx = self.to_ui.clone();
+        tokio::spawn(async move {
+            let question = std::slice::from_ref(&ask.question);
+            let answers = asker.ask(question, &CancellationToken::new()).await;
+            let done = tokio::task::spawn_blocking(move || ask.answer(answers)).await;
+            if let Ok(Some(note)) = done {
+                let _ = tx.send(UiMessage::Quit(note));
+            }
+        });
     }
 
     fn ctrl_c(&mut self) {

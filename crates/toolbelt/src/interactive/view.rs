@@ -178,6 +178,7 @@ pub struct Live<'a> {
     pub model: &'a str,
     pub notice: Option<&'a str>,
     pub tokens: u64,
+    pub worktree: Option<String>,
 }
 
 fn mode_style(mode: ApprovalMode) -> Style {
@@ -199,6 +200,10 @@ pub fn status_line(live: &Live<'_>) -> Line<'static> {
     ];
     if live.tokens > 0 {
         spans.push(Span::styled(format!(" · {} tokens", live.tokens), dim));
+    }
+    if let Some(w) = &live.worktree {
+        let style = Style::default().fg(Color::Magenta);
+        spans.push(Span::styled(format!(" · worktree {w}"), style));
     }
     if let Some(notice) = live.notice {
         spans.push(Span::styled(

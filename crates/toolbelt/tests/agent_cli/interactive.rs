@@ -762,3 +762,108 @@ fn mcp_serve_in_a_terminal_says_what_it_is() {
     let (code, screen) = pty.wait_exit_screen();
     assert_eq!(code, 130, "{screen}");
 }
+
+/// The workspace as a repository on `main` with one commit.
+fn repository(w: &Workspace) {
+    let ws = w.ws();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&ws)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.com",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "x",
+    ]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_line_names_the_worktree_the_session_works_in() {
+    let w = Workspace::new();
+    repository(&w);
+    let server = FakeOpenAi::start(vec![
+        call("e1", "enter_worktree", json!({"name": "side"})),
+        Reply::text("entered it"),
+    ])
+    .await
+    .unwrap();
+    let pty = start(&w, &server, &["--worktree=feat"]);
+    pty.wait_for("worktree feat");
+    keep_and_quit(pty);
+
+    let pty = start(&w, &server, &["--yolo"]);
+    assert!(!pty.wait_for(" mode (shift+tab").contains("worktree "));
+    pty.line("go");
+    finished_answer(&pty, "entered it");
+    pty.wait_for("worktree side");
+    keep_and_quit(pty);
+}
+
+/// Quits a session in a worktree, keeping it (the first choice).
+fn keep_and_quit(pty: Pty) {
+    pty.send(keys::CTRL_D);
+    pty.wait_for("Keep it?");
+    pty.send(keys::ENTER);
+    assert_eq!(pty.wait_exit(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quitting_in_a_worktree_asks_keep_remove_or_cancel_with_what_would_be_lost() {
+    let w = Workspace::new();
+    repository(&w);
+    let server = FakeOpenAi::start(vec![]).await.unwrap();
+    let feat = w.ws().join(".qwen/worktrees/feat");
+    let pty = start(&w, &server, &["--worktree=feat"]);
+    std::fs::write(feat.join("draft.txt"), "x").unwrap();
+    pty.send(keys::CTRL_D);
+    let screen = pty.wait_for("Keep it?");
+    assert!(
+        screen.contains("losing 0 commit(s), 1 uncommitted file(s)"),
+        "{screen}"
+    );
+    // Cancel: the session goes on.
+    pty.send(keys::DOWN);
+    pty.send(keys::DOWN);
+    pty.send(keys::ENTER);
+    pty.wait_until("the question closed", |s| {
+        !s.contains("Keep it?") && s.contains("worktree feat")
+    });
+    // Remove: both go, the draft with them.
+    pty.send(keys::CTRL_D);
+    pty.wait_for("Keep it?");
+    pty.send(keys::DOWN);
+    pty.send(keys::ENTER);
+    assert_eq!(pty.wait_exit(), 0);
+    assert!(!feat.exists());
+    let branches = std::process::Command::new("git")
+        .arg("-C")
+        .arg(w.ws())
+        .args(["branch", "--list", "worktree-feat"])
+        .output()
+        .unwrap();
+    assert!(branches.stdout.is_empty());
+
+    // Keep: quits and leaves it.
+    let pty = start(&w, &server, &["--worktree=two"]);
+    pty.send(keys::CTRL_D);
+    pty.wait_for("Keep it?");
+    pty.send(keys::ENTER);
+    assert_eq!(pty.wait_exit(), 0);
+    assert!(w.ws().join(".qwen/worktrees/two").is_dir());
+}

@@ -23,3 +23,4 @@ mod stream_input;
 mod subagents;
 mod support;
 mod undo;
+mod worktree;
