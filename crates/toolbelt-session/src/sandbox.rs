@@ -151,6 +151,18 @@ fn report_isolation(out: Lines<'_>) {
             ),
         },
     }
+    match &support.processes {
+        Ok(()) => say!(
+            out,
+            "Approved commands: one PID namespace shared by all of them, with its own /proc (no \
+             toolbelt or other process to see or signal; the kernel ends all of it when toolbelt ends)"
+        ),
+        Err(why) => say!(
+            out,
+            "Approved commands: no PID namespace (MISSING: {why}; granted without a user namespace \
+             only where toolbelt is privileged); what they leave is ended by the owner marker and guardian"
+        ),
+    }
 }
 
 /// The shell tool as the session has it, with a context of an unasked call.
