@@ -80,7 +80,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let levels = [
         ("posix_spawn, process group", None),
         ("session only", Some(Isolation::SessionOnly)),
-        ("shared PID namespace (approved)", Some(Isolation::Processes)),
+        (
+            "shared PID namespace (approved)",
+            Some(Isolation::Processes),
+        ),
         ("sealed (+ network namespace)", Some(Isolation::Sealed)),
     ];
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); levels.len()];

@@ -437,6 +437,8 @@ fn make_readable(roots: &mut WorkspaceRoots, skills: &Skills, session_dir: &Path
     if let Err(e) = private(session_dir).and_then(|()| roots.add_readable(session_dir)) {
         tracing::warn!("cannot create {}: {e}", session_dir.display());
     }
+    // Unasked commands' logs that a killed toolbelt could not remove go now.
+    toolbelt_tools::sweep_unasked_logs(session_dir);
     // Each connection reads its own folder, by a name no other connection can list.
     let connection_logs = toolbelt_tools::connection_logs_dir(session_dir);
     if let Err(e) =

@@ -62,7 +62,7 @@ impl ShellCall {
         let n = LOG_COUNTER.fetch_add(1, Ordering::Relaxed);
         let log_path = self.log_path(
             "shell",
-            &format!("run_shell_command-{}-{n}.log", std::process::id()),
+            &super::log_name(&format!("run_shell_command-{n}"), ctx.consent),
         );
         let started = Instant::now();
         let owner = Owner::new();

@@ -455,7 +455,7 @@ impl ShellCall {
         consent: Consent,
     ) -> ToolResult {
         let id = self.jobs.next_id();
-        let log_name = format!("{id}-{}.log", std::process::id());
+        let log_name = log_name(&id, consent);
         let file = self
             .jobs
             .log_dir(&self.env.session_dir, &started_by)
@@ -552,6 +552,47 @@ impl ShellCall {
             format!("Could not start the command `{}`: {e}", self.command),
         )
     }
+}
+
+/// A command log's file name: `<stem>-<pid>.log`, or `<stem>.unasked-<pid>.log` for a
+/// command nobody approved, whose log goes with the session ([`sweep_unasked_logs`]
+/// finds those of a toolbelt that could not remove them).
+fn log_name(stem: &str, consent: Consent) -> String {
+    let pid = std::process::id();
+    if consent == Consent::Approved {
+        format!("{stem}-{pid}.log")
+    } else {
+        format!("{stem}.unasked-{pid}.log")
+    }
+}
+
+/// Removes the logs of unasked commands that a toolbelt which ended without cleaning up
+/// (SIGKILL, a crash) left in `session_dir`: those whose toolbelt (the pid in the name)
+/// no longer runs, or whose pid now names another program. Logs of approved commands
+/// stay, as they do after every session. Returns how many it removed.
+pub fn sweep_unasked_logs(session_dir: &Path) -> usize {
+    let me = std::fs::read_link("/proc/self/exe").ok();
+    let mut removed = 0;
+    for dir in ["shell", "background"] {
+        let Ok(entries) = std::fs::read_dir(session_dir.join(dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".log")?.rsplit_once(".unasked-"))
+                .and_then(|(_, pid)| pid.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let running = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+            if running.is_none() || running != me {
+                removed += usize::from(std::fs::remove_file(entry.path()).is_ok());
+            }
+        }
+    }
+    removed
 }
 
 #[cfg(test)]

@@ -756,3 +756,60 @@ async fn unasked_background_jobs_are_few_and_the_next_one_asks() {
     let again = f.build(json!({"command": "tail -f /dev/null", "is_background": true}));
     assert!(again.confirmation().await.is_none());
 }
+
+/// Logs of unasked commands a killed toolbelt left go at the next session's start; logs
+/// of approved commands, and those of a toolbelt still running, stay.
+#[test]
+fn unasked_logs_a_killed_toolbelt_left_are_swept() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let me = std::process::id();
+    for (sub, name) in [
+        ("background", format!("bg_1.unasked-{dead}.log")),
+        ("shell", format!("run_shell_command-3.unasked-{dead}.log")),
+        ("background", format!("bg_2-{dead}.log")),
+        ("shell", format!("run_shell_command-4.unasked-{me}.log")),
+    ] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        std::fs::write(dir.path().join(sub).join(name), "x").unwrap();
+    }
+    assert_eq!(super::sweep_unasked_logs(dir.path()), 2);
+    let left = |sub: &str| {
+        let mut names: Vec<String> = std::fs::read_dir(dir.path().join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(left("background"), [format!("bg_2-{dead}.log")]);
+    assert_eq!(
+        left("shell"),
+        [format!("run_shell_command-4.unasked-{me}.log")]
+    );
+}
+
+/// An unasked command's log is named so the sweep can find it.
+#[tokio::test]
+async fn an_unasked_commands_log_is_marked_unasked() {
+    let f = fixture();
+    if SandboxSupport::detect().can_confine().is_err() {
+        return;
+    }
+    let call = f.build(json!({"command": "echo hi", "is_background": true}));
+    assert!(call.confirmation().await.is_none(), "runs unasked");
+    let r = call.execute(ExecContext::new(f.env.clone())).await;
+    let log = r
+        .llm_text()
+        .lines()
+        .find_map(|l| l.strip_prefix("Output file: ").map(str::to_string))
+        .unwrap();
+    assert!(
+        log.ends_with(&format!(".unasked-{}.log", std::process::id())),
+        "{log}"
+    );
+    let id = f.tool.jobs().jobs()[0].id.clone();
+    f.tool.jobs().wait(&id).await;
+}

@@ -417,6 +417,9 @@ async fn cancelling_the_run_ends_sub_agents_and_their_processes() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
+    // `$$` names the shell in the PID namespace approved commands share.
+    let sleep_pid =
+        toolbelt_process::isolate::host_pid_below(child.id().unwrap(), sleep_pid).unwrap();
     assert!(!ended(sleep_pid));
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().unwrap().to_string()])
@@ -499,7 +502,7 @@ async fn task_stop_stops_a_background_agent_and_a_background_shell_job() {
             (
                 "s1",
                 "run_shell_command",
-                json!({"command": "exec sleep 30", "is_background": true}),
+                json!({"command": "exec sleep 3077", "is_background": true}),
             ),
             (
                 "a1",
@@ -540,13 +543,7 @@ async fn task_stop_stops_a_background_agent_and_a_background_shell_job() {
     let parent = parent_requests(&server);
     assert_eq!(parent.len(), 3);
     let started = tool_message(&parent[1].body, "s1");
-    let pid: u32 = started
-        .lines()
-        .find_map(|l| l.strip_prefix("PID: "))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    assert!(started.contains("PID: "), "{started}");
     let stopped_agent = tool_message(&parent[2].body, "t1");
     assert!(
         stopped_agent.contains("agent_1 was stopped"),
@@ -555,7 +552,14 @@ async fn task_stop_stops_a_background_agent_and_a_background_shell_job() {
     let stopped_job = tool_message(&parent[2].body, "t2");
     assert!(stopped_job.contains("Background job bg_1"), "{stopped_job}");
     assert!(stopped_job.contains("was stopped"), "{stopped_job}");
-    assert!(ended(pid), "the background job outlived task_stop");
+    // The PID named an id in the namespace toolbelt's approved commands shared, gone with
+    // it: no `sleep 3077` is left on the machine.
+    let left = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|c| c == b"sleep\x003077\x00");
+    assert!(!left, "the background job outlived task_stop");
     let unknown = tool_message(&parent[2].body, "t3");
     assert!(
         unknown.contains("No running task has the id \"nope\""),
