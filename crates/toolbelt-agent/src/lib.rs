@@ -648,6 +648,7 @@ impl Agent {
             Message::Assistant {
                 text: turn.text.clone(),
                 tool_calls: turn.tool_calls.clone(),
+                reasoning: turn.reasoning.clone(),
             },
         );
         Ok(turn)

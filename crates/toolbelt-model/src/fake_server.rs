@@ -18,6 +18,10 @@
 //! its own record of the calls it sent, so the checks hold per conversation. A
 //! [`Reply::Rendezvous`] holds its answer until that many requests have reached the same
 //! rendezvous: conversations that must run at the same time prove it by not timing out.
+//!
+//! [`Dialect::AnthropicMessages`] makes it an Anthropic Messages server instead
+//! (`anthropic.rs` beside this file): the same script and checks in that API's shapes,
+//! plus its own (thinking blocks sent back with their signatures).
 
 use std::collections::{HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -28,6 +32,20 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::{FinishReason, ModelTurn, ToolCall};
+
+mod anthropic;
+
+/// The wire format the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// OpenAI Chat Completions at `/v1/chat/completions`.
+    #[default]
+    OpenAiChat,
+    /// Anthropic Messages at `/v1/messages`: named SSE events, thinking blocks (a turn's
+    /// `reasoning` parts of format `anthropic`), errors in Anthropic's shape.
+    AnthropicMessages,
+}
 
 /// How the server answers one request.
 #[derive(Debug, Clone)]
@@ -67,6 +85,18 @@ pub enum Reply {
         delay: std::time::Duration,
         /// The answer after it.
         then: Box<Reply>,
+    },
+    /// The turn's first `events` server-sent events, then an error event of type `kind`
+    /// (`overloaded_error`, ...) and the end of the stream.
+    StreamError {
+        /// The turn begun.
+        turn: ModelTurn,
+        /// How many of its events are sent first.
+        events: usize,
+        /// The error's type.
+        kind: String,
+        /// The error's message.
+        message: String,
     },
     /// An HTTP error with a JSON error body.
     Status {
@@ -119,6 +149,8 @@ pub struct Recorded {
     pub path: String,
     /// The `Authorization` header, if sent.
     pub authorization: Option<String>,
+    /// Every header, names in lower case.
+    pub headers: Vec<(String, String)>,
     /// The JSON body.
     pub body: Value,
     /// The marker of the route that answered; `None` for the main script.
@@ -133,6 +165,7 @@ struct Route {
     marker: String,
     replies: VecDeque<Reply>,
     sent_calls: Vec<ToolCall>,
+    sent_thinking: Vec<Value>,
 }
 
 #[derive(Default)]
@@ -147,6 +180,9 @@ struct Shared {
     violations: Vec<String>,
     /// Tool calls this server sent in complete answers, in order.
     sent_calls: Vec<ToolCall>,
+    /// Thinking blocks it sent (Anthropic), in order.
+    sent_thinking: Vec<Value>,
+    dialect: Dialect,
     routes: Vec<Route>,
     /// Requests that reached each rendezvous.
     rendezvous: std::collections::HashMap<String, usize>,
@@ -173,10 +209,20 @@ impl FakeOpenAi {
 
     /// Starts on `addr`, answering `replies` in order.
     pub async fn start_on(addr: &str, replies: Vec<Reply>) -> std::io::Result<Self> {
+        Self::start_speaking(Dialect::OpenAiChat, addr, replies).await
+    }
+
+    /// Starts on `addr` (`127.0.0.1:0` for any free port) speaking `dialect`.
+    pub async fn start_speaking(
+        dialect: Dialect,
+        addr: &str,
+        replies: Vec<Reply>,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Mutex::new(Shared {
             replies: replies.into(),
+            dialect,
             ..Default::default()
         }));
         // Bumped when a request reaches a rendezvous.
@@ -194,6 +240,7 @@ impl FakeOpenAi {
                 marker: marker.to_string(),
                 replies: replies.into(),
                 sent_calls: Vec::new(),
+                sent_thinking: Vec::new(),
             });
         }
     }
@@ -212,9 +259,16 @@ impl FakeOpenAi {
             .unwrap_or(0)
     }
 
-    /// What a client is given as its base URL.
+    /// What a client is given as its base URL (Anthropic's clients add `/v1` themselves).
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        match self.dialect() {
+            Dialect::AnthropicMessages => format!("http://{}", self.addr),
+            Dialect::OpenAiChat => format!("http://{}/v1", self.addr),
+        }
+    }
+
+    fn dialect(&self) -> Dialect {
+        self.shared.lock().map(|s| s.dialect).unwrap_or_default()
     }
 
     /// Answer with `reply` once the script is used up instead of failing.
@@ -293,12 +347,18 @@ async fn serve(
     }
 }
 
-/// The first two messages as text, where a route's marker is looked for.
+/// The first two messages as text, where a route's marker is looked for (Anthropic's
+/// system prompt is outside the messages).
 fn opening(body: &Value) -> String {
-    body.get("messages")
+    let messages = body
+        .get("messages")
         .and_then(Value::as_array)
         .map(|m| m.iter().take(2).map(Value::to_string).collect::<String>())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    match body.get("system") {
+        Some(system) => format!("{system}{messages}"),
+        None => messages,
+    }
 }
 
 async fn handle(
@@ -310,7 +370,9 @@ async fn handle(
     let Some((head, body)) = read_request(&mut stream).await? else {
         return Ok(());
     };
-    let (request_line, path, authorization) = parse_head(&head);
+    let (request_line, path, headers) = parse_head(&head);
+    let authorization = header(&headers, "authorization");
+    let dialect = shared.lock().map(|s| s.dialect).unwrap_or_default();
     let reply = {
         let Ok(mut s) = shared.lock() else {
             return Ok(());
@@ -323,10 +385,19 @@ async fn handle(
             }
         };
         let n = s.requests.len() + 1;
-        if !request_line.starts_with("POST ") || path != "/v1/chat/completions" {
+        let expected_path = match dialect {
+            Dialect::OpenAiChat => "/v1/chat/completions",
+            Dialect::AnthropicMessages => "/v1/messages",
+        };
+        if !request_line.starts_with("POST ") || path != expected_path {
             s.violations.push(format!(
                 "request {n}: unexpected request line '{request_line}'"
             ));
+        }
+        if dialect == Dialect::AnthropicMessages {
+            let found = anthropic::check_headers(&headers);
+            s.violations
+                .extend(found.into_iter().map(|p| format!("request {n}: {p}")));
         }
         let has_tools = body.get("tools").is_some_and(|t| t.is_array());
         let opening = opening(&body);
@@ -339,6 +410,7 @@ async fn handle(
         s.requests.push(Recorded {
             path,
             authorization,
+            headers,
             body,
             route: route_name,
             at,
@@ -346,11 +418,18 @@ async fn handle(
         reply
     };
     let reply = wait_at_rendezvous(shared, arrivals, reply).await;
-    write_reply(&mut stream, reply).await
+    write_reply(&mut stream, reply, dialect).await
 }
 
-/// The request line, its path and the `Authorization` header of a request's head.
-fn parse_head(head: &str) -> (String, String, Option<String>) {
+fn header(headers: &[(String, String)], name: &str) -> Option<String> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+}
+
+/// The request line, its path and the headers (names in lower case) of a request's head.
+fn parse_head(head: &str) -> (String, String, Vec<(String, String)>) {
     let mut lines = head.lines();
     let request_line = lines.next().unwrap_or_default().to_string();
     let path = request_line
@@ -358,11 +437,11 @@ fn parse_head(head: &str) -> (String, String, Option<String>) {
         .nth(1)
         .unwrap_or_default()
         .to_string();
-    let authorization = lines
+    let headers = lines
         .filter_map(|l| l.split_once(':'))
-        .find(|(k, _)| k.trim().eq_ignore_ascii_case("authorization"))
-        .map(|(_, v)| v.trim().to_string());
-    (request_line, path, authorization)
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    (request_line, path, headers)
 }
 
 /// The next reply of the script (of `route`'s, when the request belongs to one), after
@@ -370,14 +449,22 @@ fn parse_head(head: &str) -> (String, String, Option<String>) {
 fn scripted_reply(s: &mut Shared, body: &Value, n: usize, route: Option<usize>) -> Reply {
     let route_name = route.map(|i| s.routes[i].marker.clone());
     let shared = s;
-    let (sent, replies) = match route {
+    let dialect = shared.dialect;
+    let (sent, sent_thinking, replies) = match route {
         Some(i) => {
             let r = &mut shared.routes[i];
-            (&mut r.sent_calls, &mut r.replies)
+            (&mut r.sent_calls, &mut r.sent_thinking, &mut r.replies)
         }
-        None => (&mut shared.sent_calls, &mut shared.replies),
+        None => (
+            &mut shared.sent_calls,
+            &mut shared.sent_thinking,
+            &mut shared.replies,
+        ),
     };
-    let problems = check_request(body, sent);
+    let problems = match dialect {
+        Dialect::OpenAiChat => check_request(body, sent),
+        Dialect::AnthropicMessages => anthropic::check_request(body, sent, sent_thinking),
+    };
     let label = route_name
         .as_ref()
         .map(|r| format!("request {n} (route {r})"))
@@ -395,6 +482,7 @@ fn scripted_reply(s: &mut Shared, body: &Value, n: usize, route: Option<usize>) 
     };
     if let Reply::Stream { turn, .. } | Reply::Whole(turn) = final_reply(&reply) {
         sent.extend(turn.tool_calls.iter().cloned());
+        sent_thinking.extend(anthropic::thinking_blocks(turn));
     }
     shared.violations.extend(found);
     reply
@@ -515,12 +603,20 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
     out
 }
 
-async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
+async fn write_reply(
+    stream: &mut TcpStream,
+    reply: Reply,
+    dialect: Dialect,
+) -> std::io::Result<()> {
     const STREAM_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+    let events = |turn: &ModelTurn| match dialect {
+        Dialect::OpenAiChat => sse_body(turn),
+        Dialect::AnthropicMessages => anthropic::sse_body(turn),
+    };
     match reply {
         Reply::Stream { turn, piece } => {
             stream.write_all(STREAM_HEAD.as_bytes()).await?;
-            write_chunks(stream, sse_body(&turn).as_bytes(), piece).await?;
+            write_chunks(stream, events(&turn).as_bytes(), piece).await?;
             stream.write_all(b"0\r\n\r\n").await?;
         }
         Reply::RawStream(text) => {
@@ -528,15 +624,38 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
             write_chunks(stream, text.as_bytes(), 7).await?;
             stream.write_all(b"0\r\n\r\n").await?;
         }
+        Reply::StreamError {
+            turn,
+            events: count,
+            kind,
+            message,
+        } => {
+            let body = events(&turn);
+            let mut text: String = body.split_inclusive("\n\n").take(count).collect();
+            text.push_str(&match dialect {
+                Dialect::OpenAiChat => format!(
+                    "data: {}\n\n",
+                    json!({"error": {"message": message, "type": kind}})
+                ),
+                Dialect::AnthropicMessages => anthropic::error_event(&kind, &message),
+            });
+            stream.write_all(STREAM_HEAD.as_bytes()).await?;
+            write_chunks(stream, text.as_bytes(), 7).await?;
+            stream.write_all(b"0\r\n\r\n").await?;
+        }
         Reply::Drop { turn, bytes } => {
             stream.write_all(STREAM_HEAD.as_bytes()).await?;
-            let body = sse_body(&turn);
+            let body = events(&turn);
             let cut = bytes.min(body.len().saturating_sub(1));
             write_chunks(stream, &body.as_bytes()[..cut], 7).await?;
             // Closing here, without the final chunk, is a broken connection to the client.
         }
         Reply::Whole(turn) => {
-            let body = whole_body(&turn).to_string();
+            let body = match dialect {
+                Dialect::OpenAiChat => whole_body(&turn),
+                Dialect::AnthropicMessages => anthropic::whole_body(&turn),
+            }
+            .to_string();
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
                 body.len()
@@ -545,19 +664,24 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
             stream.write_all(body.as_bytes()).await?;
         }
         Reply::Rendezvous { then, .. } => {
-            return Box::pin(write_reply(stream, *then)).await;
+            return Box::pin(write_reply(stream, *then, dialect)).await;
         }
         Reply::Delayed { delay, then } => {
             tokio::time::sleep(delay).await;
-            return Box::pin(write_reply(stream, *then)).await;
+            return Box::pin(write_reply(stream, *then, dialect)).await;
         }
         Reply::Status {
             status,
             retry_after,
             message,
         } => {
-            let body = json!({"error": {"message": message, "type": "fake_error", "code": status}})
-                .to_string();
+            let body = match dialect {
+                Dialect::OpenAiChat => {
+                    json!({"error": {"message": message, "type": "fake_error", "code": status}})
+                }
+                Dialect::AnthropicMessages => anthropic::error_body(status, &message),
+            }
+            .to_string();
             let retry = retry_after
                 .map(|r| format!("retry-after: {r}\r\n"))
                 .unwrap_or_default();

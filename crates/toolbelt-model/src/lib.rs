@@ -25,6 +25,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+mod anthropic;
 mod openai;
 mod replay;
 mod retry;
@@ -34,6 +35,7 @@ mod wire;
 #[cfg(any(test, feature = "fake-server"))]
 pub mod fake_server;
 
+pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use replay::{RecordingModel, ReplayModel, ScriptTurn, ScriptedCall, parse_script};
 pub use retry::RetryPolicy;
@@ -51,6 +53,9 @@ pub enum Message {
         text: String,
         /// The tool calls it asked for.
         tool_calls: Vec<ToolCall>,
+        /// Parts only the wire format that produced them reads (thinking blocks and
+        /// their signatures), sent back to that format as they came.
+        reasoning: Vec<OpaquePart>,
     },
     /// The result of one tool call, as text.
     Tool {
@@ -82,6 +87,20 @@ pub enum UserPart {
     },
 }
 
+/// A part of an answer that only the wire format which produced it understands, kept
+/// on the assistant message and sent back to that format unchanged: Anthropic's
+/// `thinking` and `redacted_thinking` blocks with their signatures, which the API wants
+/// back while a tool-use turn goes on (an OpenAI Responses reasoning item with its
+/// `encrypted_content`, or a Gemini `thoughtSignature`, fit the same shape). Another
+/// format leaves it out: a signature is only valid where it was made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpaquePart {
+    /// The format that made it: `anthropic`, `gemini`, `openai-responses`.
+    pub format: String,
+    /// The part as the server sent it.
+    pub value: serde_json::Value,
+}
+
 /// A function call the model asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCall {
@@ -102,6 +121,24 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the arguments.
     pub parameters: serde_json::Value,
+}
+
+/// Sampling settings sent with every request where the wire format has them (Qwen
+/// Code's `generationConfig.samplingParams`); `None` leaves the server's default.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Sampling {
+    /// `temperature`.
+    pub temperature: Option<f64>,
+    /// `top_p`.
+    pub top_p: Option<f64>,
+    /// `top_k` (not in OpenAI's chat format, but vLLM and others take it).
+    pub top_k: Option<u32>,
+    /// The most tokens of one answer.
+    pub max_tokens: Option<u32>,
+    /// `presence_penalty` (chat format only).
+    pub presence_penalty: Option<f64>,
+    /// `frequency_penalty` (chat format only).
+    pub frequency_penalty: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -156,6 +193,18 @@ pub struct Usage {
     pub completion_tokens: u64,
     /// Both.
     pub total_tokens: u64,
+    /// Tokens of the request read from the server's prompt cache (counted in
+    /// `prompt_tokens` too).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// Tokens of the request written to the server's prompt cache (counted in
+    /// `prompt_tokens` too).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -164,6 +213,8 @@ impl Usage {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.total_tokens += other.total_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
     }
 }
 
@@ -178,6 +229,9 @@ pub struct ModelTurn {
     pub finish_reason: FinishReason,
     /// Token counts, when the server sent them.
     pub usage: Option<Usage>,
+    /// Parts for the assistant message that only this format reads
+    /// ([`Message::Assistant`]'s `reasoning`).
+    pub reasoning: Vec<OpaquePart>,
 }
 
 /// Faults that end a run: the model cannot be used. (A tool failure is never one.)

@@ -12,7 +12,9 @@ use futures::future::BoxFuture;
 use reqwest::StatusCode;
 use tokio_util::sync::CancellationToken;
 
-use crate::retry::{RetryPolicy, parse_retry_after};
+use crate::retry::{
+    AttemptError, RetryPolicy, error_chain, parse_retry_after, refused_locally, retry,
+};
 use toolbelt_sse::SseDecoder;
 
 use crate::sse::{Step, TurnAssembler};
@@ -64,22 +66,6 @@ pub struct OpenAiClient {
     url: String,
 }
 
-/// How one attempt failed.
-enum AttemptError {
-    Retry {
-        reason: String,
-        retry_after: Option<Duration>,
-    },
-    Fatal(ModelError),
-}
-
-fn retry(reason: impl Into<String>) -> AttemptError {
-    AttemptError::Retry {
-        reason: reason.into(),
-        retry_after: None,
-    }
-}
-
 impl OpenAiClient {
     /// A client for `config`; fails when the HTTP client cannot be built.
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
@@ -110,7 +96,7 @@ impl OpenAiClient {
         let timeout = self.config.request_timeout;
         let response = match tokio::time::timeout(timeout, builder.send()).await {
             Err(_) => return Err(retry(format!("no response within {timeout:?}"))),
-            Ok(Err(e)) if self.refused_locally(&e) => {
+            Ok(Err(e)) if refused_locally(&self.url, &e) => {
                 return Err(AttemptError::Fatal(ModelError::Unreachable {
                     url: self.url.clone(),
                     origin: self
@@ -236,50 +222,8 @@ fn parse_whole(text: &str) -> Result<ModelTurn, AttemptError> {
         tool_calls,
         finish_reason,
         usage: response.usage.map(Into::into),
+        ..Default::default()
     })
-}
-
-/// An error with its causes, which is where reqwest keeps the useful part.
-impl OpenAiClient {
-    /// A refused connection to this machine: no server listens at the port, which a
-    /// retry a few seconds later will not change (a remote refusal may be a server
-    /// restarting, so it is still retried).
-    fn refused_locally(&self, e: &reqwest::Error) -> bool {
-        let local = reqwest::Url::parse(&self.url)
-            .ok()
-            .and_then(|u| {
-                let host = u.host_str()?.trim_start_matches('[').trim_end_matches(']');
-                Some(match host.parse::<std::net::IpAddr>() {
-                    Ok(ip) => ip.is_loopback() || ip.is_unspecified(),
-                    Err(_) => host.eq_ignore_ascii_case("localhost"),
-                })
-            })
-            .unwrap_or(false);
-        local && e.is_connect() && io_kind(e) == Some(std::io::ErrorKind::ConnectionRefused)
-    }
-}
-
-/// The kind of the first I/O error in `e`'s chain.
-fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = source {
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            return Some(io.kind());
-        }
-        source = s.source();
-    }
-    None
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 impl Model for OpenAiClient {
@@ -305,43 +249,12 @@ impl Model for OpenAiClient {
         cancel: &'a CancellationToken,
         on_delta: crate::DeltaSink<'a>,
     ) -> BoxFuture<'a, Result<ModelTurn, ModelError>> {
-        Box::pin(async move {
-            let policy = &self.config.retry;
-            let attempts = policy.max_attempts.max(1);
-            let mut last = String::new();
-            for attempt in 1..=attempts {
-                if attempt > 1 {
-                    on_delta(crate::StreamDelta::Restart);
-                }
-                let outcome = tokio::select! {
-                    outcome = self.attempt(request, on_delta) => outcome,
-                    _ = cancel.cancelled() => return Err(ModelError::Cancelled),
-                };
-                let retry_after = match outcome {
-                    Ok(turn) => return Ok(turn),
-                    Err(AttemptError::Fatal(e)) => return Err(e),
-                    Err(AttemptError::Retry {
-                        reason,
-                        retry_after,
-                    }) => {
-                        last = reason;
-                        retry_after
-                    }
-                };
-                if attempt == attempts {
-                    break;
-                }
-                let delay = policy.delay(attempt, retry_after);
-                tracing::warn!(
-                    "model request failed (attempt {attempt} of {attempts}): {last}; retrying in {delay:?}"
-                );
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = cancel.cancelled() => return Err(ModelError::Cancelled),
-                }
-            }
-            Err(ModelError::Unavailable { attempts, last })
-        })
+        Box::pin(crate::retry::with_retries(
+            &self.config.retry,
+            cancel,
+            on_delta,
+            move || self.attempt(request, on_delta),
+        ))
     }
 }
 

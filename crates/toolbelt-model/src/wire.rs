@@ -66,7 +66,9 @@ fn message(m: &Message) -> Value {
                 .collect();
             json!({"role": "user", "content": content})
         }
-        Message::Assistant { text, tool_calls } => {
+        Message::Assistant {
+            text, tool_calls, ..
+        } => {
             let mut v = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text.clone()) }});
             if !tool_calls.is_empty() {
                 let calls: Vec<Value> = tool_calls
@@ -134,6 +136,15 @@ pub struct WireUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    /// OpenAI's count of prompt tokens served from its cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Debug, Deserialize, Serialize, Default, Clone, Copy)]
+#[serde(default)]
+pub struct PromptTokensDetails {
+    pub cached_tokens: u64,
 }
 
 impl From<WireUsage> for Usage {
@@ -146,6 +157,8 @@ impl From<WireUsage> for Usage {
             } else {
                 u.total_tokens
             },
+            cache_read_tokens: u.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
+            cache_write_tokens: 0,
         }
     }
 }
