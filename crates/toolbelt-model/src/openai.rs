@@ -41,6 +41,9 @@ pub struct OpenAiConfig {
     /// What set `base_url`, named when nothing listens there (for example
     /// "OPENAI_BASE_URL"); `None` says only "the configuration".
     pub base_url_origin: Option<String>,
+    /// Read `<tool_call>` blocks in an answer without `tool_calls` as calls
+    /// (`text_calls.rs`; setting `model.toolCallsInText`).
+    pub tool_calls_in_text: bool,
 }
 
 impl OpenAiConfig {
@@ -55,6 +58,7 @@ impl OpenAiConfig {
             retry: RetryPolicy::default(),
             takes_images: false,
             base_url_origin: None,
+            tool_calls_in_text: true,
         }
     }
 }
@@ -113,16 +117,20 @@ impl OpenAiClient {
         if !status.is_success() {
             return Err(self.status_error(status, response).await);
         }
-        if self.config.stream {
-            self.read_stream(response, on_delta).await
+        let mut turn = if self.config.stream {
+            self.read_stream(response, on_delta).await?
         } else {
             let text = match tokio::time::timeout(timeout, response.text()).await {
                 Err(_) => return Err(retry(format!("the response body took over {timeout:?}"))),
                 Ok(Err(e)) => return Err(retry(format!("reading the response: {e}"))),
                 Ok(Ok(t)) => t,
             };
-            parse_whole(&text)
+            parse_whole(&text)?
+        };
+        if self.config.tool_calls_in_text {
+            text_calls::extract(&mut turn);
         }
+        Ok(turn)
     }
 
     async fn status_error(&self, status: StatusCode, response: reqwest::Response) -> AttemptError {
@@ -260,3 +268,4 @@ impl Model for OpenAiClient {
 
 #[cfg(test)]
 mod tests;
+mod text_calls;

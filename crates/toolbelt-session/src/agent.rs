@@ -624,5 +624,6 @@ fn server_config(options: &AgentOptions, settings: &Settings) -> Result<OpenAiCo
     config.base_url_origin = Some(origin.to_string());
     config.api_key = api_key;
     config.takes_images = settings.model.vision;
+    config.tool_calls_in_text = settings.model.tool_calls_in_text.unwrap_or(true);
     Ok(config)
 }

@@ -566,6 +566,9 @@ pub struct ModelSettings {
     pub name: Option<String>,
     /// The model takes images (`read_file` of an image sends it as an image).
     pub vision: bool,
+    /// `model.toolCallsInText`: read the `<tool_call>` blocks a chat-completions server
+    /// left in the answer text (Hermes and Qwen forms) as calls. Default true.
+    pub tool_calls_in_text: Option<bool>,
 }
 
 /// `general`: what toolbelt keeps of a session.

@@ -470,3 +470,26 @@ async fn a_refused_local_connection_fails_at_once_naming_the_url_and_its_origin(
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn tool_calls_left_in_the_text_become_calls_unless_turned_off() {
+    let text = "Checking.\n<tool_call>\n{\"name\": \"glob\", \"arguments\": {\"pattern\": \"*.rs\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"grep_search\", \"arguments\": {\"pattern\": \"fn\"}}\n</tool_call>";
+    for on in [true, false] {
+        let server = FakeOpenAi::start(vec![Reply::text(text)]).await.unwrap();
+        let mut config = OpenAiConfig::new(server.base_url(), "fake-model");
+        config.tool_calls_in_text = on;
+        let turn = complete(&OpenAiClient::new(config).unwrap(), &request())
+            .await
+            .unwrap();
+        if on {
+            let names: Vec<_> = turn.tool_calls.iter().map(|c| c.name.as_str()).collect();
+            assert_eq!(names, ["glob", "grep_search"]);
+            assert_eq!(turn.tool_calls[1].arguments, r#"{"pattern":"fn"}"#);
+            assert_eq!(turn.text, "Checking.");
+            assert_eq!(turn.finish_reason, FinishReason::ToolCalls);
+        } else {
+            assert!(turn.tool_calls.is_empty());
+            assert_eq!(turn.text, text);
+        }
+    }
+}
