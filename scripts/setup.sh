@@ -31,13 +31,13 @@ fi
 # its pin changes (a stamp file records what was installed). The two installs run side by
 # side (about 25 s each from scratch); under CI a failure in either fails the script.
 #
-# The official Python SDK, pinned with what it pulls in, in a virtualenv.
+# An official Python SDK, pinned with what it pulls in, in a virtualenv of its own:
+# install_python_sdk DIR REQUIREMENTS WHAT.
 install_python_sdk() {
-    local dir=.cache/python
-    local requirements=crates/toolbelt/tests/fixtures/mcp_clients/requirements.txt
+    local dir=$1 requirements=$2 what=$3
     cmp -s "$requirements" "$dir/installed-requirements.txt" 2>/dev/null && return 0
     if ! command -v python3 >/dev/null 2>&1; then
-        missing "python3 not found (the MCP Python client tests need it)"
+        missing "python3 not found (the $what tests need it)"
         return 0
     fi
     rm -rf "$dir"
@@ -46,7 +46,7 @@ install_python_sdk() {
             -r "$requirements" >/dev/null 2>&1; then
         cp "$requirements" "$dir/installed-requirements.txt"
     else
-        missing "could not install the MCP Python SDK into $dir (python3 -m venv, pip install -r $requirements)"
+        missing "could not install the $what into $dir (python3 -m venv, pip install -r $requirements)"
     fi
 }
 # The MCP Inspector CLI, which needs Node 22 (>= 22.19 for 2.x). The npm package `node`
@@ -129,8 +129,12 @@ install_lsp_servers() {
         missing "could not install $packages into $dir (the lsp tool tests need them)"
     fi
 }
-install_python_sdk &
+install_python_sdk .cache/python crates/toolbelt/tests/fixtures/mcp_clients/requirements.txt "MCP Python SDK" &
 python_sdk=$!
+# The Anthropic Python SDK: crates/toolbelt/tests/anthropic_sdk.rs checks the fake
+# Messages server against it.
+install_python_sdk .cache/python-anthropic crates/toolbelt/tests/fixtures/anthropic_sdk/requirements.txt "Anthropic Python SDK" &
+anthropic_sdk=$!
 install_inspector &
 inspector=$!
 install_qwen_sdk &
@@ -138,6 +142,7 @@ qwen_sdk=$!
 install_lsp_servers &
 lsp_servers=$!
 wait "$python_sdk" || exit 1
+wait "$anthropic_sdk" || exit 1
 wait "$inspector" || exit 1
 wait "$qwen_sdk" || exit 1
 wait "$lsp_servers" || exit 1
