@@ -102,21 +102,9 @@ impl AnthropicClient {
                 origin_note(config.base_url_origin.as_deref())
             )));
         }
-        let mut headers = reqwest::header::HeaderMap::new();
-        for (name, value) in &config.headers {
-            let (Ok(n), Ok(v)) = (
-                reqwest::header::HeaderName::from_bytes(name.as_bytes()),
-                reqwest::header::HeaderValue::from_str(value),
-            ) else {
-                return Err(ModelError::Config(format!(
-                    "the header '{name}' for {url} cannot be sent (not a valid header name or value)"
-                )));
-            };
-            headers.insert(n, v);
-        }
         let http = reqwest::Client::builder()
             .connect_timeout(config.request_timeout.min(Duration::from_secs(30)))
-            .default_headers(headers)
+            .default_headers(crate::retry::header_map(&config.headers)?)
             .build()
             .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(AnthropicClient { http, config, url })

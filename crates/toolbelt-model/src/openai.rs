@@ -44,6 +44,10 @@ pub struct OpenAiConfig {
     /// Read `<tool_call>` blocks in an answer without `tool_calls` as calls
     /// (`text_calls.rs`; setting `model.toolCallsInText`).
     pub tool_calls_in_text: bool,
+    /// Sampling settings sent with each request.
+    pub sampling: crate::Sampling,
+    /// More headers sent with every request (`customHeaders`).
+    pub headers: Vec<(String, String)>,
 }
 
 impl OpenAiConfig {
@@ -59,6 +63,8 @@ impl OpenAiConfig {
             takes_images: false,
             base_url_origin: None,
             tool_calls_in_text: true,
+            sampling: crate::Sampling::default(),
+            headers: Vec::new(),
         }
     }
 }
@@ -75,6 +81,7 @@ impl OpenAiClient {
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
         let http = reqwest::Client::builder()
             .connect_timeout(config.request_timeout.min(Duration::from_secs(30)))
+            .default_headers(crate::retry::header_map(&config.headers)?)
             .build()
             .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
         let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
@@ -92,7 +99,12 @@ impl OpenAiClient {
         request: &ModelRequest,
         on_delta: crate::DeltaSink<'_>,
     ) -> Result<ModelTurn, AttemptError> {
-        let body = wire::request_body(&self.config.model, request, self.config.stream);
+        let body = wire::request_body(
+            &self.config.model,
+            request,
+            self.config.stream,
+            &self.config.sampling,
+        );
         let mut builder = self.http.post(&self.url).json(&body);
         if let Some(key) = &self.config.api_key {
             builder = builder.bearer_auth(key);

@@ -113,6 +113,26 @@ fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> 
     None
 }
 
+/// `headers` for every request of a client; a name or value HTTP cannot carry is a
+/// configuration error naming it.
+pub(crate) fn header_map(
+    headers: &[(String, String)],
+) -> Result<reqwest::header::HeaderMap, ModelError> {
+    let mut map = reqwest::header::HeaderMap::new();
+    for (name, value) in headers {
+        let (Ok(n), Ok(v)) = (
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()),
+            reqwest::header::HeaderValue::from_str(value),
+        ) else {
+            return Err(ModelError::Config(format!(
+                "the custom header '{name}' cannot be sent (not a valid header name or value)"
+            )));
+        };
+        map.insert(n, v);
+    }
+    Ok(map)
+}
+
 /// An error with its causes, which is where reqwest keeps the useful part.
 pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();

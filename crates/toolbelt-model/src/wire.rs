@@ -11,10 +11,15 @@ use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{Message, ModelRequest, ToolCall, Usage, UserPart};
+use crate::{Message, ModelRequest, Sampling, ToolCall, Usage, UserPart};
 
 /// The request body.
-pub(crate) fn request_body(model: &str, request: &ModelRequest, stream: bool) -> Value {
+pub(crate) fn request_body(
+    model: &str,
+    request: &ModelRequest,
+    stream: bool,
+    sampling: &Sampling,
+) -> Value {
     let messages: Vec<Value> = request.messages.iter().map(message).collect();
     let mut body = json!({
         "model": model,
@@ -38,6 +43,24 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest, stream: bool) ->
         body["tools"] = Value::Array(tools);
         if let Some(name) = &request.tool_choice {
             body["tool_choice"] = json!({"type": "function", "function": {"name": name}});
+        }
+    }
+    for (key, value) in [
+        ("temperature", sampling.temperature.map(Value::from)),
+        ("top_p", sampling.top_p.map(Value::from)),
+        ("top_k", sampling.top_k.map(Value::from)),
+        ("max_tokens", sampling.max_tokens.map(Value::from)),
+        (
+            "presence_penalty",
+            sampling.presence_penalty.map(Value::from),
+        ),
+        (
+            "frequency_penalty",
+            sampling.frequency_penalty.map(Value::from),
+        ),
+    ] {
+        if let Some(v) = value {
+            body[key] = v;
         }
     }
     if stream {

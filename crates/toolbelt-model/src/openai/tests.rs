@@ -369,7 +369,7 @@ fn the_request_checker_catches_orphans_twins_and_foreign_ids() {
 fn a_forced_tool_is_sent_as_tool_choice_and_checked_against_the_tools() {
     let mut req = request();
     req.tool_choice = Some("glob".into());
-    let body = crate::wire::request_body("m", &req, true);
+    let body = crate::wire::request_body("m", &req, true, &Default::default());
     assert_eq!(
         body["tool_choice"],
         json!({"type": "function", "function": {"name": "glob"}})
@@ -380,12 +380,12 @@ fn a_forced_tool_is_sent_as_tool_choice_and_checked_against_the_tools() {
         check_request(&body, &[])
     );
     req.tool_choice = Some("grep".into());
-    let body = crate::wire::request_body("m", &req, true);
+    let body = crate::wire::request_body("m", &req, true, &Default::default());
     let problems = check_request(&body, &[]);
     assert!(problems[0].contains("not among"), "{problems:?}");
     req.tool_choice = None;
     assert!(
-        crate::wire::request_body("m", &req, true)
+        crate::wire::request_body("m", &req, true, &Default::default())
             .get("tool_choice")
             .is_none()
     );

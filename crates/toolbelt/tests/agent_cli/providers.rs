@@ -1,0 +1,204 @@
+//! Choosing the model provider (`--provider`, the API key variables, `modelProviders`)
+//! and running whole sessions over the Anthropic Messages format against the fake
+//! server speaking it, which checks every request (tool uses answered, thinking blocks
+//! sent back with their signatures).
+
+use serde_json::json;
+use toolbelt_model::fake_server::{Dialect, FakeOpenAi, Reply};
+use toolbelt_model::{OpaquePart, parse_script};
+
+use crate::sessions::{check_seven_files, seven_script, seven_workspace};
+use crate::support::Workspace;
+
+/// The seven-call session's turns, each with a thinking block the server wants back.
+fn seven_replies(w: &Workspace) -> Vec<Reply> {
+    let text = std::fs::read_to_string(seven_script()).unwrap();
+    let script = parse_script(&text, Some(&w.ws())).unwrap();
+    script
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut turn = t.to_model_turn(i + 1);
+            turn.reasoning = vec![OpaquePart {
+                format: "anthropic".into(),
+                value: json!({"type": "thinking", "thinking": format!("Step {i}."), "signature": format!("c2lnLXtp{i}")}),
+            }];
+            Reply::turn(turn)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seven_call_session_over_anthropic_messages_recorded_and_replayed() {
+    let w = Workspace::new();
+    seven_workspace(&w);
+    let mut replies = seven_replies(&w);
+    // An overloaded server first: retried after its retry-after.
+    replies.insert(
+        0,
+        Reply::Status {
+            status: 529,
+            retry_after: Some("0".into()),
+            message: "Overloaded".into(),
+        },
+    );
+    let server = FakeOpenAi::start_speaking(Dialect::AnthropicMessages, "127.0.0.1:0", replies)
+        .await
+        .unwrap();
+    let url = server.base_url();
+    let record = w.dir.path().join("anthropic-run.jsonl");
+    // No --provider: ANTHROPIC_API_KEY without any OPENAI_* variable picks Anthropic.
+    let env = [
+        ("ANTHROPIC_BASE_URL", url.as_str()),
+        ("ANTHROPIC_API_KEY", "sk-ant-test"),
+        ("ANTHROPIC_MODEL", "claude-test"),
+    ];
+    let run = w
+        .run(
+            &["--record", record.to_str().unwrap(), "--yolo", "go"],
+            &env,
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 9);
+    assert!(requests.iter().all(|r| r.path == "/v1/messages"));
+    assert_eq!(requests[1].body["model"], "claude-test");
+    check_seven_files(&w);
+
+    // The recording replays offline, the same files again.
+    for rel in ["notes/todo.md", "counts.txt"] {
+        std::fs::remove_file(w.ws().join(rel)).unwrap();
+    }
+    seven_workspace(&w);
+    let run = w
+        .run(
+            &["--model-replay", record.to_str().unwrap(), "--yolo", "go"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    check_seven_files(&w);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_providers_entry_chooses_protocol_url_key_and_headers() {
+    let w = Workspace::new();
+    seven_workspace(&w);
+    let server =
+        FakeOpenAi::start_speaking(Dialect::AnthropicMessages, "127.0.0.1:0", seven_replies(&w))
+            .await
+            .unwrap();
+    // A custom provider id mapped to Anthropic, its key in a variable of its own.
+    let settings = json!({
+        "providerProtocol": {"corp-claude": "anthropic"},
+        "modelProviders": {"corp-claude": [{
+            "id": "claude-corp",
+            "envKey": "CORP_KEY",
+            "baseUrl": server.base_url(),
+            "generationConfig": {
+                "timeout": 30000,
+                "maxRetries": 2,
+                "customHeaders": {"x-team": "tools"},
+                "samplingParams": {"temperature": 0.2, "max_tokens": 2048}
+            }
+        }]}
+    });
+    let user_settings = w.dir.path().join("home/.qwen/settings.json");
+    std::fs::create_dir_all(user_settings.parent().unwrap()).unwrap();
+    std::fs::write(&user_settings, settings.to_string()).unwrap();
+    let run = w
+        .run(
+            &["-m", "claude-corp", "--yolo", "go"],
+            &[("CORP_KEY", "corp-secret")],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let first = &server.requests()[0];
+    let header = |name: &str| {
+        first
+            .headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(header("x-api-key").as_deref(), Some("corp-secret"));
+    assert_eq!(header("x-team").as_deref(), Some("tools"));
+    assert_eq!(first.body["temperature"], 0.2);
+    assert_eq!(first.body["max_tokens"], 2048);
+    check_seven_files(&w);
+
+    // The same entry without its variable: the error names the provider, the URL, the
+    // variable and the setting.
+    let run = w.run(&["-m", "claude-corp", "go"], &[], None).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    for part in [
+        "corp-claude",
+        server.base_url().as_str(),
+        "CORP_KEY",
+        "modelProviders.corp-claude[0].envKey",
+    ] {
+        assert!(run.stderr.contains(part), "{part} in {}", run.stderr);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn providers_that_cannot_be_used_say_which_and_why() {
+    let w = Workspace::new();
+    for (args, env, expected) in [
+        (
+            vec!["--provider", "nonesuch", "-m", "x", "go"],
+            vec![],
+            vec![
+                "unknown model provider 'nonesuch'",
+                "--provider",
+                "providerProtocol",
+            ],
+        ),
+        (
+            vec!["--auth-type", "gemini", "-m", "gemini-2.5-pro", "go"],
+            vec![("GEMINI_API_KEY", "k")],
+            vec![
+                "provider 'gemini'",
+                "https://generativelanguage.googleapis.com",
+                "not built yet",
+            ],
+        ),
+        (
+            vec!["--provider", "anthropic", "-m", "claude-test", "go"],
+            vec![],
+            vec![
+                "provider 'anthropic'",
+                "https://api.anthropic.com",
+                "ANTHROPIC_API_KEY",
+            ],
+        ),
+        (
+            vec!["--provider", "anthropic", "-m", "claude-test", "go"],
+            vec![
+                ("ANTHROPIC_BASE_URL", "ftp://example.com"),
+                ("ANTHROPIC_API_KEY", "k"),
+            ],
+            vec![
+                "ftp://example.com",
+                "ANTHROPIC_BASE_URL",
+                "provider 'anthropic'",
+            ],
+        ),
+    ] {
+        let run = w.run(&args, &env, None).await;
+        assert_ne!(run.code, 0, "{args:?}: {}", run.stderr);
+        for part in expected {
+            assert!(
+                run.stderr.contains(part),
+                "{args:?}: {part} in {}",
+                run.stderr
+            );
+        }
+    }
+}
