@@ -630,15 +630,7 @@ async fn write_reply(
             kind,
             message,
         } => {
-            let body = events(&turn);
-            let mut text: String = body.split_inclusive("\n\n").take(count).collect();
-            text.push_str(&match dialect {
-                Dialect::OpenAiChat => format!(
-                    "data: {}\n\n",
-                    json!({"error": {"message": message, "type": kind}})
-                ),
-                Dialect::AnthropicMessages => anthropic::error_event(&kind, &message),
-            });
+            let text = stream_error(dialect, &events(&turn), count, &kind, &message);
             stream.write_all(STREAM_HEAD.as_bytes()).await?;
             write_chunks(stream, text.as_bytes(), 7).await?;
             stream.write_all(b"0\r\n\r\n").await?;
@@ -675,13 +667,7 @@ async fn write_reply(
             retry_after,
             message,
         } => {
-            let body = match dialect {
-                Dialect::OpenAiChat => {
-                    json!({"error": {"message": message, "type": "fake_error", "code": status}})
-                }
-                Dialect::AnthropicMessages => anthropic::error_body(status, &message),
-            }
-            .to_string();
+            let body = error_body(dialect, status, &message);
             let retry = retry_after
                 .map(|r| format!("retry-after: {r}\r\n"))
                 .unwrap_or_default();
@@ -695,6 +681,30 @@ async fn write_reply(
     }
     stream.flush().await?;
     stream.shutdown().await
+}
+
+/// The first `count` events of `body`, then an error event.
+fn stream_error(dialect: Dialect, body: &str, count: usize, kind: &str, message: &str) -> String {
+    let mut text: String = body.split_inclusive("\n\n").take(count).collect();
+    text.push_str(&match dialect {
+        Dialect::OpenAiChat => format!(
+            "data: {}\n\n",
+            json!({"error": {"message": message, "type": kind}})
+        ),
+        Dialect::AnthropicMessages => anthropic::error_event(kind, message),
+    });
+    text
+}
+
+/// The body of an HTTP error.
+fn error_body(dialect: Dialect, status: u16, message: &str) -> String {
+    match dialect {
+        Dialect::OpenAiChat => {
+            json!({"error": {"message": message, "type": "fake_error", "code": status}})
+        }
+        Dialect::AnthropicMessages => anthropic::error_body(status, message),
+    }
+    .to_string()
 }
 
 async fn write_chunks(stream: &mut TcpStream, body: &[u8], piece: usize) -> std::io::Result<()> {

@@ -269,11 +269,8 @@ fn check_conversation(
     messages: &[Value],
     problems: &mut Vec<String>,
 ) -> (Vec<(String, String, Value)>, Vec<Value>) {
-    let mut calls = Vec::new();
-    let mut thinking = Vec::new();
-    let mut open: HashSet<String> = HashSet::new();
+    let mut seen = Seen::default();
     for (i, m) in messages.iter().enumerate() {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or("");
         let blocks: Vec<Value> = match m.get("content") {
             Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
             Some(Value::Array(a)) => a.clone(),
@@ -282,79 +279,91 @@ fn check_conversation(
                 Vec::new()
             }
         };
-        let kind = |b: &Value| {
-            b.get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        match role {
-            "user" => {
-                let mut results_done = false;
-                for b in &blocks {
-                    if kind(b) != "tool_result" {
-                        results_done = true;
-                        continue;
-                    }
-                    let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
-                    if results_done {
-                        problems.push(format!(
-                            "message {i}: tool_result '{id}' after other content"
-                        ));
-                    }
-                    if !open.remove(id) {
-                        problems.push(format!("message {i}: tool_result for '{id}', which the previous message did not ask for (or was answered already)"));
-                    }
-                    if b.get("is_error").is_some_and(|e| !e.is_boolean()) {
-                        problems.push(format!("message {i}: is_error is not a boolean"));
-                    }
-                }
-                if !open.is_empty() {
-                    problems.push(format!("message {i}: tool uses {open:?} are not answered"));
-                    open.clear();
-                }
-            }
-            "assistant" => {
-                if !open.is_empty() {
-                    problems.push(format!(
-                        "message {i}: tool uses {open:?} are not answered before it"
-                    ));
-                    open.clear();
-                }
-                let mut other_seen = false;
-                for b in &blocks {
-                    match kind(b).as_str() {
-                        "thinking" | "redacted_thinking" => {
-                            if other_seen {
-                                problems.push(format!(
-                                    "message {i}: a thinking block after text or a tool use"
-                                ));
-                            }
-                            thinking.push(b.clone());
-                        }
-                        "tool_use" => {
-                            other_seen = true;
-                            let s = |k: &str| {
-                                b.get(k).and_then(Value::as_str).unwrap_or("").to_string()
-                            };
-                            open.insert(s("id"));
-                            calls.push((
-                                s("id"),
-                                s("name"),
-                                b.get("input").cloned().unwrap_or(Value::Null),
-                            ));
-                        }
-                        _ => other_seen = true,
-                    }
-                }
-            }
+        match m.get("role").and_then(Value::as_str).unwrap_or("") {
+            "user" => seen.user(i, &blocks, problems),
+            "assistant" => seen.assistant(i, &blocks, problems),
             other => problems.push(format!(
                 "message {i}: role '{other}' (only user and assistant)"
             )),
         }
     }
-    if !open.is_empty() {
-        problems.push(format!("tool uses {open:?} are never answered"));
+    if !seen.open.is_empty() {
+        problems.push(format!("tool uses {:?} are never answered", seen.open));
     }
-    (calls, thinking)
+    (seen.calls, seen.thinking)
+}
+
+/// What the conversation held so far.
+#[derive(Default)]
+struct Seen {
+    calls: Vec<(String, String, Value)>,
+    thinking: Vec<Value>,
+    /// Tool uses of the last assistant message not answered yet.
+    open: HashSet<String>,
+}
+
+fn kind(block: &Value) -> &str {
+    block.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+impl Seen {
+    fn user(&mut self, i: usize, blocks: &[Value], problems: &mut Vec<String>) {
+        let mut results_done = false;
+        for b in blocks {
+            if kind(b) != "tool_result" {
+                results_done = true;
+                continue;
+            }
+            let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
+            if results_done {
+                problems.push(format!(
+                    "message {i}: tool_result '{id}' after other content"
+                ));
+            }
+            if !self.open.remove(id) {
+                problems.push(format!("message {i}: tool_result for '{id}', which the previous message did not ask for (or was answered already)"));
+            }
+            if b.get("is_error").is_some_and(|e| !e.is_boolean()) {
+                problems.push(format!("message {i}: is_error is not a boolean"));
+            }
+        }
+        if !self.open.is_empty() {
+            problems.push(format!(
+                "message {i}: tool uses {:?} are not answered",
+                self.open
+            ));
+            self.open.clear();
+        }
+    }
+
+    fn assistant(&mut self, i: usize, blocks: &[Value], problems: &mut Vec<String>) {
+        if !self.open.is_empty() {
+            problems.push(format!(
+                "message {i}: tool uses {:?} are not answered before it",
+                self.open
+            ));
+            self.open.clear();
+        }
+        let mut other_seen = false;
+        for b in blocks {
+            match kind(b) {
+                "thinking" | "redacted_thinking" => {
+                    if other_seen {
+                        problems.push(format!(
+                            "message {i}: a thinking block after text or a tool use"
+                        ));
+                    }
+                    self.thinking.push(b.clone());
+                }
+                "tool_use" => {
+                    other_seen = true;
+                    let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                    self.open.insert(s("id"));
+                    let input = b.get("input").cloned().unwrap_or(Value::Null);
+                    self.calls.push((s("id"), s("name"), input));
+                }
+                _ => other_seen = true,
+            }
+        }
+    }
 }
