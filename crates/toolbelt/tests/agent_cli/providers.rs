@@ -5,7 +5,7 @@
 
 use serde_json::json;
 use toolbelt_model::fake_server::{Dialect, FakeOpenAi, Reply};
-use toolbelt_model::{OpaquePart, parse_script};
+use toolbelt_model::{OpaquePart, Usage, parse_script};
 
 use crate::sessions::{check_seven_files, seven_script, seven_workspace};
 use crate::support::Workspace;
@@ -19,6 +19,14 @@ fn seven_replies(w: &Workspace) -> Vec<Reply> {
         .enumerate()
         .map(|(i, t)| {
             let mut turn = t.to_model_turn(i + 1);
+            // Each request reads 1,000 tokens from the prompt cache and writes 10.
+            turn.usage = Some(Usage {
+                prompt_tokens: 1_100,
+                completion_tokens: 20,
+                total_tokens: 1_120,
+                cache_read_tokens: 1_000,
+                cache_write_tokens: 10,
+            });
             turn.reasoning = vec![OpaquePart {
                 format: "anthropic".into(),
                 value: json!({"type": "thinking", "thinking": format!("Step {i}."), "signature": format!("c2lnLXtp{i}")}),
@@ -55,7 +63,14 @@ async fn the_seven_call_session_over_anthropic_messages_recorded_and_replayed() 
     ];
     let run = w
         .run(
-            &["--record", record.to_str().unwrap(), "--yolo", "go"],
+            &[
+                "--record",
+                record.to_str().unwrap(),
+                "--yolo",
+                "-o",
+                "json",
+                "go",
+            ],
             &env,
             None,
         )
@@ -67,6 +82,11 @@ async fn the_seven_call_session_over_anthropic_messages_recorded_and_replayed() 
     assert!(requests.iter().all(|r| r.path == "/v1/messages"));
     assert_eq!(requests[1].body["model"], "claude-test");
     check_seven_files(&w);
+    // The usage of the eight answers, the cache's part included.
+    let usage = &crate::support::json_result(&run.stdout)["usage"];
+    assert_eq!(usage["input_tokens"], 8 * 1_100, "{usage}");
+    assert_eq!(usage["cache_read_input_tokens"], 8 * 1_000, "{usage}");
+    assert_eq!(usage["cache_creation_input_tokens"], 8 * 10, "{usage}");
 
     // The recording replays offline, the same files again.
     for rel in ["notes/todo.md", "counts.txt"] {
