@@ -222,3 +222,72 @@ async fn providers_that_cannot_be_used_say_which_and_why() {
         }
     }
 }
+
+/// The examples tour, unchanged, over Anthropic Messages: twelve calls of every kind,
+/// three in one turn, and the misspelt tool's result sent back marked as an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_examples_tour_runs_over_anthropic_messages() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let w = Workspace::new();
+    for rel in ["README.md", "src/greet.py", "src/util.py", "explore.ipynb"] {
+        w.write(
+            rel,
+            &std::fs::read_to_string(repo.join("examples/demo").join(rel)).unwrap(),
+        );
+    }
+    let text = std::fs::read_to_string(repo.join("examples/tour.jsonl")).unwrap();
+    let script = parse_script(&text, Some(&w.ws())).unwrap();
+    let replies = script
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Reply::turn(t.to_model_turn(i + 1)))
+        .collect();
+    let server = FakeOpenAi::start_speaking(Dialect::AnthropicMessages, "127.0.0.1:0", replies)
+        .await
+        .unwrap();
+    let url = server.base_url();
+    let env = [
+        ("ANTHROPIC_BASE_URL", url.as_str()),
+        ("ANTHROPIC_API_KEY", "sk-ant-test"),
+    ];
+    let run = w
+        .run(
+            &[
+                "--provider",
+                "anthropic",
+                "-m",
+                "claude-test",
+                "--yolo",
+                "tour",
+            ],
+            &env,
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.violations(), Vec::<String>::new());
+    assert_eq!(server.unused(), 0);
+    let greet = std::fs::read_to_string(w.ws().join("src/greet.py")).unwrap();
+    assert!(greet.contains("return f\"Hello, {name}!\""), "{greet}");
+    // The request after the misspelt call: its result is an error, the others are not.
+    let results: Vec<(String, bool)> = server.requests().last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            (
+                b["tool_use_id"].as_str().unwrap().to_string(),
+                b["is_error"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(results.len(), 12, "{results:?}");
+    let failed: Vec<&str> = results
+        .iter()
+        .filter(|(_, e)| *e)
+        .map(|(id, _)| id.as_str())
+        .collect();
+    assert_eq!(failed, ["tour_7"]);
+}
