@@ -15,6 +15,7 @@
 //! remembers where it came from, so an error names the provider, the URL and the
 //! variable or setting that chose it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use toolbelt_core::Settings;
@@ -110,6 +111,8 @@ pub struct ModelChoice {
     pub takes_images: bool,
     /// `model.toolCallsInText` (chat format).
     pub tool_calls_in_text: bool,
+    /// What it was chosen from, to choose another model the same way.
+    from: Arc<(AgentOptions, Settings)>,
 }
 
 fn env_var(name: &str) -> Option<String> {
@@ -164,6 +167,7 @@ pub(crate) fn choose(options: &AgentOptions, settings: &Settings) -> Result<Mode
             .and_then(|(_, e)| e.capabilities.vision)
             .unwrap_or(settings.model.vision || protocol == Protocol::Anthropic),
         tool_calls_in_text: settings.model.tool_calls_in_text.unwrap_or(true),
+        from: Arc::new((options.clone(), settings.clone())),
     };
     let at = entry.map(|(i, _)| format!("modelProviders.{provider}[{i}]"));
     choice.set_base_url(options, at.as_deref());
@@ -303,12 +307,28 @@ impl ModelChoice {
         )
     }
 
-    /// The same provider and server with another model (a sub-agent's, `set_model`'s).
-    pub fn with_model(&self, model: &str) -> ModelChoice {
-        ModelChoice {
-            model: model.to_string(),
-            ..self.clone()
+    /// Another model (a sub-agent's): the provider of its `modelProviders` entry when
+    /// it has one (this provider's first), else this provider and server.
+    pub fn for_model(&self, model: &str) -> Result<ModelChoice, String> {
+        let (options, settings) = &*self.from;
+        let listed_under = |p: &str| {
+            settings
+                .model_providers
+                .get(p)
+                .is_some_and(|entries| entries.iter().any(|e| e.id == model))
+        };
+        if !settings.model_providers.keys().any(|p| listed_under(p)) {
+            return Ok(ModelChoice {
+                model: model.to_string(),
+                ..self.clone()
+            });
         }
+        let mut options = options.clone();
+        options.model = Some(model.to_string());
+        if !listed_under(&self.provider) {
+            options.provider = None;
+        }
+        choose(&options, settings)
     }
 
     /// The client of this choice's protocol.

@@ -25,7 +25,8 @@ pub fn catalog(project: &Path) -> AgentCatalog {
     AgentCatalog::load(&AgentDirs::standard(project, home.as_deref()))
 }
 
-/// The model a definition names, on the parent's server; the parent's model otherwise
+/// The model a definition names (on the parent's server, or on the provider whose
+/// `modelProviders` entry it is); the parent's model otherwise
 /// (and always with a replay script, which has one conversation to give).
 pub(crate) struct Models {
     pub(crate) parent: Arc<dyn Model>,
@@ -41,7 +42,7 @@ impl ModelChooser for Models {
         if name == self.parent.name() {
             return Ok(self.parent.clone());
         }
-        Ok(Arc::from(server.with_model(name).build()?))
+        Ok(Arc::from(server.for_model(name)?.build()?))
     }
 }
 

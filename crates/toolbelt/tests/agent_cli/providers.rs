@@ -291,3 +291,62 @@ async fn the_examples_tour_runs_over_anthropic_messages() {
         .collect();
     assert_eq!(failed, ["tour_7"]);
 }
+
+/// A sub-agent whose definition names a model of another provider talks to that
+/// provider, in its format, with its key; the parent stays on chat completions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agent_may_name_a_model_of_another_provider() {
+    let w = Workspace::new();
+    w.write(
+        ".qwen/agents/reviewer.md",
+        "---\nname: reviewer\ndescription: Reviews\nmodel: claude-sub\ntools: [glob]\n---\nYou review.\n",
+    );
+    let agent_call = toolbelt_model::ToolCall {
+        id: "a1".into(),
+        name: "agent".into(),
+        arguments: json!({"description": "review", "prompt": "MARK-SUB: review", "subagent_type": "reviewer"})
+            .to_string(),
+    };
+    let parent = FakeOpenAi::start(vec![
+        Reply::turn(toolbelt_model::ModelTurn {
+            tool_calls: vec![agent_call],
+            ..Default::default()
+        }),
+        Reply::text("The review is in."),
+    ])
+    .await
+    .unwrap();
+    let claude = FakeOpenAi::start_speaking(
+        Dialect::AnthropicMessages,
+        "127.0.0.1:0",
+        vec![Reply::text("Looks fine.")],
+    )
+    .await
+    .unwrap();
+    let settings = json!({"modelProviders": {"anthropic": [
+        {"id": "claude-sub", "envKey": "SUB_KEY", "baseUrl": claude.base_url()}
+    ]}});
+    let user_settings = w.dir.path().join("home/.qwen/settings.json");
+    std::fs::create_dir_all(user_settings.parent().unwrap()).unwrap();
+    std::fs::write(&user_settings, settings.to_string()).unwrap();
+    let url = parent.base_url();
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_MODEL", "parent-model"),
+        ("SUB_KEY", "sub-secret"),
+    ];
+    let run = w.run(&["--yolo", "go"], &env, None).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(parent.violations(), Vec::<String>::new());
+    assert_eq!(claude.violations(), Vec::<String>::new());
+    assert_eq!(parent.request_count(), 2);
+    let sub = claude.requests();
+    assert_eq!(sub.len(), 1);
+    assert_eq!(sub[0].body["model"], "claude-sub");
+    assert!(sub[0].body.to_string().contains("MARK-SUB"));
+    assert!(
+        sub[0]
+            .headers
+            .contains(&("x-api-key".to_string(), "sub-secret".to_string()))
+    );
+}
