@@ -48,6 +48,9 @@ pub struct OpenAiConfig {
     pub sampling: crate::Sampling,
     /// More headers sent with every request (`customHeaders`).
     pub headers: Vec<(String, String)>,
+    /// What set the key, named when the server refuses it; `None` names the usual
+    /// flag and variable.
+    pub api_key_origin: Option<String>,
 }
 
 impl OpenAiConfig {
@@ -65,6 +68,7 @@ impl OpenAiConfig {
             tool_calls_in_text: true,
             sampling: crate::Sampling::default(),
             headers: Vec::new(),
+            api_key_origin: None,
         }
     }
 }
@@ -163,10 +167,11 @@ impl OpenAiClient {
                 retry_after,
             }
         } else {
-            let hint = match status.as_u16() {
-                401 | 403 => " (check OPENAI_API_KEY or --openai-api-key)",
-                404 => " (check OPENAI_BASE_URL and the model name)",
-                _ => "",
+            let hint = match (status.as_u16(), &self.config.api_key_origin) {
+                (401 | 403, Some(origin)) => format!(" (the key comes from {origin})"),
+                (401 | 403, None) => " (check OPENAI_API_KEY or --openai-api-key)".to_string(),
+                (404, _) => " (check OPENAI_BASE_URL and the model name)".to_string(),
+                _ => String::new(),
             };
             AttemptError::Fatal(ModelError::Rejected {
                 status: status.as_u16(),

@@ -347,6 +347,11 @@ impl ModelChoice {
         config.base_url_origin = Some(self.base_url_origin.clone());
         config.takes_images = self.takes_images;
         config.tool_calls_in_text = self.tool_calls_in_text;
+        // The usual flag and variable are named by the client itself; an entry's own
+        // variable is not.
+        if self.entry.as_ref().is_some_and(|e| e.env_key.is_some()) {
+            config.api_key_origin = Some(self.api_key_origin.clone());
+        }
         config.sampling = self.sampling();
         config.headers = self.headers();
         config.retry = self.retry_policy();
