@@ -349,3 +349,53 @@ async fn the_fake_catches_a_dropped_thinking_block_and_an_unanswered_tool_use() 
     );
     assert!(violations.contains("toolu_b"), "{violations}");
 }
+
+#[test]
+fn a_forced_tool_thinking_and_sampling_take_the_apis_shape() {
+    let mut config = AnthropicConfig::new("http://x", "claude-test");
+    config.sampling = crate::Sampling {
+        temperature: Some(0.5),
+        top_k: Some(40),
+        max_tokens: Some(4000),
+        presence_penalty: Some(1.0),
+        ..Default::default()
+    };
+    config.cache_control = false;
+    let mut req = request();
+    req.tool_choice = Some("glob".into());
+    // A call whose arguments are not an object still gives a valid tool use.
+    req.messages.push(Message::Assistant {
+        text: String::new(),
+        tool_calls: vec![ToolCall {
+            id: "toolu_x".into(),
+            name: "glob".into(),
+            arguments: "{not json".into(),
+        }],
+        reasoning: vec![OpaquePart {
+            format: "gemini".into(),
+            value: json!({"thoughtSignature": "abc"}),
+        }],
+    });
+    let body = wire::request_body(&config, &req);
+    assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "glob"}));
+    assert_eq!(body["max_tokens"], 4000);
+    assert_eq!(body["temperature"], 0.5);
+    assert_eq!(body["top_k"], 40);
+    assert!(body.get("presence_penalty").is_none());
+    assert!(body.get("thinking").is_none());
+    assert!(body["system"][0].get("cache_control").is_none());
+    assert!(body["tools"][1].get("cache_control").is_none());
+    // Another format's part is left out; the call's input is an empty object.
+    assert_eq!(
+        body["messages"][1]["content"],
+        json!([{"type": "tool_use", "id": "toolu_x", "name": "glob", "input": {}}])
+    );
+    config.thinking_budget = Some(2048);
+    let body = wire::request_body(&config, &req);
+    assert_eq!(
+        body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2048})
+    );
+    // With thinking on the API takes no forced tool.
+    assert!(body.get("tool_choice").is_none());
+}
