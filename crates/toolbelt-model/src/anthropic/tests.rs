@@ -376,7 +376,7 @@ fn a_forced_tool_thinking_and_sampling_take_the_apis_shape() {
             value: json!({"thoughtSignature": "abc"}),
         }],
     });
-    let body = wire::request_body(&config, &req);
+    let body = serde_json::to_value(wire::request_body(&config, &req)).unwrap();
     assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "glob"}));
     assert_eq!(body["max_tokens"], 4000);
     assert_eq!(body["temperature"], 0.5);
@@ -391,7 +391,7 @@ fn a_forced_tool_thinking_and_sampling_take_the_apis_shape() {
         json!([{"type": "tool_use", "id": "toolu_x", "name": "glob", "input": {}}])
     );
     config.thinking_budget = Some(2048);
-    let body = wire::request_body(&config, &req);
+    let body = serde_json::to_value(wire::request_body(&config, &req)).unwrap();
     assert_eq!(
         body["thinking"],
         json!({"type": "enabled", "budget_tokens": 2048})

@@ -7,10 +7,15 @@
 //!
 //! Prompt caching: `cache_control` marks the system prompt and the last tool, so the
 //! unchanging prefix (tools, then system) is cached across the turns of a run.
+//!
+//! The body is typed and borrows the conversation rather than being built as a JSON
+//! tree: the whole conversation is sent at every turn, and copying it into a tree each
+//! time made a long session's requests cost twice the chat format's.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use super::AnthropicConfig;
 use crate::{Message, ModelRequest, UserPart};
@@ -18,15 +23,116 @@ use crate::{Message, ModelRequest, UserPart};
 /// What `format` an [`crate::OpaquePart`] made here carries.
 pub(super) const FORMAT: &str = "anthropic";
 
+/// One streamed request.
+#[derive(Serialize)]
+pub(super) struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    stream: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    system: Vec<SystemBlock>,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ToolChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_k: Option<u32>,
+}
+
+/// `{"type": "ephemeral"}`.
+#[derive(Serialize, Clone, Copy)]
+#[serde(tag = "type", rename = "ephemeral")]
+struct Ephemeral {}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "text")]
+struct SystemBlock {
+    text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<Ephemeral>,
+}
+
+#[derive(Serialize)]
+struct Tool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<Ephemeral>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "tool")]
+struct ToolChoice<'a> {
+    name: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "enabled")]
+struct Thinking {
+    budget_tokens: u32,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Block<'a> {
+    Typed(TypedBlock<'a>),
+    /// A thinking block as the server sent it.
+    Opaque(&'a Value),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum TypedBlock<'a> {
+    Text {
+        text: &'a str,
+    },
+    Image {
+        source: ImageSource<'a>,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        content: Vec<TextBlock<'a>>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "text")]
+struct TextBlock<'a> {
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "base64")]
+struct ImageSource<'a> {
+    media_type: &'a str,
+    data: String,
+}
+
 /// The body of one streamed request.
-pub(super) fn request_body(config: &AnthropicConfig, request: &ModelRequest) -> Value {
-    let max_tokens = config.sampling.max_tokens.unwrap_or(config.max_tokens);
-    let mut body = json!({
-        "model": config.model,
-        "max_tokens": max_tokens,
-        "stream": true,
-        "messages": messages(&request.messages),
-    });
+pub(super) fn request_body<'a>(config: &'a AnthropicConfig, request: &'a ModelRequest) -> Body<'a> {
+    let cache = config.cache_control.then_some(Ephemeral {});
     let system: Vec<&str> = request
         .messages
         .iter()
@@ -35,58 +141,53 @@ pub(super) fn request_body(config: &AnthropicConfig, request: &ModelRequest) -> 
             _ => None,
         })
         .collect();
-    if !system.is_empty() {
-        let mut block = json!({"type": "text", "text": system.join("\n\n")});
-        if config.cache_control {
-            block["cache_control"] = json!({"type": "ephemeral"});
-        }
-        body["system"] = json!([block]);
+    let system = if system.is_empty() {
+        Vec::new()
+    } else {
+        vec![SystemBlock {
+            text: system.join("\n\n"),
+            cache_control: cache,
+        }]
+    };
+    let last = request.tools.len().saturating_sub(1);
+    let tools = request
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Tool {
+            name: &t.name,
+            description: &t.description,
+            input_schema: &t.parameters,
+            cache_control: cache.filter(|_| i == last),
+        })
+        .collect();
+    // With thinking on, the API takes only `auto` or `none`: a forced tool is then asked
+    // for in words by the agent's own prompt, not here.
+    let tool_choice = request
+        .tool_choice
+        .as_deref()
+        .filter(|_| config.thinking_budget.is_none() && !request.tools.is_empty())
+        .map(|name| ToolChoice { name });
+    Body {
+        model: &config.model,
+        max_tokens: config.sampling.max_tokens.unwrap_or(config.max_tokens),
+        stream: true,
+        system,
+        messages: messages(&request.messages),
+        tools,
+        tool_choice,
+        thinking: config
+            .thinking_budget
+            .map(|budget_tokens| Thinking { budget_tokens }),
+        temperature: config.sampling.temperature,
+        top_p: config.sampling.top_p,
+        top_k: config.sampling.top_k,
     }
-    if !request.tools.is_empty() {
-        let mut tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "name": t.name,
-                    "description": t.description,
-                    "input_schema": t.parameters,
-                })
-            })
-            .collect();
-        if config.cache_control
-            && let Some(last) = tools.last_mut()
-        {
-            last["cache_control"] = json!({"type": "ephemeral"});
-        }
-        body["tools"] = Value::Array(tools);
-        // With thinking on, the API takes only `auto` or `none`: a forced tool is then
-        // asked for in words by the agent's own prompt, not here.
-        if let Some(name) = &request.tool_choice
-            && config.thinking_budget.is_none()
-        {
-            body["tool_choice"] = json!({"type": "tool", "name": name});
-        }
-    }
-    if let Some(budget) = config.thinking_budget {
-        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
-    }
-    let s = &config.sampling;
-    for (key, value) in [
-        ("temperature", s.temperature.map(Value::from)),
-        ("top_p", s.top_p.map(Value::from)),
-        ("top_k", s.top_k.map(Value::from)),
-    ] {
-        if let Some(v) = value {
-            body[key] = v;
-        }
-    }
-    body
 }
 
 /// The conversation as Messages API messages, same-role neighbours merged.
-fn messages(conversation: &[Message]) -> Vec<Value> {
-    let mut out: Vec<(&str, Vec<Value>)> = Vec::new();
+fn messages(conversation: &[Message]) -> Vec<WireMessage<'_>> {
+    let mut out: Vec<WireMessage<'_>> = Vec::new();
     for m in conversation {
         let (role, blocks) = match m {
             Message::System(_) => continue,
@@ -97,56 +198,60 @@ fn messages(conversation: &[Message]) -> Vec<Value> {
                 reasoning,
             } => {
                 // Thinking blocks first, as they came: the API checks their signatures.
-                let mut blocks: Vec<Value> = reasoning
+                let mut blocks: Vec<Block<'_>> = reasoning
                     .iter()
                     .filter(|p| p.format == FORMAT)
-                    .map(|p| p.value.clone())
+                    .map(|p| Block::Opaque(&p.value))
                     .collect();
                 if !text.is_empty() {
-                    blocks.push(json!({"type": "text", "text": text}));
+                    blocks.push(Block::Typed(TypedBlock::Text { text }));
                 }
                 for c in tool_calls {
-                    blocks.push(json!({
-                        "type": "tool_use",
-                        "id": c.id,
-                        "name": c.name,
-                        "input": tool_input(&c.arguments),
+                    blocks.push(Block::Typed(TypedBlock::ToolUse {
+                        id: &c.id,
+                        name: &c.name,
+                        input: tool_input(&c.arguments),
                     }));
                 }
                 ("assistant", blocks)
             }
             Message::Tool { call_id, text } => {
-                let mut block = json!({"type": "tool_result", "tool_use_id": call_id});
-                if !text.is_empty() {
-                    block["content"] = json!([{"type": "text", "text": text}]);
-                }
-                // Every failed call's result starts so (toolbelt-core's result.rs).
-                if text.starts_with("Error: ") {
-                    block["is_error"] = Value::Bool(true);
-                }
-                ("user", vec![block])
+                let block = TypedBlock::ToolResult {
+                    tool_use_id: call_id,
+                    content: if text.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![TextBlock { text }]
+                    },
+                    // Every failed call's result starts so (toolbelt-core's result.rs).
+                    is_error: text.starts_with("Error: "),
+                };
+                ("user", vec![Block::Typed(block)])
             }
         };
         if blocks.is_empty() {
             continue;
         }
         match out.last_mut() {
-            Some((last, existing)) if *last == role => existing.extend(blocks),
-            _ => out.push((role, blocks)),
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => out.push(WireMessage {
+                role,
+                content: blocks,
+            }),
         }
     }
-    out.into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect()
+    out
 }
 
-fn user_part(part: &UserPart) -> Option<Value> {
+fn user_part(part: &UserPart) -> Option<Block<'_>> {
     match part {
         UserPart::Text(text) if text.is_empty() => None,
-        UserPart::Text(text) => Some(json!({"type": "text", "text": text})),
-        UserPart::Image { mime_type, data } => Some(json!({
-            "type": "image",
-            "source": {"type": "base64", "media_type": mime_type, "data": STANDARD.encode(data)},
+        UserPart::Text(text) => Some(Block::Typed(TypedBlock::Text { text })),
+        UserPart::Image { mime_type, data } => Some(Block::Typed(TypedBlock::Image {
+            source: ImageSource {
+                media_type: mime_type,
+                data: STANDARD.encode(data),
+            },
         })),
     }
 }

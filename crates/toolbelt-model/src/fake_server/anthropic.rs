@@ -271,17 +271,22 @@ fn check_conversation(
 ) -> (Vec<(String, String, Value)>, Vec<Value>) {
     let mut seen = Seen::default();
     for (i, m) in messages.iter().enumerate() {
-        let blocks: Vec<Value> = match m.get("content") {
-            Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
-            Some(Value::Array(a)) => a.clone(),
+        // Borrowed: a long conversation is checked whole at every request.
+        let text_block;
+        let blocks: &[Value] = match m.get("content") {
+            Some(Value::String(s)) => {
+                text_block = [json!({"type": "text", "text": s})];
+                &text_block
+            }
+            Some(Value::Array(a)) => a,
             _ => {
                 problems.push(format!("message {i}: no content"));
-                Vec::new()
+                &[]
             }
         };
         match m.get("role").and_then(Value::as_str).unwrap_or("") {
-            "user" => seen.user(i, &blocks, problems),
-            "assistant" => seen.assistant(i, &blocks, problems),
+            "user" => seen.user(i, blocks, problems),
+            "assistant" => seen.assistant(i, blocks, problems),
             other => problems.push(format!(
                 "message {i}: role '{other}' (only user and assistant)"
             )),
