@@ -89,7 +89,7 @@ impl Protocol {
 }
 
 /// A model as chosen: what its client needs, and where each part came from.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ModelChoice {
     /// The provider id, as configured.
     pub provider: String,
@@ -113,6 +113,19 @@ pub struct ModelChoice {
     pub tool_calls_in_text: bool,
     /// What it was chosen from, to choose another model the same way.
     from: Arc<(AgentOptions, Settings)>,
+}
+
+/// Without the key, which must not reach a log.
+impl std::fmt::Debug for ModelChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelChoice")
+            .field("provider", &self.provider)
+            .field("protocol", &self.protocol)
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key_origin", &self.api_key_origin)
+            .finish_non_exhaustive()
+    }
 }
 
 fn env_var(name: &str) -> Option<String> {
@@ -449,5 +462,54 @@ impl ModelChoice {
             }
         }
         policy
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn provider_ids_name_their_protocols() {
+        for (id, protocol) in [
+            ("openai", Some(Protocol::OpenAiChat)),
+            ("qwen-oauth", Some(Protocol::OpenAiChat)),
+            ("anthropic", Some(Protocol::Anthropic)),
+            ("gemini", Some(Protocol::Gemini)),
+            ("vertex-ai", Some(Protocol::Gemini)),
+            ("openai-responses", Some(Protocol::OpenAiResponses)),
+            ("corp", None),
+        ] {
+            assert_eq!(Protocol::of_provider(id), protocol, "{id}");
+        }
+    }
+
+    /// Flags only, so the test does not depend on the environment it runs in.
+    #[test]
+    fn flags_choose_the_chat_format_and_the_key_stays_out_of_debug_output() {
+        let options = AgentOptions {
+            model: Some("m".into()),
+            openai_base_url: Some("http://127.0.0.1:9/v1".into()),
+            openai_api_key: Some("sk-secret-key".into()),
+            ..AgentOptions::default()
+        };
+        let choice = choose(&options, &Settings::default()).unwrap();
+        assert_eq!(choice.protocol, Protocol::OpenAiChat);
+        assert_eq!(choice.provider, "openai");
+        assert_eq!(choice.base_url_origin, "--openai-base-url");
+        assert_eq!(choice.api_key_origin, "--openai-api-key");
+        assert!(!format!("{choice:?}").contains("sk-secret-key"));
+        // A custom id without providerProtocol is refused, naming the setting.
+        let options = AgentOptions {
+            provider: Some("corp".into()),
+            ..options
+        };
+        let err = choose(&options, &Settings::default()).unwrap_err();
+        assert!(
+            err.contains("'corp'") && err.contains("providerProtocol"),
+            "{err}"
+        );
     }
 }
