@@ -399,3 +399,29 @@ fn a_forced_tool_thinking_and_sampling_take_the_apis_shape() {
     // With thinking on the API takes no forced tool.
     assert!(body.get("tool_choice").is_none());
 }
+
+#[tokio::test]
+async fn cancelling_while_the_server_is_silent_stops_at_once() {
+    // The answer comes ten minutes after the request was recorded.
+    let server = server(vec![Reply::Delayed {
+        delay: Duration::from_secs(600),
+        then: Box::new(Reply::text("late")),
+    }])
+    .await;
+    let c = client(&server);
+    let cancel = CancellationToken::new();
+    let req = request();
+    let run = c.complete(&req, &cancel);
+    let canceller = async {
+        while server.requests().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        cancel.cancel();
+    };
+    let (result, ()) = tokio::time::timeout(Duration::from_secs(20), async {
+        tokio::join!(run, canceller)
+    })
+    .await
+    .expect("cancel was not prompt");
+    assert!(matches!(result, Err(ModelError::Cancelled)));
+}
