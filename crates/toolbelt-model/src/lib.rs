@@ -1,6 +1,7 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
-//! Model access for toolbelt: an OpenAI-compatible Chat Completions client and a replay
-//! model that answers from a script, behind one [`Model`] trait.
+//! Model access for toolbelt: an OpenAI-compatible Chat Completions client, an Anthropic
+//! Messages client and a replay model that answers from a script, behind one [`Model`]
+//! trait.
 //!
 //! # Brief overview
 //!
@@ -9,13 +10,16 @@
 //! request, streamed (`sse.rs` decodes the event stream and assembles tool-call deltas by
 //! index) or not, and retries what is worth retrying (`retry.rs`: 429, 5xx, connection
 //! errors, a stream cut short; exponential backoff with jitter; `Retry-After` honoured, seconds or HTTP date).
+//! [`AnthropicClient`] speaks the Messages API (`anthropic.rs`), with the same retry loop;
+//! what only one format understands (Anthropic's signed thinking blocks) travels on the
+//! assistant message as an [`OpaquePart`] and goes back to that format alone.
 //! A refusal the server means (400, 401, 403, 404) ends the run with the server's own
 //! message. [`ReplayModel`] answers the n-th request with the n-th turn of a JSONL
 //! script, so the whole agent runs offline; [`RecordingModel`] writes a real run's turns
 //! in the same format.
 //!
-//! Feature `fake-server`: a scripted OpenAI-compatible server on 127.0.0.1 that checks
-//! every request it receives, for tests and benchmarks.
+//! Feature `fake-server`: a scripted server on 127.0.0.1 (OpenAI chat completions or
+//! Anthropic Messages) that checks every request it receives, for tests and benchmarks.
 
 #![warn(missing_docs, unreachable_pub)]
 

@@ -565,7 +565,7 @@ fn core_tools(registry: &mut ToolRegistry, settings: &Settings, core: &[String])
 
 /// The replay script, or a server from options, environment and settings
 /// (`providers.rs` chooses the provider and its wire format); perhaps recorded. Also
-/// returns the choice (sub-agents name other models of the same provider).
+/// returns the choice, from which sub-agents and `set_model` choose other models.
 pub fn build_model(
     options: &AgentOptions,
     settings: &Settings,
