@@ -394,8 +394,25 @@ impl ModelChoice {
         {
             config.cache_control = cache;
         }
+        let max_tokens = config.sampling.max_tokens.unwrap_or(config.max_tokens);
+        config.thinking_budget = self.thinking_budget(max_tokens)?;
         let client = AnthropicClient::new(config).map_err(|e| self.failed(&e.to_string()))?;
         Ok(Box::new(client))
+    }
+
+    /// Extended thinking's budget from `MAX_THINKING_TOKENS` (Claude Code's variable):
+    /// unset or 0 leaves thinking off; the API wants 1024 or more, below `max_tokens`.
+    fn thinking_budget(&self, max_tokens: u32) -> Result<Option<u32>, String> {
+        let Some(text) = env_var("MAX_THINKING_TOKENS") else {
+            return Ok(None);
+        };
+        match text.trim().parse::<u32>() {
+            Ok(0) => Ok(None),
+            Ok(n) if (1024..max_tokens).contains(&n) => Ok(Some(n)),
+            _ => Err(self.failed(&format!(
+                "MAX_THINKING_TOKENS is '{text}': thinking needs a whole number from 1024 to below max_tokens ({max_tokens}; samplingParams.max_tokens of a modelProviders entry raises it), or 0 for no thinking"
+            ))),
+        }
     }
 
     // The two arms below are filled when the Gemini and OpenAI Responses clients land.

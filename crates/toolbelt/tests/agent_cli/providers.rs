@@ -60,6 +60,7 @@ async fn the_seven_call_session_over_anthropic_messages_recorded_and_replayed() 
         ("ANTHROPIC_BASE_URL", url.as_str()),
         ("ANTHROPIC_API_KEY", "sk-ant-test"),
         ("ANTHROPIC_MODEL", "claude-test"),
+        ("MAX_THINKING_TOKENS", "2048"),
     ];
     let run = w
         .run(
@@ -81,6 +82,10 @@ async fn the_seven_call_session_over_anthropic_messages_recorded_and_replayed() 
     assert_eq!(requests.len(), 9);
     assert!(requests.iter().all(|r| r.path == "/v1/messages"));
     assert_eq!(requests[1].body["model"], "claude-test");
+    assert_eq!(
+        requests[1].body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2048})
+    );
     check_seven_files(&w);
     // The usage of the eight answers, the cache's part included.
     let usage = &crate::support::json_result(&run.stdout)["usage"];
@@ -196,6 +201,19 @@ async fn providers_that_cannot_be_used_say_which_and_why() {
                 "provider 'anthropic'",
                 "https://api.anthropic.com",
                 "ANTHROPIC_API_KEY",
+            ],
+        ),
+        (
+            vec!["--provider", "anthropic", "-m", "claude-test", "go"],
+            vec![
+                ("ANTHROPIC_API_KEY", "k"),
+                ("MAX_THINKING_TOKENS", "100000"),
+            ],
+            vec![
+                "MAX_THINKING_TOKENS",
+                "100000",
+                "8192",
+                "provider 'anthropic'",
             ],
         ),
         (

@@ -67,6 +67,7 @@ impl Workspace {
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("ANTHROPIC_BASE_URL")
             .env_remove("ANTHROPIC_MODEL")
+            .env_remove("MAX_THINKING_TOKENS")
             .env_remove("GEMINI_API_KEY")
             .env_remove("GOOGLE_API_KEY")
             .env("HOME", self.dir.path().join("home"))
