@@ -79,7 +79,7 @@ use std::time::SystemTime;
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
-use toolbelt_model::{Message, ToolCall, UserPart};
+use toolbelt_model::{Message, OpaquePart, ToolCall, UserPart};
 
 /// The version this code writes and reads.
 pub const FORMAT_VERSION: u64 = 1;
@@ -207,6 +207,10 @@ enum Line {
         text: String,
         #[serde(default)]
         tool_calls: Vec<CallRecord>,
+        /// Parts only the format that made them reads (signed thinking blocks): a
+        /// resumed tool-use turn must send them back.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasoning: Vec<ReasoningRecord>,
     },
     Tool {
         call_id: String,
@@ -223,6 +227,12 @@ enum Line {
 enum ContentRecord {
     Text(String),
     Image { mime_type: String, data: String },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct ReasoningRecord {
+    format: String,
+    value: serde_json::Value,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -251,8 +261,17 @@ impl Line {
                     .collect(),
             },
             Message::Assistant {
-                text, tool_calls, ..
+                text,
+                tool_calls,
+                reasoning,
             } => Line::Assistant {
+                reasoning: reasoning
+                    .iter()
+                    .map(|p| ReasoningRecord {
+                        format: p.format.clone(),
+                        value: p.value.clone(),
+                    })
+                    .collect(),
                 text: text.clone(),
                 tool_calls: tool_calls
                     .iter()
@@ -292,7 +311,11 @@ impl Line {
                 }
                 Message::User(parts)
             }
-            Line::Assistant { text, tool_calls } => Message::Assistant {
+            Line::Assistant {
+                text,
+                tool_calls,
+                reasoning,
+            } => Message::Assistant {
                 text,
                 tool_calls: tool_calls
                     .into_iter()
@@ -302,7 +325,13 @@ impl Line {
                         arguments: c.arguments,
                     })
                     .collect(),
-                reasoning: Vec::new(),
+                reasoning: reasoning
+                    .into_iter()
+                    .map(|r| OpaquePart {
+                        format: r.format,
+                        value: r.value,
+                    })
+                    .collect(),
             },
             Line::Tool { call_id, text } => Message::Tool { call_id, text },
         })
