@@ -648,6 +648,8 @@ impl Agent {
             Message::Assistant {
                 text: turn.text.clone(),
                 tool_calls: turn.tool_calls.clone(),
+                // Thought signatures and reasoning items go back with the answer.
+                provider_state: turn.provider_state.clone(),
             },
         );
         Ok(turn)

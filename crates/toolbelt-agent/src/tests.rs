@@ -119,7 +119,9 @@ fn turn(text: &str, calls: Vec<ToolCall>, tokens: u64) -> ModelTurn {
             prompt_tokens: tokens,
             completion_tokens: 1,
             total_tokens: tokens + 1,
+            ..Default::default()
         }),
+        provider_state: None,
     }
 }
 
@@ -656,6 +658,7 @@ async fn a_saved_run_continues_with_its_history_and_no_call_runs_again() {
     expected.push(Message::Assistant {
         text: "again".into(),
         tool_calls: Vec::new(),
+        provider_state: None,
     });
     assert_eq!(resaved.messages, expected);
 }

@@ -250,7 +250,9 @@ impl Line {
                     })
                     .collect(),
             },
-            Message::Assistant { text, tool_calls } => Line::Assistant {
+            Message::Assistant {
+                text, tool_calls, ..
+            } => Line::Assistant {
                 text: text.clone(),
                 tool_calls: tool_calls
                     .iter()
@@ -300,6 +302,7 @@ impl Line {
                         arguments: c.arguments,
                     })
                     .collect(),
+                provider_state: None,
             },
             Line::Tool { call_id, text } => Message::Tool { call_id, text },
         })

@@ -450,7 +450,9 @@ fn final_reply(reply: &Reply) -> &Reply {
 }
 
 /// Reads one request: the head as text and the body (Content-Length or chunked).
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<(String, Vec<u8>)>> {
+pub(crate) async fn read_request(
+    stream: &mut TcpStream,
+) -> std::io::Result<Option<(String, Vec<u8>)>> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];
     let head_end = loop {
@@ -573,7 +575,11 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
     stream.shutdown().await
 }
 
-async fn write_chunks(stream: &mut TcpStream, body: &[u8], piece: usize) -> std::io::Result<()> {
+pub(crate) async fn write_chunks(
+    stream: &mut TcpStream,
+    body: &[u8],
+    piece: usize,
+) -> std::io::Result<()> {
     for part in body.chunks(piece.max(1)) {
         stream
             .write_all(format!("{:x}\r\n", part.len()).as_bytes())

@@ -25,15 +25,24 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+mod gemini;
 mod openai;
 mod replay;
 mod retry;
 mod sse;
+mod transport;
 mod wire;
 
 #[cfg(any(test, feature = "fake-server"))]
+pub mod fake_gemini;
+#[cfg(any(test, feature = "fake-server"))]
+mod fake_http;
+#[cfg(any(test, feature = "fake-server"))]
 pub mod fake_server;
 
+#[cfg(any(test, feature = "fake-server"))]
+pub use fake_http::FakeRequest;
+pub use gemini::{GeminiConfig, GeminiModel, GeminiService};
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use replay::{RecordingModel, ReplayModel, ScriptTurn, ScriptedCall, parse_script};
 pub use retry::RetryPolicy;
@@ -51,6 +60,9 @@ pub enum Message {
         text: String,
         /// The tool calls it asked for.
         tool_calls: Vec<ToolCall>,
+        /// What the format that made this answer needs sent back with it (see
+        /// [`ProviderState`]); `None` for most answers.
+        provider_state: Option<ProviderState>,
     },
     /// The result of one tool call, as text.
     Tool {
@@ -80,6 +92,29 @@ pub enum UserPart {
         /// The image's bytes.
         data: Vec<u8>,
     },
+}
+
+/// What a wire format attached to an answer that later requests must carry back
+/// unchanged: Gemini's thought signatures, the Responses API's encrypted reasoning items.
+/// Opaque to everything but the format named in `format`: another format (after a switch
+/// of model) ignores it, the agent only copies it from [`ModelTurn`] to
+/// [`Message::Assistant`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderState {
+    /// The format that made it, e.g. `"gemini"` or `"openai-responses"`.
+    pub format: String,
+    /// Its content, in that format's own shape.
+    pub value: serde_json::Value,
+}
+
+impl ProviderState {
+    /// The value, when `format` made it.
+    pub fn for_format<'a>(
+        state: Option<&'a ProviderState>,
+        format: &str,
+    ) -> Option<&'a serde_json::Value> {
+        state.filter(|s| s.format == format).map(|s| &s.value)
+    }
 }
 
 /// A function call the model asked for.
@@ -156,6 +191,16 @@ pub struct Usage {
     pub completion_tokens: u64,
     /// Both.
     pub total_tokens: u64,
+    /// Of `prompt_tokens`, those read from the server's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    /// Of `completion_tokens`, those spent on reasoning the answer does not show.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -164,6 +209,8 @@ impl Usage {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.total_tokens += other.total_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
     }
 }
 
@@ -178,6 +225,8 @@ pub struct ModelTurn {
     pub finish_reason: FinishReason,
     /// Token counts, when the server sent them.
     pub usage: Option<Usage>,
+    /// What the next requests must send back with this answer (see [`ProviderState`]).
+    pub provider_state: Option<ProviderState>,
 }
 
 /// Faults that end a run: the model cannot be used. (A tool failure is never one.)

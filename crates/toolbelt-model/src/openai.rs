@@ -236,6 +236,7 @@ fn parse_whole(text: &str) -> Result<ModelTurn, AttemptError> {
         tool_calls,
         finish_reason,
         usage: response.usage.map(Into::into),
+        provider_state: None,
     })
 }
 

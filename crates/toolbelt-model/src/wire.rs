@@ -66,7 +66,9 @@ fn message(m: &Message) -> Value {
                 .collect();
             json!({"role": "user", "content": content})
         }
-        Message::Assistant { text, tool_calls } => {
+        Message::Assistant {
+            text, tool_calls, ..
+        } => {
             let mut v = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text.clone()) }});
             if !tool_calls.is_empty() {
                 let calls: Vec<Value> = tool_calls
@@ -146,6 +148,7 @@ impl From<WireUsage> for Usage {
             } else {
                 u.total_tokens
             },
+            ..Default::default()
         }
     }
 }

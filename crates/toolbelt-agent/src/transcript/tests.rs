@@ -29,6 +29,7 @@ fn conversation() -> Vec<Message> {
         Message::Assistant {
             text: "Reading.".to_string(),
             tool_calls: vec![call("c1"), call("c2")],
+            provider_state: None,
         },
         Message::Tool {
             call_id: "c1".to_string(),
@@ -41,6 +42,7 @@ fn conversation() -> Vec<Message> {
         Message::Assistant {
             text: "Both say hello.".to_string(),
             tool_calls: Vec::new(),
+            provider_state: None,
         },
     ]
 }
@@ -256,6 +258,7 @@ fn summary() -> Vec<Message> {
         Message::Assistant {
             text: "Understood.".to_string(),
             tool_calls: Vec::new(),
+            provider_state: None,
         },
     ]
 }

@@ -46,7 +46,9 @@ fn two_calls() -> ModelTurn {
             prompt_tokens: 120,
             completion_tokens: 30,
             total_tokens: 150,
+            ..Default::default()
         }),
+        provider_state: None,
     }
 }
 
@@ -71,6 +73,7 @@ fn follow_up(turn: &ModelTurn) -> ModelRequest {
     req.messages.push(Message::Assistant {
         text: turn.text.clone(),
         tool_calls: turn.tool_calls.clone(),
+        provider_state: None,
     });
     for c in &turn.tool_calls {
         req.messages.push(Message::Tool {

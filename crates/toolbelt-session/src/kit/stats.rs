@@ -154,6 +154,7 @@ mod tests {
                     prompt_tokens: p,
                     completion_tokens: c,
                     total_tokens: p + c,
+                    ..Default::default()
                 }),
             });
         }

@@ -1,0 +1,269 @@
+//! What the streamed wire formats other than Chat Completions share: one HTTP attempt
+//! (timeouts, a refused local port, a status that is retried or final), the reading of
+//! its event stream, and the retry loop around attempts (`retry.rs` says what is worth
+//! another attempt and how long to wait).
+//!
+//! Each format supplies only how to build its request and how to fold its events into
+//! a turn ([`Attempt`]); cancellation, `Retry-After` and [`StreamDelta::Restart`] are
+//! handled here once.
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::StatusCode;
+use tokio_util::sync::CancellationToken;
+use toolbelt_sse::{Event, SseDecoder};
+
+use crate::retry::{RetryPolicy, parse_retry_after};
+use crate::{DeltaSink, ModelError, ModelTurn, StreamDelta};
+
+/// How one attempt failed.
+pub(crate) enum AttemptError {
+    /// Worth another attempt (after `retry_after`, when the server named a wait).
+    Retry {
+        reason: String,
+        retry_after: Option<Duration>,
+    },
+    /// Another attempt would fail the same way.
+    Fatal(ModelError),
+}
+
+/// A retryable failure without a server-named wait.
+pub(crate) fn retry(reason: impl Into<String>) -> AttemptError {
+    AttemptError::Retry {
+        reason: reason.into(),
+        retry_after: None,
+    }
+}
+
+/// Where requests go and how long they may take.
+pub(crate) struct Endpoint {
+    pub(crate) http: reqwest::Client,
+    /// The full URL of the request.
+    pub(crate) url: String,
+    /// Bounds the wait for the headers and every silence mid-stream.
+    pub(crate) timeout: Duration,
+    /// What set the URL, named when nothing listens there.
+    pub(crate) origin: Option<String>,
+    /// Said after a 401 or 403 (which key or setting to check).
+    pub(crate) auth_hint: String,
+}
+
+impl Endpoint {
+    /// An endpoint at `url`; fails when the URL is not HTTP(S) or the client cannot be built.
+    pub(crate) fn new(
+        url: String,
+        timeout: Duration,
+        origin: Option<String>,
+        auth_hint: String,
+    ) -> Result<Self, ModelError> {
+        if !url.starts_with("http://") && !url.starts_with("https://") {
+            return Err(ModelError::Config(format!(
+                "the model base URL must start with http:// or https://, got '{url}'"
+            )));
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(timeout.min(Duration::from_secs(30)))
+            .build()
+            .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Endpoint {
+            http,
+            url,
+            timeout,
+            origin,
+            auth_hint,
+        })
+    }
+
+    /// Sends `request` (built on `self.http` for `self.url`); a success status's response.
+    pub(crate) async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, AttemptError> {
+        let timeout = self.timeout;
+        let response = match tokio::time::timeout(timeout, request.send()).await {
+            Err(_) => return Err(retry(format!("no response within {timeout:?}"))),
+            Ok(Err(e)) if self.refused_locally(&e) => {
+                return Err(AttemptError::Fatal(ModelError::Unreachable {
+                    url: self.url.clone(),
+                    origin: self
+                        .origin
+                        .clone()
+                        .unwrap_or_else(|| "the configuration".to_string()),
+                }));
+            }
+            Ok(Err(e)) => return Err(retry(format!("connection error: {}", error_chain(&e)))),
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status();
+        if status.is_success() {
+            Ok(response)
+        } else {
+            Err(self.status_error(status, response).await)
+        }
+    }
+
+    async fn status_error(&self, status: StatusCode, response: reqwest::Response) -> AttemptError {
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let body = tokio::time::timeout(self.timeout, response.text())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let message = crate::wire::error_message(&body);
+        let code = status.as_u16();
+        if RetryPolicy::retryable_status(code) {
+            return AttemptError::Retry {
+                reason: format!("HTTP {code}: {message}"),
+                retry_after,
+            };
+        }
+        let hint = match code {
+            401 | 403 => format!(" ({})", self.auth_hint),
+            404 => format!(
+                " (check the base URL and the model name; the URL was {})",
+                self.url
+            ),
+            _ => String::new(),
+        };
+        AttemptError::Fatal(ModelError::Rejected {
+            status: code,
+            message: format!("{message}{hint}"),
+        })
+    }
+
+    /// Feeds each event of `response`'s stream to `apply` until it says the turn is
+    /// complete (`Ok(true)`) or the stream ends; whether it completed.
+    pub(crate) async fn read_events(
+        &self,
+        response: reqwest::Response,
+        mut apply: impl FnMut(&Event) -> Result<bool, String>,
+    ) -> Result<bool, AttemptError> {
+        let timeout = self.timeout;
+        let mut body = response.bytes_stream();
+        let mut decoder = SseDecoder::default();
+        loop {
+            let piece = match tokio::time::timeout(timeout, body.next()).await {
+                Err(_) => return Err(retry(format!("the stream was silent for {timeout:?}"))),
+                Ok(None) => break,
+                Ok(Some(Err(e))) => {
+                    return Err(retry(format!(
+                        "the connection broke mid-stream: {}",
+                        error_chain(&e)
+                    )));
+                }
+                Ok(Some(Ok(bytes))) => bytes,
+            };
+            for event in decoder.feed(&piece).map_err(|e| retry(e.to_string()))? {
+                if apply(&event).map_err(retry)? {
+                    return Ok(true);
+                }
+            }
+        }
+        match decoder.finish() {
+            Some(event) => apply(&event).map_err(retry),
+            None => Ok(false),
+        }
+    }
+
+    /// A refused connection to this machine: nothing listens at the port, which a retry
+    /// a few seconds later will not change (a remote refusal may be a restarting server).
+    fn refused_locally(&self, e: &reqwest::Error) -> bool {
+        let local = reqwest::Url::parse(&self.url)
+            .ok()
+            .and_then(|u| {
+                let host = u.host_str()?.trim_start_matches('[').trim_end_matches(']');
+                Some(match host.parse::<std::net::IpAddr>() {
+                    Ok(ip) => ip.is_loopback() || ip.is_unspecified(),
+                    Err(_) => host.eq_ignore_ascii_case("localhost"),
+                })
+            })
+            .unwrap_or(false);
+        local && e.is_connect() && io_kind(e) == Some(std::io::ErrorKind::ConnectionRefused)
+    }
+}
+
+/// Runs `attempt` until it succeeds, fails for good, or `policy`'s attempts are spent;
+/// stops at once with [`ModelError::Cancelled`] when `cancel` fires.
+pub(crate) async fn with_retries<F, Fut>(
+    policy: &RetryPolicy,
+    cancel: &CancellationToken,
+    on_delta: DeltaSink<'_>,
+    mut attempt: F,
+) -> Result<ModelTurn, ModelError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<ModelTurn, AttemptError>>,
+{
+    let attempts = policy.max_attempts.max(1);
+    let mut last = String::new();
+    for n in 1..=attempts {
+        if n > 1 {
+            on_delta(StreamDelta::Restart);
+        }
+        let outcome = tokio::select! {
+            outcome = attempt() => outcome,
+            _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+        };
+        let retry_after = match outcome {
+            Ok(turn) => return Ok(turn),
+            Err(AttemptError::Fatal(e)) => return Err(e),
+            Err(AttemptError::Retry {
+                reason,
+                retry_after,
+            }) => {
+                last = reason;
+                retry_after
+            }
+        };
+        if n == attempts {
+            break;
+        }
+        let delay = policy.delay(n, retry_after);
+        tracing::warn!(
+            "model request failed (attempt {n} of {attempts}): {last}; retrying in {delay:?}"
+        );
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+        }
+    }
+    Err(ModelError::Unavailable { attempts, last })
+}
+
+/// The kind of the first I/O error in `e`'s chain.
+fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        source = s.source();
+    }
+    None
+}
+
+/// An error with its causes, which is where reqwest keeps the useful part.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// At most 200 characters of `s`, for error messages that quote a payload.
+pub(crate) fn shorten(s: &str) -> String {
+    match s.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
