@@ -49,6 +49,26 @@ install_python_sdk() {
         missing "could not install the MCP Python SDK into $dir (python3 -m venv, pip install -r $requirements)"
     fi
 }
+# The official Python SDKs of Gemini and OpenAI, pinned, in their own virtualenv: the
+# tests in crates/toolbelt-model drive the fake model servers with them, so the fakes
+# cannot drift from the real wire formats.
+install_model_sdks() {
+    local dir=.cache/llm-sdks
+    local requirements=crates/toolbelt-model/tests/fixtures/sdk/requirements.txt
+    cmp -s "$requirements" "$dir/installed-requirements.txt" 2>/dev/null && return 0
+    if ! command -v python3 >/dev/null 2>&1; then
+        missing "python3 not found (the model SDK tests need it)"
+        return 0
+    fi
+    rm -rf "$dir"
+    if python3 -m venv "$dir" >/dev/null 2>&1 \
+        && "$dir/bin/pip" install --quiet --disable-pip-version-check --no-input \
+            -r "$requirements" >/dev/null 2>&1; then
+        cp "$requirements" "$dir/installed-requirements.txt"
+    else
+        missing "could not install google-genai and openai into $dir (python3 -m venv, pip install -r $requirements)"
+    fi
+}
 # The MCP Inspector CLI, which needs Node 22 (>= 22.19 for 2.x). The npm package `node`
 # ships a Node binary as a platform package from the npm registry, so Node 22 comes from
 # there too, whatever node is on PATH.
@@ -131,6 +151,8 @@ install_lsp_servers() {
 }
 install_python_sdk &
 python_sdk=$!
+install_model_sdks &
+model_sdks=$!
 install_inspector &
 inspector=$!
 install_qwen_sdk &
@@ -138,6 +160,7 @@ qwen_sdk=$!
 install_lsp_servers &
 lsp_servers=$!
 wait "$python_sdk" || exit 1
+wait "$model_sdks" || exit 1
 wait "$inspector" || exit 1
 wait "$qwen_sdk" || exit 1
 wait "$lsp_servers" || exit 1

@@ -29,6 +29,8 @@ mod gemini;
 mod openai;
 mod replay;
 mod retry;
+#[cfg(test)]
+mod sdk_check;
 mod sse;
 mod transport;
 mod wire;

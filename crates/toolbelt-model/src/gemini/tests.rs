@@ -501,3 +501,43 @@ fn a_refused_prompt_and_an_error_chunk_are_told_apart() {
         .unwrap_err();
     assert!(err.contains("backend died"), "{err}");
 }
+
+/// The session of the SDK test: a 429, then eight calls over five answers, then text.
+fn sdk_script() -> Vec<GeminiReply> {
+    session_script()
+        .into_iter()
+        .filter(|r| matches!(r, GeminiReply::Turn(_) | GeminiReply::Status { .. }))
+        .take(7)
+        .collect()
+}
+
+#[tokio::test]
+async fn the_official_python_sdk_parses_every_scripted_turn() {
+    let Some(python) = crate::sdk_check::python("google-genai") else {
+        return;
+    };
+    let server = FakeGemini::start(sdk_script()).await.unwrap();
+    let lines = crate::sdk_check::run(&python, "gemini_client.py", &server.base_url()).await;
+    let expected: Vec<Value> = sdk_script()
+        .iter()
+        .map(|r| match r {
+            GeminiReply::Status { status, .. } => json!({"error": status, "status": "RESOURCE_EXHAUSTED"}),
+            GeminiReply::Turn(t) => json!({
+                "text": t.text,
+                "thoughts": 1,
+                "calls": t.tool_calls.iter().map(|c| json!([c.id, c.name, serde_json::from_str::<Value>(&c.arguments).unwrap()])).collect::<Vec<_>>(),
+                "signatures": 1,
+                "finish": "STOP",
+                "total_tokens": t.usage.map_or(0, |u| u.total_tokens),
+            }),
+            other => panic!("not in the SDK script: {other:?}"),
+        })
+        .collect();
+    assert_eq!(lines, expected);
+    assert_eq!(
+        server.violations(),
+        Vec::<String>::new(),
+        "the SDK's requests"
+    );
+    assert_eq!(server.unused(), 0);
+}
