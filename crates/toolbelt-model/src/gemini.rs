@@ -157,7 +157,9 @@ impl GeminiModel {
         let mut turn = stream::TurnAssembler::default();
         let complete = self
             .endpoint
-            .read_events(response, |event| turn.apply(&event.data, on_delta))
+            .read_events(response, |event| {
+                turn.apply(&event.data, on_delta).map_err(retry)
+            })
             .await?;
         if complete || turn.is_complete() {
             Ok(turn.into_turn())

@@ -28,10 +28,11 @@ use tokio_util::sync::CancellationToken;
 mod gemini;
 mod openai;
 mod replay;
+mod responses;
 mod retry;
-#[cfg(test)]
-mod sdk_check;
 mod sse;
+#[cfg(test)]
+mod test_support;
 mod transport;
 mod wire;
 
@@ -40,6 +41,8 @@ pub mod fake_gemini;
 #[cfg(any(test, feature = "fake-server"))]
 mod fake_http;
 #[cfg(any(test, feature = "fake-server"))]
+pub mod fake_responses;
+#[cfg(any(test, feature = "fake-server"))]
 pub mod fake_server;
 
 #[cfg(any(test, feature = "fake-server"))]
@@ -47,6 +50,7 @@ pub use fake_http::FakeRequest;
 pub use gemini::{GeminiConfig, GeminiModel, GeminiService};
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use replay::{RecordingModel, ReplayModel, ScriptTurn, ScriptedCall, parse_script};
+pub use responses::{ResponsesConfig, ResponsesModel};
 pub use retry::RetryPolicy;
 
 /// One message of the conversation.

@@ -142,7 +142,7 @@ impl Endpoint {
     pub(crate) async fn read_events(
         &self,
         response: reqwest::Response,
-        mut apply: impl FnMut(&Event) -> Result<bool, String>,
+        mut apply: impl FnMut(&Event) -> Result<bool, AttemptError>,
     ) -> Result<bool, AttemptError> {
         let timeout = self.timeout;
         let mut body = response.bytes_stream();
@@ -160,13 +160,13 @@ impl Endpoint {
                 Ok(Some(Ok(bytes))) => bytes,
             };
             for event in decoder.feed(&piece).map_err(|e| retry(e.to_string()))? {
-                if apply(&event).map_err(retry)? {
+                if apply(&event)? {
                     return Ok(true);
                 }
             }
         }
         match decoder.finish() {
-            Some(event) => apply(&event).map_err(retry),
+            Some(event) => apply(&event),
             None => Ok(false),
         }
     }

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::fake_gemini::{FakeGemini, GeminiReply};
-use crate::{FinishReason, Message, ModelTurn, ToolCall, ToolSpec, Usage};
+use crate::{FinishReason, Message, ModelTurn, ToolSpec, Usage};
 
 fn quick_retries() -> RetryPolicy {
     RetryPolicy {
@@ -157,45 +157,6 @@ fn session_script() -> Vec<GeminiReply> {
     ]
 }
 
-/// A tool's result as the agent would give it.
-fn result_of(call: &ToolCall) -> String {
-    if call.arguments.contains("missing.rs") {
-        "Error: missing.rs does not exist".into()
-    } else {
-        format!("output of {}", call.name)
-    }
-}
-
-/// Drives `model` as the agent does until an answer without calls; the answers.
-pub(crate) async fn drive(model: &dyn Model, request: &mut ModelRequest) -> Vec<ModelTurn> {
-    let mut turns = Vec::new();
-    loop {
-        let turn = tokio::time::timeout(
-            Duration::from_secs(30),
-            model.complete(request, &CancellationToken::new()),
-        )
-        .await
-        .expect("the client hung")
-        .unwrap_or_else(|e| panic!("turn {}: {e}", turns.len() + 1));
-        request.messages.push(Message::Assistant {
-            text: turn.text.clone(),
-            tool_calls: turn.tool_calls.clone(),
-            provider_state: turn.provider_state.clone(),
-        });
-        for c in &turn.tool_calls {
-            request.messages.push(Message::Tool {
-                call_id: c.id.clone(),
-                text: result_of(c),
-            });
-        }
-        let done = turn.tool_calls.is_empty();
-        turns.push(turn);
-        if done {
-            return turns;
-        }
-    }
-}
-
 #[tokio::test]
 async fn a_seven_call_session_with_retries_sends_every_signature_and_result_back() {
     let server = FakeGemini::start(session_script()).await.unwrap();
@@ -208,7 +169,7 @@ async fn a_seven_call_session_with_retries_sends_every_signature_and_result_back
         tools: tools(),
         tool_choice: None,
     };
-    let turns = drive(&m, &mut request).await;
+    let turns = crate::test_support::drive(&m, &mut request).await;
     let calls: Vec<&str> = turns
         .iter()
         .flat_map(|t| &t.tool_calls)
@@ -230,7 +191,7 @@ async fn a_seven_call_session_with_retries_sends_every_signature_and_result_back
     assert_eq!(last.usage, Some(usage(900, 40)));
     // The final answer's signature goes back with the next question.
     request.messages.push(Message::user_text("thanks"));
-    let thanks = drive(&m, &mut request).await;
+    let thanks = crate::test_support::drive(&m, &mut request).await;
     assert_eq!(thanks[0].text, "You're welcome.");
     assert_eq!(server.violations(), Vec::<String>::new());
     assert_eq!(server.unused(), 0);
@@ -513,11 +474,11 @@ fn sdk_script() -> Vec<GeminiReply> {
 
 #[tokio::test]
 async fn the_official_python_sdk_parses_every_scripted_turn() {
-    let Some(python) = crate::sdk_check::python("google-genai") else {
+    let Some(python) = crate::test_support::python("google-genai") else {
         return;
     };
     let server = FakeGemini::start(sdk_script()).await.unwrap();
-    let lines = crate::sdk_check::run(&python, "gemini_client.py", &server.base_url()).await;
+    let lines = crate::test_support::run(&python, "gemini_client.py", &server.base_url()).await;
     let expected: Vec<Value> = sdk_script()
         .iter()
         .map(|r| match r {

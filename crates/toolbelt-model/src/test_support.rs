@@ -1,11 +1,54 @@
-//! Runs the official Python SDKs (`google-genai`, `openai`) against the fake servers, so
-//! the fakes cannot drift from the real wire formats. `scripts/setup.sh` installs the SDKs,
+//! What the tests of the wire formats share: a driver that plays the agent through a
+//! scripted session, and a runner of the official Python SDKs (`google-genai`, `openai`)
+//! against the fake servers, so the fakes cannot drift from the real wire formats. `scripts/setup.sh` installs the SDKs,
 //! pinned by `tests/fixtures/sdk/requirements.txt`, into `.cache/llm-sdks`; the scripts that
 //! drive them are beside the requirements.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::{Message, Model, ModelRequest, ModelTurn, ToolCall};
+
+/// A tool's result as the agent would give it: an error for a file called missing.
+pub(crate) fn result_of(call: &ToolCall) -> String {
+    if call.arguments.contains("missing.rs") {
+        "Error: missing.rs does not exist".into()
+    } else {
+        format!("output of {}", call.name)
+    }
+}
+
+/// Drives `model` as the agent does (each answer, with its provider state, then a result
+/// per call) until an answer without calls; the answers.
+pub(crate) async fn drive(model: &dyn Model, request: &mut ModelRequest) -> Vec<ModelTurn> {
+    let mut turns = Vec::new();
+    loop {
+        let cancel = CancellationToken::new();
+        let answer = model.complete(request, &cancel);
+        let turn = tokio::time::timeout(std::time::Duration::from_secs(30), answer)
+            .await
+            .expect("the client hung")
+            .unwrap_or_else(|e| panic!("turn {}: {e}", turns.len() + 1));
+        request.messages.push(Message::Assistant {
+            text: turn.text.clone(),
+            tool_calls: turn.tool_calls.clone(),
+            provider_state: turn.provider_state.clone(),
+        });
+        for c in &turn.tool_calls {
+            request.messages.push(Message::Tool {
+                call_id: c.id.clone(),
+                text: result_of(c),
+            });
+        }
+        let done = turn.tool_calls.is_empty();
+        turns.push(turn);
+        if done {
+            return turns;
+        }
+    }
+}
 
 /// The virtualenv's Python, or `None` (the test skips) when it is missing outside CI;
 /// under CI a missing SDK fails the test.
