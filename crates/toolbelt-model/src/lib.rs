@@ -1,21 +1,26 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
-//! Model access for toolbelt: an OpenAI-compatible Chat Completions client and a replay
-//! model that answers from a script, behind one [`Model`] trait.
+//! Model access for toolbelt: clients of three wire formats (OpenAI-compatible Chat
+//! Completions, Gemini, OpenAI Responses) and a replay model that answers from a script,
+//! behind one [`Model`] trait.
 //!
 //! # Brief overview
 //!
 //! The agent speaks in plain Rust types ([`Message`], [`ModelRequest`], [`ModelTurn`]);
-//! only this crate knows the OpenAI wire format (`wire.rs`). [`OpenAiClient`] sends a
-//! request, streamed (`sse.rs` decodes the event stream and assembles tool-call deltas by
-//! index) or not, and retries what is worth retrying (`retry.rs`: 429, 5xx, connection
-//! errors, a stream cut short; exponential backoff with jitter; `Retry-After` honoured, seconds or HTTP date).
+//! only this crate knows the wire formats. [`OpenAiClient`] sends a Chat Completions
+//! request (`wire.rs`), streamed (`sse.rs` decodes the event stream and assembles tool-call
+//! deltas by index) or not, and retries what is worth retrying (`retry.rs`: 429, 5xx,
+//! connection errors, a stream cut short; exponential backoff with jitter; `Retry-After`
+//! honoured, seconds or HTTP date). [`GeminiModel`] (Gemini API or Vertex AI) and
+//! [`ResponsesModel`] do the same for their formats on one shared attempt-and-retry path
+//! (`transport.rs`). What a format needs back with an answer (thought signatures,
+//! encrypted reasoning) travels as the answer's [`ProviderState`].
 //! A refusal the server means (400, 401, 403, 404) ends the run with the server's own
 //! message. [`ReplayModel`] answers the n-th request with the n-th turn of a JSONL
 //! script, so the whole agent runs offline; [`RecordingModel`] writes a real run's turns
 //! in the same format.
 //!
-//! Feature `fake-server`: a scripted OpenAI-compatible server on 127.0.0.1 that checks
-//! every request it receives, for tests and benchmarks.
+//! Feature `fake-server`: scripted Chat Completions, Gemini and Responses servers on
+//! 127.0.0.1 that check every request they receive, for tests and benchmarks.
 
 #![warn(missing_docs, unreachable_pub)]
 

@@ -39,6 +39,9 @@ const KEPT: &[&str] = &[
     "propertyOrdering",
 ];
 
+/// The `format` values Gemini names.
+const FORMATS: &[&str] = &["float", "double", "int32", "int64", "enum", "date-time"];
+
 /// How deep references are followed: deeper is a cycle, or a schema no model needs.
 const MAX_DEPTH: usize = 32;
 
@@ -121,13 +124,11 @@ fn convert(schema: &Value, defs: &Value, depth: usize) -> Value {
                 }
             }
             "allOf" => merge_all_of(&mut out, value, defs, depth),
-            "format" => {
-                if value.as_str().is_some_and(|f| {
-                    ["float", "double", "int32", "int64", "enum", "date-time"].contains(&f)
-                }) {
-                    out.insert(key.clone(), value.clone());
-                }
+            "format" if value.as_str().is_some_and(|f| FORMATS.contains(&f)) => {
+                out.insert(key.clone(), value.clone());
             }
+            // Others (`uint`, `uri`, ...) Gemini refuses.
+            "format" => {}
             k if KEPT.contains(&k) => {
                 out.entry(k).or_insert_with(|| value.clone());
             }
