@@ -65,6 +65,9 @@ pub struct GeminiConfig {
 }
 
 impl GeminiConfig {
+    /// The Gemini API's own host.
+    pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
+
     /// The Gemini API for `model` at `base_url`, with default limits and no key.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         GeminiConfig {

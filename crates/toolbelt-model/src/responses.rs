@@ -47,6 +47,9 @@ pub struct ResponsesConfig {
 }
 
 impl ResponsesConfig {
+    /// OpenAI's own endpoint.
+    pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
     /// A configuration for `model` at `base_url`, with default limits and no key.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         ResponsesConfig {
