@@ -79,7 +79,7 @@ use std::time::SystemTime;
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
-use toolbelt_model::{Message, ToolCall, UserPart};
+use toolbelt_model::{Message, ProviderState, ToolCall, UserPart};
 
 /// The version this code writes and reads.
 pub const FORMAT_VERSION: u64 = 1;
@@ -207,6 +207,10 @@ enum Line {
         text: String,
         #[serde(default)]
         tool_calls: Vec<CallRecord>,
+        /// What the answer's wire format needs back (thought signatures, encrypted
+        /// reasoning), so a resumed conversation is still accepted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_state: Option<StateRecord>,
     },
     Tool {
         call_id: String,
@@ -223,6 +227,12 @@ enum Line {
 enum ContentRecord {
     Text(String),
     Image { mime_type: String, data: String },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct StateRecord {
+    format: String,
+    value: serde_json::Value,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -251,7 +261,9 @@ impl Line {
                     .collect(),
             },
             Message::Assistant {
-                text, tool_calls, ..
+                text,
+                tool_calls,
+                provider_state,
             } => Line::Assistant {
                 text: text.clone(),
                 tool_calls: tool_calls
@@ -262,6 +274,10 @@ impl Line {
                         arguments: c.arguments.clone(),
                     })
                     .collect(),
+                provider_state: provider_state.as_ref().map(|s| StateRecord {
+                    format: s.format.clone(),
+                    value: s.value.clone(),
+                }),
             },
             Message::Tool { call_id, text } => Line::Tool {
                 call_id: call_id.clone(),
@@ -292,7 +308,11 @@ impl Line {
                 }
                 Message::User(parts)
             }
-            Line::Assistant { text, tool_calls } => Message::Assistant {
+            Line::Assistant {
+                text,
+                tool_calls,
+                provider_state,
+            } => Message::Assistant {
                 text,
                 tool_calls: tool_calls
                     .into_iter()
@@ -302,7 +322,10 @@ impl Line {
                         arguments: c.arguments,
                     })
                     .collect(),
-                provider_state: None,
+                provider_state: provider_state.map(|s| ProviderState {
+                    format: s.format,
+                    value: s.value,
+                }),
             },
             Line::Tool { call_id, text } => Message::Tool { call_id, text },
         })

@@ -42,7 +42,11 @@ fn conversation() -> Vec<Message> {
         Message::Assistant {
             text: "Both say hello.".to_string(),
             tool_calls: Vec::new(),
-            provider_state: None,
+            // A thinking model's signature, which a resumed conversation must send back.
+            provider_state: Some(toolbelt_model::ProviderState {
+                format: "gemini".to_string(),
+                value: serde_json::json!({"text": "c2lnbmF0dXJl"}),
+            }),
         },
     ]
 }
