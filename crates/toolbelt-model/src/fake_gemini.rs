@@ -105,6 +105,8 @@ struct State {
     sent_calls: Vec<SentCall>,
     /// Signatures sent on text parts, in order.
     text_signatures: Vec<String>,
+    /// The `data:` payloads of every chunk sent, in order.
+    chunks: Vec<String>,
 }
 
 /// The scripted server; ends when dropped.
@@ -166,6 +168,15 @@ impl FakeGemini {
     /// Script replies not used yet.
     pub fn unused(&self) -> usize {
         self.state.lock().map(|s| s.replies.len()).unwrap_or(0)
+    }
+
+    /// The JSON of every chunk of the complete answers sent so far, in order (for
+    /// checking the fake's output against a schema of the real format).
+    pub fn chunks_sent(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .map(|s| s.chunks.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -252,6 +263,11 @@ fn stream_body(turn: &ModelTurn, n: usize, s: &mut State) -> String {
     let (chunks, sent, text_signature) = stream_chunks(turn, n);
     s.sent_calls.extend(sent);
     s.text_signatures.extend(text_signature);
+    s.chunks.extend(
+        chunks
+            .iter()
+            .map(|c| c.trim_start_matches("data: ").trim_end().to_string()),
+    );
     chunks.concat()
 }
 

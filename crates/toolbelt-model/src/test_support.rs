@@ -69,14 +69,14 @@ pub(crate) fn python(sdk: &str) -> Option<PathBuf> {
     None
 }
 
-/// Runs `script` with `base_url`; its stdout's JSON lines. Panics with its stderr when it
+/// Runs `script` with `args`; its stdout's JSON lines. Panics with its stderr when it
 /// fails.
-pub(crate) async fn run(python: &Path, script: &str, base_url: &str) -> Vec<Value> {
+pub(crate) async fn run(python: &Path, script: &str, args: &[&str]) -> Vec<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/sdk")
         .join(script);
     let mut command = std::process::Command::new(python);
-    command.arg(&script).arg(base_url);
+    command.arg(&script).args(args);
     // The SDKs read keys and endpoints from the environment; the test gives them its own.
     for var in [
         "GOOGLE_API_KEY",

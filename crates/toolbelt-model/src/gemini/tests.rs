@@ -478,7 +478,7 @@ async fn the_official_python_sdk_parses_every_scripted_turn() {
         return;
     };
     let server = FakeGemini::start(sdk_script()).await.unwrap();
-    let lines = crate::test_support::run(&python, "gemini_client.py", &server.base_url()).await;
+    let lines = crate::test_support::run(&python, "gemini_client.py", &[&server.base_url()]).await;
     let expected: Vec<Value> = sdk_script()
         .iter()
         .map(|r| match r {
@@ -501,4 +501,13 @@ async fn the_official_python_sdk_parses_every_scripted_turn() {
         "the SDK's requests"
     );
     assert_eq!(server.unused(), 0);
+    // Every chunk, strictly: no field the SDK's types do not know, no unknown enum value.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("chunks.json");
+    let chunks = server.chunks_sent();
+    std::fs::write(&file, serde_json::to_string(&chunks).unwrap()).unwrap();
+    let file = file.to_string_lossy().into_owned();
+    let validated =
+        crate::test_support::run(&python, "gemini_client.py", &["--validate", &file]).await;
+    assert_eq!(validated, [json!({"validated": chunks.len()})]);
 }

@@ -389,7 +389,8 @@ async fn the_official_python_sdk_parses_every_scripted_turn() {
         .take(7)
         .collect();
     let server = FakeResponses::start(script.clone()).await.unwrap();
-    let lines = crate::test_support::run(&python, "responses_client.py", &server.base_url()).await;
+    let lines =
+        crate::test_support::run(&python, "responses_client.py", &[&server.base_url()]).await;
     let expected: Vec<Value> = script
         .iter()
         .map(|r| match r {
