@@ -78,13 +78,20 @@ pub(crate) async fn run(python: &Path, script: &str, args: &[&str]) -> Vec<Value
     let mut command = std::process::Command::new(python);
     command.arg(&script).args(args);
     // The SDKs read keys and endpoints from the environment; the test gives them its own.
+    // Nor a proxy: the fake listens on loopback.
     for var in [
         "GOOGLE_API_KEY",
         "GEMINI_API_KEY",
         "GOOGLE_GEMINI_BASE_URL",
+        "GOOGLE_GENAI_USE_VERTEXAI",
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
-        "GOOGLE_GENAI_USE_VERTEXAI",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
     ] {
         command.env_remove(var);
     }
