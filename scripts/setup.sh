@@ -131,10 +131,12 @@ install_lsp_servers() {
 }
 install_python_sdk .cache/python crates/toolbelt/tests/fixtures/mcp_clients/requirements.txt "MCP Python SDK" &
 python_sdk=$!
-# The Anthropic Python SDK: crates/toolbelt/tests/anthropic_sdk.rs checks the fake
-# Messages server against it.
-install_python_sdk .cache/python-anthropic crates/toolbelt/tests/fixtures/anthropic_sdk/requirements.txt "Anthropic Python SDK" &
-anthropic_sdk=$!
+# The official Python SDKs of Anthropic, Gemini (google-genai) and OpenAI, one pinned
+# set in one virtualenv: the tests in crates/toolbelt-model and
+# crates/toolbelt/tests/anthropic_sdk.rs drive the fake model servers with them, so the
+# fakes cannot drift from the real wire formats.
+install_python_sdk .cache/llm-sdks crates/toolbelt-model/tests/fixtures/sdk/requirements.txt "model SDKs (anthropic, google-genai, openai)" &
+model_sdks=$!
 install_inspector &
 inspector=$!
 install_qwen_sdk &
@@ -142,7 +144,7 @@ qwen_sdk=$!
 install_lsp_servers &
 lsp_servers=$!
 wait "$python_sdk" || exit 1
-wait "$anthropic_sdk" || exit 1
+wait "$model_sdks" || exit 1
 wait "$inspector" || exit 1
 wait "$qwen_sdk" || exit 1
 wait "$lsp_servers" || exit 1

@@ -207,8 +207,8 @@ enum Line {
         text: String,
         #[serde(default)]
         tool_calls: Vec<CallRecord>,
-        /// Parts only the format that made them reads (signed thinking blocks): a
-        /// resumed tool-use turn must send them back.
+        /// Parts only the format that made them reads (signed thinking blocks, thought
+        /// signatures, encrypted reasoning): a resumed tool-use turn must send them back.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         reasoning: Vec<ReasoningRecord>,
     },

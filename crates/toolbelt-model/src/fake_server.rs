@@ -541,7 +541,9 @@ fn final_reply(reply: &Reply) -> &Reply {
 }
 
 /// Reads one request: the head as text and the body (Content-Length or chunked).
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<(String, Vec<u8>)>> {
+pub(crate) async fn read_request(
+    stream: &mut TcpStream,
+) -> std::io::Result<Option<(String, Vec<u8>)>> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];
     let head_end = loop {
@@ -710,7 +712,11 @@ fn error_body(dialect: Dialect, status: u16, message: &str) -> String {
     .to_string()
 }
 
-async fn write_chunks(stream: &mut TcpStream, body: &[u8], piece: usize) -> std::io::Result<()> {
+pub(crate) async fn write_chunks(
+    stream: &mut TcpStream,
+    body: &[u8],
+    piece: usize,
+) -> std::io::Result<()> {
     for part in body.chunks(piece.max(1)) {
         stream
             .write_all(format!("{:x}\r\n", part.len()).as_bytes())

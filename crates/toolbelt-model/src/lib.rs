@@ -1,25 +1,28 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
-//! Model access for toolbelt: an OpenAI-compatible Chat Completions client, an Anthropic
-//! Messages client and a replay model that answers from a script, behind one [`Model`]
-//! trait.
+//! Model access for toolbelt: clients of four wire formats (OpenAI-compatible Chat
+//! Completions, Anthropic Messages, Gemini, OpenAI Responses) and a replay model that
+//! answers from a script, behind one [`Model`] trait.
 //!
 //! # Brief overview
 //!
 //! The agent speaks in plain Rust types ([`Message`], [`ModelRequest`], [`ModelTurn`]);
-//! only this crate knows the OpenAI wire format (`wire.rs`). [`OpenAiClient`] sends a
-//! request, streamed (`sse.rs` decodes the event stream and assembles tool-call deltas by
-//! index) or not, and retries what is worth retrying (`retry.rs`: 429, 5xx, connection
-//! errors, a stream cut short; exponential backoff with jitter; `Retry-After` honoured, seconds or HTTP date).
-//! [`AnthropicClient`] speaks the Messages API (`anthropic.rs`), with the same retry loop;
-//! what only one format understands (Anthropic's signed thinking blocks) travels on the
+//! only this crate knows the wire formats. [`OpenAiClient`] sends a Chat Completions
+//! request (`wire.rs`), streamed (`sse.rs` decodes the event stream and assembles tool-call
+//! deltas by index) or not, and retries what is worth retrying (`retry.rs`: 429, 5xx,
+//! connection errors, a stream cut short; exponential backoff with jitter; `Retry-After`
+//! honoured, seconds or HTTP date). [`AnthropicClient`] (Messages API), [`GeminiModel`]
+//! (Gemini API or Vertex AI) and [`ResponsesModel`] do the same for their formats with
+//! the same retry loop. What only one format understands (Anthropic's signed thinking
+//! blocks, Gemini's thought signatures, Responses' encrypted reasoning) travels on the
 //! assistant message as an [`OpaquePart`] and goes back to that format alone.
 //! A refusal the server means (400, 401, 403, 404) ends the run with the server's own
 //! message. [`ReplayModel`] answers the n-th request with the n-th turn of a JSONL
 //! script, so the whole agent runs offline; [`RecordingModel`] writes a real run's turns
 //! in the same format.
 //!
-//! Feature `fake-server`: a scripted server on 127.0.0.1 (OpenAI chat completions or
-//! Anthropic Messages) that checks every request it receives, for tests and benchmarks.
+//! Feature `fake-server`: scripted Chat Completions, Anthropic Messages, Gemini and
+//! Responses servers on 127.0.0.1 that check every request they receive, for tests and
+//! benchmarks.
 
 #![warn(missing_docs, unreachable_pub)]
 
@@ -30,18 +33,33 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 mod anthropic;
+mod gemini;
 mod openai;
 mod replay;
+mod responses;
 mod retry;
 mod sse;
+#[cfg(test)]
+mod test_support;
+mod transport;
 mod wire;
 
+#[cfg(any(test, feature = "fake-server"))]
+pub mod fake_gemini;
+#[cfg(any(test, feature = "fake-server"))]
+mod fake_http;
+#[cfg(any(test, feature = "fake-server"))]
+pub mod fake_responses;
 #[cfg(any(test, feature = "fake-server"))]
 pub mod fake_server;
 
 pub use anthropic::{AnthropicClient, AnthropicConfig};
+#[cfg(any(test, feature = "fake-server"))]
+pub use fake_http::FakeRequest;
+pub use gemini::{GeminiConfig, GeminiModel, GeminiService};
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use replay::{RecordingModel, ReplayModel, ScriptTurn, ScriptedCall, parse_script};
+pub use responses::{ResponsesConfig, ResponsesModel};
 pub use retry::RetryPolicy;
 
 /// One message of the conversation.
@@ -103,6 +121,14 @@ pub struct OpaquePart {
     pub format: String,
     /// The part as the server sent it.
     pub value: serde_json::Value,
+}
+
+impl OpaquePart {
+    /// The value of the first of `parts` that `format` made. (Gemini and Responses keep
+    /// all of an answer's state in one part; Anthropic keeps one part per thinking block.)
+    pub fn of_format<'a>(parts: &'a [OpaquePart], format: &str) -> Option<&'a serde_json::Value> {
+        parts.iter().find(|p| p.format == format).map(|p| &p.value)
+    }
 }
 
 /// A function call the model asked for.
@@ -205,6 +231,9 @@ pub struct Usage {
     /// `prompt_tokens` too).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_write_tokens: u64,
+    /// Of `completion_tokens`, those spent on reasoning the answer does not show.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -219,6 +248,7 @@ impl Usage {
         self.total_tokens += other.total_tokens;
         self.cache_read_tokens += other.cache_read_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
     }
 }
 

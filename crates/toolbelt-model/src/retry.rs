@@ -42,10 +42,10 @@ pub(crate) async fn with_retries<'a, F, Fut>(
     policy: &RetryPolicy,
     cancel: &CancellationToken,
     on_delta: DeltaSink<'a>,
-    attempt: F,
+    mut attempt: F,
 ) -> Result<ModelTurn, ModelError>
 where
-    F: Fn() -> Fut,
+    F: FnMut() -> Fut,
     Fut: Future<Output = Result<ModelTurn, AttemptError>>,
 {
     let attempts = policy.max_attempts.max(1);

@@ -162,12 +162,21 @@ pub struct WireUsage {
     /// OpenAI's count of prompt tokens served from its cache.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// OpenAI's count of completion tokens spent on hidden reasoning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
 }
 
 #[derive(Debug, Deserialize, Serialize, Default, Clone, Copy)]
 #[serde(default)]
 pub struct PromptTokensDetails {
     pub cached_tokens: u64,
+}
+
+#[derive(Debug, Deserialize, Serialize, Default, Clone, Copy)]
+#[serde(default)]
+pub struct CompletionTokensDetails {
+    pub reasoning_tokens: u64,
 }
 
 impl From<WireUsage> for Usage {
@@ -182,6 +191,9 @@ impl From<WireUsage> for Usage {
             },
             cache_read_tokens: u.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
             cache_write_tokens: 0,
+            reasoning_tokens: u
+                .completion_tokens_details
+                .map_or(0, |d| d.reasoning_tokens),
         }
     }
 }

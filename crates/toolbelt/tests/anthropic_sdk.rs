@@ -1,7 +1,7 @@
 //! The fake Anthropic Messages server (`toolbelt_model::fake_server`, dialect
 //! `AnthropicMessages`) driven by Anthropic's own Python SDK (`anthropic`, pinned in
-//! `tests/fixtures/anthropic_sdk/requirements.txt`, installed by `scripts/setup.sh` into
-//! `.cache/python-anthropic`): the SDK must parse every scripted turn (thinking and
+//! `crates/toolbelt-model/tests/fixtures/sdk/requirements.txt`, installed by
+//! `scripts/setup.sh` into `.cache/llm-sdks`): the SDK must parse every scripted turn (thinking and
 //! redacted thinking, text, several tool uses, a `max_tokens` stop, a whole message),
 //! retry the 429 and 529 after their `retry-after`, raise the error event sent
 //! mid-stream, and send back what it parsed in a way the fake's request checks accept.
@@ -19,7 +19,7 @@ use toolbelt_model::{FinishReason, ModelTurn, OpaquePart, ToolCall, Usage};
 /// The virtualenv's Python, or why it is not there. Under CI a missing SDK fails.
 fn python() -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let python = root.join(".cache/python-anthropic/bin/python");
+    let python = root.join(".cache/llm-sdks/bin/python");
     if python.exists() {
         return Some(python);
     }
@@ -65,6 +65,7 @@ fn first_turn() -> ModelTurn {
             total_tokens: 2140,
             cache_read_tokens: 2000,
             cache_write_tokens: 50,
+            ..Default::default()
         }),
         reasoning: vec![
             thinking("The user wants main; look both ways.", "c2lnbmF0dXJlLTE="),

@@ -46,7 +46,11 @@ fn conversation() -> Vec<Message> {
         Message::Assistant {
             text: "Both say hello.".to_string(),
             tool_calls: Vec::new(),
-            reasoning: Vec::new(),
+            // A thinking model's signature, which a resumed conversation must send back.
+            reasoning: vec![toolbelt_model::OpaquePart {
+                format: "gemini".to_string(),
+                value: serde_json::json!({"text": "c2lnbmF0dXJl"}),
+            }],
         },
     ]
 }

@@ -64,6 +64,7 @@ fn thinking_turn() -> ModelTurn {
             total_tokens: 1230,
             cache_read_tokens: 1000,
             cache_write_tokens: 150,
+            ..Default::default()
         }),
         reasoning: vec![
             opaque(

@@ -162,6 +162,7 @@ mod tests {
                     total_tokens: p + c,
                     cache_read_tokens: cached,
                     cache_write_tokens: cached / 12,
+                    ..Default::default()
                 }),
             });
         }

@@ -26,6 +26,7 @@ fn seven_replies(w: &Workspace) -> Vec<Reply> {
                 total_tokens: 1_120,
                 cache_read_tokens: 1_000,
                 cache_write_tokens: 10,
+                ..Default::default()
             });
             turn.reasoning = vec![OpaquePart {
                 format: "anthropic".into(),
