@@ -21,7 +21,8 @@ use std::time::Duration;
 use toolbelt_core::Settings;
 use toolbelt_core::settings::ModelProviderEntry;
 use toolbelt_model::{
-    AnthropicClient, AnthropicConfig, Model, OpenAiClient, OpenAiConfig, RetryPolicy, Sampling,
+    AnthropicClient, AnthropicConfig, GeminiConfig, GeminiModel, Model, OpenAiClient, OpenAiConfig,
+    ResponsesConfig, ResponsesModel, RetryPolicy, Sampling,
 };
 
 use crate::options::AgentOptions;
@@ -81,9 +82,9 @@ impl Protocol {
 
     fn default_base_url(self) -> &'static str {
         match self {
-            Protocol::OpenAiChat | Protocol::OpenAiResponses => "https://api.openai.com/v1",
+            Protocol::OpenAiChat | Protocol::OpenAiResponses => ResponsesConfig::DEFAULT_BASE_URL,
             Protocol::Anthropic => "https://api.anthropic.com",
-            Protocol::Gemini => "https://generativelanguage.googleapis.com",
+            Protocol::Gemini => GeminiConfig::DEFAULT_BASE_URL,
         }
     }
 }
@@ -415,14 +416,40 @@ impl ModelChoice {
         }
     }
 
-    // The two arms below are filled when the Gemini and OpenAI Responses clients land.
-
+    /// The Gemini API (the key goes in `x-goog-api-key`). Vertex AI wants an OAuth
+    /// access token and a project, which the choice does not gather yet.
     fn gemini(&self) -> Result<Box<dyn Model>, String> {
-        Err(self.failed("the Gemini wire format is not built yet"))
+        let (_, settings) = &*self.from;
+        let mapped = settings.provider_protocol.get(&self.provider);
+        if self.provider == "vertex-ai" || mapped.is_some_and(|p| p == "vertex-ai") {
+            return Err(self.failed(
+                "Vertex AI is not wired to the command line yet (it needs an OAuth access token and a project); \
+                 use provider 'gemini' with GEMINI_API_KEY or GOOGLE_API_KEY",
+            ));
+        }
+        let mut config = GeminiConfig::new(&self.base_url, &self.model);
+        config.api_key = self.api_key.clone();
+        config.base_url_origin = Some(self.base_url_origin.clone());
+        config.takes_images = self.takes_images;
+        config.retry = self.retry_policy();
+        if let Some(t) = self.timeout() {
+            config.request_timeout = t;
+        }
+        let client = GeminiModel::new(config).map_err(|e| self.failed(&e.to_string()))?;
+        Ok(Box::new(client))
     }
 
     fn openai_responses(&self) -> Result<Box<dyn Model>, String> {
-        Err(self.failed("the OpenAI Responses wire format is not built yet"))
+        let mut config = ResponsesConfig::new(&self.base_url, &self.model);
+        config.api_key = self.api_key.clone();
+        config.base_url_origin = Some(self.base_url_origin.clone());
+        config.takes_images = self.takes_images;
+        config.retry = self.retry_policy();
+        if let Some(t) = self.timeout() {
+            config.request_timeout = t;
+        }
+        let client = ResponsesModel::new(config).map_err(|e| self.failed(&e.to_string()))?;
+        Ok(Box::new(client))
     }
 
     fn failed(&self, why: &str) -> String {

@@ -1,11 +1,13 @@
 //! Choosing the model provider (`--provider`, the API key variables, `modelProviders`)
-//! and running whole sessions over the Anthropic Messages format against the fake
-//! server speaking it, which checks every request (tool uses answered, thinking blocks
-//! sent back with their signatures).
+//! and running whole sessions over the Anthropic Messages, Gemini and OpenAI Responses
+//! formats against fake servers speaking them, which check every request (tool uses
+//! answered; thinking blocks, thought signatures and reasoning items sent back).
 
 use serde_json::json;
+use toolbelt_model::fake_gemini::{FakeGemini, GeminiReply};
+use toolbelt_model::fake_responses::{FakeResponses, ResponsesReply};
 use toolbelt_model::fake_server::{Dialect, FakeOpenAi, Reply};
-use toolbelt_model::{OpaquePart, Usage, parse_script};
+use toolbelt_model::{ModelTurn, OpaquePart, Usage, parse_script};
 
 use crate::sessions::{check_seven_files, seven_script, seven_workspace};
 use crate::support::Workspace;
@@ -188,12 +190,17 @@ async fn providers_that_cannot_be_used_say_which_and_why() {
         ),
         (
             vec!["--auth-type", "gemini", "-m", "gemini-2.5-pro", "go"],
-            vec![("GEMINI_API_KEY", "k")],
+            vec![],
             vec![
                 "provider 'gemini'",
                 "https://generativelanguage.googleapis.com",
-                "not built yet",
+                "GEMINI_API_KEY or GOOGLE_API_KEY",
             ],
+        ),
+        (
+            vec!["--provider", "vertex-ai", "-m", "gemini-2.5-pro", "go"],
+            vec![("GOOGLE_API_KEY", "k")],
+            vec!["provider 'vertex-ai'", "Vertex AI", "access token"],
         ),
         (
             vec!["--provider", "anthropic", "-m", "claude-test", "go"],
@@ -368,4 +375,164 @@ async fn a_sub_agent_may_name_a_model_of_another_provider() {
             .headers
             .contains(&("x-api-key".to_string(), "sub-secret".to_string()))
     );
+}
+
+/// The seven-call session's turns, each reading 1,000 cached tokens and spending 5 on
+/// reasoning (the fakes of Gemini and Responses add the signatures and reasoning items).
+fn seven_turns(w: &Workspace) -> Vec<ModelTurn> {
+    let text = std::fs::read_to_string(seven_script()).unwrap();
+    let script = parse_script(&text, Some(&w.ws())).unwrap();
+    script
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ModelTurn {
+            usage: Some(Usage {
+                prompt_tokens: 1_100,
+                completion_tokens: 20,
+                total_tokens: 1_120,
+                cache_read_tokens: 1_000,
+                reasoning_tokens: 5,
+                ..Default::default()
+            }),
+            ..t.to_model_turn(i + 1)
+        })
+        .collect()
+}
+
+/// The usage of the result (`-o json` or `stream-json`) after the eight answers.
+fn check_usage(result: &serde_json::Value) {
+    let usage = &result["usage"];
+    assert_eq!(usage["input_tokens"], 8 * 1_100, "{usage}");
+    assert_eq!(usage["cache_read_input_tokens"], 8 * 1_000, "{usage}");
+    assert_eq!(usage["reasoning_output_tokens"], 8 * 5, "{usage}");
+}
+
+/// Runs the recording `record` offline on a fresh copy of the files: the same result.
+async fn replay_seven(w: &Workspace, record: &std::path::Path) {
+    for rel in ["notes/todo.md", "counts.txt"] {
+        std::fs::remove_file(w.ws().join(rel)).unwrap();
+    }
+    seven_workspace(w);
+    let run = w
+        .run(
+            &["--model-replay", record.to_str().unwrap(), "--yolo", "go"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    check_seven_files(w);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seven_call_session_over_gemini_recorded_and_replayed() {
+    let w = Workspace::new();
+    seven_workspace(&w);
+    let mut replies: Vec<GeminiReply> =
+        seven_turns(&w).into_iter().map(GeminiReply::Turn).collect();
+    // A rate limit first: retried after its Retry-After.
+    replies.insert(
+        0,
+        GeminiReply::Status {
+            status: 429,
+            retry_after: Some("0".into()),
+            message: "Resource has been exhausted".into(),
+        },
+    );
+    let server = FakeGemini::start(replies).await.unwrap();
+    let url = server.base_url();
+    let record = w.dir.path().join("gemini-run.jsonl");
+    // No --provider: GEMINI_API_KEY without any OPENAI_* variable picks Gemini.
+    let env = [
+        ("GOOGLE_GEMINI_BASE_URL", url.as_str()),
+        ("GEMINI_API_KEY", "gm-test"),
+        ("GEMINI_MODEL", "gemini-test"),
+    ];
+    let args = [
+        "--record",
+        record.to_str().unwrap(),
+        "--yolo",
+        "-o",
+        "json",
+        "go",
+    ];
+    let run = w.run(&args, &env, None).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The fake refuses a call sent back without its thought signature.
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 9);
+    for r in &requests {
+        assert_eq!(
+            r.path,
+            "/v1beta/models/gemini-test:streamGenerateContent?alt=sse"
+        );
+        assert_eq!(r.header("x-goog-api-key"), Some("gm-test"));
+    }
+    check_seven_files(&w);
+    check_usage(&crate::support::json_result(&run.stdout));
+    replay_seven(&w, &record).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seven_call_session_over_openai_responses_from_model_providers() {
+    let w = Workspace::new();
+    seven_workspace(&w);
+    let mut replies: Vec<ResponsesReply> = seven_turns(&w)
+        .into_iter()
+        .map(ResponsesReply::Turn)
+        .collect();
+    replies.insert(
+        0,
+        ResponsesReply::Status {
+            status: 503,
+            retry_after: Some("0".into()),
+            message: "The server is overloaded".into(),
+        },
+    );
+    let server = FakeResponses::start(replies).await.unwrap();
+    // A custom provider id mapped to the Responses format, its key in its own variable.
+    let settings = json!({
+        "providerProtocol": {"corp-gpt": "openai-responses"},
+        "modelProviders": {"corp-gpt": [{
+            "id": "gpt-corp",
+            "envKey": "CORP_OPENAI_KEY",
+            "baseUrl": server.base_url(),
+            "generationConfig": {"maxRetries": 2}
+        }]}
+    });
+    let user_settings = w.dir.path().join("home/.qwen/settings.json");
+    std::fs::create_dir_all(user_settings.parent().unwrap()).unwrap();
+    std::fs::write(&user_settings, settings.to_string()).unwrap();
+    let record = w.dir.path().join("responses-run.jsonl");
+    let args = [
+        "-m",
+        "gpt-corp",
+        "--record",
+        record.to_str().unwrap(),
+        "--yolo",
+        "-o",
+        "stream-json",
+        "go",
+    ];
+    let run = w.run(&args, &[("CORP_OPENAI_KEY", "sk-corp")], None).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The fake refuses a call sent back without the reasoning item that led to it.
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 9);
+    for r in &requests {
+        assert_eq!(r.path, "/v1/responses");
+        assert_eq!(r.header("authorization"), Some("Bearer sk-corp"));
+        assert_eq!(r.body["model"], "gpt-corp");
+    }
+    check_seven_files(&w);
+    let result = run
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|m| m["type"] == "result")
+        .expect("a result message");
+    check_usage(&result);
+    replay_seven(&w, &record).await;
 }

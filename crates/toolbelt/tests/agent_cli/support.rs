@@ -70,6 +70,8 @@ impl Workspace {
             .env_remove("MAX_THINKING_TOKENS")
             .env_remove("GEMINI_API_KEY")
             .env_remove("GOOGLE_API_KEY")
+            .env_remove("GOOGLE_GEMINI_BASE_URL")
+            .env_remove("GEMINI_MODEL")
             .env("HOME", self.dir.path().join("home"))
             .env("TOOLBELT_HOME", self.dir.path().join("tbhome"))
             .env(
