@@ -10,6 +10,7 @@ Sessions:
 Agents:
   toolbelt-replay    toolbelt --model-replay SCRIPT --yolo (no server at all)
   toolbelt-loopback  toolbelt --yolo against the fake OpenAI server on 127.0.0.1
+  toolbelt-anthropic the same over Anthropic Messages (the fake server's --anthropic)
   qwen-loopback      Qwen Code 0.24.4 (bench/qwen, `npm install` there) --yolo against the
                      same server, when installed
 
@@ -34,8 +35,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "bench")
-TOOLBELT = os.path.join(ROOT, "target/release/toolbelt")
-FAKE = os.path.join(ROOT, "target/release/examples/fake_openai")
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+TOOLBELT = os.path.join(TARGET, "release/toolbelt")
+FAKE = os.path.join(TARGET, "release/examples/fake_openai")
 QWEN = os.path.join(BENCH, "qwen/node_modules/.bin/qwen")
 IGNORED = {".home", ".qwen", ".toolbelt"}
 
@@ -65,11 +67,13 @@ def script_for(session, tmp):
 
 
 class Server:
-    def __init__(self, script, workspace, lenient):
+    def __init__(self, script, workspace, lenient, anthropic=False):
         self.report = tempfile.mktemp(suffix=".json")
         args = [FAKE, script, "--workspace", workspace, "--report", self.report]
         if lenient:
             args.append("--lenient")
+        if anthropic:
+            args.append("--anthropic")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
         self.url = self.proc.stdout.readline().strip()
 
@@ -114,7 +118,7 @@ def agent_argv(agent, script):
     turns = ["--max-session-turns", "300"]
     if agent == "toolbelt-replay":
         return [TOOLBELT, "--model-replay", script, "--yolo"] + turns + ["Run the session."]
-    if agent == "toolbelt-loopback":
+    if agent in ("toolbelt-loopback", "toolbelt-anthropic"):
         return [TOOLBELT, "--yolo"] + turns + ["Run the session."]
     return [QWEN, "--yolo", "--auth-type", "openai", "-p", "Run the session."]
 
@@ -170,6 +174,10 @@ def main():
                     server = Server(script, ws_real, lenient=agent.startswith("qwen"))
                     env.update({"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-bench",
                                 "OPENAI_MODEL": "qwen3-coder-plus"})
+                elif agent == "toolbelt-anthropic":
+                    server = Server(script, ws_real, lenient=False, anthropic=True)
+                    env.update({"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-bench",
+                                "ANTHROPIC_MODEL": "claude-bench"})
                 argv = agent_argv(agent, script)
                 wall, rss, code, out, err = measured(argv, ws_real, env)
                 if code != 0:
@@ -207,6 +215,10 @@ def main():
     if ("seven", "qwen-loopback") in results and ("seven", "toolbelt-loopback") in results:
         q, t = results[("seven", "qwen-loopback")], results[("seven", "toolbelt-loopback")]
         print(f"seven: qwen/toolbelt wall ratio {q[0] / t[0]:.1f}x, RSS ratio {q[1] / t[1]:.1f}x")
+    for session in args.sessions.split(","):
+        if (session, "toolbelt-anthropic") in results and (session, "toolbelt-loopback") in results:
+            a, c = results[(session, "toolbelt-anthropic")][0], results[(session, "toolbelt-loopback")][0]
+            print(f"{session}: Anthropic Messages / chat completions wall {a / c:.3f}")
     if ("calls200", "toolbelt-replay") in results and ("seven", "toolbelt-replay") in results:
         a, b = results[("calls200", "toolbelt-replay")][0], results[("seven", "toolbelt-replay")][0]
         print(f"cost per extra call (replay, 1 call per turn): {(a - b) / 193 * 1e6:.0f} us")

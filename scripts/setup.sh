@@ -69,13 +69,13 @@ fi
 # its pin changes (a stamp file records what was installed). The two installs run side by
 # side (about 25 s each from scratch); under CI a failure in either fails the script.
 #
-# The official Python SDK, pinned with what it pulls in, in a virtualenv.
+# An official Python SDK, pinned with what it pulls in, in a virtualenv of its own:
+# install_python_sdk DIR REQUIREMENTS WHAT.
 install_python_sdk() {
-    local dir=.cache/python
-    local requirements=crates/toolbelt/tests/fixtures/mcp_clients/requirements.txt
+    local dir=$1 requirements=$2 what=$3
     cmp -s "$requirements" "$dir/installed-requirements.txt" 2>/dev/null && return 0
     if ! command -v python3 >/dev/null 2>&1; then
-        missing "python3 not found (the MCP Python client tests need it)"
+        missing "python3 not found (the $what tests need it)"
         return 0
     fi
     installing "$dir" "the MCP Python SDK (PyPI, $requirements) in a virtualenv" || return 0
@@ -86,7 +86,7 @@ install_python_sdk() {
         cp "$requirements" "$dir/installed-requirements.txt"
         installed "$dir"
     else
-        missing "could not install the MCP Python SDK into $dir (python3 -m venv, pip install -r $requirements)"
+        missing "could not install the $what into $dir (python3 -m venv, pip install -r $requirements)"
     fi
 }
 # The MCP Inspector CLI, which needs Node 22 (>= 22.19 for 2.x). The npm package `node`
@@ -177,8 +177,14 @@ install_lsp_servers() {
         missing "could not install $packages into $dir (the lsp tool tests need them)"
     fi
 }
-install_python_sdk &
+install_python_sdk .cache/python crates/toolbelt/tests/fixtures/mcp_clients/requirements.txt "MCP Python SDK" &
 python_sdk=$!
+# The official Python SDKs of Anthropic, Gemini (google-genai) and OpenAI, one pinned
+# set in one virtualenv: the tests in crates/toolbelt-model and
+# crates/toolbelt/tests/anthropic_sdk.rs drive the fake model servers with them, so the
+# fakes cannot drift from the real wire formats.
+install_python_sdk .cache/llm-sdks crates/toolbelt-model/tests/fixtures/sdk/requirements.txt "model SDKs (anthropic, google-genai, openai)" &
+model_sdks=$!
 install_inspector &
 inspector=$!
 install_qwen_sdk &
@@ -186,6 +192,7 @@ qwen_sdk=$!
 install_lsp_servers &
 lsp_servers=$!
 wait "$python_sdk" || exit 1
+wait "$model_sdks" || exit 1
 wait "$inspector" || exit 1
 wait "$qwen_sdk" || exit 1
 wait "$lsp_servers" || exit 1

@@ -115,6 +115,7 @@ pub async fn compress(
     new.push(Message::Assistant {
         text: "Understood. I will continue from this summary.".to_string(),
         tool_calls: Vec::new(),
+        reasoning: Vec::new(),
     });
     new.extend_from_slice(kept);
     Ok(Compressed {
@@ -167,7 +168,9 @@ fn chars(message: &Message) -> usize {
                 UserPart::Image { .. } => 1_000,
             })
             .sum(),
-        Message::Assistant { text, tool_calls } => {
+        Message::Assistant {
+            text, tool_calls, ..
+        } => {
             text.len()
                 + tool_calls
                     .iter()
@@ -195,7 +198,9 @@ fn transcript(messages: &[Message]) -> String {
                     .collect();
                 format!("[user]\n{}", text.join("\n"))
             }
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant {
+                text, tool_calls, ..
+            } => {
                 let mut s = String::from("[assistant]");
                 if !text.trim().is_empty() {
                     s.push('\n');

@@ -218,6 +218,7 @@ fn calls(text: &str, calls: Vec<ToolCall>) -> Reply {
         tool_calls: calls,
         finish_reason: FinishReason::Stop,
         usage: None,
+        ..Default::default()
     })
 }
 
@@ -496,6 +497,7 @@ async fn compress_asks_pre_compact_first_and_keeps_its_context() {
         history.push(Message::Assistant {
             text: format!("answer {t} {filler}"),
             tool_calls: Vec::new(),
+            reasoning: Vec::new(),
         });
     }
     let w = world(

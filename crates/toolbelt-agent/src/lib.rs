@@ -649,6 +649,9 @@ impl Agent {
             Message::Assistant {
                 text: turn.text.clone(),
                 tool_calls: turn.tool_calls.clone(),
+                // Thinking blocks, thought signatures and reasoning items go back with
+                // the answer.
+                reasoning: turn.reasoning.clone(),
             },
         );
         Ok(turn)

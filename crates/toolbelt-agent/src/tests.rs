@@ -119,7 +119,9 @@ fn turn(text: &str, calls: Vec<ToolCall>, tokens: u64) -> ModelTurn {
             prompt_tokens: tokens,
             completion_tokens: 1,
             total_tokens: tokens + 1,
+            ..Default::default()
         }),
+        ..Default::default()
     }
 }
 
@@ -210,6 +212,37 @@ async fn the_loop_answers_every_call_until_the_model_stops() {
             "assistant 3"
         ]
     );
+}
+
+/// A thinking model's thought signatures ride on its answers: the loop must hand each
+/// back with the answer (the fake Gemini server refuses a request without them).
+#[tokio::test]
+async fn the_loop_hands_a_formats_state_back_with_its_answer() {
+    use toolbelt_model::fake_gemini::{FakeGemini, GeminiReply};
+    let f = fixture();
+    let server = FakeGemini::start(vec![
+        GeminiReply::calls(
+            "",
+            &[
+                ("a", "note", json!({"value": "1"})),
+                ("b", "note", json!({"value": "2"})),
+            ],
+        ),
+        GeminiReply::calls("one more", &[("c", "note", json!({"value": "3"}))]),
+        GeminiReply::text("all done"),
+    ])
+    .await
+    .unwrap();
+    let mut config = toolbelt_model::GeminiConfig::new(server.base_url(), "gemini-fake");
+    config.api_key = Some("k".into());
+    config.retry.max_attempts = 1;
+    let model: Arc<dyn Model> = Arc::new(toolbelt_model::GeminiModel::new(config).unwrap());
+    let out = agent(&f, model, 10, None)
+        .run(prompt("go"), &CancellationToken::new())
+        .await;
+    assert!(matches!(out.stop, StopReason::Answered), "{:?}", out.stop);
+    assert_eq!(out.answer, "all done");
+    assert_eq!(server.violations(), Vec::<String>::new());
 }
 
 #[tokio::test]
@@ -656,6 +689,7 @@ async fn a_saved_run_continues_with_its_history_and_no_call_runs_again() {
     expected.push(Message::Assistant {
         text: "again".into(),
         tool_calls: Vec::new(),
+        reasoning: Vec::new(),
     });
     assert_eq!(resaved.messages, expected);
 }

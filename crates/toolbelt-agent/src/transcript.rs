@@ -80,7 +80,7 @@ use std::time::SystemTime;
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
-use toolbelt_model::{Message, ToolCall, UserPart};
+use toolbelt_model::{Message, OpaquePart, ToolCall, UserPart};
 
 /// The version this code writes and reads.
 pub const FORMAT_VERSION: u64 = 1;
@@ -208,6 +208,10 @@ enum Line {
         text: String,
         #[serde(default)]
         tool_calls: Vec<CallRecord>,
+        /// Parts only the format that made them reads (signed thinking blocks, thought
+        /// signatures, encrypted reasoning): a resumed tool-use turn must send them back.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasoning: Vec<ReasoningRecord>,
     },
     Tool {
         call_id: String,
@@ -224,6 +228,12 @@ enum Line {
 enum ContentRecord {
     Text(String),
     Image { mime_type: String, data: String },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct ReasoningRecord {
+    format: String,
+    value: serde_json::Value,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -251,7 +261,18 @@ impl Line {
                     })
                     .collect(),
             },
-            Message::Assistant { text, tool_calls } => Line::Assistant {
+            Message::Assistant {
+                text,
+                tool_calls,
+                reasoning,
+            } => Line::Assistant {
+                reasoning: reasoning
+                    .iter()
+                    .map(|p| ReasoningRecord {
+                        format: p.format.clone(),
+                        value: p.value.clone(),
+                    })
+                    .collect(),
                 text: text.clone(),
                 tool_calls: tool_calls
                     .iter()
@@ -291,7 +312,11 @@ impl Line {
                 }
                 Message::User(parts)
             }
-            Line::Assistant { text, tool_calls } => Message::Assistant {
+            Line::Assistant {
+                text,
+                tool_calls,
+                reasoning,
+            } => Message::Assistant {
                 text,
                 tool_calls: tool_calls
                     .into_iter()
@@ -299,6 +324,13 @@ impl Line {
                         id: c.id,
                         name: c.name,
                         arguments: c.arguments,
+                    })
+                    .collect(),
+                reasoning: reasoning
+                    .into_iter()
+                    .map(|r| OpaquePart {
+                        format: r.format,
+                        value: r.value,
                     })
                     .collect(),
             },

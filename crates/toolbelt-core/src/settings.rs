@@ -49,8 +49,9 @@ pub use named_files::{ContextFileNamesByPlace, DEFAULT_CONTEXT_FILE_NAMES, Named
 pub(crate) use types::show_value;
 pub use types::{
     ApprovalModeSetting, CheckpointingSettings, ContextFileNames, ContextSettings, FileFiltering,
-    FolderTrustSettings, GeneralSettings, LspServerSettings, LspSettings, LspSocket, LspTransport,
-    McpServerSettings, McpSettings, Millis, ModelSettings, PermissionSettings, Sandbox,
+    FolderTrustSettings, GeneralSettings, GenerationConfig, LspServerSettings, LspSettings,
+    LspSocket, LspTransport, McpServerSettings, McpSettings, Millis, ModelCapabilities,
+    ModelProviderEntry, ModelSettings, PermissionSettings, SamplingParams, Sandbox,
     SecuritySettings, ShellEnvironmentSettings, ShellLimits, ShellSettings, ToolsSettings,
     WebFetchSettings, WebSearchKind, WebSearchProvider, WebSearchSettings, WorktreeSettings,
 };
@@ -275,6 +276,11 @@ pub struct Settings {
     pub mcp: McpSettings,
     /// `model`.
     pub model: ModelSettings,
+    /// `modelProviders`: provider id → its models (Qwen Code's shape).
+    pub model_providers: BTreeMap<String, Vec<ModelProviderEntry>>,
+    /// `providerProtocol`: a custom provider id → the protocol it speaks (`openai`,
+    /// `anthropic`, `gemini`, `openai-responses`).
+    pub provider_protocol: BTreeMap<String, String>,
     /// `security`.
     pub security: SecuritySettings,
     /// `webSearch`.
@@ -311,6 +317,7 @@ const KNOWN_TOP_LEVEL: &[&str] = &[
     "disableAllHooks",
     "output",
     "modelProviders",
+    "providerProtocol",
     "lsp",
     "worktree",
     "$schema",

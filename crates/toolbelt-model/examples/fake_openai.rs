@@ -3,9 +3,11 @@
 //! same script.
 //!
 //! ```text
-//! fake_openai SCRIPT.jsonl [--workspace DIR] [--port-file FILE] [--report FILE] [--lenient]
+//! fake_openai SCRIPT.jsonl [--workspace DIR] [--port-file FILE] [--report FILE] [--lenient] [--anthropic]
 //! ```
 //!
+//! `--anthropic` serves the script as Anthropic Messages instead (the base URL is then
+//! the server's root, as `ANTHROPIC_BASE_URL` wants it).
 //! Prints the base URL. `--lenient` answers requests without tools (other agents' side
 //! requests) and requests past the end of the script with a short text instead of an
 //! error. `--report FILE` is rewritten after every request with the request count and
@@ -14,7 +16,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+use toolbelt_model::fake_server::{Dialect, FakeOpenAi, Reply};
 use toolbelt_model::parse_script;
 
 #[tokio::main(flavor = "current_thread")]
@@ -28,7 +30,7 @@ async fn main() {
     };
     let Some(script_path) = args.first() else {
         eprintln!(
-            "usage: fake_openai SCRIPT.jsonl [--workspace DIR] [--port-file FILE] [--report FILE] [--lenient]"
+            "usage: fake_openai SCRIPT.jsonl [--workspace DIR] [--port-file FILE] [--report FILE] [--lenient] [--anthropic]"
         );
         std::process::exit(2);
     };
@@ -56,7 +58,12 @@ async fn main() {
             piece: 256,
         })
         .collect();
-    let server = match FakeOpenAi::start(replies).await {
+    let dialect = if args.iter().any(|a| a == "--anthropic") {
+        Dialect::AnthropicMessages
+    } else {
+        Dialect::OpenAiChat
+    };
+    let server = match FakeOpenAi::start_speaking(dialect, "127.0.0.1:0", replies).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("fake_openai: cannot listen: {e}");

@@ -18,8 +18,12 @@
 //! its own record of the calls it sent, so the checks hold per conversation. A
 //! [`Reply::Rendezvous`] holds its answer until that many requests have reached the same
 //! rendezvous: conversations that must run at the same time prove it by not timing out.
+//!
+//! [`Dialect::AnthropicMessages`] makes it an Anthropic Messages server instead
+//! (`anthropic.rs` beside this file): the same script and checks in that API's shapes,
+//! plus its own (thinking blocks sent back with their signatures).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -27,7 +31,24 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::{FinishReason, ModelTurn, ToolCall};
+use crate::{ModelTurn, ToolCall};
+
+mod anthropic;
+mod chat;
+
+pub use chat::{check_request, sse_body};
+
+/// The wire format the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// OpenAI Chat Completions at `/v1/chat/completions`.
+    #[default]
+    OpenAiChat,
+    /// Anthropic Messages at `/v1/messages`: named SSE events, thinking blocks (a turn's
+    /// `reasoning` parts of format `anthropic`), errors in Anthropic's shape.
+    AnthropicMessages,
+}
 
 /// How the server answers one request.
 #[derive(Debug, Clone)]
@@ -67,6 +88,18 @@ pub enum Reply {
         delay: std::time::Duration,
         /// The answer after it.
         then: Box<Reply>,
+    },
+    /// The turn's first `events` server-sent events, then an error event of type `kind`
+    /// (`overloaded_error`, ...) and the end of the stream.
+    StreamError {
+        /// The turn begun.
+        turn: ModelTurn,
+        /// How many of its events are sent first.
+        events: usize,
+        /// The error's type.
+        kind: String,
+        /// The error's message.
+        message: String,
     },
     /// An HTTP error with a JSON error body.
     Status {
@@ -119,6 +152,8 @@ pub struct Recorded {
     pub path: String,
     /// The `Authorization` header, if sent.
     pub authorization: Option<String>,
+    /// Every header, names in lower case.
+    pub headers: Vec<(String, String)>,
     /// The JSON body.
     pub body: Value,
     /// The marker of the route that answered; `None` for the main script.
@@ -133,6 +168,7 @@ struct Route {
     marker: String,
     replies: VecDeque<Reply>,
     sent_calls: Vec<ToolCall>,
+    sent_thinking: Vec<Value>,
 }
 
 #[derive(Default)]
@@ -147,6 +183,9 @@ struct Shared {
     violations: Vec<String>,
     /// Tool calls this server sent in complete answers, in order.
     sent_calls: Vec<ToolCall>,
+    /// Thinking blocks it sent (Anthropic), in order.
+    sent_thinking: Vec<Value>,
+    dialect: Dialect,
     routes: Vec<Route>,
     /// Requests that reached each rendezvous.
     rendezvous: std::collections::HashMap<String, usize>,
@@ -173,10 +212,20 @@ impl FakeOpenAi {
 
     /// Starts on `addr`, answering `replies` in order.
     pub async fn start_on(addr: &str, replies: Vec<Reply>) -> std::io::Result<Self> {
+        Self::start_speaking(Dialect::OpenAiChat, addr, replies).await
+    }
+
+    /// Starts on `addr` (`127.0.0.1:0` for any free port) speaking `dialect`.
+    pub async fn start_speaking(
+        dialect: Dialect,
+        addr: &str,
+        replies: Vec<Reply>,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Mutex::new(Shared {
             replies: replies.into(),
+            dialect,
             ..Default::default()
         }));
         // Bumped when a request reaches a rendezvous.
@@ -194,6 +243,7 @@ impl FakeOpenAi {
                 marker: marker.to_string(),
                 replies: replies.into(),
                 sent_calls: Vec::new(),
+                sent_thinking: Vec::new(),
             });
         }
     }
@@ -212,9 +262,16 @@ impl FakeOpenAi {
             .unwrap_or(0)
     }
 
-    /// What a client is given as its base URL.
+    /// What a client is given as its base URL (Anthropic's clients add `/v1` themselves).
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        match self.dialect() {
+            Dialect::AnthropicMessages => format!("http://{}", self.addr),
+            Dialect::OpenAiChat => format!("http://{}/v1", self.addr),
+        }
+    }
+
+    fn dialect(&self) -> Dialect {
+        self.shared.lock().map(|s| s.dialect).unwrap_or_default()
     }
 
     /// Answer with `reply` once the script is used up instead of failing.
@@ -293,12 +350,18 @@ async fn serve(
     }
 }
 
-/// The first two messages as text, where a route's marker is looked for.
+/// The first two messages as text, where a route's marker is looked for (Anthropic's
+/// system prompt is outside the messages).
 fn opening(body: &Value) -> String {
-    body.get("messages")
+    let messages = body
+        .get("messages")
         .and_then(Value::as_array)
         .map(|m| m.iter().take(2).map(Value::to_string).collect::<String>())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    match body.get("system") {
+        Some(system) => format!("{system}{messages}"),
+        None => messages,
+    }
 }
 
 async fn handle(
@@ -310,7 +373,9 @@ async fn handle(
     let Some((head, body)) = read_request(&mut stream).await? else {
         return Ok(());
     };
-    let (request_line, path, authorization) = parse_head(&head);
+    let (request_line, path, headers) = parse_head(&head);
+    let authorization = header(&headers, "authorization");
+    let dialect = shared.lock().map(|s| s.dialect).unwrap_or_default();
     let reply = {
         let Ok(mut s) = shared.lock() else {
             return Ok(());
@@ -323,10 +388,19 @@ async fn handle(
             }
         };
         let n = s.requests.len() + 1;
-        if !request_line.starts_with("POST ") || path != "/v1/chat/completions" {
+        let expected_path = match dialect {
+            Dialect::OpenAiChat => "/v1/chat/completions",
+            Dialect::AnthropicMessages => "/v1/messages",
+        };
+        if !request_line.starts_with("POST ") || path != expected_path {
             s.violations.push(format!(
                 "request {n}: unexpected request line '{request_line}'"
             ));
+        }
+        if dialect == Dialect::AnthropicMessages {
+            let found = anthropic::check_headers(&headers);
+            s.violations
+                .extend(found.into_iter().map(|p| format!("request {n}: {p}")));
         }
         let has_tools = body.get("tools").is_some_and(|t| t.is_array());
         let opening = opening(&body);
@@ -339,6 +413,7 @@ async fn handle(
         s.requests.push(Recorded {
             path,
             authorization,
+            headers,
             body,
             route: route_name,
             at,
@@ -346,11 +421,18 @@ async fn handle(
         reply
     };
     let reply = wait_at_rendezvous(shared, arrivals, reply).await;
-    write_reply(&mut stream, reply).await
+    write_reply(&mut stream, reply, dialect).await
 }
 
-/// The request line, its path and the `Authorization` header of a request's head.
-fn parse_head(head: &str) -> (String, String, Option<String>) {
+fn header(headers: &[(String, String)], name: &str) -> Option<String> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+}
+
+/// The request line, its path and the headers (names in lower case) of a request's head.
+fn parse_head(head: &str) -> (String, String, Vec<(String, String)>) {
     let mut lines = head.lines();
     let request_line = lines.next().unwrap_or_default().to_string();
     let path = request_line
@@ -358,11 +440,11 @@ fn parse_head(head: &str) -> (String, String, Option<String>) {
         .nth(1)
         .unwrap_or_default()
         .to_string();
-    let authorization = lines
+    let headers = lines
         .filter_map(|l| l.split_once(':'))
-        .find(|(k, _)| k.trim().eq_ignore_ascii_case("authorization"))
-        .map(|(_, v)| v.trim().to_string());
-    (request_line, path, authorization)
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    (request_line, path, headers)
 }
 
 /// The next reply of the script (of `route`'s, when the request belongs to one), after
@@ -370,14 +452,22 @@ fn parse_head(head: &str) -> (String, String, Option<String>) {
 fn scripted_reply(s: &mut Shared, body: &Value, n: usize, route: Option<usize>) -> Reply {
     let route_name = route.map(|i| s.routes[i].marker.clone());
     let shared = s;
-    let (sent, replies) = match route {
+    let dialect = shared.dialect;
+    let (sent, sent_thinking, replies) = match route {
         Some(i) => {
             let r = &mut shared.routes[i];
-            (&mut r.sent_calls, &mut r.replies)
+            (&mut r.sent_calls, &mut r.sent_thinking, &mut r.replies)
         }
-        None => (&mut shared.sent_calls, &mut shared.replies),
+        None => (
+            &mut shared.sent_calls,
+            &mut shared.sent_thinking,
+            &mut shared.replies,
+        ),
     };
-    let problems = check_request(body, sent);
+    let problems = match dialect {
+        Dialect::OpenAiChat => check_request(body, sent),
+        Dialect::AnthropicMessages => anthropic::check_request(body, sent, sent_thinking),
+    };
     let label = route_name
         .as_ref()
         .map(|r| format!("request {n} (route {r})"))
@@ -395,6 +485,7 @@ fn scripted_reply(s: &mut Shared, body: &Value, n: usize, route: Option<usize>) 
     };
     if let Reply::Stream { turn, .. } | Reply::Whole(turn) = final_reply(&reply) {
         sent.extend(turn.tool_calls.iter().cloned());
+        sent_thinking.extend(anthropic::thinking_blocks(turn));
     }
     shared.violations.extend(found);
     reply
@@ -450,7 +541,9 @@ fn final_reply(reply: &Reply) -> &Reply {
 }
 
 /// Reads one request: the head as text and the body (Content-Length or chunked).
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<(String, Vec<u8>)>> {
+pub(crate) async fn read_request(
+    stream: &mut TcpStream,
+) -> std::io::Result<Option<(String, Vec<u8>)>> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];
     let head_end = loop {
@@ -515,12 +608,20 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
     out
 }
 
-async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
+async fn write_reply(
+    stream: &mut TcpStream,
+    reply: Reply,
+    dialect: Dialect,
+) -> std::io::Result<()> {
     const STREAM_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+    let events = |turn: &ModelTurn| match dialect {
+        Dialect::OpenAiChat => sse_body(turn),
+        Dialect::AnthropicMessages => anthropic::sse_body(turn),
+    };
     match reply {
         Reply::Stream { turn, piece } => {
             stream.write_all(STREAM_HEAD.as_bytes()).await?;
-            write_chunks(stream, sse_body(&turn).as_bytes(), piece).await?;
+            write_chunks(stream, events(&turn).as_bytes(), piece).await?;
             stream.write_all(b"0\r\n\r\n").await?;
         }
         Reply::RawStream(text) => {
@@ -528,15 +629,30 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
             write_chunks(stream, text.as_bytes(), 7).await?;
             stream.write_all(b"0\r\n\r\n").await?;
         }
+        Reply::StreamError {
+            turn,
+            events: count,
+            kind,
+            message,
+        } => {
+            let text = stream_error(dialect, &events(&turn), count, &kind, &message);
+            stream.write_all(STREAM_HEAD.as_bytes()).await?;
+            write_chunks(stream, text.as_bytes(), 7).await?;
+            stream.write_all(b"0\r\n\r\n").await?;
+        }
         Reply::Drop { turn, bytes } => {
             stream.write_all(STREAM_HEAD.as_bytes()).await?;
-            let body = sse_body(&turn);
+            let body = events(&turn);
             let cut = bytes.min(body.len().saturating_sub(1));
             write_chunks(stream, &body.as_bytes()[..cut], 7).await?;
             // Closing here, without the final chunk, is a broken connection to the client.
         }
         Reply::Whole(turn) => {
-            let body = whole_body(&turn).to_string();
+            let body = match dialect {
+                Dialect::OpenAiChat => chat::whole_body(&turn),
+                Dialect::AnthropicMessages => anthropic::whole_body(&turn),
+            }
+            .to_string();
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
                 body.len()
@@ -545,19 +661,18 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
             stream.write_all(body.as_bytes()).await?;
         }
         Reply::Rendezvous { then, .. } => {
-            return Box::pin(write_reply(stream, *then)).await;
+            return Box::pin(write_reply(stream, *then, dialect)).await;
         }
         Reply::Delayed { delay, then } => {
             tokio::time::sleep(delay).await;
-            return Box::pin(write_reply(stream, *then)).await;
+            return Box::pin(write_reply(stream, *then, dialect)).await;
         }
         Reply::Status {
             status,
             retry_after,
             message,
         } => {
-            let body = json!({"error": {"message": message, "type": "fake_error", "code": status}})
-                .to_string();
+            let body = error_body(dialect, status, &message);
             let retry = retry_after
                 .map(|r| format!("retry-after: {r}\r\n"))
                 .unwrap_or_default();
@@ -573,7 +688,35 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()
     stream.shutdown().await
 }
 
-async fn write_chunks(stream: &mut TcpStream, body: &[u8], piece: usize) -> std::io::Result<()> {
+/// The first `count` events of `body`, then an error event.
+fn stream_error(dialect: Dialect, body: &str, count: usize, kind: &str, message: &str) -> String {
+    let mut text: String = body.split_inclusive("\n\n").take(count).collect();
+    text.push_str(&match dialect {
+        Dialect::OpenAiChat => format!(
+            "data: {}\n\n",
+            json!({"error": {"message": message, "type": kind}})
+        ),
+        Dialect::AnthropicMessages => anthropic::error_event(kind, message),
+    });
+    text
+}
+
+/// The body of an HTTP error.
+fn error_body(dialect: Dialect, status: u16, message: &str) -> String {
+    match dialect {
+        Dialect::OpenAiChat => {
+            json!({"error": {"message": message, "type": "fake_error", "code": status}})
+        }
+        Dialect::AnthropicMessages => anthropic::error_body(status, message),
+    }
+    .to_string()
+}
+
+pub(crate) async fn write_chunks(
+    stream: &mut TcpStream,
+    body: &[u8],
+    piece: usize,
+) -> std::io::Result<()> {
     for part in body.chunks(piece.max(1)) {
         stream
             .write_all(format!("{:x}\r\n", part.len()).as_bytes())
@@ -583,207 +726,4 @@ async fn write_chunks(stream: &mut TcpStream, body: &[u8], piece: usize) -> std:
         stream.flush().await?;
     }
     Ok(())
-}
-
-fn chunk(delta: Value, finish: Option<&str>) -> String {
-    let v = json!({
-        "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": "fake",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
-    });
-    format!("data: {v}\n\n")
-}
-
-fn finish_str(turn: &ModelTurn) -> &str {
-    match &turn.finish_reason {
-        FinishReason::Stop if !turn.tool_calls.is_empty() => "tool_calls",
-        FinishReason::Stop => "stop",
-        FinishReason::ToolCalls => "tool_calls",
-        FinishReason::Length => "length",
-        FinishReason::ContentFilter => "content_filter",
-        FinishReason::Other(s) => s,
-    }
-}
-
-/// The SSE text of a turn: text in two deltas, each tool call's arguments in pieces of
-/// five characters, the finish reason, then a usage chunk and `[DONE]`.
-pub fn sse_body(turn: &ModelTurn) -> String {
-    let mut out = chunk(json!({"role": "assistant", "content": ""}), None);
-    if !turn.text.is_empty() {
-        let mid = turn
-            .text
-            .char_indices()
-            .nth(turn.text.chars().count() / 2)
-            .map_or(0, |(i, _)| i);
-        for part in [&turn.text[..mid], &turn.text[mid..]] {
-            out.push_str(&chunk(json!({"content": part}), None));
-        }
-    }
-    for (i, call) in turn.tool_calls.iter().enumerate() {
-        out.push_str(&chunk(
-            json!({"tool_calls": [{"index": i, "id": call.id, "type": "function",
-                "function": {"name": call.name, "arguments": ""}}]}),
-            None,
-        ));
-        let chars: Vec<char> = call.arguments.chars().collect();
-        for piece in chars.chunks(5) {
-            let piece: String = piece.iter().collect();
-            out.push_str(&chunk(
-                json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}),
-                None,
-            ));
-        }
-    }
-    out.push_str(&chunk(json!({}), Some(finish_str(turn))));
-    let usage = turn.usage.unwrap_or_default();
-    let usage = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
-        "model": "fake", "choices": [], "usage": usage});
-    out.push_str(&format!("data: {usage}\n\ndata: [DONE]\n\n"));
-    out
-}
-
-fn whole_body(turn: &ModelTurn) -> Value {
-    let calls: Vec<Value> = turn
-        .tool_calls
-        .iter()
-        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-        .collect();
-    let mut message = json!({"role": "assistant", "content": turn.text});
-    if !calls.is_empty() {
-        message["tool_calls"] = Value::Array(calls);
-    }
-    json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "fake",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_str(turn)}],
-        "usage": turn.usage.unwrap_or_default()})
-}
-
-/// The conversation invariants of one request body.
-pub fn check_request(body: &Value, sent: &[ToolCall]) -> Vec<String> {
-    let mut problems = Vec::new();
-    if body
-        .get("model")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
-    {
-        problems.push("no model named".to_string());
-    }
-    check_tools(body, &mut problems);
-    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
-        problems.push("no messages array".to_string());
-        return problems;
-    };
-    let seen_calls = check_conversation(messages, &mut problems);
-    if seen_calls != sent {
-        problems.push(format!(
-            "the conversation's tool calls {:?} differ from the ones the server sent {:?}",
-            ids(&seen_calls),
-            ids(sent)
-        ));
-    }
-    problems
-}
-
-/// The request's tools: at most 128, names of 1 to 64 characters, a forced one offered.
-fn check_tools(body: &Value, problems: &mut Vec<String>) {
-    let tools = body.get("tools").and_then(Value::as_array);
-    if let Some(tools) = tools {
-        if tools.len() > 128 {
-            problems.push(format!(
-                "{} tools in one request (at most 128)",
-                tools.len()
-            ));
-        }
-        for t in tools {
-            let name = t
-                .pointer("/function/name")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if name.is_empty() || name.len() > 64 {
-                problems.push(format!("tool name '{name}' is empty or over 64 characters"));
-            }
-        }
-    }
-    if let Some(choice) = body.get("tool_choice").filter(|c| c.is_object()) {
-        let forced = choice.pointer("/function/name").and_then(Value::as_str);
-        let offered = forced.is_some_and(|f| {
-            tools.is_some_and(|ts| {
-                ts.iter()
-                    .any(|t| t.pointer("/function/name").and_then(Value::as_str) == Some(f))
-            })
-        });
-        if !offered {
-            problems.push(format!(
-                "tool_choice forces {forced:?}, which is not among the request's tools"
-            ));
-        }
-    }
-}
-
-/// Every call answered once, in order, before the conversation goes on; returns the calls
-/// the conversation holds.
-fn check_conversation(messages: &[Value], problems: &mut Vec<String>) -> Vec<ToolCall> {
-    let mut open: VecDeque<String> = VecDeque::new();
-    let mut answered: HashSet<String> = HashSet::new();
-    let mut seen_calls: Vec<ToolCall> = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or("");
-        if role == "tool" {
-            let id = m.get("tool_call_id").and_then(Value::as_str).unwrap_or("");
-            match open.front() {
-                Some(next) if next == id => {
-                    open.pop_front();
-                    answered.insert(id.to_string());
-                }
-                _ if answered.contains(id) => {
-                    problems.push(format!("message {i}: tool call '{id}' answered twice"))
-                }
-                Some(next) => problems.push(format!(
-                    "message {i}: answers '{id}' but '{next}' is the next call to answer"
-                )),
-                None => problems.push(format!("message {i}: answers unknown call '{id}'")),
-            }
-            continue;
-        }
-        if let Some(id) = open.front() {
-            problems.push(format!(
-                "message {i} ({role}) comes before call '{id}' was answered"
-            ));
-            open.clear();
-        }
-        if role == "assistant"
-            && let Some(calls) = m.get("tool_calls").and_then(Value::as_array)
-        {
-            for c in calls {
-                let id = c
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                if id.is_empty() {
-                    problems.push(format!("message {i}: a tool call without an id"));
-                }
-                let f = c.get("function").cloned().unwrap_or(Value::Null);
-                seen_calls.push(ToolCall {
-                    id: id.clone(),
-                    name: f.get("name").and_then(Value::as_str).unwrap_or("").into(),
-                    arguments: f
-                        .get("arguments")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .into(),
-                });
-                open.push_back(id);
-            }
-        }
-    }
-    if let Some(id) = open.front() {
-        problems.push(format!("call '{id}' is never answered"));
-    }
-    seen_calls
-}
-
-fn ids(calls: &[ToolCall]) -> Vec<String> {
-    calls
-        .iter()
-        .map(|c| format!("{}:{}", c.id, c.name))
-        .collect()
 }

@@ -1,21 +1,28 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
-//! Model access for toolbelt: an OpenAI-compatible Chat Completions client and a replay
-//! model that answers from a script, behind one [`Model`] trait.
+//! Model access for toolbelt: clients of four wire formats (OpenAI-compatible Chat
+//! Completions, Anthropic Messages, Gemini, OpenAI Responses) and a replay model that
+//! answers from a script, behind one [`Model`] trait.
 //!
 //! # Brief overview
 //!
 //! The agent speaks in plain Rust types ([`Message`], [`ModelRequest`], [`ModelTurn`]);
-//! only this crate knows the OpenAI wire format (`wire.rs`). [`OpenAiClient`] sends a
-//! request, streamed (`sse.rs` decodes the event stream and assembles tool-call deltas by
-//! index) or not, and retries what is worth retrying (`retry.rs`: 429, 5xx, connection
-//! errors, a stream cut short; exponential backoff with jitter; `Retry-After` honoured, seconds or HTTP date).
+//! only this crate knows the wire formats. [`OpenAiClient`] sends a Chat Completions
+//! request (`wire.rs`), streamed (`sse.rs` decodes the event stream and assembles tool-call
+//! deltas by index) or not, and retries what is worth retrying (`retry.rs`: 429, 5xx,
+//! connection errors, a stream cut short; exponential backoff with jitter; `Retry-After`
+//! honoured, seconds or HTTP date). [`AnthropicClient`] (Messages API), [`GeminiModel`]
+//! (Gemini API or Vertex AI) and [`ResponsesModel`] do the same for their formats with
+//! the same retry loop. What only one format understands (Anthropic's signed thinking
+//! blocks, Gemini's thought signatures, Responses' encrypted reasoning) travels on the
+//! assistant message as an [`OpaquePart`] and goes back to that format alone.
 //! A refusal the server means (400, 401, 403, 404) ends the run with the server's own
 //! message. [`ReplayModel`] answers the n-th request with the n-th turn of a JSONL
 //! script, so the whole agent runs offline; [`RecordingModel`] writes a real run's turns
 //! in the same format.
 //!
-//! Feature `fake-server`: a scripted OpenAI-compatible server on 127.0.0.1 that checks
-//! every request it receives, for tests and benchmarks.
+//! Feature `fake-server`: scripted Chat Completions, Anthropic Messages, Gemini and
+//! Responses servers on 127.0.0.1 that check every request they receive, for tests and
+//! benchmarks.
 
 #![warn(missing_docs, unreachable_pub)]
 
@@ -25,17 +32,34 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+mod anthropic;
+mod gemini;
 mod openai;
 mod replay;
+mod responses;
 mod retry;
 mod sse;
+#[cfg(test)]
+mod test_support;
+mod transport;
 mod wire;
 
 #[cfg(any(test, feature = "fake-server"))]
+pub mod fake_gemini;
+#[cfg(any(test, feature = "fake-server"))]
+mod fake_http;
+#[cfg(any(test, feature = "fake-server"))]
+pub mod fake_responses;
+#[cfg(any(test, feature = "fake-server"))]
 pub mod fake_server;
 
+pub use anthropic::{AnthropicClient, AnthropicConfig};
+#[cfg(any(test, feature = "fake-server"))]
+pub use fake_http::FakeRequest;
+pub use gemini::{GeminiConfig, GeminiModel, GeminiService};
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use replay::{RecordingModel, ReplayModel, ScriptTurn, ScriptedCall, parse_script};
+pub use responses::{ResponsesConfig, ResponsesModel};
 pub use retry::RetryPolicy;
 
 /// One message of the conversation.
@@ -51,6 +75,9 @@ pub enum Message {
         text: String,
         /// The tool calls it asked for.
         tool_calls: Vec<ToolCall>,
+        /// Parts only the wire format that produced them reads (thinking blocks and
+        /// their signatures), sent back to that format as they came.
+        reasoning: Vec<OpaquePart>,
     },
     /// The result of one tool call, as text.
     Tool {
@@ -82,6 +109,28 @@ pub enum UserPart {
     },
 }
 
+/// A part of an answer that only the wire format which produced it understands, kept
+/// on the assistant message and sent back to that format unchanged: Anthropic's
+/// `thinking` and `redacted_thinking` blocks with their signatures, which the API wants
+/// back while a tool-use turn goes on (an OpenAI Responses reasoning item with its
+/// `encrypted_content`, or a Gemini `thoughtSignature`, fit the same shape). Another
+/// format leaves it out: a signature is only valid where it was made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpaquePart {
+    /// The format that made it: `anthropic`, `gemini`, `openai-responses`.
+    pub format: String,
+    /// The part as the server sent it.
+    pub value: serde_json::Value,
+}
+
+impl OpaquePart {
+    /// The value of the first of `parts` that `format` made. (Gemini and Responses keep
+    /// all of an answer's state in one part; Anthropic keeps one part per thinking block.)
+    pub fn of_format<'a>(parts: &'a [OpaquePart], format: &str) -> Option<&'a serde_json::Value> {
+        parts.iter().find(|p| p.format == format).map(|p| &p.value)
+    }
+}
+
 /// A function call the model asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCall {
@@ -102,6 +151,24 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the arguments.
     pub parameters: serde_json::Value,
+}
+
+/// Sampling settings sent with every request where the wire format has them (Qwen
+/// Code's `generationConfig.samplingParams`); `None` leaves the server's default.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Sampling {
+    /// `temperature`.
+    pub temperature: Option<f64>,
+    /// `top_p`.
+    pub top_p: Option<f64>,
+    /// `top_k` (not in OpenAI's chat format, but vLLM and others take it).
+    pub top_k: Option<u32>,
+    /// The most tokens of one answer.
+    pub max_tokens: Option<u32>,
+    /// `presence_penalty` (chat format only).
+    pub presence_penalty: Option<f64>,
+    /// `frequency_penalty` (chat format only).
+    pub frequency_penalty: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -156,6 +223,21 @@ pub struct Usage {
     pub completion_tokens: u64,
     /// Both.
     pub total_tokens: u64,
+    /// Tokens of the request read from the server's prompt cache (counted in
+    /// `prompt_tokens` too).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// Tokens of the request written to the server's prompt cache (counted in
+    /// `prompt_tokens` too).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+    /// Of `completion_tokens`, those spent on reasoning the answer does not show.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -164,6 +246,9 @@ impl Usage {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.total_tokens += other.total_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
     }
 }
 
@@ -178,6 +263,9 @@ pub struct ModelTurn {
     pub finish_reason: FinishReason,
     /// Token counts, when the server sent them.
     pub usage: Option<Usage>,
+    /// Parts for the assistant message that only this format reads
+    /// ([`Message::Assistant`]'s `reasoning`).
+    pub reasoning: Vec<OpaquePart>,
 }
 
 /// Faults that end a run: the model cannot be used. (A tool failure is never one.)

@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use reqwest::StatusCode;
 use tokio_util::sync::CancellationToken;
 
-use crate::retry::{RetryPolicy, parse_retry_after};
+use crate::retry::{AttemptError, RetryPolicy, error_chain, parse_retry_after, retry, send_error};
 use toolbelt_sse::SseDecoder;
 
 use crate::sse::{Step, TurnAssembler};
@@ -39,6 +39,16 @@ pub struct OpenAiConfig {
     /// What set `base_url`, named when nothing listens there (for example
     /// "OPENAI_BASE_URL"); `None` says only "the configuration".
     pub base_url_origin: Option<String>,
+    /// Read `<tool_call>` blocks in an answer without `tool_calls` as calls
+    /// (`text_calls.rs`; setting `model.toolCallsInText`).
+    pub tool_calls_in_text: bool,
+    /// Sampling settings sent with each request.
+    pub sampling: crate::Sampling,
+    /// More headers sent with every request (`customHeaders`).
+    pub headers: Vec<(String, String)>,
+    /// What set the key, named when the server refuses it; `None` names the usual
+    /// flag and variable.
+    pub api_key_origin: Option<String>,
 }
 
 impl OpenAiConfig {
@@ -53,6 +63,10 @@ impl OpenAiConfig {
             retry: RetryPolicy::default(),
             takes_images: false,
             base_url_origin: None,
+            tool_calls_in_text: true,
+            sampling: crate::Sampling::default(),
+            headers: Vec::new(),
+            api_key_origin: None,
         }
     }
 }
@@ -64,27 +78,12 @@ pub struct OpenAiClient {
     url: String,
 }
 
-/// How one attempt failed.
-enum AttemptError {
-    Retry {
-        reason: String,
-        retry_after: Option<Duration>,
-    },
-    Fatal(ModelError),
-}
-
-fn retry(reason: impl Into<String>) -> AttemptError {
-    AttemptError::Retry {
-        reason: reason.into(),
-        retry_after: None,
-    }
-}
-
 impl OpenAiClient {
     /// A client for `config`; fails when the HTTP client cannot be built.
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
         let http = reqwest::Client::builder()
             .connect_timeout(config.request_timeout.min(Duration::from_secs(30)))
+            .default_headers(crate::retry::header_map(&config.headers)?)
             .build()
             .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
         let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
@@ -102,7 +101,12 @@ impl OpenAiClient {
         request: &ModelRequest,
         on_delta: crate::DeltaSink<'_>,
     ) -> Result<ModelTurn, AttemptError> {
-        let body = wire::request_body(&self.config.model, request, self.config.stream);
+        let body = wire::request_body(
+            &self.config.model,
+            request,
+            self.config.stream,
+            &self.config.sampling,
+        );
         let mut builder = self.http.post(&self.url).json(&body);
         if let Some(key) = &self.config.api_key {
             builder = builder.bearer_auth(key);
@@ -110,23 +114,33 @@ impl OpenAiClient {
         let timeout = self.config.request_timeout;
         let response = match tokio::time::timeout(timeout, builder.send()).await {
             Err(_) => return Err(retry(format!("no response within {timeout:?}"))),
-            Ok(Err(e)) => return Err(self.send_error(&e)),
+            Ok(Err(e)) => {
+                return Err(send_error(
+                    &self.url,
+                    self.config.base_url_origin.as_deref(),
+                    &e,
+                ));
+            }
             Ok(Ok(r)) => r,
         };
         let status = response.status();
         if !status.is_success() {
             return Err(self.status_error(status, response).await);
         }
-        if self.config.stream {
-            self.read_stream(response, on_delta).await
+        let mut turn = if self.config.stream {
+            self.read_stream(response, on_delta).await?
         } else {
             let text = match tokio::time::timeout(timeout, response.text()).await {
                 Err(_) => return Err(retry(format!("the response body took over {timeout:?}"))),
                 Ok(Err(e)) => return Err(retry(format!("reading the response: {e}"))),
                 Ok(Ok(t)) => t,
             };
-            parse_whole(&text)
+            parse_whole(&text)?
+        };
+        if self.config.tool_calls_in_text {
+            text_calls::extract(&mut turn);
         }
+        Ok(turn)
     }
 
     async fn status_error(&self, status: StatusCode, response: reqwest::Response) -> AttemptError {
@@ -147,10 +161,11 @@ impl OpenAiClient {
                 retry_after,
             }
         } else {
-            let hint = match status.as_u16() {
-                401 | 403 => " (check OPENAI_API_KEY or --openai-api-key)",
-                404 => " (check OPENAI_BASE_URL and the model name)",
-                _ => "",
+            let hint = match (status.as_u16(), &self.config.api_key_origin) {
+                (401 | 403, Some(origin)) => format!(" (the key comes from {origin})"),
+                (401 | 403, None) => " (check OPENAI_API_KEY or --openai-api-key)".to_string(),
+                (404, _) => " (check OPENAI_BASE_URL and the model name)".to_string(),
+                _ => String::new(),
             };
             AttemptError::Fatal(ModelError::Rejected {
                 status: status.as_u16(),
@@ -226,86 +241,8 @@ fn parse_whole(text: &str) -> Result<ModelTurn, AttemptError> {
         tool_calls,
         finish_reason,
         usage: response.usage.map(Into::into),
+        ..Default::default()
     })
-}
-
-impl OpenAiClient {
-    /// What set the URL, for messages.
-    fn origin(&self) -> String {
-        self.config
-            .base_url_origin
-            .clone()
-            .unwrap_or_else(|| "the configuration".to_string())
-    }
-
-    /// A request that got no response. A local refusal and a host name that does not
-    /// resolve end the run at once (a retry seconds later would not change them; offline,
-    /// each would also wait for name lookups); other connection errors are retried. Every
-    /// message names the URL and what set it.
-    fn send_error(&self, e: &reqwest::Error) -> AttemptError {
-        let chain = error_chain(e);
-        let fatal = |reason: String| {
-            AttemptError::Fatal(ModelError::Unreachable {
-                url: self.url.clone(),
-                origin: self.origin(),
-                reason,
-            })
-        };
-        if self.refused_locally(e) {
-            return fatal("the connection was refused (nothing listens there)".into());
-        }
-        // hyper's connector calls a failed lookup `dns error`; the cause is the resolver's.
-        if e.is_connect() && chain.contains("dns error") {
-            let cause = chain.rsplit(": ").next().unwrap_or("").to_string();
-            return fatal(format!("its host name does not resolve ({cause})"));
-        }
-        retry(format!(
-            "cannot connect to {} (the URL comes from {}): {chain}",
-            self.url,
-            self.origin()
-        ))
-    }
-
-    /// A refused connection to this machine: no server listens at the port, which a
-    /// retry a few seconds later will not change (a remote refusal may be a server
-    /// restarting, so it is still retried).
-    fn refused_locally(&self, e: &reqwest::Error) -> bool {
-        let local = reqwest::Url::parse(&self.url)
-            .ok()
-            .and_then(|u| {
-                let host = u.host_str()?.trim_start_matches('[').trim_end_matches(']');
-                Some(match host.parse::<std::net::IpAddr>() {
-                    Ok(ip) => ip.is_loopback() || ip.is_unspecified(),
-                    Err(_) => host.eq_ignore_ascii_case("localhost"),
-                })
-            })
-            .unwrap_or(false);
-        local && e.is_connect() && io_kind(e) == Some(std::io::ErrorKind::ConnectionRefused)
-    }
-}
-
-/// The kind of the first I/O error in `e`'s chain.
-fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = source {
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            return Some(io.kind());
-        }
-        source = s.source();
-    }
-    None
-}
-
-/// An error with its causes, which is where reqwest keeps the useful part.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 impl Model for OpenAiClient {
@@ -331,45 +268,15 @@ impl Model for OpenAiClient {
         cancel: &'a CancellationToken,
         on_delta: crate::DeltaSink<'a>,
     ) -> BoxFuture<'a, Result<ModelTurn, ModelError>> {
-        Box::pin(async move {
-            let policy = &self.config.retry;
-            let attempts = policy.max_attempts.max(1);
-            let mut last = String::new();
-            for attempt in 1..=attempts {
-                if attempt > 1 {
-                    on_delta(crate::StreamDelta::Restart);
-                }
-                let outcome = tokio::select! {
-                    outcome = self.attempt(request, on_delta) => outcome,
-                    _ = cancel.cancelled() => return Err(ModelError::Cancelled),
-                };
-                let retry_after = match outcome {
-                    Ok(turn) => return Ok(turn),
-                    Err(AttemptError::Fatal(e)) => return Err(e),
-                    Err(AttemptError::Retry {
-                        reason,
-                        retry_after,
-                    }) => {
-                        last = reason;
-                        retry_after
-                    }
-                };
-                if attempt == attempts {
-                    break;
-                }
-                let delay = policy.delay(attempt, retry_after);
-                tracing::warn!(
-                    "model request failed (attempt {attempt} of {attempts}): {last}; retrying in {delay:?}"
-                );
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = cancel.cancelled() => return Err(ModelError::Cancelled),
-                }
-            }
-            Err(ModelError::Unavailable { attempts, last })
-        })
+        Box::pin(crate::retry::with_retries(
+            &self.config.retry,
+            cancel,
+            on_delta,
+            move || self.attempt(request, on_delta),
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests;
+mod text_calls;

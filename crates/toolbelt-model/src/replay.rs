@@ -103,6 +103,7 @@ impl ScriptTurn {
             tool_calls,
             finish_reason,
             usage: self.usage,
+            ..Default::default()
         }
     }
 
@@ -397,6 +398,7 @@ mod tests {
             }],
             finish_reason: FinishReason::Length,
             usage: None,
+            ..Default::default()
         };
         let line = serde_json::to_string(&ScriptTurn::from_model_turn(&turn)).unwrap();
         let back = parse_script(&line, None).unwrap()[0].to_model_turn(1);

@@ -9,8 +9,168 @@
 //! rate-limited together do not come back together. A `Retry-After` header from the
 //! server wins over the computed delay, up to `max_retry_after`.
 
+use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::{DeltaSink, ModelError, ModelTurn, StreamDelta};
+
+/// How one attempt at a request failed (every wire format's client says it this way).
+pub(crate) enum AttemptError {
+    /// Worth another attempt, after `retry_after` when the server said so.
+    Retry {
+        reason: String,
+        retry_after: Option<Duration>,
+    },
+    /// Ends the request.
+    Fatal(ModelError),
+}
+
+/// A retryable failure without a server-given delay.
+pub(crate) fn retry(reason: impl Into<String>) -> AttemptError {
+    AttemptError::Retry {
+        reason: reason.into(),
+        retry_after: None,
+    }
+}
+
+/// Runs `attempt` until it succeeds, fails for good, the policy's attempts are spent or
+/// `cancel` fires; tells `on_delta` [`StreamDelta::Restart`] before each new attempt.
+pub(crate) async fn with_retries<'a, F, Fut>(
+    policy: &RetryPolicy,
+    cancel: &CancellationToken,
+    on_delta: DeltaSink<'a>,
+    mut attempt: F,
+) -> Result<ModelTurn, ModelError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<ModelTurn, AttemptError>>,
+{
+    let attempts = policy.max_attempts.max(1);
+    let mut last = String::new();
+    for n in 1..=attempts {
+        if n > 1 {
+            on_delta(StreamDelta::Restart);
+        }
+        let outcome = tokio::select! {
+            outcome = attempt() => outcome,
+            _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+        };
+        let retry_after = match outcome {
+            Ok(turn) => return Ok(turn),
+            Err(AttemptError::Fatal(e)) => return Err(e),
+            Err(AttemptError::Retry {
+                reason,
+                retry_after,
+            }) => {
+                last = reason;
+                retry_after
+            }
+        };
+        if n == attempts {
+            break;
+        }
+        let delay = policy.delay(n, retry_after);
+        tracing::warn!(
+            "model request failed (attempt {n} of {attempts}): {last}; retrying in {delay:?}"
+        );
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+        }
+    }
+    Err(ModelError::Unavailable { attempts, last })
+}
+
+/// A request that got no response, as every client reports it. A local refusal and a
+/// host name that does not resolve end the run at once (a retry seconds later would not
+/// change them; offline, each would also wait for name lookups); other connection errors
+/// are retried. Every message names the URL and what set it (`origin`).
+pub(crate) fn send_error(url: &str, origin: Option<&str>, e: &reqwest::Error) -> AttemptError {
+    let origin = origin.unwrap_or("the configuration").to_string();
+    let chain = error_chain(e);
+    let fatal = |reason: String| {
+        AttemptError::Fatal(ModelError::Unreachable {
+            url: url.to_string(),
+            origin: origin.clone(),
+            reason,
+        })
+    };
+    if refused_locally(url, e) {
+        return fatal("the connection was refused (nothing listens there)".into());
+    }
+    // hyper's connector calls a failed lookup `dns error`; the cause is the resolver's.
+    if e.is_connect() && chain.contains("dns error") {
+        let cause = chain.rsplit(": ").next().unwrap_or("").to_string();
+        return fatal(format!("its host name does not resolve ({cause})"));
+    }
+    retry(format!(
+        "cannot connect to {url} (the URL comes from {origin}): {chain}"
+    ))
+}
+
+/// A refused connection to this machine: no server listens at the port, which a retry a
+/// few seconds later will not change (a remote refusal may be a server restarting, so
+/// it is still retried).
+pub(crate) fn refused_locally(url: &str, e: &reqwest::Error) -> bool {
+    let local = reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| {
+            let host = u.host_str()?.trim_start_matches('[').trim_end_matches(']');
+            Some(match host.parse::<std::net::IpAddr>() {
+                Ok(ip) => ip.is_loopback() || ip.is_unspecified(),
+                Err(_) => host.eq_ignore_ascii_case("localhost"),
+            })
+        })
+        .unwrap_or(false);
+    local && e.is_connect() && io_kind(e) == Some(std::io::ErrorKind::ConnectionRefused)
+}
+
+/// The kind of the first I/O error in `e`'s chain.
+fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        source = s.source();
+    }
+    None
+}
+
+/// `headers` for every request of a client; a name or value HTTP cannot carry is a
+/// configuration error naming it.
+pub(crate) fn header_map(
+    headers: &[(String, String)],
+) -> Result<reqwest::header::HeaderMap, ModelError> {
+    let mut map = reqwest::header::HeaderMap::new();
+    for (name, value) in headers {
+        let (Ok(n), Ok(v)) = (
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()),
+            reqwest::header::HeaderValue::from_str(value),
+        ) else {
+            return Err(ModelError::Config(format!(
+                "the custom header '{name}' cannot be sent (not a valid header name or value)"
+            )));
+        };
+        map.insert(n, v);
+    }
+    Ok(map)
+}
+
+/// An error with its causes, which is where reqwest keeps the useful part.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 /// When and how often a failed request is tried again.

@@ -168,6 +168,7 @@ impl TurnAssembler {
             tool_calls,
             finish_reason,
             usage: self.usage,
+            ..Default::default()
         }
     }
 }

@@ -11,10 +11,15 @@ use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{Message, ModelRequest, ToolCall, Usage, UserPart};
+use crate::{Message, ModelRequest, Sampling, ToolCall, Usage, UserPart};
 
 /// The request body.
-pub(crate) fn request_body(model: &str, request: &ModelRequest, stream: bool) -> Value {
+pub(crate) fn request_body(
+    model: &str,
+    request: &ModelRequest,
+    stream: bool,
+    sampling: &Sampling,
+) -> Value {
     let messages: Vec<Value> = request.messages.iter().map(message).collect();
     let mut body = json!({
         "model": model,
@@ -38,6 +43,24 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest, stream: bool) ->
         body["tools"] = Value::Array(tools);
         if let Some(name) = &request.tool_choice {
             body["tool_choice"] = json!({"type": "function", "function": {"name": name}});
+        }
+    }
+    for (key, value) in [
+        ("temperature", sampling.temperature.map(Value::from)),
+        ("top_p", sampling.top_p.map(Value::from)),
+        ("top_k", sampling.top_k.map(Value::from)),
+        ("max_tokens", sampling.max_tokens.map(Value::from)),
+        (
+            "presence_penalty",
+            sampling.presence_penalty.map(Value::from),
+        ),
+        (
+            "frequency_penalty",
+            sampling.frequency_penalty.map(Value::from),
+        ),
+    ] {
+        if let Some(v) = value {
+            body[key] = v;
         }
     }
     if stream {
@@ -66,7 +89,9 @@ fn message(m: &Message) -> Value {
                 .collect();
             json!({"role": "user", "content": content})
         }
-        Message::Assistant { text, tool_calls } => {
+        Message::Assistant {
+            text, tool_calls, ..
+        } => {
             let mut v = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text.clone()) }});
             if !tool_calls.is_empty() {
                 let calls: Vec<Value> = tool_calls
@@ -134,6 +159,24 @@ pub struct WireUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    /// OpenAI's count of prompt tokens served from its cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// OpenAI's count of completion tokens spent on hidden reasoning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+#[derive(Debug, Deserialize, Serialize, Default, Clone, Copy)]
+#[serde(default)]
+pub struct PromptTokensDetails {
+    pub cached_tokens: u64,
+}
+
+#[derive(Debug, Deserialize, Serialize, Default, Clone, Copy)]
+#[serde(default)]
+pub struct CompletionTokensDetails {
+    pub reasoning_tokens: u64,
 }
 
 impl From<WireUsage> for Usage {
@@ -146,6 +189,11 @@ impl From<WireUsage> for Usage {
             } else {
                 u.total_tokens
             },
+            cache_read_tokens: u.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
+            cache_write_tokens: 0,
+            reasoning_tokens: u
+                .completion_tokens_details
+                .map_or(0, |d| d.reasoning_tokens),
         }
     }
 }

@@ -14,16 +14,15 @@ use toolbelt_agent::{Agent, EventSink, context_files};
 use toolbelt_core::hooks::HookRunner;
 use toolbelt_core::scheduler::{ApprovalMode, Approver, Permissions, SchedulerConfig};
 use toolbelt_core::{RuleList, Settings, ToolEnvironment, ToolRegistry};
-use toolbelt_model::{Model, OpenAiClient, OpenAiConfig, RecordingModel, ReplayModel};
+use toolbelt_model::{Model, RecordingModel, ReplayModel};
 
 use crate::dont_ask::DontAsk;
 use crate::mcp::McpToolSource;
 use crate::model_slot::ModelSlot;
 use crate::options::{AgentOptions, Warn};
+use crate::providers::{self, ModelChoice};
 use crate::session::{Session, exclude};
 use crate::{saved, subagents};
-
-const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// The first prompt, read once the saved session is known and before the extensions
 /// start (the headless agent reads its arguments and standard input).
@@ -471,7 +470,7 @@ fn session_model(
     options: &AgentOptions,
     env: &ToolEnvironment,
     cwd: &Path,
-) -> Result<(Arc<ModelSlot>, String, Option<OpenAiConfig>), String> {
+) -> Result<(Arc<ModelSlot>, String, Option<ModelChoice>), String> {
     let (model, server) = build_model(options, &env.settings, cwd)?;
     let model = Arc::new(ModelSlot::new(model));
     env.ask_once
@@ -596,65 +595,26 @@ fn core_tools(registry: &mut ToolRegistry, settings: &Settings, core: &[String])
     }
 }
 
-/// The replay script, or a server from options, environment and settings; perhaps
-/// recorded. Also returns the server's settings (sub-agents name other models on it).
+/// The replay script, or a server from options, environment and settings
+/// (`providers.rs` chooses the provider and its wire format); perhaps recorded. Also
+/// returns the choice, from which sub-agents and `set_model` choose other models.
 pub fn build_model(
     options: &AgentOptions,
     settings: &Settings,
     cwd: &Path,
-) -> Result<(Arc<dyn Model>, Option<OpenAiConfig>), String> {
+) -> Result<(Arc<dyn Model>, Option<ModelChoice>), String> {
     let mut server = None;
     let model: Box<dyn Model> = if let Some(path) = &options.model_replay {
         Box::new(ReplayModel::from_file(path, Some(cwd)).map_err(|e| e.to_string())?)
     } else {
-        let config = server_config(options, settings)?;
-        server = Some(config.clone());
-        Box::new(OpenAiClient::new(config).map_err(|e| e.to_string())?)
+        let choice = providers::choose(options, settings)?;
+        let model = choice.build()?;
+        server = Some(choice);
+        model
     };
     let model: Box<dyn Model> = match &options.record {
         Some(path) => Box::new(RecordingModel::new(model, path).map_err(|e| e.to_string())?),
         None => model,
     };
     Ok((Arc::from(model), server))
-}
-
-/// The OpenAI-compatible server: name, base URL and key from options, environment,
-/// settings.
-fn server_config(options: &AgentOptions, settings: &Settings) -> Result<OpenAiConfig, String> {
-    let env_var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    let name = options
-        .model
-        .clone()
-        .or_else(|| env_var("OPENAI_MODEL"))
-        .or_else(|| settings.model.name.clone())
-        .ok_or_else(|| {
-            "no model: pass -m/--model, set OPENAI_MODEL, or set model.name in the settings (or use --model-replay FILE to run offline)".to_string()
-        })?;
-    let (base_url, origin) = match (&options.openai_base_url, env_var("OPENAI_BASE_URL")) {
-        (Some(url), _) => (url.clone(), "--openai-base-url"),
-        (None, Some(url)) => (url, "OPENAI_BASE_URL (or --openai-base-url)"),
-        (None, None) => (
-            DEFAULT_BASE_URL.to_string(),
-            "the default (set OPENAI_BASE_URL or --openai-base-url)",
-        ),
-    };
-    let api_key = options
-        .openai_api_key
-        .clone()
-        .or_else(|| env_var("OPENAI_API_KEY"));
-    // The default server answers nothing without a key: say what is missing now rather
-    // than after a round of retries (and, offline, of failed name lookups).
-    if api_key.is_none() && options.openai_base_url.is_none() && base_url == DEFAULT_BASE_URL {
-        return Err(format!(
-            "no model server is configured: OPENAI_BASE_URL is not set, so the default {DEFAULT_BASE_URL} would be \
-             used, and it needs OPENAI_API_KEY, which is not set either. Set OPENAI_BASE_URL (or --openai-base-url) \
-             to your server (vLLM, llama.cpp, Ollama, DashScope, ...), or OPENAI_API_KEY for OpenAI; \
-             --model-replay FILE runs offline"
-        ));
-    }
-    let mut config = OpenAiConfig::new(base_url, name);
-    config.base_url_origin = Some(origin.to_string());
-    config.api_key = api_key;
-    config.takes_images = settings.model.vision;
-    Ok(config)
 }

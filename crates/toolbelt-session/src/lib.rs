@@ -44,6 +44,7 @@ mod monitor;
 mod options;
 mod paths;
 mod protect;
+mod providers;
 pub mod sandbox;
 pub mod saved;
 mod serve;
@@ -64,6 +65,7 @@ pub use options::{
     AgentOptions, IgnoredFlag, McpOptions, Policy, Resume, SessionOptions, SettingSources, Warn,
 };
 pub use paths::{sessions_dir, toolbelt_home};
+pub use providers::{ModelChoice, Protocol};
 pub use serve::ServeWorkspaces;
 pub use session::{Session, SetupError, approval_mode, exclude, rule_vocabulary};
 pub use subagents::catalog as agent_catalog;

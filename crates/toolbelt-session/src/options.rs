@@ -123,6 +123,10 @@ pub enum Resume {
 pub struct AgentOptions {
     /// Model name (`-m`; else `OPENAI_MODEL`, else the settings' `model.name`).
     pub model: Option<String>,
+    /// The model provider (`--provider`, `--auth-type`): `openai`, `anthropic`,
+    /// `gemini`, `vertex-ai`, `openai-responses` or an id of `modelProviders`
+    /// (`providers.rs`).
+    pub provider: Option<String>,
     /// API key (else `OPENAI_API_KEY`).
     pub openai_api_key: Option<String>,
     /// Base URL up to the version (else `OPENAI_BASE_URL`, else OpenAI's).
@@ -181,6 +185,7 @@ impl Default for AgentOptions {
     fn default() -> Self {
         AgentOptions {
             model: None,
+            provider: None,
             openai_api_key: None,
             openai_base_url: None,
             model_replay: None,

@@ -14,7 +14,9 @@ use toolbelt_agent::subagents::{
 };
 use toolbelt_core::scheduler::{ApprovalMode, Permissions};
 use toolbelt_core::{BoxFuture, Origin, ToolEnvironment, ToolRegistry};
-use toolbelt_model::{Model, OpenAiClient, OpenAiConfig};
+use toolbelt_model::Model;
+
+use crate::providers::ModelChoice;
 use toolbelt_tools::{JobStatus, JobTable};
 
 /// The sub-agent definitions of the project at `project`, of the person and built in.
@@ -23,12 +25,13 @@ pub fn catalog(project: &Path) -> AgentCatalog {
     AgentCatalog::load(&AgentDirs::standard(project, home.as_deref()))
 }
 
-/// The model a definition names, on the parent's server; the parent's model otherwise
+/// The model a definition names (on the parent's server, or on the provider whose
+/// `modelProviders` entry it is); the parent's model otherwise
 /// (and always with a replay script, which has one conversation to give).
 pub(crate) struct Models {
     pub(crate) parent: Arc<dyn Model>,
-    /// The parent's server settings; `None` for a replay script.
-    pub(crate) server: Option<OpenAiConfig>,
+    /// The parent's provider and server; `None` for a replay script.
+    pub(crate) server: Option<ModelChoice>,
 }
 
 impl ModelChooser for Models {
@@ -39,10 +42,7 @@ impl ModelChooser for Models {
         if name == self.parent.name() {
             return Ok(self.parent.clone());
         }
-        let mut config = server.clone();
-        config.model = name.to_string();
-        let client = OpenAiClient::new(config).map_err(|e| e.to_string())?;
-        Ok(Arc::new(client))
+        Ok(Arc::from(server.for_model(name)?.build()?))
     }
 }
 
@@ -78,7 +78,7 @@ pub(crate) struct Parts {
     /// The parent's model, and its server's settings (`None` for a replay script):
     /// see [`Models`].
     pub(crate) parent_model: Arc<dyn Model>,
-    pub(crate) server: Option<OpenAiConfig>,
+    pub(crate) server: Option<ModelChoice>,
     pub(crate) env: Arc<ToolEnvironment>,
     pub(crate) permissions: Permissions,
     pub(crate) mode: ApprovalMode,

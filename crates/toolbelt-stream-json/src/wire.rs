@@ -596,7 +596,11 @@ fn usage_value(usage: Usage) -> Value {
     json!({
         "input_tokens": usage.prompt_tokens,
         "output_tokens": usage.completion_tokens,
-        "cache_read_input_tokens": 0,
+        // Counted in input_tokens too (servers that cache: Anthropic, OpenAI).
+        "cache_read_input_tokens": usage.cache_read_tokens,
+        "cache_creation_input_tokens": usage.cache_write_tokens,
+        // Counted in output_tokens too (reasoning models: Gemini, OpenAI).
+        "reasoning_output_tokens": usage.reasoning_tokens,
         "total_tokens": usage.total_tokens,
     })
 }

@@ -125,6 +125,12 @@ pub struct AgentArgs {
     /// Model name [env: OPENAI_MODEL; settings: model.name].
     #[arg(short = 'm', long)]
     pub model: Option<String>,
+    /// The model provider: openai (chat completions), anthropic, gemini, vertex-ai,
+    /// openai-responses, or an id of the settings' modelProviders (`--auth-type` is Qwen
+    /// Code's name) [default: from the model's modelProviders entry, else from the API key
+    /// variables set, else openai].
+    #[arg(long, alias = "auth-type", value_name = "PROVIDER")]
+    pub provider: Option<String>,
     /// API key of the OpenAI-compatible server [env: OPENAI_API_KEY].
     #[arg(long, value_name = "KEY")]
     pub openai_api_key: Option<String>,
@@ -165,10 +171,6 @@ pub struct AgentArgs {
     /// Who started toolbelt (the SDKs pass `--channel=SDK`); accepted and ignored.
     #[arg(long, hide = true, value_name = "NAME")]
     pub channel: Option<String>,
-    /// Qwen Code's authentication type; only `openai` exists here, so it is accepted
-    /// and otherwise ignored.
-    #[arg(long, hide = true, value_name = "TYPE")]
-    pub auth_type: Option<String>,
     /// Most model turns in the session (Claude Code's `--max-turns`).
     #[arg(long, alias = "max-turns", default_value_t = 100, value_name = "N")]
     pub max_session_turns: usize,

@@ -118,13 +118,12 @@ fn restore(global: &cli::GlobalArgs, a: cli::RestoreArgs) -> u8 {
             return cli::EXIT_USAGE;
         }
     };
-    let (list, id, yes, force, paths) = (a.list, a.id, a.yes, a.force, a.paths);
     let request = toolbelt_session::RestoreRequest {
-        list,
-        id,
-        yes,
-        force,
-        paths,
+        list: a.list,
+        id: a.id,
+        yes: a.yes,
+        force: a.force,
+        paths: a.paths,
     };
     let ask = |q: &str| tools_call::ask(q, "[y]es / [n]o: ");
     let asker = tools_call::can_ask(false).then_some(&ask as &dyn Fn(&str) -> bool);

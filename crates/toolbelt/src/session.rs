@@ -89,6 +89,7 @@ pub fn agent_options(args: &AgentArgs) -> AgentOptions {
         model: args.model.clone(),
         openai_api_key: args.openai_api_key.clone(),
         openai_base_url: args.openai_base_url.clone(),
+        provider: args.provider.clone(),
         model_replay: args.model_replay.clone(),
         record: args.record.clone(),
         policy: policy(&args.policy),

@@ -41,6 +41,7 @@ fn history(turns: usize, calls: usize, size: usize) -> Vec<Message> {
             h.push(Message::Assistant {
                 text: String::new(),
                 tool_calls: cs.clone(),
+                reasoning: Vec::new(),
             });
             for c in cs {
                 h.push(Message::Tool {
@@ -52,6 +53,7 @@ fn history(turns: usize, calls: usize, size: usize) -> Vec<Message> {
         h.push(Message::Assistant {
             text: format!("answer {t} {filler}"),
             tool_calls: Vec::new(),
+            reasoning: Vec::new(),
         });
     }
     h

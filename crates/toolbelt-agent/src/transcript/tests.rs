@@ -16,7 +16,7 @@ fn call(id: &str) -> ToolCall {
 }
 
 /// A conversation with every kind of message: text and image prompts, two calls in one
-/// turn, results, a final answer.
+/// turn (with a thinking block), results, a final answer.
 fn conversation() -> Vec<Message> {
     vec![
         Message::User(vec![
@@ -26,9 +26,14 @@ fn conversation() -> Vec<Message> {
                 data: vec![0, 1, 2, 255, b'\n', b'"'],
             },
         ]),
+        // A signed thinking block, which a resumed tool-use turn must send back.
         Message::Assistant {
             text: "Reading.".to_string(),
             tool_calls: vec![call("c1"), call("c2")],
+            reasoning: vec![toolbelt_model::OpaquePart {
+                format: "anthropic".to_string(),
+                value: serde_json::json!({"type": "thinking", "thinking": "Both.", "signature": "c2ln"}),
+            }],
         },
         Message::Tool {
             call_id: "c1".to_string(),
@@ -41,6 +46,11 @@ fn conversation() -> Vec<Message> {
         Message::Assistant {
             text: "Both say hello.".to_string(),
             tool_calls: Vec::new(),
+            // A thinking model's signature, which a resumed conversation must send back.
+            reasoning: vec![toolbelt_model::OpaquePart {
+                format: "gemini".to_string(),
+                value: serde_json::json!({"text": "c2lnbmF0dXJl"}),
+            }],
         },
     ]
 }
@@ -256,6 +266,7 @@ fn summary() -> Vec<Message> {
         Message::Assistant {
             text: "Understood.".to_string(),
             tool_calls: Vec::new(),
+            reasoning: Vec::new(),
         },
     ]
 }

@@ -566,6 +566,76 @@ pub struct ModelSettings {
     pub name: Option<String>,
     /// The model takes images (`read_file` of an image sends it as an image).
     pub vision: bool,
+    /// `model.toolCallsInText`: read the `<tool_call>` blocks a chat-completions server
+    /// left in the answer text (Hermes and Qwen forms) as calls. Default true.
+    pub tool_calls_in_text: Option<bool>,
+}
+
+/// One model of `modelProviders.<provider>` (Qwen Code's shape): which model, where,
+/// with which key and limits.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelProviderEntry {
+    /// The model name sent to the API (required).
+    pub id: String,
+    /// A display name.
+    pub name: Option<String>,
+    /// The variable holding the key (default per provider, e.g. `ANTHROPIC_API_KEY`).
+    pub env_key: Option<String>,
+    /// The server; the provider's default when absent.
+    pub base_url: Option<String>,
+    /// `capabilities.vision`: the model takes images.
+    pub capabilities: ModelCapabilities,
+    /// Limits, retries, sampling, headers.
+    pub generation_config: GenerationConfig,
+}
+
+/// `capabilities` of a model entry.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelCapabilities {
+    /// It takes images.
+    pub vision: Option<bool>,
+}
+
+/// `generationConfig` of a model entry.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GenerationConfig {
+    /// Milliseconds a request, or a silence mid-stream, may last.
+    pub timeout: Option<u64>,
+    /// Attempts after the first.
+    pub max_retries: Option<u32>,
+    /// The first wait between attempts, in milliseconds.
+    pub retry_initial_delay_ms: Option<u64>,
+    /// The longest wait between attempts, in milliseconds.
+    pub retry_max_delay_ms: Option<u64>,
+    /// Anthropic: mark the system prompt and tools for prompt caching (default true).
+    pub enable_cache_control: Option<bool>,
+    /// The model's context window in tokens.
+    pub context_window_size: Option<u64>,
+    /// More headers for every request.
+    pub custom_headers: BTreeMap<String, String>,
+    /// Sampling parameters (snake_case keys, as Qwen Code writes them).
+    pub sampling_params: SamplingParams,
+}
+
+/// `samplingParams` of a model entry.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct SamplingParams {
+    /// `temperature`.
+    pub temperature: Option<f64>,
+    /// `top_p`.
+    pub top_p: Option<f64>,
+    /// `top_k`.
+    pub top_k: Option<u32>,
+    /// `max_tokens`.
+    pub max_tokens: Option<u32>,
+    /// `presence_penalty`.
+    pub presence_penalty: Option<f64>,
+    /// `frequency_penalty`.
+    pub frequency_penalty: Option<f64>,
 }
 
 /// `general`: what toolbelt keeps of a session.

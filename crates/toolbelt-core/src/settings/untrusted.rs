@@ -68,6 +68,10 @@ const RESTRICTED: &[(&str, Refuse)] = &[
     ("tools.shell.environment", Refuse::AnyValue),
     // Lets writes replace files without write permission.
     ("tools.files.overwriteReadOnly", Refuse::AnyValue),
+    // Sends the person's model key (`envKey` names any variable) to a server the file
+    // names.
+    ("modelProviders", Refuse::AnyValue),
+    ("providerProtocol", Refuse::AnyValue),
     // Widens the roots.
     ("context.includeDirectories", Refuse::AnyValue),
     // Shows environment variables to `when` clauses, which the project's own manifests

@@ -46,7 +46,9 @@ fn two_calls() -> ModelTurn {
             prompt_tokens: 120,
             completion_tokens: 30,
             total_tokens: 150,
+            ..Default::default()
         }),
+        ..Default::default()
     }
 }
 
@@ -71,6 +73,7 @@ fn follow_up(turn: &ModelTurn) -> ModelRequest {
     req.messages.push(Message::Assistant {
         text: turn.text.clone(),
         tool_calls: turn.tool_calls.clone(),
+        reasoning: Vec::new(),
     });
     for c in &turn.tool_calls {
         req.messages.push(Message::Tool {
@@ -366,7 +369,7 @@ fn the_request_checker_catches_orphans_twins_and_foreign_ids() {
 fn a_forced_tool_is_sent_as_tool_choice_and_checked_against_the_tools() {
     let mut req = request();
     req.tool_choice = Some("glob".into());
-    let body = crate::wire::request_body("m", &req, true);
+    let body = crate::wire::request_body("m", &req, true, &Default::default());
     assert_eq!(
         body["tool_choice"],
         json!({"type": "function", "function": {"name": "glob"}})
@@ -377,12 +380,12 @@ fn a_forced_tool_is_sent_as_tool_choice_and_checked_against_the_tools() {
         check_request(&body, &[])
     );
     req.tool_choice = Some("grep".into());
-    let body = crate::wire::request_body("m", &req, true);
+    let body = crate::wire::request_body("m", &req, true, &Default::default());
     let problems = check_request(&body, &[]);
     assert!(problems[0].contains("not among"), "{problems:?}");
     req.tool_choice = None;
     assert!(
-        crate::wire::request_body("m", &req, true)
+        crate::wire::request_body("m", &req, true, &Default::default())
             .get("tool_choice")
             .is_none()
     );
@@ -495,4 +498,27 @@ async fn a_host_name_that_does_not_resolve_fails_at_once_naming_the_url_and_its_
         text.contains("does not resolve") && text.contains("model.invalid"),
         "{text}"
     );
+}
+
+#[tokio::test]
+async fn tool_calls_left_in_the_text_become_calls_unless_turned_off() {
+    let text = "Checking.\n<tool_call>\n{\"name\": \"glob\", \"arguments\": {\"pattern\": \"*.rs\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"grep_search\", \"arguments\": {\"pattern\": \"fn\"}}\n</tool_call>";
+    for on in [true, false] {
+        let server = FakeOpenAi::start(vec![Reply::text(text)]).await.unwrap();
+        let mut config = OpenAiConfig::new(server.base_url(), "fake-model");
+        config.tool_calls_in_text = on;
+        let turn = complete(&OpenAiClient::new(config).unwrap(), &request())
+            .await
+            .unwrap();
+        if on {
+            let names: Vec<_> = turn.tool_calls.iter().map(|c| c.name.as_str()).collect();
+            assert_eq!(names, ["glob", "grep_search"]);
+            assert_eq!(turn.tool_calls[1].arguments, r#"{"pattern":"fn"}"#);
+            assert_eq!(turn.text, "Checking.");
+            assert_eq!(turn.finish_reason, FinishReason::ToolCalls);
+        } else {
+            assert!(turn.tool_calls.is_empty());
+            assert_eq!(turn.text, text);
+        }
+    }
 }

@@ -125,11 +125,7 @@ fn a_command_sees_and_signals_only_its_own_namespace() {
     let out = run(&script, Isolation::Processes);
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(
-        lines[0].trim(),
-        "cat",
-        "PID 1 is the holder: {lines:?}"
-    );
+    assert_eq!(lines[0].trim(), "cat", "PID 1 is the holder: {lines:?}");
     assert!(!lines.contains(&"sees-parent"), "{lines:?}");
     assert!(!lines.contains(&"signals-parent"), "{lines:?}");
     // The holder, this command and the commands of tests running beside it: nothing of

@@ -83,9 +83,20 @@ impl SessionStats {
             0 => String::new(),
             n => format!(" (and {n} before resuming)"),
         };
+        // Servers with a prompt cache (Anthropic, OpenAI, Gemini) count its part of the
+        // input; reasoning models count their hidden reasoning in the output.
+        let cached = match (self.usage.cache_read_tokens, self.usage.cache_write_tokens) {
+            (0, 0) => String::new(),
+            (read, 0) => format!(" ({read} from the cache)"),
+            (read, written) => format!(" ({read} from the cache, {written} written to it)"),
+        };
+        let reasoning = match self.usage.reasoning_tokens {
+            0 => String::new(),
+            n => format!(" ({n} reasoning)"),
+        };
         let mut s = format!(
             "Session: {} prompts{resumed}, {} model requests, {} tool calls\n\
-             Tokens: {} in, {} out, {} total\n\
+             Tokens: {} in{cached}, {} out{reasoning}, {} total\n\
              Time: {} in runs ({} model, {} tools)\n",
             self.prompts,
             self.model_requests,
@@ -144,16 +155,19 @@ mod tests {
     #[test]
     fn tokens_calls_and_time_add_up() {
         let mut stats = SessionStats::default();
-        for usage in [Some((100, 20)), None, Some((150, 30))] {
+        for usage in [Some((100, 20, 0, 0)), None, Some((150, 30, 120, 25))] {
             stats.observe(&AgentEvent::Assistant {
                 turn: 1,
                 text: String::new(),
                 tool_calls: Vec::new(),
                 finish_reason: FinishReason::Stop,
-                usage: usage.map(|(p, c)| Usage {
+                usage: usage.map(|(p, c, cached, reasoning)| Usage {
                     prompt_tokens: p,
                     completion_tokens: c,
                     total_tokens: p + c,
+                    cache_read_tokens: cached,
+                    cache_write_tokens: cached / 12,
+                    reasoning_tokens: reasoning,
                 }),
             });
         }
@@ -167,7 +181,7 @@ mod tests {
         assert_eq!(
             stats.text(),
             "Session: 1 prompts, 3 model requests, 3 tool calls\n\
-             Tokens: 250 in, 50 out, 300 total\n\
+             Tokens: 250 in (120 from the cache, 10 written to it), 50 out (25 reasoning), 300 total\n\
              Time: 3.0s in runs (1.5s model, 1.5s tools)\n\
              Tools:\n\
              \x20 read_file                    1 ok, 1 failed, 0 cancelled, 0.2s\n\

@@ -154,6 +154,9 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         running.cancel.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(5), running.task).await;
     }
+    if let Some(notice) = app.idle_notice.take() {
+        let _ = tokio::time::timeout(Duration::from_secs(5), notice).await;
+    }
     app.agent.end_session("prompt_input_exit").await;
     let _ = app.flush(&mut terminal);
     // The live viewport (input box, status line) is erased from its first row down and
@@ -256,6 +259,8 @@ struct App {
     dont_ask: toolbelt_session::DontAsk,
     /// `/restore`, `/rewind`, `/diff` (issue 34).
     undo: toolbelt_session::kit::undo::UndoKit,
+    /// The last idle notification's hooks, awaited before SessionEnd's (which comes last).
+    idle_notice: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl App {
@@ -301,6 +306,7 @@ impl App {
             idle_prompts: loop_cmd::IdlePrompts::new(p.cron, p.monitors),
             dont_ask: p.dont_ask,
             undo,
+            idle_notice: None,
         };
         // The prompt comes back while monitors run; their events are turns when idle.
         app.agent.set_wait_for_events(false);
@@ -629,7 +635,7 @@ impl App {
 
     fn finished(&mut self, outcome: RunOutcome) {
         let agent = self.agent.clone();
-        tokio::spawn(async move { agent.notify_idle().await });
+        self.idle_notice = Some(tokio::spawn(async move { agent.notify_idle().await }));
         if let Some(running) = self.running.take() {
             self.stats
                 .add_run(running.since.elapsed(), outcome.model_time);

@@ -12,6 +12,7 @@ mod interactive;
 mod monitor;
 mod planning;
 mod protected;
+mod providers;
 mod pty;
 mod repository_reach;
 mod resume;

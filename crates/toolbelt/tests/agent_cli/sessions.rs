@@ -20,7 +20,7 @@ pub const SEVEN_TOOLS: [&str; 7] = [
 ];
 
 /// The files of the seven-call session's workspace (bench/make_workspace.sh).
-fn seven_workspace(w: &Workspace) {
+pub fn seven_workspace(w: &Workspace) {
     w.write(
         "src/app.py",
         "\"\"\"The seven-call session's little app.\"\"\"\n\n\ndef compute(values):\n    return sum(values)\n\n\ndef main():\n    print(compute([1, 2, 3]))\n",
@@ -32,13 +32,13 @@ fn seven_workspace(w: &Workspace) {
     );
 }
 
-fn seven_script() -> PathBuf {
+pub fn seven_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/seven.jsonl")
 }
 
 /// What Qwen Code 0.24.4 leaves behind on the same script, byte for byte (run with
 /// bench/agent_session.py; see BENCHMARKS.md).
-fn check_seven_files(w: &Workspace) {
+pub fn check_seven_files(w: &Workspace) {
     let app = std::fs::read_to_string(w.ws().join("src/app.py")).unwrap();
     assert_eq!(
         app,

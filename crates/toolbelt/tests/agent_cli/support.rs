@@ -63,6 +63,15 @@ impl Workspace {
             .env_remove("OPENAI_API_KEY")
             .env_remove("OPENAI_BASE_URL")
             .env_remove("OPENAI_MODEL")
+            // The provider is inferred from these when no OPENAI_* variable is set.
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .env_remove("ANTHROPIC_MODEL")
+            .env_remove("MAX_THINKING_TOKENS")
+            .env_remove("GEMINI_API_KEY")
+            .env_remove("GOOGLE_API_KEY")
+            .env_remove("GOOGLE_GEMINI_BASE_URL")
+            .env_remove("GEMINI_MODEL")
             .env("HOME", self.dir.path().join("home"))
             .env("TOOLBELT_HOME", self.dir.path().join("tbhome"))
             .env(
