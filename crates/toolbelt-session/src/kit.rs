@@ -11,6 +11,8 @@ pub mod completion;
 pub mod input_history;
 // Issue 33: `/loop`.
 pub mod loop_cmd;
+// Issue 43: `/model`.
+pub mod model_switch;
 pub mod slash;
 pub mod stats;
 // Issue 34: `/restore`, `/rewind`, `/diff`.

@@ -46,6 +46,9 @@ pub enum SlashCommand {
     ApprovalMode(Option<ApprovalMode>),
     /// `/stats`: tokens, calls and time of this session.
     Stats,
+    /// `/model [NAME]`: the configured models, or a switch to one
+    /// ([`super::model_switch`]).
+    Model(Option<String>),
     /// `/quit` (also `/exit`).
     Quit,
     /// `/restore`, `/rewind`, `/diff` (issue 34; see [`super::undo`]).
@@ -79,6 +82,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "run a prompt now and again on a schedule while the session is idle",
     ),
     ("stats", "", "tokens, tool calls and time of this session"),
+    (
+        "model",
+        "[NAME]",
+        "show the configured models, or switch the session to one",
+    ),
     (
         "hooks",
         "",
@@ -142,6 +150,9 @@ pub fn parse(line: &str) -> Option<Result<SlashCommand, String>> {
         "clear" => no_args(SlashCommand::Clear),
         "compress" => no_args(SlashCommand::Compress),
         "stats" => no_args(SlashCommand::Stats),
+        "model" => Ok(SlashCommand::Model(
+            (!args.is_empty()).then(|| args.to_string()),
+        )),
         "quit" | "exit" => no_args(SlashCommand::Quit),
         "memory" => parse_memory(args),
         "restore" | "rewind" | "diff" => {

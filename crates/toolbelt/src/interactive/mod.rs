@@ -261,6 +261,7 @@ struct App {
     undo: toolbelt_session::kit::undo::UndoKit,
     /// The last idle notification's hooks, awaited before SessionEnd's (which comes last).
     idle_notice: Option<tokio::task::JoinHandle<()>>,
+    models: toolbelt_session::kit::model_switch::ModelSwitch,
 }
 
 impl App {
@@ -278,6 +279,7 @@ impl App {
         let mut editor = Editor::default();
         editor.set_history(history.entries().to_vec());
         let undo = toolbelt_session::kit::undo::UndoKit::new(&p);
+        let models = toolbelt_session::kit::model_switch::ModelSwitch::new(&p);
         let mut app = App {
             agent: Arc::new(p.agent),
             system_prompt: p.system_prompt,
@@ -307,6 +309,7 @@ impl App {
             dont_ask: p.dont_ask,
             undo,
             idle_notice: None,
+            models,
         };
         // The prompt comes back while monitors run; their events are turns when idle.
         app.agent.set_wait_for_events(false);
@@ -738,6 +741,16 @@ impl App {
                 self.emit(view::note(&text, Color::Gray));
             }
             SlashCommand::Hooks => self.emit(view::note(&slash::hooks_text(&env), Color::Gray)),
+            SlashCommand::Model(None) => {
+                self.emit(view::note(&self.models.list(&self.model_name), Color::Gray));
+            }
+            SlashCommand::Model(Some(name)) => match self.models.switch(&name) {
+                Ok(text) => {
+                    self.model_name = name;
+                    self.emit(view::note(&text, Color::Gray));
+                }
+                Err(e) => self.emit(view::note(&format!("/model: {e}"), Color::Red)),
+            },
             SlashCommand::MemoryShow => {
                 let files = self.system_prompt.context_files();
                 self.emit(view::note(&slash::memory_text(files), Color::Gray));

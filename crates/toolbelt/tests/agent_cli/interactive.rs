@@ -867,3 +867,40 @@ async fn quitting_in_a_worktree_asks_keep_remove_or_cancel_with_what_would_be_lo
     assert_eq!(pty.wait_exit(), 0);
     assert!(w.ws().join(".qwen/worktrees/two").is_dir());
 }
+
+/// `/model` lists the configured models and switches the session: the next request
+/// names the new model; a model whose key is missing changes nothing and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_lists_the_configured_models_and_switches_the_next_request() {
+    let w = Workspace::new();
+    let user_settings = w.dir.path().join("home/.qwen/settings.json");
+    std::fs::create_dir_all(user_settings.parent().unwrap()).unwrap();
+    let settings = json!({"modelProviders": {
+        "anthropic": [{"id": "claude-x", "envKey": "TOOLBELT_TEST_UNSET_KEY_2"}],
+        "openai": [{"id": "fake-model"}, {"id": "other-model"}]
+    }});
+    std::fs::write(&user_settings, settings.to_string()).unwrap();
+    let server = FakeOpenAi::start(vec![Reply::text("first"), Reply::text("second")])
+        .await
+        .unwrap();
+    tokio::task::block_in_place(|| {
+        let pty = start(&w, &server, &[]);
+        pty.line("hello");
+        finished_answer(&pty, "first");
+        pty.line("/model");
+        pty.wait_for("anthropic: claude-x");
+        pty.line("/model claude-x");
+        pty.wait_for("TOOLBELT_TEST_UNSET_KEY_2");
+        pty.line("/model other-model");
+        pty.wait_for("now talks to other-model");
+        pty.line("again");
+        finished_answer(&pty, "second");
+        quit(pty);
+    });
+    let models: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(models, ["fake-model", "other-model"]);
+}
