@@ -78,7 +78,7 @@ install_python_sdk() {
         missing "python3 not found (the $what tests need it)"
         return 0
     fi
-    installing "$dir" "the MCP Python SDK (PyPI, $requirements) in a virtualenv" || return 0
+    installing "$dir" "the $what (PyPI, $requirements) in a virtualenv" || return 0
     rm -rf "$dir"
     if python3 -m venv "$dir" >/dev/null 2>&1 \
         && "$dir/bin/pip" install --quiet --disable-pip-version-check --no-input \
