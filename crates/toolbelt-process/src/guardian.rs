@@ -27,7 +27,8 @@
 //! other processes by ancestry (they have been re-parented), so the guardian goes by the
 //! marker, and makes the marker something only toolbelt's processes carry: each
 //! toolbelt draws a random 128-bit token ([`instance_token`]) and every marker is
-//! `<token>.<n>`. A process carries it only when it inherited it from a process toolbelt
+//! `<token>.<n>.<random>` (the random part keeps a command that reads its own marker from
+//! naming any other). A process carries it only when it inherited it from a process toolbelt
 //! started, or when such a process handed it on deliberately (then it is a process that
 //! toolbelt's command caused to run). On top of that a process must have started no
 //! earlier than toolbelt and be one the guardian may read the environment of (same user,

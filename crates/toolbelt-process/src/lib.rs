@@ -11,7 +11,7 @@
 //! - [`owner`]: what a group cannot reach. A child can leave its group (`setsid`,
 //!   `setsid -f`, `nohup … &` in a new session) or its parent can exit so it is
 //!   orphaned (`(sleep 1000 &)`, `… & disown`). Every process toolbelt starts carries an
-//!   *owner marker* in its environment (`TOOLBELT_OWNER=<token>.<n>`), inherited by
+//!   *owner marker* in its environment (`TOOLBELT_OWNER=<token>.<n>.<random>`), inherited by
 //!   everything it starts; toolbelt is a *child subreaper*, so orphans re-parent to it
 //!   instead of to init and stay in its process tree. When a call ends, its leftovers are
 //!   the processes below toolbelt that carry its marker, or that were seen below its

@@ -4,7 +4,7 @@
 //! `setsid -f` and `nohup … &` in a new session leave the group, and `(sleep 1000 &)` or
 //! `… & disown` orphan a child that lives on after the shell. Three facts find them:
 //!
-//! 1. **The owner marker.** Every process toolbelt starts gets `TOOLBELT_OWNER=<token>.<n>`
+//! 1. **The owner marker.** Every process toolbelt starts gets `TOOLBELT_OWNER=<token>.<n>.<random>`
 //!    in its environment, unique per call, job or server; the token is random per
 //!    toolbelt ([`crate::guardian::instance_token`]), so no other process can guess it. Children inherit it,
 //!    and `/proc/<pid>/environ` shows the environment a process was started with, so a
@@ -107,15 +107,22 @@ impl Owner {
         become_subreaper();
         crate::guardian::ensure_started();
         let n = NEXT_OWNER.fetch_add(1, Ordering::Relaxed);
+        // A command reads its own marker: the random last part keeps it from naming any
+        // other owner's (a kept job's, which the guardian spares) from it.
+        let unguessable =
+            std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), n);
         Owner {
-            marker: format!("{}.{n}", crate::guardian::instance_token()),
+            marker: format!(
+                "{}.{n}.{unguessable:016x}",
+                crate::guardian::instance_token()
+            ),
             leader: Mutex::new(None),
             seen: Mutex::new(HashSet::new()),
             born: procfs::ticks_since_boot(),
         }
     }
 
-    /// The marker value, `<token>.<n>`.
+    /// The marker value, `<token>.<n>.<64 random bits in hex>`.
     pub fn marker(&self) -> &str {
         &self.marker
     }

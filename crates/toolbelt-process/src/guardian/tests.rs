@@ -125,4 +125,10 @@ fn the_instance_token_is_32_hex_digits_and_in_every_marker() {
     assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
     let owner = crate::Owner::new();
     assert!(owner.marker().starts_with(&format!("{token}.")));
+    // One owner's marker does not name another's: each ends in its own random part.
+    let other = crate::Owner::new();
+    let last = |m: &str| m.rsplit('.').next().unwrap().to_string();
+    assert_eq!(last(owner.marker()).len(), 16);
+    assert_ne!(last(owner.marker()), last(other.marker()));
+    assert_eq!(owner.marker().split('.').count(), 3);
 }
