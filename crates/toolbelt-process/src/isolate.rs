@@ -15,7 +15,7 @@
 //! 2. marks every descriptor from 3 up close-on-exec (`close_range`), so whatever
 //!    toolbelt's parent left open (`>&7`) is not inherited;
 //! 3. for [`Isolation::Processes`] (approved commands): joins the PID and mount
-//!    namespaces every approved command shares (see [`shared`]: made once, ended by the
+//!    namespaces every approved command shares (see `isolate/shared.rs`: made once, ended by the
 //!    kernel with toolbelt) with `setns`, and forks the command inside them; the first
 //!    child stays outside as its relay (below);
 //! 4. for [`Isolation::Sealed`] (the commands nobody approved): `unshare`s the PID and mount namespaces (and a user
@@ -70,7 +70,7 @@ pub enum Isolation {
     /// past toolbelt's end gets (a namespace that dies with toolbelt cannot hold it).
     SessionOnly,
     /// Also the PID namespace (with its own `/proc`) that approved commands share, one
-    /// per toolbelt process ([`shared`]): they see and can signal each other, nothing
+    /// per toolbelt process (`isolate/shared.rs`): they see and can signal each other, nothing
     /// outside it, and the kernel ends all of it when toolbelt ends. Granted where the
     /// kernel allows it without a user namespace (toolbelt privileged).
     Processes,

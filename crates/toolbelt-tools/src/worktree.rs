@@ -9,7 +9,7 @@
 //! ([`name`]: one path component, no `..`); `.qwen` and `.qwen/worktrees` must be real
 //! directories of the repository, not symbolic links, and the folder is checked to be
 //! inside the repository once made; git always runs as a program with arguments
-//! ([`git_cmd`]), never through a shell. Removal ([`removal`]) only ever removes what
+//! (`git_cmd`), never through a shell. Removal ([`removal`]) only ever removes what
 //! `git worktree list` names under `.qwen/worktrees`, and refuses what holds work.
 
 use std::path::{Path, PathBuf};
