@@ -725,6 +725,20 @@ impl App {
         self.running.is_none() && self.compressing.is_none()
     }
 
+    /// `/model [NAME]`: the configured models, or a switch to one.
+    fn model_command(&mut self, name: Option<String>) {
+        let Some(name) = name else {
+            return self.emit(view::note(&self.models.list(&self.model_name), Color::Gray));
+        };
+        match self.models.switch(&name) {
+            Ok(text) => {
+                self.model_name = name;
+                self.emit(view::note(&text, Color::Gray));
+            }
+            Err(e) => self.emit(view::note(&format!("/model: {e}"), Color::Red)),
+        }
+    }
+
     fn slash(&mut self, command: SlashCommand) {
         let env = self.agent.scheduler().env().clone();
         let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -741,16 +755,7 @@ impl App {
                 self.emit(view::note(&text, Color::Gray));
             }
             SlashCommand::Hooks => self.emit(view::note(&slash::hooks_text(&env), Color::Gray)),
-            SlashCommand::Model(None) => {
-                self.emit(view::note(&self.models.list(&self.model_name), Color::Gray));
-            }
-            SlashCommand::Model(Some(name)) => match self.models.switch(&name) {
-                Ok(text) => {
-                    self.model_name = name;
-                    self.emit(view::note(&text, Color::Gray));
-                }
-                Err(e) => self.emit(view::note(&format!("/model: {e}"), Color::Red)),
-            },
+            SlashCommand::Model(name) => self.model_command(name),
             SlashCommand::MemoryShow => {
                 let files = self.system_prompt.context_files();
                 self.emit(view::note(&slash::memory_text(files), Color::Gray));
