@@ -60,7 +60,7 @@ impl History {
         }
         let current = {
             let mut state = self.state();
-            self.sync_locked(&mut state)?
+            self.sync_locked(&mut state, None)?
         };
         let objects = &self.store().objects;
         let mut listed = Vec::new();

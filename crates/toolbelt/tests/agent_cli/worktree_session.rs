@@ -1,5 +1,7 @@
 //! A session and its worktrees over several runs (issue 45): `--continue` re-attaches
-//! like `--resume ID`.
+//! like `--resume ID`, and checkpoints follow the session into a worktree it entered
+//! with `enter_worktree`, so `toolbelt restore` puts the worktree's files back and
+//! never writes to the person's checkout.
 
 use std::path::{Path, PathBuf};
 
@@ -97,4 +99,79 @@ async fn continue_re_attaches_to_the_latest_sessions_worktree() {
         std::fs::read_to_string(w.ws().join("where.txt")).unwrap(),
         "main\n"
     );
+}
+
+/// The ID of the checkpoint taken before call `call_id`, from `toolbelt restore --list`.
+fn before(list: &str, call_id: &str) -> String {
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!("({call_id})")))
+        .unwrap_or_else(|| panic!("no checkpoint of {call_id} in:\n{list}"));
+    line.split_whitespace().next().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_in_an_entered_worktree_is_restored_there_and_never_in_the_checkout() {
+    let w = repository();
+    let (ws, wt) = (w.ws(), feat(&w));
+    let run = agent(
+        &w,
+        &[
+            call("c1", "enter_worktree", json!({"name": "feat"})),
+            call(
+                "c2",
+                "write_file",
+                json!({"file_path": wt.join("README.md"), "content": "changed\n"}),
+            ),
+            call(
+                "c3",
+                "run_shell_command",
+                json!({"command": "echo new > added.txt"}),
+            ),
+            json!({"text": "done"}),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(wt.join("README.md")).unwrap(),
+        "changed\n"
+    );
+    assert!(wt.join("added.txt").exists());
+    // The person works on in their checkout meanwhile.
+    w.write("README.md", "mine\n");
+    w.write("notes.txt", "my notes\n");
+
+    let list = w.run(&["restore", "--list"], &[], None).await;
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    let id = before(&list.stdout, "c2");
+    // Forced, so a checkout in the checkpoint would be written back too.
+    let done = w.run(&["restore", &id, "--yes", "--force"], &[], None).await;
+    assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
+    assert_eq!(
+        std::fs::read_to_string(wt.join("README.md")).unwrap(),
+        "hello\n",
+        "{}",
+        done.stdout
+    );
+    assert!(!wt.join("added.txt").exists(), "{}", done.stdout);
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+    assert_eq!(std::fs::read_to_string(ws.join("README.md")).unwrap(), "mine\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+        "my notes\n"
+    );
+    assert_eq!(git(&ws, &["branch", "--show-current"]), "main");
+
+    // The restore is a checkpoint of the worktree too: restoring it redoes the edit.
+    let list = w.run(&["restore", "--list"], &[], None).await;
+    let undo = before(&list.stdout, &format!("restore {id}"));
+    let redone = w.run(&["restore", &undo, "--yes"], &[], None).await;
+    assert_eq!(redone.code, 0, "{}\n{}", redone.stdout, redone.stderr);
+    assert_eq!(
+        std::fs::read_to_string(wt.join("README.md")).unwrap(),
+        "changed\n"
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("README.md")).unwrap(), "mine\n");
 }
