@@ -338,10 +338,11 @@ impl WorktreeIsolation for SubagentWorktrees {
                 .await
                 .map_err(|e| format!("cannot make its worktree: {e}"))??;
             let mut env = (*self.env).clone();
+            let relocation = relocation(&self.dir, &made);
             env.roots = self
                 .env
                 .roots
-                .rerooted(&made.path)
+                .rerooted(&relocation.from, &relocation.to)
                 .map_err(|e| format!("cannot use its worktree: {e}"))?;
             // Its own: the clone would share the session's.
             env.work_dir = WorkDirSlot::default();
@@ -356,10 +357,25 @@ impl WorktreeIsolation for SubagentWorktrees {
                 tools: toolbelt_tools::builtin_tools(&env),
                 env,
                 cwd,
+                relocation,
                 withheld: WORKTREE_TOOLS.iter().map(|n| n.to_string()).collect(),
                 finish,
             })
         })
+    }
+}
+
+/// From the top of the checkout the session works in (a worktree of its own too, for a
+/// `--worktree` session) to the sub-agent's worktree, both resolved as rules are.
+fn relocation(dir: &Path, made: &Worktree) -> toolbelt_core::rules::Relocation {
+    let top = dir
+        .ancestors()
+        .find(|a| a.join(".git").exists())
+        .unwrap_or(&made.repo);
+    let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    toolbelt_core::rules::Relocation {
+        from: real(top),
+        to: real(&made.path),
     }
 }
 

@@ -445,7 +445,12 @@ async fn run_in(
         id: agent_id.clone(),
         agent_type: def.name.clone(),
     };
-    let config = subagent_config(rt, mode, background, &hook_agent);
+    let mut config = subagent_config(rt, mode, background, &hook_agent);
+    if let Some(i) = isolated {
+        // The session's rules, also over the worktree's copies of the places they name.
+        let rules = config.permissions.rules().clone();
+        config.permissions = Permissions::from_rules(rules.relocated(i.relocation.clone()));
+    }
     let sink = subagent_sink(rt, &agent_id, parent_call_id);
     let max_turns = def.max_turns.unwrap_or(rt.default_max_turns);
     let agent = Agent::new(

@@ -1,11 +1,14 @@
 //! A session and its worktrees over several runs (issue 45): `--continue` re-attaches
 //! like `--resume ID`, and checkpoints follow the session into a worktree it entered
 //! with `enter_worktree`, so `toolbelt restore` puts the worktree's files back and
-//! never writes to the person's checkout.
+//! never writes to the person's checkout; a sub-agent in a worktree of its own is
+//! bound there by the session's path rules.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+use toolbelt_model::{ModelTurn, ToolCall};
 
 use crate::support::{Run, Workspace, json_result};
 
@@ -174,4 +177,75 @@ async fn an_edit_in_an_entered_worktree_is_restored_there_and_never_in_the_check
         "changed\n"
     );
     assert_eq!(std::fs::read_to_string(ws.join("README.md")).unwrap(), "mine\n");
+}
+
+/// The result of `call_id` in the last request the sub-agent of `route` sent.
+fn sub_agent_answer(server: &FakeOpenAi, route: &str, call_id: &str) -> String {
+    let requests = server.requests();
+    let last = requests
+        .iter()
+        .rev()
+        .find(|r| r.route.as_deref() == Some(route))
+        .unwrap_or_else(|| panic!("the sub-agent {route} sent nothing"));
+    last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no answer to {call_id}"))
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_sub_agent_is_bound_by_the_path_rules_in_its_worktree() {
+    let w = repository();
+    let ws = w.ws();
+    w.write("secret.txt", "TOPSECRET\n");
+    git(&ws, &["add", "secret.txt"]);
+    git(&ws, &["commit", "-q", "-m", "secret"]);
+    let settings = w.dir.path().join("home/.qwen/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let rules = json!({"permissions": {"deny": ["Read(/secret.txt)"]}});
+    std::fs::write(&settings, rules.to_string()).unwrap();
+
+    let look = json!({"description": "look", "prompt": "MARK-R: read them", "isolation": "worktree"});
+    let turn = |id: &str, name: &str, args: Value| {
+        Reply::turn(ModelTurn {
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: args.to_string(),
+            }],
+            ..Default::default()
+        })
+    };
+    let server = FakeOpenAi::start(vec![turn("a1", "agent", look), Reply::text("done")])
+        .await
+        .unwrap();
+    server.add_route(
+        "MARK-R",
+        vec![
+            turn(
+                "r1",
+                "read_many_files",
+                json!({"paths": ["secret.txt", "README.md"]}),
+            ),
+            Reply::text("read"),
+        ],
+    );
+    let url = server.base_url();
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "sk-local"),
+        ("OPENAI_MODEL", "m"),
+    ];
+    let run = w.run(&["--yolo", "-o", "json", "-p", "go"], &env, None).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let read = sub_agent_answer(&server, "MARK-R", "r1");
+    // The worktree's copy of secret.txt is the checkout's file under another name.
+    assert!(read.contains("denied by the permission rule `Read(/secret.txt)`"), "{read}");
+    assert!(read.contains(".qwen/worktrees/agent-"), "{read}");
+    assert!(!read.contains("TOPSECRET"), "{read}");
 }
