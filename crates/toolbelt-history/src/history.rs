@@ -289,11 +289,12 @@ impl Shared {
             recent,
             ..
         } = state;
+        let exclude = self.excluded(roots);
         let mut scan = Scan {
             objects: &self.store.objects,
             roots: &cfg.roots,
             settings: &cfg.settings,
-            exclude: &cfg.exclude,
+            exclude: &exclude,
             size_cap: cfg.size_cap,
             max_files: cfg.max_files,
             now_ns,

@@ -32,7 +32,12 @@ impl Shared {
     /// rules apply) and a real directory now.
     fn usable_worktree(&self, dir: &Path) -> Option<PathBuf> {
         let root = worktree_root(dir)?;
-        let inside = self.config.roots.roots().iter().any(|r| root.starts_with(r));
+        let inside = self
+            .config
+            .roots
+            .roots()
+            .iter()
+            .any(|r| root.starts_with(r));
         let is_dir = std::fs::symlink_metadata(root).is_ok_and(|m| m.is_dir());
         (inside && is_dir).then(|| root.to_path_buf())
     }
@@ -73,6 +78,15 @@ impl Shared {
         } else {
             roots
         }
+    }
+
+    /// The directories no walk enters: the configured ones and every root's
+    /// `.qwen/worktrees`, whose worktrees are checkpointed as roots of their own (git
+    /// ignores them in the checkout, but the ignore rules may be off).
+    pub(crate) fn excluded(&self, roots: &[RootIndex]) -> Vec<PathBuf> {
+        let mut out = self.config.exclude.clone();
+        out.extend(roots.iter().map(|r| r.path.join(".qwen").join("worktrees")));
+        out
     }
 
     /// Makes `wanted` the indexed roots, setting aside the others' indexes in
@@ -121,7 +135,10 @@ mod tests {
     fn a_worktree_root_is_the_folder_under_qwen_worktrees() {
         let cases = [
             ("/w/.qwen/worktrees/feat", Some("/w/.qwen/worktrees/feat")),
-            ("/w/.qwen/worktrees/feat/src/a", Some("/w/.qwen/worktrees/feat")),
+            (
+                "/w/.qwen/worktrees/feat/src/a",
+                Some("/w/.qwen/worktrees/feat"),
+            ),
             (
                 "/w/.qwen/worktrees/a/.qwen/worktrees/b/x",
                 Some("/w/.qwen/worktrees/a/.qwen/worktrees/b"),

@@ -150,7 +150,9 @@ async fn an_edit_in_an_entered_worktree_is_restored_there_and_never_in_the_check
     assert_eq!(list.code, 0, "{}", list.stderr);
     let id = before(&list.stdout, "c2");
     // Forced, so a checkout in the checkpoint would be written back too.
-    let done = w.run(&["restore", &id, "--yes", "--force"], &[], None).await;
+    let done = w
+        .run(&["restore", &id, "--yes", "--force"], &[], None)
+        .await;
     assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
     assert_eq!(
         std::fs::read_to_string(wt.join("README.md")).unwrap(),
@@ -160,7 +162,10 @@ async fn an_edit_in_an_entered_worktree_is_restored_there_and_never_in_the_check
     );
     assert!(!wt.join("added.txt").exists(), "{}", done.stdout);
     assert_eq!(git(&wt, &["status", "--porcelain"]), "");
-    assert_eq!(std::fs::read_to_string(ws.join("README.md")).unwrap(), "mine\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("README.md")).unwrap(),
+        "mine\n"
+    );
     assert_eq!(
         std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
         "my notes\n"
@@ -176,7 +181,10 @@ async fn an_edit_in_an_entered_worktree_is_restored_there_and_never_in_the_check
         std::fs::read_to_string(wt.join("README.md")).unwrap(),
         "changed\n"
     );
-    assert_eq!(std::fs::read_to_string(ws.join("README.md")).unwrap(), "mine\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("README.md")).unwrap(),
+        "mine\n"
+    );
 }
 
 /// The result of `call_id` in the last request the sub-agent of `route` sent.
@@ -209,7 +217,8 @@ async fn an_isolated_sub_agent_is_bound_by_the_path_rules_in_its_worktree() {
     let rules = json!({"permissions": {"deny": ["Read(/secret.txt)"]}});
     std::fs::write(&settings, rules.to_string()).unwrap();
 
-    let look = json!({"description": "look", "prompt": "MARK-R: read them", "isolation": "worktree"});
+    let look =
+        json!({"description": "look", "prompt": "MARK-R: read them", "isolation": "worktree"});
     let turn = |id: &str, name: &str, args: Value| {
         Reply::turn(ModelTurn {
             tool_calls: vec![ToolCall {
@@ -240,12 +249,17 @@ async fn an_isolated_sub_agent_is_bound_by_the_path_rules_in_its_worktree() {
         ("OPENAI_API_KEY", "sk-local"),
         ("OPENAI_MODEL", "m"),
     ];
-    let run = w.run(&["--yolo", "-o", "json", "-p", "go"], &env, None).await;
+    let run = w
+        .run(&["--yolo", "-o", "json", "-p", "go"], &env, None)
+        .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.violations(), Vec::<String>::new());
     let read = sub_agent_answer(&server, "MARK-R", "r1");
     // The worktree's copy of secret.txt is the checkout's file under another name.
-    assert!(read.contains("denied by the permission rule `Read(/secret.txt)`"), "{read}");
+    assert!(
+        read.contains("denied by the permission rule `Read(/secret.txt)`"),
+        "{read}"
+    );
     assert!(read.contains(".qwen/worktrees/agent-"), "{read}");
     assert!(!read.contains("TOPSECRET"), "{read}");
 }

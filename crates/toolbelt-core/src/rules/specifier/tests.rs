@@ -77,14 +77,29 @@ fn relocated_path_specifiers_name_the_same_places_in_the_worktree() {
     for (spec, rel, want) in cases {
         let in_worktree = PathBuf::from(wt).join(rel);
         let in_checkout = PathBuf::from("/proj").join(rel);
-        assert_eq!(path_matches(spec, &in_worktree, &base), want, "{spec} {rel}");
-        assert_eq!(path_matches(spec, &in_checkout, &base), want, "{spec} {rel}");
+        assert_eq!(
+            path_matches(spec, &in_worktree, &base),
+            want,
+            "{spec} {rel}"
+        );
+        assert_eq!(
+            path_matches(spec, &in_checkout, &base),
+            want,
+            "{spec} {rel}"
+        );
         // Without the relocation, the worktree's copy is another place.
-        assert!(!path_matches(spec, &in_worktree, &self::base()), "{spec} {rel}");
+        assert!(
+            !path_matches(spec, &in_worktree, &self::base()),
+            "{spec} {rel}"
+        );
     }
     // Places outside the checkout do not move.
     assert!(path_matches("~/.ssh", Path::new("/home/me/.ssh/id"), &base));
-    assert!(!path_matches("~/.ssh", Path::new("/proj/.qwen/worktrees/agent-1234567/home/me/.ssh"), &base));
+    assert!(!path_matches(
+        "~/.ssh",
+        Path::new("/proj/.qwen/worktrees/agent-1234567/home/me/.ssh"),
+        &base
+    ));
 }
 
 /// `(pattern, path, matches)`.
