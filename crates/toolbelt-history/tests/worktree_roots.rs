@@ -66,7 +66,7 @@ async fn checkpoints_follow_the_session_into_its_worktree_and_back() {
     let roots = |r: &toolbelt_history::Record| -> Vec<PathBuf> {
         r.roots.iter().map(|t| t.path.clone()).collect()
     };
-    assert_eq!(roots(&outside), [root.clone()]);
+    assert_eq!(roots(&outside), vec![root.clone()]);
 
     // enter_worktree: the shell's directory is a folder of the worktree.
     slot.set(Some(wt.join("src")));
@@ -74,7 +74,7 @@ async fn checkpoints_follow_the_session_into_its_worktree_and_back() {
         std::fs::write(wt.join("a.txt"), "changed\n").unwrap();
     })
     .await;
-    assert_eq!(roots(&inside), [wt.clone()]);
+    assert_eq!(roots(&inside), vec![wt.clone()]);
 
     // exit_worktree keep; the person goes on in the checkout.
     slot.set(None);
