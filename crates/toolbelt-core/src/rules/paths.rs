@@ -254,6 +254,7 @@ impl Eq for PathPolicy {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn policy(list: RuleList, rules: &[&str]) -> PathPolicy {
         let mut all =
@@ -326,6 +327,39 @@ mod tests {
         assert!(p.withholds_from_walk(Path::new("/proj/b/inner.txt")));
         assert!(!p.withholds_from_walk(Path::new("/proj/c")));
         assert!(!PathPolicy::default().withholds_from_walk(Path::new("/proj/a")));
+    }
+
+    #[test]
+    fn a_relocated_policy_refuses_and_hides_the_worktrees_copies_too() {
+        let p = policy(RuleList::Deny, &["Read(/secret.txt)", "Edit(src/**)"]);
+        let wt = Path::new("/proj/.qwen/worktrees/agent-1234567");
+        assert_eq!(
+            p.denying_rule(PathOperation::Read, &wt.join("secret.txt")),
+            None
+        );
+        let moved = p.relocated(Relocation {
+            from: "/proj".into(),
+            to: wt.to_path_buf(),
+        });
+        for (op, path) in [
+            (PathOperation::Read, wt.join("secret.txt")),
+            (PathOperation::Edit, wt.join("src/a.rs")),
+            (PathOperation::Read, PathBuf::from("/proj/secret.txt")),
+        ] {
+            assert!(moved.denying_rule(op, &path).is_some(), "{path:?}");
+        }
+        assert_eq!(
+            moved.denying_rule(PathOperation::Edit, &wt.join("README.md")),
+            None
+        );
+        // The read-only sandbox hides both copies.
+        assert_eq!(
+            moved.denied_reads(),
+            [
+                (PathBuf::from("/proj/secret.txt"), true),
+                (wt.join("secret.txt"), true)
+            ]
+        );
     }
 
     #[test]
