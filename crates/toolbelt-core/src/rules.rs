@@ -278,6 +278,32 @@ pub struct RuleBase {
     pub cwd: Option<PathBuf>,
     /// What `~/x` is anchored under; `None`: the specifier cannot match.
     pub home: Option<PathBuf>,
+    /// A checkout whose files are also at another place (a sub-agent's git worktree):
+    /// a path specifier that names a place in it names the same place there too.
+    pub relocated: Option<Relocation>,
+}
+
+/// A checkout and a git worktree of it (issue 45): the rules of the checkout apply to
+/// the worktree's same places, so a sub-agent working there is bound as it would be in
+/// the checkout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relocation {
+    /// The checkout's top directory.
+    pub from: PathBuf,
+    /// The worktree's.
+    pub to: PathBuf,
+}
+
+impl Relocation {
+    /// `path` moved from the checkout into the worktree, when it is in the checkout.
+    pub fn moved(&self, path: &std::path::Path) -> Option<PathBuf> {
+        let rest = path.strip_prefix(&self.from).ok()?;
+        Some(if rest.as_os_str().is_empty() {
+            self.to.clone()
+        } else {
+            self.to.join(rest)
+        })
+    }
 }
 
 impl RuleBase {
@@ -288,6 +314,7 @@ impl RuleBase {
             project_root: cwd.clone(),
             cwd,
             home: std::env::var_os("HOME").map(PathBuf::from),
+            relocated: None,
         }
     }
 }
@@ -386,7 +413,15 @@ impl PermissionRules {
             project_root: Some(root.clone()),
             cwd: Some(root),
             home,
+            relocated: self.base.relocated.take(),
         };
+        self
+    }
+
+    /// The same rules, whose path specifiers that name places in `relocation`'s
+    /// checkout also name the same places in its worktree (a sub-agent's, issue 45).
+    pub fn relocated(mut self, relocation: Relocation) -> Self {
+        self.base.relocated = Some(relocation);
         self
     }
 

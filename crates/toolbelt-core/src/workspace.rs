@@ -160,13 +160,17 @@ impl WorkspaceRoots {
     }
 
     /// The same workspace (readable places, path rules, protected configuration) on the
-    /// single root `root`: a sub-agent's git worktree (issue 45), whose tools must not
-    /// reach the person's checkout.
-    pub fn rerooted(&self, root: &Path) -> std::io::Result<Self> {
+    /// single root `root`, a git worktree of the checkout `checkout`: a sub-agent's
+    /// (issue 45), whose tools must not reach the person's checkout. Path rules that
+    /// name places in the checkout name the same places in the worktree too.
+    pub fn rerooted(&self, checkout: &Path, root: &Path) -> std::io::Result<Self> {
         let mut fresh = WorkspaceRoots::new([root])?;
         fresh.readable = self.readable.clone();
         fresh.readable_below = self.readable_below.clone();
-        fresh.policy = self.policy.clone();
+        fresh.policy = self.policy.relocated(crate::rules::Relocation {
+            from: checkout.to_path_buf(),
+            to: root.to_path_buf(),
+        });
         fresh.protected = self.protected.clone();
         Ok(fresh)
     }

@@ -58,6 +58,7 @@ fn history(root: &Path, store: PathBuf, watch: bool) -> History {
         max_files: 100_000,
         exclude: Vec::new(),
         watch,
+        work_dir: Default::default(),
     })
 }
 

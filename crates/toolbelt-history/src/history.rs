@@ -52,6 +52,9 @@ pub struct HistoryConfig {
     pub exclude: Vec<PathBuf>,
     /// Use inotify (off: walk at every checkpoint).
     pub watch: bool,
+    /// Where the session works when it entered a git worktree: checkpoints then cover
+    /// that worktree instead of the workspace roots (`roots.rs`).
+    pub work_dir: toolbelt_core::WorkDirSlot,
 }
 
 /// One user turn of the session.
@@ -76,11 +79,15 @@ pub(crate) struct RootIndex {
 
 pub(crate) struct State {
     pub(crate) roots: Vec<RootIndex>,
+    /// Indexes of roots set aside (the checkout while the session is in a worktree).
+    pub(crate) parked: Vec<RootIndex>,
+    /// `recent` entries of the parked roots.
+    pub(crate) parked_recent: Vec<(PathBuf, Vec<u8>)>,
     watcher: Option<Watcher>,
     ready: bool,
     /// Why checkpoints stopped for this session.
     disabled: Option<String>,
-    recent: HashSet<(usize, Vec<u8>)>,
+    pub(crate) recent: HashSet<(usize, Vec<u8>)>,
     left_out: LeftOut,
     left_out_of: Vec<ContentHash>,
     /// Each running call's checkpoint ID.
@@ -120,32 +127,19 @@ pub(crate) fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// The roots to keep: each once, none inside another.
-fn distinct_roots(roots: &WorkspaceRoots) -> Vec<PathBuf> {
-    let all = roots.roots();
-    all.iter()
-        .filter(|r| !all.iter().any(|o| o != *r && r.starts_with(o)))
-        .cloned()
-        .collect()
-}
-
 impl History {
     /// Checkpoints on the store at `config.store_dir`; nothing is read until the first
     /// checkpoint or [`History::start`].
     pub fn open(config: HistoryConfig) -> Self {
-        let roots = distinct_roots(&config.roots)
-            .into_iter()
-            .map(|path| RootIndex {
-                path,
-                tree: DirNode::new(0o755),
-            })
-            .collect();
+        // The roots are placed at the first checkpoint (`roots.rs`).
         History {
             shared: Arc::new(Shared {
                 store: Store::open(config.store_dir.clone()),
                 config,
                 state: Mutex::new(State {
-                    roots,
+                    roots: Vec::new(),
+                    parked: Vec::new(),
+                    parked_recent: Vec::new(),
                     watcher: None,
                     ready: false,
                     disabled: None,
@@ -168,7 +162,7 @@ impl History {
             .name("toolbelt-history-start".into())
             .spawn(move || {
                 let mut state = lock(&shared.state);
-                if let Err(e) = shared.sync(&mut state) {
+                if let Err(e) = shared.sync(&mut state, None) {
                     state.disabled = Some(e.to_string());
                 }
             });
@@ -217,22 +211,24 @@ impl History {
         call_id: &str,
         id: Option<String>,
     ) -> Result<Record, String> {
-        self.shared.checkpoint(phase, tool, call_id, id)
+        self.shared.checkpoint(phase, tool, call_id, id, None)
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         lock(&self.shared.state)
     }
 
-    /// Brings the index up to date and returns each root's tree.
+    /// Brings the index up to date and returns each root's tree; of the roots `pin`
+    /// names when it is given (a restore's, `roots.rs`), else of the session's.
     pub(crate) fn sync_locked(
         &self,
         state: &mut State,
+        pin: Option<&[PathBuf]>,
     ) -> Result<Vec<(PathBuf, ContentHash)>, String> {
         if let Some(why) = &state.disabled {
             return Err(why.clone());
         }
-        let hashes = self.shared.sync(state).map_err(|e| {
+        let hashes = self.shared.sync(state, pin).map_err(|e| {
             let why = e.to_string();
             if matches!(e, ScanError::TooMany(_)) {
                 state.disabled = Some(why.clone());
@@ -255,9 +251,16 @@ impl History {
 }
 
 impl Shared {
-    /// Brings every root's index up to date; returns their trees' hashes.
-    fn sync(&self, state: &mut State) -> Result<Vec<ContentHash>, ScanError> {
+    /// Brings every root's index up to date (the roots `pin` names, else those the
+    /// session covers now); returns their trees' hashes.
+    fn sync(
+        &self,
+        state: &mut State,
+        pin: Option<&[PathBuf]>,
+    ) -> Result<Vec<ContentHash>, ScanError> {
         let cfg = &self.config;
+        let wanted = pin.map_or_else(|| self.wanted_roots(), <[PathBuf]>::to_vec);
+        let moved = self.place_roots(state, &wanted);
         let mut written = Vec::new();
         let mut unreadable = Vec::new();
         let mut withheld = 0;
@@ -272,10 +275,11 @@ impl Shared {
             (Some(w), true) => Some(w.drain()),
             _ => None,
         };
-        let whole = match &changes {
-            None => true,
-            Some(c) => c.rescan,
-        };
+        let whole = moved
+            || match &changes {
+                None => true,
+                Some(c) => c.rescan,
+            };
         if whole && let Some(w) = &mut state.watcher {
             w.forget_all();
         }
@@ -285,11 +289,12 @@ impl Shared {
             recent,
             ..
         } = state;
+        let exclude = self.excluded(roots);
         let mut scan = Scan {
             objects: &self.store.objects,
             roots: &cfg.roots,
             settings: &cfg.settings,
-            exclude: &cfg.exclude,
+            exclude: &exclude,
             size_cap: cfg.size_cap,
             max_files: cfg.max_files,
             now_ns,
@@ -386,12 +391,13 @@ impl Shared {
         tool: &str,
         call_id: &str,
         id: Option<String>,
+        pin: Option<&[PathBuf]>,
     ) -> Result<Record, String> {
         let mut state = lock(&self.state);
         if let Some(why) = &state.disabled {
             return Err(why.clone());
         }
-        let hashes = match self.sync(&mut state) {
+        let hashes = match self.sync(&mut state, pin) {
             Ok(h) => h,
             Err(e) => {
                 let why = e.to_string();
@@ -472,7 +478,7 @@ impl Checkpoints for History {
             let shared = self.shared.clone();
             let (tool, call_id) = (call.tool.clone(), call.call_id.clone());
             let taken = tokio::task::spawn_blocking(move || {
-                let record = shared.checkpoint(Phase::Before, &tool, &call_id, None)?;
+                let record = shared.checkpoint(Phase::Before, &tool, &call_id, None, None)?;
                 lock(&shared.state).calls.insert(call_id, record.id.clone());
                 Ok::<_, String>(())
             })
@@ -494,7 +500,7 @@ impl Checkpoints for History {
             let _ = tokio::task::spawn_blocking(move || {
                 let id = lock(&shared.state).calls.remove(&call_id);
                 // Without its "before", the call's result is still what toolbelt saw.
-                if let Err(e) = shared.checkpoint(Phase::After, &tool, &call_id, id) {
+                if let Err(e) = shared.checkpoint(Phase::After, &tool, &call_id, id, None) {
                     tracing::debug!("checkpoint after {call_id}: {e}");
                 }
             })

@@ -38,6 +38,7 @@ mod record;
 pub mod render;
 mod restore;
 mod retention;
+mod roots;
 mod scan;
 mod store;
 mod syncer;

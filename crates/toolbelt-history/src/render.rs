@@ -60,7 +60,7 @@ impl History {
         }
         let current = {
             let mut state = self.state();
-            self.sync_locked(&mut state)?
+            self.sync_locked(&mut state, None)?
         };
         let objects = &self.store().objects;
         let mut listed = Vec::new();
@@ -181,16 +181,20 @@ fn changed_between(
     current: &[(std::path::PathBuf, ContentHash)],
 ) -> Option<usize> {
     let mut count = 0;
+    let mut compared = false;
     for (root, then) in record.trees() {
         let Some((_, now)) = current.iter().find(|(r, _)| *r == root) else {
             continue;
         };
+        compared = true;
         let mut diffs = Vec::new();
         compare(objects, Some(&then), Some(now), b"", &mut diffs).ok()?;
         let file = |l: &Option<crate::tree::Leaf>| l.is_some_and(|l| l.kind != EntryKind::Dir);
         count += diffs.iter().filter(|(_, a, b)| file(a) || file(b)).count();
     }
-    Some(count)
+    // A checkpoint of other roots (a worktree the session is not in now) has nothing
+    // here to compare with: "cannot compare", not "0 files changed".
+    compared.then_some(count)
 }
 
 impl History {

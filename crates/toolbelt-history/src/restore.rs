@@ -191,16 +191,14 @@ impl History {
 
     /// [`History::plan`] for a record in hand.
     pub fn plan_record(&self, target: Record, only: &[PathBuf]) -> Result<RestorePlan, String> {
-        let last_seen = self.store().newest();
+        let pin = self.shared.pinned_roots(&target);
         let current = {
             let mut state = self.state();
-            self.sync_locked(&mut state)?
+            self.sync_locked(&mut state, Some(&pin))?
         };
         let objects = &self.store().objects;
         let then: BTreeMap<PathBuf, ContentHash> = target.trees().into_iter().collect();
-        let seen: BTreeMap<PathBuf, ContentHash> = last_seen
-            .map(|r| r.trees().into_iter().collect())
-            .unwrap_or_default();
+        let seen = self.store().newest_of(&pin);
         let mut changes = Vec::new();
         for (root, now) in &current {
             let Some(then_hash) = then.get(root) else {
@@ -241,9 +239,10 @@ impl History {
     /// undone), then each change; files changed outside toolbelt only with `force`.
     /// Refused when the workspace changed since the plan was made.
     pub fn apply(&self, plan: &RestorePlan, force: bool) -> Result<Applied, String> {
+        let pin: Vec<PathBuf> = plan.current.iter().map(|(p, _)| p.clone()).collect();
         let current = {
             let mut state = self.state();
-            self.sync_locked(&mut state)?
+            self.sync_locked(&mut state, Some(&pin))?
         };
         if current != plan.current {
             return Err(
@@ -252,7 +251,9 @@ impl History {
             );
         }
         let call = format!("restore {}", plan.target.id);
-        let undo = self.checkpoint_now(Phase::Before, "restore", &call, None)?;
+        let undo = self
+            .shared
+            .checkpoint(Phase::Before, "restore", &call, None, Some(&pin))?;
         let mut applied = Applied {
             undo: Some(undo.id.clone()),
             ..Applied::default()
@@ -277,7 +278,8 @@ impl History {
                 }
             }
         }
-        self.checkpoint_now(Phase::After, "restore", &call, Some(undo.id))?;
+        self.shared
+            .checkpoint(Phase::After, "restore", &call, Some(undo.id), Some(&pin))?;
         self.flush();
         Ok(applied)
     }

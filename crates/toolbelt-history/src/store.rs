@@ -124,11 +124,28 @@ impl Store {
             .collect()
     }
 
-    /// The newest readable record of either phase: what toolbelt last saw.
-    pub(crate) fn newest(&self) -> Option<Record> {
-        self.record_files()
-            .into_iter()
-            .find_map(|f| record::read(&f.path).ok())
+    /// The newest readable record that covers each of `roots`, as each root's tree:
+    /// what toolbelt last saw there (a session that works in a worktree records only
+    /// that worktree, so the newest record overall may not hold a root).
+    pub(crate) fn newest_of(
+        &self,
+        roots: &[std::path::PathBuf],
+    ) -> std::collections::BTreeMap<std::path::PathBuf, crate::hash::ContentHash> {
+        let mut seen = std::collections::BTreeMap::new();
+        for file in self.record_files() {
+            if seen.len() == roots.len() {
+                break;
+            }
+            let Ok(record) = record::read(&file.path) else {
+                continue;
+            };
+            for (root, tree) in record.trees() {
+                if roots.contains(&root) {
+                    seen.entry(root).or_insert(tree);
+                }
+            }
+        }
+        seen
     }
 
     /// The restore point whose ID starts with `prefix`.

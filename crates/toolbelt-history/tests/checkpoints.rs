@@ -41,6 +41,7 @@ impl Ws {
             max_files: 10_000,
             exclude: Vec::new(),
             watch,
+            work_dir: Default::default(),
         })
     }
 

@@ -39,6 +39,7 @@ fn history(env: &ToolEnvironment, project: &Path, session: &str, watch: bool) ->
         max_files: usize::try_from(c.max_files.unwrap_or(DEFAULT_MAX_FILES)).unwrap_or(usize::MAX),
         exclude: vec![home],
         watch,
+        work_dir: env.work_dir.clone(),
     })
 }
 

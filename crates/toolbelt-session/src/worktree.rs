@@ -2,7 +2,8 @@
 //! session is assembled, and the session opens in it, so its workspace, the shell's
 //! directory, its settings and rules are the worktree's; `--resume ID` finds the
 //! worktree of the session it continues in a sidecar file beside the saved session
-//! (`<ID>.worktree.json`) and opens there again. A sidecar whose worktree was removed
+//! (`<ID>.worktree.json`) and opens there again, and so does `--continue` for the
+//! project's latest session. A sidecar whose worktree was removed
 //! is reported and the session opens where it was started.
 //!
 //! The saved sessions stay in the store of the directory the person started in, so
@@ -27,12 +28,32 @@ pub struct WorktreeOptions {
     pub create: Option<String>,
     /// `--resume ID`: re-attach to the worktree that session worked in, if it had one.
     pub resume: Option<String>,
+    /// `--continue`: re-attach to the worktree of the project's latest session, as
+    /// `--resume` with its ID would.
+    pub continue_latest: bool,
 }
 
 impl WorktreeOptions {
     /// `--worktree`'s value and `--resume`'s.
     pub fn new(create: Option<String>, resume: Option<String>) -> Self {
-        WorktreeOptions { create, resume }
+        WorktreeOptions {
+            create,
+            resume,
+            continue_latest: false,
+        }
+    }
+
+    /// The ID of the session this run continues: `--resume`'s, or with `--continue`
+    /// the newest of the saved sessions of `dir` (the one the agent will load).
+    fn continued(&self, dir: &Path) -> Option<String> {
+        if let Some(id) = &self.resume {
+            return Some(id.clone());
+        }
+        if !self.continue_latest {
+            return None;
+        }
+        let ids = crate::saved::store(dir).ids().ok()?;
+        ids.into_iter().next()
     }
 }
 
@@ -78,7 +99,8 @@ pub(crate) fn attach(
     options: &WorktreeOptions,
     warn: &Warn,
 ) -> Result<Attached, SetupError> {
-    let resumed = match &options.resume {
+    let continued = options.continued(dir);
+    let resumed = match &continued {
         Some(id) => read_sidecar(dir, id, warn),
         None => None,
     };
@@ -88,7 +110,7 @@ pub(crate) fn attach(
         (None, Some(value)) => {
             let request =
                 NameRequest::parse(value).map_err(|e| SetupError(format!("--worktree: {e}")))?;
-            match existing_for_resume(dir, options, &request) {
+            match existing_for_resume(dir, continued.is_some(), &request) {
                 // Not known to be this session's: its removal is refused.
                 Some(found) => (found, false),
                 None => {
@@ -125,15 +147,12 @@ pub(crate) fn attach(
     })
 }
 
-/// `--resume ID --worktree=NAME` without a sidecar: the existing worktree NAME, which
-/// the resumed session goes on in (Qwen Code's way to re-attach by hand).
-fn existing_for_resume(
-    dir: &Path,
-    options: &WorktreeOptions,
-    request: &NameRequest,
-) -> Option<Worktree> {
-    match (&options.resume, request) {
-        (Some(_), NameRequest::Named(name)) => worktree::find(dir, name).ok(),
+/// `--resume ID --worktree=NAME` (or `--continue --worktree=NAME`) without a sidecar:
+/// the existing worktree NAME, which the resumed session goes on in (Qwen Code's way to
+/// re-attach by hand).
+fn existing_for_resume(dir: &Path, resuming: bool, request: &NameRequest) -> Option<Worktree> {
+    match request {
+        NameRequest::Named(name) if resuming => worktree::find(dir, name).ok(),
         _ => None,
     }
 }
@@ -319,10 +338,11 @@ impl WorktreeIsolation for SubagentWorktrees {
                 .await
                 .map_err(|e| format!("cannot make its worktree: {e}"))??;
             let mut env = (*self.env).clone();
+            let relocation = relocation(&self.dir, &made);
             env.roots = self
                 .env
                 .roots
-                .rerooted(&made.path)
+                .rerooted(&relocation.from, &relocation.to)
                 .map_err(|e| format!("cannot use its worktree: {e}"))?;
             // Its own: the clone would share the session's.
             env.work_dir = WorkDirSlot::default();
@@ -337,10 +357,25 @@ impl WorktreeIsolation for SubagentWorktrees {
                 tools: toolbelt_tools::builtin_tools(&env),
                 env,
                 cwd,
+                relocation,
                 withheld: WORKTREE_TOOLS.iter().map(|n| n.to_string()).collect(),
                 finish,
             })
         })
+    }
+}
+
+/// From the top of the checkout the session works in (a worktree of its own too, for a
+/// `--worktree` session) to the sub-agent's worktree, both resolved as rules are.
+fn relocation(dir: &Path, made: &Worktree) -> toolbelt_core::rules::Relocation {
+    let top = dir
+        .ancestors()
+        .find(|a| a.join(".git").exists())
+        .unwrap_or(&made.repo);
+    let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    toolbelt_core::rules::Relocation {
+        from: real(top),
+        to: real(&made.path),
     }
 }
 

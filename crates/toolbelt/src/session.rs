@@ -114,5 +114,6 @@ pub fn agent_session(global: &GlobalArgs, args: &AgentArgs) -> SessionOptions {
     args.claude.session(&mut options);
     options.worktree =
         toolbelt_session::WorktreeOptions::new(args.worktree.clone(), args.resume.clone());
+    options.worktree.continue_latest = args.continue_latest;
     options
 }

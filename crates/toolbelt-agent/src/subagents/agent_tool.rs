@@ -445,7 +445,7 @@ async fn run_in(
         id: agent_id.clone(),
         agent_type: def.name.clone(),
     };
-    let config = subagent_config(rt, mode, background, &hook_agent);
+    let config = subagent_config(rt, mode, background, &hook_agent, isolated);
     let sink = subagent_sink(rt, &agent_id, parent_call_id);
     let max_turns = def.max_turns.unwrap_or(rt.default_max_turns);
     let agent = Agent::new(
@@ -512,17 +512,28 @@ async fn isolate(call: &AgentCall) -> Result<Option<Isolated>, String> {
     }
 }
 
-/// The sub-agent's scheduler: the parent's rules, `mode`, the parent's approver unless
-/// it runs in the background, the session's hooks naming the sub-agent.
+/// The sub-agent's scheduler: the parent's rules (in a worktree, also over the
+/// worktree's copies of the places they name), `mode`, the parent's approver unless it
+/// runs in the background, the session's hooks naming the sub-agent.
 fn subagent_config(
     rt: &SubagentRuntime,
     mode: ApprovalMode,
     background: bool,
     agent: &HookAgent,
+    isolated: Option<&Isolated>,
 ) -> SchedulerConfig {
+    let permissions = match isolated {
+        Some(i) => Permissions::from_rules(
+            rt.permissions
+                .rules()
+                .clone()
+                .relocated(i.relocation.clone()),
+        ),
+        None => rt.permissions.clone(),
+    };
     SchedulerConfig {
         mode,
-        permissions: rt.permissions.clone(),
+        permissions,
         approver: if background { None } else { rt.approver.clone() },
         nobody_to_ask: background.then(|| NobodyToAsk {
             why: "it runs in a background sub-agent, which cannot ask anyone".to_string(),

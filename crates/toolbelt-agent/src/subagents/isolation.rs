@@ -3,7 +3,9 @@
 //! that edit the same files never see each other's changes.
 //!
 //! This crate knows no git: the session gives a [`WorktreeIsolation`] that makes the
-//! worktree and the built-in tools over a workspace rooted in it. The sub-agent's
+//! worktree and the built-in tools over a workspace rooted in it, with the session's
+//! permission and path rules also naming the worktree's copies of the places they name
+//! in the checkout (`Relocation`). The sub-agent's
 //! registry then holds those tools in place of the parent's built-ins of the same names
 //! (MCP, discovered and declared tools stay the parent's: they run in their own
 //! processes and toolbelt cannot move them). When the sub-agent ends, the isolation's
@@ -29,6 +31,10 @@ pub struct Isolated {
     pub tools: Vec<Arc<dyn Tool>>,
     /// The worktree's directory (the sub-agent's working directory).
     pub cwd: PathBuf,
+    /// The session's checkout and the worktree: the session's permission rules name
+    /// in the worktree the places they name in the checkout (the built-ins' path rules
+    /// in `env` already do).
+    pub relocation: toolbelt_core::rules::Relocation,
     /// Tools the sub-agent loses: those that act on the session's own worktree
     /// (`enter_worktree`, `exit_worktree`), which would move the parent's shell.
     pub withheld: Vec<String>,

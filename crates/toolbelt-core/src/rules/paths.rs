@@ -33,7 +33,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::specifier::PathGlob;
-use super::{Decision, PermissionRules, Rule, RuleBase, RuleList, RuleVocabulary, Verdict};
+use super::{
+    Decision, PermissionRules, Relocation, Rule, RuleBase, RuleList, RuleVocabulary, Verdict,
+};
 
 /// What a file tool does to the paths it is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -108,6 +110,8 @@ struct PathRule {
 #[derive(Debug, Clone, Default)]
 pub struct PathPolicy {
     rules: Arc<Vec<PathRule>>,
+    /// The rules it was compiled from, to compile them again relocated.
+    source: Option<Arc<PermissionRules>>,
 }
 
 impl PathPolicy {
@@ -122,6 +126,10 @@ impl PathPolicy {
             project_root: real(&rules.base.project_root),
             cwd: real(&rules.base.cwd),
             home: real(&rules.base.home),
+            relocated: rules.base.relocated.as_ref().map(|r| Relocation {
+                from: r.from.canonicalize().unwrap_or_else(|_| r.from.clone()),
+                to: r.to.canonicalize().unwrap_or_else(|_| r.to.clone()),
+            }),
         };
         let mut compiled = Vec::new();
         for (list, entries) in [
@@ -148,6 +156,16 @@ impl PathPolicy {
         }
         PathPolicy {
             rules: Arc::new(compiled),
+            source: Some(Arc::new(rules.clone())),
+        }
+    }
+
+    /// The same rules, also naming in `relocation`'s worktree the places they name in
+    /// its checkout ([`PermissionRules::relocated`]): a sub-agent's (issue 45).
+    pub fn relocated(&self, relocation: Relocation) -> PathPolicy {
+        match &self.source {
+            Some(rules) => PathPolicy::new(&(**rules).clone().relocated(relocation)),
+            None => self.clone(),
         }
     }
 
@@ -196,10 +214,11 @@ impl PathPolicy {
         let mut out: Vec<(std::path::PathBuf, bool)> = Vec::new();
         for rule in self.rules.iter() {
             if rule.list == RuleList::Deny && rule.operation == PathOperation::Read {
-                let (literal, exact) = rule.glob.literal();
-                let entry = (literal.to_path_buf(), exact);
-                if !out.contains(&entry) {
-                    out.push(entry);
+                for (literal, exact) in rule.glob.literals() {
+                    let entry = (literal.to_path_buf(), exact);
+                    if !out.contains(&entry) {
+                        out.push(entry);
+                    }
                 }
             }
         }
@@ -235,6 +254,7 @@ impl Eq for PathPolicy {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn policy(list: RuleList, rules: &[&str]) -> PathPolicy {
         let mut all =
@@ -307,6 +327,39 @@ mod tests {
         assert!(p.withholds_from_walk(Path::new("/proj/b/inner.txt")));
         assert!(!p.withholds_from_walk(Path::new("/proj/c")));
         assert!(!PathPolicy::default().withholds_from_walk(Path::new("/proj/a")));
+    }
+
+    #[test]
+    fn a_relocated_policy_refuses_and_hides_the_worktrees_copies_too() {
+        let p = policy(RuleList::Deny, &["Read(/secret.txt)", "Edit(src/**)"]);
+        let wt = Path::new("/proj/.qwen/worktrees/agent-1234567");
+        assert_eq!(
+            p.denying_rule(PathOperation::Read, &wt.join("secret.txt")),
+            None
+        );
+        let moved = p.relocated(Relocation {
+            from: "/proj".into(),
+            to: wt.to_path_buf(),
+        });
+        for (op, path) in [
+            (PathOperation::Read, wt.join("secret.txt")),
+            (PathOperation::Edit, wt.join("src/a.rs")),
+            (PathOperation::Read, PathBuf::from("/proj/secret.txt")),
+        ] {
+            assert!(moved.denying_rule(op, &path).is_some(), "{path:?}");
+        }
+        assert_eq!(
+            moved.denying_rule(PathOperation::Edit, &wt.join("README.md")),
+            None
+        );
+        // The read-only sandbox hides both copies.
+        assert_eq!(
+            moved.denied_reads(),
+            [
+                (PathBuf::from("/proj/secret.txt"), true),
+                (wt.join("secret.txt"), true)
+            ]
+        );
     }
 
     #[test]

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-use super::RuleBase;
+use super::{Relocation, RuleBase};
 use crate::tool::ShellCommand;
 
 mod command_forms;
@@ -204,6 +204,27 @@ pub(super) fn path_matches(spec: &str, path: &Path, base: &RuleBase) -> bool {
     PathGlob::compile(spec, base).is_some_and(|glob| glob.is_match(path))
 }
 
+/// `spec` and `base` with every anchor in the relocation's checkout moved to its
+/// worktree (`//<checkout>/x` too); `None` when nothing names a place in the checkout.
+fn relocated_spec(spec: &str, base: &RuleBase, r: &Relocation) -> Option<(String, RuleBase)> {
+    let moved = |p: &Option<PathBuf>| p.as_ref().and_then(|p| r.moved(p));
+    let anchors = RuleBase {
+        project_root: moved(&base.project_root).or_else(|| base.project_root.clone()),
+        cwd: moved(&base.cwd).or_else(|| base.cwd.clone()),
+        home: moved(&base.home).or_else(|| base.home.clone()),
+        relocated: None,
+    };
+    let absolute = spec
+        .strip_prefix("//")
+        .and_then(|rest| r.moved(&Path::new("/").join(rest)))
+        .map(|p| format!("/{}", p.display()));
+    let changed = absolute.is_some()
+        || moved(&base.project_root).is_some()
+        || moved(&base.cwd).is_some()
+        || moved(&base.home).is_some();
+    changed.then(|| (absolute.unwrap_or_else(|| spec.to_string()), anchors))
+}
+
 /// A path specifier anchored at a [`RuleBase`] and compiled once, so a walk over many
 /// files does not build the same globs again for each of them.
 #[derive(Debug, Clone)]
@@ -214,12 +235,25 @@ pub(super) struct PathGlob {
     literal: PathBuf,
     /// The specifier has no wildcard: it names `literal` and what it holds.
     exact: bool,
+    /// The same specifier at the relocated places ([`RuleBase::relocated`]).
+    also: Option<Box<PathGlob>>,
 }
 
 impl PathGlob {
     /// `None` when the specifier cannot be anchored (`~/x` without a home) or is not a
     /// valid glob: such a rule matches no path.
     pub(super) fn compile(spec: &str, base: &RuleBase) -> Option<PathGlob> {
+        let mut glob = Self::compile_at(spec, base)?;
+        if let Some(r) = &base.relocated {
+            glob.also = relocated_spec(spec, base, r)
+                .and_then(|(spec, moved)| Self::compile_at(&spec, &moved))
+                .map(Box::new);
+        }
+        Some(glob)
+    }
+
+    /// [`PathGlob::compile`] at `base`'s anchors only.
+    fn compile_at(spec: &str, base: &RuleBase) -> Option<PathGlob> {
         let escape = |p: &Path| globset::escape(&p.to_string_lossy());
         let (literal, exact) = literal_prefix(spec, base)?;
         let anchored = if let Some(rest) = spec.strip_prefix("//") {
@@ -264,11 +298,21 @@ impl PathGlob {
             set,
             literal,
             exact,
+            also: None,
         })
     }
 
     pub(super) fn is_match(&self, path: &Path) -> bool {
-        self.set.is_match(path)
+        self.set.is_match(path) || self.also.as_ref().is_some_and(|a| a.is_match(path))
+    }
+
+    /// [`PathGlob::literal`] here and at the relocated places.
+    pub(super) fn literals(&self) -> Vec<(&Path, bool)> {
+        let mut out = vec![self.literal()];
+        if let Some(also) = &self.also {
+            out.push(also.literal());
+        }
+        out
     }
 
     /// The longest literal leading path and whether it is the whole specifier.

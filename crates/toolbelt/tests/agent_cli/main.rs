@@ -25,3 +25,4 @@ mod subagents;
 mod support;
 mod undo;
 mod worktree;
+mod worktree_session;

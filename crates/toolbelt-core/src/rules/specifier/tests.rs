@@ -55,7 +55,51 @@ fn base() -> RuleBase {
         project_root: Some(PathBuf::from("/proj")),
         cwd: Some(PathBuf::from("/proj/sub")),
         home: Some(PathBuf::from("/home/me")),
+        relocated: None,
     }
+}
+
+#[test]
+fn relocated_path_specifiers_name_the_same_places_in_the_worktree() {
+    let wt = "/proj/.qwen/worktrees/agent-1234567";
+    let mut base = base();
+    base.relocated = Some(Relocation {
+        from: PathBuf::from("/proj"),
+        to: PathBuf::from(wt),
+    });
+    let cases = [
+        ("/secrets/**", "secrets/key", true),
+        ("./notes.txt", "sub/notes.txt", true),
+        (".env", "sub/deep/.env", true),
+        ("//proj/private", "private/a", true),
+        ("/secrets/**", "public/a", false),
+    ];
+    for (spec, rel, want) in cases {
+        let in_worktree = PathBuf::from(wt).join(rel);
+        let in_checkout = PathBuf::from("/proj").join(rel);
+        assert_eq!(
+            path_matches(spec, &in_worktree, &base),
+            want,
+            "{spec} {rel}"
+        );
+        assert_eq!(
+            path_matches(spec, &in_checkout, &base),
+            want,
+            "{spec} {rel}"
+        );
+        // Without the relocation, the worktree's copy is another place.
+        assert!(
+            !path_matches(spec, &in_worktree, &self::base()),
+            "{spec} {rel}"
+        );
+    }
+    // Places outside the checkout do not move.
+    assert!(path_matches("~/.ssh", Path::new("/home/me/.ssh/id"), &base));
+    assert!(!path_matches(
+        "~/.ssh",
+        Path::new("/proj/.qwen/worktrees/agent-1234567/home/me/.ssh"),
+        &base
+    ));
 }
 
 /// `(pattern, path, matches)`.
@@ -96,6 +140,7 @@ fn path_globs_escape_the_base() {
         project_root: Some(PathBuf::from("/we[ird]")),
         cwd: Some(PathBuf::from("/we[ird]")),
         home: None,
+        relocated: None,
     };
     assert!(path_matches("/a.txt", Path::new("/we[ird]/a.txt"), &base));
     assert!(!path_matches("/a.txt", Path::new("/wei/a.txt"), &base));
