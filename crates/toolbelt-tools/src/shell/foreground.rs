@@ -27,6 +27,7 @@ use toolbelt_core::{
 use super::output::{self, LiveDecoder, OutputCapture};
 use super::process::{self, OutputTarget, Owner};
 use super::sandbox::{self, Confinement, PreparedSandbox};
+use super::waiting::{InputWait, Quiet, QuietWatch};
 use super::{DRAIN_AFTER_EXIT, LIVE_INTERVAL, ShellCall};
 use toolbelt_process::Leftover;
 
@@ -37,6 +38,8 @@ static LOG_COUNTER: AtomicU64 = AtomicU64::new(0);
 enum Ending {
     Timeout,
     Cancelled,
+    /// Its output ended in a prompt and stayed so (`tools.shell.inputWaitMs`).
+    Waiting,
 }
 
 impl ShellCall {
@@ -96,6 +99,9 @@ impl ShellCall {
         let mut leftovers: Vec<Leftover> = Vec::new();
         let mut observe = tokio::time::interval(OBSERVE_INTERVAL);
         observe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut quiet = QuietWatch::new(&self.env.settings.tools.shell, self.may_move(ctx.consent));
+        let mut waited: Option<InputWait> = None;
+        let mut ready: Option<String> = None;
         while exit.is_none() || reader.is_some() {
             tokio::select! {
                 biased;
@@ -112,6 +118,7 @@ impl ShellCall {
                     Ok(n) => {
                         capture.push(&buf[..n]);
                         live.push(&buf[..n], &capture);
+                        quiet.push(&buf[..n]);
                     }
                 },
                 status = child.wait(), if exit.is_none() => {
@@ -122,6 +129,20 @@ impl ShellCall {
                     drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
                 }
                 _ = observe.tick(), if exit.is_none() => owner.observe(),
+                _ = sleep_until_opt(quiet.next_check()), if exit.is_none() && ending.is_none() => {
+                    match quiet.check(&self.parsed) {
+                        Some(Quiet::Waiting(wait)) => {
+                            waited = Some(wait);
+                            ending = Some(Ending::Waiting);
+                            process::terminate_group(pgid, process::KILL_GRACE).await;
+                        }
+                        Some(Quiet::Ready(line)) => {
+                            ready = Some(line);
+                            break;
+                        }
+                        None => {}
+                    }
+                }
                 _ = sleep_until_opt(live.next_flush()), if live.has_pending() => live.flush(),
                 _ = sleep_until_opt(drain_until), if drain_until.is_some() => {
                     // Processes the command left in the background still hold the pipe.
@@ -130,6 +151,22 @@ impl ShellCall {
             }
         }
         live.flush();
+        if let Some(line) = ready {
+            let running = super::handover::StillRunning {
+                child,
+                pid: pgid,
+                reader,
+                owner,
+                capture,
+                ready_line: line,
+                started,
+            };
+            return self.move_to_background(running, &ctx.call_id, ctx.consent);
+        }
+        let failed = ending.is_none() && matches!(&exit, Some(Ok(status)) if !status.success());
+        if failed {
+            waited = quiet.failed_waiting(&self.parsed);
+        }
         let captured = capture.finish(&self.output_budget());
         self.render(Rendered {
             output: captured,
@@ -139,12 +176,13 @@ impl ShellCall {
             leftovers,
             elapsed: started.elapsed(),
             read_only_sandbox,
+            waited,
         })
     }
 
     /// The session's budget less room for the other fields of the result, so the whole
     /// text fits and the scheduler's own cut never cuts it a second time.
-    fn output_budget(&self) -> OutputPolicy {
+    pub(super) fn output_budget(&self) -> OutputPolicy {
         let policy = &self.env.output;
         // 600 for the fields, 700 for a note about processes left running, 400 for one
         // about the sandbox.
@@ -167,6 +205,10 @@ impl ShellCall {
             Some(Ending::Cancelled) => Some(ToolError::new(
                 ErrorKind::Cancelled,
                 "Command was cancelled by the user.",
+            )),
+            Some(Ending::Waiting) => Some(ToolError::new(
+                ErrorKind::ExecutionFailed,
+                "Command was ended: it waited for input it cannot get.",
             )),
             None => wait_error.map(|e| ToolError::new(ErrorKind::ShellExecuteError, e)),
         }
@@ -207,6 +249,13 @@ impl ShellCall {
             Some(Ending::Cancelled) => text.push_str(
                 "Command was cancelled by the user before it could complete; its process group was killed. Below is the output before it was cancelled:\n",
             ),
+            Some(Ending::Waiting) => text.push_str(&format!(
+                "Command was ended early, after its output stayed on a prompt for {}ms: it waits for input it cannot get ({}). \
+                 Commands here have no terminal and an empty, closed standard input. To avoid the wait: {}. Below is its output:\n",
+                self.env.settings.tools.shell.input_wait_ms,
+                r.waited.as_ref().map_or("input", |w| w.what.as_str()),
+                r.waited.as_ref().map_or(super::waiting::PROMPT_AVOID, |w| w.avoid),
+            )),
             None => {}
         }
         text.push_str(&format!(
@@ -222,6 +271,13 @@ impl ShellCall {
             text.push_str(&format!("\n{note}"));
         }
         let failed = r.ending.is_none() && code != Some(0);
+        if let Some(wait) = r.waited.as_ref().filter(|_| failed) {
+            text.push_str(&format!(
+                "\nNote: the command failed waiting for input it cannot get: {}. Commands here have no terminal and an \
+                 empty, closed standard input. To avoid it: {}.",
+                wait.what, wait.avoid
+            ));
+        }
         if r.read_only_sandbox
             && failed
             && let Some(note) = sandbox::limit_note(signal, &r.output.text)
@@ -307,6 +363,8 @@ struct Rendered {
     elapsed: Duration,
     /// The command ran unasked in the read-only sandbox.
     read_only_sandbox: bool,
+    /// What it waited for: why it was ended ([`Ending::Waiting`]), or why it failed.
+    waited: Option<InputWait>,
 }
 
 async fn read_some(reader: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> std::io::Result<usize> {
