@@ -84,60 +84,103 @@ impl ShellCall {
             Err(e) => return self.spawn_error(&e),
         };
         let pgid = running.pid;
-        // The id the command's processes know its group by (the relay's is invisible in
-        // the shared PID namespace): what the result names.
-        let shown_pgid = toolbelt_process::isolate::command_pid(pgid);
-        let mut child = running.child;
-        let mut reader = running.output;
-        let mut capture = self.capture(log_path, ctx.consent);
-        let mut live = LiveOutput::new(&ctx);
+        let capture = self.capture(log_path, ctx.consent);
+        let mut w = self.watch(&ctx, running, capture, &owner, started).await;
+        if let Some(line) = w.ready.take() {
+            let running = super::handover::StillRunning {
+                child: w.child,
+                pid: pgid,
+                reader: w.reader,
+                owner,
+                capture: w.capture,
+                ready_line: line,
+                started,
+            };
+            return self.move_to_background(running, &ctx.call_id, ctx.consent);
+        }
+        let failed = w.ending.is_none() && matches!(&w.exit, Some(Ok(status)) if !status.success());
+        if failed {
+            w.waited = w.quiet.failed_waiting(&self.parsed);
+        }
+        let captured = w.capture.finish(&self.output_budget());
+        self.render(Rendered {
+            output: captured,
+            exit: w.exit,
+            ending: w.ending,
+            // The id the command's processes know its group by (the relay's is
+            // invisible in the shared PID namespace): what the result names.
+            pgid: toolbelt_process::isolate::command_pid(pgid),
+            leftovers: w.leftovers,
+            elapsed: started.elapsed(),
+            read_only_sandbox,
+            waited: w.waited,
+        })
+    }
+
+    /// Runs the loop of the module's documentation until the command is done, or until
+    /// its output settled on a ready line (it then still runs: see `handover`).
+    async fn watch(
+        &self,
+        ctx: &ExecContext,
+        running: process::RunningShell,
+        capture: OutputCapture,
+        owner: &Owner,
+        started: Instant,
+    ) -> Watched {
+        let pgid = running.pid;
+        let mut w = Watched {
+            child: running.child,
+            reader: running.output,
+            capture,
+            quiet: QuietWatch::new(&self.env.settings.tools.shell, self.may_move(ctx.consent)),
+            exit: None,
+            ending: None,
+            leftovers: Vec::new(),
+            waited: None,
+            ready: None,
+        };
+        let mut live = LiveOutput::new(ctx);
         let deadline = tokio::time::Instant::from_std(started + self.timeout);
-        let mut ending: Option<Ending> = None;
-        let mut exit: Option<std::io::Result<std::process::ExitStatus>> = None;
         let mut drain_until: Option<tokio::time::Instant> = None;
         let mut buf = vec![0u8; 64 * 1024];
-        let mut leftovers: Vec<Leftover> = Vec::new();
         let mut observe = tokio::time::interval(OBSERVE_INTERVAL);
         observe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut quiet = QuietWatch::new(&self.env.settings.tools.shell, self.may_move(ctx.consent));
-        let mut waited: Option<InputWait> = None;
-        let mut ready: Option<String> = None;
-        while exit.is_none() || reader.is_some() {
+        while w.exit.is_none() || w.reader.is_some() {
             tokio::select! {
                 biased;
-                _ = ctx.cancel.cancelled(), if ending.is_none() => {
-                    ending = Some(Ending::Cancelled);
+                _ = ctx.cancel.cancelled(), if w.ending.is_none() => {
+                    w.ending = Some(Ending::Cancelled);
                     process::terminate_group(pgid, process::KILL_GRACE).await;
                 }
-                _ = tokio::time::sleep_until(deadline), if ending.is_none() => {
-                    ending = Some(Ending::Timeout);
+                _ = tokio::time::sleep_until(deadline), if w.ending.is_none() => {
+                    w.ending = Some(Ending::Timeout);
                     process::terminate_group(pgid, process::KILL_GRACE).await;
                 }
-                read = read_some(&mut reader, &mut buf) => match read {
-                    Ok(0) | Err(_) => reader = None,
+                read = read_some(&mut w.reader, &mut buf) => match read {
+                    Ok(0) | Err(_) => w.reader = None,
                     Ok(n) => {
-                        capture.push(&buf[..n]);
-                        live.push(&buf[..n], &capture);
-                        quiet.push(&buf[..n]);
+                        w.capture.push(&buf[..n]);
+                        live.push(&buf[..n], &w.capture);
+                        w.quiet.push(&buf[..n]);
                     }
                 },
-                status = child.wait(), if exit.is_none() => {
-                    exit = Some(status);
+                status = w.child.wait(), if w.exit.is_none() => {
+                    w.exit = Some(status);
                     // What the command left running goes now; then the pipe closes as
                     // soon as the last writer is gone.
-                    leftovers = owner.kill_leftovers(process::KILL_GRACE).await;
+                    w.leftovers = owner.kill_leftovers(process::KILL_GRACE).await;
                     drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
                 }
-                _ = observe.tick(), if exit.is_none() => owner.observe(),
-                _ = sleep_until_opt(quiet.next_check()), if exit.is_none() && ending.is_none() => {
-                    match quiet.check(&self.parsed) {
+                _ = observe.tick(), if w.exit.is_none() => owner.observe(),
+                _ = sleep_until_opt(w.quiet.next_check()), if w.exit.is_none() && w.ending.is_none() => {
+                    match w.quiet.check(&self.parsed) {
                         Some(Quiet::Waiting(wait)) => {
-                            waited = Some(wait);
-                            ending = Some(Ending::Waiting);
+                            w.waited = Some(wait);
+                            w.ending = Some(Ending::Waiting);
                             process::terminate_group(pgid, process::KILL_GRACE).await;
                         }
                         Some(Quiet::Ready(line)) => {
-                            ready = Some(line);
+                            w.ready = Some(line);
                             break;
                         }
                         None => {}
@@ -146,38 +189,12 @@ impl ShellCall {
                 _ = sleep_until_opt(live.next_flush()), if live.has_pending() => live.flush(),
                 _ = sleep_until_opt(drain_until), if drain_until.is_some() => {
                     // Processes the command left in the background still hold the pipe.
-                    reader = None;
+                    w.reader = None;
                 }
             }
         }
         live.flush();
-        if let Some(line) = ready {
-            let running = super::handover::StillRunning {
-                child,
-                pid: pgid,
-                reader,
-                owner,
-                capture,
-                ready_line: line,
-                started,
-            };
-            return self.move_to_background(running, &ctx.call_id, ctx.consent);
-        }
-        let failed = ending.is_none() && matches!(&exit, Some(Ok(status)) if !status.success());
-        if failed {
-            waited = quiet.failed_waiting(&self.parsed);
-        }
-        let captured = capture.finish(&self.output_budget());
-        self.render(Rendered {
-            output: captured,
-            exit,
-            ending,
-            pgid: shown_pgid,
-            leftovers,
-            elapsed: started.elapsed(),
-            read_only_sandbox,
-            waited,
-        })
+        w
     }
 
     /// The session's budget less room for the other fields of the result, so the whole
@@ -214,6 +231,25 @@ impl ShellCall {
         }
     }
 
+    /// What comes before the fields when the command did not end on its own.
+    fn ending_header(&self, r: &Rendered) -> String {
+        match r.ending {
+            Some(Ending::Timeout) => format!(
+                "Command timed out after {}ms before it could complete; its process group was killed. Below is the output before it timed out:\n",
+                self.timeout.as_millis()
+            ),
+            Some(Ending::Cancelled) => "Command was cancelled by the user before it could complete; its process group was killed. Below is the output before it was cancelled:\n".to_string(),
+            Some(Ending::Waiting) => format!(
+                "Command was ended early, after its output stayed on a prompt for {}ms: it waits for input it cannot get ({}). \
+                 Commands here have no terminal and an empty, closed standard input. To avoid the wait: {}. Below is its output:\n",
+                self.env.settings.tools.shell.input_wait_ms,
+                r.waited.as_ref().map_or("input", |w| w.what.as_str()),
+                r.waited.as_ref().map_or(super::waiting::PROMPT_AVOID, |w| w.avoid),
+            ),
+            None => String::new(),
+        }
+    }
+
     fn render(&self, r: Rendered) -> ToolResult {
         let (code, signal, wait_error) = match &r.exit {
             Some(Ok(status)) => (status.code(), status.signal(), None),
@@ -240,24 +276,7 @@ impl ShellCall {
         } else {
             "(root)".to_string()
         };
-        let mut text = String::new();
-        match r.ending {
-            Some(Ending::Timeout) => text.push_str(&format!(
-                "Command timed out after {}ms before it could complete; its process group was killed. Below is the output before it timed out:\n",
-                self.timeout.as_millis()
-            )),
-            Some(Ending::Cancelled) => text.push_str(
-                "Command was cancelled by the user before it could complete; its process group was killed. Below is the output before it was cancelled:\n",
-            ),
-            Some(Ending::Waiting) => text.push_str(&format!(
-                "Command was ended early, after its output stayed on a prompt for {}ms: it waits for input it cannot get ({}). \
-                 Commands here have no terminal and an empty, closed standard input. To avoid the wait: {}. Below is its output:\n",
-                self.env.settings.tools.shell.input_wait_ms,
-                r.waited.as_ref().map_or("input", |w| w.what.as_str()),
-                r.waited.as_ref().map_or(super::waiting::PROMPT_AVOID, |w| w.avoid),
-            )),
-            None => {}
-        }
+        let mut text = self.ending_header(&r);
         text.push_str(&format!(
             "Command: {}\nDirectory: {dir}\nOutput: {output}\nError: {}\nExit Code: {}\nSignal: {}\nBackground PIDs: {pids}\nProcess Group PGID: {}",
             self.command,
@@ -351,6 +370,22 @@ fn shrink(budget: usize, reserve: usize) -> usize {
     } else {
         budget.saturating_sub(reserve).max(budget / 4).max(1)
     }
+}
+
+/// A foreground command as the loop leaves it.
+struct Watched {
+    child: tokio::process::Child,
+    reader: Option<pipe::Receiver>,
+    capture: OutputCapture,
+    quiet: QuietWatch,
+    exit: Option<std::io::Result<std::process::ExitStatus>>,
+    ending: Option<Ending>,
+    /// Processes the command left running, ended when it ended.
+    leftovers: Vec<Leftover>,
+    /// What it waited for, when that is why it was ended.
+    waited: Option<InputWait>,
+    /// The line that said it is ready, when it moves to the background.
+    ready: Option<String>,
 }
 
 struct Rendered {
