@@ -5,7 +5,10 @@
 //! in the same run Qwen Code's way, a shadow git repository (`git add -A && git
 //! commit`) on the same trees, when `git` is installed.
 //!
-//! Usage: `checkpoint_bench [FILES] [RUNS]` (default 15000 files, 30 runs each).
+//! Usage: `checkpoint_bench [FILES] [RUNS] [oneshot]` (default 15000 files, 30 runs
+//! each). With `oneshot`, only what a one-shot process (`toolbelt tools call`) pays: a
+//! fresh history on the project's store, its checkpoints before and after one file
+//! changed, against `git status` on the same tree (a real repository) in the same run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -240,10 +243,84 @@ fn bench_size(git_too: bool) {
     }
 }
 
+/// What a one-shot process pays: each run opens the history afresh (as a new `tools
+/// call` process does: no inotify, the index seeded from the last checkpoint), changes
+/// one file, and takes the checkpoint before the call and the one after it; `git status`
+/// runs on the same tree after each.
+fn bench_oneshot(files: usize, runs: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.canonicalize().unwrap();
+    workspace(&root, files);
+    let store = dir.path().join("store");
+    let git_dir = root.join(".git");
+    let git_too = have_git();
+    if git_too {
+        git(&git_dir, &root, &["init", "-q"]);
+        git(&git_dir, &root, &["add", "-A"]);
+        git(&git_dir, &root, &["commit", "-q", "-m", "init"]);
+    }
+    // The session before: its last checkpoint is what the one-shot processes start from.
+    let h = history(&root, store.clone(), false);
+    h.checkpoint_now(Phase::Before, "bench", "session", None)
+        .unwrap();
+    h.flush();
+    drop(h);
+    let (mut before, mut after, mut status) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..runs {
+        let n = i * 7919 % files;
+        let f = root.join(format!(
+            "pkg{:02}/mod{:02}/f{n:05}.rs",
+            n / 1000,
+            (n / 100) % 10
+        ));
+        let t = Instant::now();
+        let h = history(&root, store.clone(), false);
+        h.checkpoint_now(Phase::Before, "bench", "call", None)
+            .unwrap();
+        before.push(t.elapsed());
+        let mut body = std::fs::read_to_string(&f).unwrap();
+        body.push_str(&format!("// edit {i}\n"));
+        std::fs::write(&f, body).unwrap();
+        let t = Instant::now();
+        h.checkpoint_now(Phase::After, "bench", "call", None)
+            .unwrap();
+        after.push(t.elapsed());
+        h.flush();
+        drop(h);
+        if git_too {
+            let t = Instant::now();
+            let out = Command::new("git")
+                .arg(format!("--git-dir={}", git_dir.display()))
+                .arg(format!("--work-tree={}", root.display()))
+                .args(["status", "--porcelain"])
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+            status.push(t.elapsed());
+        }
+    }
+    let (mb, pb) = median(before);
+    let (ma, pa) = median(after);
+    println!(
+        "one-shot: checkpoint before the call (fresh process): median {mb:.2} ms, p90 {pb:.2} ms"
+    );
+    println!("one-shot: checkpoint after it (one file changed): median {ma:.2} ms, p90 {pa:.2} ms");
+    if git_too {
+        let (mg, pg) = median(status);
+        println!("git status --porcelain, same tree: median {mg:.2} ms, p90 {pg:.2} ms");
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let files: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(15_000);
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(30);
+    if args.next().as_deref() == Some("oneshot") {
+        bench_oneshot(files, runs);
+        return;
+    }
     bench_checkpoints(files, runs, true, "toolbelt (inotify)");
     bench_checkpoints(files, runs, false, "toolbelt (walk)");
     let git = have_git();

@@ -163,6 +163,26 @@ impl DirNode {
         Ok(hash)
     }
 
+    /// Takes `old`'s stored hash for every directory below that holds what `old` held
+    /// there (a walk builds the tree afresh), so writing it re-encodes only the
+    /// directories on a changed path. Returns whether this whole directory is the same.
+    pub(crate) fn reuse_hashes(&mut self, old: &DirNode) -> bool {
+        let mut same = self.mode == old.mode && self.children.len() == old.children.len();
+        for (name, node) in &mut self.children {
+            // Every directory is visited, also once this one is known to differ.
+            let child_same = match (node, old.children.get(name)) {
+                (Node::Leaf(a), Some(Node::Leaf(b))) => a == b,
+                (Node::Dir(a), Some(Node::Dir(b))) => a.reuse_hashes(b),
+                _ => false,
+            };
+            same &= child_same;
+        }
+        if same && self.hash.is_none() {
+            self.hash = old.hash;
+        }
+        same
+    }
+
     /// The directory stored as `hash`, whole.
     pub(crate) fn load(
         objects: &Objects,
@@ -262,6 +282,15 @@ mod tests {
         assert!(
             matches!(loaded.get(b"a/b/x"), Some(Node::Leaf(l)) if l.hash == ContentHash::of(b"x2"))
         );
+        // A walk builds the tree afresh: the unchanged directories take the stored hashes.
+        let mut again = DirNode::load(&objects, &second, 0o755).unwrap();
+        let old = again.clone();
+        again.hash = None;
+        again.set(b"a/b/x", leaf(b"x3"));
+        assert!(!again.reuse_hashes(&old));
+        assert_eq!(again.dir(b"c").unwrap().hash, old.dir(b"c").unwrap().hash);
+        assert!(again.dir(b"c").unwrap().hash.is_some());
+        assert!(again.dir(b"a/b").unwrap().hash.is_none() && again.hash.is_none());
         assert!(root.remove(b"c").is_some());
         assert!(root.get(b"c/y").is_none());
         assert!(!root.set(b"nope/z", leaf(b"z")));

@@ -56,6 +56,14 @@ pub(crate) struct Scan<'a> {
     pub(crate) watcher: Option<&'a mut Watcher>,
 }
 
+/// An entry of a walk: its path, its type as the listing says, and its lstat when the
+/// walk took it.
+struct Walked {
+    abs: PathBuf,
+    file_type: std::fs::FileType,
+    stat: Option<std::fs::Metadata>,
+}
+
 /// The bytes of a relative path as a path.
 pub(crate) fn rel_path(rel: &[u8]) -> &Path {
     Path::new(OsStr::from_bytes(rel))
@@ -125,7 +133,20 @@ impl Scan<'_> {
         old: Option<&Leaf>,
         forced: bool,
     ) -> Result<Option<Node>, StoreError> {
-        let meta = match std::fs::symlink_metadata(abs) {
+        self.entry_stat(root, abs, rel, old, forced, None)
+    }
+
+    /// [`Scan::entry`] with the lstat the walk took already, when it took one.
+    fn entry_stat(
+        &mut self,
+        root: usize,
+        abs: &Path,
+        rel: &[u8],
+        old: Option<&Leaf>,
+        forced: bool,
+        stat: Option<std::fs::Metadata>,
+    ) -> Result<Option<Node>, StoreError> {
+        let meta = match stat.map_or_else(|| std::fs::symlink_metadata(abs), Ok) {
             Ok(m) => m,
             Err(_) => return Ok(None),
         };
@@ -216,40 +237,23 @@ impl Scan<'_> {
         if let Some(w) = self.watcher.as_deref_mut() {
             w.add(root, start_rel, start);
         }
-        let mut entries: Vec<(PathBuf, std::fs::FileType)> = Vec::new();
-        let (roots, settings, exclude) = (self.roots, self.settings, self.exclude);
-        let mut too_many = false;
-        let max = self.max_files;
-        let mut watcher = self.watcher.as_deref_mut();
-        let withheld =
-            toolbelt_tools::walk_workspace(roots, settings, start, None, exclude, &mut |e| {
-                if too_many {
-                    return;
-                }
-                if e.file_type.is_dir()
-                    && let Some(w) = watcher.as_deref_mut()
-                    && let Ok(rel) = e.path.strip_prefix(start)
-                {
-                    let rel = join(start_rel, rel.as_os_str().as_bytes());
-                    w.add(root, &rel, e.path);
-                }
-                entries.push((e.path.to_path_buf(), e.file_type));
-                if entries.len() > max.saturating_mul(2) {
-                    too_many = true;
-                }
-            });
-        self.withheld += withheld;
-        if too_many {
-            return Err(ScanError::TooMany(max));
-        }
+        let entries = self.listing(root, start, start_rel)?;
         let mut files = 0usize;
-        for (abs, file_type) in entries {
+        for Walked {
+            abs,
+            file_type,
+            stat,
+        } in entries
+        {
             let Ok(below) = abs.strip_prefix(start) else {
                 continue;
             };
             let below = below.as_os_str().as_bytes();
             if file_type.is_dir() {
-                let mode = Self::dir_mode(&abs).unwrap_or(0o755);
+                let mode = match &stat {
+                    Some(m) if m.is_dir() => m.permissions().mode() & 0o7777,
+                    _ => Self::dir_mode(&abs).unwrap_or(0o755),
+                };
                 tree.set(below, Node::Dir(DirNode::new(mode)));
                 continue;
             }
@@ -257,19 +261,83 @@ impl Scan<'_> {
                 continue;
             }
             files += 1;
-            if files > max {
-                return Err(ScanError::TooMany(max));
+            if files > self.max_files {
+                return Err(ScanError::TooMany(self.max_files));
             }
             let old_leaf = match old.and_then(|o| o.get(below)) {
                 Some(Node::Leaf(l)) => Some(*l),
                 _ => None,
             };
             let rel = join(start_rel, below);
-            if let Some(node) = self.entry(root, &abs, &rel, old_leaf.as_ref(), false)? {
+            if let Some(node) = self.entry_stat(root, &abs, &rel, old_leaf.as_ref(), false, stat)? {
                 tree.set(below, node);
             }
         }
+        if let Some(old) = old {
+            tree.reuse_hashes(old);
+        }
         Ok(tree)
+    }
+
+    /// Every entry below `start`, parents before what they hold. With a watcher the walk
+    /// is the tools' sequential one (each directory is watched as it is met); without
+    /// one (a one-shot process, no inotify) it runs on every core and takes each
+    /// entry's lstat on the walk's threads, which is most of a checkpoint's cost when
+    /// nothing is read again.
+    fn listing(
+        &mut self,
+        root: usize,
+        start: &Path,
+        start_rel: &[u8],
+    ) -> Result<Vec<Walked>, ScanError> {
+        let (roots, settings, exclude) = (self.roots, self.settings, self.exclude);
+        let limit = self.max_files.saturating_mul(2);
+        let mut entries: Vec<Walked> = Vec::new();
+        let mut too_many = false;
+        if let Some(w) = self.watcher.as_deref_mut() {
+            self.withheld +=
+                toolbelt_tools::walk_workspace(roots, settings, start, None, exclude, &mut |e| {
+                    if too_many {
+                        return;
+                    }
+                    if e.file_type.is_dir()
+                        && let Ok(rel) = e.path.strip_prefix(start)
+                    {
+                        let rel = join(start_rel, rel.as_os_str().as_bytes());
+                        w.add(root, &rel, e.path);
+                    }
+                    entries.push(Walked {
+                        abs: e.path.to_path_buf(),
+                        file_type: e.file_type,
+                        stat: None,
+                    });
+                    too_many = entries.len() > limit;
+                });
+        } else {
+            let found = std::sync::Mutex::new(Vec::new());
+            let count = std::sync::atomic::AtomicUsize::new(0);
+            self.withheld +=
+                toolbelt_tools::walk_workspace_parallel(roots, settings, start, exclude, &|e| {
+                    if count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > limit {
+                        return;
+                    }
+                    let walked = Walked {
+                        abs: e.path.to_path_buf(),
+                        file_type: e.file_type,
+                        stat: std::fs::symlink_metadata(e.path).ok(),
+                    };
+                    if let Ok(mut found) = found.lock() {
+                        found.push(walked);
+                    }
+                });
+            too_many = count.into_inner() > limit;
+            entries = found.into_inner().unwrap_or_default();
+            entries.sort_unstable_by(|a, b| a.abs.cmp(&b.abs));
+        }
+        if too_many {
+            return Err(ScanError::TooMany(self.max_files));
+        }
+        Ok(entries)
     }
 
     /// Applies what the watcher saw to `tree` (root `root` at `abs_root`).

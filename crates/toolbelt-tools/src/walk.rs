@@ -366,6 +366,42 @@ pub fn walk_workspace(
     withheld.count()
 }
 
+/// [`walk_workspace`] on one thread per core (the `ignore` crate's parallel walker, as
+/// ripgrep walks), all the way down: `each` runs on the walk's threads, in no particular
+/// order, so a caller that must stat every entry (the checkpoints of a one-shot process)
+/// does it on those threads too. Same rules, same result.
+pub fn walk_workspace_parallel(
+    roots: &WorkspaceRoots,
+    settings: &Settings,
+    start: &Path,
+    exclude: &[PathBuf],
+    each: &(dyn Fn(WalkedEntry<'_>) + Sync),
+) -> usize {
+    let withheld = Withheld::new(roots);
+    let mut walk = walker(start, IgnoreRules::from_settings(settings), &withheld);
+    walk.threads(threads());
+    if !exclude.is_empty() {
+        let exclude = exclude.to_vec();
+        walk.filter_entry(move |entry| !exclude.iter().any(|e| e == entry.path()));
+    }
+    walk.build_parallel().run(|| {
+        Box::new(|entry| {
+            if let Ok(entry) = entry
+                && entry.depth() > 0
+                && let Some(file_type) = entry.file_type()
+            {
+                each(WalkedEntry {
+                    path: entry.path(),
+                    file_type,
+                    depth: entry.depth(),
+                });
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    withheld.count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

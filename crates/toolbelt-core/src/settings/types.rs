@@ -198,6 +198,14 @@ pub struct ShellSettings {
     pub limits: ShellLimits,
     /// `tools.shell.environment`: what of toolbelt's environment commands get.
     pub environment: ShellEnvironmentSettings,
+    /// `tools.shell.inputWaitMs`: a foreground command whose output ends in a prompt
+    /// (`Password:`, `[y/N]`, `name:`) and stays so this long is ended: it waits for input
+    /// it cannot get (default 5000; 0 never ends one early).
+    pub input_wait_ms: u64,
+    /// `tools.shell.readySettleMs`: a foreground command whose output settles this long
+    /// on a "ready" line (`listening on`, `ready`, `watching`) moves to the background
+    /// instead of running to its timeout (default 3000; 0 never moves one).
+    pub ready_settle_ms: u64,
 }
 
 impl Default for ShellSettings {
@@ -207,6 +215,8 @@ impl Default for ShellSettings {
             allow_unsandboxed: false,
             limits: ShellLimits::default(),
             environment: ShellEnvironmentSettings::default(),
+            input_wait_ms: 5000,
+            ready_settle_ms: 3000,
         }
     }
 }

@@ -27,6 +27,7 @@ use toolbelt_core::{
 use super::output::{self, LiveDecoder, OutputCapture};
 use super::process::{self, OutputTarget, Owner};
 use super::sandbox::{self, Confinement, PreparedSandbox};
+use super::waiting::{InputWait, Quiet, QuietWatch};
 use super::{DRAIN_AFTER_EXIT, LIVE_INTERVAL, ShellCall};
 use toolbelt_process::Leftover;
 
@@ -37,6 +38,8 @@ static LOG_COUNTER: AtomicU64 = AtomicU64::new(0);
 enum Ending {
     Timeout,
     Cancelled,
+    /// Its output ended in a prompt and stayed so (`tools.shell.inputWaitMs`).
+    Waiting,
 }
 
 impl ShellCall {
@@ -81,70 +84,122 @@ impl ShellCall {
             Err(e) => return self.spawn_error(&e),
         };
         let pgid = running.pid;
-        // The id the command's processes know its group by (the relay's is invisible in
-        // the shared PID namespace): what the result names.
-        let shown_pgid = toolbelt_process::isolate::command_pid(pgid);
-        let mut child = running.child;
-        let mut reader = running.output;
-        let mut capture = self.capture(log_path, ctx.consent);
-        let mut live = LiveOutput::new(&ctx);
+        let capture = self.capture(log_path, ctx.consent);
+        let mut w = self.watch(&ctx, running, capture, &owner, started).await;
+        if let Some(line) = w.ready.take() {
+            let running = super::handover::StillRunning {
+                child: w.child,
+                pid: pgid,
+                reader: w.reader,
+                owner,
+                capture: w.capture,
+                ready_line: line,
+                started,
+            };
+            return self.move_to_background(running, &ctx.call_id, ctx.consent);
+        }
+        let failed = w.ending.is_none() && matches!(&w.exit, Some(Ok(status)) if !status.success());
+        if failed {
+            w.waited = w.quiet.failed_waiting(&self.parsed);
+        }
+        let captured = w.capture.finish(&self.output_budget());
+        self.render(Rendered {
+            output: captured,
+            exit: w.exit,
+            ending: w.ending,
+            // The id the command's processes know its group by (the relay's is
+            // invisible in the shared PID namespace): what the result names.
+            pgid: toolbelt_process::isolate::command_pid(pgid),
+            leftovers: w.leftovers,
+            elapsed: started.elapsed(),
+            read_only_sandbox,
+            waited: w.waited,
+        })
+    }
+
+    /// Runs the loop of the module's documentation until the command is done, or until
+    /// its output settled on a ready line (it then still runs: see `handover`).
+    async fn watch(
+        &self,
+        ctx: &ExecContext,
+        running: process::RunningShell,
+        capture: OutputCapture,
+        owner: &Owner,
+        started: Instant,
+    ) -> Watched {
+        let pgid = running.pid;
+        let mut w = Watched {
+            child: running.child,
+            reader: running.output,
+            capture,
+            quiet: QuietWatch::new(&self.env.settings.tools.shell, self.may_move(ctx.consent)),
+            exit: None,
+            ending: None,
+            leftovers: Vec::new(),
+            waited: None,
+            ready: None,
+        };
+        let mut live = LiveOutput::new(ctx);
         let deadline = tokio::time::Instant::from_std(started + self.timeout);
-        let mut ending: Option<Ending> = None;
-        let mut exit: Option<std::io::Result<std::process::ExitStatus>> = None;
         let mut drain_until: Option<tokio::time::Instant> = None;
         let mut buf = vec![0u8; 64 * 1024];
-        let mut leftovers: Vec<Leftover> = Vec::new();
         let mut observe = tokio::time::interval(OBSERVE_INTERVAL);
         observe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        while exit.is_none() || reader.is_some() {
+        while w.exit.is_none() || w.reader.is_some() {
             tokio::select! {
                 biased;
-                _ = ctx.cancel.cancelled(), if ending.is_none() => {
-                    ending = Some(Ending::Cancelled);
+                _ = ctx.cancel.cancelled(), if w.ending.is_none() => {
+                    w.ending = Some(Ending::Cancelled);
                     process::terminate_group(pgid, process::KILL_GRACE).await;
                 }
-                _ = tokio::time::sleep_until(deadline), if ending.is_none() => {
-                    ending = Some(Ending::Timeout);
+                _ = tokio::time::sleep_until(deadline), if w.ending.is_none() => {
+                    w.ending = Some(Ending::Timeout);
                     process::terminate_group(pgid, process::KILL_GRACE).await;
                 }
-                read = read_some(&mut reader, &mut buf) => match read {
-                    Ok(0) | Err(_) => reader = None,
+                read = read_some(&mut w.reader, &mut buf) => match read {
+                    Ok(0) | Err(_) => w.reader = None,
                     Ok(n) => {
-                        capture.push(&buf[..n]);
-                        live.push(&buf[..n], &capture);
+                        w.capture.push(&buf[..n]);
+                        live.push(&buf[..n], &w.capture);
+                        w.quiet.push(&buf[..n]);
                     }
                 },
-                status = child.wait(), if exit.is_none() => {
-                    exit = Some(status);
+                status = w.child.wait(), if w.exit.is_none() => {
+                    w.exit = Some(status);
                     // What the command left running goes now; then the pipe closes as
                     // soon as the last writer is gone.
-                    leftovers = owner.kill_leftovers(process::KILL_GRACE).await;
+                    w.leftovers = owner.kill_leftovers(process::KILL_GRACE).await;
                     drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
                 }
-                _ = observe.tick(), if exit.is_none() => owner.observe(),
+                _ = observe.tick(), if w.exit.is_none() => owner.observe(),
+                _ = sleep_until_opt(w.quiet.next_check()), if w.exit.is_none() && w.ending.is_none() => {
+                    match w.quiet.check(&self.parsed) {
+                        Some(Quiet::Waiting(wait)) => {
+                            w.waited = Some(wait);
+                            w.ending = Some(Ending::Waiting);
+                            process::terminate_group(pgid, process::KILL_GRACE).await;
+                        }
+                        Some(Quiet::Ready(line)) => {
+                            w.ready = Some(line);
+                            break;
+                        }
+                        None => {}
+                    }
+                }
                 _ = sleep_until_opt(live.next_flush()), if live.has_pending() => live.flush(),
                 _ = sleep_until_opt(drain_until), if drain_until.is_some() => {
                     // Processes the command left in the background still hold the pipe.
-                    reader = None;
+                    w.reader = None;
                 }
             }
         }
         live.flush();
-        let captured = capture.finish(&self.output_budget());
-        self.render(Rendered {
-            output: captured,
-            exit,
-            ending,
-            pgid: shown_pgid,
-            leftovers,
-            elapsed: started.elapsed(),
-            read_only_sandbox,
-        })
+        w
     }
 
     /// The session's budget less room for the other fields of the result, so the whole
     /// text fits and the scheduler's own cut never cuts it a second time.
-    fn output_budget(&self) -> OutputPolicy {
+    pub(super) fn output_budget(&self) -> OutputPolicy {
         let policy = &self.env.output;
         // 600 for the fields, 700 for a note about processes left running, 400 for one
         // about the sandbox.
@@ -168,7 +223,30 @@ impl ShellCall {
                 ErrorKind::Cancelled,
                 "Command was cancelled by the user.",
             )),
+            Some(Ending::Waiting) => Some(ToolError::new(
+                ErrorKind::ExecutionFailed,
+                "Command was ended: it waited for input it cannot get.",
+            )),
             None => wait_error.map(|e| ToolError::new(ErrorKind::ShellExecuteError, e)),
+        }
+    }
+
+    /// What comes before the fields when the command did not end on its own.
+    fn ending_header(&self, r: &Rendered) -> String {
+        match r.ending {
+            Some(Ending::Timeout) => format!(
+                "Command timed out after {}ms before it could complete; its process group was killed. Below is the output before it timed out:\n",
+                self.timeout.as_millis()
+            ),
+            Some(Ending::Cancelled) => "Command was cancelled by the user before it could complete; its process group was killed. Below is the output before it was cancelled:\n".to_string(),
+            Some(Ending::Waiting) => format!(
+                "Command was ended early, after its output stayed on a prompt for {}ms: it waits for input it cannot get ({}). \
+                 Commands here have no terminal and an empty, closed standard input. To avoid the wait: {}. Below is its output:\n",
+                self.env.settings.tools.shell.input_wait_ms,
+                r.waited.as_ref().map_or("input", |w| w.what.as_str()),
+                r.waited.as_ref().map_or(super::waiting::PROMPT_AVOID, |w| w.avoid),
+            ),
+            None => String::new(),
         }
     }
 
@@ -198,17 +276,7 @@ impl ShellCall {
         } else {
             "(root)".to_string()
         };
-        let mut text = String::new();
-        match r.ending {
-            Some(Ending::Timeout) => text.push_str(&format!(
-                "Command timed out after {}ms before it could complete; its process group was killed. Below is the output before it timed out:\n",
-                self.timeout.as_millis()
-            )),
-            Some(Ending::Cancelled) => text.push_str(
-                "Command was cancelled by the user before it could complete; its process group was killed. Below is the output before it was cancelled:\n",
-            ),
-            None => {}
-        }
+        let mut text = self.ending_header(&r);
         text.push_str(&format!(
             "Command: {}\nDirectory: {dir}\nOutput: {output}\nError: {}\nExit Code: {}\nSignal: {}\nBackground PIDs: {pids}\nProcess Group PGID: {}",
             self.command,
@@ -222,6 +290,13 @@ impl ShellCall {
             text.push_str(&format!("\n{note}"));
         }
         let failed = r.ending.is_none() && code != Some(0);
+        if let Some(wait) = r.waited.as_ref().filter(|_| failed) {
+            text.push_str(&format!(
+                "\nNote: the command failed waiting for input it cannot get: {}. Commands here have no terminal and an \
+                 empty, closed standard input. To avoid it: {}.",
+                wait.what, wait.avoid
+            ));
+        }
         if r.read_only_sandbox
             && failed
             && let Some(note) = sandbox::limit_note(signal, &r.output.text)
@@ -297,6 +372,22 @@ fn shrink(budget: usize, reserve: usize) -> usize {
     }
 }
 
+/// A foreground command as the loop leaves it.
+struct Watched {
+    child: tokio::process::Child,
+    reader: Option<pipe::Receiver>,
+    capture: OutputCapture,
+    quiet: QuietWatch,
+    exit: Option<std::io::Result<std::process::ExitStatus>>,
+    ending: Option<Ending>,
+    /// Processes the command left running, ended when it ended.
+    leftovers: Vec<Leftover>,
+    /// What it waited for, when that is why it was ended.
+    waited: Option<InputWait>,
+    /// The line that said it is ready, when it moves to the background.
+    ready: Option<String>,
+}
+
 struct Rendered {
     output: output::CapturedOutput,
     exit: Option<std::io::Result<std::process::ExitStatus>>,
@@ -307,6 +398,8 @@ struct Rendered {
     elapsed: Duration,
     /// The command ran unasked in the read-only sandbox.
     read_only_sandbox: bool,
+    /// What it waited for: why it was ended ([`Ending::Waiting`]), or why it failed.
+    waited: Option<InputWait>,
 }
 
 async fn read_some(reader: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> std::io::Result<usize> {

@@ -13,6 +13,9 @@
 //! - [`output`] keeps a bounded head and tail of the output and spills the whole stream to
 //!   a log file under the session directory.
 //! - [`background`] holds the jobs started with `is_background: true`.
+//! - [`waiting`] recognises a command that waits for input it cannot get (ended early,
+//!   with a note saying what it waited for) and one that settled on a "ready" line, which
+//!   [`handover`] moves to the background instead of letting it run to its timeout.
 //! - [`sandbox`] confines a command the person did not approve (it ran unasked because
 //!   [`read_only`] judged it read-only) in a read-only kernel sandbox, and an approved
 //!   one to the workspace when `tools.sandbox` is `"landlock"`. Where the kernel cannot
@@ -38,10 +41,12 @@ pub(crate) mod background;
 pub(crate) mod command_parse;
 pub(crate) mod environment;
 mod foreground;
+mod handover;
 pub(crate) mod output;
 pub(crate) mod process;
 pub(crate) mod read_only;
 pub(crate) mod sandbox;
+pub(crate) mod waiting;
 
 use background::{Job, JobStatus, JobTable};
 use command_parse::ParsedCommand;
@@ -194,12 +199,15 @@ impl Tool for RunShellCommand {
     }
     fn description(&self) -> &str {
         "Runs a bash command (`bash -c <command>`) and returns its output. The command runs in its own process group \
-         with standard input closed (it cannot prompt; pass flags such as --yes), pagers off, in the given directory or \
+         with no terminal and an empty, closed standard input: it cannot prompt, so pass answers up front (git commit -m, \
+         --yes, -y; git runs with GIT_EDITOR=true, so it never opens an editor). A command whose output stops on a prompt \
+         is ended after a few seconds with a note saying what it waited for. Pagers are off; it runs in the given directory or \
          the first workspace directory. Standard output and standard error come back interleaved, with ANSI colours \
          removed; long output is cut to its head and tail and the full output saved to a file whose path is given. \
          The result gives Command, Directory, Output, Error, Exit Code, Signal, Background PIDs and Process Group PGID; \
          a non-zero exit code is reported, not treated as a failure. Foreground commands time out after 'timeout' ms \
-         (default 120000); use is_background for servers and watchers. Prefer read_file, grep_search, glob and \
+         (default 120000); use is_background for servers and watchers (a foreground one whose output settles on a line \
+         such as 'listening on' or 'ready' is moved to the background, with a job id). Prefer read_file, grep_search, glob and \
          list_directory over cat, grep, find and ls."
     }
     fn rule_aliases(&self) -> &[&'static str] {

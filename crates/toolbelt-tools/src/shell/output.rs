@@ -112,6 +112,18 @@ impl OutputCapture {
         self.binary
     }
 
+    /// The bytes kept in memory so far, with a marker where the middle was left out (the
+    /// start of a job's log when a foreground command moves to the background).
+    pub(crate) fn kept_bytes(&self) -> Vec<u8> {
+        let tail_start = self.tail.len().saturating_sub(self.keep);
+        let mut bytes = self.head.clone();
+        if self.dropped || tail_start > 0 {
+            bytes.extend_from_slice(b"\n[... part of the output left out ...]\n");
+        }
+        bytes.extend_from_slice(&self.tail[tail_start..]);
+        bytes
+    }
+
     /// Takes the next chunk of the stream.
     pub(crate) fn push(&mut self, chunk: &[u8]) {
         if self.total_bytes < SNIFF_LEN {

@@ -5,7 +5,7 @@
 //! children and their children. Standard input is `/dev/null`: a command that waits for
 //! input gets end-of-file at once instead of hanging the agent (Qwen Code and goose users
 //! lost hours to this). Pagers and git's credential prompts are switched off through the
-//! environment. Standard output and standard error share one pipe, so the output arrives
+//! environment, and git gets editors that need no terminal. Standard output and standard error share one pipe, so the output arrives
 //! interleaved exactly in the order the command wrote it.
 //!
 //! Ending a group: SIGTERM to every member, a short grace period for clean-up, then
@@ -39,6 +39,16 @@ pub(crate) const EXTRA_ENV: &[(&str, &str)] = &[
     ("PAGER", "cat"),
     ("GIT_PAGER", "cat"),
     ("GIT_TERMINAL_PROMPT", "0"),
+    // There is no terminal for an editor: `true` keeps the message git prepared (amend,
+    // merge, revert) and leaves a fresh commit's empty, which git refuses with a message
+    // the result turns into "pass -m" (see `waiting`).
+    ("GIT_EDITOR", "true"),
+    // An interactive rebase with an unedited todo list would silently rebase everything
+    // as it stands: it fails instead, saying why.
+    (
+        "GIT_SEQUENCE_EDITOR",
+        "echo 'toolbelt: no editor for the rebase todo list (there is no terminal); set GIT_SEQUENCE_EDITOR to a command that edits it' >&2; false",
+    ),
 ];
 
 /// Where the command's output goes.

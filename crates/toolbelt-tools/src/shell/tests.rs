@@ -717,6 +717,7 @@ async fn a_command_longer_than_the_kernel_passes_is_refused_before_anything_is_a
 }
 
 mod logs;
+mod waits;
 
 #[tokio::test]
 async fn unasked_background_jobs_are_few_and_the_next_one_asks() {
