@@ -164,6 +164,20 @@ fn current_branch(dir: &Path) -> Result<String, WorktreeError> {
     })
 }
 
+/// Makes the directory `at`, which another process (a parallel sub-agent making its own
+/// worktree) may make at the same moment: then a plain directory there is as good.
+pub(crate) fn make_dir(at: &Path) -> std::io::Result<()> {
+    match std::fs::create_dir(at) {
+        Err(e)
+            if e.kind() == std::io::ErrorKind::AlreadyExists
+                && at.symlink_metadata().is_ok_and(|m| m.is_dir()) =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 /// `<repo>/.qwen/worktrees`, made if missing; refused when `.qwen` or `worktrees` is a
 /// symbolic link or something else than a directory, or when it resolves outside `repo`.
 fn worktrees_folder(repo: &Path) -> Result<PathBuf, WorktreeError> {
@@ -178,7 +192,7 @@ fn worktrees_folder(repo: &Path) -> Result<PathBuf, WorktreeError> {
                     at.display()
                 )));
             }
-            Err(_) => std::fs::create_dir(&at)
+            Err(_) => make_dir(&at)
                 .map_err(|e| WorktreeError::Git(format!("cannot create {}: {e}", at.display())))?,
         }
     }

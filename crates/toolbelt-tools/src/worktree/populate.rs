@@ -79,7 +79,7 @@ fn target(worktree: &Worktree, rel: &Path) -> Result<PathBuf, String> {
         match at.symlink_metadata() {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => return Err(format!("{} is not a plain directory", at.display())),
-            Err(_) => std::fs::create_dir(&at).map_err(|e| e.to_string())?,
+            Err(_) => super::make_dir(&at).map_err(|e| e.to_string())?,
         }
     }
     Ok(worktree.path.join(rel))

@@ -319,3 +319,17 @@ fn a_pull_request_is_fetched_from_origin_into_its_own_branch() {
     assert!(err.to_string().contains("refs/pull/8/head"), "{err}");
     assert!(!root.join(".qwen/worktrees/pr-8").exists());
 }
+
+/// Two processes making worktrees at once (parallel isolated sub-agents) both find the
+/// folder made: the one that loses the race to create `.qwen` takes the other's.
+#[test]
+fn a_folder_another_process_made_meanwhile_is_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join(".qwen");
+    super::make_dir(&at).unwrap();
+    super::make_dir(&at).unwrap();
+    std::fs::write(dir.path().join("file"), "x").unwrap();
+    assert!(super::make_dir(&dir.path().join("file")).is_err());
+    std::os::unix::fs::symlink(dir.path(), dir.path().join("link")).unwrap();
+    assert!(super::make_dir(&dir.path().join("link")).is_err());
+}

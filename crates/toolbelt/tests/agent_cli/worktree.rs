@@ -319,7 +319,14 @@ async fn parallel_isolated_sub_agents_edit_the_same_path_in_their_own_worktrees(
     );
     let run = with_server(&w, &server).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(server.violations(), Vec::<String>::new());
+    assert_eq!(
+        server.violations(),
+        Vec::<String>::new(),
+        "a1: {}\na2: {}\n{}",
+        answer(&server, "a1"),
+        answer(&server, "a2"),
+        run.stderr
+    );
     assert!(!w.ws().join("shared.txt").exists());
     let trees = agent_worktrees(&w);
     assert_eq!(trees.len(), 2, "{trees:?}");
