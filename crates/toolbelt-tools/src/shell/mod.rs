@@ -576,7 +576,7 @@ fn log_name(stem: &str, consent: Consent) -> String {
 
 /// Removes the logs of unasked commands that a toolbelt which ended without cleaning up
 /// (SIGKILL, a crash) left in `session_dir`: those whose toolbelt (the pid in the name)
-/// no longer runs, or whose pid now names another program. Logs of approved commands
+/// no longer runs, or whose pid now names a program that is no toolbelt. Logs of approved commands
 /// stay, as they do after every session. Returns how many it removed.
 pub fn sweep_unasked_logs(session_dir: &Path) -> usize {
     let me = std::fs::read_link("/proc/self/exe").ok();
@@ -594,8 +594,14 @@ pub fn sweep_unasked_logs(session_dir: &Path) -> usize {
             else {
                 continue;
             };
+            // Another toolbelt build (an installed one beside a `cargo run`) on the same
+            // project is still using its logs: only a pid that is gone, or now names a
+            // program that is no toolbelt, frees them.
             let running = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
-            if running.is_none() || running != me {
+            let a_toolbelt = running.as_ref().is_some_and(|exe| {
+                Some(exe) == me.as_ref() || exe.to_string_lossy().contains("toolbelt")
+            });
+            if !a_toolbelt {
                 removed += usize::from(std::fs::remove_file(entry.path()).is_ok());
             }
         }
