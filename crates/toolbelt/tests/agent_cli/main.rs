@@ -10,6 +10,7 @@ mod declared;
 mod hooks;
 mod interactive;
 mod monitor;
+mod one_scheduler;
 mod planning;
 mod protected;
 mod providers;
