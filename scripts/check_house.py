@@ -7,6 +7,11 @@
    its folder (`scheduler/`).
 2. The crate graph in ARCHITECTURE.md (the ```crate-graph block: `crate -> dep, dep`) is
    exactly the graph of normal dependencies between workspace crates in `cargo metadata`.
+4. One scheduler constructor (issue 42): `CallRules::new` (the session's rules, mode,
+   hooks and checkpoints, which every `SchedulerConfig` is made from) is written only in
+   the session crate, in toolbelt-core (where it is defined) and in test files and
+   examples, so no front end can assemble a scheduler without the session's hooks,
+   checkpoints or flags.
 3. The binary crate stays thin: under BINARY_LIMIT code lines (not blank, not a comment,
    not under `#[cfg(test)]`, not a `tests.rs`).
 
@@ -176,12 +181,36 @@ def check_binary(crate_dir):
     return []
 
 
+# Where `CallRules::new` may be written outside test files and examples.
+CALL_RULES_MAKERS = ("toolbelt-session", "toolbelt-core")
+
+
+def check_one_constructor(crates):
+    findings = []
+    for name, crate_dir in crates.items():
+        if name in CALL_RULES_MAKERS:
+            continue
+        for rel in crate_sources(crate_dir):
+            if not rel.startswith("src/"):
+                continue
+            with open(os.path.join(crate_dir, rel), encoding="utf-8") as f:
+                for n, line in enumerate(f, 1):
+                    if line.startswith("#[cfg(test)]"):
+                        break
+                    if "CallRules::new(" in line:
+                        findings.append(
+                            f"{name}/{rel}:{n}: `CallRules::new` outside the session crate: take the session's rules (`Session`, `Scheduler::rules`) instead"
+                        )
+    return findings
+
+
 def main():
     with open(os.path.join(ROOT, "ARCHITECTURE.md"), encoding="utf-8") as f:
         text = f.read()
     graph, crates = actual_graph()
     findings = check_code_map(text, crates) + check_graph(text, graph)
     findings += check_binary(crates["toolbelt"])
+    findings += check_one_constructor(crates)
     for finding in findings:
         print(finding, file=sys.stderr)
     if findings:

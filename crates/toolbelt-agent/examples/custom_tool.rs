@@ -11,6 +11,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use toolbelt_core::scheduler::{CallRules, Permissions};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -160,11 +161,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(&workspace),
     )?;
     let model = Arc::new(ReplayModel::new(&script, "replay"));
-    let config = SchedulerConfig {
-        mode: ApprovalMode::Default,
-        approver: Some(Arc::new(SayYes)),
-        ..SchedulerConfig::default()
-    };
+    let config = SchedulerConfig::new(CallRules::new(
+        Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+        ApprovalMode::Default,
+        None,
+        None,
+    ))
+    .approver(Some(Arc::new(SayYes)));
     let agent = Agent::new(
         model,
         Arc::new(registry),

@@ -55,16 +55,10 @@ pub async fn inline(
     cwd: &Path,
 ) -> (String, Vec<String>) {
     // The person's references are read through a scheduler of their own (the session's
-    // rules and mode, nobody to ask, no events): the same checks as any call, without
-    // showing the reads as the model's calls.
-    let scheduler = Scheduler::new(
-        session.env().clone(),
-        SchedulerConfig {
-            mode: session.mode(),
-            permissions: session.permissions().clone(),
-            ..Default::default()
-        },
-    );
+    // rules, mode and hooks, nobody to ask, no events): the same checks as any call,
+    // a PreToolUse hook that guards reads included, without showing the reads as the
+    // model's calls.
+    let scheduler = Scheduler::new(session.env().clone(), SchedulerConfig::new(session.rules()));
 
     let refs = references(prompt);
     if refs.is_empty() {

@@ -7,6 +7,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
+use toolbelt_core::scheduler::CallRules;
 
 use serde_json::{Value, json};
 use toolbelt_core::hooks::{HookDecision, HookEvent, HookOutcome, HookRequest, HookRunner};
@@ -164,11 +165,12 @@ impl World {
     }
 
     fn agent(&self, model: Arc<dyn Model>, registry: ToolRegistry, max_turns: usize) -> Agent {
-        let config = SchedulerConfig {
-            mode: ApprovalMode::Yolo,
-            hooks: Some(self.hooks.clone()),
-            ..Default::default()
-        };
+        let config = SchedulerConfig::new(CallRules::new(
+            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            ApprovalMode::Yolo,
+            Some(self.hooks.clone()),
+            None,
+        ));
         Agent::new(
             model,
             Arc::new(registry),
@@ -433,17 +435,19 @@ async fn sub_agents_name_themselves_start_with_context_and_can_be_kept_going() {
         models: Arc::new(SameModel(model.clone())),
         env: w.env.clone(),
         tools: tools(),
-        permissions: Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+        rules: CallRules::new(
+            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            ApprovalMode::Yolo,
+            Some(w.hooks.clone()),
+            None,
+        ),
         approver: None,
-        mode: ApprovalMode::Yolo,
         sink: Some(w.sink()),
         transcripts: None,
         parent_session: None,
         cwd: w.dir.path().to_path_buf(),
         default_max_turns: 5,
         counter: Default::default(),
-        hooks: Some(w.hooks.clone()),
-        checkpoints: None,
         isolation: None,
     });
     let mut registry = tools();

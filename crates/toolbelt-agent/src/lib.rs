@@ -232,19 +232,18 @@ impl Agent {
         model: Arc<dyn Model>,
         registry: Arc<ToolRegistry>,
         env: Arc<ToolEnvironment>,
-        mut config: SchedulerConfig,
+        config: SchedulerConfig,
         system_prompt: String,
         max_turns: usize,
         sink: Option<EventSink>,
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        config.events = Some(tx);
         // The agent has turns and ends each one (see `run_with_references`), so calls may
         // grant tools for the rest of it (a skill's `allowed-tools`).
-        config.turn_grants = true;
+        let config = config.events(tx).turn_grants(true);
         let tool_search = tool_search::ToolSearch::new(env.settings.tools.search.clone());
-        let hooks = config.hooks.clone();
-        let checkpoints = config.checkpoints.clone();
+        let hooks = config.rules().hooks().cloned();
+        let checkpoints = config.rules().checkpoints().cloned();
         Agent {
             model,
             registry: std::sync::Mutex::new(registry),

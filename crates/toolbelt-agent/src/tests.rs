@@ -2,6 +2,7 @@
 //! once, in order) and against the replay model.
 
 use std::sync::Mutex;
+use toolbelt_core::scheduler::{CallRules, Permissions};
 
 use serde_json::{Value, json};
 use toolbelt_core::scheduler::{ApprovalMode, CallState};
@@ -126,10 +127,12 @@ fn turn(text: &str, calls: Vec<ToolCall>, tokens: u64) -> ModelTurn {
 }
 
 fn agent(f: &Fixture, model: Arc<dyn Model>, max_turns: usize, sink: Option<EventSink>) -> Agent {
-    let config = SchedulerConfig {
-        mode: ApprovalMode::Yolo,
-        ..Default::default()
-    };
+    let config = SchedulerConfig::new(CallRules::new(
+        Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+        ApprovalMode::Yolo,
+        None,
+        None,
+    ));
     Agent::new(
         model,
         f.registry.clone(),

@@ -3,6 +3,7 @@
 //! again.
 
 use std::sync::Arc;
+use toolbelt_core::scheduler::{ApprovalMode, CallRules, Permissions};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -110,7 +111,12 @@ async fn a_grant_ends_with_the_run_that_made_it() {
         model,
         Arc::new(registry),
         env,
-        SchedulerConfig::default(),
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            ApprovalMode::Default,
+            None,
+            None,
+        )),
         "system".into(),
         10,
         None,

@@ -80,7 +80,7 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, Subsc
 use serde_json::Value;
 use tokio::sync::{Mutex, watch};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::scheduler::{ApprovalMode, Permissions, ToolCallRequest, TurnInfo};
+use toolbelt_core::scheduler::{ApprovalMode, ToolCallRequest, TurnInfo};
 use toolbelt_core::{Kind, ToolEnvironment, ToolRegistry};
 
 use active::{Active, Asking, Opening, Roots};
@@ -95,10 +95,11 @@ pub struct Toolset {
     pub env: Arc<ToolEnvironment>,
     /// Every tool offered (built-in, discovered, declared, proxied).
     pub registry: ToolRegistry,
-    /// The rules every call is judged by (settings, `--allowed-tools`).
-    pub permissions: Permissions,
-    /// The approval mode calls start in.
-    pub mode: ApprovalMode,
+    /// The session's rules (settings, `--allowed-tools`), the approval mode calls start
+    /// in, its hooks (run around every call) and its file checkpoints (taken before
+    /// every call that may change files; `toolbelt restore` undoes them): every
+    /// connection's scheduler is made from them.
+    pub rules: toolbelt_core::scheduler::CallRules,
     /// Problems met while assembling (a bad manifest, a rule that names no tool): sent
     /// to the client as `notifications/message` warnings.
     pub warnings: Vec<String>,
@@ -106,11 +107,6 @@ pub struct Toolset {
     /// (`exit_plan_mode` ends plan mode) the `when` clauses are evaluated again and the
     /// client told if the list changed. `None`: the list stays as opened.
     pub when_context: Option<WhenContext>,
-    /// The workspace's hooks (its settings'), run around every call; `None` without any.
-    pub hooks: Option<Arc<dyn toolbelt_core::hooks::HookRunner>>,
-    /// The workspace's file checkpoints, taken before every call that may change files
-    /// (`toolbelt restore` undoes them); `None`: none are taken.
-    pub checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
 }
 
 /// The when-clause context keys of a workspace in an approval mode.

@@ -8,6 +8,7 @@
 //! auto-edit`.
 
 use std::path::Path;
+use toolbelt_core::scheduler::CallRules;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -34,16 +35,12 @@ pub async fn run(
     session.apply_when(mode);
     let scheduler = Scheduler::new(
         session.env.clone(),
-        SchedulerConfig {
-            mode,
-            permissions,
-            approver: None,
-            nobody_to_ask: Some(NobodyToAsk {
+        SchedulerConfig::new(CallRules::new(permissions, mode, None, None))
+            .approver(None)
+            .nobody_to_ask(NobodyToAsk {
                 why: "this example asks nobody".to_string(),
                 how: "pass another approval mode".to_string(),
             }),
-            ..Default::default()
-        },
     );
     let call = ToolCallRequest::new("call-1", name, arguments);
     let cancel = CancellationToken::new();

@@ -12,16 +12,17 @@ use toolbelt_agent::subagents::BackgroundTasks;
 use toolbelt_agent::transcript::{LoadedSession, SessionStore, SessionWriter};
 use toolbelt_agent::{Agent, EventSink, context_files};
 use toolbelt_core::hooks::HookRunner;
-use toolbelt_core::scheduler::{ApprovalMode, Approver, Permissions, SchedulerConfig};
+use toolbelt_core::scheduler::{ApprovalMode, Approver, CallRules, Permissions, SchedulerConfig};
 use toolbelt_core::{RuleList, Settings, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{Model, RecordingModel, ReplayModel};
 
 use crate::dont_ask::DontAsk;
 use crate::mcp::McpToolSource;
 use crate::model_slot::ModelSlot;
+use crate::offer::ToolOffer;
 use crate::options::{AgentOptions, Warn};
 use crate::providers::{self, ModelChoice};
-use crate::session::{Session, exclude};
+use crate::session::Session;
 use crate::{saved, subagents};
 
 /// The first prompt, read once the saved session is known and before the extensions
@@ -142,29 +143,25 @@ struct Saving {
     session_id: String,
 }
 
-/// The agent's registry and rules, before the agent is made, and the session's hooks.
+/// The agent's rules and mode before the agent is made, the session's hooks, and
+/// the tools it offers.
 struct Ruled {
     permissions: Permissions,
     mode: ApprovalMode,
     hooks: Option<Arc<dyn HookRunner>>,
+    offer: ToolOffer,
 }
 
 impl Ruled {
-    /// The agent's scheduler under these rules, asking `approver`, with the session's
-    /// hooks.
-    fn scheduler_config(
+    /// The session's one description of its calls, once its checkpoints are open: every
+    /// scheduler of the agent (its own, its sub-agents', `@` references, `/memory add`)
+    /// is made from it.
+    fn call_rules(
         self,
-        approver: Option<Arc<dyn Approver>>,
         checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
-    ) -> SchedulerConfig {
-        SchedulerConfig {
-            mode: self.mode,
-            permissions: self.permissions,
-            approver,
-            hooks: self.hooks,
-            checkpoints,
-            ..Default::default()
-        }
+    ) -> (CallRules, ToolOffer) {
+        let rules = CallRules::new(self.permissions, self.mode, self.hooks, checkpoints);
+        (rules, self.offer)
     }
 }
 
@@ -312,10 +309,8 @@ impl Session {
 
     /// The tools the options offer and the rules they add; `when` clauses in the mode.
     fn rule_agent(&mut self, options: &AgentOptions) -> Result<Ruled, String> {
-        core_tools(&mut self.registry, &self.env.settings, &options.core_tools);
-        exclude(&mut self.registry, &options.policy.exclude_tools);
-        let bare = disallowed_names(&options.disallowed_tools, self.rules.vocabulary());
-        exclude(&mut self.registry, &bare);
+        let offer = ToolOffer::for_agent(&self.env.settings, options, self.rules.vocabulary());
+        offer.apply(&mut self.registry);
         let mut permissions = Permissions::from_rules(self.rules.clone());
         for tool in &options.policy.allowed_tools {
             permissions.add(RuleList::Allow, tool);
@@ -356,6 +351,7 @@ impl Session {
             // The engine's state is shared by its clones: the session id and
             // transcript it is told in `make_agent` reach these copies too.
             hooks: self.hooks(),
+            offer,
         })
     }
 
@@ -385,48 +381,39 @@ impl Session {
         let (log, session_id) = saving.start(&cwd, &model_name, &options, &self.options.warn);
         let hooks = told_the_session(hooks, &session_id, log.as_ref());
         let (history, checkpoints) = crate::undo::open(&env, &project, &session_id);
+        let (rules, offer) = ruled.call_rules(checkpoints);
+        let mode = rules.mode();
         // The sub-agent tools see the tools as they are now (without themselves).
         let parts = subagents::Parts {
             catalog,
             parent_model: model.clone(),
             server,
             env: env.clone(),
-            permissions: ruled.permissions.clone(),
-            mode: ruled.mode,
+            rules: rules.clone(),
             sink: sink.clone(),
             session: saving.transcripts(log.as_ref()),
             cwd: cwd.clone(),
             max_turns: options.max_session_turns,
             shell_jobs: shell_jobs.clone(),
-            hooks: ruled.hooks.clone(),
-            checkpoints: checkpoints.clone(),
             isolation: crate::worktree::isolation(&env, &cwd, &worktrees),
         };
         let background = subagents::install(&mut registry, parts);
         let (monitors, cron) = scheduling(&mut registry, &env, &shell_jobs, &options, &saving);
-        settle_tools(&mut registry, &env.settings, &options);
-        let system_prompt = make_system_prompt(&options, &env, &registry, &cwd, ruled.mode);
-        let prompt_text = system_prompt.text(ruled.mode);
+        offer.apply(&mut registry);
+        let system_prompt = make_system_prompt(&options, &env, &registry, &cwd, mode);
+        let prompt_text = system_prompt.text(mode);
         let agent = Agent::new(
             model.clone(),
             Arc::new(registry),
             env.clone(),
-            ruled.scheduler_config(approver, checkpoints),
+            SchedulerConfig::new(rules).approver(approver),
             prompt_text,
             options.max_session_turns,
             Some(sink),
         );
         let saved = log.is_some();
-        let agent = finish_agent(
-            agent,
-            &mcp,
-            &env,
-            &options,
-            saving.continued,
-            log,
-            &background,
-        )
-        .with_events(Arc::new(crate::monitor::MonitorEvents(monitors.clone())));
+        let agent = finish_agent(agent, &mcp, offer, saving.continued, log, &background)
+            .with_events(Arc::new(crate::monitor::MonitorEvents(monitors.clone())));
         Ok(Prepared {
             agent,
             prompt: String::new(),
@@ -503,8 +490,7 @@ fn scheduling(
 fn finish_agent(
     agent: Agent,
     mcp: &Arc<toolbelt_mcp::McpServers>,
-    env: &ToolEnvironment,
-    options: &AgentOptions,
+    offer: ToolOffer,
     continued: Option<LoadedSession>,
     log: Option<SessionWriter>,
     background: &Arc<BackgroundTasks>,
@@ -512,8 +498,7 @@ fn finish_agent(
     let agent = agent
         .with_tool_source(Arc::new(McpToolSource {
             mcp: mcp.clone(),
-            settings: env.settings.clone(),
-            excluded: options.policy.exclude_tools.clone(),
+            offer,
         }))
         .with_history(continued.map(|c| c.messages).unwrap_or_default())
         .with_background(background.clone());
@@ -551,29 +536,6 @@ fn make_system_prompt(
     }
 }
 
-/// The settings' lists, `--core-tools` and `--exclude-tools` applied to the tools as
-/// they are now.
-fn settle_tools(registry: &mut ToolRegistry, settings: &Settings, options: &AgentOptions) {
-    registry.apply_settings(settings);
-    core_tools(registry, settings, &options.core_tools);
-    exclude(registry, &options.policy.exclude_tools);
-}
-
-/// The tools `--disallowedTools` names bare (no specifier), aliases such as `Bash`
-/// resolved: they are not offered at all (Claude Code's meaning); every entry is also a
-/// deny rule, so a call by any name is refused.
-fn disallowed_names(
-    rules: &[String],
-    vocabulary: &toolbelt_core::rules::RuleVocabulary,
-) -> Vec<String> {
-    rules
-        .iter()
-        .filter_map(|r| toolbelt_core::rules::Rule::parse(r, vocabulary))
-        .filter(|r| r.specifier.is_none())
-        .flat_map(|r| r.tools)
-        .collect()
-}
-
 /// `--core-tools` with the aliases rules know (Claude's `Read`, `Bash`, ...) as the tools
 /// they stand for.
 fn core_names(core: &[String], vocabulary: &toolbelt_core::rules::RuleVocabulary) -> Vec<String> {
@@ -583,16 +545,6 @@ fn core_names(core: &[String], vocabulary: &toolbelt_core::rules::RuleVocabulary
             None => vec![name.clone()],
         })
         .collect()
-}
-
-/// `--core-tools` is `tools.core` for this run: the same allow-list of built-ins
-/// (`agent`, `task_stop` and `send_message` included: they too are toolbelt's own).
-fn core_tools(registry: &mut ToolRegistry, settings: &Settings, core: &[String]) {
-    if !core.is_empty() {
-        let mut settings = settings.clone();
-        settings.tools.core = Some(core.to_vec());
-        registry.apply_settings(&settings);
-    }
 }
 
 /// The replay script, or a server from options, environment and settings

@@ -41,6 +41,7 @@ pub mod listing;
 mod mcp;
 mod model_slot;
 mod monitor;
+mod offer;
 mod options;
 mod paths;
 mod protect;
@@ -67,7 +68,7 @@ pub use options::{
 pub use paths::{sessions_dir, toolbelt_home};
 pub use providers::{ModelChoice, Protocol};
 pub use serve::ServeWorkspaces;
-pub use session::{Session, SetupError, approval_mode, exclude, rule_vocabulary};
+pub use session::{Session, SetupError, approval_mode, rule_vocabulary};
 pub use subagents::catalog as agent_catalog;
 pub use trust::change_trust;
 pub use undo::{CommandOutput, RestoreRequest};

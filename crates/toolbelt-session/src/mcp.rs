@@ -5,12 +5,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use toolbelt_agent::ToolSource;
-use toolbelt_core::{BoxFuture, Settings, ToolEnvironment, ToolRegistry};
+use toolbelt_core::{BoxFuture, ToolEnvironment, ToolRegistry};
 use toolbelt_mcp::{McpServers, ServerConfig};
 
+use crate::offer::ToolOffer;
 use crate::options::McpOptions;
 use crate::paths::log_dir;
-use crate::session::{SetupError, exclude};
+use crate::session::SetupError;
 
 /// Connects every MCP server of the settings and of `--mcp-config`, filtered by
 /// `--allowed-mcp-server-names`, plus `more` configured elsewhere (a stream-JSON client's
@@ -72,12 +73,10 @@ pub async fn connect(
 
 /// The MCP servers as the agent's [`ToolSource`]: a server's announced change, or a call
 /// to a tool named after a server but not (yet) registered, lists that server's tools
-/// again; the settings' filters and `--exclude-tools` apply to the new list as they did
-/// at start-up.
+/// again; the session's [`ToolOffer`] applies to the new list as it did at start-up.
 pub(crate) struct McpToolSource {
     pub(crate) mcp: Arc<McpServers>,
-    pub(crate) settings: Arc<Settings>,
-    pub(crate) excluded: Vec<String>,
+    pub(crate) offer: ToolOffer,
 }
 
 impl ToolSource for McpToolSource {
@@ -107,8 +106,7 @@ impl ToolSource for McpToolSource {
                     }
                 }
             }
-            next.apply_settings(&self.settings);
-            exclude(&mut next, &self.excluded);
+            self.offer.apply(&mut next);
             Some(next)
         })
     }

@@ -21,12 +21,14 @@ use std::sync::Arc;
 
 use config_watch::ConfigWatch;
 use tokio::sync::{Mutex, watch};
+use toolbelt_core::scheduler::CallRules;
 use toolbelt_core::{BoxFuture, ToolRegistry};
 use toolbelt_mcp::McpServers;
 use toolbelt_mcp::serve::{Toolset, Workspaces};
 
+use crate::offer::ToolOffer;
 use crate::options::{Policy, SessionOptions};
-use crate::session::{Session, exclude};
+use crate::session::Session;
 
 /// Set for every server a serving toolbelt proxies (see the module documentation).
 const SERVING_ENV: &str = "TOOLBELT_MCP_SERVING";
@@ -195,8 +197,8 @@ impl ServeWorkspaces {
         let (permissions, mode) = session.permissions(&self.policy, "--allowed-tools")?;
         session.apply_when(mode);
         let when_context = when_context(&session, mode);
-        let hooks = session.hooks();
-        let checkpoints = session.lazy_checkpoints("mcp-serve", true);
+        let checkpoints = Some(session.lazy_checkpoints("mcp-serve", true));
+        let rules = CallRules::new(permissions, mode, session.hooks(), checkpoints);
         let Session {
             env,
             registry,
@@ -206,12 +208,9 @@ impl ServeWorkspaces {
         Ok(Toolset {
             env,
             registry,
-            permissions,
-            mode,
+            rules,
             warnings,
             when_context: Some(when_context),
-            hooks,
-            checkpoints: Some(checkpoints),
         })
     }
 
@@ -240,7 +239,6 @@ impl ServeWorkspaces {
     fn offer_tools(&self, session: &mut Session) {
         if let Some(mcp) = &self.mcp {
             mcp.register(&mut session.registry);
-            session.registry.apply_settings(&session.env.settings);
         }
         let jobs = crate::subagents::ShellJobTable(session.shell_jobs.clone());
         session.registry.register(
@@ -249,7 +247,7 @@ impl ServeWorkspaces {
             ))),
             toolbelt_core::Origin::BuiltIn,
         );
-        exclude(&mut session.registry, &self.policy.exclude_tools);
+        ToolOffer::for_policy(&session.env.settings, &self.policy).apply(&mut session.registry);
         // Nothing here can answer the model's questions to a person (the client is the
         // one asking), so the tool that would only ever be refused is not offered.
         session.registry.retain(

@@ -525,16 +525,6 @@ pub fn approval_mode(
     }
 }
 
-/// `--exclude-tools`: the tools are not offered at all.
-pub fn exclude(registry: &mut ToolRegistry, excluded: &[String]) {
-    if !excluded.is_empty() {
-        registry.retain(
-            |r| !excluded.iter().any(|e| e.trim() == r.name),
-            "it is excluded by --exclude-tools",
-        );
-    }
-}
-
 /// `--context KEY=JSON` pairs; a value that is not JSON is a string.
 fn parse_context_pairs(pairs: &[String]) -> Result<Map<String, Value>, SetupError> {
     let mut keys = Map::new();

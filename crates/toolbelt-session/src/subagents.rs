@@ -12,7 +12,7 @@ use toolbelt_agent::subagents::{
     AgentCatalog, AgentDirs, AgentTool, BackgroundTasks, ModelChooser, SendMessage, ShellJobs,
     SubagentRuntime, TaskStop,
 };
-use toolbelt_core::scheduler::{ApprovalMode, Permissions};
+use toolbelt_core::scheduler::CallRules;
 use toolbelt_core::{BoxFuture, Origin, ToolEnvironment, ToolRegistry};
 use toolbelt_model::Model;
 
@@ -80,17 +80,14 @@ pub(crate) struct Parts {
     pub(crate) parent_model: Arc<dyn Model>,
     pub(crate) server: Option<ModelChoice>,
     pub(crate) env: Arc<ToolEnvironment>,
-    pub(crate) permissions: Permissions,
-    pub(crate) mode: ApprovalMode,
+    /// The session's rules, mode, hooks and checkpoints.
+    pub(crate) rules: CallRules,
     pub(crate) sink: EventSink,
     /// The session's transcript folder and id, when it is saved.
     pub(crate) session: Option<(PathBuf, String)>,
     pub(crate) cwd: PathBuf,
     pub(crate) max_turns: usize,
     pub(crate) shell_jobs: Arc<JobTable>,
-    pub(crate) hooks: Option<Arc<dyn toolbelt_core::hooks::HookRunner>>,
-    /// The session's file checkpoints (issue 34).
-    pub(crate) checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
     /// Sub-agents' worktrees (issue 45); `None` outside a repository.
     pub(crate) isolation: Option<Arc<dyn toolbelt_agent::subagents::WorktreeIsolation>>,
 }
@@ -110,17 +107,14 @@ pub(crate) fn install(registry: &mut ToolRegistry, parts: Parts) -> Arc<Backgrou
         }),
         env: parts.env,
         tools: registry.clone(),
-        permissions: parts.permissions,
+        rules: parts.rules,
         approver: None,
-        mode: parts.mode,
         sink: Some(parts.sink),
         transcripts,
         parent_session,
         cwd: parts.cwd,
         default_max_turns: parts.max_turns,
         counter: Default::default(),
-        hooks: parts.hooks,
-        checkpoints: parts.checkpoints,
         isolation: parts.isolation,
     });
     let background = BackgroundTasks::new();

@@ -132,15 +132,17 @@ impl Checkpoints for OnFirstChange {
 }
 
 impl Session {
-    /// The scheduler settings a one-call front end (`toolbelt tools call`) takes from
-    /// the session: its hooks, and file checkpoints taken before a call that may change
-    /// files (so `toolbelt restore` undoes it like an agent's), opened on that call only.
-    pub fn one_call_config(&self) -> toolbelt_core::scheduler::SchedulerConfig {
-        toolbelt_core::scheduler::SchedulerConfig {
-            hooks: self.hooks(),
-            checkpoints: Some(self.lazy_checkpoints("tools-call", false)),
-            ..Default::default()
-        }
+    /// The rules of a one-call front end (`toolbelt tools call`): the settings' rules,
+    /// in the settings' approval mode (the mode its `when` clauses are judged in), the
+    /// session's hooks, and file checkpoints taken before a call that may change files
+    /// (so `toolbelt restore` undoes it like an agent's), opened on that call only.
+    pub fn one_call_rules(&self) -> toolbelt_core::scheduler::CallRules {
+        toolbelt_core::scheduler::CallRules::new(
+            toolbelt_core::scheduler::Permissions::from_rules(self.rules.clone()),
+            self.settings_mode(),
+            self.hooks(),
+            Some(self.lazy_checkpoints("tools-call", false)),
+        )
     }
 
     /// File checkpoints under a session of their own (`<prefix>-<uuid>`), opened on the

@@ -9,6 +9,7 @@ use toolbelt_core::ErrorKind;
 use toolbelt_core::scheduler::{
     ApprovalMode, CallState, CompletedCall, Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo,
 };
+use toolbelt_core::scheduler::{CallRules, Permissions};
 
 use crate::test_support::{Fixture, fixture};
 
@@ -18,10 +19,12 @@ const NOTEBOOK: &str = include_str!("notebook_edit/testdata/analysis.ipynb");
 async fn auto_edit(f: &Fixture, calls: &[(&str, Value)]) -> Vec<CompletedCall> {
     let s = Scheduler::new(
         f.env.clone(),
-        SchedulerConfig {
-            mode: ApprovalMode::AutoEdit,
-            ..Default::default()
-        },
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            ApprovalMode::AutoEdit,
+            None,
+            None,
+        )),
     );
     let requests = calls
         .iter()

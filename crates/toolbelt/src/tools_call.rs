@@ -17,8 +17,8 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::scheduler::{
-    Approval, ApprovalMode, ApprovalRequest, Approver, CallState, CompletedCall, NobodyToAsk,
-    Permissions, Scheduler, SchedulerConfig, SchedulerEvent, ToolCallRequest, TurnInfo,
+    Approval, ApprovalRequest, Approver, CallState, CompletedCall, NobodyToAsk, Scheduler,
+    SchedulerConfig, SchedulerEvent, ToolCallRequest, TurnInfo,
 };
 use toolbelt_core::{ConfirmationOutcome, ErrorKind};
 
@@ -51,22 +51,16 @@ pub(crate) async fn call(
         None => String::new(),
     };
     let (events, mut watch) = mpsc::unbounded_channel();
-    let scheduler = Scheduler::new(
-        session.env.clone(),
-        SchedulerConfig {
-            // The person runs one call by hand: the session's default mode, their own
-            // rules, and their own answer (or `--yes`) for what asks.
-            mode: ApprovalMode::Default,
-            permissions: Permissions::from_rules(session.rules.clone()),
-            approver: approver(yes, can_ask(args_from_stdin)),
-            events: Some(events),
-            nobody_to_ask: Some(NobodyToAsk {
-                why: "there is no terminal to ask on".into(),
-                how: "Pass --yes to approve it, or allow it with a permission rule (`{tool}` in permissions.allow).".into(),
-            }),
-            ..session.one_call_config()
-        },
-    );
+    // The person runs one call by hand: the session's rules, mode and hooks, and their
+    // own answer (or `--yes`) for what asks.
+    let config = SchedulerConfig::new(session.one_call_rules())
+        .approver(approver(yes, can_ask(args_from_stdin)))
+        .events(events)
+        .nobody_to_ask(NobodyToAsk {
+            why: "there is no terminal to ask on".into(),
+            how: "Pass --yes to approve it, or allow it with a permission rule (`{tool}` in permissions.allow).".into(),
+        });
+    let scheduler = Scheduler::new(session.env.clone(), config);
     let request = ToolCallRequest {
         call_id: CALL_ID.into(),
         name: name.to_string(),

@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::hooks::{HookAgent, HookRunner};
 use toolbelt_core::scheduler::{
-    ApprovalMode, Approver, CallState, NobodyToAsk, Permissions, SchedulerConfig,
+    ApprovalMode, Approver, CallRules, CallState, NobodyToAsk, Permissions, SchedulerConfig,
 };
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Origin, Tool,
@@ -83,12 +83,12 @@ pub struct SubagentRuntime {
     pub env: Arc<ToolEnvironment>,
     /// The parent's tools, without `agent`.
     pub tools: ToolRegistry,
-    /// The session's permission rules, which every sub-agent call is judged by.
-    pub permissions: Permissions,
+    /// The session's rules, mode (the parent's at start), hooks and checkpoints, which
+    /// every sub-agent's scheduler is made from: a sub-agent's calls are judged, hooked
+    /// and recorded like the parent's.
+    pub rules: CallRules,
     /// Who the foreground sub-agents ask (`None` headless).
     pub approver: Option<Arc<dyn Approver>>,
-    /// The parent's approval mode.
-    pub mode: ApprovalMode,
     /// The parent's event sink.
     pub sink: Option<EventSink>,
     /// Where transcripts are written (`None`: not saved).
@@ -101,11 +101,6 @@ pub struct SubagentRuntime {
     pub default_max_turns: usize,
     /// Numbers sub-agents that are not saved.
     pub counter: AtomicU64,
-    /// The session's hooks (`None`: it has none).
-    pub hooks: Option<Arc<dyn HookRunner>>,
-    /// The session's file checkpoints: a sub-agent's calls are recorded like the
-    /// parent's (issue 34).
-    pub checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
     /// Makes a sub-agent's git worktree (`isolation: worktree`); `None` outside a
     /// repository, where such a call is refused.
     pub isolation: Option<Arc<dyn WorktreeIsolation>>,
@@ -438,7 +433,7 @@ async fn run_in(
         Some(i) => i.swap_into(&mut registry),
         None => (rt.env.clone(), rt.cwd.clone()),
     };
-    let mode = narrowed_mode(rt.mode, def.approval_mode);
+    let mode = narrowed_mode(rt.rules.mode(), def.approval_mode);
     let (writer, agent_id) = subagent_transcript(rt, def, model.name());
     let transcript = writer.as_ref().map(|w| w.path().to_path_buf());
     let hook_agent = HookAgent {
@@ -522,35 +517,36 @@ fn subagent_config(
     agent: &HookAgent,
     isolated: Option<&Isolated>,
 ) -> SchedulerConfig {
-    let permissions = match isolated {
-        Some(i) => Permissions::from_rules(
-            rt.permissions
-                .rules()
-                .clone()
-                .relocated(i.relocation.clone()),
-        ),
-        None => rt.permissions.clone(),
-    };
-    SchedulerConfig {
-        mode,
-        permissions,
-        approver: if background { None } else { rt.approver.clone() },
-        nobody_to_ask: background.then(|| NobodyToAsk {
-            why: "it runs in a background sub-agent, which cannot ask anyone".to_string(),
-            how: "The user can allow it with a permission rule (--allowed-tools {tool}) or a wider approval mode, or the task can be given to a foreground agent.".to_string(),
-        }),
-        hooks: rt.hooks.clone().map(|inner| {
-            Arc::new(crate::hooks::InSubagent {
-                inner,
-                agent: agent.clone(),
-            }) as Arc<dyn HookRunner>
-        }),
-        checkpoints: rt.checkpoints.clone().map(|c| {
+    let mut rules = rt.rules.clone().with_mode(mode);
+    if let Some(i) = isolated {
+        let relocated = rules
+            .permissions()
+            .rules()
+            .clone()
+            .relocated(i.relocation.clone());
+        rules = rules.with_permissions(Permissions::from_rules(relocated));
+    }
+    let agent = agent.clone();
+    let rules = rules
+        .wrap_hooks(|inner| {
+            Arc::new(crate::hooks::InSubagent { inner, agent }) as Arc<dyn HookRunner>
+        })
+        .wrap_checkpoints(|c| {
             Arc::new(toolbelt_core::checkpoint::CallsOnly(c))
                 as Arc<dyn toolbelt_core::checkpoint::Checkpoints>
-        }),
-        ..Default::default()
+        });
+    let config = SchedulerConfig::new(rules).approver(if background {
+        None
+    } else {
+        rt.approver.clone()
+    });
+    if !background {
+        return config;
     }
+    config.nobody_to_ask(NobodyToAsk {
+        why: "it runs in a background sub-agent, which cannot ask anyone".to_string(),
+        how: "The user can allow it with a permission rule (--allowed-tools {tool}) or a wider approval mode, or the task can be given to a foreground agent.".to_string(),
+    })
 }
 
 /// The sub-agent's tools: the parent's, the nested `agent` (with `nested_tasks`, its

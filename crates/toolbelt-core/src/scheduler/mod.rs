@@ -36,6 +36,7 @@ use crate::tool::{Consent, Invocation, Kind, ToolEnvironment};
 
 pub mod approval;
 mod call_hooks;
+mod config;
 mod decide;
 pub mod events;
 pub mod grants;
@@ -48,6 +49,7 @@ pub use approval::{
     Approval, ApprovalMode, ApprovalRequest, Approver, Permissions, SessionAllowances,
 };
 use call_hooks::CallHooks;
+pub use config::{CallRules, NobodyToAsk, SchedulerConfig};
 pub use events::{CallState, CompletedCall, SchedulerEvent, ToolCallRequest};
 pub use grants::TurnGrant;
 use grants::TurnGrants;
@@ -57,62 +59,6 @@ use run_call::{JobInfo, execute};
 
 /// Qwen Code's `QWEN_CODE_MAX_TOOL_CONCURRENCY` default.
 pub const DEFAULT_MAX_PARALLEL: usize = 10;
-
-/// How a session's scheduler behaves. Built once per session.
-pub struct SchedulerConfig {
-    /// Approval mode the session starts in (see [`ApprovalMode`]); default `Default`.
-    pub mode: ApprovalMode,
-    /// The permission rules every call is judged by first.
-    pub permissions: Permissions,
-    /// Who is asked; `None` when nobody can be (headless).
-    pub approver: Option<Arc<dyn Approver>>,
-    /// Cap on read-only calls running at once.
-    pub max_parallel: usize,
-    /// Where events go; `None` when nobody watches.
-    pub events: Option<mpsc::UnboundedSender<SchedulerEvent>>,
-    /// Why nobody can be asked and how the person allows a call, for the refusal of a
-    /// call that needs approval when there is no approver; `None` gives the headless
-    /// command line's words (`--yolo`, `--allowed-tools`).
-    pub nobody_to_ask: Option<NobodyToAsk>,
-    /// Whether a call's [`TurnGrant`] (a skill's `allowed-tools`) allows calls until
-    /// [`Scheduler::end_turn`]. Only an owner that ends turns should turn it on: the
-    /// agent does; `toolbelt mcp serve` and `tools call` have no turns and leave it off.
-    pub turn_grants: bool,
-    /// The session's hooks (see [`crate::hooks`]); `None` when it has none, and the call
-    /// path costs nothing more.
-    pub hooks: Option<Arc<dyn crate::hooks::HookRunner>>,
-    /// The session's file checkpoints (see [`crate::checkpoint`]); `None`: none taken.
-    pub checkpoints: Option<Arc<dyn crate::checkpoint::Checkpoints>>,
-}
-
-/// The words of a refusal when nobody can be asked (see
-/// [`SchedulerConfig::nobody_to_ask`]): a server's client, not a command line, may be
-/// the one that cannot ask, and the advice must name what that person can change.
-#[derive(Debug, Clone)]
-pub struct NobodyToAsk {
-    /// Why no one can be asked, as a clause: "this session runs without anyone to ask".
-    pub why: String,
-    /// How to allow the call, as a sentence; `{tool}` is replaced with the tool's name.
-    pub how: String,
-}
-
-/// No permission rules at all (the mode alone decides), so no vocabulary is needed; a
-/// session with rules sets `permissions` from rules parsed with its tools' vocabulary.
-impl Default for SchedulerConfig {
-    fn default() -> Self {
-        SchedulerConfig {
-            mode: ApprovalMode::Default,
-            permissions: Permissions::new(&crate::rules::RuleVocabulary::default()),
-            approver: None,
-            max_parallel: DEFAULT_MAX_PARALLEL,
-            events: None,
-            nobody_to_ask: None,
-            turn_grants: false,
-            hooks: None,
-            checkpoints: None,
-        }
-    }
-}
 
 /// Facts about the model reply the calls came from.
 #[derive(Debug, Clone, Copy, Default)]
@@ -193,20 +139,33 @@ enum Verdict {
 impl Scheduler {
     /// A scheduler for a session in `env`; a `max_parallel` of 0 is taken as 1.
     pub fn new(env: Arc<ToolEnvironment>, config: SchedulerConfig) -> Self {
+        let rules = config.rules;
         Scheduler {
             env,
-            permissions: config.permissions,
+            permissions: rules.permissions,
             approver: config.approver,
             max_parallel: config.max_parallel.max(1),
             events: config.events,
             nobody_to_ask: config.nobody_to_ask,
-            mode: Mutex::new(config.mode),
+            mode: Mutex::new(rules.mode),
             before_plan: Mutex::new(ApprovalMode::Default),
             allowances: SessionAllowances::default(),
             grants: TurnGrants::new(config.turn_grants),
             retry_guard: Mutex::new(RetryLoopGuard::default()),
-            hooks: config.hooks,
-            checkpoints: config.checkpoints,
+            hooks: rules.hooks,
+            checkpoints: rules.checkpoints,
+        }
+    }
+
+    /// The session's rules as they are now (the current mode), for a scheduler of the
+    /// same session that only asks someone else or reports elsewhere (the person's `@`
+    /// references, `/memory add`): it keeps the hooks, checkpoints and rules.
+    pub fn rules(&self) -> CallRules {
+        CallRules {
+            permissions: self.permissions.clone(),
+            mode: self.mode(),
+            hooks: self.hooks.clone(),
+            checkpoints: self.checkpoints.clone(),
         }
     }
 

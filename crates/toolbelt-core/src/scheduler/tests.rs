@@ -25,10 +25,12 @@ use fixtures::*;
 fn yolo(env: Arc<ToolEnvironment>) -> Scheduler {
     Scheduler::new(
         env,
-        SchedulerConfig {
-            mode: ApprovalMode::Yolo,
-            ..Default::default()
-        },
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&crate::rules::RuleVocabulary::default()),
+            ApprovalMode::Yolo,
+            None,
+            None,
+        )),
     )
 }
 
@@ -151,11 +153,13 @@ async fn parallel_batches_respect_the_cap() {
     ]);
     let s = Scheduler::new(
         env(&dir),
-        SchedulerConfig {
-            mode: ApprovalMode::Yolo,
-            max_parallel: 2,
-            ..Default::default()
-        },
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&crate::rules::RuleVocabulary::default()),
+            ApprovalMode::Yolo,
+            None,
+            None,
+        ))
+        .max_parallel(2),
     );
     let calls: Vec<_> = (0..4).map(|i| call(&format!("b{i}"), "b", "v")).collect();
     let out = run(&s, &reg, calls).await;
@@ -335,11 +339,13 @@ async fn events_follow_each_call_through_its_states() {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let s = Scheduler::new(
         env(&dir),
-        SchedulerConfig {
-            mode: ApprovalMode::Yolo,
-            events: Some(tx),
-            ..Default::default()
-        },
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&crate::rules::RuleVocabulary::default()),
+            ApprovalMode::Yolo,
+            None,
+            None,
+        ))
+        .events(tx),
     );
     run(&s, &reg, vec![call("1", "x", "a"), call("2", "nope", "")]).await;
     drop(s);

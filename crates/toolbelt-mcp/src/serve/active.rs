@@ -138,12 +138,15 @@ impl Connection {
         // mode a call moved the connection to (an approved plan), unless the mode the
         // settings and flags give changed too: then that one is the person's newer word.
         if let Some(before) = slot.as_ref()
-            && before.toolset.mode == toolset.mode
+            && before.toolset.rules.mode() == toolset.rules.mode()
         {
             scheduler.set_mode(before.scheduler.mode());
         }
         let active = Arc::new(Active {
-            listed: std::sync::Mutex::new((toolset.mode, Arc::new(toolset.registry.clone()))),
+            listed: std::sync::Mutex::new((
+                toolset.rules.mode(),
+                Arc::new(toolset.registry.clone()),
+            )),
             toolset,
             scheduler,
             generation,
@@ -207,27 +210,19 @@ impl Connection {
         } else {
             "the MCP client offers no elicitation, so the server cannot ask its user".to_string()
         };
-        let scheduler = Scheduler::new(
-            toolset.env.clone(),
-            SchedulerConfig {
-                mode: toolset.mode,
-                permissions: toolset.permissions.clone(),
-                approver,
-                events: Some(events),
-                nobody_to_ask: Some(NobodyToAsk {
-                    why: format!("{why} (approval mode {})", toolset.mode),
-                    how: self.options.how_to_allow.clone(),
-                }),
-                checkpoints: toolset.checkpoints.clone(),
-                hooks: toolset.hooks.clone().map(|inner| {
-                    Arc::new(InClientSession {
-                        inner,
-                        session: self.session.clone(),
-                    }) as Arc<dyn HookRunner>
-                }),
-                ..Default::default()
-            },
-        );
+        let session = self.session.clone();
+        let rules = toolset.rules.clone().wrap_hooks(|inner| {
+            Arc::new(InClientSession { inner, session }) as Arc<dyn HookRunner>
+        });
+        let mode = rules.mode();
+        let config = SchedulerConfig::new(rules)
+            .approver(approver)
+            .events(events)
+            .nobody_to_ask(NobodyToAsk {
+                why: format!("{why} (approval mode {mode})"),
+                how: self.options.how_to_allow.clone(),
+            });
+        let scheduler = Scheduler::new(toolset.env.clone(), config);
         self.remembered.replay(&scheduler, &toolset.registry);
         scheduler
     }

@@ -10,7 +10,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::context_files::ContextFile;
 use toolbelt_core::scheduler::{
-    Approval, ApprovalMode, ApprovalRequest, Approver, Permissions, Scheduler, SchedulerConfig,
+    Approval, ApprovalMode, ApprovalRequest, Approver, CallRules, Scheduler, SchedulerConfig,
     ToolCallRequest, TurnInfo,
 };
 use toolbelt_core::{ConfirmationOutcome, Origin, Tool, ToolEnvironment, ToolRegistry};
@@ -342,10 +342,12 @@ pub fn memory_text(files: &[ContextFile]) -> String {
 }
 
 /// `/memory add`: saves `fact` through the `save_memory` tool (same file, section and
-/// atomic write) and the scheduler like any call, so the settings' rules hold; the
-/// person typed it, so their command is the approval. Returns the tool's message; the
-/// UI should then reload the context files.
+/// atomic write) and a scheduler made from the session's `rules` like any call, so the
+/// settings' and the flags' rules, the hooks and the checkpoints hold; the person typed
+/// it, so their command is the approval. Returns the tool's message; the UI should then
+/// reload the context files.
 pub async fn memory_add(
+    rules: CallRules,
     env: Arc<ToolEnvironment>,
     home: Option<PathBuf>,
     fact: &str,
@@ -357,14 +359,8 @@ pub async fn memory_add(
         Origin::BuiltIn,
     );
     let scope = if project { "project" } else { "global" };
-    let scheduler = Scheduler::new(
-        env.clone(),
-        SchedulerConfig {
-            permissions: Permissions::from_settings(&env.settings, &crate::rule_vocabulary()),
-            approver: Some(Arc::new(PersonTypedIt)),
-            ..Default::default()
-        },
-    );
+    let config = SchedulerConfig::new(rules).approver(Some(Arc::new(PersonTypedIt)));
+    let scheduler = Scheduler::new(env.clone(), config);
     let request = ToolCallRequest::new(
         "memory-add",
         "save_memory",

@@ -1,6 +1,7 @@
 //! The cron tools and schedule on an injected clock: no test waits for a real minute.
 
 use std::sync::{Arc, Mutex};
+use toolbelt_core::scheduler::{ApprovalMode, CallRules, Permissions};
 
 use chrono::{DateTime, Duration, Local, TimeZone};
 use serde_json::json;
@@ -293,10 +294,13 @@ async fn schedule(
     }
     let scheduler = Scheduler::new(
         f.env.clone(),
-        SchedulerConfig {
-            approver: approver.map(|a| a as Arc<dyn Approver>),
-            ..Default::default()
-        },
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            ApprovalMode::Default,
+            None,
+            None,
+        ))
+        .approver(approver.map(|a| a as Arc<dyn Approver>)),
     );
     let call = ToolCallRequest::new("1", "cron_create", &args);
     let mut done = scheduler

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use toolbelt_core::scheduler::CallRules;
 
 use serde_json::{Value, json};
 use toolbelt_core::{
@@ -610,18 +611,16 @@ async fn a_refused_call_runs_no_prepare_command() {
     let mut denied = Permissions::new(&crate::rule_vocabulary());
     denied.add(RuleList::Deny, "t");
     let refusing = [
-        SchedulerConfig {
-            mode: ApprovalMode::Yolo,
-            permissions: denied,
-            ..Default::default()
-        },
-        SchedulerConfig {
-            mode: ApprovalMode::Plan,
-            ..Default::default()
-        },
+        SchedulerConfig::new(CallRules::new(denied, ApprovalMode::Yolo, None, None)),
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            ApprovalMode::Plan,
+            None,
+            None,
+        )),
     ];
     for config in refusing {
-        let mode = config.mode;
+        let mode = config.rules().mode();
         let scheduler = Scheduler::new(f.env.clone(), config);
         let call = ToolCallRequest::new("1", "t", &json!({}));
         let done = scheduler
@@ -639,10 +638,12 @@ async fn a_refused_call_runs_no_prepare_command() {
     // Allowed, the same call runs its prepare command and then itself.
     let scheduler = Scheduler::new(
         f.env.clone(),
-        SchedulerConfig {
-            mode: ApprovalMode::Yolo,
-            ..Default::default()
-        },
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            ApprovalMode::Yolo,
+            None,
+            None,
+        )),
     );
     let call = ToolCallRequest::new("1", "t", &json!({}));
     let done = scheduler

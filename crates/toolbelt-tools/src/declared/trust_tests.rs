@@ -3,6 +3,7 @@
 //! front end uses. One tool per binding kind, in a trusted and an untrusted folder.
 
 use std::sync::{Arc, Mutex};
+use toolbelt_core::scheduler::{CallRules, Permissions};
 
 use serde_json::{Value, json};
 use toolbelt_core::scheduler::{
@@ -125,11 +126,13 @@ async fn run_with(
 ) -> ToolResult {
     let scheduler = Scheduler::new(
         f.env.clone(),
-        SchedulerConfig {
-            mode: ApprovalMode::Default,
-            approver: yes.map(|y| y as Arc<dyn Approver>),
-            ..Default::default()
-        },
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            ApprovalMode::Default,
+            None,
+            None,
+        ))
+        .approver(yes.map(|y| y as Arc<dyn Approver>)),
     );
     let call = ToolCallRequest::new("1", name, &args);
     let mut done = scheduler

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use toolbelt_core::scheduler::CallRules;
 
 use serde_json::{Value, json};
 use toolbelt_core::scheduler::{
@@ -280,19 +281,17 @@ async fn shell_deny_rules_and_plan_mode_hold_for_monitor() {
     for rule in ["run_shell_command(touch *)", "Bash(touch *)", "monitor"] {
         let mut denied = Permissions::new(&crate::rule_vocabulary());
         denied.add(RuleList::Deny, rule);
-        let config = SchedulerConfig {
-            mode: ApprovalMode::Yolo,
-            permissions: denied,
-            ..Default::default()
-        };
+        let config = SchedulerConfig::new(CallRules::new(denied, ApprovalMode::Yolo, None, None));
         let result = run_through(&s, config, &command).await;
         let error = result.error.as_ref().expect(rule);
         assert_eq!(error.kind, ErrorKind::ExecutionDenied, "{rule}");
     }
-    let plan = SchedulerConfig {
-        mode: ApprovalMode::Plan,
-        ..Default::default()
-    };
+    let plan = SchedulerConfig::new(CallRules::new(
+        Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+        ApprovalMode::Plan,
+        None,
+        None,
+    ));
     let result = run_through(&s, plan, &command).await;
     assert!(
         result.llm_text().contains("Plan mode is active"),
@@ -305,19 +304,22 @@ async fn shell_deny_rules_and_plan_mode_hold_for_monitor() {
     // (no approver): the question is the shell's.
     let mut allow_other = Permissions::new(&crate::rule_vocabulary());
     allow_other.add(RuleList::Allow, "run_shell_command(ls *)");
-    let config = SchedulerConfig {
-        mode: ApprovalMode::Default,
-        permissions: allow_other,
-        ..Default::default()
-    };
+    let config = SchedulerConfig::new(CallRules::new(
+        allow_other,
+        ApprovalMode::Default,
+        None,
+        None,
+    ));
     let result = run_through(&s, config, &command).await;
     assert!(result.is_error(), "{}", result.llm_text());
     assert!(s.jobs.jobs().is_empty());
     // Allowed, it runs.
-    let yolo = SchedulerConfig {
-        mode: ApprovalMode::Yolo,
-        ..Default::default()
-    };
+    let yolo = SchedulerConfig::new(CallRules::new(
+        Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+        ApprovalMode::Yolo,
+        None,
+        None,
+    ));
     let result = run_through(&s, yolo, &command).await;
     assert!(!result.is_error(), "{}", result.llm_text());
     s.until_all_ended().await;
@@ -355,10 +357,13 @@ async fn tools_core_restricts_monitor_as_it_restricts_the_shell() {
     let s = setup();
     let settings: toolbelt_core::Settings =
         serde_json::from_value(json!({"tools": {"core": ["run_shell_command(echo)"]}})).unwrap();
-    let restricted = || SchedulerConfig {
-        mode: ApprovalMode::Yolo,
-        permissions: Permissions::from_settings(&settings, &crate::rule_vocabulary()),
-        ..Default::default()
+    let restricted = || {
+        SchedulerConfig::new(CallRules::new(
+            Permissions::from_settings(&settings, &crate::rule_vocabulary()),
+            ApprovalMode::Yolo,
+            None,
+            None,
+        ))
     };
     let marker = s.f.ws().join("ran");
     let refused = run_through(&s, restricted(), &format!("touch '{}'", marker.display())).await;

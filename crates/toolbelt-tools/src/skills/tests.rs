@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use toolbelt_core::scheduler::CallRules;
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -422,12 +423,13 @@ fn scheduler(s: &Session, mode: ApprovalMode, rules: &[(RuleList, &str)]) -> Sch
     }
     Scheduler::new(
         s.env.clone(),
-        SchedulerConfig {
+        SchedulerConfig::new(CallRules::new(
+            Permissions::from_rules(permissions),
             mode,
-            permissions: Permissions::from_rules(permissions),
-            turn_grants: true,
-            ..Default::default()
-        },
+            None,
+            None,
+        ))
+        .turn_grants(true),
     )
 }
 
@@ -596,7 +598,15 @@ async fn a_grant_never_beats_a_deny_rule_an_ask_rule_or_plan_mode() {
 #[tokio::test]
 async fn a_scheduler_without_turns_takes_no_grant() {
     let s = session();
-    let sch = Scheduler::new(s.env.clone(), SchedulerConfig::default());
+    let sch = Scheduler::new(
+        s.env.clone(),
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            ApprovalMode::Default,
+            None,
+            None,
+        )),
+    );
     let r = turn(
         &s,
         &sch,

@@ -770,8 +770,9 @@ impl App {
             }
             SlashCommand::MemoryAdd { fact, project } => {
                 let tx = self.to_ui.clone();
+                let rules = self.agent.scheduler().rules();
                 tokio::spawn(async move {
-                    let message = match slash::memory_add(env, home, &fact, project).await {
+                    let message = match slash::memory_add(rules, env, home, &fact, project).await {
                         Ok(text) => UiMessage::MemoryAdded(text),
                         Err(e) => UiMessage::Notice(format!("/memory add failed: {e}")),
                     };

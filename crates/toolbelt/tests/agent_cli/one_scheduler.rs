@@ -160,7 +160,11 @@ async fn tools_call_judges_calls_in_the_settings_mode() {
             None,
         )
         .await;
-    assert_eq!(run.code, 3, "refused in plan mode: {}{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.code, 3,
+        "refused in plan mode: {}{}",
+        run.stdout, run.stderr
+    );
     assert!(!target.exists(), "plan mode writes nothing");
 }
 

@@ -93,12 +93,7 @@ fn scheduler(
 ) -> Scheduler {
     Scheduler::new(
         env(dir),
-        SchedulerConfig {
-            mode,
-            approver,
-            permissions,
-            ..Default::default()
-        },
+        SchedulerConfig::new(CallRules::new(permissions, mode, None, None)).approver(approver),
     )
 }
 

@@ -45,11 +45,12 @@ impl Checkpoints for Recording {
 fn scheduler(dir: &tempfile::TempDir, checkpoints: Recording) -> Scheduler {
     Scheduler::new(
         env(dir),
-        SchedulerConfig {
-            mode: ApprovalMode::Yolo,
-            checkpoints: Some(Arc::new(checkpoints)),
-            ..Default::default()
-        },
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&crate::rules::RuleVocabulary::default()),
+            ApprovalMode::Yolo,
+            None,
+            Some(Arc::new(checkpoints)),
+        )),
     )
 }
 

@@ -32,12 +32,7 @@ async fn consent(
     }
     let s = Scheduler::new(
         env(&dir),
-        SchedulerConfig {
-            mode,
-            permissions,
-            approver,
-            ..Default::default()
-        },
+        SchedulerConfig::new(CallRules::new(permissions, mode, None, None)).approver(approver),
     );
     let out = run(&s, &reg, vec![call("1", "t", "a")]).await;
     out[0].result.llm_text()

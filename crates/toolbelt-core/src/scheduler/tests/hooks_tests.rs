@@ -109,16 +109,10 @@ fn scheduler(
     hooks: &Arc<Hooks>,
 ) -> (Scheduler, mpsc::UnboundedReceiver<SchedulerEvent>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let mut config = SchedulerConfig {
-        mode,
-        approver,
-        events: Some(tx),
-        hooks: Some(hooks.clone()),
-        ..Default::default()
-    };
-    if let Some(permissions) = permissions {
-        config.permissions = permissions;
-    }
+    let permissions =
+        permissions.unwrap_or_else(|| Permissions::new(&crate::rules::RuleVocabulary::default()));
+    let rules = CallRules::new(permissions, mode, Some(hooks.clone()), None);
+    let config = SchedulerConfig::new(rules).approver(approver).events(tx);
     (Scheduler::new(env, config), rx)
 }
 

@@ -213,13 +213,9 @@ impl Setup {
     ) -> Scheduler {
         Scheduler::new(
             self.env.clone(),
-            SchedulerConfig {
-                mode,
-                approver,
-                permissions,
-                turn_grants: true,
-                ..Default::default()
-            },
+            SchedulerConfig::new(CallRules::new(permissions, mode, None, None))
+                .approver(approver)
+                .turn_grants(true),
         )
     }
 
@@ -475,10 +471,12 @@ async fn a_path_the_session_protects_is_asked_too() {
     registry.register(Arc::new(tool), Origin::BuiltIn);
     let s = Scheduler::new(
         env,
-        SchedulerConfig {
-            mode: ApprovalMode::AutoEdit,
-            ..Default::default()
-        },
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&crate::rules::RuleVocabulary::default()),
+            ApprovalMode::AutoEdit,
+            None,
+            None,
+        )),
     );
     let path = dir.path().join("tbhome/sessions/x.jsonl");
     let request = ToolCallRequest::new("1", "edit", &json!({"file_path": path, "content": "x"}));

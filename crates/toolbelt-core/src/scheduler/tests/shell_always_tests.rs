@@ -52,11 +52,13 @@ async fn a_shell_command_without_roots_offers_and_remembers_no_always() {
         });
         let s = Scheduler::new(
             env(&dir),
-            SchedulerConfig {
-                mode: ApprovalMode::Default,
-                approver: Some(approver.clone()),
-                ..Default::default()
-            },
+            SchedulerConfig::new(CallRules::new(
+                Permissions::new(&crate::rules::RuleVocabulary::default()),
+                ApprovalMode::Default,
+                None,
+                None,
+            ))
+            .approver(Some(approver.clone())),
         );
         run(
             &s,

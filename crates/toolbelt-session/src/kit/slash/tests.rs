@@ -149,6 +149,16 @@ fn mcp_servers_show_status_reason_and_tools() {
     );
 }
 
+/// The settings' rules alone, in the default mode, without hooks or checkpoints.
+fn settings_rules(env: &ToolEnvironment) -> toolbelt_core::scheduler::CallRules {
+    let permissions = toolbelt_core::scheduler::Permissions::from_settings(
+        &env.settings,
+        &crate::rule_vocabulary(),
+    );
+    let mode = toolbelt_core::scheduler::ApprovalMode::Default;
+    toolbelt_core::scheduler::CallRules::new(permissions, mode, None, None)
+}
+
 /// The context files as the session loads them.
 fn load_context_files(env: &ToolEnvironment, home: Option<&Path>, cwd: &Path) -> Vec<ContextFile> {
     let names = toolbelt_agent::context_files::file_names(&env.settings);
@@ -169,6 +179,7 @@ async fn memory_add_writes_through_save_memory_and_show_reads_it_back() {
     );
 
     let said = memory_add(
+        settings_rules(&env),
         env.clone(),
         Some(home.clone()),
         "the API lives at /v2",
@@ -177,9 +188,15 @@ async fn memory_add_writes_through_save_memory_and_show_reads_it_back() {
     .await
     .unwrap();
     assert!(said.contains("the API lives at /v2"), "{said}");
-    memory_add(env.clone(), Some(home.clone()), "prefers tabs", false)
-        .await
-        .unwrap();
+    memory_add(
+        settings_rules(&env),
+        env.clone(),
+        Some(home.clone()),
+        "prefers tabs",
+        false,
+    )
+    .await
+    .unwrap();
     let project_file = std::fs::read_to_string(project.join("QWEN.md")).unwrap();
     assert!(
         project_file.contains("## Qwen Added Memories\n- the API lives at /v2"),
@@ -195,7 +212,11 @@ async fn memory_add_writes_through_save_memory_and_show_reads_it_back() {
         text.contains("- the API lives at /v2") && text.contains("- prefers tabs"),
         "{text}"
     );
-    assert!(memory_add(env, Some(home), "  ", true).await.is_err());
+    assert!(
+        memory_add(settings_rules(&env), env, Some(home), "  ", true)
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test]
@@ -213,7 +234,14 @@ async fn memory_add_answers_to_the_settings_rules_like_any_call() {
         Arc::new(settings),
         project.join(".session"),
     ));
-    let refused = memory_add(env, Some(home.clone()), "a fact", true).await;
+    let refused = memory_add(
+        settings_rules(&env),
+        env,
+        Some(home.clone()),
+        "a fact",
+        true,
+    )
+    .await;
     let message = refused.unwrap_err();
     assert!(message.contains("denied"), "{message}");
     assert!(!project.join("QWEN.md").exists(), "it wrote the file");

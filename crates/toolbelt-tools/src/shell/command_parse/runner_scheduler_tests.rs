@@ -4,6 +4,7 @@
 
 use serde_json::json;
 use toolbelt_core::RuleList;
+use toolbelt_core::scheduler::CallRules;
 use toolbelt_core::scheduler::{
     ApprovalMode, Permissions, Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo,
 };
@@ -51,11 +52,7 @@ async fn run_line(
     for (list, rule) in rules {
         permissions.add(*list, rule);
     }
-    let config = SchedulerConfig {
-        mode,
-        permissions,
-        ..Default::default()
-    };
+    let config = SchedulerConfig::new(CallRules::new(permissions, mode, None, None));
     let scheduler = Scheduler::new(f.env.clone(), config);
     let call = ToolCallRequest::new("1", "run_shell_command", &json!({ "command": line }));
     let done = scheduler
@@ -141,11 +138,13 @@ async fn always_for_a_git_command_does_not_cover_git_running_code() {
     });
     let scheduler = Scheduler::new(
         f.env.clone(),
-        SchedulerConfig {
-            mode: ApprovalMode::Default,
-            approver: Some(approver.clone()),
-            ..Default::default()
-        },
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            ApprovalMode::Default,
+            None,
+            None,
+        ))
+        .approver(Some(approver.clone())),
     );
     let lines = [
         "git commit -q --allow-empty -m first",

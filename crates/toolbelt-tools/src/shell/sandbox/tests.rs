@@ -8,6 +8,7 @@ use std::net::TcpListener;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::Arc;
+use toolbelt_core::scheduler::{ApprovalMode, CallRules, Permissions};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -299,7 +300,15 @@ async fn without_landlock_read_only_commands_ask() {
     // Headless, the refusal says why.
     let mut registry = ToolRegistry::new();
     registry.register(Arc::new(f.tool()), Origin::BuiltIn);
-    let scheduler = Scheduler::new(f.env.clone(), SchedulerConfig::default());
+    let scheduler = Scheduler::new(
+        f.env.clone(),
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            ApprovalMode::Default,
+            None,
+            None,
+        )),
+    );
     let request = ToolCallRequest::new("1", "run_shell_command", &json!({"command": "ls"}));
     let out = scheduler
         .run(
