@@ -72,7 +72,7 @@ fn every_help(world: &World, path: &[String], out: &mut Vec<(String, String)>) {
 #[derive(clap::Parser)]
 struct ClaudeFlags {
     #[command(flatten)]
-    claude: toolbelt_stream_json::ClaudeArgs,
+    claude: super::claude_flags::ClaudeArgs,
 }
 
 #[test]
