@@ -41,6 +41,7 @@ pub mod listing;
 mod mcp;
 mod model_slot;
 mod monitor;
+mod offered;
 mod options;
 mod paths;
 mod protect;
