@@ -42,6 +42,7 @@ mod mcp;
 mod model_slot;
 mod monitor;
 mod offer;
+mod offered;
 mod options;
 mod paths;
 mod protect;

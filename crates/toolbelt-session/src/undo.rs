@@ -132,18 +132,32 @@ impl Checkpoints for OnFirstChange {
 }
 
 impl Session {
-    /// The rules of a one-call front end (`toolbelt tools call`): the settings' rules,
-    /// in the settings' approval mode (the mode its `when` clauses are judged in), the
-    /// session's hooks, and file checkpoints taken before a call that may change files
-    /// (so `toolbelt restore` undoes it like an agent's), opened on that call only.
-    pub fn one_call_rules(&self) -> toolbelt_core::scheduler::CallRules {
-        toolbelt_core::scheduler::CallRules::new(
-            toolbelt_core::scheduler::Permissions::from_rules(self.rules.clone()),
+    /// The scheduler of a one-call front end (`toolbelt tools call`): the settings'
+    /// rules, in the settings' approval mode (the mode its `when` clauses are judged
+    /// in), the session's hooks, and file checkpoints taken before a call that may
+    /// change files (so `toolbelt restore` undoes it like an agent's), opened on that
+    /// call only. The front end says who is asked, where events go and, when nobody
+    /// can be asked, why.
+    pub fn one_call_scheduler(
+        &self,
+        approver: Option<Arc<dyn toolbelt_core::scheduler::Approver>>,
+        events: tokio::sync::mpsc::UnboundedSender<toolbelt_core::scheduler::SchedulerEvent>,
+        nobody_to_ask: toolbelt_core::scheduler::NobodyToAsk,
+    ) -> toolbelt_core::scheduler::Scheduler {
+        use toolbelt_core::scheduler::{CallRules, Permissions, Scheduler, SchedulerConfig};
+        let rules = CallRules::new(
+            Permissions::from_rules(self.rules.clone()),
             self.settings_mode(),
             self.hooks(),
             Some(self.lazy_checkpoints("tools-call", false)),
-        )
+        );
+        let config = SchedulerConfig::new(rules)
+            .approver(approver)
+            .events(events)
+            .nobody_to_ask(nobody_to_ask);
+        Scheduler::new(self.env.clone(), config)
     }
+
 
     /// File checkpoints under a session of their own (`<prefix>-<uuid>`), opened on the
     /// first call that may change files; with a watcher (`watch`) for a long-lived

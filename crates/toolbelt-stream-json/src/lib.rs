@@ -32,17 +32,17 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod approver;
-mod claude_flags;
 mod control;
 mod input;
 mod out;
+mod plugin;
 mod session_loop;
 mod wire;
 
 pub use approver::ClientApprover;
-pub use claude_flags::ClaudeArgs;
 pub use control::{ControlChannel, HookCallbackCarrier, SdkCarrier};
 pub use input::{Inbound, MAX_LINE_BYTES, parse_line};
 pub use out::on_closed_output;
+pub use plugin::add_plugin;
 pub use session_loop::{StreamOptions, run};
 pub use wire::{Emitter, InitInfo, OutputFormat, control_response, uuid, write_control};

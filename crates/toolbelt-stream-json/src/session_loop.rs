@@ -266,7 +266,7 @@ fn initialize_fields(
             .and_then(Value::as_str)
             .ok_or("initialize: a plugin needs a \"path\"")?;
         let skip_mcp = plugin.get("skipMcpDiscovery") == Some(&Value::Bool(true));
-        crate::claude_flags::add_plugin(session, std::path::Path::new(path), !skip_mcp);
+        crate::plugin::add_plugin(session, std::path::Path::new(path), !skip_mcp);
     }
     Ok(())
 }

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use toolbelt_stream_json::ClaudeArgs;
+
+use crate::claude_flags::ClaudeArgs;
 
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_TOOL_ERROR: u8 = 1;

@@ -15,6 +15,8 @@ mod pipes;
 mod agent_cmd;
 mod agent_output;
 mod agents_cmd;
+mod claude_flags;
+mod claude_options;
 mod cli;
 #[cfg(debug_assertions)]
 mod crash;

@@ -17,8 +17,8 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::scheduler::{
-    Approval, ApprovalRequest, Approver, CallState, CompletedCall, NobodyToAsk, Scheduler,
-    SchedulerConfig, SchedulerEvent, ToolCallRequest, TurnInfo,
+    Approval, ApprovalRequest, Approver, CallState, CompletedCall, NobodyToAsk, SchedulerEvent,
+    ToolCallRequest, TurnInfo,
 };
 use toolbelt_core::{ConfirmationOutcome, ErrorKind};
 
@@ -53,14 +53,14 @@ pub(crate) async fn call(
     let (events, mut watch) = mpsc::unbounded_channel();
     // The person runs one call by hand: the session's rules, mode and hooks, and their
     // own answer (or `--yes`) for what asks.
-    let config = SchedulerConfig::new(session.one_call_rules())
-        .approver(approver(yes, can_ask(args_from_stdin)))
-        .events(events)
-        .nobody_to_ask(NobodyToAsk {
+    let scheduler = session.one_call_scheduler(
+        approver(yes, can_ask(args_from_stdin)),
+        events,
+        NobodyToAsk {
             why: "there is no terminal to ask on".into(),
             how: "Pass --yes to approve it, or allow it with a permission rule (`{tool}` in permissions.allow).".into(),
-        });
-    let scheduler = Scheduler::new(session.env.clone(), config);
+        },
+    );
     let request = ToolCallRequest {
         call_id: CALL_ID.into(),
         name: name.to_string(),

@@ -115,15 +115,116 @@ fn list_table_has_a_header_and_a_row_per_tool() {
     }
     let row = lines.find(|l| l.starts_with("read_file ")).unwrap();
     assert!(row.contains(" read ") && row.contains(" no "), "{row}");
-    // The session-only tools are named, not listed as rows.
+    // The session-only tools are not rows of the table but lines with their condition.
     assert!(
         !text.lines().any(|l| l.starts_with("send_message ")),
         "{text}"
     );
     assert!(
-        text.contains("note: the agent adds agent, task_stop and send_message"),
+        text.lines()
+            .any(|l| l.trim_start().starts_with("send_message ") && l.ends_with("agent sessions")),
         "{text}"
     );
+}
+
+/// Every tool a session can register is listed by `tools list` with the condition under
+/// which a session offers it: a stream-JSON session (the one that registers the most)
+/// opened where every condition holds (a git repository, a skill, a language server, a
+/// web search provider) names its tools in `init`, and each has a line in `tools list`
+/// run in the same place; `tools list` elsewhere still names each, with its condition.
+#[test]
+fn tools_list_names_every_tool_a_session_offers() {
+    let ws = Workspace::new();
+    let plain = stdout(&ws.run(&["tools", "list"]));
+    std::fs::create_dir_all(ws.root.join(".git")).unwrap();
+    ws.write(
+        ".qwen/skills/greet/SKILL.md",
+        b"---\nname: greet\ndescription: Say hello.\n---\nSay hello.\n",
+    );
+    std::fs::create_dir_all(ws.home.join(".qwen")).unwrap();
+    std::fs::write(
+        ws.home.join(".qwen/settings.json"),
+        r#"{"webSearch": {"provider": [{"type": "searxng", "baseUrl": "http://127.0.0.1:9"}]}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        ws.home.join(".qwen/.lsp.json"),
+        r#"{"python": {"command": "pyright-langserver", "extensionToLanguage": {".py": "python"}}}"#,
+    )
+    .unwrap();
+    let script = ws.write("script.jsonl", br#"{"text": "hello"}"#);
+    let user = serde_json::json!({"type": "user", "session_id": "",
+        "message": {"role": "user", "content": "hi"}, "parent_tool_use_id": null});
+    let out = ws.run_with_stdin(
+        &[
+            "--input-format",
+            "stream-json",
+            "-o",
+            "stream-json",
+            "--model-replay",
+            script.to_str().unwrap(),
+        ],
+        &format!("{user}\n"),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let init: Value = stdout(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|m| m["type"] == "system" && m["subtype"] == "init")
+        .unwrap_or_else(|| panic!("no init message: {}", stdout(&out)));
+    let offered: Vec<&str> = init["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for tool in [
+        "skill",
+        "lsp",
+        "web_search",
+        "enter_worktree",
+        "cron_create",
+        "monitor",
+    ] {
+        assert!(offered.contains(&tool), "{tool} not offered: {offered:?}");
+    }
+    let listed = stdout(&ws.run(&["tools", "list"]));
+    for text in [&listed, &plain] {
+        for tool in &offered {
+            let line = text
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("{tool} ")))
+                .unwrap_or_else(|| panic!("{tool} has no line in `tools list`:\n{text}"));
+            let condition = [
+                "always",
+                "agent sessions",
+                "set",
+                "exist",
+                "configured",
+                "in a git",
+                "cron on",
+                "serve",
+            ];
+            assert!(
+                condition.iter().any(|c| line.contains(c)),
+                "{tool}: no condition in {line:?}"
+            );
+        }
+    }
+    // Where a condition does not hold, the line says which it is.
+    let line = |name: &str| {
+        let prefix = format!("{name} ");
+        plain
+            .lines()
+            .find(|l| l.trim_start().starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no {name}: {plain}"))
+            .to_string()
+    };
+    assert!(line("lsp").ends_with("lsp servers configured"), "{plain}");
+    assert!(line("cron_create").contains("cron on"), "{plain}");
+    assert!(line("monitor").ends_with("agent sessions"), "{plain}");
+    assert!(line("tool_search").contains("tools deferred"), "{plain}");
+    assert!(line("read_file").contains(" always "), "{plain}");
 }
 
 #[test]

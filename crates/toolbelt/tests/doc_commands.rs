@@ -65,6 +65,10 @@
 #[allow(dead_code)]
 mod pty;
 
+// The binary's Claude Code flags, as data: the coverage test lists the hidden ones.
+#[path = "../src/claude_flags.rs"]
+#[allow(dead_code)]
+mod claude_flags;
 #[path = "doc_commands/coverage.rs"]
 mod coverage;
 #[path = "doc_commands/extract.rs"]

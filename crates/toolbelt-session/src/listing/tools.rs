@@ -1,17 +1,30 @@
 //! `toolbelt tools list`: a table of the registered tools (name, kind, whether it asks,
-//! `#reference`, the first sentence of its description), the tool sets, and notes on
-//! the tools the agent adds or that are missing and why.
+//! `#reference`, when a session offers it, the first sentence of its description), the
+//! tool sets, and every tool a session may offer that this one has not registered, each
+//! with the condition under which it is offered (`crate::offered`).
 
 use std::fmt::Write;
 
 use toolbelt_core::ToolRegistry;
 use toolbelt_core::registry::Registration;
 
+use crate::offered::{CONDITIONAL, NOTE, condition};
+
+const COLUMNS: usize = 6;
+
 /// The listing as text, a line per tool after a header; columns padded to their widest
 /// cell.
 pub fn tools_text(registry: &ToolRegistry, settings: &toolbelt_core::Settings) -> String {
-    let header = ["NAME", "KIND", "CONFIRM", "REFERENCE", "DESCRIPTION"].map(String::from);
-    let rows: Vec<[String; 5]> = registry.all().map(|r| row(registry, r)).collect();
+    let header = [
+        "NAME",
+        "KIND",
+        "CONFIRM",
+        "REFERENCE",
+        "OFFERED",
+        "DESCRIPTION",
+    ]
+    .map(String::from);
+    let rows: Vec<[String; COLUMNS]> = registry.all().map(|r| row(registry, r)).collect();
     let mut out = table(&header, &rows);
     let sets = registry.tool_sets();
     if !sets.is_empty() {
@@ -34,15 +47,32 @@ pub fn tools_text(registry: &ToolRegistry, settings: &toolbelt_core::Settings) -
             "\nnote: web_search is not registered: {why} (webSearch.provider: tavily, searxng or brave)."
         );
     }
-    out.push_str(
-        "\nnote: the agent adds agent, task_stop and send_message (sub-agents need its model; `toolbelt agents list`), monitor (follows a background command's output), skill when there are skills (`toolbelt skills list`) and tool_search when tools are deferred.\n",
-    );
+    out.push_str(&not_registered(registry));
+    let _ = writeln!(out, "\n{NOTE}");
+    out
+}
+
+/// The tools a session may offer that this one has not registered, a line each with
+/// when it is offered.
+fn not_registered(registry: &ToolRegistry) -> String {
+    let absent: Vec<(&str, &str)> = CONDITIONAL
+        .iter()
+        .filter(|(name, _)| registry.get(name).is_none())
+        .map(|(name, offered)| (*name, offered.text()))
+        .collect();
+    let Some(width) = absent.iter().map(|(name, _)| name.len()).max() else {
+        return String::new();
+    };
+    let mut out = String::from("\nOffered in other sessions or under other conditions:\n");
+    for (name, when) in absent {
+        let _ = writeln!(out, "  {name:width$}  {when}");
+    }
     out
 }
 
 /// One tool's row: name, kind, whether it asks, `#reference`, and the first sentence
 /// of its description (marked off when its `when` clause is false).
-fn row(registry: &ToolRegistry, r: &Registration) -> [String; 5] {
+fn row(registry: &ToolRegistry, r: &Registration) -> [String; COLUMNS] {
     let first_line = r.tool.description().lines().next().unwrap_or("");
     let first_sentence = first_line
         .split(". ")
@@ -66,18 +96,23 @@ fn row(registry: &ToolRegistry, r: &Registration) -> [String; 5] {
         }
         _ => first_sentence,
     };
+    let offered = match r.tool.when_clause() {
+        Some(_) => "by its when clause",
+        None => condition(&r.name).text(),
+    };
     [
         r.name.clone(),
         r.tool.kind().as_str().to_string(),
         confirm.to_string(),
         reference,
+        offered.to_string(),
         description,
     ]
 }
 
 /// Columns padded to their widest cell; the last one is left as it is.
-fn table(header: &[String; 5], rows: &[[String; 5]]) -> String {
-    let widths: Vec<usize> = (0..4)
+fn table(header: &[String; COLUMNS], rows: &[[String; COLUMNS]]) -> String {
+    let widths: Vec<usize> = (0..COLUMNS - 1)
         .map(|i| {
             rows.iter()
                 .chain([header])
@@ -88,19 +123,10 @@ fn table(header: &[String; 5], rows: &[[String; 5]]) -> String {
         .collect();
     let mut out = String::new();
     for row in std::iter::once(header).chain(rows.iter()) {
-        let _ = writeln!(
-            out,
-            "{:w0$}  {:w1$}  {:w2$}  {:w3$}  {}",
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            row[4],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3]
-        );
+        for (cell, width) in row.iter().zip(&widths) {
+            let _ = write!(out, "{cell:width$}  ");
+        }
+        let _ = writeln!(out, "{}", row[COLUMNS - 1]);
     }
     out
 }

@@ -1,5 +1,5 @@
 //! The docs name everything there is: every tool an agent session offers (in
-//! docs/tools.md, and `tools list`'s note names those it does not list), every slash
+//! docs/tools.md, and `tools list` names each with when it is offered), every slash
 //! command (in docs/interactive.md), every flag of `--help` and of Claude Code's
 //! accepted flags (somewhere in README.md or docs/). And user docs name no issue
 //! numbers or branches: they are for people who never saw either.
@@ -72,7 +72,7 @@ fn every_help(world: &World, path: &[String], out: &mut Vec<(String, String)>) {
 #[derive(clap::Parser)]
 struct ClaudeFlags {
     #[command(flatten)]
-    claude: toolbelt_stream_json::ClaudeArgs,
+    claude: super::claude_flags::ClaudeArgs,
 }
 
 #[test]

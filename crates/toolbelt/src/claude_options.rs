@@ -1,152 +1,17 @@
-//! Claude Code's flags that its Agent SDK passes (read from the SDK's `sdk.mjs`, which
-//! builds them from `query()`'s options) and that toolbelt has no word of its own for:
-//! every one is accepted, so no option an application sets makes the query fail. The
-//! others are aliases of toolbelt's own flags (`--permission-mode`, `--allowedTools`,
-//! `--max-turns`, `--add-dir`, `--resume`, `--continue`, `--session-id`).
-//!
-//! What maps onto toolbelt is done ([`ClaudeArgs::session`], [`ClaudeArgs::agent`]):
-//! `--fork-session`, `--no-session-persistence`, `--setting-sources`,
-//! `--strict-mcp-config`, `--tools`, `--plugin-dir` (a plugin's skills and MCP servers),
-//! `--settings` and `--managed-settings` (their permission rules). What does not (a cost
-//! budget, thinking tokens, effort, Anthropic betas, ...) is listed in
-//! `AgentOptions::ignored`: said as a warning on stderr and named in the `init` message.
+//! What Claude Code's flags (`claude_flags.rs`) do to a session: what maps onto
+//! toolbelt becomes session and agent options (`--fork-session`,
+//! `--no-session-persistence`, `--setting-sources`, `--strict-mcp-config`, `--tools`,
+//! `--plugin-dir` (a plugin's skills and MCP servers), `--settings` and
+//! `--managed-settings` (their permission rules)). What does not (a cost budget,
+//! thinking tokens, effort, Anthropic betas, ...) is listed in `AgentOptions::ignored`:
+//! said as a warning on stderr and named in the `init` message.
 
-use std::path::{Path, PathBuf};
-
-use clap::Args;
 use toolbelt_session::{AgentOptions, IgnoredFlag, SessionOptions, SettingSources};
 
-/// The largest plugin `.mcp.json` read.
-const MAX_PLUGIN_MCP_BYTES: u64 = 1 << 20;
-
-/// Claude Code's flags without a toolbelt word of their own (hidden from `--help`
-/// except `--disallowedTools`, `--fork-session` and `--no-session-persistence`, which
-/// a person uses too; docs/sdk-and-stream-json.md names every one).
-#[derive(Debug, Clone, Default, Args)]
-pub struct ClaudeArgs {
-    /// Tools (or rules such as `Bash(rm *)`) that never run: a deny rule each, and a tool
-    /// named bare is not offered at all (comma-separated or repeated).
-    #[arg(long = "disallowedTools", value_delimiter = ',', value_name = "TOOLS")]
-    pub disallowed_tools: Vec<String>,
-    /// Claude Code's permission prompt tool; `stdio` (the SDK's `canUseTool`) is how
-    /// toolbelt asks a stream-JSON client. Another (an MCP tool) is not supported.
-    #[arg(long, hide = true, value_name = "TOOL")]
-    pub permission_prompt_tool: Option<String>,
-    /// Accepted (Claude Code's SDK always passes it).
-    #[arg(long, hide = true)]
-    pub verbose: bool,
-    /// Accepted: toolbelt reads `initialize` before anything else anyway.
-    #[arg(long, hide = true)]
-    pub await_initialize: bool,
-    /// Accepted: `--permission-mode bypassPermissions` needs no second flag here.
-    #[arg(long, hide = true)]
-    pub allow_dangerously_skip_permissions: bool,
-    /// With --resume/--continue: continue under a new session ID (or --session-id's),
-    /// leaving the resumed session as it was.
-    #[arg(long)]
-    pub fork_session: bool,
-    /// Save nothing of this run (it cannot be resumed).
-    #[arg(long)]
-    pub no_session_persistence: bool,
-    /// Which of the person's settings files are read: `user` (`~/.qwen/settings.json`),
-    /// `project` (`.qwen/settings.json`); `local` names no file of toolbelt's. Empty:
-    /// neither. The system file always is.
-    #[arg(long, hide = true, value_name = "SOURCES")]
-    pub setting_sources: Option<String>,
-    /// Only the MCP servers of `--mcp-config` (and the SDK's), not the settings'.
-    #[arg(long, hide = true)]
-    pub strict_mcp_config: bool,
-    /// The built-in tools offered, in Claude's names or toolbelt's (comma-separated);
-    /// `default`: all of them; empty: none.
-    #[arg(long, hide = true, value_name = "TOOLS")]
-    pub tools: Option<String>,
-    /// A Claude Code plugin: its `skills/` and its `.mcp.json` servers join the session.
-    #[arg(long, hide = true, value_name = "DIR")]
-    pub plugin_dir: Vec<PathBuf>,
-    /// A Claude Code plugin whose MCP servers stay out (its skills join).
-    #[arg(long, hide = true, value_name = "DIR")]
-    pub plugin_dir_no_mcp: Vec<PathBuf>,
-    /// Claude Code settings (JSON, or a file): their permission rules apply.
-    #[arg(long, hide = true, value_name = "FILE|JSON")]
-    pub settings: Option<String>,
-    /// Claude Code managed settings (JSON): their permission rules apply.
-    #[arg(long, hide = true, value_name = "JSON")]
-    pub managed_settings: Option<String>,
-    /// The managed settings come in `initialize` (`managedSettings`).
-    #[arg(long, hide = true)]
-    pub managed_settings_in_initialize: bool,
-    /// Fields that come in `initialize` rather than as flags (`settings`,
-    /// `disallowedTools`); toolbelt reads them there whenever they come.
-    #[arg(long, hide = true, value_name = "FIELDS")]
-    pub initialize_fields: Option<String>,
-    /// Hook events in the output: toolbelt runs no hooks, so there are none.
-    #[arg(long, hide = true)]
-    pub include_hook_events: bool,
-    /// Accepted and ignored, as the flags after it: toolbelt cannot honour them (each
-    /// says why in a warning and in the `init` message).
-    #[arg(long, hide = true, value_name = "MODE")]
-    pub thinking: Option<String>,
-    #[arg(long, hide = true, value_name = "N")]
-    #[allow(missing_docs)]
-    pub max_thinking_tokens: Option<String>,
-    #[arg(long, hide = true, value_name = "DISPLAY")]
-    #[allow(missing_docs)]
-    pub thinking_display: Option<String>,
-    #[arg(long, hide = true, value_name = "LEVEL")]
-    #[allow(missing_docs)]
-    pub effort: Option<String>,
-    #[arg(long, hide = true, value_name = "USD")]
-    #[allow(missing_docs)]
-    pub max_budget_usd: Option<String>,
-    #[arg(long, hide = true, value_name = "TOKENS")]
-    #[allow(missing_docs)]
-    pub task_budget: Option<String>,
-    #[arg(long, hide = true, value_name = "NAME")]
-    #[allow(missing_docs)]
-    pub agent: Option<String>,
-    #[arg(long, hide = true, value_name = "BETAS")]
-    #[allow(missing_docs)]
-    pub betas: Option<String>,
-    #[arg(long, hide = true, value_name = "SCHEMA")]
-    #[allow(missing_docs)]
-    pub json_schema: Option<String>,
-    #[arg(long, hide = true, value_name = "MODEL")]
-    #[allow(missing_docs)]
-    pub fallback_model: Option<String>,
-    #[arg(long, hide = true, value_name = "FILTER", num_args = 0..=1, default_missing_value = "")]
-    #[allow(missing_docs)]
-    pub debug: Option<String>,
-    #[arg(long, hide = true, value_name = "FILE")]
-    #[allow(missing_docs)]
-    pub debug_file: Option<String>,
-    #[arg(long, hide = true)]
-    #[allow(missing_docs)]
-    pub debug_to_stderr: bool,
-    #[arg(long, hide = true, value_name = "MODE")]
-    #[allow(missing_docs)]
-    pub permission_prompts: Option<String>,
-    #[arg(long, hide = true, value_name = "CHANNEL")]
-    #[allow(missing_docs)]
-    pub channels: Vec<String>,
-    #[arg(long, hide = true)]
-    #[allow(missing_docs)]
-    pub session_mirror: bool,
-    #[arg(long, hide = true, value_name = "DIR")]
-    #[allow(missing_docs)]
-    pub project_config_root: Option<String>,
-    #[arg(long, hide = true, value_name = "MESSAGE")]
-    #[allow(missing_docs)]
-    pub resume_session_at: Option<String>,
-    #[arg(long, hide = true, value_name = "VALUE")]
-    #[allow(missing_docs)]
-    pub resume_drops_turn: Option<String>,
-    #[arg(long, hide = true, value_name = "NAME")]
-    #[allow(missing_docs)]
-    pub workload: Option<String>,
-}
+use crate::claude_flags::ClaudeArgs;
 
 /// The flags accepted and not honoured, with why: `(flag, why)`.
-pub(crate) const IGNORED: &[(&str, &str)] = &[
+pub const IGNORED: &[(&str, &str)] = &[
     (
         "--thinking",
         "the OpenAI-compatible API toolbelt speaks has no thinking budget",
@@ -228,7 +93,7 @@ impl ClaudeArgs {
         let plugins = (self.plugin_dir.iter().map(|d| (d, true)))
             .chain(self.plugin_dir_no_mcp.iter().map(|d| (d, false)));
         for (dir, with_mcp) in plugins {
-            add_plugin(options, dir, with_mcp);
+            toolbelt_stream_json::add_plugin(options, dir, with_mcp);
         }
     }
 
@@ -314,50 +179,6 @@ fn list(text: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect()
-}
-
-/// A Claude Code plugin at `dir`: its `skills/` folder, and (`with_mcp`) the servers of
-/// its `.mcp.json` (`${CLAUDE_PLUGIN_ROOT}` in them is the plugin's directory).
-pub(crate) fn add_plugin(options: &mut SessionOptions, dir: &Path, with_mcp: bool) {
-    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    options.plugin_skills.push(dir.join("skills"));
-    if !with_mcp {
-        return;
-    }
-    let file = dir.join(".mcp.json");
-    match read_bounded(&file) {
-        Ok(Some(text)) => {
-            let root = serde_json::to_string(&dir.to_string_lossy()).unwrap_or_default();
-            let root = root.trim_matches('"');
-            let text = text.replace("${CLAUDE_PLUGIN_ROOT}", root);
-            options.mcp.mcp_config.push(text);
-        }
-        Ok(None) => {}
-        Err(e) => options.warn.say(&format!(
-            "plugin {}: cannot read .mcp.json: {e}",
-            dir.display()
-        )),
-    }
-}
-
-/// The file's text, `None` when there is none; an error past the size limit.
-fn read_bounded(file: &Path) -> std::io::Result<Option<String>> {
-    use std::io::Read;
-    let opened = match std::fs::File::open(file) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let mut text = String::new();
-    opened
-        .take(MAX_PLUGIN_MCP_BYTES + 1)
-        .read_to_string(&mut text)?;
-    if text.len() as u64 > MAX_PLUGIN_MCP_BYTES {
-        return Err(std::io::Error::other(format!(
-            "larger than {MAX_PLUGIN_MCP_BYTES} bytes"
-        )));
-    }
-    Ok(Some(text))
 }
 
 #[cfg(test)]
@@ -466,29 +287,5 @@ mod tests {
         let mut agent = AgentOptions::default();
         parse(&["--tools=default"]).agent(&mut agent);
         assert!(agent.core_tools.is_empty(), "default offers every built-in");
-    }
-
-    #[test]
-    fn a_plugin_brings_its_skills_and_its_mcp_servers_with_its_root() {
-        let dir = tempfile::tempdir().unwrap();
-        let plugin = dir.path().join("plug");
-        std::fs::create_dir_all(plugin.join("skills")).unwrap();
-        std::fs::write(
-            plugin.join(".mcp.json"),
-            r#"{"mcpServers": {"db": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/db"}}}"#,
-        )
-        .unwrap();
-        let root = plugin.canonicalize().unwrap();
-        let mut session = SessionOptions::default();
-        add_plugin(&mut session, &plugin, true);
-        assert_eq!(session.plugin_skills, [root.join("skills")]);
-        let config: serde_json::Value = serde_json::from_str(&session.mcp.mcp_config[0]).unwrap();
-        assert_eq!(
-            config["mcpServers"]["db"]["command"],
-            format!("{}/bin/db", root.display())
-        );
-        let mut session = SessionOptions::default();
-        add_plugin(&mut session, &plugin, false);
-        assert!(session.mcp.mcp_config.is_empty());
     }
 }
