@@ -39,6 +39,7 @@ use serde_json::{Map, Value};
 mod hook_layers;
 mod merge;
 mod named_files;
+mod text;
 pub mod types;
 mod untrusted;
 
@@ -46,6 +47,7 @@ pub use hook_layers::HookLayer;
 
 pub use merge::merge_layers;
 pub use named_files::{ContextFileNamesByPlace, DEFAULT_CONTEXT_FILE_NAMES, NamedBy};
+pub use text::{SettingsTextError, parse_settings_text};
 pub(crate) use types::show_value;
 pub use types::{
     ApprovalModeSetting, CheckpointingSettings, ContextFileNames, ContextSettings, FileFiltering,
@@ -587,12 +589,7 @@ fn read_layer(
         path: path.to_path_buf(),
         line: e.line(),
         column: e.column(),
-        message: e
-            .to_string()
-            .split(" at line ")
-            .next()
-            .unwrap_or_default()
-            .to_string(),
+        message: e.message().to_string(),
     })?;
     if !value.is_object() {
         return Err(SettingsError::Invalid {
@@ -612,15 +609,6 @@ fn read_layer(
         }
     }
     Ok(Some((value, raw_hooks)))
-}
-
-/// JSON with comments to a value. An empty file is an empty object.
-pub fn parse_settings_text(text: &[u8]) -> Result<Value, serde_json::Error> {
-    let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
-    if text.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Value::Object(Map::new()));
-    }
-    serde_json::from_reader(json_comments::StripComments::new(text))
 }
 
 /// `$VAR` and `${VAR}` in every string; unset variables stay as written. Each variable

@@ -22,6 +22,7 @@ use toolbelt_core::settings::{HookLayer, Settings, SettingsLayer};
 
 use crate::matcher::Matcher;
 
+mod entry;
 pub(crate) mod sdk;
 
 /// A command hook's time limit when its settings give none (Qwen Code's and Claude
@@ -389,40 +390,25 @@ pub(crate) fn parse_hooks(hooks: &Value, origin: &Arc<HookOrigin>, sdk: bool) ->
 
 /// The message for an event name that no tool knows, with the closest one.
 fn unknown_event(name: &str) -> String {
-    let closest = HookEvent::ALL
+    let lower = name.to_ascii_lowercase();
+    let hint = HookEvent::ALL
         .iter()
-        .map(|e| e.as_str())
-        .min_by_key(|e| edit_distance(&e.to_ascii_lowercase(), &name.to_ascii_lowercase()));
-    let accepted: Vec<&str> = HookEvent::ALL.iter().map(|e| e.as_str()).collect();
-    let hint = closest
-        .filter(|c| edit_distance(&c.to_ascii_lowercase(), &name.to_ascii_lowercase()) <= 3)
-        .map(|c| format!(" (did you mean {c}?)"))
+        .map(|e| {
+            (
+                strsim::levenshtein(&e.as_str().to_ascii_lowercase(), &lower),
+                e.as_str(),
+            )
+        })
+        .min_by_key(|(distance, _)| *distance)
+        .filter(|(distance, _)| *distance <= 3)
+        .map(|(_, closest)| format!(" (did you mean {closest}?)"))
         .unwrap_or_default();
+    let accepted: Vec<&str> = HookEvent::ALL.iter().map(|e| e.as_str()).collect();
     format!(
         "{} is no hook event{hint}; accepted: {}",
         quoted(name),
         accepted.join(", ")
     )
-}
-
-/// Levenshtein distance, for one suggestion among thirteen names.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let current = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                previous
-            } else {
-                1 + previous.min(row[j]).min(current)
-            };
-            previous = current;
-        }
-    }
-    row[b.len()]
 }
 
 /// A string as JSON writes it, shortened.
@@ -451,7 +437,7 @@ fn parse_group(
             message: message.to_string(),
         });
     };
-    let Some(group) = group.as_object() else {
+    let Some(group_map) = group.as_object() else {
         let shape = if sdk { "hookCallbackIds" } else { "hooks" };
         fail(
             key,
@@ -459,24 +445,19 @@ fn parse_group(
         );
         return;
     };
-    let matcher = match group.get("matcher") {
-        None | Some(Value::Null) => Matcher::parse(""),
-        Some(Value::String(text)) => Matcher::parse(text),
-        Some(_) => Err("must be a string (a tool name, a list such as \"Edit|Write\", or a regular expression)".to_string()),
+    let fields: entry::GroupFields = match entry::read(group) {
+        Ok(fields) => fields,
+        Err((field, message)) => return fail(format!("{key}.{field}"), &message),
     };
-    let matcher = match matcher {
+    let matcher = match Matcher::parse(fields.matcher.as_deref().unwrap_or_default()) {
         Ok(m) => m,
         Err(message) => return fail(format!("{key}.matcher"), &message),
     };
-    let sequential = match group.get("sequential") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => return fail(format!("{key}.sequential"), "must be true or false"),
-    };
+    let sequential = fields.sequential.unwrap_or(false);
     let hooks = if sdk {
-        sdk::callback_hooks(group, &key, origin)
+        sdk::callback_hooks(group_map, &key, origin)
     } else {
-        settings_hooks(group, &key, origin, parsed)
+        settings_hooks(group_map, &key, origin, parsed)
     };
     let hooks = match hooks {
         Ok(hooks) => hooks,
@@ -524,7 +505,7 @@ fn settings_hooks(
     let mut errors = Vec::new();
     for (j, entry) in list.iter().enumerate() {
         let key = format!("{key}.hooks[{j}]");
-        match parse_hook(entry) {
+        match entry::parse_hook(entry) {
             Ok(Some((name, executor))) => {
                 let label = label(name.as_deref(), &executor, origin);
                 hooks.push(Hook {
@@ -552,123 +533,6 @@ fn settings_hooks(
     } else {
         Err(errors)
     }
-}
-
-/// One hook entry: its name and executor; `None` for a type of another tool's.
-fn parse_hook(entry: &Value) -> Result<Option<(Option<String>, Executor)>, String> {
-    let Some(entry) = entry.as_object() else {
-        return Err("must be an object with \"type\" and \"command\" or \"url\"".into());
-    };
-    let name = match entry.get("name") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
-        Some(Value::String(_)) => None,
-        Some(_) => return Err("\"name\" must be a string".into()),
-    };
-    let executor = match entry.get("type") {
-        None | Some(Value::Null) => return Err("\"type\" is missing (command or http)".into()),
-        Some(Value::String(kind)) => match kind.as_str() {
-            "command" => Executor::Command(command_hook(entry)?),
-            "http" => Executor::Http(http_hook(entry)?),
-            other if OTHER_TOOLS_TYPES.contains(&other) => return Ok(None),
-            other => {
-                return Err(format!(
-                    "\"type\": {} is no hook type; accepted: command, http",
-                    quoted(other)
-                ));
-            }
-        },
-        Some(_) => return Err("\"type\" must be a string: command or http".into()),
-    };
-    Ok(Some((name, executor)))
-}
-
-fn command_hook(entry: &Map<String, Value>) -> Result<CommandHook, String> {
-    let command = match entry.get("command") {
-        None | Some(Value::Null) => return Err("\"command\" is missing".into()),
-        Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
-        Some(Value::String(_)) => return Err("\"command\" is empty".into()),
-        Some(_) => return Err("\"command\" must be a string".into()),
-    };
-    let args =
-        match entry.get("args") {
-            None | Some(Value::Null) => None,
-            Some(value) => Some(strings(value).ok_or(
-                "\"args\" must be a list of strings (the command then runs without a shell)",
-            )?),
-        };
-    let shell = match entry.get("shell").and_then(|s| s.as_str().map(str::trim)) {
-        None | Some("") | Some("bash") => "bash",
-        Some("sh") => "sh",
-        Some(other) => {
-            return Err(format!(
-                "\"shell\": {} is not available here; accepted: bash, sh",
-                quoted(other)
-            ));
-        }
-    };
-    let env = match entry.get("env") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(value) => string_map(value).ok_or("\"env\" must be an object of strings")?,
-    };
-    Ok(CommandHook {
-        command,
-        args,
-        shell,
-        env,
-        timeout: timeout_of(entry.get("timeout"), COMMAND_TIMEOUT, true),
-    })
-}
-
-fn http_hook(entry: &Map<String, Value>) -> Result<HttpHook, String> {
-    let url = match entry.get("url") {
-        None | Some(Value::Null) => return Err("\"url\" is missing".into()),
-        Some(Value::String(u)) => u.trim().to_string(),
-        Some(_) => return Err("\"url\" must be a string".into()),
-    };
-    // Checked as written; `${VAR}` parts are checked again once expanded.
-    let probe = url.replace("${", "").replace(['}', '$'], "");
-    match reqwest::Url::parse(&probe) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") => {}
-        Ok(u) => {
-            return Err(format!(
-                "\"url\": {} is not an http or https URL ({}:)",
-                quoted(&url),
-                u.scheme()
-            ));
-        }
-        Err(e) => return Err(format!("\"url\": {} is not a URL: {e}", quoted(&url))),
-    }
-    let headers = match entry.get("headers") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(value) => string_map(value).ok_or("\"headers\" must be an object of strings")?,
-    };
-    let allowed_env_vars = match entry.get("allowedEnvVars") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(value) => strings(value).ok_or("\"allowedEnvVars\" must be a list of strings")?,
-    };
-    Ok(HttpHook {
-        url,
-        headers,
-        allowed_env_vars,
-        timeout: timeout_of(entry.get("timeout"), HTTP_TIMEOUT, false),
-    })
-}
-
-fn strings(value: &Value) -> Option<Vec<String>> {
-    value
-        .as_array()?
-        .iter()
-        .map(|v| v.as_str().map(str::to_string))
-        .collect()
-}
-
-fn string_map(value: &Value) -> Option<Vec<(String, String)>> {
-    value
-        .as_object()?
-        .iter()
-        .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-        .collect()
 }
 
 /// A `timeout` in seconds; with `millis_rule` (command hooks, Qwen Code's rule) a value

@@ -1,9 +1,9 @@
 //! A scripted OpenAI-compatible server on 127.0.0.1, for tests and benchmarks, that
 //! checks every request it receives.
 //!
-//! It speaks real HTTP/1.1 over a real socket: streamed answers use chunked transfer
-//! encoding and are written in small pieces (so they split inside JSON and inside tool
-//! call arguments), one request per connection. Each request is answered with the next
+//! It speaks real HTTP/1.1 over a real socket (hyper's server, `fake_http.rs`): streamed
+//! answers use chunked transfer encoding and are written in small pieces (so they split
+//! inside JSON and inside tool call arguments), one request per connection. Each request is answered with the next
 //! [`Reply`] of the script.
 //!
 //! The checks, recorded as violations rather than panics so the test sees them all:
@@ -28,15 +28,17 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
+use crate::fake_http::{Answer, Answering, FakeRequest, OnError, serve_async};
 use crate::{ModelTurn, ToolCall};
 
 mod anthropic;
 mod chat;
+mod reply;
 
 pub use chat::{check_request, sse_body};
+pub use reply::Reply;
 
 /// The wire format the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -48,101 +50,6 @@ pub enum Dialect {
     /// Anthropic Messages at `/v1/messages`: named SSE events, thinking blocks (a turn's
     /// `reasoning` parts of format `anthropic`), errors in Anthropic's shape.
     AnthropicMessages,
-}
-
-/// How the server answers one request.
-#[derive(Debug, Clone)]
-pub enum Reply {
-    /// A streamed turn, written in pieces of `piece` bytes.
-    Stream {
-        /// The turn.
-        turn: ModelTurn,
-        /// Bytes per write.
-        piece: usize,
-    },
-    /// This SSE text, exactly, then a clean end (for malformed streams).
-    RawStream(String),
-    /// The start of a streamed turn (`bytes` of it), then the connection is dropped.
-    Drop {
-        /// The turn.
-        turn: ModelTurn,
-        /// How many of its bytes are sent.
-        bytes: usize,
-    },
-    /// A whole JSON response (for clients that do not stream).
-    Whole(ModelTurn),
-    /// Waits until `parties` requests (this one included) have reached the rendezvous
-    /// `name`, then answers `then`. Not reached within ten seconds: a violation, and
-    /// `then` anyway.
-    Rendezvous {
-        /// The rendezvous' name.
-        name: String,
-        /// How many requests meet there.
-        parties: usize,
-        /// The answer once they have.
-        then: Box<Reply>,
-    },
-    /// `then`, after `delay` (a model's thinking time, for benchmarks).
-    Delayed {
-        /// How long to wait.
-        delay: std::time::Duration,
-        /// The answer after it.
-        then: Box<Reply>,
-    },
-    /// The turn's first `events` server-sent events, then an error event of type `kind`
-    /// (`overloaded_error`, ...) and the end of the stream.
-    StreamError {
-        /// The turn begun.
-        turn: ModelTurn,
-        /// How many of its events are sent first.
-        events: usize,
-        /// The error's type.
-        kind: String,
-        /// The error's message.
-        message: String,
-    },
-    /// An HTTP error with a JSON error body.
-    Status {
-        /// The HTTP status.
-        status: u16,
-        /// A `Retry-After` header to send.
-        retry_after: Option<String>,
-        /// The error message in the body.
-        message: String,
-    },
-}
-
-impl Reply {
-    /// A streamed `turn`, in one piece.
-    pub fn turn(turn: ModelTurn) -> Reply {
-        Reply::Stream { turn, piece: 7 }
-    }
-
-    /// A streamed text answer.
-    pub fn text(text: &str) -> Reply {
-        Reply::turn(ModelTurn {
-            text: text.to_string(),
-            ..Default::default()
-        })
-    }
-
-    /// `then`, once `parties` requests have reached the rendezvous `name`.
-    pub fn rendezvous(name: &str, parties: usize, then: Reply) -> Reply {
-        Reply::Rendezvous {
-            name: name.to_string(),
-            parties,
-            then: Box::new(then),
-        }
-    }
-
-    /// An HTTP error `status` with `message`.
-    pub fn status(status: u16, message: &str) -> Reply {
-        Reply::Status {
-            status,
-            retry_after: None,
-            message: message.to_string(),
-        }
-    }
 }
 
 /// One request as received.
@@ -323,31 +230,25 @@ impl FakeOpenAi {
     }
 }
 
+/// Serves `listener` with hyper until the task is aborted: each request is checked and
+/// recorded, then answered from the script.
 async fn serve(
     listener: TcpListener,
     shared: Arc<Mutex<Shared>>,
     arrivals: Arc<tokio::sync::watch::Sender<u64>>,
 ) {
-    while let Ok((stream, _)) = listener.accept().await {
-        // Streams are written in small pieces; without this, Nagle's algorithm and the
-        // client's delayed ACKs would add tens of milliseconds per answer.
-        let _ = stream.set_nodelay(true);
+    let for_errors = shared.clone();
+    let on_error: OnError = Arc::new(move |e| {
+        if let Ok(mut s) = for_errors.lock() {
+            s.violations.push(e);
+        }
+    });
+    let answer: Answering = Arc::new(move |request| {
         let shared = shared.clone();
         let arrivals = arrivals.clone();
-        tokio::spawn(async move {
-            // A client may hang up once it has read `[DONE]`, before the final chunk
-            // marker: that is its right, not a protocol violation.
-            if let Err(e) = handle(stream, &shared, &arrivals).await
-                && !matches!(
-                    e.kind(),
-                    std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
-                )
-                && let Ok(mut s) = shared.lock()
-            {
-                s.violations.push(format!("connection error: {e}"));
-            }
-        });
-    }
+        Box::pin(async move { handle(request, &shared, &arrivals).await })
+    });
+    serve_async(listener, answer, on_error).await;
 }
 
 /// The first two messages as text, where a route's marker is looked for (Anthropic's
@@ -365,86 +266,83 @@ fn opening(body: &Value) -> String {
 }
 
 async fn handle(
-    mut stream: TcpStream,
+    request: FakeRequest,
     shared: &Mutex<Shared>,
     arrivals: &tokio::sync::watch::Sender<u64>,
-) -> std::io::Result<()> {
+) -> Answer {
     let at = std::time::Instant::now();
-    let Some((head, body)) = read_request(&mut stream).await? else {
-        return Ok(());
-    };
-    let (request_line, path, headers) = parse_head(&head);
-    let authorization = header(&headers, "authorization");
     let dialect = shared.lock().map(|s| s.dialect).unwrap_or_default();
     let reply = {
         let Ok(mut s) = shared.lock() else {
-            return Ok(());
+            return Answer::from_reply(
+                Reply::status(500, "the fake server's state is poisoned"),
+                dialect,
+            );
         };
-        let body: Value = match serde_json::from_slice(&body) {
-            Ok(v) => v,
-            Err(e) => {
-                s.violations.push(format!("request body is not JSON: {e}"));
-                Value::Null
-            }
-        };
-        let n = s.requests.len() + 1;
-        let expected_path = match dialect {
-            Dialect::OpenAiChat => "/v1/chat/completions",
-            Dialect::AnthropicMessages => "/v1/messages",
-        };
-        if !request_line.starts_with("POST ") || path != expected_path {
-            s.violations.push(format!(
-                "request {n}: unexpected request line '{request_line}'"
-            ));
-        }
-        if dialect == Dialect::AnthropicMessages {
-            let found = anthropic::check_headers(&headers);
-            s.violations
-                .extend(found.into_iter().map(|p| format!("request {n}: {p}")));
-        }
-        let has_tools = body.get("tools").is_some_and(|t| t.is_array());
-        let opening = opening(&body);
-        let route = s.routes.iter().position(|r| opening.contains(&r.marker));
-        let route_name = route.map(|i| s.routes[i].marker.clone());
-        let reply = match (&s.side_reply, has_tools) {
-            (Some(side), false) => side.clone(),
-            _ => scripted_reply(&mut s, &body, n, route),
-        };
-        s.requests.push(Recorded {
-            path,
-            authorization,
-            headers,
-            body,
-            route: route_name,
-            at,
-        });
-        reply
+        record(&mut s, request, at)
     };
-    let reply = wait_at_rendezvous(shared, arrivals, reply).await;
-    write_reply(&mut stream, reply, dialect).await
+    let mut reply = wait_at_rendezvous(shared, arrivals, reply).await;
+    // A rendezvous after a delay is not waited at: its answer is written as it is.
+    loop {
+        reply = match reply {
+            Reply::Rendezvous { then, .. } => *then,
+            Reply::Delayed { delay, then } => {
+                tokio::time::sleep(delay).await;
+                *then
+            }
+            other => return Answer::from_reply(other, dialect),
+        };
+    }
 }
 
-fn header(headers: &[(String, String)], name: &str) -> Option<String> {
-    headers
+/// Checks and records `request`; the reply it gets.
+fn record(s: &mut Shared, request: FakeRequest, at: std::time::Instant) -> Reply {
+    let FakeRequest {
+        method,
+        path,
+        headers,
+        body,
+    } = request;
+    let n = s.requests.len() + 1;
+    if body.is_null() {
+        s.violations
+            .push(format!("request {n}: the request body is not JSON"));
+    }
+    let expected_path = match s.dialect {
+        Dialect::OpenAiChat => "/v1/chat/completions",
+        Dialect::AnthropicMessages => "/v1/messages",
+    };
+    if method != "POST" || path != expected_path {
+        s.violations.push(format!(
+            "request {n}: unexpected request line '{method} {path}'"
+        ));
+    }
+    if s.dialect == Dialect::AnthropicMessages {
+        let found = anthropic::check_headers(&headers);
+        s.violations
+            .extend(found.into_iter().map(|p| format!("request {n}: {p}")));
+    }
+    let has_tools = body.get("tools").is_some_and(|t| t.is_array());
+    let opening = opening(&body);
+    let route = s.routes.iter().position(|r| opening.contains(&r.marker));
+    let route_name = route.map(|i| s.routes[i].marker.clone());
+    let reply = match (&s.side_reply, has_tools) {
+        (Some(side), false) => side.clone(),
+        _ => scripted_reply(s, &body, n, route),
+    };
+    let authorization = headers
         .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.clone())
-}
-
-/// The request line, its path and the headers (names in lower case) of a request's head.
-fn parse_head(head: &str) -> (String, String, Vec<(String, String)>) {
-    let mut lines = head.lines();
-    let request_line = lines.next().unwrap_or_default().to_string();
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or_default()
-        .to_string();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    (request_line, path, headers)
+        .find(|(k, _)| k == "authorization")
+        .map(|(_, v)| v.clone());
+    s.requests.push(Recorded {
+        path,
+        authorization,
+        headers,
+        body,
+        route: route_name,
+        at,
+    });
+    reply
 }
 
 /// The next reply of the script (of `route`'s, when the request belongs to one), after
@@ -540,152 +438,56 @@ fn final_reply(reply: &Reply) -> &Reply {
     }
 }
 
-/// Reads one request: the head as text and the body (Content-Length or chunked).
-pub(crate) async fn read_request(
-    stream: &mut TcpStream,
-) -> std::io::Result<Option<(String, Vec<u8>)>> {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 8192];
-    let head_end = loop {
-        if let Some(i) = find(&buf, b"\r\n\r\n") {
-            break i;
-        }
-        let n = stream.read(&mut tmp).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let mut rest = buf[head_end + 4..].to_vec();
-    let header = |name: &str| {
-        head.lines()
-            .filter_map(|l| l.split_once(':'))
-            .find(|(k, _)| k.trim().eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim().to_ascii_lowercase())
-    };
-    if let Some(len) = header("content-length").and_then(|v| v.parse::<usize>().ok()) {
-        while rest.len() < len {
-            let n = stream.read(&mut tmp).await?;
-            if n == 0 {
-                break;
-            }
-            rest.extend_from_slice(&tmp[..n]);
-        }
-        rest.truncate(len);
-        return Ok(Some((head, rest)));
-    }
-    if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-        while find(&rest, b"0\r\n\r\n").is_none() {
-            let n = stream.read(&mut tmp).await?;
-            if n == 0 {
-                break;
-            }
-            rest.extend_from_slice(&tmp[..n]);
-        }
-        return Ok(Some((head, dechunk(&rest))));
-    }
-    Ok(Some((head, rest)))
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-fn dechunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(eol) = find(data, b"\r\n") {
-        let size = std::str::from_utf8(&data[..eol])
-            .ok()
-            .and_then(|s| usize::from_str_radix(s.split(';').next().unwrap_or("").trim(), 16).ok())
-            .unwrap_or(0);
-        if size == 0 || data.len() < eol + 2 + size {
-            break;
-        }
-        out.extend_from_slice(&data[eol + 2..eol + 2 + size]);
-        data = &data[(eol + 4 + size).min(data.len())..];
-    }
-    out
-}
-
-async fn write_reply(
-    stream: &mut TcpStream,
-    reply: Reply,
-    dialect: Dialect,
-) -> std::io::Result<()> {
-    const STREAM_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
-    let events = |turn: &ModelTurn| match dialect {
-        Dialect::OpenAiChat => sse_body(turn),
-        Dialect::AnthropicMessages => anthropic::sse_body(turn),
-    };
-    match reply {
-        Reply::Stream { turn, piece } => {
-            stream.write_all(STREAM_HEAD.as_bytes()).await?;
-            write_chunks(stream, events(&turn).as_bytes(), piece).await?;
-            stream.write_all(b"0\r\n\r\n").await?;
-        }
-        Reply::RawStream(text) => {
-            stream.write_all(STREAM_HEAD.as_bytes()).await?;
-            write_chunks(stream, text.as_bytes(), 7).await?;
-            stream.write_all(b"0\r\n\r\n").await?;
-        }
-        Reply::StreamError {
-            turn,
-            events: count,
-            kind,
-            message,
-        } => {
-            let text = stream_error(dialect, &events(&turn), count, &kind, &message);
-            stream.write_all(STREAM_HEAD.as_bytes()).await?;
-            write_chunks(stream, text.as_bytes(), 7).await?;
-            stream.write_all(b"0\r\n\r\n").await?;
-        }
-        Reply::Drop { turn, bytes } => {
-            stream.write_all(STREAM_HEAD.as_bytes()).await?;
-            let body = events(&turn);
-            let cut = bytes.min(body.len().saturating_sub(1));
-            write_chunks(stream, &body.as_bytes()[..cut], 7).await?;
-            // Closing here, without the final chunk, is a broken connection to the client.
-        }
-        Reply::Whole(turn) => {
-            let body = match dialect {
-                Dialect::OpenAiChat => chat::whole_body(&turn),
-                Dialect::AnthropicMessages => anthropic::whole_body(&turn),
-            }
-            .to_string();
-            let head = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                body.len()
-            );
-            stream.write_all(head.as_bytes()).await?;
-            stream.write_all(body.as_bytes()).await?;
-        }
-        Reply::Rendezvous { then, .. } => {
-            return Box::pin(write_reply(stream, *then, dialect)).await;
-        }
-        Reply::Delayed { delay, then } => {
-            tokio::time::sleep(delay).await;
-            return Box::pin(write_reply(stream, *then, dialect)).await;
-        }
-        Reply::Status {
+impl Answer {
+    /// What goes on the wire for `reply` (a rendezvous or a delay already passed).
+    fn from_reply(reply: Reply, dialect: Dialect) -> Answer {
+        let events = |turn: &ModelTurn| match dialect {
+            Dialect::OpenAiChat => sse_body(turn),
+            Dialect::AnthropicMessages => anthropic::sse_body(turn),
+        };
+        let stream =
+            |body: String, piece: usize, cut: Option<usize>| Answer::Stream { body, piece, cut };
+        let json = |status: u16, headers: Vec<(String, String)>, body: String| Answer::Json {
             status,
-            retry_after,
-            message,
-        } => {
-            let body = error_body(dialect, status, &message);
-            let retry = retry_after
-                .map(|r| format!("retry-after: {r}\r\n"))
-                .unwrap_or_default();
-            let head = format!(
-                "HTTP/1.1 {status} Fake\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{retry}connection: close\r\n\r\n",
-                body.len()
-            );
-            stream.write_all(head.as_bytes()).await?;
-            stream.write_all(body.as_bytes()).await?;
+            headers,
+            body,
+        };
+        match reply {
+            Reply::Stream { turn, piece } => stream(events(&turn), piece, None),
+            Reply::RawStream(text) => stream(text, 7, None),
+            Reply::StreamError {
+                turn,
+                events: count,
+                kind,
+                message,
+            } => stream(
+                stream_error(dialect, &events(&turn), count, &kind, &message),
+                7,
+                None,
+            ),
+            Reply::Drop { turn, bytes } => stream(events(&turn), 7, Some(bytes)),
+            Reply::Whole(turn) => {
+                let body = match dialect {
+                    Dialect::OpenAiChat => chat::whole_body(&turn),
+                    Dialect::AnthropicMessages => anthropic::whole_body(&turn),
+                };
+                json(200, Vec::new(), body.to_string())
+            }
+            Reply::Rendezvous { then, .. } | Reply::Delayed { then, .. } => {
+                Answer::from_reply(*then, dialect)
+            }
+            Reply::Status {
+                status,
+                retry_after,
+                message,
+            } => {
+                let headers = retry_after
+                    .map(|r| vec![("retry-after".to_string(), r)])
+                    .unwrap_or_default();
+                json(status, headers, error_body(dialect, status, &message))
+            }
         }
     }
-    stream.flush().await?;
-    stream.shutdown().await
 }
 
 /// The first `count` events of `body`, then an error event.
@@ -710,20 +512,4 @@ fn error_body(dialect: Dialect, status: u16, message: &str) -> String {
         Dialect::AnthropicMessages => anthropic::error_body(status, message),
     }
     .to_string()
-}
-
-pub(crate) async fn write_chunks(
-    stream: &mut TcpStream,
-    body: &[u8],
-    piece: usize,
-) -> std::io::Result<()> {
-    for part in body.chunks(piece.max(1)) {
-        stream
-            .write_all(format!("{:x}\r\n", part.len()).as_bytes())
-            .await?;
-        stream.write_all(part).await?;
-        stream.write_all(b"\r\n").await?;
-        stream.flush().await?;
-    }
-    Ok(())
 }

@@ -131,12 +131,7 @@ fn read_claude_hooks(layer: SettingsLayer, file: &Path) -> Result<Option<Value>,
         path: file.to_path_buf(),
         line: e.line(),
         column: e.column(),
-        message: e
-            .to_string()
-            .split(" at line ")
-            .next()
-            .unwrap_or_default()
-            .to_string(),
+        message: e.message().to_string(),
     })?;
     Ok(value.get("hooks").filter(|h| !h.is_null()).cloned())
 }

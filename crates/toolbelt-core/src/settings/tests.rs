@@ -221,6 +221,24 @@ fn legacy_spellings_are_accepted() {
 }
 
 #[test]
+fn hash_comments_end_at_the_line_and_never_inside_a_string_or_comment() {
+    let text = "{\"a\": \"x # y\", /* # */ \"b\": 1, # c \"\n \"d\": \"\\\" #\"}";
+    assert_eq!(
+        parse_settings_text(text.as_bytes()).unwrap(),
+        json!({"a": "x # y", "b": 1, "d": "\" #"})
+    );
+    // Positions after a `#` comment are the file's: the trailing comma, not the brace.
+    let err = parse_settings_text(b"{ # note\n  \"a\": 1,\n}").unwrap_err();
+    assert_eq!((err.line(), err.column()), (2, 9), "{err}");
+}
+
+#[test]
+fn invalid_utf8_is_an_error_with_its_position() {
+    let err = parse_settings_text(b"{\n \"a\": \"\xff\"}").unwrap_err();
+    assert_eq!((err.line(), err.column()), (2, 8), "{err}");
+}
+
+#[test]
 fn empty_file_and_bom_are_fine() {
     assert_eq!(parse_settings_text(b"  \n").unwrap(), json!({}));
     assert_eq!(

@@ -1,65 +1,21 @@
 //! The `inputSchema` of a tool entry, checked against VS Code's
-//! `vscode://schemas/toolsParameters` (a subset of draft-07).
+//! `vscode://schemas/toolsParameters` (a subset of draft-07): the draft-07 meta-schema as
+//! `jsonschema` knows it, and at the top level only the keywords that subset names.
 
+use jsonschema::error::ValidationErrorKind;
+use jsonschema::{Draft, ValidationError};
 use serde_json::{Value, json};
 use toolbelt_core::validate::describe_type;
 
 use super::manifest::printable;
 
-/// The draft-07 keywords of VS Code's `vscode://schemas/toolsParameters`.
-const SCHEMA_KEYWORDS: &[&str] = &[
-    "$id",
-    "$schema",
-    "$ref",
-    "$comment",
-    "title",
-    "description",
-    "readOnly",
-    "writeOnly",
-    "multipleOf",
-    "maximum",
-    "exclusiveMaximum",
-    "minimum",
-    "exclusiveMinimum",
-    "maxLength",
-    "minLength",
-    "pattern",
-    "additionalItems",
-    "items",
-    "maxItems",
-    "minItems",
-    "uniqueItems",
-    "contains",
-    "maxProperties",
-    "minProperties",
-    "required",
-    "additionalProperties",
-    "definitions",
-    "properties",
-    "patternProperties",
-    "dependencies",
-    "propertyNames",
-    "enum",
-    "type",
-    "format",
-    "contentMediaType",
-    "contentEncoding",
-    "if",
-    "then",
-    "else",
-    "allOf",
-    "anyOf",
-    "oneOf",
-    "not",
-];
+/// The draft-07 annotations VS Code's subset adds to the validation keywords `jsonschema`
+/// knows (`Draft::is_known_keyword`); `default` and `examples` are not among them.
+const ANNOTATIONS: &[&str] = &["$comment", "title", "description", "readOnly", "writeOnly"];
 
-const SCHEMA_TYPES: &[&str] = &[
-    "array", "boolean", "integer", "null", "number", "object", "string",
-];
-
-/// VS Code's `vscode://schemas/toolsParameters`: an object at the top level, only the
-/// listed draft-07 keywords there, `type` from the JSON types. Compiling is left to the
-/// first call and to `tools lint`.
+/// VS Code's `vscode://schemas/toolsParameters`: an object at the top level, only
+/// draft-07 keywords there, and valid under draft-07's meta-schema. Compiling is left to
+/// the first call and to `tools lint`.
 ///
 /// The keyword list is applied at the top level only: nested property schemas commonly
 /// carry `default` or `examples` (VS Code's own sample does), and VS Code's meta-schema
@@ -71,13 +27,16 @@ pub(crate) fn check_schema(schema: &Value) -> Result<Value, String> {
             describe_type(schema)
         ));
     };
-    if let Some(key) = map.keys().find(|k| !SCHEMA_KEYWORDS.contains(&k.as_str())) {
+    if let Some(key) = map
+        .keys()
+        .find(|k| !Draft::Draft7.is_known_keyword(k) && !ANNOTATIONS.contains(&k.as_str()))
+    {
         return Err(format!(
             "inputSchema: \"{}\" is not one of the draft-07 keywords VS Code accepts",
             printable(key, 60)
         ));
     }
-    check_types(schema, "inputSchema", 0)?;
+    check_meta_schema(schema)?;
     if let Some(t) = map.get("type")
         && t != "object"
     {
@@ -95,67 +54,48 @@ pub(crate) fn check_schema(schema: &Value) -> Result<Value, String> {
     Ok(schema)
 }
 
-/// Every `type` in the schema is a JSON type or a unique non-empty array of them.
-fn check_types(schema: &Value, at: &str, depth: usize) -> Result<(), String> {
-    // A schema nests as deep as its author wrote it; past this, the compiler decides.
-    if depth > 64 {
-        return Ok(());
-    }
-    let Some(map) = schema.as_object() else {
-        if let Value::Array(items) = schema {
-            for item in items {
-                check_types(item, at, depth + 1)?;
-            }
-        }
+/// The first draft-07 meta-schema violation, named by its place (`inputSchema.properties.f`).
+/// A `format` one (a `pattern` that is no regular expression) is left to compiling, so a
+/// tool with one loads and `tools lint` reports it.
+fn check_meta_schema(schema: &Value) -> Result<(), String> {
+    let meta = jsonschema::draft7::meta::validator();
+    let Some(error) = meta
+        .iter_errors(schema)
+        .find(|e| !matches!(e.kind(), ValidationErrorKind::Format { .. }))
+    else {
         return Ok(());
     };
-    if let Some(t) = map.get("type") {
-        let ok = match t {
-            Value::String(s) => SCHEMA_TYPES.contains(&s.as_str()),
-            Value::Array(items) => {
-                !items.is_empty()
-                    && items
-                        .iter()
-                        .all(|i| i.as_str().is_some_and(|s| SCHEMA_TYPES.contains(&s)))
-                    && items
-                        .iter()
-                        .enumerate()
-                        .all(|(n, i)| !items[..n].contains(i))
-            }
-            _ => false,
-        };
-        if !ok {
-            return Err(format!(
-                "{at}: \"type\" must be one of {} or a unique non-empty array of them, not {t}",
-                SCHEMA_TYPES.join(", ")
-            ));
-        }
+    Err(describe(&error))
+}
+
+fn describe(error: &ValidationError<'_>) -> String {
+    let mut at = String::from("inputSchema");
+    let segments: Vec<String> = error
+        .instance_path()
+        .iter()
+        .map(|s| printable(&s.to_string(), 60))
+        .collect();
+    // The meta-schema's own `type` keyword (not a property that happens to be called so).
+    let bad_type = error
+        .schema_path()
+        .as_str()
+        .starts_with("/properties/type/");
+    let end = if bad_type {
+        segments.len().saturating_sub(1)
+    } else {
+        segments.len()
+    };
+    for segment in &segments[..end] {
+        at.push('.');
+        at.push_str(segment);
     }
-    for (key, value) in map {
-        match key.as_str() {
-            "properties" | "patternProperties" | "definitions" | "dependencies" => {
-                if let Value::Object(children) = value {
-                    for (name, child) in children {
-                        check_types(child, &format!("{at}.{key}.{name}"), depth + 1)?;
-                    }
-                }
-            }
-            "items"
-            | "additionalItems"
-            | "additionalProperties"
-            | "contains"
-            | "propertyNames"
-            | "if"
-            | "then"
-            | "else"
-            | "not"
-            | "allOf"
-            | "anyOf"
-            | "oneOf" => {
-                check_types(value, &format!("{at}.{key}"), depth + 1)?;
-            }
-            _ => {}
-        }
+    if bad_type {
+        format!(
+            "{at}: \"type\" must be one of array, boolean, integer, null, number, object, \
+             string or a unique non-empty array of them, not {}",
+            error.instance()
+        )
+    } else {
+        format!("{at}: {}", error.masked())
     }
-    Ok(())
 }

@@ -123,6 +123,14 @@ fn each_load_time_rule_skips_its_entry_names_file_entry_and_rule_and_the_rest_lo
             ),
             Some("inputSchema.properties.f: \"type\" must be one of"),
         ),
+        (
+            with(
+                tool("schema_meta"),
+                "inputSchema",
+                json!({"type": "object", "properties": {"p": {"type": "string", "minLength": -1}}}),
+            ),
+            Some("inputSchema.properties.p.minLength: "),
+        ),
     ];
     let entries: Vec<Value> = table.iter().map(|(e, _)| e.clone()).collect();
     let mut bindings = serde_json::Map::new();

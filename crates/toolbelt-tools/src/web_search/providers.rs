@@ -1,9 +1,9 @@
 //! The search APIs `web_search` speaks: one request and one response format each.
 
-use async_trait::async_trait;
 use reqwest::{StatusCode, Url};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use toolbelt_core::BoxFuture;
 
 use super::text::strip_html;
 
@@ -48,19 +48,18 @@ pub enum SearchError {
 }
 
 /// A search API.
-#[async_trait]
 pub trait SearchProvider: Send + Sync {
     /// Lower-case name, as in the settings (`tavily`).
     fn name(&self) -> &'static str;
     /// The endpoint searched (no credentials in it).
     fn endpoint(&self) -> &Url;
     /// Searches for `query`, at most `max_results` hits.
-    async fn search(
-        &self,
-        client: &reqwest::Client,
-        query: &str,
+    fn search<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
         max_results: u32,
-    ) -> Result<SearchResults, SearchError>;
+    ) -> BoxFuture<'a, Result<SearchResults, SearchError>>;
 }
 
 /// Body bytes read at most from a provider.
@@ -103,7 +102,6 @@ struct TavilyResult {
     content: String,
 }
 
-#[async_trait]
 impl SearchProvider for Tavily {
     fn name(&self) -> &'static str {
         "tavily"
@@ -111,28 +109,30 @@ impl SearchProvider for Tavily {
     fn endpoint(&self) -> &Url {
         &self.endpoint
     }
-    async fn search(
-        &self,
-        client: &reqwest::Client,
-        query: &str,
+    fn search<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
         max_results: u32,
-    ) -> Result<SearchResults, SearchError> {
-        let request = client
-            .post(self.endpoint.clone())
-            .bearer_auth(&self.key)
-            .json(&json!({ "query": query, "max_results": max_results }));
-        let body: TavilyResponse = parse(send(request).await?)?;
-        Ok(SearchResults {
-            hits: body
-                .results
-                .into_iter()
-                .map(|r| SearchHit {
-                    title: r.title,
-                    url: r.url,
-                    snippet: r.content,
-                })
-                .collect(),
-            answer: body.answer.filter(|a| !a.trim().is_empty()),
+    ) -> BoxFuture<'a, Result<SearchResults, SearchError>> {
+        Box::pin(async move {
+            let request = client
+                .post(self.endpoint.clone())
+                .bearer_auth(&self.key)
+                .json(&json!({ "query": query, "max_results": max_results }));
+            let body: TavilyResponse = parse(send(request).await?)?;
+            Ok(SearchResults {
+                hits: body
+                    .results
+                    .into_iter()
+                    .map(|r| SearchHit {
+                        title: r.title,
+                        url: r.url,
+                        snippet: r.content,
+                    })
+                    .collect(),
+                answer: body.answer.filter(|a| !a.trim().is_empty()),
+            })
         })
     }
 }
@@ -157,7 +157,6 @@ struct SearxngResult {
     content: Option<String>,
 }
 
-#[async_trait]
 impl SearchProvider for Searxng {
     fn name(&self) -> &'static str {
         "searxng"
@@ -165,33 +164,35 @@ impl SearchProvider for Searxng {
     fn endpoint(&self) -> &Url {
         &self.endpoint
     }
-    async fn search(
-        &self,
-        client: &reqwest::Client,
-        query: &str,
+    fn search<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
         max_results: u32,
-    ) -> Result<SearchResults, SearchError> {
-        let mut url = self.endpoint.clone();
-        url.query_pairs_mut()
-            .append_pair("q", query)
-            .append_pair("format", "json");
-        let request = client
-            .get(url)
-            .header(reqwest::header::ACCEPT, "application/json");
-        let body: SearxngResponse = parse(send(request).await?)?;
-        // SearXNG has no result count parameter.
-        Ok(SearchResults {
-            hits: body
-                .results
-                .into_iter()
-                .take(max_results as usize)
-                .map(|r| SearchHit {
-                    title: r.title,
-                    url: r.url,
-                    snippet: r.content.unwrap_or_default(),
-                })
-                .collect(),
-            answer: None,
+    ) -> BoxFuture<'a, Result<SearchResults, SearchError>> {
+        Box::pin(async move {
+            let mut url = self.endpoint.clone();
+            url.query_pairs_mut()
+                .append_pair("q", query)
+                .append_pair("format", "json");
+            let request = client
+                .get(url)
+                .header(reqwest::header::ACCEPT, "application/json");
+            let body: SearxngResponse = parse(send(request).await?)?;
+            // SearXNG has no result count parameter.
+            Ok(SearchResults {
+                hits: body
+                    .results
+                    .into_iter()
+                    .take(max_results as usize)
+                    .map(|r| SearchHit {
+                        title: r.title,
+                        url: r.url,
+                        snippet: r.content.unwrap_or_default(),
+                    })
+                    .collect(),
+                answer: None,
+            })
         })
     }
 }
@@ -223,7 +224,6 @@ struct BraveResult {
     description: String,
 }
 
-#[async_trait]
 impl SearchProvider for Brave {
     fn name(&self) -> &'static str {
         "brave"
@@ -231,33 +231,35 @@ impl SearchProvider for Brave {
     fn endpoint(&self) -> &Url {
         &self.endpoint
     }
-    async fn search(
-        &self,
-        client: &reqwest::Client,
-        query: &str,
+    fn search<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
         max_results: u32,
-    ) -> Result<SearchResults, SearchError> {
-        let mut url = self.endpoint.clone();
-        url.query_pairs_mut()
-            .append_pair("q", query)
-            .append_pair("count", &max_results.to_string());
-        let request = client
-            .get(url)
-            .header("X-Subscription-Token", &self.key)
-            .header(reqwest::header::ACCEPT, "application/json");
-        let body: BraveResponse = parse(send(request).await?)?;
-        let results = body.web.map(|w| w.results).unwrap_or_default();
-        // Titles and descriptions mark the matched words with <strong>.
-        Ok(SearchResults {
-            hits: results
-                .into_iter()
-                .map(|r| SearchHit {
-                    title: strip_html(&r.title),
-                    url: r.url,
-                    snippet: strip_html(&r.description),
-                })
-                .collect(),
-            answer: None,
+    ) -> BoxFuture<'a, Result<SearchResults, SearchError>> {
+        Box::pin(async move {
+            let mut url = self.endpoint.clone();
+            url.query_pairs_mut()
+                .append_pair("q", query)
+                .append_pair("count", &max_results.to_string());
+            let request = client
+                .get(url)
+                .header("X-Subscription-Token", &self.key)
+                .header(reqwest::header::ACCEPT, "application/json");
+            let body: BraveResponse = parse(send(request).await?)?;
+            let results = body.web.map(|w| w.results).unwrap_or_default();
+            // Titles and descriptions mark the matched words with <strong>.
+            Ok(SearchResults {
+                hits: results
+                    .into_iter()
+                    .map(|r| SearchHit {
+                        title: strip_html(&r.title),
+                        url: r.url,
+                        snippet: strip_html(&r.description),
+                    })
+                    .collect(),
+                answer: None,
+            })
         })
     }
 }
