@@ -35,6 +35,7 @@ mod approver;
 mod claude_flags;
 mod control;
 mod input;
+mod mcp_prompts;
 mod out;
 mod session_loop;
 mod wire;

@@ -302,7 +302,9 @@ pub fn mcp_text(reports: &[ServerReport]) -> String {
     let mut s = String::from("MCP servers:\n");
     for r in reports {
         let status = match &r.status {
-            ServerStatus::Connected => format!("connected, {} tools", r.tools.len()),
+            ServerStatus::Connected => {
+                format!("connected, {}", crate::listing::mcp_counts(r))
+            }
             ServerStatus::Connecting => "connecting".to_string(),
             ServerStatus::Failed(why) => format!("failed: {why}"),
             other => other.to_string(),

@@ -683,7 +683,8 @@ impl App {
             self.emit(view::note(&note, Color::Gray));
             return;
         }
-        if let Some(command) = slash::parse(&text) {
+        let prompt_command = self.mcp.is_prompt_command(&text);
+        if !prompt_command && let Some(command) = slash::parse(&text) {
             self.emit(view::user_lines(&text));
             match command {
                 Ok(command) => self.slash(command),
@@ -702,9 +703,21 @@ impl App {
         let tx = self.to_ui.clone();
         let cwd = self.cwd.clone();
         let token = cancel.clone();
+        let mcp = self.mcp.clone();
         let task = tokio::spawn(async move {
+            // `/<server>:<prompt>`: what the MCP prompt returns is the prompt.
+            let text = match mcp.run_prompt_command(&text).await {
+                None => text,
+                Some(Ok(expanded)) => expanded,
+                Some(Err(why)) => {
+                    let _ = tx.send(UiMessage::Notice(why.clone()));
+                    let _ = tx.send(UiMessage::Done(RunOutcome::prompt_not_made(why)));
+                    return;
+                }
+            };
+            let servers = mcp.aliases();
             let (prompt, warnings) =
-                at_paths::inline(&text, &agent.registry(), agent.scheduler(), &cwd).await;
+                at_paths::inline(&text, &agent.registry(), agent.scheduler(), &cwd, &servers).await;
             for warning in warnings {
                 let _ = tx.send(UiMessage::Notice(warning));
             }

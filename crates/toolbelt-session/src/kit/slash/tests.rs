@@ -134,6 +134,9 @@ fn mcp_servers_show_status_reason_and_tools() {
                 "search".into(),
                 "Searches the docs. Returns pages.".into(),
             )],
+            resources: 2,
+            resource_templates: 1,
+            prompts: 3,
         },
         ServerReport {
             alias: "gone".into(),
@@ -141,11 +144,14 @@ fn mcp_servers_show_status_reason_and_tools() {
             target: "http://127.0.0.1:9/mcp".into(),
             status: ServerStatus::Failed("connection refused".into()),
             tools: Vec::new(),
+            resources: 0,
+            resource_templates: 0,
+            prompts: 0,
         },
     ];
     assert_eq!(
         mcp_text(&reports),
-        "MCP servers:\n  docs (stdio docs-server --stdio): connected, 1 tools\n    mcp__docs__search  Searches the docs.\n  gone (http http://127.0.0.1:9/mcp): failed: connection refused\n"
+        "MCP servers:\n  docs (stdio docs-server --stdio): connected, 1 tools, 2 resources (1 templates), 3 prompts\n    mcp__docs__search  Searches the docs.\n  gone (http http://127.0.0.1:9/mcp): failed: connection refused\n"
     );
 }
 
