@@ -29,7 +29,8 @@ const CATALOG_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 pub(crate) struct Catalog {
     pub(crate) offers_resources: bool,
     pub(crate) offers_prompts: bool,
-    pub(crate) resources: usize,
+    /// The URIs of the listed resources (for `@server:uri` completion).
+    pub(crate) resources: Vec<String>,
     pub(crate) templates: usize,
     pub(crate) prompts: Vec<McpPrompt>,
 }
@@ -99,10 +100,15 @@ impl McpConnection {
         self.catalog().prompts
     }
 
+    /// The URIs of its resources as last listed.
+    pub fn resource_uris(&self) -> Vec<String> {
+        self.catalog().resources
+    }
+
     /// `(resources, resource templates, prompts)` as last counted.
     pub fn catalog_counts(&self) -> (usize, usize, usize) {
         let c = self.catalog();
-        (c.resources, c.templates, c.prompts.len())
+        (c.resources.len(), c.templates, c.prompts.len())
     }
 
     pub(crate) fn catalog(&self) -> Catalog {
@@ -147,7 +153,7 @@ impl McpConnection {
         let alias = self.alias();
         if offers_resources {
             match peer.list_all_resources().await {
-                Ok(list) => catalog.resources = list.len(),
+                Ok(list) => catalog.resources = list.into_iter().map(|r| r.uri).collect(),
                 Err(e) => warn_listing(alias, "resources/list", &e),
             }
             match peer.list_all_resource_templates().await {

@@ -26,6 +26,18 @@ impl McpServers {
             .collect()
     }
 
+    /// `server:uri` of every listed resource, for completing `@server:uri`.
+    pub fn resource_references(&self) -> Vec<String> {
+        (self.connections().iter())
+            .flat_map(|c| {
+                let alias = c.alias().to_string();
+                c.resource_uris()
+                    .into_iter()
+                    .map(move |uri| format!("{alias}:{uri}"))
+            })
+            .collect()
+    }
+
     /// Whether `line` is `/<server>:<prompt> ...` for a prompt of one of these servers.
     pub fn is_prompt_command(&self, line: &str) -> bool {
         self.find_prompt(line).is_some()

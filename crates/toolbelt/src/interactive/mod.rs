@@ -834,27 +834,39 @@ impl App {
         const SHOWN: usize = 5;
         self.completion_selected = 0;
         self.completions = match self.editor.completion_word() {
-            Some((_, word)) if word.starts_with('@') => self
-                .paths
-                .as_ref()
-                .map(|p| {
-                    p.complete(&word[1..], SHOWN)
-                        .into_iter()
-                        .map(|c| format!("@{c}"))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            Some((_, word)) if word.starts_with('@') => {
+                // MCP resources (`@server:uri`) whose name starts so, then the files.
+                let typed = &word[1..];
+                let resources = (self.mcp.resource_references().into_iter())
+                    .filter(|r| !typed.is_empty() && r.starts_with(typed));
+                let paths = (self.paths.as_ref())
+                    .map(|p| p.complete(typed, SHOWN))
+                    .unwrap_or_default();
+                resources
+                    .chain(paths)
+                    .take(SHOWN)
+                    .map(|c| format!("@{c}"))
+                    .collect()
+            }
             Some((_, word)) if word.starts_with('#') => {
                 reference_candidates(&self.agent.registry(), &word[1..], SHOWN)
                     .into_iter()
                     .map(|c| format!("#{}", c.name))
                     .collect()
             }
-            Some((_, word)) if word.starts_with('/') => slash::command_candidates(&word[1..])
-                .into_iter()
-                .take(SHOWN)
-                .map(|(name, _)| format!("/{name}"))
-                .collect(),
+            Some((_, word)) if word.starts_with('/') => {
+                let builtin = slash::command_candidates(&word[1..]).into_iter();
+                // MCP prompts (`/server:prompt`) after the built-in commands.
+                let prompts = (self.mcp.prompts().into_iter())
+                    .map(|p| p.command())
+                    .filter(|c| !word[1..].is_empty() && c.starts_with(&word[1..]));
+                builtin
+                    .map(|(name, _)| name.to_string())
+                    .chain(prompts)
+                    .take(SHOWN)
+                    .map(|name| format!("/{name}"))
+                    .collect()
+            }
             _ => Vec::new(),
         };
     }
