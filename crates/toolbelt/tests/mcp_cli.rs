@@ -466,6 +466,10 @@ fn resource_tools_list_and_read_text_and_blob_resources() {
         return;
     };
     let project = everything_project(&script);
+    let out = project.run(&["tools", "list"]);
+    for tool in ["list_mcp_resources", "read_mcp_resource"] {
+        assert!(stdout(&out).contains(tool), "{}", stdout(&out));
+    }
     let out = project.run(&["tools", "call", "list_mcp_resources", "{}"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
@@ -521,6 +525,27 @@ fn resource_tools_list_and_read_text_and_blob_resources() {
         said.contains("no MCP server named \"nobody\"; servers with resources: everything"),
         "{said}"
     );
+}
+
+/// Claude Code's names for the resource tools work in permission rules.
+#[test]
+fn a_deny_rule_on_read_mcp_resource_tool_refuses_the_read() {
+    let Some(script) = everything_or_skip() else {
+        return;
+    };
+    let project = Project::new(json!({
+        "mcpServers": {"everything": {"command": "node", "args": [script]}},
+        "permissions": {"deny": ["ReadMcpResourceTool"]}
+    }));
+    let args = json!({"server": "everything", "uri": "demo://resource/dynamic/text/1"}).to_string();
+    let out = project.run(&["tools", "call", "read_mcp_resource", &args]);
+    assert!(!out.status.success());
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!said.contains("plaintext resource"), "{said}");
+    assert!(said.to_lowercase().contains("denied"), "{said}");
+    // The listing is another tool: not denied.
+    let out = project.run(&["tools", "call", "list_mcp_resources", "{}"]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 /// A server without resources: the resource tools are not offered.
@@ -615,6 +640,8 @@ fn stream_json_lists_prompts_as_commands_and_runs_one() {
         json!({"type": "control_request", "request_id": "cmds", "request": {"subtype": "supported_commands"}}),
         json!({"type": "user", "session_id": "", "parent_tool_use_id": null,
                "message": {"role": "user", "content": "/everything:args-prompt city=Oslo"}}),
+        json!({"type": "user", "session_id": "", "parent_tool_use_id": null,
+               "message": {"role": "user", "content": "and @everything:demo://resource/dynamic/text/2"}}),
     ]
     .map(|v| v.to_string())
     .join("\n");
@@ -676,4 +703,11 @@ fn stream_json_lists_prompts_as_commands_and_runs_one() {
     );
     let user = first_user_text(&model);
     assert!(user.starts_with("What's weather in Oslo?"), "{user}");
+    // The second message's `@server:uri` reached the model with the resource's text.
+    let requests = model.requests();
+    let last = requests.last().unwrap().body["messages"].to_string();
+    assert!(
+        last.contains("--- everything:demo://resource/dynamic/text/2 ---\\nResource 2: This is a plaintext resource"),
+        "{last}"
+    );
 }
