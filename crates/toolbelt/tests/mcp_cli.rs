@@ -711,3 +711,66 @@ fn stream_json_lists_prompts_as_commands_and_runs_one() {
         "{last}"
     );
 }
+
+/// A resource the server makes during the run (server-everything's gzip tool registers a
+/// session resource): the model reads it, and a binary blob is named with its type and
+/// size, not dumped.
+#[test]
+fn a_binary_resource_made_during_the_run_is_named_not_dumped() {
+    use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+    use toolbelt_model::{FinishReason, ModelTurn, ToolCall};
+    let Some(script) = everything_or_skip() else {
+        return;
+    };
+    let project = Project::new(json!({"mcpServers": {
+        "everything": {"command": "node", "args": [script], "trust": true}
+    }}));
+    let call = |id: &str, name: &str, arguments: Value| {
+        Reply::turn(ModelTurn {
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: arguments.to_string(),
+            }],
+            finish_reason: FinishReason::ToolCalls,
+            ..Default::default()
+        })
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let model = runtime
+        .block_on(FakeOpenAi::start(vec![
+            call(
+                "g1",
+                "mcp__everything__gzip-file-as-resource",
+                json!({"name": "hi.gz", "data": "data:text/plain;base64,aGVsbG8gd29ybGQ="}),
+            ),
+            call(
+                "r1",
+                "read_mcp_resource",
+                json!({"server": "everything", "uri": "demo://resource/session/hi.gz"}),
+            ),
+            Reply::text("done"),
+        ]))
+        .unwrap();
+    let url = model.base_url();
+    let out = project.run(&["--openai-base-url", &url, "-m", "m", "-p", "zip it"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = model.requests();
+    let messages = requests.last().unwrap().body["messages"].clone();
+    let read = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "r1")
+        .unwrap_or_else(|| panic!("{messages}"));
+    let text = read["content"].as_str().unwrap();
+    assert!(
+        text.starts_with("[Resource demo://resource/session/hi.gz: ")
+            && text.ends_with(" bytes of application/gzip, not shown]"),
+        "{text}"
+    );
+}
