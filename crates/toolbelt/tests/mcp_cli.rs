@@ -548,6 +548,27 @@ fn a_deny_rule_on_read_mcp_resource_tool_refuses_the_read() {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
+/// Asking a server that has no resources for one is an error that names the servers
+/// that have some.
+#[test]
+fn reading_from_a_server_without_resources_says_which_servers_have_them() {
+    let Some(script) = everything_or_skip() else {
+        return;
+    };
+    let project = Project::new(json!({"mcpServers": {
+        "everything": {"command": "node", "args": [script]},
+        "t": {"command": testserver()}
+    }}));
+    let args = json!({"server": "t", "uri": "demo://x"}).to_string();
+    let out = project.run(&["tools", "call", "read_mcp_resource", &args]);
+    assert!(!out.status.success());
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        said.contains("MCP server \"t\" offers no resources; servers with resources: everything"),
+        "{said}"
+    );
+}
+
 /// A server without resources: the resource tools are not offered.
 #[test]
 fn resource_tools_are_offered_only_when_a_server_has_resources() {
