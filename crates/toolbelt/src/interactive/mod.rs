@@ -758,7 +758,10 @@ impl App {
         let busy = self.running.is_some() || self.compressing.is_some();
         match command {
             SlashCommand::Quit => self.request_quit(),
-            SlashCommand::Help => self.emit(view::note(&slash::help_text(), Color::Gray)),
+            SlashCommand::Help => {
+                let text = slash::help_text(&self.mcp.prompts());
+                self.emit(view::note(&text, Color::Gray))
+            }
             SlashCommand::Tools => {
                 let text = slash::tools_text(&self.agent.registry());
                 self.emit(view::note(&text, Color::Gray));

@@ -77,11 +77,30 @@ fn prompts_are_not_commands_and_mistakes_say_what_to_type() {
 
 #[test]
 fn help_lists_every_command_and_key() {
-    let text = help_text();
+    let text = help_text(&[]);
     for (name, _, what) in COMMANDS {
         assert!(text.contains(&format!("/{name}")), "{name}: {text}");
         assert!(text.contains(what), "{text}");
     }
+    assert!(!text.contains("MCP prompts") && text.contains("@server:uri"));
+    // A server's prompts, with their arguments as typed.
+    let prompt = toolbelt_mcp::McpPrompt {
+        server: "srv".into(),
+        name: "weather".into(),
+        description: "Asks about the weather.\nMore.".into(),
+        arguments: vec![toolbelt_mcp::McpPromptArgument {
+            name: "city".into(),
+            description: String::new(),
+            required: true,
+        }],
+    };
+    let with = help_text(std::slice::from_ref(&prompt));
+    assert!(
+        with.lines()
+            .any(|l| l.trim_start().starts_with("/srv:weather city=...")
+                && l.ends_with(" Asks about the weather.")),
+        "{with}"
+    );
     assert!(text.contains("Shift-Tab") && text.contains("@path") && text.contains("#tool"));
     assert_eq!(
         command_candidates("c"),
