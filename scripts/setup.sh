@@ -46,7 +46,7 @@ if [ -z "$LIST" ]; then
 fi
 
 # The public MCP reference server, for the interoperability test of the MCP client
-# (crates/toolbelt/tests/mcp_cli.rs), installed into a project-local, git-ignored directory.
+# (crates/toolbelt/tests/mcp_cli/), installed into a project-local, git-ignored directory.
 EVERYTHING_DIR=.cache/node
 EVERYTHING_VERSION=2026.8.31
 if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then

@@ -8,6 +8,10 @@
 //! absent, through `read_file` for plain files; so the workspace boundary, ignore files
 //! and the output budget apply exactly as for the model's own calls. A reference that
 //! cannot be read is left in the prompt as written, with a warning.
+//!
+//! `@server:uri`, where `server` is the name of a configured MCP server, is one of its
+//! resources instead: read through the registry's `read_mcp_resource` (registered when
+//! a server offers resources), under the same rules as the model's own reads.
 
 use std::path::Path;
 
@@ -46,13 +50,43 @@ pub fn references(prompt: &str) -> Vec<String> {
     out
 }
 
+/// `(server, uri)` when `reference` is `server:uri` for one of `mcp_servers`.
+pub fn mcp_resource<'r>(reference: &'r str, mcp_servers: &[String]) -> Option<(&'r str, &'r str)> {
+    let (server, uri) = reference.split_once(':')?;
+    (!uri.is_empty() && mcp_servers.iter().any(|s| s == server)).then_some((server, uri))
+}
+
 /// The prompt with the referenced content appended, and warnings for references that
-/// could not be read.
+/// could not be read. `mcp_servers` are the configured MCP servers' names, for
+/// `@server:uri`.
 pub async fn inline(
     prompt: &str,
     registry: &ToolRegistry,
     session: &Scheduler,
     cwd: &Path,
+    mcp_servers: &[String],
+) -> (String, Vec<String>) {
+    inline_some(prompt, registry, session, Some(cwd), mcp_servers).await
+}
+
+/// Only the `@server:uri` references of `prompt` (stream-JSON, whose clients send
+/// `@path` as text for the model, as Claude Code's do).
+pub async fn inline_resources(
+    prompt: &str,
+    registry: &ToolRegistry,
+    session: &Scheduler,
+    mcp_servers: &[String],
+) -> (String, Vec<String>) {
+    inline_some(prompt, registry, session, None, mcp_servers).await
+}
+
+/// `@path`s too when there is a `cwd`.
+async fn inline_some(
+    prompt: &str,
+    registry: &ToolRegistry,
+    session: &Scheduler,
+    cwd: Option<&Path>,
+    mcp_servers: &[String],
 ) -> (String, Vec<String>) {
     // The person's references are read through a scheduler of their own (the session's
     // rules, mode and hooks, nobody to ask, no events): the same checks as any call,
@@ -60,10 +94,83 @@ pub async fn inline(
     // model's calls.
     let scheduler = Scheduler::new(session.env().clone(), SchedulerConfig::new(session.rules()));
 
-    let refs = references(prompt);
-    if refs.is_empty() {
+    let (resources, mut refs): (Vec<String>, Vec<String>) = references(prompt)
+        .into_iter()
+        .partition(|r| mcp_resource(r, mcp_servers).is_some());
+    if cwd.is_none() {
+        refs.clear();
+    }
+    if refs.is_empty() && resources.is_empty() {
         return (prompt.to_string(), Vec::new());
     }
+    let mut warnings = Vec::new();
+    let mut contents = Vec::new();
+    for reference in &resources {
+        read_resource(
+            registry,
+            &scheduler,
+            reference,
+            mcp_servers,
+            &mut contents,
+            &mut warnings,
+        )
+        .await;
+    }
+    if let Some(cwd) = cwd.filter(|_| !refs.is_empty()) {
+        read_paths(
+            registry,
+            &scheduler,
+            &refs,
+            cwd,
+            &mut contents,
+            &mut warnings,
+        )
+        .await;
+    }
+    if contents.is_empty() {
+        return (prompt.to_string(), warnings);
+    }
+    let text = format!(
+        "{prompt}\n\n--- Content from referenced files ---\n{}\n--- End of content ---",
+        contents.join("\n")
+    );
+    (text, warnings)
+}
+
+/// `@server:uri`: the resource through `read_mcp_resource`.
+async fn read_resource(
+    registry: &ToolRegistry,
+    scheduler: &Scheduler,
+    reference: &str,
+    mcp_servers: &[String],
+    contents: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) {
+    let Some((server, uri)) = mcp_resource(reference, mcp_servers) else {
+        return;
+    };
+    if registry.get("read_mcp_resource").is_none() {
+        warnings.push(format!(
+            "@{reference} not inlined: MCP server \"{server}\" offers no resources"
+        ));
+        return;
+    }
+    let args = json!({ "server": server, "uri": uri });
+    match run(registry, scheduler, "read_mcp_resource", args).await {
+        Ok(text) => contents.push(format!("--- {reference} ---\n{text}")),
+        Err(e) => warnings.push(format!("@{reference} not inlined: {e}")),
+    }
+}
+
+/// `@path`s: through `read_many_files`, or `read_file` for plain files.
+async fn read_paths(
+    registry: &ToolRegistry,
+    scheduler: &Scheduler,
+    refs: &[String],
+    cwd: &Path,
+    contents: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) {
     let absolute: Vec<String> = refs
         .iter()
         .map(|r| {
@@ -75,12 +182,10 @@ pub async fn inline(
             }
         })
         .collect();
-    let mut warnings = Vec::new();
-    let mut contents = Vec::new();
     if registry.get("read_many_files").is_some() {
         match run(
             registry,
-            &scheduler,
+            scheduler,
             "read_many_files",
             json!({ "paths": absolute }),
         )
@@ -89,35 +194,27 @@ pub async fn inline(
             Ok(text) => contents.push(text),
             Err(e) => warnings.push(format!("@ references not inlined: {e}")),
         }
-    } else {
-        for (given, path) in refs.iter().zip(&absolute) {
-            if !Path::new(path).is_file() {
-                warnings.push(format!(
-                    "@{given} not inlined: only files can be inlined without read_many_files"
-                ));
-                continue;
-            }
-            match run(
-                registry,
-                &scheduler,
-                "read_file",
-                json!({ "absolute_path": path }),
-            )
-            .await
-            {
-                Ok(text) => contents.push(format!("--- {path} ---\n{text}")),
-                Err(e) => warnings.push(format!("@{given} not inlined: {e}")),
-            }
+        return;
+    }
+    for (given, path) in refs.iter().zip(&absolute) {
+        if !Path::new(path).is_file() {
+            warnings.push(format!(
+                "@{given} not inlined: only files can be inlined without read_many_files"
+            ));
+            continue;
+        }
+        match run(
+            registry,
+            scheduler,
+            "read_file",
+            json!({ "absolute_path": path }),
+        )
+        .await
+        {
+            Ok(text) => contents.push(format!("--- {path} ---\n{text}")),
+            Err(e) => warnings.push(format!("@{given} not inlined: {e}")),
         }
     }
-    if contents.is_empty() {
-        return (prompt.to_string(), warnings);
-    }
-    let text = format!(
-        "{prompt}\n\n--- Content from referenced files ---\n{}\n--- End of content ---",
-        contents.join("\n")
-    );
-    (text, warnings)
 }
 
 async fn run(
@@ -152,5 +249,17 @@ mod tests {
             ["src/main.rs", "docs/a b.md"]
         );
         assert!(references("no refs @ here").is_empty());
+    }
+
+    #[test]
+    fn a_reference_is_a_resource_only_when_it_names_a_configured_server() {
+        let servers = ["everything".to_string()];
+        assert_eq!(
+            mcp_resource("everything:demo://resource/static/document/a.md", &servers),
+            Some(("everything", "demo://resource/static/document/a.md"))
+        );
+        assert_eq!(mcp_resource("other:demo://x", &servers), None);
+        assert_eq!(mcp_resource("src/main.rs", &servers), None);
+        assert_eq!(mcp_resource("everything:", &servers), None);
     }
 }

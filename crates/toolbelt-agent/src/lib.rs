@@ -144,6 +144,9 @@ pub enum StopReason {
     PromptBlocked(String),
     /// A hook said `continue: false`, with this reason.
     HookStopped(String),
+    /// The prompt could not be made (an MCP prompt command failed), for this reason;
+    /// nothing was sent.
+    PromptNotMade(String),
 }
 
 impl StopReason {
@@ -160,6 +163,7 @@ impl StopReason {
                 Some(format!("a UserPromptSubmit hook blocked the prompt: {why}"))
             }
             StopReason::HookStopped(why) => Some(format!("a hook stopped the run: {why}")),
+            StopReason::PromptNotMade(why) => Some(why.clone()),
             StopReason::Answered | StopReason::PlanProposed => None,
         }
     }
@@ -182,6 +186,21 @@ pub struct RunOutcome {
     pub model_time: Duration,
     /// Time spent running tools.
     pub tool_time: Duration,
+}
+
+impl RunOutcome {
+    /// A run that never reached the model because its prompt could not be made.
+    pub fn prompt_not_made(why: String) -> RunOutcome {
+        RunOutcome {
+            answer: String::new(),
+            calls: Vec::new(),
+            usage: Usage::default(),
+            turns: 0,
+            stop: StopReason::PromptNotMade(why),
+            model_time: Duration::ZERO,
+            tool_time: Duration::ZERO,
+        }
+    }
 }
 
 /// The agent loop of one conversation: a model, the tools and the scheduler that runs them (see the crate documentation).

@@ -76,7 +76,7 @@ enum Link {
 }
 
 /// Why a call could not get the server.
-enum Unavailable {
+pub(crate) enum Unavailable {
     Cancelled,
     Failed(String),
 }
@@ -91,6 +91,8 @@ pub struct McpConnection {
     link: Mutex<Link>,
     status: Mutex<ServerStatus>,
     tools: Mutex<Vec<Arc<McpTool>>>,
+    /// Resources and prompts of the last listing (see `catalog`).
+    pub(crate) catalog: Mutex<crate::catalog::Catalog>,
     /// The process of the stdio server being started, killed when its handshake times out.
     starting_pid: Mutex<Option<u32>>,
     /// The current outage was logged: one line per server per outage, not per call.
@@ -125,6 +127,7 @@ impl McpConnection {
             link: Mutex::new(Link::Down),
             status: Mutex::new(ServerStatus::Connecting),
             tools: Mutex::new(Vec::new()),
+            catalog: Mutex::new(Default::default()),
             starting_pid: Mutex::new(None),
             outage_logged: AtomicBool::new(false),
         })
@@ -248,7 +251,8 @@ impl McpConnection {
         Ok(())
     }
 
-    /// Lists the tools again (after `notifications/tools/list_changed`).
+    /// Lists the tools again (after a `list_changed` notification), and the resources
+    /// and prompts.
     pub async fn refresh_tools(self: &Arc<Self>) -> Result<(), String> {
         let peer = match self.peer(&CancellationToken::new()).await {
             Ok(peer) => peer,
@@ -275,6 +279,7 @@ impl McpConnection {
             .map(|t| Arc::new(McpTool::new(self.clone(), t)))
             .collect();
         *self.tools.lock().unwrap_or_else(PoisonError::into_inner) = tools;
+        self.list_catalog(peer).await;
         Ok(())
     }
 
@@ -308,7 +313,7 @@ impl McpConnection {
 
     /// The live client's peer. When the server died, starts it again (or joins the
     /// restart under way) and waits for that, or for `cancel`, whichever comes first.
-    async fn peer(
+    pub(crate) async fn peer(
         self: &Arc<Self>,
         cancel: &CancellationToken,
     ) -> Result<Peer<RoleClient>, Unavailable> {
@@ -530,7 +535,7 @@ impl McpConnection {
     }
 }
 
-fn service_error_text(e: &ServiceError) -> String {
+pub(crate) fn service_error_text(e: &ServiceError) -> String {
     match e {
         ServiceError::McpError(e) => format!("MCP error {}: {}", e.code.0, e.message),
         other => other.to_string(),

@@ -46,7 +46,12 @@ pub(crate) fn to_tool_result(server: &str, tool: &str, result: CallToolResult) -
     }
 }
 
-fn map_block(tool: &str, block: ContentBlock, parts: &mut Vec<Part>, display: &mut Vec<String>) {
+pub(crate) fn map_block(
+    tool: &str,
+    block: ContentBlock,
+    parts: &mut Vec<Part>,
+    display: &mut Vec<String>,
+) {
     match block {
         ContentBlock::Text(t) => {
             display.push(t.text.clone());
@@ -143,5 +148,145 @@ fn media(
             display.push(note.clone());
             parts.push(Part::text(note));
         }
+    }
+}
+
+/// Text of one resource past this many bytes is cut, with a note saying so.
+pub(crate) const MAX_RESOURCE_TEXT: usize = 100_000;
+/// Images past this many bytes are named, not sent (as `read_file`'s limit for media).
+pub(crate) const MAX_RESOURCE_IMAGE: usize = 7 * 1024 * 1024;
+
+/// What `resources/read` returned, for the model: text as text (cut at
+/// [`MAX_RESOURCE_TEXT`]), text sent as a blob decoded, images as images, any other
+/// binary named with its type and size, never dumped. Also the display lines.
+pub(crate) fn resource_parts(contents: Vec<ResourceContents>) -> (Vec<Part>, Vec<String>) {
+    let mut parts = Vec::new();
+    let mut display = Vec::new();
+    for content in contents {
+        match content {
+            ResourceContents::TextResourceContents { uri, text, .. } => {
+                let text = capped_text(&uri, text);
+                display.push(format!("Resource {uri} ({} bytes of text)", text.len()));
+                parts.push(Part::text(text));
+            }
+            ResourceContents::BlobResourceContents {
+                uri,
+                mime_type,
+                blob,
+                ..
+            } => {
+                let mime = mime_type.unwrap_or_else(|| "application/octet-stream".into());
+                let note = blob_part(&uri, &mime, &blob, &mut parts);
+                display.push(note);
+            }
+            other => {
+                let text = serde_json::to_string(&other).unwrap_or_default();
+                display.push("Resource contents of another kind".to_string());
+                parts.push(Part::text(capped_text("(unknown kind)", text)));
+            }
+        }
+    }
+    if parts.is_empty() {
+        parts.push(Part::text("(the server returned no contents)"));
+    }
+    (parts, display)
+}
+
+/// `text` cut at [`MAX_RESOURCE_TEXT`] bytes (on a character boundary), with a note.
+fn capped_text(uri: &str, text: String) -> String {
+    if text.len() <= MAX_RESOURCE_TEXT {
+        return text;
+    }
+    let mut end = MAX_RESOURCE_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[... truncated: resource {uri} has {} bytes of text; only the first {end} are shown]",
+        &text[..end],
+        text.len()
+    )
+}
+
+/// Adds a blob's part and returns the display line.
+fn blob_part(uri: &str, mime: &str, blob: &str, parts: &mut Vec<Part>) -> String {
+    let data = match STANDARD.decode(blob.as_bytes()) {
+        Ok(data) => data,
+        Err(e) => {
+            let note = format!("[Resource {uri}: invalid base64 data: {e}]");
+            parts.push(Part::text(note.clone()));
+            return note;
+        }
+    };
+    let textual = mime.starts_with("text/") || mime == "application/json";
+    if textual && let Ok(text) = String::from_utf8(data.clone()) {
+        let text = capped_text(uri, text);
+        let note = format!("Resource {uri} ({mime}, {} bytes)", data.len());
+        parts.push(Part::text(text));
+        return note;
+    }
+    let note = format!("[Resource {uri}: {} bytes of {mime}", data.len());
+    if mime.starts_with("image/") && data.len() <= MAX_RESOURCE_IMAGE {
+        let note = format!("{note}]");
+        parts.push(Part::text(note.clone()));
+        parts.push(Part::InlineData {
+            mime_type: mime.to_string(),
+            data,
+            display_name: Some(uri.to_string()),
+        });
+        return note;
+    }
+    let note = format!("{note}, not shown]");
+    parts.push(Part::text(note.clone()));
+    note
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob(mime: &str, data: &[u8]) -> ResourceContents {
+        ResourceContents::BlobResourceContents {
+            uri: "demo://x".into(),
+            mime_type: Some(mime.into()),
+            blob: STANDARD.encode(data),
+            meta: None,
+        }
+    }
+
+    #[test]
+    fn resource_contents_become_text_images_or_a_named_binary() {
+        let (parts, _) = resource_parts(vec![
+            ResourceContents::text("hello", "demo://t"),
+            blob("image/png", b"\x89PNG"),
+            blob("application/zip", &[0, 1, 2, 255]),
+            blob("text/plain", b"plain blob"),
+        ]);
+        assert_eq!(parts[0].as_text(), Some("hello"));
+        assert_eq!(
+            parts[1].as_text(),
+            Some("[Resource demo://x: 4 bytes of image/png]")
+        );
+        assert!(
+            matches!(&parts[2], Part::InlineData { mime_type, data, .. } if mime_type == "image/png" && data == b"\x89PNG")
+        );
+        assert_eq!(
+            parts[3].as_text(),
+            Some("[Resource demo://x: 4 bytes of application/zip, not shown]")
+        );
+        assert_eq!(parts[4].as_text(), Some("plain blob"));
+    }
+
+    #[test]
+    fn long_text_is_cut_with_a_note() {
+        let long = "é".repeat(MAX_RESOURCE_TEXT);
+        let (parts, _) = resource_parts(vec![ResourceContents::text(long, "demo://big")]);
+        let text = parts[0].as_text().unwrap();
+        assert!(text.len() < MAX_RESOURCE_TEXT + 200);
+        assert!(text.ends_with(&format!(
+            "[... truncated: resource demo://big has {} bytes of text; only the first {} are shown]",
+            2 * MAX_RESOURCE_TEXT,
+            MAX_RESOURCE_TEXT
+        )));
     }
 }

@@ -1,5 +1,7 @@
 //! What a server tells us without being asked: progress of a running call and
-//! "my tool list changed". One [`ServerEvents`] per server, shared by its reconnections.
+//! "my list of tools (or resources, or prompts) changed". One [`ServerEvents`] per
+//! server, shared by its reconnections. Every kind of list change asks for the same
+//! refresh: the owner lists the server's tools, resources and prompts again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -60,6 +62,14 @@ impl ClientHandler for ServerEvents {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         // The receiver lives as long as the session; a closed channel only means nobody
         // refreshes any more.
+        let _ = self.changes.send(self.alias.clone());
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.changes.send(self.alias.clone());
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.changes.send(self.alias.clone());
     }
 

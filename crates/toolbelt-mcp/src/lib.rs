@@ -12,6 +12,10 @@
 //! tools, restart after a crash); each of its tools is an [`McpTool`] registered as
 //! `mcp__<alias>__<tool>`. Results are mapped to toolbelt parts in `content`.
 //!
+//! Resources and prompts (`catalog`): when a server advertises resources, the built-in
+//! tools `list_mcp_resources` and `read_mcp_resource` are registered; a server's prompts
+//! become commands `/<alias>:<prompt> name=value` ([`McpServers::run_prompt_command`]).
+//!
 //! Transports: stdio (rmcp's child-process transport; the server's stderr goes to a log
 //! file in the directory the caller names, never into answers, statuses or errors),
 //! Streamable HTTP (rmcp's transport on our reqwest client), and the legacy HTTP+SSE
@@ -58,21 +62,28 @@ use futures::future::join_all;
 use tokio::sync::mpsc;
 use toolbelt_core::{Origin, ToolRegistry};
 
+mod catalog;
 mod config;
 mod connection;
 mod content;
 mod events;
+mod list_resources;
+mod prompts;
+mod read_resource;
 pub mod sdk;
 pub mod serve;
 mod sse;
 mod start;
 mod tool;
 
+pub use catalog::{McpPrompt, McpPromptArgument};
 pub use config::{
     ConfigProblem, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ServerConfig, Transport,
     configured_servers, parse_mcp_config,
 };
 pub use connection::{McpConnection, ServerStatus};
+pub use list_resources::{LIST_NAME, LIST_RULE_ALIASES};
+pub use read_resource::{READ_NAME, READ_RULE_ALIASES};
 pub use tool::McpTool;
 
 /// Every configured server of a session.
@@ -95,6 +106,12 @@ pub struct ServerReport {
     pub status: ServerStatus,
     /// `(model-facing name, name on the server, description)`.
     pub tools: Vec<(String, String, String)>,
+    /// Resources it listed (0 when it advertises none).
+    pub resources: usize,
+    /// Resource templates it listed.
+    pub resource_templates: usize,
+    /// Prompts it listed.
+    pub prompts: usize,
 }
 
 impl McpServers {
@@ -136,11 +153,39 @@ impl McpServers {
         &self.connections
     }
 
-    /// Registers the tools of every connected server.
+    /// Registers the tools of every connected server, and the resource tools when one
+    /// of them advertises resources.
     pub fn register(&self, registry: &mut ToolRegistry) {
         for connection in &self.connections {
             register_server(connection, registry);
         }
+        self.register_resource_tools(registry);
+    }
+
+    /// `list_mcp_resources` and `read_mcp_resource`, once, when a server advertises
+    /// resources. Built-ins: their rule aliases are toolbelt's words, not a server's.
+    fn register_resource_tools(&self, registry: &mut ToolRegistry) {
+        let offered = self.connections.iter().any(|c| c.offers_resources());
+        if !offered || registry.get(LIST_NAME).is_some() {
+            return;
+        }
+        let servers = self.connections.clone();
+        registry.register(
+            Arc::new(list_resources::ListMcpResources::new(servers.clone())),
+            Origin::BuiltIn,
+        );
+        registry.register(
+            Arc::new(read_resource::ReadMcpResource::new(servers)),
+            Origin::BuiltIn,
+        );
+    }
+
+    /// The aliases of the configured servers, in configuration order.
+    pub fn aliases(&self) -> Vec<String> {
+        self.connections
+            .iter()
+            .map(|c| c.alias().to_string())
+            .collect()
     }
 
     /// Waits for the next `tools/list_changed` and returns the server's alias.
@@ -158,6 +203,7 @@ impl McpServers {
             server: alias.to_string(),
         });
         register_server(connection, registry);
+        self.register_resource_tools(registry);
         Ok(())
     }
 
@@ -204,23 +250,29 @@ impl McpServers {
         let mut reports: Vec<ServerReport> = self
             .connections
             .iter()
-            .map(|c| ServerReport {
-                alias: c.alias().to_string(),
-                transport: c.config().transport.kind().to_string(),
-                target: c.config().transport.target(),
-                status: c.status(),
-                tools: c
-                    .tools()
-                    .iter()
-                    .map(|t| {
-                        use toolbelt_core::Tool;
-                        (
-                            t.name().to_string(),
-                            t.remote_name().to_string(),
-                            t.description().to_string(),
-                        )
-                    })
-                    .collect(),
+            .map(|c| {
+                let (resources, resource_templates, prompts) = c.catalog_counts();
+                ServerReport {
+                    alias: c.alias().to_string(),
+                    transport: c.config().transport.kind().to_string(),
+                    target: c.config().transport.target(),
+                    status: c.status(),
+                    tools: c
+                        .tools()
+                        .iter()
+                        .map(|t| {
+                            use toolbelt_core::Tool;
+                            (
+                                t.name().to_string(),
+                                t.remote_name().to_string(),
+                                t.description().to_string(),
+                            )
+                        })
+                        .collect(),
+                    resources,
+                    resource_templates,
+                    prompts,
+                }
             })
             .collect();
         reports.extend(self.problems.iter().map(|p| ServerReport {
@@ -229,6 +281,9 @@ impl McpServers {
             target: String::new(),
             status: ServerStatus::Failed(toolbelt_core::redact::redact(&p.reason)),
             tools: Vec::new(),
+            resources: 0,
+            resource_templates: 0,
+            prompts: 0,
         }));
         reports.sort_by(|a, b| a.alias.cmp(&b.alias));
         reports
@@ -238,6 +293,15 @@ impl McpServers {
     pub async fn close(&self) {
         join_all(self.connections.iter().map(|c| c.close())).await;
     }
+}
+
+/// What permission rules may call the resource tools, known before any server
+/// connects (the session's vocabulary is made before its registry).
+pub fn rule_vocabulary() -> toolbelt_core::rules::RuleVocabulary {
+    let mut vocabulary = toolbelt_core::rules::RuleVocabulary::default();
+    vocabulary.add(LIST_NAME, LIST_RULE_ALIASES, None);
+    vocabulary.add(READ_NAME, READ_RULE_ALIASES, None);
+    vocabulary
 }
 
 fn register_server(connection: &Arc<McpConnection>, registry: &mut ToolRegistry) {

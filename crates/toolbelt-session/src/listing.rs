@@ -10,6 +10,7 @@ mod tools;
 
 pub use agents::{agents_json, agents_text};
 pub use lsp::{LspRow, lsp_json, lsp_rows, lsp_text};
+pub(crate) use mcp::counts as mcp_counts;
 pub use mcp::{mcp_json, mcp_text};
 pub use skills::{skills_json, skills_text};
 pub use tools::tools_text;

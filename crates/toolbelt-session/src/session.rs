@@ -548,11 +548,12 @@ pub(crate) fn trust_from_environment() -> bool {
 }
 
 /// The words permission rules use for every built-in tool a session may register: the
-/// tools crate's (the skill tool included) and the agent tool's. Known before any
+/// tools crate's (the skill tool included), the agent tool's and the MCP resource tools'. Known before any
 /// registry, so it cannot depend on the settings; a test holds it equal to what a full
 /// session registry says (`ToolRegistry::rule_vocabulary`).
 pub fn rule_vocabulary() -> RuleVocabulary {
     let mut vocabulary = toolbelt_tools::rule_vocabulary();
     vocabulary.merge(&toolbelt_agent::subagents::rule_vocabulary());
+    vocabulary.merge(&toolbelt_mcp::rule_vocabulary());
     vocabulary
 }

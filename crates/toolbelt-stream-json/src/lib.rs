@@ -34,6 +34,7 @@
 mod approver;
 mod control;
 mod input;
+mod mcp_prompts;
 mod out;
 mod plugin;
 mod session_loop;

@@ -145,7 +145,7 @@ fn initialized(prepared: &Prepared, request: &Value) -> Value {
         },
         // Claude's SDK: `supportedCommands()` and `supportedModels()` read these,
         // and servers sent in `initialize` must be confirmed as loaded.
-        "commands": [],
+        "commands": crate::mcp_prompts::commands(prepared),
         "models": [{
             "value": prepared.model_name,
             "displayName": prepared.model_name,
@@ -382,7 +382,13 @@ impl<'a> Loop<'a> {
         // The approval mode the system prompt names may have changed since the last
         // turn (set_permission_mode, an approved plan).
         agent.set_system_prompt(self.prepared.system_prompt.text(agent.scheduler().mode()));
-        Box::pin(async move { agent.run_with_references(parts, &written, &cancel).await })
+        let prepared = self.prepared;
+        Box::pin(async move {
+            match crate::mcp_prompts::expand(prepared, parts).await {
+                Ok(parts) => agent.run_with_references(parts, &written, &cancel).await,
+                Err(outcome) => outcome,
+            }
+        })
     }
 
     /// One message from the client (not a response to us: those never get here).
@@ -493,7 +499,10 @@ impl<'a> Loop<'a> {
                     .collect();
                 Ok(json!({"subtype": "mcp_server_status", "status": status}))
             }
-            "supported_commands" => Ok(json!({"subtype": "supported_commands", "commands": []})),
+            "supported_commands" => Ok(json!({
+                "subtype": "supported_commands",
+                "commands": crate::mcp_prompts::commands(self.prepared),
+            })),
             "get_context_usage" => {
                 let usage = self.out.last_usage().unwrap_or_default();
                 Ok(json!({

@@ -63,6 +63,8 @@ pub struct InitInfo<'a> {
     pub agents: Vec<String>,
     /// Skill names (none until skills exist).
     pub skills: Vec<String>,
+    /// Slash commands: the MCP servers' prompts, `server:prompt`.
+    pub slash_commands: Vec<String>,
     /// Flags accepted and not honoured: `(flag, why)`.
     pub ignored_flags: Vec<(String, String)>,
 }
@@ -89,6 +91,7 @@ impl InitInfo<'_> {
             permission_mode: p.agent.scheduler().mode().as_str(),
             agents: p.agents.clone(),
             skills: p.skills.clone(),
+            slash_commands: p.mcp.prompts().iter().map(|p| p.command()).collect(),
             ignored_flags: (p.options.ignored.iter())
                 .map(|i| (i.flag.clone(), i.why.clone()))
                 .collect(),
@@ -206,7 +209,7 @@ impl Emitter {
             .collect();
         v["model"] = json!(self.model());
         v["permission_mode"] = json!(info.permission_mode);
-        v["slash_commands"] = json!([]);
+        v["slash_commands"] = json!(info.slash_commands);
         v["agents"] = json!(info.agents);
         v["skills"] = json!(info.skills);
         v["toolbelt_version"] = json!(env!("CARGO_PKG_VERSION"));
@@ -496,6 +499,10 @@ impl Emitter {
                 "error_during_execution",
                 Some(json!({"type": "hook_stopped", "message": format!(
                     "a hook stopped the agent: {why}")})),
+            ),
+            StopReason::PromptNotMade(why) => (
+                "error_during_execution",
+                Some(json!({"type": "prompt_failed", "message": why})),
             ),
             _ => (
                 "error_during_execution",

@@ -66,7 +66,19 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         Err(e) => Err(e.0),
     };
     match prepared {
-        Ok(prepared) => {
+        Ok(mut prepared) => {
+            // `/<server>:<prompt> name=value`: the MCP prompt's messages are the prompt.
+            if let Some(expanded) = prepared.mcp.run_prompt_command(&prepared.prompt).await {
+                match expanded {
+                    Ok(text) => prepared.prompt = text,
+                    Err(why) => {
+                        eprintln!("toolbelt: {why}");
+                        let wait = std::time::Duration::from_secs(3);
+                        let _ = tokio::time::timeout(wait, prepared.mcp.close()).await;
+                        return EXIT_USAGE;
+                    }
+                }
+            }
             if format != OutputFormat::Text {
                 let _ = emitter.set(Arc::new(Emitter::new(
                     prepared.session_id.clone(),
@@ -151,8 +163,14 @@ async fn execute(
     }
     let cancel = CancellationToken::new();
     let interrupts = watch_interrupts(cancel.clone());
-    let (prompt, warnings) =
-        at_paths::inline(&p.prompt, &p.agent.registry(), p.agent.scheduler(), &p.cwd).await;
+    let (prompt, warnings) = at_paths::inline(
+        &p.prompt,
+        &p.agent.registry(),
+        p.agent.scheduler(),
+        &p.cwd,
+        &p.mcp.aliases(),
+    )
+    .await;
     for warning in warnings {
         eprintln!("toolbelt: {warning}");
     }

@@ -731,6 +731,7 @@ fn summary_line(
         StopReason::PlanProposed => "proposed a plan instead of making changes".to_string(),
         StopReason::PromptBlocked(why) => format!("its prompt was blocked by a hook: {why}"),
         StopReason::HookStopped(why) => format!("a hook stopped it: {why}"),
+        StopReason::PromptNotMade(why) => format!("its prompt could not be made: {why}"),
     };
     let narrowed = match def.approval_mode {
         Some(w) if w != mode => format!(

@@ -219,7 +219,7 @@ fn unknown(name: &str) -> String {
 }
 
 /// `/help`.
-pub fn help_text() -> String {
+pub fn help_text(prompts: &[toolbelt_mcp::McpPrompt]) -> String {
     let mut s = String::from("Commands:\n");
     for (name, args, what) in COMMANDS {
         let usage = if args.is_empty() {
@@ -229,7 +229,15 @@ pub fn help_text() -> String {
         };
         s.push_str(&format!("  {usage:<54} {what}\n"));
     }
-    s.push_str("\nIn a prompt:\n  @path                                                  attach a file of the workspace\n  #tool                                                  make the model use that tool\n\nKeys:\n");
+    if !prompts.is_empty() {
+        s.push_str("\nMCP prompts (what the server returns is sent as your prompt):\n");
+        for p in prompts {
+            let usage = format!("/{} {}", p.command(), p.argument_hint());
+            let what = p.description.lines().next().unwrap_or_default();
+            s.push_str(&format!("  {:<54} {what}\n", usage.trim_end()));
+        }
+    }
+    s.push_str("\nIn a prompt:\n  @path                                                  attach a file of the workspace\n  @server:uri                                            attach a resource of an MCP server\n  #tool                                                  make the model use that tool\n\nKeys:\n");
     for (key, what) in KEYS {
         s.push_str(&format!("  {key:<54} {what}\n"));
     }
@@ -302,7 +310,9 @@ pub fn mcp_text(reports: &[ServerReport]) -> String {
     let mut s = String::from("MCP servers:\n");
     for r in reports {
         let status = match &r.status {
-            ServerStatus::Connected => format!("connected, {} tools", r.tools.len()),
+            ServerStatus::Connected => {
+                format!("connected, {}", crate::listing::mcp_counts(r))
+            }
             ServerStatus::Connecting => "connecting".to_string(),
             ServerStatus::Failed(why) => format!("failed: {why}"),
             other => other.to_string(),

@@ -1,5 +1,6 @@
-//! `toolbelt mcp list`: every configured MCP server, its status (with the reason when it
-//! failed) and its tools.
+//! `toolbelt mcp list`: every configured MCP server, its transport, status (with the
+//! reason when it failed), how many tools, resources, resource templates and prompts it
+//! offers, and its tools.
 
 use std::fmt::Write;
 
@@ -21,6 +22,12 @@ pub fn mcp_json(reports: &[ServerReport]) -> Value {
                 "target": r.target,
                 "status": status,
                 "reason": reason,
+                "counts": {
+                    "tools": r.tools.len(),
+                    "resources": r.resources,
+                    "resourceTemplates": r.resource_templates,
+                    "prompts": r.prompts,
+                },
                 "tools": r.tools.iter().map(|(name, remote, description)| json!({
                     "name": name, "serverToolName": remote, "description": description
                 })).collect::<Vec<_>>(),
@@ -43,12 +50,26 @@ pub fn mcp_text(reports: &[ServerReport]) -> String {
             "{} ({} {}): {}",
             r.alias, r.transport, r.target, r.status
         );
+        if r.status == ServerStatus::Connected {
+            let _ = writeln!(out, "  {}", counts(r));
+        }
         for (name, _, description) in &r.tools {
             let first = description.lines().next().unwrap_or_default();
             let _ = writeln!(out, "  {name}  {first}");
         }
     }
     out
+}
+
+/// `3 tools, 7 resources (2 templates), 4 prompts`.
+pub(crate) fn counts(r: &ServerReport) -> String {
+    format!(
+        "{} tools, {} resources ({} templates), {} prompts",
+        r.tools.len(),
+        r.resources,
+        r.resource_templates,
+        r.prompts
+    )
 }
 
 fn status_word(status: &ServerStatus) -> &'static str {

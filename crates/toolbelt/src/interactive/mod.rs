@@ -683,7 +683,8 @@ impl App {
             self.emit(view::note(&note, Color::Gray));
             return;
         }
-        if let Some(command) = slash::parse(&text) {
+        let prompt_command = self.mcp.is_prompt_command(&text);
+        if !prompt_command && let Some(command) = slash::parse(&text) {
             self.emit(view::user_lines(&text));
             match command {
                 Ok(command) => self.slash(command),
@@ -702,9 +703,21 @@ impl App {
         let tx = self.to_ui.clone();
         let cwd = self.cwd.clone();
         let token = cancel.clone();
+        let mcp = self.mcp.clone();
         let task = tokio::spawn(async move {
+            // `/<server>:<prompt>`: what the MCP prompt returns is the prompt.
+            let text = match mcp.run_prompt_command(&text).await {
+                None => text,
+                Some(Ok(expanded)) => expanded,
+                Some(Err(why)) => {
+                    let _ = tx.send(UiMessage::Notice(why.clone()));
+                    let _ = tx.send(UiMessage::Done(RunOutcome::prompt_not_made(why)));
+                    return;
+                }
+            };
+            let servers = mcp.aliases();
             let (prompt, warnings) =
-                at_paths::inline(&text, &agent.registry(), agent.scheduler(), &cwd).await;
+                at_paths::inline(&text, &agent.registry(), agent.scheduler(), &cwd, &servers).await;
             for warning in warnings {
                 let _ = tx.send(UiMessage::Notice(warning));
             }
@@ -745,7 +758,10 @@ impl App {
         let busy = self.running.is_some() || self.compressing.is_some();
         match command {
             SlashCommand::Quit => self.request_quit(),
-            SlashCommand::Help => self.emit(view::note(&slash::help_text(), Color::Gray)),
+            SlashCommand::Help => {
+                let text = slash::help_text(&self.mcp.prompts());
+                self.emit(view::note(&text, Color::Gray))
+            }
             SlashCommand::Tools => {
                 let text = slash::tools_text(&self.agent.registry());
                 self.emit(view::note(&text, Color::Gray));
@@ -822,27 +838,39 @@ impl App {
         const SHOWN: usize = 5;
         self.completion_selected = 0;
         self.completions = match self.editor.completion_word() {
-            Some((_, word)) if word.starts_with('@') => self
-                .paths
-                .as_ref()
-                .map(|p| {
-                    p.complete(&word[1..], SHOWN)
-                        .into_iter()
-                        .map(|c| format!("@{c}"))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            Some((_, word)) if word.starts_with('@') => {
+                // MCP resources (`@server:uri`) whose name starts so, then the files.
+                let typed = &word[1..];
+                let resources = (self.mcp.resource_references().into_iter())
+                    .filter(|r| !typed.is_empty() && r.starts_with(typed));
+                let paths = (self.paths.as_ref())
+                    .map(|p| p.complete(typed, SHOWN))
+                    .unwrap_or_default();
+                resources
+                    .chain(paths)
+                    .take(SHOWN)
+                    .map(|c| format!("@{c}"))
+                    .collect()
+            }
             Some((_, word)) if word.starts_with('#') => {
                 reference_candidates(&self.agent.registry(), &word[1..], SHOWN)
                     .into_iter()
                     .map(|c| format!("#{}", c.name))
                     .collect()
             }
-            Some((_, word)) if word.starts_with('/') => slash::command_candidates(&word[1..])
-                .into_iter()
-                .take(SHOWN)
-                .map(|(name, _)| format!("/{name}"))
-                .collect(),
+            Some((_, word)) if word.starts_with('/') => {
+                let builtin = slash::command_candidates(&word[1..]).into_iter();
+                // MCP prompts (`/server:prompt`) after the built-in commands.
+                let prompts = (self.mcp.prompts().into_iter())
+                    .map(|p| p.command())
+                    .filter(|c| !word[1..].is_empty() && c.starts_with(&word[1..]));
+                builtin
+                    .map(|(name, _)| name.to_string())
+                    .chain(prompts)
+                    .take(SHOWN)
+                    .map(|name| format!("/{name}"))
+                    .collect()
+            }
             _ => Vec::new(),
         };
     }

@@ -9,6 +9,7 @@ mod basics;
 mod declared;
 mod hooks;
 mod interactive;
+mod mcp_interactive;
 mod monitor;
 mod one_scheduler;
 mod planning;

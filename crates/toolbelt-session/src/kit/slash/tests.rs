@@ -77,11 +77,30 @@ fn prompts_are_not_commands_and_mistakes_say_what_to_type() {
 
 #[test]
 fn help_lists_every_command_and_key() {
-    let text = help_text();
+    let text = help_text(&[]);
     for (name, _, what) in COMMANDS {
         assert!(text.contains(&format!("/{name}")), "{name}: {text}");
         assert!(text.contains(what), "{text}");
     }
+    assert!(!text.contains("MCP prompts") && text.contains("@server:uri"));
+    // A server's prompts, with their arguments as typed.
+    let prompt = toolbelt_mcp::McpPrompt {
+        server: "srv".into(),
+        name: "weather".into(),
+        description: "Asks about the weather.\nMore.".into(),
+        arguments: vec![toolbelt_mcp::McpPromptArgument {
+            name: "city".into(),
+            description: String::new(),
+            required: true,
+        }],
+    };
+    let with = help_text(std::slice::from_ref(&prompt));
+    assert!(
+        with.lines()
+            .any(|l| l.trim_start().starts_with("/srv:weather city=...")
+                && l.ends_with(" Asks about the weather.")),
+        "{with}"
+    );
     assert!(text.contains("Shift-Tab") && text.contains("@path") && text.contains("#tool"));
     assert_eq!(
         command_candidates("c"),
@@ -134,6 +153,9 @@ fn mcp_servers_show_status_reason_and_tools() {
                 "search".into(),
                 "Searches the docs. Returns pages.".into(),
             )],
+            resources: 2,
+            resource_templates: 1,
+            prompts: 3,
         },
         ServerReport {
             alias: "gone".into(),
@@ -141,11 +163,14 @@ fn mcp_servers_show_status_reason_and_tools() {
             target: "http://127.0.0.1:9/mcp".into(),
             status: ServerStatus::Failed("connection refused".into()),
             tools: Vec::new(),
+            resources: 0,
+            resource_templates: 0,
+            prompts: 0,
         },
     ];
     assert_eq!(
         mcp_text(&reports),
-        "MCP servers:\n  docs (stdio docs-server --stdio): connected, 1 tools\n    mcp__docs__search  Searches the docs.\n  gone (http http://127.0.0.1:9/mcp): failed: connection refused\n"
+        "MCP servers:\n  docs (stdio docs-server --stdio): connected, 1 tools, 2 resources (1 templates), 3 prompts\n    mcp__docs__search  Searches the docs.\n  gone (http http://127.0.0.1:9/mcp): failed: connection refused\n"
     );
 }
 

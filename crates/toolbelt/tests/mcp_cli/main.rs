@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod resources;
+
 fn toolbelt() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolbelt"))
 }

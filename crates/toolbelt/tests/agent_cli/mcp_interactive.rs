@@ -1,0 +1,162 @@
+//! An MCP server's prompts and resources in the interactive agent, with the reference
+//! server `@modelcontextprotocol/server-everything` (skipped outside CI when
+//! `scripts/setup.sh` has not installed it).
+
+use serde_json::json;
+use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+
+use crate::pty::{Pty, keys};
+use crate::support::Workspace;
+
+/// The reference server's script, or `None` (skipped) outside CI when it is missing.
+fn server_everything() -> Option<std::path::PathBuf> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../.cache/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if node && script.exists() {
+        return Some(script);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "@modelcontextprotocol/server-everything is not available and CI must run this test; \
+         scripts/setup.sh installs it"
+    );
+    eprintln!("skipped: @modelcontextprotocol/server-everything is not available");
+    None
+}
+
+/// The text of each user message of the last request.
+fn last_user_texts(server: &FakeOpenAi) -> Vec<String> {
+    let body = server.last_request().unwrap().body;
+    (body["messages"].as_array().unwrap().iter())
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_prompt_runs_as_a_slash_command_and_a_resource_is_attached() {
+    let Some(script) = server_everything() else {
+        return;
+    };
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![Reply::text("sunny there"), Reply::text("read it")])
+        .await
+        .unwrap();
+    let url = server.base_url();
+    let servers = json!({"mcpServers": {"everything": {"command": "node", "args": [script]}}});
+    let servers = servers.to_string();
+    let args = [
+        "--openai-base-url",
+        url.as_str(),
+        "-m",
+        "fake-model",
+        "--mcp-config",
+        servers.as_str(),
+    ];
+    let pty = Pty::spawn(
+        std::path::Path::new(env!("CARGO_BIN_EXE_toolbelt")),
+        &w.ws(),
+        w.dir.path(),
+        &args,
+        &[],
+    );
+    pty.wait_for(" mode (shift+tab");
+
+    // A required argument missing: named, and nothing is sent.
+    pty.line("/everything:args-prompt state=NY");
+    pty.wait_for("needs the argument city");
+    assert!(server.last_request().is_none());
+
+    pty.line("/everything:args-prompt city=Lima");
+    pty.wait_until("the answer", |s| {
+        s.contains("sunny there") && !s.contains("esc to cancel")
+    });
+    let texts = last_user_texts(&server);
+    assert!(texts[0].starts_with("What's weather in Lima?"), "{texts:?}");
+
+    pty.line("what is in @everything:demo://resource/dynamic/text/5");
+    pty.wait_until("the answer", |s| {
+        s.contains("read it") && !s.contains("esc to cancel")
+    });
+    let texts = last_user_texts(&server);
+    let last = texts.last().unwrap();
+    assert!(
+        last.contains("--- everything:demo://resource/dynamic/text/5 ---\nResource 5: This is a plaintext resource"),
+        "{texts:?}"
+    );
+    pty.send(keys::CTRL_D);
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 0, "{screen}");
+}
+
+/// The number before " resources" on the last `/mcp` screen.
+fn resource_count(screen: &str) -> Option<usize> {
+    let at = screen.rfind(" resources (")?;
+    let digits: String = screen[..at]
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.chars().rev().collect::<String>().parse().ok()
+}
+
+/// A server that adds a resource during a run announces `resources/list_changed`; its
+/// resources are listed again, and `/mcp` counts the new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_added_during_a_run_is_counted_after_the_announcement() {
+    use toolbelt_model::{FinishReason, ModelTurn, ToolCall};
+    let Some(script) = server_everything() else {
+        return;
+    };
+    let w = Workspace::new();
+    let gzip = Reply::turn(ModelTurn {
+        tool_calls: vec![ToolCall {
+            id: "g1".into(),
+            name: "mcp__everything__gzip-file-as-resource".into(),
+            arguments: json!({"name": "new.gz", "data": "data:text/plain;base64,aGk="}).to_string(),
+        }],
+        finish_reason: FinishReason::ToolCalls,
+        ..Default::default()
+    });
+    let server = FakeOpenAi::start(vec![gzip, Reply::text("zipped")])
+        .await
+        .unwrap();
+    let url = server.base_url();
+    let servers =
+        json!({"mcpServers": {"everything": {"command": "node", "args": [script], "trust": true}}});
+    let servers = servers.to_string();
+    let args = [
+        "--openai-base-url",
+        url.as_str(),
+        "-m",
+        "fake-model",
+        "--mcp-config",
+        servers.as_str(),
+    ];
+    let pty = Pty::spawn(
+        std::path::Path::new(env!("CARGO_BIN_EXE_toolbelt")),
+        &w.ws(),
+        w.dir.path(),
+        &args,
+        &[],
+    );
+    pty.wait_for(" mode (shift+tab");
+    pty.line("/mcp");
+    let before = resource_count(&pty.wait_for(" resources (")).unwrap();
+    pty.line("zip something");
+    pty.wait_until("the answer", |s| {
+        s.contains("zipped") && !s.contains("esc to cancel")
+    });
+    pty.line("/mcp");
+    // The last count on the screen is the second `/mcp`'s once it shows.
+    let after = pty.wait_until("a higher count", |s| resource_count(s) == Some(before + 1));
+    assert_eq!(resource_count(&after), Some(before + 1), "{after}");
+    pty.send(keys::CTRL_D);
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 0, "{screen}");
+}
