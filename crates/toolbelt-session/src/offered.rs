@@ -1,6 +1,7 @@
 //! When a session offers each tool that it does not always offer: the conditions of the
 //! registration code (`session.rs`'s `builtin_registry`, `agent.rs`, `subagents.rs`,
-//! `monitor.rs`, `cron.rs`, `serve.rs`, the agent's `tool_search`), written once for
+//! `monitor.rs`, `cron.rs`, `serve.rs`, the agent's `tool_search`, the MCP servers'
+//! resource tools), written once for
 //! `tools list`. A test of the binary (`tools_list_names_every_tool_a_session_offers`)
 //! opens a session where every condition holds and fails when it registers a tool
 //! this table does not name.
@@ -28,6 +29,8 @@ pub(crate) enum Offered {
     ScheduledPrompts,
     /// In sessions with a model, once the declarations pass the `tools.search` budget.
     ToolsDeferred,
+    /// With a connected MCP server that offers resources.
+    McpResources,
 }
 
 impl Offered {
@@ -44,6 +47,7 @@ impl Offered {
             Offered::AgentSessionsAndServe => "agent sessions, mcp serve",
             Offered::ScheduledPrompts => "terminal, stream-JSON; cron on",
             Offered::ToolsDeferred => "agent sessions, tools deferred",
+            Offered::McpResources => "an MCP server has resources",
         }
     }
 }
@@ -74,6 +78,8 @@ pub(crate) const CONDITIONAL: &[(&str, Offered)] = &[
     ("cron_list", Offered::ScheduledPrompts),
     ("cron_delete", Offered::ScheduledPrompts),
     ("tool_search", Offered::ToolsDeferred),
+    ("list_mcp_resources", Offered::McpResources),
+    ("read_mcp_resource", Offered::McpResources),
 ];
 
 /// The condition under which the tool `name` is offered.
