@@ -7,8 +7,11 @@
 # Usage: bench/checkpoint.sh [FILES] [RUNS]     (default 15000 30; builds the release example)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Built with the person's HOME (cargo and rustup live there), its errors shown; only the
+# run gets a home of its own.
+cargo build --release -q -p toolbelt-history --example checkpoint_bench
+bench_bin="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/checkpoint_bench"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export HOME="$work" TOOLBELT_HOME="$work/.toolbelt" TMPDIR="$work"
-cargo build --release -p toolbelt-history --example checkpoint_bench >/dev/null 2>&1
-"${CARGO_TARGET_DIR:-target}/release/examples/checkpoint_bench" "${1:-15000}" "${2:-30}"
+"$bench_bin" "${1:-15000}" "${2:-30}"
