@@ -29,6 +29,9 @@ pub struct CheckpointCall {
     pub tool: String,
     /// What the tool does (see [`Kind`]).
     pub kind: Kind,
+    /// Whether the call may change files: its kind is not read-only, or the tool says
+    /// it writes all the same ([`crate::ToolFacts::writes_files`]).
+    pub changes_files: bool,
     /// The paths the call says it changes (its permission subject), empty when it
     /// cannot say (a shell command, an MCP tool): a hint, never the whole truth.
     pub paths: Vec<PathBuf>,

@@ -62,6 +62,6 @@ pub use settings::{
 };
 pub use tool::{
     AskOnce, AskOnceSlot, BoxFuture, Consent, ExecContext, Invocation, Kind, OutputSink,
-    PermissionSubject, ShellCommand, Tool, ToolEnvironment, WorkDirSlot,
+    PermissionSubject, ShellCommand, Tool, ToolEnvironment, ToolFacts, WorkDirSlot,
 };
 pub use workspace::{PathError, WorkspaceRoots};

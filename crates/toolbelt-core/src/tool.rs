@@ -360,6 +360,24 @@ impl ExecContext {
     }
 }
 
+/// Facts about a tool that crates other than its own act on, declared by the tool
+/// ([`Tool::facts`]); what its [`Kind`] already says is not repeated here.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ToolFacts {
+    /// Repeating a call with the same arguments leaves the same state (MCP's
+    /// `idempotentHint`; read-only tools are idempotent whatever this says).
+    pub idempotent: bool,
+    /// Writes a file although its kind is read-only (`save_memory`): a checkpoint is
+    /// taken before it runs, as before any call that may change files.
+    pub writes_files: bool,
+    /// Changes the files its arguments name, so a language server can check them after
+    /// the call (the edit tools).
+    pub edits_named_files: bool,
+    /// Reaches the world outside the machine although its kind is not `Fetch`
+    /// (`web_search`; MCP's `openWorldHint`).
+    pub open_world: bool,
+}
+
 /// A tool: a declaration that builds validated calls.
 ///
 /// `build` receives arguments that already passed the JSON Schema (see
@@ -442,6 +460,11 @@ pub trait Tool: Send + Sync {
     /// mode lets it through although it is not read-only, and asks the person even in yolo.
     fn ends_plan_mode(&self) -> bool {
         false
+    }
+    /// What other crates need to know of the tool (MCP annotations, checkpoints, the
+    /// language server's check), declared here so that none keeps a list of tool names.
+    fn facts(&self) -> ToolFacts {
+        ToolFacts::default()
     }
     /// What to tell the model when it calls `name`, which is no registered tool, and
     /// this tool knows why (the `skill` tool: `name` is a skill). The registry asks every

@@ -30,8 +30,6 @@ use crate::watch::Watcher;
 
 /// How many left-out files a record names.
 const NAMED: usize = 50;
-/// Built-in tools that write a file although their kind is read-only.
-const WRITING_THINKERS: [&str; 1] = ["save_memory"];
 
 /// How a session's checkpoints are set up.
 #[derive(Debug, Clone)]
@@ -243,10 +241,10 @@ impl History {
             .collect())
     }
 
-    /// Whether a checkpoint is taken before `call`: every kind that is not read-only,
-    /// and the read-only kinds that still write a file (`save_memory`).
+    /// Whether a checkpoint is taken before `call`: every call that may change files
+    /// (a kind that is not read-only, or a tool that says it writes, as `save_memory`).
     pub fn covers(call: &CheckpointCall) -> bool {
-        !call.kind.is_read_only() || WRITING_THINKERS.contains(&call.tool.as_str())
+        call.changes_files
     }
 }
 

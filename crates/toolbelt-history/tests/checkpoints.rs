@@ -75,6 +75,9 @@ fn call(id: &str, tool: &str, kind: Kind) -> CheckpointCall {
         call_id: id.into(),
         tool: tool.into(),
         kind,
+        // What the scheduler says: a kind that changes files, or a tool whose facts say
+        // it writes (`save_memory`'s `ToolFacts::writes_files`).
+        changes_files: !kind.is_read_only() || tool == "save_memory",
         paths: Vec::new(),
     }
 }

@@ -15,6 +15,7 @@ fn call(id: &str) -> CheckpointCall {
         call_id: id.into(),
         tool: "write_file".into(),
         kind: Kind::Edit,
+        changes_files: true,
         paths: Vec::new(),
     }
 }

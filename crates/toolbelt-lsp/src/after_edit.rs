@@ -26,9 +26,6 @@ use crate::servers::Servers;
 /// At most this many new errors are listed.
 const MAX_LISTED: usize = 10;
 
-/// The tools whose changes are checked.
-pub const CHECKED_TOOLS: &[&str] = &["edit", "write_file", "notebook_edit"];
-
 /// How long to wait for diagnostics after an edit (`lsp.diagnosticsWaitMs`, default 3 s),
 /// or `None` when the settings turn the check off (`lsp.diagnosticsAfterEdit: false`).
 pub fn wait_after_edit(env: &ToolEnvironment) -> Option<Duration> {
@@ -117,6 +114,9 @@ impl Tool for CheckedEdits {
     }
     fn ends_plan_mode(&self) -> bool {
         self.inner.ends_plan_mode()
+    }
+    fn facts(&self) -> toolbelt_core::ToolFacts {
+        self.inner.facts()
     }
     fn build(&self, args: Value) -> Result<Box<dyn Invocation>, ToolError> {
         let inner = self.inner.build(args)?;

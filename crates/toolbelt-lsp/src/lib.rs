@@ -23,7 +23,7 @@ mod servers;
 mod tool;
 mod transport;
 
-pub use after_edit::{CHECKED_TOOLS, CheckedEdits, wait_after_edit};
+pub use after_edit::{CheckedEdits, wait_after_edit};
 pub use client::LspClient;
 pub use config::{
     ConfigError, ConfigOwner, LspConfig, ServerConfig, Transport, command_files,

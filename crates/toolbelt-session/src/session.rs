@@ -471,7 +471,7 @@ fn builtin_registry(
         .flatten();
     for tool in toolbelt_tools::builtin_tools_with_shell(env, shell) {
         let tool: Arc<dyn toolbelt_core::Tool> = match check_edits {
-            Some(wait) if toolbelt_lsp::CHECKED_TOOLS.contains(&tool.name()) => Arc::new(
+            Some(wait) if tool.facts().edits_named_files => Arc::new(
                 toolbelt_lsp::CheckedEdits::new(tool, env.clone(), lsp.clone(), wait),
             ),
             _ => tool,

@@ -158,7 +158,6 @@ impl Session {
         Scheduler::new(self.env.clone(), config)
     }
 
-
     /// File checkpoints under a session of their own (`<prefix>-<uuid>`), opened on the
     /// first call that may change files; with a watcher (`watch`) for a long-lived
     /// front end.

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, FileDiff, Invocation, Kind,
-    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolFacts, ToolResult,
 };
 
 use crate::atomic_write;
@@ -148,6 +148,13 @@ impl Tool for Edit {
     }
     fn kind(&self) -> Kind {
         Kind::Edit
+    }
+    /// A language server checks the file it changed.
+    fn facts(&self) -> ToolFacts {
+        ToolFacts {
+            edits_named_files: true,
+            ..ToolFacts::default()
+        }
     }
     fn parameter_schema(&self) -> &Value {
         &self.schema

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, FileDiff, Invocation, Kind,
-    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolFacts, ToolResult,
 };
 
 use crate::diff::file_diff;
@@ -123,6 +123,13 @@ impl Tool for NotebookEdit {
     }
     fn kind(&self) -> Kind {
         Kind::Edit
+    }
+    /// A language server checks the notebook it changed.
+    fn facts(&self) -> ToolFacts {
+        ToolFacts {
+            edits_named_files: true,
+            ..ToolFacts::default()
+        }
     }
     fn parameter_schema(&self) -> &Value {
         &self.schema

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind,
-    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolFacts, ToolResult,
 };
 
 use crate::diff::file_diff;
@@ -110,6 +110,13 @@ impl Tool for SaveMemory {
     }
     fn kind(&self) -> Kind {
         Kind::Think
+    }
+    /// A thinking tool that writes the memory file: checkpointed.
+    fn facts(&self) -> ToolFacts {
+        ToolFacts {
+            writes_files: true,
+            ..ToolFacts::default()
+        }
     }
     fn needs_confirmation(&self) -> bool {
         true

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ExecContext, Invocation, Kind, TodoItem, TodoStatus,
-    Tool, ToolEnvironment, ToolError, ToolResult,
+    Tool, ToolEnvironment, ToolError, ToolFacts, ToolResult,
 };
 
 /// The `todo_write` tool: the session's task list.
@@ -95,6 +95,13 @@ impl Tool for TodoWrite {
     }
     fn kind(&self) -> Kind {
         Kind::Think
+    }
+    /// The same list written again is the same list.
+    fn facts(&self) -> ToolFacts {
+        ToolFacts {
+            idempotent: true,
+            ..ToolFacts::default()
+        }
     }
     fn parameter_schema(&self) -> &Value {
         &self.schema

@@ -18,7 +18,7 @@ use serde_json::Value;
 use toolbelt_core::settings::{WebSearchKind, WebSearchProvider};
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Settings, Tool,
-    ToolEnvironment, ToolError, ToolResult, redact,
+    ToolEnvironment, ToolError, ToolFacts, ToolResult, redact,
 };
 
 mod providers;
@@ -273,6 +273,13 @@ impl Tool for WebSearch {
     }
     fn kind(&self) -> Kind {
         Kind::Search
+    }
+    /// It asks a search provider on the internet.
+    fn facts(&self) -> ToolFacts {
+        ToolFacts {
+            open_world: true,
+            ..ToolFacts::default()
+        }
     }
     /// The query leaves the machine, so a person approves it.
     fn needs_confirmation(&self) -> bool {

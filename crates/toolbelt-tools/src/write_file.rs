@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ExecContext, FileDiff, Invocation, Kind,
-    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolFacts, ToolResult,
 };
 
 use crate::diff::file_diff;
@@ -81,6 +81,14 @@ impl Tool for WriteFile {
     }
     fn kind(&self) -> Kind {
         Kind::Edit
+    }
+    /// Writing the same content again leaves the same file; a language server checks it.
+    fn facts(&self) -> ToolFacts {
+        ToolFacts {
+            idempotent: true,
+            edits_named_files: true,
+            ..ToolFacts::default()
+        }
     }
     fn parameter_schema(&self) -> &Value {
         &self.schema

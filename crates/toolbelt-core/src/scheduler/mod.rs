@@ -105,6 +105,8 @@ struct Approved {
     description: String,
     invocation: Box<dyn Invocation>,
     consent: Consent,
+    /// Whether the tool writes files although its kind is read-only ([`crate::ToolFacts`]).
+    writes_files: bool,
     /// The call's hooks, for PostToolUse and PostToolUseFailure.
     hooks: Option<CallHooks>,
     /// What its PreToolUse hooks gave the model, added to its result.
@@ -320,6 +322,7 @@ impl Scheduler {
             description,
             invocation,
             consent,
+            writes_files,
             hooks,
             hook_context,
         } = call;
@@ -331,7 +334,7 @@ impl Scheduler {
                 tool: tool.clone(),
                 description: description.clone(),
                 consent,
-                checkpoint: self.checkpoints.clone().map(|c| (c, kind)),
+                checkpoint: self.checkpoints.clone().map(|c| (c, kind, writes_files)),
             },
             env.clone(),
             events,

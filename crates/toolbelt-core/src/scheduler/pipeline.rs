@@ -289,6 +289,7 @@ impl Scheduler {
             description,
             invocation: call.invocation,
             consent,
+            writes_files: call.registration.tool.facts().writes_files,
             hooks,
             hook_context: context,
         })

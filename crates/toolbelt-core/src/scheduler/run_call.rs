@@ -23,8 +23,9 @@ pub(super) struct JobInfo {
     pub tool: String,
     pub description: String,
     pub consent: Consent,
-    /// The session's checkpoints and the call's kind (see [`crate::checkpoint`]).
-    pub checkpoint: Option<(Arc<dyn Checkpoints>, Kind)>,
+    /// The session's checkpoints, the call's kind and whether the tool writes files
+    /// although its kind is read-only (see [`crate::checkpoint`]).
+    pub checkpoint: Option<(Arc<dyn Checkpoints>, Kind, bool)>,
 }
 
 /// Runs one invocation: waits for a slot, starts, races cancellation.
@@ -74,11 +75,9 @@ pub(super) async fn execute(
     };
     // Issue 34: the workspace is recorded before the call and after it; a checkpoint
     // that fails is said in the result, and the call runs all the same.
-    let checkpoint = info.checkpoint.map(|(c, kind)| {
-        (
-            c,
-            checkpoint_call(&info.call_id, &info.tool, kind, &*invocation),
-        )
+    let checkpoint = info.checkpoint.map(|(c, kind, writes)| {
+        let call = checkpoint_call(&info.call_id, &info.tool, (kind, writes), &*invocation);
+        (c, call)
     });
     let unsaved = match &checkpoint {
         Some((c, call)) => c.before_call(call).await.err(),
@@ -118,7 +117,7 @@ pub(super) async fn execute(
 fn checkpoint_call(
     call_id: &str,
     tool: &str,
-    kind: Kind,
+    (kind, writes_files): (Kind, bool),
     invocation: &dyn Invocation,
 ) -> CheckpointCall {
     let paths = match invocation.permission_subject() {
@@ -129,6 +128,7 @@ fn checkpoint_call(
         call_id: call_id.to_string(),
         tool: tool.to_string(),
         kind,
+        changes_files: !kind.is_read_only() || writes_files,
         paths,
     }
 }

@@ -21,14 +21,11 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 use toolbelt_core::scheduler::{CallState, CompletedCall};
-use toolbelt_core::{Display, Kind, Origin, Part, Registration};
+use toolbelt_core::{Display, Kind, Origin, Part, Registration, ToolFacts};
 
 /// The `_meta` key of a result that carries toolbelt's display (a diff, Markdown, the
 /// task list), as `{"type": "file_diff" | "markdown" | "todo_list" | "plan", ...}`.
 pub(super) const DISPLAY_META_KEY: &str = "toolbelt/display";
-
-/// The tools that leave the same state when repeated with the same arguments.
-const IDEMPOTENT: &[&str] = &["write_file", "todo_write"];
 
 /// One registered tool as an MCP `Tool`.
 pub(super) fn tool(registration: &Registration) -> Tool {
@@ -43,25 +40,22 @@ pub(super) fn tool(registration: &Registration) -> Tool {
         Arc::new(schema),
     )
     .with_title(t.display_name().to_string())
-    .with_annotations(annotations(
-        &registration.name,
-        t.kind(),
-        &registration.origin,
-    ))
+    .with_annotations(annotations(t.kind(), t.facts(), &registration.origin))
 }
 
-fn annotations(name: &str, kind: Kind, origin: &Origin) -> ToolAnnotations {
+/// MCP's hints from what the tool says of itself: its kind and its [`ToolFacts`].
+fn annotations(kind: Kind, facts: ToolFacts, origin: &Origin) -> ToolAnnotations {
     let read_only = matches!(kind, Kind::Read | Kind::Search | Kind::Fetch);
     let destructive = matches!(
         kind,
         Kind::Edit | Kind::Delete | Kind::Move | Kind::Execute | Kind::Other
     );
     let open_world =
-        kind == Kind::Fetch || name == "web_search" || matches!(origin, Origin::Mcp { .. });
+        kind == Kind::Fetch || facts.open_world || matches!(origin, Origin::Mcp { .. });
     ToolAnnotations::new()
         .read_only(read_only)
         .destructive(!read_only && destructive)
-        .idempotent(read_only || IDEMPOTENT.contains(&name))
+        .idempotent(read_only || facts.idempotent)
         .open_world(open_world)
 }
 

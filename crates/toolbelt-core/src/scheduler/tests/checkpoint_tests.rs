@@ -114,3 +114,54 @@ async fn a_failed_checkpoint_lets_the_call_run_and_says_so() {
         "{text}"
     );
 }
+
+/// A read-only tool that says it writes files (`save_memory`'s `ToolFacts::writes_files`)
+/// is a call that may change files to the checkpoints; another read-only tool is not:
+/// the scheduler reads the tool's own declaration, no list of names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_tool_that_says_it_writes_is_a_change_to_the_checkpoints() {
+    struct Seen(Arc<Mutex<Vec<(String, bool)>>>);
+    impl Checkpoints for Seen {
+        fn before_call<'a>(
+            &'a self,
+            call: &'a CheckpointCall,
+        ) -> crate::BoxFuture<'a, Result<(), String>> {
+            let seen = (call.tool.clone(), call.changes_files);
+            self.0.lock().unwrap().push(seen);
+            Box::pin(async { Ok(()) })
+        }
+        fn after_call<'a>(&'a self, _call: &'a CheckpointCall) -> crate::BoxFuture<'a, ()> {
+            Box::pin(async {})
+        }
+        fn begin_turn(&self, _turn: TurnStart) {}
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut writer = TestTool::new("remember", Kind::Think, Behaviour::Log(log.clone()));
+    writer.facts.writes_files = true;
+    let thinker = TestTool::new("think", Kind::Think, Behaviour::Log(log.clone()));
+    let editor = TestTool::new("edit", Kind::Edit, Behaviour::Log(log.clone()));
+    let reg = registry(vec![writer, thinker, editor]);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = Scheduler::new(
+        env(&dir),
+        SchedulerConfig::new(CallRules::new(
+            Permissions::new(&crate::rules::RuleVocabulary::default()),
+            ApprovalMode::Yolo,
+            None,
+            Some(Arc::new(Seen(seen.clone()))),
+        )),
+    );
+    let calls = vec![
+        call("1", "remember", "r"),
+        call("2", "think", "t"),
+        call("3", "edit", "e"),
+    ];
+    let out = run(&s, &reg, calls).await;
+    assert!(out.iter().all(|c| c.state == CallState::Success));
+    let seen = seen.lock().unwrap().clone();
+    let says = |tool: &str| seen.iter().find(|(t, _)| t == tool).map(|(_, c)| *c);
+    assert_eq!(says("remember"), Some(true), "{seen:?}");
+    assert_eq!(says("think"), Some(false), "{seen:?}");
+    assert_eq!(says("edit"), Some(true), "{seen:?}");
+}

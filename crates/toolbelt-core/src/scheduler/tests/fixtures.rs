@@ -48,6 +48,8 @@ pub(crate) struct TestTool {
     pub kind: Kind,
     pub confirm: Option<ConfirmationDetails>,
     pub behaviour: Behaviour,
+    /// What it says of itself ([`crate::ToolFacts`]).
+    pub facts: crate::ToolFacts,
     schema: Value,
 }
 
@@ -58,6 +60,7 @@ impl TestTool {
             kind,
             confirm: natural_confirmation(kind, name),
             behaviour,
+            facts: crate::ToolFacts::default(),
             schema: json!({
                 "type": "object",
                 "properties": {"value": {"type": "string"}},
@@ -121,6 +124,9 @@ impl Tool for TestTool {
     }
     fn ends_plan_mode(&self) -> bool {
         self.name == EXIT_PLAN_MODE
+    }
+    fn facts(&self) -> crate::ToolFacts {
+        self.facts
     }
     fn parameter_schema(&self) -> &Value {
         &self.schema
