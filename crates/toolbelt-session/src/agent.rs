@@ -17,6 +17,7 @@ use toolbelt_core::{RuleList, Settings, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{Model, RecordingModel, ReplayModel};
 
 use crate::dont_ask::DontAsk;
+use crate::error::AgentError;
 use crate::mcp::McpToolSource;
 use crate::model_slot::ModelSlot;
 use crate::offer::ToolOffer;
@@ -243,7 +244,7 @@ impl Session {
         mut self,
         mut options: AgentOptions,
         setup: Setup,
-    ) -> Result<Prepared, String> {
+    ) -> Result<Prepared, AgentError> {
         options.core_tools = core_names(&options.core_tools, self.rules.vocabulary());
         let store = saved::store(&self.sessions_project());
         let store_dir = store.dir().to_path_buf();
@@ -253,14 +254,15 @@ impl Session {
                 None => reminder,
             });
         }
-        let continued = saved::load(&store, &options.resume, self.warn())?;
+        let continued =
+            saved::load(&store, &options.resume, self.warn()).map_err(AgentError::Saved)?;
         if let Some(id) = &options.session_id {
             if continued.is_some() && !options.fork_session {
-                return Err(format!(
+                return Err(AgentError::Flags(format!(
                     "--session-id {id} with --resume or --continue needs --fork-session (the continued session keeps its own ID otherwise)"
-                ));
+                )));
             }
-            saved::check_new_id(&store, id)?;
+            saved::check_new_id(&store, id).map_err(AgentError::Saved)?;
         }
         for ignored in &options.ignored {
             self.warn().say(&format!(
@@ -269,13 +271,13 @@ impl Session {
             ));
         }
         let prompt = match setup.read_prompt {
-            Some(read) => read()?,
+            Some(read) => read().map_err(AgentError::Prompt)?,
             None => String::new(),
         };
         // Discovered and MCP tools join the built-ins; MCP servers may change theirs during
         // the run (`McpToolSource`).
-        self.load_extensions(true).await.map_err(|e| e.0)?;
-        let ruled = self.rule_agent(&options)?;
+        self.load_extensions(true).await?;
+        let ruled = self.rule_agent(&options).map_err(AgentError::Flags)?;
         let source = if continued.is_some() {
             "resume"
         } else {
@@ -363,7 +365,7 @@ impl Session {
         approver: Option<Arc<dyn Approver>>,
         ruled: Ruled,
         mut saving: Saving,
-    ) -> Result<Prepared, String> {
+    ) -> Result<Prepared, AgentError> {
         let (project, cwd) = (self.project(), self.dir.clone());
         let (catalog, agents) = load_catalog(&project, self.warn());
         let Session {
@@ -377,7 +379,8 @@ impl Session {
             ..
         } = self;
         let mcp = Arc::new(mcp);
-        let (model, model_name, server) = session_model(&options, &env, &cwd)?;
+        let (model, model_name, server) =
+            session_model(&options, &env, &cwd).map_err(AgentError::Model)?;
         let (log, session_id) = saving.start(&cwd, &model_name, &options, &self.options.warn);
         let hooks = told_the_session(hooks, &session_id, log.as_ref());
         let (history, checkpoints) = crate::undo::open(&env, &project, &session_id);

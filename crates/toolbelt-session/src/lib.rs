@@ -33,6 +33,7 @@
 mod agent;
 mod claude_settings;
 mod dont_ask;
+mod error;
 // Issue 33: scheduled prompts and monitors.
 pub mod cron;
 mod hooks;
@@ -60,6 +61,7 @@ pub mod worktree;
 
 pub use agent::{Prepared, ReadPrompt, Setup, SystemPrompt, build_model};
 pub use dont_ask::{DONT_ASK_REFUSAL, DontAsk};
+pub use error::AgentError;
 pub use hooks::hook_listing;
 pub use mcp::connect as connect_mcp;
 pub use model_slot::ModelSlot;

@@ -79,6 +79,8 @@ impl std::fmt::Display for SetupError {
     }
 }
 
+impl std::error::Error for SetupError {}
+
 /// What opening assembles before the registry: settings, roots and what they make
 /// readable or protected.
 struct Grounds {

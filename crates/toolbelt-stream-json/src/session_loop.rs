@@ -204,7 +204,7 @@ async fn assemble(
         sink,
         approver: Some(Arc::new(approver)),
     };
-    session.agent(agent, setup).await
+    session.agent(agent, setup).await.map_err(|e| e.to_string())
 }
 
 /// `initialize.hooks`: the SDK's callbacks join the session's hooks (an empty object

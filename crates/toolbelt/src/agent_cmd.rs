@@ -19,7 +19,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{AgentEvent, EventSink, StopReason, at_paths};
 use toolbelt_model::UserPart;
-use toolbelt_session::{Prepared, Setup, saved};
+use toolbelt_session::{AgentError, Prepared, Setup, saved};
 use toolbelt_stream_json::{Emitter, InitInfo};
 
 use crate::agent_output;
@@ -63,7 +63,7 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     };
     let prepared = match Session::load_with(agent_session(global, &args)) {
         Ok(session) => session.0.agent(agent_options(&args), setup).await,
-        Err(e) => Err(e.0),
+        Err(e) => Err(AgentError::Setup(e)),
     };
     match prepared {
         Ok(mut prepared) => {
@@ -89,9 +89,9 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
             }
             execute(prepared, &args, started, emitter.get().cloned()).await
         }
-        Err(message) => {
-            eprintln!("toolbelt: {message}");
-            EXIT_USAGE
+        Err(e) => {
+            eprintln!("toolbelt: {e}");
+            crate::cli::setup_failure(&e)
         }
     }
 }

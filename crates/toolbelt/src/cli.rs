@@ -14,6 +14,20 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 /// The agent reached `--max-session-turns` (Qwen Code's code for the same).
 pub const EXIT_TURN_LIMIT: u8 = 53;
 
+/// The exit code of an agent that could not be made, by its cause: each is the person's
+/// configuration, flags or input (2), the model's too: a missing key, URL or replay
+/// script is configuration, not a model that failed to answer (1).
+pub fn setup_failure(e: &toolbelt_session::AgentError) -> u8 {
+    use toolbelt_session::AgentError;
+    match e {
+        AgentError::Setup(_)
+        | AgentError::Flags(_)
+        | AgentError::Saved(_)
+        | AgentError::Prompt(_)
+        | AgentError::Model(_) => EXIT_USAGE,
+    }
+}
+
 const EXAMPLES: &str = "\
 Examples:
   bash examples/tour.sh        (from a checkout: a scripted model tours the tools offline)

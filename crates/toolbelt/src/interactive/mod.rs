@@ -51,7 +51,7 @@ use toolbelt_session::kit::input_history::InputHistory;
 use toolbelt_session::kit::loop_cmd;
 use toolbelt_session::kit::slash::{self, SlashCommand};
 use toolbelt_session::kit::stats::SessionStats;
-use toolbelt_session::{Prepared, Setup, SystemPrompt};
+use toolbelt_session::{AgentError, Prepared, Setup, SystemPrompt};
 use toolbelt_tools::completion::PathIndex;
 
 pub mod dialog;
@@ -127,13 +127,13 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     };
     let prepared = match Session::load_with(agent_session(global, &args)) {
         Ok(session) => session.0.agent(agent_options(&args), setup).await,
-        Err(e) => Err(e.0),
+        Err(e) => Err(AgentError::Setup(e)),
     };
     let prepared = match prepared {
         Ok(p) => p,
-        Err(message) => {
-            eprintln!("toolbelt: {message}");
-            return EXIT_USAGE;
+        Err(e) => {
+            eprintln!("toolbelt: {e}");
+            return crate::cli::setup_failure(&e);
         }
     };
     let mut terminal = match start_terminal() {
