@@ -376,6 +376,9 @@ pub struct ToolFacts {
     /// Reaches the world outside the machine although its kind is not `Fetch`
     /// (`web_search`; MCP's `openWorldHint`).
     pub open_world: bool,
+    /// Only a person can answer it (`ask_user_question`): a front end whose caller is
+    /// a program, not a person (`mcp serve`), does not offer it.
+    pub asks_a_person: bool,
 }
 
 /// A tool: a declaration that builds validated calls.

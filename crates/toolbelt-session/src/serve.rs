@@ -251,7 +251,7 @@ impl ServeWorkspaces {
         // Nothing here can answer the model's questions to a person (the client is the
         // one asking), so the tool that would only ever be refused is not offered.
         session.registry.retain(
-            |r| r.name != "ask_user_question",
+            |r| !r.tool.facts().asks_a_person,
             "an MCP client cannot answer questions meant for a person",
         );
     }

@@ -5,7 +5,7 @@
 //! person reads. The cases run in a child process (this test binary again) with a HOME
 //! and TOOLBELT_HOME of its own.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
@@ -46,7 +46,7 @@ fn setup() -> Setup {
     }
 }
 
-async fn agent_error(root: &PathBuf, options: AgentOptions) -> AgentError {
+async fn agent_error(root: &Path, options: AgentOptions) -> AgentError {
     let session = Session::open(root, SessionOptions::default()).unwrap();
     match session.agent(options, setup()).await {
         Ok(_) => panic!("the agent was made"),

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use toolbelt_core::{
     Answer, BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Question,
-    QuestionOption, Tool, ToolEnvironment, ToolError, ToolResult,
+    QuestionOption, Tool, ToolEnvironment, ToolError, ToolFacts, ToolResult,
 };
 
 /// The longest `header`, in characters (Qwen Code's limit).
@@ -102,6 +102,13 @@ impl Tool for AskUserQuestion {
     }
     fn kind(&self) -> Kind {
         Kind::Think
+    }
+    /// Only a person can answer it.
+    fn facts(&self) -> ToolFacts {
+        ToolFacts {
+            asks_a_person: true,
+            ..ToolFacts::default()
+        }
     }
     fn needs_confirmation(&self) -> bool {
         false
