@@ -86,6 +86,17 @@ struct Metadata {
     source: Option<String>,
 }
 
+/// The tool as a built-in (see [`crate::builtin`]): its rule words and how a session
+/// makes it.
+pub(crate) const BUILTIN: crate::builtin::Builtin = crate::builtin::Builtin {
+    name: "ask_user_question",
+    rule_aliases: &[],
+    path_operation: None,
+    make: crate::builtin::Make::Env(|env| {
+        Some(std::sync::Arc::new(AskUserQuestion::new(env.clone())))
+    }),
+};
+
 impl Tool for AskUserQuestion {
     fn name(&self) -> &str {
         "ask_user_question"

@@ -39,6 +39,17 @@ pub(crate) struct Params {
     plan: String,
 }
 
+/// The tool as a built-in (see [`crate::builtin`]): its rule words and how a session
+/// makes it.
+pub(crate) const BUILTIN: crate::builtin::Builtin = crate::builtin::Builtin {
+    name: "exit_plan_mode",
+    rule_aliases: &[],
+    path_operation: None,
+    make: crate::builtin::Make::Env(|env| {
+        Some(std::sync::Arc::new(ExitPlanMode::new(env.clone())))
+    }),
+};
+
 impl Tool for ExitPlanMode {
     fn name(&self) -> &str {
         "exit_plan_mode"

@@ -80,6 +80,15 @@ pub(crate) const RULE_ALIASES: &[&str] = &["Read", "Glob"];
 pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
     Some(toolbelt_core::rules::PathOperation::Read);
 
+/// The tool as a built-in (see [`crate::builtin`]): its rule words and how a session
+/// makes it.
+pub(crate) const BUILTIN: crate::builtin::Builtin = crate::builtin::Builtin {
+    name: NAME,
+    rule_aliases: RULE_ALIASES,
+    path_operation: PATH_OPERATION,
+    make: crate::builtin::Make::Env(|env| Some(std::sync::Arc::new(Glob::new(env.clone())))),
+};
+
 impl Tool for Glob {
     fn name(&self) -> &str {
         NAME

@@ -23,6 +23,7 @@ use toolbelt_core::{Origin, Tool, ToolEnvironment, ToolError, ToolRegistry};
 // that may change without notice.
 mod ask_user_question;
 mod atomic_write;
+pub mod builtin;
 pub mod completion;
 // Issue 33: `cron_create`, `cron_list`, `cron_delete`.
 pub mod cron;
@@ -125,28 +126,7 @@ pub fn builtin_tools_with_shell(
     env: &Arc<ToolEnvironment>,
     shell: Arc<shell::RunShellCommand>,
 ) -> Vec<Arc<dyn Tool>> {
-    let mut tools: Vec<Arc<dyn Tool>> = vec![
-        Arc::new(read_file::ReadFile::new(env.clone())),
-        Arc::new(list_directory::ListDirectory::new(env.clone())),
-        Arc::new(read_many_files::ReadManyFiles::new(env.clone())),
-        Arc::new(write_file::WriteFile::new(env.clone())),
-        Arc::new(edit::Edit::new(env.clone())),
-        Arc::new(glob::Glob::new(env.clone())),
-        Arc::new(grep_search::GrepSearch::new(env.clone())),
-        shell,
-        Arc::new(web_fetch::WebFetch::new(env.clone())),
-    ];
-    if let Some(search) = web_search::WebSearch::from_settings(env) {
-        tools.push(Arc::new(search));
-    }
-    tools.extend([
-        Arc::new(save_memory::SaveMemory::new(env.clone())) as Arc<dyn Tool>,
-        Arc::new(todo_write::TodoWrite::new(env.clone())),
-        Arc::new(exit_plan_mode::ExitPlanMode::new(env.clone())),
-        Arc::new(notebook_edit::NotebookEdit::new(env.clone())),
-        Arc::new(ask_user_question::AskUserQuestion::new(env.clone())),
-    ]);
-    tools
+    builtin::make_all(env, shell)
 }
 
 /// Registers every built-in tool.

@@ -96,6 +96,15 @@ enum Scope {
     Project,
 }
 
+/// The tool as a built-in (see [`crate::builtin`]): its rule words and how a session
+/// makes it.
+pub(crate) const BUILTIN: crate::builtin::Builtin = crate::builtin::Builtin {
+    name: "save_memory",
+    rule_aliases: &[],
+    path_operation: None,
+    make: crate::builtin::Make::Env(|env| Some(std::sync::Arc::new(SaveMemory::new(env.clone())))),
+};
+
 impl Tool for SaveMemory {
     fn name(&self) -> &str {
         "save_memory"

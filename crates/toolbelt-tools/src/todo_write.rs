@@ -78,6 +78,15 @@ pub(crate) const NAME: &str = "todo_write";
 /// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
 pub(crate) const RULE_ALIASES: &[&str] = &["TodoWrite"];
 
+/// The tool as a built-in (see [`crate::builtin`]): its rule words and how a session
+/// makes it.
+pub(crate) const BUILTIN: crate::builtin::Builtin = crate::builtin::Builtin {
+    name: NAME,
+    rule_aliases: RULE_ALIASES,
+    path_operation: None,
+    make: crate::builtin::Make::Env(|env| Some(std::sync::Arc::new(TodoWrite::new(env.clone())))),
+};
+
 impl Tool for TodoWrite {
     fn name(&self) -> &str {
         NAME

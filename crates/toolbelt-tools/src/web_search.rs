@@ -258,6 +258,18 @@ pub(crate) const NAME: &str = "web_search";
 /// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
 pub(crate) const RULE_ALIASES: &[&str] = &["WebSearch"];
 
+/// The tool as a built-in (see [`crate::builtin`]): its rule words and how a session
+/// makes it.
+pub(crate) const BUILTIN: crate::builtin::Builtin = crate::builtin::Builtin {
+    name: NAME,
+    rule_aliases: RULE_ALIASES,
+    path_operation: None,
+    make: crate::builtin::Make::Env(|env| {
+        WebSearch::from_settings(env)
+            .map(|t| std::sync::Arc::new(t) as std::sync::Arc<dyn toolbelt_core::Tool>)
+    }),
+};
+
 impl Tool for WebSearch {
     fn name(&self) -> &str {
         NAME

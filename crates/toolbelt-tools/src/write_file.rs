@@ -56,6 +56,15 @@ pub(crate) const RULE_ALIASES: &[&str] = &["Edit", "Write"];
 pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
     Some(toolbelt_core::rules::PathOperation::Edit);
 
+/// The tool as a built-in (see [`crate::builtin`]): its rule words and how a session
+/// makes it.
+pub(crate) const BUILTIN: crate::builtin::Builtin = crate::builtin::Builtin {
+    name: NAME,
+    rule_aliases: RULE_ALIASES,
+    path_operation: PATH_OPERATION,
+    make: crate::builtin::Make::Env(|env| Some(std::sync::Arc::new(WriteFile::new(env.clone())))),
+};
+
 impl Tool for WriteFile {
     fn name(&self) -> &str {
         NAME

@@ -190,6 +190,15 @@ pub(crate) const NAME: &str = "run_shell_command";
 /// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
 pub(crate) const RULE_ALIASES: &[&str] = &["Bash", "Shell"];
 
+/// The tool as a built-in (see [`crate::builtin`]): its rule words and how a session
+/// makes it.
+pub(crate) const BUILTIN: crate::builtin::Builtin = crate::builtin::Builtin {
+    name: NAME,
+    rule_aliases: RULE_ALIASES,
+    path_operation: None,
+    make: crate::builtin::Make::Shell,
+};
+
 impl Tool for RunShellCommand {
     fn name(&self) -> &str {
         NAME
