@@ -1,4 +1,4 @@
-//! `toolbelt tools call NAME ARGS`: one call through the same [`Scheduler::run`] as the
+//! `toolbelt tools call NAME ARGS`: one call through the same [`Scheduler::run`](toolbelt_core::scheduler::Scheduler::run) as the
 //! agent, `mcp serve` and stream-json, so lookup, `when` clauses, validation, the
 //! permission rules (a declared tool answers to the rules of the built-in it runs too),
 //! protected configuration, confirmation and the output policy are decided in one place.
