@@ -203,7 +203,9 @@ def main():
     ap.add_argument("--mcp-calls", type=int, default=2000)
     ap.add_argument("--mcp-rounds", type=int, default=3)
     args = ap.parse_args()
-    builds = [tuple(args.a.split("=", 1)), tuple(args.b.split("=", 1))]
+    builds = [(label, os.path.abspath(path)) for label, path in (b.split("=", 1) for b in (args.a, args.b))]
+    for tool in ("fake", "load", "echo"):
+        setattr(args, tool, os.path.abspath(getattr(args, tool)))
     (la, _), (lb, _) = builds
     tmp = tempfile.mkdtemp(prefix="toolbelt-ab-")
     rows = []
