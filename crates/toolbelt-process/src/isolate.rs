@@ -548,6 +548,7 @@ unsafe fn read_exact(fd: i32, buf: &mut [u8]) -> bool {
 }
 
 mod shared;
+pub(crate) use shared::holder_pids;
 pub use shared::{command_pid, end_shared_namespace, host_pid, host_pid_below, namespace_pid};
 
 #[cfg(test)]

@@ -122,6 +122,16 @@ impl Owner {
         }
     }
 
+    /// An owner that reads the environment of every process below toolbelt, however old
+    /// (as one made before them would).
+    #[cfg(test)]
+    pub(crate) fn born_before_everything() -> Owner {
+        Owner {
+            born: None,
+            ..Owner::new()
+        }
+    }
+
     /// The marker value, `<token>.<n>.<64 random bits in hex>`.
     pub fn marker(&self) -> &str {
         &self.marker
@@ -182,11 +192,15 @@ impl Owner {
         let me = std::process::id();
         // As a subreaper everything ours is below us: walk our tree (its size, not the
         // machine's, is the cost; a hook or a command pays it at every end).
-        let candidates: Vec<ProcStat> = if is_subreaper() {
+        let mut candidates: Vec<ProcStat> = if is_subreaper() {
             procfs::descendants_of(me).unwrap_or_else(|| procfs::descendants(&procfs::all(), me))
         } else {
             procfs::all().into_iter().filter(|p| p.pid != me).collect()
         };
+        // The shared namespace's holder is toolbelt's own (see `isolate::holder_pids`).
+        if let Some(holder) = crate::isolate::holder_pids() {
+            candidates.retain(|p| !holder.contains(&p.pid));
+        }
         let leader = self.leader();
         // The leader's group is the call's only while no other process holds its pid.
         let group = leader.and_then(|l| match procfs::stat(l.pgid) {
@@ -419,9 +433,12 @@ pub fn end_descendants_blocking(grace: Duration) -> usize {
         .filter(|p| Some(p.pid) != guardian)
         .collect();
     let kept_markers = KEPT.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    // No environment is read without a kept job to look for, nor the holder's (toolbelt's
+    // own, with an empty environment that costs `procfs::environ`'s whole re-read window).
+    let holder = crate::isolate::holder_pids().unwrap_or_default();
     let kept_roots: Vec<u32> = below
         .iter()
-        .filter(|p| p.is_alive())
+        .filter(|p| !kept_markers.is_empty() && p.is_alive() && !holder.contains(&p.pid))
         .filter(|p| procfs::env_value(p.pid, OWNER_VAR).is_some_and(|m| kept_markers.contains(&m)))
         .map(|p| p.pid)
         .collect();

@@ -169,6 +169,10 @@ pub fn env_value(pid: u32, key: &str) -> Option<String> {
 /// How long `environ` of a live process is read again before a read is believed.
 const EXEC_WINDOW: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// The processes whose environment was read, in tests.
+#[cfg(test)]
+pub(crate) static ENVIRON_READ: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
 /// `/proc/<pid>/environ`, read so that an `execve` in progress cannot fool it.
 ///
 /// A process caught in the middle of `execve` reads wrong for a moment: empty (the new
@@ -185,6 +189,11 @@ const EXEC_WINDOW: std::time::Duration = std::time::Duration::from_millis(50);
 /// started with no environment at all (`env -i`) costs the whole window, and only when
 /// a sweep looks at it.
 fn environ(pid: u32, accept: impl Fn(&[u8]) -> bool) -> Option<Vec<u8>> {
+    #[cfg(test)]
+    ENVIRON_READ
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(pid);
     let path = format!("/proc/{pid}/environ");
     let deadline = std::time::Instant::now() + EXEC_WINDOW;
     let mut pause = std::time::Duration::from_micros(50);

@@ -109,6 +109,29 @@ impl Pending {
 
     /// A line the server wrote: an answer settles its request.
     fn wrote(&self, line: &[u8]) {
+        match top_level_id(line) {
+            Some(TopLevel {
+                id: Some(id),
+                method: false,
+            }) => match std::str::from_utf8(id) {
+                Ok(id) => self.settle(id),
+                Err(_) => self.wrote_parsed(line),
+            },
+            Some(TopLevel {
+                id: Some(id),
+                method: true,
+            }) => {
+                let mut state = self.state();
+                state.asked.insert(String::from_utf8_lossy(id).into_owned());
+                state.wake_if_done();
+            }
+            Some(TopLevel { id: None, .. }) => {}
+            None => self.wrote_parsed(line),
+        }
+    }
+
+    /// [`Pending::wrote`] by a whole parse, for a line the quick reading cannot judge.
+    fn wrote_parsed(&self, line: &[u8]) {
         #[derive(serde::Deserialize)]
         struct Probe {
             id: Option<serde_json::Value>,
@@ -139,6 +162,129 @@ impl Pending {
     }
 }
 
+/// What [`top_level_id`] found: the raw text of the `id` (`None` when absent or null)
+/// and whether a `method` key is there.
+struct TopLevel<'a> {
+    id: Option<&'a [u8]>,
+    method: bool,
+}
+
+/// The top-level `id` and `method` of a JSON object as the server's serializer writes it
+/// (its answers are a few KiB of one string: a full parse was a tenth of a small call's
+/// time, issue 49). The raw id is what `serde_json` makes of the same value (a number
+/// or a string with its quotes and escapes). `None` for anything out of the ordinary (a
+/// key with an escape, a repeated key, a line that does not end its object), which the
+/// caller then parses.
+fn top_level_id(line: &[u8]) -> Option<TopLevel<'_>> {
+    let mut at = skip_ws(line, 0);
+    if line.get(at) != Some(&b'{') {
+        return None;
+    }
+    let mut found = TopLevel {
+        id: None,
+        method: false,
+    };
+    let (mut seen_id, mut seen_method) = (false, false);
+    at = skip_ws(line, at + 1);
+    if line.get(at) == Some(&b'}') {
+        return Some(found);
+    }
+    loop {
+        let key_end = string_end(line, at)?;
+        let key = &line[at + 1..key_end - 1];
+        if key.contains(&b'\\') {
+            return None;
+        }
+        at = skip_ws(line, key_end);
+        if line.get(at) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(line, at + 1);
+        let end = value_end(line, start)?;
+        match key {
+            b"id" if seen_id => return None,
+            b"id" => {
+                seen_id = true;
+                let raw = &line[start..end];
+                found.id = (raw != b"null").then_some(raw);
+            }
+            b"method" if seen_method => return None,
+            b"method" => {
+                seen_method = true;
+                found.method = true;
+            }
+            _ => {}
+        }
+        at = skip_ws(line, end);
+        match line.get(at) {
+            Some(b',') => at = skip_ws(line, at + 1),
+            Some(b'}') => return skip_ws(line, at + 1).eq(&line.len()).then_some(found),
+            _ => return None,
+        }
+    }
+}
+
+fn skip_ws(line: &[u8], mut at: usize) -> usize {
+    while line
+        .get(at)
+        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    {
+        at += 1;
+    }
+    at
+}
+
+/// The index after the closing quote of the string that starts at `at`.
+fn string_end(line: &[u8], at: usize) -> Option<usize> {
+    if line.get(at) != Some(&b'"') {
+        return None;
+    }
+    let mut i = at + 1;
+    loop {
+        i += memchr::memchr2(b'"', b'\\', line.get(i..)?)?;
+        if line[i] == b'"' {
+            return Some(i + 1);
+        }
+        i += 2;
+    }
+}
+
+/// The index after the value that starts at `at` (a string, an object or array with
+/// everything in it, or a number, `true`, `false`, `null`).
+fn value_end(line: &[u8], at: usize) -> Option<usize> {
+    match line.get(at)? {
+        b'"' => string_end(line, at),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = at;
+            loop {
+                match line.get(i)? {
+                    b'"' => {
+                        i = string_end(line, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let len = line[at..]
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n'))
+                .unwrap_or(line.len() - at);
+            (len > 0).then_some(at + len)
+        }
+    }
+}
+
 fn id_text(id: &rmcp::model::RequestId) -> String {
     serde_json::to_string(id).unwrap_or_default()
 }
@@ -156,7 +302,13 @@ pub(super) struct Input<R> {
     /// Skipping an oversized line: its first bytes, its last bytes, its length.
     skipping: Option<Oversized>,
     ended: bool,
+    /// Where reads land, kept between reads (zeroing 64 KiB on every read was a tenth of
+    /// a small call's time, issue 49).
+    chunk: Box<[u8]>,
 }
+
+/// Bytes read from the input at a time.
+const CHUNK: usize = 64 * 1024;
 
 struct Oversized {
     head: Vec<u8>,
@@ -177,13 +329,14 @@ impl<R> Input<R> {
             ready_at: 0,
             skipping: None,
             ended: false,
+            chunk: Box::default(),
         }
     }
 
     /// Takes the bytes read: whole lines become ready, an oversized one is skipped.
     fn take(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
-            let newline = bytes.iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', bytes);
             let (part, rest) = match newline {
                 Some(at) => (&bytes[..at], &bytes[at + 1..]),
                 None => (bytes, &[][..]),
@@ -346,18 +499,29 @@ impl<R: AsyncRead + Unpin> AsyncRead for Input<R> {
                 state.waiting = Some(cx.waker().clone());
                 return Poll::Pending;
             }
-            let mut chunk = [0u8; 64 * 1024];
+            if this.chunk.is_empty() {
+                this.chunk = vec![0u8; CHUNK].into_boxed_slice();
+            }
+            let mut chunk = std::mem::take(&mut this.chunk);
             let mut read = ReadBuf::new(&mut chunk);
-            match Pin::new(&mut this.inner).poll_read(cx, &mut read) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Ready(Ok(())) if read.filled().is_empty() => {
+            let polled = Pin::new(&mut this.inner).poll_read(cx, &mut read);
+            let filled = read.filled().len();
+            match polled {
+                Poll::Pending => {}
+                Poll::Ready(Err(_)) => {}
+                Poll::Ready(Ok(())) if filled == 0 => {
                     this.ended = true;
                     if this.skipping.is_some() {
                         this.end_line();
                     }
                 }
-                Poll::Ready(Ok(())) => this.take(read.filled()),
+                Poll::Ready(Ok(())) => this.take(&chunk[..filled]),
+            }
+            this.chunk = chunk;
+            match polled {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(())) => {}
             }
         }
     }
@@ -382,7 +546,7 @@ impl<W> Answers<W> {
     }
 
     fn saw(&mut self, mut bytes: &[u8]) {
-        while let Some(at) = bytes.iter().position(|&b| b == b'\n') {
+        while let Some(at) = memchr::memchr(b'\n', bytes) {
             if self.line.is_empty() {
                 self.pending.wrote(&bytes[..at]);
             } else {
@@ -431,5 +595,46 @@ mod tests {
         assert_eq!(find_id(head), None);
         let tail = br#"xxxxxxx"}},"jsonrpc":"2.0","id":"req-9"}"#;
         assert_eq!(find_id(tail), Some(serde_json::json!("req-9")));
+    }
+
+    /// The quick reading of the server's own lines agrees with a whole parse, and gives
+    /// up (`None`) where it cannot be sure.
+    #[test]
+    fn the_quick_reading_of_an_answer_finds_what_a_parse_finds() {
+        let text = "line one\n\"quoted\" {braces} [brackets] \\ end".repeat(50);
+        let answer = serde_json::json!({"jsonrpc": "2.0", "id": 42,
+            "result": {"content": [{"type": "text", "text": text}], "isError": false}});
+        let line = serde_json::to_vec(&answer).unwrap();
+        let found = top_level_id(&line).expect("an answer is read");
+        assert_eq!(found.id, Some(&b"42"[..]));
+        assert!(!found.method);
+        let id = rmcp::model::RequestId::String("req \"7\" é".into());
+        let question = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create",
+            "params": {"message": "?"}});
+        let line = serde_json::to_vec(&question).unwrap();
+        let found = top_level_id(&line).expect("a question is read");
+        assert_eq!(found.id, Some(id_text(&id).as_bytes()));
+        assert!(found.method);
+        let note = br#" {"jsonrpc":"2.0","method":"notifications/progress","params":{"id":3}} "#;
+        let found = top_level_id(note).expect("a notification is read");
+        assert!(found.id.is_none() && found.method);
+        assert!(
+            top_level_id(br#"{"jsonrpc":"2.0","id":null,"error":{}}"#)
+                .is_some_and(|f| f.id.is_none())
+        );
+        for odd in [
+            &br#"{"i\u0064":1,"result":{}}"#[..],
+            br#"{"id":1,"id":2}"#,
+            br#"{"id":1"#,
+            br#"{"id":1,"result":{"a":[1,2}"#,
+            b"[1]",
+            br#"{"id":1} x"#,
+        ] {
+            assert!(
+                top_level_id(odd).is_none(),
+                "{}",
+                String::from_utf8_lossy(odd)
+            );
+        }
     }
 }

@@ -41,6 +41,8 @@ struct Holder {
     namespaces: [File; 2],
     /// The namespace's identity (inode of `/proc/<pid>/ns/pid`).
     inode: u64,
+    /// The holder itself (`cat`, PID 1 inside), as toolbelt sees it.
+    init: u32,
 }
 
 static HOLDER: Mutex<Option<Holder>> = Mutex::new(None);
@@ -124,7 +126,18 @@ fn start() -> io::Result<Holder> {
         stdin,
         namespaces: [pid_ns, mount_ns],
         inode,
+        init,
     })
+}
+
+/// The holder's two processes (its relay and `cat`), while it runs: toolbelt's own, like
+/// the guardian, so a sweep for an owner's leftovers never reads them. The holder starts
+/// after the first command's owner, and its empty environment would cost that sweep
+/// `procfs::environ`'s whole re-read window (50 ms at the end of the session's first
+/// command, issue 49).
+pub(crate) fn holder_pids() -> Option<[u32; 2]> {
+    let holder = HOLDER.lock().unwrap_or_else(PoisonError::into_inner);
+    holder.as_ref().map(|h| [h.relay.id(), h.init])
 }
 
 /// The one child of the holder's relay: PID 1 of the namespace, as this process sees it.

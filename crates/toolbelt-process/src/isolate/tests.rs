@@ -252,3 +252,26 @@ fn no_copy_of_toolbelt_is_inside_the_namespace() {
     assert!(text.contains("sh -c"), "{text}");
     assert!(!text.contains(&name), "a copy of {name} is inside: {text}");
 }
+
+/// The shared namespace's holder (`cat` with an empty environment) is toolbelt's own: no
+/// sweep for a call's leftovers reads its environment (each read of an empty one waits
+/// out `procfs::environ`'s 50 ms window: the end of the session's first command paid it).
+#[test]
+fn a_sweep_for_leftovers_never_reads_the_holders_environment() {
+    if !granted(&support().processes) {
+        return;
+    }
+    let out = run("true", Isolation::Processes);
+    assert!(out.status.success());
+    let holder = holder_pids().expect("an approved command started the holder");
+    let owner = Owner::born_before_everything();
+    let _ = owner.processes();
+    let read = procfs::ENVIRON_READ
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    assert!(
+        !read.iter().any(|pid| holder.contains(pid)),
+        "the holder {holder:?} was read: {read:?}"
+    );
+}
