@@ -126,12 +126,12 @@ impl IsolationStep {
     pub(crate) fn set(&self, isolation: Isolation) {
         let flags = match isolation {
             Isolation::SessionOnly => 0,
-            Isolation::Processes if support().processes.is_ok() && shared::ensure() => JOIN,
+            Isolation::Processes if processes_granted().is_ok() && shared::ensure() => JOIN,
             Isolation::Processes => 0,
-            Isolation::Sealed if support().sealed.is_ok() => PID | NET | needs_user(),
+            Isolation::Sealed if sealed_granted().is_ok() => PID | NET | needs_user(),
             Isolation::Sealed => {
-                warn_missing(support());
-                if support().processes.is_ok() { PID } else { 0 }
+                warn_missing(sealed_granted());
+                if processes_granted().is_ok() { PID } else { 0 }
             }
         };
         self.flags.store(flags, Ordering::Relaxed);
@@ -140,10 +140,10 @@ impl IsolationStep {
 
 /// Says once per process which layer an unasked command goes without (the first such
 /// command, not every session start: the probe is paid only where it is needed).
-fn warn_missing(support: &IsolationSupport) {
+fn warn_missing(sealed: &Result<(), String>) {
     static WARNED: std::sync::Once = std::sync::Once::new();
     WARNED.call_once(|| {
-        if let Err(why) = &support.sealed {
+        if let Err(why) = sealed {
             tracing::warn!(
                 "unasked commands run without namespaces of their own ({why}); the Landlock and seccomp \
                  sandbox still confines them (`toolbelt sandbox` shows every layer)"
@@ -160,14 +160,31 @@ fn needs_user() -> u8 {
     }
 }
 
-/// What the machine grants, probed on first use by running the set-up in children that
-/// exit before `exec` (two `fork`s each, under a millisecond).
+/// What the machine grants, both layers (for `toolbelt sandbox` and tests): see
+/// [`processes_granted`] and [`sealed_granted`], which a command asks apart.
 pub fn support() -> &'static IsolationSupport {
     static SUPPORT: OnceLock<IsolationSupport> = OnceLock::new();
     SUPPORT.get_or_init(|| IsolationSupport {
-        processes: probe(PID),
-        sealed: probe(PID | NET | needs_user()),
+        processes: processes_granted().clone(),
+        sealed: sealed_granted().clone(),
     })
+}
+
+/// Whether the machine grants a PID namespace with its own `/proc`, probed on first use
+/// by running the set-up in a child that exits before `exec`. Apart from the sealed set,
+/// so a session whose commands are all approved never pays that layer's probe.
+pub fn processes_granted() -> &'static Result<(), String> {
+    PROCESSES_GRANTED.get_or_init(|| probe(PID))
+}
+
+/// The answers of the two probes, once asked.
+static PROCESSES_GRANTED: OnceLock<Result<(), String>> = OnceLock::new();
+static SEALED_GRANTED: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// Whether the machine grants the sealed set (PID, mount and network namespaces, through
+/// a user namespace when unprivileged), probed on first use like [`processes_granted`].
+pub fn sealed_granted() -> &'static Result<(), String> {
+    SEALED_GRANTED.get_or_init(|| probe(PID | NET | needs_user()))
 }
 
 fn probe(flags: u8) -> Result<(), String> {

@@ -275,3 +275,41 @@ fn a_sweep_for_leftovers_never_reads_the_holders_environment() {
         "the holder {holder:?} was read: {read:?}"
     );
 }
+
+/// An approved command asks only for its own layer: the sealed set's probe (a user and
+/// network namespace made and torn down) is not paid by a process whose commands are all
+/// approved. Run in a child process (this test binary, one test), whose probes start
+/// unasked.
+#[test]
+fn an_approved_command_probes_only_its_own_layer() {
+    if std::env::var_os("ISOLATE_PROBE_CHILD").is_some() {
+        let out = run("echo ran", Isolation::Processes);
+        assert_eq!(stdout(&out), "ran");
+        assert!(
+            PROCESSES_GRANTED.get().is_some(),
+            "its own layer was probed"
+        );
+        assert!(
+            SEALED_GRANTED.get().is_none(),
+            "the sealed set was probed too"
+        );
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([
+            "isolate::tests::an_approved_command_probes_only_its_own_layer",
+            "--exact",
+            "--nocapture",
+        ])
+        .env("ISOLATE_PROBE_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the child failed:\n{text}");
+    assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
+}
