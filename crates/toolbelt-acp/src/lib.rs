@@ -218,11 +218,13 @@ impl Server {
     }
 
     async fn open(&self, opening: Opening) -> Result<Arc<Live>, RpcError> {
+        let editor_writes = self.client.get().is_some_and(|c| c.fs.write_text_file);
         let live = Live::open(
             &self.peer,
             &self.options.session,
             &self.options.agent,
             opening,
+            editor_writes,
         )
         .await?;
         let live = Arc::new(live);

@@ -78,6 +78,7 @@ impl Live {
         session: &SessionOptions,
         agent: &AgentOptions,
         opening: Opening,
+        editor_writes: bool,
     ) -> Result<Live, RpcError> {
         if !opening.cwd.is_absolute() {
             return Err(invalid_params("\"cwd\" must be an absolute path"));
@@ -92,6 +93,7 @@ impl Live {
         let opened = Session::open(&opening.cwd, session)
             .map_err(|e| RpcError::internal_error().data(json!(e.0)))?;
         let updates = Arc::new(Updates::new(peer.clone(), opening.cwd.clone()));
+        let _ = updates.editor_writes.set(editor_writes);
         let approver = Arc::new(ClientApprover::new(
             peer.clone(),
             updates.clone(),

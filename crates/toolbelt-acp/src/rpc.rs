@@ -184,6 +184,24 @@ impl Peer {
         })
     }
 
+    /// Asks the client without waiting: the request is queued now, in order with the
+    /// updates around it, and a failed answer is logged.
+    pub(crate) fn request_detached(&self, method: &str, params: impl Serialize) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.insert(id, tx);
+        }
+        let params = serde_json::to_value(params).unwrap_or(Value::Null);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let method = method.to_string();
+        tokio::spawn(async move {
+            if let Ok(Err(e)) = rx.await {
+                tracing::warn!("the editor failed {method}: {}", e.message);
+            }
+        });
+    }
+
     /// The client answered request `id`; an answer to nothing we asked is dropped.
     pub(crate) fn resolve(&self, id: &Value, outcome: Result<Value, RpcError>) {
         let Some(id) = id.as_u64() else {

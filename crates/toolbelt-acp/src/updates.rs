@@ -47,6 +47,8 @@ pub(crate) struct Updates {
     streamed: Mutex<bool>,
     /// Why the last answer stopped (`max_tokens` is told from it).
     pub last_finish: Mutex<Option<FinishReason>>,
+    /// The editor offered `fs/write_text_file`: a file change is also given to it.
+    pub editor_writes: OnceLock<bool>,
 }
 
 impl Updates {
@@ -59,6 +61,7 @@ impl Updates {
             calls: Mutex::new(HashMap::new()),
             streamed: Mutex::new(false),
             last_finish: Mutex::new(None),
+            editor_writes: OnceLock::new(),
         }
     }
 
@@ -212,6 +215,11 @@ impl Updates {
             _ => ToolCallStatus::Failed,
         };
         let text = call.result.llm_text();
+        if let Display::FileDiff(diff) = &call.result.return_display
+            && call.state == CallState::Success
+        {
+            self.tell_editor(&diff.file_path, diff.new_content.as_deref());
+        }
         let content = match &call.result.return_display {
             Display::FileDiff(diff) if call.state == CallState::Success => {
                 vec![diff_content(
@@ -231,6 +239,23 @@ impl Updates {
             .content(content)
             .raw_output(Value::String(text));
         self.update(&call.call_id, fields);
+    }
+}
+
+impl Updates {
+    /// A file toolbelt changed, given to an editor that offered `fs/write_text_file`, so
+    /// its buffer holds the new text. toolbelt has already written the file itself
+    /// (confined to the workspace, atomically, checkpointed): the editor's write is the
+    /// same text, and toolbelt does not depend on what the editor does with it. A file
+    /// too large to carry whole (over 1 MiB) is left to the editor's own reload.
+    fn tell_editor(&self, path: &Path, text: Option<&str>) {
+        let (Some(true), Some(text), Some(id)) =
+            (self.editor_writes.get(), text, self.session_id.get())
+        else {
+            return;
+        };
+        let params = serde_json::json!({"sessionId": id, "path": path, "content": text});
+        self.peer.request_detached("fs/write_text_file", params);
     }
 }
 
