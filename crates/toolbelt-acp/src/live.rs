@@ -218,13 +218,16 @@ impl Live {
                 "a prompt of this session is still running; wait for its answer or cancel it"
             )));
         };
+        let p = &self.prepared;
+        let message = crate::prompt::user_message(p, blocks).await;
+        let message = message.map_err(|e| invalid_params(&e))?;
         let cancel = CancellationToken::new();
         if let Ok(mut turn) = self.turn.lock() {
             *turn = Some(cancel.clone());
         }
-        let p = &self.prepared;
-        let message = crate::prompt::user_message(p, blocks).await;
-        let message = message.map_err(|e| invalid_params(&e))?;
+        if let Ok(mut last) = self.updates.last_finish.lock() {
+            *last = None;
+        }
         let mode = p.agent.scheduler().mode();
         p.agent.set_system_prompt(p.system_prompt.text(mode));
         self.updates.set_registry(p.agent.registry());
