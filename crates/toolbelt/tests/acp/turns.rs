@@ -1,0 +1,261 @@
+//! Prompt turns with tools: what the editor is shown (tool calls with their kind,
+//! locations and diffs, the plan, the answer), what it is asked, and what its answers
+//! do to the files.
+
+use serde_json::{Value, json};
+
+use toolbelt_model::fake_server::{FakeOpenAi, Reply};
+
+use crate::{
+    Editor, call, clean, model_call, model_env, option_kinds, say, sdk_dir, start, tool_messages,
+};
+
+/// The turn of the issue: the model reads a file, edits one (asked, allowed once, shown
+/// as a diff), runs a command (asked, allowed once) and writes a todo list (a `plan`);
+/// its words arrive as message chunks and the turn ends with `end_turn`. The editor
+/// offered no fs capability, so no fs/* request is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_reads_edits_runs_and_plans() {
+    let Some(sdk) = sdk_dir() else { return };
+    let e = Editor::new(sdk);
+    e.write("notes.txt", "the answer is 42\n");
+    e.write("code.txt", "let x = 1;\n");
+    let todos = json!([
+        {"id": "1", "content": "Change x to 2", "status": "completed"},
+        {"id": "2", "content": "Add a test for x", "status": "pending"},
+    ]);
+    let mut first = call("c_read", "read_file", json!({"file_path": e.path("notes.txt")}));
+    first["text"] = json!("Let me look at the notes.");
+    let script = e.script(
+        "model.jsonl",
+        &[
+            first,
+            call(
+                "c_edit",
+                "edit",
+                json!({"file_path": e.path("code.txt"), "old_string": "let x = 1;", "new_string": "let x = 2;"}),
+            ),
+            call(
+                "c_shell",
+                "run_shell_command",
+                json!({"command": "printf 'ran\\n' > shell-out.txt"}),
+            ),
+            call("c_todo", "todo_write", json!({ "todos": todos })),
+            say("All done: x is 2."),
+        ],
+    );
+    let mut steps = start();
+    steps.push(json!({"op": "prompt", "text": "make x 2"}));
+    let seen = e
+        .drive(
+            &["--model-replay", &script],
+            &["allow_once", "allow_once"],
+            json!(steps),
+            json!({}),
+        )
+        .await;
+    assert_eq!(seen.result(2)["stopReason"], "end_turn");
+    let said = seen.text_of("agent_message_chunk", Some(2));
+    assert!(said.starts_with("Let me look at the notes."), "{said}");
+    assert!(said.ends_with("All done: x is 2."), "{said}");
+
+    let read = seen.tool_call("read");
+    assert_eq!(read["locations"][0]["path"], e.path("notes.txt"), "{read}");
+    assert_eq!(read["status"], "completed", "{read}");
+    assert!(read["title"].as_str().is_some_and(|t| !t.is_empty()), "{read}");
+    assert_eq!(read["rawInput"]["file_path"], e.path("notes.txt"), "{read}");
+
+    let edit = seen.tool_call("edit");
+    assert_eq!(edit["locations"][0]["path"], e.path("code.txt"), "{edit}");
+    assert_eq!(edit["status"], "completed", "{edit}");
+    let diffs: Vec<&Value> = edit["updateContents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "diff")
+        .collect();
+    assert_eq!(diffs.len(), 1, "one diff in the edit's updates: {edit}");
+    assert_eq!(diffs[0]["path"], e.path("code.txt"));
+    assert!(
+        diffs[0]["oldText"].as_str().unwrap().contains("let x = 1;"),
+        "{}",
+        diffs[0]
+    );
+    assert!(
+        diffs[0]["newText"].as_str().unwrap().contains("let x = 2;"),
+        "{}",
+        diffs[0]
+    );
+    assert_eq!(e.read("code.txt"), "let x = 2;\n");
+
+    let shell = seen.tool_call("execute");
+    assert_eq!(shell["status"], "completed", "{shell}");
+    assert_eq!(e.read("shell-out.txt"), "ran\n");
+
+    // Asked twice, in order: the edit, then the command; each with its tool call.
+    let asked = seen.permissions();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[0]["request"]["toolCall"]["toolCallId"], edit["toolCallId"]);
+    assert_eq!(asked[1]["request"]["toolCall"]["toolCallId"], shell["toolCallId"]);
+    for question in asked {
+        let kinds = option_kinds(question);
+        assert!(kinds.contains(&"allow_once".to_string()), "{kinds:?}");
+        assert!(kinds.contains(&"reject_once".to_string()), "{kinds:?}");
+    }
+
+    let plans = seen.updates_of("plan", Some(2));
+    let last = plans.last().expect("a plan update");
+    let entries: Vec<(&str, &str)> = last["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|en| (en["content"].as_str().unwrap(), en["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        entries,
+        [("Change x to 2", "completed"), ("Add a test for x", "pending")]
+    );
+    assert_eq!(seen.raw["fs"], json!([]), "no fs capability was offered");
+}
+
+fn edit_turn(e: &Editor, id: &str, file: &str, old: &str, new: &str) -> Value {
+    call(
+        id,
+        "edit",
+        json!({"file_path": e.path(file), "old_string": old, "new_string": new}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reject_once_keeps_the_file_and_fails_the_call() {
+    let Some(sdk) = sdk_dir() else { return };
+    let e = Editor::new(sdk);
+    e.write("code.txt", "let x = 1;\n");
+    let mut refused = edit_turn(&e, "c_edit", "code.txt", "let x = 1;", "let x = 2;");
+    refused["tool_calls"][0]["expect_error"] = json!(true);
+    let script = e.script("model.jsonl", &[refused, say("You kept x as it is.")]);
+    let mut steps = start();
+    steps.push(json!({"op": "prompt", "text": "make x 2"}));
+    let seen = e
+        .drive(
+            &["--model-replay", &script],
+            &["reject_once"],
+            json!(steps),
+            json!({}),
+        )
+        .await;
+    assert_eq!(seen.result(2)["stopReason"], "end_turn");
+    assert_eq!(e.read("code.txt"), "let x = 1;\n");
+    assert_eq!(seen.permissions().len(), 1);
+    let edit = seen.tool_call("edit");
+    assert_eq!(edit["status"], "failed", "{edit}");
+    assert!(
+        !edit["statuses"].as_array().unwrap().contains(&json!("completed")),
+        "{edit}"
+    );
+    assert_eq!(
+        seen.text_of("agent_message_chunk", Some(2)),
+        "You kept x as it is."
+    );
+}
+
+/// In a trusted workspace the question offers all four choices; `allow_always` writes
+/// the rule the terminal writes (`edit` in `.qwen/settings.json` `permissions.allow`)
+/// and the next edit of the session, in the next prompt, is not asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_always_writes_the_rule_and_is_not_asked_again() {
+    let Some(sdk) = sdk_dir() else { return };
+    let e = Editor::new(sdk);
+    e.trust_workspace();
+    e.write("a.txt", "a = 1\n");
+    e.write("b.txt", "b = 1\n");
+    let script = e.script(
+        "model.jsonl",
+        &[
+            edit_turn(&e, "c_a", "a.txt", "a = 1", "a = 2"),
+            say("a is 2."),
+            edit_turn(&e, "c_b", "b.txt", "b = 1", "b = 2"),
+            say("b is 2."),
+        ],
+    );
+    let mut steps = start();
+    steps.push(json!({"op": "prompt", "text": "make a 2"}));
+    steps.push(json!({"op": "prompt", "text": "make b 2"}));
+    let seen = e
+        .drive(
+            &["--model-replay", &script],
+            &["allow_always"],
+            json!(steps),
+            json!({}),
+        )
+        .await;
+    assert_eq!(seen.result(2)["stopReason"], "end_turn");
+    assert_eq!(seen.result(3)["stopReason"], "end_turn");
+    let asked = seen.permissions();
+    assert_eq!(asked.len(), 1, "asked once: {asked:?}");
+    let mut kinds = option_kinds(&asked[0]);
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        ["allow_always", "allow_once", "reject_always", "reject_once"]
+    );
+    assert_eq!(e.read("a.txt"), "a = 2\n");
+    assert_eq!(e.read("b.txt"), "b = 2\n");
+    let settings: Value = serde_json::from_str(&e.read(".qwen/settings.json")).unwrap();
+    let allow = settings["permissions"]["allow"].as_array().unwrap();
+    assert!(allow.contains(&json!("edit")), "{settings}");
+}
+
+/// With `fs.readTextFile` and `fs.writeTextFile` offered, a read and an edit go through
+/// the editor: the model is given the editor's unsaved buffer, and the edit is written
+/// with `fs/write_text_file` (which the driver writes to disk).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editors_fs_is_used_when_offered() {
+    let Some(sdk) = sdk_dir() else { return };
+    let e = Editor::new(sdk);
+    e.write("notes.txt", "saved text\n");
+    e.write("code.txt", "let x = 1;\n");
+    let server = FakeOpenAi::start(vec![
+        model_call("c_read", "read_file", json!({"file_path": e.path("notes.txt")})),
+        model_call(
+            "c_edit",
+            "edit",
+            json!({"file_path": e.path("code.txt"), "old_string": "let x = 1;", "new_string": "let x = 2;"}),
+        ),
+        Reply::text("Done."),
+    ])
+    .await
+    .unwrap();
+    let steps = json!([
+        {"op": "initialize", "fs": {"read": true, "write": true}},
+        {"op": "newSession", "as": "s"},
+        {"op": "prompt", "text": "read the notes, make x 2"},
+    ]);
+    let buffers = json!({ e.path("notes.txt"): "unsaved buffer text\n" });
+    let seen = e
+        .drive(
+            &[],
+            &["allow_once"],
+            steps,
+            json!({ "buffers": buffers, "env": model_env(&server) }),
+        )
+        .await;
+    assert_eq!(seen.result(2)["stopReason"], "end_turn");
+    let reads = seen.fs_calls("fs/read_text_file");
+    assert!(
+        reads.iter().any(|r| r["params"]["path"] == e.path("notes.txt")),
+        "{reads:?}"
+    );
+    let told = tool_messages(&server);
+    assert!(
+        told[0].contains("unsaved buffer text") && !told[0].contains("saved text\\n"),
+        "the model reads the editor's buffer: {told:?}"
+    );
+    let writes = seen.fs_calls("fs/write_text_file");
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(writes[0]["params"]["path"], e.path("code.txt"));
+    assert_eq!(writes[0]["params"]["content"], "let x = 2;\n");
+    assert_eq!(writes[0]["params"]["sessionId"], json!(seen.session("s")));
+    assert_eq!(e.read("code.txt"), "let x = 2;\n");
+    clean(&server);
+}
