@@ -34,6 +34,19 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     if args.resume.as_deref() == Some("") {
         return list_sessions(global);
     }
+    if args.acp {
+        let options = toolbelt_acp::AcpOptions {
+            session: agent_session(global, &args),
+            agent: agent_options(&args),
+        };
+        return match toolbelt_acp::run(options).await {
+            Ok(()) => EXIT_OK,
+            Err(why) => {
+                eprintln!("toolbelt: {why}");
+                EXIT_USAGE
+            }
+        };
+    }
     if crate::interactive::wanted(&args) {
         return crate::interactive::run(global, args).await;
     }

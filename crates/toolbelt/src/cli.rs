@@ -165,6 +165,10 @@ pub struct AgentArgs {
     /// as many turns as the client sends (Qwen Code's and Claude Code's SDK protocol).
     #[arg(long, value_enum, default_value_t = InputFormat::Text)]
     pub input_format: InputFormat,
+    /// Serve the Agent Client Protocol on standard input and output, for an editor
+    /// (Zed, JetBrains, Neovim, Emacs) to drive toolbelt as its agent (docs/acp.md).
+    #[arg(long, visible_alias = "experimental-acp")]
+    pub acp: bool,
     /// With `-o stream-json`: also `stream_event` messages (`message_start`,
     /// `content_block_delta`, ...) for each model answer.
     #[arg(long)]
