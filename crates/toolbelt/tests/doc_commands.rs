@@ -69,6 +69,8 @@ mod pty;
 #[path = "../src/claude_flags.rs"]
 #[allow(dead_code)]
 mod claude_flags;
+#[path = "doc_commands/agents.rs"]
+mod agents;
 #[path = "doc_commands/coverage.rs"]
 mod coverage;
 #[path = "doc_commands/extract.rs"]

@@ -159,9 +159,10 @@ async fn reject_once_keeps_the_file_and_fails_the_call() {
     );
 }
 
-/// In a trusted workspace the question offers all four choices; `allow_always` writes
-/// the rule the terminal writes (`edit` in `.qwen/settings.json` `permissions.allow`)
-/// and the next edit of the session, in the next prompt, is not asked.
+/// In a trusted workspace the question offers all four kinds of choice; the
+/// `allow_always` option writes the rule the terminal writes (`edit` in
+/// `.qwen/settings.json` `permissions.allow`) and the next edit of the session, in the
+/// next prompt, is not asked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_always_writes_the_rule_and_is_not_asked_again() {
     let Some(sdk) = sdk_dir() else { return };
@@ -195,10 +196,12 @@ async fn allow_always_writes_the_rule_and_is_not_asked_again() {
     assert_eq!(asked.len(), 1, "asked once: {asked:?}");
     let mut kinds = option_kinds(&asked[0]);
     kinds.sort();
+    kinds.dedup();
     assert_eq!(
         kinds,
         ["allow_always", "allow_once", "reject_always", "reject_once"]
     );
+    assert_eq!(asked[0]["answer"], "allow_always");
     assert_eq!(e.read("a.txt"), "a = 2\n");
     assert_eq!(e.read("b.txt"), "b = 2\n");
     let settings: Value = serde_json::from_str(&e.read(".qwen/settings.json")).unwrap();
@@ -241,21 +244,52 @@ async fn the_editors_fs_is_used_when_offered() {
         )
         .await;
     assert_eq!(seen.result(2)["stopReason"], "end_turn");
-    let reads = seen.fs_calls("fs/read_text_file");
-    assert!(
-        reads.iter().any(|r| r["params"]["path"] == e.path("notes.txt")),
-        "{reads:?}"
-    );
-    let told = tool_messages(&server);
-    assert!(
-        told[0].contains("unsaved buffer text") && !told[0].contains("saved text\\n"),
-        "the model reads the editor's buffer: {told:?}"
-    );
     let writes = seen.fs_calls("fs/write_text_file");
     assert_eq!(writes.len(), 1, "{writes:?}");
     assert_eq!(writes[0]["params"]["path"], e.path("code.txt"));
     assert_eq!(writes[0]["params"]["content"], "let x = 2;\n");
     assert_eq!(writes[0]["params"]["sessionId"], json!(seen.session("s")));
     assert_eq!(e.read("code.txt"), "let x = 2;\n");
+    let reads = seen.fs_calls("fs/read_text_file");
+    assert!(
+        reads.iter().any(|r| r["params"]["path"] == e.path("notes.txt")),
+        "the editor offered fs.readTextFile, yet notes.txt was not read through it: {reads:?}"
+    );
+    let told = tool_messages(&server);
+    assert!(
+        told[0].contains("unsaved buffer text") && !told[0].contains("saved text\\n"),
+        "the model reads the editor's buffer: {told:?}"
+    );
     clean(&server);
+}
+
+/// The editor holds unsaved changes to a file: an edit that would overwrite them is
+/// refused, and the file on disk stays as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_over_the_editors_unsaved_changes_is_refused() {
+    let Some(sdk) = sdk_dir() else { return };
+    let e = Editor::new(sdk);
+    e.write("code.txt", "let x = 1;\n");
+    let mut edit = edit_turn(&e, "c_edit", "code.txt", "let x = 1;", "let x = 2;");
+    edit["tool_calls"][0]["expect_error"] = json!(true);
+    let script = e.script("model.jsonl", &[edit, say("Left it.")]);
+    let steps = json!([
+        {"op": "initialize", "fs": {"read": true, "write": true}},
+        {"op": "newSession", "as": "s"},
+        {"op": "prompt", "text": "make x 2"},
+    ]);
+    let buffers = json!({ e.path("code.txt"): "let x = 1; // typed, not saved\n" });
+    let seen = e
+        .drive(
+            &["--model-replay", &script],
+            &["allow_once"],
+            steps,
+            json!({ "buffers": buffers }),
+        )
+        .await;
+    assert_eq!(seen.result(2)["stopReason"], "end_turn");
+    assert_eq!(e.read("code.txt"), "let x = 1;\n");
+    assert_eq!(seen.fs_calls("fs/write_text_file"), Vec::<&Value>::new());
+    let edit = seen.tool_call("edit");
+    assert_eq!(edit["status"], "failed", "{edit}");
 }

@@ -1,0 +1,142 @@
+//! Every editor configuration the docs show for `toolbelt --acp` (a JSON block's
+//! `agent_servers` entries: Zed, JetBrains; a CodeCompanion adapter's `commands` in a
+//! Lua block) starts, as the editor would start it, an agent that answers the Agent
+//! Client Protocol's `initialize`.
+
+use serde_json::Value;
+
+use super::extract::{doc_files, json_blocks};
+use super::run::run_line;
+use super::world::{World, servers};
+
+/// What an editor sends first, before it closes the pipe.
+const INITIALIZE: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#,
+    "\n"
+);
+
+/// The bodies of the blocks fenced as `lang`, with where each starts.
+fn fenced(name: &str, text: &str, lang: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut current: Option<(String, String)> = None;
+    let mut inside_other = false;
+    for (n, line) in text.lines().enumerate() {
+        if let Some(fence) = line.trim_start().strip_prefix("```") {
+            if let Some(block) = current.take() {
+                out.push(block);
+            } else if inside_other {
+                inside_other = false;
+            } else if fence.trim() == lang {
+                current = Some((format!("{name}:{}", n + 1), String::new()));
+            } else {
+                inside_other = true;
+            }
+            continue;
+        }
+        if let Some((_, body)) = current.as_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    out
+}
+
+/// The quoted strings of the first `{ ... }` after `commands = { default =` in a Lua
+/// block: the command line CodeCompanion runs.
+fn lua_command(body: &str) -> Option<Vec<String>> {
+    let start = body.find("commands = { default = {")? + "commands = { default = {".len();
+    let list = &body[start..start + body[start..].find('}')?];
+    Some(
+        list.split('"')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// A command line for `bash -c`: each word in single quotes, the environment first.
+fn script(env: &[(String, String)], words: &[String]) -> String {
+    let quote = |w: &str| format!("'{}'", w.replace('\'', r"'\''"));
+    let mut parts: Vec<String> = env
+        .iter()
+        .map(|(k, v)| format!("{k}={}", quote(v)))
+        .collect();
+    parts.extend(words.iter().map(|w| quote(w)));
+    parts.join(" ")
+}
+
+/// `agent_servers` entries as (where, environment, command line).
+fn json_agents(name: &str, text: &str) -> Vec<(String, Vec<(String, String)>, Vec<String>)> {
+    let mut out = Vec::new();
+    for (at, body) in json_blocks(name, text) {
+        let value: Value =
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{at}: not JSON: {e}"));
+        let Some(map) = value.get("agent_servers").and_then(Value::as_object) else {
+            continue;
+        };
+        for (agent, entry) in map {
+            let mut words = vec![entry["command"].as_str().unwrap().to_string()];
+            if let Some(args) = entry["args"].as_array() {
+                words.extend(args.iter().map(|a| a.as_str().unwrap().to_string()));
+            }
+            let env = entry["env"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push((format!("{at} ({agent})"), env, words));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_editor_configuration_starts_an_acp_agent() {
+    let servers = servers();
+    let mut found = 0;
+    for (name, text) in doc_files() {
+        let mut agents = json_agents(&name, &text);
+        for (at, body) in fenced(&name, &text, "lua") {
+            if let Some(words) = lua_command(&body) {
+                agents.push((at, Vec::new(), words));
+            }
+        }
+        for (at, env, words) in agents {
+            assert_eq!(words[0], "toolbelt", "{at}: {words:?}");
+            let world = World::new(&servers);
+            let out = run_line(&world, &script(&env, &words), Some(INITIALIZE)).unwrap();
+            assert_eq!(out.code, 0, "{at}: {}", out.stderr);
+            let answer: Value = out
+                .stdout
+                .lines()
+                .find_map(|l| serde_json::from_str(l).ok())
+                .unwrap_or_else(|| panic!("{at}: no JSON answer: {}", out.stdout));
+            assert_eq!(answer["id"], 1, "{at}: {answer}");
+            assert_eq!(answer["result"]["protocolVersion"], 1, "{at}: {answer}");
+            assert_eq!(
+                answer["result"]["agentInfo"]["name"], "toolbelt",
+                "{at}: {answer}"
+            );
+            found += 1;
+        }
+    }
+    // Zed, JetBrains and CodeCompanion at least: a parser that found none would pass.
+    assert!(found >= 3, "only {found} editor configurations found");
+}
+
+#[test]
+fn a_codecompanion_adapter_names_its_command_line() {
+    let body = "commands = { default = { \"toolbelt\", \"--acp\" } },\n";
+    assert_eq!(
+        lua_command(body),
+        Some(vec!["toolbelt".to_string(), "--acp".to_string()])
+    );
+    assert_eq!(
+        script(&[("K".into(), "a b".into())], &["x'y".to_string()]),
+        r"K='a b' 'x'\''y'"
+    );
+}
