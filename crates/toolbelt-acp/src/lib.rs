@@ -24,6 +24,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+mod client_fs;
 mod live;
 mod permission;
 mod prompt;
@@ -218,13 +219,16 @@ impl Server {
     }
 
     async fn open(&self, opening: Opening) -> Result<Arc<Live>, RpcError> {
-        let editor_writes = self.client.get().is_some_and(|c| c.fs.write_text_file);
+        let fs = self
+            .client
+            .get()
+            .map(|c| (c.fs.read_text_file, c.fs.write_text_file));
         let live = Live::open(
             &self.peer,
             &self.options.session,
             &self.options.agent,
             opening,
-            editor_writes,
+            fs.unwrap_or_default(),
         )
         .await?;
         let live = Arc::new(live);

@@ -78,7 +78,7 @@ impl Live {
         session: &SessionOptions,
         agent: &AgentOptions,
         opening: Opening,
-        editor_writes: bool,
+        (editor_reads, editor_writes): (bool, bool),
     ) -> Result<Live, RpcError> {
         if !opening.cwd.is_absolute() {
             return Err(invalid_params("\"cwd\" must be an absolute path"));
@@ -109,6 +109,13 @@ impl Live {
         let prepared = opened.agent(agent, setup).await.map_err(agent_error)?;
         let id = opening.id.unwrap_or_else(|| prepared.session_id.clone());
         let _ = updates.session_id.set(id.clone());
+        if editor_reads {
+            let files = crate::client_fs::ClientFiles {
+                peer: peer.clone(),
+                session_id: id.clone(),
+            };
+            prepared.agent.scheduler().env().editor.set(Arc::new(files));
+        }
         updates.set_registry(prepared.agent.registry());
         let vocabulary = prepared
             .agent

@@ -221,3 +221,55 @@ fn options(request: &ApprovalRequest) -> Vec<PermissionOption> {
     ));
     options
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolbelt_core::Kind;
+
+    fn request(may_always_allow: bool) -> ApprovalRequest {
+        ApprovalRequest {
+            call_id: "c1".into(),
+            tool: "run_shell_command".into(),
+            kind: Kind::Execute,
+            description: "git status".into(),
+            details: ConfirmationDetails::Exec {
+                title: "Confirm Shell Command".into(),
+                command: "git status".into(),
+                root_commands: vec!["git".into()],
+            },
+            may_always_allow,
+        }
+    }
+
+    fn ids(options: &[PermissionOption]) -> Vec<String> {
+        options.iter().map(|o| o.option_id.0.to_string()).collect()
+    }
+
+    #[test]
+    fn always_choices_are_offered_only_where_the_scheduler_allows_them() {
+        let all = options(&request(true));
+        assert_eq!(
+            ids(&all),
+            [
+                "allow_once",
+                "allow_session",
+                "allow_always",
+                "reject_once",
+                "reject_always"
+            ]
+        );
+        assert!(all[1].name.contains("`git`"), "{}", all[1].name);
+        let forced = options(&request(false));
+        assert_eq!(ids(&forced), ["allow_once", "reject_once", "reject_always"]);
+    }
+
+    #[test]
+    fn the_question_carries_the_command() {
+        let asked = serde_json::to_value(question(&request(true))).unwrap();
+        assert_eq!(asked["toolCallId"], "c1");
+        assert_eq!(asked["kind"], "execute");
+        assert_eq!(asked["status"], "pending");
+        assert_eq!(asked["content"][0]["content"]["text"], "git status");
+    }
+}

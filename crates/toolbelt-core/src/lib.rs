@@ -22,6 +22,7 @@
 pub mod ask_user;
 pub mod checkpoint;
 pub mod confirm;
+pub mod editor;
 pub mod front_matter;
 pub mod hooks;
 pub mod lint;

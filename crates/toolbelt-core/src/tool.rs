@@ -289,6 +289,8 @@ pub struct ToolEnvironment {
     pub toolbelt_home: Option<PathBuf>,
     /// Where the shell runs by default while the session is in a worktree.
     pub work_dir: WorkDirSlot,
+    /// The editor the session runs in, if any ([`crate::editor`]).
+    pub editor: crate::editor::EditorSlot,
 }
 
 impl ToolEnvironment {
@@ -305,6 +307,7 @@ impl ToolEnvironment {
             user_home: None,
             toolbelt_home: None,
             work_dir: WorkDirSlot::default(),
+            editor: crate::editor::EditorSlot::default(),
         }
     }
 }

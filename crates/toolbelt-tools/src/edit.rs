@@ -590,9 +590,10 @@ impl Invocation for EditCall {
     }
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
-        Box::pin(
-            async move { file_change::run_change(&ctx, "edit", move || self.apply_shown()).await },
-        )
+        Box::pin(async move {
+            let path = self.path.clone();
+            file_change::run_change(&ctx, "edit", &path, move || self.apply_shown()).await
+        })
     }
 }
 

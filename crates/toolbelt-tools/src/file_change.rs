@@ -437,16 +437,21 @@ pub(crate) fn may_write(path: &Path, meta: &std::fs::Metadata) -> std::io::Resul
     }
 }
 
-/// Runs a file change off the async runtime, unless the call was cancelled before it
-/// started. It is not raced against the cancellation token: once the write starts it
-/// runs to its atomic rename, so a cancel never leaves a half-done state to report.
-/// `what` names the change in messages ("edit", "write").
+/// Runs a file change of `path` off the async runtime, unless the call was cancelled
+/// before it started or the session's editor holds unsaved changes of the file
+/// ([`crate::editor_buffers`]). It is not raced against the cancellation token: once the
+/// write starts it runs to its atomic rename, so a cancel never leaves a half-done state
+/// to report. `what` names the change in messages ("edit", "write").
 pub(crate) async fn run_change(
     ctx: &toolbelt_core::ExecContext,
     what: &str,
+    path: &Path,
     change: impl FnOnce() -> Result<toolbelt_core::ToolResult, ToolError> + Send + 'static,
 ) -> toolbelt_core::ToolResult {
     use toolbelt_core::ToolResult;
+    if let Err(e) = crate::editor_buffers::no_unsaved_changes(&ctx.env, path, &ctx.cancel).await {
+        return ToolResult::error(e);
+    }
     if ctx.cancel.is_cancelled() {
         return ToolResult::err(
             ErrorKind::Cancelled,

@@ -25,6 +25,7 @@ mod ask_user_question;
 mod atomic_write;
 pub mod builtin;
 pub mod completion;
+mod editor_buffers;
 // Issue 33: `cron_create`, `cron_list`, `cron_delete`.
 pub mod cron;
 mod declared;

@@ -459,7 +459,8 @@ impl Invocation for NotebookEditCall {
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
-            file_change::run_change(&ctx, "notebook edit", move || self.apply_shown()).await
+            let path = self.path.clone();
+            file_change::run_change(&ctx, "notebook edit", &path, move || self.apply_shown()).await
         })
     }
 }

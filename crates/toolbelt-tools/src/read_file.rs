@@ -186,13 +186,17 @@ impl Invocation for ReadFileCall {
             if cancel.is_cancelled() {
                 return ToolResult::err(ErrorKind::Cancelled, "The read was cancelled.");
             }
+            // In an editor, its text of the file (unsaved changes included) is read.
+            let buffer = crate::editor_buffers::text(&self.env, &self.path, &cancel).await;
             if let Ok(meta) = std::fs::metadata(&self.path)
                 && meta.is_file()
                 && meta.len() <= READ_ON_TASK
             {
-                return self.read_with(Ok(meta));
+                return self.read_with(Ok(meta), buffer.as_deref());
             }
-            let work = tokio::task::spawn_blocking(move || self.read());
+            let work = tokio::task::spawn_blocking(move || {
+                self.read_with(std::fs::metadata(&self.path), buffer.as_deref())
+            });
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => ToolResult::err(ErrorKind::Cancelled, "The read was cancelled."),
@@ -203,18 +207,24 @@ impl Invocation for ReadFileCall {
 }
 
 impl ReadFileCall {
-    fn read(&self) -> ToolResult {
-        self.read_with(std::fs::metadata(&self.path))
-    }
-
-    fn read_with(&self, meta: std::io::Result<std::fs::Metadata>) -> ToolResult {
-        match self.try_read(meta) {
+    /// Reads the file; `buffer` is the editor's text of it, used in place of a text
+    /// file's content on disk.
+    fn read_with(
+        &self,
+        meta: std::io::Result<std::fs::Metadata>,
+        buffer: Option<&str>,
+    ) -> ToolResult {
+        match self.try_read(meta, buffer) {
             Ok(result) => result,
             Err(e) => ToolResult::error(e),
         }
     }
 
-    fn try_read(&self, meta: std::io::Result<std::fs::Metadata>) -> Result<ToolResult, ToolError> {
+    fn try_read(
+        &self,
+        meta: std::io::Result<std::fs::Metadata>,
+        buffer: Option<&str>,
+    ) -> Result<ToolResult, ToolError> {
         let meta = meta.map_err(|e| self.io_error(&e))?;
         if meta.is_dir() {
             return Err(ToolError::new(
@@ -288,6 +298,10 @@ impl ReadFileCall {
                 drop(file);
                 if is_notebook(&self.path) && size <= MAX_WHOLE_READ {
                     return self.read_notebook(encoding);
+                }
+                if let Some(text) = buffer {
+                    let utf8 = TextEncoding::Utf8 { bom: false };
+                    return self.read_text(utf8, Some(text.as_bytes()));
                 }
                 self.read_text(encoding, whole.then_some(head.as_slice()))
             }

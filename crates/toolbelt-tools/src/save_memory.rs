@@ -343,9 +343,10 @@ impl Invocation for SaveMemoryCall {
     }
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
-        Box::pin(
-            async move { file_change::run_change(&ctx, "save", move || self.apply_shown()).await },
-        )
+        Box::pin(async move {
+            let path = self.path.clone();
+            file_change::run_change(&ctx, "save", &path, move || self.apply_shown()).await
+        })
     }
 }
 

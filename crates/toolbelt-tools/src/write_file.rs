@@ -203,9 +203,10 @@ impl Invocation for WriteFileCall {
     }
 
     fn execute(self: Box<Self>, ctx: ExecContext) -> BoxFuture<'static, ToolResult> {
-        Box::pin(
-            async move { file_change::run_change(&ctx, "write", move || self.apply_shown()).await },
-        )
+        Box::pin(async move {
+            let path = self.path.clone();
+            file_change::run_change(&ctx, "write", &path, move || self.apply_shown()).await
+        })
     }
 }
 

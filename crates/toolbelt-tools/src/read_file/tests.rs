@@ -270,7 +270,7 @@ fn a_fifo_swapped_in_after_the_check_is_refused_without_blocking() {
     // What the check saw: the regular file's metadata.
     let (done, waiting) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let r = call.read_with(std::fs::metadata(&regular));
+        let r = call.read_with(std::fs::metadata(&regular), None);
         let _ = done.send(r);
     });
     let r = waiting
