@@ -201,3 +201,38 @@ async fn a_garbage_line_gets_a_parse_error_and_the_session_goes_on() {
     assert_eq!(seen.text_of("agent_message_chunk", Some(6)), "Still here.");
     assert_eq!(seen.raw["exit"]["code"], 0, "{}", seen.summary());
 }
+
+/// An editor that sends requests and closes the pipe at once still gets an answer to
+/// each of them before the agent exits ("every call gets a result"). Which of the
+/// agent's tasks wins that race varies from run to run, so the same exchange is tried
+/// ten times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_sent_just_before_the_editor_leaves_are_answered() {
+    let Some(sdk) = sdk_dir() else { return };
+    let e = Editor::new(sdk);
+    let script = e.script("model.jsonl", &[say("unused")]);
+    let new = json!({"jsonrpc": "2.0", "id": "n", "method": "session/new",
+                     "params": {"cwd": e.ws(), "mcpServers": []}});
+    let steps = json!([
+        {"op": "raw", "line": r#"{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":1}}"#},
+        {"op": "raw", "line": new.to_string()},
+    ]);
+    for round in 0..10 {
+        let seen = e
+            .drive(&["--model-replay", &script], &[], steps.clone(), json!({}))
+            .await;
+        let answered: Vec<&Value> = seen.raw["wire"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["dir"] == "in" && w["msg"].get("method").is_none())
+            .map(|w| &w["msg"]["id"])
+            .collect();
+        assert_eq!(
+            answered,
+            [&json!("i"), &json!("n")],
+            "round {round}: {}",
+            seen.summary()
+        );
+    }
+}

@@ -1,15 +1,19 @@
 //! Every editor configuration the docs show for `toolbelt --acp` (a JSON block's
 //! `agent_servers` entries: Zed, JetBrains; a CodeCompanion adapter's `commands` in a
 //! Lua block) starts, as the editor would start it, an agent that answers the Agent
-//! Client Protocol's `initialize`.
+//! Client Protocol's `initialize`; then the editor closes the pipe and the agent ends.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
 
 use serde_json::Value;
 
+use super::LINE_DEADLINE;
 use super::extract::{doc_files, json_blocks};
-use super::run::run_line;
 use super::world::{World, servers};
 
-/// What an editor sends first, before it closes the pipe.
+/// What an editor sends first.
 const INITIALIZE: &str = concat!(
     r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#,
     "\n"
@@ -94,6 +98,42 @@ fn json_agents(name: &str, text: &str) -> Vec<(String, Vec<(String, String)>, Ve
     out
 }
 
+/// Starts `script` in `world` as an editor starts its agent: sends `initialize`, reads
+/// the answer, closes the pipe, waits for the end. The answer's line and the exit code.
+fn editor_starts(world: &World, script: &str) -> Result<(String, i32), String> {
+    let mut child = Command::new("bash")
+        .args(["-c", script])
+        .current_dir(&world.cwd)
+        .env_clear()
+        .envs(world.env())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(INITIALIZE.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let answer = rx.recv_timeout(LINE_DEADLINE);
+    drop(stdin);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait()));
+    let code = match rx.recv_timeout(LINE_DEADLINE) {
+        Ok(status) => status.map_err(|e| e.to_string())?.code().unwrap_or(-1),
+        Err(_) => return Err("still running after its input closed".to_string()),
+    };
+    let answer = answer.map_err(|_| "no answer to initialize".to_string())?;
+    Ok((answer, code))
+}
+
 #[test]
 fn every_editor_configuration_starts_an_acp_agent() {
     let servers = servers();
@@ -108,13 +148,11 @@ fn every_editor_configuration_starts_an_acp_agent() {
         for (at, env, words) in agents {
             assert_eq!(words[0], "toolbelt", "{at}: {words:?}");
             let world = World::new(&servers);
-            let out = run_line(&world, &script(&env, &words), Some(INITIALIZE)).unwrap();
-            assert_eq!(out.code, 0, "{at}: {}", out.stderr);
-            let answer: Value = out
-                .stdout
-                .lines()
-                .find_map(|l| serde_json::from_str(l).ok())
-                .unwrap_or_else(|| panic!("{at}: no JSON answer: {}", out.stdout));
+            let (line, code) = editor_starts(&world, &script(&env, &words))
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            assert_eq!(code, 0, "{at}: {line}");
+            let answer: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("{at}: not a JSON answer ({e}): {line}"));
             assert_eq!(answer["id"], 1, "{at}: {answer}");
             assert_eq!(answer["result"]["protocolVersion"], 1, "{at}: {answer}");
             assert_eq!(
