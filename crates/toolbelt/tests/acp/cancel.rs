@@ -32,11 +32,12 @@ async fn cancel_during_a_long_command_ends_the_turn_and_its_process() {
     let pid_file = e.ws().join("sleep.pid");
     // A duration no other process uses, so the check below finds only ours.
     let duration = format!("40.{}", std::process::id());
-    let command = format!(
-        "sleep {duration} & echo $! > {}; wait",
-        pid_file.display()
+    let command = format!("sleep {duration} & echo $! > {}; wait", pid_file.display());
+    let mut long = call(
+        "c_sleep",
+        "run_shell_command",
+        json!({ "command": command }),
     );
-    let mut long = call("c_sleep", "run_shell_command", json!({ "command": command }));
     long["tool_calls"][0]["expect_error"] = json!(true);
     let script = e.script("model.jsonl", &[long]);
     let mut steps = start();
@@ -62,7 +63,12 @@ async fn cancel_during_a_long_command_ends_the_turn_and_its_process() {
         "the cancel did not end the turn: {:?}",
         started.elapsed()
     );
-    assert_eq!(seen.result(2)["stopReason"], "cancelled", "{}", seen.summary());
+    assert_eq!(
+        seen.result(2)["stopReason"],
+        "cancelled",
+        "{}",
+        seen.summary()
+    );
     let shell = seen.tool_call("execute");
     let status = shell["status"].as_str().unwrap_or_default();
     assert!(
@@ -98,10 +104,60 @@ async fn cancel_while_asked_withdraws_the_question() {
     let seen = e
         .drive(&["--model-replay", &script], &[], json!(steps), json!({}))
         .await;
-    assert_eq!(seen.result(2)["stopReason"], "cancelled", "{}", seen.summary());
+    assert_eq!(
+        seen.result(2)["stopReason"],
+        "cancelled",
+        "{}",
+        seen.summary()
+    );
     assert_eq!(seen.permissions().len(), 1);
     assert_eq!(seen.permissions()[0]["answer"], "cancelled");
     assert_eq!(e.read("code.txt"), "let x = 1;\n");
     let edit = seen.tool_call("edit");
     assert_ne!(edit["status"], "completed", "{edit}");
+}
+
+/// The editor disappears while a command runs (its end of the pipe closes, no cancel):
+/// toolbelt exits and leaves no process of that command behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_that_disappears_mid_turn_leaves_no_process() {
+    let Some(sdk) = sdk_dir() else { return };
+    let e = Editor::new(sdk);
+    let pid_file = e.ws().join("sleep.pid");
+    let duration = format!("41.{}", std::process::id());
+    let command = format!("sleep {duration} & echo $! > {}; wait", pid_file.display());
+    let mut long = call(
+        "c_sleep",
+        "run_shell_command",
+        json!({ "command": command }),
+    );
+    long["tool_calls"][0]["expect_error"] = json!(true);
+    let script = e.script("model.jsonl", &[long]);
+    let mut steps = start();
+    steps.push(json!({
+        "op": "prompt",
+        "text": "wait a while",
+        "leaveOn": {"toolCall": {"kind": "execute"}, "file": pid_file},
+    }));
+    let started = Instant::now();
+    let seen = e
+        .drive(
+            &["--model-replay", &script],
+            &["allow_once"],
+            json!(steps),
+            json!({}),
+        )
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "toolbelt outlived its editor: {:?}",
+        started.elapsed()
+    );
+    assert!(seen.raw["exit"].is_object(), "{}", seen.summary());
+    let marker = format!("sleep {duration}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_with(&marker).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
 }

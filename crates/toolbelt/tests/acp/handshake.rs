@@ -98,7 +98,9 @@ async fn a_new_session_offers_the_four_modes_and_the_model_and_mode_options() {
     let model = option("model");
     assert_eq!(model["type"], "select", "{model}");
     assert!(
-        model["currentValue"].as_str().is_some_and(|v| !v.is_empty()),
+        model["currentValue"]
+            .as_str()
+            .is_some_and(|v| !v.is_empty()),
         "{model}"
     );
     let values = ids(&model["options"], "value");
@@ -235,4 +237,17 @@ async fn requests_sent_just_before_the_editor_leaves_are_answered() {
             seen.summary()
         );
     }
+}
+
+/// With no model configured, `session/new` answers ACP's "authentication required"
+/// and says what is missing, so the editor can show it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_model_session_new_says_what_is_missing() {
+    let Some(sdk) = sdk_dir() else { return };
+    let e = Editor::new(sdk);
+    let seen = e.drive(&[], &[], json!(start()), json!({})).await;
+    assert_eq!(seen.result(0)["authMethods"], json!([]));
+    let error = seen.error(1);
+    assert_eq!(error["code"], -32000, "{error}");
+    assert!(error.to_string().contains("OPENAI_MODEL"), "{error}");
 }

@@ -196,8 +196,9 @@ impl Editor {
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let raw: Value = serde_json::from_str(stdout.trim())
-            .unwrap_or_else(|e| panic!("the driver's output is not JSON ({e}): {stdout}\n{stderr}"));
+        let raw: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+            panic!("the driver's output is not JSON ({e}): {stdout}\n{stderr}")
+        });
         let seen = Seen { raw };
         assert!(
             output.status.success() && seen.raw["error"].is_null(),
@@ -338,7 +339,10 @@ impl Seen {
                 }
             }
             if let Some(status) = u.get("status").filter(|s| !s.is_null()) {
-                merged["statuses"].as_array_mut().unwrap().push(status.clone());
+                merged["statuses"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(status.clone());
             }
             if u["sessionUpdate"] == "tool_call_update"
                 && let Some(content) = u["content"].as_array()
@@ -416,7 +420,11 @@ fn model_call(id: &str, name: &str, args: Value) -> Reply {
 /// Every request answered once, in order, and the script used up.
 fn clean(server: &FakeOpenAi) {
     assert_eq!(server.violations(), Vec::<String>::new());
-    assert_eq!(server.unused(), 0, "the model server's script was not used up");
+    assert_eq!(
+        server.unused(),
+        0,
+        "the model server's script was not used up"
+    );
 }
 
 /// The tool results the model was given in the last request, in order.

@@ -38,8 +38,19 @@ async fn a_finished_session_is_listed_loaded_resumed_and_closed() {
     assert_eq!(first.result(2)["stopReason"], "end_turn");
     let id = first.session("s");
 
-    // A new agent: listed (with and without the cwd filter, not under another cwd),
-    // loaded with the conversation replayed, then continued.
+    second_agent_lists_loads_and_continues(&e, &server, &env, &id).await;
+    third_agent_resumes_and_closes(&e, &server, &env, &id).await;
+    clean(&server);
+}
+
+/// A new agent: the session is listed (with and without the cwd filter, not under
+/// another cwd), loaded with the conversation replayed, then continued.
+async fn second_agent_lists_loads_and_continues(
+    e: &Editor,
+    server: &FakeOpenAi,
+    env: &Value,
+    id: &str,
+) {
     let other = e.dir.path().join("home").canonicalize().unwrap();
     let steps = json!([
         {"op": "initialize"},
@@ -55,7 +66,7 @@ async fn a_finished_session_is_listed_loaded_resumed_and_closed() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|s| s["sessionId"] == id.as_str())
+            .filter(|s| s["sessionId"] == id)
             .cloned()
             .collect()
     };
@@ -84,12 +95,15 @@ async fn a_finished_session_is_listed_loaded_resumed_and_closed() {
         "the question comes first: {replayed:?}"
     );
     assert_eq!(second.result(5)["stopReason"], "end_turn");
-    let seen = conversation(&server);
+    let seen = conversation(server);
     for said in ["first question", "First answer.", "second question"] {
         assert!(seen.contains(said), "{said} missing from {seen}");
     }
+}
 
-    // A third agent resumes it without replaying, continues it, and closes it.
+/// A third agent resumes the session without replaying it, continues it, and closes it;
+/// a prompt to the closed session is an error.
+async fn third_agent_resumes_and_closes(e: &Editor, server: &FakeOpenAi, env: &Value, id: &str) {
     let steps = json!([
         {"op": "initialize"},
         {"op": "resumeSession", "sessionId": id, "as": "resumed"},
@@ -97,7 +111,7 @@ async fn a_finished_session_is_listed_loaded_resumed_and_closed() {
         {"op": "closeSession"},
         {"op": "prompt", "text": "after closing"},
     ]);
-    let third = e.drive(&[], &[], steps, env).await;
+    let third = e.drive(&[], &[], steps, env.clone()).await;
     let caps = &third.result(0)["agentCapabilities"]["sessionCapabilities"];
     for capability in ["list", "resume", "close"] {
         assert!(caps[capability].is_object(), "{capability}: {caps}");
@@ -109,12 +123,14 @@ async fn a_finished_session_is_listed_loaded_resumed_and_closed() {
         "resume does not replay"
     );
     assert_eq!(third.result(2)["stopReason"], "end_turn");
-    assert_eq!(third.text_of("agent_message_chunk", Some(2)), "Third answer.");
-    let seen = conversation(&server);
+    assert_eq!(
+        third.text_of("agent_message_chunk", Some(2)),
+        "Third answer."
+    );
+    let seen = conversation(server);
     for said in ["first question", "Second answer.", "third question"] {
         assert!(seen.contains(said), "{said} missing from {seen}");
     }
     third.result(3);
     assert!(third.error(4)["code"].is_i64(), "{}", third.step(4));
-    clean(&server);
 }

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 use toolbelt_model::fake_server::{FakeOpenAi, Reply};
 
 use crate::{
-    Editor, call, clean, model_call, model_env, option_kinds, say, sdk_dir, start, tool_messages,
+    Editor, Seen, call, clean, model_call, model_env, option_kinds, say, sdk_dir, start,
+    tool_messages,
 };
 
 /// The turn of the issue: the model reads a file, edits one (asked, allowed once, shown
@@ -20,30 +21,7 @@ async fn a_turn_reads_edits_runs_and_plans() {
     let e = Editor::new(sdk);
     e.write("notes.txt", "the answer is 42\n");
     e.write("code.txt", "let x = 1;\n");
-    let todos = json!([
-        {"id": "1", "content": "Change x to 2", "status": "completed"},
-        {"id": "2", "content": "Add a test for x", "status": "pending"},
-    ]);
-    let mut first = call("c_read", "read_file", json!({"file_path": e.path("notes.txt")}));
-    first["text"] = json!("Let me look at the notes.");
-    let script = e.script(
-        "model.jsonl",
-        &[
-            first,
-            call(
-                "c_edit",
-                "edit",
-                json!({"file_path": e.path("code.txt"), "old_string": "let x = 1;", "new_string": "let x = 2;"}),
-            ),
-            call(
-                "c_shell",
-                "run_shell_command",
-                json!({"command": "printf 'ran\\n' > shell-out.txt"}),
-            ),
-            call("c_todo", "todo_write", json!({ "todos": todos })),
-            say("All done: x is 2."),
-        ],
-    );
+    let script = read_edit_run_plan(&e);
     let mut steps = start();
     steps.push(json!({"op": "prompt", "text": "make x 2"}));
     let seen = e
@@ -62,30 +40,16 @@ async fn a_turn_reads_edits_runs_and_plans() {
     let read = seen.tool_call("read");
     assert_eq!(read["locations"][0]["path"], e.path("notes.txt"), "{read}");
     assert_eq!(read["status"], "completed", "{read}");
-    assert!(read["title"].as_str().is_some_and(|t| !t.is_empty()), "{read}");
+    assert!(
+        read["title"].as_str().is_some_and(|t| !t.is_empty()),
+        "{read}"
+    );
     assert_eq!(read["rawInput"]["file_path"], e.path("notes.txt"), "{read}");
 
     let edit = seen.tool_call("edit");
     assert_eq!(edit["locations"][0]["path"], e.path("code.txt"), "{edit}");
     assert_eq!(edit["status"], "completed", "{edit}");
-    let diffs: Vec<&Value> = edit["updateContents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["type"] == "diff")
-        .collect();
-    assert_eq!(diffs.len(), 1, "one diff in the edit's updates: {edit}");
-    assert_eq!(diffs[0]["path"], e.path("code.txt"));
-    assert!(
-        diffs[0]["oldText"].as_str().unwrap().contains("let x = 1;"),
-        "{}",
-        diffs[0]
-    );
-    assert!(
-        diffs[0]["newText"].as_str().unwrap().contains("let x = 2;"),
-        "{}",
-        diffs[0]
-    );
+    check_one_diff(&edit, &e.path("code.txt"), "let x = 1;", "let x = 2;");
     assert_eq!(e.read("code.txt"), "let x = 2;\n");
 
     let shell = seen.tool_call("execute");
@@ -95,27 +59,99 @@ async fn a_turn_reads_edits_runs_and_plans() {
     // Asked twice, in order: the edit, then the command; each with its tool call.
     let asked = seen.permissions();
     assert_eq!(asked.len(), 2, "{asked:?}");
-    assert_eq!(asked[0]["request"]["toolCall"]["toolCallId"], edit["toolCallId"]);
-    assert_eq!(asked[1]["request"]["toolCall"]["toolCallId"], shell["toolCallId"]);
+    assert_eq!(
+        asked[0]["request"]["toolCall"]["toolCallId"],
+        edit["toolCallId"]
+    );
+    assert_eq!(
+        asked[1]["request"]["toolCall"]["toolCallId"],
+        shell["toolCallId"]
+    );
     for question in asked {
         let kinds = option_kinds(question);
         assert!(kinds.contains(&"allow_once".to_string()), "{kinds:?}");
         assert!(kinds.contains(&"reject_once".to_string()), "{kinds:?}");
     }
 
-    let plans = seen.updates_of("plan", Some(2));
-    let last = plans.last().expect("a plan update");
-    let entries: Vec<(&str, &str)> = last["entries"]
+    assert_eq!(
+        plan_entries(&seen),
+        [
+            ("Change x to 2".to_string(), "completed".to_string()),
+            ("Add a test for x".to_string(), "pending".to_string())
+        ]
+    );
+    assert_eq!(seen.raw["fs"], json!([]), "no fs capability was offered");
+}
+
+/// The model of that turn: a read, an edit, a command, a todo list, the answer.
+fn read_edit_run_plan(e: &Editor) -> String {
+    let todos = json!([
+        {"id": "1", "content": "Change x to 2", "status": "completed"},
+        {"id": "2", "content": "Add a test for x", "status": "pending"},
+    ]);
+    let mut first = call(
+        "c_read",
+        "read_file",
+        json!({"file_path": e.path("notes.txt")}),
+    );
+    first["text"] = json!("Let me look at the notes.");
+    e.script(
+        "model.jsonl",
+        &[
+            first,
+            call(
+                "c_edit",
+                "edit",
+                json!({"file_path": e.path("code.txt"), "old_string": "let x = 1;", "new_string": "let x = 2;"}),
+            ),
+            call(
+                "c_shell",
+                "run_shell_command",
+                json!({"command": "printf 'ran\\n' > shell-out.txt"}),
+            ),
+            call("c_todo", "todo_write", json!({ "todos": todos })),
+            say("All done: x is 2."),
+        ],
+    )
+}
+
+/// The edit's updates carry one `diff` of `path`, from `old` to `new`.
+fn check_one_diff(edit: &Value, path: &str, old: &str, new: &str) {
+    let diffs: Vec<&Value> = edit["updateContents"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|en| (en["content"].as_str().unwrap(), en["status"].as_str().unwrap()))
+        .filter(|c| c["type"] == "diff")
         .collect();
-    assert_eq!(
-        entries,
-        [("Change x to 2", "completed"), ("Add a test for x", "pending")]
+    assert_eq!(diffs.len(), 1, "one diff in the edit's updates: {edit}");
+    assert_eq!(diffs[0]["path"], path);
+    assert!(
+        diffs[0]["oldText"].as_str().unwrap().contains(old),
+        "{}",
+        diffs[0]
     );
-    assert_eq!(seen.raw["fs"], json!([]), "no fs capability was offered");
+    assert!(
+        diffs[0]["newText"].as_str().unwrap().contains(new),
+        "{}",
+        diffs[0]
+    );
+}
+
+/// The entries (content, status) of the last `plan` update of the prompt (step 2).
+fn plan_entries(seen: &Seen) -> Vec<(String, String)> {
+    let plans = seen.updates_of("plan", Some(2));
+    let last = plans.last().expect("a plan update");
+    last["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|en| {
+            (
+                en["content"].as_str().unwrap().to_string(),
+                en["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
 }
 
 fn edit_turn(e: &Editor, id: &str, file: &str, old: &str, new: &str) -> Value {
@@ -150,7 +186,10 @@ async fn reject_once_keeps_the_file_and_fails_the_call() {
     let edit = seen.tool_call("edit");
     assert_eq!(edit["status"], "failed", "{edit}");
     assert!(
-        !edit["statuses"].as_array().unwrap().contains(&json!("completed")),
+        !edit["statuses"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("completed")),
         "{edit}"
     );
     assert_eq!(
@@ -252,7 +291,9 @@ async fn the_editors_fs_is_used_when_offered() {
     assert_eq!(e.read("code.txt"), "let x = 2;\n");
     let reads = seen.fs_calls("fs/read_text_file");
     assert!(
-        reads.iter().any(|r| r["params"]["path"] == e.path("notes.txt")),
+        reads
+            .iter()
+            .any(|r| r["params"]["path"] == e.path("notes.txt")),
         "the editor offered fs.readTextFile, yet notes.txt was not read through it: {reads:?}"
     );
     let told = tool_messages(&server);
@@ -292,4 +333,68 @@ async fn an_edit_over_the_editors_unsaved_changes_is_refused() {
     assert_eq!(seen.fs_calls("fs/write_text_file"), Vec::<&Value>::new());
     let edit = seen.tool_call("edit");
     assert_eq!(edit["status"], "failed", "{edit}");
+}
+
+/// With `terminal` offered, a shell call runs in the editor's terminal
+/// (`terminal/create`, shown in the tool call as `terminal` content, released after).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_call_runs_in_the_editors_terminal_when_offered() {
+    let Some(sdk) = sdk_dir() else { return };
+    let e = Editor::new(sdk);
+    let script = e.script(
+        "model.jsonl",
+        &[
+            call(
+                "c_shell",
+                "run_shell_command",
+                json!({"command": "printf 'ran\\n' > shell-out.txt"}),
+            ),
+            say("Ran it."),
+        ],
+    );
+    let steps = json!([
+        {"op": "initialize", "terminal": true},
+        {"op": "newSession", "as": "s"},
+        {"op": "prompt", "text": "run it"},
+    ]);
+    let seen = e
+        .drive(
+            &["--model-replay", &script],
+            &["allow_once"],
+            steps,
+            json!({}),
+        )
+        .await;
+    assert_eq!(seen.result(2)["stopReason"], "end_turn");
+    assert_eq!(e.read("shell-out.txt"), "ran\n");
+    let calls = seen.raw["terminals"].as_array().unwrap();
+    let created: Vec<&Value> = calls
+        .iter()
+        .filter(|c| c["method"] == "terminal/create")
+        .collect();
+    assert_eq!(
+        created.len(),
+        1,
+        "the editor's terminal ran the command: {calls:?}"
+    );
+    let line = format!(
+        "{} {}",
+        created[0]["params"]["command"], created[0]["params"]["args"]
+    );
+    assert!(line.contains("shell-out.txt"), "{line}");
+    let id = created[0]["terminalId"].clone();
+    let shell = seen.tool_call("execute");
+    let shown = seen
+        .updates()
+        .into_iter()
+        .filter(|u| u["toolCallId"] == shell["toolCallId"])
+        .flat_map(|u| u["content"].as_array().cloned().unwrap_or_default())
+        .any(|c| c["type"] == "terminal" && c["terminalId"] == id);
+    assert!(shown, "the tool call shows the terminal: {shell}");
+    assert!(
+        calls
+            .iter()
+            .any(|c| c["method"] == "terminal/release" && c["params"]["terminalId"] == id),
+        "{calls:?}"
+    );
 }

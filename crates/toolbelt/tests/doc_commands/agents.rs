@@ -70,8 +70,12 @@ fn script(env: &[(String, String)], words: &[String]) -> String {
     parts.join(" ")
 }
 
-/// `agent_servers` entries as (where, environment, command line).
-fn json_agents(name: &str, text: &str) -> Vec<(String, Vec<(String, String)>, Vec<String>)> {
+/// An agent an editor is configured to start: where the docs show it, its environment
+/// and its command line.
+type Agent = (String, Vec<(String, String)>, Vec<String>);
+
+/// The `agent_servers` entries of the JSON blocks.
+fn json_agents(name: &str, text: &str) -> Vec<Agent> {
     let mut out = Vec::new();
     for (at, body) in json_blocks(name, text) {
         let value: Value =
