@@ -20,6 +20,7 @@
 
 mod cancel;
 mod handshake;
+mod mcp;
 mod prompt_content;
 mod sessions;
 mod turns;
