@@ -45,6 +45,14 @@ async fn a_turn_reads_edits_runs_and_plans() {
         "{read}"
     );
     assert_eq!(read["rawInput"]["file_path"], e.path("notes.txt"), "{read}");
+    assert!(
+        read["title"].as_str().unwrap().contains("notes.txt"),
+        "the title says what the call does: {read}"
+    );
+    assert!(
+        read["rawOutput"].to_string().contains("the answer is 42"),
+        "{read}"
+    );
 
     let edit = seen.tool_call("edit");
     assert_eq!(edit["locations"][0]["path"], e.path("code.txt"), "{edit}");
@@ -396,5 +404,60 @@ async fn a_shell_call_runs_in_the_editors_terminal_when_offered() {
             .iter()
             .any(|c| c["method"] == "terminal/release" && c["params"]["terminalId"] == id),
         "{calls:?}"
+    );
+}
+
+/// A model that stops at its token limit ends the turn with `max_tokens`; a session over
+/// `--max-session-turns` ends it with `max_turn_requests`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stop_reason_says_why_the_turn_ended() {
+    let Some(sdk) = sdk_dir() else { return };
+    let e = Editor::new(sdk);
+    let cut = e.script(
+        "cut.jsonl",
+        &[json!({"text": "The answer is cut sh", "finish_reason": "length"})],
+    );
+    let mut steps = start();
+    steps.push(json!({"op": "prompt", "text": "a long answer please"}));
+    let seen = e
+        .drive(
+            &["--model-replay", &cut],
+            &[],
+            json!(steps.clone()),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        seen.result(2)["stopReason"],
+        "max_tokens",
+        "{}",
+        seen.step(2)
+    );
+    assert_eq!(
+        seen.text_of("agent_message_chunk", Some(2)),
+        "The answer is cut sh"
+    );
+
+    e.write("notes.txt", "n\n");
+    let read = call("c1", "read_file", json!({"file_path": e.path("notes.txt")}));
+    let long = e.script("long.jsonl", &[read.clone(), read, say("Never said.")]);
+    let seen = e
+        .drive(
+            &["--model-replay", &long, "--max-session-turns", "1"],
+            &[],
+            json!(steps),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        seen.result(2)["stopReason"],
+        "max_turn_requests",
+        "{}",
+        seen.step(2)
+    );
+    assert!(
+        !seen
+            .text_of("agent_message_chunk", Some(2))
+            .contains("Never said.")
     );
 }
