@@ -21,6 +21,7 @@
 mod cancel;
 mod handshake;
 mod mcp;
+mod permissions;
 mod prompt_content;
 mod sessions;
 mod turns;
