@@ -29,6 +29,7 @@ mod live;
 mod permission;
 mod prompt;
 pub mod rpc;
+mod terminal;
 mod updates;
 
 use std::collections::HashMap;
@@ -51,7 +52,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::task::JoinSet;
 use toolbelt_session::{AgentOptions, Resume, SessionOptions};
 
-use crate::live::{Live, Opening};
+pub use crate::terminal::follow as follow_terminal;
+
+use crate::live::{Live, Offers, Opening};
 use crate::rpc::{Incoming, MAX_LINE_BYTES, Peer};
 
 /// What every session of an ACP connection is opened with (the command line's flags).
@@ -219,16 +222,17 @@ impl Server {
     }
 
     async fn open(&self, opening: Opening) -> Result<Arc<Live>, RpcError> {
-        let fs = self
-            .client
-            .get()
-            .map(|c| (c.fs.read_text_file, c.fs.write_text_file));
+        let offers = self.client.get().map(|c| Offers {
+            reads: c.fs.read_text_file,
+            writes: c.fs.write_text_file,
+            terminals: c.terminal,
+        });
         let live = Live::open(
             &self.peer,
             &self.options.session,
             &self.options.agent,
             opening,
-            fs.unwrap_or_default(),
+            offers.unwrap_or_default(),
         )
         .await?;
         let live = Arc::new(live);

@@ -61,6 +61,14 @@ pub(crate) struct Live {
     busy: tokio::sync::Mutex<()>,
 }
 
+/// What the editor offers (`clientCapabilities`): its files, its terminals.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Offers {
+    pub reads: bool,
+    pub writes: bool,
+    pub terminals: bool,
+}
+
 /// How a session is opened: fresh, or a saved one continued.
 pub(crate) struct Opening {
     pub cwd: PathBuf,
@@ -78,7 +86,7 @@ impl Live {
         session: &SessionOptions,
         agent: &AgentOptions,
         opening: Opening,
-        (editor_reads, editor_writes): (bool, bool),
+        offers: Offers,
     ) -> Result<Live, RpcError> {
         if !opening.cwd.is_absolute() {
             return Err(invalid_params("\"cwd\" must be an absolute path"));
@@ -93,7 +101,7 @@ impl Live {
         let opened = Session::open(&opening.cwd, session)
             .map_err(|e| RpcError::internal_error().data(json!(e.0)))?;
         let updates = Arc::new(Updates::new(peer.clone(), opening.cwd.clone()));
-        let _ = updates.editor_writes.set(editor_writes);
+        let _ = updates.editor_writes.set(offers.writes);
         let approver = Arc::new(ClientApprover::new(
             peer.clone(),
             updates.clone(),
@@ -109,12 +117,19 @@ impl Live {
         let prepared = opened.agent(agent, setup).await.map_err(agent_error)?;
         let id = opening.id.unwrap_or_else(|| prepared.session_id.clone());
         let _ = updates.session_id.set(id.clone());
-        if editor_reads {
+        let env = prepared.agent.scheduler().env();
+        if let (true, Ok(exe)) = (offers.terminals, std::env::current_exe()) {
+            let dir = env.session_dir.join("acp-terminals");
+            let _ = updates
+                .terminals
+                .set(crate::terminal::Terminals { dir, exe });
+        }
+        if offers.reads {
             let files = crate::client_fs::ClientFiles {
                 peer: peer.clone(),
                 session_id: id.clone(),
             };
-            prepared.agent.scheduler().env().editor.set(Arc::new(files));
+            env.editor.set(Arc::new(files));
         }
         updates.set_registry(prepared.agent.registry());
         let vocabulary = prepared

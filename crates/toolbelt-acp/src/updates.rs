@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use agent_client_protocol_schema::v1::{
     ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    SessionNotification, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    SessionNotification, SessionUpdate, Terminal, TextContent, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use serde_json::Value;
 use toolbelt_agent::AgentEvent;
@@ -24,6 +24,7 @@ use toolbelt_core::{Display, Kind, ToolRegistry};
 use toolbelt_model::{FinishReason, StreamDelta};
 
 use crate::rpc::Peer;
+use crate::terminal::{Mirror, Terminals};
 
 /// The most output of a running call shown at once: its last 64 KiB.
 const OUTPUT_TAIL: usize = 64 * 1024;
@@ -31,6 +32,8 @@ const OUTPUT_TAIL: usize = 64 * 1024;
 /// What is known of a call between its events.
 struct CallView {
     output: String,
+    /// Its output on its way to the editor's terminal (`terminal.rs`).
+    mirror: Option<Arc<Mirror>>,
 }
 
 /// Turns one session's events into notifications.
@@ -49,6 +52,8 @@ pub(crate) struct Updates {
     pub last_finish: Mutex<Option<FinishReason>>,
     /// The editor offered `fs/write_text_file`: a file change is also given to it.
     pub editor_writes: OnceLock<bool>,
+    /// The editor offered terminals: execute calls show in one.
+    pub terminals: OnceLock<Terminals>,
 }
 
 impl Updates {
@@ -62,6 +67,7 @@ impl Updates {
             streamed: Mutex::new(false),
             last_finish: Mutex::new(None),
             editor_writes: OnceLock::new(),
+            terminals: OnceLock::new(),
         }
     }
 
@@ -143,6 +149,7 @@ impl Updates {
                 id.to_string(),
                 CallView {
                     output: String::new(),
+                    mirror: None,
                 },
             );
         }
@@ -171,17 +178,44 @@ impl Updates {
                 call_id,
                 ToolCallUpdateFields::new().title(description.clone()),
             ),
-            SchedulerEvent::Started { call_id, .. } => self.update(
-                call_id,
-                ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
-            ),
+            SchedulerEvent::Started { call_id, tool, .. } => {
+                self.update(
+                    call_id,
+                    ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+                );
+                if self.kind_of(tool) == ToolKind::Execute {
+                    self.mirror(call_id);
+                }
+            }
             SchedulerEvent::Output { call_id, chunk } => self.output(call_id, chunk),
             SchedulerEvent::Finished(call) => self.finished(call),
             _ => {}
         }
     }
 
-    /// Live output: the call's output so far (its tail), as text content.
+    /// An execute call shown in the editor's terminal, when it offers terminals.
+    fn mirror(&self, call_id: &str) {
+        let (Some(terminals), Some(session_id)) = (self.terminals.get(), self.session_id.get())
+        else {
+            return;
+        };
+        let (peer, session, call) = (self.peer.clone(), session_id.clone(), call_id.to_string());
+        let show = move |terminal: String| {
+            let content = vec![ToolCallContent::Terminal(Terminal::new(terminal))];
+            let update = ToolCallUpdate::new(call, ToolCallUpdateFields::new().content(content));
+            let note = SessionNotification::new(session, SessionUpdate::ToolCallUpdate(update));
+            peer.notify("session/update", note);
+        };
+        let mirror = Mirror::start(terminals, &self.peer, session_id, call_id, &self.cwd, show);
+        if let Ok(mut calls) = self.calls.lock()
+            && let Some(view) = calls.get_mut(call_id)
+        {
+            view.mirror = mirror;
+        }
+    }
+
+    /// Live output: the call's output so far (its tail), as text content; in the
+    /// editor's terminal when there is one.
     fn output(&self, id: &str, chunk: &str) {
         let text = {
             let Ok(mut calls) = self.calls.lock() else {
@@ -190,6 +224,12 @@ impl Updates {
             let Some(view) = calls.get_mut(id) else {
                 return;
             };
+            if let Some(mirror) = &view.mirror {
+                mirror.write(chunk);
+                if mirror.terminal_id().is_some() {
+                    return;
+                }
+            }
             view.output.push_str(chunk);
             if view.output.len() > OUTPUT_TAIL * 2 {
                 let mut cut = view.output.len() - OUTPUT_TAIL;
@@ -207,14 +247,21 @@ impl Updates {
     }
 
     fn finished(&self, call: &CompletedCall) {
-        if let Ok(mut calls) = self.calls.lock() {
-            calls.remove(&call.call_id);
-        }
+        let mirror = self
+            .calls
+            .lock()
+            .ok()
+            .and_then(|mut calls| calls.remove(&call.call_id))
+            .and_then(|view| view.mirror);
         let status = match call.state {
             CallState::Success => ToolCallStatus::Completed,
             _ => ToolCallStatus::Failed,
         };
         let text = call.result.llm_text();
+        let terminal = mirror.as_ref().and_then(|m| {
+            m.end(i32::from(call.state != CallState::Success));
+            m.terminal_id()
+        });
         if let Display::FileDiff(diff) = &call.result.return_display
             && call.state == CallState::Success
         {
@@ -229,7 +276,10 @@ impl Updates {
                     &diff.diff,
                 )]
             }
-            _ => vec![text_content(&text)],
+            _ => match terminal {
+                Some(terminal) => vec![ToolCallContent::Terminal(Terminal::new(terminal))],
+                None => vec![text_content(&text)],
+            },
         };
         if let Display::TodoList { todos } = &call.result.return_display {
             self.send(SessionUpdate::Plan(plan(todos)));

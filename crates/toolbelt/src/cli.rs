@@ -333,6 +333,16 @@ pub enum Command {
         #[arg(last = true)]
         command: Vec<String>,
     },
+    /// What the editor's terminal runs for a command of an ACP session: prints the
+    /// command's output from LOG as toolbelt writes it, and exits with its status (or
+    /// when toolbelt, PID, is gone). It runs nothing itself (docs/acp.md).
+    #[command(name = "acp-terminal", hide = true)]
+    AcpTerminal {
+        /// The call's output file, in the session's directory.
+        log: std::path::PathBuf,
+        /// toolbelt's process.
+        pid: u32,
+    },
 }
 
 /// `toolbelt restore [--list] [ID] [--yes] [--force] [-- PATHS...]`.
