@@ -139,6 +139,8 @@ impl Live {
             .rules()
             .vocabulary();
         let _ = approver.vocabulary.set(vocabulary.clone());
+        let untrusted = prepared.settings.untrusted_project.is_some();
+        let _ = approver.untrusted.set(untrusted);
         Ok(Live {
             id,
             prepared,
