@@ -139,6 +139,8 @@ impl Live {
             .rules()
             .vocabulary();
         let _ = approver.vocabulary.set(vocabulary.clone());
+        let untrusted = prepared.settings.untrusted_project.is_some();
+        let _ = approver.untrusted.set(untrusted);
         Ok(Live {
             id,
             prepared,
@@ -218,13 +220,16 @@ impl Live {
                 "a prompt of this session is still running; wait for its answer or cancel it"
             )));
         };
+        let p = &self.prepared;
+        let message = crate::prompt::user_message(p, blocks).await;
+        let message = message.map_err(|e| invalid_params(&e))?;
         let cancel = CancellationToken::new();
         if let Ok(mut turn) = self.turn.lock() {
             *turn = Some(cancel.clone());
         }
-        let p = &self.prepared;
-        let message = crate::prompt::user_message(p, blocks).await;
-        let message = message.map_err(|e| invalid_params(&e))?;
+        if let Ok(mut last) = self.updates.last_finish.lock() {
+            *last = None;
+        }
         let mode = p.agent.scheduler().mode();
         p.agent.set_system_prompt(p.system_prompt.text(mode));
         self.updates.set_registry(p.agent.registry());

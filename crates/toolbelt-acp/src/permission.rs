@@ -40,6 +40,9 @@ pub(crate) struct ClientApprover {
     pub project: PathBuf,
     /// The session's rule vocabulary, set once the session is made.
     pub vocabulary: OnceLock<RuleVocabulary>,
+    /// The folder is not trusted: its `.qwen/settings.json` rules are ignored, so no
+    /// "always in this workspace" is offered (or written), as in the terminal.
+    pub untrusted: OnceLock<bool>,
     /// What `reject_always` refused, by rule: asked again, the answer is no.
     refused: Mutex<HashSet<String>>,
 }
@@ -51,6 +54,7 @@ impl ClientApprover {
             updates,
             project,
             vocabulary: OnceLock::new(),
+            untrusted: OnceLock::new(),
             refused: Mutex::new(HashSet::new()),
         }
     }
@@ -92,11 +96,13 @@ impl ClientApprover {
         match choice {
             "allow_once" => ConfirmationOutcome::ProceedOnce.into(),
             "allow_session" if request.may_always_allow => session_wide.into(),
-            "allow_always" if request.may_always_allow => {
+            "allow_always" if self.offers(request).workspace => {
                 self.write_rules(rules);
                 session_wide.into()
             }
-            // An "always" the scheduler does not allow here counts once.
+            // An "always" not offered here counts once (the session-wide one where it
+            // was offered).
+            "allow_always" if request.may_always_allow => session_wide.into(),
             "allow_session" | "allow_always" => ConfirmationOutcome::ProceedOnce.into(),
             "reject_always" => {
                 if let Ok(mut refused) = self.refused.lock() {
@@ -129,7 +135,7 @@ impl Approver for ClientApprover {
             let params = json!({
                 "sessionId": session_id,
                 "toolCall": question(request),
-                "options": options(request),
+                "options": options(request, self.offers(request)),
             });
             let answer = self
                 .peer
@@ -148,6 +154,26 @@ impl Approver for ClientApprover {
                 _ => Approval::deny("The editor's answer could not be read; the call was not run."),
             }
         })
+    }
+}
+
+/// Which "always" choices a question offers: the terminal's (`interactive/dialog.rs`).
+#[derive(Debug, Clone, Copy)]
+struct Always {
+    session: bool,
+    workspace: bool,
+}
+
+impl ClientApprover {
+    fn offers(&self, request: &ApprovalRequest) -> Always {
+        let plan = matches!(request.details, ConfirmationDetails::Plan { .. });
+        let session = request.may_always_allow && !plan;
+        let nameable = !self.rules(request).is_empty();
+        let trusted = !self.untrusted.get().copied().unwrap_or(true);
+        Always {
+            session,
+            workspace: session && nameable && trusted,
+        }
     }
 }
 
@@ -184,14 +210,14 @@ fn question(request: &ApprovalRequest) -> ToolCallUpdate {
     ToolCallUpdate::new(request.call_id.clone(), fields)
 }
 
-/// The choices offered; the "always" ones only where the scheduler allows them.
-fn options(request: &ApprovalRequest) -> Vec<PermissionOption> {
+/// The choices offered; the "always" ones only where the terminal offers them.
+fn options(request: &ApprovalRequest, always: Always) -> Vec<PermissionOption> {
     let mut options = vec![PermissionOption::new(
         "allow_once",
         "Allow once",
         PermissionOptionKind::AllowOnce,
     )];
-    if request.may_always_allow {
+    if always.session {
         let session = match &request.details {
             ConfirmationDetails::Exec { root_commands, .. } if !root_commands.is_empty() => {
                 format!("Allow `{}` for this session", root_commands.join("`, `"))
@@ -203,6 +229,8 @@ fn options(request: &ApprovalRequest) -> Vec<PermissionOption> {
             session,
             PermissionOptionKind::AllowAlways,
         ));
+    }
+    if always.workspace {
         options.push(PermissionOption::new(
             "allow_always",
             "Allow always in this workspace (.qwen/settings.json)",
@@ -214,11 +242,13 @@ fn options(request: &ApprovalRequest) -> Vec<PermissionOption> {
         "Deny",
         PermissionOptionKind::RejectOnce,
     ));
-    options.push(PermissionOption::new(
-        "reject_always",
-        "Deny for this session",
-        PermissionOptionKind::RejectAlways,
-    ));
+    if always.session {
+        options.push(PermissionOption::new(
+            "reject_always",
+            "Deny for this session",
+            PermissionOptionKind::RejectAlways,
+        ));
+    }
     options
 }
 
@@ -247,21 +277,41 @@ mod tests {
     }
 
     #[test]
-    fn always_choices_are_offered_only_where_the_scheduler_allows_them() {
-        let all = options(&request(true));
-        assert_eq!(
-            ids(&all),
-            [
-                "allow_once",
-                "allow_session",
-                "allow_always",
-                "reject_once",
-                "reject_always"
-            ]
-        );
+    fn always_choices_are_offered_only_where_the_terminal_offers_them() {
+        let both = Always {
+            session: true,
+            workspace: true,
+        };
+        let all = options(&request(true), both);
+        let expected = [
+            "allow_once",
+            "allow_session",
+            "allow_always",
+            "reject_once",
+            "reject_always",
+        ];
+        assert_eq!(ids(&all), expected);
         assert!(all[1].name.contains("`git`"), "{}", all[1].name);
-        let forced = options(&request(false));
-        assert_eq!(ids(&forced), ["allow_once", "reject_once", "reject_always"]);
+        let untrusted = Always {
+            session: true,
+            workspace: false,
+        };
+        let session_only = options(&request(true), untrusted);
+        let expected = [
+            "allow_once",
+            "allow_session",
+            "reject_once",
+            "reject_always",
+        ];
+        assert_eq!(ids(&session_only), expected);
+        let none = Always {
+            session: false,
+            workspace: false,
+        };
+        assert_eq!(
+            ids(&options(&request(false), none)),
+            ["allow_once", "reject_once"]
+        );
     }
 
     #[test]
