@@ -134,6 +134,28 @@ install_qwen_sdk() {
         missing "could not install $packages into $dir (the SDK interop tests need them)"
     fi
 }
+# The official Agent Client Protocol client library (TypeScript), which drives
+# `toolbelt --acp` in crates/toolbelt/tests/acp/ the way an editor does (on the Node on PATH;
+# 2.4.0 runs on Node 20).
+install_acp_sdk() {
+    local dir=.cache/acp
+    local packages="@agentclientprotocol/sdk@2.4.0"
+    [ "$(cat "$dir/installed" 2>/dev/null)" = "$packages" ] && return 0
+    if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+        missing "node/npm not found (the ACP tests need them)"
+        return 0
+    fi
+    installing "$dir" "$packages (npm)" || return 0
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086 # package specs
+    if npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $packages >/dev/null 2>&1; then
+        echo "$packages" >"$dir/installed"
+        installed "$dir"
+    else
+        missing "could not install $packages into $dir (the ACP tests need it)"
+    fi
+}
 # The Claude Agent SDK, which drives toolbelt in crates/toolbelt/tests/claude_sdk_interop/
 # (on the Node on PATH). Its optional dependency is Claude Code's native binary (about
 # 380 MB), which the tests never start (`pathToClaudeCodeExecutable` is toolbelt).
@@ -191,11 +213,14 @@ install_qwen_sdk &
 qwen_sdk=$!
 install_lsp_servers &
 lsp_servers=$!
+install_acp_sdk &
+acp_sdk=$!
 wait "$python_sdk" || exit 1
 wait "$model_sdks" || exit 1
 wait "$inspector" || exit 1
 wait "$qwen_sdk" || exit 1
 wait "$lsp_servers" || exit 1
+wait "$acp_sdk" || exit 1
 # clangd (Debian's package) for the `lsp` tool's C test: installed when this runs as root
 # with apt-get (a CI image), else reported.
 apt_install() {

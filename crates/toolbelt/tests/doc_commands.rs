@@ -66,6 +66,8 @@
 mod pty;
 
 // The binary's Claude Code flags, as data: the coverage test lists the hidden ones.
+#[path = "doc_commands/agents.rs"]
+mod agents;
 #[path = "../src/claude_flags.rs"]
 #[allow(dead_code)]
 mod claude_flags;
