@@ -48,8 +48,9 @@ use agent_client_protocol_schema::v1::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::task::JoinSet;
+use toolbelt_session::kit::lines::{LineError, read_line};
 use toolbelt_session::{AgentOptions, Resume, SessionOptions};
 
 pub use crate::terminal::follow as follow_terminal;
@@ -73,11 +74,12 @@ pub async fn run(options: AcpOptions) -> Result<(), String> {
         options,
         client: OnceLock::new(),
         sessions: Mutex::new(HashMap::new()),
+        shutdown: tokio_util::sync::CancellationToken::new(),
     });
     let mut tasks = JoinSet::new();
     let mut stdin = BufReader::new(tokio::io::stdin());
     loop {
-        let line = match read_line(&mut stdin).await {
+        let line = match read_line(&mut stdin, MAX_LINE_BYTES).await {
             Ok(Some(line)) => line,
             Ok(None) => break,
             Err(LineError::TooLong) => {
@@ -114,15 +116,24 @@ pub async fn run(options: AcpOptions) -> Result<(), String> {
         // Finished requests are collected as they end, so the set stays small.
         while tasks.try_join_next().is_some() {}
     }
-    // The editor is gone: questions fail, turns are cancelled, sessions end.
+    // The editor is gone: turns end (also those of prompts still on their way in),
+    // questions to it fail, the requests it sent before it went are answered (a session
+    // it asked for is still made), then every session ends.
+    server.shutdown.cancel();
     server.peer.close();
+    let answered = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(LAST_ANSWERS, answered).await.is_err() {
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+    }
     server.close_all().await;
-    tasks.abort_all();
-    while tasks.join_next().await.is_some() {}
     server.peer.finish();
     let _ = writer.await;
     Ok(())
 }
+
+/// How long the requests an editor sent before it went away have to be answered.
+const LAST_ANSWERS: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The connection's state: the editor's capabilities and the open sessions.
 struct Server {
@@ -130,6 +141,8 @@ struct Server {
     options: AcpOptions,
     client: OnceLock<ClientCapabilities>,
     sessions: Mutex<HashMap<String, Arc<Live>>>,
+    /// Cancelled when the editor goes away: every turn's token is a child of it.
+    shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl Server {
@@ -153,7 +166,7 @@ impl Server {
             "session/prompt" => {
                 let request: PromptRequest = parse_params(params)?;
                 let live = self.live(&request.session_id.0)?;
-                let stop = live.prompt(request.prompt).await?;
+                let stop = live.prompt(request.prompt, &self.shutdown).await?;
                 to_value(PromptResponse::new(stop))
             }
             _ => Err(RpcError::method_not_found().data(json!(method))),
@@ -389,39 +402,4 @@ fn parse_params<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
 
 fn to_value(value: impl serde::Serialize) -> Result<Value, RpcError> {
     serde_json::to_value(value).map_err(RpcError::into_internal_error)
-}
-
-enum LineError {
-    TooLong,
-    Io(std::io::Error),
-}
-
-/// One line without its newline; `None` at the end of input. A line over
-/// [`MAX_LINE_BYTES`] is read to its end and dropped.
-async fn read_line(input: &mut (impl AsyncBufRead + Unpin)) -> Result<Option<String>, LineError> {
-    let mut buf = Vec::new();
-    let limit = MAX_LINE_BYTES as u64 + 1;
-    let n = (&mut *input)
-        .take(limit)
-        .read_until(b'\n', &mut buf)
-        .await
-        .map_err(LineError::Io)?;
-    if n == 0 {
-        return Ok(None);
-    }
-    if buf.len() > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
-        loop {
-            let mut rest = Vec::new();
-            let n = (&mut *input)
-                .take(1 << 20)
-                .read_until(b'\n', &mut rest)
-                .await
-                .map_err(LineError::Io)?;
-            if n == 0 || rest.last() == Some(&b'\n') {
-                break;
-            }
-        }
-        return Err(LineError::TooLong);
-    }
-    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
 }

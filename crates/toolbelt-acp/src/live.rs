@@ -214,6 +214,7 @@ impl Live {
     pub(crate) async fn prompt(
         &self,
         blocks: Vec<agent_client_protocol_schema::v1::ContentBlock>,
+        shutdown: &CancellationToken,
     ) -> Result<AcpStop, RpcError> {
         let Ok(_turn) = self.busy.try_lock() else {
             return Err(RpcError::invalid_request().data(json!(
@@ -223,7 +224,7 @@ impl Live {
         let p = &self.prepared;
         let message = crate::prompt::user_message(p, blocks).await;
         let message = message.map_err(|e| invalid_params(&e))?;
-        let cancel = CancellationToken::new();
+        let cancel = shutdown.child_token();
         if let Ok(mut turn) = self.turn.lock() {
             *turn = Some(cancel.clone());
         }
@@ -240,6 +241,8 @@ impl Live {
         if let Ok(mut turn) = self.turn.lock() {
             *turn = None;
         }
+        // The turn's terminals are released before it is answered.
+        self.updates.settle_terminals().await;
         if p.agent.scheduler().mode() != mode {
             self.mode_changed();
         }
@@ -292,6 +295,7 @@ impl Live {
     pub(crate) async fn close(&self) {
         self.cancel();
         let _turn_over = self.busy.lock().await;
+        self.updates.settle_terminals().await;
         let p = &self.prepared;
         p.background.stop_all().await;
         for (id, command) in p.monitors.stop_all().await {

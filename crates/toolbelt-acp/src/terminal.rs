@@ -48,7 +48,7 @@ impl Mirror {
         call_id: &str,
         cwd: &Path,
         on_terminal: impl FnOnce(String) + Send + 'static,
-    ) -> Option<Arc<Mirror>> {
+    ) -> Option<(Arc<Mirror>, tokio::task::JoinHandle<()>)> {
         std::fs::create_dir_all(&terminals.dir).ok()?;
         let name: String = call_id
             .chars()
@@ -69,7 +69,7 @@ impl Mirror {
             "cwd": cwd,
         });
         let (peer, this, session_id) = (peer.clone(), mirror.clone(), session_id.to_string());
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let created = peer.request("terminal/create", params).await;
             let Some(id) = created.ok().and_then(|r| {
                 r.get("terminalId")
@@ -84,12 +84,15 @@ impl Mirror {
             on_terminal(id.clone());
             this.ended.notified().await;
             let asked = json!({"sessionId": session_id, "terminalId": id});
-            let _ = peer.request("terminal/wait_for_exit", asked.clone()).await;
-            let _ = peer.request("terminal/release", asked).await;
+            // The follower exits within moments of the status being written; an editor
+            // that does not say so in 3 s gets its terminal released all the same.
+            let waited = peer.request("terminal/wait_for_exit", asked.clone());
+            let _ = tokio::time::timeout(Duration::from_secs(3), waited).await;
+            peer.request_detached("terminal/release", asked);
             let _ = std::fs::remove_file(&this.log);
             let _ = std::fs::remove_file(exit_marker(&this.log));
         });
-        Some(mirror)
+        Some((mirror, task))
     }
 
     /// More output.

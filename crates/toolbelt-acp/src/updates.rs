@@ -54,6 +54,8 @@ pub(crate) struct Updates {
     pub editor_writes: OnceLock<bool>,
     /// The editor offered terminals: execute calls show in one.
     pub terminals: OnceLock<Terminals>,
+    /// The tasks that create, wait for and release the editor's terminals.
+    terminal_tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Updates {
@@ -68,6 +70,7 @@ impl Updates {
             last_finish: Mutex::new(None),
             editor_writes: OnceLock::new(),
             terminals: OnceLock::new(),
+            terminal_tasks: Mutex::new(Vec::new()),
         }
     }
 
@@ -206,11 +209,34 @@ impl Updates {
             let note = SessionNotification::new(session, SessionUpdate::ToolCallUpdate(update));
             peer.notify("session/update", note);
         };
-        let mirror = Mirror::start(terminals, &self.peer, session_id, call_id, &self.cwd, show);
+        let started = Mirror::start(terminals, &self.peer, session_id, call_id, &self.cwd, show);
+        let mirror = started.map(|(mirror, task)| {
+            if let Ok(mut tasks) = self.terminal_tasks.lock() {
+                tasks.push(task);
+            }
+            mirror
+        });
         if let Ok(mut calls) = self.calls.lock()
             && let Some(view) = calls.get_mut(call_id)
         {
             view.mirror = mirror;
+        }
+    }
+
+    /// Waits (at most 5 s) until the terminals of the calls that ended are released.
+    pub(crate) async fn settle_terminals(&self) {
+        let tasks: Vec<_> = self
+            .terminal_tasks
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        let aborts: Vec<_> = tasks.iter().map(|t| t.abort_handle()).collect();
+        let all = futures_join(tasks);
+        if tokio::time::timeout(std::time::Duration::from_secs(5), all)
+            .await
+            .is_err()
+        {
+            aborts.iter().for_each(tokio::task::AbortHandle::abort);
         }
     }
 
@@ -376,6 +402,13 @@ fn plan(todos: &[toolbelt_core::TodoItem]) -> Plan {
         })
         .collect();
     Plan::new(entries)
+}
+
+/// Waits for every task.
+async fn futures_join(tasks: Vec<tokio::task::JoinHandle<()>>) {
+    for task in tasks {
+        let _ = task.await;
+    }
 }
 
 #[cfg(test)]

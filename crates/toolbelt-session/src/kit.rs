@@ -9,6 +9,8 @@
 
 pub mod completion;
 pub mod input_history;
+// Issue 44: the stream-JSON and ACP front ends' input.
+pub mod lines;
 // Issue 33: `/loop`.
 pub mod loop_cmd;
 // Issue 43: `/model`.

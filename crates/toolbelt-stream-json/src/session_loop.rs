@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::{AsyncBufRead, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{AgentEvent, EventSink, RunOutcome};
@@ -17,6 +17,7 @@ use toolbelt_core::scheduler::ApprovalMode;
 use toolbelt_mcp::sdk::SdkChannel;
 use toolbelt_mcp::{ServerConfig, ServerStatus, Transport};
 use toolbelt_model::UserPart;
+use toolbelt_session::kit::lines::{LineError, read_line};
 use toolbelt_session::{AgentOptions, Prepared, Session, SessionOptions, Setup};
 
 use crate::approver::ClientApprover;
@@ -549,7 +550,7 @@ async fn read_input(
     let mut number = 0usize;
     loop {
         number += 1;
-        let parsed = match read_line(&mut stdin).await {
+        let parsed = match read_line(&mut stdin, MAX_LINE_BYTES).await {
             Ok(Some(line)) => input::parse_line(&line),
             Ok(None) => break,
             Err(LineError::TooLong) => Err(format!("longer than {MAX_LINE_BYTES} bytes")),
@@ -582,42 +583,6 @@ async fn read_input(
         }
     }
     control.close();
-}
-
-enum LineError {
-    TooLong,
-    Io(std::io::Error),
-}
-
-/// One line without its newline; `None` at the end of input. A line over
-/// [`MAX_LINE_BYTES`] is read to its end and dropped.
-async fn read_line(stdin: &mut (impl AsyncBufRead + Unpin)) -> Result<Option<String>, LineError> {
-    let mut buf = Vec::new();
-    let limit = MAX_LINE_BYTES as u64 + 1;
-    let n = (&mut *stdin)
-        .take(limit)
-        .read_until(b'\n', &mut buf)
-        .await
-        .map_err(LineError::Io)?;
-    if n == 0 {
-        return Ok(None);
-    }
-    if buf.len() > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
-        // Skip the rest of the line.
-        loop {
-            let mut rest = Vec::new();
-            let n = (&mut *stdin)
-                .take(1 << 20)
-                .read_until(b'\n', &mut rest)
-                .await
-                .map_err(LineError::Io)?;
-            if n == 0 || rest.last() == Some(&b'\n') {
-                break;
-            }
-        }
-        return Err(LineError::TooLong);
-    }
-    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
 }
 
 /// `systemPrompt` / `appendSystemPrompt` of `initialize`: a string or a list of strings
