@@ -25,6 +25,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod client_fs;
+mod commands;
 mod live;
 mod permission;
 mod prompt;
@@ -38,13 +39,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1::{
-    AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, ClientCapabilities,
-    CloseSessionRequest, Error as RpcError, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpCapabilities,
-    NewSessionRequest, PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest,
-    SessionCapabilities, SessionCloseCapabilities, SessionConfigOptionValue, SessionInfo,
-    SessionListCapabilities, SessionResumeCapabilities, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionModeRequest,
+    AgentCapabilities, AvailableCommandsUpdate, ClientCapabilities, CloseSessionRequest,
+    Error as RpcError, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, McpCapabilities, NewSessionRequest,
+    PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest, SessionCapabilities,
+    SessionCloseCapabilities, SessionConfigOptionValue, SessionInfo, SessionListCapabilities,
+    SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -184,13 +184,7 @@ impl Server {
             .map(str::to_string);
         let live = id.and_then(|id| self.live(&id).ok());
         if let Some(live) = live {
-            let commands = live
-                .prepared
-                .mcp
-                .prompts()
-                .iter()
-                .map(|p| AvailableCommand::new(p.command(), p.description.clone()))
-                .collect();
+            let commands = commands::available(&live);
             live.updates.send(SessionUpdate::AvailableCommandsUpdate(
                 AvailableCommandsUpdate::new(commands),
             ));

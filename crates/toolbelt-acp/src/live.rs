@@ -55,6 +55,8 @@ pub(crate) struct Live {
     pub id: String,
     pub prepared: Prepared,
     pub updates: Arc<Updates>,
+    /// The system prompt's parts (the context files change with `/memory`).
+    system_prompt: Mutex<toolbelt_session::SystemPrompt>,
     /// The running turn's token, to cancel it.
     turn: Mutex<Option<CancellationToken>>,
     /// Held while a prompt runs: one turn at a time.
@@ -143,6 +145,7 @@ impl Live {
         let _ = approver.untrusted.set(untrusted);
         Ok(Live {
             id,
+            system_prompt: Mutex::new(prepared.system_prompt.clone()),
             prepared,
             updates,
             turn: Mutex::new(None),
@@ -221,23 +224,13 @@ impl Live {
                 "a prompt of this session is still running; wait for its answer or cancel it"
             )));
         };
-        let p = &self.prepared;
-        let message = crate::prompt::user_message(p, blocks).await;
-        let message = message.map_err(|e| invalid_params(&e))?;
         let cancel = shutdown.child_token();
         if let Ok(mut turn) = self.turn.lock() {
             *turn = Some(cancel.clone());
         }
-        if let Ok(mut last) = self.updates.last_finish.lock() {
-            *last = None;
-        }
+        let p = &self.prepared;
         let mode = p.agent.scheduler().mode();
-        p.agent.set_system_prompt(p.system_prompt.text(mode));
-        self.updates.set_registry(p.agent.registry());
-        let outcome = p
-            .agent
-            .run_with_references(message.parts, &message.written, &cancel)
-            .await;
+        let outcome = self.run_turn(blocks, &cancel).await;
         if let Ok(mut turn) = self.turn.lock() {
             *turn = None;
         }
@@ -246,11 +239,46 @@ impl Live {
         if p.agent.scheduler().mode() != mode {
             self.mode_changed();
         }
+        let outcome = outcome?;
         if cancel.is_cancelled() {
             return Ok(AcpStop::Cancelled);
         }
-        let finish = self.updates.last_finish.lock().ok().and_then(|f| f.clone());
-        self.stop_reason(outcome.stop, finish)
+        match outcome {
+            Some(stop) => {
+                let finish = self.updates.last_finish.lock().ok().and_then(|f| f.clone());
+                self.stop_reason(stop, finish)
+            }
+            None => Ok(AcpStop::EndTurn),
+        }
+    }
+
+    /// The turn itself: a slash command's answer (`None`), or the agent's run.
+    async fn run_turn(
+        &self,
+        blocks: Vec<ContentBlock>,
+        cancel: &CancellationToken,
+    ) -> Result<Option<StopReason>, RpcError> {
+        if let [ContentBlock::Text(typed)] = blocks.as_slice()
+            && crate::commands::run(self, &typed.text, cancel).await
+        {
+            return Ok(None);
+        }
+        let p = &self.prepared;
+        let message = crate::prompt::user_message(p, blocks).await;
+        let message = message.map_err(|e| invalid_params(&e))?;
+        if let Ok(mut last) = self.updates.last_finish.lock() {
+            *last = None;
+        }
+        let mode = p.agent.scheduler().mode();
+        if let Ok(prompt) = self.system_prompt.lock() {
+            p.agent.set_system_prompt(prompt.text(mode));
+        }
+        self.updates.set_registry(p.agent.registry());
+        let outcome = p
+            .agent
+            .run_with_references(message.parts, &message.written, cancel)
+            .await;
+        Ok(Some(outcome.stop))
     }
 
     fn stop_reason(
@@ -281,6 +309,21 @@ impl Live {
                 _ => AcpStop::EndTurn,
             },
         })
+    }
+
+    /// The context files in the system prompt.
+    pub(crate) fn context_files(&self) -> Vec<toolbelt_agent::context_files::ContextFile> {
+        self.system_prompt
+            .lock()
+            .map(|p| p.context_files().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// Reads the context files again; the next prompt's system prompt has them.
+    pub(crate) fn reload_context_files(&self) {
+        if let Ok(mut prompt) = self.system_prompt.lock() {
+            prompt.reload_context_files();
+        }
     }
 
     /// Cancels the running turn: its tools and their processes end, each call still gets

@@ -93,6 +93,7 @@ pub struct Prepared {
 /// what it names changes: the approval mode (the interactive agent and the stream-json
 /// loop remake it before each prompt) and the context files (`/memory refresh`,
 /// `/memory add`).
+#[derive(Clone)]
 pub struct SystemPrompt {
     facts: PromptFacts,
     /// `--system-prompt`: used instead of toolbelt's own.

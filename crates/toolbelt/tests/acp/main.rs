@@ -19,6 +19,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cancel;
+mod commands;
 mod handshake;
 mod mcp;
 mod permissions;
