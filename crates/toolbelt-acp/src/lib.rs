@@ -45,6 +45,7 @@ use agent_client_protocol_schema::v1::{
     PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest, SessionCapabilities,
     SessionCloseCapabilities, SessionConfigOptionValue, SessionInfo, SessionListCapabilities,
     SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest,
+    Usage,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -166,8 +167,14 @@ impl Server {
             "session/prompt" => {
                 let request: PromptRequest = parse_params(params)?;
                 let live = self.live(&request.session_id.0)?;
-                let stop = live.prompt(request.prompt, &self.shutdown).await?;
-                to_value(PromptResponse::new(stop))
+                let (stop, usage) = live.prompt(request.prompt, &self.shutdown).await?;
+                // The turn's tokens, when the model server counted them.
+                let usage = usage.filter(|u| u.total_tokens > 0).map(|u| {
+                    Usage::new(u.total_tokens, u.prompt_tokens, u.completion_tokens)
+                        .cached_read_tokens(Some(u.cache_read_tokens).filter(|n| *n > 0))
+                        .cached_write_tokens(Some(u.cache_write_tokens).filter(|n| *n > 0))
+                });
+                to_value(PromptResponse::new(stop).usage(usage))
             }
             _ => Err(RpcError::method_not_found().data(json!(method))),
         }

@@ -218,7 +218,7 @@ impl Live {
         &self,
         blocks: Vec<agent_client_protocol_schema::v1::ContentBlock>,
         shutdown: &CancellationToken,
-    ) -> Result<AcpStop, RpcError> {
+    ) -> Result<(AcpStop, Option<toolbelt_model::Usage>), RpcError> {
         let Ok(_turn) = self.busy.try_lock() else {
             return Err(RpcError::invalid_request().data(json!(
                 "a prompt of this session is still running; wait for its answer or cancel it"
@@ -241,14 +241,14 @@ impl Live {
         }
         let outcome = outcome?;
         if cancel.is_cancelled() {
-            return Ok(AcpStop::Cancelled);
+            return Ok((AcpStop::Cancelled, outcome.map(|(_, usage)| usage)));
         }
         match outcome {
-            Some(stop) => {
+            Some((stop, usage)) => {
                 let finish = self.updates.last_finish.lock().ok().and_then(|f| f.clone());
-                self.stop_reason(stop, finish)
+                Ok((self.stop_reason(stop, finish)?, Some(usage)))
             }
-            None => Ok(AcpStop::EndTurn),
+            None => Ok((AcpStop::EndTurn, None)),
         }
     }
 
@@ -257,7 +257,7 @@ impl Live {
         &self,
         blocks: Vec<ContentBlock>,
         cancel: &CancellationToken,
-    ) -> Result<Option<StopReason>, RpcError> {
+    ) -> Result<Option<(StopReason, toolbelt_model::Usage)>, RpcError> {
         if let [ContentBlock::Text(typed)] = blocks.as_slice()
             && crate::commands::run(self, &typed.text, cancel).await
         {
@@ -278,7 +278,7 @@ impl Live {
             .agent
             .run_with_references(message.parts, &message.written, cancel)
             .await;
-        Ok(Some(outcome.stop))
+        Ok(Some((outcome.stop, outcome.usage)))
     }
 
     fn stop_reason(

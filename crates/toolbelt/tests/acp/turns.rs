@@ -385,3 +385,31 @@ async fn the_stop_reason_says_why_the_turn_ended() {
             .contains("Never said.")
     );
 }
+
+/// The prompt's answer carries the turn's tokens, summed over its model requests, when
+/// the model server counted them; a turn without counts has none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prompts_answer_carries_the_turns_tokens() {
+    let Some(sdk) = sdk_dir() else { return };
+    let e = Editor::new(sdk);
+    e.write("notes.txt", "n\n");
+    let mut read = call("c1", "read_file", json!({"file_path": e.path("notes.txt")}));
+    read["usage"] = json!({"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12});
+    let done = json!({"text": "Read it.", "usage": {"prompt_tokens": 20, "completion_tokens": 3, "total_tokens": 23}});
+    let script = e.script("usage.jsonl", &[read, done, say("No counts.")]);
+    let mut steps = start();
+    steps.push(json!({"op": "prompt", "text": "read the notes"}));
+    steps.push(json!({"op": "prompt", "text": "again"}));
+    let seen = e
+        .drive(&["--model-replay", &script], &[], json!(steps), json!({}))
+        .await;
+    let usage = &seen.result(2)["usage"];
+    assert_eq!(usage["totalTokens"], 35, "{}", seen.step(2));
+    assert_eq!(usage["inputTokens"], 30, "{}", seen.step(2));
+    assert_eq!(usage["outputTokens"], 5, "{}", seen.step(2));
+    assert!(
+        seen.result(3).get("usage").is_none_or(Value::is_null),
+        "{}",
+        seen.step(3)
+    );
+}
