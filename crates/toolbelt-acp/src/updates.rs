@@ -100,6 +100,10 @@ impl Updates {
     /// One event of the agent.
     pub(crate) fn event(&self, event: &AgentEvent) {
         match event {
+            AgentEvent::Delta(StreamDelta::Thinking(text)) => {
+                let block = ContentBlock::Text(TextContent::new(text.clone()));
+                self.send(SessionUpdate::AgentThoughtChunk(ContentChunk::new(block)));
+            }
             AgentEvent::Delta(StreamDelta::Text(text)) => {
                 if let Ok(mut streamed) = self.streamed.lock() {
                     *streamed = true;

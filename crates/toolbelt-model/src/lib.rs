@@ -342,6 +342,10 @@ pub enum StreamDelta {
     /// The request is tried again (the last attempt failed, perhaps mid-stream): what
     /// was streamed so far is void, and the answer streams again from its start.
     Restart,
+    /// More of the model's reasoning, as the server shows it (Anthropic's thinking,
+    /// Gemini's thought summaries, `reasoning_content` of OpenAI-compatible servers):
+    /// for a display; it is not the answer.
+    Thinking(String),
 }
 
 /// Where [`Model::complete_streaming`] sends the pieces.

@@ -75,6 +75,9 @@ impl TurnAssembler {
             self.usage = Some(u.into());
         }
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            if let Some(text) = choice.delta.reasoning_content.filter(|t| !t.is_empty()) {
+                on_delta(crate::StreamDelta::Thinking(text));
+            }
             if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
                 self.size += text.len();
                 self.text.push_str(&text);
@@ -204,6 +207,27 @@ mod tests {
         assert_eq!(turn.tool_calls[1].arguments, r#"{"pattern":"fn"}"#);
         assert_eq!(turn.finish_reason, FinishReason::ToolCalls);
         assert_eq!(turn.usage.map(|u| u.total_tokens), Some(15));
+    }
+
+    #[test]
+    fn reasoning_content_streams_as_thinking_and_stays_out_of_the_answer() {
+        let mut a = TurnAssembler::default();
+        let seen = std::sync::Mutex::new(Vec::new());
+        let sink = |d: crate::StreamDelta| seen.lock().unwrap().push(d);
+        for payload in [
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"Think first."}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"The answer."},"finish_reason":"stop"}]}"#,
+        ] {
+            assert_eq!(a.apply_streaming(payload, &sink), Ok(Step::Continue));
+        }
+        assert_eq!(
+            seen.into_inner().unwrap(),
+            [
+                crate::StreamDelta::Thinking("Think first.".into()),
+                crate::StreamDelta::Text("The answer.".into())
+            ]
+        );
+        assert_eq!(a.into_turn().text, "The answer.");
     }
 
     #[test]

@@ -135,6 +135,8 @@ pub(crate) struct ChunkChoice {
 #[serde(default)]
 pub(crate) struct Delta {
     pub content: Option<String>,
+    /// The reasoning of servers that stream it beside the answer (Qwen's, DeepSeek's).
+    pub reasoning_content: Option<String>,
     pub tool_calls: Vec<ToolCallDelta>,
 }
 

@@ -170,7 +170,11 @@ impl MessageAssembler {
                 });
             }
             ("thinking_delta", Block::Opaque(value)) => {
-                self.size += append(value, "thinking", field("thinking"));
+                let piece = field("thinking");
+                self.size += append(value, "thinking", piece);
+                if !piece.is_empty() {
+                    on_delta(StreamDelta::Thinking(piece.to_string()));
+                }
             }
             ("signature_delta", Block::Opaque(value)) => {
                 self.size += append(value, "signature", field("signature"));

@@ -275,6 +275,15 @@ async fn an_overload_error_mid_stream_restarts_the_answer_and_a_request_error_en
         id: "toolu_b".into(),
         name: "grep_search".into()
     }));
+    // The thinking streams for a display, apart from the answer.
+    let thought: String = deltas[restart..]
+        .iter()
+        .filter_map(|d| match d {
+            StreamDelta::Thinking(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(thought, "Two searches at once.");
 
     let server2 = server_with_request_error().await;
     let err = complete(&client(&server2), &request()).await.unwrap_err();

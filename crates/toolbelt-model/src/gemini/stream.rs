@@ -131,6 +131,13 @@ impl TurnAssembler {
             .get("thought")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        if let Some(summary) = part
+            .get("text")
+            .and_then(Value::as_str)
+            .filter(|t| thought && !t.is_empty())
+        {
+            on_delta(StreamDelta::Thinking(summary.to_string()));
+        }
         if let Some(text) = part
             .get("text")
             .and_then(Value::as_str)

@@ -413,3 +413,41 @@ async fn the_prompts_answer_carries_the_turns_tokens() {
         seen.step(3)
     );
 }
+
+/// What a model streams as its reasoning (`reasoning_content`, as Qwen's and DeepSeek's
+/// servers send it) reaches the editor as `agent_thought_chunk`, apart from the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_models_reasoning_streams_as_thought_chunks() {
+    let Some(sdk) = sdk_dir() else { return };
+    let e = Editor::new(sdk);
+    let chunk = |delta: Value, finish: Value| {
+        let c = json!({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {c}\n\n")
+    };
+    let sse = [
+        chunk(
+            json!({"role": "assistant", "reasoning_content": "Weigh it first."}),
+            Value::Null,
+        ),
+        chunk(json!({"content": "The answer."}), Value::Null),
+        chunk(json!({}), json!("stop")),
+        "data: [DONE]\n\n".to_string(),
+    ]
+    .concat();
+    let server = FakeOpenAi::start(vec![Reply::RawStream(sse)])
+        .await
+        .unwrap();
+    let mut steps = start();
+    steps.push(json!({"op": "prompt", "text": "think"}));
+    let seen = e
+        .drive(&[], &[], json!(steps), json!({ "env": model_env(&server) }))
+        .await;
+    assert_eq!(seen.result(2)["stopReason"], "end_turn", "{}", seen.step(2));
+    assert_eq!(
+        seen.text_of("agent_thought_chunk", Some(2)),
+        "Weigh it first."
+    );
+    assert_eq!(seen.text_of("agent_message_chunk", Some(2)), "The answer.");
+    clean(&server);
+}
