@@ -12,6 +12,11 @@
 //! For each execute call: `terminal/create` when it starts, the terminal as the call's
 //! content, the output appended to LOG as it comes, the status written when it ends,
 //! then `terminal/wait_for_exit` and `terminal/release`.
+//!
+//! The output is the command's, and a command may be hostile (an unasked `cat` of a
+//! cloned repository's file): the follower passes colours (SGR sequences) and drops
+//! every other control sequence and control character, so no output can set the
+//! editor's clipboard (OSC 52), title or modes, or type into it ([`Printable`]).
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -136,13 +141,15 @@ pub fn follow(log: &Path, toolbelt_pid: u32) -> i32 {
     };
     let mut offset = 0u64;
     let mut buf = Vec::new();
+    let mut printable = Printable::default();
     loop {
         // Read the marker first: output written before it is then surely in the file.
         let status = std::fs::read_to_string(exit_marker(log)).ok();
         buf.clear();
         if file.seek(SeekFrom::Start(offset)).is_ok() && file.read_to_end(&mut buf).is_ok() {
             offset += buf.len() as u64;
-            if out.write_all(&buf).and_then(|()| out.flush()).is_err() {
+            let shown = printable.filter(&buf);
+            if out.write_all(&shown).and_then(|()| out.flush()).is_err() {
                 return 1;
             }
         }
@@ -157,9 +164,92 @@ pub fn follow(log: &Path, toolbelt_pid: u32) -> i32 {
     }
 }
 
+/// What of a command's output reaches a terminal: text, newlines, tabs, carriage
+/// returns and colours (`ESC [ digits ; ... m`); nothing else that a terminal would act
+/// on (other escape sequences, C0 and C1 controls, DEL). Sequences may be split across
+/// reads, so the filter keeps its state between them.
+#[derive(Default)]
+struct Printable {
+    /// An escape sequence being read (from its ESC).
+    pending: Vec<u8>,
+    /// The byte before was 0xC2 (a C1 control in UTF-8 would follow).
+    after_c2: bool,
+}
+
+impl Printable {
+    /// The longest sequence kept while it is read; a longer one is dropped.
+    const MAX_SEQUENCE: usize = 64;
+
+    fn filter(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(bytes.len());
+        for &b in bytes {
+            if self.after_c2 {
+                self.after_c2 = false;
+                if (0x80..=0x9f).contains(&b) {
+                    continue;
+                }
+                out.push(0xc2);
+            }
+            if !self.pending.is_empty() {
+                self.sequence(b, &mut out);
+                continue;
+            }
+            match b {
+                0x1b => self.pending.push(b),
+                0xc2 => self.after_c2 = true,
+                b'\n' | b'\t' | b'\r' => out.push(b),
+                0x00..=0x1f | 0x7f => {}
+                _ => out.push(b),
+            }
+        }
+        out
+    }
+
+    /// One more byte of an escape sequence: a colour is passed once whole, the rest
+    /// dropped.
+    fn sequence(&mut self, b: u8, out: &mut Vec<u8>) {
+        self.pending.push(b);
+        let csi = self.pending.get(1) == Some(&b'[');
+        match (self.pending.len(), b) {
+            (2, b'[') => {}
+            // ESC and anything but `[`: dropped with the byte after it.
+            (2, _) => self.pending.clear(),
+            (_, b'0'..=b'9' | b';') if csi && self.pending.len() <= Self::MAX_SEQUENCE => {}
+            (_, b'm') if csi => {
+                out.extend_from_slice(&self.pending);
+                self.pending.clear();
+            }
+            // Any other final byte, or a sequence grown too long: dropped.
+            (_, 0x40..=0x7e) => self.pending.clear(),
+            _ if self.pending.len() > Self::MAX_SEQUENCE => self.pending.clear(),
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn colours_pass_and_other_control_sequences_do_not() {
+        let mut p = Printable::default();
+        let out =
+            p.filter(b"\x1b[1;31mred\x1b[0m ok\n\x1b]52;c;ZXZpbA==\x07\x1b[2Jx\x1b[?1049h\tz\r\n");
+        assert_eq!(out, b"\x1b[1;31mred\x1b[0m ok\n52;c;ZXZpbA==x\tz\r\n");
+        // A title set with OSC and ST, C1 controls in UTF-8, and a bell.
+        let out = p.filter("\x1b]0;title\x1b\\ a\u{9b}2Jb\u{7}é".as_bytes());
+        assert_eq!(String::from_utf8(out).unwrap(), "0;title a2Jbé");
+    }
+
+    #[test]
+    fn a_sequence_split_across_reads_is_judged_whole() {
+        let mut p = Printable::default();
+        let mut out = p.filter(b"a\x1b[3");
+        out.extend(p.filter(b"2mb\x1b"));
+        out.extend(p.filter(b"[5Cc"));
+        assert_eq!(out, b"a\x1b[32mbc");
+    }
 
     #[test]
     fn the_follower_prints_everything_then_exits_with_the_status() {
