@@ -26,6 +26,7 @@ mod permissions;
 mod prompt_content;
 mod sessions;
 mod turns;
+mod worktrees;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
