@@ -5,15 +5,15 @@
 //! # Brief overview
 //!
 //! - The reader (this file) reads lines; answers to our own requests go straight to the
-//!   [`rpc::Peer`] (so a permission question is answered while its turn waits), each
+//!   `rpc::Peer` (so a permission question is answered while its turn waits), each
 //!   request runs as a task of its own (a long prompt does not hold up `set_mode` or
 //!   `session/cancel`), and a bad line is answered with a JSON-RPC error, after which
 //!   reading goes on.
 //! - `session/new`, `session/load` and `session/resume` open a session exactly as the
 //!   other front ends do (`toolbelt_session::Session::agent`): the one scheduler with the
-//!   session's rules, hooks, checkpoints and confinement ([`live`]). The editor is the
-//!   approver ([`permission`]) and the agent's events become `session/update`s
-//!   ([`updates`]).
+//!   session's rules, hooks, checkpoints and confinement (`live`). The editor is the
+//!   approver (`permission`) and the agent's events become `session/update`s
+//!   (`updates`).
 //! - When the editor goes away (end of input), every turn is cancelled, its processes
 //!   end, and each session's background agents, monitors and MCP servers are stopped
 //!   before toolbelt exits.
@@ -29,7 +29,7 @@ mod commands;
 mod live;
 mod permission;
 mod prompt;
-pub mod rpc;
+mod rpc;
 mod terminal;
 mod updates;
 

@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 
 /// The longest line read (64 MiB: an embedded resource or image may be large); a longer
 /// one is answered with a parse error and skipped.
-pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
 /// One message from the client.
 #[derive(Debug)]
@@ -97,7 +97,7 @@ pub(crate) fn parse(line: &str) -> Result<Incoming, Box<BadLine>> {
 
 /// The client as we talk to it: one ordered stream of messages out, and our requests
 /// waiting for answers.
-pub struct Peer {
+pub(crate) struct Peer {
     /// Lines to write; `None` ends the writer (the peer is held in places a session's
     /// tools also reach, so the writer cannot wait for every sender to be dropped).
     out: mpsc::UnboundedSender<Option<String>>,

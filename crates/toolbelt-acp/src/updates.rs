@@ -29,9 +29,16 @@ use crate::terminal::{Mirror, Terminals};
 /// The most output of a running call shown at once: its last 64 KiB.
 const OUTPUT_TAIL: usize = 64 * 1024;
 
+/// How often a running call's output is sent again (each update carries the whole
+/// tail, so a chatty command is not sent thousands of times a second); the call's last
+/// update carries its result whatever came since.
+const OUTPUT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// What is known of a call between its events.
 struct CallView {
     output: String,
+    /// When the output was last sent.
+    sent: Option<std::time::Instant>,
     /// Its output on its way to the editor's terminal (`terminal.rs`).
     mirror: Option<Arc<Mirror>>,
 }
@@ -156,6 +163,7 @@ impl Updates {
                 id.to_string(),
                 CallView {
                     output: String::new(),
+                    sent: None,
                     mirror: None,
                 },
             );
@@ -268,6 +276,11 @@ impl Updates {
                 }
                 view.output.drain(..cut);
             }
+            // Sent with a later chunk, or in the call's result.
+            if view.sent.is_some_and(|at| at.elapsed() < OUTPUT_EVERY) {
+                return;
+            }
+            view.sent = Some(std::time::Instant::now());
             view.output.clone()
         };
         self.update(
