@@ -2,7 +2,7 @@
 //! (`toolbelt_session::kit::slash`), and the MCP servers' prompts (`/server:prompt`,
 //! expanded in `prompt.rs`). A command's text answers the prompt as the agent's message;
 //! no model is asked. Commands that need the terminal (`/quit`, `/loop`, `/stats`,
-//! `/restore`, `/rewind`, `/diff`, `/model`) say what to use in an editor instead.
+//! `/restore`, `/rewind`, `/diff`) say what to use in an editor instead.
 
 use agent_client_protocol_schema::v1::{
     AvailableCommand, AvailableCommandInput, UnstructuredCommandInput,
@@ -13,7 +13,7 @@ use toolbelt_session::kit::slash::{self, SlashCommand};
 use crate::live::Live;
 
 /// The commands an editor lists: the ones toolbelt runs here, then the MCP prompts.
-const HERE: [&str; 8] = [
+const HERE: [&str; 9] = [
     "help",
     "tools",
     "mcp",
@@ -22,6 +22,7 @@ const HERE: [&str; 8] = [
     "clear",
     "compress",
     "approval-mode",
+    "model",
 ];
 
 /// What `available_commands_update` lists.
@@ -114,9 +115,20 @@ async fn answer(live: &Live, command: SlashCommand, cancel: &CancellationToken) 
             Ok(()) => format!("approval mode: {mode}"),
             Err(e) => format!("/approval-mode failed: {}", e.message),
         },
-        SlashCommand::Model(_) => {
-            "In an editor, choose the model with the session's Model option.".to_string()
+        SlashCommand::Model(None) => {
+            let current = p.model.current_name();
+            toolbelt_session::kit::model_switch::ModelSwitch::new(p).list(&current)
         }
+        SlashCommand::Model(Some(name)) => match live.set_model(&name) {
+            Ok(()) => {
+                live.options_changed();
+                format!("The session now talks to {name}.")
+            }
+            Err(e) => format!(
+                "/model {name}: {}",
+                e.data.map(|d| d.to_string()).unwrap_or(e.message)
+            ),
+        },
         SlashCommand::Quit => "In an editor, close the thread to end the session.".to_string(),
         _ => "This command needs toolbelt's own terminal (`toolbelt -i`).".to_string(),
     }

@@ -7,16 +7,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, CurrentModeUpdate, Error as RpcError, McpServer,
-    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode,
-    SessionModeState, SessionUpdate, StopReason as AcpStop, TextContent, ToolCall, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields,
+    ConfigOptionUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, Error as RpcError,
+    McpServer, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption,
+    SessionMode, SessionModeState, SessionUpdate, StopReason as AcpStop, TextContent, ToolCall,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{EventSink, StopReason};
 use toolbelt_core::scheduler::ApprovalMode;
-use toolbelt_model::{FinishReason, Message, Model, UserPart};
+use toolbelt_model::{FinishReason, Message, UserPart};
 use toolbelt_session::{
     AgentError, AgentOptions, Prepared, Resume, Session, SessionOptions, Setup,
 };
@@ -172,8 +172,17 @@ impl Live {
                 SessionConfigSelectOption::new(m.as_str(), *name).description(*about)
             })
             .collect();
-        let model = self.prepared.model.name().to_string();
-        let models = vec![SessionConfigSelectOption::new(model.clone(), model.clone())];
+        let model = self.prepared.model.current_name();
+        // The session's model, then the settings' `modelProviders` (as `/model` lists them).
+        let mut models = vec![SessionConfigSelectOption::new(model.clone(), model.clone())];
+        for (provider, entries) in &self.prepared.settings.model_providers {
+            for entry in entries.iter().filter(|e| e.id != model) {
+                let name = entry.name.clone().unwrap_or_else(|| entry.id.clone());
+                let option = SessionConfigSelectOption::new(entry.id.clone(), name)
+                    .description(format!("provider {provider}"));
+                models.push(option);
+            }
+        }
         vec![
             SessionConfigOption::select("mode", "Approval mode", mode.as_str(), modes)
                 .category(SessionConfigOptionCategory::Mode),
@@ -196,6 +205,16 @@ impl Live {
         self.updates
             .send(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
                 mode.as_str(),
+            )));
+        self.options_changed();
+    }
+
+    /// Tells the editor the options' values (the mode and the model are options too).
+    pub(crate) fn options_changed(&self) {
+        let options = self.config_options();
+        self.updates
+            .send(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
+                options,
             )));
     }
 

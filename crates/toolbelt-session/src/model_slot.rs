@@ -31,6 +31,11 @@ impl ModelSlot {
             .clone()
     }
 
+    /// The name of the model requests go to now (after any switch).
+    pub fn current_name(&self) -> String {
+        self.current().name().to_string()
+    }
+
     /// Requests from now on go to `model`; a request under way keeps the old one.
     pub fn replace(&self, model: Arc<dyn Model>) {
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = model;
