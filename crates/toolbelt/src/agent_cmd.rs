@@ -35,6 +35,17 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         return list_sessions(global);
     }
     if args.acp {
+        // The editor sends the prompts; one given here would be silently dropped.
+        if args.prompt.is_some() || !args.words.is_empty() || args.prompt_interactive.is_some() {
+            eprintln!("toolbelt: --acp takes its prompts from the editor; give no prompt");
+            return EXIT_USAGE;
+        }
+        if args.input_format == InputFormat::StreamJson {
+            eprintln!(
+                "toolbelt: --acp and --input-format stream-json are two protocols; choose one"
+            );
+            return EXIT_USAGE;
+        }
         let options = toolbelt_acp::AcpOptions {
             session: agent_session(global, &args),
             agent: agent_options(&args),

@@ -257,3 +257,34 @@ async fn without_a_model_session_new_says_what_is_missing() {
     assert_eq!(error["code"], -32000, "{error}");
     assert!(error.to_string().contains("OPENAI_MODEL"), "{error}");
 }
+
+/// The editor sends the prompts: a prompt or a second protocol on the command line is a
+/// usage error, not something dropped in silence.
+#[test]
+fn a_prompt_or_stream_json_beside_acp_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["--acp", "do something"],
+        vec!["--acp", "-p", "do something"],
+        vec![
+            "--acp",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+        ],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(&args)
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .env("TOOLBELT_HOME", dir.path().join(".toolbelt"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("--acp"), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
