@@ -35,28 +35,7 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         return list_sessions(global);
     }
     if args.acp {
-        // The editor sends the prompts; one given here would be silently dropped.
-        if args.prompt.is_some() || !args.words.is_empty() || args.prompt_interactive.is_some() {
-            eprintln!("toolbelt: --acp takes its prompts from the editor; give no prompt");
-            return EXIT_USAGE;
-        }
-        if args.input_format == InputFormat::StreamJson {
-            eprintln!(
-                "toolbelt: --acp and --input-format stream-json are two protocols; choose one"
-            );
-            return EXIT_USAGE;
-        }
-        let options = toolbelt_acp::AcpOptions {
-            session: agent_session(global, &args),
-            agent: agent_options(&args),
-        };
-        return match toolbelt_acp::run(options).await {
-            Ok(()) => EXIT_OK,
-            Err(why) => {
-                eprintln!("toolbelt: {why}");
-                EXIT_USAGE
-            }
-        };
+        return acp(global, &args).await;
     }
     if crate::interactive::wanted(&args) {
         return crate::interactive::run(global, args).await;
@@ -116,6 +95,30 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
         Err(e) => {
             eprintln!("toolbelt: {e}");
             crate::cli::setup_failure(&e)
+        }
+    }
+}
+
+/// `--acp`: the Agent Client Protocol for editors (`toolbelt_acp`).
+async fn acp(global: &GlobalArgs, args: &AgentArgs) -> u8 {
+    // The editor sends the prompts; one given here would be silently dropped.
+    if args.prompt.is_some() || !args.words.is_empty() || args.prompt_interactive.is_some() {
+        eprintln!("toolbelt: --acp takes its prompts from the editor; give no prompt");
+        return EXIT_USAGE;
+    }
+    if args.input_format == InputFormat::StreamJson {
+        eprintln!("toolbelt: --acp and --input-format stream-json are two protocols; choose one");
+        return EXIT_USAGE;
+    }
+    let options = toolbelt_acp::AcpOptions {
+        session: agent_session(global, args),
+        agent: agent_options(args),
+    };
+    match toolbelt_acp::run(options).await {
+        Ok(()) => EXIT_OK,
+        Err(why) => {
+            eprintln!("toolbelt: {why}");
+            EXIT_USAGE
         }
     }
 }
