@@ -9,7 +9,8 @@
 //! - the request line and the credential (`x-goog-api-key`, or a bearer token on the
 //!   Vertex AI path);
 //! - `contents` alternate `user` and `model`, and start with `user`;
-//! - the `functionDeclarations` use only keywords of Gemini's `Schema`;
+//! - the `functionDeclarations` use only keywords of Gemini's `Schema`, and
+//!   `generationConfig` only fields of Gemini's `GenerationConfig`;
 //! - the `functionCall` parts of the conversation are exactly the calls this server sent
 //!   (ids, names, arguments), each answered, in order, by a `functionResponse` of the same
 //!   id and name in the next turn;
@@ -428,8 +429,29 @@ fn check_body(body: &Value) -> Vec<String> {
             check_schema(p, &format!("{name}.parameters"), &mut problems);
         }
     }
+    if let Some(config) = body.get("generationConfig") {
+        let fields = config.as_object().into_iter().flat_map(|o| o.keys());
+        for field in fields.filter(|f| !GENERATION_CONFIG_FIELDS.contains(&f.as_str())) {
+            problems.push(format!("generationConfig.{field} is not a Gemini field"));
+        }
+    }
     problems
 }
+
+/// The fields of Gemini's `GenerationConfig` a client of this kind may send.
+const GENERATION_CONFIG_FIELDS: &[&str] = &[
+    "temperature",
+    "topP",
+    "topK",
+    "maxOutputTokens",
+    "presencePenalty",
+    "frequencyPenalty",
+    "candidateCount",
+    "stopSequences",
+    "seed",
+    "responseMimeType",
+    "thinkingConfig",
+];
 
 fn check_schema(schema: &Value, at: &str, problems: &mut Vec<String>) {
     let Some(obj) = schema.as_object() else {

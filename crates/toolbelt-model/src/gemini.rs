@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::retry::{AttemptError, RetryPolicy, retry, with_retries};
 use crate::transport::Endpoint;
-use crate::{DeltaSink, Model, ModelError, ModelRequest, ModelTurn};
+use crate::{DeltaSink, Model, ModelError, ModelRequest, ModelTurn, Sampling};
 
 mod schema;
 mod stream;
@@ -62,6 +62,11 @@ pub struct GeminiConfig {
     /// What set `base_url`, named when nothing listens there (for example
     /// "GOOGLE_GEMINI_BASE_URL"); `None` says only "the configuration".
     pub base_url_origin: Option<String>,
+    /// Sent as `generationConfig` (`temperature`, `topP`, `topK`, `maxOutputTokens`,
+    /// `presencePenalty`, `frequencyPenalty`).
+    pub sampling: Sampling,
+    /// More headers for every request (`generationConfig.customHeaders`).
+    pub headers: Vec<(String, String)>,
 }
 
 impl GeminiConfig {
@@ -79,6 +84,8 @@ impl GeminiConfig {
             retry: RetryPolicy::default(),
             takes_images: true,
             base_url_origin: None,
+            sampling: Sampling::default(),
+            headers: Vec::new(),
         }
     }
 
@@ -139,6 +146,7 @@ impl GeminiModel {
             config.request_timeout,
             config.base_url_origin.clone(),
             hint.to_string(),
+            &config.headers,
         )?;
         Ok(GeminiModel { config, endpoint })
     }
@@ -148,7 +156,7 @@ impl GeminiModel {
         request: &ModelRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelTurn, AttemptError> {
-        let body = wire::request_body(request);
+        let body = wire::request_body(request, &self.config.sampling);
         let mut builder = self.endpoint.http.post(&self.endpoint.url).json(&body);
         if let Some(key) = &self.config.api_key {
             builder = match self.config.service {

@@ -431,6 +431,8 @@ impl ModelChoice {
         config.api_key = self.api_key.clone();
         config.base_url_origin = Some(self.base_url_origin.clone());
         config.takes_images = self.takes_images;
+        config.sampling = self.sampling();
+        config.headers = self.headers();
         config.retry = self.retry_policy();
         if let Some(t) = self.timeout() {
             config.request_timeout = t;
@@ -444,6 +446,8 @@ impl ModelChoice {
         config.api_key = self.api_key.clone();
         config.base_url_origin = Some(self.base_url_origin.clone());
         config.takes_images = self.takes_images;
+        config.sampling = self.sampling();
+        config.headers = self.headers();
         config.retry = self.retry_policy();
         if let Some(t) = self.timeout() {
             config.request_timeout = t;
