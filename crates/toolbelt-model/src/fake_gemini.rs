@@ -7,7 +7,7 @@
 //! checks, recorded as violations so a test sees them all:
 //!
 //! - the request line and the credential (`x-goog-api-key`, or a bearer token on the
-//!   Vertex AI path);
+//!   Vertex AI path with a project; express mode's path takes the key);
 //! - `contents` alternate `user` and `model`, and start with `user`;
 //! - the `functionDeclarations` use only keywords of Gemini's `Schema`, and
 //!   `generationConfig` only fields of Gemini's `GenerationConfig`;
@@ -346,10 +346,13 @@ fn check_head(request: &FakeRequest) -> Vec<String> {
     let mut problems = Vec::new();
     let path = request.path.as_str();
     let vertex = path.starts_with("/v1/projects/");
+    let express = path.starts_with("/v1/publishers/google/models/");
     let well_formed = request.method == "POST"
         && path.ends_with(":streamGenerateContent?alt=sse")
         && if vertex {
             path.contains("/locations/") && path.contains("/publishers/google/models/")
+        } else if express {
+            path.len() > "/v1/publishers/google/models/:".len()
         } else {
             path.starts_with("/v1beta/models/") && path.len() > "/v1beta/models/:".len()
         };
@@ -366,7 +369,7 @@ fn check_head(request: &FakeRequest) -> Vec<String> {
         problems.push("a Vertex AI request without a bearer token".into());
     }
     if !vertex && !has_key {
-        problems.push("a Gemini API request without x-goog-api-key".into());
+        problems.push("a Gemini API or Vertex AI express request without x-goog-api-key".into());
     }
     problems
 }

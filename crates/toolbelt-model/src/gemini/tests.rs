@@ -352,6 +352,35 @@ async fn vertex_ai_differs_only_in_the_path_and_the_bearer_token() {
 }
 
 #[tokio::test]
+async fn vertex_ai_express_mode_takes_the_key_on_the_global_path() {
+    let server = FakeGemini::start(vec![GeminiReply::text("hi")])
+        .await
+        .unwrap();
+    let mut config = GeminiConfig::vertex_express("gemini-fake");
+    assert_eq!(config.base_url, "https://aiplatform.googleapis.com");
+    config.base_url = server.base_url();
+    config.api_key = Some("vertex-key".into());
+    let m = GeminiModel::new(config).unwrap();
+    let request = ModelRequest {
+        messages: vec![Message::user_text("go")],
+        ..Default::default()
+    };
+    let turn = m
+        .complete(&request, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(turn.text, "hi");
+    let r = &server.requests()[0];
+    assert_eq!(
+        r.path,
+        "/v1/publishers/google/models/gemini-fake:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(r.header("x-goog-api-key"), Some("vertex-key"));
+    assert_eq!(r.header("authorization"), None);
+    assert_eq!(server.violations(), Vec::<String>::new());
+}
+
+#[tokio::test]
 async fn sampling_goes_in_generation_config_and_custom_headers_on_every_attempt() {
     let server = FakeGemini::start(vec![
         GeminiReply::Status {
