@@ -7,9 +7,10 @@
 //! checks, recorded as violations so a test sees them all:
 //!
 //! - the request line and the credential (`x-goog-api-key`, or a bearer token on the
-//!   Vertex AI path);
+//!   Vertex AI path with a project; express mode's path takes the key);
 //! - `contents` alternate `user` and `model`, and start with `user`;
-//! - the `functionDeclarations` use only keywords of Gemini's `Schema`;
+//! - the `functionDeclarations` use only keywords of Gemini's `Schema`, and
+//!   `generationConfig` only fields of Gemini's `GenerationConfig`;
 //! - the `functionCall` parts of the conversation are exactly the calls this server sent
 //!   (ids, names, arguments), each answered, in order, by a `functionResponse` of the same
 //!   id and name in the next turn;
@@ -345,10 +346,13 @@ fn check_head(request: &FakeRequest) -> Vec<String> {
     let mut problems = Vec::new();
     let path = request.path.as_str();
     let vertex = path.starts_with("/v1/projects/");
+    let express = path.starts_with("/v1/publishers/google/models/");
     let well_formed = request.method == "POST"
         && path.ends_with(":streamGenerateContent?alt=sse")
         && if vertex {
             path.contains("/locations/") && path.contains("/publishers/google/models/")
+        } else if express {
+            path.len() > "/v1/publishers/google/models/:".len()
         } else {
             path.starts_with("/v1beta/models/") && path.len() > "/v1beta/models/:".len()
         };
@@ -365,7 +369,7 @@ fn check_head(request: &FakeRequest) -> Vec<String> {
         problems.push("a Vertex AI request without a bearer token".into());
     }
     if !vertex && !has_key {
-        problems.push("a Gemini API request without x-goog-api-key".into());
+        problems.push("a Gemini API or Vertex AI express request without x-goog-api-key".into());
     }
     problems
 }
@@ -428,8 +432,29 @@ fn check_body(body: &Value) -> Vec<String> {
             check_schema(p, &format!("{name}.parameters"), &mut problems);
         }
     }
+    if let Some(config) = body.get("generationConfig") {
+        let fields = config.as_object().into_iter().flat_map(|o| o.keys());
+        for field in fields.filter(|f| !GENERATION_CONFIG_FIELDS.contains(&f.as_str())) {
+            problems.push(format!("generationConfig.{field} is not a Gemini field"));
+        }
+    }
     problems
 }
+
+/// The fields of Gemini's `GenerationConfig` a client of this kind may send.
+const GENERATION_CONFIG_FIELDS: &[&str] = &[
+    "temperature",
+    "topP",
+    "topK",
+    "maxOutputTokens",
+    "presencePenalty",
+    "frequencyPenalty",
+    "candidateCount",
+    "stopSequences",
+    "seed",
+    "responseMimeType",
+    "thinkingConfig",
+];
 
 fn check_schema(schema: &Value, at: &str, problems: &mut Vec<String>) {
     let Some(obj) = schema.as_object() else {

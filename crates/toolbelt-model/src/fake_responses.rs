@@ -7,7 +7,8 @@
 //! pieces. The checks, recorded as violations so a test sees them all:
 //!
 //! - the request line, a bearer token, `stream: true`, `store: false` and
-//!   `include: ["reasoning.encrypted_content"]`, `function` tools with names;
+//!   `include: ["reasoning.encrypted_content"]`, `function` tools with names, and no
+//!   field the API does not have (a chat-format `max_tokens` or `top_k`);
 //! - the `function_call` items of the input are exactly the calls this server sent
 //!   (`call_id`, name, arguments), each answered by one `function_call_output` before
 //!   the next message;
@@ -413,6 +414,27 @@ impl Events {
     }
 }
 
+/// The fields of a create-response request a client of this kind may send.
+const REQUEST_FIELDS: &[&str] = &[
+    "model",
+    "input",
+    "instructions",
+    "stream",
+    "store",
+    "include",
+    "reasoning",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "temperature",
+    "top_p",
+    "max_output_tokens",
+    "metadata",
+    "text",
+    "truncation",
+    "prompt_cache_key",
+];
+
 fn check_head_and_options(request: &FakeRequest) -> Vec<String> {
     let mut problems = Vec::new();
     if request.method != "POST" || request.path != "/v1/responses" {
@@ -440,6 +462,10 @@ fn check_head_and_options(request: &FakeRequest) -> Vec<String> {
     }
     if body.get("store") != Some(&json!(false)) {
         problems.push("store is not false (the conversation must travel whole)".into());
+    }
+    let fields = body.as_object().into_iter().flat_map(|o| o.keys());
+    for field in fields.filter(|f| !REQUEST_FIELDS.contains(&f.as_str())) {
+        problems.push(format!("'{field}' is not a field of a Responses request"));
     }
     let include = body.get("include").and_then(Value::as_array);
     if !include.is_some_and(|i| i.contains(&json!("reasoning.encrypted_content"))) {

@@ -1,6 +1,6 @@
 //! The Gemini client (`streamGenerateContent` with `alt=sse`): the Gemini API with an API
-//! key, or Vertex AI, which differs only in the URL's prefix and in taking an OAuth
-//! access token as a bearer token.
+//! key, or Vertex AI, which differs only in the URL's prefix and the credential (an
+//! OAuth access token as a bearer token, or in express mode an API key).
 //!
 //! Gemini has no deltas of tool calls: each `functionCall` part arrives whole, with its
 //! arguments as a JSON object. Thinking models attach a `thoughtSignature` to parts; the
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::retry::{AttemptError, RetryPolicy, retry, with_retries};
 use crate::transport::Endpoint;
-use crate::{DeltaSink, Model, ModelError, ModelRequest, ModelTurn};
+use crate::{DeltaSink, Model, ModelError, ModelRequest, ModelTurn, Sampling};
 
 mod schema;
 mod stream;
@@ -39,6 +39,9 @@ pub enum GeminiService {
         /// The region, or `global`.
         location: String,
     },
+    /// Vertex AI in express mode: `{base}/v1/publishers/google/models/{model}`, a Vertex
+    /// AI API key in `x-goog-api-key` (no project or region in the path).
+    VertexAiExpress,
 }
 
 #[derive(Debug, Clone)]
@@ -62,11 +65,18 @@ pub struct GeminiConfig {
     /// What set `base_url`, named when nothing listens there (for example
     /// "GOOGLE_GEMINI_BASE_URL"); `None` says only "the configuration".
     pub base_url_origin: Option<String>,
+    /// Sent as `generationConfig` (`temperature`, `topP`, `topK`, `maxOutputTokens`,
+    /// `presencePenalty`, `frequencyPenalty`).
+    pub sampling: Sampling,
+    /// More headers for every request (`generationConfig.customHeaders`).
+    pub headers: Vec<(String, String)>,
 }
 
 impl GeminiConfig {
     /// The Gemini API's own host.
     pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
+    /// Vertex AI's global host (a region's is `https://{region}-aiplatform.googleapis.com`).
+    pub const VERTEX_GLOBAL_URL: &str = "https://aiplatform.googleapis.com";
 
     /// The Gemini API for `model` at `base_url`, with default limits and no key.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
@@ -79,6 +89,8 @@ impl GeminiConfig {
             retry: RetryPolicy::default(),
             takes_images: true,
             base_url_origin: None,
+            sampling: Sampling::default(),
+            headers: Vec::new(),
         }
     }
 
@@ -91,7 +103,7 @@ impl GeminiConfig {
     ) -> Self {
         let location = location.into();
         let host = if location == "global" {
-            "https://aiplatform.googleapis.com".to_string()
+            Self::VERTEX_GLOBAL_URL.to_string()
         } else {
             format!("https://{location}-aiplatform.googleapis.com")
         };
@@ -104,6 +116,14 @@ impl GeminiConfig {
         }
     }
 
+    /// Vertex AI in express mode (an API key, no project) at its global host.
+    pub fn vertex_express(model: impl Into<String>) -> Self {
+        GeminiConfig {
+            service: GeminiService::VertexAiExpress,
+            ..GeminiConfig::new(Self::VERTEX_GLOBAL_URL, model)
+        }
+    }
+
     /// The streaming URL of this configuration.
     fn url(&self) -> String {
         let base = self.base_url.trim_end_matches('/');
@@ -113,6 +133,7 @@ impl GeminiConfig {
             GeminiService::VertexAi { project, location } => {
                 format!("{base}/v1/projects/{project}/locations/{location}/publishers/google")
             }
+            GeminiService::VertexAiExpress => format!("{base}/v1/publishers/google"),
         };
         format!("{prefix}/models/{model}:streamGenerateContent?alt=sse")
     }
@@ -133,12 +154,14 @@ impl GeminiModel {
             GeminiService::VertexAi { .. } => {
                 "check the Vertex AI access token and the project's permissions"
             }
+            GeminiService::VertexAiExpress => "check GOOGLE_API_KEY (a Vertex AI API key)",
         };
         let endpoint = Endpoint::new(
             config.url(),
             config.request_timeout,
             config.base_url_origin.clone(),
             hint.to_string(),
+            &config.headers,
         )?;
         Ok(GeminiModel { config, endpoint })
     }
@@ -148,11 +171,13 @@ impl GeminiModel {
         request: &ModelRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelTurn, AttemptError> {
-        let body = wire::request_body(request);
+        let body = wire::request_body(request, &self.config.sampling);
         let mut builder = self.endpoint.http.post(&self.endpoint.url).json(&body);
         if let Some(key) = &self.config.api_key {
             builder = match self.config.service {
-                GeminiService::GeminiApi => builder.header("x-goog-api-key", key),
+                GeminiService::GeminiApi | GeminiService::VertexAiExpress => {
+                    builder.header("x-goog-api-key", key)
+                }
                 GeminiService::VertexAi { .. } => builder.bearer_auth(key),
             };
         }

@@ -161,13 +161,14 @@ pub struct Sampling {
     pub temperature: Option<f64>,
     /// `top_p`.
     pub top_p: Option<f64>,
-    /// `top_k` (not in OpenAI's chat format, but vLLM and others take it).
+    /// `top_k` (not in OpenAI's chat format, but vLLM and others take it; not in the
+    /// Responses API).
     pub top_k: Option<u32>,
     /// The most tokens of one answer.
     pub max_tokens: Option<u32>,
-    /// `presence_penalty` (chat format only).
+    /// `presence_penalty` (chat format and Gemini).
     pub presence_penalty: Option<f64>,
-    /// `frequency_penalty` (chat format only).
+    /// `frequency_penalty` (chat format and Gemini).
     pub frequency_penalty: Option<f64>,
 }
 

@@ -138,7 +138,8 @@ impl OpenAiClient {
             parse_whole(&text)?
         };
         if self.config.tool_calls_in_text {
-            text_calls::extract(&mut turn);
+            let tools: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+            text_calls::extract(&mut turn, &tools);
         }
         Ok(turn)
     }

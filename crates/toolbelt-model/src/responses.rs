@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::retry::{AttemptError, RetryPolicy, retry, with_retries};
 use crate::transport::Endpoint;
-use crate::{DeltaSink, Model, ModelError, ModelRequest, ModelTurn};
+use crate::{DeltaSink, Model, ModelError, ModelRequest, ModelTurn, Sampling};
 
 mod stream;
 mod wire;
@@ -45,6 +45,11 @@ pub struct ResponsesConfig {
     /// What set `base_url`, named when nothing listens there (for example
     /// "OPENAI_BASE_URL"); `None` says only "the configuration".
     pub base_url_origin: Option<String>,
+    /// Sent as `temperature`, `top_p` and `max_output_tokens`; the API has no `top_k`
+    /// and no penalties, so those are not sent.
+    pub sampling: Sampling,
+    /// More headers for every request (`generationConfig.customHeaders`).
+    pub headers: Vec<(String, String)>,
 }
 
 impl ResponsesConfig {
@@ -62,6 +67,8 @@ impl ResponsesConfig {
             retry: RetryPolicy::default(),
             takes_images: true,
             base_url_origin: None,
+            sampling: Sampling::default(),
+            headers: Vec::new(),
         }
     }
 }
@@ -82,6 +89,7 @@ impl ResponsesModel {
             config.request_timeout,
             config.base_url_origin.clone(),
             "check OPENAI_API_KEY".to_string(),
+            &config.headers,
         )?;
         Ok(ResponsesModel { config, endpoint })
     }
@@ -94,6 +102,7 @@ impl ResponsesModel {
         let body = wire::request_body(
             &self.config.model,
             self.config.reasoning_effort.as_deref(),
+            &self.config.sampling,
             request,
         );
         let mut builder = self.endpoint.http.post(&self.endpoint.url).json(&body);

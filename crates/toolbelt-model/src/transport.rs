@@ -26,12 +26,14 @@ pub(crate) struct Endpoint {
 }
 
 impl Endpoint {
-    /// An endpoint at `url`; fails when the URL is not HTTP(S) or the client cannot be built.
+    /// An endpoint at `url` that sends `headers` with every request; fails when the URL
+    /// is not HTTP(S), a header cannot be sent, or the client cannot be built.
     pub(crate) fn new(
         url: String,
         timeout: Duration,
         origin: Option<String>,
         auth_hint: String,
+        headers: &[(String, String)],
     ) -> Result<Self, ModelError> {
         if !url.starts_with("http://") && !url.starts_with("https://") {
             return Err(ModelError::Config(format!(
@@ -40,6 +42,7 @@ impl Endpoint {
         }
         let http = reqwest::Client::builder()
             .connect_timeout(timeout.min(Duration::from_secs(30)))
+            .default_headers(crate::retry::header_map(headers)?)
             .build()
             .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(Endpoint {

@@ -3,7 +3,8 @@
 //!
 //! The provider comes from `--provider` (or its Qwen Code name `--auth-type`); else from
 //! the `modelProviders` entry whose `id` is the model asked for; else from the variables
-//! set (an `ANTHROPIC_API_KEY` with no `OPENAI_*` variable picks `anthropic`, a
+//! set (an `ANTHROPIC_API_KEY` with no `OPENAI_*` variable picks `anthropic`,
+//! `GOOGLE_GENAI_USE_VERTEXAI` picks `vertex-ai` (its credentials: `providers/vertex.rs`), a
 //! `GEMINI_API_KEY` or `GOOGLE_API_KEY` picks `gemini`); else `openai`, today's chat
 //! completions. A provider id is a protocol (`openai`, `anthropic`, `gemini`,
 //! `vertex-ai`, `openai-responses`) or a custom id that `providerProtocol` maps to one.
@@ -27,6 +28,8 @@ use toolbelt_model::{
 
 use crate::options::AgentOptions;
 
+mod vertex;
+
 /// A wire format toolbelt speaks to model servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -35,8 +38,11 @@ pub enum Protocol {
     OpenAiChat,
     /// Anthropic Messages (`anthropic`).
     Anthropic,
-    /// Gemini `generateContent` (`gemini`, `vertex-ai`).
+    /// Gemini `generateContent` at the Gemini API (`gemini`).
     Gemini,
+    /// Gemini `generateContent` at Vertex AI (`vertex-ai`): the same format, Vertex AI's
+    /// URLs and credentials.
+    VertexAi,
     /// OpenAI Responses (`openai-responses`).
     OpenAiResponses,
 }
@@ -49,7 +55,8 @@ impl Protocol {
             // SDK that passes it gets the chat-completions variables, as before.
             "openai" | "qwen-oauth" => Some(Protocol::OpenAiChat),
             "anthropic" => Some(Protocol::Anthropic),
-            "gemini" | "vertex-ai" => Some(Protocol::Gemini),
+            "gemini" => Some(Protocol::Gemini),
+            "vertex-ai" => Some(Protocol::VertexAi),
             "openai-responses" => Some(Protocol::OpenAiResponses),
             _ => None,
         }
@@ -61,6 +68,8 @@ impl Protocol {
             Protocol::OpenAiChat | Protocol::OpenAiResponses => &["OPENAI_API_KEY"],
             Protocol::Anthropic => &["ANTHROPIC_API_KEY"],
             Protocol::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+            // Express mode's API key; with a project, vertex.rs reads a token instead.
+            Protocol::VertexAi => &["GOOGLE_API_KEY"],
         }
     }
 
@@ -69,6 +78,7 @@ impl Protocol {
             Protocol::OpenAiChat | Protocol::OpenAiResponses => "OPENAI_BASE_URL",
             Protocol::Anthropic => "ANTHROPIC_BASE_URL",
             Protocol::Gemini => "GOOGLE_GEMINI_BASE_URL",
+            Protocol::VertexAi => "GOOGLE_VERTEX_BASE_URL",
         }
     }
 
@@ -76,7 +86,7 @@ impl Protocol {
         match self {
             Protocol::OpenAiChat | Protocol::OpenAiResponses => "OPENAI_MODEL",
             Protocol::Anthropic => "ANTHROPIC_MODEL",
-            Protocol::Gemini => "GEMINI_MODEL",
+            Protocol::Gemini | Protocol::VertexAi => "GEMINI_MODEL",
         }
     }
 
@@ -85,6 +95,8 @@ impl Protocol {
             Protocol::OpenAiChat | Protocol::OpenAiResponses => ResponsesConfig::DEFAULT_BASE_URL,
             Protocol::Anthropic => "https://api.anthropic.com",
             Protocol::Gemini => GeminiConfig::DEFAULT_BASE_URL,
+            // A region's host replaces it once the region is known (vertex.rs).
+            Protocol::VertexAi => GeminiConfig::VERTEX_GLOBAL_URL,
         }
     }
 }
@@ -112,8 +124,11 @@ pub struct ModelChoice {
     pub takes_images: bool,
     /// `model.toolCallsInText` (chat format).
     pub tool_calls_in_text: bool,
+    /// Vertex AI's project and region, when the provider is `vertex-ai` with a project
+    /// (`None`: express mode, or not Vertex AI).
+    vertex_project: Option<(String, String)>,
     /// What it was chosen from, to choose another model the same way.
-    from: Arc<(AgentOptions, Settings)>,
+    from: Arc<(AgentOptions, Settings, Vars)>,
 }
 
 /// Without the key, which must not reach a log.
@@ -129,13 +144,44 @@ impl std::fmt::Debug for ModelChoice {
     }
 }
 
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+/// Where variables are read: the process's environment, or in tests a fixed set (the
+/// process's is shared by every test thread, so tests do not set it).
+#[derive(Clone, Default)]
+pub(crate) struct Vars(Option<Arc<std::collections::HashMap<String, String>>>);
+
+impl Vars {
+    /// Only these variables, none of the process's.
+    #[cfg(test)]
+    pub(crate) fn fixed(vars: &[(&str, &str)]) -> Vars {
+        let map = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Vars(Some(Arc::new(map)))
+    }
+
+    /// A variable's value; an empty one counts as unset.
+    fn get(&self, name: &str) -> Option<String> {
+        let value = match &self.0 {
+            None => std::env::var(name).ok(),
+            Some(map) => map.get(name).cloned(),
+        };
+        value.filter(|v| !v.trim().is_empty())
+    }
 }
 
 /// The model a session's options, environment and settings choose.
 pub(crate) fn choose(options: &AgentOptions, settings: &Settings) -> Result<ModelChoice, String> {
-    let (provider, provider_origin) = provider(options, settings);
+    choose_with(options, settings, Vars::default())
+}
+
+/// [`choose`] reading the variables from `vars`.
+pub(crate) fn choose_with(
+    options: &AgentOptions,
+    settings: &Settings,
+    vars: Vars,
+) -> Result<ModelChoice, String> {
+    let (provider, provider_origin) = provider(options, settings, &vars);
     let protocol = Protocol::of_provider(&provider)
         .or_else(|| {
             settings
@@ -158,7 +204,7 @@ pub(crate) fn choose(options: &AgentOptions, settings: &Settings) -> Result<Mode
     let model = options
         .model
         .clone()
-        .or_else(|| env_var(protocol.model_variable()))
+        .or_else(|| vars.get(protocol.model_variable()))
         .or_else(|| settings.model.name.clone())
         .or_else(|| entries.first().map(|e| e.id.clone()))
         .ok_or_else(|| {
@@ -181,16 +227,21 @@ pub(crate) fn choose(options: &AgentOptions, settings: &Settings) -> Result<Mode
             .and_then(|(_, e)| e.capabilities.vision)
             .unwrap_or(settings.model.vision || protocol == Protocol::Anthropic),
         tool_calls_in_text: settings.model.tool_calls_in_text.unwrap_or(true),
-        from: Arc::new((options.clone(), settings.clone())),
+        vertex_project: None,
+        from: Arc::new((options.clone(), settings.clone(), vars)),
     };
     let at = entry.map(|(i, _)| format!("modelProviders.{provider}[{i}]"));
     choice.set_base_url(options, at.as_deref());
-    choice.set_key(options, at.as_deref())?;
+    if protocol == Protocol::VertexAi {
+        choice.set_vertex_credentials(at.as_deref())?;
+    } else {
+        choice.set_key(options, at.as_deref())?;
+    }
     Ok(choice)
 }
 
 /// The provider and what chose it.
-fn provider(options: &AgentOptions, settings: &Settings) -> (String, String) {
+fn provider(options: &AgentOptions, settings: &Settings, vars: &Vars) -> (String, String) {
     if let Some(p) = &options.provider {
         return (p.clone(), "--provider".to_string());
     }
@@ -207,16 +258,22 @@ fn provider(options: &AgentOptions, settings: &Settings) -> (String, String) {
     }
     let openai_set = options.openai_base_url.is_some()
         || options.openai_api_key.is_some()
-        || env_var("OPENAI_BASE_URL").is_some()
-        || env_var("OPENAI_API_KEY").is_some();
+        || vars.get("OPENAI_BASE_URL").is_some()
+        || vars.get("OPENAI_API_KEY").is_some();
     if !openai_set {
-        if env_var("ANTHROPIC_API_KEY").is_some() {
+        if vars.get("ANTHROPIC_API_KEY").is_some() {
             return (
                 "anthropic".into(),
                 "ANTHROPIC_API_KEY (set, and no OPENAI_* variable)".into(),
             );
         }
-        if env_var("GEMINI_API_KEY").is_some() || env_var("GOOGLE_API_KEY").is_some() {
+        if vertex::chosen_by(vars) {
+            return (
+                "vertex-ai".into(),
+                "GOOGLE_GENAI_USE_VERTEXAI (set, and no OPENAI_* variable)".into(),
+            );
+        }
+        if vars.get("GEMINI_API_KEY").is_some() || vars.get("GOOGLE_API_KEY").is_some() {
             return (
                 "gemini".into(),
                 "GEMINI_API_KEY or GOOGLE_API_KEY (set, and no OPENAI_* variable)".into(),
@@ -242,7 +299,7 @@ impl ModelChoice {
             (url, "--openai-base-url".to_string())
         } else if let (Some(url), Some(at)) = (from_entry, at) {
             (url, format!("{at}.baseUrl in the settings"))
-        } else if let Some(url) = env_var(var) {
+        } else if let Some(url) = self.vars().get(var) {
             let origin = if chat {
                 format!("{var} (or --openai-base-url)")
             } else {
@@ -278,7 +335,7 @@ impl ModelChoice {
         }
         if let (Some(var), Some(at)) = (self.entry.as_ref().and_then(|e| e.env_key.clone()), at) {
             self.api_key_origin = format!("{var} (named by {at}.envKey)");
-            self.api_key = env_var(&var);
+            self.api_key = self.vars().get(&var);
             return match self.api_key {
                 Some(_) => Ok(()),
                 None => Err(format!(
@@ -288,7 +345,9 @@ impl ModelChoice {
             };
         }
         let vars = self.protocol.key_variables();
-        let found = vars.iter().find_map(|v| env_var(v).map(|k| (*v, k)));
+        let found = vars
+            .iter()
+            .find_map(|v| self.vars().get(v).map(|k| (*v, k)));
         self.api_key_origin = vars.join(" or ");
         if let Some((var, key)) = found {
             self.api_key = Some(key);
@@ -324,7 +383,7 @@ impl ModelChoice {
     /// Another model (a sub-agent's): the provider of its `modelProviders` entry when
     /// it has one (this provider's first), else this provider and server.
     pub fn for_model(&self, model: &str) -> Result<ModelChoice, String> {
-        let (options, settings) = &*self.from;
+        let (options, settings, vars) = &*self.from;
         let listed_under = |p: &str| {
             settings
                 .model_providers
@@ -342,7 +401,12 @@ impl ModelChoice {
         if !listed_under(&self.provider) {
             options.provider = None;
         }
-        choose(&options, settings)
+        choose_with(&options, settings, vars.clone())
+    }
+
+    /// Where this choice reads variables.
+    fn vars(&self) -> &Vars {
+        &self.from.2
     }
 
     /// The client of this choice's protocol.
@@ -351,6 +415,7 @@ impl ModelChoice {
             Protocol::OpenAiChat => self.openai_chat(),
             Protocol::Anthropic => self.anthropic(),
             Protocol::Gemini => self.gemini(),
+            Protocol::VertexAi => self.vertex_ai(),
             Protocol::OpenAiResponses => self.openai_responses(),
         }
     }
@@ -404,7 +469,7 @@ impl ModelChoice {
     /// Extended thinking's budget from `MAX_THINKING_TOKENS` (Claude Code's variable):
     /// unset or 0 leaves thinking off; the API wants 1024 or more, below `max_tokens`.
     fn thinking_budget(&self, max_tokens: u32) -> Result<Option<u32>, String> {
-        let Some(text) = env_var("MAX_THINKING_TOKENS") else {
+        let Some(text) = self.vars().get("MAX_THINKING_TOKENS") else {
             return Ok(None);
         };
         match text.trim().parse::<u32>() {
@@ -416,21 +481,28 @@ impl ModelChoice {
         }
     }
 
-    /// The Gemini API (the key goes in `x-goog-api-key`). Vertex AI wants an OAuth
-    /// access token and a project, which the choice does not gather yet.
+    /// The Gemini API (the key goes in `x-goog-api-key`).
     fn gemini(&self) -> Result<Box<dyn Model>, String> {
-        let (_, settings) = &*self.from;
-        let mapped = settings.provider_protocol.get(&self.provider);
-        if self.provider == "vertex-ai" || mapped.is_some_and(|p| p == "vertex-ai") {
-            return Err(self.failed(
-                "Vertex AI is not wired to the command line yet (it needs an OAuth access token and a project); \
-                 use provider 'gemini' with GEMINI_API_KEY or GOOGLE_API_KEY",
-            ));
-        }
-        let mut config = GeminiConfig::new(&self.base_url, &self.model);
+        self.gemini_client(GeminiConfig::new(&self.base_url, &self.model))
+    }
+
+    /// Vertex AI: with a project and region (a bearer token), or in express mode (a key).
+    fn vertex_ai(&self) -> Result<Box<dyn Model>, String> {
+        let mut config = match &self.vertex_project {
+            Some((project, location)) => GeminiConfig::vertex(project, location, &self.model),
+            None => GeminiConfig::vertex_express(&self.model),
+        };
+        config.base_url = self.base_url.clone();
+        self.gemini_client(config)
+    }
+
+    /// A Gemini client of `config` with this choice's key, entry and limits.
+    fn gemini_client(&self, mut config: GeminiConfig) -> Result<Box<dyn Model>, String> {
         config.api_key = self.api_key.clone();
         config.base_url_origin = Some(self.base_url_origin.clone());
         config.takes_images = self.takes_images;
+        config.sampling = self.sampling();
+        config.headers = self.headers();
         config.retry = self.retry_policy();
         if let Some(t) = self.timeout() {
             config.request_timeout = t;
@@ -444,6 +516,8 @@ impl ModelChoice {
         config.api_key = self.api_key.clone();
         config.base_url_origin = Some(self.base_url_origin.clone());
         config.takes_images = self.takes_images;
+        config.sampling = self.sampling();
+        config.headers = self.headers();
         config.retry = self.retry_policy();
         if let Some(t) = self.timeout() {
             config.request_timeout = t;
@@ -510,50 +584,4 @@ impl ModelChoice {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-    use super::*;
-
-    #[test]
-    fn provider_ids_name_their_protocols() {
-        for (id, protocol) in [
-            ("openai", Some(Protocol::OpenAiChat)),
-            ("qwen-oauth", Some(Protocol::OpenAiChat)),
-            ("anthropic", Some(Protocol::Anthropic)),
-            ("gemini", Some(Protocol::Gemini)),
-            ("vertex-ai", Some(Protocol::Gemini)),
-            ("openai-responses", Some(Protocol::OpenAiResponses)),
-            ("corp", None),
-        ] {
-            assert_eq!(Protocol::of_provider(id), protocol, "{id}");
-        }
-    }
-
-    /// Flags only, so the test does not depend on the environment it runs in.
-    #[test]
-    fn flags_choose_the_chat_format_and_the_key_stays_out_of_debug_output() {
-        let options = AgentOptions {
-            model: Some("m".into()),
-            openai_base_url: Some("http://127.0.0.1:9/v1".into()),
-            openai_api_key: Some("sk-secret-key".into()),
-            ..AgentOptions::default()
-        };
-        let choice = choose(&options, &Settings::default()).unwrap();
-        assert_eq!(choice.protocol, Protocol::OpenAiChat);
-        assert_eq!(choice.provider, "openai");
-        assert_eq!(choice.base_url_origin, "--openai-base-url");
-        assert_eq!(choice.api_key_origin, "--openai-api-key");
-        assert!(!format!("{choice:?}").contains("sk-secret-key"));
-        // A custom id without providerProtocol is refused, naming the setting.
-        let options = AgentOptions {
-            provider: Some("corp".into()),
-            ..options
-        };
-        let err = choose(&options, &Settings::default()).unwrap_err();
-        assert!(
-            err.contains("'corp'") && err.contains("providerProtocol"),
-            "{err}"
-        );
-    }
-}
+mod tests;

@@ -576,8 +576,8 @@ pub struct ModelSettings {
     pub name: Option<String>,
     /// The model takes images (`read_file` of an image sends it as an image).
     pub vision: bool,
-    /// `model.toolCallsInText`: read the `<tool_call>` blocks a chat-completions server
-    /// left in the answer text (Hermes and Qwen forms) as calls. Default true.
+    /// `model.toolCallsInText`: read the tool calls a chat-completions server left in the
+    /// answer text (Hermes, Qwen, Mistral and Llama 3.x forms) as calls. Default true.
     pub tool_calls_in_text: Option<bool>,
 }
 

@@ -352,6 +352,90 @@ async fn vertex_ai_differs_only_in_the_path_and_the_bearer_token() {
 }
 
 #[tokio::test]
+async fn vertex_ai_express_mode_takes_the_key_on_the_global_path() {
+    let server = FakeGemini::start(vec![GeminiReply::text("hi")])
+        .await
+        .unwrap();
+    let mut config = GeminiConfig::vertex_express("gemini-fake");
+    assert_eq!(config.base_url, "https://aiplatform.googleapis.com");
+    config.base_url = server.base_url();
+    config.api_key = Some("vertex-key".into());
+    let m = GeminiModel::new(config).unwrap();
+    let request = ModelRequest {
+        messages: vec![Message::user_text("go")],
+        ..Default::default()
+    };
+    let turn = m
+        .complete(&request, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(turn.text, "hi");
+    let r = &server.requests()[0];
+    assert_eq!(
+        r.path,
+        "/v1/publishers/google/models/gemini-fake:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(r.header("x-goog-api-key"), Some("vertex-key"));
+    assert_eq!(r.header("authorization"), None);
+    assert_eq!(server.violations(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn sampling_goes_in_generation_config_and_custom_headers_on_every_attempt() {
+    let server = FakeGemini::start(vec![
+        GeminiReply::Status {
+            status: 429,
+            retry_after: None,
+            message: "slow down".into(),
+        },
+        GeminiReply::text("one"),
+        GeminiReply::text("two"),
+    ])
+    .await
+    .unwrap();
+    let mut config = GeminiConfig::new(server.base_url(), "gemini-fake");
+    config.api_key = Some("test-key".into());
+    config.retry = quick_retries();
+    config.sampling = crate::Sampling {
+        temperature: Some(0.25),
+        top_p: Some(0.9),
+        top_k: Some(40),
+        max_tokens: Some(2048),
+        presence_penalty: Some(0.5),
+        frequency_penalty: Some(-0.5),
+    };
+    config.headers = vec![("x-team".into(), "tools".into())];
+    let m = GeminiModel::new(config).unwrap();
+    let mut request = ModelRequest {
+        messages: vec![Message::user_text("go")],
+        ..Default::default()
+    };
+    crate::test_support::drive(&m, &mut request).await;
+    request.messages.push(Message::user_text("again"));
+    crate::test_support::drive(&m, &mut request).await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "a retry, then two requests");
+    for r in &requests {
+        assert_eq!(r.header("x-team"), Some("tools"), "{}", r.path);
+        assert_eq!(r.header("x-goog-api-key"), Some("test-key"));
+        assert_eq!(
+            r.body["generationConfig"],
+            json!({"temperature": 0.25, "topP": 0.9, "topK": 40, "maxOutputTokens": 2048,
+                "presencePenalty": 0.5, "frequencyPenalty": -0.5})
+        );
+    }
+    assert_eq!(server.violations(), Vec::<String>::new());
+    // Nothing set, nothing sent: the server's defaults stay.
+    let body = wire::request_body(&request, &crate::Sampling::default());
+    assert!(body.get("generationConfig").is_none(), "{body}");
+    // A header HTTP cannot carry is a configuration error naming it.
+    let mut bad = GeminiConfig::new(server.base_url(), "gemini-fake");
+    bad.headers = vec![("bad header".into(), "x".into())];
+    let err = GeminiModel::new(bad).err().unwrap().to_string();
+    assert!(err.contains("'bad header'"), "{err}");
+}
+
+#[tokio::test]
 async fn cancelling_during_a_long_retry_after_stops_at_once() {
     let server = FakeGemini::start(vec![GeminiReply::Status {
         status: 429,
@@ -436,7 +520,7 @@ fn calls_without_ids_get_made_up_ones_that_are_not_sent_back() {
             text: "ok".into(),
         });
     }
-    let body = wire::request_body(&request);
+    let body = wire::request_body(&request, &crate::Sampling::default());
     assert_eq!(
         body["contents"][1]["parts"],
         json!([

@@ -19,10 +19,10 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
 use super::{FORMAT, schema};
-use crate::{Message, ModelRequest, OpaquePart, ToolCall, UserPart};
+use crate::{Message, ModelRequest, OpaquePart, Sampling, ToolCall, UserPart};
 
 /// The request body.
-pub(crate) fn request_body(request: &ModelRequest) -> Value {
+pub(crate) fn request_body(request: &ModelRequest, sampling: &Sampling) -> Value {
     let system: Vec<&str> = request
         .messages
         .iter()
@@ -54,7 +54,34 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
             }});
         }
     }
+    if let Some(config) = generation_config(sampling) {
+        body["generationConfig"] = config;
+    }
     body
+}
+
+/// `generationConfig` with the sampling settings that are set, in Gemini's camelCase
+/// names; `None` when none is, so the server's defaults stay.
+fn generation_config(sampling: &Sampling) -> Option<Value> {
+    let fields = [
+        ("temperature", sampling.temperature.map(Value::from)),
+        ("topP", sampling.top_p.map(Value::from)),
+        ("topK", sampling.top_k.map(Value::from)),
+        ("maxOutputTokens", sampling.max_tokens.map(Value::from)),
+        (
+            "presencePenalty",
+            sampling.presence_penalty.map(Value::from),
+        ),
+        (
+            "frequencyPenalty",
+            sampling.frequency_penalty.map(Value::from),
+        ),
+    ];
+    let config: Map<String, Value> = fields
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_string(), v?)))
+        .collect();
+    (!config.is_empty()).then_some(Value::Object(config))
 }
 
 fn contents(messages: &[Message]) -> Vec<Value> {

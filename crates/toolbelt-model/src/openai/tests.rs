@@ -522,3 +522,31 @@ async fn tool_calls_left_in_the_text_become_calls_unless_turned_off() {
         }
     }
 }
+
+#[tokio::test]
+async fn mistral_and_llama_calls_in_the_text_become_calls_unless_turned_off() {
+    for text in [
+        "[TOOL_CALLS][{\"name\": \"glob\", \"arguments\": {\"pattern\": \"*.rs\"}}]",
+        "<|python_tag|>{\"name\": \"glob\", \"parameters\": {\"pattern\": \"*.rs\"}}",
+        "{\"name\": \"glob\", \"parameters\": {\"pattern\": \"*.rs\"}}",
+    ] {
+        for on in [true, false] {
+            let server = FakeOpenAi::start(vec![Reply::text(text)]).await.unwrap();
+            let mut config = OpenAiConfig::new(server.base_url(), "fake-model");
+            config.tool_calls_in_text = on;
+            let turn = complete(&OpenAiClient::new(config).unwrap(), &request())
+                .await
+                .unwrap();
+            if on {
+                assert_eq!(turn.tool_calls.len(), 1, "{text}");
+                assert_eq!(turn.tool_calls[0].name, "glob");
+                assert_eq!(turn.tool_calls[0].arguments, r#"{"pattern":"*.rs"}"#);
+                assert_eq!(turn.text, "");
+                assert_eq!(turn.finish_reason, FinishReason::ToolCalls);
+            } else {
+                assert!(turn.tool_calls.is_empty());
+                assert_eq!(turn.text, text);
+            }
+        }
+    }
+}

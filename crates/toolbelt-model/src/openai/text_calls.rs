@@ -12,7 +12,9 @@
 //!
 //! A block that is neither becomes a call whose arguments are not JSON, so the scheduler
 //! answers it with an error the model reads and nothing runs. The blocks are removed from
-//! the text; the rest stays the answer's text.
+//! the text; the rest stays the answer's text. Without a `<tool_call>` tag, Mistral's and
+//! Llama 3.x's JSON forms are read (`text_calls/json_forms.rs`, with its guards against
+//! JSON that is only mentioned).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,17 +22,35 @@ use serde_json::{Map, Value};
 
 use crate::{FinishReason, ModelTurn, ToolCall};
 
+mod json_forms;
+
 const OPEN: &str = "<tool_call>";
 const CLOSE: &str = "</tool_call>";
 
 /// Ids for the calls found, unique in the process (the text gives none).
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Turns the `<tool_call>` blocks of a turn without calls into calls.
-pub(super) fn extract(turn: &mut ModelTurn) {
-    if !turn.tool_calls.is_empty() || !turn.text.contains(OPEN) {
+/// Turns the calls in the text of a turn without calls into calls; `tools` are the
+/// request's tool names (a bare JSON answer is a call only when it names one).
+pub(super) fn extract(turn: &mut ModelTurn, tools: &[&str]) {
+    if !turn.tool_calls.is_empty() {
         return;
     }
+    if turn.text.contains(OPEN) {
+        tagged(turn);
+    } else if let Some((text, calls)) = json_forms::read(&turn.text, tools) {
+        turn.text = text;
+        turn.tool_calls = calls;
+    } else {
+        return;
+    }
+    if turn.finish_reason == FinishReason::Stop {
+        turn.finish_reason = FinishReason::ToolCalls;
+    }
+}
+
+/// The `<tool_call>` blocks.
+fn tagged(turn: &mut ModelTurn) {
     let mut rest = String::new();
     let mut text = turn.text.as_str();
     while let Some(start) = text.find(OPEN) {
@@ -45,9 +65,6 @@ pub(super) fn extract(turn: &mut ModelTurn) {
     }
     rest.push_str(text);
     turn.text = rest.trim().to_string();
-    if turn.finish_reason == FinishReason::Stop {
-        turn.finish_reason = FinishReason::ToolCalls;
-    }
 }
 
 fn new_id() -> String {
@@ -61,25 +78,38 @@ fn read_call(inner: &str) -> ToolCall {
         hermes(inner)
     };
     match parsed {
-        Ok((name, arguments)) => ToolCall {
-            id: new_id(),
-            name,
-            arguments: Value::Object(arguments).to_string(),
-        },
-        Err(why) => ToolCall {
-            id: new_id(),
-            name: guess_name(inner).unwrap_or_else(|| "unreadable_tool_call".to_string()),
-            // Not JSON on purpose: the scheduler answers with an error and runs nothing.
-            arguments: format!(
-                "(a <tool_call> in the answer text could not be read: {why}) {inner}"
-            ),
-        },
+        Ok((name, arguments)) => call(name, arguments),
+        Err(why) => failed_call(inner, &why),
+    }
+}
+
+/// A call read from the text.
+fn call(name: String, arguments: Map<String, Value>) -> ToolCall {
+    ToolCall {
+        id: new_id(),
+        name,
+        arguments: Value::Object(arguments).to_string(),
+    }
+}
+
+/// A call that could not be read: its arguments are not JSON on purpose, so the
+/// scheduler answers the model with an error and runs nothing.
+fn failed_call(text: &str, why: &str) -> ToolCall {
+    ToolCall {
+        id: new_id(),
+        name: guess_name(text).unwrap_or_else(|| "unreadable_tool_call".to_string()),
+        arguments: format!("(a tool call in the answer text could not be read: {why}) {text}"),
     }
 }
 
 fn hermes(inner: &str) -> Result<(String, Map<String, Value>), String> {
     let value: Value =
         serde_json::from_str(inner).map_err(|e| format!("its JSON is malformed ({e})"))?;
+    name_and_arguments(&value)
+}
+
+/// `name` and `arguments` (or `parameters`; an object, or a string holding one).
+fn name_and_arguments(value: &Value) -> Result<(String, Map<String, Value>), String> {
     let name = value
         .get("name")
         .and_then(Value::as_str)
@@ -152,113 +182,4 @@ fn guess_name(inner: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn turn(text: &str) -> ModelTurn {
-        let mut t = ModelTurn {
-            text: text.into(),
-            ..Default::default()
-        };
-        extract(&mut t);
-        t
-    }
-
-    fn calls(t: &ModelTurn) -> Vec<(String, Value)> {
-        t.tool_calls
-            .iter()
-            .map(|c| {
-                (
-                    c.name.clone(),
-                    serde_json::from_str(&c.arguments).unwrap_or(Value::Null),
-                )
-            })
-            .collect()
-    }
-
-    #[test]
-    fn hermes_blocks_several_per_answer_become_calls() {
-        let t = turn(concat!(
-            "Let me look.\n<tool_call>\n{\"name\": \"glob\", \"arguments\": {\"pattern\": \"*.rs\"}}\n</tool_call>\n",
-            "<tool_call>\n{\"name\": \"read_file\", \"arguments\": \"{\\\"path\\\": \\\"/w/a\\\"}\"}\n</tool_call>\n",
-            "<tool_call>{\"name\": \"list_directory\", \"parameters\": {\"path\": \"/w\"}}"
-        ));
-        assert_eq!(
-            calls(&t),
-            [
-                ("glob".to_string(), json!({"pattern": "*.rs"})),
-                ("read_file".to_string(), json!({"path": "/w/a"})),
-                ("list_directory".to_string(), json!({"path": "/w"})),
-            ]
-        );
-        assert_eq!(t.text, "Let me look.");
-        assert_eq!(t.finish_reason, FinishReason::ToolCalls);
-        let ids: std::collections::HashSet<_> = t.tool_calls.iter().map(|c| &c.id).collect();
-        assert_eq!(ids.len(), 3, "ids are unique");
-    }
-
-    #[test]
-    fn qwen_coder_blocks_become_calls_with_typed_parameters() {
-        let t = turn(concat!(
-            "<tool_call>\n<function=read_file>\n<parameter=path>\n/w/src/main.rs\n</parameter>\n",
-            "<parameter=offset>\n10\n</parameter>\n</function>\n</tool_call>",
-            "<tool_call>\n<function=write_file>\n<parameter=content>\nline 1\nline 2\n</parameter>\n</function>\n</tool_call>"
-        ));
-        assert_eq!(
-            calls(&t),
-            [
-                (
-                    "read_file".to_string(),
-                    json!({"path": "/w/src/main.rs", "offset": 10})
-                ),
-                (
-                    "write_file".to_string(),
-                    json!({"content": "line 1\nline 2"})
-                ),
-            ]
-        );
-        assert_eq!(t.text, "");
-    }
-
-    #[test]
-    fn a_malformed_block_is_a_call_whose_arguments_are_not_json() {
-        let t = turn(concat!(
-            "<tool_call>{\"name\": \"glob\", \"arguments\": {\"pattern\": }</tool_call>",
-            "<tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"/w/a\"}}</tool_call>",
-            "<tool_call>not even close</tool_call>"
-        ));
-        assert_eq!(t.tool_calls.len(), 3);
-        assert_eq!(t.tool_calls[0].name, "glob");
-        assert!(serde_json::from_str::<Value>(&t.tool_calls[0].arguments).is_err());
-        assert!(
-            t.tool_calls[0].arguments.contains("could not be read"),
-            "{}",
-            t.tool_calls[0].arguments
-        );
-        assert_eq!(
-            calls(&t)[1],
-            ("read_file".to_string(), json!({"path": "/w/a"}))
-        );
-        assert_eq!(t.tool_calls[2].name, "unreadable_tool_call");
-        assert!(serde_json::from_str::<Value>(&t.tool_calls[2].arguments).is_err());
-    }
-
-    #[test]
-    fn real_calls_and_plain_text_are_left_alone() {
-        let plain = turn("The tag <tool_calls> is not it; neither is `tool_call`.");
-        assert!(plain.tool_calls.is_empty());
-        let mut with_calls = ModelTurn {
-            text: "<tool_call>{\"name\": \"x\"}</tool_call>".into(),
-            tool_calls: vec![ToolCall {
-                id: "a".into(),
-                name: "glob".into(),
-                arguments: "{}".into(),
-            }],
-            ..Default::default()
-        };
-        extract(&mut with_calls);
-        assert_eq!(with_calls.tool_calls.len(), 1);
-        assert!(with_calls.text.contains("<tool_call>"));
-    }
-}
+mod tests;

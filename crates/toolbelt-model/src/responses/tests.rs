@@ -176,6 +176,66 @@ async fn a_seven_call_session_with_retries_carries_every_reasoning_item_and_resu
 }
 
 #[tokio::test]
+async fn sampling_takes_the_apis_names_and_custom_headers_go_on_every_attempt() {
+    let server = FakeResponses::start(vec![
+        ResponsesReply::Status {
+            status: 429,
+            retry_after: None,
+            message: "slow down".into(),
+        },
+        ResponsesReply::text("one"),
+    ])
+    .await
+    .unwrap();
+    let mut config = ResponsesConfig::new(server.base_url(), "gpt-fake");
+    config.api_key = Some("sk-test".into());
+    config.retry = quick_retries();
+    config.sampling = crate::Sampling {
+        temperature: Some(0.25),
+        top_p: Some(0.9),
+        top_k: Some(40),
+        max_tokens: Some(2048),
+        presence_penalty: Some(0.5),
+        frequency_penalty: Some(0.5),
+    };
+    config.headers = vec![
+        ("x-team".into(), "tools".into()),
+        ("OpenAI-Organization".into(), "org-1".into()),
+    ];
+    let m = ResponsesModel::new(config).unwrap();
+    let request = ModelRequest {
+        messages: vec![Message::user_text("go")],
+        ..Default::default()
+    };
+    let turn = m
+        .complete(&request, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(turn.text, "one");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "a retry, then the answer");
+    for r in &requests {
+        assert_eq!(r.header("x-team"), Some("tools"));
+        assert_eq!(r.header("openai-organization"), Some("org-1"));
+        assert_eq!(r.header("authorization"), Some("Bearer sk-test"));
+        let body = &r.body;
+        assert_eq!(body["temperature"], 0.25);
+        assert_eq!(body["top_p"], 0.9);
+        assert_eq!(body["max_output_tokens"], 2048);
+        // The API has none of these; the fake's check would name them too.
+        for absent in [
+            "top_k",
+            "max_tokens",
+            "presence_penalty",
+            "frequency_penalty",
+        ] {
+            assert!(body.get(absent).is_none(), "{absent} in {body}");
+        }
+    }
+    assert_eq!(server.violations(), Vec::<String>::new());
+}
+
+#[tokio::test]
 async fn a_dropped_reasoning_item_is_refused_loudly() {
     let server = FakeResponses::start(vec![
         ResponsesReply::calls("", &[("c1", "glob", json!({"pattern": "*"}))]),
@@ -357,7 +417,12 @@ fn the_request_is_stateless_with_reasoning_back_in_place_and_images_inline() {
         tools: tools(),
         tool_choice: Some("glob".into()),
     };
-    let body = wire::request_body("gpt-fake", Some("high"), &request);
+    let body = wire::request_body(
+        "gpt-fake",
+        Some("high"),
+        &crate::Sampling::default(),
+        &request,
+    );
     assert_eq!(
         body["input"],
         json!([

@@ -14,13 +14,18 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use super::FORMAT;
-use crate::{Message, ModelRequest, OpaquePart, ToolCall, UserPart};
+use crate::{Message, ModelRequest, OpaquePart, Sampling, ToolCall, UserPart};
 
 /// The fields of a reasoning item the API takes back as input.
 const REASONING_FIELDS: &[&str] = &["type", "id", "summary", "encrypted_content", "content"];
 
 /// The request body.
-pub(crate) fn request_body(model: &str, effort: Option<&str>, request: &ModelRequest) -> Value {
+pub(crate) fn request_body(
+    model: &str,
+    effort: Option<&str>,
+    sampling: &Sampling,
+    request: &ModelRequest,
+) -> Value {
     let system: Vec<&str> = request
         .messages
         .iter()
@@ -42,6 +47,17 @@ pub(crate) fn request_body(model: &str, effort: Option<&str>, request: &ModelReq
     }
     if let Some(effort) = effort {
         body["reasoning"] = json!({"effort": effort, "summary": "auto"});
+    }
+    // The API has no `top_k` and no penalties; a server that rejects unknown fields
+    // would refuse them, so they are left out rather than guessed at.
+    if let Some(t) = sampling.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(p) = sampling.top_p {
+        body["top_p"] = json!(p);
+    }
+    if let Some(n) = sampling.max_tokens {
+        body["max_output_tokens"] = json!(n);
     }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
