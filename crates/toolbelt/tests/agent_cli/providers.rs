@@ -198,9 +198,17 @@ async fn providers_that_cannot_be_used_say_which_and_why() {
             ],
         ),
         (
+            // Neither a project with its token nor an express-mode key: every missing
+            // variable is named (with GOOGLE_API_KEY alone it would be express mode,
+            // which goes to Google's server: no test goes there).
             vec!["--provider", "vertex-ai", "-m", "gemini-2.5-pro", "go"],
-            vec![("GOOGLE_API_KEY", "k")],
-            vec!["provider 'vertex-ai'", "Vertex AI", "access token"],
+            vec![("GOOGLE_CLOUD_PROJECT", "p")],
+            vec![
+                "provider 'vertex-ai'",
+                "Vertex AI",
+                "access token",
+                "Not set: GOOGLE_CLOUD_LOCATION, GOOGLE_CLOUD_ACCESS_TOKEN, GOOGLE_API_KEY",
+            ],
         ),
         (
             vec!["--provider", "anthropic", "-m", "claude-test", "go"],
