@@ -11,6 +11,8 @@ Agents:
   toolbelt-replay    toolbelt --model-replay SCRIPT --yolo (no server at all)
   toolbelt-loopback  toolbelt --yolo against the fake OpenAI server on 127.0.0.1
   toolbelt-anthropic the same over Anthropic Messages (the fake server's --anthropic)
+  toolbelt-gemini    the same over the Gemini API (--gemini)
+  toolbelt-responses the same over OpenAI Responses (--responses, --provider openai-responses)
   qwen-loopback      Qwen Code 0.24.4 (bench/qwen, `npm install` there) --yolo against the
                      same server, when installed
 
@@ -67,13 +69,13 @@ def script_for(session, tmp):
 
 
 class Server:
-    def __init__(self, script, workspace, lenient, anthropic=False):
+    def __init__(self, script, workspace, lenient, dialect=None):
         self.report = tempfile.mktemp(suffix=".json")
         args = [FAKE, script, "--workspace", workspace, "--report", self.report]
         if lenient:
             args.append("--lenient")
-        if anthropic:
-            args.append("--anthropic")
+        if dialect:
+            args.append(f"--{dialect}")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
         self.url = self.proc.stdout.readline().strip()
 
@@ -118,8 +120,10 @@ def agent_argv(agent, script):
     turns = ["--max-session-turns", "300"]
     if agent == "toolbelt-replay":
         return [TOOLBELT, "--model-replay", script, "--yolo"] + turns + ["Run the session."]
-    if agent in ("toolbelt-loopback", "toolbelt-anthropic"):
+    if agent in ("toolbelt-loopback", "toolbelt-anthropic", "toolbelt-gemini"):
         return [TOOLBELT, "--yolo"] + turns + ["Run the session."]
+    if agent == "toolbelt-responses":
+        return [TOOLBELT, "--provider", "openai-responses", "--yolo"] + turns + ["Run the session."]
     return [QWEN, "--yolo", "--auth-type", "openai", "-p", "Run the session."]
 
 
@@ -175,9 +179,17 @@ def main():
                     env.update({"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-bench",
                                 "OPENAI_MODEL": "qwen3-coder-plus"})
                 elif agent == "toolbelt-anthropic":
-                    server = Server(script, ws_real, lenient=False, anthropic=True)
+                    server = Server(script, ws_real, lenient=False, dialect="anthropic")
                     env.update({"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-bench",
                                 "ANTHROPIC_MODEL": "claude-bench"})
+                elif agent == "toolbelt-gemini":
+                    server = Server(script, ws_real, lenient=False, dialect="gemini")
+                    env.update({"GOOGLE_GEMINI_BASE_URL": server.url, "GEMINI_API_KEY": "gm-bench",
+                                "GEMINI_MODEL": "gemini-bench"})
+                elif agent == "toolbelt-responses":
+                    server = Server(script, ws_real, lenient=False, dialect="responses")
+                    env.update({"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-bench",
+                                "OPENAI_MODEL": "gpt-bench"})
                 argv = agent_argv(agent, script)
                 wall, rss, code, out, err = measured(argv, ws_real, env)
                 if code != 0:
@@ -216,9 +228,11 @@ def main():
         q, t = results[("seven", "qwen-loopback")], results[("seven", "toolbelt-loopback")]
         print(f"seven: qwen/toolbelt wall ratio {q[0] / t[0]:.1f}x, RSS ratio {q[1] / t[1]:.1f}x")
     for session in args.sessions.split(","):
-        if (session, "toolbelt-anthropic") in results and (session, "toolbelt-loopback") in results:
-            a, c = results[(session, "toolbelt-anthropic")][0], results[(session, "toolbelt-loopback")][0]
-            print(f"{session}: Anthropic Messages / chat completions wall {a / c:.3f}")
+        for agent, name in (("toolbelt-anthropic", "Anthropic Messages"), ("toolbelt-gemini", "Gemini"),
+                            ("toolbelt-responses", "OpenAI Responses")):
+            if (session, agent) in results and (session, "toolbelt-loopback") in results:
+                a, c = results[(session, agent)][0], results[(session, "toolbelt-loopback")][0]
+                print(f"{session}: {name} / chat completions wall {a / c:.3f}")
     if ("calls200", "toolbelt-replay") in results and ("seven", "toolbelt-replay") in results:
         a, b = results[("calls200", "toolbelt-replay")][0], results[("seven", "toolbelt-replay")][0]
         print(f"cost per extra call (replay, 1 call per turn): {(a - b) / 193 * 1e6:.0f} us")

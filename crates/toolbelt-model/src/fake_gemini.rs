@@ -98,6 +98,9 @@ struct SentCall {
     signature: Option<String>,
 }
 
+/// The default bytes per write: small, so a client meets events split anywhere.
+const SMALL_PIECE: usize = 11;
+
 #[derive(Default)]
 struct State {
     replies: VecDeque<GeminiReply>,
@@ -108,6 +111,8 @@ struct State {
     text_signatures: Vec<String>,
     /// The `data:` payloads of every chunk sent, in order.
     chunks: Vec<String>,
+    /// Bytes per write of a stream ([`FakeGemini::set_piece`]).
+    piece: usize,
 }
 
 /// The scripted server; ends when dropped.
@@ -129,6 +134,7 @@ impl FakeGemini {
         let (listener, addr) = bind().await?;
         let state = Arc::new(Mutex::new(State {
             replies: replies.into(),
+            piece: SMALL_PIECE,
             ..Default::default()
         }));
         let for_answers = state.clone();
@@ -143,6 +149,14 @@ impl FakeGemini {
             }),
         ));
         Ok(FakeGemini { addr, state, task })
+    }
+
+    /// Streams are written `bytes` at a time from now on (11 by default, so events split
+    /// inside JSON; a benchmark uses what real servers write).
+    pub fn set_piece(&self, bytes: usize) {
+        if let Ok(mut s) = self.state.lock() {
+            s.piece = bytes.max(1);
+        }
     }
 
     /// What a client is given as its base URL (the API version is the client's to add).
@@ -215,13 +229,13 @@ fn answer(state: &Mutex<State>, request: FakeRequest) -> Answer {
             let body = stream_body(&turn, n, &mut s);
             Answer::Stream {
                 body,
-                piece: 11,
+                piece: s.piece,
                 cut: None,
             }
         }
         GeminiReply::Drop { turn, bytes } => Answer::Stream {
             body: stream_chunks(&turn, n).0.concat(),
-            piece: 11,
+            piece: s.piece,
             cut: Some(bytes),
         },
         GeminiReply::ErrorMidStream { turn, message } => {
@@ -233,7 +247,7 @@ fn answer(state: &Mutex<State>, request: FakeRequest) -> Answer {
             let error = json!({"error": {"code": 500, "message": message, "status": "INTERNAL"}});
             Answer::Stream {
                 body: format!("{first}data: {error}\r\n\r\n"),
-                piece: 11,
+                piece: s.piece,
                 cut: None,
             }
         }

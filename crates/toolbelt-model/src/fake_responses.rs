@@ -97,6 +97,8 @@ struct State {
     sent_calls: Vec<ToolCall>,
     /// (id, encrypted content, the call ids it led to), in order.
     sent_reasoning: Vec<(String, String, Vec<String>)>,
+    /// Bytes per write of a stream ([`FakeResponses::set_piece`]).
+    piece: usize,
 }
 
 /// The scripted server; ends when dropped.
@@ -118,6 +120,7 @@ impl FakeResponses {
         let (listener, addr) = bind().await?;
         let state = Arc::new(Mutex::new(State {
             replies: replies.into(),
+            piece: 13,
             ..Default::default()
         }));
         let for_answers = state.clone();
@@ -132,6 +135,14 @@ impl FakeResponses {
             }),
         ));
         Ok(FakeResponses { addr, state, task })
+    }
+
+    /// Streams are written `bytes` at a time from now on (13 by default, so events split
+    /// inside JSON; a benchmark uses what real servers write).
+    pub fn set_piece(&self, bytes: usize) {
+        if let Ok(mut s) = self.state.lock() {
+            s.piece = bytes.max(1);
+        }
     }
 
     /// What a client is given as its base URL.
@@ -185,11 +196,8 @@ fn answer(state: &Mutex<State>, request: FakeRequest) -> Answer {
             .push(format!("request {n}: the script has no reply left"));
         return status_answer(500, None, "the fake server's script is used up");
     };
-    let stream = |body: String, cut: Option<usize>| Answer::Stream {
-        body,
-        piece: 13,
-        cut,
-    };
+    let piece = s.piece;
+    let stream = |body: String, cut: Option<usize>| Answer::Stream { body, piece, cut };
     match reply {
         ResponsesReply::Status {
             status,
