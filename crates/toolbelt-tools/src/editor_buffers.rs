@@ -37,11 +37,12 @@ pub(crate) async fn no_unsaved_changes(
     let Some(buffer) = text(env, path, cancel).await else {
         return Ok(());
     };
-    let on_disk = match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+    let on_disk = match on_disk(path) {
+        Ok(Some(text)) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        // The change itself says what is wrong with the file.
-        Err(_) => return Ok(()),
+        // Not a regular file, too large for an editor to have sent, unreadable: the
+        // change itself says what is wrong with it.
+        Ok(None) | Err(_) => return Ok(()),
     };
     if same_text(&buffer, &on_disk) {
         return Ok(());
@@ -53,6 +54,27 @@ pub(crate) async fn no_unsaved_changes(
             path.display()
         ),
     ))
+}
+
+/// The most of a file compared with the editor's text: no larger text comes over ACP.
+const MAX_COMPARED: u64 = 64 * 1024 * 1024;
+
+/// The file's text, read without blocking on a FIFO or following it into a device:
+/// `None` when it is not a regular file or is larger than [`MAX_COMPARED`].
+fn on_disk(path: &Path) -> std::io::Result<Option<String>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.len() > MAX_COMPARED {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_COMPARED + 1).read_to_end(&mut bytes)?;
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 fn same_text(a: &str, b: &str) -> bool {
@@ -114,6 +136,21 @@ mod tests {
                 .await
                 .is_ok()
         );
+    }
+
+    #[tokio::test]
+    async fn a_fifo_in_place_of_the_file_is_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let cancel = CancellationToken::new();
+        let editor = env(dir.path(), Some(Editor(Some("typed\n".into()))));
+        // Returns at once: the change's own checks refuse a FIFO.
+        assert!(no_unsaved_changes(&editor, &fifo, &cancel).await.is_ok());
     }
 
     #[tokio::test]
