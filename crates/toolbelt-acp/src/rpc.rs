@@ -95,6 +95,9 @@ pub(crate) fn parse(line: &str) -> Result<Incoming, Box<BadLine>> {
     }
 }
 
+/// Where the answer to one of our requests arrives.
+type Answer = oneshot::Receiver<Result<Value, RpcError>>;
+
 /// The client as we talk to it: one ordered stream of messages out, and our requests
 /// waiting for answers.
 pub(crate) struct Peer {
@@ -165,13 +168,7 @@ impl Peer {
         method: &str,
         params: impl Serialize,
     ) -> Result<Value, RpcError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        if let Ok(mut pending) = self.pending.lock() {
-            pending.insert(id, tx);
-        }
-        let params = serde_json::to_value(params).unwrap_or(Value::Null);
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let (id, rx) = self.ask(method, params);
         let mut guard = Withdraw {
             peer: self,
             id,
@@ -187,6 +184,17 @@ impl Peer {
     /// Asks the client without waiting: the request is queued now, in order with the
     /// updates around it, and a failed answer is logged.
     pub(crate) fn request_detached(&self, method: &str, params: impl Serialize) {
+        let (_, rx) = self.ask(method, params);
+        let method = method.to_string();
+        tokio::spawn(async move {
+            if let Ok(Err(e)) = rx.await {
+                tracing::warn!("the editor failed {method}: {}", e.message);
+            }
+        });
+    }
+
+    /// Sends request `method` now: its id, and where its answer will come.
+    fn ask(&self, method: &str, params: impl Serialize) -> (u64, Answer) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         if let Ok(mut pending) = self.pending.lock() {
@@ -194,12 +202,7 @@ impl Peer {
         }
         let params = serde_json::to_value(params).unwrap_or(Value::Null);
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let method = method.to_string();
-        tokio::spawn(async move {
-            if let Ok(Err(e)) = rx.await {
-                tracing::warn!("the editor failed {method}: {}", e.message);
-            }
-        });
+        (id, rx)
     }
 
     /// The client answered request `id`; an answer to nothing we asked is dropped.

@@ -44,23 +44,27 @@ pub(crate) struct Mirror {
 }
 
 impl Mirror {
-    /// Starts mirroring call `call_id`: creates its log and asks the editor for a
+    /// Starts mirroring a call: creates its log and asks the editor for a
     /// terminal; `on_terminal` is told its id (to show it as the call's content).
     pub(crate) fn start(
         terminals: &Terminals,
         peer: &Arc<Peer>,
         session_id: &str,
-        call_id: &str,
         cwd: &Path,
         on_terminal: impl FnOnce(String) + Send + 'static,
     ) -> Option<(Arc<Mirror>, tokio::task::JoinHandle<()>)> {
         std::fs::create_dir_all(&terminals.dir).ok()?;
-        let name: String = call_id
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        let log = terminals.dir.join(format!("{name}.log"));
-        let file = std::fs::File::create(&log).ok()?;
+        // The model chooses call ids: the name takes none of its characters, so two
+        // calls never share a log and no id names a path.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let log = terminals.dir.join(format!("call-{n}.log"));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&log)
+            .ok()?;
         let mirror = Arc::new(Mirror {
             log: log.clone(),
             file: Mutex::new(Some(file)),

@@ -221,7 +221,7 @@ impl Updates {
             let note = SessionNotification::new(session, SessionUpdate::ToolCallUpdate(update));
             peer.notify("session/update", note);
         };
-        let started = Mirror::start(terminals, &self.peer, session_id, call_id, &self.cwd, show);
+        let started = Mirror::start(terminals, &self.peer, session_id, &self.cwd, show);
         let mirror = started.map(|(mirror, task)| {
             if let Ok(mut tasks) = self.terminal_tasks.lock() {
                 tasks.push(task);
