@@ -112,92 +112,48 @@ install_inspector() {
         missing "could not install $packages into $dir (the MCP Inspector tests need them)"
     fi
 }
-# Qwen Code's TypeScript SDK, which drives toolbelt in the stream-JSON interop tests
-# (crates/toolbelt/tests/sdk_interop/; it runs on the Node on PATH), and Qwen Code
-# 0.24.4 itself, which bench/sdk_compare.py runs the same scripted session through.
-install_qwen_sdk() {
-    local dir=.cache/sdk
-    local packages="@qwen-code/sdk@0.1.14 @qwen-code/qwen-code@0.24.4"
+# An npm install pinned by a stamp file: install_npm DIR "PACKAGES" WHAT [NPM ARGS...].
+# Installed again only when the pins change; WHAT names the tests that need it.
+install_npm() {
+    local dir=$1 packages=$2 what=$3
+    shift 3
     [ "$(cat "$dir/installed" 2>/dev/null)" = "$packages" ] && return 0
     if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
-        missing "node/npm not found (the SDK interop tests need them)"
+        missing "node/npm not found (the $what need them)"
         return 0
     fi
     installing "$dir" "$packages (npm)" || return 0
     rm -rf "$dir"
     mkdir -p "$dir"
-    # shellcheck disable=SC2086 # two package specs
-    if npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $packages >/dev/null 2>&1; then
+    # shellcheck disable=SC2086 # package specs
+    if npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$@" $packages >/dev/null 2>&1; then
         echo "$packages" >"$dir/installed"
         installed "$dir"
     else
-        missing "could not install $packages into $dir (the SDK interop tests need them)"
+        missing "could not install $packages into $dir (the $what need it)"
     fi
+}
+# Qwen Code's TypeScript SDK, which drives toolbelt in the stream-JSON interop tests
+# (crates/toolbelt/tests/sdk_interop/; it runs on the Node on PATH), and Qwen Code
+# 0.24.4 itself, which bench/sdk_compare.py runs the same scripted session through.
+install_qwen_sdk() {
+    install_npm .cache/sdk "@qwen-code/sdk@0.1.14 @qwen-code/qwen-code@0.24.4" "SDK interop tests"
 }
 # The official Agent Client Protocol client library (TypeScript), which drives
 # `toolbelt --acp` in crates/toolbelt/tests/acp/ the way an editor does (on the Node on PATH;
 # 2.4.0 runs on Node 20).
 install_acp_sdk() {
-    local dir=.cache/acp
-    local packages="@agentclientprotocol/sdk@2.4.0"
-    [ "$(cat "$dir/installed" 2>/dev/null)" = "$packages" ] && return 0
-    if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
-        missing "node/npm not found (the ACP tests need them)"
-        return 0
-    fi
-    installing "$dir" "$packages (npm)" || return 0
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    # shellcheck disable=SC2086 # package specs
-    if npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $packages >/dev/null 2>&1; then
-        echo "$packages" >"$dir/installed"
-        installed "$dir"
-    else
-        missing "could not install $packages into $dir (the ACP tests need it)"
-    fi
+    install_npm .cache/acp "@agentclientprotocol/sdk@2.4.0" "ACP tests"
 }
 # The Claude Agent SDK, which drives toolbelt in crates/toolbelt/tests/claude_sdk_interop/
 # (on the Node on PATH). Its optional dependency is Claude Code's native binary (about
 # 380 MB), which the tests never start (`pathToClaudeCodeExecutable` is toolbelt).
 install_claude_sdk() {
-    local dir=.cache/claude-sdk
-    local packages="@anthropic-ai/claude-agent-sdk@0.3.332"
-    [ "$(cat "$dir/installed" 2>/dev/null)" = "$packages" ] && return 0
-    if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
-        missing "node/npm not found (the Claude SDK interop tests need them)"
-        return 0
-    fi
-    installing "$dir" "$packages (npm)" || return 0
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    # shellcheck disable=SC2086 # package specs
-    if npm install --prefix "$dir" --no-audit --no-fund --omit=optional --loglevel=error \
-        $packages >/dev/null 2>&1; then
-        echo "$packages" >"$dir/installed"
-        installed "$dir"
-    else
-        missing "could not install $packages into $dir (the Claude SDK interop tests need it)"
-    fi
+    install_npm .cache/claude-sdk "@anthropic-ai/claude-agent-sdk@0.3.332" "Claude SDK interop tests" --omit=optional
 }
 # The language servers the `lsp` tool's tests run against (crates/toolbelt-lsp/tests), pinned.
 install_lsp_servers() {
-    local dir=.cache/lsp
-    local packages="pyright@1.1.414 typescript-language-server@5.1.3 typescript@5.9.3"
-    [ "$(cat "$dir/installed" 2>/dev/null)" = "$packages" ] && return 0
-    if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
-        missing "node/npm not found (the lsp tool tests need them)"
-        return 0
-    fi
-    installing "$dir" "$packages (npm)" || return 0
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    # shellcheck disable=SC2086 # package specs
-    if npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $packages >/dev/null 2>&1; then
-        echo "$packages" >"$dir/installed"
-        installed "$dir"
-    else
-        missing "could not install $packages into $dir (the lsp tool tests need them)"
-    fi
+    install_npm .cache/lsp "pyright@1.1.414 typescript-language-server@5.1.3 typescript@5.9.3" "lsp tool tests"
 }
 install_python_sdk .cache/python crates/toolbelt/tests/fixtures/mcp_clients/requirements.txt "MCP Python SDK" &
 python_sdk=$!
