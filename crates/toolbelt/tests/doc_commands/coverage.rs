@@ -212,7 +212,9 @@ fn setup_says_what_it_installs_and_prints_what_it_runs_as_root() {
             l.strip_prefix("local dir=.cache/")
                 .or_else(|| l.strip_prefix("EVERYTHING_DIR=.cache/"))
                 .or_else(|| {
-                    let rest = l.strip_prefix("install_python_sdk .cache/")?;
+                    let rest = l
+                        .strip_prefix("install_python_sdk .cache/")
+                        .or_else(|| l.strip_prefix("install_npm .cache/"))?;
                     rest.split_whitespace().next()
                 })
         })
