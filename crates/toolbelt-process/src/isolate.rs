@@ -15,7 +15,8 @@
 //! 2. marks every descriptor from 3 up close-on-exec (`close_range`), so whatever
 //!    toolbelt's parent left open (`>&7`) is not inherited;
 //! 3. for [`Isolation::Processes`] (approved commands): joins the PID and mount
-//!    namespaces every approved command shares (see `isolate/shared.rs`: made once, ended by the
+//!    (and, unprivileged, user) namespaces every approved command shares (see
+//!    `isolate/shared.rs`: made once, ended by the
 //!    kernel with toolbelt) with `setns`, and forks the command inside them; the first
 //!    child stays outside as its relay (below);
 //! 4. for [`Isolation::Sealed`] (the commands nobody approved): `unshare`s the PID and mount namespaces (and a user
@@ -47,10 +48,15 @@
 //! **Where the kernel refuses** (no user namespaces for unprivileged users, a container
 //! without `CAP_SYS_ADMIN`): probed once per process ([`support`]) by running the whole
 //! set-up in a child that exits before `exec`; a layer that cannot be had is left out and
-//! named by `toolbelt sandbox --verify`. A user namespace is used only for sealed
-//! commands: an approved command run as a normal user inside one would see files of
-//! other users as `nobody` and could not run `sudo` or any set-uid program, so
-//! [`Isolation::Processes`] is granted only where toolbelt is privileged.
+//! named by `toolbelt sandbox --verify`.
+//!
+//! **As a normal user** both layers need a user namespace, the user mapped to itself
+//! (`setgroups` denied). For approved commands that has a price, which the setting
+//! `tools.shell.processNamespace: false` declines (the person's settings only): set-uid
+//! programs (`sudo`, `passwd`, `fusermount`, `newuidmap`) run without their privilege, and
+//! files of other users show as `nobody`. Access is unchanged: the kernel still checks
+//! the real user and groups. By default the namespace is used, so the kernel, not a
+//! marker scan, ends what approved commands leave (issue 40).
 
 #![allow(unsafe_code)]
 
@@ -71,8 +77,8 @@ pub enum Isolation {
     SessionOnly,
     /// Also the PID namespace (with its own `/proc`) that approved commands share, one
     /// per toolbelt process (`isolate/shared.rs`): they see and can signal each other, nothing
-    /// outside it, and the kernel ends all of it when toolbelt ends. Granted where the
-    /// kernel allows it without a user namespace (toolbelt privileged).
+    /// outside it, and the kernel ends all of it when toolbelt ends. Made through a user
+    /// namespace where toolbelt is not privileged.
     Processes,
     /// Also a network namespace with no interface up, and a user namespace where one is
     /// needed to have these: a command nobody approved.
@@ -82,7 +88,7 @@ pub enum Isolation {
 /// Which layers this machine grants, probed once per process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IsolationSupport {
-    /// A PID namespace with its own `/proc`, without a user namespace.
+    /// A PID namespace with its own `/proc` (through a user namespace when unprivileged).
     pub processes: Result<(), String>,
     /// The sealed set: PID, mount and network namespaces (through a user namespace when
     /// unprivileged).
@@ -131,7 +137,11 @@ impl IsolationStep {
             Isolation::Sealed if sealed_granted().is_ok() => PID | NET | needs_user(),
             Isolation::Sealed => {
                 warn_missing(sealed_granted());
-                if processes_granted().is_ok() { PID } else { 0 }
+                if processes_granted().is_ok() {
+                    PID | needs_user()
+                } else {
+                    0
+                }
             }
         };
         self.flags.store(flags, Ordering::Relaxed);
@@ -170,11 +180,12 @@ pub fn support() -> &'static IsolationSupport {
     })
 }
 
-/// Whether the machine grants a PID namespace with its own `/proc`, probed on first use
+/// Whether the machine grants a PID namespace with its own `/proc` (through a user
+/// namespace when unprivileged), probed on first use
 /// by running the set-up in a child that exits before `exec`. Apart from the sealed set,
 /// so a session whose commands are all approved never pays that layer's probe.
 pub fn processes_granted() -> &'static Result<(), String> {
-    PROCESSES_GRANTED.get_or_init(|| probe(PID))
+    PROCESSES_GRANTED.get_or_init(|| probe(PID | needs_user()))
 }
 
 /// The answers of the two probes, once asked.
@@ -351,6 +362,7 @@ impl Plan {
 /// Joins the shared namespaces and forks the command's process inside them; this
 /// process becomes its relay (see [`relay_joined`]).
 unsafe fn join() -> io::Result<()> {
+    let user_ns = shared::USER_NS.load(Ordering::Acquire);
     let pid_ns = shared::PID_NS.load(Ordering::Acquire);
     let mount_ns = shared::MOUNT_NS.load(Ordering::Acquire);
     // Safety: plain system calls into a buffer on the stack.
@@ -359,7 +371,11 @@ unsafe fn join() -> io::Result<()> {
         // root: the directory `Command` chose is entered again by its path.
         let mut cwd = [0u8; 4096];
         let have_cwd = !libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()).is_null();
-        if libc::setns(pid_ns, libc::CLONE_NEWPID) < 0
+        // The user namespace first (toolbelt unprivileged): it owns the other two, and
+        // its owner may join it. The command keeps no capability past `exec`: its user
+        // is not root there.
+        if (user_ns >= 0 && libc::setns(user_ns, libc::CLONE_NEWUSER) < 0)
+            || libc::setns(pid_ns, libc::CLONE_NEWPID) < 0
             || libc::setns(mount_ns, libc::CLONE_NEWNS) < 0
             || (have_cwd && libc::chdir(cwd.as_ptr().cast()) < 0)
         {

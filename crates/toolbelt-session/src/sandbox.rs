@@ -68,7 +68,7 @@ pub fn report(env: &ToolEnvironment, support: &SandboxSupport, out: Lines<'_>) {
         Err(why) => say!(out, "Landlock: unavailable ({why})"),
     }
     report_seccomp(support, out);
-    report_isolation(out);
+    report_isolation(settings.shell.process_namespace, out);
     let unasked = match support.can_confine() {
         Ok(()) => {
             let l = &settings.shell.limits;
@@ -126,7 +126,7 @@ fn report_seccomp(support: &SandboxSupport, out: Lines<'_>) {
 
 /// The process layers of every child (`toolbelt_process::isolate`): what holds
 /// everywhere, and which namespaces this machine grants, naming any that is missing.
-fn report_isolation(out: Lines<'_>) {
+fn report_isolation(approved_namespace: bool, out: Lines<'_>) {
     say!(
         out,
         "Every command: a session of its own (no controlling terminal) and no descriptor but 0-2"
@@ -151,16 +151,27 @@ fn report_isolation(out: Lines<'_>) {
             ),
         },
     }
+    let through_user = if rustix::process::geteuid().is_root() {
+        ""
+    } else {
+        "; made through a user namespace, so set-uid programs such as sudo run without their privilege"
+    };
     match &support.processes {
+        Ok(()) if !approved_namespace => say!(
+            out,
+            "Approved commands: no PID namespace (tools.shell.processNamespace is false); what they \
+             leave is ended by the owner marker and guardian"
+        ),
         Ok(()) => say!(
             out,
             "Approved commands: one PID namespace shared by all of them, with its own /proc (no \
-             toolbelt or other process to see or signal; the kernel ends all of it when toolbelt ends)"
+             toolbelt or other process to see or signal; the kernel ends all of it when toolbelt \
+             ends{through_user})"
         ),
         Err(why) => say!(
             out,
-            "Approved commands: no PID namespace (MISSING: {why}; granted without a user namespace \
-             only where toolbelt is privileged); what they leave is ended by the owner marker and guardian"
+            "Approved commands: no PID namespace (MISSING: {why}); what they leave is ended by the \
+             owner marker and guardian"
         ),
     }
 }

@@ -45,6 +45,17 @@ fn toolbelt_with(args: &[&str], settings: Option<&serde_json::Value>) -> Run {
 
 /// [`toolbelt`] with `user_files` (name, text) in the user's `~/.qwen`.
 fn toolbelt_with_files(args: &[&str], user_files: &[(&str, String)]) -> Run {
+    toolbelt_as(args, user_files, false)
+}
+
+/// The user a test runs toolbelt as when it must be a normal user: `nobody` when the
+/// tests run as root (CI), else the tests' own user.
+const NOBODY: u32 = 65534;
+
+/// [`toolbelt_with_files`], as a normal user when `normal_user`: as root the project,
+/// the home and a link to the binary (whose folder `nobody` may not reach) are given
+/// to `nobody`, which toolbelt then runs as.
+fn toolbelt_as(args: &[&str], user_files: &[(&str, String)], normal_user: bool) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("project");
     let home = dir.path().join("home");
@@ -54,10 +65,27 @@ fn toolbelt_with_files(args: &[&str], user_files: &[(&str, String)]) -> Run {
         std::fs::write(home.join(".qwen").join(name), text).unwrap();
     }
     let pid_file = root.join("sleep.pid");
-    let child = Command::new("sh")
+    let mut program = PathBuf::from(env!("CARGO_BIN_EXE_toolbelt"));
+    let mut command = Command::new("sh");
+    if normal_user && rustix::process::geteuid().is_root() {
+        let link = dir.path().join("toolbelt");
+        if std::fs::hard_link(&program, &link).is_err() {
+            std::fs::copy(&program, &link).unwrap();
+        }
+        program = link;
+        let chown = Command::new("chown")
+            .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(chown.success());
+        // As root, `std` also drops the supplementary groups.
+        command.uid(NOBODY).gid(NOBODY);
+    }
+    let child = command
         .arg("-c")
         .arg("ulimit -c 0; exec \"$0\" \"$@\"")
-        .arg(env!("CARGO_BIN_EXE_toolbelt"))
+        .arg(&program)
         .args(args)
         .current_dir(&root)
         .env("HOME", &home)
@@ -276,6 +304,67 @@ fn sigkill_ends_a_daemon_with_no_marker_that_is_not_dumpable() {
     assert_eq!(child.wait().unwrap().signal(), Some(9));
     assert_ends(&daemon_fd, "the hidden daemon");
     std::fs::write(run.pid_file.with_file_name("go"), "").unwrap();
+}
+
+/// The same daemon of a command approved in a toolbelt run by a normal user, who can
+/// make a PID namespace only through a user namespace: it ends too, and the approved
+/// command saw no process of the machine (toolbelt included) in its `/proc`.
+#[test]
+fn as_a_normal_user_a_hidden_daemon_of_an_approved_command_ends_with_toolbelt() {
+    if let Err(why) = user_namespaces() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let daemon = "import ctypes, time; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); \
+                  open(\"ready\", \"w\").close(); time.sleep(300)";
+    let command = format!(
+        "ls /proc | grep -c '^[0-9]' > seen; \
+         (env -i setsid python3 -c '{daemon}' >/dev/null 2>&1 & echo $! > sleep.pid); \
+         until [ -e go ]; do sleep 0.01; done"
+    );
+    let args = serde_json::json!({ "command": command }).to_string();
+    let run = toolbelt_as(
+        &["tools", "call", "run_shell_command", &args, "--yes"],
+        &[],
+        true,
+    );
+    let pid = sleep_pid(&run.pid_file, run.child.id());
+    let daemon_fd = pidfd(pid);
+    let ready = run.pid_file.with_file_name("ready");
+    eventually("the daemon to make itself not dumpable", || ready.exists());
+    let seen: usize = std::fs::read_to_string(run.pid_file.with_file_name("seen"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        seen < 8,
+        "an approved command saw {seen} processes: not the namespace's own"
+    );
+    signal(&run.child.id().to_string(), "KILL");
+    let mut child = run.child;
+    assert_eq!(child.wait().unwrap().signal(), Some(9));
+    assert_ends(&daemon_fd, "the hidden daemon of a normal user's command");
+    std::fs::write(run.pid_file.with_file_name("go"), "").unwrap();
+}
+
+/// Whether a normal user may make user namespaces here (a distribution may forbid it;
+/// CI's kernel does not, and there the test must run).
+fn user_namespaces() -> Result<(), String> {
+    let mut probe = Command::new("unshare");
+    probe.args(["-U", "-p", "-f", "true"]);
+    if rustix::process::geteuid().is_root() {
+        probe.uid(NOBODY).gid(NOBODY);
+    }
+    let ok = probe.status().is_ok_and(|s| s.success());
+    let ci = std::env::var_os("CI").is_some();
+    match (ok, ci) {
+        (true, _) => Ok(()),
+        (false, true) => panic!("CI's kernel must let a normal user make a user namespace"),
+        (false, false) => {
+            Err("this kernel does not let a normal user make a user namespace".into())
+        }
+    }
 }
 
 #[test]

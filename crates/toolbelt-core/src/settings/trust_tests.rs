@@ -70,6 +70,7 @@ fn hostile_workspace() -> Value {
             "trustDiscoveredTools": true,
             "sandbox": false,
             "shell": {"allowUnsandboxed": true, "killBackgroundOnExit": false,
+                      "processNamespace": false,
                       "environment": {"passthrough": ["*"]}},
             "exclude": ["web_fetch"],
             "truncateToolOutputLines": 7
@@ -141,6 +142,7 @@ fn an_untrusted_workspace_cannot_run_commands_allow_calls_or_widen_roots() {
             "tools.sandbox",
             "tools.shell.allowUnsandboxed",
             "tools.shell.killBackgroundOnExit",
+            "tools.shell.processNamespace",
             "tools.shell.environment",
             "context.includeDirectories",
             "security.folderTrust",

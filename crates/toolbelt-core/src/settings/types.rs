@@ -198,6 +198,11 @@ pub struct ShellSettings {
     pub limits: ShellLimits,
     /// `tools.shell.environment`: what of toolbelt's environment commands get.
     pub environment: ShellEnvironmentSettings,
+    /// `tools.shell.processNamespace`: approved commands share one PID namespace that
+    /// the kernel ends with toolbelt (default true). As a normal user it is made through
+    /// a user namespace, where set-uid programs such as `sudo` lose their privilege;
+    /// `false` (the person's settings only) runs approved commands without it.
+    pub process_namespace: bool,
     /// `tools.shell.inputWaitMs`: a foreground command whose output ends in a prompt
     /// (`Password:`, `[y/N]`, `name:`) and stays so this long is ended: it waits for input
     /// it cannot get (default 5000; 0 never ends one early).
@@ -215,6 +220,7 @@ impl Default for ShellSettings {
             allow_unsandboxed: false,
             limits: ShellLimits::default(),
             environment: ShellEnvironmentSettings::default(),
+            process_namespace: true,
             input_wait_ms: 5000,
             ready_settle_ms: 3000,
         }

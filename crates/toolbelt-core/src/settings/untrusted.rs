@@ -47,6 +47,7 @@ const RESTRICTED: &[(&str, Refuse)] = &[
     ("tools.sandbox", Refuse::Unless(turns_sandbox_on)),
     ("tools.shell.allowUnsandboxed", Refuse::AnyValue),
     ("tools.shell.killBackgroundOnExit", Refuse::Unless(is_true)),
+    ("tools.shell.processNamespace", Refuse::Unless(is_true)),
     // Raises what an unasked command may take (a lower limit is fine).
     (
         "tools.shell.limits.addressSpaceMb",

@@ -15,6 +15,10 @@
 //! each command's `pre_exec` step joins them with `setns` (no namespace is created per
 //! command: see BENCHMARKS.md for the cost).
 //!
+//! Where toolbelt is not privileged the holder also makes a user namespace (the user
+//! mapped to itself), which commands join first: see the crate's `isolate` module on
+//! what that costs set-uid programs.
+//!
 //! Jobs the settings keep past toolbelt's end cannot be in it, and are not.
 
 use std::fs::File;
@@ -25,10 +29,12 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use super::{IsolationStep, PID};
+use super::{IsolationStep, PID, needs_user};
 
 /// The namespace's descriptors, for the `pre_exec` step (which may read an atomic, not
-/// take a lock). -1 until a holder runs.
+/// take a lock). -1 until a holder runs; `USER_NS` stays -1 where toolbelt is
+/// privileged (no user namespace is made).
+pub(super) static USER_NS: AtomicI32 = AtomicI32::new(-1);
 pub(super) static PID_NS: AtomicI32 = AtomicI32::new(-1);
 pub(super) static MOUNT_NS: AtomicI32 = AtomicI32::new(-1);
 
@@ -36,9 +42,10 @@ struct Holder {
     relay: Child,
     /// The pipe whose end-of-file ends the holder: held, never written.
     stdin: ChildStdin,
-    /// Kept open for joining; never closed while this process runs (a command being
-    /// started on another thread may be about to use the descriptor numbers).
-    namespaces: [File; 2],
+    /// Kept open for joining (PID, mount, and the user namespace if one was made);
+    /// never closed while this process runs (a command being started on another thread
+    /// may be about to use the descriptor numbers).
+    namespaces: Vec<File>,
     /// The namespace's identity (inode of `/proc/<pid>/ns/pid`).
     inode: u64,
     /// The holder itself (`cat`, PID 1 inside), as toolbelt sees it.
@@ -59,11 +66,10 @@ pub(super) fn ensure() -> bool {
         return true;
     }
     if let Some(old) = holder.take() {
-        let [a, b] = old.namespaces;
         RETIRED
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .extend([a, b]);
+            .extend(old.namespaces);
     }
     match start() {
         Ok(h) => {
@@ -93,7 +99,8 @@ fn start() -> io::Result<Holder> {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let step = IsolationStep::install(&mut command);
-    step.flags.store(PID, Ordering::Relaxed);
+    let user = needs_user();
+    step.flags.store(PID | user, Ordering::Relaxed);
     // Safety: in PID 1 of the new namespace, before `exec`: one system call. An ignored
     // SIGCHLD survives `exec` and makes the kernel reap the orphans the holder adopts.
     unsafe {
@@ -110,21 +117,31 @@ fn start() -> io::Result<Holder> {
     let init = first_child(relay.id())
         .ok_or_else(|| io::Error::other("the holder's first process is not there"))?;
     let open = |kind: &str| File::open(format!("/proc/{init}/ns/{kind}"));
-    let (pid_ns, mount_ns) = match (open("pid"), open("mnt")) {
-        (Ok(p), Ok(m)) => (p, m),
-        (Err(e), _) | (_, Err(e)) => {
+    let opened = (|| {
+        let user_ns = if user != 0 { Some(open("user")?) } else { None };
+        Ok::<_, io::Error>((user_ns, open("pid")?, open("mnt")?))
+    })();
+    let (user_ns, pid_ns, mount_ns) = match opened {
+        Ok(all) => all,
+        Err(e) => {
             let _ = relay.kill();
             let _ = relay.wait();
             return Err(e);
         }
     };
     let inode = std::os::unix::fs::MetadataExt::ino(&pid_ns.metadata()?);
+    USER_NS.store(
+        user_ns.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+        Ordering::Release,
+    );
     PID_NS.store(pid_ns.as_raw_fd(), Ordering::Release);
     MOUNT_NS.store(mount_ns.as_raw_fd(), Ordering::Release);
+    let mut namespaces = vec![pid_ns, mount_ns];
+    namespaces.extend(user_ns);
     Ok(Holder {
         relay,
         stdin,
-        namespaces: [pid_ns, mount_ns],
+        namespaces,
         inode,
         init,
     })

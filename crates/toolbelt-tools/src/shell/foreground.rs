@@ -79,6 +79,7 @@ impl ShellCall {
             sandbox,
             &self.environment(),
             &owner,
+            self.process_namespace(),
         ) {
             Ok(r) => r,
             Err(e) => return self.spawn_error(&e),

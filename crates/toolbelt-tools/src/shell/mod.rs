@@ -461,6 +461,12 @@ impl ShellCall {
         environment::EnvironmentPolicy::new(&self.env.settings.tools.shell.environment.passthrough)
     }
 
+    /// Whether approved commands join the shared PID namespace
+    /// (`tools.shell.processNamespace`).
+    fn process_namespace(&self) -> bool {
+        self.env.settings.tools.shell.process_namespace
+    }
+
     fn log_path(&self, dir: &str, name: &str) -> PathBuf {
         self.env.session_dir.join(dir).join(name)
     }
@@ -516,8 +522,15 @@ impl ShellCall {
             }
         };
         let env = self.environment();
-        let running = match process::spawn(&self.command, &self.cwd, target, sandbox, &env, &owner)
-        {
+        let running = match process::spawn(
+            &self.command,
+            &self.cwd,
+            target,
+            sandbox,
+            &env,
+            &owner,
+            self.process_namespace(),
+        ) {
             Ok(r) => r,
             Err(e) => return self.spawn_error(&e),
         };

@@ -97,6 +97,7 @@ pub(crate) fn spawn(
     sandbox: Option<PreparedSandbox>,
     env: &EnvironmentPolicy,
     owner: &Owner,
+    namespace: bool,
 ) -> io::Result<RunningShell> {
     let mut cmd = GroupCommand::new(shell_program(), owner);
     cmd.args([OsStr::new("-c"), OsStr::new(command)])
@@ -104,9 +105,10 @@ pub(crate) fn spawn(
         .envs(EXTRA_ENV.iter().copied())
         .configure(|c| env.apply(c));
     // Approved commands share toolbelt's PID namespace, which the kernel ends with
-    // toolbelt: a job kept past that end stays outside it.
+    // toolbelt: a job kept past that end stays outside it, and the person's
+    // `tools.shell.processNamespace: false` keeps every command outside it.
     let kept = matches!(target, OutputTarget::KeptFile { .. });
-    if !kept {
+    if !kept && namespace {
         cmd.isolation(Isolation::Processes);
     }
     let mut log_copied = None;

@@ -224,6 +224,20 @@ async fn an_unasked_command_cannot_signal_toolbelt() {
     assert!(control.success(), "control");
 }
 
+/// `tools.shell.processNamespace: false` keeps approved commands out of the shared
+/// namespace (they reach toolbelt again); unasked ones keep their own.
+#[tokio::test]
+async fn approved_commands_leave_the_namespace_only_when_the_setting_says_so() {
+    let f = fixture(json!({"tools": {"shell": {"processNamespace": false}}}));
+    let me = std::process::id();
+    let r = f.approved(&format!("kill -0 {me}")).await;
+    assert_eq!(exit_code(&r), "0", "{}", r.llm_text());
+    if toolbelt_process::isolate::support().sealed.is_ok() {
+        let r = f.unasked(&format!("kill -0 {me}")).await;
+        assert_eq!(exit_code(&r), "1", "{}", r.llm_text());
+    }
+}
+
 #[tokio::test]
 async fn an_unasked_command_keeps_no_machine_wide_powers() {
     // Tests may run as root: capabilities are not paths, so seccomp refuses them. The
