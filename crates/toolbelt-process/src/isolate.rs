@@ -19,9 +19,11 @@
 //!    `isolate/shared.rs`: made once, ended by the
 //!    kernel with toolbelt) with `setns`, and forks the command inside them; the first
 //!    child stays outside as its relay (below);
-//! 4. for [`Isolation::Sealed`] (the commands nobody approved): `unshare`s the PID and mount namespaces (and a user
-//!    namespace where toolbelt is not privileged, mapping the user to itself; and the
-//!    network one for [`Isolation::Sealed`]), then forks the process that is PID 1 of the
+//! 4. for [`Isolation::Sealed`] (the commands nobody approved): joins the network
+//!    namespace, with no interface up, that unasked commands share (`isolate/offline.rs`,
+//!    made once; through the user namespace that owns it where toolbelt is not
+//!    privileged), `unshare`s a PID and mount namespace of its own, then forks the
+//!    process that is PID 1 of the
 //!    new namespace. It sets `PR_SET_PDEATHSIG` to SIGKILL, mounts a `/proc` of its own
 //!    namespace, reports success over a pipe and goes on to `exec` the command: the
 //!    command is the namespace's init, so no copy of toolbelt's memory (its environment,
@@ -99,7 +101,11 @@ pub struct IsolationSupport {
 /// before the caller says how far to isolate and runs after `fork`, where no lock may be
 /// taken).
 const PID: u8 = 1;
+/// Join the network namespace (and its user namespace, if any) unasked commands share
+/// ([`offline`]).
 const NET: u8 = 2;
+/// A user namespace of its own (toolbelt unprivileged), for a namespace made per
+/// command without [`NET`], and for the shared holder.
 const USER: u8 = 4;
 /// The probe: the command (PID 1 of its namespace) exits before `exec`.
 const PROBE: u8 = 8;
@@ -134,7 +140,7 @@ impl IsolationStep {
             Isolation::SessionOnly => 0,
             Isolation::Processes if processes_granted().is_ok() && shared::ensure() => JOIN,
             Isolation::Processes => 0,
-            Isolation::Sealed if sealed_granted().is_ok() => PID | NET | needs_user(),
+            Isolation::Sealed if sealed_granted().is_ok() => PID | NET,
             Isolation::Sealed => {
                 warn_missing(sealed_granted());
                 if processes_granted().is_ok() {
@@ -195,7 +201,10 @@ static SEALED_GRANTED: OnceLock<Result<(), String>> = OnceLock::new();
 /// Whether the machine grants the sealed set (PID, mount and network namespaces, through
 /// a user namespace when unprivileged), probed on first use like [`processes_granted`].
 pub fn sealed_granted() -> &'static Result<(), String> {
-    SEALED_GRANTED.get_or_init(|| probe(PID | NET | needs_user()))
+    SEALED_GRANTED.get_or_init(|| {
+        offline::ensure().clone()?;
+        probe(PID | NET)
+    })
 }
 
 fn probe(flags: u8) -> Result<(), String> {
@@ -222,7 +231,7 @@ fn describe(flags: u8, e: &io::Error) -> String {
     } else {
         "a PID namespace with its own /proc"
     };
-    let how = if flags & USER != 0 {
+    let how = if needs_user() != 0 {
         " through a user namespace"
     } else {
         ""
@@ -271,18 +280,28 @@ impl Plan {
 
     unsafe fn unshare(&self, flags: u8) -> io::Result<()> {
         let mut ns = libc::CLONE_NEWPID | libc::CLONE_NEWNS;
-        if flags & NET != 0 {
-            ns |= libc::CLONE_NEWNET;
-        }
-        if flags & USER != 0 {
+        let own_user = flags & USER != 0 && flags & NET == 0;
+        if own_user {
             ns |= libc::CLONE_NEWUSER;
         }
         // Safety: plain system calls.
         unsafe {
+            if flags & NET != 0 {
+                // The shared user namespace first: it owns the network namespace, and
+                // joining it gives the capabilities the `unshare` below needs. The PID
+                // and mount namespaces made then belong to it.
+                let user_ns = offline::USER_NS.load(Ordering::Acquire);
+                let net_ns = offline::NET_NS.load(Ordering::Acquire);
+                if (user_ns >= 0 && libc::setns(user_ns, libc::CLONE_NEWUSER) < 0)
+                    || libc::setns(net_ns, libc::CLONE_NEWNET) < 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+            }
             if libc::unshare(ns) < 0 {
                 return Err(io::Error::last_os_error());
             }
-            if flags & USER != 0 {
+            if own_user {
                 write_file(c"/proc/self/setgroups", b"deny")?;
                 write_file(c"/proc/self/uid_map", &self.uid_map)?;
                 write_file(c"/proc/self/gid_map", &self.gid_map)?;
@@ -580,6 +599,7 @@ unsafe fn read_exact(fd: i32, buf: &mut [u8]) -> bool {
     true
 }
 
+mod offline;
 mod shared;
 pub(crate) use shared::holder_pids;
 pub use shared::{command_pid, end_shared_namespace, host_pid, host_pid_below, namespace_pid};

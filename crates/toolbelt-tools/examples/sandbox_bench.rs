@@ -68,6 +68,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     env.user_home = home;
     let env = Arc::new(env);
     let tool = RunShellCommand::new(env.clone());
+    // `sandbox_bench RUNS unasked|approved`: that kind only, for a profiler.
+    if let Some(kind) = std::env::args().nth(2) {
+        let sandboxed = match kind.as_str() {
+            "unasked" => true,
+            "approved" => false,
+            other => return Err(format!("unknown kind {other:?}: unasked or approved").into()),
+        };
+        for _ in 0..runs {
+            let call = tool.build(json!({"command": "ls"}))?;
+            let mut ctx = ExecContext::new(env.clone());
+            if !sandboxed {
+                ctx = ctx.approved();
+            }
+            call.execute(ctx).await;
+        }
+        return Ok(());
+    }
     let mut confined = Vec::with_capacity(runs);
     let mut unconfined = Vec::with_capacity(runs);
     // Warm-up: the first confined call detects support and compiles the BPF program.
