@@ -10,7 +10,7 @@
 //! {"type":"session","version":1,"id":"0b6c5f1e-8f0a-4c51-9d1e-2a7f3c9b4d10","cwd":"/src/app","model":"qwen3","started":"2026-11-23T17:15:00.123Z","parent":null}
 //! {"type":"user","content":[{"text":"what does the readme say?"}]}
 //! {"type":"assistant","text":"","tool_calls":[{"id":"c1","name":"read_file","arguments":"{\"absolute_path\":\"/src/app/README.md\"}"}]}
-//! {"type":"tool","call_id":"c1","text":"hello"}
+//! {"type":"tool","call_id":"c1","text":"hello","is_error":false}
 //! {"type":"assistant","text":"It says hello.","tool_calls":[]}
 //! ```
 //!
@@ -27,8 +27,13 @@
 //! approval mode and the context files may have changed since), so a resumed session
 //! speaks to the model as a new run would, with the old conversation in between. Images
 //! in user messages are base64 (`{"image":{"mime_type":"image/png","data":"..."}}`).
-//! Tool results are the text the model read, never run again: loading a file gives back
-//! exactly the history that was sent.
+//! Tool results are what the model read, never run again: loading a file gives back
+//! exactly the history that was sent. A result line has the text, `is_error`, and the
+//! images the tool returned (`"images":[{"mime_type":"image/png","data":"..."}]`, left
+//! out when there are none). A line written before these fields existed loads with
+//! `is_error` read from its text (`Error: ` at the start, as the wire formats then
+//! guessed) and no images: that version sent its images in a user message after the
+//! results, which is saved as such and loads as it was.
 //!
 //! # Choices
 //!
@@ -80,7 +85,7 @@ use std::time::SystemTime;
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
-use toolbelt_model::{Message, OpaquePart, ToolCall, UserPart};
+use toolbelt_model::{Message, OpaquePart, ToolCall, ToolImage, UserPart};
 
 /// The version this code writes and reads.
 pub const FORMAT_VERSION: u64 = 1;
@@ -216,6 +221,11 @@ enum Line {
     Tool {
         call_id: String,
         text: String,
+        /// Always written; `None` on a line from before it was (see the module notes).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        is_error: Option<bool>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRecord>,
     },
     /// The history from here on (`/compress`): replaces every message before it.
     Compressed {
@@ -227,7 +237,31 @@ enum Line {
 #[serde(rename_all = "snake_case")]
 enum ContentRecord {
     Text(String),
-    Image { mime_type: String, data: String },
+    Image(ImageRecord),
+}
+
+/// An image, its bytes in base64.
+#[derive(Debug, Serialize, Deserialize)]
+struct ImageRecord {
+    mime_type: String,
+    data: String,
+}
+
+impl ImageRecord {
+    fn new(mime_type: &str, data: &[u8]) -> Self {
+        ImageRecord {
+            mime_type: mime_type.to_string(),
+            data: base64::engine::general_purpose::STANDARD.encode(data),
+        }
+    }
+
+    /// The MIME type and the bytes.
+    fn decode(self) -> Result<(String, Vec<u8>), String> {
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(self.data.as_bytes())
+            .map_err(|e| format!("an image that is not base64: {e}"))?;
+        Ok((self.mime_type, data))
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -246,7 +280,6 @@ struct CallRecord {
 impl Line {
     /// `None` for the system prompt, which is not saved.
     fn from_message(message: &Message) -> Option<Line> {
-        let b64 = base64::engine::general_purpose::STANDARD;
         Some(match message {
             Message::System(_) => return None,
             Message::User(parts) => Line::User {
@@ -254,10 +287,9 @@ impl Line {
                     .iter()
                     .map(|p| match p {
                         UserPart::Text(t) => ContentRecord::Text(t.clone()),
-                        UserPart::Image { mime_type, data } => ContentRecord::Image {
-                            mime_type: mime_type.clone(),
-                            data: b64.encode(data),
-                        },
+                        UserPart::Image { mime_type, data } => {
+                            ContentRecord::Image(ImageRecord::new(mime_type, data))
+                        }
                     })
                     .collect(),
             },
@@ -283,15 +315,24 @@ impl Line {
                     })
                     .collect(),
             },
-            Message::Tool { call_id, text } => Line::Tool {
+            Message::Tool {
+                call_id,
+                text,
+                is_error,
+                images,
+            } => Line::Tool {
                 call_id: call_id.clone(),
                 text: text.clone(),
+                is_error: Some(*is_error),
+                images: images
+                    .iter()
+                    .map(|i| ImageRecord::new(&i.mime_type, &i.data))
+                    .collect(),
             },
         })
     }
 
     fn into_message(self) -> Result<Message, String> {
-        let b64 = base64::engine::general_purpose::STANDARD;
         Ok(match self {
             Line::Session(_) => return Err("a second session header".to_string()),
             Line::Compressed { .. } => {
@@ -302,12 +343,10 @@ impl Line {
                 for c in content {
                     parts.push(match c {
                         ContentRecord::Text(t) => UserPart::Text(t),
-                        ContentRecord::Image { mime_type, data } => UserPart::Image {
-                            mime_type,
-                            data: b64
-                                .decode(data.as_bytes())
-                                .map_err(|e| format!("an image that is not base64: {e}"))?,
-                        },
+                        ContentRecord::Image(image) => {
+                            let (mime_type, data) = image.decode()?;
+                            UserPart::Image { mime_type, data }
+                        }
                     });
                 }
                 Message::User(parts)
@@ -334,7 +373,23 @@ impl Line {
                     })
                     .collect(),
             },
-            Line::Tool { call_id, text } => Message::Tool { call_id, text },
+            Line::Tool {
+                call_id,
+                text,
+                is_error,
+                images,
+            } => Message::Tool {
+                is_error: is_error.unwrap_or_else(|| text.starts_with("Error: ")),
+                call_id,
+                text,
+                images: images
+                    .into_iter()
+                    .map(|i| {
+                        let (mime_type, data) = i.decode()?;
+                        Ok(ToolImage { mime_type, data })
+                    })
+                    .collect::<Result<_, String>>()?,
+            },
         })
     }
 }
@@ -534,6 +589,8 @@ fn answer_unfinished(
         messages.push(Message::Tool {
             call_id,
             text: UNFINISHED_CALL_TEXT.to_string(),
+            is_error: true,
+            images: Vec::new(),
         });
     }
 }
