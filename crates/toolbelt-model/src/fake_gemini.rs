@@ -578,14 +578,24 @@ fn check_responses(
         .and_then(|c| c.get("parts").and_then(Value::as_array))
         .map_or(&[], Vec::as_slice);
     // The responses first; then their images (`inlineData` of base64 bytes), any text.
-    let responses = parts.iter().take_while(|p| p.get("functionResponse").is_some());
-    if parts.iter().skip(responses.count()).any(|p| p.get("functionResponse").is_some()) {
-        problems.push(format!("content {at}: a functionResponse after other parts"));
+    let responses = parts
+        .iter()
+        .take_while(|p| p.get("functionResponse").is_some());
+    if parts
+        .iter()
+        .skip(responses.count())
+        .any(|p| p.get("functionResponse").is_some())
+    {
+        problems.push(format!(
+            "content {at}: a functionResponse after other parts"
+        ));
     }
     for data in parts.iter().filter_map(|p| p.get("inlineData")) {
         let field = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or("");
         if !field("mimeType").contains('/') || STANDARD.decode(field("data")).is_err() {
-            problems.push(format!("content {at}: inlineData without a MIME type or base64 data"));
+            problems.push(format!(
+                "content {at}: inlineData without a MIME type or base64 data"
+            ));
         }
     }
     let answered: Vec<(String, String)> = parts

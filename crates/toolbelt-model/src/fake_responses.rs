@@ -593,11 +593,15 @@ fn check_output(i: usize, output: Option<&Value>, problems: &mut Vec<String>) {
         let field = |k: &str| item.get(k).and_then(Value::as_str);
         let fine = match field("type") {
             Some("input_text") => field("text").is_some(),
-            Some("input_image") => field("file_id").is_some() || field("image_url").is_some_and(image_url),
+            Some("input_image") => {
+                field("file_id").is_some() || field("image_url").is_some_and(image_url)
+            }
             _ => false,
         };
         if !fine {
-            problems.push(format!("item {i}: an output item that is not input_text or input_image: {item}"));
+            problems.push(format!(
+                "item {i}: an output item that is not input_text or input_image: {item}"
+            ));
         }
     }
 }
@@ -610,5 +614,9 @@ fn image_url(url: &str) -> bool {
     }
     url.strip_prefix("data:image/")
         .and_then(|rest| rest.split_once(";base64,"))
-        .is_some_and(|(_, data)| base64::engine::general_purpose::STANDARD.decode(data).is_ok())
+        .is_some_and(|(_, data)| {
+            base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .is_ok()
+        })
 }

@@ -36,10 +36,18 @@ pub(crate) fn answer_with_error_and_image(request: &mut ModelRequest, turn: &Mod
     for (n, c) in turn.tool_calls.iter().enumerate() {
         request.messages.push(Message::Tool {
             call_id: c.id.clone(),
-            text: if n == 0 { "no such directory" } else { "Error: printed by the program" }.into(),
+            text: if n == 0 {
+                "no such directory"
+            } else {
+                "Error: printed by the program"
+            }
+            .into(),
             is_error: n == 0,
             images: if n == 1 {
-                vec![ToolImage { mime_type: "image/png".into(), data: PNG.to_vec() }]
+                vec![ToolImage {
+                    mime_type: "image/png".into(),
+                    data: PNG.to_vec(),
+                }]
             } else {
                 Vec::new()
             },

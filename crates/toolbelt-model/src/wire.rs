@@ -112,7 +112,8 @@ fn flush_media(out: &mut Vec<Value>, media: &mut Vec<Value>) {
     if media.is_empty() {
         return;
     }
-    let mut content = vec![json!({"type": "text", "text": "Media returned by the tool calls above:"})];
+    let mut content =
+        vec![json!({"type": "text", "text": "Media returned by the tool calls above:"})];
     content.append(media);
     out.push(json!({"role": "user", "content": content}));
 }

@@ -158,7 +158,10 @@ async fn the_older_part_becomes_the_models_summary_and_the_recent_part_stays() {
     assert!(text.contains("\n[an image, image/png]"), "{text}");
     assert!(!text.contains("base64"), "{text}");
     // The kept part keeps its results whole: error marks and images.
-    assert!(kept.iter().any(|m| matches!(m, Message::Tool { is_error: true, .. })));
+    assert!(
+        kept.iter()
+            .any(|m| matches!(m, Message::Tool { is_error: true, .. }))
+    );
     assert!(
         kept.iter()
             .any(|m| matches!(m, Message::Tool { images, .. } if images.len() == 1))

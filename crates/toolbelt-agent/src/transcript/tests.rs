@@ -143,7 +143,11 @@ fn a_result_line_keeps_its_error_flag_and_images_and_an_older_line_still_loads()
     // Images that are not base64 are damage, named by line.
     let bad = file_text(&conversation()).replace("iVBORwD/", "not base64!");
     let err = parse(Path::new("s.jsonl"), bad.as_bytes()).unwrap_err();
-    assert!(err.to_string().contains("s.jsonl:4: an image that is not base64"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("s.jsonl:4: an image that is not base64"),
+        "{err}"
+    );
 }
 
 #[cfg(unix)]

@@ -240,7 +240,11 @@ async fn a_failed_result_says_so_by_its_flag_and_images_go_inside_their_result()
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_BASE64}},
         ]})
     );
-    assert_eq!(results.as_array().unwrap().len(), 2, "nothing after the results");
+    assert_eq!(
+        results.as_array().unwrap().len(),
+        2,
+        "nothing after the results"
+    );
 }
 
 #[tokio::test]
@@ -256,7 +260,9 @@ async fn the_fake_refuses_an_image_the_api_would_not_take() {
     complete(&c, &req).await.unwrap();
     let violations = server.violations();
     assert!(
-        violations.iter().any(|v| v.contains("an image block without a base64 source")),
+        violations
+            .iter()
+            .any(|v| v.contains("an image block without a base64 source")),
         "{violations:?}"
     );
 }

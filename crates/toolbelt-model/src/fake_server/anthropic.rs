@@ -403,10 +403,14 @@ fn check_result_content(i: usize, content: Option<&Value>, problems: &mut Vec<St
 /// An `image` block: a base64 source of a media type the API takes.
 fn check_image(i: usize, block: &Value, problems: &mut Vec<String>) {
     use base64::Engine;
-    let source = |k: &str| block.pointer(&format!("/source/{k}")).and_then(Value::as_str);
+    let source = |k: &str| {
+        block
+            .pointer(&format!("/source/{k}"))
+            .and_then(Value::as_str)
+    };
     let media = source("media_type").unwrap_or("");
-    let decodes = source("data")
-        .is_some_and(|d| base64::engine::general_purpose::STANDARD.decode(d).is_ok());
+    let decodes =
+        source("data").is_some_and(|d| base64::engine::general_purpose::STANDARD.decode(d).is_ok());
     if source("type") != Some("base64")
         || !["image/jpeg", "image/png", "image/gif", "image/webp"].contains(&media)
         || !decodes

@@ -154,11 +154,15 @@ fn check_conversation(messages: &[Value], problems: &mut Vec<String>) -> Vec<Too
             // A tool message is text only: a string, or `text` parts.
             let text_only = match m.get("content") {
                 Some(Value::String(_)) => true,
-                Some(Value::Array(parts)) => parts.iter().all(|p| p.get("type") == Some(&json!("text"))),
+                Some(Value::Array(parts)) => {
+                    parts.iter().all(|p| p.get("type") == Some(&json!("text")))
+                }
                 _ => false,
             };
             if !text_only {
-                problems.push(format!("message {i}: a tool message whose content is not text"));
+                problems.push(format!(
+                    "message {i}: a tool message whose content is not text"
+                ));
             }
             match open.front() {
                 Some(next) if next == id => {

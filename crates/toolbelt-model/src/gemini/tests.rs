@@ -504,7 +504,10 @@ fn schemas_are_cut_to_the_subset_gemini_accepts() {
 async fn a_failed_result_is_an_error_response_and_images_follow_the_responses() {
     use crate::test_support::{PNG_BASE64, answer_with_error_and_image};
     let server = FakeGemini::start(vec![
-        GeminiReply::calls("", &[("c1", "glob", json!({})), ("c2", "read_file", json!({}))]),
+        GeminiReply::calls(
+            "",
+            &[("c1", "glob", json!({})), ("c2", "read_file", json!({}))],
+        ),
         GeminiReply::text("ok"),
     ])
     .await
@@ -515,9 +518,14 @@ async fn a_failed_result_is_an_error_response_and_images_follow_the_responses() 
         tools: tools(),
         tool_choice: None,
     };
-    let turn = m.complete(&request, &CancellationToken::new()).await.unwrap();
+    let turn = m
+        .complete(&request, &CancellationToken::new())
+        .await
+        .unwrap();
     answer_with_error_and_image(&mut request, &turn);
-    m.complete(&request, &CancellationToken::new()).await.unwrap();
+    m.complete(&request, &CancellationToken::new())
+        .await
+        .unwrap();
     assert_eq!(server.violations(), Vec::<String>::new());
     let contents = server.requests()[1].body["contents"].clone();
     assert_eq!(

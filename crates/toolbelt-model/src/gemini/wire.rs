@@ -117,7 +117,10 @@ fn contents(messages: &[Message]) -> Vec<Value> {
                 images,
             } => {
                 let (name, made_up) = calls.get(call_id.as_str()).copied().unwrap_or(("", false));
-                ("user", result_parts(call_id, name, made_up, text, *is_error, images))
+                (
+                    "user",
+                    result_parts(call_id, name, made_up, text, *is_error, images),
+                )
             }
         };
         if parts.is_empty() {
@@ -165,9 +168,9 @@ fn result_parts(
         response["id"] = json!(call_id);
     }
     let mut parts = vec![json!({ "functionResponse": response })];
-    parts.extend(images.iter().map(|i| {
-        json!({"inlineData": {"mimeType": i.mime_type, "data": STANDARD.encode(&i.data)}})
-    }));
+    parts.extend(images.iter().map(
+        |i| json!({"inlineData": {"mimeType": i.mime_type, "data": STANDARD.encode(&i.data)}}),
+    ));
     parts
 }
 

@@ -454,7 +454,10 @@ fn the_request_is_stateless_with_reasoning_back_in_place_and_images_inline() {
 async fn a_tools_images_go_inside_its_output_as_input_image_items() {
     use crate::test_support::{PNG_BASE64, answer_with_error_and_image};
     let server = FakeResponses::start(vec![
-        ResponsesReply::calls("", &[("c1", "glob", json!({})), ("c2", "read_file", json!({}))]),
+        ResponsesReply::calls(
+            "",
+            &[("c1", "glob", json!({})), ("c2", "read_file", json!({}))],
+        ),
         ResponsesReply::text("ok"),
     ])
     .await
@@ -465,9 +468,14 @@ async fn a_tools_images_go_inside_its_output_as_input_image_items() {
         tools: tools(),
         tool_choice: None,
     };
-    let turn = m.complete(&request, &CancellationToken::new()).await.unwrap();
+    let turn = m
+        .complete(&request, &CancellationToken::new())
+        .await
+        .unwrap();
     answer_with_error_and_image(&mut request, &turn);
-    m.complete(&request, &CancellationToken::new()).await.unwrap();
+    m.complete(&request, &CancellationToken::new())
+        .await
+        .unwrap();
     assert_eq!(server.violations(), Vec::<String>::new());
     let input = server.requests()[1].body["input"].clone();
     let outputs: Vec<&Value> = input

@@ -128,9 +128,9 @@ fn output(text: &str, images: &[ToolImage]) -> Value {
         return json!(text);
     }
     let text = (!text.is_empty()).then(|| json!({"type": "input_text", "text": text}));
-    let images = images.iter().map(|i| {
-        json!({"type": "input_image", "image_url": i.data_url(), "detail": "auto"})
-    });
+    let images = images
+        .iter()
+        .map(|i| json!({"type": "input_image", "image_url": i.data_url(), "detail": "auto"}));
     Value::Array(text.into_iter().chain(images).collect())
 }
 

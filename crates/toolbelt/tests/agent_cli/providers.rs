@@ -616,7 +616,11 @@ async fn a_tools_image_and_failure_reach_anthropic_and_responses_in_their_own_fo
     std::fs::create_dir_all(user_settings.parent().unwrap()).unwrap();
     std::fs::write(&user_settings, settings.to_string()).unwrap();
     let run = w
-        .run(&["-m", "gpt-eyes", "--yolo", "look"], &[("EYES_KEY", "k")], None)
+        .run(
+            &["-m", "gpt-eyes", "--yolo", "look"],
+            &[("EYES_KEY", "k")],
+            None,
+        )
         .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.violations(), Vec::<String>::new());
@@ -634,7 +638,14 @@ async fn a_tools_image_and_failure_reach_anthropic_and_responses_in_their_own_fo
         output("c1"),
         json!([{"type": "input_image", "image_url": format!("data:image/png;base64,{png}"), "detail": "auto"}])
     );
-    assert!(output("c2").as_str().unwrap().starts_with("Error: "), "{input}");
+    assert!(
+        output("c2").as_str().unwrap().starts_with("Error: "),
+        "{input}"
+    );
     // No user message after the results carries the image a second time.
-    assert_eq!(input.to_string().matches(png.as_str()).count(), 1, "{input}");
+    assert_eq!(
+        input.to_string().matches(png.as_str()).count(),
+        1,
+        "{input}"
+    );
 }
