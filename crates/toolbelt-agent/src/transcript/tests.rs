@@ -6,6 +6,7 @@ use std::time::UNIX_EPOCH;
 use proptest::prelude::*;
 
 use super::*;
+use toolbelt_model::{ToolCall, UserPart};
 
 fn call(id: &str) -> ToolCall {
     ToolCall {
