@@ -400,7 +400,7 @@ impl Live {
                         self.updates.send(SessionUpdate::ToolCall(shown));
                     }
                 }
-                Message::Tool { call_id, text } => {
+                Message::Tool { call_id, text, .. } => {
                     let fields =
                         ToolCallUpdateFields::new().content(vec![updates::text_content(text)]);
                     self.updates

@@ -7,7 +7,10 @@
 //! part goes to the model as a plain-text transcript in one user message (each message
 //! capped, the whole bounded) with instructions of its own and no tools, so the request
 //! is well formed whatever the history holds (calls, results, images) and does not
-//! itself overflow the context it is meant to relieve.
+//! itself overflow the context it is meant to relieve. Images (a person's, a tool's) are
+//! named there, not sent: the summary keeps what was learnt from them in words. A failed
+//! result is marked as failed. The kept messages stay whole, images and error marks
+//! included.
 //!
 //! The new history is: the summary as a user message, a short assistant acknowledgement,
 //! then the kept messages. The caller swaps it in (`Agent::replace_history`, which also
@@ -177,7 +180,7 @@ fn chars(message: &Message) -> usize {
                     .map(|c| c.name.len() + c.arguments.len())
                     .sum::<usize>()
         }
-        Message::Tool { text, .. } => text.len(),
+        Message::Tool { text, images, .. } => text.len() + images.len() * 1_000,
     }
 }
 
@@ -216,14 +219,20 @@ fn transcript(messages: &[Message]) -> String {
                 }
                 s
             }
-            Message::Tool { call_id, text } => format!(
-                "[result of {}]\n{}",
-                names
-                    .get(call_id)
-                    .map(String::as_str)
-                    .unwrap_or("a tool call"),
-                capped(text)
-            ),
+            Message::Tool {
+                call_id,
+                text,
+                is_error,
+                images,
+            } => {
+                let name = names.get(call_id).map_or("a tool call", String::as_str);
+                let failed = if *is_error { ", failed" } else { "" };
+                let mut s = format!("[result of {name}{failed}]\n{}", capped(text));
+                for image in images {
+                    s.push_str(&format!("\n[an image, {}]", image.mime_type));
+                }
+                s
+            }
         };
         blocks.push(block);
     }

@@ -24,13 +24,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::hooks::{HookMessage, HookRunner};
 use toolbelt_core::scheduler::{
-    CompletedCall, Scheduler, SchedulerConfig, SchedulerEvent, ToolCallRequest, TurnInfo,
-    text_for_model,
+    CallState, CompletedCall, Scheduler, SchedulerConfig, SchedulerEvent, ToolCallRequest,
+    TurnInfo, text_for_model,
 };
 use toolbelt_core::{BoxFuture, Display, Part, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{
     FinishReason, Message, Model, ModelError, ModelRequest, ModelTurn, StreamDelta, ToolCall,
-    ToolSpec, Usage, UserPart,
+    ToolImage, ToolSpec, Usage, UserPart,
 };
 
 pub mod at_paths;
@@ -810,60 +810,52 @@ impl Agent {
         completed
     }
 
-    /// One tool message per call, in order; inline media follows in one user message
-    /// for models that take images, and becomes a note for the others.
+    /// One tool message per call, in order, each with its images for a model that takes
+    /// them (the wire format puts them where its API reads them).
     fn answer_calls(&self, request: &mut ModelRequest, completed: &[CompletedCall]) {
-        let images = self.model.takes_images();
-        let mut media = Vec::new();
+        let takes_images = self.model.takes_images();
         for call in completed {
-            let mut text = if images {
-                let mut texts = Vec::new();
-                for part in &call.result.llm_content {
-                    match part {
-                        Part::InlineData {
-                            mime_type, data, ..
-                        } if mime_type.starts_with("image/") => {
-                            media.push(UserPart::Image {
-                                mime_type: mime_type.clone(),
-                                data: data.clone(),
-                            });
-                            texts.push(format!(
-                                "[{mime_type} attached in the following user message]"
-                            ));
-                        }
-                        Part::Text { text } => texts.push(text.clone()),
-                        _ => {}
-                    }
-                }
-                let has_other_media = call.result.llm_content.iter().any(|p| {
-                    matches!(p, Part::InlineData { mime_type, .. } if !mime_type.starts_with("image/"))
-                });
-                if has_other_media {
-                    texts
-                        .push("[other inline media (audio, PDF) is not sent to this model]".into());
-                }
-                texts.join("\n")
-            } else {
-                text_for_model(&call.result)
-            };
-            if text.trim().is_empty() {
-                text = "Tool execution succeeded.".to_string();
+            self.push(request, tool_message(call, takes_images));
+        }
+    }
+}
+
+/// The result of `call` for the model. `is_error` is the scheduler's outcome (an error or
+/// a cancellation). A model that takes images gets the result's images beside its text,
+/// and a note for other inline media (audio, PDF); another model gets a note for each.
+fn tool_message(call: &CompletedCall, takes_images: bool) -> Message {
+    let mut images = Vec::new();
+    let mut text = if takes_images {
+        let mut texts = Vec::new();
+        let mut other_media = false;
+        for part in &call.result.llm_content {
+            match part {
+                Part::InlineData {
+                    mime_type, data, ..
+                } if mime_type.starts_with("image/") => images.push(ToolImage {
+                    mime_type: mime_type.clone(),
+                    data: data.clone(),
+                }),
+                Part::InlineData { .. } => other_media = true,
+                Part::Text { text } => texts.push(text.clone()),
+                _ => {}
             }
-            self.push(
-                request,
-                Message::Tool {
-                    call_id: call.call_id.clone(),
-                    text,
-                },
-            );
         }
-        if !media.is_empty() {
-            media.insert(
-                0,
-                UserPart::Text("Media returned by the tool calls above:".to_string()),
-            );
-            self.push(request, Message::User(media));
+        if other_media {
+            texts.push("[other inline media (audio, PDF) is not sent to this model]".into());
         }
+        texts.join("\n")
+    } else {
+        text_for_model(&call.result)
+    };
+    if text.trim().is_empty() && images.is_empty() {
+        text = "Tool execution succeeded.".to_string();
+    }
+    Message::Tool {
+        call_id: call.call_id.clone(),
+        text,
+        is_error: call.state != CallState::Success,
+        images,
     }
 }
 

@@ -17,7 +17,8 @@ use toolbelt_model::{
 
 use super::*;
 
-/// `note` echoes its value; `picture` returns a tiny PNG; `wait` runs until cancelled.
+/// `note` echoes its value; `picture` returns a tiny PNG; `wait` runs until cancelled;
+/// `broken` fails, with a text that does not say so.
 struct TestTool(&'static str);
 
 struct TestCall(&'static str, String);
@@ -68,6 +69,14 @@ impl Invocation for TestCall {
                     return_display: toolbelt_core::Display::markdown("picture"),
                     error: None,
                 },
+                "broken" => ToolResult {
+                    llm_content: vec![Part::text("it broke")],
+                    return_display: toolbelt_core::Display::markdown("it broke"),
+                    error: Some(ToolError::new(
+                        toolbelt_core::ErrorKind::ExecutionFailed,
+                        "it broke",
+                    )),
+                },
                 "wait" => {
                     ctx.cancel.cancelled().await;
                     ToolResult::err(toolbelt_core::ErrorKind::Cancelled, "stopped")
@@ -85,6 +94,10 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_with(&["note", "picture", "wait"])
+}
+
+fn fixture_with(tools: &[&'static str]) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let roots = WorkspaceRoots::new([dir.path()]).unwrap();
     let env = Arc::new(ToolEnvironment::new(
@@ -93,7 +106,7 @@ fn fixture() -> Fixture {
         dir.path().join("s"),
     ));
     let mut registry = ToolRegistry::new();
-    for name in ["note", "picture", "wait"] {
+    for &name in tools {
         registry.register(Arc::new(TestTool(name)), Origin::BuiltIn);
     }
     Fixture {
@@ -305,6 +318,46 @@ async fn images_follow_in_a_user_message_or_become_a_note() {
             assert_eq!(messages.as_array().unwrap().len(), 4);
         }
     }
+}
+
+/// The result carries the call's real outcome and its images: over Anthropic Messages,
+/// `is_error` on the failed result (whose text does not say so) and the image inside
+/// the result of the call that made it.
+#[tokio::test]
+async fn a_failed_call_is_flagged_and_an_image_rides_in_its_result() {
+    use toolbelt_model::fake_server::Dialect;
+    let f = fixture_with(&["picture", "broken"]);
+    let calls = vec![call("p", "picture", ""), call("b", "broken", "")];
+    let server = FakeOpenAi::start_speaking(
+        Dialect::AnthropicMessages,
+        "127.0.0.1:0",
+        vec![Reply::turn(turn("", calls, 1)), Reply::text("seen")],
+    )
+    .await
+    .unwrap();
+    let mut config = toolbelt_model::AnthropicConfig::new(server.base_url(), "claude-test");
+    config.api_key = Some("sk-ant-test".into());
+    config.takes_images = true;
+    config.retry.max_attempts = 1;
+    let model = Arc::new(toolbelt_model::AnthropicClient::new(config).unwrap());
+    let out = agent(&f, model, 5, None)
+        .run(prompt("look"), &CancellationToken::new())
+        .await;
+    assert!(matches!(out.stop, StopReason::Answered), "{:?}", out.stop);
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let messages = server.requests()[1].body["messages"].clone();
+    assert_eq!(messages.as_array().unwrap().len(), 3, "{messages}");
+    assert_eq!(
+        messages[2]["content"],
+        json!([
+            {"type": "tool_result", "tool_use_id": "p", "content": [
+                {"type": "text", "text": "a picture"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}},
+            ]},
+            {"type": "tool_result", "tool_use_id": "b", "is_error": true,
+                "content": [{"type": "text", "text": "it broke"}]},
+        ])
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,7 +10,7 @@
 //! {"type":"session","version":1,"id":"0b6c5f1e-8f0a-4c51-9d1e-2a7f3c9b4d10","cwd":"/src/app","model":"qwen3","started":"2026-11-23T17:15:00.123Z","parent":null}
 //! {"type":"user","content":[{"text":"what does the readme say?"}]}
 //! {"type":"assistant","text":"","tool_calls":[{"id":"c1","name":"read_file","arguments":"{\"absolute_path\":\"/src/app/README.md\"}"}]}
-//! {"type":"tool","call_id":"c1","text":"hello"}
+//! {"type":"tool","call_id":"c1","text":"hello","is_error":false}
 //! {"type":"assistant","text":"It says hello.","tool_calls":[]}
 //! ```
 //!
@@ -27,8 +27,13 @@
 //! approval mode and the context files may have changed since), so a resumed session
 //! speaks to the model as a new run would, with the old conversation in between. Images
 //! in user messages are base64 (`{"image":{"mime_type":"image/png","data":"..."}}`).
-//! Tool results are the text the model read, never run again: loading a file gives back
-//! exactly the history that was sent.
+//! Tool results are what the model read, never run again: loading a file gives back
+//! exactly the history that was sent. A result line has the text, `is_error`, and the
+//! images the tool returned (`"images":[{"mime_type":"image/png","data":"..."}]`, left
+//! out when there are none). A line written before these fields existed loads with
+//! `is_error` read from its text (`Error: ` at the start, as the wire formats then
+//! guessed) and no images: that version sent its images in a user message after the
+//! results, which is saved as such and loads as it was.
 //!
 //! # Choices
 //!
@@ -78,9 +83,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
-use base64::Engine;
 use serde::{Deserialize, Serialize};
-use toolbelt_model::{Message, OpaquePart, ToolCall, UserPart};
+use toolbelt_model::Message;
+
+use record::{ContentRecord, Line};
 
 /// The version this code writes and reads.
 pub const FORMAT_VERSION: u64 = 1;
@@ -193,149 +199,6 @@ impl SessionHeader {
             started: rfc3339(now),
             parent,
         }
-    }
-}
-
-/// One line of the file, as written.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Line {
-    Session(SessionHeader),
-    User {
-        content: Vec<ContentRecord>,
-    },
-    Assistant {
-        text: String,
-        #[serde(default)]
-        tool_calls: Vec<CallRecord>,
-        /// Parts only the format that made them reads (signed thinking blocks, thought
-        /// signatures, encrypted reasoning): a resumed tool-use turn must send them back.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        reasoning: Vec<ReasoningRecord>,
-    },
-    Tool {
-        call_id: String,
-        text: String,
-    },
-    /// The history from here on (`/compress`): replaces every message before it.
-    Compressed {
-        history: Vec<Line>,
-    },
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum ContentRecord {
-    Text(String),
-    Image { mime_type: String, data: String },
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct ReasoningRecord {
-    format: String,
-    value: serde_json::Value,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct CallRecord {
-    id: String,
-    name: String,
-    arguments: String,
-}
-
-impl Line {
-    /// `None` for the system prompt, which is not saved.
-    fn from_message(message: &Message) -> Option<Line> {
-        let b64 = base64::engine::general_purpose::STANDARD;
-        Some(match message {
-            Message::System(_) => return None,
-            Message::User(parts) => Line::User {
-                content: parts
-                    .iter()
-                    .map(|p| match p {
-                        UserPart::Text(t) => ContentRecord::Text(t.clone()),
-                        UserPart::Image { mime_type, data } => ContentRecord::Image {
-                            mime_type: mime_type.clone(),
-                            data: b64.encode(data),
-                        },
-                    })
-                    .collect(),
-            },
-            Message::Assistant {
-                text,
-                tool_calls,
-                reasoning,
-            } => Line::Assistant {
-                reasoning: reasoning
-                    .iter()
-                    .map(|p| ReasoningRecord {
-                        format: p.format.clone(),
-                        value: p.value.clone(),
-                    })
-                    .collect(),
-                text: text.clone(),
-                tool_calls: tool_calls
-                    .iter()
-                    .map(|c| CallRecord {
-                        id: c.id.clone(),
-                        name: c.name.clone(),
-                        arguments: c.arguments.clone(),
-                    })
-                    .collect(),
-            },
-            Message::Tool { call_id, text } => Line::Tool {
-                call_id: call_id.clone(),
-                text: text.clone(),
-            },
-        })
-    }
-
-    fn into_message(self) -> Result<Message, String> {
-        let b64 = base64::engine::general_purpose::STANDARD;
-        Ok(match self {
-            Line::Session(_) => return Err("a second session header".to_string()),
-            Line::Compressed { .. } => {
-                return Err("a compression inside a compressed history".to_string());
-            }
-            Line::User { content } => {
-                let mut parts = Vec::with_capacity(content.len());
-                for c in content {
-                    parts.push(match c {
-                        ContentRecord::Text(t) => UserPart::Text(t),
-                        ContentRecord::Image { mime_type, data } => UserPart::Image {
-                            mime_type,
-                            data: b64
-                                .decode(data.as_bytes())
-                                .map_err(|e| format!("an image that is not base64: {e}"))?,
-                        },
-                    });
-                }
-                Message::User(parts)
-            }
-            Line::Assistant {
-                text,
-                tool_calls,
-                reasoning,
-            } => Message::Assistant {
-                text,
-                tool_calls: tool_calls
-                    .into_iter()
-                    .map(|c| ToolCall {
-                        id: c.id,
-                        name: c.name,
-                        arguments: c.arguments,
-                    })
-                    .collect(),
-                reasoning: reasoning
-                    .into_iter()
-                    .map(|r| OpaquePart {
-                        format: r.format,
-                        value: r.value,
-                    })
-                    .collect(),
-            },
-            Line::Tool { call_id, text } => Message::Tool { call_id, text },
-        })
     }
 }
 
@@ -534,6 +397,8 @@ fn answer_unfinished(
         messages.push(Message::Tool {
             call_id,
             text: UNFINISHED_CALL_TEXT.to_string(),
+            is_error: true,
+            images: Vec::new(),
         });
     }
 }
@@ -626,6 +491,7 @@ fn rfc3339(now: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(now).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+mod record;
 mod store;
 
 pub use store::{SessionStore, is_uuid, valid_id};

@@ -573,11 +573,33 @@ fn check_responses(
     at: usize,
     problems: &mut Vec<String>,
 ) {
-    let answered: Vec<(String, String)> = content
+    let parts: &[Value] = content
         .filter(|c| c.get("role").and_then(Value::as_str) == Some("user"))
         .and_then(|c| c.get("parts").and_then(Value::as_array))
-        .into_iter()
-        .flatten()
+        .map_or(&[], Vec::as_slice);
+    // The responses first; then their images (`inlineData` of base64 bytes), any text.
+    let responses = parts
+        .iter()
+        .take_while(|p| p.get("functionResponse").is_some());
+    if parts
+        .iter()
+        .skip(responses.count())
+        .any(|p| p.get("functionResponse").is_some())
+    {
+        problems.push(format!(
+            "content {at}: a functionResponse after other parts"
+        ));
+    }
+    for data in parts.iter().filter_map(|p| p.get("inlineData")) {
+        let field = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or("");
+        if !field("mimeType").contains('/') || STANDARD.decode(field("data")).is_err() {
+            problems.push(format!(
+                "content {at}: inlineData without a MIME type or base64 data"
+            ));
+        }
+    }
+    let answered: Vec<(String, String)> = parts
+        .iter()
         .filter_map(|p| p.get("functionResponse"))
         .inspect(|r| {
             if !r.get("response").is_some_and(Value::is_object) {

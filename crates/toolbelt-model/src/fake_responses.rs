@@ -512,13 +512,16 @@ fn check_input(body: &Value, s: &State, problems: &mut Vec<String>) -> Option<St
                 .to_string()
         };
         match field("type").as_str() {
-            "function_call_output" => match open.pop_front() {
-                Some(id) if id == field("call_id") => {}
-                expected => problems.push(format!(
-                    "item {i}: answers '{}' but {expected:?} is next",
-                    field("call_id")
-                )),
-            },
+            "function_call_output" => {
+                check_output(i, item.get("output"), problems);
+                match open.pop_front() {
+                    Some(id) if id == field("call_id") => {}
+                    expected => problems.push(format!(
+                        "item {i}: answers '{}' but {expected:?} is next",
+                        field("call_id")
+                    )),
+                }
+            }
             other => {
                 // Parallel calls come one after another, their outputs after them.
                 if let Some(id) = open.front().filter(|_| other != "function_call") {
@@ -571,4 +574,49 @@ fn check_input(body: &Value, s: &State, problems: &mut Vec<String>) -> Option<St
         ));
     }
     missing
+}
+
+/// A `function_call_output`'s `output`: a string, or `input_text` and `input_image`
+/// items (an image as a URL, a `data:` URL of base64 included, or a file id).
+fn check_output(i: usize, output: Option<&Value>, problems: &mut Vec<String>) {
+    let items = match output {
+        Some(Value::String(_)) => return,
+        Some(Value::Array(items)) => items,
+        other => {
+            problems.push(format!(
+                "item {i}: an output that is neither a string nor a list: {other:?}"
+            ));
+            return;
+        }
+    };
+    for item in items {
+        let field = |k: &str| item.get(k).and_then(Value::as_str);
+        let fine = match field("type") {
+            Some("input_text") => field("text").is_some(),
+            Some("input_image") => {
+                field("file_id").is_some() || field("image_url").is_some_and(image_url)
+            }
+            _ => false,
+        };
+        if !fine {
+            problems.push(format!(
+                "item {i}: an output item that is not input_text or input_image: {item}"
+            ));
+        }
+    }
+}
+
+/// An `image_url` the API takes: http(s), or a `data:` URL of base64 image bytes.
+fn image_url(url: &str) -> bool {
+    use base64::Engine;
+    if url.starts_with("https://") || url.starts_with("http://") {
+        return true;
+    }
+    url.strip_prefix("data:image/")
+        .and_then(|rest| rest.split_once(";base64,"))
+        .is_some_and(|(_, data)| {
+            base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .is_ok()
+        })
 }

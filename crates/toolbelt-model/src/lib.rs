@@ -79,12 +79,22 @@ pub enum Message {
         /// their signatures), sent back to that format as they came.
         reasoning: Vec<OpaquePart>,
     },
-    /// The result of one tool call, as text.
+    /// The result of one tool call: its text, whether the call failed, and the images it
+    /// returned. Each wire format sends these in its own form (see `docs/models.md`):
+    /// Anthropic and Responses inside the result, Gemini and chat completions (whose
+    /// results are text only) in the same or the next user content, with a note in the
+    /// text. The images are only for models that take them; the agent turns them into a
+    /// note in `text` for the others.
     Tool {
         /// The id of the call answered.
         call_id: String,
-        /// The result's text.
+        /// The result's text (may be empty when `images` are not).
         text: String,
+        /// The call failed (not found, invalid, refused, cancelled or a tool error):
+        /// the scheduler's outcome, not read from the text.
+        is_error: bool,
+        /// Images the call returned, in order, after the text.
+        images: Vec<ToolImage>,
     },
 }
 
@@ -107,6 +117,24 @@ pub enum UserPart {
         /// The image's bytes.
         data: Vec<u8>,
     },
+}
+
+/// An image a tool returned (`read_file` of a PNG, an MCP tool's image content).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolImage {
+    /// The image's MIME type (`image/png`).
+    pub mime_type: String,
+    /// The image's bytes (base64 only on the wire).
+    pub data: Vec<u8>,
+}
+
+impl ToolImage {
+    /// The image as a `data:` URL.
+    pub(crate) fn data_url(&self) -> String {
+        use base64::Engine;
+        let data = base64::engine::general_purpose::STANDARD.encode(&self.data);
+        format!("data:{};base64,{data}", self.mime_type)
+    }
 }
 
 /// A part of an answer that only the wire format which produced it understands, kept

@@ -212,9 +212,15 @@ impl ReplayModel {
                 continue;
             }
             let failed = request.messages.iter().rev().find_map(|m| match m {
-                crate::Message::Tool { call_id, text } if *call_id == call.id => text
-                    .strip_prefix("Error: ")
-                    .map(|e| e.lines().next().unwrap_or("").to_string()),
+                crate::Message::Tool {
+                    call_id,
+                    text,
+                    is_error: true,
+                    ..
+                } if *call_id == call.id => {
+                    let text = text.strip_prefix("Error: ").unwrap_or(text);
+                    Some(text.lines().next().unwrap_or("").to_string())
+                }
                 _ => None,
             });
             if let Some(error) = failed
@@ -419,10 +425,14 @@ mod tests {
                 crate::Message::Tool {
                     call_id: "r1".into(),
                     text: r1.into(),
+                    is_error: r1.starts_with("Error: "),
+                    images: Vec::new(),
                 },
                 crate::Message::Tool {
                     call_id: "r2".into(),
                     text: "Error: Tool \"read_fil\" not found".into(),
+                    is_error: true,
+                    images: Vec::new(),
                 },
             ],
             ..ModelRequest::default()

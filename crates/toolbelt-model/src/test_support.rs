@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Message, Model, ModelRequest, ModelTurn, ToolCall};
+use crate::{Message, Model, ModelRequest, ModelTurn, ToolCall, ToolImage};
 
 /// A tool's result as the agent would give it: an error for a file called missing.
 pub(crate) fn result_of(call: &ToolCall) -> String {
@@ -17,6 +17,41 @@ pub(crate) fn result_of(call: &ToolCall) -> String {
         "Error: missing.rs does not exist".into()
     } else {
         format!("output of {}", call.name)
+    }
+}
+
+/// The image the tests of tool images return (a PNG signature), and its base64.
+pub(crate) const PNG: &[u8] = b"\x89PNG\r\n\x1a\n";
+pub(crate) const PNG_BASE64: &str = "iVBORw0KGgo=";
+
+/// `request` with `turn` and its first two calls' results, as the agent gives them: the
+/// first failed though its text does not say so (the flag must), the second succeeded
+/// though its text starts as an error's would, and returned [`PNG`].
+pub(crate) fn answer_with_error_and_image(request: &mut ModelRequest, turn: &ModelTurn) {
+    request.messages.push(Message::Assistant {
+        text: turn.text.clone(),
+        tool_calls: turn.tool_calls.clone(),
+        reasoning: turn.reasoning.clone(),
+    });
+    for (n, c) in turn.tool_calls.iter().enumerate() {
+        request.messages.push(Message::Tool {
+            call_id: c.id.clone(),
+            text: if n == 0 {
+                "no such directory"
+            } else {
+                "Error: printed by the program"
+            }
+            .into(),
+            is_error: n == 0,
+            images: if n == 1 {
+                vec![ToolImage {
+                    mime_type: "image/png".into(),
+                    data: PNG.to_vec(),
+                }]
+            } else {
+                Vec::new()
+            },
+        });
     }
 }
 
@@ -37,9 +72,12 @@ pub(crate) async fn drive(model: &dyn Model, request: &mut ModelRequest) -> Vec<
             reasoning: turn.reasoning.clone(),
         });
         for c in &turn.tool_calls {
+            let text = result_of(c);
             request.messages.push(Message::Tool {
                 call_id: c.id.clone(),
-                text: result_of(c),
+                is_error: text.starts_with("Error: "),
+                text,
+                images: Vec::new(),
             });
         }
         let done = turn.tool_calls.is_empty();

@@ -20,7 +20,7 @@ pub(crate) fn request_body(
     stream: bool,
     sampling: &Sampling,
 ) -> Value {
-    let messages: Vec<Value> = request.messages.iter().map(message).collect();
+    let messages = messages(&request.messages);
     let mut body = json!({
         "model": model,
         "messages": messages,
@@ -70,6 +70,54 @@ pub(crate) fn request_body(
     body
 }
 
+/// The conversation as chat messages. A `tool` message takes only text, so the images
+/// of a run of tool results follow it in one user message, each named in its result's
+/// text. (No field says a result failed: its text says so.)
+fn messages(conversation: &[Message]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(conversation.len() + 1);
+    let mut media: Vec<Value> = Vec::new();
+    for m in conversation {
+        if !matches!(m, Message::Tool { .. }) {
+            flush_media(&mut out, &mut media);
+        }
+        let Message::Tool {
+            call_id,
+            text,
+            images,
+            ..
+        } = m
+        else {
+            out.push(message(m));
+            continue;
+        };
+        let mut text = text.clone();
+        for image in images {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&format!(
+                "[{} attached in the following user message]",
+                image.mime_type
+            ));
+            media.push(json!({"type": "image_url", "image_url": {"url": image.data_url()}}));
+        }
+        out.push(json!({"role": "tool", "tool_call_id": call_id, "content": text}));
+    }
+    flush_media(&mut out, &mut media);
+    out
+}
+
+/// The user message that carries the images of the tool results before it.
+fn flush_media(out: &mut Vec<Value>, media: &mut Vec<Value>) {
+    if media.is_empty() {
+        return;
+    }
+    let mut content =
+        vec![json!({"type": "text", "text": "Media returned by the tool calls above:"})];
+    content.append(media);
+    out.push(json!({"role": "user", "content": content}));
+}
+
 fn message(m: &Message) -> Value {
     match m {
         Message::System(text) => json!({"role": "system", "content": text}),
@@ -108,7 +156,7 @@ fn message(m: &Message) -> Value {
             }
             v
         }
-        Message::Tool { call_id, text } => {
+        Message::Tool { call_id, text, .. } => {
             json!({"role": "tool", "tool_call_id": call_id, "content": text})
         }
     }

@@ -27,8 +27,9 @@ fn call(id: &str, name: &str) -> ToolCall {
     }
 }
 
-/// `turns` exchanges: a prompt, an answer with `calls` tool calls and their results,
-/// then a final answer. Each text is `size` characters.
+/// `turns` exchanges: a prompt, an answer with `calls` tool calls and their results (the
+/// second failed, the third with an image), then a final answer. Each text is `size`
+/// characters.
 fn history(turns: usize, calls: usize, size: usize) -> Vec<Message> {
     let filler = "x".repeat(size);
     let mut h = Vec::new();
@@ -43,10 +44,18 @@ fn history(turns: usize, calls: usize, size: usize) -> Vec<Message> {
                 tool_calls: cs.clone(),
                 reasoning: Vec::new(),
             });
-            for c in cs {
+            for (n, c) in cs.into_iter().enumerate() {
                 h.push(Message::Tool {
                     call_id: c.id,
                     text: format!("result {filler}"),
+                    is_error: n == 1,
+                    images: (n == 2)
+                        .then(|| toolbelt_model::ToolImage {
+                            mime_type: "image/png".into(),
+                            data: b"\x89PNG".to_vec(),
+                        })
+                        .into_iter()
+                        .collect(),
                 });
             }
         }
@@ -88,7 +97,7 @@ async fn the_older_part_becomes_the_models_summary_and_the_recent_part_stays() {
         .await
         .unwrap();
     let model = client(&server);
-    let h = history(6, 2, 200);
+    let h = history(6, 3, 200);
     let out = compress(&*model, &h, &CancellationToken::new())
         .await
         .unwrap();
@@ -141,6 +150,22 @@ async fn the_older_part_becomes_the_models_summary_and_the_recent_part_stays() {
         "{text}"
     );
     assert!(text.contains("[result of read_file]\nresult "), "{text}");
+    // A failed result is marked; an image is named, not sent.
+    assert!(
+        text.contains("[result of read_file, failed]\nresult "),
+        "{text}"
+    );
+    assert!(text.contains("\n[an image, image/png]"), "{text}");
+    assert!(!text.contains("base64"), "{text}");
+    // The kept part keeps its results whole: error marks and images.
+    assert!(
+        kept.iter()
+            .any(|m| matches!(m, Message::Tool { is_error: true, .. }))
+    );
+    assert!(
+        kept.iter()
+            .any(|m| matches!(m, Message::Tool { images, .. } if images.len() == 1))
+    );
     assert!(
         !text.contains("prompt 5 "),
         "the kept part is not summarised"

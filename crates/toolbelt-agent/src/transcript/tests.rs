@@ -6,6 +6,7 @@ use std::time::UNIX_EPOCH;
 use proptest::prelude::*;
 
 use super::*;
+use toolbelt_model::{ToolCall, UserPart};
 
 fn call(id: &str) -> ToolCall {
     ToolCall {
@@ -16,7 +17,8 @@ fn call(id: &str) -> ToolCall {
 }
 
 /// A conversation with every kind of message: text and image prompts, two calls in one
-/// turn (with a thinking block), results, a final answer.
+/// turn (with a thinking block), results (a failed one with an image, a successful one
+/// whose text starts as an error's would), a final answer.
 fn conversation() -> Vec<Message> {
     vec![
         Message::User(vec![
@@ -38,10 +40,17 @@ fn conversation() -> Vec<Message> {
         Message::Tool {
             call_id: "c1".to_string(),
             text: "one\n\"quoted\"".to_string(),
+            is_error: true,
+            images: vec![toolbelt_model::ToolImage {
+                mime_type: "image/png".to_string(),
+                data: vec![0x89, b'P', b'N', b'G', 0, 255],
+            }],
         },
         Message::Tool {
             call_id: "c2".to_string(),
-            text: "two".to_string(),
+            text: "Error: printed by the command, which succeeded".to_string(),
+            is_error: false,
+            images: Vec::new(),
         },
         Message::Assistant {
             text: "Both say hello.".to_string(),
@@ -93,6 +102,53 @@ fn a_saved_session_loads_back_as_the_same_history() {
     assert_eq!(loaded.header.version, FORMAT_VERSION);
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     assert_eq!(store.first_prompt(&id).as_deref(), Some("read both"));
+}
+
+#[test]
+fn a_result_line_keeps_its_error_flag_and_images_and_an_older_line_still_loads() {
+    let text = file_text(&conversation());
+    let tool_lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "tool")
+        .collect();
+    assert_eq!(tool_lines[0]["is_error"], true);
+    assert_eq!(
+        tool_lines[0]["images"],
+        serde_json::json!([{"mime_type": "image/png", "data": "iVBORwD/"}])
+    );
+    assert_eq!(tool_lines[1]["is_error"], false);
+    assert!(tool_lines[1].get("images").is_none(), "{}", tool_lines[1]);
+    // Lines written before the fields existed: the flag is read from the text, as the
+    // wire formats then did; no images.
+    let old = [
+        serde_json::to_string(&Line::Session(header())).unwrap(),
+        r#"{"type":"assistant","text":"","tool_calls":[{"id":"c1","name":"read_file","arguments":"{}"},{"id":"c2","name":"read_file","arguments":"{}"}]}"#.to_string(),
+        r#"{"type":"tool","call_id":"c1","text":"Error: File not found: /w/a.txt"}"#.to_string(),
+        r#"{"type":"tool","call_id":"c2","text":"[image/png attached in the following user message]"}"#.to_string(),
+        r#"{"type":"user","content":[{"text":"Media returned by the tool calls above:"},{"image":{"mime_type":"image/png","data":"iVBORw=="}}]}"#.to_string(),
+    ]
+    .join("\n")
+        + "\n";
+    let loaded = parse(Path::new("old.jsonl"), old.as_bytes()).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert!(matches!(
+        &loaded.messages[1],
+        Message::Tool { call_id, is_error: true, images, .. } if call_id == "c1" && images.is_empty()
+    ));
+    assert!(matches!(
+        &loaded.messages[2],
+        Message::Tool { call_id, is_error: false, images, .. } if call_id == "c2" && images.is_empty()
+    ));
+    assert!(matches!(&loaded.messages[3], Message::User(parts) if parts.len() == 2));
+    // Images that are not base64 are damage, named by line.
+    let bad = file_text(&conversation()).replace("iVBORwD/", "not base64!");
+    let err = parse(Path::new("s.jsonl"), bad.as_bytes()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("s.jsonl:4: an image that is not base64"),
+        "{err}"
+    );
 }
 
 #[cfg(unix)]
@@ -234,7 +290,9 @@ fn a_call_left_without_a_result_is_answered_with_an_error() {
         loaded.messages[3],
         Message::Tool {
             call_id: "c2".to_string(),
-            text: UNFINISHED_CALL_TEXT.to_string()
+            text: UNFINISHED_CALL_TEXT.to_string(),
+            is_error: true,
+            images: Vec::new(),
         }
     );
     assert_eq!(loaded.warnings.len(), 1);

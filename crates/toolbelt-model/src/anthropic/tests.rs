@@ -113,6 +113,8 @@ fn follow_up(turn: &ModelTurn) -> ModelRequest {
             } else {
                 format!("result of {}", c.name)
             },
+            is_error: n == 0,
+            images: Vec::new(),
         });
     }
     req.messages.push(Message::User(vec![UserPart::Image {
@@ -213,6 +215,56 @@ async fn the_request_has_the_headers_cache_marks_tools_and_results_in_the_apis_s
         json!({"type": "base64", "media_type": "image/png", "data": "AQID"})
     );
     assert_eq!(server.violations(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_failed_result_says_so_by_its_flag_and_images_go_inside_their_result() {
+    use crate::test_support::{PNG_BASE64, answer_with_error_and_image};
+    let server = server(vec![Reply::turn(thinking_turn()), Reply::text("ok")]).await;
+    let c = client(&server);
+    let turn = complete(&c, &request()).await.unwrap();
+    let mut req = request();
+    answer_with_error_and_image(&mut req, &turn);
+    complete(&c, &req).await.unwrap();
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let results = &server.requests()[1].body["messages"][2]["content"];
+    assert_eq!(
+        results[0],
+        json!({"type": "tool_result", "tool_use_id": "toolu_a", "is_error": true,
+            "content": [{"type": "text", "text": "no such directory"}]})
+    );
+    assert_eq!(
+        results[1],
+        json!({"type": "tool_result", "tool_use_id": "toolu_b", "content": [
+            {"type": "text", "text": "Error: printed by the program"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_BASE64}},
+        ]})
+    );
+    assert_eq!(
+        results.as_array().unwrap().len(),
+        2,
+        "nothing after the results"
+    );
+}
+
+#[tokio::test]
+async fn the_fake_refuses_an_image_the_api_would_not_take() {
+    let server = server(vec![Reply::turn(thinking_turn()), Reply::text("ok")]).await;
+    let c = client(&server);
+    let turn = complete(&c, &request()).await.unwrap();
+    let mut req = request();
+    crate::test_support::answer_with_error_and_image(&mut req, &turn);
+    if let Some(Message::Tool { images, .. }) = req.messages.last_mut() {
+        images[0].mime_type = "image/bmp".into();
+    }
+    complete(&c, &req).await.unwrap();
+    let violations = server.violations();
+    assert!(
+        violations
+            .iter()
+            .any(|v| v.contains("an image block without a base64 source")),
+        "{violations:?}"
+    );
 }
 
 #[tokio::test]

@@ -1,9 +1,11 @@
 //! The Messages API request body, from the conversation.
 //!
 //! The API has two roles, `user` and `assistant`; a tool's result is a `tool_result`
-//! block of a user message. Consecutive messages of one role (several tool results, then
-//! the images the agent attaches after them) become one message, tool results first, as
-//! the API requires. The system prompt goes in `system`, not among the messages.
+//! block of a user message, with `is_error` when the call failed and, when the tool
+//! returned images, `content` as `text` and `image` blocks (the images inside the result
+//! they belong to). Consecutive messages of one role (several tool results, then what
+//! the person adds) become one message, tool results first, as the API requires. The
+//! system prompt goes in `system`, not among the messages.
 //!
 //! Prompt caching: `cache_control` marks the system prompt and the last tool, so the
 //! unchanging prefix (tools, then system) is cached across the turns of a run.
@@ -111,16 +113,18 @@ enum TypedBlock<'a> {
     ToolResult {
         tool_use_id: &'a str,
         #[serde(skip_serializing_if = "Vec::is_empty")]
-        content: Vec<TextBlock<'a>>,
+        content: Vec<ResultBlock<'a>>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
 }
 
+/// A block of a `tool_result`'s content.
 #[derive(Serialize)]
-#[serde(tag = "type", rename = "text")]
-struct TextBlock<'a> {
-    text: &'a str,
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ResultBlock<'a> {
+    Text { text: &'a str },
+    Image { source: ImageSource<'a> },
 }
 
 #[derive(Serialize)]
@@ -215,16 +219,23 @@ fn messages(conversation: &[Message]) -> Vec<WireMessage<'_>> {
                 }
                 ("assistant", blocks)
             }
-            Message::Tool { call_id, text } => {
+            Message::Tool {
+                call_id,
+                text,
+                is_error,
+                images,
+            } => {
+                let text = (!text.is_empty()).then_some(ResultBlock::Text { text });
+                let images = images.iter().map(|i| ResultBlock::Image {
+                    source: ImageSource {
+                        media_type: &i.mime_type,
+                        data: STANDARD.encode(&i.data),
+                    },
+                });
                 let block = TypedBlock::ToolResult {
                     tool_use_id: call_id,
-                    content: if text.is_empty() {
-                        Vec::new()
-                    } else {
-                        vec![TextBlock { text }]
-                    },
-                    // Every failed call's result starts so (toolbelt-core's result.rs).
-                    is_error: text.starts_with("Error: "),
+                    content: text.into_iter().chain(images).collect(),
+                    is_error: *is_error,
                 };
                 ("user", vec![Block::Typed(block)])
             }

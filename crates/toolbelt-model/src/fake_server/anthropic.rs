@@ -316,6 +316,9 @@ impl Seen {
         let mut results_done = false;
         for b in blocks {
             if kind(b) != "tool_result" {
+                if kind(b) == "image" {
+                    check_image(i, b, problems);
+                }
                 results_done = true;
                 continue;
             }
@@ -331,6 +334,7 @@ impl Seen {
             if b.get("is_error").is_some_and(|e| !e.is_boolean()) {
                 problems.push(format!("message {i}: is_error is not a boolean"));
             }
+            check_result_content(i, b.get("content"), problems);
         }
         if !self.open.is_empty() {
             problems.push(format!(
@@ -370,5 +374,49 @@ impl Seen {
                 _ => other_seen = true,
             }
         }
+    }
+}
+
+/// A `tool_result`'s `content`: absent, a string, or `text` and `image` blocks.
+fn check_result_content(i: usize, content: Option<&Value>, problems: &mut Vec<String>) {
+    let blocks = match content {
+        None | Some(Value::String(_)) => return,
+        Some(Value::Array(blocks)) => blocks,
+        Some(other) => {
+            problems.push(format!(
+                "message {i}: a tool_result whose content is neither text nor blocks: {other}"
+            ));
+            return;
+        }
+    };
+    for b in blocks {
+        match kind(b) {
+            "text" if b.get("text").is_some_and(Value::is_string) => {}
+            "image" => check_image(i, b, problems),
+            other => problems.push(format!(
+                "message {i}: a tool_result content block of type '{other}' (text or image)"
+            )),
+        }
+    }
+}
+
+/// An `image` block: a base64 source of a media type the API takes.
+fn check_image(i: usize, block: &Value, problems: &mut Vec<String>) {
+    use base64::Engine;
+    let source = |k: &str| {
+        block
+            .pointer(&format!("/source/{k}"))
+            .and_then(Value::as_str)
+    };
+    let media = source("media_type").unwrap_or("");
+    let decodes =
+        source("data").is_some_and(|d| base64::engine::general_purpose::STANDARD.decode(d).is_ok());
+    if source("type") != Some("base64")
+        || !["image/jpeg", "image/png", "image/gif", "image/webp"].contains(&media)
+        || !decodes
+    {
+        problems.push(format!(
+            "message {i}: an image block without a base64 source of a JPEG, PNG, GIF or WebP: {block}"
+        ));
     }
 }

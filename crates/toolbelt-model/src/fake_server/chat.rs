@@ -151,6 +151,19 @@ fn check_conversation(messages: &[Value], problems: &mut Vec<String>) -> Vec<Too
         let role = m.get("role").and_then(Value::as_str).unwrap_or("");
         if role == "tool" {
             let id = m.get("tool_call_id").and_then(Value::as_str).unwrap_or("");
+            // A tool message is text only: a string, or `text` parts.
+            let text_only = match m.get("content") {
+                Some(Value::String(_)) => true,
+                Some(Value::Array(parts)) => {
+                    parts.iter().all(|p| p.get("type") == Some(&json!("text")))
+                }
+                _ => false,
+            };
+            if !text_only {
+                problems.push(format!(
+                    "message {i}: a tool message whose content is not text"
+                ));
+            }
             match open.front() {
                 Some(next) if next == id => {
                     open.pop_front();

@@ -200,7 +200,7 @@ async fn a_seven_call_session_with_retries_sends_every_signature_and_result_back
     assert_eq!(thanks[0].text, "You're welcome.");
     assert_eq!(server.violations(), Vec::<String>::new());
     assert_eq!(server.unused(), 0);
-    // The error result reached the model as the response of its call.
+    // The error result reached the model as the response of its call, under `error`.
     let requests = server.requests();
     let body = &requests[4].body;
     let responses: Vec<&Value> = body["contents"]
@@ -212,7 +212,7 @@ async fn a_seven_call_session_with_retries_sends_every_signature_and_result_back
         .collect();
     assert!(
         responses.contains(&&json!({"id": "c3", "name": "read_file",
-        "response": {"output": "Error: missing.rs does not exist"}})),
+        "response": {"error": "Error: missing.rs does not exist"}})),
         "{responses:?}"
     );
     assert_eq!(
@@ -253,6 +253,8 @@ async fn a_dropped_thought_signature_is_refused_loudly() {
     request.messages.push(Message::Tool {
         call_id: "c1".into(),
         text: "a.rs".into(),
+        is_error: false,
+        images: Vec::new(),
     });
     let err = m
         .complete(&request, &CancellationToken::new())
@@ -498,6 +500,45 @@ fn schemas_are_cut_to_the_subset_gemini_accepts() {
     );
 }
 
+#[tokio::test]
+async fn a_failed_result_is_an_error_response_and_images_follow_the_responses() {
+    use crate::test_support::{PNG_BASE64, answer_with_error_and_image};
+    let server = FakeGemini::start(vec![
+        GeminiReply::calls(
+            "",
+            &[("c1", "glob", json!({})), ("c2", "read_file", json!({}))],
+        ),
+        GeminiReply::text("ok"),
+    ])
+    .await
+    .unwrap();
+    let m = model(&server);
+    let mut request = ModelRequest {
+        messages: vec![Message::user_text("look")],
+        tools: tools(),
+        tool_choice: None,
+    };
+    let turn = m
+        .complete(&request, &CancellationToken::new())
+        .await
+        .unwrap();
+    answer_with_error_and_image(&mut request, &turn);
+    m.complete(&request, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let contents = server.requests()[1].body["contents"].clone();
+    assert_eq!(
+        contents[2],
+        json!({"role": "user", "parts": [
+            {"functionResponse": {"id": "c1", "name": "glob", "response": {"error": "no such directory"}}},
+            {"functionResponse": {"id": "c2", "name": "read_file", "response": {"output":
+                "Error: printed by the program\n[image/png attached after the function responses]"}}},
+            {"inlineData": {"mimeType": "image/png", "data": PNG_BASE64}},
+        ]})
+    );
+}
+
 #[test]
 fn calls_without_ids_get_made_up_ones_that_are_not_sent_back() {
     let mut a = stream::TurnAssembler::default();
@@ -518,6 +559,8 @@ fn calls_without_ids_get_made_up_ones_that_are_not_sent_back() {
         request.messages.push(Message::Tool {
             call_id: c.id.clone(),
             text: "ok".into(),
+            is_error: false,
+            images: Vec::new(),
         });
     }
     let body = wire::request_body(&request, &crate::Sampling::default());

@@ -7,6 +7,13 @@
 //! Consecutive messages of one role are joined into one turn, as Gemini expects turns to
 //! alternate.
 //!
+//! A result is `{"output": text}`, or `{"error": text}` when the call failed (the two
+//! keys the API documents for a function's response). Images a tool returned go as
+//! `inlineData` parts of the same user turn, after all of its `functionResponse` parts
+//! (each named in its result's text): Gemini 3 also takes `parts` inside a
+//! `functionResponse`, but older models do not, and inline data in the turn that
+//! answers the calls is read by all of them.
+//!
 //! What an answer keeps for later requests (its one [`crate::OpaquePart`] of format
 //! `gemini`) is
 //! `{"calls": {id: signature}, "text": signature, "generated": [id]}`: the thought
@@ -19,7 +26,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
 use super::{FORMAT, schema};
-use crate::{Message, ModelRequest, OpaquePart, Sampling, ToolCall, UserPart};
+use crate::{Message, ModelRequest, OpaquePart, Sampling, ToolCall, ToolImage, UserPart};
 
 /// The request body.
 pub(crate) fn request_body(request: &ModelRequest, sampling: &Sampling) -> Value {
@@ -103,13 +110,17 @@ fn contents(messages: &[Message]) -> Vec<Value> {
                 }
                 ("model", model_parts(text, tool_calls, state))
             }
-            Message::Tool { call_id, text } => {
+            Message::Tool {
+                call_id,
+                text,
+                is_error,
+                images,
+            } => {
                 let (name, made_up) = calls.get(call_id.as_str()).copied().unwrap_or(("", false));
-                let mut response = json!({"name": name, "response": {"output": text}});
-                if !made_up {
-                    response["id"] = json!(call_id);
-                }
-                ("user", vec![json!({ "functionResponse": response })])
+                (
+                    "user",
+                    result_parts(call_id, name, made_up, text, *is_error, images),
+                )
             }
         };
         if parts.is_empty() {
@@ -122,8 +133,45 @@ fn contents(messages: &[Message]) -> Vec<Value> {
     }
     turns
         .into_iter()
-        .map(|(role, parts)| json!({"role": role, "parts": parts}))
+        .map(|(role, mut parts)| {
+            // The results first, then what follows them (their images, any text).
+            if role == "user" {
+                parts.sort_by_key(|p| p.get("functionResponse").is_none());
+            }
+            json!({"role": role, "parts": parts})
+        })
         .collect()
+}
+
+/// One result's parts: its `functionResponse`, then its images as `inlineData`.
+fn result_parts(
+    call_id: &str,
+    name: &str,
+    made_up: bool,
+    text: &str,
+    is_error: bool,
+    images: &[ToolImage],
+) -> Vec<Value> {
+    let mut text = text.to_string();
+    for image in images {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "[{} attached after the function responses]",
+            image.mime_type
+        ));
+    }
+    let key = if is_error { "error" } else { "output" };
+    let mut response = json!({"name": name, "response": { key: text }});
+    if !made_up {
+        response["id"] = json!(call_id);
+    }
+    let mut parts = vec![json!({ "functionResponse": response })];
+    parts.extend(images.iter().map(
+        |i| json!({"inlineData": {"mimeType": i.mime_type, "data": STANDARD.encode(&i.data)}}),
+    ));
+    parts
 }
 
 fn user_part(part: &UserPart) -> Value {

@@ -79,6 +79,8 @@ fn follow_up(turn: &ModelTurn) -> ModelRequest {
         req.messages.push(Message::Tool {
             call_id: c.id.clone(),
             text: format!("result of {}", c.name),
+            is_error: false,
+            images: Vec::new(),
         });
     }
     req
@@ -138,6 +140,38 @@ async fn the_request_carries_model_tools_stream_options_and_the_key() {
         r.body["messages"][2]["content"][1]["image_url"]["url"],
         "data:image/png;base64,AQID"
     );
+}
+
+#[tokio::test]
+async fn a_tools_images_follow_the_tool_messages_in_a_user_message() {
+    use crate::test_support::{PNG_BASE64, answer_with_error_and_image};
+    let server = FakeOpenAi::start(vec![Reply::turn(two_calls()), Reply::text("ok")])
+        .await
+        .unwrap();
+    let c = client(&server, RetryPolicy::default());
+    let turn = complete(&c, &request()).await.unwrap();
+    let mut req = request();
+    answer_with_error_and_image(&mut req, &turn);
+    complete(&c, &req).await.unwrap();
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let messages = server.requests()[1].body["messages"].clone();
+    // A tool message is text only: no flag (the text says what happened), the image named.
+    assert_eq!(
+        messages[3],
+        json!({"role": "tool", "tool_call_id": "call_a", "content": "no such directory"})
+    );
+    assert_eq!(
+        messages[4]["content"],
+        "Error: printed by the program\n[image/png attached in the following user message]"
+    );
+    assert_eq!(
+        messages[5],
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "Media returned by the tool calls above:"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG_BASE64}")}},
+        ]})
+    );
+    assert_eq!(messages.as_array().unwrap().len(), 6);
 }
 
 #[tokio::test]

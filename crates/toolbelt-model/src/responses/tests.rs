@@ -271,6 +271,8 @@ async fn a_dropped_reasoning_item_is_refused_loudly() {
     request.messages.push(Message::Tool {
         call_id: "c1".into(),
         text: "a.rs".into(),
+        is_error: false,
+        images: Vec::new(),
     });
     let err = m
         .complete(&request, &CancellationToken::new())
@@ -412,6 +414,8 @@ fn the_request_is_stateless_with_reasoning_back_in_place_and_images_inline() {
             Message::Tool {
                 call_id: "c1".into(),
                 text: "none".into(),
+                is_error: false,
+                images: Vec::new(),
             },
         ],
         tools: tools(),
@@ -444,6 +448,53 @@ fn the_request_is_stateless_with_reasoning_back_in_place_and_images_inline() {
         body["tool_choice"],
         json!({"type": "function", "name": "glob"})
     );
+}
+
+#[tokio::test]
+async fn a_tools_images_go_inside_its_output_as_input_image_items() {
+    use crate::test_support::{PNG_BASE64, answer_with_error_and_image};
+    let server = FakeResponses::start(vec![
+        ResponsesReply::calls(
+            "",
+            &[("c1", "glob", json!({})), ("c2", "read_file", json!({}))],
+        ),
+        ResponsesReply::text("ok"),
+    ])
+    .await
+    .unwrap();
+    let m = model(&server);
+    let mut request = ModelRequest {
+        messages: vec![Message::user_text("look")],
+        tools: tools(),
+        tool_choice: None,
+    };
+    let turn = m
+        .complete(&request, &CancellationToken::new())
+        .await
+        .unwrap();
+    answer_with_error_and_image(&mut request, &turn);
+    m.complete(&request, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let input = server.requests()[1].body["input"].clone();
+    let outputs: Vec<&Value> = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .collect();
+    // Text alone stays a string; with an image, a list of items.
+    assert_eq!(outputs[0]["output"], "no such directory");
+    assert_eq!(
+        outputs[1]["output"],
+        json!([
+            {"type": "input_text", "text": "Error: printed by the program"},
+            {"type": "input_image", "image_url": format!("data:image/png;base64,{PNG_BASE64}"), "detail": "auto"},
+        ])
+    );
+    // Nothing else carries the image.
+    assert_eq!(input.to_string().matches(PNG_BASE64).count(), 1);
 }
 
 #[tokio::test]

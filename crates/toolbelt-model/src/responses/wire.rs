@@ -1,6 +1,8 @@
 //! Responses API request bodies: `instructions` from the system prompt, `input` items
 //! (`message`, `function_call`, `function_call_output`, and the `reasoning` items a
-//! reasoning model made), `function` tools.
+//! reasoning model made), `function` tools. A tool's images go inside its
+//! `function_call_output`, whose `output` is then a list of `input_text` and
+//! `input_image` (data URL) items rather than a string.
 //!
 //! What an answer keeps for later requests (its one [`crate::OpaquePart`] of format
 //! `openai-responses`) is `{"items": [...]}`: the answer's output items in their order, reasoning items whole (id, summary,
@@ -14,7 +16,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use super::FORMAT;
-use crate::{Message, ModelRequest, OpaquePart, Sampling, ToolCall, UserPart};
+use crate::{Message, ModelRequest, OpaquePart, Sampling, ToolCall, ToolImage, UserPart};
 
 /// The fields of a reasoning item the API takes back as input.
 const REASONING_FIELDS: &[&str] = &["type", "id", "summary", "encrypted_content", "content"];
@@ -108,10 +110,28 @@ fn items(m: &Message) -> Vec<Value> {
             tool_calls,
             reasoning,
         } => assistant_items(text, tool_calls, reasoning),
-        Message::Tool { call_id, text } => vec![json!({
-            "type": "function_call_output", "call_id": call_id, "output": text
+        Message::Tool {
+            call_id,
+            text,
+            images,
+            ..
+        } => vec![json!({
+            "type": "function_call_output", "call_id": call_id, "output": output(text, images)
         })],
     }
+}
+
+/// A `function_call_output`'s `output`: its text, or with images a list of `input_text`
+/// and `input_image` items. (The API has no failure flag for a result; its text says so.)
+fn output(text: &str, images: &[ToolImage]) -> Value {
+    if images.is_empty() {
+        return json!(text);
+    }
+    let text = (!text.is_empty()).then(|| json!({"type": "input_text", "text": text}));
+    let images = images
+        .iter()
+        .map(|i| json!({"type": "input_image", "image_url": i.data_url(), "detail": "auto"}));
+    Value::Array(text.into_iter().chain(images).collect())
 }
 
 fn assistant_items(text: &str, calls: &[ToolCall], reasoning: &[OpaquePart]) -> Vec<Value> {

@@ -3,11 +3,12 @@
 //! formats against fake servers speaking them, which check every request (tool uses
 //! answered; thinking blocks, thought signatures and reasoning items sent back).
 
+use base64::Engine;
 use serde_json::json;
 use toolbelt_model::fake_gemini::{FakeGemini, GeminiReply};
 use toolbelt_model::fake_responses::{FakeResponses, ResponsesReply};
 use toolbelt_model::fake_server::{Dialect, FakeOpenAi, Reply};
-use toolbelt_model::{ModelTurn, OpaquePart, Usage, parse_script};
+use toolbelt_model::{ModelTurn, OpaquePart, ToolCall, Usage, parse_script};
 
 use crate::sessions::{check_seven_files, seven_script, seven_workspace};
 use crate::support::Workspace;
@@ -543,4 +544,108 @@ async fn the_seven_call_session_over_openai_responses_from_model_providers() {
         .expect("a result message");
     check_usage(&result);
     replay_seven(&w, &record).await;
+}
+
+/// A turn reading a PNG of the workspace and a file that does not exist, then the end.
+fn png_and_missing(w: &Workspace) -> (Vec<ModelTurn>, String) {
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+    std::fs::write(w.ws().join("pixel.png"), png).unwrap();
+    let read = |id: &str, file: &str| ToolCall {
+        id: id.into(),
+        name: "read_file".into(),
+        arguments: json!({"file_path": w.ws().join(file)}).to_string(),
+    };
+    let calls = ModelTurn {
+        tool_calls: vec![read("c1", "pixel.png"), read("c2", "missing.txt")],
+        ..Default::default()
+    };
+    let done = ModelTurn {
+        text: "Seen.".into(),
+        ..Default::default()
+    };
+    let b64 = base64::engine::general_purpose::STANDARD.encode(png);
+    (vec![calls, done], b64)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_image_and_failure_reach_anthropic_and_responses_in_their_own_forms() {
+    // Anthropic Messages: the image inside the result, the failure flagged.
+    let w = Workspace::new();
+    let (turns, png) = png_and_missing(&w);
+    let replies = turns.iter().cloned().map(Reply::turn).collect();
+    let server = FakeOpenAi::start_speaking(Dialect::AnthropicMessages, "127.0.0.1:0", replies)
+        .await
+        .unwrap();
+    let url = server.base_url();
+    let env = [
+        ("ANTHROPIC_BASE_URL", url.as_str()),
+        ("ANTHROPIC_API_KEY", "sk-ant-test"),
+        ("ANTHROPIC_MODEL", "claude-test"),
+    ];
+    let run = w.run(&["--yolo", "look"], &env, None).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let messages = server.requests()[1].body["messages"].clone();
+    let results = &messages[2]["content"];
+    assert_eq!(
+        results[0],
+        json!({"type": "tool_result", "tool_use_id": "c1", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+        ]})
+    );
+    assert_eq!(results[1]["tool_use_id"], "c2");
+    assert_eq!(results[1]["is_error"], true, "{}", results[1]);
+    assert_eq!(results.as_array().unwrap().len(), 2, "{results}");
+    assert_eq!(messages.as_array().unwrap().len(), 3, "{messages}");
+
+    // OpenAI Responses (a model entry that takes images): `input_image` in the output.
+    let w = Workspace::new();
+    let (turns, png) = png_and_missing(&w);
+    let server = FakeResponses::start(turns.into_iter().map(ResponsesReply::Turn).collect())
+        .await
+        .unwrap();
+    let settings = json!({
+        "modelProviders": {"openai-responses": [{
+            "id": "gpt-eyes",
+            "envKey": "EYES_KEY",
+            "baseUrl": server.base_url(),
+            "capabilities": {"vision": true}
+        }]}
+    });
+    let user_settings = w.dir.path().join("home/.qwen/settings.json");
+    std::fs::create_dir_all(user_settings.parent().unwrap()).unwrap();
+    std::fs::write(&user_settings, settings.to_string()).unwrap();
+    let run = w
+        .run(
+            &["-m", "gpt-eyes", "--yolo", "look"],
+            &[("EYES_KEY", "k")],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let input = server.requests()[1].body["input"].clone();
+    let output = |id: &str| {
+        input
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["type"] == "function_call_output" && i["call_id"] == id)
+            .map(|i| i["output"].clone())
+            .unwrap()
+    };
+    assert_eq!(
+        output("c1"),
+        json!([{"type": "input_image", "image_url": format!("data:image/png;base64,{png}"), "detail": "auto"}])
+    );
+    assert!(
+        output("c2").as_str().unwrap().starts_with("Error: "),
+        "{input}"
+    );
+    // No user message after the results carries the image a second time.
+    assert_eq!(
+        input.to_string().matches(png.as_str()).count(),
+        1,
+        "{input}"
+    );
 }
