@@ -400,9 +400,18 @@ impl Live {
                         self.updates.send(SessionUpdate::ToolCall(shown));
                     }
                 }
-                Message::Tool { call_id, text, .. } => {
-                    let fields =
+                Message::Tool {
+                    call_id,
+                    text,
+                    is_error,
+                    ..
+                } => {
+                    // The call was shown completed; its saved outcome decides.
+                    let mut fields =
                         ToolCallUpdateFields::new().content(vec![updates::text_content(text)]);
+                    if *is_error {
+                        fields = fields.status(ToolCallStatus::Failed);
+                    }
                     self.updates
                         .send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                             call_id.clone(),

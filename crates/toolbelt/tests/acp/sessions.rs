@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use toolbelt_model::fake_server::{FakeOpenAi, Reply};
 
-use crate::{Editor, clean, model_env, sdk_dir, start};
+use crate::{Editor, call, clean, model_env, say, sdk_dir, start};
 
 /// The texts of the user messages the model saw in the last request.
 fn conversation(server: &FakeOpenAi) -> String {
@@ -133,4 +133,43 @@ async fn third_agent_resumes_and_closes(e: &Editor, server: &FakeOpenAi, env: &V
     }
     third.result(3);
     assert!(third.error(4)["code"].is_i64(), "{}", third.step(4));
+}
+
+/// A loaded session replays each past tool call with the outcome it had: a read of a
+/// missing file shows failed, a read that worked completed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loaded_session_replays_a_failed_call_as_failed() {
+    let Some(sdk) = sdk_dir() else { return };
+    let e = Editor::new(sdk);
+    e.write("here.txt", "present\n");
+    let mut missing = call(
+        "c_missing",
+        "read_file",
+        json!({"file_path": e.path("gone.txt")}),
+    );
+    missing["tool_calls"][0]["expect_error"] = json!(true);
+    let present = call(
+        "c_here",
+        "read_file",
+        json!({"file_path": e.path("here.txt")}),
+    );
+    let script = e.script("model.jsonl", &[missing, present, say("Read them.")]);
+    let mut steps = start();
+    steps.push(json!({"op": "prompt", "text": "read both"}));
+    let first = e
+        .drive(&["--model-replay", &script], &[], json!(steps), json!({}))
+        .await;
+    assert_eq!(first.result(2)["stopReason"], "end_turn");
+    let id = first.session("s");
+    let steps = json!([
+        {"op": "initialize"},
+        {"op": "loadSession", "sessionId": id, "as": "loaded"},
+    ]);
+    let loaded = e
+        .drive(&["--model-replay", &script], &[], steps, json!({}))
+        .await;
+    loaded.result(1);
+    let status = |call: &str| loaded.merged(call)["status"].clone();
+    assert_eq!(status("c_missing"), "failed", "{}", loaded.summary());
+    assert_eq!(status("c_here"), "completed", "{}", loaded.summary());
 }
