@@ -135,8 +135,8 @@ fn report_isolation(approved_namespace: bool, out: Lines<'_>) {
     match &support.sealed {
         Ok(()) => say!(
             out,
-            "Namespaces: unasked commands get PID, mount and network namespaces of their own (their own \
-             /proc, no network, everything they leave ended with them)"
+            "Namespaces: unasked commands get a PID and mount namespace of their own (their own /proc, \
+             everything they leave ended with them) and share one network namespace with no interface up"
         ),
         Err(why) => match &support.processes {
             Ok(()) => say!(

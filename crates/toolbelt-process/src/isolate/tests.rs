@@ -213,6 +213,27 @@ fn a_sealed_command_has_no_network() {
     assert_ne!(stdout(&unsealed), "", "control");
 }
 
+/// Unasked commands join one network namespace made once (none is made per command),
+/// not toolbelt's, while each keeps a PID namespace of its own.
+#[test]
+fn sealed_commands_share_one_offline_network_namespace_not_their_processes() {
+    if !granted(&support().sealed) {
+        return;
+    }
+    let ids = "readlink /proc/self/ns/net /proc/self/ns/pid";
+    let first = stdout(&run(ids, Isolation::Sealed));
+    let second = stdout(&run(ids, Isolation::Sealed));
+    let (net1, pid1) = first.split_once('\n').unwrap();
+    let (net2, pid2) = second.split_once('\n').unwrap();
+    assert_eq!(
+        net1, net2,
+        "one network namespace for every unasked command"
+    );
+    assert_ne!(pid1, pid2, "a PID namespace per command");
+    let ours = std::fs::read_link("/proc/self/ns/net").unwrap();
+    assert_ne!(net1, ours.to_string_lossy(), "not toolbelt's network");
+}
+
 #[test]
 fn terminating_the_group_ends_the_command_through_its_namespace() {
     let owner = Owner::new();
