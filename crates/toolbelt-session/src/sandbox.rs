@@ -178,9 +178,18 @@ fn report_isolation(approved_namespace: bool, out: Lines<'_>) {
 
 /// The shell tool as the session has it, with a context of an unasked call.
 async fn run_unasked(env: &Arc<ToolEnvironment>, command: &str) -> ToolResult {
+    run_as(env, command, false).await
+}
+
+/// The shell tool as the session has it, the call approved when `approved`.
+async fn run_as(env: &Arc<ToolEnvironment>, command: &str, approved: bool) -> ToolResult {
     let tool = RunShellCommand::new(env.clone());
+    let mut ctx = ExecContext::new(env.clone());
+    if approved {
+        ctx = ctx.approved();
+    }
     match tool.build(json!({ "command": command })) {
-        Ok(call) => call.execute(ExecContext::new(env.clone())).await,
+        Ok(call) => call.execute(ctx).await,
         Err(e) => ToolResult::error(e),
     }
 }
@@ -281,7 +290,40 @@ pub async fn verify(env: &Arc<ToolEnvironment>, out: Lines<'_>) -> bool {
     checks.extend(reach::checks(env, scratch.path(), &terminal, &store_probe));
     let mut all = true;
     for check in &checks {
-        all &= run_check(env, check, out).await;
+        all &= run_check(env, check, out, false).await;
+    }
+    all & verify_approved(env, out).await
+}
+
+/// Approved commands, where they share the PID namespace: toolbelt is out of reach.
+async fn verify_approved(env: &Arc<ToolEnvironment>, out: Lines<'_>) -> bool {
+    if !env.settings.tools.shell.process_namespace {
+        say!(
+            out,
+            "skip  approved commands: tools.shell.processNamespace is false"
+        );
+        return true;
+    }
+    if let Err(why) = &toolbelt_process::isolate::support().processes {
+        say!(out, "skip  approved commands: no PID namespace ({why})");
+        return true;
+    }
+    let me = std::process::id();
+    let checks = [
+        Check::exits_zero(
+            "approved: signal to toolbelt",
+            format!("kill -0 {me}"),
+            None,
+        ),
+        Check::exits_zero(
+            "approved: change toolbelt's limits (prlimit)",
+            format!("prlimit --pid {me} --core=0:0 --core"),
+            Some("util-linux's prlimit missing"),
+        ),
+    ];
+    let mut all = true;
+    for check in &checks {
+        all &= run_check(env, check, out, true).await;
     }
     all
 }
@@ -336,8 +378,14 @@ fn write_checks<'a>(scratch: &Path, listener: &'a TcpListener, port: u16) -> Vec
     ]
 }
 
-/// Runs one check: the host control, then the confined probe.
-async fn run_check(env: &Arc<ToolEnvironment>, check: &Check<'_>, out: Lines<'_>) -> bool {
+/// Runs one check: the host control, then the probe, confined as an unasked command
+/// or (`approved`) as an approved one.
+async fn run_check(
+    env: &Arc<ToolEnvironment>,
+    check: &Check<'_>,
+    out: Lines<'_>,
+    approved: bool,
+) -> bool {
     let host = tokio::process::Command::new("bash")
         .arg("-c")
         .arg(&check.command)
@@ -365,7 +413,7 @@ async fn run_check(env: &Arc<ToolEnvironment>, check: &Check<'_>, out: Lines<'_>
         );
         return false;
     }
-    let result = run_unasked(env, &check.command).await;
+    let result = run_as(env, &check.command, approved).await;
     let code = exit_code(&result);
     let got_through = (check.effect)(code);
     (check.undo)();
