@@ -4,7 +4,7 @@
 //! An ACP terminal runs a process the editor starts. Running the model's command that way
 //! would take it out of toolbelt's hands (its sandbox, namespace, descriptor rules,
 //! limits and guardian). So the command still runs as every shell call does, and the
-//! editor's terminal runs `toolbelt acp-terminal LOG PID` instead: a follower that prints
+//! editor's terminal runs `toolbelt acp-terminal LOG PID START` instead: a follower that prints
 //! the call's output as toolbelt writes it to LOG, and exits with the call's status when
 //! the call ends (or when toolbelt, PID, is gone). The follower only reads a file in the
 //! session's own directory; it runs nothing else.
@@ -74,7 +74,7 @@ impl Mirror {
         let params = json!({
             "sessionId": session_id,
             "command": terminals.exe,
-            "args": ["acp-terminal", log, std::process::id().to_string()],
+            "args": ["acp-terminal", log, std::process::id().to_string(), own_start_time()],
             "cwd": cwd,
         });
         let (peer, this, session_id) = (peer.clone(), mirror.clone(), session_id.to_string());
@@ -136,9 +136,27 @@ fn exit_marker(log: &Path) -> PathBuf {
     log.with_extension("exit")
 }
 
-/// `toolbelt acp-terminal LOG PID`: prints LOG as it grows until the call's status is
-/// written (then exits with it) or process PID is gone (then exits 1).
-pub fn follow(log: &Path, toolbelt_pid: u32) -> i32 {
+/// This process's start time (clock ticks since boot), which with its PID names it
+/// even after the PID is reused.
+fn own_start_time() -> String {
+    toolbelt_process::procfs::stat(std::process::id())
+        .map_or(0, |s| s.start_time)
+        .to_string()
+}
+
+/// Whether the toolbelt that started the follower still runs: its PID names a process
+/// that started when it did (a reused PID names another), or, without `start`, any.
+fn toolbelt_runs(pid: u32, start: Option<u64>) -> bool {
+    match toolbelt_process::procfs::stat(pid) {
+        Some(stat) => stat.is_alive() && start.is_none_or(|t| t == stat.start_time),
+        None => false,
+    }
+}
+
+/// `toolbelt acp-terminal LOG PID [START]`: prints LOG as it grows until the call's
+/// status is written (then exits with it) or process PID, started at START, is gone
+/// (then exits 1).
+pub fn follow(log: &Path, toolbelt_pid: u32, start: Option<u64>) -> i32 {
     let mut out = std::io::stdout();
     let Ok(mut file) = std::fs::File::open(log) else {
         return 1;
@@ -160,7 +178,7 @@ pub fn follow(log: &Path, toolbelt_pid: u32) -> i32 {
         if let Some(status) = status {
             return status.trim().parse().unwrap_or(1);
         }
-        if !Path::new(&format!("/proc/{toolbelt_pid}")).exists() {
+        if !toolbelt_runs(toolbelt_pid, start) {
             return 1;
         }
         // A display, not a synchronisation: the output shows within 30 ms.
@@ -261,7 +279,9 @@ mod tests {
         let log = dir.path().join("c1.log");
         std::fs::write(&log, "partial output\n").unwrap();
         std::fs::write(exit_marker(&log), "3").unwrap();
-        assert_eq!(follow(&log, std::process::id()), 3);
+        let start = own_start_time().parse().ok();
+        assert!(start.is_some_and(|t: u64| t > 0));
+        assert_eq!(follow(&log, std::process::id(), start), 3);
     }
 
     #[test]
@@ -270,6 +290,9 @@ mod tests {
         let log = dir.path().join("c1.log");
         std::fs::write(&log, "").unwrap();
         // PID 0 is never a process of /proc.
-        assert_eq!(follow(&log, 0), 1);
+        assert_eq!(follow(&log, 0, None), 1);
+        // A PID now naming a process that started at another time: reused, so gone.
+        let start: u64 = own_start_time().parse().unwrap();
+        assert_eq!(follow(&log, std::process::id(), Some(start + 1)), 1);
     }
 }

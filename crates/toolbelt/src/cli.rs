@@ -342,6 +342,8 @@ pub enum Command {
         log: std::path::PathBuf,
         /// toolbelt's process.
         pid: u32,
+        /// Its start time (clock ticks since boot), so a reused PID is not taken for it.
+        start: Option<u64>,
     },
 }
 

@@ -107,8 +107,8 @@ async fn run(cli: cli::Cli) -> u8 {
         Some(cli::Command::Sandbox { verify, command }) => {
             sandbox_cmd::run(&cli.global, verify, &command).await
         }
-        Some(cli::Command::AcpTerminal { log, pid }) => {
-            u8::try_from(toolbelt_acp::follow_terminal(&log, pid)).unwrap_or(1)
+        Some(cli::Command::AcpTerminal { log, pid, start }) => {
+            u8::try_from(toolbelt_acp::follow_terminal(&log, pid, start)).unwrap_or(1)
         }
         None => agent_cmd::run(&cli.global, cli.agent).await,
     }
