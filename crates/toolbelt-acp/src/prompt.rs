@@ -81,7 +81,7 @@ pub(crate) async fn user_message(
     if !references.is_empty() {
         let asked = references.join(" ");
         let agent = &prepared.agent;
-        let (read, warnings) = at_paths::inline(
+        let mut inlined = at_paths::inline(
             &asked,
             &agent.registry(),
             agent.scheduler(),
@@ -89,10 +89,10 @@ pub(crate) async fn user_message(
             &prepared.mcp.aliases(),
         )
         .await;
-        for warning in warnings {
+        for warning in std::mem::take(&mut inlined.warnings) {
             tracing::warn!("{warning}");
         }
-        parts.push(UserPart::Text(read));
+        parts.extend(inlined.parts(agent.takes_images()));
     }
     if parts.is_empty() {
         return Err("the prompt is empty".to_string());

@@ -12,13 +12,41 @@
 //! `@server:uri`, where `server` is the name of a configured MCP server, is one of its
 //! resources instead: read through the registry's `read_mcp_resource` (registered when
 //! a server offers resources), under the same rules as the model's own reads.
+//!
+//! Images a read returns (an image resource, an `@picture.png`) follow the text as image
+//! parts of the user message, for a model that takes images; another model gets the
+//! note the read left in the text ([`Inlined::parts`]).
 
 use std::path::Path;
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::ToolRegistry;
 use toolbelt_core::scheduler::{Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo};
+use toolbelt_core::{Part, ToolRegistry};
+use toolbelt_model::UserPart;
+
+/// What a prompt's references gave.
+#[derive(Debug, Default)]
+pub struct Inlined {
+    /// The prompt, with the text read after it (the prompt as written when nothing was).
+    pub text: String,
+    /// The images the reads returned, in order.
+    pub images: Vec<UserPart>,
+    /// A line for the person per reference that could not be read.
+    pub warnings: Vec<String>,
+}
+
+impl Inlined {
+    /// The user message: the text, then the images when the model takes images (else
+    /// the text's notes of them stand alone).
+    pub fn parts(self, takes_images: bool) -> Vec<UserPart> {
+        let mut parts = vec![UserPart::Text(self.text)];
+        if takes_images {
+            parts.extend(self.images);
+        }
+        parts
+    }
+}
 
 /// The `@` references of a prompt, unescaped, in order.
 pub fn references(prompt: &str) -> Vec<String> {
@@ -65,7 +93,7 @@ pub async fn inline(
     session: &Scheduler,
     cwd: &Path,
     mcp_servers: &[String],
-) -> (String, Vec<String>) {
+) -> Inlined {
     inline_some(prompt, registry, session, Some(cwd), mcp_servers).await
 }
 
@@ -76,7 +104,7 @@ pub async fn inline_resources(
     registry: &ToolRegistry,
     session: &Scheduler,
     mcp_servers: &[String],
-) -> (String, Vec<String>) {
+) -> Inlined {
     inline_some(prompt, registry, session, None, mcp_servers).await
 }
 
@@ -87,7 +115,7 @@ async fn inline_some(
     session: &Scheduler,
     cwd: Option<&Path>,
     mcp_servers: &[String],
-) -> (String, Vec<String>) {
+) -> Inlined {
     // The person's references are read through a scheduler of their own (the session's
     // rules, mode and hooks, nobody to ask, no events): the same checks as any call,
     // a PreToolUse hook that guards reads included, without showing the reads as the
@@ -100,141 +128,132 @@ async fn inline_some(
     if cwd.is_none() {
         refs.clear();
     }
-    if refs.is_empty() && resources.is_empty() {
-        return (prompt.to_string(), Vec::new());
-    }
-    let mut warnings = Vec::new();
-    let mut contents = Vec::new();
+    let mut read = Read {
+        scheduler,
+        registry,
+        contents: Vec::new(),
+        out: Inlined::default(),
+    };
     for reference in &resources {
-        read_resource(
-            registry,
-            &scheduler,
-            reference,
-            mcp_servers,
-            &mut contents,
-            &mut warnings,
-        )
-        .await;
+        read.resource(reference, mcp_servers).await;
     }
     if let Some(cwd) = cwd.filter(|_| !refs.is_empty()) {
-        read_paths(
-            registry,
-            &scheduler,
-            &refs,
-            cwd,
-            &mut contents,
-            &mut warnings,
+        read.paths(&refs, cwd).await;
+    }
+    let mut out = read.out;
+    out.text = if read.contents.is_empty() {
+        prompt.to_string()
+    } else {
+        format!(
+            "{prompt}\n\n--- Content from referenced files ---\n{}\n--- End of content ---",
+            read.contents.join("\n")
         )
-        .await;
-    }
-    if contents.is_empty() {
-        return (prompt.to_string(), warnings);
-    }
-    let text = format!(
-        "{prompt}\n\n--- Content from referenced files ---\n{}\n--- End of content ---",
-        contents.join("\n")
-    );
-    (text, warnings)
-}
-
-/// `@server:uri`: the resource through `read_mcp_resource`.
-async fn read_resource(
-    registry: &ToolRegistry,
-    scheduler: &Scheduler,
-    reference: &str,
-    mcp_servers: &[String],
-    contents: &mut Vec<String>,
-    warnings: &mut Vec<String>,
-) {
-    let Some((server, uri)) = mcp_resource(reference, mcp_servers) else {
-        return;
     };
-    if registry.get("read_mcp_resource").is_none() {
-        warnings.push(format!(
-            "@{reference} not inlined: MCP server \"{server}\" offers no resources"
-        ));
-        return;
-    }
-    let args = json!({ "server": server, "uri": uri });
-    match run(registry, scheduler, "read_mcp_resource", args).await {
-        Ok(text) => contents.push(format!("--- {reference} ---\n{text}")),
-        Err(e) => warnings.push(format!("@{reference} not inlined: {e}")),
-    }
+    out
 }
 
-/// `@path`s: through `read_many_files`, or `read_file` for plain files.
-async fn read_paths(
-    registry: &ToolRegistry,
-    scheduler: &Scheduler,
-    refs: &[String],
-    cwd: &Path,
-    contents: &mut Vec<String>,
-    warnings: &mut Vec<String>,
-) {
-    let absolute: Vec<String> = refs
-        .iter()
-        .map(|r| {
-            let p = Path::new(r);
-            if p.is_absolute() {
-                r.clone()
-            } else {
-                cwd.join(p).to_string_lossy().into_owned()
-            }
-        })
-        .collect();
-    if registry.get("read_many_files").is_some() {
-        match run(
-            registry,
-            scheduler,
-            "read_many_files",
-            json!({ "paths": absolute }),
-        )
-        .await
-        {
-            Ok(text) => contents.push(text),
-            Err(e) => warnings.push(format!("@ references not inlined: {e}")),
-        }
-        return;
-    }
-    for (given, path) in refs.iter().zip(&absolute) {
-        if !Path::new(path).is_file() {
-            warnings.push(format!(
-                "@{given} not inlined: only files can be inlined without read_many_files"
+/// The reads of one prompt's references: what they gave so far.
+struct Read<'a> {
+    scheduler: Scheduler,
+    registry: &'a ToolRegistry,
+    contents: Vec<String>,
+    out: Inlined,
+}
+
+impl Read<'_> {
+    /// `@server:uri`: the resource through `read_mcp_resource`.
+    async fn resource(&mut self, reference: &str, mcp_servers: &[String]) {
+        let Some((server, uri)) = mcp_resource(reference, mcp_servers) else {
+            return;
+        };
+        if self.registry.get("read_mcp_resource").is_none() {
+            self.out.warnings.push(format!(
+                "@{reference} not inlined: MCP server \"{server}\" offers no resources"
             ));
-            continue;
+            return;
         }
-        match run(
-            registry,
-            scheduler,
-            "read_file",
-            json!({ "absolute_path": path }),
-        )
-        .await
-        {
-            Ok(text) => contents.push(format!("--- {path} ---\n{text}")),
-            Err(e) => warnings.push(format!("@{given} not inlined: {e}")),
+        let args = json!({ "server": server, "uri": uri });
+        match self.run("read_mcp_resource", args).await {
+            Ok(text) => self.contents.push(format!("--- {reference} ---\n{text}")),
+            Err(e) => self
+                .out
+                .warnings
+                .push(format!("@{reference} not inlined: {e}")),
         }
     }
-}
 
-async fn run(
-    registry: &ToolRegistry,
-    scheduler: &Scheduler,
-    tool: &str,
-    args: serde_json::Value,
-) -> Result<String, String> {
-    let request = ToolCallRequest::new("at-reference", tool, &args);
-    let cancel = CancellationToken::new();
-    let mut done = scheduler
-        .run(registry, vec![request], TurnInfo::default(), &cancel)
-        .await;
-    let result = done
-        .pop()
-        .map(|call| call.result)
-        .ok_or_else(|| "no result".to_string())?;
-    match result.error {
-        Some(e) => Err(e.message),
-        None => Ok(result.llm_text()),
+    /// `@path`s: through `read_many_files`, or `read_file` for plain files.
+    async fn paths(&mut self, refs: &[String], cwd: &Path) {
+        let absolute: Vec<String> = refs
+            .iter()
+            .map(|r| {
+                let p = Path::new(r);
+                if p.is_absolute() {
+                    r.clone()
+                } else {
+                    cwd.join(p).to_string_lossy().into_owned()
+                }
+            })
+            .collect();
+        if self.registry.get("read_many_files").is_some() {
+            match self
+                .run("read_many_files", json!({ "paths": absolute }))
+                .await
+            {
+                Ok(text) => self.contents.push(text),
+                Err(e) => self
+                    .out
+                    .warnings
+                    .push(format!("@ references not inlined: {e}")),
+            }
+            return;
+        }
+        for (given, path) in refs.iter().zip(&absolute) {
+            if !Path::new(path).is_file() {
+                self.out.warnings.push(format!(
+                    "@{given} not inlined: only files can be inlined without read_many_files"
+                ));
+                continue;
+            }
+            match self
+                .run("read_file", json!({ "absolute_path": path }))
+                .await
+            {
+                Ok(text) => self.contents.push(format!("--- {path} ---\n{text}")),
+                Err(e) => self.out.warnings.push(format!("@{given} not inlined: {e}")),
+            }
+        }
+    }
+
+    /// Runs `tool` through the references' scheduler: its text, and its images kept
+    /// aside.
+    async fn run(&mut self, tool: &str, args: serde_json::Value) -> Result<String, String> {
+        let request = ToolCallRequest::new("at-reference", tool, &args);
+        let cancel = CancellationToken::new();
+        let mut done = self
+            .scheduler
+            .run(self.registry, vec![request], TurnInfo::default(), &cancel)
+            .await;
+        let result = done
+            .pop()
+            .map(|call| call.result)
+            .ok_or_else(|| "no result".to_string())?;
+        if let Some(e) = result.error {
+            return Err(e.message);
+        }
+        for part in &result.llm_content {
+            if let Part::InlineData {
+                mime_type, data, ..
+            } = part
+                && mime_type.starts_with("image/")
+            {
+                self.out.images.push(UserPart::Image {
+                    mime_type: mime_type.clone(),
+                    data: data.clone(),
+                });
+            }
+        }
+        Ok(result.llm_text())
     }
 }
 

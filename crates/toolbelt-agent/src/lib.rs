@@ -407,6 +407,11 @@ impl Agent {
         request.messages.push(message);
     }
 
+    /// Whether the model takes images (else an image is a note in the text).
+    pub fn takes_images(&self) -> bool {
+        self.model.takes_images()
+    }
+
     /// The scheduler that runs this agent's calls (its approval mode, its "always" answers).
     pub fn scheduler(&self) -> &Scheduler {
         &self.scheduler

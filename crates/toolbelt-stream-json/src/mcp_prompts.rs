@@ -43,12 +43,12 @@ pub(crate) async fn expand(
             Some(Ok(expanded)) => expanded,
             Some(Err(why)) => return Err(RunOutcome::prompt_not_made(why)),
         };
-        let (text, warnings) =
+        let mut inlined =
             at_paths::inline_resources(&text, &agent.registry(), agent.scheduler(), &servers).await;
-        for warning in warnings {
+        for warning in std::mem::take(&mut inlined.warnings) {
             tracing::warn!("{warning}");
         }
-        out.push(UserPart::Text(text));
+        out.extend(inlined.parts(agent.takes_images()));
     }
     Ok(out)
 }

@@ -18,7 +18,6 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{AgentEvent, EventSink, StopReason, at_paths};
-use toolbelt_model::UserPart;
 use toolbelt_session::{AgentError, Prepared, Setup, saved};
 use toolbelt_stream_json::{Emitter, InitInfo};
 
@@ -190,7 +189,7 @@ async fn execute(
     }
     let cancel = CancellationToken::new();
     let interrupts = watch_interrupts(cancel.clone());
-    let (prompt, warnings) = at_paths::inline(
+    let mut inlined = at_paths::inline(
         &p.prompt,
         &p.agent.registry(),
         p.agent.scheduler(),
@@ -198,14 +197,12 @@ async fn execute(
         &p.mcp.aliases(),
     )
     .await;
-    for warning in warnings {
+    for warning in std::mem::take(&mut inlined.warnings) {
         eprintln!("toolbelt: {warning}");
     }
     // `#references` count only in what the person wrote, not in inlined files.
-    let outcome = p
-        .agent
-        .run_with_references(vec![UserPart::Text(prompt)], &p.prompt, &cancel)
-        .await;
+    let parts = inlined.parts(p.agent.takes_images());
+    let outcome = p.agent.run_with_references(parts, &p.prompt, &cancel).await;
     p.background.stop_all().await;
     // Issue 33: monitors still running when the run stopped early are ended, and named.
     for (id, command) in p.monitors.stop_all().await {

@@ -40,7 +40,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{Agent, AgentEvent, EventSink, RunOutcome, StopReason, at_paths};
 use toolbelt_core::scheduler::{ApprovalMode, ApprovalRequest, CallState, SchedulerEvent};
-use toolbelt_model::{StreamDelta, UserPart};
+use toolbelt_model::StreamDelta;
 
 use toolbelt_tools::workspace_rules;
 
@@ -716,14 +716,13 @@ impl App {
                 }
             };
             let servers = mcp.aliases();
-            let (prompt, warnings) =
+            let mut inlined =
                 at_paths::inline(&text, &agent.registry(), agent.scheduler(), &cwd, &servers).await;
-            for warning in warnings {
+            for warning in std::mem::take(&mut inlined.warnings) {
                 let _ = tx.send(UiMessage::Notice(warning));
             }
-            let outcome = agent
-                .run_with_references(vec![UserPart::Text(prompt)], &text, &token)
-                .await;
+            let parts = inlined.parts(agent.takes_images());
+            let outcome = agent.run_with_references(parts, &text, &token).await;
             let _ = tx.send(UiMessage::Done(outcome));
         });
         self.running = Some(Running {

@@ -504,3 +504,45 @@ async fn system_prompt_flags_and_core_tools_shape_the_request() {
     assert!(system(1).ends_with("\n\nAnswer in French."));
     assert!(requests[1].body["tools"].as_array().unwrap().len() > 2);
 }
+
+/// An `@` reference to an image reaches a model that takes images as an image part of
+/// the user message, after the text; a model that takes none gets only the text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_at_referenced_image_is_an_image_part_for_a_model_that_takes_images() {
+    let w = Workspace::new();
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+    std::fs::write(w.ws().join("pixel.png"), png).unwrap();
+    for vision in [true, false] {
+        w.write(
+            ".qwen/settings.json",
+            &json!({"model": {"vision": vision}}).to_string(),
+        );
+        let server = FakeOpenAi::start(vec![Reply::text("seen")]).await.unwrap();
+        let url = server.base_url();
+        let run = w
+            .run(
+                &["--openai-base-url", &url, "-m", "m", "what is @pixel.png"],
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let content = server.requests()[0].body["messages"][1]["content"].clone();
+        let images: Vec<&Value> = content
+            .as_array()
+            .map(|parts| parts.iter().filter(|p| p["type"] == "image_url").collect())
+            .unwrap_or_default();
+        if vision {
+            assert_eq!(images.len(), 1, "{content}");
+            let url = images[0]["image_url"]["url"].as_str().unwrap();
+            assert!(url.starts_with("data:image/png;base64,"), "{url}");
+            let text = &content.as_array().unwrap()[0]["text"];
+            assert!(
+                text.as_str().unwrap().starts_with("what is @pixel.png"),
+                "the text comes first: {content}"
+            );
+        } else {
+            assert!(images.is_empty(), "{content}");
+        }
+    }
+}
