@@ -275,9 +275,9 @@ impl Session {
             Some(read) => read().map_err(AgentError::Prompt)?,
             None => String::new(),
         };
-        // Discovered and MCP tools join the built-ins; MCP servers may change theirs during
-        // the run (`McpToolSource`).
-        self.load_extensions(true).await?;
+        // Discovered and MCP tools join the built-ins; MCP servers start in the background
+        // and may add or change theirs during the run (`McpToolSource`).
+        self.load_extensions_starting(&prompt).await?;
         let ruled = self.rule_agent(&options).map_err(AgentError::Flags)?;
         let source = if continued.is_some() {
             "resume"
@@ -499,11 +499,14 @@ fn finish_agent(
     log: Option<SessionWriter>,
     background: &Arc<BackgroundTasks>,
 ) -> Agent {
+    let notes = crate::mcp::McpNotes::default();
     let agent = agent
         .with_tool_source(Arc::new(McpToolSource {
             mcp: mcp.clone(),
             offer,
+            notes: notes.clone(),
         }))
+        .with_events(Arc::new(notes))
         .with_history(continued.map(|c| c.messages).unwrap_or_default())
         .with_background(background.clone());
     match log {
