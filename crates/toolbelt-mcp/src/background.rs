@@ -39,13 +39,20 @@ pub(crate) fn backoff(failed: u32) -> Duration {
 /// Servers that came up since the owner last looked, in the order they did.
 pub(crate) type Joined = Arc<Mutex<Vec<String>>>;
 
-/// Starts `connection` until it is up, closed, or [`START_ATTEMPTS`] starts failed;
-/// announces it on `joined` when it is up.
+/// Starts `connection` (once `go` is cancelled, when given) until it is up, closed,
+/// or [`START_ATTEMPTS`] starts failed; announces it on `joined` when it is up.
 pub(crate) async fn start_with_retries(
     connection: Arc<McpConnection>,
     joined: Joined,
     stop: CancellationToken,
+    go: Option<CancellationToken>,
 ) {
+    if let Some(go) = go {
+        tokio::select! {
+            () = go.cancelled() => {}
+            () = stop.cancelled() => return,
+        }
+    }
     for attempt in 1..=START_ATTEMPTS {
         let outcome = tokio::select! {
             outcome = connection.start_shared(&joined) => outcome,

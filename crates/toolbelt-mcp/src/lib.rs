@@ -102,6 +102,8 @@ pub struct McpServers {
     joined: background::Joined,
     /// Ends the background starts.
     stop: tokio_util::sync::CancellationToken,
+    /// Lets the held-back starts begin ([`McpServers::launch`]).
+    go: tokio_util::sync::CancellationToken,
 }
 
 impl Drop for McpServers {
@@ -152,14 +154,16 @@ impl McpServers {
         McpServers::of(connections, problems, rx)
     }
 
-    /// Starts every server in the background and returns at once; each is started
-    /// again with backoff when it fails (see `background`), until [`McpServers::close`].
-    /// A server that is up is announced by [`McpServers::take_joined`]. Must be called
-    /// within a Tokio runtime.
+    /// Starts the servers in the background and returns at once: those named in
+    /// `first` now, the others at [`McpServers::launch`]. Each is started again with
+    /// backoff when it fails (see `background`), until [`McpServers::close`]. A server
+    /// that is up is announced by [`McpServers::take_joined`]. Must be called within a
+    /// Tokio runtime.
     pub fn start(
         servers: Vec<ServerConfig>,
         problems: Vec<ConfigProblem>,
         log_dir: &Path,
+        first: &[String],
     ) -> McpServers {
         let (tx, rx) = mpsc::unbounded_channel();
         let connections: Vec<Arc<McpConnection>> = servers
@@ -168,14 +172,23 @@ impl McpServers {
             .collect();
         let servers = McpServers::of(connections, problems, rx);
         for connection in &servers.connections {
+            let go = (!first.iter().any(|a| a == connection.alias())).then(|| servers.go.clone());
             // Ends by itself (up, given up) or with `stop`; nothing to join.
             tokio::spawn(background::start_with_retries(
                 connection.clone(),
                 servers.joined.clone(),
                 servers.stop.clone(),
+                go,
             ));
         }
         servers
+    }
+
+    /// Starts the servers [`McpServers::start`] held back. A session calls it once it
+    /// is set up, so that starting a server's process (and the guardian with the first
+    /// one) does not compete with its setting up on a busy machine; idempotent.
+    pub fn launch(&self) {
+        self.go.cancel();
     }
 
     fn of(
@@ -189,6 +202,7 @@ impl McpServers {
             changes: tokio::sync::Mutex::new(changes),
             joined: Default::default(),
             stop: Default::default(),
+            go: Default::default(),
         }
     }
 

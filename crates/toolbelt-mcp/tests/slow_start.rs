@@ -76,7 +76,9 @@ async fn start_returns_at_once_and_a_slow_server_joins_when_it_is_up() {
         ],
         Vec::new(),
         &dir.path().join("logs"),
+        &[],
     );
+    servers.launch();
     // The gate is closed: `start` cannot have waited for this one.
     assert_eq!(servers.connections()[0].status(), ServerStatus::Connecting);
     servers.wait_started(&["fast".to_string()]).await;
@@ -109,7 +111,9 @@ async fn a_server_that_fails_to_start_is_started_again_after_a_backoff() {
         vec![scripted(dir.path(), "flaky", &flaky)],
         Vec::new(),
         &dir.path().join("logs"),
+        &[],
     );
+    servers.launch();
     let failed = status_until(&servers, "flaky", |s| {
         matches!(s, ServerStatus::Retrying { .. })
     })
@@ -150,7 +154,9 @@ async fn closing_ends_a_start_under_way_and_the_retries() {
         ],
         Vec::new(),
         &dir.path().join("logs"),
+        &[],
     );
+    servers.launch();
     status_until(&servers, "fails", |s| {
         matches!(s, ServerStatus::Retrying { .. })
     })

@@ -294,6 +294,9 @@ impl Session {
         let dont_ask = DontAsk::new(options.policy.approval_mode.as_deref());
         let approver = setup.approver.map(|approver| dont_ask.wrap(approver));
         let mut prepared = self.make_agent(options, setup.sink, approver, ruled, saving)?;
+        // Set up: the MCP servers the prompt did not need start now, beside the first
+        // turn rather than competing with the setting up.
+        prepared.mcp.launch();
         prepared.prompt = prompt;
         prepared.dont_ask = dont_ask;
         if prepared.saved {

@@ -51,7 +51,8 @@ pub(crate) async fn start(
             .filter(|s| matches!(s.transport, toolbelt_mcp::Transport::Sdk { .. }))
             .map(|s| s.alias.clone()),
     );
-    let servers = McpServers::start(servers, problems, &log_dir);
+    // The others start once the session is set up (`McpServers::launch` in `agent`).
+    let servers = McpServers::start(servers, problems, &log_dir, &waited);
     servers.wait_started(&waited).await;
     Ok(servers)
 }
