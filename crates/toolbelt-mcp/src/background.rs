@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::{McpConnection, ServerStatus};
+use crate::connection::McpConnection;
+use crate::status::ServerStatus;
 
 /// How many times a session starts a server before it gives up.
 pub const START_ATTEMPTS: u32 = 6;

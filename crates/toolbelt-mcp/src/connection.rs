@@ -35,58 +35,11 @@ use toolbelt_core::{ErrorKind, ExecContext, Tool, ToolResult};
 use crate::config::{ServerConfig, Transport};
 use crate::events::ServerEvents;
 use crate::start::{Client, start};
+use crate::status::ServerStatus;
 use crate::tool::McpTool;
 
 /// How many times a call tries to start a server that died before giving up.
 pub(crate) const RECONNECT_ATTEMPTS: u32 = 3;
-
-/// Where a server stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ServerStatus {
-    /// Starting or doing the handshake.
-    Connecting,
-    /// Handshake done; tools listed.
-    Connected,
-    /// Why it is not usable.
-    Failed(String),
-    /// The last start failed (why); the session starts it again `at` (see
-    /// `background`: attempt `attempt` of `attempts`).
-    Retrying {
-        /// Why the last start failed.
-        why: String,
-        /// The number of the next attempt.
-        attempt: u32,
-        /// How many attempts there are in all.
-        attempts: u32,
-        /// When the next attempt starts.
-        at: std::time::Instant,
-    },
-}
-
-impl std::fmt::Display for ServerStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ServerStatus::Connecting => f.write_str("connecting"),
-            ServerStatus::Connected => f.write_str("connected"),
-            ServerStatus::Failed(why) => write!(f, "failed: {why}"),
-            ServerStatus::Retrying {
-                why,
-                attempt,
-                attempts,
-                at,
-            } => {
-                // Whole seconds, rounded up: "in 0 s" would read as "now, or never".
-                let left = at.saturating_duration_since(std::time::Instant::now());
-                let secs = left.as_millis().div_ceil(1000);
-                write!(
-                    f,
-                    "failed: {why}; start {attempt} of {attempts} in {secs} s"
-                )
-            }
-        }
-    }
-}
 
 /// A restart under way, shared by every call that waits for it.
 pub(crate) type Restart = Shared<BoxFuture<'static, Result<Peer<RoleClient>, String>>>;
@@ -190,22 +143,7 @@ impl McpConnection {
 
     /// Masked, since a reason may quote a URL or a command line.
     pub(crate) fn set_status(&self, status: ServerStatus) {
-        let status = match status {
-            ServerStatus::Failed(why) => ServerStatus::Failed(redact(&why)),
-            ServerStatus::Retrying {
-                why,
-                attempt,
-                attempts,
-                at,
-            } => ServerStatus::Retrying {
-                why: redact(&why),
-                attempt,
-                attempts,
-                at,
-            },
-            other => other,
-        };
-        self.status.send_replace(status);
+        self.status.send_replace(status.masked());
     }
 
     pub(crate) fn link(&self) -> std::sync::MutexGuard<'_, Link> {

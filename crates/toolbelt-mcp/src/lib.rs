@@ -80,6 +80,7 @@ pub mod sdk;
 pub mod serve;
 mod sse;
 mod start;
+mod status;
 mod tool;
 
 pub use background::START_ATTEMPTS;
@@ -88,9 +89,10 @@ pub use config::{
     ConfigProblem, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerConfig, Transport,
     configured_servers, parse_mcp_config,
 };
-pub use connection::{McpConnection, ServerStatus};
+pub use connection::McpConnection;
 pub use list_resources::{LIST_NAME, LIST_RULE_ALIASES};
 pub use read_resource::{READ_NAME, READ_RULE_ALIASES};
+pub use status::ServerStatus;
 pub use tool::McpTool;
 
 /// Every configured server of a session.

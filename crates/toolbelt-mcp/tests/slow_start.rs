@@ -53,12 +53,11 @@ async fn status_until(
         .find(|c| c.alias() == alias)
         .unwrap();
     let mut watch = connection.watch_status();
-    let reached = tokio::time::timeout(Duration::from_secs(30), watch.wait_for(done))
+    tokio::time::timeout(Duration::from_secs(30), watch.wait_for(done))
         .await
         .expect("the status never came")
         .unwrap()
-        .clone();
-    reached
+        .clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
