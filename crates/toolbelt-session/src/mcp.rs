@@ -4,7 +4,8 @@
 //! An agent session does not wait for its servers ([`start`]): each comes up in the
 //! background, and its tools join at the next model request, with a note to the model
 //! ([`McpNotes`]). It waits only for the servers its first prompt needs
-//! ([`needed_servers`]) and for a stream-JSON client's own (`sdk`) servers, which live
+//! ([`needed_servers`]), for those a declared tool is bound to (it is registered over
+//! their tool at start), and for a stream-JSON client's own (`sdk`) servers, which live
 //! in the client and whose tools the client expects in `system/init`. Listings
 //! (`toolbelt mcp list`, `tools list`) and `mcp serve` wait for every server
 //! ([`connect`]): what they show or offer is the servers' tools.
@@ -36,16 +37,19 @@ pub async fn connect(
 }
 
 /// The same servers as [`connect`], started in the background (see the module's
-/// documentation); waits only for the `sdk` servers and those `prompt` needs.
+/// documentation); waits only for the `sdk` servers, those `prompt` needs and those
+/// declared tools are `bound` to.
 pub(crate) async fn start(
     env: &ToolEnvironment,
     options: &McpOptions,
     more: Vec<ServerConfig>,
     prompt: &str,
+    bound: &[String],
 ) -> Result<McpServers, SetupError> {
     let (servers, problems, log_dir) = configured(env, options, &[], more)?;
     let aliases: Vec<String> = servers.iter().map(|s| s.alias.clone()).collect();
     let mut waited = needed_servers(prompt, &aliases);
+    waited.extend(bound.iter().filter(|b| aliases.contains(b)).cloned());
     waited.extend(
         (servers.iter())
             .filter(|s| matches!(s.transport, toolbelt_mcp::Transport::Sdk { .. }))

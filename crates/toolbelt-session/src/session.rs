@@ -307,7 +307,8 @@ impl Session {
             }
         };
         let (discovery, mcp) = tokio::join!(toolbelt_tools::discover(&self.env), connecting);
-        self.add_extensions(discovery, mcp?).await;
+        let declared = toolbelt_tools::load_declared(&self.env);
+        self.add_extensions(discovery, mcp?, declared).await;
         Ok(())
     }
 
@@ -319,15 +320,24 @@ impl Session {
         prompt: &str,
     ) -> Result<(), SetupError> {
         let sdk = std::mem::take(&mut self.options.sdk_mcp_servers);
-        let starting = crate::mcp::start(&self.env, &self.options.mcp, sdk, prompt);
+        // Declared tools bound to an MCP tool are registered at start, over that tool:
+        // their servers are needed too.
+        let declared = toolbelt_tools::load_declared(&self.env);
+        let bound = declared.mcp_servers();
+        let starting = crate::mcp::start(&self.env, &self.options.mcp, sdk, prompt, &bound);
         let (discovery, mcp) = tokio::join!(toolbelt_tools::discover(&self.env), starting);
-        self.add_extensions(discovery, mcp?).await;
+        self.add_extensions(discovery, mcp?, declared).await;
         Ok(())
     }
 
     /// Registers the discovered tools, the tools of the servers that are up, and the
     /// declared tools.
-    async fn add_extensions(&mut self, discovery: toolbelt_tools::Discovery, mcp: McpServers) {
+    async fn add_extensions(
+        &mut self,
+        discovery: toolbelt_tools::Discovery,
+        mcp: McpServers,
+        declared: toolbelt_tools::LoadedManifests,
+    ) {
         let warnings_before = self.registry.warnings().len();
         for report in mcp.reports() {
             if let toolbelt_mcp::ServerStatus::Failed(why) = &report.status {
@@ -349,7 +359,7 @@ impl Session {
         // handshake; take what has arrived so far.
         mcp.refresh_pending(&mut self.registry).await;
         self.mcp = mcp;
-        self.register_declared();
+        self.register_declared(declared);
         for warning in &self.registry.warnings()[warnings_before..] {
             tracing::warn!("{warning}");
             self.warnings.push(warning.clone());
@@ -358,8 +368,7 @@ impl Session {
 
     /// Declared tools last: their `mcp` and `builtin` bindings name tools registered
     /// before them.
-    fn register_declared(&mut self) {
-        let declared = toolbelt_tools::load_declared(&self.env);
+    fn register_declared(&mut self, declared: toolbelt_tools::LoadedManifests) {
         for warning in toolbelt_tools::register_declared(&mut self.registry, declared) {
             self.options.warn.say(&warning);
             self.warnings.push(warning.to_string());

@@ -157,3 +157,42 @@ fn the_model_sees_a_call_over_the_servers_timeout_named_with_the_setting() {
     // A deadline far under the tool's two minutes.
     assert!(started.elapsed() < Duration::from_secs(60));
 }
+
+/// A declared tool bound to an MCP server's tool is registered over that tool at start:
+/// the session waits for that server (and for it only).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_tool_bound_to_a_server_is_offered_from_the_first_request() {
+    let project = Project::new(json!({}));
+    std::fs::create_dir_all(project.root().join(".qwen/tools")).unwrap();
+    let manifest = json!({
+        "languageModelTools": [{"name": "shout", "displayName": "Shout", "modelDescription": "Echoes."}],
+        "bindings": {"shout": {"mcp": "fast/echo"}}
+    });
+    std::fs::write(
+        project.root().join(".qwen/tools/shout.json"),
+        manifest.to_string(),
+    )
+    .unwrap();
+    let config = json!({"mcpServers": {"fast": {"command": testserver()}}}).to_string();
+    let model = FakeOpenAi::start(vec![Reply::text("done")]).await.unwrap();
+    let url = model.base_url();
+    let args = [
+        "-p",
+        "go",
+        "--openai-base-url",
+        &url,
+        "-m",
+        "fake",
+        "--mcp-config",
+        &config,
+    ];
+    let out = project.command(&args).output().await.unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let first = &model.requests()[0].body;
+    assert!(
+        offered(first).iter().any(|t| t == "shout"),
+        "{:?}\n{}",
+        offered(first),
+        stderr(&out)
+    );
+}
