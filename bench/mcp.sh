@@ -2,7 +2,7 @@
 # MCP client benchmarks (issue 6), release build. Results go to BENCHMARKS.md by hand.
 #
 # 1. Start-up with five stdio servers of which one never answers `initialize`
-#    (connect timeout 2 s): `toolbelt mcp list` must take about the timeout, not the sum.
+#    (startupTimeout 2 s): `toolbelt mcp list` must take about the timeout, not the sum.
 #    Reference: one healthy server alone; connecting one after another would cost the
 #    sum (4 start-ups + 2 s). Also the three-server check of the issue (healthy,
 #    missing command, never answers with a 2 s timeout).
@@ -26,10 +26,10 @@ cat > "$work/project/.qwen/settings.json" <<JSON
 {"mcpServers": {
   "s1": {"command": "$TS"}, "s2": {"command": "$TS"}, "s3": {"command": "$TS"},
   "s4": {"command": "$TS"},
-  "hangs": {"command": "$TS", "args": ["silent"], "timeout": 2000}
+  "hangs": {"command": "$TS", "args": ["silent"], "startupTimeout": 2000}
 }}
 JSON
-three=$(printf '{"mcpServers": {"healthy": {"command": "%s"}, "missing": {"command": "/nonexistent/mcp-server"}, "hangs": {"command": "%s", "args": ["silent"], "timeout": 2000}}}' "$TS" "$TS")
+three=$(printf '{"mcpServers": {"healthy": {"command": "%s"}, "missing": {"command": "/nonexistent/mcp-server"}, "hangs": {"command": "%s", "args": ["silent"], "startupTimeout": 2000}}}' "$TS" "$TS")
 export HOME=$work/home TOOLBELT_HOME=$work/home/.toolbelt TOOLBELT_SYSTEM_SETTINGS_PATH=$work/none.json
 cd "$work/project"
 

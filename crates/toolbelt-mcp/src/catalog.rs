@@ -256,7 +256,7 @@ impl McpConnection {
                 service_error_text(&e)
             ))),
             Err(_) => Err(format!(
-                "MCP server \"{alias}\": {method} got no answer within {}",
+                "MCP server \"{alias}\": {method} got no answer within {} (the server's `timeout` setting)",
                 human_duration(timeout)
             )),
         }

@@ -15,9 +15,10 @@ use toolbelt_core::Settings;
 use toolbelt_core::redact::{self, Redactor};
 use toolbelt_core::settings::McpServerSettings;
 
-/// Default time to start a server, finish the handshake and list its tools.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default time one tool call may take.
+/// Default time to start a server, finish the handshake and list its tools
+/// (`startupTimeout`).
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default time one call to a server may take (`timeout`).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,9 +112,10 @@ pub struct ServerConfig {
     pub alias: String,
     /// How to reach it.
     pub transport: Transport,
-    /// How long connecting (start and handshake) may take.
-    pub connect_timeout: Duration,
-    /// How long one tool call may take.
+    /// How long starting it, the handshake and the first listing may take
+    /// (`startupTimeout`).
+    pub startup_timeout: Duration,
+    /// How long one call to it may take (`timeout`, or the older `callTimeout`).
     pub call_timeout: Duration,
     /// Calls run without confirmation; the server's annotations are believed.
     pub trust: bool,
@@ -171,8 +173,14 @@ impl ServerConfig {
         Ok(ServerConfig {
             alias: alias.to_string(),
             transport,
-            connect_timeout: millis(entry.timeout, DEFAULT_CONNECT_TIMEOUT),
-            call_timeout: millis(entry.call_timeout, DEFAULT_CALL_TIMEOUT),
+            startup_timeout: millis(entry.startup_timeout, DEFAULT_STARTUP_TIMEOUT),
+            // Qwen Code's `timeout` is the call timeout; `callTimeout` is toolbelt's older
+            // name for it, still read. (toolbelt once read `timeout` as the connect
+            // timeout: that is `startupTimeout` now.)
+            call_timeout: millis(
+                entry.timeout.filter(|ms| *ms > 0).or(entry.call_timeout),
+                DEFAULT_CALL_TIMEOUT,
+            ),
             trust: entry.trust,
             trust_annotations: entry.trust_annotations,
             include_tools: entry.include_tools.clone(),

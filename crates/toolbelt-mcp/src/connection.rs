@@ -35,42 +35,24 @@ use toolbelt_core::{ErrorKind, ExecContext, Tool, ToolResult};
 use crate::config::{ServerConfig, Transport};
 use crate::events::ServerEvents;
 use crate::start::{Client, start};
+use crate::status::ServerStatus;
 use crate::tool::McpTool;
 
 /// How many times a call tries to start a server that died before giving up.
 pub(crate) const RECONNECT_ATTEMPTS: u32 = 3;
 
-/// Where a server stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ServerStatus {
-    /// Starting or doing the handshake.
-    Connecting,
-    /// Handshake done; tools listed.
-    Connected,
-    /// Why it is not usable.
-    Failed(String),
-}
-
-impl std::fmt::Display for ServerStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ServerStatus::Connecting => f.write_str("connecting"),
-            ServerStatus::Connected => f.write_str("connected"),
-            ServerStatus::Failed(why) => write!(f, "failed: {why}"),
-        }
-    }
-}
-
 /// A restart under way, shared by every call that waits for it.
-type Restart = Shared<BoxFuture<'static, Result<Peer<RoleClient>, String>>>;
+pub(crate) type Restart = Shared<BoxFuture<'static, Result<Peer<RoleClient>, String>>>;
 
 /// The connection to the server right now.
-enum Link {
+pub(crate) enum Link {
     /// Never connected, or it died and no restart is under way.
     Down,
     Up(Client),
     Restarting(Restart),
+    /// Between two start attempts of the session's background start (`background`):
+    /// calls fail at once with this reason instead of starting a second copy.
+    Backoff(String),
     /// [`McpConnection::close`] was called: nothing starts again.
     Closed,
 }
@@ -89,7 +71,8 @@ pub struct McpConnection {
     events: ServerEvents,
     /// Held only to look or swap, never across an `.await`.
     link: Mutex<Link>,
-    status: Mutex<ServerStatus>,
+    /// A watch, so that a caller can wait for a start to end (`background`).
+    status: tokio::sync::watch::Sender<ServerStatus>,
     tools: Mutex<Vec<Arc<McpTool>>>,
     /// Resources and prompts of the last listing (see `catalog`).
     pub(crate) catalog: Mutex<crate::catalog::Catalog>,
@@ -125,7 +108,7 @@ impl McpConnection {
             log_path: log_dir.join(format!("{file_name}.log")),
             config,
             link: Mutex::new(Link::Down),
-            status: Mutex::new(ServerStatus::Connecting),
+            status: tokio::sync::watch::Sender::new(ServerStatus::Connecting),
             tools: Mutex::new(Vec::new()),
             catalog: Mutex::new(Default::default()),
             starting_pid: Mutex::new(None),
@@ -150,22 +133,20 @@ impl McpConnection {
 
     /// Where it stands now.
     pub fn status(&self) -> ServerStatus {
-        self.status
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.status.borrow().clone()
+    }
+
+    /// Follows the status (to wait for a start to end).
+    pub fn watch_status(&self) -> tokio::sync::watch::Receiver<ServerStatus> {
+        self.status.subscribe()
     }
 
     /// Masked, since a reason may quote a URL or a command line.
-    fn set_status(&self, status: ServerStatus) {
-        let status = match status {
-            ServerStatus::Failed(why) => ServerStatus::Failed(redact(&why)),
-            other => other,
-        };
-        *self.status.lock().unwrap_or_else(PoisonError::into_inner) = status;
+    pub(crate) fn set_status(&self, status: ServerStatus) {
+        self.status.send_replace(status.masked());
     }
 
-    fn link(&self) -> std::sync::MutexGuard<'_, Link> {
+    pub(crate) fn link(&self) -> std::sync::MutexGuard<'_, Link> {
         self.link.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -200,8 +181,17 @@ impl McpConnection {
     /// connect timeout. The outcome is also the connection's status; the caller reports
     /// a failure (this counts as the outage's one warning).
     pub async fn connect(self: &Arc<Self>) -> Result<(), String> {
+        self.connect_announcing(None).await
+    }
+
+    /// [`McpConnection::connect`]; when it is up, `joined` is told before the status
+    /// says so, so that whoever sees "connected" finds it announced.
+    pub(crate) async fn connect_announcing(
+        self: &Arc<Self>,
+        joined: Option<&crate::background::Joined>,
+    ) -> Result<(), String> {
         self.set_status(ServerStatus::Connecting);
-        let outcome = tokio::time::timeout(self.config.connect_timeout, async {
+        let outcome = tokio::time::timeout(self.config.startup_timeout, async {
             let client = self.start().await?;
             let peer = client.peer().clone();
             self.install(client)?;
@@ -219,14 +209,17 @@ impl McpConnection {
             }
             Err(_) => {
                 self.kill_starting();
-                Err(format!(
-                    "no answer within {} (connect timeout)",
-                    human_duration(self.config.connect_timeout)
-                ))
+                Err(self.startup_timed_out())
             }
         };
         match &outcome {
-            Ok(()) => self.mark_connected(),
+            Ok(()) => {
+                if let Some(joined) = joined {
+                    (joined.lock().unwrap_or_else(PoisonError::into_inner))
+                        .push(self.alias().to_string());
+                }
+                self.mark_connected();
+            }
             Err(why) => {
                 // A client that answered the handshake but not tools/list is dropped.
                 let mut link = self.link();
@@ -239,6 +232,15 @@ impl McpConnection {
             }
         }
         outcome.map_err(|why| redact(&self.with_log_hint(&why)))
+    }
+
+    /// The live client's peer, or why there is none.
+    pub(crate) fn live_peer(&self) -> Result<Peer<RoleClient>, String> {
+        match &*self.link() {
+            Link::Up(client) if !client.is_closed() => Ok(client.peer().clone()),
+            Link::Closed => Err("the connection was closed".into()),
+            _ => Err("the server closed the connection after the handshake".into()),
+        }
     }
 
     /// Makes `client` the live one, unless the connection was closed meanwhile.
@@ -259,16 +261,21 @@ impl McpConnection {
             Err(Unavailable::Failed(why)) => return Err(why),
             Err(Unavailable::Cancelled) => return Err("cancelled".into()),
         };
-        match tokio::time::timeout(self.config.connect_timeout, self.list_and_store(&peer)).await {
+        // A listing is bounded like the first one (`startupTimeout`): the session waits
+        // for it before its next model request.
+        match tokio::time::timeout(self.config.startup_timeout, self.list_and_store(&peer)).await {
             Ok(result) => result,
             Err(_) => Err(format!(
-                "tools/list got no answer within {}",
-                human_duration(self.config.connect_timeout)
+                "tools/list got no answer within {} (startupTimeout)",
+                human_duration(self.config.startup_timeout)
             )),
         }
     }
 
-    async fn list_and_store(self: &Arc<Self>, peer: &Peer<RoleClient>) -> Result<(), String> {
+    pub(crate) async fn list_and_store(
+        self: &Arc<Self>,
+        peer: &Peer<RoleClient>,
+    ) -> Result<(), String> {
         let listed = peer
             .list_all_tools()
             .await
@@ -324,6 +331,7 @@ impl McpConnection {
                 Link::Closed => {
                     return Err(Unavailable::Failed("the connection was closed".into()));
                 }
+                Link::Backoff(why) => return Err(Unavailable::Failed(why.clone())),
                 Link::Restarting(restart) => restart.clone(),
                 Link::Up(_) | Link::Down => {
                     let restart = self.spawn_restart();
@@ -360,7 +368,7 @@ impl McpConnection {
             if matches!(*self.link(), Link::Closed) {
                 return Err("the connection was closed".into());
             }
-            let attempt = tokio::time::timeout(self.config.connect_timeout, self.start()).await;
+            let attempt = tokio::time::timeout(self.config.startup_timeout, self.start()).await;
             let started = match attempt {
                 Ok(started) => {
                     self.starting_pid
@@ -371,10 +379,7 @@ impl McpConnection {
                 }
                 Err(_) => {
                     self.kill_starting();
-                    Err(format!(
-                        "no answer within {} (connect timeout)",
-                        human_duration(self.config.connect_timeout)
-                    ))
+                    Err(self.startup_timed_out())
                 }
             };
             match started {
@@ -475,7 +480,7 @@ impl McpConnection {
             ServiceError::Timeout { timeout } => (
                 ErrorKind::Timeout,
                 format!(
-                    "MCP tool \"{tool}\" of server \"{alias}\" did not answer within {}; the request was cancelled.",
+                    "MCP tool \"{tool}\" of server \"{alias}\" did not answer within {} (the server's `timeout` setting, in ms); the request was cancelled.",
                     human_duration(timeout)
                 ),
             ),
@@ -506,9 +511,17 @@ impl McpConnection {
         ToolResult::err(kind, redact(&message))
     }
 
+    /// Why a start took too long, naming the setting.
+    fn startup_timed_out(&self) -> String {
+        format!(
+            "no answer within {} (startupTimeout)",
+            human_duration(self.config.startup_timeout)
+        )
+    }
+
     /// Where the server's log is (stdio servers). Never its content: that is the
     /// server's text and may hold what it was configured with (see the module docs).
-    fn with_log_hint(&self, why: &str) -> String {
+    pub(crate) fn with_log_hint(&self, why: &str) -> String {
         if !matches!(self.config.transport, Transport::Stdio { .. }) || why.contains("(server log ")
         {
             return why.to_string();

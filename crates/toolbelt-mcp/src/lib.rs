@@ -5,10 +5,15 @@
 //! # Brief overview
 //!
 //! `config` reads `mcpServers` (plus `--mcp-config` and `mcp.serverCommand`) into one
-//! [`ServerConfig`] per server. [`McpServers::connect_all`] starts every server at once,
-//! each within its own connect timeout, so the wait is the slowest healthy server or the
-//! timeout, never the sum, and a server that fails or hangs is reported with its reason
-//! while the others carry on. Each server is an [`McpConnection`] (rmcp client, status,
+//! [`ServerConfig`] per server. A session does not wait for them: [`McpServers::start`]
+//! starts each in the background, and started again with backoff when it fails
+//! (`background`); a server's tools join the session's when it is up
+//! ([`McpServers::take_joined`]), and a caller that needs one server waits for that one
+//! only ([`McpServers::wait_started`]). Listings (`toolbelt mcp list`, `tools list`)
+//! use [`McpServers::connect_all`] instead: every server at once, each within its own
+//! `startupTimeout`, so the wait is the slowest healthy server or the timeout, never the
+//! sum, and a server that fails or hangs is reported with its reason while the others
+//! carry on. Each server is an [`McpConnection`] (rmcp client, status,
 //! tools, restart after a crash); each of its tools is an [`McpTool`] registered as
 //! `mcp__<alias>__<tool>`. Results are mapped to toolbelt parts in `content`.
 //!
@@ -62,6 +67,7 @@ use futures::future::join_all;
 use tokio::sync::mpsc;
 use toolbelt_core::{Origin, ToolRegistry};
 
+mod background;
 mod catalog;
 mod config;
 mod connection;
@@ -74,16 +80,19 @@ pub mod sdk;
 pub mod serve;
 mod sse;
 mod start;
+mod status;
 mod tool;
 
+pub use background::START_ATTEMPTS;
 pub use catalog::{McpPrompt, McpPromptArgument};
 pub use config::{
-    ConfigProblem, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ServerConfig, Transport,
+    ConfigProblem, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerConfig, Transport,
     configured_servers, parse_mcp_config,
 };
-pub use connection::{McpConnection, ServerStatus};
+pub use connection::McpConnection;
 pub use list_resources::{LIST_NAME, LIST_RULE_ALIASES};
 pub use read_resource::{READ_NAME, READ_RULE_ALIASES};
+pub use status::ServerStatus;
 pub use tool::McpTool;
 
 /// Every configured server of a session.
@@ -91,6 +100,19 @@ pub struct McpServers {
     connections: Vec<Arc<McpConnection>>,
     problems: Vec<ConfigProblem>,
     changes: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
+    /// Servers up since the owner last took them (`background`).
+    joined: background::Joined,
+    /// Ends the background starts.
+    stop: tokio_util::sync::CancellationToken,
+    /// Lets the held-back starts begin ([`McpServers::launch`]).
+    go: tokio_util::sync::CancellationToken,
+}
+
+impl Drop for McpServers {
+    /// No start is tried again once the session is gone.
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
 }
 
 /// One server as `toolbelt mcp list` shows it.
@@ -131,21 +153,100 @@ impl McpServers {
             .collect();
         // Failures are in each connection's status; the caller decides how to report them.
         join_all(connections.iter().map(|c| c.connect())).await;
+        McpServers::of(connections, problems, rx)
+    }
+
+    /// Starts the servers in the background and returns at once: those named in
+    /// `first` now, the others at [`McpServers::launch`]. Each is started again with
+    /// backoff when it fails (see `background`), until [`McpServers::close`]. A server
+    /// that is up is announced by [`McpServers::take_joined`]. Must be called within a
+    /// Tokio runtime.
+    pub fn start(
+        servers: Vec<ServerConfig>,
+        problems: Vec<ConfigProblem>,
+        log_dir: &Path,
+        first: &[String],
+    ) -> McpServers {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let connections: Vec<Arc<McpConnection>> = servers
+            .into_iter()
+            .map(|config| McpConnection::new(config, log_dir, tx.clone()))
+            .collect();
+        let servers = McpServers::of(connections, problems, rx);
+        for connection in &servers.connections {
+            let go = (!first.iter().any(|a| a == connection.alias())).then(|| servers.go.clone());
+            // Ends by itself (up, given up) or with `stop`; nothing to join.
+            tokio::spawn(background::start_with_retries(
+                connection.clone(),
+                servers.joined.clone(),
+                servers.stop.clone(),
+                go,
+            ));
+        }
+        servers
+    }
+
+    /// Starts the servers [`McpServers::start`] held back. A session calls it once it
+    /// is set up, so that starting a server's process (and the guardian with the first
+    /// one) does not compete with its setting up on a busy machine; idempotent.
+    pub fn launch(&self) {
+        self.go.cancel();
+    }
+
+    fn of(
+        connections: Vec<Arc<McpConnection>>,
+        problems: Vec<ConfigProblem>,
+        changes: mpsc::UnboundedReceiver<String>,
+    ) -> McpServers {
         McpServers {
             connections,
             problems,
-            changes: tokio::sync::Mutex::new(rx),
+            changes: tokio::sync::Mutex::new(changes),
+            joined: Default::default(),
+            stop: Default::default(),
+            go: Default::default(),
         }
     }
 
     /// No servers at all.
     pub fn empty() -> McpServers {
         let (_tx, rx) = mpsc::unbounded_channel();
-        McpServers {
-            connections: Vec::new(),
-            problems: Vec::new(),
-            changes: tokio::sync::Mutex::new(rx),
-        }
+        McpServers::of(Vec::new(), Vec::new(), rx)
+    }
+
+    /// The servers that came up since the last call, once each, in the order they did.
+    /// Their tools are listed already: [`McpServers::adopt`] registers them.
+    pub fn take_joined(&self) -> Vec<String> {
+        std::mem::take(
+            &mut *self
+                .joined
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Puts the tools `alias` listed last into `registry` (in place of the ones it had),
+    /// and the resource tools when it offers resources; asks the server nothing.
+    pub fn adopt(&self, alias: &str, registry: &mut ToolRegistry) {
+        let Some(connection) = self.connections.iter().find(|c| c.alias() == alias) else {
+            return;
+        };
+        registry.remove_origin(&Origin::Mcp {
+            server: alias.to_string(),
+        });
+        register_server(connection, registry);
+        self.register_resource_tools(registry);
+    }
+
+    /// Waits until the start under way of each server named in `aliases` ended (up, or
+    /// failed), each at most its `startupTimeout`: for a caller that needs those
+    /// servers and no other. Unknown names are ignored.
+    pub async fn wait_started(&self, aliases: &[String]) {
+        let named = self
+            .connections
+            .iter()
+            .filter(|c| aliases.iter().any(|a| a == c.alias()));
+        join_all(named.map(|c| c.wait_started())).await;
     }
 
     /// Every connection, in configuration order.
@@ -289,8 +390,9 @@ impl McpServers {
         reports
     }
 
-    /// Closes every connection.
+    /// Stops the background starts and closes every connection.
     pub async fn close(&self) {
+        self.stop.cancel();
         join_all(self.connections.iter().map(|c| c.close())).await;
     }
 }

@@ -38,15 +38,20 @@ impl McpServers {
             .collect()
     }
 
-    /// Whether `line` is `/<server>:<prompt> ...` for a prompt of one of these servers.
+    /// Whether `line` is `/<server>:<prompt> ...` for a prompt of one of these servers,
+    /// or for a server still starting (whose prompts are not known yet).
     pub fn is_prompt_command(&self, line: &str) -> bool {
-        self.find_prompt(line).is_some()
+        self.find_prompt(line).is_some() || self.starting_server_of(line).is_some()
     }
 
     /// Runs the prompt command `line`: `None` when it names no prompt of these
     /// servers; otherwise the text to send as the prompt, or why not (a missing or
-    /// unknown argument, a failed `prompts/get`).
+    /// unknown argument, a failed `prompts/get`). A server still starting is waited
+    /// for (at most its `startupTimeout`): its prompt is what the person asked for.
     pub async fn run_prompt_command(&self, line: &str) -> Option<Result<String, String>> {
+        if let Some(starting) = self.starting_server_of(line) {
+            starting.wait_started().await;
+        }
         let (connection, prompt, rest) = self.find_prompt(line)?;
         let arguments = match prompt_arguments(&prompt, rest) {
             Ok(arguments) => arguments,
@@ -58,6 +63,15 @@ impl McpServers {
                 .await
                 .map(|result| messages_text(&prompt.name, result.messages)),
         )
+    }
+
+    /// The server `line` names as `/<server>:...` when it is still starting.
+    fn starting_server_of(&self, line: &str) -> Option<Arc<McpConnection>> {
+        let rest = line.trim_start().strip_prefix('/')?;
+        let (server, _) = rest.split_once(':')?;
+        (self.connections().iter())
+            .find(|c| c.alias() == server && c.status() == crate::ServerStatus::Connecting)
+            .cloned()
     }
 
     fn find_prompt<'l>(&self, line: &'l str) -> Option<(Arc<McpConnection>, McpPrompt, &'l str)> {

@@ -92,7 +92,7 @@ async fn a_server_whose_handshake_times_out_is_killed() {
             pid_file.display().to_string(),
         )]
         .into(),
-        timeout: Some(1500),
+        startup_timeout: Some(1500),
         ..Default::default()
     };
     let (servers, _) = f.connect("hangs", entry).await;
@@ -120,7 +120,7 @@ async fn a_cancelled_call_ends_at_once_while_the_server_restarts() {
         )]
         .into(),
         // Three restarts of 20 s each would take a minute.
-        timeout: Some(20_000),
+        startup_timeout: Some(20_000),
         ..Default::default()
     };
     let (_servers, registry) = f.connect("t", entry).await;
@@ -182,7 +182,7 @@ async fn an_sse_endpoint_on_another_origin_is_refused_and_gets_no_headers() {
             "Bearer sekrit-token".to_string(),
         )]
         .into(),
-        timeout: Some(10_000),
+        startup_timeout: Some(10_000),
         ..Default::default()
     };
     let (servers, _) = f.connect("sse", entry).await;

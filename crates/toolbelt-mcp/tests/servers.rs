@@ -208,8 +208,10 @@ async fn cancelling_a_call_sends_notifications_cancelled() {
 #[tokio::test]
 async fn a_call_over_its_timeout_is_cancelled_on_the_server() {
     let f = fixture();
+    // Qwen Code's `timeout` is the time a call may take (toolbelt read it as the
+    // start-up's before).
     let entry = McpServerSettings {
-        call_timeout: Some(300),
+        timeout: Some(1000),
         ..stdio(&[])
     };
     let (_servers, registry) = f.connect(vec![("t", entry)]).await;
@@ -219,7 +221,10 @@ async fn a_call_over_its_timeout_is_cancelled_on_the_server() {
         .await;
     let (kind, message) = error_of(&r);
     assert_eq!(kind, ErrorKind::Timeout);
-    assert!(message.contains("within 0.3 s"), "{message}");
+    assert!(
+        message.contains("within 1 s (the server's `timeout` setting"),
+        "{message}"
+    );
     // A deadline far under the server's two-minute sleep, far over a loaded machine's delay.
     assert!(started.elapsed() < Duration::from_secs(60));
     let count = f
@@ -312,7 +317,7 @@ async fn hanging_and_missing_servers_fail_with_reasons_without_blocking_the_heal
     // Three servers that never answer, each with a 4 s timeout: connected in parallel the
     // wait is one timeout, in sequence it would be 12 s.
     let silent = || McpServerSettings {
-        timeout: Some(4000),
+        startup_timeout: Some(4000),
         ..stdio(&["silent"])
     };
     let missing = McpServerSettings {
@@ -613,7 +618,7 @@ async fn an_unreachable_http_server_fails_with_its_reason() {
         .port();
     let entry = McpServerSettings {
         http_url: Some(format!("http://127.0.0.1:{port}/mcp")),
-        timeout: Some(3000),
+        startup_timeout: Some(3000),
         ..Default::default()
     };
     let (servers, _) = f.connect(vec![("down", entry)]).await;

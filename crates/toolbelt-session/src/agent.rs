@@ -275,9 +275,9 @@ impl Session {
             Some(read) => read().map_err(AgentError::Prompt)?,
             None => String::new(),
         };
-        // Discovered and MCP tools join the built-ins; MCP servers may change theirs during
-        // the run (`McpToolSource`).
-        self.load_extensions(true).await?;
+        // Discovered and MCP tools join the built-ins; MCP servers start in the background
+        // and may add or change theirs during the run (`McpToolSource`).
+        self.load_extensions_starting(&prompt).await?;
         let ruled = self.rule_agent(&options).map_err(AgentError::Flags)?;
         let source = if continued.is_some() {
             "resume"
@@ -294,6 +294,9 @@ impl Session {
         let dont_ask = DontAsk::new(options.policy.approval_mode.as_deref());
         let approver = setup.approver.map(|approver| dont_ask.wrap(approver));
         let mut prepared = self.make_agent(options, setup.sink, approver, ruled, saving)?;
+        // Set up: the MCP servers the prompt did not need start now, beside the first
+        // turn rather than competing with the setting up.
+        prepared.mcp.launch();
         prepared.prompt = prompt;
         prepared.dont_ask = dont_ask;
         if prepared.saved {
@@ -499,11 +502,14 @@ fn finish_agent(
     log: Option<SessionWriter>,
     background: &Arc<BackgroundTasks>,
 ) -> Agent {
+    let notes = crate::mcp::McpNotes::default();
     let agent = agent
         .with_tool_source(Arc::new(McpToolSource {
             mcp: mcp.clone(),
             offer,
+            notes: notes.clone(),
         }))
+        .with_events(Arc::new(notes))
         .with_history(continued.map(|c| c.messages).unwrap_or_default())
         .with_background(background.clone());
     match log {

@@ -1,12 +1,21 @@
 //! A session's MCP servers: connecting the configured ones, and following their tool
 //! lists during an agent's run.
+//!
+//! An agent session does not wait for its servers ([`start`]): each comes up in the
+//! background, and its tools join at the next model request, with a note to the model
+//! ([`McpNotes`]). It waits only for the servers its first prompt needs
+//! ([`needed_servers`]), for those a declared tool is bound to (it is registered over
+//! their tool at start), and for a stream-JSON client's own (`sdk`) servers, which live
+//! in the client and whose tools the client expects in `system/init`. Listings
+//! (`toolbelt mcp list`, `tools list`) and `mcp serve` wait for every server
+//! ([`connect`]): what they show or offer is the servers' tools.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use toolbelt_agent::ToolSource;
-use toolbelt_core::{BoxFuture, ToolEnvironment, ToolRegistry};
-use toolbelt_mcp::{McpServers, ServerConfig};
+use toolbelt_agent::{ToolSource, TurnEvents};
+use toolbelt_core::{BoxFuture, Origin, ToolEnvironment, ToolRegistry};
+use toolbelt_mcp::{ConfigProblem, McpServers, ServerConfig};
 
 use crate::offer::ToolOffer;
 use crate::options::McpOptions;
@@ -23,6 +32,57 @@ pub async fn connect(
     extra_env: &[(&str, &str)],
     more: Vec<ServerConfig>,
 ) -> Result<McpServers, SetupError> {
+    let (servers, problems, log_dir) = configured(env, options, extra_env, more)?;
+    Ok(McpServers::connect_all(servers, problems, &log_dir).await)
+}
+
+/// The same servers as [`connect`], started in the background (see the module's
+/// documentation); waits only for the `sdk` servers, those `prompt` needs and those
+/// declared tools are `bound` to.
+pub(crate) async fn start(
+    env: &ToolEnvironment,
+    options: &McpOptions,
+    more: Vec<ServerConfig>,
+    prompt: &str,
+    bound: &[String],
+) -> Result<McpServers, SetupError> {
+    let (servers, problems, log_dir) = configured(env, options, &[], more)?;
+    let aliases: Vec<String> = servers.iter().map(|s| s.alias.clone()).collect();
+    let mut waited = needed_servers(prompt, &aliases);
+    waited.extend(bound.iter().filter(|b| aliases.contains(b)).cloned());
+    waited.extend(
+        (servers.iter())
+            .filter(|s| matches!(s.transport, toolbelt_mcp::Transport::Sdk { .. }))
+            .map(|s| s.alias.clone()),
+    );
+    // The others start once the session is set up (`McpServers::launch` in `agent`).
+    let servers = McpServers::start(servers, problems, &log_dir, &waited);
+    servers.wait_started(&waited).await;
+    Ok(servers)
+}
+
+/// The servers a prompt needs before it is sent: `/<server>:<prompt>` at its start
+/// (the prompt's text comes from the server) and `@<server>:<uri>` anywhere (the
+/// resource is attached).
+pub(crate) fn needed_servers(prompt: &str, aliases: &[String]) -> Vec<String> {
+    let line = prompt.trim_start();
+    (aliases.iter())
+        .filter(|alias| {
+            line.starts_with(&format!("/{alias}:")) || prompt.contains(&format!("@{alias}:"))
+        })
+        .cloned()
+        .collect()
+}
+
+type Configured = (Vec<ServerConfig>, Vec<ConfigProblem>, PathBuf);
+
+/// Every server to connect, the entries that are wrong, and where stdio servers log.
+fn configured(
+    env: &ToolEnvironment,
+    options: &McpOptions,
+    extra_env: &[(&str, &str)],
+    more: Vec<ServerConfig>,
+) -> Result<Configured, SetupError> {
     let mut extra = toolbelt_mcp::ServerEntries::new();
     for arg in &options.mcp_config {
         extra.extend(toolbelt_mcp::parse_mcp_config(arg).map_err(SetupError)?);
@@ -68,15 +128,18 @@ pub async fn connect(
     }
     servers.extend(more);
     let project = env.roots.primary().unwrap_or(Path::new("/"));
-    Ok(McpServers::connect_all(servers, problems, &log_dir(project).join("mcp")).await)
+    Ok((servers, problems, log_dir(project).join("mcp")))
 }
 
-/// The MCP servers as the agent's [`ToolSource`]: a server's announced change, or a call
-/// to a tool named after a server but not (yet) registered, lists that server's tools
-/// again; the session's [`ToolOffer`] applies to the new list as it did at start-up.
+/// The MCP servers as the agent's [`ToolSource`]: a server that came up adds the tools
+/// it listed; a server's announced change, or a call to a tool named after a server but
+/// not (yet) registered, lists that server's tools again; the session's [`ToolOffer`]
+/// applies to the new list as it did at start-up. A server whose tools join is named in
+/// `notes`, for the model.
 pub(crate) struct McpToolSource {
     pub(crate) mcp: Arc<McpServers>,
     pub(crate) offer: ToolOffer,
+    pub(crate) notes: McpNotes,
 }
 
 impl ToolSource for McpToolSource {
@@ -86,6 +149,7 @@ impl ToolSource for McpToolSource {
         unknown: &'a [String],
     ) -> BoxFuture<'a, Option<ToolRegistry>> {
         Box::pin(async move {
+            let joined = self.mcp.take_joined();
             let mut aliases = self.mcp.take_changed().await;
             for name in unknown {
                 if let Some(alias) = self.mcp.server_of_tool_name(name)
@@ -94,10 +158,13 @@ impl ToolSource for McpToolSource {
                     aliases.push(alias.to_string());
                 }
             }
-            if aliases.is_empty() {
+            if aliases.is_empty() && joined.is_empty() {
                 return None;
             }
             let mut next = current.clone();
+            for alias in &joined {
+                self.mcp.adopt(alias, &mut next);
+            }
             for alias in &aliases {
                 match self.mcp.refresh(alias, &mut next).await {
                     Ok(()) => tracing::info!("MCP server \"{alias}\": tools listed again"),
@@ -107,7 +174,85 @@ impl ToolSource for McpToolSource {
                 }
             }
             self.offer.apply(&mut next);
+            for alias in joined.iter().chain(&aliases) {
+                self.notes.joined(alias, current, &next);
+            }
             Some(next)
         })
+    }
+}
+
+/// Notes to the model about servers whose tools joined since its last request,
+/// delivered with the next one (the agent's [`TurnEvents`]).
+#[derive(Clone, Default)]
+pub(crate) struct McpNotes(Arc<Mutex<Vec<String>>>);
+
+/// At most this many tool names in one note; the model has the declarations anyway.
+const NAMES_IN_A_NOTE: usize = 20;
+
+impl McpNotes {
+    /// Notes `alias` when `next` offers tools of it and `before` offered none (a server
+    /// that came up, or whose first tools arrived); once per server and change.
+    fn joined(&self, alias: &str, before: &ToolRegistry, next: &ToolRegistry) {
+        let origin = Origin::Mcp {
+            server: alias.to_string(),
+        };
+        let names = |r: &ToolRegistry| -> Vec<String> {
+            (r.all().filter(|t| t.origin == origin))
+                .map(|t| t.name.clone())
+                .collect()
+        };
+        let now = names(next);
+        if now.is_empty() || !names(before).is_empty() {
+            return;
+        }
+        let mut list = now[..now.len().min(NAMES_IN_A_NOTE)].join(", ");
+        if now.len() > NAMES_IN_A_NOTE {
+            list.push_str(&format!(" and {} more", now.len() - NAMES_IN_A_NOTE));
+        }
+        let note = format!(
+            "<system-reminder>The MCP server \"{alias}\" has finished starting: its tools are now available ({list}).</system-reminder>"
+        );
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(note);
+    }
+}
+
+impl TurnEvents for McpNotes {
+    fn take(&self) -> Option<String> {
+        let notes = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
+        (!notes.is_empty()).then(|| notes.join("\n"))
+    }
+    /// Never: a note rides along with the next request, and is no reason for one.
+    fn waiting(&self) -> bool {
+        false
+    }
+    fn running(&self) -> bool {
+        false
+    }
+    fn watch(&self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::needed_servers;
+
+    #[test]
+    fn a_prompt_needs_the_servers_of_its_prompt_command_and_its_resources() {
+        let aliases = ["docs".to_string(), "slow".to_string(), "db".to_string()];
+        let needed = |prompt: &str| needed_servers(prompt, &aliases);
+        assert_eq!(needed("/slow:greet name=Ann"), ["slow"]);
+        assert_eq!(needed("  /docs:x"), ["docs"]);
+        assert_eq!(
+            needed("summarize @db:table://users and @docs:readme"),
+            ["docs", "db"]
+        );
+        assert!(needed("/slowly:greet").is_empty());
+        assert!(needed("read src/slow:1 and mail@slow.example").is_empty());
+        assert!(needed("plain").is_empty());
     }
 }

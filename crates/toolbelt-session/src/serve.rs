@@ -55,6 +55,8 @@ impl ServeWorkspaces {
             None
         } else if proxy_mcp {
             let serving = [(SERVING_ENV, "1")];
+            // Waits for every server (each within its `startupTimeout`): the proxied
+            // tools are what this server lists to its client, and a client lists once.
             let servers = crate::mcp::connect(&first.env, &options.mcp, &serving, Vec::new());
             Some(Arc::new(servers.await.map_err(|e| e.0)?))
         } else {

@@ -294,19 +294,51 @@ impl Session {
     /// Runs the discovery command and, when `connect`, connects the MCP servers, side by
     /// side, and registers their tools, then the declared tools of the manifests. A
     /// failing command or server is a warning, never an error; only an unreadable
-    /// `--mcp-config` is. (`mcp serve` connects its servers once for every session.)
+    /// `--mcp-config` is. Waits for every server: for listings and calls (`tools list`,
+    /// `tools call`), whose answer is the servers' tools. (`mcp serve` connects its
+    /// servers once for every session.)
     pub async fn load_extensions(&mut self, connect: bool) -> Result<(), SetupError> {
-        let warnings_before = self.registry.warnings().len();
+        let sdk = std::mem::take(&mut self.options.sdk_mcp_servers);
         let connecting = async {
             if connect {
-                let sdk = std::mem::take(&mut self.options.sdk_mcp_servers);
                 crate::mcp::connect(&self.env, &self.options.mcp, &[], sdk).await
             } else {
                 Ok(McpServers::empty())
             }
         };
         let (discovery, mcp) = tokio::join!(toolbelt_tools::discover(&self.env), connecting);
-        let mcp = mcp?;
+        let declared = toolbelt_tools::load_declared(&self.env);
+        self.add_extensions(discovery, mcp?, declared).await;
+        Ok(())
+    }
+
+    /// [`Session::load_extensions`] for an agent session: the MCP servers start in the
+    /// background and their tools join the agent's when they are up (see `mcp`); only
+    /// the servers `prompt` needs (`/server:prompt`, `@server:uri`) are waited for.
+    pub(crate) async fn load_extensions_starting(
+        &mut self,
+        prompt: &str,
+    ) -> Result<(), SetupError> {
+        let sdk = std::mem::take(&mut self.options.sdk_mcp_servers);
+        // Declared tools bound to an MCP tool are registered at start, over that tool:
+        // their servers are needed too.
+        let declared = toolbelt_tools::load_declared(&self.env);
+        let bound = declared.mcp_servers();
+        let starting = crate::mcp::start(&self.env, &self.options.mcp, sdk, prompt, &bound);
+        let (discovery, mcp) = tokio::join!(toolbelt_tools::discover(&self.env), starting);
+        self.add_extensions(discovery, mcp?, declared).await;
+        Ok(())
+    }
+
+    /// Registers the discovered tools, the tools of the servers that are up, and the
+    /// declared tools.
+    async fn add_extensions(
+        &mut self,
+        discovery: toolbelt_tools::Discovery,
+        mcp: McpServers,
+        declared: toolbelt_tools::LoadedManifests,
+    ) {
+        let warnings_before = self.registry.warnings().len();
         for report in mcp.reports() {
             if let toolbelt_mcp::ServerStatus::Failed(why) = &report.status {
                 tracing::warn!("MCP server \"{}\" is not available: {why}", report.alias);
@@ -319,23 +351,24 @@ impl Session {
         for tool in discovery.tools {
             self.registry.register(tool, Origin::Discovered);
         }
+        // Taken before registering: a server up after this is registered now or at the
+        // agent's next request, never lost between the two.
+        mcp.take_joined();
         mcp.register(&mut self.registry);
         // Servers such as server-everything announce a changed list right after the
         // handshake; take what has arrived so far.
         mcp.refresh_pending(&mut self.registry).await;
         self.mcp = mcp;
-        self.register_declared();
+        self.register_declared(declared);
         for warning in &self.registry.warnings()[warnings_before..] {
             tracing::warn!("{warning}");
             self.warnings.push(warning.clone());
         }
-        Ok(())
     }
 
     /// Declared tools last: their `mcp` and `builtin` bindings name tools registered
     /// before them.
-    fn register_declared(&mut self) {
-        let declared = toolbelt_tools::load_declared(&self.env);
+    fn register_declared(&mut self, declared: toolbelt_tools::LoadedManifests) {
         for warning in toolbelt_tools::register_declared(&mut self.registry, declared) {
             self.options.warn.say(&warning);
             self.warnings.push(warning.to_string());

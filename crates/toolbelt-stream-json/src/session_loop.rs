@@ -317,7 +317,7 @@ fn sdk_servers(
                 server: name,
                 channel: channel.clone(),
             },
-            connect_timeout: toolbelt_mcp::DEFAULT_CONNECT_TIMEOUT,
+            startup_timeout: toolbelt_mcp::DEFAULT_STARTUP_TIMEOUT,
             call_timeout: toolbelt_mcp::DEFAULT_CALL_TIMEOUT,
             trust: true,
             trust_annotations: true,

@@ -97,6 +97,20 @@ impl LoadedManifests {
         files
     }
 
+    /// The MCP servers the loaded tools' `mcp` bindings name: a session waits for them
+    /// before registering the declared tools, which need their tools.
+    pub fn mcp_servers(&self) -> Vec<String> {
+        let mut servers: Vec<String> = Vec::new();
+        for tool in &self.tools {
+            if let Target::Mcp { server, .. } = &tool.binding.target
+                && !servers.contains(server)
+            {
+                servers.push(server.clone());
+            }
+        }
+        servers
+    }
+
     /// The reference names of the loaded tool sets.
     pub fn tool_set_names(&self) -> Vec<&str> {
         self.sets.iter().map(|(s, _)| s.name.as_str()).collect()

@@ -1,6 +1,8 @@
 //! `toolbelt mcp list`: every configured MCP server, its status (with the reason when it
-//! failed) and its tools. All servers connect at once, so the answer comes within the
-//! slowest connect timeout, whatever the number of servers.
+//! failed) and its tools. Unlike a session it waits for the servers, since their state
+//! and tools are its answer; all connect at once, so the answer comes within the slowest
+//! `startupTimeout`, whatever the number of servers. It starts each once: a failed
+//! server is shown with its reason, not started again.
 
 use std::io::Write;
 

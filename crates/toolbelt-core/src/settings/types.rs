@@ -433,10 +433,14 @@ pub struct McpServerSettings {
     pub http_url: Option<String>,
     /// HTTP headers sent with every request (values may use `$VAR`).
     pub headers: BTreeMap<String, String>,
-    /// Connect timeout in milliseconds.
+    /// Time limit of one call to the server in milliseconds (Qwen Code's `timeout`;
+    /// default 10 minutes).
     pub timeout: Option<u64>,
-    /// Time limit of one tool call in milliseconds (toolbelt's own key).
+    /// The older name of `timeout` (toolbelt's own key); `timeout` wins when both are set.
     pub call_timeout: Option<u64>,
+    /// Time limit of starting the server, its `initialize` handshake and its first
+    /// listing, in milliseconds (`startupTimeout`; default 30 s).
+    pub startup_timeout: Option<u64>,
     /// Calls of this server's tools run without confirmation (also believes its annotations).
     pub trust: bool,
     /// Believe the server's tool annotations: a tool it marks `readOnlyHint` runs

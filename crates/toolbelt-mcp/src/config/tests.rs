@@ -31,7 +31,7 @@ fn transport_priority_is_http_url_then_url_then_command() {
         "sse"
     );
     let entry: McpServerSettings = serde_json::from_value(
-        json!({"command": "srv", "cwd": "sub", "timeout": 2000, "callTimeout": 500}),
+        json!({"command": "srv", "cwd": "sub", "startupTimeout": 2000, "timeout": 500}),
     )
     .unwrap();
     let config = ServerConfig::from_settings("a", &entry, root).unwrap();
@@ -44,7 +44,7 @@ fn transport_priority_is_http_url_then_url_then_command() {
             cwd: "/project/sub".into()
         }
     );
-    assert_eq!(config.connect_timeout, Duration::from_millis(2000));
+    assert_eq!(config.startup_timeout, Duration::from_millis(2000));
     assert_eq!(config.call_timeout, Duration::from_millis(500));
     let empty = McpServerSettings::default();
     let err = ServerConfig::from_settings("a", &empty, root).unwrap_err();
@@ -52,11 +52,28 @@ fn transport_priority_is_http_url_then_url_then_command() {
 }
 
 #[test]
-fn defaults_are_30_s_to_connect_and_10_min_per_call() {
+fn defaults_are_30_s_to_start_and_10_min_per_call() {
     let entry: McpServerSettings = serde_json::from_value(json!({"command": "srv"})).unwrap();
     let config = ServerConfig::from_settings("a", &entry, Path::new("/")).unwrap();
-    assert_eq!(config.connect_timeout, Duration::from_secs(30));
+    assert_eq!(config.startup_timeout, Duration::from_secs(30));
     assert_eq!(config.call_timeout, Duration::from_secs(600));
+}
+
+/// Qwen Code's `timeout` is the time a call may take, not the start-up's; toolbelt's
+/// older `callTimeout` still sets it, and `timeout` wins over it.
+#[test]
+fn timeout_is_the_call_timeout_and_call_timeout_its_older_name() {
+    let config = |value: serde_json::Value| {
+        let entry: McpServerSettings = serde_json::from_value(value).unwrap();
+        ServerConfig::from_settings("a", &entry, Path::new("/")).unwrap()
+    };
+    let qwen = config(json!({"command": "srv", "timeout": 1000}));
+    assert_eq!(qwen.call_timeout, Duration::from_millis(1000));
+    assert_eq!(qwen.startup_timeout, Duration::from_secs(30));
+    let older = config(json!({"command": "srv", "callTimeout": 700}));
+    assert_eq!(older.call_timeout, Duration::from_millis(700));
+    let both = config(json!({"command": "srv", "timeout": 900, "callTimeout": 700}));
+    assert_eq!(both.call_timeout, Duration::from_millis(900));
 }
 
 #[test]

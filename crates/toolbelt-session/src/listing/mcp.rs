@@ -14,6 +14,12 @@ pub fn mcp_json(reports: &[ServerReport]) -> Value {
         .map(|r| {
             let (status, reason) = match &r.status {
                 ServerStatus::Failed(why) => ("failed", Some(why.clone())),
+                // Why, and when the session starts it again.
+                ServerStatus::Retrying { .. } => {
+                    let text = r.status.to_string();
+                    let reason = text.strip_prefix("failed: ").unwrap_or(&text).to_string();
+                    ("failed", Some(reason))
+                }
                 other => (status_word(other), None),
             };
             json!({

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 mod resources;
+mod slow_start;
 
 fn toolbelt() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolbelt"))
@@ -55,7 +56,14 @@ impl Project {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(toolbelt())
+        let mut command: Command = self.command(args).into_std();
+        command.output().unwrap()
+    }
+
+    /// The binary in the project with its own HOME and TOOLBELT_HOME, output piped.
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(toolbelt());
+        command
             .args(args)
             .current_dir(self.root())
             .env("HOME", self.dir.path().join("home"))
@@ -67,8 +75,14 @@ impl Project {
                 self.dir.path().join("no-system-settings.json"),
             )
             .env_remove("TOOLBELT_LOG")
-            .output()
-            .unwrap()
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("OPENAI_MODEL")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        command
     }
 }
 
@@ -85,9 +99,9 @@ fn mcp_list_names_each_failure_and_waits_only_for_the_timeout() {
     let project = Project::new(json!({"mcpServers": {
         "healthy": {"command": testserver()},
         "missing": {"command": "/nonexistent/mcp-server"},
-        "hangs": {"command": testserver(), "args": ["silent"], "timeout": 4000},
-        "hangs2": {"command": testserver(), "args": ["silent"], "timeout": 4000},
-        "hangs3": {"command": testserver(), "args": ["silent"], "timeout": 4000}
+        "hangs": {"command": testserver(), "args": ["silent"], "startupTimeout": 4000},
+        "hangs2": {"command": testserver(), "args": ["silent"], "startupTimeout": 4000},
+        "hangs3": {"command": testserver(), "args": ["silent"], "startupTimeout": 4000}
     }}));
     let started = Instant::now();
     let out = project.run(&["mcp", "list"]);
@@ -114,7 +128,7 @@ fn mcp_list_names_each_failure_and_waits_only_for_the_timeout() {
         "{text}"
     );
     assert!(
-        line("hangs").contains("failed: no answer within 4 s (connect timeout)"),
+        line("hangs").contains("failed: no answer within 4 s (startupTimeout)"),
         "{text}"
     );
 }

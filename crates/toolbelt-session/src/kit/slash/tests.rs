@@ -174,6 +174,39 @@ fn mcp_servers_show_status_reason_and_tools() {
     );
 }
 
+/// A server waiting for its next start (issue 46): `/mcp` and `mcp list --json` give the
+/// reason and when it is started again.
+#[test]
+fn a_server_waiting_to_be_started_again_shows_why_and_when() {
+    let report = ServerReport {
+        alias: "flaky".into(),
+        transport: "stdio".into(),
+        target: "flaky-server".into(),
+        status: ServerStatus::Retrying {
+            why: "the server closed the connection before answering".into(),
+            attempt: 3,
+            attempts: 6,
+            at: std::time::Instant::now() + std::time::Duration::from_millis(3500),
+        },
+        tools: Vec::new(),
+        resources: 0,
+        resource_templates: 0,
+        prompts: 0,
+    };
+    let text = mcp_text(std::slice::from_ref(&report));
+    assert!(
+        text.contains("flaky (stdio flaky-server): failed: the server closed the connection before answering; start 3 of 6 in 4 s"),
+        "{text}"
+    );
+    let json = crate::listing::mcp_json(&[report]);
+    assert_eq!(json[0]["status"], "failed");
+    let reason = json[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("the server closed the connection before answering; start 3 of 6 in "),
+        "{reason}"
+    );
+}
+
 /// The settings' rules alone, in the default mode, without hooks or checkpoints.
 fn settings_rules(env: &ToolEnvironment) -> toolbelt_core::scheduler::CallRules {
     let permissions = toolbelt_core::scheduler::Permissions::from_settings(
