@@ -5,14 +5,13 @@
 
 use serde_json::{Value, json};
 use toolbelt_agent::{RunOutcome, at_paths};
+use toolbelt_mcp::McpServers;
 use toolbelt_model::UserPart;
 use toolbelt_session::Prepared;
 
 /// The commands as Claude's SDK describes them (`name`, `description`, `argumentHint`).
-pub(crate) fn commands(prepared: &Prepared) -> Vec<Value> {
-    prepared
-        .mcp
-        .prompts()
+pub(crate) fn commands(mcp: &McpServers) -> Vec<Value> {
+    mcp.prompts()
         .iter()
         .map(|p| {
             json!({

@@ -146,7 +146,7 @@ fn initialized(prepared: &Prepared, request: &Value) -> Value {
         },
         // Claude's SDK: `supportedCommands()` and `supportedModels()` read these,
         // and servers sent in `initialize` must be confirmed as loaded.
-        "commands": crate::mcp_prompts::commands(prepared),
+        "commands": crate::mcp_prompts::commands(&prepared.mcp),
         "models": [{
             "value": prepared.model_name,
             "displayName": prepared.model_name,
@@ -403,6 +403,24 @@ impl<'a> Loop<'a> {
             Inbound::ControlRequest {
                 request_id,
                 subtype,
+                ..
+            } if subtype == "supported_commands" => {
+                // The client asks what it can run: the prompts of servers still starting
+                // count, so the answer waits for them (each at most its startupTimeout)
+                // without holding up the turn or other requests.
+                let mcp = self.prepared.mcp.clone();
+                tokio::spawn(async move {
+                    mcp.wait_started(&mcp.aliases()).await;
+                    let answer = json!({
+                        "subtype": "supported_commands",
+                        "commands": crate::mcp_prompts::commands(&mcp),
+                    });
+                    write_control(&control_response(&request_id, Ok(answer)));
+                });
+            }
+            Inbound::ControlRequest {
+                request_id,
+                subtype,
                 request,
             } => {
                 let answer = self.control(&subtype, &request);
@@ -500,10 +518,8 @@ impl<'a> Loop<'a> {
                     .collect();
                 Ok(json!({"subtype": "mcp_server_status", "status": status}))
             }
-            "supported_commands" => Ok(json!({
-                "subtype": "supported_commands",
-                "commands": crate::mcp_prompts::commands(self.prepared),
-            })),
+            // Answered in `take`, once the servers still starting are up.
+            "supported_commands" => Err("supported_commands is answered apart".to_string()),
             "get_context_usage" => {
                 let usage = self.out.last_usage().unwrap_or_default();
                 Ok(json!({

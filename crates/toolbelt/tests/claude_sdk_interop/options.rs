@@ -384,11 +384,14 @@ async fn claude_sdk_plugins_bring_their_skills_and_mcp_servers() {
             names(&init["skills"]).contains(&"greet".to_string()),
             "{delivery}: {init}"
         );
+        // The plugin's server is configured; servers start in the background, so init
+        // (the session's start) shows it connected or still starting.
         let servers = init["mcp_servers"].as_array().unwrap();
         assert!(
             servers
                 .iter()
-                .any(|s| s["name"] == "plug" && s["status"] == "connected"),
+                .any(|s| s["name"] == "plug"
+                    && (s["status"] == "connected" || s["status"] == "pending")),
             "{delivery}: {init}"
         );
         if delivery == "argv" {
