@@ -6,7 +6,8 @@
 //! ([`McpNotes`]). It waits only for the servers its first prompt needs
 //! ([`needed_servers`]), for those a declared tool is bound to (it is registered over
 //! their tool at start), and for a stream-JSON client's own (`sdk`) servers, which live
-//! in the client and whose tools the client expects in `system/init`. Listings
+//! in the client and whose tools the client expects in `system/init`; with
+//! `mcp.waitAtStart`, for every server. Listings
 //! (`toolbelt mcp list`, `tools list`) and `mcp serve` wait for every server
 //! ([`connect`]): what they show or offer is the servers' tools.
 
@@ -48,7 +49,11 @@ pub(crate) async fn start(
 ) -> Result<McpServers, SetupError> {
     let (servers, problems, log_dir) = configured(env, options, &[], more)?;
     let aliases: Vec<String> = servers.iter().map(|s| s.alias.clone()).collect();
-    let mut waited = needed_servers(prompt, &aliases);
+    let mut waited = if env.settings.mcp.wait_at_start {
+        aliases.clone()
+    } else {
+        needed_servers(prompt, &aliases)
+    };
     waited.extend(bound.iter().filter(|b| aliases.contains(b)).cloned());
     waited.extend(
         (servers.iter())

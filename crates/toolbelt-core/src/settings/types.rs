@@ -466,6 +466,11 @@ pub struct McpSettings {
     pub allowed: Option<Vec<String>>,
     /// Servers of these aliases are not connected (`mcp.excluded`).
     pub excluded: Vec<String>,
+    /// The first turn waits for every server, each at most its `startupTimeout`
+    /// (`mcp.waitAtStart`, default false: servers come up in the background and their
+    /// tools join when ready). For one-shot runs whose first request needs a server's
+    /// tools.
+    pub wait_at_start: bool,
 }
 
 /// `lsp`: the language servers the settings define, and what the edit tools ask them.

@@ -138,6 +138,11 @@ async fn a_resource_added_during_a_run_is_counted_after_the_announcement() {
         "--mcp-config",
         servers.as_str(),
     ];
+    // `/mcp` below counts the server's resources: it must be up before the prompt shows.
+    w.write(
+        ".qwen/settings.json",
+        &json!({"mcp": {"waitAtStart": true}}).to_string(),
+    );
     let pty = Pty::spawn(
         std::path::Path::new(env!("CARGO_BIN_EXE_toolbelt")),
         &w.ws(),

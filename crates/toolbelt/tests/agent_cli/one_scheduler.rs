@@ -192,7 +192,10 @@ async fn a_tool_disallowed_by_name_stays_out_when_its_server_lists_again() {
     let w = Workspace::new();
     w.write(
         ".qwen/settings.json",
-        &json!({"mcpServers": {"t": {"command": testserver(), "trust": true}}}).to_string(),
+        // The first request must offer the server's tools: it is waited for.
+        &json!({"mcpServers": {"t": {"command": testserver(), "trust": true}},
+                "mcp": {"waitAtStart": true}})
+        .to_string(),
     );
     let server = FakeOpenAi::start(vec![
         call("c1", "mcp__t__add_tool", json!({"name": "fresh"})),
