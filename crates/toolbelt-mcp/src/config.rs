@@ -128,6 +128,9 @@ pub struct ServerConfig {
     pub exclude_tools: Vec<String>,
     /// The person's description of the server, for listings.
     pub description: Option<String>,
+    /// The folders the server is told it works in (`roots/list`): the session's
+    /// workspace roots; the project root until the session says otherwise.
+    pub roots: Vec<PathBuf>,
 }
 
 impl ServerConfig {
@@ -186,6 +189,7 @@ impl ServerConfig {
             include_tools: entry.include_tools.clone(),
             exclude_tools: entry.exclude_tools.clone(),
             description: entry.description.clone(),
+            roots: vec![project_root.to_path_buf()],
         })
     }
 

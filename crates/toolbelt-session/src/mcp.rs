@@ -132,6 +132,10 @@ fn configured(
         }
     }
     servers.extend(more);
+    // Every server is told the workspace's roots (`roots/list`).
+    for server in &mut servers {
+        server.roots = env.roots.roots().to_vec();
+    }
     let project = env.roots.primary().unwrap_or(Path::new("/"));
     Ok((servers, problems, log_dir(project).join("mcp")))
 }

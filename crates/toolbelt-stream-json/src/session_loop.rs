@@ -324,6 +324,8 @@ fn sdk_servers(
             include_tools: None,
             exclude_tools: Vec::new(),
             description: None,
+            // The session's roots are set with the other servers'.
+            roots: Vec::new(),
         });
     }
     Ok(servers)

@@ -399,3 +399,33 @@ fn the_agent_uses_a_tool_an_mcp_server_adds_during_the_run() {
     assert_eq!(calls[1]["name"], "mcp__t__fresh");
     assert_eq!(calls[1]["status"], "success", "{v}");
 }
+
+/// A server asking for its client's roots (`roots/list`) is told the workspace:
+/// server-everything offers `get-roots-list` only to a client that declares roots.
+#[test]
+fn a_server_asking_for_roots_is_told_the_workspace() {
+    let script = match server_everything() {
+        Ok(script) => script,
+        Err(why) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "@modelcontextprotocol/server-everything is not available and CI must run this \
+                 test ({why}); scripts/setup.sh installs it"
+            );
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let project = Project::new(json!({"mcpServers": {
+        "everything": {"command": "node", "args": [script], "trust": true}
+    }}));
+    let out = project.run(&["tools", "call", "mcp__everything__get-roots-list", "{}"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let root = project.root().canonicalize().unwrap();
+    assert!(text.contains("Current MCP Roots (1 total)"), "{text}");
+    assert!(
+        text.contains(&format!("URI: file://{}", root.display())),
+        "{text}"
+    );
+}
