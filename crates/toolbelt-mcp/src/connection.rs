@@ -78,6 +78,9 @@ pub struct McpConnection {
     pub(crate) catalog: Mutex<crate::catalog::Catalog>,
     /// The process of the stdio server being started, killed when its handshake times out.
     starting_pid: Mutex<Option<u32>>,
+    /// Cancelled by [`McpConnection::close`]: a start under way stops at once (its
+    /// process may have been spawned but not yet recorded when `close` looked).
+    closing: CancellationToken,
     /// The current outage was logged: one line per server per outage, not per call.
     outage_logged: AtomicBool,
 }
@@ -112,6 +115,7 @@ impl McpConnection {
             tools: Mutex::new(Vec::new()),
             catalog: Mutex::new(Default::default()),
             starting_pid: Mutex::new(None),
+            closing: CancellationToken::new(),
             outage_logged: AtomicBool::new(false),
         })
     }
@@ -191,13 +195,21 @@ impl McpConnection {
         joined: Option<&crate::background::Joined>,
     ) -> Result<(), String> {
         self.set_status(ServerStatus::Connecting);
-        let outcome = tokio::time::timeout(self.config.startup_timeout, async {
+        let starting = tokio::time::timeout(self.config.startup_timeout, async {
             let client = self.start().await?;
             let peer = client.peer().clone();
             self.install(client)?;
             self.list_and_store(&peer).await
-        })
-        .await;
+        });
+        let outcome = tokio::select! {
+            outcome = starting => outcome,
+            () = self.closing.cancelled() => {
+                // Dropping the start drops a child rmcp had not handed over yet (it
+                // kills it); one already recorded is killed here with its group.
+                self.kill_starting();
+                Ok(Err("the connection was closed".to_string()))
+            }
+        };
         // Whether it answered or not, the process is no longer "being started".
         let outcome = match outcome {
             Ok(result) => {
@@ -540,6 +552,7 @@ impl McpConnection {
     /// Closes the connection (a stdio server gets its stdin closed, then is killed).
     /// Does not wait for a restart under way: that one finds the link closed and stops.
     pub async fn close(&self) {
+        self.closing.cancel();
         let previous = std::mem::replace(&mut *self.link(), Link::Closed);
         if let Link::Up(mut client) = previous {
             let _ = client.close_with_timeout(Duration::from_secs(2)).await;
