@@ -206,6 +206,41 @@ async fn ask<T: DeserializeOwned>(
         .map_err(|e| format!("the server's answer to `{method}` is not what LSP specifies: {e}"))
 }
 
+/// What is said under an empty answer from a server still indexing.
+fn indexing_note(client: &LspClient) -> String {
+    format!(
+        "\n(the language server `{}` was still indexing the project: this answer may be incomplete; ask again in a moment)",
+        client.name()
+    )
+}
+
+/// Asks with `ask` until the answer is not `empty`, while the server may still be
+/// indexing ([`LspClient::busy`]) and its startup window is open, pausing 100 ms, then
+/// twice as long each time (at most 1 s). Returns the last answer and whether it came
+/// empty from a server that was still busy.
+async fn until_found<T, F, Fut>(
+    client: &LspClient,
+    mut ask: F,
+    empty: fn(&T) -> bool,
+) -> Result<(T, bool), String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let answer = ask().await?;
+        if !empty(&answer) || !client.busy() {
+            return Ok((answer, false));
+        }
+        let Some(left) = client.startup_left() else {
+            return Ok((answer, true));
+        };
+        tokio::time::sleep(pause.min(left)).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
+}
+
 fn merge(params: &mut Value, extra: Value) {
     if let (Some(p), Value::Object(extra)) = (params.as_object_mut(), extra) {
         p.extend(extra);
@@ -221,15 +256,46 @@ async fn locations(
     let doc = open(call).await?;
     let mut params = position_params(call, &doc)?;
     merge(&mut params, extra);
-    let found: Vec<(Url, Range)> = if method == "textDocument/references" {
-        ask::<Vec<Location>>(&doc.client, method, params)
+    let ask_once = || {
+        let params = params.clone();
+        let client = &doc.client;
+        async move { ask_locations(client, method, params).await }
+    };
+    let (found, indexing) = until_found(&doc.client, ask_once, Vec::is_empty).await?;
+    if found.is_empty() {
+        let note = if indexing {
+            indexing_note(&doc.client)
+        } else {
+            String::new()
+        };
+        return Ok(format!("No {what} found at that position.{note}"));
+    }
+    let mut fmt = Locations::new(&call.env.roots);
+    let lines: Vec<String> = found.iter().map(|(u, r)| fmt.line(u, r)).collect();
+    let n = lines.len();
+    let plural = if n == 1 { "" } else { "s" };
+    Ok(format!(
+        "{n} {what}{plural}:\n{}",
+        limited(lines, call.params.limit.unwrap_or(100), "locations")
+    ))
+}
+
+/// One `textDocument/definition`, `implementation` or `references` request, as
+/// locations.
+async fn ask_locations(
+    client: &LspClient,
+    method: &str,
+    params: Value,
+) -> Result<Vec<(Url, Range)>, String> {
+    Ok(if method == "textDocument/references" {
+        ask::<Vec<Location>>(client, method, params)
             .await?
             .unwrap_or_default()
             .into_iter()
             .map(|l| (l.uri, l.range))
             .collect()
     } else {
-        match ask::<GotoDefinitionResponse>(&doc.client, method, params).await? {
+        match ask::<GotoDefinitionResponse>(client, method, params).await? {
             None => Vec::new(),
             Some(GotoDefinitionResponse::Scalar(l)) => vec![(l.uri, l.range)],
             Some(GotoDefinitionResponse::Array(ls)) => {
@@ -240,18 +306,7 @@ async fn locations(
                 .map(|l| (l.target_uri, l.target_selection_range))
                 .collect(),
         }
-    };
-    if found.is_empty() {
-        return Ok(format!("No {what} found at that position."));
-    }
-    let mut fmt = Locations::new(&call.env.roots);
-    let lines: Vec<String> = found.iter().map(|(u, r)| fmt.line(u, r)).collect();
-    let n = lines.len();
-    let plural = if n == 1 { "" } else { "s" };
-    Ok(format!(
-        "{n} {what}{plural}:\n{}",
-        limited(lines, call.params.limit.unwrap_or(100), "locations")
-    ))
+    })
 }
 
 async fn hover(call: &LspCall) -> Result<String, String> {
@@ -321,9 +376,15 @@ async fn workspace_symbols(call: &LspCall, limit: usize) -> Result<String, Strin
     let query = call.params.query.clone().unwrap_or_default();
     let mut fmt = Locations::new(&call.env.roots);
     let mut lines = Vec::new();
-    match ask::<WorkspaceSymbolResponse>(&client, "workspace/symbol", json!({"query": query}))
-        .await?
-    {
+    let params = json!({"query": query});
+    let ask_once = || ask::<WorkspaceSymbolResponse>(&client, "workspace/symbol", params.clone());
+    let none = |a: &Option<WorkspaceSymbolResponse>| match a {
+        None => true,
+        Some(WorkspaceSymbolResponse::Flat(s)) => s.is_empty(),
+        Some(WorkspaceSymbolResponse::Nested(s)) => s.is_empty(),
+    };
+    let (answer, indexing) = until_found(&client, ask_once, none).await?;
+    match answer {
         None => {}
         Some(WorkspaceSymbolResponse::Flat(symbols)) => {
             for s in symbols {
@@ -342,7 +403,12 @@ async fn workspace_symbols(call: &LspCall, limit: usize) -> Result<String, Strin
         }
     }
     if lines.is_empty() {
-        return Ok(format!("No symbol matches {query:?}."));
+        let note = if indexing {
+            indexing_note(&client)
+        } else {
+            String::new()
+        };
+        return Ok(format!("No symbol matches {query:?}.{note}"));
     }
     Ok(limited(lines, limit, "symbols"))
 }

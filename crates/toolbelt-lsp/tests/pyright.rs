@@ -142,6 +142,27 @@ async fn navigation_hover_and_symbols() {
     servers.shutdown().await;
 }
 
+/// The first question of a fresh server is `workspaceSymbol`, before any file was opened:
+/// pyright answers an empty list until it has listed the project, and that answer is
+/// not the one given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_workspace_symbol_of_a_fresh_server_finds_the_function() {
+    let Some((ws, tool, servers)) = project() else {
+        return;
+    };
+    let found = ok(
+        &ws,
+        &tool,
+        json!({"operation": "workspaceSymbol", "query": "total_area"}),
+    )
+    .await;
+    assert!(
+        found.contains("Function total_area — models.py:14:5"),
+        "{found}"
+    );
+    servers.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn call_hierarchy() {
     let Some((ws, tool, servers)) = project() else {
