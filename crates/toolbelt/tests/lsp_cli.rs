@@ -380,7 +380,12 @@ fn a_session_s_first_edit_reports_the_error_it_introduced() {
     ];
     let session = run(&root, &home, true, &args);
     let out = text(&session.stdout);
-    assert_eq!(session.status.code(), Some(0), "{out}{}", text(&session.stderr));
+    assert_eq!(
+        session.status.code(),
+        Some(0),
+        "{out}{}",
+        text(&session.stderr)
+    );
     assert!(
         out.contains("The language server `python` reports 1 new error(s) after this change:")
             && out.contains("lib.py:2:12: return n / 2"),
