@@ -28,7 +28,7 @@
 //! it has read its settings and listed the project (its log line "Found N source
 //! files", taken as its word that it is ready). So an empty answer from a server that
 //! started less than `startupTimeout` ago and may still be busy ([`LspClient::busy`])
-//! is asked again before it is believed (`operations::until_found`).
+//! is asked again before it is believed (`indexing::until_found`).
 
 mod threads;
 
@@ -329,6 +329,11 @@ impl LspClient {
             }
         }
         Ok(uri)
+    }
+
+    /// Whether any document was opened on the server.
+    pub(crate) async fn has_open_documents(&self) -> bool {
+        !self.open.lock().await.is_empty()
     }
 
     /// Waits, the first time only, until the server has loaded its project: it has

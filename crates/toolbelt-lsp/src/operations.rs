@@ -16,6 +16,7 @@ use url::Url;
 use crate::client::LspClient;
 use crate::config::ServerConfig;
 use crate::format::{Locations, diagnostic, limited};
+use crate::indexing::{indexing_note, until_found};
 use crate::position::to_lsp;
 use crate::tool::LspCall;
 
@@ -178,6 +179,11 @@ async fn any_client(call: &LspCall) -> Result<Arc<LspClient>, String> {
     .ok_or("no language server is configured")?;
     let client = call.servers.client(config).await?;
     check_support(call, &client)?;
+    let root = config
+        .workspace_folder
+        .as_deref()
+        .unwrap_or(call.servers.root());
+    crate::indexing::open_a_project_file(&client, config, root).await;
     Ok(client)
 }
 
@@ -204,41 +210,6 @@ async fn ask<T: DeserializeOwned>(
     serde_json::from_value(value)
         .map(Some)
         .map_err(|e| format!("the server's answer to `{method}` is not what LSP specifies: {e}"))
-}
-
-/// What is said under an empty answer from a server still indexing.
-fn indexing_note(client: &LspClient) -> String {
-    format!(
-        "\n(the language server `{}` was still indexing the project: this answer may be incomplete; ask again in a moment)",
-        client.name()
-    )
-}
-
-/// Asks with `ask` until the answer is not `empty`, while the server may still be
-/// indexing ([`LspClient::busy`]) and its startup window is open, pausing 100 ms, then
-/// twice as long each time (at most 1 s). Returns the last answer and whether it came
-/// empty from a server that was still busy.
-async fn until_found<T, F, Fut>(
-    client: &LspClient,
-    mut ask: F,
-    empty: fn(&T) -> bool,
-) -> Result<(T, bool), String>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, String>>,
-{
-    let mut pause = Duration::from_millis(100);
-    loop {
-        let answer = ask().await?;
-        if !empty(&answer) || !client.busy() {
-            return Ok((answer, false));
-        }
-        let Some(left) = client.startup_left() else {
-            return Ok((answer, true));
-        };
-        tokio::time::sleep(pause.min(left)).await;
-        pause = (pause * 2).min(Duration::from_secs(1));
-    }
 }
 
 fn merge(params: &mut Value, extra: Value) {

@@ -60,16 +60,18 @@ while True:
         send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {"uri": uri, "diagnostics": []}})
     elif msg.get("method") == "initialize":
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {"definitionProvider": True, "workspaceSymbolProvider": True}}})
-    elif msg.get("method") == "initialized" and mode in ("symbols-later", "never-indexed"):
-        # Indexing the project, reported as work in progress; until it is done,
-        # `workspace/symbol` finds nothing ("symbols-later": done at the third question).
+    elif msg.get("method") == "initialized" and mode == "never-indexed":
+        # Indexing the project, reported as work in progress that never ends.
         progress("begin")
     elif msg.get("method") == "workspace/symbol":
+        # "symbols-later": indexing without a word of progress (as pyright), logging as it
+        # goes; `workspace/symbol` finds nothing before the third question.
         asked = globals().get("asked", 0) + 1
         globals()["asked"] = asked
         found = []
+        if mode == "symbols-later" and asked < 3:
+            send({"jsonrpc": "2.0", "method": "window/logMessage", "params": {"type": 3, "message": "indexing"}})
         if mode == "symbols-later" and asked >= 3:
-            progress("end")
             where = {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 10}}
             uri = "file://" + os.getcwd() + "/main.py"
             found = [{"name": "settle", "kind": 12, "location": {"uri": uri, "range": where}}]
