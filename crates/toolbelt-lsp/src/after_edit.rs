@@ -1,15 +1,19 @@
 //! Diagnostics after edits: `edit`, `write_file` and `notebook_edit` wrapped so that, when
-//! a running language server covers the changed file, the result tells the model about
+//! a configured language server covers the changed file, the result tells the model about
 //! the errors the change introduced, in the same turn.
 //!
-//! Only a server that already runs is asked (the edit never waits for a server to
-//! start), for at most `lsp.diagnosticsWaitMs` (default 3000); `lsp.diagnosticsAfterEdit:
-//! false` in the settings turns it off. "Introduced" compares messages, not positions
+//! The first such edit starts the server if it does not run yet (the configuration is
+//! the same trusted one the `lsp` tool uses, so the edit starts nothing the `lsp` tool
+//! would not; a server that failed to start is not tried again by edits). The edit
+//! waits at most `lsp.diagnosticsWaitMs` (default 3000) for the start and the answer;
+//! a check still going then goes on in the background, and its errors come with the
+//! result of the next checked edit. `lsp.diagnosticsAfterEdit: false` in the settings
+//! turns it off. "Introduced" compares messages, not positions
 //! (an edit moves the lines below it): an error whose message was already published for
 //! the file before the edit is not repeated. A file the server had not seen before has
 //! every error it reports counted as new.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +24,7 @@ use toolbelt_core::{
     ToolEnvironment, ToolError, ToolResult,
 };
 
+use crate::client::LspClient;
 use crate::format::{Locations, diagnostic, severity};
 use crate::servers::Servers;
 
@@ -168,9 +173,16 @@ impl Invocation for CheckedCall {
             if result.is_error() {
                 return result;
             }
-            for file in files {
-                if let Some(note) = new_errors(&env, &servers, &file, wait).await {
-                    result.llm_content.push(Part::text(note));
+            for file in &files {
+                if let Some(found) = checked_in_time(&env, &servers, file, wait).await {
+                    result.llm_content.push(Part::text(found.note(false)));
+                }
+            }
+            // Checks of earlier edits that took longer than the wait; a file checked
+            // again just now is reported by its newer check.
+            for found in servers.take_late() {
+                if !files.contains(&found.file) {
+                    result.llm_content.push(Part::text(found.note(true)));
                 }
             }
             result
@@ -178,17 +190,76 @@ impl Invocation for CheckedCall {
     }
 }
 
-/// The errors the running server of `file` reports after the change that it did not
-/// report before, as a note for the model; `None` when there are none or no running
-/// server covers the file.
+/// The new errors of one checked file.
+pub(crate) struct Found {
+    server: String,
+    file: PathBuf,
+    shown: String,
+    count: usize,
+    lines: Vec<String>,
+}
+
+impl Found {
+    fn note(&self, late: bool) -> String {
+        let after = if late {
+            format!("an earlier change to {}", self.shown)
+        } else {
+            "this change".to_string()
+        };
+        format!(
+            "The language server `{}` reports {} new error(s) after {after}:\n{}",
+            self.server,
+            self.count,
+            self.lines.join("\n")
+        )
+    }
+}
+
+/// Checks `file` in a task of its own and waits at most `wait` for it. A server that
+/// covers the file and does not run yet is started by this check (in that task); a
+/// check still going when `wait` is over goes on, and what it finds comes with the
+/// next checked edit's result ([`Servers::push_late`]).
+async fn checked_in_time(
+    env: &Arc<ToolEnvironment>,
+    servers: &Arc<Servers>,
+    file: &Path,
+    wait: Duration,
+) -> Option<Found> {
+    let (config, language) = servers.for_file(file)?;
+    let config = config.clone();
+    // The longest a check may go on in the background: a start, then the analysis.
+    let limit = wait.max(config.startup_timeout) + config.startup_timeout;
+    let check = {
+        let (env, servers, file) = (env.clone(), servers.clone(), file.to_path_buf());
+        tokio::spawn(async move {
+            let client = servers.client_for_edit(&config).await?;
+            new_errors(&env, &client, &file, &language, limit).await
+        })
+    };
+    let mut check = check;
+    match tokio::time::timeout(wait, &mut check).await {
+        Ok(found) => found.ok().flatten(),
+        Err(_) => {
+            let servers = servers.clone();
+            tokio::spawn(async move {
+                if let Ok(Some(found)) = check.await {
+                    servers.push_late(found);
+                }
+            });
+            None
+        }
+    }
+}
+
+/// The errors the server reports for `file` after the change that it did not report
+/// before; `None` when there are none or the server does not answer within `limit`.
 async fn new_errors(
     env: &ToolEnvironment,
-    servers: &Servers,
-    file: &std::path::Path,
-    wait: Duration,
-) -> Option<String> {
-    let (config, language) = servers.for_file(file)?;
-    let client = servers.running_client(&config.name).await?;
+    client: &LspClient,
+    file: &Path,
+    language: &str,
+    limit: Duration,
+) -> Option<Found> {
     let before: Vec<String> = client
         .published_for_path(file)
         .unwrap_or_default()
@@ -199,8 +270,8 @@ async fn new_errors(
     let text = crate::operations::read_document(file.to_path_buf())
         .await
         .ok()?;
-    let uri = client.sync_document(file, &language, &text).await.ok()?;
-    let after = client.diagnostics_for(&uri, wait).await?;
+    let uri = client.sync_document(file, language, &text).await.ok()?;
+    let after = client.diagnostics_for(&uri, limit).await?;
     let mut already = before;
     let new: Vec<_> = after
         .iter()
@@ -225,12 +296,13 @@ async fn new_errors(
     if new.len() > MAX_LISTED {
         lines.push(format!("… {} more", new.len() - MAX_LISTED));
     }
-    Some(format!(
-        "The language server `{}` reports {} new error(s) after this change:\n{}",
-        config.name,
-        new.len(),
-        lines.join("\n")
-    ))
+    Some(Found {
+        server: client.name().to_string(),
+        file: file.to_path_buf(),
+        shown: env.roots.display_relative(file),
+        count: new.len(),
+        lines,
+    })
 }
 
 #[cfg(test)]

@@ -22,6 +22,13 @@
 //! tsserver computes on the loaded project) or reported work, and no work it reported
 //! (`$/progress`: tsserver's project loading, clangd's index) is still going on; at most
 //! `startupTimeout`.
+//!
+//! Some servers say nothing while they index: pyright reports no progress, publishes
+//! nothing for files not open, and answers `workspace/symbol` with an empty list until
+//! it has read its settings and listed the project (its log line "Found N source
+//! files", taken as its word that it is ready). So an empty answer from a server that
+//! started less than `startupTimeout` ago and may still be busy ([`LspClient::busy`])
+//! is asked again before it is believed (`indexing::until_found`).
 
 mod threads;
 
@@ -43,6 +50,10 @@ use crate::transport::{Channel, Socket};
 pub(crate) use threads::read_available;
 
 type Reply = Result<Value, String>;
+
+/// A server without signs of readiness that said nothing for this long is taken to have
+/// settled (pyright's longest silence while it loads a small project is a few hundred ms).
+const QUIET: Duration = Duration::from_secs(2);
 
 /// What the reader thread and the callers share.
 struct Shared {
@@ -90,6 +101,8 @@ pub struct LspClient {
     socket: Option<Socket>,
     /// Set once the server loaded its project (or `startupTimeout` passed waiting).
     loaded: AtomicBool,
+    /// When the server was started (or connected to).
+    started: Instant,
     startup_timeout: Duration,
     shutdown_timeout: Duration,
     request_timeout: Duration,
@@ -201,6 +214,7 @@ impl LspClient {
             pgid,
             socket,
             loaded: AtomicBool::new(false),
+            started: Instant::now(),
             startup_timeout: config.startup_timeout,
             shutdown_timeout: config.shutdown_timeout,
             request_timeout: config.request_timeout,
@@ -317,6 +331,11 @@ impl LspClient {
         Ok(uri)
     }
 
+    /// Whether any document was opened on the server.
+    pub(crate) async fn has_open_documents(&self) -> bool {
+        !self.open.lock().await.is_empty()
+    }
+
     /// Waits, the first time only, until the server has loaded its project: it has
     /// published diagnostics or reported work, and no work it reported is still in
     /// progress (or it died); at most `startupTimeout`. Call it after a document was
@@ -347,6 +366,27 @@ impl LspClient {
             let _ = tokio::time::timeout(left, notified).await;
         }
         self.loaded.store(true, Ordering::Release);
+    }
+
+    /// How long the server's startup window (`startupTimeout` from its start) is still
+    /// open; `None` once it closed.
+    pub(crate) fn startup_left(&self) -> Option<Duration> {
+        (self.started + self.startup_timeout).checked_duration_since(Instant::now())
+    }
+
+    /// Whether an empty answer may only mean the server has not indexed the project yet:
+    /// work it reported is still in progress, or, in its startup window, it gave no sign
+    /// of being ready (no progress ended, no word of its own) and said something in the
+    /// last [`QUIET`].
+    pub(crate) fn busy(&self) -> bool {
+        let progress = lock(&self.shared.progress);
+        if !progress.active.is_empty() {
+            return true;
+        }
+        self.startup_left().is_some()
+            && !progress.began
+            && !progress.announced_ready
+            && progress.last_heard.elapsed() < QUIET
     }
 
     /// The diagnostics last published for `uri`, waiting up to `limit` for a first

@@ -8,7 +8,8 @@
 //! `servers` starts them on first use and shares them, `tool` is the declaration and its
 //! argument checks, `operations` the requests and `format` the text of the answers;
 //! `position` converts the tool's 1-based character columns to LSP's UTF-16 ones;
-//! `after_edit` adds the errors an edit introduced to the edit tools' results.
+//! `after_edit` adds the errors an edit introduced to the edit tools' results;
+//! `indexing` keeps a server still indexing from giving an empty first answer.
 
 #![warn(missing_docs, unreachable_pub)]
 
@@ -17,6 +18,7 @@ mod client;
 mod config;
 mod format;
 mod framing;
+mod indexing;
 mod operations;
 mod position;
 mod servers;

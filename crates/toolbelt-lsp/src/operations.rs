@@ -16,6 +16,7 @@ use url::Url;
 use crate::client::LspClient;
 use crate::config::ServerConfig;
 use crate::format::{Locations, diagnostic, limited};
+use crate::indexing::{indexing_note, until_found};
 use crate::position::to_lsp;
 use crate::tool::LspCall;
 
@@ -178,6 +179,11 @@ async fn any_client(call: &LspCall) -> Result<Arc<LspClient>, String> {
     .ok_or("no language server is configured")?;
     let client = call.servers.client(config).await?;
     check_support(call, &client)?;
+    let root = config
+        .workspace_folder
+        .as_deref()
+        .unwrap_or(call.servers.root());
+    crate::indexing::open_a_project_file(&client, config, root).await;
     Ok(client)
 }
 
@@ -221,15 +227,46 @@ async fn locations(
     let doc = open(call).await?;
     let mut params = position_params(call, &doc)?;
     merge(&mut params, extra);
-    let found: Vec<(Url, Range)> = if method == "textDocument/references" {
-        ask::<Vec<Location>>(&doc.client, method, params)
+    let ask_once = || {
+        let params = params.clone();
+        let client = &doc.client;
+        async move { ask_locations(client, method, params).await }
+    };
+    let (found, indexing) = until_found(&doc.client, ask_once, Vec::is_empty).await?;
+    if found.is_empty() {
+        let note = if indexing {
+            indexing_note(&doc.client)
+        } else {
+            String::new()
+        };
+        return Ok(format!("No {what} found at that position.{note}"));
+    }
+    let mut fmt = Locations::new(&call.env.roots);
+    let lines: Vec<String> = found.iter().map(|(u, r)| fmt.line(u, r)).collect();
+    let n = lines.len();
+    let plural = if n == 1 { "" } else { "s" };
+    Ok(format!(
+        "{n} {what}{plural}:\n{}",
+        limited(lines, call.params.limit.unwrap_or(100), "locations")
+    ))
+}
+
+/// One `textDocument/definition`, `implementation` or `references` request, as
+/// locations.
+async fn ask_locations(
+    client: &LspClient,
+    method: &str,
+    params: Value,
+) -> Result<Vec<(Url, Range)>, String> {
+    Ok(if method == "textDocument/references" {
+        ask::<Vec<Location>>(client, method, params)
             .await?
             .unwrap_or_default()
             .into_iter()
             .map(|l| (l.uri, l.range))
             .collect()
     } else {
-        match ask::<GotoDefinitionResponse>(&doc.client, method, params).await? {
+        match ask::<GotoDefinitionResponse>(client, method, params).await? {
             None => Vec::new(),
             Some(GotoDefinitionResponse::Scalar(l)) => vec![(l.uri, l.range)],
             Some(GotoDefinitionResponse::Array(ls)) => {
@@ -240,18 +277,7 @@ async fn locations(
                 .map(|l| (l.target_uri, l.target_selection_range))
                 .collect(),
         }
-    };
-    if found.is_empty() {
-        return Ok(format!("No {what} found at that position."));
-    }
-    let mut fmt = Locations::new(&call.env.roots);
-    let lines: Vec<String> = found.iter().map(|(u, r)| fmt.line(u, r)).collect();
-    let n = lines.len();
-    let plural = if n == 1 { "" } else { "s" };
-    Ok(format!(
-        "{n} {what}{plural}:\n{}",
-        limited(lines, call.params.limit.unwrap_or(100), "locations")
-    ))
+    })
 }
 
 async fn hover(call: &LspCall) -> Result<String, String> {
@@ -321,9 +347,15 @@ async fn workspace_symbols(call: &LspCall, limit: usize) -> Result<String, Strin
     let query = call.params.query.clone().unwrap_or_default();
     let mut fmt = Locations::new(&call.env.roots);
     let mut lines = Vec::new();
-    match ask::<WorkspaceSymbolResponse>(&client, "workspace/symbol", json!({"query": query}))
-        .await?
-    {
+    let params = json!({"query": query});
+    let ask_once = || ask::<WorkspaceSymbolResponse>(&client, "workspace/symbol", params.clone());
+    let none = |a: &Option<WorkspaceSymbolResponse>| match a {
+        None => true,
+        Some(WorkspaceSymbolResponse::Flat(s)) => s.is_empty(),
+        Some(WorkspaceSymbolResponse::Nested(s)) => s.is_empty(),
+    };
+    let (answer, indexing) = until_found(&client, ask_once, none).await?;
+    match answer {
         None => {}
         Some(WorkspaceSymbolResponse::Flat(symbols)) => {
             for s in symbols {
@@ -342,7 +374,12 @@ async fn workspace_symbols(call: &LspCall, limit: usize) -> Result<String, Strin
         }
     }
     if lines.is_empty() {
-        return Ok(format!("No symbol matches {query:?}."));
+        let note = if indexing {
+            indexing_note(&client)
+        } else {
+            String::new()
+        };
+        return Ok(format!("No symbol matches {query:?}.{note}"));
     }
     Ok(limited(lines, limit, "symbols"))
 }

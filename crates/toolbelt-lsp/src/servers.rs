@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::after_edit::Found;
 use crate::client::LspClient;
 use crate::config::ServerConfig;
 
@@ -37,6 +38,9 @@ pub struct Servers {
     slots: tokio::sync::Mutex<HashMap<String, Slot>>,
     /// Set by [`Servers::shutdown`].
     ended: AtomicBool,
+    /// What checks of edits found after their edit's result was given
+    /// (`after_edit.rs`), for the next checked edit's result.
+    late: std::sync::Mutex<Vec<Found>>,
 }
 
 impl Servers {
@@ -47,6 +51,7 @@ impl Servers {
             root,
             slots: tokio::sync::Mutex::default(),
             ended: AtomicBool::new(false),
+            late: std::sync::Mutex::default(),
         }
     }
 
@@ -126,6 +131,40 @@ impl Servers {
                 Err(e)
             }
         }
+    }
+
+    /// The client of `config` for checking an edit: started now if it does not run, but
+    /// not tried again after it failed to start or stopped for good (each edit would pay
+    /// for a start that fails again; the `lsp` tool still tries).
+    pub(crate) async fn client_for_edit(&self, config: &ServerConfig) -> Option<Arc<LspClient>> {
+        {
+            let slots = self.slots.lock().await;
+            if let Some(slot) = slots.get(&config.name)
+                && slot.client.is_none()
+                && slot.failure.is_some()
+            {
+                return None;
+            }
+        }
+        self.client(config).await.ok()
+    }
+
+    /// Keeps what a check found after its edit's result was given.
+    pub(crate) fn push_late(&self, found: Found) {
+        self.late
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(found);
+    }
+
+    /// Takes what checks found late (see [`Servers::push_late`]).
+    pub(crate) fn take_late(&self) -> Vec<Found> {
+        std::mem::take(
+            &mut *self
+                .late
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// The client of server `name` if it runs now (never starts it).

@@ -59,7 +59,23 @@ while True:
         uri = msg["params"]["textDocument"]["uri"]
         send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {"uri": uri, "diagnostics": []}})
     elif msg.get("method") == "initialize":
-        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {"definitionProvider": True}}})
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {"definitionProvider": True, "workspaceSymbolProvider": True}}})
+    elif msg.get("method") == "initialized" and mode == "never-indexed":
+        # Indexing the project, reported as work in progress that never ends.
+        progress("begin")
+    elif msg.get("method") == "workspace/symbol":
+        # "symbols-later": indexing without a word of progress (as pyright), logging as it
+        # goes; `workspace/symbol` finds nothing before the third question.
+        asked = globals().get("asked", 0) + 1
+        globals()["asked"] = asked
+        found = []
+        if mode == "symbols-later" and asked < 3:
+            send({"jsonrpc": "2.0", "method": "window/logMessage", "params": {"type": 3, "message": "indexing"}})
+        if mode == "symbols-later" and asked >= 3:
+            where = {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 10}}
+            uri = "file://" + os.getcwd() + "/main.py"
+            found = [{"name": "settle", "kind": 12, "location": {"uri": uri, "range": where}}]
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": found})
     elif "id" in msg and mode == "crash":
         sys.stderr.write("fake: segmentation fault\n"); sys.stderr.flush()
         os._exit(139)
@@ -80,7 +96,7 @@ fn config(ws: &Workspace, mode: &str) -> String {
     let startup = match mode {
         // Long enough for Python to start (and write its pids) on a loaded machine.
         "silent" => 5000,
-        "quiet" => 4000,
+        "quiet" | "never-indexed" => 4000,
         _ => 30_000,
     };
     json!({"fake": {
@@ -268,4 +284,50 @@ async fn a_server_that_says_nothing_of_its_loading_is_asked_after_its_startup_ti
     );
     servers.shutdown().await;
     assert_nothing_left(&ws);
+}
+
+/// A server still indexing answers `workspace/symbol` with nothing: the first question is
+/// asked again until the index is done, and the answer is the symbol.
+#[tokio::test]
+async fn an_empty_answer_while_the_server_indexes_is_asked_again() {
+    let ws = Workspace::new();
+    ws.write("main.py", "def settle():\n    pass\n");
+    let (tool, servers) = ws.tool(&config(&ws, "symbols-later"));
+    let found = call(
+        &tool,
+        &ws,
+        json!({"operation": "workspaceSymbol", "query": "settle"}),
+    )
+    .await
+    .llm_text();
+    assert!(found.contains("Function settle — main.py:1:5"), "{found}");
+    servers.shutdown().await;
+}
+
+/// A server whose indexing never ends within `startupTimeout`: the empty answer is given,
+/// saying so, once the startup window is over.
+#[tokio::test]
+async fn an_empty_answer_from_a_server_still_indexing_says_so() {
+    let ws = Workspace::new();
+    ws.write("main.py", "def settle():\n    pass\n");
+    let (tool, servers) = ws.tool(&config(&ws, "never-indexed"));
+    let started = Instant::now();
+    let result = call(
+        &tool,
+        &ws,
+        json!({"operation": "workspaceSymbol", "query": "settle"}),
+    )
+    .await;
+    let text = result.llm_text();
+    assert!(!result.is_error(), "{text}");
+    assert!(
+        text.contains("No symbol matches \"settle\".")
+            && text.contains("`fake` was still indexing the project"),
+        "{text}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "bounded by startupTimeout"
+    );
+    servers.shutdown().await;
 }

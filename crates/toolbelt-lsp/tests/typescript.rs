@@ -138,3 +138,20 @@ async fn implementations_definitions_hover_and_diagnostics() {
     );
     servers.shutdown().await;
 }
+
+/// `workspaceSymbol` as the first question: tsserver has no project before a file of it
+/// is open ("No Project"), so one is opened first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_workspace_symbol_of_a_fresh_server_finds_the_class() {
+    let Some((ws, tool, servers)) = project() else {
+        return;
+    };
+    let found = ok(
+        &ws,
+        &tool,
+        json!({"operation": "workspaceSymbol", "query": "Square"}),
+    )
+    .await;
+    assert!(found.contains("Class Square — shapes.ts:5:1"), "{found}");
+    servers.shutdown().await;
+}

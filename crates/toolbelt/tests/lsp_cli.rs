@@ -256,3 +256,139 @@ fn servers_in_the_settings_follow_the_trust_rules_of_lsp_json() {
         "{listed}"
     );
 }
+
+/// A fresh `tools call write_file` that breaks a type: the edit starts the project's
+/// server (trusted folder) and its result names the error. In an untrusted folder the
+/// same edit starts nothing. (`--json`: the note is for the model, in `llmContent`.)
+#[test]
+fn an_edit_in_a_fresh_tools_call_starts_the_server_and_reports_the_error() {
+    let Some(bin) = pyright() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(home.join(".qwen")).unwrap();
+    let root = root.canonicalize().unwrap();
+    // Waiting long enough for a cold pyright on a loaded machine.
+    std::fs::write(
+        home.join(".qwen/settings.json"),
+        json!({"lsp": {"diagnosticsWaitMs": 60000}}).to_string(),
+    )
+    .unwrap();
+    let pid_file = root.join("server.pid");
+    let wrapper = root.join("pyright.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho $$ > '{}'\nexec '{}' --stdio\n",
+            pid_file.display(),
+            bin.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let lsp_json = json!({"python": {"command": wrapper, "extensionToLanguage": {".py": "python"}, "startupTimeout": 60000}});
+    std::fs::write(root.join(".lsp.json"), lsp_json.to_string()).unwrap();
+    let edit = json!({"file_path": root.join("lib.py"), "content": "def half(n: int) -> int:\n    return n / 2\n"}).to_string();
+
+    let untrusted = run(
+        &root,
+        &home,
+        false,
+        &["tools", "call", "write_file", &edit, "--yes", "--json"],
+    );
+    let out = text(&untrusted.stdout);
+    assert_eq!(
+        untrusted.status.code(),
+        Some(0),
+        "{out}{}",
+        text(&untrusted.stderr)
+    );
+    assert!(!out.contains("language server"), "{out}");
+    assert!(!pid_file.exists(), "no server was started");
+
+    let trusted = run(
+        &root,
+        &home,
+        true,
+        &["tools", "call", "write_file", &edit, "--yes", "--json"],
+    );
+    let out = text(&trusted.stdout);
+    assert_eq!(
+        trusted.status.code(),
+        Some(0),
+        "{out}{}",
+        text(&trusted.stderr)
+    );
+    assert!(
+        out.contains("The language server `python` reports 1 new error(s) after this change:"),
+        "{out}"
+    );
+    assert!(out.contains("lib.py:2:12: return n / 2"), "{out}");
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        toolbelt_process::live_members(pid).is_empty(),
+        "the server's group ended with toolbelt"
+    );
+}
+
+/// A session whose first call is an edit that breaks a type: the model reads the error
+/// in that call's result, though nothing asked the server before.
+#[test]
+fn a_session_s_first_edit_reports_the_error_it_introduced() {
+    let Some(bin) = pyright() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(home.join(".qwen")).unwrap();
+    let root = root.canonicalize().unwrap();
+    std::fs::write(
+        home.join(".qwen/settings.json"),
+        json!({"lsp": {"diagnosticsWaitMs": 60000}}).to_string(),
+    )
+    .unwrap();
+    let lsp_json = json!({"python": {"command": bin, "args": ["--stdio"], "extensionToLanguage": {".py": "python"}, "startupTimeout": 60000}});
+    std::fs::write(root.join(".lsp.json"), lsp_json.to_string()).unwrap();
+    let edit = json!({"file_path": root.join("lib.py"), "content": "def half(n: int) -> int:\n    return n / 2\n"});
+    let script = dir.path().join("script.jsonl");
+    std::fs::write(
+        &script,
+        format!(
+            "{}\n{}\n",
+            json!({"tool_calls": [{"id": "w", "name": "write_file", "arguments": edit}]}),
+            json!({"text": "done"})
+        ),
+    )
+    .unwrap();
+    let args = [
+        "--model-replay",
+        script.to_str().unwrap(),
+        "--allowed-tools",
+        "write_file",
+        "-o",
+        "stream-json",
+        "write",
+    ];
+    let session = run(&root, &home, true, &args);
+    let out = text(&session.stdout);
+    assert_eq!(
+        session.status.code(),
+        Some(0),
+        "{out}{}",
+        text(&session.stderr)
+    );
+    assert!(
+        out.contains("The language server `python` reports 1 new error(s) after this change:")
+            && out.contains("lib.py:2:12: return n / 2"),
+        "{out}"
+    );
+}

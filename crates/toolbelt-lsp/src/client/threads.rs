@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::io::{BufReader, Read, Write};
 use std::process::Child;
 use std::sync::{Arc, mpsc};
+use std::time::Instant;
 
 use lsp_server::{Message, Notification, Request, Response};
 use serde_json::Value;
@@ -16,12 +17,39 @@ use super::{Shared, lock};
 /// How much of the server's stderr is kept for error messages.
 const STDERR_TAIL: usize = 2048;
 
-/// The work a server reported begun (`$/progress` begin) and not yet ended, and whether
-/// it ever reported any.
-#[derive(Default)]
+/// The work a server reported begun (`$/progress` begin) and not yet ended, whether it
+/// ever reported any, whether it said in its own words that its index is ready, and when
+/// it last said anything of its own (not an answer).
 pub(super) struct Progress {
     pub(super) active: HashSet<String>,
     pub(super) began: bool,
+    /// pyright reports no progress while it loads: its log line "Found N source files"
+    /// (`window/logMessage`) comes once it has read its settings and listed the project,
+    /// before which `workspace/symbol` answers an empty list.
+    pub(super) announced_ready: bool,
+    pub(super) last_heard: Instant,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Progress {
+            active: HashSet::new(),
+            began: false,
+            announced_ready: false,
+            last_heard: Instant::now(),
+        }
+    }
+}
+
+/// Whether a `window/logMessage` text is a server's own word that its project is listed
+/// (pyright: "Found 12 source files", "Found 1 source file").
+fn says_ready(message: &str) -> bool {
+    message
+        .strip_prefix("Found ")
+        .and_then(|rest| rest.split_once(' '))
+        .is_some_and(|(n, rest)| {
+            n.bytes().all(|b| b.is_ascii_digit()) && rest.starts_with("source file")
+        })
 }
 
 pub(super) fn spawn_io(
@@ -149,8 +177,12 @@ fn read_loop(
     loop {
         match Message::read(&mut reader) {
             Ok(Some(Message::Response(response))) => answer(shared, response),
-            Ok(Some(Message::Notification(n))) => notification(shared, n),
+            Ok(Some(Message::Notification(n))) => {
+                lock(&shared.progress).last_heard = Instant::now();
+                notification(shared, n);
+            }
             Ok(Some(Message::Request(request))) => {
+                lock(&shared.progress).last_heard = Instant::now();
                 let _ = out.send(server_request(shared, request).into());
             }
             Ok(None) if over_socket => {
@@ -214,6 +246,12 @@ fn notification(shared: &Shared, n: Notification) {
                 _ => return,
             }
         }
+        "window/logMessage" => {
+            if !n.params["message"].as_str().is_some_and(says_ready) {
+                return;
+            }
+            lock(&shared.progress).announced_ready = true;
+        }
         _ => return,
     }
     shared.changed.notify_waiters();
@@ -241,4 +279,17 @@ fn server_request(shared: &Shared, request: Request) -> Response {
         Value::Null
     };
     Response::new_ok(request.id, result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::says_ready;
+
+    #[test]
+    fn pyright_s_listing_line_is_its_word_that_it_is_ready() {
+        assert!(says_ready("Found 2 source files"));
+        assert!(says_ready("Found 1 source file"));
+        assert!(!says_ready("Found no source files"));
+        assert!(!says_ready("Starting service instance \"proj\""));
+    }
 }
