@@ -311,17 +311,8 @@ fn server_everything() -> Result<PathBuf, String> {
 
 #[test]
 fn server_everything_echo_get_sum_and_get_tiny_image_run_through_tools_call() {
-    let script = match server_everything() {
-        Ok(script) => script,
-        Err(why) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "@modelcontextprotocol/server-everything is not available and CI must run this \
-                 test ({why}); scripts/setup.sh installs it"
-            );
-            eprintln!("skipped: @modelcontextprotocol/server-everything is not available: {why}");
-            return;
-        }
+    let Some(script) = resources::everything_or_skip() else {
+        return;
     };
     let project = Project::new(json!({"mcpServers": {
         "everything": {"command": "node", "args": [script], "trust": true}
@@ -404,17 +395,8 @@ fn the_agent_uses_a_tool_an_mcp_server_adds_during_the_run() {
 /// server-everything offers `get-roots-list` only to a client that declares roots.
 #[test]
 fn a_server_asking_for_roots_is_told_the_workspace() {
-    let script = match server_everything() {
-        Ok(script) => script,
-        Err(why) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "@modelcontextprotocol/server-everything is not available and CI must run this \
-                 test ({why}); scripts/setup.sh installs it"
-            );
-            eprintln!("skipped: {why}");
-            return;
-        }
+    let Some(script) = resources::everything_or_skip() else {
+        return;
     };
     let project = Project::new(json!({"mcpServers": {
         "everything": {"command": "node", "args": [script], "trust": true}

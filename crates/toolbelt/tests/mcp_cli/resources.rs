@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{Project, server_everything, stderr, stdout, testserver, toolbelt};
 
 /// `server_everything()`, or `None` (skipped) outside CI when it is not installed.
-fn everything_or_skip() -> Option<PathBuf> {
+pub(crate) fn everything_or_skip() -> Option<PathBuf> {
     match server_everything() {
         Ok(script) => Some(script),
         Err(why) => {
