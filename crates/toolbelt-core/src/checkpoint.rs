@@ -35,6 +35,9 @@ pub struct CheckpointCall {
     /// The paths the call says it changes (its permission subject), empty when it
     /// cannot say (a shell command, an MCP tool): a hint, never the whole truth.
     pub paths: Vec<PathBuf>,
+    /// The tool changes no file but `paths` ([`crate::ToolFacts::edits_named_files`]:
+    /// the edit tools), so what it changed can be found without a walk.
+    pub only_paths: bool,
 }
 
 /// A user turn starting: the agent says so before the prompt joins the conversation.

@@ -8,14 +8,17 @@
 //! Usage: `checkpoint_bench [FILES] [RUNS] [oneshot]` (default 15000 files, 30 runs
 //! each). With `oneshot`, only what a one-shot process (`toolbelt tools call`) pays: a
 //! fresh history on the project's store, its checkpoints before and after one file
-//! changed, against `git status` on the same tree (a real repository) in the same run.
+//! changed (the "after" both as a walk and as an edit tool's, which looks only at the
+//! file it names), against `git status` on the same tree (a real repository) in the same
+//! run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolbelt_core::{Settings, WorkspaceRoots};
+use toolbelt_core::checkpoint::{CheckpointCall, Checkpoints};
+use toolbelt_core::{Kind, Settings, WorkspaceRoots};
 use toolbelt_history::{History, HistoryConfig, Phase};
 
 /// Text that compresses as source code does (about 3:1 with zstd).
@@ -268,6 +271,11 @@ fn bench_oneshot(files: usize, runs: usize) {
     h.flush();
     drop(h);
     let (mut before, mut after, mut status) = (Vec::new(), Vec::new(), Vec::new());
+    let mut named_after = Vec::new();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     for i in 0..runs {
         let n = i * 7919 % files;
         let f = root.join(format!(
@@ -287,6 +295,22 @@ fn bench_oneshot(files: usize, runs: usize) {
         h.checkpoint_now(Phase::After, "bench", "call", None)
             .unwrap();
         after.push(t.elapsed());
+        // The same edit again, checkpointed as `tools call edit` does: the scheduler's
+        // "after" of an edit tool, which names the file it changed.
+        let call = CheckpointCall {
+            call_id: format!("edit-{i}"),
+            tool: "edit".into(),
+            kind: Kind::Edit,
+            changes_files: true,
+            paths: vec![f.clone()],
+            only_paths: true,
+        };
+        let mut body = std::fs::read_to_string(&f).unwrap();
+        body.push_str(&format!("// edit {i} again\n"));
+        std::fs::write(&f, body).unwrap();
+        let t = Instant::now();
+        runtime.block_on(h.after_call(&call));
+        named_after.push(t.elapsed());
         h.flush();
         drop(h);
         if git_too {
@@ -307,6 +331,10 @@ fn bench_oneshot(files: usize, runs: usize) {
         "one-shot: checkpoint before the call (fresh process): median {mb:.2} ms, p90 {pb:.2} ms"
     );
     println!("one-shot: checkpoint after it (one file changed): median {ma:.2} ms, p90 {pa:.2} ms");
+    let (mn, pn) = median(named_after);
+    println!(
+        "one-shot: an edit tool's checkpoint after (the file it names): median {mn:.2} ms, p90 {pn:.2} ms"
+    );
     if git_too {
         let (mg, pg) = median(status);
         println!("git status --porcelain, same tree: median {mg:.2} ms, p90 {pg:.2} ms");

@@ -160,7 +160,7 @@ impl History {
             .name("toolbelt-history-start".into())
             .spawn(move || {
                 let mut state = lock(&shared.state);
-                if let Err(e) = shared.sync(&mut state, None) {
+                if let Err(e) = shared.sync(&mut state, None, &[]) {
                     state.disabled = Some(e.to_string());
                 }
             });
@@ -209,7 +209,7 @@ impl History {
         call_id: &str,
         id: Option<String>,
     ) -> Result<Record, String> {
-        self.shared.checkpoint(phase, tool, call_id, id, None)
+        self.shared.checkpoint(phase, tool, call_id, id, None, &[])
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
@@ -226,7 +226,7 @@ impl History {
         if let Some(why) = &state.disabled {
             return Err(why.clone());
         }
-        let hashes = self.shared.sync(state, pin).map_err(|e| {
+        let hashes = self.shared.sync(state, pin, &[]).map_err(|e| {
             let why = e.to_string();
             if matches!(e, ScanError::TooMany(_)) {
                 state.disabled = Some(why.clone());
@@ -250,11 +250,14 @@ impl History {
 
 impl Shared {
     /// Brings every root's index up to date (the roots `pin` names, else those the
-    /// session covers now); returns their trees' hashes.
+    /// session covers now); returns their trees' hashes. `named`, when not empty, are
+    /// the only paths that changed since the last sync (a call of an edit tool): without
+    /// a watcher they alone are looked at instead of a walk.
     fn sync(
         &self,
         state: &mut State,
         pin: Option<&[PathBuf]>,
+        named: &[PathBuf],
     ) -> Result<Vec<ContentHash>, ScanError> {
         let cfg = &self.config;
         let wanted = pin.map_or_else(|| self.wanted_roots(), <[PathBuf]>::to_vec);
@@ -271,6 +274,7 @@ impl Shared {
         }
         let changes = match (&mut state.watcher, state.ready) {
             (Some(w), true) => Some(w.drain()),
+            (None, true) if !moved && !named.is_empty() => named_changes(&state.roots, named),
             _ => None,
         };
         let whole = moved
@@ -390,12 +394,13 @@ impl Shared {
         call_id: &str,
         id: Option<String>,
         pin: Option<&[PathBuf]>,
+        named: &[PathBuf],
     ) -> Result<Record, String> {
         let mut state = lock(&self.state);
         if let Some(why) = &state.disabled {
             return Err(why.clone());
         }
-        let hashes = match self.sync(&mut state, pin) {
+        let hashes = match self.sync(&mut state, pin, named) {
             Ok(h) => h,
             Err(e) => {
                 let why = e.to_string();
@@ -440,6 +445,34 @@ impl Shared {
     }
 }
 
+/// The index entries to look at again for `named` paths: a file the index has, else
+/// the nearest directory it has on the way (listed again, and what is new beneath it
+/// walked). `None` (walk everything) when a path lies in no root or names a root.
+fn named_changes(roots: &[RootIndex], named: &[PathBuf]) -> Option<crate::watch::Changes> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut changes = crate::watch::Changes::default();
+    for path in named {
+        let (i, root) = roots
+            .iter()
+            .enumerate()
+            .find(|(_, r)| path.starts_with(&r.path))?;
+        let rel = path.strip_prefix(&root.path).ok()?.as_os_str().as_bytes();
+        if rel.is_empty() {
+            return None;
+        }
+        if matches!(root.tree.get(rel), Some(crate::index::Node::Leaf(_))) {
+            changes.files.insert((i, rel.to_vec()));
+            continue;
+        }
+        let mut dir = crate::index::split_last(rel).0;
+        while !dir.is_empty() && root.tree.dir(dir).is_none() {
+            dir = crate::index::split_last(dir).0;
+        }
+        changes.dirs.insert((i, dir.to_vec()));
+    }
+    Some(changes)
+}
+
 /// The first line of a prompt, at most 100 characters.
 fn first_line(prompt: &str) -> String {
     let line = prompt.trim().lines().next().unwrap_or("");
@@ -476,7 +509,7 @@ impl Checkpoints for History {
             let shared = self.shared.clone();
             let (tool, call_id) = (call.tool.clone(), call.call_id.clone());
             let taken = tokio::task::spawn_blocking(move || {
-                let record = shared.checkpoint(Phase::Before, &tool, &call_id, None, None)?;
+                let record = shared.checkpoint(Phase::Before, &tool, &call_id, None, None, &[])?;
                 lock(&shared.state).calls.insert(call_id, record.id.clone());
                 Ok::<_, String>(())
             })
@@ -495,10 +528,17 @@ impl Checkpoints for History {
             }
             let shared = self.shared.clone();
             let (tool, call_id) = (call.tool.clone(), call.call_id.clone());
+            // An edit tool changed only the files it names: without a watcher those are
+            // looked at again, not the whole workspace.
+            let named = if call.only_paths {
+                call.paths.clone()
+            } else {
+                Vec::new()
+            };
             let _ = tokio::task::spawn_blocking(move || {
                 let id = lock(&shared.state).calls.remove(&call_id);
                 // Without its "before", the call's result is still what toolbelt saw.
-                if let Err(e) = shared.checkpoint(Phase::After, &tool, &call_id, id, None) {
+                if let Err(e) = shared.checkpoint(Phase::After, &tool, &call_id, id, None, &named) {
                     tracing::debug!("checkpoint after {call_id}: {e}");
                 }
             })

@@ -251,9 +251,9 @@ impl History {
             );
         }
         let call = format!("restore {}", plan.target.id);
-        let undo = self
-            .shared
-            .checkpoint(Phase::Before, "restore", &call, None, Some(&pin))?;
+        let undo =
+            self.shared
+                .checkpoint(Phase::Before, "restore", &call, None, Some(&pin), &[])?;
         let mut applied = Applied {
             undo: Some(undo.id.clone()),
             ..Applied::default()
@@ -278,8 +278,14 @@ impl History {
                 }
             }
         }
-        self.shared
-            .checkpoint(Phase::After, "restore", &call, Some(undo.id), Some(&pin))?;
+        self.shared.checkpoint(
+            Phase::After,
+            "restore",
+            &call,
+            Some(undo.id),
+            Some(&pin),
+            &[],
+        )?;
         self.flush();
         Ok(applied)
     }

@@ -79,6 +79,16 @@ fn call(id: &str, tool: &str, kind: Kind) -> CheckpointCall {
         // it writes (`save_memory`'s `ToolFacts::writes_files`).
         changes_files: !kind.is_read_only() || tool == "save_memory",
         paths: Vec::new(),
+        only_paths: false,
+    }
+}
+
+/// A call of an edit tool, which changes only the files it names (`only_paths`).
+fn named_edit(id: &str, paths: &[PathBuf]) -> CheckpointCall {
+    CheckpointCall {
+        paths: paths.to_vec(),
+        only_paths: true,
+        ..call(id, "write_file", Kind::Edit)
     }
 }
 
@@ -170,6 +180,39 @@ async fn edit_write_sed_and_rm_are_restored_exactly_with_the_watcher() {
 #[tokio::test]
 async fn edit_write_sed_and_rm_are_restored_exactly_by_walking() {
     restored_exactly(false).await;
+}
+
+/// Without a watcher, an edit tool's "after" looks only at the files it names: a file
+/// something else changed meanwhile is not taken into the call's checkpoint (so it
+/// reads as changed outside toolbelt), and a new file in new folders is taken whole.
+#[tokio::test]
+async fn an_edit_tools_after_looks_only_at_its_named_files_without_a_watcher() {
+    let ws = Ws::new();
+    ws.write("a.txt", b"one\n", 0o644);
+    ws.write("b.txt", b"bee\n", 0o644);
+    let h = ws.history(false, 1 << 20);
+    let id = around(&h, &named_edit("c1", &[ws.root.join("a.txt")]), || {
+        ws.write("a.txt", b"two\n", 0o644);
+        ws.write("b.txt", b"bee meanwhile\n", 0o644);
+    })
+    .await;
+    let plan = h.plan(&id, &[]).unwrap();
+    let outside: Vec<String> = plan.outside().map(|c| c.shown()).collect();
+    assert_eq!(outside, ["b.txt"], "{}", render::plan_text(&h, &plan));
+    // A file written into folders that did not exist.
+    let new = ws.root.join("deep/er/new.txt");
+    let id = around(&h, &named_edit("c2", std::slice::from_ref(&new)), || {
+        ws.write("deep/er/new.txt", b"created\n", 0o640)
+    })
+    .await;
+    let plan = h.plan(&id, &[]).unwrap();
+    assert!(
+        plan.outside().next().is_none(),
+        "{}",
+        render::plan_text(&h, &plan)
+    );
+    h.apply(&plan, false).unwrap();
+    assert_eq!(ws.read("deep/er/new.txt"), None);
 }
 
 #[tokio::test]

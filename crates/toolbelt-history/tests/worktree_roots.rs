@@ -17,6 +17,7 @@ fn call(id: &str) -> CheckpointCall {
         kind: Kind::Edit,
         changes_files: true,
         paths: Vec::new(),
+        only_paths: false,
     }
 }
 

@@ -105,8 +105,9 @@ struct Approved {
     description: String,
     invocation: Box<dyn Invocation>,
     consent: Consent,
-    /// Whether the tool writes files although its kind is read-only ([`crate::ToolFacts`]).
-    writes_files: bool,
+    /// What of the tool's facts the checkpoints use (it writes files although read-only;
+    /// it changes only the files it names).
+    facts: run_call::ToolFactsForCheckpoint,
     /// The call's hooks, for PostToolUse and PostToolUseFailure.
     hooks: Option<CallHooks>,
     /// What its PreToolUse hooks gave the model, added to its result.
@@ -322,7 +323,7 @@ impl Scheduler {
             description,
             invocation,
             consent,
-            writes_files,
+            facts,
             hooks,
             hook_context,
         } = call;
@@ -334,7 +335,7 @@ impl Scheduler {
                 tool: tool.clone(),
                 description: description.clone(),
                 consent,
-                checkpoint: self.checkpoints.clone().map(|c| (c, kind, writes_files)),
+                checkpoint: self.checkpoints.clone().map(|c| (c, kind, facts)),
             },
             env.clone(),
             events,

@@ -289,7 +289,13 @@ impl Scheduler {
             description,
             invocation: call.invocation,
             consent,
-            writes_files: call.registration.tool.facts().writes_files,
+            facts: {
+                let facts = call.registration.tool.facts();
+                super::run_call::ToolFactsForCheckpoint {
+                    writes_files: facts.writes_files,
+                    edits_named_files: facts.edits_named_files,
+                }
+            },
             hooks,
             hook_context: context,
         })

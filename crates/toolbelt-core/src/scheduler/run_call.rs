@@ -25,7 +25,7 @@ pub(super) struct JobInfo {
     pub consent: Consent,
     /// The session's checkpoints, the call's kind and whether the tool writes files
     /// although its kind is read-only (see [`crate::checkpoint`]).
-    pub checkpoint: Option<(Arc<dyn Checkpoints>, Kind, bool)>,
+    pub checkpoint: Option<(Arc<dyn Checkpoints>, Kind, ToolFactsForCheckpoint)>,
 }
 
 /// Runs one invocation: waits for a slot, starts, races cancellation.
@@ -75,8 +75,8 @@ pub(super) async fn execute(
     };
     // Issue 34: the workspace is recorded before the call and after it; a checkpoint
     // that fails is said in the result, and the call runs all the same.
-    let checkpoint = info.checkpoint.map(|(c, kind, writes)| {
-        let call = checkpoint_call(&info.call_id, &info.tool, (kind, writes), &*invocation);
+    let checkpoint = info.checkpoint.map(|(c, kind, facts)| {
+        let call = checkpoint_call(&info.call_id, &info.tool, (kind, facts), &*invocation);
         (c, call)
     });
     let unsaved = match &checkpoint {
@@ -117,7 +117,7 @@ pub(super) async fn execute(
 fn checkpoint_call(
     call_id: &str,
     tool: &str,
-    (kind, writes_files): (Kind, bool),
+    (kind, facts): (Kind, ToolFactsForCheckpoint),
     invocation: &dyn Invocation,
 ) -> CheckpointCall {
     let paths = match invocation.permission_subject() {
@@ -128,9 +128,19 @@ fn checkpoint_call(
         call_id: call_id.to_string(),
         tool: tool.to_string(),
         kind,
-        changes_files: !kind.is_read_only() || writes_files,
+        changes_files: !kind.is_read_only() || facts.writes_files,
+        only_paths: facts.edits_named_files && !paths.is_empty(),
         paths,
     }
+}
+
+/// What of a tool's facts the checkpoints use.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ToolFactsForCheckpoint {
+    /// [`crate::ToolFacts::writes_files`].
+    pub(super) writes_files: bool,
+    /// [`crate::ToolFacts::edits_named_files`].
+    pub(super) edits_named_files: bool,
 }
 
 pub(super) fn cancelled_error() -> ToolError {
