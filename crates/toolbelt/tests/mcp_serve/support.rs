@@ -293,20 +293,34 @@ pub fn testserver() -> String {
 /// `PID:`), as this test sees it: approved commands run in a PID namespace of the
 /// server's, so the id means nothing here. `needle` is part of its command line, which
 /// tells it from the processes with that id in other servers' namespaces.
+///
+/// The call answers once the command's process exists, which may be before it has
+/// `exec`ed the shell (until then its command line is toolbelt's): looked for again
+/// until it has, within a generous deadline.
 pub fn host_pid(ns_pid: u32, needle: &str) -> u32 {
     let ours = std::fs::read_link("/proc/self/ns/pid").unwrap();
-    let found = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .find(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/ns/pid")).is_ok_and(|ns| ns != ours)
-                && toolbelt_process::isolate::namespace_pid(*pid) == ns_pid
-                && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
-                    String::from_utf8_lossy(&c)
-                        .replace('\0', " ")
-                        .contains(needle)
-                })
-        });
-    found.unwrap_or_else(|| panic!("no process {ns_pid} running {needle:?}"))
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let found = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .find(|pid| {
+                std::fs::read_link(format!("/proc/{pid}/ns/pid")).is_ok_and(|ns| ns != ours)
+                    && toolbelt_process::isolate::namespace_pid(*pid) == ns_pid
+                    && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                        String::from_utf8_lossy(&c)
+                            .replace('\0', " ")
+                            .contains(needle)
+                    })
+            });
+        if let Some(pid) = found {
+            return pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no process {ns_pid} running {needle:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
