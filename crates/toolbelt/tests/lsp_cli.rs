@@ -45,6 +45,30 @@ fn run(root: &Path, home: &Path, trusted: bool, args: &[&str]) -> Output {
     command.output().unwrap()
 }
 
+/// The project's `.lsp.json` runs `bin` (pyright) for `.py` files through a wrapper that
+/// records the server's pid (to check it is gone afterwards); returns that pid's file.
+fn project_pyright(root: &Path, bin: &Path, startup_ms: u64) -> PathBuf {
+    let pid_file = root.join("server.pid");
+    let wrapper = root.join("pyright.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho $$ > '{}'\nexec '{}' --stdio\n",
+            pid_file.display(),
+            bin.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let lsp_json = json!({"python": {"command": wrapper, "extensionToLanguage": {".py": "python"}, "startupTimeout": startup_ms}});
+    std::fs::write(root.join(".lsp.json"), lsp_json.to_string()).unwrap();
+    pid_file
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -68,25 +92,7 @@ fn a_project_lsp_json_runs_only_when_trusted_and_answers_through_tools_call() {
         "from lib import greet\n\ngreet(\"x\")\n",
     )
     .unwrap();
-    let pid_file = root.join("server.pid");
-    // A wrapper that records the server's pid, to check it is gone afterwards.
-    let wrapper = root.join("pyright.sh");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\necho $$ > '{}'\nexec '{}' --stdio\n",
-            pid_file.display(),
-            bin.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let lsp_json = json!({"python": {"command": wrapper, "extensionToLanguage": {".py": "python"}, "startupTimeout": 30000}});
-    std::fs::write(root.join(".lsp.json"), lsp_json.to_string()).unwrap();
+    let pid_file = project_pyright(&root, &bin, 30000);
     let args = json!({"operation": "goToDefinition", "filePath": root.join("main.py"), "line": 3, "character": 1}).to_string();
 
     // Untrusted: no server, no tool, and `lsp list` says why.
@@ -275,24 +281,7 @@ fn an_edit_in_a_fresh_tools_call_starts_the_server_and_reports_the_error() {
         json!({"lsp": {"diagnosticsWaitMs": 60000}}).to_string(),
     )
     .unwrap();
-    let pid_file = root.join("server.pid");
-    let wrapper = root.join("pyright.sh");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\necho $$ > '{}'\nexec '{}' --stdio\n",
-            pid_file.display(),
-            bin.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let lsp_json = json!({"python": {"command": wrapper, "extensionToLanguage": {".py": "python"}, "startupTimeout": 60000}});
-    std::fs::write(root.join(".lsp.json"), lsp_json.to_string()).unwrap();
+    let pid_file = project_pyright(&root, &bin, 60000);
     let edit = json!({"file_path": root.join("lib.py"), "content": "def half(n: int) -> int:\n    return n / 2\n"}).to_string();
 
     let untrusted = run(
