@@ -116,7 +116,7 @@ fn percentile_us(sorted: &[Duration], p: f64) -> f64 {
 
 async fn run(o: Options) -> Res<()> {
     let mut client = Client {
-        http: reqwest::Client::new(),
+        http: toolbelt_netguard::client_builder().build()?,
         url: o.url.clone(),
         session: None,
         protocol: "2025-06-18".into(),

@@ -179,7 +179,7 @@ pub(crate) fn same_origin_client() -> Result<reqwest::Client, String> {
             attempt.follow()
         }
     });
-    reqwest::Client::builder()
+    toolbelt_netguard::client_builder()
         .redirect(policy)
         .build()
         .map_err(|e| format!("cannot set up the HTTP client: {}", error_chain(&e)))

@@ -100,7 +100,7 @@ impl AnthropicClient {
                 origin_note(config.base_url_origin.as_deref())
             )));
         }
-        let http = reqwest::Client::builder()
+        let http = toolbelt_netguard::client_builder()
             .connect_timeout(config.request_timeout.min(Duration::from_secs(30)))
             .default_headers(crate::retry::header_map(&config.headers)?)
             .build()

@@ -81,7 +81,7 @@ pub struct OpenAiClient {
 impl OpenAiClient {
     /// A client for `config`; fails when the HTTP client cannot be built.
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
-        let http = reqwest::Client::builder()
+        let http = toolbelt_netguard::client_builder()
             .connect_timeout(config.request_timeout.min(Duration::from_secs(30)))
             .default_headers(crate::retry::header_map(&config.headers)?)
             .build()

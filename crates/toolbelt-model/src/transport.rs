@@ -40,7 +40,7 @@ impl Endpoint {
                 "the model base URL must start with http:// or https://, got '{url}'"
             )));
         }
-        let http = reqwest::Client::builder()
+        let http = toolbelt_netguard::client_builder()
             .connect_timeout(timeout.min(Duration::from_secs(30)))
             .default_headers(crate::retry::header_map(headers)?)
             .build()

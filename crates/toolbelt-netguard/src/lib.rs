@@ -22,6 +22,10 @@
 //!   builds its client with [`GuardedResolver`] and checks every URL it goes to (the
 //!   first, and every redirect it follows) with [`check_url`].
 
+//!
+//! It is also where every HTTP client of toolbelt starts ([`client_builder`]): TLS is
+//! rustls with ring as its crypto provider, which that function installs.
+
 #![warn(missing_docs, unreachable_pub)]
 
 use std::future::Future;
@@ -303,6 +307,21 @@ pub fn check_url(url: &reqwest::Url, policy: &AddressPolicy) -> Result<(), Strin
     };
     let host = url.host_str().unwrap_or_default();
     policy.check(host, address).map_err(|e| e.to_string())
+}
+
+/// A `reqwest` client builder whose TLS works: every HTTP client toolbelt makes starts
+/// here (clippy's `disallowed-methods` refuses `reqwest::Client::new` and `builder`
+/// elsewhere). reqwest is built without a default crypto provider, so this installs
+/// ring's as the process default, once; a program embedding toolbelt that installed its
+/// own provider first keeps it.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        // An error means a provider is already installed: that one is used.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    #[allow(clippy::disallowed_methods)]
+    reqwest::Client::builder()
 }
 
 #[cfg(test)]

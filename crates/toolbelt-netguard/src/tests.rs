@@ -196,3 +196,29 @@ fn loopback_can_be_opened_alone_and_messages_speak_for_the_caller() {
         "{err}"
     );
 }
+
+/// A client from `client_builder` speaks TLS (reqwest has no crypto provider of its own
+/// here; without the one it installs, building the client panics): it sends a TLS
+/// ClientHello to a loopback listener, which closes, and the request fails as an error.
+#[tokio::test]
+async fn a_client_from_the_builder_starts_a_tls_handshake() {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut first = [0u8; 3];
+        socket.read_exact(&mut first).await.unwrap();
+        first
+    });
+    let client = client_builder().build().expect("a client");
+    let answer = client
+        .get(format!("https://127.0.0.1:{port}/"))
+        .send()
+        .await;
+    assert!(answer.is_err(), "the listener never answers TLS");
+    // A TLS record: handshake (22), protocol version 3.x.
+    let first = server.await.unwrap();
+    assert_eq!(first[0], 22, "a TLS handshake record: {first:?}");
+    assert_eq!(first[1], 3);
+}

@@ -131,7 +131,7 @@ fn build_client(
             }
         }
     });
-    reqwest::Client::builder()
+    toolbelt_netguard::client_builder()
         .user_agent(concat!(
             "toolbelt/",
             env!("CARGO_PKG_VERSION"),

@@ -185,7 +185,7 @@ fn choose_provider(settings: &Settings) -> Option<(usize, &WebSearchProvider)> {
 }
 
 fn build_client(http: HttpOptions) -> Result<reqwest::Client, String> {
-    let mut builder = reqwest::Client::builder()
+    let mut builder = toolbelt_netguard::client_builder()
         .user_agent(concat!(
             "toolbelt/",
             env!("CARGO_PKG_VERSION"),

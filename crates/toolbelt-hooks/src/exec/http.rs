@@ -59,7 +59,7 @@ impl HttpSender {
     fn client(&self) -> Result<reqwest::Client, String> {
         self.client
             .get_or_init(|| {
-                reqwest::Client::builder()
+                toolbelt_netguard::client_builder()
                     .user_agent(concat!("toolbelt/", env!("CARGO_PKG_VERSION"), " (hooks)"))
                     // A proxy would resolve names itself, out of the guard's sight.
                     .no_proxy()

@@ -9,7 +9,6 @@ use std::path::Path;
 use std::process::Stdio;
 
 use rmcp::ServiceExt;
-use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
@@ -208,12 +207,9 @@ async fn http_server_ends_everything_on(name: &str, code: i32) {
     })
     .await;
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let client = bounded(
-        TestClient::new(Answer::CannotAsk)
-            .serve(StreamableHttpClientTransport::from_uri(url.as_str())),
-    )
-    .await
-    .unwrap();
+    let client = bounded(TestClient::new(Answer::CannotAsk).serve(http_transport(url.as_str())))
+        .await
+        .unwrap();
     let args = json!({"command": setsid_sleep("sleep.pid"), "is_background": true});
     let started = call(&client, "run_shell_command", args).await;
     assert!(!is_error(&started), "{}", text(&started));

@@ -4,7 +4,6 @@
 use std::process::Stdio;
 
 use rmcp::ServiceExt;
-use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -47,7 +46,9 @@ pub(crate) async fn post(
     body: &Value,
     headers: &[(&str, &str)],
 ) -> (reqwest::StatusCode, reqwest::header::HeaderMap, String) {
-    let mut request = reqwest::Client::new()
+    let mut request = toolbelt_netguard::client_builder()
+        .build()
+        .expect("an HTTP client")
         .post(url)
         .header("Accept", "application/json, text/event-stream")
         .header("Content-Type", "application/json")
@@ -86,7 +87,7 @@ async fn the_rmcp_client_lists_reads_and_confirms_over_http() {
     ws.write(&file, "hello\n");
     let (_server, url) = start_http(&ws, &[], &[]).await;
     let client = TestClient::new(Answer::Accept { always: false });
-    let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+    let transport = http_transport(url.as_str());
     let service = bounded(client.clone().serve(transport)).await.unwrap();
     let tools = bounded(service.list_all_tools()).await.unwrap();
     assert!(tools.iter().any(|t| t.name == "run_shell_command"));
@@ -222,11 +223,11 @@ async fn a_question_left_open_does_not_hold_back_another_clients_edits() {
     let (_server, url) = start_http(&ws, &[], &[]).await;
     let person = std::sync::Arc::new(SlowPerson::default());
     let slow = TestClient::new(Answer::Accept { always: false }).slow(person.clone());
-    let slow = bounded(slow.serve(StreamableHttpClientTransport::from_uri(url.as_str())))
+    let slow = bounded(slow.serve(http_transport(url.as_str())))
         .await
         .unwrap();
     let quick = TestClient::new(Answer::Accept { always: false });
-    let quick = bounded(quick.serve(StreamableHttpClientTransport::from_uri(url.as_str())))
+    let quick = bounded(quick.serve(http_transport(url.as_str())))
         .await
         .unwrap();
 
@@ -303,7 +304,7 @@ async fn an_http_session_that_ends_ends_the_background_commands_it_started() {
     let (_server, url) = start_http(&ws, &["--approval-mode", "yolo"], &[]).await;
     let connect = || async {
         let client = TestClient::new(Answer::CannotAsk);
-        bounded(client.serve(StreamableHttpClientTransport::from_uri(url.as_str())))
+        bounded(client.serve(http_transport(url.as_str())))
             .await
             .unwrap()
     };
@@ -353,7 +354,7 @@ async fn an_http_session_cannot_stop_or_find_another_sessions_jobs() {
     let (_server, url) = start_http(&ws, &["--approval-mode", "yolo"], &[]).await;
     let connect = || async {
         let client = TestClient::new(Answer::CannotAsk);
-        bounded(client.serve(StreamableHttpClientTransport::from_uri(url.as_str())))
+        bounded(client.serve(http_transport(url.as_str())))
             .await
             .unwrap()
     };

@@ -50,7 +50,9 @@ async fn sequential_http_calls_on_one_connection_do_not_stall() {
     let file = ws.ws().join("a.txt");
     ws.write(&file, "quick\n");
     let (_server, url) = start_http(&ws, &[], &[]).await;
-    let client = reqwest::Client::new();
+    let client = toolbelt_netguard::client_builder()
+        .build()
+        .expect("an HTTP client");
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "latency", "version": "1"}}});

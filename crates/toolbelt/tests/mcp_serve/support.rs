@@ -324,3 +324,18 @@ pub fn host_pid(ns_pid: u32, needle: &str) -> u32 {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// An MCP client transport to `url` over streamable HTTP, on a client from
+/// `toolbelt_netguard::client_builder` (which installs the TLS provider; rmcp's own
+/// `from_uri` would build a client without one).
+pub fn http_transport(
+    url: &str,
+) -> rmcp::transport::StreamableHttpClientTransport<reqwest::Client> {
+    let client = toolbelt_netguard::client_builder()
+        .build()
+        .expect("an HTTP client");
+    rmcp::transport::StreamableHttpClientTransport::with_client(
+        client,
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url),
+    )
+}
