@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # The toolbelt tour, offline: a scripted model (examples/tour.jsonl) drives eleven of the
-# fourteen built-in tools on a copy of examples/demo (not web_fetch and web_search,
-# which need the network, nor ask_user_question and exit_plan_mode, which need a person
-# to answer). Nothing here touches the network or the repository's files. Extra
-# arguments go to toolbelt (try --output-format stream-json). KEEP=1 keeps the copy.
+# built-in tools on a copy of examples/demo (README.md names the others and why).
+# Nothing here touches the network or the repository's files. Extra arguments go to
+# toolbelt (try --output-format stream-json). KEEP=1 keeps the copy.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="$here/../target/release/toolbelt"
 if [ ! -x "$bin" ]; then
     echo "Building toolbelt (release; the first build takes several minutes)..." >&2
 fi
-cargo build --release -p toolbelt --manifest-path "$here/../Cargo.toml"
+cargo build --locked --release -p toolbelt --manifest-path "$here/../Cargo.toml"
 work="$(mktemp -d)"
 if [ -z "${KEEP:-}" ]; then trap 'rm -rf "$work"' EXIT; fi
 cp -r "$here/demo/." "$work/"

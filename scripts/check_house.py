@@ -18,6 +18,10 @@
    session crate, in toolbelt-core (where it is defined) and in test files and examples,
    so no front end can assemble a scheduler without the session's hooks, checkpoints or
    flags.
+5. No doc tests: every library crate's `[lib]` sets `doctest = false` (rustdoc's doc-test
+   pass would compile each crate once more in every test run, for nothing), so no doc
+   comment may open a Rust code block (a bare or `rust` fence), which would never run;
+   mark other blocks (`text`, `sh`, `json`) and put runnable examples in `examples/`.
 
 Run from the repository root: `python3 scripts/check_house.py`. Exit 1 with every
 finding listed, 0 when the house is in order.
@@ -291,6 +295,33 @@ def check_one_constructor(crates):
     return findings
 
 
+FENCE = re.compile(r"^\s*//[/!]\s*```\s*(\S*)")
+
+
+def check_no_doctests(crates):
+    findings = []
+    for name, crate_dir in sorted(crates.items()):
+        with open(os.path.join(crate_dir, "Cargo.toml"), encoding="utf-8") as f:
+            manifest = f.read()
+        lib = os.path.isfile(os.path.join(crate_dir, "src", "lib.rs"))
+        if lib and not re.search(r"^\[lib\][^\[]*^doctest = false$", manifest, re.M | re.S):
+            findings.append(f"{name}/Cargo.toml: [lib] does not set `doctest = false`")
+        for rel in crate_sources(crate_dir):
+            with open(os.path.join(crate_dir, rel), encoding="utf-8") as f:
+                lines = f.read().splitlines()
+            inside = False
+            for n, line in enumerate(lines, 1):
+                m = FENCE.match(line)
+                if not m:
+                    continue
+                if not inside and m.group(1).split(",")[0] in ("", "rust"):
+                    findings.append(
+                        f"{name}/{rel}:{n}: a Rust code block in a doc comment, which no test runs: mark it `text` or move it to examples/"
+                    )
+                inside = not inside
+    return findings
+
+
 def main():
     write = "--write-codemap" in sys.argv[1:]
     with open(os.path.join(ROOT, "ARCHITECTURE.md"), encoding="utf-8") as f:
@@ -300,6 +331,7 @@ def main():
     findings += check_sections(text, crates) + check_graph(text, graph)
     findings += check_binary(crates[BINARY])
     findings += check_one_constructor(crates)
+    findings += check_no_doctests(crates)
     for finding in findings:
         print(finding, file=sys.stderr)
     if findings:
@@ -307,7 +339,7 @@ def main():
         return 1
     print(
         "check_house: the code map is current, ARCHITECTURE.md's sections and crate graph"
-        " match the tree, the binary assembles no session"
+        " match the tree, the binary assembles no session, no doc tests"
     )
     return 0
 

@@ -310,6 +310,15 @@ pub fn check_stub(meta: &Value, checkout: &Path, cwd: &str, args: &str) -> Resul
         }
         ["install", ..] => {
             let path = flag(&words, "--path").ok_or("cargo install without --path")?;
+            // The install reuses the tour's release build (`target/release`, built from
+            // Cargo.lock) instead of a second cold build in a folder of its own.
+            let reuses = flag(&words, "--target-dir")
+                .is_some_and(|t| Path::new(cwd).join(t) == checkout.join("target"));
+            if !words.contains(&"--locked") || !reuses {
+                return Err(format!(
+                    "`cargo {args}` does not reuse the tour's build: it needs --locked and --target-dir target (from the checkout)"
+                ));
+            }
             let rel = Path::new(cwd).join(path);
             let rel = rel
                 .strip_prefix(checkout)
@@ -334,7 +343,7 @@ pub fn check_stub(meta: &Value, checkout: &Path, cwd: &str, args: &str) -> Resul
                 ))
             }
         }
-        ["build", "--release", ..] => {
+        ["build", rest @ ..] if rest.contains(&"--release") => {
             let name = flag(&words, "-p").ok_or("cargo build without -p")?;
             let pkg = package(meta, name).ok_or(format!("no package {name}"))?;
             if has_target(pkg, "bin", name) {
