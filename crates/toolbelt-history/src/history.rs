@@ -21,6 +21,7 @@ use toolbelt_core::{BoxFuture, Settings, WorkspaceRoots};
 
 use crate::hash::ContentHash;
 use crate::index::{DirNode, Node, join};
+use crate::revisit::rules_of_root;
 use crate::record::{self, LeftOut, Phase, Record, RootTree};
 use crate::scan::{RACY_NS, Scan, ScanError};
 use crate::store::Store;
@@ -73,6 +74,11 @@ pub struct TurnMark {
 pub(crate) struct RootIndex {
     pub(crate) path: PathBuf,
     pub(crate) tree: DirNode,
+    /// The stamp of the rules outside the tree at its last whole walk (`revisit.rs`).
+    pub(crate) rules: Option<[u8; 16]>,
+    /// The start of the last sync that saw every directory: since when the
+    /// directories' stats hold (`revisit.rs`).
+    pub(crate) since_ns: Option<i64>,
 }
 
 pub(crate) struct State {
@@ -86,10 +92,13 @@ pub(crate) struct State {
     /// Why checkpoints stopped for this session.
     disabled: Option<String>,
     pub(crate) recent: HashSet<(usize, Vec<u8>)>,
-    left_out: LeftOut,
+    pub(crate) left_out: LeftOut,
     left_out_of: Vec<ContentHash>,
     /// Each running call's checkpoint ID.
     calls: HashMap<String, String>,
+    /// The tree hashes the project's index file names, as far as this session knows
+    /// (it is written again only when they change).
+    pub(crate) index_of: Vec<ContentHash>,
 }
 
 #[derive(Default)]
@@ -145,6 +154,7 @@ impl History {
                     left_out: LeftOut::default(),
                     left_out_of: Vec::new(),
                     calls: HashMap::new(),
+                    index_of: Vec::new(),
                 }),
                 turns: Mutex::new(Turns::default()),
                 syncer: Syncer::start(),
@@ -249,6 +259,10 @@ impl History {
 }
 
 impl Shared {
+    pub(crate) fn state_mut(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
     /// Brings every root's index up to date (the roots `pin` names, else those the
     /// session covers now); returns their trees' hashes. `named`, when not empty, are
     /// the only paths that changed since the last sync (a call of an edit tool): without
@@ -291,6 +305,7 @@ impl Shared {
             recent,
             ..
         } = state;
+        let watching = watcher.is_some();
         let exclude = self.excluded(roots);
         let mut scan = Scan {
             objects: &self.store.objects,
@@ -307,9 +322,26 @@ impl Shared {
             watcher: watcher.as_mut(),
         };
         let mut hashes = Vec::with_capacity(roots.len());
+        let mut revisited = 0;
         for (i, root) in roots.iter_mut().enumerate() {
             if whole {
-                root.tree = scan.tree(i, &root.path.clone(), b"", Some(&root.tree))?;
+                let path = root.path.clone();
+                let rules = rules_of_root(&cfg.roots, &cfg.settings, &exclude, &path, now_ns);
+                // Without inotify, an index whose rules still hold is brought up to date
+                // by its directories' stats; else the root is walked.
+                let quick = match (rules, root.rules, root.since_ns) {
+                    (Some(now), Some(was), Some(since)) if now == was && !watching => {
+                        scan.revisit(i, &path, &mut root.tree, since)?
+                    }
+                    _ => false,
+                };
+                if quick {
+                    revisited += 1;
+                } else {
+                    root.tree = scan.tree(i, &path, b"", Some(&root.tree))?;
+                }
+                root.rules = rules;
+                root.since_ns = Some(now_ns);
             } else if let Some(c) = &changes {
                 let dirs = c
                     .dirs
@@ -324,6 +356,11 @@ impl Shared {
                     .map(|(_, p)| p.clone())
                     .collect();
                 scan.changes(i, &root.path.clone(), &mut root.tree, dirs, files)?;
+                // The watcher said everything that changed; an edit tool's paths are not
+                // everything that may have.
+                if watching {
+                    root.since_ns = Some(now_ns);
+                }
             }
             hashes.push(root.tree.write(scan.objects, &mut scan.written)?);
         }
@@ -331,9 +368,13 @@ impl Shared {
         unreadable.append(&mut scan.unreadable);
         withheld += scan.withheld;
         state.ready = true;
-        if whole || !unreadable.is_empty() {
+        // A revisit lists only what changed: the withheld count of the last walk stays.
+        let walked = whole && revisited < state.roots.len();
+        if walked || !unreadable.is_empty() {
             state.left_out.unreadable = unreadable.into_iter().take(NAMED).collect();
-            state.left_out.withheld = withheld;
+            if walked {
+                state.left_out.withheld = withheld;
+            }
         }
         self.syncer.submit(written);
         Ok(hashes)
@@ -350,6 +391,9 @@ impl Shared {
         }) else {
             return;
         };
+        if self.seed_from_index(state, &last) {
+            return;
+        }
         let seen_ns = i64::try_from(last.time_ms)
             .unwrap_or(i64::MAX)
             .saturating_mul(1_000_000);
@@ -411,6 +455,7 @@ impl Shared {
             }
         };
         let left_out = self.left_out(&mut state, &hashes);
+        let index = self.index_bytes(&state, &hashes);
         let roots = state
             .roots
             .iter()
@@ -441,6 +486,9 @@ impl Shared {
             .write_record(&record)
             .map_err(|e| e.to_string())?;
         self.syncer.submit(vec![path]);
+        if let Some(bytes) = index {
+            self.save_index(&bytes, &hashes);
+        }
         Ok(record)
     }
 }
