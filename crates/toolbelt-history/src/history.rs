@@ -21,8 +21,8 @@ use toolbelt_core::{BoxFuture, Settings, WorkspaceRoots};
 
 use crate::hash::ContentHash;
 use crate::index::{DirNode, Node, join};
-use crate::revisit::rules_of_root;
 use crate::record::{self, LeftOut, Phase, Record, RootTree};
+use crate::revisit::rules_of_root;
 use crate::scan::{RACY_NS, Scan, ScanError};
 use crate::store::Store;
 use crate::syncer::Syncer;

@@ -84,7 +84,11 @@ fn put_dir(out: &mut Vec<u8>, dir: &DirNode) {
         }
         None => out.push(0),
     }
-    out.extend_from_slice(&u32::try_from(dir.children.len()).unwrap_or(u32::MAX).to_le_bytes());
+    out.extend_from_slice(
+        &u32::try_from(dir.children.len())
+            .unwrap_or(u32::MAX)
+            .to_le_bytes(),
+    );
     for (name, node) in &dir.children {
         put_bytes(out, name);
         match node {
@@ -140,13 +144,21 @@ pub(crate) fn encode(
         }
         put_dir(&mut out, tree);
     }
-    out.extend_from_slice(&u32::try_from(recent.len()).unwrap_or(u32::MAX).to_le_bytes());
+    out.extend_from_slice(
+        &u32::try_from(recent.len())
+            .unwrap_or(u32::MAX)
+            .to_le_bytes(),
+    );
     for (root, rel) in recent {
         out.extend_from_slice(&u32::try_from(*root).unwrap_or(u32::MAX).to_le_bytes());
         put_bytes(&mut out, rel);
     }
     out.extend_from_slice(&(withheld as u64).to_le_bytes());
-    out.extend_from_slice(&u32::try_from(unreadable.len()).unwrap_or(u32::MAX).to_le_bytes());
+    out.extend_from_slice(
+        &u32::try_from(unreadable.len())
+            .unwrap_or(u32::MAX)
+            .to_le_bytes(),
+    );
     for line in unreadable {
         put_bytes(&mut out, line.as_bytes());
     }
@@ -321,12 +333,15 @@ pub(crate) fn write(store_dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
     toolbelt_core::store_files::write_atomic(&store_dir.join(FILE_NAME), bytes)
 }
 
+#[cfg(test)]
+mod tests;
+
 /// The files below `dir` changed within [`RACY_NS`] of `since_ns`: their stat cannot
 /// say they did not change again since, so they are read again.
 fn racy_files(dir: &DirNode, prefix: &[u8], since_ns: i64, out: &mut Vec<Vec<u8>>) {
     for (name, node) in &dir.children {
         match node {
-            Node::Leaf(l) if l.mtime_ns.max(l.ctime_ns).saturating_add(RACY_NS) >= since_ns => {
+            Node::Leaf(l) if l.mtime_ns.saturating_add(RACY_NS) >= since_ns => {
                 out.push(join(prefix, name));
             }
             Node::Leaf(_) => {}
@@ -350,7 +365,9 @@ impl Shared {
                 .iter()
                 .zip(&trees)
                 .zip(&state.roots)
-                .all(|((f, (path, hash)), r)| &f.path == path && f.tree_hash == *hash && r.path == *path);
+                .all(|((f, (path, hash)), r)| {
+                    &f.path == path && f.tree_hash == *hash && r.path == *path
+                });
         if !matches {
             return false;
         }
@@ -359,7 +376,12 @@ impl Shared {
             .saturating_mul(1_000_000);
         for (i, (root, from)) in state.roots.iter_mut().zip(file.roots).enumerate() {
             let mut racy = Vec::new();
-            racy_files(&from.tree, b"", from.since_ns.unwrap_or(record_ns), &mut racy);
+            racy_files(
+                &from.tree,
+                b"",
+                from.since_ns.unwrap_or(record_ns),
+                &mut racy,
+            );
             state.recent.extend(racy.into_iter().map(|rel| (i, rel)));
             root.tree = from.tree;
             root.rules = from.rules;

@@ -46,11 +46,22 @@ fn stamp_files(hasher: &mut blake3::Hasher, files: &[std::path::PathBuf], now_ns
         hasher.update(b"\0");
         match std::fs::metadata(file) {
             Ok(m) => {
-                let (mtime, ctime) = (nanos(m.mtime(), m.mtime_nsec()), nanos(m.ctime(), m.ctime_nsec()));
-                if mtime.max(ctime).saturating_add(RACY_NS) >= now_ns {
+                let (mtime, ctime) = (
+                    nanos(m.mtime(), m.mtime_nsec()),
+                    nanos(m.ctime(), m.ctime_nsec()),
+                );
+                // As for files, the modification time says how recent a change is (the
+                // change time too is compared, for equality, below).
+                if mtime.saturating_add(RACY_NS) >= now_ns {
                     return false;
                 }
-                for n in [m.len(), mtime as u64, ctime as u64, m.ino(), u64::from(m.mode())] {
+                for n in [
+                    m.len(),
+                    mtime as u64,
+                    ctime as u64,
+                    m.ino(),
+                    u64::from(m.mode()),
+                ] {
                     hasher.update(&n.to_le_bytes());
                 }
             }
@@ -153,8 +164,12 @@ fn changed_in(abs: &Path, node: &DirNode) -> Vec<(Vec<u8>, Leaf)> {
             continue;
         };
         let same = match &fd {
-            Ok(fd) => rustix::fs::statat(fd, std::ffi::OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
-                .is_ok_and(|st| unchanged(leaf, &st)),
+            Ok(fd) => rustix::fs::statat(
+                fd,
+                std::ffi::OsStr::from_bytes(name),
+                AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .is_ok_and(|st| unchanged(leaf, &st)),
             Err(_) => false,
         };
         if !same {
@@ -166,7 +181,11 @@ fn changed_in(abs: &Path, node: &DirNode) -> Vec<(Vec<u8>, Leaf)> {
 
 /// [`changed_in`] for each of `dirs`, on one thread per core (an lstat is most of what
 /// an unchanged workspace costs); each found file with its directory.
-fn changed_files(abs_root: &Path, tree: &DirNode, dirs: &[Vec<u8>]) -> Vec<(Vec<u8>, Vec<u8>, Leaf)> {
+fn changed_files(
+    abs_root: &Path,
+    tree: &DirNode,
+    dirs: &[Vec<u8>],
+) -> Vec<(Vec<u8>, Vec<u8>, Leaf)> {
     let threads = std::thread::available_parallelism()
         .map(std::num::NonZeroUsize::get)
         .unwrap_or(2)
@@ -177,7 +196,11 @@ fn changed_files(abs_root: &Path, tree: &DirNode, dirs: &[Vec<u8>]) -> Vec<(Vec<
         for dir in part {
             if let Some(node) = tree.dir(dir) {
                 let abs = abs_root.join(rel_path(dir));
-                out.extend(changed_in(&abs, node).into_iter().map(|(n, l)| (dir.clone(), n, l)));
+                out.extend(
+                    changed_in(&abs, node)
+                        .into_iter()
+                        .map(|(n, l)| (dir.clone(), n, l)),
+                );
             }
         }
         out
@@ -249,8 +272,7 @@ impl Scan<'_> {
                     if now.rules != old.rules {
                         return Ok(false);
                     }
-                    let settled =
-                        old.mtime_ns.max(old.ctime_ns).saturating_add(RACY_NS) < since_ns;
+                    let settled = old.mtime_ns.saturating_add(RACY_NS) < since_ns;
                     if settled && now == old && mode == node.mode {
                         settled_dirs.push(dir.clone());
                     } else {

@@ -17,8 +17,8 @@ use toolbelt_core::{Settings, WorkspaceRoots};
 use crate::hash::ContentHash;
 use crate::index::{DirNode, Node, join, split_last};
 use crate::objects::{MAX_CONTENT, Objects, StoreError};
-use crate::tree::{EntryKind, Leaf};
 use crate::revisit::dir_stat;
+use crate::tree::{EntryKind, Leaf};
 use crate::watch::{Watcher, is_under};
 
 /// A file modified this close to when it was read may have changed since without its

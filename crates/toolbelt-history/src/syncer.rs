@@ -40,12 +40,15 @@ enum Job {
 /// session that changes nothing has none).
 pub(crate) struct Syncer {
     tx: OnceLock<Option<mpsc::Sender<Job>>>,
+    /// Sync passes its thread ran (for the tests).
+    passes: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Syncer {
     pub(crate) fn start() -> Self {
         Syncer {
             tx: OnceLock::new(),
+            passes: Default::default(),
         }
     }
 
@@ -56,7 +59,10 @@ impl Syncer {
                 let (tx, rx) = mpsc::channel::<Job>();
                 let spawned = std::thread::Builder::new()
                     .name("toolbelt-history-sync".into())
-                    .spawn(move || run(&rx));
+                    .spawn({
+                        let passes = self.passes.clone();
+                        move || run(&rx, &passes)
+                    });
                 spawned.ok().map(|_| tx)
             })
             .as_ref()
@@ -91,7 +97,13 @@ impl Syncer {
 
 /// The thread: collects files until [`QUIET`] passes without a new one ([`MOST`] after
 /// the first, a flush, or the store's end), then syncs them all.
-fn run(rx: &mpsc::Receiver<Job>) {
+fn run(rx: &mpsc::Receiver<Job>, passes: &std::sync::atomic::AtomicUsize) {
+    let sync_files = |files: &[PathBuf]| {
+        if !files.is_empty() {
+            passes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        sync_files(files);
+    };
     let mut held: Vec<PathBuf> = Vec::new();
     let mut since = Instant::now();
     loop {
@@ -126,8 +138,6 @@ fn sync_files(files: &[PathBuf]) {
     if files.is_empty() {
         return;
     }
-    #[cfg(test)]
-    tests::BATCHES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let mut seen = HashSet::new();
     let mut dirs = Vec::new();
     for path in files {
@@ -150,10 +160,7 @@ fn sync_files(files: &[PathBuf]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    /// Sync passes run so far (every test in this module shares it: one test only).
-    pub(super) static BATCHES: AtomicUsize = AtomicUsize::new(0);
+    use std::sync::atomic::Ordering;
 
     #[test]
     fn checkpoints_in_quick_succession_are_synced_in_one_pass_at_flush() {
@@ -172,19 +179,19 @@ mod tests {
             syncer.submit(vec![path]);
         }
         assert_eq!(
-            BATCHES.load(Ordering::SeqCst),
+            syncer.passes.load(Ordering::SeqCst),
             0,
             "synced before the store was quiet"
         );
         syncer.flush();
         assert_eq!(
-            BATCHES.load(Ordering::SeqCst),
+            syncer.passes.load(Ordering::SeqCst),
             1,
             "three checkpoints, one sync pass"
         );
         syncer.flush();
         assert_eq!(
-            BATCHES.load(Ordering::SeqCst),
+            syncer.passes.load(Ordering::SeqCst),
             1,
             "a flush with nothing held syncs nothing"
         );
