@@ -22,7 +22,6 @@ use toolbelt_core::{BoxFuture, Settings, WorkspaceRoots};
 use crate::hash::ContentHash;
 use crate::index::{DirNode, Node, join};
 use crate::record::{self, LeftOut, Phase, Record, RootTree};
-use crate::revisit::rules_of_root;
 use crate::scan::{RACY_NS, Scan, ScanError};
 use crate::store::Store;
 use crate::syncer::Syncer;
@@ -276,9 +275,6 @@ impl Shared {
         let cfg = &self.config;
         let wanted = pin.map_or_else(|| self.wanted_roots(), <[PathBuf]>::to_vec);
         let moved = self.place_roots(state, &wanted);
-        let mut written = Vec::new();
-        let mut unreadable = Vec::new();
-        let mut withheld = 0;
         let now_ns = i64::try_from(now_ms())
             .unwrap_or(i64::MAX)
             .saturating_mul(1_000_000);
@@ -325,36 +321,15 @@ impl Shared {
         let mut revisited = 0;
         for (i, root) in roots.iter_mut().enumerate() {
             if whole {
-                let path = root.path.clone();
-                let rules = rules_of_root(&cfg.roots, &cfg.settings, &exclude, &path, now_ns);
-                // Without inotify, an index whose rules still hold is brought up to date
-                // by its directories' stats; else the root is walked.
-                let quick = match (rules, root.rules, root.since_ns) {
-                    (Some(now), Some(was), Some(since)) if now == was && !watching => {
-                        scan.revisit(i, &path, &mut root.tree, since)?
-                    }
-                    _ => false,
-                };
-                if quick {
-                    revisited += 1;
-                } else {
-                    root.tree = scan.tree(i, &path, b"", Some(&root.tree))?;
-                }
-                root.rules = rules;
-                root.since_ns = Some(now_ns);
+                revisited += usize::from(scan.whole_root(i, root)?);
             } else if let Some(c) = &changes {
-                let dirs = c
-                    .dirs
-                    .iter()
-                    .filter(|(r, _)| *r == i)
-                    .map(|(_, p)| p.clone())
-                    .collect();
-                let files = c
-                    .files
-                    .iter()
-                    .filter(|(r, _)| *r == i)
-                    .map(|(_, p)| p.clone())
-                    .collect();
+                let of_root = |set: &std::collections::BTreeSet<(usize, Vec<u8>)>| {
+                    set.iter()
+                        .filter(|(r, _)| *r == i)
+                        .map(|(_, p)| p.clone())
+                        .collect()
+                };
+                let (dirs, files) = (of_root(&c.dirs), of_root(&c.files));
                 scan.changes(i, &root.path.clone(), &mut root.tree, dirs, files)?;
                 // The watcher said everything that changed; an edit tool's paths are not
                 // everything that may have.
@@ -364,9 +339,7 @@ impl Shared {
             }
             hashes.push(root.tree.write(scan.objects, &mut scan.written)?);
         }
-        written.append(&mut scan.written);
-        unreadable.append(&mut scan.unreadable);
-        withheld += scan.withheld;
+        let (written, unreadable, withheld) = (scan.written, scan.unreadable, scan.withheld);
         state.ready = true;
         // A revisit lists only what changed: the withheld count of the last walk stays.
         let walked = whole && revisited < state.roots.len();

@@ -113,10 +113,18 @@ fn put_dir(out: &mut Vec<u8>, dir: &DirNode) {
     }
 }
 
-/// The roots' index as the file's bytes. `roots`: each root's path, tree hash, rules
-/// stamp, since and tree.
+/// One root to write: its path, tree hash, rules stamp, since and tree.
+pub(crate) type RootToWrite<'a> = (
+    &'a Path,
+    ContentHash,
+    Option<[u8; 16]>,
+    Option<i64>,
+    &'a DirNode,
+);
+
+/// The roots' index as the file's bytes.
 pub(crate) fn encode(
-    roots: &[(&Path, ContentHash, Option<[u8; 16]>, Option<i64>, &DirNode)],
+    roots: &[RootToWrite<'_>],
     recent: &HashSet<(usize, Vec<u8>)>,
     withheld: usize,
     unreadable: &[String],

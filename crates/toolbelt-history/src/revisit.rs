@@ -30,6 +30,7 @@ use std::path::Path;
 
 use toolbelt_core::{Settings, WorkspaceRoots};
 
+use crate::history::RootIndex;
 use crate::index::{DirNode, DirStat, Node, join};
 use crate::scan::{RACY_NS, Scan, ScanError, rel_path, same_stat};
 use crate::tree::{EntryKind, Leaf};
@@ -141,8 +142,8 @@ fn unchanged(old: &Leaf, st: &rustix::fs::Stat) -> bool {
         kind: old.kind,
         mode: st.st_mode & 0o7777,
         size: st.st_size as u64,
-        mtime_ns: nanos(st.st_mtime as i64, st.st_mtime_nsec as i64),
-        ctime_ns: nanos(st.st_ctime as i64, st.st_ctime_nsec as i64),
+        mtime_ns: nanos(st.st_mtime, st.st_mtime_nsec as i64),
+        ctime_ns: nanos(st.st_ctime, st.st_ctime_nsec as i64),
         ino: st.st_ino,
         hash: old.hash,
     };
@@ -238,6 +239,26 @@ fn changed_files(
 }
 
 impl Scan<'_> {
+    /// Brings a whole root up to date: by its directories' stats when it can (no
+    /// inotify, and the rules outside its tree those of its index), else by a walk.
+    /// Returns whether it was revisited.
+    pub(crate) fn whole_root(&mut self, i: usize, root: &mut RootIndex) -> Result<bool, ScanError> {
+        let path = root.path.clone();
+        let rules = rules_of_root(self.roots, self.settings, self.exclude, &path, self.now_ns);
+        let quick = match (rules, root.rules, root.since_ns) {
+            (Some(now), Some(was), Some(since)) if now == was && self.watcher.is_none() => {
+                self.revisit(i, &path, &mut root.tree, since)?
+            }
+            _ => false,
+        };
+        if !quick {
+            root.tree = self.tree(i, &path, b"", Some(&root.tree))?;
+        }
+        root.rules = rules;
+        root.since_ns = Some(self.now_ns);
+        Ok(quick)
+    }
+
     /// Brings `tree` (root `root` at `abs_root`) up to date by the directories' stats
     /// (see the module documentation); `since_ns` is when the index's stats began to
     /// hold. `false` when it cannot tell (a directory's stat unknown, a rule file
