@@ -429,6 +429,7 @@ impl Shared {
         };
         let left_out = self.left_out(&mut state, &hashes);
         let index = self.index_bytes(&state, &hashes);
+        let watching = state.watcher.is_some();
         let roots = state
             .roots
             .iter()
@@ -460,7 +461,7 @@ impl Shared {
             .map_err(|e| e.to_string())?;
         self.syncer.submit(vec![path]);
         if let Some(bytes) = index {
-            self.save_index(&bytes, &hashes);
+            self.save_index(bytes, &hashes, watching);
         }
         Ok(record)
     }

@@ -34,6 +34,8 @@ const MOST: Duration = Duration::from_secs(5);
 enum Job {
     Files(Vec<PathBuf>),
     Flush(mpsc::Sender<()>),
+    /// Work to do at once, off the call path (writing the index file).
+    Soon(Box<dyn FnOnce() + Send>),
 }
 
 /// The background syncer of one store; its thread starts with the first files (a
@@ -84,6 +86,19 @@ impl Syncer {
         }
     }
 
+    /// Runs `work` on the thread at once (before a later flush returns); where no thread
+    /// could be started, now.
+    pub(crate) fn soon(&self, work: impl FnOnce() + Send + 'static) {
+        match self.thread() {
+            Some(tx) => {
+                if let Err(mpsc::SendError(Job::Soon(work))) = tx.send(Job::Soon(Box::new(work))) {
+                    work();
+                }
+            }
+            None => work(),
+        }
+    }
+
     /// Syncs everything submitted so far now, and waits for it.
     pub(crate) fn flush(&self) {
         if let Some(Some(tx)) = self.tx.get() {
@@ -119,6 +134,7 @@ fn run(rx: &mpsc::Receiver<Job>, passes: &std::sync::atomic::AtomicUsize) {
                 }
                 held.extend(files);
             }
+            Ok(Job::Soon(work)) => work(),
             Ok(Job::Flush(done)) => {
                 sync_files(&std::mem::take(&mut held));
                 let _ = done.send(());
