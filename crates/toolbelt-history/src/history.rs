@@ -98,6 +98,8 @@ pub(crate) struct State {
     /// The tree hashes the project's index file names, as far as this session knows
     /// (it is written again only when they change).
     pub(crate) index_of: Vec<ContentHash>,
+    /// The trees of the last record a session with a watcher wrote, for its index file.
+    pub(crate) index_due: Option<Vec<ContentHash>>,
 }
 
 #[derive(Default)]
@@ -138,27 +140,34 @@ impl History {
     /// checkpoint or [`History::start`].
     pub fn open(config: HistoryConfig) -> Self {
         // The roots are placed at the first checkpoint (`roots.rs`).
-        History {
-            shared: Arc::new(Shared {
-                store: Store::open(config.store_dir.clone()),
-                config,
-                state: Mutex::new(State {
-                    roots: Vec::new(),
-                    parked: Vec::new(),
-                    parked_recent: Vec::new(),
-                    watcher: None,
-                    ready: false,
-                    disabled: None,
-                    recent: HashSet::new(),
-                    left_out: LeftOut::default(),
-                    left_out_of: Vec::new(),
-                    calls: HashMap::new(),
-                    index_of: Vec::new(),
-                }),
-                turns: Mutex::new(Turns::default()),
-                syncer: Syncer::start(),
+        let shared = Arc::new(Shared {
+            store: Store::open(config.store_dir.clone()),
+            config,
+            state: Mutex::new(State {
+                roots: Vec::new(),
+                parked: Vec::new(),
+                parked_recent: Vec::new(),
+                watcher: None,
+                ready: false,
+                disabled: None,
+                recent: HashSet::new(),
+                left_out: LeftOut::default(),
+                left_out_of: Vec::new(),
+                calls: HashMap::new(),
+                index_of: Vec::new(),
+                index_due: None,
             }),
-        }
+            turns: Mutex::new(Turns::default()),
+            syncer: Syncer::start(),
+        });
+        // At quiet times a session with a watcher writes its index file (`index_file.rs`).
+        let weak = Arc::downgrade(&shared);
+        shared.syncer.at_quiet(Box::new(move || {
+            if let Some(shared) = weak.upgrade() {
+                shared.write_due_index();
+            }
+        }));
+        History { shared }
     }
 
     /// Takes the first picture of the workspace in the background, so the first call
@@ -428,8 +437,14 @@ impl Shared {
             }
         };
         let left_out = self.left_out(&mut state, &hashes);
-        let index = self.index_bytes(&state, &hashes);
+        // A session with a watcher writes its index file at quiet times; a process
+        // without one may end right after this call (a one-shot `tools call`).
         let watching = state.watcher.is_some();
+        let index = if watching {
+            None
+        } else {
+            self.index_bytes(&state, &hashes)
+        };
         let roots = state
             .roots
             .iter()
@@ -461,7 +476,9 @@ impl Shared {
             .map_err(|e| e.to_string())?;
         self.syncer.submit(vec![path]);
         if let Some(bytes) = index {
-            self.save_index(bytes, &hashes, watching);
+            self.save_index(&bytes, &hashes);
+        } else if watching {
+            lock(&self.state).index_due = Some(hashes.clone());
         }
         Ok(record)
     }

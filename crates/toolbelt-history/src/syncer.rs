@@ -34,8 +34,6 @@ const MOST: Duration = Duration::from_secs(5);
 enum Job {
     Files(Vec<PathBuf>),
     Flush(mpsc::Sender<()>),
-    /// Work to do at once, off the call path (writing the index file).
-    Soon(Box<dyn FnOnce() + Send>),
 }
 
 /// The background syncer of one store; its thread starts with the first files (a
@@ -44,13 +42,17 @@ pub(crate) struct Syncer {
     tx: OnceLock<Option<mpsc::Sender<Job>>>,
     /// Sync passes its thread ran (for the tests).
     passes: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    quiet_hook: QuietHook,
 }
+
+type QuietHook = std::sync::Arc<OnceLock<Box<dyn Fn() + Send + Sync>>>;
 
 impl Syncer {
     pub(crate) fn start() -> Self {
         Syncer {
             tx: OnceLock::new(),
             passes: Default::default(),
+            quiet_hook: Default::default(),
         }
     }
 
@@ -62,8 +64,8 @@ impl Syncer {
                 let spawned = std::thread::Builder::new()
                     .name("toolbelt-history-sync".into())
                     .spawn({
-                        let passes = self.passes.clone();
-                        move || run(&rx, &passes)
+                        let (passes, hook) = (self.passes.clone(), self.quiet_hook.clone());
+                        move || run(&rx, &passes, &hook)
                     });
                 spawned.ok().map(|_| tx)
             })
@@ -86,17 +88,10 @@ impl Syncer {
         }
     }
 
-    /// Runs `work` on the thread at once (before a later flush returns); where no thread
-    /// could be started, now.
-    pub(crate) fn soon(&self, work: impl FnOnce() + Send + 'static) {
-        match self.thread() {
-            Some(tx) => {
-                if let Err(mpsc::SendError(Job::Soon(work))) = tx.send(Job::Soon(Box::new(work))) {
-                    work();
-                }
-            }
-            None => work(),
-        }
+    /// Runs `hook` on the thread after each sync pass (the store is quiet then): a
+    /// session with a watcher writes its index file there, off the call path.
+    pub(crate) fn at_quiet(&self, hook: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.quiet_hook.set(hook);
     }
 
     /// Syncs everything submitted so far now, and waits for it.
@@ -112,12 +107,15 @@ impl Syncer {
 
 /// The thread: collects files until [`QUIET`] passes without a new one ([`MOST`] after
 /// the first, a flush, or the store's end), then syncs them all.
-fn run(rx: &mpsc::Receiver<Job>, passes: &std::sync::atomic::AtomicUsize) {
+fn run(rx: &mpsc::Receiver<Job>, passes: &std::sync::atomic::AtomicUsize, hook: &QuietHook) {
     let sync_files = |files: &[PathBuf]| {
         if !files.is_empty() {
             passes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         sync_files(files);
+        if let Some(hook) = hook.get() {
+            hook();
+        }
     };
     let mut held: Vec<PathBuf> = Vec::new();
     let mut since = Instant::now();
@@ -134,7 +132,6 @@ fn run(rx: &mpsc::Receiver<Job>, passes: &std::sync::atomic::AtomicUsize) {
                 }
                 held.extend(files);
             }
-            Ok(Job::Soon(work)) => work(),
             Ok(Job::Flush(done)) => {
                 sync_files(&std::mem::take(&mut held));
                 let _ = done.send(());

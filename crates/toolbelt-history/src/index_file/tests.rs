@@ -63,6 +63,10 @@ impl Ws {
     }
 
     fn history_in(&self, store: &Path) -> History {
+        self.history_watching(store, false)
+    }
+
+    fn history_watching(&self, store: &Path, watch: bool) -> History {
         History::open(HistoryConfig {
             store_dir: store.to_path_buf(),
             roots: WorkspaceRoots::new([&self.root]).unwrap(),
@@ -71,7 +75,7 @@ impl Ws {
             size_cap: 1 << 20,
             max_files: 10_000,
             exclude: Vec::new(),
-            watch: false,
+            watch,
             work_dir: Default::default(),
         })
     }
@@ -244,6 +248,22 @@ fn a_damaged_or_stale_index_file_is_not_used_and_the_checkpoint_is_still_right()
         !ws.root.join(FILE_NAME).exists(),
         "the index belongs in the store, not the workspace"
     );
+}
+
+#[test]
+fn a_session_with_a_watcher_writes_the_index_file_when_the_store_is_quiet() {
+    let ws = Ws::new();
+    let session = ws.history_watching(&ws.store, true);
+    ws.checkpoint(&session);
+    ws.write("a/x.txt", "changed in the session\n");
+    ws.checkpoint(&session);
+    session.flush();
+    assert!(
+        seeds_from_index(&ws),
+        "the session's index file does not name its last checkpoint"
+    );
+    ws.write("a/y.txt", "changed after the session\n");
+    assert_eq!(ws.checkpoint(&ws.one_shot()), ws.truth());
 }
 
 #[test]
