@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use crate::hash::ContentHash;
 use crate::history::{Shared, State};
 use crate::index::{DirNode, DirStat, Node, join};
-use crate::record::Record;
+use crate::record::{self, Record};
 use crate::scan::RACY_NS;
 use crate::tree::{EntryKind, Leaf};
 
@@ -359,6 +359,40 @@ fn racy_files(dir: &DirNode, prefix: &[u8], since_ns: i64, out: &mut Vec<Vec<u8>
 }
 
 impl Shared {
+    /// Starts the index from the project's last checkpoint of the same roots, so files
+    /// that did not change are not read again.
+    pub(crate) fn seed(&self, state: &mut State) {
+        let paths: Vec<PathBuf> = state.roots.iter().map(|r| r.path.clone()).collect();
+        let Some(last) = self.store.record_files().into_iter().find_map(|f| {
+            let r = record::read(&f.path).ok()?;
+            let same = r.roots.iter().map(|t| &t.path).eq(paths.iter());
+            same.then_some(r)
+        }) else {
+            return;
+        };
+        if self.seed_from_index(state, &last) {
+            return;
+        }
+        let seen_ns = i64::try_from(last.time_ms)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(1_000_000);
+        for (i, (root, (_, hash))) in state.roots.iter_mut().zip(last.trees()).enumerate() {
+            let Ok(tree) = DirNode::load(&self.store.objects, &hash, 0o755) else {
+                continue;
+            };
+            // Files modified near the time of that checkpoint may have changed since
+            // without their times showing it: they are read again.
+            let mut all = std::collections::BTreeMap::new();
+            tree.flatten(b"", &mut all);
+            for (rel, leaf) in all {
+                if leaf.kind != EntryKind::Dir && leaf.mtime_ns.saturating_add(RACY_NS) >= seen_ns {
+                    state.recent.insert((i, rel));
+                }
+            }
+            root.tree = tree;
+        }
+    }
+
     /// Seeds the index from the project's index file when it names `last`'s trees (the
     /// last checkpoint of the same roots); false when it cannot be used.
     pub(crate) fn seed_from_index(&self, state: &mut State, last: &Record) -> bool {

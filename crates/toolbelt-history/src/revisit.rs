@@ -39,8 +39,9 @@ fn nanos(secs: i64, nsec: i64) -> i64 {
     secs.saturating_mul(1_000_000_000).saturating_add(nsec)
 }
 
-/// A stamp of `files` (each one's stat, links followed, or that it is missing); `None`
-/// when one changed within [`RACY_NS`] of `now_ns` (its stat cannot tell yet).
+/// Adds a stamp of `files` to `hasher` (each one's stat, links followed, or that it is
+/// missing); false when one changed within [`RACY_NS`] of `now_ns` (its stat cannot
+/// tell yet).
 fn stamp_files(hasher: &mut blake3::Hasher, files: &[std::path::PathBuf], now_ns: i64) -> bool {
     for file in files {
         hasher.update(file.as_os_str().as_bytes());
