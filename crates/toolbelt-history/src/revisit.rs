@@ -118,10 +118,11 @@ pub(crate) fn dir_stat(abs: &Path, now_ns: i64) -> Option<(u32, Option<DirStat>)
     let meta = std::fs::symlink_metadata(abs).ok().filter(|m| m.is_dir())?;
     let mode = meta.permissions().mode() & 0o7777;
     let mut hasher = blake3::Hasher::new();
-    let files: Vec<_> = toolbelt_tools::DIRECTORY_RULE_FILES
+    let mut files: Vec<_> = toolbelt_tools::DIRECTORY_RULE_FILES
         .iter()
         .map(|name| abs.join(name))
         .collect();
+    files.extend(linked_exclude(abs));
     let stat = stamp_files(&mut hasher, &files, now_ns).then(|| DirStat {
         mtime_ns: nanos(meta.mtime(), meta.mtime_nsec()),
         ctime_ns: nanos(meta.ctime(), meta.ctime_nsec()),
@@ -129,6 +130,33 @@ pub(crate) fn dir_stat(abs: &Path, now_ns: i64) -> Option<(u32, Option<DirStat>)
         rules: finish(&hasher),
     });
     Some((mode, stat))
+}
+
+/// The excludes file of the repository whose `.git` in `dir` is a file (a linked
+/// worktree: `gitdir: <path>`, its `commondir` naming the main `.git`), which git's
+/// ignore rules read there instead of `dir/.git/info/exclude`.
+fn linked_exclude(dir: &Path) -> Option<std::path::PathBuf> {
+    use rustix::fs::{Mode, OFlags};
+    use std::io::Read;
+    let mut text = String::new();
+    // Not through a link, and never blocking on a FIFO put there.
+    let fd = rustix::fs::open(
+        dir.join(".git"),
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let file = std::fs::File::from(fd);
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    file.take(4096).read_to_string(&mut text).ok()?;
+    let gitdir = dir.join(text.strip_prefix("gitdir:")?.trim());
+    let common = match std::fs::read_to_string(gitdir.join("commondir")) {
+        Ok(c) => gitdir.join(c.trim()),
+        Err(_) => gitdir,
+    };
+    Some(common.join("info").join("exclude"))
 }
 
 /// Whether `st` (an lstat taken now) says the file or link `old` records is unchanged.

@@ -210,6 +210,39 @@ fn a_changed_ignore_rule_is_obeyed_by_a_one_shot_history() {
 }
 
 #[test]
+fn a_linked_worktrees_excludes_file_is_watched_too() {
+    let ws = Ws::new();
+    // The workspace is a linked worktree: its `.git` is a file naming the repository's.
+    let main_git = ws.dir.path().join("main.git");
+    let gitdir = main_git.join("worktrees").join("ws");
+    std::fs::create_dir_all(&gitdir).unwrap();
+    std::fs::create_dir_all(main_git.join("info")).unwrap();
+    std::fs::write(gitdir.join("commondir"), "../..\n").unwrap();
+    std::fs::write(
+        ws.root.join(".git"),
+        format!("gitdir: {}\n", gitdir.display()),
+    )
+    .unwrap();
+    std::fs::write(main_git.join("info").join("exclude"), "# none\n").unwrap();
+    ws.age();
+    ws.sh(&format!(
+        "touch -d \"@$(( $(date +%s) - 3600 ))\" {}",
+        main_git.join("info/exclude").display()
+    ));
+    ws.checkpoint(&ws.one_shot());
+    std::fs::write(main_git.join("info").join("exclude"), "*.txt\n").unwrap();
+    ws.sh(&format!(
+        "touch -d \"@$(( $(date +%s) - 3600 ))\" {}",
+        main_git.join("info/exclude").display()
+    ));
+    assert_eq!(
+        ws.checkpoint(&ws.one_shot()),
+        ws.truth(),
+        "the repository's excludes were not obeyed"
+    );
+}
+
+#[test]
 fn a_damaged_or_stale_index_file_is_not_used_and_the_checkpoint_is_still_right() {
     let ws = Ws::new();
     ws.checkpoint(&ws.one_shot());
