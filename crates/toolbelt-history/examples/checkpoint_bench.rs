@@ -9,8 +9,8 @@
 //! each). With `oneshot`, only what a one-shot process (`toolbelt tools call`) pays: a
 //! fresh history on the project's store, its checkpoints before and after one file
 //! changed (the "after" both as a walk and as an edit tool's, which looks only at the
-//! file it names), against `git status` on the same tree (a real repository) in the same
-//! run.
+//! file it names), with the project's index file ("new") and without it ("old"),
+//! against `git status` on the same tree (a real repository) in the same run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -246,10 +246,52 @@ fn bench_size(git_too: bool) {
     }
 }
 
-/// What a one-shot process pays: each run opens the history afresh (as a new `tools
-/// call` process does: no inotify, the index seeded from the last checkpoint), changes
-/// one file, and takes the checkpoint before the call and the one after it; `git status`
-/// runs on the same tree after each.
+/// One one-shot call's checkpoints, as a new `tools call` process takes them: the
+/// history opened afresh (no inotify, the index seeded from the last checkpoint), the
+/// checkpoint before the call, one file changed, the one after it by a walk (a shell
+/// command's); then the file changed again and an edit tool's "after", which looks only
+/// at the file it names. Returns the three times.
+fn oneshot_call(
+    root: &Path,
+    store: &Path,
+    f: &Path,
+    tag: &str,
+    runtime: &tokio::runtime::Runtime,
+) -> [Duration; 3] {
+    let t = Instant::now();
+    let h = history(root, store.to_path_buf(), false);
+    h.checkpoint_now(Phase::Before, "bench", "call", None)
+        .unwrap();
+    let before = t.elapsed();
+    let mut body = std::fs::read_to_string(f).unwrap();
+    body.push_str(&format!("// edit {tag}\n"));
+    std::fs::write(f, body).unwrap();
+    let t = Instant::now();
+    h.checkpoint_now(Phase::After, "bench", "call", None)
+        .unwrap();
+    let after = t.elapsed();
+    let call = CheckpointCall {
+        call_id: format!("edit-{tag}"),
+        tool: "edit".into(),
+        kind: Kind::Edit,
+        changes_files: true,
+        paths: vec![f.to_path_buf()],
+        only_paths: true,
+    };
+    let mut body = std::fs::read_to_string(f).unwrap();
+    body.push_str(&format!("// edit {tag} again\n"));
+    std::fs::write(f, body).unwrap();
+    let t = Instant::now();
+    runtime.block_on(h.after_call(&call));
+    let named = t.elapsed();
+    h.flush();
+    [before, after, named]
+}
+
+/// What a one-shot process pays (see [`oneshot_call`]), each round twice: "new" as
+/// toolbelt is, "old" with the project's index file removed first, so the process seeds
+/// from the last checkpoint's tree objects and walks every directory, as before the
+/// index file; `git status` runs on the same tree after each round.
 fn bench_oneshot(files: usize, runs: usize) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ws");
@@ -270,8 +312,8 @@ fn bench_oneshot(files: usize, runs: usize) {
         .unwrap();
     h.flush();
     drop(h);
-    let (mut before, mut after, mut status) = (Vec::new(), Vec::new(), Vec::new());
-    let mut named_after = Vec::new();
+    let mut times: [Vec<[Duration; 3]>; 2] = [Vec::new(), Vec::new()];
+    let mut status = Vec::new();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -283,36 +325,15 @@ fn bench_oneshot(files: usize, runs: usize) {
             n / 1000,
             (n / 100) % 10
         ));
-        let t = Instant::now();
-        let h = history(&root, store.clone(), false);
-        h.checkpoint_now(Phase::Before, "bench", "call", None)
-            .unwrap();
-        before.push(t.elapsed());
-        let mut body = std::fs::read_to_string(&f).unwrap();
-        body.push_str(&format!("// edit {i}\n"));
-        std::fs::write(&f, body).unwrap();
-        let t = Instant::now();
-        h.checkpoint_now(Phase::After, "bench", "call", None)
-            .unwrap();
-        after.push(t.elapsed());
-        // The same edit again, checkpointed as `tools call edit` does: the scheduler's
-        // "after" of an edit tool, which names the file it changed.
-        let call = CheckpointCall {
-            call_id: format!("edit-{i}"),
-            tool: "edit".into(),
-            kind: Kind::Edit,
-            changes_files: true,
-            paths: vec![f.clone()],
-            only_paths: true,
-        };
-        let mut body = std::fs::read_to_string(&f).unwrap();
-        body.push_str(&format!("// edit {i} again\n"));
-        std::fs::write(&f, body).unwrap();
-        let t = Instant::now();
-        runtime.block_on(h.after_call(&call));
-        named_after.push(t.elapsed());
-        h.flush();
-        drop(h);
+        // Alternate which goes first, so neither always follows the other's writes.
+        for k in 0..2 {
+            let old = (i + k) % 2 == 1;
+            if old {
+                let _ = std::fs::remove_file(store.join("index"));
+            }
+            let tag = format!("{i}-{}", if old { "old" } else { "new" });
+            times[usize::from(old)].push(oneshot_call(&root, &store, &f, &tag, &runtime));
+        }
         if git_too {
             let t = Instant::now();
             let out = Command::new("git")
@@ -325,16 +346,17 @@ fn bench_oneshot(files: usize, runs: usize) {
             status.push(t.elapsed());
         }
     }
-    let (mb, pb) = median(before);
-    let (ma, pa) = median(after);
-    println!(
-        "one-shot: checkpoint before the call (fresh process): median {mb:.2} ms, p90 {pb:.2} ms"
-    );
-    println!("one-shot: checkpoint after it (one file changed): median {ma:.2} ms, p90 {pa:.2} ms");
-    let (mn, pn) = median(named_after);
-    println!(
-        "one-shot: an edit tool's checkpoint after (the file it names): median {mn:.2} ms, p90 {pn:.2} ms"
-    );
+    let what = [
+        "checkpoint before the call (fresh process)",
+        "checkpoint after it, by a walk (a shell command's)",
+        "an edit tool's checkpoint after (the file it names)",
+    ];
+    for (m, label) in [(0, "new"), (1, "old")] {
+        for (j, w) in what.iter().enumerate() {
+            let (med, p90) = median(times[m].iter().map(|t| t[j]).collect());
+            println!("one-shot, {label}: {w}: median {med:.2} ms, p90 {p90:.2} ms");
+        }
+    }
     if git_too {
         let (mg, pg) = median(status);
         println!("git status --porcelain, same tree: median {mg:.2} ms, p90 {pg:.2} ms");

@@ -24,6 +24,16 @@ impl ContentHash {
         ContentHash(*hasher.finalize().as_bytes())
     }
 
+    /// The 32 bytes.
+    pub(crate) fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The hash of these 32 bytes.
+    pub(crate) fn from_bytes(bytes: [u8; 32]) -> Self {
+        ContentHash(bytes)
+    }
+
     /// 64 lowercase hex digits.
     pub fn to_hex(&self) -> String {
         let mut s = String::with_capacity(64);

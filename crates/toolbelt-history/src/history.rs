@@ -22,7 +22,7 @@ use toolbelt_core::{BoxFuture, Settings, WorkspaceRoots};
 use crate::hash::ContentHash;
 use crate::index::{DirNode, Node, join};
 use crate::record::{self, LeftOut, Phase, Record, RootTree};
-use crate::scan::{RACY_NS, Scan, ScanError};
+use crate::scan::{Scan, ScanError};
 use crate::store::Store;
 use crate::syncer::Syncer;
 use crate::tree::EntryKind;
@@ -73,6 +73,11 @@ pub struct TurnMark {
 pub(crate) struct RootIndex {
     pub(crate) path: PathBuf,
     pub(crate) tree: DirNode,
+    /// The stamp of the rules outside the tree at its last whole walk (`revisit.rs`).
+    pub(crate) rules: Option<[u8; 16]>,
+    /// The start of the last sync that saw every directory: since when the
+    /// directories' stats hold (`revisit.rs`).
+    pub(crate) since_ns: Option<i64>,
 }
 
 pub(crate) struct State {
@@ -86,10 +91,15 @@ pub(crate) struct State {
     /// Why checkpoints stopped for this session.
     disabled: Option<String>,
     pub(crate) recent: HashSet<(usize, Vec<u8>)>,
-    left_out: LeftOut,
+    pub(crate) left_out: LeftOut,
     left_out_of: Vec<ContentHash>,
     /// Each running call's checkpoint ID.
     calls: HashMap<String, String>,
+    /// The tree hashes the project's index file names, as far as this session knows
+    /// (it is written again only when they change).
+    pub(crate) index_of: Vec<ContentHash>,
+    /// The trees of the last record a session with a watcher wrote, for its index file.
+    pub(crate) index_due: Option<Vec<ContentHash>>,
 }
 
 #[derive(Default)]
@@ -130,26 +140,34 @@ impl History {
     /// checkpoint or [`History::start`].
     pub fn open(config: HistoryConfig) -> Self {
         // The roots are placed at the first checkpoint (`roots.rs`).
-        History {
-            shared: Arc::new(Shared {
-                store: Store::open(config.store_dir.clone()),
-                config,
-                state: Mutex::new(State {
-                    roots: Vec::new(),
-                    parked: Vec::new(),
-                    parked_recent: Vec::new(),
-                    watcher: None,
-                    ready: false,
-                    disabled: None,
-                    recent: HashSet::new(),
-                    left_out: LeftOut::default(),
-                    left_out_of: Vec::new(),
-                    calls: HashMap::new(),
-                }),
-                turns: Mutex::new(Turns::default()),
-                syncer: Syncer::start(),
+        let shared = Arc::new(Shared {
+            store: Store::open(config.store_dir.clone()),
+            config,
+            state: Mutex::new(State {
+                roots: Vec::new(),
+                parked: Vec::new(),
+                parked_recent: Vec::new(),
+                watcher: None,
+                ready: false,
+                disabled: None,
+                recent: HashSet::new(),
+                left_out: LeftOut::default(),
+                left_out_of: Vec::new(),
+                calls: HashMap::new(),
+                index_of: Vec::new(),
+                index_due: None,
             }),
-        }
+            turns: Mutex::new(Turns::default()),
+            syncer: Syncer::start(),
+        });
+        // At quiet times a session with a watcher writes its index file (`index_file.rs`).
+        let weak = Arc::downgrade(&shared);
+        shared.syncer.at_quiet(Box::new(move || {
+            if let Some(shared) = weak.upgrade() {
+                shared.write_due_index();
+            }
+        }));
+        History { shared }
     }
 
     /// Takes the first picture of the workspace in the background, so the first call
@@ -249,6 +267,10 @@ impl History {
 }
 
 impl Shared {
+    pub(crate) fn state_mut(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
     /// Brings every root's index up to date (the roots `pin` names, else those the
     /// session covers now); returns their trees' hashes. `named`, when not empty, are
     /// the only paths that changed since the last sync (a call of an edit tool): without
@@ -262,9 +284,6 @@ impl Shared {
         let cfg = &self.config;
         let wanted = pin.map_or_else(|| self.wanted_roots(), <[PathBuf]>::to_vec);
         let moved = self.place_roots(state, &wanted);
-        let mut written = Vec::new();
-        let mut unreadable = Vec::new();
-        let mut withheld = 0;
         let now_ns = i64::try_from(now_ms())
             .unwrap_or(i64::MAX)
             .saturating_mul(1_000_000);
@@ -291,6 +310,7 @@ impl Shared {
             recent,
             ..
         } = state;
+        let watching = watcher.is_some();
         let exclude = self.excluded(roots);
         let mut scan = Scan {
             objects: &self.store.objects,
@@ -307,67 +327,39 @@ impl Shared {
             watcher: watcher.as_mut(),
         };
         let mut hashes = Vec::with_capacity(roots.len());
+        let mut revisited = 0;
         for (i, root) in roots.iter_mut().enumerate() {
             if whole {
-                root.tree = scan.tree(i, &root.path.clone(), b"", Some(&root.tree))?;
+                revisited += usize::from(scan.whole_root(i, root)?);
             } else if let Some(c) = &changes {
-                let dirs = c
-                    .dirs
-                    .iter()
-                    .filter(|(r, _)| *r == i)
-                    .map(|(_, p)| p.clone())
-                    .collect();
-                let files = c
-                    .files
-                    .iter()
-                    .filter(|(r, _)| *r == i)
-                    .map(|(_, p)| p.clone())
-                    .collect();
+                let of_root = |set: &std::collections::BTreeSet<(usize, Vec<u8>)>| {
+                    set.iter()
+                        .filter(|(r, _)| *r == i)
+                        .map(|(_, p)| p.clone())
+                        .collect()
+                };
+                let (dirs, files) = (of_root(&c.dirs), of_root(&c.files));
                 scan.changes(i, &root.path.clone(), &mut root.tree, dirs, files)?;
+                // The watcher said everything that changed; an edit tool's paths are not
+                // everything that may have.
+                if watching {
+                    root.since_ns = Some(now_ns);
+                }
             }
             hashes.push(root.tree.write(scan.objects, &mut scan.written)?);
         }
-        written.append(&mut scan.written);
-        unreadable.append(&mut scan.unreadable);
-        withheld += scan.withheld;
+        let (written, unreadable, withheld) = (scan.written, scan.unreadable, scan.withheld);
         state.ready = true;
-        if whole || !unreadable.is_empty() {
+        // A revisit lists only what changed: the withheld count of the last walk stays.
+        let walked = whole && revisited < state.roots.len();
+        if walked || !unreadable.is_empty() {
             state.left_out.unreadable = unreadable.into_iter().take(NAMED).collect();
-            state.left_out.withheld = withheld;
+            if walked {
+                state.left_out.withheld = withheld;
+            }
         }
         self.syncer.submit(written);
         Ok(hashes)
-    }
-
-    /// Starts the index from the project's last checkpoint of the same roots, so files
-    /// that did not change are not read again.
-    fn seed(&self, state: &mut State) {
-        let paths: Vec<PathBuf> = state.roots.iter().map(|r| r.path.clone()).collect();
-        let Some(last) = self.store.record_files().into_iter().find_map(|f| {
-            let r = record::read(&f.path).ok()?;
-            let same = r.roots.iter().map(|t| &t.path).eq(paths.iter());
-            same.then_some(r)
-        }) else {
-            return;
-        };
-        let seen_ns = i64::try_from(last.time_ms)
-            .unwrap_or(i64::MAX)
-            .saturating_mul(1_000_000);
-        for (i, (root, (_, hash))) in state.roots.iter_mut().zip(last.trees()).enumerate() {
-            let Ok(tree) = DirNode::load(&self.store.objects, &hash, 0o755) else {
-                continue;
-            };
-            // Files modified near the time of that checkpoint may have changed since
-            // without their times showing it: they are read again.
-            let mut all = std::collections::BTreeMap::new();
-            tree.flatten(b"", &mut all);
-            for (rel, leaf) in all {
-                if leaf.kind != EntryKind::Dir && leaf.mtime_ns.saturating_add(RACY_NS) >= seen_ns {
-                    state.recent.insert((i, rel));
-                }
-            }
-            root.tree = tree;
-        }
     }
 
     /// What the trees leave out, recounted when they changed.
@@ -411,6 +403,14 @@ impl Shared {
             }
         };
         let left_out = self.left_out(&mut state, &hashes);
+        // A session with a watcher writes its index file at quiet times; a process
+        // without one may end right after this call (a one-shot `tools call`).
+        let watching = state.watcher.is_some();
+        let index = if watching {
+            None
+        } else {
+            self.index_bytes(&state, &hashes)
+        };
         let roots = state
             .roots
             .iter()
@@ -441,6 +441,11 @@ impl Shared {
             .write_record(&record)
             .map_err(|e| e.to_string())?;
         self.syncer.submit(vec![path]);
+        if let Some(bytes) = index {
+            self.save_index(&bytes, &hashes);
+        } else if watching {
+            lock(&self.state).index_due = Some(hashes.clone());
+        }
         Ok(record)
     }
 }

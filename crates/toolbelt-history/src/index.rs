@@ -17,13 +17,27 @@ pub(crate) enum Node {
     Dir(DirNode),
 }
 
-/// A directory: its entries by name, its mode, and its tree's hash while nothing in it
-/// changed since it was written (`None` after a change).
+/// A directory: its entries by name, its mode, its tree's hash while nothing in it
+/// changed since it was written (`None` after a change), and its stat when its entries
+/// were listed (`None`: unknown, list it again).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DirNode {
     pub(crate) children: BTreeMap<Vec<u8>, Node>,
     pub(crate) mode: u32,
     pub(crate) hash: Option<ContentHash>,
+    pub(crate) stat: Option<DirStat>,
+}
+
+/// What says a directory holds the same names under the same rules as when it was
+/// listed (git's "untracked cache"): its times and inode (creating, removing or
+/// renaming an entry changes them) and a stamp of its rule files (`.gitignore` and the
+/// like, whose edits do not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DirStat {
+    pub(crate) mtime_ns: i64,
+    pub(crate) ctime_ns: i64,
+    pub(crate) ino: u64,
+    pub(crate) rules: [u8; 16],
 }
 
 /// The components of a relative path (`a/b/c`); the empty path has none.
@@ -49,6 +63,7 @@ impl DirNode {
             children: BTreeMap::new(),
             mode,
             hash: None,
+            stat: None,
         }
     }
 
@@ -94,6 +109,19 @@ impl DirNode {
             }
         }
         Some(dir)
+    }
+
+    /// Records the stat of the directory at `rel` when it was listed; its hash stays
+    /// (the stat is not part of the tree).
+    pub(crate) fn set_stat(&mut self, rel: &[u8], stat: Option<DirStat>) {
+        let mut dir = self;
+        for part in components(rel) {
+            match dir.children.get_mut(part) {
+                Some(Node::Dir(d)) => dir = d,
+                _ => return,
+            }
+        }
+        dir.stat = stat;
     }
 
     /// Puts `node` at `rel`; its parent directory must be there. Returns whether it was.

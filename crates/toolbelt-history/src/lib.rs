@@ -19,8 +19,11 @@
 //!
 //! Knowing what changed is the fast part: an in-memory index of each root (`index.rs`,
 //! like git's) updated from inotify events (`watch.rs`), or by a walk with the tools'
-//! ignore rules when inotify cannot say (`scan.rs`). The files are written atomically
-//! (temporary name, rename) and made durable off the call path (`syncer.rs`).
+//! ignore rules when inotify cannot say (`scan.rs`). A new process (a one-shot `tools
+//! call`) reads that index from the project's index file (`index_file.rs`) and, without
+//! inotify, lists again only the directories whose stat or rule files changed
+//! (`revisit.rs`, git's untracked cache). The files are written atomically (temporary
+//! name, rename) and made durable off the call path (`syncer.rs`).
 //!
 //! A restore ([`History::plan`], [`History::apply`]) compares a checkpoint with the
 //! workspace now, names what changed outside toolbelt since (kept unless forced),
@@ -33,11 +36,13 @@ mod apply;
 mod hash;
 mod history;
 mod index;
+mod index_file;
 mod objects;
 mod record;
 pub mod render;
 mod restore;
 mod retention;
+mod revisit;
 mod roots;
 mod scan;
 mod store;

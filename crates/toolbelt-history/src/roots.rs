@@ -111,6 +111,8 @@ impl Shared {
                 None => RootIndex {
                     path: path.clone(),
                     tree: DirNode::new(0o755),
+                    rules: None,
+                    since_ns: None,
                 },
             };
             state.roots.push(index);

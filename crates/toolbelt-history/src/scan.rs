@@ -17,6 +17,7 @@ use toolbelt_core::{Settings, WorkspaceRoots};
 use crate::hash::ContentHash;
 use crate::index::{DirNode, Node, join, split_last};
 use crate::objects::{MAX_CONTENT, Objects, StoreError};
+use crate::revisit::dir_stat;
 use crate::tree::{EntryKind, Leaf};
 use crate::watch::{Watcher, is_under};
 
@@ -86,7 +87,7 @@ fn stat_leaf(kind: EntryKind, meta: &std::fs::Metadata, hash: ContentHash) -> Le
     }
 }
 
-fn same_stat(old: &Leaf, new: &Leaf) -> bool {
+pub(crate) fn same_stat(old: &Leaf, new: &Leaf) -> bool {
     old.mode == new.mode
         && old.size == new.size
         && old.mtime_ns == new.mtime_ns
@@ -125,7 +126,7 @@ fn read_file(path: &Path, cap: u64) -> std::io::Result<(Option<Vec<u8>>, std::fs
 impl Scan<'_> {
     /// The node for a file or link at `abs`, reusing `old` when its stat says nothing
     /// changed (and `forced` is off); `None` when it is gone or is something else now.
-    fn entry(
+    pub(crate) fn entry(
         &mut self,
         root: usize,
         abs: &Path,
@@ -232,8 +233,10 @@ impl Scan<'_> {
         start_rel: &[u8],
         old: Option<&DirNode>,
     ) -> Result<DirNode, ScanError> {
-        let mode = Self::dir_mode(start).unwrap_or(0o755);
+        // The stat before the listing: a change during it leaves newer times.
+        let (mode, stat) = dir_stat(start, self.now_ns).unwrap_or((0o755, None));
         let mut tree = DirNode::new(mode);
+        tree.stat = stat;
         if let Some(w) = self.watcher.as_deref_mut() {
             w.add(root, start_rel, start);
         }
@@ -250,11 +253,12 @@ impl Scan<'_> {
             };
             let below = below.as_os_str().as_bytes();
             if file_type.is_dir() {
-                let mode = match &stat {
-                    Some(m) if m.is_dir() => m.permissions().mode() & 0o7777,
-                    _ => Self::dir_mode(&abs).unwrap_or(0o755),
-                };
-                tree.set(below, Node::Dir(DirNode::new(mode)));
+                // Taken after the listing, which began after this sync did: a change
+                // since gives times that `revisit` takes as too recent to trust.
+                let (mode, stat) = dir_stat(&abs, self.now_ns).unwrap_or((0o755, None));
+                let mut dir = DirNode::new(mode);
+                dir.stat = stat;
+                tree.set(below, Node::Dir(dir));
                 continue;
             }
             if !(file_type.is_file() || file_type.is_symlink()) {
@@ -401,7 +405,7 @@ impl Scan<'_> {
     }
 
     /// Reads directory `dir` again: entries gone, new, or changed.
-    fn relist(
+    pub(crate) fn relist(
         &mut self,
         root: usize,
         abs_root: &Path,
@@ -413,7 +417,7 @@ impl Scan<'_> {
             return Ok(());
         };
         let abs = abs_root.join(rel_path(dir));
-        let Some(mode) = Self::dir_mode(&abs) else {
+        let Some((mode, stat)) = dir_stat(&abs, self.now_ns) else {
             if !dir.is_empty() {
                 tree.remove(dir);
             }
@@ -442,6 +446,7 @@ impl Scan<'_> {
         {
             d.mode = mode;
         }
+        tree.set_stat(dir, stat);
         self.drop_gone(root, tree, dir, &old, &seen);
         for (name, file_type) in seen {
             let rel = join(dir, &name);

@@ -4,6 +4,7 @@
 //! ```text
 //! objects/ab/cdef…                        contents, chunks and trees (objects.rs)
 //! checkpoints/<time>-<id>-<b|a>.json      one record per checkpoint (record.rs)
+//! index                                   the last checkpoint's index, a cache (index_file.rs)
 //! swept                                   when the last retention sweep ran
 //! ```
 //!

@@ -40,12 +40,19 @@ enum Job {
 /// session that changes nothing has none).
 pub(crate) struct Syncer {
     tx: OnceLock<Option<mpsc::Sender<Job>>>,
+    /// Sync passes its thread ran (for the tests).
+    passes: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    quiet_hook: QuietHook,
 }
+
+type QuietHook = std::sync::Arc<OnceLock<Box<dyn Fn() + Send + Sync>>>;
 
 impl Syncer {
     pub(crate) fn start() -> Self {
         Syncer {
             tx: OnceLock::new(),
+            passes: Default::default(),
+            quiet_hook: Default::default(),
         }
     }
 
@@ -56,7 +63,10 @@ impl Syncer {
                 let (tx, rx) = mpsc::channel::<Job>();
                 let spawned = std::thread::Builder::new()
                     .name("toolbelt-history-sync".into())
-                    .spawn(move || run(&rx));
+                    .spawn({
+                        let (passes, hook) = (self.passes.clone(), self.quiet_hook.clone());
+                        move || run(&rx, &passes, &hook)
+                    });
                 spawned.ok().map(|_| tx)
             })
             .as_ref()
@@ -78,6 +88,12 @@ impl Syncer {
         }
     }
 
+    /// Runs `hook` on the thread after each sync pass (the store is quiet then): a
+    /// session with a watcher writes its index file there, off the call path.
+    pub(crate) fn at_quiet(&self, hook: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.quiet_hook.set(hook);
+    }
+
     /// Syncs everything submitted so far now, and waits for it.
     pub(crate) fn flush(&self) {
         if let Some(Some(tx)) = self.tx.get() {
@@ -91,7 +107,16 @@ impl Syncer {
 
 /// The thread: collects files until [`QUIET`] passes without a new one ([`MOST`] after
 /// the first, a flush, or the store's end), then syncs them all.
-fn run(rx: &mpsc::Receiver<Job>) {
+fn run(rx: &mpsc::Receiver<Job>, passes: &std::sync::atomic::AtomicUsize, hook: &QuietHook) {
+    let sync_files = |files: &[PathBuf]| {
+        if !files.is_empty() {
+            passes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        sync_files(files);
+        if let Some(hook) = hook.get() {
+            hook();
+        }
+    };
     let mut held: Vec<PathBuf> = Vec::new();
     let mut since = Instant::now();
     loop {
@@ -126,8 +151,6 @@ fn sync_files(files: &[PathBuf]) {
     if files.is_empty() {
         return;
     }
-    #[cfg(test)]
-    tests::BATCHES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let mut seen = HashSet::new();
     let mut dirs = Vec::new();
     for path in files {
@@ -150,10 +173,7 @@ fn sync_files(files: &[PathBuf]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    /// Sync passes run so far (every test in this module shares it: one test only).
-    pub(super) static BATCHES: AtomicUsize = AtomicUsize::new(0);
+    use std::sync::atomic::Ordering;
 
     #[test]
     fn checkpoints_in_quick_succession_are_synced_in_one_pass_at_flush() {
@@ -172,19 +192,19 @@ mod tests {
             syncer.submit(vec![path]);
         }
         assert_eq!(
-            BATCHES.load(Ordering::SeqCst),
+            syncer.passes.load(Ordering::SeqCst),
             0,
             "synced before the store was quiet"
         );
         syncer.flush();
         assert_eq!(
-            BATCHES.load(Ordering::SeqCst),
+            syncer.passes.load(Ordering::SeqCst),
             1,
             "three checkpoints, one sync pass"
         );
         syncer.flush();
         assert_eq!(
-            BATCHES.load(Ordering::SeqCst),
+            syncer.passes.load(Ordering::SeqCst),
             1,
             "a flush with nothing held syncs nothing"
         );

@@ -82,7 +82,9 @@ pub use shell::sandbox::SandboxSupport;
 pub use shell::sandbox::hidden::CREDENTIAL_FILES;
 pub use shell::{RunShellCommand, sweep_unasked_logs};
 pub use todo_write::TodoWrite;
-pub use walk::{WalkedEntry, walk_workspace, walk_workspace_parallel};
+pub use walk::{
+    DIRECTORY_RULE_FILES, WalkedEntry, walk_rule_files, walk_workspace, walk_workspace_parallel,
+};
 pub use web_fetch::{WebFetch, html_to_markdown};
 pub use web_search::{
     DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, SearchError, SearchHit, SearchProvider, SearchResults,

@@ -402,6 +402,41 @@ pub fn walk_workspace_parallel(
     withheld.count()
 }
 
+/// The files in each walked directory whose content shapes what a walk of it reports
+/// (its ignore files, and a repository's excludes), whichever of them the settings
+/// obey: a cache of walks (the checkpoints' index) stamps them to know when the rules
+/// of a directory it did not list again changed.
+pub const DIRECTORY_RULE_FILES: [&str; 3] = [".gitignore", QWEN_IGNORE, ".git/info/exclude"];
+
+/// The files outside the walked tree whose content shapes a walk of `start`: the rule
+/// files of its parents ([`DIRECTORY_RULE_FILES`] in each), git's configuration files
+/// and the global excludes file they name. With [`DIRECTORY_RULE_FILES`] of every
+/// directory walked, a change to none of these (and the same settings) means the same
+/// rules.
+pub fn walk_rule_files(start: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in start.ancestors().skip(1) {
+        files.extend(DIRECTORY_RULE_FILES.iter().map(|name| dir.join(name)));
+    }
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        files.push(home.join(".gitconfig"));
+    }
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+    if let Some(config) = config {
+        files.push(config.join("git").join("config"));
+        files.push(config.join("git").join("ignore"));
+    }
+    for var in ["GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"] {
+        files.extend(std::env::var_os(var).map(PathBuf::from));
+    }
+    files.push(PathBuf::from("/etc/gitconfig"));
+    files.extend(ignore::gitignore::gitconfig_excludes_path());
+    files
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

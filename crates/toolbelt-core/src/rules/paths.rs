@@ -232,6 +232,23 @@ impl PathPolicy {
         })
     }
 
+    /// A text that differs whenever this policy may withhold other paths from a walk:
+    /// each rule's text, list and operation and where it is anchored. A cache of walks
+    /// (the checkpoints' index) keeps it to know when its listings still hold.
+    pub fn walk_fingerprint(&self) -> String {
+        let mut out = String::new();
+        for rule in self.rules.iter() {
+            out.push_str(&format!(
+                "{:?} {:?} {:?} {}\n",
+                rule.text,
+                rule.list,
+                rule.operation,
+                rule.glob.anchors()
+            ));
+        }
+        out
+    }
+
     /// Whether a walk must leave `path` out: a deny or ask rule covers reading it.
     pub fn withholds_from_walk(&self, path: &Path) -> bool {
         !self.is_empty() && self.verdict(PathOperation::Read, path).decision >= Decision::Ask

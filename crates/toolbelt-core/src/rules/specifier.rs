@@ -240,6 +240,13 @@ pub(super) struct PathGlob {
 }
 
 impl PathGlob {
+    /// Where the glob is anchored (its literal part, here and relocated), for
+    /// [`super::PathPolicy::walk_fingerprint`].
+    pub(super) fn anchors(&self) -> String {
+        let also = self.also.as_ref().map(|a| a.anchors()).unwrap_or_default();
+        format!("{:?} {} [{also}]", self.literal, self.exact)
+    }
+
     /// `None` when the specifier cannot be anchored (`~/x` without a home) or is not a
     /// valid glob: such a rule matches no path.
     pub(super) fn compile(spec: &str, base: &RuleBase) -> Option<PathGlob> {
