@@ -105,7 +105,7 @@ impl Checkpoints for OnFirstChange {
     fn before_call<'a>(
         &'a self,
         call: &'a toolbelt_core::checkpoint::CheckpointCall,
-    ) -> toolbelt_core::BoxFuture<'a, Result<(), String>> {
+    ) -> toolbelt_core::BoxFuture<'a, Result<(), toolbelt_core::checkpoint::CheckpointError>> {
         Box::pin(async move {
             if !History::covers(call) {
                 return Ok(());

@@ -113,13 +113,8 @@ async fn acp(global: &GlobalArgs, args: &AgentArgs) -> u8 {
         session: agent_session(global, args),
         agent: agent_options(args),
     };
-    match toolbelt_acp::run(options).await {
-        Ok(()) => EXIT_OK,
-        Err(why) => {
-            eprintln!("toolbelt: {why}");
-            EXIT_USAGE
-        }
-    }
+    toolbelt_acp::run(options).await;
+    EXIT_OK
 }
 
 /// `--input-format stream-json`: the SDK protocol (`toolbelt_stream_json`).
