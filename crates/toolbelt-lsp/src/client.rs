@@ -46,6 +46,7 @@ use toolbelt_process::{KILL_GRACE, Owner};
 use url::Url;
 
 use crate::config::ServerConfig;
+use crate::error::LspError;
 use crate::transport::{Channel, Socket};
 pub(crate) use threads::read_available;
 
@@ -115,12 +116,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl LspClient {
     /// Starts the server and runs the `initialize` handshake on `root`, within the
     /// server's `startupTimeout`. On failure nothing of the server is left running.
-    pub async fn start(config: &ServerConfig, root: &Path) -> Result<Arc<LspClient>, String> {
+    pub async fn start(config: &ServerConfig, root: &Path) -> Result<Arc<LspClient>, LspError> {
         let owner = Owner::new();
-        let channel = crate::transport::open(config, root, &owner).await?;
-        let client = Arc::new(Self::run(config, channel, owner)?);
+        let channel = crate::transport::open(config, root, &owner)
+            .await
+            .map_err(LspError::Launch)?;
+        let client = Arc::new(Self::run(config, channel, owner).map_err(LspError::Launch)?);
         let root_uri = Url::from_directory_path(root)
-            .map_err(|()| format!("{} is not an absolute directory", root.display()))?;
+            .map_err(|()| LspError::NotADirectory(root.to_path_buf()))?;
         let name = root.file_name().map_or_else(
             || root.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
@@ -137,7 +140,10 @@ impl LspClient {
         let answer = client
             .request("initialize", params, config.startup_timeout)
             .await
-            .map_err(|e| format!("the language server `{}` did not start: {e}", config.name))?;
+            .map_err(|why| LspError::Handshake {
+                name: config.name.clone(),
+                why,
+            })?;
         let _ = client
             .capabilities
             .set(answer.get("capabilities").cloned().unwrap_or(Value::Null));
@@ -302,9 +308,9 @@ impl LspClient {
         path: &Path,
         language: &str,
         text: &str,
-    ) -> Result<Url, String> {
-        let uri = Url::from_file_path(path)
-            .map_err(|()| format!("{} is not an absolute path", path.display()))?;
+    ) -> Result<Url, LspError> {
+        let uri =
+            Url::from_file_path(path).map_err(|()| LspError::NotAbsolute(path.to_path_buf()))?;
         let mut open = self.open.lock().await;
         match open.get_mut(&uri) {
             Some((_, old)) if old == text => {}

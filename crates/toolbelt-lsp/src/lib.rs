@@ -16,6 +16,7 @@
 mod after_edit;
 mod client;
 mod config;
+mod error;
 mod format;
 mod framing;
 mod indexing;
@@ -27,6 +28,7 @@ mod transport;
 
 pub use after_edit::{CheckedEdits, wait_after_edit};
 pub use client::LspClient;
+pub use error::LspError;
 pub use config::{
     ConfigError, ConfigOwner, LspConfig, ServerConfig, Transport, command_files,
     parse as parse_lsp_json,

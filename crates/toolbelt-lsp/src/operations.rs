@@ -156,7 +156,7 @@ pub(crate) async fn read_document(path: std::path::PathBuf) -> Result<String, St
 /// Starts the file's server if needed and makes it see the file as it is on disk now.
 async fn open(call: &LspCall) -> Result<Doc, String> {
     let (config, language) = server_for_file(call)?;
-    let client = call.servers.client(config).await?;
+    let client = call.servers.client(config).await.map_err(|e| e.to_string())?;
     check_support(call, &client)?;
     let Some(file) = &call.file else {
         return Err("this operation needs `filePath`".into());
@@ -164,7 +164,10 @@ async fn open(call: &LspCall) -> Result<Doc, String> {
     let text = read_document(file.clone())
         .await
         .map_err(|e| format!("cannot read {}: {e}", call.env.roots.display_relative(file)))?;
-    let uri = client.sync_document(file, &language, &text).await?;
+    let uri = client
+        .sync_document(file, &language, &text)
+        .await
+        .map_err(|e| e.to_string())?;
     // A server that has not loaded the project yet answers from this file alone.
     client.wait_until_loaded().await;
     Ok(Doc { client, uri, text })
@@ -177,7 +180,7 @@ async fn any_client(call: &LspCall) -> Result<Arc<LspClient>, String> {
         None => call.servers.configs().first(),
     }
     .ok_or("no language server is configured")?;
-    let client = call.servers.client(config).await?;
+    let client = call.servers.client(config).await.map_err(|e| e.to_string())?;
     check_support(call, &client)?;
     let root = config
         .workspace_folder
@@ -440,7 +443,7 @@ async fn calls(call: &LspCall, limit: usize) -> Result<String, String> {
         None => call.servers.for_file(&path).map(|(c, _)| c),
     }
     .ok_or("no language server covers the item's file")?;
-    let client = call.servers.client(config).await?;
+    let client = call.servers.client(config).await.map_err(|e| e.to_string())?;
     check_support(call, &client)?;
     let incoming = call.params.operation == "incomingCalls";
     let method = if incoming {

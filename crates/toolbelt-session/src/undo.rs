@@ -225,7 +225,7 @@ impl Session {
                     stdout: render::list_text(&listed, &damaged),
                     ..CommandOutput::default()
                 },
-                Err(e) => CommandOutput::usage(e),
+                Err(e) => CommandOutput::usage(e.to_string()),
             };
         };
         let only: Vec<PathBuf> = request
@@ -236,7 +236,7 @@ impl Session {
         // A path outside the workspace is the plan's error, so a usage error here.
         let plan = match history.plan(id, &only) {
             Ok(plan) => plan,
-            Err(e) => return CommandOutput::usage(e),
+            Err(e) => return CommandOutput::usage(e.to_string()),
         };
         let mut out = CommandOutput {
             stdout: render::plan_text(&history, &plan),
