@@ -53,7 +53,7 @@ async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)>
             }
             toolbelt_mcp::serve::serve_stdio(workspaces, options, stop)
                 .await
-                .map_err(|e| (EXIT_TOOL_ERROR, e))
+                .map_err(|e| (EXIT_TOOL_ERROR, e.to_string()))
         }
         Some(http) => {
             let open_to_local_users = http.token.is_none();
