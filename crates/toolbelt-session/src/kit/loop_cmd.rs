@@ -85,7 +85,7 @@ pub fn run(tasks: Option<&Arc<CronTasks>>, rest: &str) -> (String, Option<String
                         Some(prompt),
                     )
                 }
-                Err(e) => (e, None),
+                Err(e) => (e.to_string(), None),
             }
         }
     }
