@@ -186,7 +186,8 @@ impl WhenRegex {
         } else {
             format!("(?{inline}){source}")
         };
-        let compiled = fancy_regex::Regex::new(&pattern).map_err(|e| RegexError::Pattern(Box::new(e)))?;
+        let compiled =
+            fancy_regex::Regex::new(&pattern).map_err(|e| RegexError::Pattern(Box::new(e)))?;
         Ok(Self {
             source: source.to_owned(),
             flags,

@@ -486,7 +486,10 @@ async fn a_path_outside_the_workspace_is_refused_and_dots_inside_still_select() 
     let err = h.plan(&id, &[outside]).unwrap_err();
     assert!(err.to_string().contains("outside the workspace"), "{err}");
     assert!(
-        matches!(&err, toolbelt_history::HistoryError::OutsideWorkspace { .. }),
+        matches!(
+            &err,
+            toolbelt_history::HistoryError::OutsideWorkspace { .. }
+        ),
         "{err:?}"
     );
     let sibling = ws.root.join("src/../../ws-other/a.txt");

@@ -140,9 +140,9 @@ impl LspClient {
         let answer = client
             .request("initialize", params, config.startup_timeout)
             .await
-            .map_err(|why| LspError::Handshake {
+            .map_err(|e| LspError::Handshake {
                 name: config.name.clone(),
-                why,
+                why: e.to_string(),
             })?;
         let _ = client
             .capabilities
@@ -251,9 +251,14 @@ impl LspClient {
     }
 
     /// Sends a request and waits at most `limit` for its answer.
-    pub async fn request(&self, method: &str, params: Value, limit: Duration) -> Reply {
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        limit: Duration,
+    ) -> Result<Value, LspError> {
         if let Some(why) = self.dead() {
-            return Err(why);
+            return Err(LspError::Gone(why));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -261,24 +266,25 @@ impl LspClient {
         let request = Request::new(RequestId::from(id), method.to_string(), params);
         if self.out.send(request.into()).is_err() {
             lock(&self.shared.pending).remove(&id);
-            return Err(self
-                .dead()
-                .unwrap_or_else(|| "the server's input is closed".into()));
+            return Err(LspError::Gone(
+                self.dead()
+                    .unwrap_or_else(|| "the server's input is closed".into()),
+            ));
         }
         match tokio::time::timeout(limit, rx).await {
-            Ok(Ok(reply)) => reply.map_err(|e| self.with_stderr(e)),
-            Ok(Err(_)) => {
-                Err(self.with_stderr(self.dead().unwrap_or_else(|| "the server went away".into())))
-            }
+            Ok(Ok(reply)) => reply.map_err(|e| LspError::Answer(self.with_stderr(e))),
+            Ok(Err(_)) => Err(LspError::Gone(self.with_stderr(
+                self.dead().unwrap_or_else(|| "the server went away".into()),
+            ))),
             Err(_) => {
                 lock(&self.shared.pending).remove(&id);
                 // Ask the server to stop working on it; it may ignore this.
                 self.notify("$/cancelRequest", json!({"id": id}));
-                Err(format!(
-                    "the language server `{}` did not answer `{method}` within {} ms",
-                    self.name,
-                    limit.as_millis()
-                ))
+                Err(LspError::Timeout {
+                    name: self.name.clone(),
+                    method: method.to_string(),
+                    ms: limit.as_millis(),
+                })
             }
         }
     }

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-/// Why [`crate::Servers::client`], [`crate::LspClient::start`] or
-/// [`crate::LspClient::sync_document`] failed.
+/// Why [`crate::Servers::client`], [`crate::LspClient::start`],
+/// [`crate::LspClient::request`] or [`crate::LspClient::sync_document`] failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LspError {
     /// The server's process or socket could not be opened; what the system said.
@@ -35,6 +35,22 @@ pub enum LspError {
         why: String,
         /// The configuration file that says so.
         config: PathBuf,
+    },
+    /// The server is not running (it died, or its input closed); how it ended.
+    #[error("{0}")]
+    Gone(String),
+    /// The server answered the request with an error; its message.
+    #[error("{0}")]
+    Answer(String),
+    /// No answer within the time limit.
+    #[error("the language server `{name}` did not answer `{method}` within {ms} ms")]
+    Timeout {
+        /// The server's name in the configuration.
+        name: String,
+        /// The request's method.
+        method: String,
+        /// The limit, in milliseconds.
+        ms: u128,
     },
     /// The server died again after `maxRestarts` restarts.
     #[error("{why}; it was restarted {restarts} times already (`maxRestarts`)")]

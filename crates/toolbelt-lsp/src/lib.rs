@@ -28,10 +28,10 @@ mod transport;
 
 pub use after_edit::{CheckedEdits, wait_after_edit};
 pub use client::LspClient;
-pub use error::LspError;
 pub use config::{
     ConfigError, ConfigOwner, LspConfig, ServerConfig, Transport, command_files,
     parse as parse_lsp_json,
 };
+pub use error::LspError;
 pub use servers::{ServerState, Servers};
 pub use tool::LspTool;

@@ -325,9 +325,7 @@ pub fn configured_servers(
 
 /// `--mcp-config FILE|JSON`: a file path or inline JSON, holding either
 /// `{"mcpServers": {...}}` or the server map itself.
-pub fn parse_mcp_config(
-    arg: &str,
-) -> Result<BTreeMap<String, McpServerSettings>, McpConfigError> {
+pub fn parse_mcp_config(arg: &str) -> Result<BTreeMap<String, McpServerSettings>, McpConfigError> {
     let trimmed = arg.trim();
     let (text, origin) = if trimmed.starts_with('{') {
         (trimmed.to_string(), "the --mcp-config JSON".to_string())
@@ -339,12 +337,13 @@ pub fn parse_mcp_config(
             })?;
         (text, trimmed.to_string())
     };
-    let value: Value = toolbelt_core::settings::parse_settings_text(text.as_bytes()).map_err(
-        |error| McpConfigError::Syntax {
-            origin: origin.clone(),
-            error,
-        },
-    )?;
+    let value: Value =
+        toolbelt_core::settings::parse_settings_text(text.as_bytes()).map_err(|error| {
+            McpConfigError::Syntax {
+                origin: origin.clone(),
+                error,
+            }
+        })?;
     let servers = match value.get("mcpServers") {
         Some(inner) => inner.clone(),
         None => value,

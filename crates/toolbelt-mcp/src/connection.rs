@@ -186,7 +186,9 @@ impl McpConnection {
     /// connect timeout. The outcome is also the connection's status; the caller reports
     /// a failure (this counts as the outage's one warning).
     pub async fn connect(self: &Arc<Self>) -> Result<(), McpError> {
-        self.connect_announcing(None).await.map_err(McpError::Connect)
+        self.connect_announcing(None)
+            .await
+            .map_err(McpError::Connect)
     }
 
     /// [`McpConnection::connect`]; when it is up, `joined` is told before the status

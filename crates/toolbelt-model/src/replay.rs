@@ -154,7 +154,10 @@ pub fn parse_script(text: &str, workspace: Option<&Path>) -> Result<Vec<ScriptTu
         if line.is_empty() || line.starts_with('#') || line.starts_with("//") {
             continue;
         }
-        let at = |source| ScriptError::Line { line: n + 1, source };
+        let at = |source| ScriptError::Line {
+            line: n + 1,
+            source,
+        };
         let mut value: Value = serde_json::from_str(line).map_err(at)?;
         if let Some(dir) = workspace {
             substitute(&mut value, &dir.to_string_lossy());

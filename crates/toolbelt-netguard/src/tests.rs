@@ -97,7 +97,10 @@ fn a_refused_url_says_its_cause() {
     ));
     assert!(matches!(
         check_url(&url("http://127.0.0.1/"), &policy),
-        Err(UrlRefused::Address(Refused { what: "a loopback address", .. }))
+        Err(UrlRefused::Address(Refused {
+            what: "a loopback address",
+            ..
+        }))
     ));
     assert!(check_url(&url("https://example.com/"), &policy).is_ok());
 }

@@ -26,9 +26,9 @@ use toolbelt_core::{BoxFuture, ToolRegistry};
 use toolbelt_mcp::McpServers;
 use toolbelt_mcp::serve::{Toolset, Workspaces};
 
+use crate::error::ServeError;
 use crate::offer::ToolOffer;
 use crate::options::{Policy, SessionOptions};
-use crate::error::ServeError;
 use crate::session::Session;
 
 /// Set for every server a serving toolbelt proxies (see the module documentation).
@@ -197,7 +197,8 @@ impl ServeWorkspaces {
         }
         session.load_extensions(false).await.map_err(|e| e.0)?;
         self.offer_tools(&mut session);
-        let (permissions, mode) = session.permissions(&self.policy, "--allowed-tools")
+        let (permissions, mode) = session
+            .permissions(&self.policy, "--allowed-tools")
             .map_err(|e| e.to_string())?;
         session.apply_when(mode);
         let when_context = when_context(&session, mode);

@@ -18,7 +18,12 @@ pub fn change_trust(folder: Option<&Path>, remove: bool) -> Result<String, Trust
     let folder = match std::fs::canonicalize(&folder) {
         Ok(f) if f.is_dir() => f,
         Ok(f) => return Err(TrustChangeError::NotADirectory(f)),
-        Err(source) => return Err(TrustChangeError::Unreadable { path: folder, source }),
+        Err(source) => {
+            return Err(TrustChangeError::Unreadable {
+                path: folder,
+                source,
+            });
+        }
     };
     let Some(file) = TrustedFolders::user_file() else {
         return Err(TrustChangeError::NoHome);

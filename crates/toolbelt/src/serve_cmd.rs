@@ -40,7 +40,7 @@ async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)>
     let policy = crate::session::policy(&args.policy);
     let workspaces = ServeWorkspaces::start(&cwd, options, policy, args.proxy_mcp)
         .await
-        .map_err(usage)?;
+        .map_err(|e| usage(e.to_string()))?;
     let options = Arc::new(ServeOptions::new(args.stateless, HOW_TO_ALLOW));
     let stop = CancellationToken::new();
     match http {

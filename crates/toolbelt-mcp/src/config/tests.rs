@@ -137,10 +137,17 @@ fn mcp_config_reads_inline_json_files_and_both_shapes() {
     assert_eq!(from_file["y"].http_url.as_deref(), Some("http://h/mcp"));
     let err = parse_mcp_config("/nonexistent/servers.json").unwrap_err();
     assert!(matches!(err, McpConfigError::Unreadable { .. }), "{err:?}");
-    assert!(err.to_string().contains("cannot read the --mcp-config file"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("cannot read the --mcp-config file"),
+        "{err}"
+    );
     let err = parse_mcp_config(r#"{"x": {"args": "not a list"}}"#).unwrap_err();
     assert!(matches!(err, McpConfigError::NotServers { .. }), "{err:?}");
-    assert!(err.to_string().contains("not a map of MCP servers"), "{err}");
+    assert!(
+        err.to_string().contains("not a map of MCP servers"),
+        "{err}"
+    );
     let err = parse_mcp_config("{not json").unwrap_err();
     assert!(matches!(err, McpConfigError::Syntax { .. }), "{err:?}");
 }

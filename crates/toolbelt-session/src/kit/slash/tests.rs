@@ -309,7 +309,10 @@ async fn memory_add_answers_to_the_settings_rules_like_any_call() {
     )
     .await;
     let message = refused.unwrap_err();
-    assert!(matches!(message, crate::MemoryError::Tool(_)), "{message:?}");
+    assert!(
+        matches!(message, crate::MemoryError::Tool(_)),
+        "{message:?}"
+    );
     let message = message.to_string();
     assert!(message.contains("denied"), "{message}");
     assert!(!project.join("QWEN.md").exists(), "it wrote the file");
