@@ -20,7 +20,7 @@ use toolbelt_mcp::sdk::SdkMcpChannel;
 
 use crate::wire::{uuid, write_control};
 
-type Pending = HashMap<String, oneshot::Sender<Result<Value, String>>>;
+type Pending = HashMap<String, oneshot::Sender<Result<Value, ControlError>>>;
 
 /// Why a control request to the client got no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -77,17 +77,14 @@ impl ControlChannel {
                 guard.done = true;
                 return Err(ControlError::InputClosed);
             }
-            let answer = match rx.await {
-                Ok(answer) => answer.map_err(ControlError::Client),
-                Err(_) => Err(ControlError::InputClosed),
-            };
+            let answer = rx.await.unwrap_or(Err(ControlError::InputClosed));
             guard.done = true;
             answer
         })
     }
 
     /// Hands the client's answer to whoever waits for it.
-    pub fn resolve(&self, request_id: &str, outcome: Result<Value, String>) {
+    pub fn resolve(&self, request_id: &str, outcome: Result<Value, ControlError>) {
         match self.pending().remove(request_id) {
             Some(waiter) => {
                 let _ = waiter.send(outcome);

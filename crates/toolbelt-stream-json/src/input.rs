@@ -11,6 +11,8 @@ use base64::Engine;
 use serde_json::Value;
 use toolbelt_model::UserPart;
 
+use crate::control::ControlError;
+
 /// The longest line read; a longer one is skipped with an error (a client's runaway
 /// must not take the memory).
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
@@ -36,12 +38,12 @@ pub enum Inbound {
         /// The whole request.
         request: Value,
     },
-    /// The client answers one of our requests: `Ok(response)` or `Err(error text)`.
+    /// The client answers one of our requests: `Ok(response)` or its error.
     ControlResponse {
         /// The ID of our request.
         request_id: String,
         /// The answer.
-        outcome: Result<Value, String>,
+        outcome: Result<Value, ControlError>,
     },
     /// The client withdraws a request of its own.
     ControlCancel {
@@ -138,7 +140,7 @@ fn message(
                 .ok_or("the control response has no \"request_id\"")?;
             let outcome = match response.get("subtype").and_then(Value::as_str) {
                 Some("success") => Ok(response.get("response").cloned().unwrap_or(Value::Null)),
-                Some("error") => Err(match response.get("error") {
+                Some("error") => Err(ControlError::Client(match response.get("error") {
                     Some(Value::String(s)) => s.clone(),
                     Some(Value::Object(e)) => e
                         .get("message")
@@ -146,7 +148,7 @@ fn message(
                         .unwrap_or("the client reported an error")
                         .to_string(),
                     _ => "the client reported an error".to_string(),
-                }),
+                })),
                 _ => {
                     return Err(
                         "the control response's \"subtype\" must be \"success\" or \"error\""
@@ -304,7 +306,7 @@ mod tests {
             got,
             Inbound::ControlResponse {
                 request_id: "7".into(),
-                outcome: Err("nope".into())
+                outcome: Err(ControlError::Client("nope".into()))
             }
         );
         assert_eq!(parse_line("  ").unwrap(), None);
