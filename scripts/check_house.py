@@ -18,7 +18,14 @@
    session crate, in toolbelt-core (where it is defined) and in test files and examples,
    so no front end can assemble a scheduler without the session's hooks, checkpoints or
    flags.
-5. No doc tests: every library crate's `[lib]` sets `doctest = false` (rustdoc's doc-test
+5. Typed errors at crate boundaries (issue 42): no `pub fn` (or `pub async fn`) in the
+   non-test `src/` code of a library crate (every crate but the binary) returns a
+   `Result` whose error is `String`, also inside `Option`, a future or a reference
+   (`Option<Result<T, String>>`, `BoxFuture<'_, Result<T, String>>`), with the signature
+   spread over lines as rustfmt writes it. An embedder cannot match a string: give the
+   function a `thiserror` enum by cause, or make it `pub(crate)` when nothing outside
+   its crate calls it.
+6. No doc tests: every library crate's `[lib]` sets `doctest = false` (rustdoc's doc-test
    pass would compile each crate once more in every test run, for nothing), so no doc
    comment may open a Rust code block (a bare or `rust` fence), which would never run;
    mark other blocks (`text`, `sh`, `json`) and put runnable examples in `examples/`.
@@ -322,6 +329,98 @@ def check_no_doctests(crates):
     return findings
 
 
+# `pub fn` / `pub async fn` (not `pub(crate)`), to the end of the signature.
+PUB_FN = re.compile(r"^[ \t]*pub\s+(?:const\s+)?(?:async\s+)?(?:unsafe\s+)?fn\s+(\w+)", re.M)
+
+
+def balanced_end(text, i, open_c, close_c):
+    """The index after the bracket that closes the one at `text[i]`."""
+    depth = 0
+    while i < len(text):
+        if text[i] == open_c:
+            depth += 1
+        elif text[i] == close_c and not (close_c == ">" and text[i - 1] == "-"):
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return len(text)
+
+
+def return_type(signature):
+    """What follows the parameters' `->` (a parameter may hold `-> ...` of its own)."""
+    rest = re.sub(r"^[^(<]*", "", signature, count=1)
+    if rest.startswith("<"):
+        rest = rest[balanced_end(rest, 0, "<", ">") :].lstrip()
+    if not rest.startswith("("):
+        return ""
+    rest = rest[balanced_end(rest, 0, "(", ")") :]
+    _, arrow, returned = rest.partition("->")
+    return returned if arrow else ""
+
+
+def string_errors(signature):
+    """Whether a `Result<..., String>` appears in the return type of `signature`."""
+    returned = return_type(signature)
+    for m in re.finditer(r"\bResult<", returned):
+        depth, args, start = 1, [], m.end()
+        i = start
+        while i < len(returned) and depth:
+            c = returned[i]
+            if c in "<([":
+                depth += 1
+            elif c in ">)]" and not (c == ">" and returned[i - 1] == "-"):
+                depth -= 1
+            if depth == 1 and c == ",":
+                args.append(returned[start:i])
+                start = i + 1
+            i += 1
+        args.append(returned[start : i - 1])
+        args = [a for a in args if a.strip()]  # rustfmt's trailing comma
+        if len(args) == 2 and args[1].strip() in ("String", "std::string::String"):
+            return True
+    return False
+
+
+def non_test_code(path):
+    """The file's text up to its `#[cfg(test)]` part, `//` comments blanked. A
+    `#[cfg(test)] mod name;` declaration near the top is no test part: reading goes on."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+    kept = []
+    for i, line in enumerate(lines):
+        if line.startswith("#[cfg(test)]"):
+            following = lines[i + 1] if i + 1 < len(lines) else ""
+            if re.match(r"(pub(\([a-z]+\))? )?mod \w+;", following):
+                kept.append("\n")
+                continue
+            break
+        kept.append(re.sub(r"//.*", "", line))
+    return "".join(kept)
+
+
+def check_string_errors(crates):
+    findings = []
+    for name, crate_dir in sorted(crates.items()):
+        if name == BINARY:
+            continue
+        for rel in crate_sources(crate_dir):
+            if not rel.startswith("src/"):
+                continue
+            text = non_test_code(os.path.join(crate_dir, rel))
+            for m in PUB_FN.finditer(text):
+                end = re.compile(r"[{;]").search(text, m.end())
+                signature = text[m.start() : end.start() if end else len(text)]
+                if string_errors(signature):
+                    line = text.count("\n", 0, m.start()) + 1
+                    findings.append(
+                        f"crates/{name}/{rel}:{line}: `pub fn {m.group(1)}` returns a"
+                        " `Result<_, String>`: give it a thiserror enum by cause (or make it"
+                        " `pub(crate)` if nothing outside the crate calls it)"
+                    )
+    return findings
+
+
 def main():
     write = "--write-codemap" in sys.argv[1:]
     with open(os.path.join(ROOT, "ARCHITECTURE.md"), encoding="utf-8") as f:
@@ -331,6 +430,7 @@ def main():
     findings += check_sections(text, crates) + check_graph(text, graph)
     findings += check_binary(crates[BINARY])
     findings += check_one_constructor(crates)
+    findings += check_string_errors(crates)
     findings += check_no_doctests(crates)
     for finding in findings:
         print(finding, file=sys.stderr)
@@ -339,7 +439,8 @@ def main():
         return 1
     print(
         "check_house: the code map is current, ARCHITECTURE.md's sections and crate graph"
-        " match the tree, the binary assembles no session, no doc tests"
+        " match the tree, the binary assembles no session, no public function returns a"
+        " String error, no doc tests"
     )
     return 0
 

@@ -62,7 +62,7 @@ pub(crate) async fn run(live: &Live, text: &str, cancel: &CancellationToken) -> 
     }
     let said = match slash::parse(text) {
         None => return false,
-        Some(Err(why)) => why,
+        Some(Err(why)) => why.to_string(),
         Some(Ok(command)) => answer(live, command, cancel).await,
     };
     live.updates.say(&said);

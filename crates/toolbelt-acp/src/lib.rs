@@ -67,8 +67,9 @@ pub struct AcpOptions {
     pub agent: AgentOptions,
 }
 
-/// Serves ACP on standard input and output until the editor closes its end.
-pub async fn run(options: AcpOptions) -> Result<(), String> {
+/// Serves ACP on standard input and output until the editor closes its end. Nothing
+/// fails the connection as a whole: a bad request is answered with an error.
+pub async fn run(options: AcpOptions) {
     let (peer, writer) = Peer::stdout();
     let server = Arc::new(Server {
         peer: Arc::new(peer),
@@ -130,7 +131,6 @@ pub async fn run(options: AcpOptions) -> Result<(), String> {
     server.close_all().await;
     server.peer.finish();
     let _ = writer.await;
-    Ok(())
 }
 
 /// How long the requests an editor sent before it went away have to be answered.

@@ -227,7 +227,7 @@ impl Live {
         let mut options = p.options.clone();
         options.model = Some(name.to_string());
         let (model, _) = toolbelt_session::build_model(&options, &p.settings, &p.cwd)
-            .map_err(|e| invalid_params(&e))?;
+            .map_err(|e| invalid_params(&e.to_string()))?;
         p.model.replace(model);
         Ok(())
     }

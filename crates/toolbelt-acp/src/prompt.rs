@@ -37,7 +37,7 @@ pub(crate) async fn user_message(
                 let text = match prepared.mcp.run_prompt_command(&text.text).await {
                     None => text.text,
                     Some(Ok(expanded)) => expanded,
-                    Some(Err(why)) => return Err(why),
+                    Some(Err(why)) => return Err(why.to_string()),
                 };
                 written.push(text.clone());
                 parts.push(UserPart::Text(text));

@@ -50,11 +50,26 @@ pub struct TurnStart {
     pub prompt: String,
 }
 
+/// Why no checkpoint was recorded before a call (the call runs anyway).
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// The recorder failed (the workspace could not be read, the store written); its
+    /// own error, which an embedder can downcast (toolbelt's is `HistoryError`).
+    #[error(transparent)]
+    Recorder(Box<dyn std::error::Error + Send + Sync>),
+    /// The recording task stopped before it finished (it panicked or was cancelled).
+    #[error("the checkpoint failed unexpectedly: {0}")]
+    Interrupted(String),
+}
+
 /// The session's file checkpoints, as the call path and the agent see them.
 pub trait Checkpoints: Send + Sync {
     /// Records the workspace before `call` runs, if the call is one the checkpoints
     /// cover. `Err` says why nothing could be recorded; the call runs anyway.
-    fn before_call<'a>(&'a self, call: &'a CheckpointCall) -> BoxFuture<'a, Result<(), String>>;
+    fn before_call<'a>(
+        &'a self,
+        call: &'a CheckpointCall,
+    ) -> BoxFuture<'a, Result<(), CheckpointError>>;
 
     /// Records what `call` left (so a later restore can tell a change the person made
     /// outside toolbelt from the call's own). Never fails: a problem is kept for the
@@ -77,7 +92,10 @@ pub fn unsaved_note(why: &str) -> String {
 pub struct CallsOnly(pub std::sync::Arc<dyn Checkpoints>);
 
 impl Checkpoints for CallsOnly {
-    fn before_call<'a>(&'a self, call: &'a CheckpointCall) -> BoxFuture<'a, Result<(), String>> {
+    fn before_call<'a>(
+        &'a self,
+        call: &'a CheckpointCall,
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
         self.0.before_call(call)
     }
 

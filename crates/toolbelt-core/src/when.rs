@@ -144,6 +144,17 @@ pub enum Operand {
     Text(String),
 }
 
+/// Why [`WhenRegex::new`] refused a regex.
+#[derive(Debug, thiserror::Error)]
+pub enum RegexError {
+    /// Flags JavaScript's `RegExp` refuses: an unknown or repeated letter, `u` with `v`.
+    #[error("Invalid flags supplied to RegExp constructor '{0}'")]
+    Flags(String),
+    /// The pattern does not compile; the engine's message.
+    #[error("{0}")]
+    Pattern(#[source] Box<fancy_regex::Error>),
+}
+
 /// A compiled JavaScript regex as written in a when-clause.
 #[derive(Debug, Clone)]
 pub struct WhenRegex {
@@ -157,20 +168,16 @@ impl WhenRegex {
     /// and `u` kept. The error is the regex engine's message.
     /// Flags JavaScript's `RegExp` refuses (an unknown letter, a repeated one, `u` with
     /// `v`) are an error, as VS Code's `new RegExp` throws on them.
-    pub fn new(source: &str, flags: &str) -> Result<Self, String> {
+    pub fn new(source: &str, flags: &str) -> Result<Self, RegexError> {
         let mut seen = String::new();
         for f in flags.chars() {
             if !"dgimsuvy".contains(f) || seen.contains(f) {
-                return Err(format!(
-                    "Invalid flags supplied to RegExp constructor '{flags}'"
-                ));
+                return Err(RegexError::Flags(flags.to_owned()));
             }
             seen.push(f);
         }
         if seen.contains('u') && seen.contains('v') {
-            return Err(format!(
-                "Invalid flags supplied to RegExp constructor '{flags}'"
-            ));
+            return Err(RegexError::Flags(flags.to_owned()));
         }
         let flags: String = "imsu".chars().filter(|f| flags.contains(*f)).collect();
         let inline: String = flags.chars().filter(|f| *f != 'u').collect();
@@ -179,7 +186,8 @@ impl WhenRegex {
         } else {
             format!("(?{inline}){source}")
         };
-        let compiled = fancy_regex::Regex::new(&pattern).map_err(|e| e.to_string())?;
+        let compiled =
+            fancy_regex::Regex::new(&pattern).map_err(|e| RegexError::Pattern(Box::new(e)))?;
         Ok(Self {
             source: source.to_owned(),
             flags,

@@ -16,9 +16,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use toolbelt_core::checkpoint::{CheckpointCall, Checkpoints, TurnStart};
+use toolbelt_core::checkpoint::{CheckpointCall, CheckpointError, Checkpoints, TurnStart};
 use toolbelt_core::{BoxFuture, Settings, WorkspaceRoots};
 
+use crate::error::HistoryError;
 use crate::hash::ContentHash;
 use crate::index::{DirNode, Node, join};
 use crate::record::{self, LeftOut, Phase, Record, RootTree};
@@ -226,7 +227,7 @@ impl History {
         tool: &str,
         call_id: &str,
         id: Option<String>,
-    ) -> Result<Record, String> {
+    ) -> Result<Record, HistoryError> {
         self.shared.checkpoint(phase, tool, call_id, id, None, &[])
     }
 
@@ -240,16 +241,15 @@ impl History {
         &self,
         state: &mut State,
         pin: Option<&[PathBuf]>,
-    ) -> Result<Vec<(PathBuf, ContentHash)>, String> {
+    ) -> Result<Vec<(PathBuf, ContentHash)>, HistoryError> {
         if let Some(why) = &state.disabled {
-            return Err(why.clone());
+            return Err(HistoryError::Disabled(why.clone()));
         }
         let hashes = self.shared.sync(state, pin, &[]).map_err(|e| {
-            let why = e.to_string();
             if matches!(e, ScanError::TooMany(_)) {
-                state.disabled = Some(why.clone());
+                state.disabled = Some(e.to_string());
             }
-            why
+            HistoryError::from(e)
         })?;
         Ok(state
             .roots
@@ -387,19 +387,18 @@ impl Shared {
         id: Option<String>,
         pin: Option<&[PathBuf]>,
         named: &[PathBuf],
-    ) -> Result<Record, String> {
+    ) -> Result<Record, HistoryError> {
         let mut state = lock(&self.state);
         if let Some(why) = &state.disabled {
-            return Err(why.clone());
+            return Err(HistoryError::Disabled(why.clone()));
         }
         let hashes = match self.sync(&mut state, pin, named) {
             Ok(h) => h,
             Err(e) => {
-                let why = e.to_string();
                 if matches!(e, ScanError::TooMany(_)) {
-                    state.disabled = Some(why.clone());
+                    state.disabled = Some(e.to_string());
                 }
-                return Err(why);
+                return Err(e.into());
             }
         };
         let left_out = self.left_out(&mut state, &hashes);
@@ -436,10 +435,7 @@ impl Shared {
             roots,
             left_out,
         };
-        let path = self
-            .store
-            .write_record(&record)
-            .map_err(|e| e.to_string())?;
+        let path = self.store.write_record(&record)?;
         self.syncer.submit(vec![path]);
         if let Some(bytes) = index {
             self.save_index(&bytes, &hashes);
@@ -506,7 +502,10 @@ fn count_omitted(dir: &DirNode, prefix: &[u8], names: &mut Vec<String>, count: &
 }
 
 impl Checkpoints for History {
-    fn before_call<'a>(&'a self, call: &'a CheckpointCall) -> BoxFuture<'a, Result<(), String>> {
+    fn before_call<'a>(
+        &'a self,
+        call: &'a CheckpointCall,
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
         Box::pin(async move {
             if !History::covers(call) {
                 return Ok(());
@@ -516,12 +515,12 @@ impl Checkpoints for History {
             let taken = tokio::task::spawn_blocking(move || {
                 let record = shared.checkpoint(Phase::Before, &tool, &call_id, None, None, &[])?;
                 lock(&shared.state).calls.insert(call_id, record.id.clone());
-                Ok::<_, String>(())
+                Ok::<_, HistoryError>(())
             })
             .await;
             match taken {
-                Ok(result) => result,
-                Err(e) => Err(format!("the checkpoint failed unexpectedly: {e}")),
+                Ok(result) => result.map_err(|e| CheckpointError::Recorder(Box::new(e))),
+                Err(e) => Err(CheckpointError::Interrupted(e.to_string())),
             }
         })
     }

@@ -33,6 +33,7 @@
 //! `general.cleanupPeriodDays`.
 
 mod apply;
+mod error;
 mod hash;
 mod history;
 mod index;
@@ -50,6 +51,7 @@ mod syncer;
 mod tree;
 mod watch;
 
+pub use error::HistoryError;
 pub use hash::ContentHash;
 pub use history::{History, HistoryConfig, TurnMark};
 pub use objects::StoreError;

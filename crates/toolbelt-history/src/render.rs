@@ -53,7 +53,7 @@ pub struct Listed {
 impl History {
     /// The checkpoints of the project, newest first, each with how many files differ
     /// from it now; damaged records as messages.
-    pub fn list(&self) -> Result<(Vec<Listed>, Vec<String>), String> {
+    pub fn list(&self) -> Result<(Vec<Listed>, Vec<String>), crate::HistoryError> {
         // Nothing to compare with: nothing is read (or written to the store).
         if self.store().record_files().is_empty() {
             return Ok((Vec::new(), Vec::new()));

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::apply;
+use crate::error::HistoryError;
 use crate::hash::ContentHash;
 use crate::history::History;
 use crate::objects::{Objects, StoreError};
@@ -162,15 +163,15 @@ impl History {
     /// below `only` when it is not empty (absolute paths).
     /// A path outside every workspace root (`../elsewhere/a.txt`) is refused: a restore
     /// writes only inside the workspace, and "nothing to restore" would hide the mistake.
-    pub fn plan(&self, id: &str, only: &[PathBuf]) -> Result<RestorePlan, String> {
+    pub fn plan(&self, id: &str, only: &[PathBuf]) -> Result<RestorePlan, HistoryError> {
         let only = self.inside_workspace(only)?;
-        let target = self.store().find(id).map_err(|e| e.to_string())?;
+        let target = self.store().find(id)?;
         self.plan_record(target, &only)
     }
 
     /// `only` with `.` and `..` resolved (without the file system: a restore never
     /// follows links), or the first path that is in no workspace root.
-    fn inside_workspace(&self, only: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    fn inside_workspace(&self, only: &[PathBuf]) -> Result<Vec<PathBuf>, HistoryError> {
         let roots = self.shared.config.roots.roots();
         only.iter()
             .map(|given| {
@@ -179,18 +180,21 @@ impl History {
                     Ok(path)
                 } else {
                     let list: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
-                    Err(format!(
-                        "{} is outside the workspace ({}); a restore only writes files inside it",
-                        given.display(),
-                        list.join(", ")
-                    ))
+                    Err(HistoryError::OutsideWorkspace {
+                        path: given.clone(),
+                        roots: list.join(", "),
+                    })
                 }
             })
             .collect()
     }
 
     /// [`History::plan`] for a record in hand.
-    pub fn plan_record(&self, target: Record, only: &[PathBuf]) -> Result<RestorePlan, String> {
+    pub fn plan_record(
+        &self,
+        target: Record,
+        only: &[PathBuf],
+    ) -> Result<RestorePlan, HistoryError> {
         let pin = self.shared.pinned_roots(&target);
         let current = {
             let mut state = self.state();
@@ -205,12 +209,10 @@ impl History {
                 continue;
             };
             let mut diffs = Vec::new();
-            compare(objects, Some(now), Some(then_hash), b"", &mut diffs)
-                .map_err(|e| e.to_string())?;
+            compare(objects, Some(now), Some(then_hash), b"", &mut diffs)?;
             let mut outside = Vec::new();
             if let Some(seen_hash) = seen.get(root) {
-                compare(objects, Some(seen_hash), Some(now), b"", &mut outside)
-                    .map_err(|e| e.to_string())?;
+                compare(objects, Some(seen_hash), Some(now), b"", &mut outside)?;
             }
             let outside: HashSet<Vec<u8>> = outside.into_iter().map(|(p, ..)| p).collect();
             changes.extend(diffs.into_iter().map(|(rel, now, then)| Change {
@@ -238,17 +240,14 @@ impl History {
     /// Restores `plan`: first a checkpoint of the workspace as it is (so this can be
     /// undone), then each change; files changed outside toolbelt only with `force`.
     /// Refused when the workspace changed since the plan was made.
-    pub fn apply(&self, plan: &RestorePlan, force: bool) -> Result<Applied, String> {
+    pub fn apply(&self, plan: &RestorePlan, force: bool) -> Result<Applied, HistoryError> {
         let pin: Vec<PathBuf> = plan.current.iter().map(|(p, _)| p.clone()).collect();
         let current = {
             let mut state = self.state();
             self.sync_locked(&mut state, Some(&pin))?
         };
         if current != plan.current {
-            return Err(
-                "files changed since the restore was shown; look at it again before restoring"
-                    .into(),
-            );
+            return Err(HistoryError::Stale);
         }
         let call = format!("restore {}", plan.target.id);
         let undo =

@@ -484,7 +484,14 @@ async fn a_path_outside_the_workspace_is_refused_and_dots_inside_still_select() 
     .await;
     let outside = ws.root.join("../outside/a.txt");
     let err = h.plan(&id, &[outside]).unwrap_err();
-    assert!(err.contains("outside the workspace"), "{err}");
+    assert!(err.to_string().contains("outside the workspace"), "{err}");
+    assert!(
+        matches!(
+            &err,
+            toolbelt_history::HistoryError::OutsideWorkspace { .. }
+        ),
+        "{err:?}"
+    );
     let sibling = ws.root.join("src/../../ws-other/a.txt");
     assert!(h.plan(&id, &[sibling]).is_err());
     let dotted = ws.root.join("src/./../src/a.txt");

@@ -46,6 +46,7 @@ use toolbelt_process::{KILL_GRACE, Owner};
 use url::Url;
 
 use crate::config::ServerConfig;
+use crate::error::LspError;
 use crate::transport::{Channel, Socket};
 pub(crate) use threads::read_available;
 
@@ -115,12 +116,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl LspClient {
     /// Starts the server and runs the `initialize` handshake on `root`, within the
     /// server's `startupTimeout`. On failure nothing of the server is left running.
-    pub async fn start(config: &ServerConfig, root: &Path) -> Result<Arc<LspClient>, String> {
+    pub async fn start(config: &ServerConfig, root: &Path) -> Result<Arc<LspClient>, LspError> {
         let owner = Owner::new();
-        let channel = crate::transport::open(config, root, &owner).await?;
-        let client = Arc::new(Self::run(config, channel, owner)?);
+        let channel = crate::transport::open(config, root, &owner)
+            .await
+            .map_err(LspError::Launch)?;
+        let client = Arc::new(Self::run(config, channel, owner).map_err(LspError::Launch)?);
         let root_uri = Url::from_directory_path(root)
-            .map_err(|()| format!("{} is not an absolute directory", root.display()))?;
+            .map_err(|()| LspError::NotADirectory(root.to_path_buf()))?;
         let name = root.file_name().map_or_else(
             || root.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
@@ -137,7 +140,10 @@ impl LspClient {
         let answer = client
             .request("initialize", params, config.startup_timeout)
             .await
-            .map_err(|e| format!("the language server `{}` did not start: {e}", config.name))?;
+            .map_err(|e| LspError::Handshake {
+                name: config.name.clone(),
+                why: e.to_string(),
+            })?;
         let _ = client
             .capabilities
             .set(answer.get("capabilities").cloned().unwrap_or(Value::Null));
@@ -245,9 +251,14 @@ impl LspClient {
     }
 
     /// Sends a request and waits at most `limit` for its answer.
-    pub async fn request(&self, method: &str, params: Value, limit: Duration) -> Reply {
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        limit: Duration,
+    ) -> Result<Value, LspError> {
         if let Some(why) = self.dead() {
-            return Err(why);
+            return Err(LspError::Gone(why));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -255,24 +266,25 @@ impl LspClient {
         let request = Request::new(RequestId::from(id), method.to_string(), params);
         if self.out.send(request.into()).is_err() {
             lock(&self.shared.pending).remove(&id);
-            return Err(self
-                .dead()
-                .unwrap_or_else(|| "the server's input is closed".into()));
+            return Err(LspError::Gone(
+                self.dead()
+                    .unwrap_or_else(|| "the server's input is closed".into()),
+            ));
         }
         match tokio::time::timeout(limit, rx).await {
-            Ok(Ok(reply)) => reply.map_err(|e| self.with_stderr(e)),
-            Ok(Err(_)) => {
-                Err(self.with_stderr(self.dead().unwrap_or_else(|| "the server went away".into())))
-            }
+            Ok(Ok(reply)) => reply.map_err(|e| LspError::Answer(self.with_stderr(e))),
+            Ok(Err(_)) => Err(LspError::Gone(self.with_stderr(
+                self.dead().unwrap_or_else(|| "the server went away".into()),
+            ))),
             Err(_) => {
                 lock(&self.shared.pending).remove(&id);
                 // Ask the server to stop working on it; it may ignore this.
                 self.notify("$/cancelRequest", json!({"id": id}));
-                Err(format!(
-                    "the language server `{}` did not answer `{method}` within {} ms",
-                    self.name,
-                    limit.as_millis()
-                ))
+                Err(LspError::Timeout {
+                    name: self.name.clone(),
+                    method: method.to_string(),
+                    ms: limit.as_millis(),
+                })
             }
         }
     }
@@ -302,9 +314,9 @@ impl LspClient {
         path: &Path,
         language: &str,
         text: &str,
-    ) -> Result<Url, String> {
-        let uri = Url::from_file_path(path)
-            .map_err(|()| format!("{} is not an absolute path", path.display()))?;
+    ) -> Result<Url, LspError> {
+        let uri =
+            Url::from_file_path(path).map_err(|()| LspError::NotAbsolute(path.to_path_buf()))?;
         let mut open = self.open.lock().await;
         match open.get_mut(&uri) {
             Some((_, old)) if old == text => {}

@@ -16,6 +16,7 @@
 mod after_edit;
 mod client;
 mod config;
+mod error;
 mod format;
 mod framing;
 mod indexing;
@@ -31,5 +32,6 @@ pub use config::{
     ConfigError, ConfigOwner, LspConfig, ServerConfig, Transport, command_files,
     parse as parse_lsp_json,
 };
+pub use error::LspError;
 pub use servers::{ServerState, Servers};
 pub use tool::LspTool;

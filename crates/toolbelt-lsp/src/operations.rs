@@ -156,7 +156,11 @@ pub(crate) async fn read_document(path: std::path::PathBuf) -> Result<String, St
 /// Starts the file's server if needed and makes it see the file as it is on disk now.
 async fn open(call: &LspCall) -> Result<Doc, String> {
     let (config, language) = server_for_file(call)?;
-    let client = call.servers.client(config).await?;
+    let client = call
+        .servers
+        .client(config)
+        .await
+        .map_err(|e| e.to_string())?;
     check_support(call, &client)?;
     let Some(file) = &call.file else {
         return Err("this operation needs `filePath`".into());
@@ -164,7 +168,10 @@ async fn open(call: &LspCall) -> Result<Doc, String> {
     let text = read_document(file.clone())
         .await
         .map_err(|e| format!("cannot read {}: {e}", call.env.roots.display_relative(file)))?;
-    let uri = client.sync_document(file, &language, &text).await?;
+    let uri = client
+        .sync_document(file, &language, &text)
+        .await
+        .map_err(|e| e.to_string())?;
     // A server that has not loaded the project yet answers from this file alone.
     client.wait_until_loaded().await;
     Ok(Doc { client, uri, text })
@@ -177,7 +184,11 @@ async fn any_client(call: &LspCall) -> Result<Arc<LspClient>, String> {
         None => call.servers.configs().first(),
     }
     .ok_or("no language server is configured")?;
-    let client = call.servers.client(config).await?;
+    let client = call
+        .servers
+        .client(config)
+        .await
+        .map_err(|e| e.to_string())?;
     check_support(call, &client)?;
     let root = config
         .workspace_folder
@@ -203,7 +214,8 @@ async fn ask<T: DeserializeOwned>(
 ) -> Result<Option<T>, String> {
     let value = client
         .request(method, params, client.request_timeout())
-        .await?;
+        .await
+        .map_err(|e| e.to_string())?;
     if value.is_null() {
         return Ok(None);
     }
@@ -440,7 +452,11 @@ async fn calls(call: &LspCall, limit: usize) -> Result<String, String> {
         None => call.servers.for_file(&path).map(|(c, _)| c),
     }
     .ok_or("no language server covers the item's file")?;
-    let client = call.servers.client(config).await?;
+    let client = call
+        .servers
+        .client(config)
+        .await
+        .map_err(|e| e.to_string())?;
     check_support(call, &client)?;
     let incoming = call.params.operation == "incomingCalls";
     let method = if incoming {
@@ -454,7 +470,8 @@ async fn calls(call: &LspCall, limit: usize) -> Result<String, String> {
             json!({"item": item_value}),
             client.request_timeout(),
         )
-        .await?;
+        .await
+        .map_err(|e| e.to_string())?;
     let mut fmt = Locations::new(&call.env.roots);
     let mut lines = Vec::new();
     if incoming {

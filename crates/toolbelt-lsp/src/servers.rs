@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::after_edit::Found;
 use crate::client::LspClient;
 use crate::config::ServerConfig;
+use crate::error::LspError;
 
 /// The state of one configured server, for `lsp list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,13 +87,10 @@ impl Servers {
     /// The running client of `config`, started now if it is not running. A server that
     /// died is started again only with `restartOnCrash`, at most `maxRestarts` times; a
     /// server that failed to start is tried again on the next call.
-    pub async fn client(&self, config: &ServerConfig) -> Result<Arc<LspClient>, String> {
+    pub async fn client(&self, config: &ServerConfig) -> Result<Arc<LspClient>, LspError> {
         let mut slots = self.slots.lock().await;
         if self.ended.load(Ordering::Acquire) {
-            return Err(format!(
-                "the language server `{}` was stopped: the configuration changed; call again",
-                config.name
-            ));
+            return Err(LspError::Stopped(config.name.clone()));
         }
         let slot = slots.entry(config.name.clone()).or_default();
         if let Some(client) = &slot.client {
@@ -100,16 +98,16 @@ impl Servers {
                 return Ok(client.clone());
             };
             if !config.restart_on_crash {
-                return Err(format!(
-                    "{why}; it is not restarted (`restartOnCrash` is off in {})",
-                    config.source.display()
-                ));
+                return Err(LspError::NotRestarted {
+                    why,
+                    config: config.source.clone(),
+                });
             }
             if slot.restarts >= config.max_restarts {
-                return Err(format!(
-                    "{why}; it was restarted {} times already (`maxRestarts`)",
-                    slot.restarts
-                ));
+                return Err(LspError::RestartsUsed {
+                    why,
+                    restarts: slot.restarts,
+                });
             }
             slot.restarts += 1;
             tracing::warn!(
@@ -127,7 +125,7 @@ impl Servers {
                 Ok(client)
             }
             Err(e) => {
-                slot.failure = Some(e.clone());
+                slot.failure = Some(e.to_string());
                 Err(e)
             }
         }

@@ -6,6 +6,7 @@
 //! SSE), then `command` (stdio). A server entry that names none of them is reported as a
 //! failed server with the reason, like any other failure: it never stops the others.
 
+use crate::error::McpConfigError;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -139,7 +140,7 @@ impl ServerConfig {
         alias: &str,
         entry: &McpServerSettings,
         project_root: &Path,
-    ) -> Result<ServerConfig, String> {
+    ) -> Result<ServerConfig, McpConfigError> {
         let transport = if let Some(url) = entry.http_url.as_ref().filter(|u| !u.is_empty()) {
             Transport::StreamableHttp {
                 url: url.clone(),
@@ -163,10 +164,7 @@ impl ServerConfig {
                 cwd,
             }
         } else {
-            return Err(
-                "missing httpUrl (for Streamable HTTP), url (for SSE) and command (for stdio)"
-                    .into(),
-            );
+            return Err(McpConfigError::NoTransport);
         };
         let millis = |v: Option<u64>, default: Duration| {
             v.filter(|ms| *ms > 0)
@@ -318,7 +316,7 @@ pub fn configured_servers(
             Ok(server) => servers.push(server),
             Err(reason) => problems.push(ConfigProblem {
                 alias: alias.clone(),
-                reason,
+                reason: reason.to_string(),
             }),
         }
     }
@@ -327,22 +325,30 @@ pub fn configured_servers(
 
 /// `--mcp-config FILE|JSON`: a file path or inline JSON, holding either
 /// `{"mcpServers": {...}}` or the server map itself.
-pub fn parse_mcp_config(arg: &str) -> Result<BTreeMap<String, McpServerSettings>, String> {
+pub fn parse_mcp_config(arg: &str) -> Result<BTreeMap<String, McpServerSettings>, McpConfigError> {
     let trimmed = arg.trim();
-    let (text, source) = if trimmed.starts_with('{') {
+    let (text, origin) = if trimmed.starts_with('{') {
         (trimmed.to_string(), "the --mcp-config JSON".to_string())
     } else {
-        let text = std::fs::read_to_string(trimmed)
-            .map_err(|e| format!("cannot read the --mcp-config file {trimmed}: {e}"))?;
+        let text =
+            std::fs::read_to_string(trimmed).map_err(|source| McpConfigError::Unreadable {
+                path: trimmed.to_string(),
+                source,
+            })?;
         (text, trimmed.to_string())
     };
-    let value: Value = toolbelt_core::settings::parse_settings_text(text.as_bytes())
-        .map_err(|e| format!("{source}: {e}"))?;
+    let value: Value =
+        toolbelt_core::settings::parse_settings_text(text.as_bytes()).map_err(|error| {
+            McpConfigError::Syntax {
+                origin: origin.clone(),
+                error,
+            }
+        })?;
     let servers = match value.get("mcpServers") {
         Some(inner) => inner.clone(),
         None => value,
     };
-    serde_json::from_value(servers).map_err(|e| format!("{source}: not a map of MCP servers: {e}"))
+    serde_json::from_value(servers).map_err(|error| McpConfigError::NotServers { origin, error })
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 //! with. Errors say where the log is. Every text that leaves is masked with
 //! [`toolbelt_core::redact`]. An outage is logged once, not on every call.
 
+use crate::error::McpError;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -184,8 +185,10 @@ impl McpConnection {
     /// Starts the server, does the handshake and lists its tools, all within the
     /// connect timeout. The outcome is also the connection's status; the caller reports
     /// a failure (this counts as the outage's one warning).
-    pub async fn connect(self: &Arc<Self>) -> Result<(), String> {
-        self.connect_announcing(None).await
+    pub async fn connect(self: &Arc<Self>) -> Result<(), McpError> {
+        self.connect_announcing(None)
+            .await
+            .map_err(McpError::Connect)
     }
 
     /// [`McpConnection::connect`]; when it is up, `joined` is told before the status
@@ -267,20 +270,19 @@ impl McpConnection {
 
     /// Lists the tools again (after a `list_changed` notification), and the resources
     /// and prompts.
-    pub async fn refresh_tools(self: &Arc<Self>) -> Result<(), String> {
+    pub async fn refresh_tools(self: &Arc<Self>) -> Result<(), McpError> {
         let peer = match self.peer(&CancellationToken::new()).await {
             Ok(peer) => peer,
-            Err(Unavailable::Failed(why)) => return Err(why),
-            Err(Unavailable::Cancelled) => return Err("cancelled".into()),
+            Err(Unavailable::Failed(why)) => return Err(McpError::Unavailable(why)),
+            Err(Unavailable::Cancelled) => return Err(McpError::Cancelled),
         };
         // A listing is bounded like the first one (`startupTimeout`): the session waits
         // for it before its next model request.
         match tokio::time::timeout(self.config.startup_timeout, self.list_and_store(&peer)).await {
-            Ok(result) => result,
-            Err(_) => Err(format!(
-                "tools/list got no answer within {} (startupTimeout)",
-                human_duration(self.config.startup_timeout)
-            )),
+            Ok(result) => result.map_err(McpError::List),
+            Err(_) => Err(McpError::ListTimeout(human_duration(
+                self.config.startup_timeout,
+            ))),
         }
     }
 

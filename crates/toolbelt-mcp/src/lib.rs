@@ -72,6 +72,7 @@ mod catalog;
 mod config;
 mod connection;
 mod content;
+mod error;
 mod events;
 mod list_resources;
 mod prompts;
@@ -90,6 +91,7 @@ pub use config::{
     configured_servers, parse_mcp_config,
 };
 pub use connection::McpConnection;
+pub use error::{McpConfigError, McpError};
 pub use list_resources::{LIST_NAME, LIST_RULE_ALIASES};
 pub use read_resource::{READ_NAME, READ_RULE_ALIASES};
 pub use status::ServerStatus;
@@ -295,9 +297,9 @@ impl McpServers {
     }
 
     /// Lists `alias`'s tools again and replaces them in `registry`.
-    pub async fn refresh(&self, alias: &str, registry: &mut ToolRegistry) -> Result<(), String> {
+    pub async fn refresh(&self, alias: &str, registry: &mut ToolRegistry) -> Result<(), McpError> {
         let Some(connection) = self.connections.iter().find(|c| c.alias() == alias) else {
-            return Err(format!("no MCP server named \"{alias}\""));
+            return Err(McpError::UnknownServer(alias.to_string()));
         };
         connection.refresh_tools().await?;
         registry.remove_origin(&Origin::Mcp {

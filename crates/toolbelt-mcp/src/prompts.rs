@@ -7,6 +7,7 @@
 //! session sends as the person's prompt: text as it is, embedded text resources
 //! inlined, anything else named (see `content::map_block`).
 
+use crate::error::McpError;
 use std::sync::Arc;
 
 use rmcp::model::Role;
@@ -48,20 +49,21 @@ impl McpServers {
     /// servers; otherwise the text to send as the prompt, or why not (a missing or
     /// unknown argument, a failed `prompts/get`). A server still starting is waited
     /// for (at most its `startupTimeout`): its prompt is what the person asked for.
-    pub async fn run_prompt_command(&self, line: &str) -> Option<Result<String, String>> {
+    pub async fn run_prompt_command(&self, line: &str) -> Option<Result<String, McpError>> {
         if let Some(starting) = self.starting_server_of(line) {
             starting.wait_started().await;
         }
         let (connection, prompt, rest) = self.find_prompt(line)?;
         let arguments = match prompt_arguments(&prompt, rest) {
             Ok(arguments) => arguments,
-            Err(why) => return Some(Err(why)),
+            Err(why) => return Some(Err(McpError::PromptArguments(why))),
         };
         Some(
             connection
                 .get_prompt(&prompt.name, arguments)
                 .await
-                .map(|result| messages_text(&prompt.name, result.messages)),
+                .map(|result| messages_text(&prompt.name, result.messages))
+                .map_err(McpError::Prompt),
         )
     }
 

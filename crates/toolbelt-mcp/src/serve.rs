@@ -506,13 +506,24 @@ impl ServerHandler for ToolbeltServer {
     }
 }
 
+/// Why [`serve_stdio`] ended with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeStdioError {
+    /// The client's `initialize` failed; what rmcp said.
+    #[error("the MCP handshake failed: {0}")]
+    Handshake(String),
+    /// The connection's task ended abnormally; what rmcp said.
+    #[error("the MCP connection ended with an error: {0}")]
+    Ended(String),
+}
+
 /// Serves one client over stdin/stdout until it closes its end (or `stop` is cancelled).
 /// Nothing but MCP is written to stdout.
 pub async fn serve_stdio(
     workspaces: Arc<dyn Workspaces>,
     options: Arc<ServeOptions>,
     stop: tokio_util::sync::CancellationToken,
-) -> Result<(), String> {
+) -> Result<(), ServeStdioError> {
     use rmcp::ServiceExt;
     let server = ToolbeltServer::new(workspaces, options);
     let (input, output) = rmcp::transport::stdio_pipes();
@@ -527,8 +538,8 @@ pub async fn serve_stdio(
             .waiting()
             .await
             .map(|_| ())
-            .map_err(|e| format!("the MCP connection ended with an error: {e}")),
-        Err(e) => Err(format!("the MCP handshake failed: {e}")),
+            .map_err(|e| ServeStdioError::Ended(e.to_string())),
+        Err(e) => Err(ServeStdioError::Handshake(e.to_string())),
     };
     // What was answered is written before the process ends (a client that stopped
     // reading does not hold it up for long).

@@ -58,7 +58,9 @@ pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use fake_http::FakeRequest;
 pub use gemini::{GeminiConfig, GeminiModel, GeminiService};
 pub use openai::{OpenAiClient, OpenAiConfig};
-pub use replay::{RecordingModel, ReplayModel, ScriptTurn, ScriptedCall, parse_script};
+pub use replay::{
+    RecordingModel, ReplayModel, ScriptError, ScriptTurn, ScriptedCall, parse_script,
+};
 pub use responses::{ResponsesConfig, ResponsesModel};
 pub use retry::RetryPolicy;
 

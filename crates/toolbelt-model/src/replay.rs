@@ -130,25 +130,43 @@ impl ScriptTurn {
     }
 }
 
+/// Why [`parse_script`] refused a script.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// A line that is not JSON, or not a turn; `line` counts from 1.
+    #[error("line {line}: {source}")]
+    Line {
+        /// The line number.
+        line: usize,
+        /// What serde said.
+        source: serde_json::Error,
+    },
+    /// Nothing but blank lines and comments.
+    #[error("the script has no turns")]
+    Empty,
+}
+
 /// Parses a script; errors name the line.
-pub fn parse_script(text: &str, workspace: Option<&Path>) -> Result<Vec<ScriptTurn>, String> {
+pub fn parse_script(text: &str, workspace: Option<&Path>) -> Result<Vec<ScriptTurn>, ScriptError> {
     let mut turns = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') || line.starts_with("//") {
             continue;
         }
-        let mut value: Value =
-            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let at = |source| ScriptError::Line {
+            line: n + 1,
+            source,
+        };
+        let mut value: Value = serde_json::from_str(line).map_err(at)?;
         if let Some(dir) = workspace {
             substitute(&mut value, &dir.to_string_lossy());
         }
-        let turn: ScriptTurn =
-            serde_json::from_value(value).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let turn: ScriptTurn = serde_json::from_value(value).map_err(at)?;
         turns.push(turn);
     }
     if turns.is_empty() {
-        return Err("the script has no turns".to_string());
+        return Err(ScriptError::Empty);
     }
     Ok(turns)
 }
@@ -389,8 +407,11 @@ mod tests {
     #[test]
     fn bad_lines_are_named() {
         let err = parse_script("{\"text\": \"a\"}\n{\"txt\": 1}\n", None).unwrap_err();
-        assert!(err.starts_with("line 2:"), "{err}");
-        assert!(parse_script("\n# only comments\n", None).is_err());
+        assert!(err.to_string().starts_with("line 2:"), "{err}");
+        assert!(matches!(err, ScriptError::Line { line: 2, .. }), "{err:?}");
+        let err = parse_script("\n# only comments\n", None).unwrap_err();
+        assert!(matches!(err, ScriptError::Empty), "{err:?}");
+        assert_eq!(err.to_string(), "the script has no turns");
     }
 
     #[test]

@@ -275,16 +275,44 @@ impl reqwest::dns::Resolve for GuardedResolver {
     }
 }
 
+/// Why [`check_url`] refused a URL.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum UrlRefused {
+    /// A scheme other than http and https.
+    #[error("refused to {verb} {url}: only http and https URLs are allowed, not {scheme}:")]
+    Scheme {
+        /// What was refused ("fetch", "send a hook to").
+        verb: &'static str,
+        /// The URL.
+        url: String,
+        /// Its scheme.
+        scheme: String,
+    },
+    /// The URL names no host.
+    #[error("refused to {verb} {url}: the URL has no host")]
+    NoHost {
+        /// What was refused.
+        verb: &'static str,
+        /// The URL.
+        url: String,
+    },
+    /// The host is an address the policy refuses (loopback, private, metadata).
+    #[error(transparent)]
+    Address(#[from] Refused),
+}
+
 /// The guard's verdict on a URL before any connection: its scheme, and its host when the
 /// host is a literal address (names are judged by [`GuardedResolver`]).
-pub fn check_url(url: &reqwest::Url, policy: &AddressPolicy) -> Result<(), String> {
+pub fn check_url(url: &reqwest::Url, policy: &AddressPolicy) -> Result<(), UrlRefused> {
     let verb = policy.purpose.verb_url;
     match url.scheme() {
         "http" | "https" => {}
         other => {
-            return Err(format!(
-                "refused to {verb} {url}: only http and https URLs are allowed, not {other}:"
-            ));
+            return Err(UrlRefused::Scheme {
+                verb,
+                url: url.to_string(),
+                scheme: other.to_owned(),
+            });
         }
     }
     let address = match url.host() {
@@ -297,16 +325,19 @@ pub fn check_url(url: &reqwest::Url, policy: &AddressPolicy) -> Result<(), Strin
             if (lower == "localhost" || lower.ends_with(".localhost"))
                 && !policy.allows_name(&lower)
             {
-                return policy
-                    .check(&lower, IpAddr::V4(Ipv4Addr::LOCALHOST))
-                    .map_err(|e| e.to_string());
+                return Ok(policy.check(&lower, IpAddr::V4(Ipv4Addr::LOCALHOST))?);
             }
             return Ok(());
         }
-        None => return Err(format!("refused to {verb} {url}: the URL has no host")),
+        None => {
+            return Err(UrlRefused::NoHost {
+                verb,
+                url: url.to_string(),
+            });
+        }
     };
     let host = url.host_str().unwrap_or_default();
-    policy.check(host, address).map_err(|e| e.to_string())
+    Ok(policy.check(host, address)?)
 }
 
 /// A `reqwest` client builder whose TLS works: every HTTP client toolbelt makes starts

@@ -84,7 +84,25 @@ fn metadata_addresses_are_named_as_such() {
 }
 
 fn check(url: &str, policy: &AddressPolicy) -> Result<(), String> {
-    check_url(&reqwest::Url::parse(url).unwrap(), policy)
+    check_url(&reqwest::Url::parse(url).unwrap(), policy).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_refused_url_says_its_cause() {
+    let policy = policy();
+    let url = |u: &str| reqwest::Url::parse(u).unwrap();
+    assert!(matches!(
+        check_url(&url("ftp://example.com/x"), &policy),
+        Err(UrlRefused::Scheme { ref scheme, .. }) if scheme == "ftp"
+    ));
+    assert!(matches!(
+        check_url(&url("http://127.0.0.1/"), &policy),
+        Err(UrlRefused::Address(Refused {
+            what: "a loopback address",
+            ..
+        }))
+    ));
+    assert!(check_url(&url("https://example.com/"), &policy).is_ok());
 }
 
 #[test]

@@ -91,10 +91,48 @@ pub enum Isolation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IsolationSupport {
     /// A PID namespace with its own `/proc` (through a user namespace when unprivileged).
-    pub processes: Result<(), String>,
+    pub processes: Result<(), IsolationRefused>,
     /// The sealed set: PID, mount and network namespaces (through a user namespace when
     /// unprivileged).
-    pub sealed: Result<(), String>,
+    pub sealed: Result<(), IsolationRefused>,
+}
+
+/// Which namespaces the kernel refused, and its answer (kept as text: the probe's
+/// answer is shared by every caller for the life of the process).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IsolationRefused {
+    /// The network namespace unasked commands share.
+    #[error("the kernel refused a network namespace{}: {why}", via(*through_user))]
+    Network {
+        /// Asked through a user namespace (toolbelt unprivileged).
+        through_user: bool,
+        /// The kernel's answer.
+        why: String,
+    },
+    /// A PID namespace with its own `/proc`.
+    #[error("the kernel refused a PID namespace with its own /proc{}: {why}", via(*through_user))]
+    Processes {
+        /// Asked through a user namespace (toolbelt unprivileged).
+        through_user: bool,
+        /// The kernel's answer.
+        why: String,
+    },
+    /// The sealed set: PID, mount and network namespaces.
+    #[error("the kernel refused PID, mount and network namespaces{}: {why}", via(*through_user))]
+    Sealed {
+        /// Asked through a user namespace (toolbelt unprivileged).
+        through_user: bool,
+        /// The kernel's answer.
+        why: String,
+    },
+}
+
+fn via(through_user: bool) -> &'static str {
+    if through_user {
+        " through a user namespace"
+    } else {
+        ""
+    }
 }
 
 /// Bits of the flags the `pre_exec` step reads (an atomic, since the step is installed
@@ -156,7 +194,7 @@ impl IsolationStep {
 
 /// Says once per process which layer an unasked command goes without (the first such
 /// command, not every session start: the probe is paid only where it is needed).
-fn warn_missing(sealed: &Result<(), String>) {
+fn warn_missing(sealed: &Result<(), IsolationRefused>) {
     static WARNED: std::sync::Once = std::sync::Once::new();
     WARNED.call_once(|| {
         if let Err(why) = sealed {
@@ -190,24 +228,24 @@ pub fn support() -> &'static IsolationSupport {
 /// namespace when unprivileged), probed on first use
 /// by running the set-up in a child that exits before `exec`. Apart from the sealed set,
 /// so a session whose commands are all approved never pays that layer's probe.
-pub fn processes_granted() -> &'static Result<(), String> {
+pub fn processes_granted() -> &'static Result<(), IsolationRefused> {
     PROCESSES_GRANTED.get_or_init(|| probe(PID | needs_user()))
 }
 
 /// The answers of the two probes, once asked.
-static PROCESSES_GRANTED: OnceLock<Result<(), String>> = OnceLock::new();
-static SEALED_GRANTED: OnceLock<Result<(), String>> = OnceLock::new();
+static PROCESSES_GRANTED: OnceLock<Result<(), IsolationRefused>> = OnceLock::new();
+static SEALED_GRANTED: OnceLock<Result<(), IsolationRefused>> = OnceLock::new();
 
 /// Whether the machine grants the sealed set (PID, mount and network namespaces, through
 /// a user namespace when unprivileged), probed on first use like [`processes_granted`].
-pub fn sealed_granted() -> &'static Result<(), String> {
+pub fn sealed_granted() -> &'static Result<(), IsolationRefused> {
     SEALED_GRANTED.get_or_init(|| {
         offline::ensure().clone()?;
         probe(PID | NET)
     })
 }
 
-fn probe(flags: u8) -> Result<(), String> {
+fn probe(flags: u8) -> Result<(), IsolationRefused> {
     let mut command = Command::new("/proc/self/exe");
     command
         .stdin(std::process::Stdio::null())
@@ -225,18 +263,13 @@ fn probe(flags: u8) -> Result<(), String> {
     }
 }
 
-fn describe(flags: u8, e: &io::Error) -> String {
-    let what = if flags & NET != 0 {
-        "PID, mount and network namespaces"
+fn describe(flags: u8, e: &io::Error) -> IsolationRefused {
+    let (through_user, why) = (needs_user() != 0, e.to_string());
+    if flags & NET != 0 {
+        IsolationRefused::Sealed { through_user, why }
     } else {
-        "a PID namespace with its own /proc"
-    };
-    let how = if needs_user() != 0 {
-        " through a user namespace"
-    } else {
-        ""
-    };
-    format!("the kernel refused {what}{how}: {e}")
+        IsolationRefused::Processes { through_user, why }
+    }
 }
 
 /// Everything the child needs, prepared before `fork` (paths are literals).

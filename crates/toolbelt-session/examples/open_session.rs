@@ -31,7 +31,9 @@ pub async fn run(
         approval_mode: mode.map(str::to_string),
         ..Policy::default()
     };
-    let (permissions, mode) = session.permissions(&policy, "--approval-mode")?;
+    let (permissions, mode) = session
+        .permissions(&policy, "--approval-mode")
+        .map_err(|e| e.to_string())?;
     session.apply_when(mode);
     let scheduler = Scheduler::new(
         session.env.clone(),

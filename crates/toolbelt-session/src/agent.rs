@@ -17,7 +17,7 @@ use toolbelt_core::{RuleList, Settings, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{Model, RecordingModel, ReplayModel};
 
 use crate::dont_ask::DontAsk;
-use crate::error::AgentError;
+use crate::error::{AgentError, ModelSetupError};
 use crate::mcp::McpToolSource;
 use crate::model_slot::ModelSlot;
 use crate::offer::ToolOffer;
@@ -349,7 +349,8 @@ impl Session {
             policy.approval_mode.as_deref(),
             policy.yolo,
             &self.env.settings,
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         self.apply_when(mode);
         Ok(Ruled {
             permissions,
@@ -465,7 +466,7 @@ fn session_model(
     env: &ToolEnvironment,
     cwd: &Path,
 ) -> Result<(Arc<ModelSlot>, String, Option<ModelChoice>), String> {
-    let (model, server) = build_model(options, &env.settings, cwd)?;
+    let (model, server) = build_model(options, &env.settings, cwd).map_err(|e| e.to_string())?;
     let model = Arc::new(ModelSlot::new(model));
     env.ask_once
         .set(Arc::new(toolbelt_agent::ModelAsker(model.clone())));
@@ -564,10 +565,10 @@ pub fn build_model(
     options: &AgentOptions,
     settings: &Settings,
     cwd: &Path,
-) -> Result<(Arc<dyn Model>, Option<ModelChoice>), String> {
+) -> Result<(Arc<dyn Model>, Option<ModelChoice>), ModelSetupError> {
     let mut server = None;
     let model: Box<dyn Model> = if let Some(path) = &options.model_replay {
-        Box::new(ReplayModel::from_file(path, Some(cwd)).map_err(|e| e.to_string())?)
+        Box::new(ReplayModel::from_file(path, Some(cwd)).map_err(ModelSetupError::Replay)?)
     } else {
         let choice = providers::choose(options, settings)?;
         let model = choice.build()?;
@@ -575,7 +576,7 @@ pub fn build_model(
         model
     };
     let model: Box<dyn Model> = match &options.record {
-        Some(path) => Box::new(RecordingModel::new(model, path).map_err(|e| e.to_string())?),
+        Some(path) => Box::new(RecordingModel::new(model, path).map_err(ModelSetupError::Record)?),
         None => model,
     };
     Ok((Arc::from(model), server))

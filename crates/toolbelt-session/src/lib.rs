@@ -61,7 +61,10 @@ pub mod worktree;
 
 pub use agent::{Prepared, ReadPrompt, Setup, SystemPrompt, build_model};
 pub use dont_ask::{DONT_ASK_REFUSAL, DontAsk};
-pub use error::AgentError;
+pub use error::{
+    AgentError, ClauseError, CommandError, FlagError, ListError, MemoryError, ModelSetupError,
+    ServeError, SwitchError, TrustChangeError,
+};
 pub use hooks::hook_listing;
 pub use mcp::connect as connect_mcp;
 pub use model_slot::ModelSlot;

@@ -90,7 +90,7 @@ fn configured(
 ) -> Result<Configured, SetupError> {
     let mut extra = toolbelt_mcp::ServerEntries::new();
     for arg in &options.mcp_config {
-        extra.extend(toolbelt_mcp::parse_mcp_config(arg).map_err(SetupError)?);
+        extra.extend(toolbelt_mcp::parse_mcp_config(arg).map_err(|e| SetupError(e.to_string()))?);
     }
     let allowed = &options.allowed_mcp_server_names;
     let project_root = env

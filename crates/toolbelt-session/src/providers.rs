@@ -26,6 +26,7 @@ use toolbelt_model::{
     ResponsesConfig, ResponsesModel, RetryPolicy, Sampling,
 };
 
+use crate::error::ModelSetupError;
 use crate::options::AgentOptions;
 
 mod vertex;
@@ -171,7 +172,10 @@ impl Vars {
 }
 
 /// The model a session's options, environment and settings choose.
-pub(crate) fn choose(options: &AgentOptions, settings: &Settings) -> Result<ModelChoice, String> {
+pub(crate) fn choose(
+    options: &AgentOptions,
+    settings: &Settings,
+) -> Result<ModelChoice, ModelSetupError> {
     choose_with(options, settings, Vars::default())
 }
 
@@ -180,7 +184,7 @@ pub(crate) fn choose_with(
     options: &AgentOptions,
     settings: &Settings,
     vars: Vars,
-) -> Result<ModelChoice, String> {
+) -> Result<ModelChoice, ModelSetupError> {
     let (provider, provider_origin) = provider(options, settings, &vars);
     let protocol = Protocol::of_provider(&provider)
         .or_else(|| {
@@ -189,12 +193,9 @@ pub(crate) fn choose_with(
                 .get(&provider)
                 .and_then(|p| Protocol::of_provider(p))
         })
-        .ok_or_else(|| {
-            format!(
-                "unknown model provider '{provider}' (from {provider_origin}): use openai, anthropic, gemini, \
-                 vertex-ai or openai-responses, or map it in the settings with \
-                 \"providerProtocol\": {{\"{provider}\": \"openai\"}} (or another of those)"
-            )
+        .ok_or_else(|| ModelSetupError::UnknownProvider {
+            provider: provider.clone(),
+            origin: provider_origin.clone(),
         })?;
     let entries = settings
         .model_providers
@@ -207,12 +208,7 @@ pub(crate) fn choose_with(
         .or_else(|| vars.get(protocol.model_variable()))
         .or_else(|| settings.model.name.clone())
         .or_else(|| entries.first().map(|e| e.id.clone()))
-        .ok_or_else(|| {
-            format!(
-                "no model: pass -m/--model, set {}, or set model.name in the settings (or use --model-replay FILE to run offline)",
-                protocol.model_variable()
-            )
-        })?;
+        .ok_or_else(|| ModelSetupError::NoModel(protocol.model_variable()))?;
     let entry = entries.iter().enumerate().find(|(_, e)| e.id == model);
     let mut choice = ModelChoice {
         provider: provider.clone(),
@@ -233,9 +229,13 @@ pub(crate) fn choose_with(
     let at = entry.map(|(i, _)| format!("modelProviders.{provider}[{i}]"));
     choice.set_base_url(options, at.as_deref());
     if protocol == Protocol::VertexAi {
-        choice.set_vertex_credentials(at.as_deref())?;
+        choice
+            .set_vertex_credentials(at.as_deref())
+            .map_err(ModelSetupError::Credentials)?;
     } else {
-        choice.set_key(options, at.as_deref())?;
+        choice
+            .set_key(options, at.as_deref())
+            .map_err(ModelSetupError::Credentials)?;
     }
     Ok(choice)
 }
@@ -382,7 +382,7 @@ impl ModelChoice {
 
     /// Another model (a sub-agent's): the provider of its `modelProviders` entry when
     /// it has one (this provider's first), else this provider and server.
-    pub fn for_model(&self, model: &str) -> Result<ModelChoice, String> {
+    pub fn for_model(&self, model: &str) -> Result<ModelChoice, ModelSetupError> {
         let (options, settings, vars) = &*self.from;
         let listed_under = |p: &str| {
             settings
@@ -410,7 +410,7 @@ impl ModelChoice {
     }
 
     /// The client of this choice's protocol.
-    pub fn build(&self) -> Result<Box<dyn Model>, String> {
+    pub fn build(&self) -> Result<Box<dyn Model>, ModelSetupError> {
         match self.protocol {
             Protocol::OpenAiChat => self.openai_chat(),
             Protocol::Anthropic => self.anthropic(),
@@ -420,7 +420,7 @@ impl ModelChoice {
         }
     }
 
-    fn openai_chat(&self) -> Result<Box<dyn Model>, String> {
+    fn openai_chat(&self) -> Result<Box<dyn Model>, ModelSetupError> {
         let mut config = OpenAiConfig::new(&self.base_url, &self.model);
         config.api_key = self.api_key.clone();
         config.base_url_origin = Some(self.base_url_origin.clone());
@@ -441,7 +441,7 @@ impl ModelChoice {
         Ok(Box::new(client))
     }
 
-    fn anthropic(&self) -> Result<Box<dyn Model>, String> {
+    fn anthropic(&self) -> Result<Box<dyn Model>, ModelSetupError> {
         let mut config = AnthropicConfig::new(&self.base_url, &self.model);
         config.api_key = self.api_key.clone();
         config.base_url_origin = Some(self.base_url_origin.clone());
@@ -468,7 +468,7 @@ impl ModelChoice {
 
     /// Extended thinking's budget from `MAX_THINKING_TOKENS` (Claude Code's variable):
     /// unset or 0 leaves thinking off; the API wants 1024 or more, below `max_tokens`.
-    fn thinking_budget(&self, max_tokens: u32) -> Result<Option<u32>, String> {
+    fn thinking_budget(&self, max_tokens: u32) -> Result<Option<u32>, ModelSetupError> {
         let Some(text) = self.vars().get("MAX_THINKING_TOKENS") else {
             return Ok(None);
         };
@@ -482,12 +482,12 @@ impl ModelChoice {
     }
 
     /// The Gemini API (the key goes in `x-goog-api-key`).
-    fn gemini(&self) -> Result<Box<dyn Model>, String> {
+    fn gemini(&self) -> Result<Box<dyn Model>, ModelSetupError> {
         self.gemini_client(GeminiConfig::new(&self.base_url, &self.model))
     }
 
     /// Vertex AI: with a project and region (a bearer token), or in express mode (a key).
-    fn vertex_ai(&self) -> Result<Box<dyn Model>, String> {
+    fn vertex_ai(&self) -> Result<Box<dyn Model>, ModelSetupError> {
         let mut config = match &self.vertex_project {
             Some((project, location)) => GeminiConfig::vertex(project, location, &self.model),
             None => GeminiConfig::vertex_express(&self.model),
@@ -497,7 +497,7 @@ impl ModelChoice {
     }
 
     /// A Gemini client of `config` with this choice's key, entry and limits.
-    fn gemini_client(&self, mut config: GeminiConfig) -> Result<Box<dyn Model>, String> {
+    fn gemini_client(&self, mut config: GeminiConfig) -> Result<Box<dyn Model>, ModelSetupError> {
         config.api_key = self.api_key.clone();
         config.base_url_origin = Some(self.base_url_origin.clone());
         config.takes_images = self.takes_images;
@@ -511,7 +511,7 @@ impl ModelChoice {
         Ok(Box::new(client))
     }
 
-    fn openai_responses(&self) -> Result<Box<dyn Model>, String> {
+    fn openai_responses(&self) -> Result<Box<dyn Model>, ModelSetupError> {
         let mut config = ResponsesConfig::new(&self.base_url, &self.model);
         config.api_key = self.api_key.clone();
         config.base_url_origin = Some(self.base_url_origin.clone());
@@ -526,11 +526,11 @@ impl ModelChoice {
         Ok(Box::new(client))
     }
 
-    fn failed(&self, why: &str) -> String {
-        format!(
+    fn failed(&self, why: &str) -> ModelSetupError {
+        ModelSetupError::Client(format!(
             "provider '{}', model '{}' at {} (from {}): {why}",
             self.provider, self.model, self.base_url, self.base_url_origin
-        )
+        ))
     }
 
     fn sampling(&self) -> Sampling {

@@ -61,13 +61,10 @@ pub(crate) fn check_new_id(store: &SessionStore, id: &str) -> Result<(), String>
 /// The listing of `--resume`: one session a line, newest first: `ID  started  N prompts
 /// first prompt → last prompt`. A continuation keeps its session's ID, so the line
 /// shows the newest file: how far the conversation went, not only how it began.
-pub fn list(store: &SessionStore) -> Result<String, String> {
-    let ids = store.ids().map_err(|e| e.to_string())?;
+pub fn list(store: &SessionStore) -> Result<String, crate::ListError> {
+    let ids = store.ids()?;
     if ids.is_empty() {
-        return Err(format!(
-            "no saved session for this project (in {})",
-            store.dir().display()
-        ));
+        return Err(crate::ListError::NoneSaved(store.dir().to_path_buf()));
     }
     let mut out = String::new();
     for id in ids.iter().take(LISTED) {

@@ -26,6 +26,7 @@ use toolbelt_core::{BoxFuture, ToolRegistry};
 use toolbelt_mcp::McpServers;
 use toolbelt_mcp::serve::{Toolset, Workspaces};
 
+use crate::error::ServeError;
 use crate::offer::ToolOffer;
 use crate::options::{Policy, SessionOptions};
 use crate::session::Session;
@@ -43,8 +44,8 @@ impl ServeWorkspaces {
         options: SessionOptions,
         policy: Policy,
         proxy_mcp: bool,
-    ) -> Result<Arc<ServeWorkspaces>, String> {
-        let first = Session::open(cwd, options.clone()).map_err(|e| e.0)?;
+    ) -> Result<Arc<ServeWorkspaces>, ServeError> {
+        let first = Session::open(cwd, options.clone())?;
         let mode = policy.approval_mode.as_deref();
         crate::session::approval_mode(mode, policy.yolo, &first.env.settings)?;
         let nested = std::env::var_os(SERVING_ENV).is_some();
@@ -58,7 +59,7 @@ impl ServeWorkspaces {
             // Waits for every server (each within its `startupTimeout`): the proxied
             // tools are what this server lists to its client, and a client lists once.
             let servers = crate::mcp::connect(&first.env, &options.mcp, &serving, Vec::new());
-            Some(Arc::new(servers.await.map_err(|e| e.0)?))
+            Some(Arc::new(servers.await?))
         } else {
             None
         };
@@ -196,7 +197,9 @@ impl ServeWorkspaces {
         }
         session.load_extensions(false).await.map_err(|e| e.0)?;
         self.offer_tools(&mut session);
-        let (permissions, mode) = session.permissions(&self.policy, "--allowed-tools")?;
+        let (permissions, mode) = session
+            .permissions(&self.policy, "--allowed-tools")
+            .map_err(|e| e.to_string())?;
         session.apply_when(mode);
         let when_context = when_context(&session, mode);
         let checkpoints = Some(session.lazy_checkpoints("mcp-serve", true));

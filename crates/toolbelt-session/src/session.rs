@@ -18,6 +18,7 @@ use toolbelt_hooks::HookEngine;
 use toolbelt_mcp::McpServers;
 use toolbelt_tools::skills::{SkillTool, Skills};
 
+use crate::error::{ClauseError, FlagError};
 use crate::options::{Policy, SessionOptions, Warn};
 use crate::paths::{absolute, session_dir};
 use crate::protect::{load_lsp, protect_configuration, protect_declared_commands};
@@ -186,7 +187,7 @@ impl Session {
         &mut self,
         hooks: &Value,
         callbacks: Arc<dyn toolbelt_hooks::HookCallbacks>,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, toolbelt_hooks::ConfigErrors> {
         let engine = self.hooks.get_or_insert_with(|| {
             let session = toolbelt_hooks::SessionInfo {
                 session_id: uuid::Uuid::new_v4().to_string(),
@@ -196,9 +197,7 @@ impl Session {
             let urls = self.env.settings.security.allowed_http_hook_urls.clone();
             HookEngine::new(toolbelt_hooks::HookConfig::default(), session, urls)
         });
-        let added = engine
-            .add_callbacks(hooks, callbacks)
-            .map_err(|e| e.to_string());
+        let added = engine.add_callbacks(hooks, callbacks);
         // An engine made here is the worktree announcements' too.
         let runner = Arc::new(engine.clone()) as Arc<dyn HookRunner>;
         self.worktrees.set_hooks(runner);
@@ -227,10 +226,14 @@ impl Session {
     /// `toolbelt tools when EXPR`: the clause evaluated against this session's keys in
     /// the settings' approval mode; a clause that does not parse is an error of three
     /// lines, the last pointing at the place.
-    pub fn when_verdict(&self, expr: &str) -> Result<bool, String> {
-        let clause = toolbelt_core::when::parse(expr).map_err(|e| {
-            let column = expr[..e.offset.min(expr.len())].chars().count();
-            format!("{e}\n  {expr}\n  {}^", " ".repeat(column))
+    pub fn when_verdict(&self, expr: &str) -> Result<bool, ClauseError> {
+        let clause = toolbelt_core::when::parse(expr).map_err(|error| {
+            let column = expr[..error.offset.min(expr.len())].chars().count();
+            ClauseError {
+                error,
+                expr: expr.to_string(),
+                column,
+            }
         })?;
         Ok(clause.evaluate(&self.when_context(self.settings_mode())))
     }
@@ -250,15 +253,16 @@ impl Session {
         &self,
         policy: &Policy,
         flag: &str,
-    ) -> Result<(Permissions, ApprovalMode), String> {
+    ) -> Result<(Permissions, ApprovalMode), FlagError> {
         let mut permissions = Permissions::from_rules(self.rules.clone());
         for tool in &policy.allowed_tools {
             permissions.add(RuleList::Allow, tool);
         }
         if let Some(bad) = permissions.invalid().first() {
-            return Err(format!(
-                "{flag}: `{bad}` is not a permission rule (write `Tool` or `Tool(specifier)`, with balanced parentheses)"
-            ));
+            return Err(FlagError::BadRule {
+                flag: flag.to_string(),
+                rule: bad.to_string(),
+            });
         }
         let mode = approval_mode(
             policy.approval_mode.as_deref(),
@@ -539,10 +543,10 @@ pub fn approval_mode(
     flag: Option<&str>,
     yolo: bool,
     settings: &Settings,
-) -> Result<ApprovalMode, String> {
+) -> Result<ApprovalMode, FlagError> {
     if yolo {
         if flag.is_some_and(|m| m != "yolo") {
-            return Err("--yolo and --approval-mode cannot be used together".to_string());
+            return Err(FlagError::YoloWithMode);
         }
         return Ok(ApprovalMode::Yolo);
     }
@@ -551,7 +555,7 @@ pub fn approval_mode(
         // headless. Claude's `auto` (a model classifier approves) is the default mode
         // here: toolbelt's own classifier already runs read-only commands unasked.
         Some("dontAsk" | "auto") => Ok(ApprovalMode::Default),
-        Some(m) => m.parse(),
+        Some(m) => m.parse().map_err(FlagError::ApprovalMode),
         None => Ok(settings
             .tools
             .approval_mode

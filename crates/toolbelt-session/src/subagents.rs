@@ -42,7 +42,8 @@ impl ModelChooser for Models {
         if name == self.parent.name() {
             return Ok(self.parent.clone());
         }
-        Ok(Arc::from(server.for_model(name)?.build()?))
+        let model = server.for_model(name).and_then(|c| c.build());
+        Ok(Arc::from(model.map_err(|e| e.to_string())?))
     }
 }
 

@@ -6,27 +6,33 @@ use std::path::Path;
 
 use toolbelt_core::trust::{TrustLevel, TrustedFolders};
 
+use crate::error::TrustChangeError;
+
 /// Trusts `folder` (default: the current directory), or stops trusting it with
 /// `remove`; returns what changed, as a sentence naming the file.
-pub fn change_trust(folder: Option<&Path>, remove: bool) -> Result<String, String> {
+pub fn change_trust(folder: Option<&Path>, remove: bool) -> Result<String, TrustChangeError> {
     let folder = match folder {
         Some(p) => p.to_path_buf(),
-        None => std::env::current_dir()
-            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+        None => std::env::current_dir().map_err(TrustChangeError::CurrentDir)?,
     };
     let folder = match std::fs::canonicalize(&folder) {
         Ok(f) if f.is_dir() => f,
-        Ok(f) => return Err(format!("{} is not a directory", f.display())),
-        Err(e) => return Err(format!("{}: {e}", folder.display())),
+        Ok(f) => return Err(TrustChangeError::NotADirectory(f)),
+        Err(source) => {
+            return Err(TrustChangeError::Unreadable {
+                path: folder,
+                source,
+            });
+        }
     };
     let Some(file) = TrustedFolders::user_file() else {
-        return Err("HOME is not set, so there is no trusted-folders file to write".to_string());
+        return Err(TrustChangeError::NoHome);
     };
     change(&file, &folder, remove)
 }
 
-fn change(file: &Path, folder: &Path, remove: bool) -> Result<String, String> {
-    let mut folders = TrustedFolders::load(file).map_err(|e| e.to_string())?;
+fn change(file: &Path, folder: &Path, remove: bool) -> Result<String, TrustChangeError> {
+    let mut folders = TrustedFolders::load(file)?;
     let message = if remove {
         if !folders.remove(folder) {
             return Ok(format!(
@@ -48,6 +54,6 @@ fn change(file: &Path, folder: &Path, remove: bool) -> Result<String, String> {
             file.display()
         )
     };
-    folders.save().map_err(|e| e.to_string())?;
+    folders.save()?;
     Ok(message)
 }

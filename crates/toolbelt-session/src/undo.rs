@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use toolbelt_core::ToolEnvironment;
 use toolbelt_core::checkpoint::Checkpoints;
-use toolbelt_history::{History, HistoryConfig, Store, render};
+use toolbelt_history::{History, HistoryConfig, HistoryError, Store, render};
 
 use crate::paths::{absolute, history_dir, toolbelt_home};
 use crate::session::Session;
@@ -105,7 +105,7 @@ impl Checkpoints for OnFirstChange {
     fn before_call<'a>(
         &'a self,
         call: &'a toolbelt_core::checkpoint::CheckpointCall,
-    ) -> toolbelt_core::BoxFuture<'a, Result<(), String>> {
+    ) -> toolbelt_core::BoxFuture<'a, Result<(), toolbelt_core::checkpoint::CheckpointError>> {
         Box::pin(async move {
             if !History::covers(call) {
                 return Ok(());
@@ -195,7 +195,8 @@ pub struct CommandOutput {
     /// For standard error.
     pub stderr: String,
     /// 0 done, 1 some paths could not be restored, 2 usage (no such checkpoint, a path
-    /// outside the workspace), 3 refused (not confirmed).
+    /// outside the workspace), 3 refused (not confirmed), 4 the checkpoint store cannot be
+    /// read or written (damaged, or the disk's error).
     pub code: u8,
 }
 
@@ -206,6 +207,16 @@ impl CommandOutput {
             code: 2,
             ..CommandOutput::default()
         }
+    }
+
+    /// A history that could not list or plan: the store's own failure is 4, what the
+    /// person asked for (an unknown ID, a path outside) 2.
+    fn failed(e: &HistoryError) -> Self {
+        let mut out = CommandOutput::usage(e.to_string());
+        if matches!(e, HistoryError::Store(_)) {
+            out.code = 4;
+        }
+        out
     }
 }
 
@@ -225,7 +236,7 @@ impl Session {
                     stdout: render::list_text(&listed, &damaged),
                     ..CommandOutput::default()
                 },
-                Err(e) => CommandOutput::usage(e),
+                Err(e) => CommandOutput::failed(&e),
             };
         };
         let only: Vec<PathBuf> = request
@@ -236,7 +247,7 @@ impl Session {
         // A path outside the workspace is the plan's error, so a usage error here.
         let plan = match history.plan(id, &only) {
             Ok(plan) => plan,
-            Err(e) => return CommandOutput::usage(e),
+            Err(e) => return CommandOutput::failed(&e),
         };
         let mut out = CommandOutput {
             stdout: render::plan_text(&history, &plan),
@@ -270,7 +281,11 @@ impl Session {
             }
             Err(e) => {
                 let _ = writeln!(out.stderr, "toolbelt: nothing was restored: {e}");
-                out.code = 1;
+                out.code = if matches!(e, HistoryError::Store(_)) {
+                    4
+                } else {
+                    1
+                };
             }
         }
         out

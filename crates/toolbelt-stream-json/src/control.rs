@@ -20,7 +20,18 @@ use toolbelt_mcp::sdk::SdkMcpChannel;
 
 use crate::wire::{uuid, write_control};
 
-type Pending = HashMap<String, oneshot::Sender<Result<Value, String>>>;
+type Pending = HashMap<String, oneshot::Sender<Result<Value, ControlError>>>;
+
+/// Why a control request to the client got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ControlError {
+    /// The client's input closed: no answer can come.
+    #[error("the client's input is closed")]
+    InputClosed,
+    /// The client answered with an error; its message.
+    #[error("{0}")]
+    Client(String),
+}
 
 /// Our control requests to the client, each waiting for its answer by request ID.
 #[derive(Default)]
@@ -42,7 +53,10 @@ impl ControlChannel {
 
     /// Sends `request` (an object with its `subtype`) and waits for the answer. Dropping
     /// the future withdraws the request.
-    pub fn request(self: &Arc<Self>, request: Value) -> BoxFuture<'static, Result<Value, String>> {
+    pub fn request(
+        self: &Arc<Self>,
+        request: Value,
+    ) -> BoxFuture<'static, Result<Value, ControlError>> {
         let id = uuid();
         let (tx, rx) = oneshot::channel();
         let closed = *self.closed.lock().unwrap_or_else(PoisonError::into_inner);
@@ -61,18 +75,16 @@ impl ControlChannel {
             let mut guard = guard;
             if closed {
                 guard.done = true;
-                return Err("the client's input is closed".to_string());
+                return Err(ControlError::InputClosed);
             }
-            let answer = rx
-                .await
-                .unwrap_or_else(|_| Err("the client's input is closed".to_string()));
+            let answer = rx.await.unwrap_or(Err(ControlError::InputClosed));
             guard.done = true;
             answer
         })
     }
 
     /// Hands the client's answer to whoever waits for it.
-    pub fn resolve(&self, request_id: &str, outcome: Result<Value, String>) {
+    pub fn resolve(&self, request_id: &str, outcome: Result<Value, ControlError>) {
         match self.pending().remove(request_id) {
             Some(waiter) => {
                 let _ = waiter.send(outcome);
@@ -122,7 +134,7 @@ impl SdkMcpChannel for SdkCarrier {
             "subtype": "mcp_message", "server_name": server, "message": message,
         }));
         Box::pin(async move {
-            let answer = asking.await?;
+            let answer = asking.await.map_err(|e| e.to_string())?;
             Ok(answer.get("mcp_response").cloned())
         })
     }
@@ -152,7 +164,7 @@ impl HookCallbacks for HookCallbackCarrier {
         }));
         Box::pin(async move {
             tokio::select! {
-                answer = asking => answer,
+                answer = asking => answer.map_err(|e| e.to_string()),
                 // Dropping `asking` withdraws the request.
                 () = cancel.cancelled() => Err("cancelled".to_string()),
             }

@@ -11,6 +11,8 @@ use base64::Engine;
 use serde_json::Value;
 use toolbelt_model::UserPart;
 
+use crate::control::ControlError;
+
 /// The longest line read; a longer one is skipped with an error (a client's runaway
 /// must not take the memory).
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
@@ -36,12 +38,12 @@ pub enum Inbound {
         /// The whole request.
         request: Value,
     },
-    /// The client answers one of our requests: `Ok(response)` or `Err(error text)`.
+    /// The client answers one of our requests: `Ok(response)` or its error.
     ControlResponse {
         /// The ID of our request.
         request_id: String,
         /// The answer.
-        outcome: Result<Value, String>,
+        outcome: Result<Value, ControlError>,
     },
     /// The client withdraws a request of its own.
     ControlCancel {
@@ -52,22 +54,64 @@ pub enum Inbound {
     Ignored(String),
 }
 
+/// Why [`parse_line`] refused a line (answered to the client, which goes on).
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// The line is not JSON.
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// The line is JSON but not an object.
+    #[error("a line must be a JSON object")]
+    NotObject,
+    /// The object has no `type`.
+    #[error("the object has no \"type\" string")]
+    NoType,
+    /// A `type` this protocol does not have.
+    #[error(
+        "unknown message type {0:?} (expected user, control_request, control_response or control_cancel_request)"
+    )]
+    UnknownType(String),
+    /// A message of a known type whose fields are wrong; what is wrong.
+    #[error("{0}")]
+    BadMessage(String),
+}
+
 /// Parses one line; `Ok(None)` for a blank one.
-pub fn parse_line(line: &str) -> Result<Option<Inbound>, String> {
+pub fn parse_line(line: &str) -> Result<Option<Inbound>, InputError> {
     let line = line.trim();
     if line.is_empty() {
         return Ok(None);
     }
-    let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let value: Value = serde_json::from_str(line).map_err(InputError::NotJson)?;
     let Value::Object(map) = &value else {
-        return Err("a line must be a JSON object".to_string());
+        return Err(InputError::NotObject);
     };
     let kind = map
         .get("type")
         .and_then(Value::as_str)
-        .ok_or("the object has no \"type\" string")?;
+        .ok_or(InputError::NoType)?;
     match kind {
-        "user" => user(&value).map(Some),
+        "user" | "control_request" | "control_response" => message(kind, &value, map)
+            .map(Some)
+            .map_err(InputError::BadMessage),
+        "control_cancel_request" => Ok(Some(Inbound::ControlCancel {
+            request_id: id_of(map.get("request_id")),
+        })),
+        "system" | "assistant" | "result" | "stream_event" | "keep_alive" => {
+            Ok(Some(Inbound::Ignored(kind.to_string())))
+        }
+        other => Err(InputError::UnknownType(other.to_string())),
+    }
+}
+
+/// A `user`, `control_request` or `control_response` message, or what is wrong with it.
+fn message(
+    kind: &str,
+    value: &Value,
+    map: &serde_json::Map<String, Value>,
+) -> Result<Inbound, String> {
+    match kind {
+        "user" => user(value),
         "control_request" => {
             let request_id = id_of(map.get("request_id"))
                 .ok_or("a control_request needs a \"request_id\" (string or number)".to_string())?;
@@ -81,13 +125,13 @@ pub fn parse_line(line: &str) -> Result<Option<Inbound>, String> {
                 .and_then(Value::as_str)
                 .ok_or("the control request has no \"subtype\" string")?
                 .to_string();
-            Ok(Some(Inbound::ControlRequest {
+            Ok(Inbound::ControlRequest {
                 request_id,
                 subtype,
                 request,
-            }))
+            })
         }
-        "control_response" => {
+        _ => {
             let response = map
                 .get("response")
                 .filter(|r| r.is_object())
@@ -96,7 +140,7 @@ pub fn parse_line(line: &str) -> Result<Option<Inbound>, String> {
                 .ok_or("the control response has no \"request_id\"")?;
             let outcome = match response.get("subtype").and_then(Value::as_str) {
                 Some("success") => Ok(response.get("response").cloned().unwrap_or(Value::Null)),
-                Some("error") => Err(match response.get("error") {
+                Some("error") => Err(ControlError::Client(match response.get("error") {
                     Some(Value::String(s)) => s.clone(),
                     Some(Value::Object(e)) => e
                         .get("message")
@@ -104,7 +148,7 @@ pub fn parse_line(line: &str) -> Result<Option<Inbound>, String> {
                         .unwrap_or("the client reported an error")
                         .to_string(),
                     _ => "the client reported an error".to_string(),
-                }),
+                })),
                 _ => {
                     return Err(
                         "the control response's \"subtype\" must be \"success\" or \"error\""
@@ -112,20 +156,11 @@ pub fn parse_line(line: &str) -> Result<Option<Inbound>, String> {
                     );
                 }
             };
-            Ok(Some(Inbound::ControlResponse {
+            Ok(Inbound::ControlResponse {
                 request_id,
                 outcome,
-            }))
+            })
         }
-        "control_cancel_request" => Ok(Some(Inbound::ControlCancel {
-            request_id: id_of(map.get("request_id")),
-        })),
-        "system" | "assistant" | "result" | "stream_event" | "keep_alive" => {
-            Ok(Some(Inbound::Ignored(kind.to_string())))
-        }
-        other => Err(format!(
-            "unknown message type {other:?} (expected user, control_request, control_response or control_cancel_request)"
-        )),
     }
 }
 
@@ -271,7 +306,7 @@ mod tests {
             got,
             Inbound::ControlResponse {
                 request_id: "7".into(),
-                outcome: Err("nope".into())
+                outcome: Err(ControlError::Client("nope".into()))
             }
         );
         assert_eq!(parse_line("  ").unwrap(), None);
@@ -293,9 +328,24 @@ mod tests {
             ),
             (r#"{"type":"user","message":{"content":[]}}"#, "empty"),
         ] {
-            let err = parse_line(line).unwrap_err();
+            let err = parse_line(line).unwrap_err().to_string();
             assert!(err.contains(says), "{line}: {err}");
         }
+    }
+
+    #[test]
+    fn a_refused_line_says_its_cause() {
+        assert!(matches!(parse_line("{oops"), Err(InputError::NotJson(_))));
+        assert!(matches!(parse_line("[1]"), Err(InputError::NotObject)));
+        assert!(matches!(parse_line("{}"), Err(InputError::NoType)));
+        assert!(matches!(
+            parse_line(r#"{"type":"telegram"}"#),
+            Err(InputError::UnknownType(t)) if t == "telegram"
+        ));
+        assert!(matches!(
+            parse_line(r#"{"type":"control_request"}"#),
+            Err(InputError::BadMessage(_))
+        ));
     }
 
     fn json_value() -> impl Strategy<Value = Value> {
@@ -358,7 +408,7 @@ mod tests {
         #[test]
         fn text_messages_round_trip(text in ".{1,80}") {
             let line = json!({"type": "user", "message": {"role": "user", "content": text}}).to_string();
-            let parsed = parse_line(&line);
+            let parsed = parse_line(&line).map_err(|e| e.to_string());
             prop_assert_eq!(parsed, Ok(Some(Inbound::User { parts: vec![UserPart::Text(text.clone())], written: text, uuid: None })));
         }
     }

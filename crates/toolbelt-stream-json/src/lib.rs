@@ -41,9 +41,9 @@ mod session_loop;
 mod wire;
 
 pub use approver::ClientApprover;
-pub use control::{ControlChannel, HookCallbackCarrier, SdkCarrier};
-pub use input::{Inbound, MAX_LINE_BYTES, parse_line};
+pub use control::{ControlChannel, ControlError, HookCallbackCarrier, SdkCarrier};
+pub use input::{Inbound, InputError, MAX_LINE_BYTES, parse_line};
 pub use out::on_closed_output;
 pub use plugin::add_plugin;
-pub use session_loop::{StreamOptions, run};
+pub use session_loop::{StreamError, StreamOptions, run};
 pub use wire::{Emitter, InitInfo, OutputFormat, control_response, uuid, write_control};

@@ -40,7 +40,7 @@ pub(crate) async fn expand(
         let text = match prepared.mcp.run_prompt_command(&text).await {
             None => text,
             Some(Ok(expanded)) => expanded,
-            Some(Err(why)) => return Err(RunOutcome::prompt_not_made(why)),
+            Some(Err(why)) => return Err(RunOutcome::prompt_not_made(why.to_string())),
         };
         let mut inlined =
             at_paths::inline_resources(&text, &agent.registry(), agent.scheduler(), &servers).await;

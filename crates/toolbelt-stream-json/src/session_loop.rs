@@ -46,9 +46,24 @@ pub struct StreamOptions {
     pub partial_messages: bool,
 }
 
+/// Why a stream-JSON session could not be assembled (already answered to
+/// `initialize`).
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    /// A field of `initialize` is not what the protocol says (its name and why).
+    #[error("{0}")]
+    Initialize(String),
+    /// The session could not be opened (settings, MCP configuration).
+    #[error("{0}")]
+    Setup(#[from] toolbelt_session::SetupError),
+    /// The agent could not be made (flags, saved session, model).
+    #[error(transparent)]
+    Agent(#[from] toolbelt_session::AgentError),
+}
+
 /// Runs one stream-JSON session on stdin and stdout until stdin closes. An error is
 /// why the session could not be assembled (already answered to `initialize`).
-pub async fn run(options: StreamOptions) -> Result<(), String> {
+pub async fn run(options: StreamOptions) -> Result<(), StreamError> {
     let control = ControlChannel::new();
     let emitter: Arc<OnceLock<Arc<Emitter>>> = Arc::new(OnceLock::new());
     let (queue_tx, mut queue) = mpsc::unbounded_channel();
@@ -66,7 +81,7 @@ pub async fn run(options: StreamOptions) -> Result<(), String> {
         Ok(p) => p,
         Err(why) => {
             if let Some((id, _)) = &init {
-                write_control(&control_response(id, Err(why.clone())));
+                write_control(&control_response(id, Err(why.to_string())));
             }
             reader.abort();
             return Err(why);
@@ -171,12 +186,13 @@ async fn assemble(
     init: &Value,
     control: &Arc<ControlChannel>,
     emitter: &Arc<OnceLock<Arc<Emitter>>>,
-) -> Result<Prepared, String> {
+) -> Result<Prepared, StreamError> {
     let mut agent = options.agent.clone();
-    if let Some(text) = prompt_text(init.get("systemPrompt"))? {
+    let bad = StreamError::Initialize;
+    if let Some(text) = prompt_text(init.get("systemPrompt")).map_err(bad)? {
         agent.system_prompt = Some(text);
     }
-    if let Some(text) = prompt_text(init.get("appendSystemPrompt"))? {
+    if let Some(text) = prompt_text(init.get("appendSystemPrompt")).map_err(bad)? {
         agent.append_system_prompt = Some(text);
     }
     let mut session = options.session.clone();
@@ -184,10 +200,10 @@ async fn assemble(
         let config = json!({ "mcpServers": servers }).to_string();
         session.mcp.mcp_config.push(config);
     }
-    session.sdk_mcp_servers = sdk_servers(init.get("sdkMcpServers"), control)?;
-    initialize_fields(init, &mut session, &mut agent)?;
-    let mut session = Session::open(&options.dir, session).map_err(|e| e.0)?;
-    sdk_hooks(init, &mut session, control)?;
+    session.sdk_mcp_servers = sdk_servers(init.get("sdkMcpServers"), control).map_err(bad)?;
+    initialize_fields(init, &mut session, &mut agent).map_err(bad)?;
+    let mut session = Session::open(&options.dir, session)?;
+    sdk_hooks(init, &mut session, control).map_err(bad)?;
     let timeout = init
         .get("timeout")
         .and_then(|t| t.get("canUseTool"))
@@ -205,7 +221,7 @@ async fn assemble(
         sink,
         approver: Some(Arc::new(approver)),
     };
-    session.agent(agent, setup).await.map_err(|e| e.to_string())
+    Ok(session.agent(agent, setup).await?)
 }
 
 /// `initialize.hooks`: the SDK's callbacks join the session's hooks (an empty object
@@ -494,7 +510,8 @@ impl<'a> Loop<'a> {
                     &options,
                     &self.prepared.settings,
                     &self.prepared.cwd,
-                )?;
+                )
+                .map_err(|e| e.to_string())?;
                 self.prepared.model.replace(model);
                 self.out.set_model(name);
                 Ok(json!({"subtype": "set_model", "model": name}))
@@ -569,7 +586,7 @@ async fn read_input(
     loop {
         number += 1;
         let parsed = match read_line(&mut stdin, MAX_LINE_BYTES).await {
-            Ok(Some(line)) => input::parse_line(&line),
+            Ok(Some(line)) => input::parse_line(&line).map_err(|e| e.to_string()),
             Ok(None) => break,
             Err(LineError::TooLong) => Err(format!("longer than {MAX_LINE_BYTES} bytes")),
             Err(LineError::Io(e)) => {

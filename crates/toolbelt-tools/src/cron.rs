@@ -20,7 +20,7 @@ mod durable;
 mod expr;
 mod tasks;
 
-pub use expr::CronExpr;
+pub use expr::{CronError, CronExpr};
 pub use tasks::{
     Clock, CronTask, CronTasks, DEFAULT_MAX_AGE_DAYS, Fired, MAX_TASKS, TaskOrigin, id_fraction,
     system_clock,
@@ -130,7 +130,8 @@ impl Tool for CronTool {
         let action = match self.which {
             Which::Create => {
                 let p: CreateParams = crate::parse_params(args)?;
-                let cron = CronExpr::parse(&p.cron).map_err(ToolError::invalid_params)?;
+                let cron = CronExpr::parse(&p.cron)
+                    .map_err(|e| ToolError::invalid_params(e.to_string()))?;
                 if p.prompt.trim().is_empty() {
                     return Err(ToolError::invalid_params("The prompt is empty."));
                 }
@@ -236,7 +237,7 @@ impl CronCall {
                     },
                     task.next_fire.format("%Y-%m-%d %H:%M:%S %Z")
                 )),
-                Err(e) => ToolResult::error(ToolError::invalid_params(e)),
+                Err(e) => ToolResult::error(ToolError::invalid_params(e.to_string())),
             },
             Action::List => ToolResult::text(list_text(&self.tasks.list())),
             Action::Delete(id) => {

@@ -31,7 +31,7 @@ use toolbelt_core::{
 
 mod command_line;
 
-pub use command_line::split_command;
+pub use command_line::{CommandLineError, split_command};
 
 use toolbelt_process::run::{self, RunEnd, RunOutput, RunSpec};
 

@@ -63,7 +63,7 @@ mod write_file;
 
 pub use ask_user_question::AskUserQuestion;
 pub use declared::{LoadedManifests, load_declared, register_declared};
-pub use discovered::{DiscoveredTool, Discovery, discover, split_command};
+pub use discovered::{CommandLineError, DiscoveredTool, Discovery, discover, split_command};
 pub use edit::Edit;
 pub use enter_worktree::EnterWorktree;
 pub use exit_plan_mode::ExitPlanMode;
@@ -78,8 +78,8 @@ pub use read_many_files::ReadManyFiles;
 pub use rule_words::rule_vocabulary;
 pub use save_memory::SaveMemory;
 pub use shell::background::{Job, JobStatus, JobTable, connection_logs_dir};
-pub use shell::sandbox::SandboxSupport;
 pub use shell::sandbox::hidden::CREDENTIAL_FILES;
+pub use shell::sandbox::{ConfineError, SandboxSupport};
 pub use shell::{RunShellCommand, sweep_unasked_logs};
 pub use todo_write::TodoWrite;
 pub use walk::{

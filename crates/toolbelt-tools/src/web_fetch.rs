@@ -226,7 +226,7 @@ impl Tool for WebFetch {
             .map_err(|e| ToolError::invalid_params(format!("invalid URL '{}': {e}", params.url)))?;
         let url = github_raw(url);
         toolbelt_netguard::check_url(&url, &self.policy)
-            .map_err(|why| ToolError::new(ErrorKind::WebFetchError, why))?;
+            .map_err(|why| ToolError::new(ErrorKind::WebFetchError, why.to_string()))?;
         let settings = &self.env.settings.tools.web_fetch;
         Ok(Box::new(WebFetchCall {
             host: url.host_str().unwrap_or_default().to_string(),

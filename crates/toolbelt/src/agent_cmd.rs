@@ -113,13 +113,8 @@ async fn acp(global: &GlobalArgs, args: &AgentArgs) -> u8 {
         session: agent_session(global, args),
         agent: agent_options(args),
     };
-    match toolbelt_acp::run(options).await {
-        Ok(()) => EXIT_OK,
-        Err(why) => {
-            eprintln!("toolbelt: {why}");
-            EXIT_USAGE
-        }
-    }
+    toolbelt_acp::run(options).await;
+    EXIT_OK
 }
 
 /// `--input-format stream-json`: the SDK protocol (`toolbelt_stream_json`).
@@ -146,9 +141,9 @@ async fn stream_json(global: &GlobalArgs, args: AgentArgs) -> u8 {
     };
     match toolbelt_stream_json::run(options).await {
         Ok(()) => EXIT_OK,
-        Err(why) => {
-            eprintln!("toolbelt: {why}");
-            EXIT_USAGE
+        Err(e) => {
+            eprintln!("toolbelt: {e}");
+            crate::cli::stream_failure(&e)
         }
     }
 }
@@ -163,17 +158,21 @@ fn stream_format(format: OutputFormat) -> toolbelt_stream_json::OutputFormat {
 
 /// `--resume` without an ID: the project's sessions, newest first.
 fn list_sessions(global: &GlobalArgs) -> u8 {
-    let listed = Session::load(global)
-        .map_err(|e| e.0)
-        .and_then(|session| saved::list(&saved::store(&session.project())));
-    match listed {
+    let session = match Session::load(global) {
+        Ok(session) => session,
+        Err(e) => {
+            eprintln!("toolbelt: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match saved::list(&saved::store(&session.project())) {
         Ok(text) => {
             print!("{text}");
             EXIT_OK
         }
-        Err(message) => {
-            eprintln!("toolbelt: {message}");
-            EXIT_USAGE
+        Err(e) => {
+            eprintln!("toolbelt: {e}");
+            crate::cli::list_failure(&e)
         }
     }
 }

@@ -10,13 +10,18 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_TOOL_ERROR: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_REFUSED: u8 = 3;
+/// A file toolbelt keeps for itself cannot be read or written (the trusted folders, the
+/// saved sessions, the checkpoint store), or HOME is not set: not the command line's
+/// fault, nor the settings', so a script can tell it from a usage error.
+pub const EXIT_STATE: u8 = 4;
 pub const EXIT_INTERRUPTED: u8 = 130;
 /// The agent reached `--max-session-turns` (Qwen Code's code for the same).
 pub const EXIT_TURN_LIMIT: u8 = 53;
 
 /// The exit code of an agent that could not be made, by its cause: each is the person's
 /// configuration, flags or input (2), the model's too: a missing key, URL or replay
-/// script is configuration, not a model that failed to answer (1).
+/// script is configuration, not a model that failed to answer (1). A `--resume` ID that
+/// is not saved is the flag's (2): scripts and tests rely on it.
 pub fn setup_failure(e: &toolbelt_session::AgentError) -> u8 {
     use toolbelt_session::AgentError;
     match e {
@@ -25,6 +30,42 @@ pub fn setup_failure(e: &toolbelt_session::AgentError) -> u8 {
         | AgentError::Saved(_)
         | AgentError::Prompt(_)
         | AgentError::Model(_) => EXIT_USAGE,
+    }
+}
+
+/// `--input-format stream-json` that could not start: a bad `initialize` field is usage
+/// (2); an agent that could not be made exits as without stream-JSON.
+pub fn stream_failure(e: &toolbelt_stream_json::StreamError) -> u8 {
+    use toolbelt_stream_json::StreamError;
+    match e {
+        StreamError::Initialize(_) | StreamError::Setup(_) => EXIT_USAGE,
+        StreamError::Agent(e) => setup_failure(e),
+    }
+}
+
+/// `--resume` without an ID: no saved session is usage (2); a store that cannot be
+/// read is toolbelt's own state (4).
+pub fn list_failure(e: &toolbelt_session::ListError) -> u8 {
+    use toolbelt_session::ListError;
+    match e {
+        ListError::NoneSaved(_) => EXIT_USAGE,
+        ListError::Store(_) => EXIT_STATE,
+    }
+}
+
+/// `toolbelt trust`: a folder that is not there is usage (2); a trusted-folders file
+/// with a value it does not know is configuration, like bad settings (2); one that cannot
+/// be read or written, or no HOME, is toolbelt's own state (4).
+pub fn trust_failure(e: &toolbelt_session::TrustChangeError) -> u8 {
+    use toolbelt_core::trust::TrustError;
+    use toolbelt_session::TrustChangeError;
+    match e {
+        TrustChangeError::CurrentDir(_)
+        | TrustChangeError::NotADirectory(_)
+        | TrustChangeError::Unreadable { .. }
+        | TrustChangeError::File(TrustError::Invalid { .. }) => EXIT_USAGE,
+        TrustChangeError::NoHome
+        | TrustChangeError::File(TrustError::Io { .. } | TrustError::NoHome) => EXIT_STATE,
     }
 }
 
@@ -44,6 +85,7 @@ Exit codes of the agent (`toolbelt PROMPT`):
   0    the model answered
   1    the model could not be used (refused the request, unreachable after retries)
   2    usage error (no prompt, bad flags, bad settings, unreadable replay file)
+  4    `--resume` without an ID: the saved sessions cannot be read
   53   the session reached --max-session-turns
   130  interrupted with Ctrl-C
 
@@ -53,7 +95,15 @@ Exit codes of `tools call`:
   2    usage or validation error (unknown tool, bad JSON, invalid arguments, bad settings)
   3    refused: the call needs confirmation and none was given (no terminal, no --yes),
        or the person answered no
-  130  interrupted with Ctrl-C (the running tool is cancelled first)";
+  130  interrupted with Ctrl-C (the running tool is cancelled first)
+
+Exit codes of `restore` and `trust`:
+  0    done (or nothing to do)
+  1    some paths could not be restored
+  2    usage error (no such checkpoint, a path outside the workspace, not a directory)
+  3    refused: the restore was not confirmed
+  4    a file toolbelt keeps cannot be read or written (the checkpoint store,
+       ~/.qwen/trustedFolders.json), or HOME is not set";
 
 /// Where the flags every subcommand takes are listed in `--help`: apart from the
 /// subcommand's own, since few of them matter to a given subcommand.

@@ -40,7 +40,7 @@ async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)>
     let policy = crate::session::policy(&args.policy);
     let workspaces = ServeWorkspaces::start(&cwd, options, policy, args.proxy_mcp)
         .await
-        .map_err(usage)?;
+        .map_err(|e| usage(e.to_string()))?;
     let options = Arc::new(ServeOptions::new(args.stateless, HOW_TO_ALLOW));
     let stop = CancellationToken::new();
     match http {
@@ -53,7 +53,7 @@ async fn serve(global: &GlobalArgs, args: ServeArgs) -> Result<(), (u8, String)>
             }
             toolbelt_mcp::serve::serve_stdio(workspaces, options, stop)
                 .await
-                .map_err(|e| (EXIT_TOOL_ERROR, e))
+                .map_err(|e| (EXIT_TOOL_ERROR, e.to_string()))
         }
         Some(http) => {
             let open_to_local_users = http.token.is_none();

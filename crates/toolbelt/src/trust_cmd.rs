@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::cli::{EXIT_OK, EXIT_USAGE};
+use crate::cli::EXIT_OK;
 
 pub fn run(path: Option<&Path>, remove: bool) -> u8 {
     match toolbelt_session::change_trust(path, remove) {
@@ -13,7 +13,7 @@ pub fn run(path: Option<&Path>, remove: bool) -> u8 {
         }
         Err(e) => {
             eprintln!("toolbelt: {e}");
-            EXIT_USAGE
+            crate::cli::trust_failure(&e)
         }
     }
 }

@@ -314,3 +314,28 @@ fn an_untrusted_repository_learns_no_variable_through_when_clauses() {
         );
     }
 }
+
+/// Issue 42: `toolbelt trust` says by its exit code whose the failure is: a folder that
+/// is not there, or a trusted-folders file with a value it does not know, is the
+/// person's (2); a trusted-folders file that cannot be read at all is toolbelt's own
+/// state (4), which no other argument would fix.
+#[test]
+fn trust_exit_codes_follow_the_cause() {
+    let p = Project::new(json!({}));
+    let out = p.run(&["trust", "no-such-folder"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let file = p.home.join(".qwen/trustedFolders.json");
+    std::fs::create_dir_all(p.home.join(".qwen")).unwrap();
+    std::fs::write(&file, r#"{"/x": "TRUST_A_LOT"}"#).unwrap();
+    let out = p.run(&["trust"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir_all(&file).unwrap();
+    let out = p.run(&["trust"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("trustedFolders.json"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -108,7 +108,9 @@ pub(super) async fn execute(
         c.after_call(call).await;
     }
     if let Some(why) = unsaved {
-        result.llm_content.push(Part::text(unsaved_note(&why)));
+        result
+            .llm_content
+            .push(Part::text(unsaved_note(&why.to_string())));
     }
     (result, elapsed)
 }

@@ -414,7 +414,7 @@ impl Parser<'_> {
                 kind: WhenErrorKind::InvalidRegex {
                     pattern: source,
                     offset: token.offset,
-                    message,
+                    message: message.to_string(),
                 },
             }),
         }

@@ -130,7 +130,7 @@ impl HttpSender {
                 ));
             }
         }
-        toolbelt_netguard::check_url(&url, &self.policy)?;
+        toolbelt_netguard::check_url(&url, &self.policy).map_err(|e| e.to_string())?;
         let mut headers = HeaderMap::new();
         for (name, value) in &hook.headers {
             let value = expand(value, &hook.allowed_env_vars);

@@ -48,7 +48,8 @@ fn transport_priority_is_http_url_then_url_then_command() {
     assert_eq!(config.call_timeout, Duration::from_millis(500));
     let empty = McpServerSettings::default();
     let err = ServerConfig::from_settings("a", &empty, root).unwrap_err();
-    assert!(err.contains("missing httpUrl"), "{err}");
+    assert!(matches!(err, McpConfigError::NoTransport), "{err:?}");
+    assert!(err.to_string().contains("missing httpUrl"), "{err}");
 }
 
 #[test]
@@ -135,9 +136,20 @@ fn mcp_config_reads_inline_json_files_and_both_shapes() {
     let from_file = parse_mcp_config(file.to_str().unwrap()).unwrap();
     assert_eq!(from_file["y"].http_url.as_deref(), Some("http://h/mcp"));
     let err = parse_mcp_config("/nonexistent/servers.json").unwrap_err();
-    assert!(err.contains("cannot read the --mcp-config file"), "{err}");
+    assert!(matches!(err, McpConfigError::Unreadable { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("cannot read the --mcp-config file"),
+        "{err}"
+    );
     let err = parse_mcp_config(r#"{"x": {"args": "not a list"}}"#).unwrap_err();
-    assert!(err.contains("not a map of MCP servers"), "{err}");
+    assert!(matches!(err, McpConfigError::NotServers { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("not a map of MCP servers"),
+        "{err}"
+    );
+    let err = parse_mcp_config("{not json").unwrap_err();
+    assert!(matches!(err, McpConfigError::Syntax { .. }), "{err:?}");
 }
 
 #[test]

@@ -24,7 +24,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use super::{USER, cloexec_from, needs_user, write_file};
+use super::{IsolationRefused, USER, cloexec_from, needs_user, write_file};
 
 /// The shared namespaces' descriptors, for the `pre_exec` step. `USER_NS` stays -1 where
 /// toolbelt is privileged; both are -1 until [`ensure`] succeeded.
@@ -32,19 +32,14 @@ pub(super) static USER_NS: AtomicI32 = AtomicI32::new(-1);
 pub(super) static NET_NS: AtomicI32 = AtomicI32::new(-1);
 
 /// Makes the shared namespaces, once per process; the error says why the kernel refused.
-pub(super) fn ensure() -> &'static Result<(), String> {
-    static MADE: OnceLock<Result<(), String>> = OnceLock::new();
+pub(super) fn ensure() -> &'static Result<(), IsolationRefused> {
+    static MADE: OnceLock<Result<(), IsolationRefused>> = OnceLock::new();
     MADE.get_or_init(|| {
-        make().map_err(|e| format!("the kernel refused a network namespace{}: {e}", how()))
+        make().map_err(|e| IsolationRefused::Network {
+            through_user: needs_user() == USER,
+            why: e.to_string(),
+        })
     })
-}
-
-fn how() -> &'static str {
-    if needs_user() == USER {
-        " through a user namespace"
-    } else {
-        ""
-    }
 }
 
 fn make() -> io::Result<()> {

@@ -35,7 +35,7 @@ fn stdout(out: &Output) -> String {
 /// Whether the machine grants a layer; where it does not, the test says so and is
 /// skipped, except under CI as root, where the kernel always grants it (a skip there
 /// would hide a regression).
-fn granted(layer: &Result<(), String>) -> bool {
+fn granted(layer: &Result<(), IsolationRefused>) -> bool {
     match layer {
         Ok(()) => true,
         Err(why) => {

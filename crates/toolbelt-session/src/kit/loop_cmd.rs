@@ -6,6 +6,7 @@
 //! the nearest one that does, which the confirmation names. No interval: every 10
 //! minutes.
 
+use crate::error::CommandError;
 use std::sync::Arc;
 
 use toolbelt_tools::MonitorTable;
@@ -50,7 +51,7 @@ pub fn run(tasks: Option<&Arc<CronTasks>>, rest: &str) -> (String, Option<String
     };
     let command = match parse(rest) {
         Ok(c) => c,
-        Err(e) => return (e, None),
+        Err(e) => return (e.to_string(), None),
     };
     match command {
         LoopCommand::List => (cron::list_text(&tasks.list()), None),
@@ -84,7 +85,7 @@ pub fn run(tasks: Option<&Arc<CronTasks>>, rest: &str) -> (String, Option<String
                         Some(prompt),
                     )
                 }
-                Err(e) => (e, None),
+                Err(e) => (e.to_string(), None),
             }
         }
     }
@@ -147,7 +148,7 @@ const MINUTE_STEPS: [u64; 11] = [1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30];
 const HOUR_STEPS: [u64; 7] = [1, 2, 3, 4, 6, 8, 12];
 
 /// Parses what follows `/loop`.
-pub fn parse(rest: &str) -> Result<LoopCommand, String> {
+pub fn parse(rest: &str) -> Result<LoopCommand, CommandError> {
     let rest = rest.trim();
     let mut words = rest.split_whitespace();
     match (words.next(), words.next()) {
@@ -157,13 +158,15 @@ pub fn parse(rest: &str) -> Result<LoopCommand, String> {
             return Ok(LoopCommand::Cancel(id.to_string()));
         }
         (None, _) => {
-            return Err("/loop needs a prompt: /loop [interval] <prompt>, /loop list, /loop clear (the autonomous loop without a prompt is not supported)".to_string());
+            return Err(CommandError::Usage("/loop needs a prompt: /loop [interval] <prompt>, /loop list, /loop clear (the autonomous loop without a prompt is not supported)".to_string()));
         }
         _ => {}
     }
-    let (minutes, prompt, asked) = split_interval(rest)?;
+    let (minutes, prompt, asked) = split_interval(rest).map_err(CommandError::Usage)?;
     if prompt.trim().is_empty() {
-        return Err("/loop needs a prompt after the interval".to_string());
+        return Err(CommandError::Usage(
+            "/loop needs a prompt after the interval".to_string(),
+        ));
     }
     let (cron, every, clean) = cron_for(minutes);
     Ok(LoopCommand::Schedule {

@@ -74,10 +74,10 @@ impl ModelSwitch {
     }
 
     /// Switches the session to `name`: the text to show, or why it cannot.
-    pub fn switch(&mut self, name: &str) -> Result<String, String> {
+    pub fn switch(&mut self, name: &str) -> Result<String, crate::SwitchError> {
         let name = name.trim();
         if name.is_empty() || name.contains(char::is_whitespace) {
-            return Err(format!("/model takes one model name, not {name:?}"));
+            return Err(crate::SwitchError::BadName(name.to_string()));
         }
         let mut options = self.options.clone();
         options.model = Some(name.to_string());

@@ -3,6 +3,7 @@
 //! approval mode); the texts are built here from the session's parts so they are
 //! tested without a terminal.
 
+use crate::error::{CommandError, MemoryError};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -124,7 +125,7 @@ pub const KEYS: &[(&str, &str)] = &[
 /// `None` when `line` is not a slash command (it does not start with `/`, or starts
 /// with `//` or a path such as `/usr/bin` followed by more path); otherwise the command
 /// or a message saying what is wrong, with the closest command for a misspelling.
-pub fn parse(line: &str) -> Option<Result<SlashCommand, String>> {
+pub fn parse(line: &str) -> Option<Result<SlashCommand, CommandError>> {
     let line = line.trim();
     let rest = line.strip_prefix('/')?;
     let (name, args) = match rest.split_once(char::is_whitespace) {
@@ -139,7 +140,7 @@ pub fn parse(line: &str) -> Option<Result<SlashCommand, String>> {
         if args.is_empty() {
             Ok(cmd)
         } else {
-            Err(format!("/{name} takes no arguments"))
+            Err(CommandError::Usage(format!("/{name} takes no arguments")))
         }
     };
     Some(match name.to_ascii_lowercase().as_str() {
@@ -154,7 +155,7 @@ pub fn parse(line: &str) -> Option<Result<SlashCommand, String>> {
             (!args.is_empty()).then(|| args.to_string()),
         )),
         "quit" | "exit" => no_args(SlashCommand::Quit),
-        "memory" => parse_memory(args),
+        "memory" => parse_memory(args).map_err(CommandError::Usage),
         "restore" | "rewind" | "diff" => {
             super::undo::parse(&name.to_ascii_lowercase(), args).map(SlashCommand::Undo)
         }
@@ -164,9 +165,10 @@ pub fn parse(line: &str) -> Option<Result<SlashCommand, String>> {
             } else {
                 args.parse::<ApprovalMode>()
                     .map(|m| SlashCommand::ApprovalMode(Some(m)))
+                    .map_err(CommandError::Usage)
             }
         }
-        other => Err(unknown(other)),
+        other => Err(CommandError::Unknown(unknown(other))),
     })
 }
 
@@ -362,7 +364,7 @@ pub async fn memory_add(
     home: Option<PathBuf>,
     fact: &str,
     project: bool,
-) -> Result<String, String> {
+) -> Result<String, MemoryError> {
     let mut registry = ToolRegistry::new();
     registry.register(
         Arc::new(toolbelt_tools::SaveMemory::with_home(env.clone(), home)),
@@ -388,9 +390,9 @@ pub async fn memory_add(
         .into_iter()
         .next()
         .map(|c| c.result)
-        .ok_or("no result")?;
+        .ok_or(MemoryError::NoResult)?;
     match result.error {
-        Some(e) => Err(e.message),
+        Some(e) => Err(MemoryError::Tool(e.message)),
         None => Ok(result.llm_text()),
     }
 }

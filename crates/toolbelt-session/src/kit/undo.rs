@@ -9,6 +9,7 @@
 //! - `/diff` shows the working tree against git's `HEAD`, then what each turn of this
 //!   session changed, shell commands included.
 
+use crate::error::CommandError;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -46,7 +47,11 @@ pub enum UndoCommand {
 }
 
 /// Parses the arguments of `/restore`, `/rewind` or `/diff` (`name`).
-pub fn parse(name: &str, args: &str) -> Result<UndoCommand, String> {
+pub fn parse(name: &str, args: &str) -> Result<UndoCommand, CommandError> {
+    parse_words(name, args).map_err(CommandError::Usage)
+}
+
+fn parse_words(name: &str, args: &str) -> Result<UndoCommand, String> {
     let mut words: Vec<&str> = args.split_whitespace().collect();
     let force = words.contains(&"--force");
     words.retain(|w| *w != "--force");
@@ -148,7 +153,7 @@ impl UndoKit {
         };
         let plan = match history.plan_record(target, &[]) {
             Ok(plan) => plan,
-            Err(e) => return refuse(e),
+            Err(e) => return refuse(e.to_string()),
         };
         let (insertions, deletions) = history.line_counts(&plan);
         let files_changed: Vec<String> = plan
@@ -178,7 +183,7 @@ impl UndoKit {
         match history.apply(&plan, false) {
             Ok(applied) if applied.failed.is_empty() || !applied.restored.is_empty() => result,
             Ok(applied) => refuse(applied.failed.join("; ")),
-            Err(e) => refuse(e),
+            Err(e) => refuse(e.to_string()),
         }
     }
 }
@@ -226,7 +231,7 @@ pub async fn run(
             let plan = tokio::task::spawn_blocking(move || h.plan(&id, &only)).await;
             match plan {
                 Ok(Ok(plan)) => confirm_and_apply(&history, plan, force, &*approver, say).await,
-                Ok(Err(e)) => e,
+                Ok(Err(e)) => e.to_string(),
                 Err(e) => format!("failed: {e}"),
             }
         }

@@ -3,6 +3,7 @@
 //! variables are given as a fixed set, never the process's environment.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::error::ModelSetupError;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use toolbelt_model::fake_gemini::{FakeGemini, GeminiReply};
@@ -170,6 +171,8 @@ fn vertex_ai_without_credentials_names_what_is_missing() {
     };
     let vars = Vars::fixed(&[("GOOGLE_CLOUD_PROJECT", "proj-1")]);
     let err = choose_with(&options, &Settings::default(), vars).unwrap_err();
+    assert!(matches!(err, ModelSetupError::Credentials(_)), "{err:?}");
+    let err = err.to_string();
     assert!(err.contains("provider 'vertex-ai'"), "{err}");
     assert!(
         err.contains("Not set: GOOGLE_CLOUD_LOCATION, GOOGLE_CLOUD_ACCESS_TOKEN, GOOGLE_API_KEY"),
@@ -181,7 +184,9 @@ fn vertex_ai_without_credentials_names_what_is_missing() {
         provider: Some("corp-vertex".into()),
         ..options
     };
-    let err = choose_with(&options, &s, Vars::fixed(&[])).unwrap_err();
+    let err = choose_with(&options, &s, Vars::fixed(&[]))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("'corp-vertex'") && err.contains("Vertex AI needs"),
         "{err}"
@@ -252,6 +257,11 @@ fn flags_choose_the_chat_format_and_the_key_stays_out_of_debug_output() {
         ..options
     };
     let err = choose(&options, &Settings::default()).unwrap_err();
+    assert!(
+        matches!(&err, ModelSetupError::UnknownProvider { provider, .. } if provider == "corp"),
+        "{err:?}"
+    );
+    let err = err.to_string();
     assert!(
         err.contains("'corp'") && err.contains("providerProtocol"),
         "{err}"

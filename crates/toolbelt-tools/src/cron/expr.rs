@@ -20,6 +20,52 @@ const FIELDS: [(&str, u32, u32); 5] = [
     ("day-of-week", 0, 7),
 ];
 
+/// Why a cron expression was refused or a task not scheduled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CronError {
+    /// Not five fields.
+    #[error(
+        "A cron expression has 5 fields (minute hour day-of-month month day-of-week), not {count}: '{text}'."
+    )]
+    FieldCount {
+        /// How many there are.
+        count: usize,
+        /// The expression.
+        text: String,
+    },
+    /// A field out of range or malformed.
+    #[error("Field {name} ('{field}') of '{text}': {why}.")]
+    Field {
+        /// The field's name (`minute`, ...).
+        name: &'static str,
+        /// The field as written.
+        field: String,
+        /// The expression.
+        text: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The fields are each fine, but the parser refuses the whole.
+    #[error("'{text}' is not a valid cron expression: {why}.")]
+    Invalid {
+        /// The expression.
+        text: String,
+        /// The parser's message.
+        why: String,
+    },
+    /// The expression names no date that exists (`0 0 31 2 *`).
+    #[error("'{0}' never matches a date.")]
+    NeverMatches(String),
+    /// A durable task without `experimental.cronDurable`.
+    #[error(
+        "Durable tasks are off (the user's settings do not set experimental.cronDurable); schedule it without `durable`, for this session only."
+    )]
+    DurableOff,
+    /// The session's tasks are at their limit (the limit).
+    #[error("A session holds at most {0} scheduled tasks; delete one with cron_delete first.")]
+    TooMany(usize),
+}
+
 /// A checked expression.
 #[derive(Debug, Clone)]
 pub struct CronExpr {
@@ -29,17 +75,21 @@ pub struct CronExpr {
 
 impl CronExpr {
     /// Parses `text`; the error names the field at fault.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, CronError> {
         let fields: Vec<&str> = text.split_whitespace().collect();
         if fields.len() != 5 {
-            return Err(format!(
-                "A cron expression has 5 fields (minute hour day-of-month month day-of-week), not {}: '{text}'.",
-                fields.len()
-            ));
+            return Err(CronError::FieldCount {
+                count: fields.len(),
+                text: text.to_string(),
+            });
         }
         for (field, &(name, low, high)) in fields.iter().zip(FIELDS.iter()) {
-            check_field(field, low, high)
-                .map_err(|why| format!("Field {name} ('{field}') of '{text}': {why}."))?;
+            check_field(field, low, high).map_err(|why| CronError::Field {
+                name,
+                field: (*field).to_string(),
+                text: text.to_string(),
+                why,
+            })?;
         }
         let text = fields.join(" ");
         let cron = CronParser::builder()
@@ -49,7 +99,10 @@ impl CronExpr {
             .dom_and_dow(false)
             .build()
             .parse(&text)
-            .map_err(|e| format!("'{text}' is not a valid cron expression: {e}."))?;
+            .map_err(|e| CronError::Invalid {
+                text: text.clone(),
+                why: e.to_string(),
+            })?;
         Ok(CronExpr { text, cron })
     }
 
@@ -145,6 +198,10 @@ mod tests {
         ];
         for (text, field, why) in cases {
             let e = CronExpr::parse(text).unwrap_err();
+            let by_field = matches!(e, CronError::Field { .. });
+            let by_count = matches!(e, CronError::FieldCount { count: 6, .. });
+            assert!(by_field || by_count, "{text}: {e:?}");
+            let e = e.to_string();
             assert!(e.contains(field), "{text}: {e}");
             assert!(e.contains(why), "{text}: {e}");
         }

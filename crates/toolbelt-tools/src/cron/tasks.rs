@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Local, Timelike};
 
-use super::expr::CronExpr;
+use super::expr::{CronError, CronExpr};
 
 /// Tasks a session may hold.
 pub const MAX_TASKS: usize = 50;
@@ -175,24 +175,20 @@ impl CronTasks {
         prompt: &str,
         recurring: bool,
         durable: bool,
-    ) -> Result<CronTask, String> {
+    ) -> Result<CronTask, CronError> {
         let origin = match durable {
             false => None,
             true => match self.file.lock().ok().and_then(|f| f.clone()) {
                 Some((_, origin)) => Some(origin),
                 None => {
-                    return Err(
-                        "Durable tasks are off (the user's settings do not set experimental.cronDurable); schedule it without `durable`, for this session only.".to_string(),
-                    );
+                    return Err(CronError::DurableOff);
                 }
             },
         };
         let now = self.now();
         let mut tasks = self.lock();
         if tasks.len() >= MAX_TASKS {
-            return Err(format!(
-                "A session holds at most {MAX_TASKS} scheduled tasks; delete one with cron_delete first."
-            ));
+            return Err(CronError::TooMany(MAX_TASKS));
         }
         let id = loop {
             let id = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
@@ -201,7 +197,7 @@ impl CronTasks {
             }
         };
         let next_fire = fire_time(&cron, &id, recurring, now)
-            .ok_or_else(|| format!("'{}' never matches a date.", cron.as_str()))?;
+            .ok_or_else(|| CronError::NeverMatches(cron.as_str().to_string()))?;
         let task = CronTask {
             id,
             cron,

@@ -166,7 +166,9 @@ fn recurring_tasks_expire_with_a_final_fire_and_the_limit_is_fifty() {
         true,
         false,
     );
-    assert!(refused.unwrap_err().contains("at most 50"));
+    let refused = refused.unwrap_err();
+    assert_eq!(refused, CronError::TooMany(50));
+    assert!(refused.to_string().contains("at most 50"));
 }
 
 /// A scheduled prompt fires only while the session waits between turns: a long turn

@@ -8,21 +8,40 @@
 //! outside quotes is an error that says what was found and how to ask for a shell
 //! explicitly (`sh -c '...'`), which then works as written.
 
+/// Why [`split_command`] refused a command line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandLineError {
+    /// Shell syntax outside quotes (what was found), and the line quoted for `sh -c`.
+    #[error(
+        "{syntax} is shell syntax, but the command runs without a shell (one program and \
+         its arguments). To run it through a shell, write: sh -c {quoted}"
+    )]
+    ShellSyntax {
+        /// What was found, described.
+        syntax: String,
+        /// The whole line, quoted for a shell.
+        quoted: String,
+    },
+    /// No words at all.
+    #[error("the command is empty")]
+    Empty,
+    /// A quote that is not closed.
+    #[error("unbalanced quotes in the command line")]
+    UnbalancedQuotes,
+}
+
 /// The words of `command`, or why it cannot run without a shell.
-pub fn split_command(command: &str) -> Result<Vec<String>, String> {
+pub fn split_command(command: &str) -> Result<Vec<String>, CommandLineError> {
     if let Some(syntax) = shell_syntax(command) {
         let quoted = shlex::try_quote(command)
             .map(|q| q.into_owned())
             .unwrap_or_else(|_| format!("'{command}'"));
-        return Err(format!(
-            "{syntax} is shell syntax, but the command runs without a shell (one program and \
-             its arguments). To run it through a shell, write: sh -c {quoted}"
-        ));
+        return Err(CommandLineError::ShellSyntax { syntax, quoted });
     }
     match shlex::split(command) {
         Some(argv) if !argv.is_empty() => Ok(argv),
-        Some(_) => Err("the command is empty".into()),
-        None => Err("unbalanced quotes in the command line".into()),
+        Some(_) => Err(CommandLineError::Empty),
+        None => Err(CommandLineError::UnbalancedQuotes),
     }
 }
 
@@ -127,10 +146,20 @@ mod tests {
             ("~/bin/tool", "`~`"),
         ] {
             let err = split_command(line).unwrap_err();
+            assert!(
+                matches!(err, CommandLineError::ShellSyntax { .. }),
+                "{err:?}"
+            );
+            let err = err.to_string();
             assert!(err.contains(found), "{line}: {err}");
             assert!(err.contains("sh -c "), "{line}: {err}");
         }
-        let err = split_command("touch x; echo []").unwrap_err();
+        assert_eq!(split_command("  "), Err(CommandLineError::Empty));
+        assert_eq!(
+            split_command("echo 'open"),
+            Err(CommandLineError::UnbalancedQuotes)
+        );
+        let err = split_command("touch x; echo []").unwrap_err().to_string();
         assert!(err.ends_with("sh -c 'touch x; echo []'"), "{err}");
     }
 }

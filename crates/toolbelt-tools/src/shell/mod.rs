@@ -422,7 +422,7 @@ impl ShellCall {
         if self.env.settings.tools.shell.allow_unsandboxed {
             return Ok(());
         }
-        self.support().can_confine()
+        self.support().can_confine().map_err(|e| e.to_string())
     }
 
     /// The sandbox for a call that came to run with `consent`: read-only when nobody

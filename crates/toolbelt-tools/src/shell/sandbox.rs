@@ -105,11 +105,23 @@ impl SandboxSupport {
     }
 
     /// `Ok` when an unasked command can be confined read-only: Landlock and seccomp.
-    pub fn can_confine(&self) -> Result<(), String> {
+    pub fn can_confine(&self) -> Result<(), ConfineError> {
         self.landlock_abi()
-            .map_err(|why| format!("no Landlock: {why}"))?;
-        self.seccomp().map_err(|why| format!("no seccomp: {why}"))
+            .map_err(|why| ConfineError::NoLandlock(why.to_string()))?;
+        self.seccomp()
+            .map_err(|why| ConfineError::NoSeccomp(why.to_string()))
     }
+}
+
+/// Why an unasked command cannot be confined on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfineError {
+    /// The kernel has no usable Landlock; why.
+    #[error("no Landlock: {0}")]
+    NoLandlock(String),
+    /// Seccomp filters cannot be applied; why.
+    #[error("no seccomp: {0}")]
+    NoSeccomp(String),
 }
 
 /// The Landlock ABI, read from the status of a restriction applied to a thread of its
@@ -202,7 +214,7 @@ impl PreparedSandbox {
     ) -> Result<Self, SandboxUnavailable> {
         support
             .can_confine()
-            .map_err(|why| unasked_unavailable(&why))?;
+            .map_err(|why| unasked_unavailable(&why.to_string()))?;
         let filter = seccomp::program(seccomp::Profile::ReadOnly)
             .map_err(|why| unasked_unavailable(&why))?;
         let ruleset = hidden::ruleset(hidden, read_access(), |rules| {

@@ -688,7 +688,7 @@ impl App {
             self.emit(view::user_lines(&text));
             match command {
                 Ok(command) => self.slash(command),
-                Err(message) => self.emit(view::note(&message, Color::Red)),
+                Err(message) => self.emit(view::note(&message.to_string(), Color::Red)),
             }
             return;
         }
@@ -710,6 +710,7 @@ impl App {
                 None => text,
                 Some(Ok(expanded)) => expanded,
                 Some(Err(why)) => {
+                    let why = why.to_string();
                     let _ = tx.send(UiMessage::Notice(why.clone()));
                     let _ = tx.send(UiMessage::Done(RunOutcome::prompt_not_made(why)));
                     return;

@@ -439,3 +439,41 @@ async fn tools_call_checkpoints_a_change_and_nothing_for_a_read() {
     assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
     assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "old\n");
 }
+
+/// Issue 42: a checkpoint store that lost its objects is toolbelt's own state failing
+/// (exit 4), not a usage error (2) that other arguments would fix; nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_checkpoint_store_exits_4_and_restores_nothing() {
+    let w = Workspace::new();
+    let ws = w.ws();
+    w.write("a.txt", "old\n");
+    let write_args = json!({"file_path": ws.join("a.txt"), "content": "new\n"}).to_string();
+    let write = w
+        .run(
+            &["tools", "call", "write_file", &write_args, "--yes"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(write.code, 0, "{}", write.stderr);
+    let list = w.run(&["restore", "--list"], &[], None).await;
+    let found = ids(&list.stdout);
+    assert_eq!(found.len(), 1, "{}", list.stdout);
+    let mut stores = vec![w.dir.path().join("tbhome/history")];
+    let mut removed = 0;
+    while let Some(dir) = stores.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == "objects") {
+                std::fs::remove_dir_all(&path).unwrap();
+                removed += 1;
+            } else if path.is_dir() {
+                stores.push(path);
+            }
+        }
+    }
+    assert_eq!(removed, 1, "one store's objects");
+    let done = w.run(&["restore", &found[0], "--yes"], &[], None).await;
+    assert_eq!(done.code, 4, "{}\n{}", done.stdout, done.stderr);
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "new\n");
+}

@@ -16,7 +16,7 @@ impl Checkpoints for Recording {
     fn before_call<'a>(
         &'a self,
         call: &'a CheckpointCall,
-    ) -> crate::BoxFuture<'a, Result<(), String>> {
+    ) -> crate::BoxFuture<'a, Result<(), crate::checkpoint::CheckpointError>> {
         self.log
             .lock()
             .unwrap()
@@ -24,7 +24,9 @@ impl Checkpoints for Recording {
         let fail = self.fail;
         Box::pin(async move {
             if fail {
-                Err("the disk is full".to_string())
+                Err(crate::checkpoint::CheckpointError::Recorder(
+                    "the disk is full".into(),
+                ))
             } else {
                 Ok(())
             }
@@ -125,7 +127,7 @@ async fn a_read_only_tool_that_says_it_writes_is_a_change_to_the_checkpoints() {
         fn before_call<'a>(
             &'a self,
             call: &'a CheckpointCall,
-        ) -> crate::BoxFuture<'a, Result<(), String>> {
+        ) -> crate::BoxFuture<'a, Result<(), crate::checkpoint::CheckpointError>> {
             let seen = (call.tool.clone(), call.changes_files);
             self.0.lock().unwrap().push(seen);
             Box::pin(async { Ok(()) })

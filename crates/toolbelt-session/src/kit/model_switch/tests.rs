@@ -42,7 +42,20 @@ fn switches_to_a_usable_model_and_refuses_one_without_its_key() {
     assert!(text.contains("127.0.0.1:9"), "{text}");
     // An entry whose key is missing changes nothing and says what is missing.
     let err = switch.switch("claude-x").unwrap_err();
-    assert!(err.contains("TOOLBELT_TEST_UNSET_KEY_1"), "{err}");
-    assert!(switch.switch("two words").is_err());
+    assert!(
+        err.to_string().contains("TOOLBELT_TEST_UNSET_KEY_1"),
+        "{err}"
+    );
+    assert!(
+        matches!(
+            err,
+            crate::SwitchError::Model(crate::ModelSetupError::Credentials(_))
+        ),
+        "{err:?}"
+    );
+    assert!(matches!(
+        switch.switch("two words"),
+        Err(crate::SwitchError::BadName(_))
+    ));
     assert!(switch.switch("  ").is_err());
 }

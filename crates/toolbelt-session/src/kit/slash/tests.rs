@@ -56,7 +56,15 @@ fn prompts_are_not_commands_and_mistakes_say_what_to_type() {
     assert_eq!(parse("explain this"), None);
     assert_eq!(parse("/etc/hosts looks wrong"), None);
     assert_eq!(parse("/"), None);
-    let err = |line: &str| parse(line).unwrap().unwrap_err();
+    let err = |line: &str| parse(line).unwrap().unwrap_err().to_string();
+    assert!(matches!(
+        parse("/hlep").unwrap(),
+        Err(crate::CommandError::Unknown(_))
+    ));
+    assert!(matches!(
+        parse("/clear all").unwrap(),
+        Err(crate::CommandError::Usage(_))
+    ));
     assert_eq!(
         err("/hlep"),
         "unknown command /hlep; did you mean /help? (/help lists them)"
@@ -301,6 +309,11 @@ async fn memory_add_answers_to_the_settings_rules_like_any_call() {
     )
     .await;
     let message = refused.unwrap_err();
+    assert!(
+        matches!(message, crate::MemoryError::Tool(_)),
+        "{message:?}"
+    );
+    let message = message.to_string();
     assert!(message.contains("denied"), "{message}");
     assert!(!project.join("QWEN.md").exists(), "it wrote the file");
 }
