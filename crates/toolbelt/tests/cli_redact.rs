@@ -40,7 +40,8 @@ fn mcp_list_masks_url_credentials_headers_and_expanded_values() {
             "command": testserver(),
             "args": ["silent"],
             "env": {"TESTSERVER_STDERR": "starting with token=$MY_KEY"},
-            "timeout": 1000
+            // It never answers: give up on its start after a second, not the default 30.
+            "startupTimeout": 1000
         }
     }});
     std::fs::write(home.join(".qwen/settings.json"), settings.to_string()).unwrap();
