@@ -425,7 +425,7 @@ impl Shared {
             version: 1,
             id: id.unwrap_or_else(record::new_id),
             phase,
-            time_ms: now_ms(),
+            time_ms: self.store.record_time(now_ms()),
             session: self.config.session.clone(),
             call_id: call_id.to_string(),
             tool: tool.to_string(),

@@ -226,6 +226,32 @@ mod tests {
         assert!(parse_file_name("123-abc-b.json").is_none());
     }
 
+    /// Records written in the same millisecond still come newest first in the order they
+    /// were written, after what the store already held: the newest record is what a
+    /// restore compares the workspace with (a tie picked either, and a restore then kept
+    /// a file as "changed outside toolbelt").
+    #[test]
+    fn records_of_one_millisecond_keep_the_order_they_were_written_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let earlier = crate::store::Store::open(dir.path().to_path_buf());
+        let mut old = sample();
+        old.time_ms = 5_000;
+        earlier.write_record(&old).unwrap();
+        let store = crate::store::Store::open(dir.path().to_path_buf());
+        let mut written = Vec::new();
+        for _ in 0..20 {
+            let mut r = sample();
+            r.phase = Phase::After;
+            r.time_ms = store.record_time(1_000);
+            store.write_record(&r).unwrap();
+            written.push(r.id);
+        }
+        let newest_first: Vec<String> = store.record_files().into_iter().map(|f| f.id).collect();
+        written.reverse();
+        written.push(old.id);
+        assert_eq!(newest_first, written);
+    }
+
     #[test]
     fn a_record_with_a_relative_root_or_bad_hash_is_refused() {
         let mut r = sample();

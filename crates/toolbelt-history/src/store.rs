@@ -49,6 +49,8 @@ pub enum FindError {
 pub struct Store {
     dir: PathBuf,
     pub(crate) objects: Objects,
+    /// The time of the last record this process wrote or found (0: not looked yet).
+    last_ms: AtomicU64,
 }
 
 static RECORD_TEMP: AtomicU64 = AtomicU64::new(0);
@@ -57,7 +59,11 @@ impl Store {
     /// The store at `dir` (created when first written).
     pub fn open(dir: PathBuf) -> Self {
         let objects = Objects::new(dir.join("objects"));
-        Store { dir, objects }
+        Store {
+            dir,
+            objects,
+            last_ms: AtomicU64::new(0),
+        }
     }
 
     /// Its folder.
@@ -67,6 +73,29 @@ impl Store {
 
     pub(crate) fn records_dir(&self) -> PathBuf {
         self.dir.join("checkpoints")
+    }
+
+    /// The time for a new record: now, but always later than every record written
+    /// before it (the newest on disk when this process writes its first). Records are
+    /// ordered by their time, so two in the same millisecond must not tie: "the newest
+    /// record" would then be either, and a restore compares the workspace with it to
+    /// find what changed outside toolbelt (a tie made a restore keep a file it should
+    /// have restored, as changed outside).
+    pub(crate) fn record_time(&self, now_ms: u64) -> u64 {
+        if self.last_ms.load(Ordering::Acquire) == 0 {
+            let newest = self.record_files().first().map_or(1, |f| f.time_ms.max(1));
+            let _ = self
+                .last_ms
+                .compare_exchange(0, newest, Ordering::AcqRel, Ordering::Acquire);
+        }
+        let mut next = now_ms;
+        let _ = self
+            .last_ms
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
+                next = now_ms.max(last + 1);
+                Some(next)
+            });
+        next
     }
 
     /// Writes `record` (after every object it names); returns its file.
