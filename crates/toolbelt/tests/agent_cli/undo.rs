@@ -37,6 +37,19 @@ async fn agent(w: &Workspace, replies: Vec<Reply>) -> Run {
 }
 
 /// The IDs of `toolbelt restore --list`, newest first.
+/// `tools call write_file` of "new\n" into `a.txt`, approved, which must succeed.
+async fn write_new(w: &Workspace, ws: &std::path::Path) {
+    let write_args = json!({"file_path": ws.join("a.txt"), "content": "new\n"}).to_string();
+    let write = w
+        .run(
+            &["tools", "call", "write_file", &write_args, "--yes"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(write.code, 0, "{}", write.stderr);
+}
+
 fn ids(list: &str) -> Vec<String> {
     list.lines()
         .filter(|l| l.contains("before "))
@@ -420,15 +433,7 @@ async fn tools_call_checkpoints_a_change_and_nothing_for_a_read() {
     assert_eq!(read.code, 0, "{}", read.stderr);
     assert!(!w.dir.path().join("tbhome/history").exists());
 
-    let write_args = json!({"file_path": ws.join("a.txt"), "content": "new\n"}).to_string();
-    let write = w
-        .run(
-            &["tools", "call", "write_file", &write_args, "--yes"],
-            &[],
-            None,
-        )
-        .await;
-    assert_eq!(write.code, 0, "{}", write.stderr);
+    write_new(&w, &ws).await;
     assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "new\n");
 
     let list = w.run(&["restore", "--list"], &[], None).await;
@@ -447,15 +452,7 @@ async fn a_damaged_checkpoint_store_exits_4_and_restores_nothing() {
     let w = Workspace::new();
     let ws = w.ws();
     w.write("a.txt", "old\n");
-    let write_args = json!({"file_path": ws.join("a.txt"), "content": "new\n"}).to_string();
-    let write = w
-        .run(
-            &["tools", "call", "write_file", &write_args, "--yes"],
-            &[],
-            None,
-        )
-        .await;
-    assert_eq!(write.code, 0, "{}", write.stderr);
+    write_new(&w, &ws).await;
     let list = w.run(&["restore", "--list"], &[], None).await;
     let found = ids(&list.stdout);
     assert_eq!(found.len(), 1, "{}", list.stdout);
