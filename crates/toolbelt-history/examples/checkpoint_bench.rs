@@ -64,6 +64,7 @@ fn history(root: &Path, store: PathBuf, watch: bool) -> History {
         max_files: 100_000,
         exclude: Vec::new(),
         watch,
+        watch_min_files: 0,
         work_dir: Default::default(),
     })
 }

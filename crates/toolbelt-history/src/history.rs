@@ -31,6 +31,10 @@ use crate::watch::Watcher;
 
 /// How many left-out files a record names.
 const NAMED: usize = 50;
+/// Without a watcher, a tree of fewer entries than this is walked on one thread:
+/// starting the parallel walk's threads costs more than such a walk (about a
+/// millisecond for a five-file workspace, against 0.3 ms on one thread).
+const PARALLEL_FROM: usize = 1_000;
 
 /// How a session's checkpoints are set up.
 #[derive(Debug, Clone)]
@@ -51,6 +55,12 @@ pub struct HistoryConfig {
     pub exclude: Vec<PathBuf>,
     /// Use inotify (off: walk at every checkpoint).
     pub watch: bool,
+    /// With `watch`, a workspace of fewer files than this is walked at each checkpoint
+    /// instead: its walk costs well under a millisecond, while closing an inotify
+    /// instance that held watches waits for a kernel grace period (fsnotify's SRCU,
+    /// up to about 20 ms), which a short session would otherwise pay at its exit. The
+    /// watcher is then closed right after the first picture, on a thread of its own.
+    pub watch_min_files: usize,
     /// Where the session works when it entered a git worktree: checkpoints then cover
     /// that worktree instead of the workspace roots (`roots.rs`).
     pub work_dir: toolbelt_core::WorkDirSlot,
@@ -195,6 +205,13 @@ impl History {
         &self.shared.config.session
     }
 
+    /// Whether an inotify watcher says what changed (else each checkpoint walks, by
+    /// folder stats): off before the first picture, without inotify, and for a
+    /// workspace smaller than [`HistoryConfig::watch_min_files`].
+    pub fn watching(&self) -> bool {
+        lock(&self.shared.state).watcher.is_some()
+    }
+
     /// Why checkpoints stopped for this session, if they did.
     pub fn disabled(&self) -> Option<String> {
         lock(&self.shared.state).disabled.clone()
@@ -308,6 +325,7 @@ impl Shared {
             roots,
             watcher,
             recent,
+            ready,
             ..
         } = state;
         let watching = watcher.is_some();
@@ -325,6 +343,7 @@ impl Shared {
             unreadable: Vec::new(),
             withheld: 0,
             watcher: watcher.as_mut(),
+            parallel: !*ready || holds_at_least(roots, PARALLEL_FROM),
         };
         let mut hashes = Vec::with_capacity(roots.len());
         let mut revisited = 0;
@@ -349,6 +368,16 @@ impl Shared {
             hashes.push(root.tree.write(scan.objects, &mut scan.written)?);
         }
         let (written, unreadable, withheld) = (scan.written, scan.unreadable, scan.withheld);
+        if !state.ready
+            && state.watcher.is_some()
+            && !holds_at_least(&state.roots, cfg.watch_min_files)
+            && let Some(w) = state.watcher.take()
+        {
+            // Closed off the call path: the close may wait for the grace period.
+            let _ = std::thread::Builder::new()
+                .name("toolbelt-history-unwatch".into())
+                .spawn(move || drop(w));
+        }
         state.ready = true;
         // A revisit lists only what changed: the withheld count of the last walk stays.
         let walked = whole && revisited < state.roots.len();
@@ -402,9 +431,10 @@ impl Shared {
             }
         };
         let left_out = self.left_out(&mut state, &hashes);
-        // A session with a watcher writes its index file at quiet times; a process
-        // without one may end right after this call (a one-shot `tools call`).
-        let watching = state.watcher.is_some();
+        // A session (one that asked for a watcher, whether or not it kept one) writes its
+        // index file at quiet times; a process without one may end right after this
+        // call (a one-shot `tools call`).
+        let watching = self.config.watch;
         let index = if watching {
             None
         } else {
@@ -485,6 +515,26 @@ fn first_line(prompt: &str) -> String {
 }
 
 /// Counts the left-out files below `dir`, naming the first [`NAMED`].
+/// Whether the roots' trees hold at least `n` entries (files and directories).
+fn holds_at_least(roots: &[RootIndex], n: usize) -> bool {
+    fn count(dir: &DirNode, left: &mut usize) -> bool {
+        for node in dir.children.values() {
+            if *left == 0 {
+                return true;
+            }
+            *left -= 1;
+            if let Node::Dir(d) = node
+                && count(d, left)
+            {
+                return true;
+            }
+        }
+        *left == 0
+    }
+    let mut left = n;
+    n == 0 || roots.iter().any(|r| count(&r.tree, &mut left))
+}
+
 fn count_omitted(dir: &DirNode, prefix: &[u8], names: &mut Vec<String>, count: &mut usize) {
     for (name, node) in &dir.children {
         match node {

@@ -55,6 +55,9 @@ pub(crate) struct Scan<'a> {
     /// Paths the permission rules withheld from the walks.
     pub(crate) withheld: usize,
     pub(crate) watcher: Option<&'a mut Watcher>,
+    /// Without a watcher, walk on every core: off for a tree known to be small, where
+    /// starting the walk's threads costs more than the walk.
+    pub(crate) parallel: bool,
 }
 
 /// An entry of a walk: its path, its type as the listing says, and its lstat when the
@@ -283,9 +286,9 @@ impl Scan<'_> {
         Ok(tree)
     }
 
-    /// Every entry below `start`, parents before what they hold. With a watcher the walk
-    /// is the tools' sequential one (each directory is watched as it is met); without
-    /// one (a one-shot process, no inotify) it runs on every core and takes each
+    /// Every entry below `start`, parents before what they hold. With a watcher, or on a
+    /// small tree, the walk is the tools' sequential one (each directory is watched as it
+    /// is met); otherwise (a one-shot process, no inotify) it runs on every core and takes each
     /// entry's lstat on the walk's threads, which is most of a checkpoint's cost when
     /// nothing is read again.
     fn listing(
@@ -298,13 +301,15 @@ impl Scan<'_> {
         let limit = self.max_files.saturating_mul(2);
         let mut entries: Vec<Walked> = Vec::new();
         let mut too_many = false;
-        if let Some(w) = self.watcher.as_deref_mut() {
+        if self.watcher.is_some() || !self.parallel {
+            let mut watcher = self.watcher.as_deref_mut();
             self.withheld +=
                 toolbelt_tools::walk_workspace(roots, settings, start, None, exclude, &mut |e| {
                     if too_many {
                         return;
                     }
-                    if e.file_type.is_dir()
+                    if let Some(w) = watcher.as_deref_mut()
+                        && e.file_type.is_dir()
                         && let Ok(rel) = e.path.strip_prefix(start)
                     {
                         let rel = join(start_rel, rel.as_os_str().as_bytes());

@@ -32,6 +32,11 @@ impl Ws {
     }
 
     fn history(&self, watch: bool, cap: u64) -> History {
+        self.history_watching_from(watch, cap, 0)
+    }
+
+    /// With `watch`, a workspace of fewer than `min_files` entries is walked instead.
+    fn history_watching_from(&self, watch: bool, cap: u64, min_files: usize) -> History {
         History::open(HistoryConfig {
             store_dir: self.store.clone(),
             roots: WorkspaceRoots::new([&self.root]).unwrap(),
@@ -41,6 +46,7 @@ impl Ws {
             max_files: 10_000,
             exclude: Vec::new(),
             watch,
+            watch_min_files: min_files,
             work_dir: Default::default(),
         })
     }
@@ -107,21 +113,25 @@ async fn around(h: &History, c: &CheckpointCall, change: impl FnOnce()) -> Strin
         .id
 }
 
-async fn restored_exactly(watch: bool) {
+/// `min_files`: with `watch`, fewer entries than this and the workspace is walked.
+async fn restored_exactly(watch: bool, min_files: usize) {
     let ws = Ws::new();
     ws.write("src/a.txt", b"alpha\nbeta\n", 0o644);
     ws.write("src/run.sh", b"#!/bin/sh\necho hi\n", 0o755);
     ws.write("keep/gone.txt", b"to be removed\n", 0o600);
-    let h = ws.history(watch, 1 << 20);
+    let h = ws.history_watching_from(watch, 1 << 20, min_files);
     h.begin_turn(TurnStart {
         history_len: 0,
         prompt: "change things".into(),
     });
+    assert!(!h.watching(), "no picture yet, no watcher");
     // An edit (the tool's own write), a new file, `sed -i` and `rm` through a shell.
     let edit = around(&h, &call("c1", "edit", Kind::Edit), || {
         ws.write("src/a.txt", b"alpha\nBETA\n", 0o644)
     })
     .await;
+    // Five entries (two folders, three files).
+    assert_eq!(h.watching(), watch && min_files <= 5);
     let write = around(&h, &call("c2", "write_file", Kind::Edit), || {
         ws.write("src/new.txt", b"created\n", 0o640)
     })
@@ -174,12 +184,22 @@ async fn restored_exactly(watch: bool) {
 
 #[tokio::test]
 async fn edit_write_sed_and_rm_are_restored_exactly_with_the_watcher() {
-    restored_exactly(true).await;
+    restored_exactly(true, 0).await;
+    restored_exactly(true, 5).await;
 }
 
 #[tokio::test]
 async fn edit_write_sed_and_rm_are_restored_exactly_by_walking() {
-    restored_exactly(false).await;
+    restored_exactly(false, 0).await;
+}
+
+/// A workspace smaller than `watch_min_files` gives its watcher up after the first
+/// picture (its close can wait for the kernel) and is walked at each checkpoint: the
+/// shell's `sed -i`, `chmod` and `rm` are still each in their call's checkpoint.
+#[tokio::test]
+async fn a_small_workspace_is_walked_and_every_change_still_recorded() {
+    restored_exactly(true, 6).await;
+    restored_exactly(true, 2_000).await;
 }
 
 /// Without a watcher, an edit tool's "after" looks only at the files it names: a file

@@ -58,6 +58,7 @@ async fn checkpoints_follow_the_session_into_its_worktree_and_back() {
         max_files: 10_000,
         exclude: Vec::new(),
         watch: true,
+        watch_min_files: 0,
         work_dir: slot.clone(),
     });
 

@@ -342,14 +342,44 @@ impl Sweep {
         }
     }
 
+    /// Waits at most `most` for one of the targets still running to end: on their
+    /// pidfds, which become readable when the process exits, so the wait ends with the
+    /// first exit rather than on a clock (the end of a session waits for its processes,
+    /// usually well under a millisecond). A zombie waiting for its parent to reap it has
+    /// no such event: `most` bounds the wait for it.
+    fn pause(&self, most: Duration) {
+        let fds: Vec<_> = self
+            .targets
+            .iter()
+            .filter(|p| p.is_alive())
+            .filter_map(|p| to_pid(p.pid))
+            .filter_map(|pid| pidfd_open(pid, PidfdFlags::empty()).ok())
+            .collect();
+        if fds.is_empty() {
+            std::thread::sleep(most.min(Duration::from_millis(1)));
+            return;
+        }
+        let mut polled: Vec<_> = fds
+            .iter()
+            .map(|fd| rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN))
+            .collect();
+        let timeout = rustix::event::Timespec::try_from(most).unwrap_or(rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: 5_000_000,
+        });
+        let _ = rustix::event::poll(&mut polled, Some(&timeout));
+    }
+
     /// Reaps what we may and drops what is finished; `true` when nothing is left.
     fn settle(&mut self) -> bool {
         let me = std::process::id();
         let spare = &self.spare;
-        self.targets.retain(|p| {
+        self.targets.retain_mut(|p| {
             let Some(now) = procfs::stat(p.pid).filter(|n| n.start_time == p.start_time) else {
                 return false; // gone (perhaps reaped by its parent)
             };
+            // What `pause` waits on: only a target still running can end.
+            *p = now;
             if now.is_alive() {
                 return true;
             }
@@ -387,6 +417,7 @@ pub(crate) fn signal_exact(p: &ProcStat, signal: Signal) -> bool {
 
 async fn wait_async(sweep: &mut Sweep, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
+    let mut pause = Duration::from_millis(1);
     loop {
         if sweep.settle() {
             return true;
@@ -394,9 +425,15 @@ async fn wait_async(sweep: &mut Sweep, limit: Duration) -> bool {
         if Instant::now() >= deadline {
             return false;
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        // Most processes end within a millisecond of the signal: look again soon, then
+        // less often.
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(POLL_MOST);
     }
 }
+
+/// The longest pause between two looks at processes being ended.
+const POLL_MOST: Duration = Duration::from_millis(5);
 
 /// How long to wait, at most, for processes sent SIGKILL to die and be reaped. SIGKILL
 /// cannot be ignored, so the wait ends as soon as they are gone (usually at once); the
@@ -410,10 +447,11 @@ fn wait_blocking(sweep: &mut Sweep, limit: Duration) -> bool {
         if sweep.settle() {
             return true;
         }
-        if Instant::now() >= deadline {
+        let now = Instant::now();
+        if now >= deadline {
             return false;
         }
-        std::thread::sleep(Duration::from_millis(5));
+        sweep.pause((deadline - now).min(POLL_MOST));
     }
 }
 

@@ -22,6 +22,12 @@ pub(crate) const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
 /// More files than this and checkpoints stop, unless `general.checkpointing.maxFiles`
 /// says otherwise.
 pub(crate) const DEFAULT_MAX_FILES: u64 = 100_000;
+/// A workspace of fewer files and folders than this is walked at each checkpoint rather
+/// than watched with inotify: closing an inotify instance that held watches waits for a
+/// kernel grace period (up to about 20 ms, at the end of every session), while walking
+/// such a tree costs about 0.3 ms (5 files) to 1.5 ms (100), twice per shell call
+/// (`HistoryConfig::watch_min_files`; `checkpoint_bench`, BENCHMARKS.md).
+pub(crate) const WATCH_MIN_FILES: usize = 100;
 /// Days a checkpoint is kept unless `general.cleanupPeriodDays` says otherwise.
 pub(crate) const DEFAULT_CLEANUP_DAYS: u32 = 30;
 
@@ -39,6 +45,7 @@ fn history(env: &ToolEnvironment, project: &Path, session: &str, watch: bool) ->
         max_files: usize::try_from(c.max_files.unwrap_or(DEFAULT_MAX_FILES)).unwrap_or(usize::MAX),
         exclude: vec![home],
         watch,
+        watch_min_files: WATCH_MIN_FILES,
         work_dir: env.work_dir.clone(),
     })
 }

@@ -76,6 +76,7 @@ impl Ws {
             max_files: 10_000,
             exclude: Vec::new(),
             watch,
+            watch_min_files: 0,
             work_dir: Default::default(),
         })
     }
