@@ -176,7 +176,7 @@ impl IsolationStep {
     pub(crate) fn set(&self, isolation: Isolation) {
         let flags = match isolation {
             Isolation::SessionOnly => 0,
-            Isolation::Processes if processes_granted().is_ok() && shared::ensure() => JOIN,
+            Isolation::Processes if processes_joinable() => JOIN,
             Isolation::Processes => 0,
             Isolation::Sealed if sealed_granted().is_ok() => PID | NET,
             Isolation::Sealed => {
@@ -225,11 +225,31 @@ pub fn support() -> &'static IsolationSupport {
 }
 
 /// Whether the machine grants a PID namespace with its own `/proc` (through a user
-/// namespace when unprivileged), probed on first use
-/// by running the set-up in a child that exits before `exec`. Apart from the sealed set,
+/// namespace when unprivileged): known once the shared namespace's holder started
+/// (`processes_joinable`), else probed on first use by running the set-up in a child
+/// that exits before `exec`. Apart from the sealed set,
 /// so a session whose commands are all approved never pays that layer's probe.
 pub fn processes_granted() -> &'static Result<(), IsolationRefused> {
     PROCESSES_GRANTED.get_or_init(|| probe(PID | needs_user()))
+}
+
+/// Whether approved commands can join the shared namespace, starting its holder when
+/// none runs. A holder that starts proves the machine grants the layer, so the first
+/// approved command starts it without a probe first (a probe is a fork, two namespaces
+/// and their teardown: about 1.5 ms of that command's start). Only a holder that cannot
+/// start is followed by the probe, which says why.
+fn processes_joinable() -> bool {
+    match PROCESSES_GRANTED.get() {
+        Some(granted) => granted.is_ok() && shared::ensure(),
+        None if shared::ensure() => {
+            let _ = PROCESSES_GRANTED.set(Ok(()));
+            true
+        }
+        None => {
+            let _ = processes_granted();
+            false
+        }
+    }
 }
 
 /// The answers of the two probes, once asked.
