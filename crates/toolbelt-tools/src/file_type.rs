@@ -65,10 +65,17 @@ pub(crate) fn looks_binary(head: &[u8]) -> bool {
     if head.contains(&0) {
         return true;
     }
-    // Written as a sum of 0/1 so the compiler vectorises it (a filter-count did not).
+    // Counted in byte-wide lanes, 255 bytes at a time (at most one per byte, so a `u8`
+    // cannot overflow): the compiler vectorises this 32 bytes a step. A sum into
+    // `usize` (and a filter-count) ran a byte a step, a few microseconds per 8 KiB head
+    // on every `read_file` call.
     let control: usize = head
-        .iter()
-        .map(|&b| usize::from(b < 9) + usize::from(b.wrapping_sub(14) < 18))
+        .chunks(255)
+        .map(|chunk| {
+            usize::from(chunk.iter().fold(0u8, |n, &b| {
+                n + u8::from(b < 9) + u8::from(b.wrapping_sub(14) < 18)
+            }))
+        })
         .sum();
     control * 10 > head.len() * 3
 }
@@ -120,5 +127,23 @@ mod tests {
         assert!(looks_binary(&[1, 2, 3, b'a']));
         assert!(!looks_binary(b"plain\ttext\r\n"));
         assert!(!looks_binary(b""));
+    }
+
+    /// The count is exact across its 255-byte steps: just over 30% is binary, 30% is
+    /// not, and a head of nothing but control bytes (every step full) is.
+    #[test]
+    fn the_control_count_is_exact_over_a_whole_head() {
+        let head = |control: usize| {
+            let mut bytes = vec![b'a'; SNIFF_LEN];
+            for (i, b) in bytes.iter_mut().take(control).enumerate() {
+                *b = if i % 2 == 0 { 1 } else { 27 };
+            }
+            bytes
+        };
+        let limit = SNIFF_LEN * 3 / 10;
+        assert!(!looks_binary(&head(limit)));
+        assert!(looks_binary(&head(limit + 1)));
+        assert!(looks_binary(&vec![31u8; SNIFF_LEN]));
+        assert!(!looks_binary(&vec![b'\t'; SNIFF_LEN]));
     }
 }
