@@ -368,16 +368,7 @@ impl Shared {
             hashes.push(root.tree.write(scan.objects, &mut scan.written)?);
         }
         let (written, unreadable, withheld) = (scan.written, scan.unreadable, scan.withheld);
-        if !state.ready
-            && state.watcher.is_some()
-            && !holds_at_least(&state.roots, cfg.watch_min_files)
-            && let Some(w) = state.watcher.take()
-        {
-            // Closed off the call path: the close may wait for the grace period.
-            let _ = std::thread::Builder::new()
-                .name("toolbelt-history-unwatch".into())
-                .spawn(move || drop(w));
-        }
+        unwatch_small(state, cfg.watch_min_files);
         state.ready = true;
         // A revisit lists only what changed: the withheld count of the last walk stays.
         let walked = whole && revisited < state.roots.len();
@@ -515,6 +506,21 @@ fn first_line(prompt: &str) -> String {
 }
 
 /// Counts the left-out files below `dir`, naming the first [`NAMED`].
+/// At the first picture (the state not ready yet): a tree smaller than `min_files`
+/// gives its watcher up (see [`HistoryConfig::watch_min_files`]), closed off the call
+/// path, since the close may wait for the kernel's grace period.
+fn unwatch_small(state: &mut State, min_files: usize) {
+    if !state.ready
+        && state.watcher.is_some()
+        && !holds_at_least(&state.roots, min_files)
+        && let Some(w) = state.watcher.take()
+    {
+        let _ = std::thread::Builder::new()
+            .name("toolbelt-history-unwatch".into())
+            .spawn(move || drop(w));
+    }
+}
+
 /// Whether the roots' trees hold at least `n` entries (files and directories).
 fn holds_at_least(roots: &[RootIndex], n: usize) -> bool {
     fn count(dir: &DirNode, left: &mut usize) -> bool {
