@@ -55,11 +55,13 @@ pub struct HistoryConfig {
     pub exclude: Vec<PathBuf>,
     /// Use inotify (off: walk at every checkpoint).
     pub watch: bool,
-    /// With `watch`, a workspace of fewer files than this is walked at each checkpoint
-    /// instead: its walk costs well under a millisecond, while closing an inotify
-    /// instance that held watches waits for a kernel grace period (fsnotify's SRCU,
-    /// up to about 20 ms), which a short session would otherwise pay at its exit. The
-    /// watcher is then closed right after the first picture, on a thread of its own.
+    /// With `watch`, a workspace of fewer entries than this is walked at each checkpoint
+    /// instead of watched: its walk costs well under a millisecond, while closing an
+    /// inotify instance that held watches waits for a kernel grace period (fsnotify's
+    /// SRCU, up to about 20 ms), and the process's exit waits for that close. Whether
+    /// the workspace is that small is known from the project's last picture, else from
+    /// the first walk (taken without a watcher; one found large gets its watcher then,
+    /// and a second walk in the background puts the watches in place).
     pub watch_min_files: usize,
     /// Where the session works when it entered a git worktree: checkpoints then cover
     /// that worktree instead of the workspace roots (`roots.rs`).
@@ -111,6 +113,9 @@ pub(crate) struct State {
     pub(crate) index_of: Vec<ContentHash>,
     /// The trees of the last record a session with a watcher wrote, for its index file.
     pub(crate) index_due: Option<Vec<ContentHash>>,
+    /// The next sync walks every root whatever the watcher says (a watcher just added
+    /// has no watches yet: the walk adds them).
+    walk_due: bool,
 }
 
 #[derive(Default)]
@@ -167,6 +172,7 @@ impl History {
                 calls: HashMap::new(),
                 index_of: Vec::new(),
                 index_due: None,
+                walk_due: false,
             }),
             turns: Mutex::new(Turns::default()),
             syncer: Syncer::start(),
@@ -189,7 +195,13 @@ impl History {
             .name("toolbelt-history-start".into())
             .spawn(move || {
                 let mut state = lock(&shared.state);
-                if let Err(e) = shared.sync(&mut state, None, &[]) {
+                let mut synced = shared.sync(&mut state, None, &[]);
+                if synced.is_ok() && state.walk_due {
+                    // A large workspace seen for the first time: the walk that puts its
+                    // watches in place, here rather than in the first call's checkpoint.
+                    synced = shared.sync(&mut state, None, &[]);
+                }
+                if let Err(e) = synced {
                     state.disabled = Some(e.to_string());
                 }
             });
@@ -305,8 +317,7 @@ impl Shared {
             .unwrap_or(i64::MAX)
             .saturating_mul(1_000_000);
         if !state.ready {
-            self.seed(state);
-            state.watcher = if cfg.watch { Watcher::new() } else { None };
+            self.seed_and_watch(state);
         }
         let changes = match (&mut state.watcher, state.ready) {
             (Some(w), true) => Some(w.drain()),
@@ -314,6 +325,7 @@ impl Shared {
             _ => None,
         };
         let whole = moved
+            || std::mem::take(&mut state.walk_due)
             || match &changes {
                 None => true,
                 Some(c) => c.rescan,
@@ -369,6 +381,7 @@ impl Shared {
         }
         let (written, unreadable, withheld) = (scan.written, scan.unreadable, scan.withheld);
         unwatch_small(state, cfg.watch_min_files);
+        watch_if_large(state, cfg);
         state.ready = true;
         // A revisit lists only what changed: the withheld count of the last walk stays.
         let walked = whole && revisited < state.roots.len();
@@ -380,6 +393,21 @@ impl Shared {
         }
         self.syncer.submit(written);
         Ok(hashes)
+    }
+
+    /// Before the first picture: the project's last one (`index_file.rs`), and a watcher
+    /// from the start only when that picture was large enough (see
+    /// `HistoryConfig::watch_min_files`); else the first walk goes without one and
+    /// `watch_if_large` adds it if the walk found the workspace large.
+    fn seed_and_watch(&self, state: &mut State) {
+        self.seed(state);
+        let cfg = &self.config;
+        let large = holds_at_least(&state.roots, cfg.watch_min_files);
+        state.watcher = if cfg.watch && large {
+            Watcher::new()
+        } else {
+            None
+        };
     }
 
     /// What the trees leave out, recounted when they changed.
@@ -518,6 +546,22 @@ fn unwatch_small(state: &mut State, min_files: usize) {
         let _ = std::thread::Builder::new()
             .name("toolbelt-history-unwatch".into())
             .spawn(move || drop(w));
+    }
+}
+
+/// At the first picture, taken without a watcher (the project's last picture was small,
+/// or there was none): a tree that turned out large gets its watcher, and the next sync
+/// walks to put the watches in place (changes made between the two walks are seen by the
+/// second, which compares every stat).
+fn watch_if_large(state: &mut State, cfg: &HistoryConfig) {
+    if !state.ready
+        && cfg.watch
+        && state.watcher.is_none()
+        && holds_at_least(&state.roots, cfg.watch_min_files)
+        && let Some(w) = Watcher::new()
+    {
+        state.watcher = Some(w);
+        state.walk_due = true;
     }
 }
 

@@ -193,9 +193,10 @@ async fn edit_write_sed_and_rm_are_restored_exactly_by_walking() {
     restored_exactly(false, 0).await;
 }
 
-/// A workspace smaller than `watch_min_files` gives its watcher up after the first
-/// picture (its close can wait for the kernel) and is walked at each checkpoint: the
-/// shell's `sed -i`, `chmod` and `rm` are still each in their call's checkpoint.
+/// A workspace smaller than `watch_min_files` is never watched (closing a watcher can
+/// wait for the kernel) and is walked at each checkpoint: the shell's `sed -i`, `chmod`
+/// and `rm` are still each in their call's checkpoint. One of exactly that many entries
+/// is watched from the checkpoint after its first walk (`restored_exactly(true, 5)`).
 #[tokio::test]
 async fn a_small_workspace_is_walked_and_every_change_still_recorded() {
     restored_exactly(true, 6).await;
@@ -538,4 +539,29 @@ async fn what_a_turn_changed_names_its_sides_before_and_after() {
         "{text}"
     );
     assert!(!text.contains("Proposed") && !text.contains('\t'), "{text}");
+}
+
+/// A workspace at least `watch_min_files` large is watched: found so by the first walk
+/// of a session started in the background (the watches are put in place there), or from
+/// the project's last picture by the next session; each still records a change made by
+/// another process.
+#[tokio::test]
+async fn a_large_workspace_is_watched_from_its_first_walk_or_its_last_picture() {
+    let ws = Ws::new();
+    for name in ["a.txt", "b.txt", "src/c.txt", "src/d.txt"] {
+        ws.write(name, b"one\n", 0o644);
+    }
+    for session in 0..2 {
+        let h = ws.history_watching_from(true, 1 << 20, 5);
+        h.start();
+        let c = call(&format!("c{session}"), "run_shell_command", Kind::Execute);
+        let id = around(&h, &c, || ws.sh("echo two > src/c.txt")).await;
+        assert!(h.watching(), "session {session}: five entries, not watched");
+        let plan = h.plan(&id, &[]).unwrap();
+        let text = render::plan_text(&h, &plan);
+        assert!(text.contains("src/c.txt"), "session {session}: {text}");
+        h.apply(&plan, false).unwrap();
+        assert_eq!(ws.read("src/c.txt").unwrap().0, b"one\n");
+        h.flush();
+    }
 }
