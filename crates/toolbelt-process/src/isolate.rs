@@ -241,14 +241,18 @@ pub fn processes_granted() -> &'static Result<(), IsolationRefused> {
 fn processes_joinable() -> bool {
     match PROCESSES_GRANTED.get() {
         Some(granted) => granted.is_ok() && shared::ensure(),
-        None if shared::ensure() => {
-            let _ = PROCESSES_GRANTED.set(Ok(()));
-            true
-        }
-        None => {
-            let _ = processes_granted();
-            false
-        }
+        None => match shared::try_ensure() {
+            Ok(()) => {
+                let _ = PROCESSES_GRANTED.set(Ok(()));
+                true
+            }
+            Err(e) => {
+                if processes_granted().is_ok() {
+                    shared::warn_cannot_start(&e);
+                }
+                false
+            }
+        },
     }
 }
 

@@ -57,13 +57,26 @@ static HOLDER: Mutex<Option<Holder>> = Mutex::new(None);
 static RETIRED: Mutex<Vec<File>> = Mutex::new(Vec::new());
 
 /// Makes sure a holder runs (starting one, or a new one if it ended). False where it
-/// cannot be started: the command then runs without the namespace.
+/// cannot be started (said once): the command then runs without the namespace.
 pub(super) fn ensure() -> bool {
+    match try_ensure() {
+        Ok(()) => true,
+        Err(e) => {
+            warn_cannot_start(&e);
+            false
+        }
+    }
+}
+
+/// [`ensure`] without the warning: for the first command, which starts the holder before
+/// it knows whether the machine grants the layer at all (where it does not, the probe
+/// says so and this is no news).
+pub(super) fn try_ensure() -> io::Result<()> {
     let mut holder = HOLDER.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(h) = holder.as_mut()
         && matches!(h.relay.try_wait(), Ok(None))
     {
-        return true;
+        return Ok(());
     }
     if let Some(old) = holder.take() {
         RETIRED
@@ -71,21 +84,18 @@ pub(super) fn ensure() -> bool {
             .unwrap_or_else(PoisonError::into_inner)
             .extend(old.namespaces);
     }
-    match start() {
-        Ok(h) => {
-            *holder = Some(h);
-            true
-        }
-        Err(e) => {
-            static WARNED: std::sync::Once = std::sync::Once::new();
-            WARNED.call_once(|| {
-                tracing::warn!(
-                    "approved commands run without a PID namespace of their own: cannot start its holder ({e})"
-                );
-            });
-            false
-        }
-    }
+    *holder = Some(start()?);
+    Ok(())
+}
+
+/// Says once per process that approved commands go without the namespace.
+pub(super) fn warn_cannot_start(e: &io::Error) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        tracing::warn!(
+            "approved commands run without a PID namespace of their own: cannot start its holder ({e})"
+        );
+    });
 }
 
 fn start() -> io::Result<Holder> {
