@@ -81,6 +81,9 @@ pub(crate) async fn user_message(
     if !references.is_empty() {
         let asked = references.join(" ");
         let agent = &prepared.agent;
+        // `@<server>:<uri>` of a server still starting: read once it is up.
+        prepared.mcp.wait_for_prompt(&asked).await;
+        agent.sync_tools().await;
         let mut inlined = at_paths::inline(
             &asked,
             &agent.registry(),

@@ -431,6 +431,13 @@ impl Agent {
         }
     }
 
+    /// Applies the tool source's changes now, before a run: for a front end about to read
+    /// what the person referenced through tools that may have just joined (an MCP
+    /// server's resources, once that server is up).
+    pub async fn sync_tools(&self) {
+        self.refresh_tools(&[]).await;
+    }
+
     /// Applies the tool source's changes, if any; `true` when the tools changed (the
     /// model must then be told the new declarations).
     async fn refresh_tools(&self, unknown: &[String]) -> bool {

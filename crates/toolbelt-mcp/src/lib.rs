@@ -93,6 +93,7 @@ pub use config::{
 pub use connection::McpConnection;
 pub use error::{McpConfigError, McpError};
 pub use list_resources::{LIST_NAME, LIST_RULE_ALIASES};
+pub use prompts::servers_named;
 pub use read_resource::{READ_NAME, READ_RULE_ALIASES};
 pub use status::ServerStatus;
 pub use tool::McpTool;

@@ -39,6 +39,16 @@ impl McpServers {
             .collect()
     }
 
+    /// Waits until every server `prompt` needs ([`servers_named`]) ended its start under
+    /// way (each at most its `startupTimeout`), so a reference to a server still starting
+    /// is read from it rather than refused: what the person named is what they want.
+    pub async fn wait_for_prompt(&self, prompt: &str) {
+        let named = servers_named(prompt, &self.aliases());
+        if !named.is_empty() {
+            self.wait_started(&named).await;
+        }
+    }
+
     /// Whether `line` is `/<server>:<prompt> ...` for a prompt of one of these servers,
     /// or for a server still starting (whose prompts are not known yet).
     pub fn is_prompt_command(&self, line: &str) -> bool {
@@ -158,6 +168,19 @@ fn messages_text(name: &str, messages: Vec<rmcp::model::PromptMessage>) -> Strin
         }
     }
     texts.join("\n\n")
+}
+
+/// The servers among `aliases` that `prompt` needs before it is sent: `/<server>:<prompt>`
+/// at its start (the prompt's text comes from the server) and `@<server>:<uri>` anywhere
+/// (the resource is attached).
+pub fn servers_named(prompt: &str, aliases: &[String]) -> Vec<String> {
+    let line = prompt.trim_start();
+    (aliases.iter())
+        .filter(|alias| {
+            line.starts_with(&format!("/{alias}:")) || prompt.contains(&format!("@{alias}:"))
+        })
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]

@@ -66,17 +66,9 @@ pub(crate) async fn start(
     Ok(servers)
 }
 
-/// The servers a prompt needs before it is sent: `/<server>:<prompt>` at its start
-/// (the prompt's text comes from the server) and `@<server>:<uri>` anywhere (the
-/// resource is attached).
+/// The servers a prompt needs before it is sent (see [`toolbelt_mcp::servers_named`]).
 pub(crate) fn needed_servers(prompt: &str, aliases: &[String]) -> Vec<String> {
-    let line = prompt.trim_start();
-    (aliases.iter())
-        .filter(|alias| {
-            line.starts_with(&format!("/{alias}:")) || prompt.contains(&format!("@{alias}:"))
-        })
-        .cloned()
-        .collect()
+    toolbelt_mcp::servers_named(prompt, aliases)
 }
 
 type Configured = (Vec<ServerConfig>, Vec<ConfigProblem>, PathBuf);

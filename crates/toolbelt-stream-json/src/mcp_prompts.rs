@@ -42,6 +42,9 @@ pub(crate) async fn expand(
             Some(Ok(expanded)) => expanded,
             Some(Err(why)) => return Err(RunOutcome::prompt_not_made(why.to_string())),
         };
+        // `@<server>:<uri>` of a server still starting: read once it is up.
+        prepared.mcp.wait_for_prompt(&text).await;
+        agent.sync_tools().await;
         let mut inlined =
             at_paths::inline_resources(&text, &agent.registry(), agent.scheduler(), &servers).await;
         for warning in std::mem::take(&mut inlined.warnings) {

@@ -716,6 +716,9 @@ impl App {
                     return;
                 }
             };
+            // `@<server>:<uri>` of a server still starting: read once it is up.
+            mcp.wait_for_prompt(&text).await;
+            agent.sync_tools().await;
             let servers = mcp.aliases();
             let mut inlined =
                 at_paths::inline(&text, &agent.registry(), agent.scheduler(), &cwd, &servers).await;

@@ -38,15 +38,9 @@ fn last_user_texts(server: &FakeOpenAi) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_mcp_prompt_runs_as_a_slash_command_and_a_resource_is_attached() {
-    let Some(script) = server_everything() else {
-        return;
-    };
-    let w = Workspace::new();
-    let server = FakeOpenAi::start(vec![Reply::text("sunny there"), Reply::text("read it")])
-        .await
-        .unwrap();
+/// The interactive agent in `w` on the fake model `server`, with server-everything
+/// (`script`) configured, once its first frame is up.
+fn agent_with_everything(w: &Workspace, server: &FakeOpenAi, script: &std::path::Path) -> Pty {
     let url = server.base_url();
     let servers = json!({"mcpServers": {"everything": {"command": "node", "args": [script]}}});
     let servers = servers.to_string();
@@ -66,6 +60,19 @@ async fn an_mcp_prompt_runs_as_a_slash_command_and_a_resource_is_attached() {
         &[],
     );
     pty.wait_for(" mode (shift+tab");
+    pty
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_prompt_runs_as_a_slash_command_and_a_resource_is_attached() {
+    let Some(script) = server_everything() else {
+        return;
+    };
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![Reply::text("sunny there"), Reply::text("read it")])
+        .await
+        .unwrap();
+    let pty = agent_with_everything(&w, &server, &script);
 
     // A required argument missing: named, and nothing is sent.
     pty.line("/everything:args-prompt state=NY");
@@ -87,6 +94,33 @@ async fn an_mcp_prompt_runs_as_a_slash_command_and_a_resource_is_attached() {
     let last = texts.last().unwrap();
     assert!(
         last.contains("--- everything:demo://resource/dynamic/text/5 ---\nResource 5: This is a plaintext resource"),
+        "{texts:?}"
+    );
+    pty.send(keys::CTRL_D);
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 0, "{screen}");
+}
+
+/// The first prompt names a resource of a server still starting (the agent's first frame
+/// comes well before node's server is up): the resource is read once the server is up,
+/// not refused as "offers no resources".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_of_a_server_still_starting_is_attached_once_it_is_up() {
+    let Some(script) = server_everything() else {
+        return;
+    };
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![Reply::text("read it")])
+        .await
+        .unwrap();
+    let pty = agent_with_everything(&w, &server, &script);
+    pty.line("what is in @everything:demo://resource/dynamic/text/4");
+    pty.wait_until("the answer", |s| {
+        s.contains("read it") && !s.contains("esc to cancel")
+    });
+    let texts = last_user_texts(&server);
+    assert!(
+        texts[0].contains("--- everything:demo://resource/dynamic/text/4 ---\nResource 4: This is a plaintext resource"),
         "{texts:?}"
     );
     pty.send(keys::CTRL_D);

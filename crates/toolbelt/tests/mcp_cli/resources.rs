@@ -293,37 +293,8 @@ fn stream_json_lists_prompts_as_commands_and_runs_one() {
                "message": {"role": "user", "content": "/everything:args-prompt city=Oslo"}}),
         json!({"type": "user", "session_id": "", "parent_tool_use_id": null,
                "message": {"role": "user", "content": "and @everything:demo://resource/dynamic/text/2"}}),
-    ]
-    .map(|v| v.to_string())
-    .join("\n");
-    let mut child = Command::new(toolbelt())
-        .args(["--openai-base-url", &url, "-m", "m"])
-        .args([
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-        ])
-        .current_dir(project.root())
-        .env("HOME", project.dir.path().join("home"))
-        .env("TOOLBELT_HOME", project.dir.path().join("home/.toolbelt"))
-        .env("TOOLBELT_TRUST_WORKSPACE", "1")
-        .env(
-            "TOOLBELT_SYSTEM_SETTINGS_PATH",
-            project.dir.path().join("no-system-settings.json"),
-        )
-        .env_remove("TOOLBELT_LOG")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(input.as_bytes()).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    ];
+    let out = run_stream_json(&project, &url, &input);
     assert!(out.status.success(), "{}", stderr(&out));
     let messages: Vec<Value> = stdout(&out)
         .lines()
@@ -364,6 +335,69 @@ fn stream_json_lists_prompts_as_commands_and_runs_one() {
     assert!(
         last.contains("--- everything:demo://resource/dynamic/text/2 ---\\nResource 2: This is a plaintext resource"),
         "{last}"
+    );
+}
+
+/// `toolbelt --input-format stream-json --output-format stream-json` in `project`
+/// against the fake model at `url`, given `input` (one message a line) and end of input.
+fn run_stream_json(project: &Project, url: &str, input: &[Value]) -> Output {
+    let input = input
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut child = Command::new(toolbelt())
+        .args(["--openai-base-url", url, "-m", "m"])
+        .args([
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+        ])
+        .current_dir(project.root())
+        .env("HOME", project.dir.path().join("home"))
+        .env("TOOLBELT_HOME", project.dir.path().join("home/.toolbelt"))
+        .env("TOOLBELT_TRUST_WORKSPACE", "1")
+        .env(
+            "TOOLBELT_SYSTEM_SETTINGS_PATH",
+            project.dir.path().join("no-system-settings.json"),
+        )
+        .env_remove("TOOLBELT_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.as_bytes()).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The first message names a resource of a server still starting (servers start beside
+/// the first turn; node takes a few hundred milliseconds): it is read once the server is
+/// up, not refused as "offers no resources".
+#[test]
+fn stream_json_reads_a_resource_of_a_server_still_starting() {
+    let Some(script) = everything_or_skip() else {
+        return;
+    };
+    let project = everything_project(&script);
+    let (_runtime, model) = fake_model("noted");
+    let url = model.base_url();
+    let input = [
+        json!({"type": "user", "session_id": "", "parent_tool_use_id": null,
+        "message": {"role": "user", "content": "summarize @everything:demo://resource/dynamic/text/3"}}),
+    ];
+    let out = run_stream_json(&project, &url, &input);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let user = first_user_text(&model);
+    assert!(
+        user.contains("--- everything:demo://resource/dynamic/text/3 ---\nResource 3: This is a plaintext resource"),
+        "{user}\n{}",
+        stderr(&out)
     );
 }
 
