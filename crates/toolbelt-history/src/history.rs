@@ -59,9 +59,8 @@ pub struct HistoryConfig {
     /// instead of watched: its walk costs well under a millisecond, while closing an
     /// inotify instance that held watches waits for a kernel grace period (fsnotify's
     /// SRCU, up to about 20 ms), and the process's exit waits for that close. Whether
-    /// the workspace is that small is known from the project's last picture, else from
-    /// the first walk (taken without a watcher; one found large gets its watcher then,
-    /// and a second walk in the background puts the watches in place).
+    /// the workspace is that small is known from the project's last picture, else by
+    /// counting its first entries (see `seed_and_watch`).
     pub watch_min_files: usize,
     /// Where the session works when it entered a git worktree: checkpoints then cover
     /// that worktree instead of the workspace roots (`roots.rs`).
@@ -113,9 +112,6 @@ pub(crate) struct State {
     pub(crate) index_of: Vec<ContentHash>,
     /// The trees of the last record a session with a watcher wrote, for its index file.
     pub(crate) index_due: Option<Vec<ContentHash>>,
-    /// The next sync walks every root whatever the watcher says (a watcher just added
-    /// has no watches yet: the walk adds them).
-    walk_due: bool,
 }
 
 #[derive(Default)]
@@ -172,7 +168,6 @@ impl History {
                 calls: HashMap::new(),
                 index_of: Vec::new(),
                 index_due: None,
-                walk_due: false,
             }),
             turns: Mutex::new(Turns::default()),
             syncer: Syncer::start(),
@@ -195,13 +190,7 @@ impl History {
             .name("toolbelt-history-start".into())
             .spawn(move || {
                 let mut state = lock(&shared.state);
-                let mut synced = shared.sync(&mut state, None, &[]);
-                if synced.is_ok() && state.walk_due {
-                    // A large workspace seen for the first time: the walk that puts its
-                    // watches in place, here rather than in the first call's checkpoint.
-                    synced = shared.sync(&mut state, None, &[]);
-                }
-                if let Err(e) = synced {
+                if let Err(e) = shared.sync(&mut state, None, &[]) {
                     state.disabled = Some(e.to_string());
                 }
             });
@@ -325,7 +314,6 @@ impl Shared {
             _ => None,
         };
         let whole = moved
-            || std::mem::take(&mut state.walk_due)
             || match &changes {
                 None => true,
                 Some(c) => c.rescan,
@@ -381,7 +369,6 @@ impl Shared {
         }
         let (written, unreadable, withheld) = (scan.written, scan.unreadable, scan.withheld);
         unwatch_small(state, cfg.watch_min_files);
-        watch_if_large(state, cfg);
         state.ready = true;
         // A revisit lists only what changed: the withheld count of the last walk stays.
         let walked = whole && revisited < state.roots.len();
@@ -396,13 +383,20 @@ impl Shared {
     }
 
     /// Before the first picture: the project's last one (`index_file.rs`), and a watcher
-    /// from the start only when that picture was large enough (see
-    /// `HistoryConfig::watch_min_files`); else the first walk goes without one and
-    /// `watch_if_large` adds it if the walk found the workspace large.
+    /// only for a workspace of at least `HistoryConfig::watch_min_files` entries, as that
+    /// picture says, or where there is none a count of the roots' first entries
+    /// (`roots_hold_at_least`: it stops at the threshold, so a large tree costs a few
+    /// directory reads).
     fn seed_and_watch(&self, state: &mut State) {
         self.seed(state);
         let cfg = &self.config;
-        let large = holds_at_least(&state.roots, cfg.watch_min_files);
+        let min = cfg.watch_min_files;
+        let seeded = state.roots.iter().any(|r| !r.tree.children.is_empty());
+        let large = if seeded {
+            holds_at_least(&state.roots, min)
+        } else {
+            roots_hold_at_least(state.roots.iter().map(|r| r.path.as_path()), min)
+        };
         state.watcher = if cfg.watch && large {
             Watcher::new()
         } else {
@@ -549,20 +543,27 @@ fn unwatch_small(state: &mut State, min_files: usize) {
     }
 }
 
-/// At the first picture, taken without a watcher (the project's last picture was small,
-/// or there was none): a tree that turned out large gets its watcher, and the next sync
-/// walks to put the watches in place (changes made between the two walks are seen by the
-/// second, which compares every stat).
-fn watch_if_large(state: &mut State, cfg: &HistoryConfig) {
-    if !state.ready
-        && cfg.watch
-        && state.watcher.is_none()
-        && holds_at_least(&state.roots, cfg.watch_min_files)
-        && let Some(w) = Watcher::new()
-    {
-        state.watcher = Some(w);
-        state.walk_due = true;
+/// Whether the folders `roots` hold at least `n` entries below them, counted by reading
+/// folders breadth first (no rule applied, no link followed: ignored folders count,
+/// which errs toward watching) and stopping at `n`.
+fn roots_hold_at_least<'a>(roots: impl Iterator<Item = &'a std::path::Path>, n: usize) -> bool {
+    let mut left = n;
+    let mut queue: std::collections::VecDeque<PathBuf> = roots.map(PathBuf::from).collect();
+    while let Some(dir) = queue.pop_front() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if left == 0 {
+                return true;
+            }
+            left -= 1;
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                queue.push_back(entry.path());
+            }
+        }
     }
+    left == 0
 }
 
 /// Whether the roots' trees hold at least `n` entries (files and directories).

@@ -196,7 +196,7 @@ async fn edit_write_sed_and_rm_are_restored_exactly_by_walking() {
 /// A workspace smaller than `watch_min_files` is never watched (closing a watcher can
 /// wait for the kernel) and is walked at each checkpoint: the shell's `sed -i`, `chmod`
 /// and `rm` are still each in their call's checkpoint. One of exactly that many entries
-/// is watched from the checkpoint after its first walk (`restored_exactly(true, 5)`).
+/// is watched (`restored_exactly(true, 5)`).
 #[tokio::test]
 async fn a_small_workspace_is_walked_and_every_change_still_recorded() {
     restored_exactly(true, 6).await;
@@ -541,10 +541,9 @@ async fn what_a_turn_changed_names_its_sides_before_and_after() {
     assert!(!text.contains("Proposed") && !text.contains('\t'), "{text}");
 }
 
-/// A workspace at least `watch_min_files` large is watched: found so by the first walk
-/// of a session started in the background (the watches are put in place there), or from
-/// the project's last picture by the next session; each still records a change made by
-/// another process.
+/// A workspace at least `watch_min_files` large is watched: found so by counting its
+/// entries (a project seen for the first time) or from the project's last picture (the
+/// next session); each still records a change made by another process.
 #[tokio::test]
 async fn a_large_workspace_is_watched_from_its_first_walk_or_its_last_picture() {
     let ws = Ws::new();
