@@ -716,9 +716,17 @@ impl App {
                     return;
                 }
             };
-            // `@<server>:<uri>` of a server still starting: read once it is up.
-            mcp.wait_for_prompt(&text).await;
-            agent.sync_tools().await;
+            // `@<server>:<uri>` of a server still starting: read once it is up, unless the
+            // person cancels first (Esc ends the wait; the run then ends as cancelled).
+            tokio::select! {
+                () = mcp.wait_for_prompt(&text) => agent.sync_tools().await,
+                () = token.cancelled() => {
+                    let parts = vec![toolbelt_model::UserPart::Text(text.clone())];
+                    let outcome = agent.run_with_references(parts, &text, &token).await;
+                    let _ = tx.send(UiMessage::Done(outcome));
+                    return;
+                }
+            }
             let servers = mcp.aliases();
             let mut inlined =
                 at_paths::inline(&text, &agent.registry(), agent.scheduler(), &cwd, &servers).await;

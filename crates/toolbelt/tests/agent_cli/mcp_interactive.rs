@@ -199,3 +199,45 @@ async fn a_resource_added_during_a_run_is_counted_after_the_announcement() {
     let (code, screen) = pty.wait_exit_screen();
     assert_eq!(code, 0, "{screen}");
 }
+
+/// Waiting for a server the prompt names ends when the person cancels: Esc during a start
+/// that would take the server's whole `startupTimeout` (a minute here) ends the run at
+/// once, and nothing reaches the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn esc_ends_the_wait_for_a_server_the_prompt_names() {
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![Reply::text("never asked")])
+        .await
+        .unwrap();
+    let url = server.base_url();
+    // A server that never answers `initialize`.
+    let servers = json!({"mcpServers": {"mute": {"command": "sleep", "args": ["300"],
+        "startupTimeout": 60000}}});
+    let servers = servers.to_string();
+    let args = [
+        "--openai-base-url",
+        url.as_str(),
+        "-m",
+        "fake-model",
+        "--mcp-config",
+        servers.as_str(),
+    ];
+    let pty = Pty::spawn(
+        std::path::Path::new(env!("CARGO_BIN_EXE_toolbelt")),
+        &w.ws(),
+        w.dir.path(),
+        &args,
+        &[],
+    );
+    pty.wait_for(" mode (shift+tab");
+    pty.line("what is in @mute:doc://a");
+    pty.wait_for("esc to cancel");
+    pty.send(keys::ESC);
+    pty.wait_until("the run to end", |s| {
+        s.contains("Request cancelled") && !s.contains("esc to cancel")
+    });
+    assert!(server.last_request().is_none(), "the model was asked");
+    pty.send(keys::CTRL_D);
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 0, "{screen}");
+}
