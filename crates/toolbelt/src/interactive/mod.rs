@@ -705,28 +705,35 @@ impl App {
         let token = cancel.clone();
         let mcp = self.mcp.clone();
         let task = tokio::spawn(async move {
-            // `/<server>:<prompt>`: what the MCP prompt returns is the prompt.
-            let text = match mcp.run_prompt_command(&text).await {
-                None => text,
-                Some(Ok(expanded)) => expanded,
-                Some(Err(why)) => {
-                    let why = why.to_string();
-                    let _ = tx.send(UiMessage::Notice(why.clone()));
-                    let _ = tx.send(UiMessage::Done(RunOutcome::prompt_not_made(why)));
-                    return;
-                }
+            // The servers the prompt names may still be starting: `/<server>:<prompt>`
+            // (what the MCP prompt returns is the prompt) and `@<server>:<uri>` (read once
+            // it is up). Esc ends either wait; the run then ends as cancelled.
+            let ready = async {
+                let text = match mcp.run_prompt_command(&text).await {
+                    None => text.clone(),
+                    Some(Ok(expanded)) => expanded,
+                    Some(Err(why)) => return Err(why.to_string()),
+                };
+                mcp.wait_for_prompt(&text).await;
+                agent.sync_tools().await;
+                Ok(text)
             };
-            // `@<server>:<uri>` of a server still starting: read once it is up, unless the
-            // person cancels first (Esc ends the wait; the run then ends as cancelled).
-            tokio::select! {
-                () = mcp.wait_for_prompt(&text) => agent.sync_tools().await,
+            let text = tokio::select! {
+                ready = ready => match ready {
+                    Ok(text) => text,
+                    Err(why) => {
+                        let _ = tx.send(UiMessage::Notice(why.clone()));
+                        let _ = tx.send(UiMessage::Done(RunOutcome::prompt_not_made(why)));
+                        return;
+                    }
+                },
                 () = token.cancelled() => {
                     let parts = vec![toolbelt_model::UserPart::Text(text.clone())];
                     let outcome = agent.run_with_references(parts, &text, &token).await;
                     let _ = tx.send(UiMessage::Done(outcome));
                     return;
                 }
-            }
+            };
             let servers = mcp.aliases();
             let mut inlined =
                 at_paths::inline(&text, &agent.registry(), agent.scheduler(), &cwd, &servers).await;

@@ -202,7 +202,7 @@ async fn a_resource_added_during_a_run_is_counted_after_the_announcement() {
 
 /// Waiting for a server the prompt names ends when the person cancels: Esc during a start
 /// that would take the server's whole `startupTimeout` (a minute here) ends the run at
-/// once, and nothing reaches the model.
+/// once, for `@server:uri` and for `/server:prompt`, and nothing reaches the model.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn esc_ends_the_wait_for_a_server_the_prompt_names() {
     let w = Workspace::new();
@@ -235,6 +235,13 @@ async fn esc_ends_the_wait_for_a_server_the_prompt_names() {
     pty.send(keys::ESC);
     pty.wait_until("the run to end", |s| {
         s.contains("Request cancelled") && !s.contains("esc to cancel")
+    });
+    // The same for a prompt command of that server.
+    pty.line("/mute:greet");
+    pty.wait_for("esc to cancel");
+    pty.send(keys::ESC);
+    pty.wait_until("the second run to end", |s| {
+        s.matches("Request cancelled").count() == 2 && !s.contains("esc to cancel")
     });
     assert!(server.last_request().is_none(), "the model was asked");
     pty.send(keys::CTRL_D);
