@@ -8,9 +8,14 @@
 //! exactly that moment:
 //!
 //! - It is toolbelt's own binary run again (`/proc/self/exe __guardian <token>
-//!   <start time>`), started with the first [`crate::Owner`], i.e. before the first
-//!   process toolbelt starts; a run that starts nothing (`tools list` without MCP
-//!   servers or discovery) pays nothing.
+//!   <start time>`), started just before the first process that the kernel would not
+//!   end with toolbelt ([`crate::GroupCommand`] starts it). An approved command in the
+//!   shared PID namespace needs none: the namespace's holder exits when toolbelt does,
+//!   and the kernel then kills everything in it. So a run that starts nothing, or only
+//!   approved commands in that namespace, pays nothing (an exec of the 60 MB binary,
+//!   about 2 ms of CPU, issue 49); an MCP or language server, a hook, an unasked
+//!   command, a kept job, or any command where the namespace is not granted, starts
+//!   it.
 //! - Its stdin is a pipe whose only writer is toolbelt (close-on-exec, so no child
 //!   holds it). When toolbelt ends, however it ends, the kernel closes that end and the
 //!   guardian reads end-of-file. Until then it sleeps in `read`; it costs no CPU.

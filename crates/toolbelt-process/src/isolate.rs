@@ -190,6 +190,13 @@ impl IsolationStep {
         };
         self.flags.store(flags, Ordering::Relaxed);
     }
+
+    /// Whether the kernel ends the child with toolbelt, however toolbelt ends: it joins
+    /// the shared namespace, whose holder exits at toolbelt's end and takes every
+    /// process in it along. Such a child needs no guardian (`crate::guardian`).
+    pub(crate) fn ends_with_toolbelt(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & JOIN != 0
+    }
 }
 
 /// Says once per process which layer an unasked command goes without (the first such

@@ -101,11 +101,11 @@ impl Default for Owner {
 }
 
 impl Owner {
-    /// A fresh owner. Also makes toolbelt a subreaper and starts the guardian (when the
-    /// binary enabled it), so no caller can forget either before it spawns anything.
+    /// A fresh owner. Also makes toolbelt a subreaper, so no caller can forget it before
+    /// it spawns anything (the guardian starts at the spawn itself, where it is needed:
+    /// [`crate::GroupCommand`]).
     pub fn new() -> Owner {
         become_subreaper();
-        crate::guardian::ensure_started();
         let n = NEXT_OWNER.fetch_add(1, Ordering::Relaxed);
         // A command reads its own marker: the random last part keeps it from naming any
         // other owner's (a kept job's, which the guardian spares) from it.
@@ -137,8 +137,11 @@ impl Owner {
         &self.marker
     }
 
-    /// The environment entry to give the leader: `(OWNER_VAR, marker)`.
+    /// The environment entry to give the leader: `(OWNER_VAR, marker)`, for a process the
+    /// caller starts itself rather than through [`crate::GroupCommand`]. Such a process is
+    /// in no namespace that ends with toolbelt, so this also starts the guardian.
     pub fn env(&self) -> (&'static str, &str) {
+        crate::guardian::ensure_started();
         (OWNER_VAR, &self.marker)
     }
 
@@ -197,9 +200,13 @@ impl Owner {
         } else {
             procfs::all().into_iter().filter(|p| p.pid != me).collect()
         };
-        // The shared namespace's holder is toolbelt's own (see `isolate::holder_pids`).
+        // The shared namespace's holder is toolbelt's own (see `isolate::holder_pids`),
+        // and so is the guardian, which may start after this owner was made.
         if let Some(holder) = crate::isolate::holder_pids() {
             candidates.retain(|p| !holder.contains(&p.pid));
+        }
+        if let Some(guardian) = crate::guardian::pid() {
+            candidates.retain(|p| p.pid != guardian);
         }
         let leader = self.leader();
         // The leader's group is the call's only while no other process holds its pid.

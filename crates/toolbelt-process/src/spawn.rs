@@ -108,8 +108,17 @@ impl<'a> GroupCommand<'a> {
         self
     }
 
+    /// Starts the guardian first unless the kernel ends this child with toolbelt (see
+    /// [`crate::guardian`]): every spawn passes here, so none can forget it.
+    fn guard(&self) {
+        if !self.isolation.ends_with_toolbelt() {
+            crate::guardian::ensure_started();
+        }
+    }
+
     /// Starts it for synchronous callers (threads read its pipes).
     pub fn spawn_std(mut self) -> io::Result<std::process::Child> {
+        self.guard();
         self.command.env(OWNER_VAR, self.owner.marker());
         let child = self.command.spawn()?;
         self.owner.started(child.id());
@@ -135,6 +144,7 @@ impl<'a> GroupCommand<'a> {
     /// The command as tokio's, for a library that spawns it itself (rmcp's child
     /// transport). The caller then hands the pid to [`Owner::started`].
     pub fn into_tokio(mut self, kill_on_drop: bool) -> tokio::process::Command {
+        self.guard();
         self.command.env(OWNER_VAR, self.owner.marker());
         let mut command = tokio::process::Command::from(self.command);
         command.kill_on_drop(kill_on_drop);

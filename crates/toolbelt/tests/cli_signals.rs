@@ -255,9 +255,19 @@ fn sigalrm_and_a_real_time_signal_end_every_process_toolbelt_started() {
     exits_with(ends_everything_on(&["RTMIN+1"], false), 128 + 35);
 }
 
+/// The settings that keep approved commands out of the shared PID namespace, so what
+/// ends their leftovers after a SIGKILL is the guardian's sweep, not the kernel.
+fn no_namespace() -> serde_json::Value {
+    serde_json::json!({"tools": {"shell": {"processNamespace": false}}})
+}
+
 #[test]
 fn sigkill_leaves_nothing_running_and_the_guardian_exits_when_done() {
-    let run = start();
+    let args = serde_json::json!({ "command": SETSID_SLEEP }).to_string();
+    let run = toolbelt_with(
+        &["tools", "call", "run_shell_command", &args, "--yes"],
+        Some(&no_namespace()),
+    );
     let sleep = pidfd(sleep_pid(&run.pid_file, run.child.id()));
     let guardian = pidfd(guardian_of(run.child.id()));
     // A process toolbelt did not start, carrying a marker anyone could guess (the
@@ -280,6 +290,42 @@ fn sigkill_leaves_nothing_running_and_the_guardian_exits_when_done() {
     );
     bystander.kill().unwrap();
     bystander.wait().unwrap();
+}
+
+/// The children of `pid` whose command line has `__guardian`.
+fn guardians_below(pid: u32) -> usize {
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    children
+        .split_whitespace()
+        .filter(|c| {
+            std::fs::read(format!("/proc/{c}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"__guardian"))
+        })
+        .count()
+}
+
+/// An approved command in the shared PID namespace starts no guardian (the kernel ends
+/// the namespace with toolbelt: issue 49), and a SIGKILL still leaves nothing running.
+/// Where the namespace is not granted, the guardian is what ends it, so it starts.
+#[test]
+fn an_approved_command_in_the_shared_namespace_needs_no_guardian() {
+    let run = start();
+    let sleep = pidfd(sleep_pid(&run.pid_file, run.child.id()));
+    let granted = toolbelt_process::isolate::processes_granted().is_ok();
+    if granted {
+        assert_eq!(
+            guardians_below(run.child.id()),
+            0,
+            "a guardian started for a command the kernel ends with toolbelt"
+        );
+    } else {
+        guardian_of(run.child.id());
+    }
+    signal(&run.child.id().to_string(), "KILL");
+    let mut child = run.child;
+    assert_eq!(child.wait().unwrap().signal(), Some(9));
+    assert_ends(&sleep, "the setsid sleep");
 }
 
 /// A daemon an approved command hid from every marker scan (double-forked, its own
@@ -434,7 +480,8 @@ fn sigkill_to_toolbelts_whole_process_group_leaves_nothing_running() {
 #[test]
 fn a_signal_left_to_its_default_action_leaves_nothing_running() {
     // SYS (like the other fault signals) is not caught: a handler that returns would
-    // run the faulting instruction again. The guardian cleans up. (SEGV and BUS sent by
+    // run the faulting instruction again. The kernel (the shared namespace) or the
+    // guardian cleans up. (SEGV and BUS sent by
     // `kill` are no test of this: Rust's stack-overflow handler takes them once.)
     let status = ends_everything_on(&["SYS"], false);
     assert_eq!(status.signal(), Some(31));
