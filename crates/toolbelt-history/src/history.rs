@@ -305,9 +305,9 @@ impl Shared {
         let now_ns = i64::try_from(now_ms())
             .unwrap_or(i64::MAX)
             .saturating_mul(1_000_000);
-        if !state.ready {
-            self.seed_and_watch(state);
-        }
+        // A first walk is parallel unless the tree is known to be small (a walker's
+        // threads cost more than a small tree's whole walk).
+        let first_parallel = !state.ready && !self.seed_and_watch(state);
         let changes = match (&mut state.watcher, state.ready) {
             (Some(w), true) => Some(w.drain()),
             (None, true) if !moved && !named.is_empty() => named_changes(&state.roots, named),
@@ -343,7 +343,7 @@ impl Shared {
             unreadable: Vec::new(),
             withheld: 0,
             watcher: watcher.as_mut(),
-            parallel: !*ready || holds_at_least(roots, PARALLEL_FROM),
+            parallel: first_parallel || (*ready && holds_at_least(roots, PARALLEL_FROM)),
         };
         let mut hashes = Vec::with_capacity(roots.len());
         let mut revisited = 0;
@@ -386,22 +386,26 @@ impl Shared {
     /// only for a workspace of at least `HistoryConfig::watch_min_files` entries, as that
     /// picture says, or where there is none a count of the roots' first entries
     /// (`roots_hold_at_least`: it stops at the threshold, so a large tree costs a few
-    /// directory reads).
-    fn seed_and_watch(&self, state: &mut State) {
+    /// directory reads). Returns whether the tree is known to hold fewer than
+    /// [`PARALLEL_FROM`] entries, so the first walk can be sequential.
+    fn seed_and_watch(&self, state: &mut State) -> bool {
         self.seed(state);
         let cfg = &self.config;
         let min = cfg.watch_min_files;
         let seeded = state.roots.iter().any(|r| !r.tree.children.is_empty());
-        let large = if seeded {
-            holds_at_least(&state.roots, min)
+        let (large, small) = if seeded {
+            let large = holds_at_least(&state.roots, min);
+            (large, !holds_at_least(&state.roots, PARALLEL_FROM))
         } else {
-            roots_hold_at_least(state.roots.iter().map(|r| r.path.as_path()), min)
+            let large = roots_hold_at_least(state.roots.iter().map(|r| r.path.as_path()), min);
+            (large, !large && min <= PARALLEL_FROM)
         };
         state.watcher = if cfg.watch && large {
             Watcher::new()
         } else {
             None
         };
+        small
     }
 
     /// What the trees leave out, recounted when they changed.
