@@ -27,6 +27,10 @@
 //! transport (`sse`, our own: rmcp has none). HTTP clients follow redirects only within
 //! the configured origin, so configured headers never reach another host.
 //!
+//! OAuth (`oauth`): a Streamable HTTP server that answers 401 is "needs login"; [`login`]
+//! (`toolbelt mcp auth`) does the authorization code flow and keeps the tokens in
+//! toolbelt's store, and later connections send and refresh them.
+//!
 //! # Secrets
 //!
 //! Each [`ServerConfig`] registers its credentials (header values, URL user-info, secret
@@ -75,6 +79,7 @@ mod content;
 mod error;
 mod events;
 mod list_resources;
+mod oauth;
 mod prompts;
 mod read_resource;
 pub mod sdk;
@@ -91,8 +96,9 @@ pub use config::{
     configured_servers, parse_mcp_config,
 };
 pub use connection::McpConnection;
-pub use error::{McpConfigError, McpError};
+pub use error::{McpAuthError, McpConfigError, McpError};
 pub use list_resources::{LIST_NAME, LIST_RULE_ALIASES};
+pub use oauth::{OAuthConfig, login, logout, open_in_browser};
 pub use prompts::servers_named;
 pub use read_resource::{READ_NAME, READ_RULE_ALIASES};
 pub use status::ServerStatus;

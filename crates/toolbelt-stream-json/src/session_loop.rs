@@ -342,6 +342,7 @@ fn sdk_servers(
             description: None,
             // The session's roots are set with the other servers'.
             roots: Vec::new(),
+            oauth: Default::default(),
         });
     }
     Ok(servers)

@@ -14,6 +14,7 @@ pub fn mcp_json(reports: &[ServerReport]) -> Value {
         .map(|r| {
             let (status, reason) = match &r.status {
                 ServerStatus::Failed(why) => ("failed", Some(why.clone())),
+                ServerStatus::NeedsLogin(hint) => ("needs-login", Some(hint.clone())),
                 // Why, and when the session starts it again.
                 ServerStatus::Retrying { .. } => {
                     let text = r.status.to_string();
