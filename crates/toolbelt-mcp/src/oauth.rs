@@ -194,6 +194,20 @@ pub fn open_in_browser(url: &str) -> Result<(), McpAuthError> {
         .map_err(|e| McpAuthError::Flow(format!("cannot start {opener}: {e}")))
 }
 
+/// Whether OAuth is how `config`'s server is logged in to: a Streamable HTTP server with
+/// `oauth.enabled`, a token store, and no static `Authorization` header (which wins:
+/// such a server's 401 says the header is wrong, not that a login is needed).
+pub(crate) fn applies(config: &ServerConfig) -> bool {
+    let Transport::StreamableHttp { headers, .. } = &config.transport else {
+        return false;
+    };
+    config.oauth.enabled
+        && config.oauth.store_dir.is_some()
+        && !headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization"))
+}
+
 /// The HTTP client a Streamable HTTP server's transport gets instead of `http`: rmcp's
 /// `AuthClient` over it, with the server's kept tokens, when OAuth applies and tokens
 /// are kept; `None` otherwise (no tokens: the server's 401 makes it "needs login").
@@ -201,22 +215,13 @@ pub(crate) async fn authorized_client(
     config: &ServerConfig,
     http: reqwest::Client,
 ) -> Result<Option<AuthClient<reqwest::Client>>, String> {
-    let Transport::StreamableHttp { url, headers } = &config.transport else {
-        return Ok(None);
-    };
-    let static_header = headers
-        .keys()
-        .any(|k| k.eq_ignore_ascii_case("authorization"));
-    let Some(dir) = config
-        .oauth
-        .store_dir
-        .as_ref()
-        .filter(|_| config.oauth.enabled)
+    let (Transport::StreamableHttp { url, .. }, Some(dir)) =
+        (&config.transport, &config.oauth.store_dir)
     else {
         return Ok(None);
     };
     let store = TokenFile::new(dir, &config.alias, url);
-    if static_header || !store.has_tokens() {
+    if !applies(config) || !store.has_tokens() {
         return Ok(None);
     }
     config

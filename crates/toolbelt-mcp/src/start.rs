@@ -116,7 +116,7 @@ pub(crate) async fn start(
                 }
             };
             started.map_err(|e| {
-                if crate::oauth::asks_for_login(&e) {
+                if crate::oauth::applies(config) && crate::oauth::asks_for_login(&e) {
                     StartError::NeedsLogin(format!(
                         "the server asks for an OAuth login: run `toolbelt mcp auth {}`",
                         config.alias

@@ -44,12 +44,13 @@ struct OAuthServer {
 }
 
 impl OAuthServer {
-    async fn start(modules: &Path) -> OAuthServer {
+    async fn start(modules: &Path, flags: &[&str]) -> OAuthServer {
         let script =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_oauth_server.mjs");
         let mut child = Command::new("node")
             .arg(script)
             .arg(modules)
+            .args(flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
@@ -173,7 +174,7 @@ async fn oauth_login_call_refresh_and_logout_against_the_typescript_sdk_server()
     let Some(modules) = node_modules_or_skip() else {
         return;
     };
-    let server = OAuthServer::start(&modules).await;
+    let server = OAuthServer::start(&modules, &[]).await;
     let project = server.project();
 
     // Before a login: "needs login", a state of its own, with what to run.
@@ -268,9 +269,39 @@ async fn oauth_login_call_refresh_and_logout_against_the_typescript_sdk_server()
         "{refreshes:?}"
     );
     let kept: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
-    assert_ne!(
-        kept["credentials"]["token_response"]["access_token"],
-        access.as_str()
+    let refreshed = kept["credentials"]["token_response"]["access_token"]
+        .as_str()
+        .unwrap();
+    assert_ne!(refreshed, access);
+
+    // A static bearer header still works, and wins over OAuth: a wrong one is a failure,
+    // not a login to do.
+    let header = |token: &str| json!({"Authorization": format!("Bearer {token}")});
+    let statics = Project::new(json!({"mcpServers": {
+        "good": {"httpUrl": server.mcp, "headers": header(refreshed)},
+        "bad": {"httpUrl": server.mcp, "headers": header("not-a-token-at-all")}
+    }}));
+    let out = statics.run(&["tools", "call", "mcp__good__whoami", "{}", "--yes"]);
+    assert!(
+        stdout(&out).contains("hello, OAuth client"),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let out = statics.run(&["mcp", "list"]);
+    let bad = stdout(&out)
+        .lines()
+        .find(|l| l.starts_with("bad ("))
+        .unwrap()
+        .to_string();
+    assert!(
+        bad.contains("failed") && !bad.contains("needs login"),
+        "{bad}"
+    );
+    assert!(
+        !stdout(&out).contains("not-a-token-at-all"),
+        "{}",
+        stdout(&out)
     );
 
     // Logout forgets the tokens: a login is needed again.
@@ -286,7 +317,7 @@ async fn a_redirect_whose_iss_is_not_the_authorization_servers_is_refused() {
     let Some(modules) = node_modules_or_skip() else {
         return;
     };
-    let server = OAuthServer::start(&modules).await;
+    let server = OAuthServer::start(&modules, &[]).await;
     let project = server.project();
     let (_, page, out) = log_in(&server, &project, |mut url| {
         let pairs: Vec<(String, String)> = url
@@ -315,4 +346,32 @@ async fn a_redirect_whose_iss_is_not_the_authorization_servers_is_refused() {
     // The code was never exchanged.
     let events = server.events().await;
     assert!(!events.iter().any(|e| e["type"] == "token"), "{events:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_page_on_cleartext_http_elsewhere_is_refused_before_anything_is_sent() {
+    let Some(modules) = node_modules_or_skip() else {
+        return;
+    };
+    let server = OAuthServer::start(&modules, &["--cleartext-authorize"]).await;
+    let project = server.project();
+    let out = project.run(&["mcp", "auth", "secure", "--no-browser", "--timeout", "30"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stdout(&out).is_empty(),
+        "a URL was printed: {}",
+        stdout(&out)
+    );
+    let error = stderr(&out);
+    assert!(
+        error.contains("refused") && error.contains("neither https nor on this machine"),
+        "{error}"
+    );
+    assert!(
+        error.contains("http://login.example.invalid/authorize"),
+        "{error}"
+    );
+    // No client was registered, nothing was asked of the authorization server.
+    assert!(server.events().await.is_empty());
+    assert!(token_files(&project).is_empty());
 }
