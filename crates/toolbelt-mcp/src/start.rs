@@ -91,40 +91,7 @@ pub(crate) async fn start(
             Ok(events.clone().serve(child).await.map_err(handshake)?)
         }
         Transport::StreamableHttp { url, headers } => {
-            let mut settings = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-            let mut custom = HashMap::new();
-            for (name, value) in headers {
-                if name.eq_ignore_ascii_case("authorization")
-                    && let Some(token) = value.strip_prefix("Bearer ")
-                {
-                    settings = settings.auth_header(token.to_string());
-                    continue;
-                }
-                let (name, value) = header(name, value)?;
-                custom.insert(name, value);
-            }
-            let http = same_origin_client()?;
-            let settings = settings.custom_headers(custom);
-            let started = match crate::oauth::authorized_client(config, http.clone()).await? {
-                Some(client) => {
-                    let transport = StreamableHttpClientTransport::with_client(client, settings);
-                    events.clone().serve(transport).await
-                }
-                None => {
-                    let transport = StreamableHttpClientTransport::with_client(http, settings);
-                    events.clone().serve(transport).await
-                }
-            };
-            started.map_err(|e| {
-                if crate::oauth::applies(config) && crate::oauth::asks_for_login(&e) {
-                    StartError::NeedsLogin(format!(
-                        "the server asks for an OAuth login: run `toolbelt mcp auth {}`",
-                        config.alias
-                    ))
-                } else {
-                    StartError::Failed(handshake(e))
-                }
-            })
+            start_http(config, url, headers, events, handshake).await
         }
         Transport::Sse { url, headers } => {
             let transport = SseTransport::connect(url, headers).await?;
@@ -135,6 +102,52 @@ pub(crate) async fn start(
             Ok(events.clone().serve(transport).await.map_err(handshake)?)
         }
     }
+}
+
+/// A Streamable HTTP server: the configured headers (a `Bearer` one as rmcp's own
+/// token), and the kept OAuth tokens when OAuth applies (`oauth`). A 401 is
+/// "needs login" when OAuth applies, else a failure.
+async fn start_http(
+    config: &ServerConfig,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    events: &ServerEvents,
+    handshake: impl FnOnce(ClientInitializeError) -> String,
+) -> Result<Client, StartError> {
+    let mut settings = StreamableHttpClientTransportConfig::with_uri(url);
+    let mut custom = HashMap::new();
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("authorization")
+            && let Some(token) = value.strip_prefix("Bearer ")
+        {
+            settings = settings.auth_header(token.to_string());
+            continue;
+        }
+        let (name, value) = header(name, value)?;
+        custom.insert(name, value);
+    }
+    let http = same_origin_client()?;
+    let settings = settings.custom_headers(custom);
+    let started = match crate::oauth::authorized_client(config, http.clone()).await? {
+        Some(client) => {
+            let transport = StreamableHttpClientTransport::with_client(client, settings);
+            events.clone().serve(transport).await
+        }
+        None => {
+            let transport = StreamableHttpClientTransport::with_client(http, settings);
+            events.clone().serve(transport).await
+        }
+    };
+    started.map_err(|e| {
+        if crate::oauth::applies(config) && crate::oauth::asks_for_login(&e) {
+            StartError::NeedsLogin(format!(
+                "the server asks for an OAuth login: run `toolbelt mcp auth {}`",
+                config.alias
+            ))
+        } else {
+            StartError::Failed(handshake(e))
+        }
+    })
 }
 
 /// Bytes one start of a server adds to its log at most. A log that reached it is
