@@ -399,6 +399,30 @@ impl McpServers {
         reports
     }
 
+    /// Logs in to server `alias` ([`login`]), then starts it again in the background
+    /// (its tools join as after any start, [`McpServers::take_joined`]): `/mcp auth` in a
+    /// session. Must be called within a Tokio runtime.
+    pub async fn log_in(
+        &self,
+        alias: &str,
+        timeout: std::time::Duration,
+        show_url: impl FnOnce(&str),
+    ) -> Result<std::path::PathBuf, McpAuthError> {
+        let Some(connection) = self.connections.iter().find(|c| c.alias() == alias) else {
+            return Err(McpAuthError::Flow(format!(
+                "no MCP server named \"{alias}\""
+            )));
+        };
+        let kept = login(connection.config(), timeout, show_url).await?;
+        tokio::spawn(background::start_with_retries(
+            connection.clone(),
+            self.joined.clone(),
+            self.stop.clone(),
+            None,
+        ));
+        Ok(kept)
+    }
+
     /// Stops the background starts and closes every connection.
     pub async fn close(&self) {
         self.stop.cancel();

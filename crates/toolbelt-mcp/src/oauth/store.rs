@@ -11,12 +11,15 @@
 //! alias and URL: a settings file that points an alias at another URL (a project's
 //! settings, say) does not get the tokens of the server the person logged in to.
 //! Every token read or written is registered with the redactor, so it is masked in any
-//! text toolbelt shows or logs.
+//! text toolbelt shows or logs. A refresh holds a lock on the file's `.lock` beside it,
+//! so sessions that share the tokens refresh one at a time.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{
+    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
@@ -80,8 +83,9 @@ impl TokenFile {
         matches!(self.read(), Ok(Some(c)) if c.token_response.is_some())
     }
 
-    /// Removes the file; whether there was one.
+    /// Removes the file (and its refresh lock); whether there was one.
     pub(crate) fn remove(&self) -> io::Result<bool> {
+        let _ = std::fs::remove_file(self.path.with_extension("lock"));
         match std::fs::remove_file(&self.path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -117,6 +121,30 @@ impl CredentialStore for TokenFile {
         self.remove()
             .map(|_| ())
             .map_err(|e| store_error("remove", &self.path, &e))
+    }
+
+    /// An exclusive lock on `<file>.lock` for the whole of a refresh: two sessions that
+    /// find the token expired at once refresh one after the other, and the second reads
+    /// the tokens the first saved (a refresh token may be good for one use only).
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let path = self.path.with_extension("lock");
+        let locked = tokio::task::spawn_blocking(move || -> io::Result<std::fs::File> {
+            if let Some(dir) = path.parent() {
+                toolbelt_core::store_files::create_dir_all(dir)?;
+            }
+            let file = toolbelt_core::store_files::open_options()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)?;
+            rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+            Ok(file)
+        })
+        .await
+        .map_err(|e| AuthError::CredentialStoreError(format!("the refresh lock: {e}")))?
+        .map_err(|e| store_error("lock", &self.path, &e))?;
+        // The lock goes with the file, when rmcp drops the guard.
+        Ok(Some(CredentialRefreshGuard::new(locked)))
     }
 }
 
@@ -169,6 +197,25 @@ mod tests {
         }))
         .unwrap();
         StoredCredentials::new("client-1".into(), Some(tokens), vec![], Some(1))
+    }
+
+    #[tokio::test]
+    async fn a_refresh_holds_the_file_lock_until_rmcp_drops_its_guard() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = TokenFile::new(dir.path(), "docs", "https://mcp.example.com/mcp");
+        let try_lock = || {
+            let other = std::fs::File::open(file.path().with_extension("lock")).unwrap();
+            let op = rustix::fs::FlockOperation::NonBlockingLockExclusive;
+            rustix::fs::flock(&other, op).is_ok()
+        };
+        let guard = file.acquire_refresh_guard().await.unwrap();
+        assert!(guard.is_some());
+        assert!(
+            !try_lock(),
+            "another session could refresh at the same time"
+        );
+        drop(guard);
+        assert!(try_lock());
     }
 
     #[test]
