@@ -320,7 +320,39 @@ fn authorization_request(oauth: &OAuthConfig, redirect_uri: String) -> Authoriza
     }
 }
 
-/// An rmcp auth error in one line, masked (it may quote what a server sent).
+/// An rmcp auth error in one line, masked, without control characters and cut short:
+/// it may quote what a server sent (a registration endpoint's answer, say), and it goes
+/// to a terminal.
 fn text(e: &AuthError) -> String {
-    toolbelt_core::redact::redact(&crate::start::error_chain(e))
+    let chain = crate::start::error_chain(e);
+    let mut line: String = (chain.chars())
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_ERROR_CHARS)
+        .collect();
+    if chain.chars().count() > MAX_ERROR_CHARS {
+        line.push_str("...");
+    }
+    toolbelt_core::redact::redact(&line)
+}
+
+/// The longest error text shown.
+const MAX_ERROR_CHARS: usize = 500;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_servers_words_in_an_error_lose_their_escapes_and_length() {
+        let hostile = format!(
+            "HTTP 400: \u{1b}]52;c;AAAA\u{7}\u{1b}[2J{}",
+            "x".repeat(2000)
+        );
+        let shown = text(&AuthError::RegistrationFailed(hostile));
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
+        assert!(
+            shown.ends_with("...") && shown.chars().count() < 520,
+            "{shown}"
+        );
+    }
 }
