@@ -98,7 +98,7 @@ pub use config::{
 pub use connection::McpConnection;
 pub use error::{McpAuthError, McpConfigError, McpError};
 pub use list_resources::{LIST_NAME, LIST_RULE_ALIASES};
-pub use oauth::{OAuthConfig, login, logout, open_in_browser};
+pub use oauth::{AuthState, OAuthConfig, login, logout, open_in_browser};
 pub use prompts::servers_named;
 pub use read_resource::{READ_NAME, READ_RULE_ALIASES};
 pub use status::ServerStatus;
@@ -143,6 +143,8 @@ pub struct ServerReport {
     pub resource_templates: usize,
     /// Prompts it listed.
     pub prompts: usize,
+    /// How toolbelt authenticates to it.
+    pub auth: AuthState,
 }
 
 impl McpServers {
@@ -382,6 +384,7 @@ impl McpServers {
                     resources,
                     resource_templates,
                     prompts,
+                    auth: AuthState::of(c.config()),
                 }
             })
             .collect();
@@ -394,6 +397,7 @@ impl McpServers {
             resources: 0,
             resource_templates: 0,
             prompts: 0,
+            auth: AuthState::None,
         }));
         reports.sort_by(|a, b| a.alias.cmp(&b.alias));
         reports

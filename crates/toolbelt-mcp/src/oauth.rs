@@ -100,6 +100,52 @@ impl OAuthConfig {
     }
 }
 
+/// How toolbelt proves who it is to a server, as `toolbelt mcp list` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuthState {
+    /// Nothing: a stdio server, or an HTTP server with no credentials (yet).
+    None,
+    /// An `Authorization` header from the settings.
+    Header,
+    /// OAuth tokens kept by `toolbelt mcp auth`.
+    OAuth,
+}
+
+impl AuthState {
+    /// `none`, `header` or `oauth`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthState::None => "none",
+            AuthState::Header => "header",
+            AuthState::OAuth => "oauth",
+        }
+    }
+
+    /// How `config`'s server is authenticated to (reads whether tokens are kept).
+    pub(crate) fn of(config: &ServerConfig) -> AuthState {
+        let (Transport::StreamableHttp { url, headers } | Transport::Sse { url, headers }) =
+            &config.transport
+        else {
+            return AuthState::None;
+        };
+        if headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization"))
+        {
+            return AuthState::Header;
+        }
+        match &config.oauth.store_dir {
+            Some(dir)
+                if applies(config) && TokenFile::new(dir, &config.alias, url).has_tokens() =>
+            {
+                AuthState::OAuth
+            }
+            _ => AuthState::None,
+        }
+    }
+}
+
 /// The server's URL and its token file, when OAuth applies to it.
 fn target(config: &ServerConfig) -> Result<(String, TokenFile), McpAuthError> {
     let Transport::StreamableHttp { url, .. } = &config.transport else {

@@ -240,6 +240,14 @@ async fn oauth_login_call_refresh_and_logout_against_the_typescript_sdk_server()
         stdout(&out),
         stderr(&out)
     );
+    assert!(
+        stdout(&out).contains("1 tools, 0 resources (0 templates), 0 prompts, auth: oauth"),
+        "{}",
+        stdout(&out)
+    );
+    let out = project.run(&["mcp", "list", "--json"]);
+    let listed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(listed[0]["auth"], "oauth", "{listed}");
     let out = project.run(&["tools", "call", "mcp__secure__whoami", "{}", "--yes"]);
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
     assert!(
@@ -289,6 +297,7 @@ async fn oauth_login_call_refresh_and_logout_against_the_typescript_sdk_server()
         stderr(&out)
     );
     let out = statics.run(&["mcp", "list"]);
+    assert!(stdout(&out).contains("auth: header"), "{}", stdout(&out));
     let bad = stdout(&out)
         .lines()
         .find(|l| l.starts_with("bad ("))

@@ -167,6 +167,7 @@ fn mcp_servers_show_status_reason_and_tools() {
             resources: 2,
             resource_templates: 1,
             prompts: 3,
+            auth: toolbelt_mcp::AuthState::OAuth,
         },
         ServerReport {
             alias: "gone".into(),
@@ -177,11 +178,12 @@ fn mcp_servers_show_status_reason_and_tools() {
             resources: 0,
             resource_templates: 0,
             prompts: 0,
+            auth: toolbelt_mcp::AuthState::None,
         },
     ];
     assert_eq!(
         mcp_text(&reports),
-        "MCP servers:\n  docs (stdio docs-server --stdio): connected, 1 tools, 2 resources (1 templates), 3 prompts\n    mcp__docs__search  Searches the docs.\n  gone (http http://127.0.0.1:9/mcp): failed: connection refused\n"
+        "MCP servers:\n  docs (stdio docs-server --stdio): connected, 1 tools, 2 resources (1 templates), 3 prompts, auth: oauth\n    mcp__docs__search  Searches the docs.\n  gone (http http://127.0.0.1:9/mcp): failed: connection refused\n"
     );
 }
 
@@ -203,6 +205,7 @@ fn a_server_waiting_to_be_started_again_shows_why_and_when() {
         resources: 0,
         resource_templates: 0,
         prompts: 0,
+        auth: toolbelt_mcp::AuthState::None,
     };
     let text = mcp_text(std::slice::from_ref(&report));
     assert!(
@@ -334,6 +337,7 @@ fn a_server_that_needs_a_login_says_so_and_what_to_run() {
         resources: 0,
         resource_templates: 0,
         prompts: 0,
+        auth: toolbelt_mcp::AuthState::None,
     };
     let text = mcp_text(std::slice::from_ref(&report));
     assert!(
@@ -346,4 +350,5 @@ fn a_server_that_needs_a_login_says_so_and_what_to_run() {
     let json = crate::listing::mcp_json(&[report]);
     assert_eq!(json[0]["status"], "needs-login");
     assert_eq!(json[0]["reason"], "run `toolbelt mcp auth linear`");
+    assert_eq!(json[0]["auth"], "none");
 }
