@@ -384,3 +384,37 @@ async fn a_login_page_on_cleartext_http_elsewhere_is_refused_before_anything_is_
     assert!(server.events().await.is_empty());
     assert!(token_files(&project).is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_id_from_the_settings_is_used_instead_of_registering_one() {
+    let Some(modules) = node_modules_or_skip() else {
+        return;
+    };
+    let server = OAuthServer::start(&modules, &["--client-id", "toolbelt-test-client"]).await;
+    let project = Project::new(json!({"mcpServers": {"secure": {
+        "httpUrl": server.mcp,
+        "oauth": {"clientId": "toolbelt-test-client", "scopes": ["mcp:tools"]}
+    }}}));
+    let (authorization, page, out) = log_in(&server, &project, |url| url).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(page.contains("Logged in"), "{page}");
+    assert_eq!(
+        param(&authorization, "client_id").as_deref(),
+        Some("toolbelt-test-client")
+    );
+    assert_eq!(param(&authorization, "scope").as_deref(), Some("mcp:tools"));
+    let kinds: Vec<String> = (server.events().await.iter())
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["authorize", "token"], "no registration expected");
+    let kept: Value =
+        serde_json::from_slice(&std::fs::read(&token_files(&project)[0]).unwrap()).unwrap();
+    assert_eq!(kept["credentials"]["client_id"], "toolbelt-test-client");
+    let out = project.run(&["tools", "call", "mcp__secure__whoami", "{}", "--yes"]);
+    assert!(
+        stdout(&out).contains("hello, OAuth client toolbelt-test-client"),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
