@@ -71,8 +71,8 @@ pub enum McpError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpAuthError {
-    /// The server is not reached over Streamable HTTP (`httpUrl`).
-    #[error("MCP server \"{0}\" is not a Streamable HTTP server (httpUrl): OAuth is for those")]
+    /// The server is not reached over HTTP (`httpUrl` or `url`).
+    #[error("MCP server \"{0}\" is not an HTTP server (httpUrl or url): OAuth is for those")]
     NotHttp(String),
     /// `oauth.enabled` is false for the server.
     #[error("OAuth is turned off for MCP server \"{0}\" (oauth.enabled: false)")]

@@ -1,10 +1,10 @@
-//! OAuth 2.1 for Streamable HTTP servers, as the MCP authorization specification asks,
+//! OAuth 2.1 for HTTP servers, as the MCP authorization specification asks,
 //! on rmcp's `auth` feature (`AuthorizationManager`, `AuthorizationSession`,
 //! `AuthClient`).
 //!
 //! # Brief overview
 //!
-//! A server that answers 401 is shown as "needs login" ([`crate::ServerStatus::NeedsLogin`]),
+//! A Streamable HTTP or legacy SSE server that answers 401 is shown as "needs login" ([`crate::ServerStatus::NeedsLogin`]),
 //! not as failed, and is not started again with backoff: only a login helps.
 //! [`login`] (`toolbelt mcp auth NAME`) then does the whole flow: discovery from the
 //! server's 401 (its `WWW-Authenticate` names the protected resource metadata, RFC
@@ -19,8 +19,9 @@
 //! The tokens go to toolbelt's store ([`store`]), never to the settings.
 //!
 //! On connect ([`authorized_client`]), a server with kept tokens gets rmcp's
-//! `AuthClient` as its HTTP client: the access token goes with every request to the
-//! server's own URL (never elsewhere: the transport follows redirects only within that
+//! `AuthClient` as its HTTP client (the SSE transport asks [`kept_tokens`] for a token
+//! before each request): the access token goes with every request to the server's own
+//! URL (never elsewhere: the transport follows redirects only within that
 //! origin), and is refreshed when it is about to expire or the server refuses it. A
 //! refresh the authorization server refuses makes the server "needs login" again. A
 //! static `Authorization` header in the settings wins: such a server is never sent
@@ -32,6 +33,7 @@ mod policy;
 mod redirect;
 mod store;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -148,7 +150,7 @@ impl AuthState {
 
 /// The server's URL and its token file, when OAuth applies to it.
 fn target(config: &ServerConfig) -> Result<(String, TokenFile), McpAuthError> {
-    let Transport::StreamableHttp { url, .. } = &config.transport else {
+    let Some((url, _)) = http_target(config) else {
         return Err(McpAuthError::NotHttp(config.alias.clone()));
     };
     let Some(dir) = &config.oauth.store_dir else {
@@ -244,7 +246,7 @@ pub fn open_in_browser(url: &str) -> Result<(), McpAuthError> {
 /// `oauth.enabled`, a token store, and no static `Authorization` header (which wins:
 /// such a server's 401 says the header is wrong, not that a login is needed).
 pub(crate) fn applies(config: &ServerConfig) -> bool {
-    let Transport::StreamableHttp { headers, .. } = &config.transport else {
+    let Some((_, headers)) = http_target(config) else {
         return false;
     };
     config.oauth.enabled
@@ -254,16 +256,34 @@ pub(crate) fn applies(config: &ServerConfig) -> bool {
             .any(|k| k.eq_ignore_ascii_case("authorization"))
 }
 
+/// The URL and headers of an HTTP server (Streamable HTTP or legacy SSE).
+fn http_target(config: &ServerConfig) -> Option<(&String, &BTreeMap<String, String>)> {
+    match &config.transport {
+        Transport::StreamableHttp { url, headers } | Transport::Sse { url, headers } => {
+            Some((url, headers))
+        }
+        _ => None,
+    }
+}
+
 /// The HTTP client a Streamable HTTP server's transport gets instead of `http`: rmcp's
-/// `AuthClient` over it, with the server's kept tokens, when OAuth applies and tokens
-/// are kept; `None` otherwise (no tokens: the server's 401 makes it "needs login").
+/// `AuthClient` over it, with the server's kept tokens ([`kept_tokens`]).
 pub(crate) async fn authorized_client(
     config: &ServerConfig,
     http: reqwest::Client,
 ) -> Result<Option<AuthClient<reqwest::Client>>, String> {
-    let (Transport::StreamableHttp { url, .. }, Some(dir)) =
-        (&config.transport, &config.oauth.store_dir)
-    else {
+    Ok(kept_tokens(config)
+        .await?
+        .map(|manager| AuthClient::new(http, manager)))
+}
+
+/// rmcp's manager of `config`'s kept tokens (it refreshes them), when OAuth applies and
+/// tokens are kept; `None` otherwise (no tokens: the server's 401 makes it "needs
+/// login").
+pub(crate) async fn kept_tokens(
+    config: &ServerConfig,
+) -> Result<Option<AuthorizationManager>, String> {
+    let (Some((url, _)), Some(dir)) = (http_target(config), &config.oauth.store_dir) else {
         return Ok(None);
     };
     let store = TokenFile::new(dir, &config.alias, url);
@@ -293,7 +313,7 @@ pub(crate) async fn authorized_client(
         let client = OAuthClientConfig::new(id.clone(), url.clone()).with_client_secret(secret);
         manager.configure_client(client).map_err(|e| text(&e))?;
     }
-    Ok(Some(AuthClient::new(http, manager)))
+    Ok(Some(manager))
 }
 
 /// Whether a failed handshake was the server's 401: it wants an OAuth login.

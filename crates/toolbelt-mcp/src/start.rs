@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::error::Error;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::service::{ClientInitializeError, RunningService};
@@ -94,7 +94,16 @@ pub(crate) async fn start(
             start_http(config, url, headers, events, handshake).await
         }
         Transport::Sse { url, headers } => {
-            let transport = SseTransport::connect(url, headers).await?;
+            let auth = crate::oauth::kept_tokens(config).await?.map(Arc::new);
+            let transport = match SseTransport::connect(url, headers, auth).await {
+                Ok(transport) => transport,
+                Err(StartError::NeedsLogin(_)) if crate::oauth::applies(config) => {
+                    return Err(needs_login(config));
+                }
+                Err(StartError::NeedsLogin(why) | StartError::Failed(why)) => {
+                    return Err(StartError::Failed(why));
+                }
+            };
             Ok(events.clone().serve(transport).await.map_err(handshake)?)
         }
         Transport::Sdk { server, channel } => {
@@ -102,6 +111,14 @@ pub(crate) async fn start(
             Ok(events.clone().serve(transport).await.map_err(handshake)?)
         }
     }
+}
+
+/// What a server that answered 401 wants, and what to run.
+fn needs_login(config: &ServerConfig) -> StartError {
+    StartError::NeedsLogin(format!(
+        "the server asks for an OAuth login: run `toolbelt mcp auth {}`",
+        config.alias
+    ))
 }
 
 /// A Streamable HTTP server: the configured headers (a `Bearer` one as rmcp's own
@@ -140,10 +157,7 @@ async fn start_http(
     };
     started.map_err(|e| {
         if crate::oauth::applies(config) && crate::oauth::asks_for_login(&e) {
-            StartError::NeedsLogin(format!(
-                "the server asks for an OAuth login: run `toolbelt mcp auth {}`",
-                config.alias
-            ))
+            needs_login(config)
         } else {
             StartError::Failed(handshake(e))
         }

@@ -39,6 +39,8 @@ fn node_modules_or_skip() -> Option<PathBuf> {
 struct OAuthServer {
     _child: Child,
     mcp: String,
+    /// The same server over the legacy HTTP+SSE transport.
+    sse: String,
     issuer: String,
     http: reqwest::Client,
 }
@@ -66,6 +68,7 @@ impl OAuthServer {
         OAuthServer {
             _child: child,
             mcp: started["mcp"].as_str().unwrap().to_string(),
+            sse: started["sse"].as_str().unwrap().to_string(),
             issuer: started["issuer"].as_str().unwrap().to_string(),
             http: toolbelt_netguard::client_builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -107,16 +110,17 @@ impl OAuthServer {
     }
 }
 
-/// `toolbelt mcp auth secure --no-browser`, with the test as the browser: the printed
+/// `toolbelt mcp auth ALIAS --no-browser`, with the test as the browser: the printed
 /// URL is fetched, and the authorization server's redirect is followed to toolbelt's
 /// listener after `tamper` had its way with it. Returns the authorization URL, what
 /// the listener answered, and toolbelt's output.
 async fn log_in(
     server: &OAuthServer,
     project: &Project,
+    alias: &str,
     tamper: impl FnOnce(reqwest::Url) -> reqwest::Url,
 ) -> (reqwest::Url, String, std::process::Output) {
-    let mut auth = project.command(&["mcp", "auth", "secure", "--no-browser", "--timeout", "120"]);
+    let mut auth = project.command(&["mcp", "auth", alias, "--no-browser", "--timeout", "120"]);
     let mut child = auth.spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let printed = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
@@ -191,7 +195,7 @@ async fn oauth_login_call_refresh_and_logout_against_the_typescript_sdk_server()
     let listed: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(listed[0]["status"], "needs-login", "{listed}");
 
-    let (authorization, page, out) = log_in(&server, &project, |url| url).await;
+    let (authorization, page, out) = log_in(&server, &project, "secure", |url| url).await;
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
     assert!(page.contains("Logged in"), "{page}");
     // PKCE and the resource indicator on the authorization request.
@@ -328,7 +332,7 @@ async fn a_redirect_whose_iss_is_not_the_authorization_servers_is_refused() {
     };
     let server = OAuthServer::start(&modules, &[]).await;
     let project = server.project();
-    let (_, page, out) = log_in(&server, &project, |mut url| {
+    let (_, page, out) = log_in(&server, &project, "secure", |mut url| {
         let pairs: Vec<(String, String)> = url
             .query_pairs()
             .map(|(k, v)| {
@@ -395,7 +399,7 @@ async fn a_client_id_from_the_settings_is_used_instead_of_registering_one() {
         "httpUrl": server.mcp,
         "oauth": {"clientId": "toolbelt-test-client", "scopes": ["mcp:tools"]}
     }}}));
-    let (authorization, page, out) = log_in(&server, &project, |url| url).await;
+    let (authorization, page, out) = log_in(&server, &project, "secure", |url| url).await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(page.contains("Logged in"), "{page}");
     assert_eq!(
@@ -417,4 +421,50 @@ async fn a_client_id_from_the_settings_is_used_instead_of_registering_one() {
         stdout(&out),
         stderr(&out)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_sse_server_logs_in_and_refreshes_the_same_way() {
+    let Some(modules) = node_modules_or_skip() else {
+        return;
+    };
+    let server = OAuthServer::start(&modules, &[]).await;
+    let project = Project::new(json!({"mcpServers": {"legacy": {"url": server.sse}}}));
+    let out = project.run(&["mcp", "list"]);
+    assert!(
+        stdout(&out).contains("legacy (sse ")
+            && stdout(&out).contains("needs login: run `toolbelt mcp auth legacy`"),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let (authorization, page, out) = log_in(&server, &project, "legacy", |url| url).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(page.contains("Logged in"), "{page}");
+    assert_eq!(
+        param(&authorization, "resource").as_deref(),
+        Some(server.sse.as_str())
+    );
+    let call = || project.run(&["tools", "call", "mcp__legacy__whoami", "{}", "--yes"]);
+    let out = call();
+    assert!(
+        stdout(&out).contains("hello, OAuth client"),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    // Refused by the server once expired: refreshed, and the stream opened again.
+    server.expire_access_tokens().await;
+    let out = call();
+    assert!(
+        stdout(&out).contains("hello, OAuth client"),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let refreshes: Vec<Value> = (server.events().await.into_iter())
+        .filter(|e| e["grant"] == "refresh_token")
+        .collect();
+    assert_eq!(refreshes.len(), 1, "{refreshes:?}");
+    assert_eq!(refreshes[0]["resource"], server.sse.as_str());
 }
