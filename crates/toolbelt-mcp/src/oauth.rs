@@ -174,6 +174,8 @@ pub async fn login(
     if !config.oauth.enabled {
         return Err(McpAuthError::Disabled(config.alias.clone()));
     }
+    // The token will go to this URL with every request: never in the clear over a network.
+    policy::check_endpoint("server", &url)?;
     config
         .oauth
         .register_secrets(toolbelt_core::redact::global());
@@ -407,6 +409,32 @@ const MAX_ERROR_CHARS: usize = 500;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn no_login_to_a_server_reached_in_the_clear_over_a_network() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = toolbelt_core::settings::McpServerSettings {
+            http_url: Some("http://mcp.example.invalid/mcp".into()),
+            ..Default::default()
+        };
+        let mut config = ServerConfig::from_settings("plain", &entry, dir.path()).unwrap();
+        config.oauth.store_dir = Some(dir.path().join("mcp-oauth"));
+        let shown = std::cell::Cell::new(false);
+        let error = login(&config, Duration::from_secs(5), |_| shown.set(true))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, McpAuthError::Unsafe(why) if why.contains("server URL")),
+            "{error}"
+        );
+        assert!(!shown.get());
+
+        config.oauth.enabled = false;
+        let error = login(&config, Duration::from_secs(5), |_| {})
+            .await
+            .unwrap_err();
+        assert!(matches!(error, McpAuthError::Disabled(_)), "{error}");
+    }
 
     #[test]
     fn a_servers_words_in_an_error_lose_their_escapes_and_length() {

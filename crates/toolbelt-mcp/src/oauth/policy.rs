@@ -30,18 +30,31 @@ pub(crate) fn check_endpoint(what: &str, url: &str) -> Result<Url, McpAuthError>
         "https" if parsed.host().is_some() => Ok(parsed),
         "http" if loopback => Ok(parsed),
         _ => Err(McpAuthError::Unsafe(format!(
-            "the server's OAuth metadata names a {what} URL that is neither https nor on this machine ({})",
+            "the {what} URL is neither https nor on this machine ({}): a token or login would travel in the clear",
             shown(&parsed)
         ))),
     }
 }
 
-/// Every endpoint of the authorization server's metadata that toolbelt would use.
+/// Every endpoint of the authorization server's metadata that toolbelt would use, and
+/// its issuer: rmcp checks that the issuer is where the metadata was read, so an issuer
+/// on `http` elsewhere means metadata anyone on the way could have rewritten.
 pub(crate) fn check_metadata(metadata: &AuthorizationMetadata) -> Result<(), McpAuthError> {
-    check_endpoint("authorization", &metadata.authorization_endpoint)?;
-    check_endpoint("token", &metadata.token_endpoint)?;
-    if let Some(registration) = &metadata.registration_endpoint {
-        check_endpoint("registration", registration)?;
+    let named = [
+        ("issuer", metadata.issuer.as_ref()),
+        ("authorization", Some(&metadata.authorization_endpoint)),
+        ("token", Some(&metadata.token_endpoint)),
+        ("registration", metadata.registration_endpoint.as_ref()),
+    ];
+    for (what, url) in named {
+        if let Some(url) = url {
+            check_endpoint(what, url).map_err(|e| match e {
+                McpAuthError::Unsafe(why) => {
+                    McpAuthError::Unsafe(format!("in the server's OAuth metadata, {why}"))
+                }
+                other => other,
+            })?;
+        }
     }
     Ok(())
 }
@@ -95,6 +108,18 @@ mod tests {
         let error = check_metadata(&metadata).unwrap_err().to_string();
         assert!(error.contains("token URL"), "{error}");
         assert!(error.contains("http://auth.example.com/token"), "{error}");
+    }
+
+    #[test]
+    fn metadata_read_in_the_clear_from_elsewhere_is_refused() {
+        let metadata: AuthorizationMetadata = serde_json::from_value(serde_json::json!({
+            "issuer": "http://auth.example.com",
+            "authorization_endpoint": "https://auth.example.com/authorize",
+            "token_endpoint": "https://auth.example.com/token",
+        }))
+        .unwrap();
+        let error = check_metadata(&metadata).unwrap_err().to_string();
+        assert!(error.contains("issuer URL"), "{error}");
     }
 
     #[test]
