@@ -4,8 +4,9 @@
 //!
 //! # Brief overview
 //!
-//! A Streamable HTTP or legacy SSE server that answers 401 is shown as "needs login" ([`crate::ServerStatus::NeedsLogin`]),
-//! not as failed, and is not started again with backoff: only a login helps.
+//! A Streamable HTTP or legacy SSE server that answers 401 is shown as "needs login"
+//! ([`crate::ServerStatus::NeedsLogin`]), not as failed, and is not started again with
+//! backoff: only a login helps.
 //! [`login`] (`toolbelt mcp auth NAME`) then does the whole flow: discovery from the
 //! server's 401 (its `WWW-Authenticate` names the protected resource metadata, RFC
 //! 9728, which names the authorization server, whose metadata is read per RFC 8414 or
@@ -233,18 +234,20 @@ pub fn open_in_browser(url: &str) -> Result<(), McpAuthError> {
     } else {
         "xdg-open"
     };
-    // Not waited for: the opener may stay until the browser closes.
-    std::process::Command::new(opener)
+    let mut child = std::process::Command::new(opener)
         .arg(url.as_str())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .map(drop)
-        .map_err(|e| McpAuthError::Flow(format!("cannot start {opener}: {e}")))
+        .map_err(|e| McpAuthError::Flow(format!("cannot start {opener}: {e}")))?;
+    // Reaped beside the login, not waited for: the opener may stay until the browser
+    // closes.
+    std::thread::spawn(move || child.wait());
+    Ok(())
 }
 
-/// Whether OAuth is how `config`'s server is logged in to: a Streamable HTTP server with
+/// Whether OAuth is how `config`'s server is logged in to: an HTTP server with
 /// `oauth.enabled`, a token store, and no static `Authorization` header (which wins:
 /// such a server's 401 says the header is wrong, not that a login is needed).
 pub(crate) fn applies(config: &ServerConfig) -> bool {
