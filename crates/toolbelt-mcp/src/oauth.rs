@@ -67,6 +67,8 @@ pub struct OAuthConfig {
     pub scopes: Vec<String>,
     /// The loopback port of the redirect (`oauth.redirectPort`); `None`: any free one.
     pub redirect_port: Option<u16>,
+    /// OAuth requests may go to private addresses (`oauth.allowPrivateAddresses`).
+    pub allow_private_addresses: bool,
     /// Where tokens are kept (`<toolbelt home>/mcp-oauth`, set by the session);
     /// `None`: nowhere, so a server that asks for a login stays "needs login".
     pub store_dir: Option<PathBuf>,
@@ -91,6 +93,7 @@ impl OAuthConfig {
                 .filter(|s| !s.is_empty()),
             scopes: settings.scopes.clone().unwrap_or_default(),
             redirect_port: settings.redirect_port,
+            allow_private_addresses: settings.allow_private_addresses,
             store_dir: None,
         }
     }
@@ -180,7 +183,7 @@ pub async fn login(
     config
         .oauth
         .register_secrets(toolbelt_core::redact::global());
-    let mut manager = manager(&url, store.clone()).await?;
+    let mut manager = manager(&url, store.clone(), &config.oauth).await?;
     let metadata = discover(&manager).await?;
     manager.set_metadata(metadata);
     let listener = RedirectListener::bind(config.oauth.redirect_port).await?;
@@ -300,7 +303,7 @@ pub(crate) async fn kept_tokens(
         .register_secrets(toolbelt_core::redact::global());
     let login_again =
         |why: String| format!("{why} (`toolbelt mcp auth {}` logs in again)", config.alias);
-    let mut manager = manager(url, store)
+    let mut manager = manager(url, store, &config.oauth)
         .await
         .map_err(|e| login_again(e.to_string()))?;
     let metadata = discover(&manager)
@@ -344,14 +347,22 @@ pub(crate) fn asks_for_login(error: &ClientInitializeError) -> bool {
 }
 
 /// rmcp's manager for `url`, keeping tokens in `store`. Its own HTTP clients resolve
-/// names through rmcp's address filter (see `policy`).
-async fn manager(url: &str, store: TokenFile) -> Result<AuthorizationManager, McpAuthError> {
+/// names through rmcp's address filter (see `policy`): public addresses, loopback ones
+/// for a server on this machine, private ones only with `oauth.allowPrivateAddresses`.
+async fn manager(
+    url: &str,
+    store: TokenFile,
+    oauth: &OAuthConfig,
+) -> Result<AuthorizationManager, McpAuthError> {
     // rmcp builds reqwest clients of its own; the TLS provider they need is installed by
     // toolbelt's one HTTP client builder.
     drop(toolbelt_netguard::client_builder());
-    let mut manager = AuthorizationManager::new(url)
-        .await
-        .map_err(|e| McpAuthError::Discovery(text(&e)))?;
+    let manager = if oauth.allow_private_addresses {
+        AuthorizationManager::new_allowing_private_addresses(url).await
+    } else {
+        AuthorizationManager::new(url).await
+    };
+    let mut manager = manager.map_err(|e| McpAuthError::Discovery(text(&e)))?;
     manager.set_credential_store(store);
     Ok(manager)
 }
@@ -437,6 +448,24 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(error, McpAuthError::Disabled(_)), "{error}");
+    }
+
+    #[test]
+    fn the_oauth_object_of_a_server_entry_is_read_whole() {
+        let settings: McpOAuthSettings = serde_json::from_value(serde_json::json!({
+            "clientId": "cli-1", "clientSecret": "s3cret-value", "scopes": ["a", "b"],
+            "redirectPort": 8765, "allowPrivateAddresses": true, "enabled": false,
+            "clientMetadataUrl": "https://toolbelt.example/client.json"
+        }))
+        .unwrap();
+        let config = OAuthConfig::from_settings(&settings);
+        assert_eq!(config.client_id.as_deref(), Some("cli-1"));
+        assert_eq!(config.client_secret.as_deref(), Some("s3cret-value"));
+        assert_eq!(config.scopes, ["a", "b"]);
+        assert_eq!(config.redirect_port, Some(8765));
+        assert!(config.allow_private_addresses && !config.enabled);
+        assert!(config.client_metadata_url.is_some() && config.store_dir.is_none());
+        assert!(OAuthConfig::default().enabled);
     }
 
     #[test]

@@ -479,6 +479,10 @@ pub struct McpOAuthSettings {
     /// The loopback port the login's redirect comes back to (a pre-registered client
     /// may need a fixed one); default any free port.
     pub redirect_port: Option<u16>,
+    /// The server and its authorization server may be on private addresses (a company
+    /// network): by default OAuth requests go only to public addresses, or to loopback
+    /// ones for a server on this machine.
+    pub allow_private_addresses: bool,
 }
 
 /// `mcp`: settings about MCP servers as a whole.
