@@ -404,8 +404,9 @@ impl McpServers {
     }
 
     /// Logs in to server `alias` ([`login`]), then starts it again in the background
-    /// (its tools join as after any start, [`McpServers::take_joined`]): `/mcp auth` in a
-    /// session. Must be called within a Tokio runtime.
+    /// (its tools join as after any start, [`McpServers::take_joined`]) and waits for that
+    /// start to end (at most its `startupTimeout`): `/mcp auth` in a session, which then
+    /// tells the person where the server stands. Must be called within a Tokio runtime.
     pub async fn log_in(
         &self,
         alias: &str,
@@ -418,12 +419,15 @@ impl McpServers {
             )));
         };
         let kept = login(connection.config(), timeout, show_url).await?;
+        // Before the start, so that the wait below does not see the old "needs login".
+        connection.set_status(ServerStatus::Connecting);
         tokio::spawn(background::start_with_retries(
             connection.clone(),
             self.joined.clone(),
             self.stop.clone(),
             None,
         ));
+        connection.wait_started().await;
         Ok(kept)
     }
 

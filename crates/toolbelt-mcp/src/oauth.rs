@@ -229,13 +229,22 @@ pub fn logout(config: &ServerConfig) -> Result<bool, McpAuthError> {
 }
 
 /// Opens `url` in the person's browser (`xdg-open`, `open` on macOS), once more checked
-/// to be `https` or on this machine: it goes to a program that opens anything.
+/// to be `https` or on this machine: it goes to a program that opens anything. Elsewhere
+/// than macOS only with a graphical display (`DISPLAY` or `WAYLAND_DISPLAY`): over SSH,
+/// `xdg-open` would start a text browser in the background, or nothing.
 pub fn open_in_browser(url: &str) -> Result<(), McpAuthError> {
     let url = policy::check_endpoint("authorization", url)?;
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
     let opener = if cfg!(target_os = "macos") {
         "open"
-    } else {
+    } else if display {
         "xdg-open"
+    } else {
+        return Err(McpAuthError::Flow(
+            "no graphical display to open a browser on (DISPLAY, WAYLAND_DISPLAY)".into(),
+        ));
     };
     let mut child = std::process::Command::new(opener)
         .arg(url.as_str())

@@ -785,9 +785,19 @@ impl App {
                 }
             };
             let timeout = std::time::Duration::from_secs(300);
-            say(match mcp.log_in(&name, timeout, show).await {
-                Ok(_) => format!("Logged in to MCP server \"{name}\"; it starts again."),
-                Err(e) => format!("/mcp auth {name}: {e}"),
+            let outcome = mcp.log_in(&name, timeout, show).await;
+            let status = (mcp.connections().iter())
+                .find(|c| c.alias() == name)
+                .map(|c| c.status());
+            say(match (outcome, status) {
+                (Ok(_), Some(toolbelt_mcp::ServerStatus::Connected)) => format!(
+                    "Logged in to MCP server \"{name}\": it is connected, and its tools join at the next request."
+                ),
+                (Ok(_), status) => format!(
+                    "Logged in to MCP server \"{name}\"; it is not up: {}",
+                    status.map(|s| s.to_string()).unwrap_or_default()
+                ),
+                (Err(e), _) => format!("/mcp auth {name}: {e}"),
             });
         });
     }
