@@ -27,9 +27,10 @@
 //! transport (`sse`, our own: rmcp has none). HTTP clients follow redirects only within
 //! the configured origin, so configured headers never reach another host.
 //!
-//! OAuth (`oauth`): a Streamable HTTP server that answers 401 is "needs login"; [`login`]
-//! (`toolbelt mcp auth`) does the authorization code flow and keeps the tokens in
-//! toolbelt's store, and later connections send and refresh them.
+//! OAuth (`oauth`): an HTTP server (Streamable HTTP or SSE) that answers 401 is "needs
+//! login"; [`login`] (`toolbelt mcp auth`, [`McpServers::log_in`] for `/mcp auth`) does
+//! the authorization code flow and keeps the tokens in toolbelt's store, and later
+//! connections send and refresh them.
 //!
 //! # Secrets
 //!
