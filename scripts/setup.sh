@@ -47,6 +47,8 @@ fi
 
 # The public MCP reference server, for the interoperability test of the MCP client
 # (crates/toolbelt/tests/mcp_cli/), installed into a project-local, git-ignored directory.
+# The MCP TypeScript SDK and express come with it; the OAuth tests build their protected
+# server from those (crates/toolbelt/tests/fixtures/mcp_oauth_server.mjs).
 EVERYTHING_DIR=.cache/node
 EVERYTHING_VERSION=2026.8.31
 if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then

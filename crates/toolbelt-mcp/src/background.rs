@@ -64,6 +64,10 @@ pub(crate) async fn start_with_retries(
             Err(Stop::Closed) => return,
             Err(Stop::Failed(why)) => why,
         };
+        // Starting it again cannot help: it waits for `toolbelt mcp auth`.
+        if matches!(connection.status(), ServerStatus::NeedsLogin(_)) {
+            return;
+        }
         if attempt == START_ATTEMPTS {
             connection.give_up(&format!(
                 "{why}; gave up after {START_ATTEMPTS} starts (a call to one of its tools starts it again)"

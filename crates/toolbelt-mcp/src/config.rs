@@ -132,6 +132,8 @@ pub struct ServerConfig {
     /// The folders the server is told it works in (`roots/list`): the session's
     /// workspace roots; the project root until the session says otherwise.
     pub roots: Vec<PathBuf>,
+    /// How toolbelt logs in when the server asks for OAuth (`oauth`; see `oauth`).
+    pub oauth: crate::oauth::OAuthConfig,
 }
 
 impl ServerConfig {
@@ -188,6 +190,7 @@ impl ServerConfig {
             exclude_tools: entry.exclude_tools.clone(),
             description: entry.description.clone(),
             roots: vec![project_root.to_path_buf()],
+            oauth: crate::oauth::OAuthConfig::from_settings(&entry.oauth),
         })
     }
 

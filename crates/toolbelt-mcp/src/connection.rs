@@ -35,7 +35,7 @@ use toolbelt_core::{ErrorKind, ExecContext, Tool, ToolResult};
 
 use crate::config::{ServerConfig, Transport};
 use crate::events::ServerEvents;
-use crate::start::{Client, start};
+use crate::start::{Client, StartError, start};
 use crate::status::ServerStatus;
 use crate::tool::McpTool;
 
@@ -84,6 +84,8 @@ pub struct McpConnection {
     closing: CancellationToken,
     /// The current outage was logged: one line per server per outage, not per call.
     outage_logged: AtomicBool,
+    /// The last start failed because the server wants an OAuth login.
+    needs_login: AtomicBool,
 }
 
 impl McpConnection {
@@ -107,6 +109,9 @@ impl McpConnection {
         config
             .transport
             .register_secrets(toolbelt_core::redact::global());
+        config
+            .oauth
+            .register_secrets(toolbelt_core::redact::global());
         Arc::new(McpConnection {
             events: ServerEvents::new(&config.alias, &config.roots, changes),
             log_path: log_dir.join(format!("{file_name}.log")),
@@ -118,6 +123,7 @@ impl McpConnection {
             starting_pid: Mutex::new(None),
             closing: CancellationToken::new(),
             outage_logged: AtomicBool::new(false),
+            needs_login: AtomicBool::new(false),
         })
     }
 
@@ -161,8 +167,14 @@ impl McpConnection {
         self.outage_logged.store(false, Ordering::SeqCst);
     }
 
-    /// The server is not usable: status, and one warning per outage.
+    /// The server is not usable: status, and one warning per outage. One that wants an
+    /// OAuth login is "needs login", not failed.
     fn mark_failed(&self, why: &str) {
+        if self.needs_login.load(Ordering::SeqCst) {
+            let hint = format!("run `toolbelt mcp auth {}`", self.config.alias);
+            self.set_status(ServerStatus::NeedsLogin(hint));
+            return;
+        }
         let why = self.with_log_hint(why);
         if !self.outage_logged.swap(true, Ordering::SeqCst) {
             tracing::warn!(
@@ -306,13 +318,18 @@ impl McpConnection {
 
     /// Starts the transport and does the `initialize` handshake.
     async fn start(&self) -> Result<Client, String> {
-        start(
-            &self.config.transport,
+        let started = start(
+            &self.config,
             &self.events,
             &self.log_path,
             &self.starting_pid,
         )
-        .await
+        .await;
+        let needs_login = matches!(started, Err(StartError::NeedsLogin(_)));
+        self.needs_login.store(needs_login, Ordering::SeqCst);
+        started.map_err(|e| match e {
+            StartError::NeedsLogin(why) | StartError::Failed(why) => why,
+        })
     }
 
     /// Kills a stdio server whose handshake timed out. rmcp kills a dropped child from a

@@ -65,3 +65,31 @@ pub enum McpError {
     #[error("{0}")]
     Prompt(String),
 }
+
+/// Why an OAuth login to an MCP server (`toolbelt mcp auth`), or a logout, did not work.
+/// The texts are masked: they may quote what a server sent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpAuthError {
+    /// The server is not reached over HTTP (`httpUrl` or `url`).
+    #[error("MCP server \"{0}\" is not an HTTP server (httpUrl or url): OAuth is for those")]
+    NotHttp(String),
+    /// `oauth.enabled` is false for the server.
+    #[error("OAuth is turned off for MCP server \"{0}\" (oauth.enabled: false)")]
+    Disabled(String),
+    /// The server's or its authorization server's metadata could not be found or read.
+    #[error("OAuth discovery failed: {0}")]
+    Discovery(String),
+    /// The metadata names an endpoint toolbelt will not use (see `oauth::policy`).
+    #[error("refused: {0}")]
+    Unsafe(String),
+    /// A step of the login failed (registration, the redirect, the token exchange).
+    #[error("{0}")]
+    Flow(String),
+    /// The browser did not come back within the time (as written).
+    #[error("no login came back within {0}")]
+    TimedOut(String),
+    /// The token file cannot be written or removed.
+    #[error("{0}")]
+    Store(String),
+}

@@ -27,6 +27,11 @@
 //! transport (`sse`, our own: rmcp has none). HTTP clients follow redirects only within
 //! the configured origin, so configured headers never reach another host.
 //!
+//! OAuth (`oauth`): an HTTP server (Streamable HTTP or SSE) that answers 401 is "needs
+//! login"; [`login`] (`toolbelt mcp auth`, [`McpServers::log_in`] for `/mcp auth`) does
+//! the authorization code flow and keeps the tokens in toolbelt's store, and later
+//! connections send and refresh them.
+//!
 //! # Secrets
 //!
 //! Each [`ServerConfig`] registers its credentials (header values, URL user-info, secret
@@ -75,6 +80,7 @@ mod content;
 mod error;
 mod events;
 mod list_resources;
+mod oauth;
 mod prompts;
 mod read_resource;
 pub mod sdk;
@@ -91,8 +97,9 @@ pub use config::{
     configured_servers, parse_mcp_config,
 };
 pub use connection::McpConnection;
-pub use error::{McpConfigError, McpError};
+pub use error::{McpAuthError, McpConfigError, McpError};
 pub use list_resources::{LIST_NAME, LIST_RULE_ALIASES};
+pub use oauth::{AuthState, OAuthConfig, login, logout, open_in_browser};
 pub use prompts::servers_named;
 pub use read_resource::{READ_NAME, READ_RULE_ALIASES};
 pub use status::ServerStatus;
@@ -137,6 +144,8 @@ pub struct ServerReport {
     pub resource_templates: usize,
     /// Prompts it listed.
     pub prompts: usize,
+    /// How toolbelt authenticates to it.
+    pub auth: AuthState,
 }
 
 impl McpServers {
@@ -376,6 +385,7 @@ impl McpServers {
                     resources,
                     resource_templates,
                     prompts,
+                    auth: AuthState::of(c.config()),
                 }
             })
             .collect();
@@ -388,9 +398,38 @@ impl McpServers {
             resources: 0,
             resource_templates: 0,
             prompts: 0,
+            auth: AuthState::None,
         }));
         reports.sort_by(|a, b| a.alias.cmp(&b.alias));
         reports
+    }
+
+    /// Logs in to server `alias` ([`login`]), then starts it again in the background
+    /// (its tools join as after any start, [`McpServers::take_joined`]) and waits for that
+    /// start to end (at most its `startupTimeout`): `/mcp auth` in a session, which then
+    /// tells the person where the server stands. Must be called within a Tokio runtime.
+    pub async fn log_in(
+        &self,
+        alias: &str,
+        timeout: std::time::Duration,
+        show_url: impl FnOnce(&str),
+    ) -> Result<std::path::PathBuf, McpAuthError> {
+        let Some(connection) = self.connections.iter().find(|c| c.alias() == alias) else {
+            return Err(McpAuthError::Flow(format!(
+                "no MCP server named \"{alias}\""
+            )));
+        };
+        let kept = login(connection.config(), timeout, show_url).await?;
+        // Before the start, so that the wait below does not see the old "needs login".
+        connection.set_status(ServerStatus::Connecting);
+        tokio::spawn(background::start_with_retries(
+            connection.clone(),
+            self.joined.clone(),
+            self.stop.clone(),
+            None,
+        ));
+        connection.wait_started().await;
+        Ok(kept)
     }
 
     /// Stops the background starts and closes every connection.

@@ -9,7 +9,9 @@
 //! The configured headers (API keys) go with every request, so every request must go to
 //! the origin the person configured: an `endpoint` on another scheme, host or port is
 //! refused, and redirects are followed only within the origin. Otherwise a server (or
-//! whoever controls its responses) could have our credentials sent anywhere.
+//! whoever controls its responses) could have our credentials sent anywhere. The same
+//! holds for an OAuth access token (`oauth`), asked for before each request so that it
+//! is refreshed when it expires; a 401 to the GET is a login to do.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -18,6 +20,10 @@ use reqwest::header::HeaderMap;
 use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
+use rmcp::transport::auth::AuthorizationManager;
+use std::sync::Arc;
+
+use crate::start::StartError;
 use tokio::sync::mpsc;
 use toolbelt_sse::{Event, SseDecoder};
 
@@ -29,6 +35,8 @@ pub(crate) struct SseTransport {
     client: reqwest::Client,
     headers: HeaderMap,
     endpoint: reqwest::Url,
+    /// The kept OAuth tokens, when the server is logged in to.
+    auth: Option<Arc<AuthorizationManager>>,
     incoming: mpsc::Receiver<ServerJsonRpcMessage>,
     reader: tokio::task::JoinHandle<()>,
 }
@@ -40,28 +48,28 @@ impl Drop for SseTransport {
 }
 
 impl SseTransport {
-    /// Opens the event stream and waits for the `endpoint` event.
+    /// Opens the event stream and waits for the `endpoint` event. A 401 is
+    /// [`StartError::NeedsLogin`] (with the status line; the caller decides whether a
+    /// login applies).
     pub(crate) async fn connect(
         url: &str,
         headers: &BTreeMap<String, String>,
-    ) -> Result<Self, String> {
+        auth: Option<Arc<AuthorizationManager>>,
+    ) -> Result<Self, StartError> {
         let base = reqwest::Url::parse(url).map_err(|e| format!("invalid url {url:?}: {e}"))?;
         let header_map = crate::start::header_map(headers)?;
         let client = crate::start::same_origin_client()?;
-        let response = client
-            .get(base.clone())
-            .headers(header_map.clone())
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .send()
+        let open =
+            || (client.get(base.clone())).header(reqwest::header::ACCEPT, "text/event-stream");
+        let response = send_authorized(open, &header_map, auth.as_deref())
             .await
-            .map_err(|e| {
-                format!(
-                    "cannot open the SSE stream at {url}: {}",
-                    crate::start::error_chain(&e)
-                )
-            })?;
+            .map_err(|e| format!("cannot open the SSE stream at {url}: {e}"))?;
+        if response.status() == reqwest::StatusCode::UNAUTHORIZED {
+            let why = format!("GET {url} answered {}", response.status());
+            return Err(StartError::NeedsLogin(why));
+        }
         if !response.status().is_success() {
-            return Err(format!("GET {url} answered {}", response.status()));
+            return Err(format!("GET {url} answered {}", response.status()).into());
         }
         let mut events = EventStream::new(
             response
@@ -78,15 +86,16 @@ impl SseTransport {
                     if endpoint.origin() != base.origin() {
                         return Err(format!(
                             "the SSE server at {url} named an endpoint on another origin ({endpoint}); refused, since the configured headers would go there"
-                        ));
+                        )
+                        .into());
                     }
                     break endpoint;
                 }
                 Some(_) => continue,
                 None => {
-                    return Err(format!(
-                        "the SSE stream at {url} ended before its endpoint event"
-                    ));
+                    return Err(
+                        format!("the SSE stream at {url} ended before its endpoint event").into(),
+                    );
                 }
             }
         };
@@ -110,10 +119,55 @@ impl SseTransport {
             client,
             headers: header_map,
             endpoint,
+            auth,
             incoming,
             reader,
         })
     }
+}
+
+/// Sends what `build` makes, with `headers` and the access token when the server is
+/// logged in to. A token the server refuses (401) is refreshed once and the request
+/// sent again; a refresh that fails leaves the 401 to the caller.
+async fn send_authorized(
+    build: impl Fn() -> reqwest::RequestBuilder,
+    headers: &HeaderMap,
+    auth: Option<&AuthorizationManager>,
+) -> Result<reqwest::Response, String> {
+    let mut refreshed = false;
+    loop {
+        let request = build().headers(with_token(headers.clone(), auth).await?);
+        let response = (request.send().await).map_err(|e| crate::start::error_chain(&e))?;
+        match auth {
+            Some(auth) if response.status() == reqwest::StatusCode::UNAUTHORIZED && !refreshed => {
+                if auth.refresh_token().await.is_err() {
+                    return Ok(response);
+                }
+                refreshed = true;
+            }
+            _ => return Ok(response),
+        }
+    }
+}
+
+/// `headers` with `Authorization: Bearer <token>` when the server is logged in to; rmcp
+/// refreshes a token about to expire first.
+async fn with_token(
+    mut headers: HeaderMap,
+    auth: Option<&AuthorizationManager>,
+) -> Result<HeaderMap, String> {
+    let Some(auth) = auth else {
+        return Ok(headers);
+    };
+    let token = auth
+        .get_access_token()
+        .await
+        .map_err(|e| toolbelt_core::redact::redact(&crate::start::error_chain(&e)))?;
+    let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| "the access token is not a valid header value".to_string())?;
+    value.set_sensitive(true);
+    headers.insert(reqwest::header::AUTHORIZATION, value);
+    Ok(headers)
 }
 
 impl Transport<RoleClient> for SseTransport {
@@ -123,16 +177,13 @@ impl Transport<RoleClient> for SseTransport {
         &mut self,
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let request = self
-            .client
-            .post(self.endpoint.clone())
-            .headers(self.headers.clone())
-            .json(&item);
+        let (client, endpoint) = (self.client.clone(), self.endpoint.clone());
+        let (headers, auth) = (self.headers.clone(), self.auth.clone());
         async move {
-            let response = request
-                .send()
+            let post = || client.post(endpoint.clone()).json(&item);
+            let response = send_authorized(post, &headers, auth.as_deref())
                 .await
-                .map_err(|e| SseError(format!("POST failed: {}", crate::start::error_chain(&e))))?;
+                .map_err(|e| SseError(format!("POST failed: {e}")))?;
             if response.status().is_success() {
                 Ok(())
             } else {

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::error::Error;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::service::{ClientInitializeError, RunningService};
@@ -21,21 +21,36 @@ use rmcp::{RoleClient, ServiceExt};
 use toolbelt_process::GroupCommand;
 use toolbelt_process::log::{CappedLog, copy_to_log};
 
-use crate::config::Transport;
+use crate::config::{ServerConfig, Transport};
 use crate::events::ServerEvents;
 use crate::sse::SseTransport;
 
 pub(crate) type Client = RunningService<RoleClient, ServerEvents>;
 
-/// Starts the transport of `transport` and does the handshake. A stdio server's pid is
+/// Why a start failed.
+pub(crate) enum StartError {
+    /// The server answered 401: it wants an OAuth login (what to run).
+    NeedsLogin(String),
+    /// Anything else, why.
+    Failed(String),
+}
+
+impl From<String> for StartError {
+    fn from(why: String) -> Self {
+        StartError::Failed(why)
+    }
+}
+
+/// Starts the transport of `config` and does the handshake. A stdio server's pid is
 /// put in `starting_pid` as soon as it runs, so that a caller whose wait timed out can
 /// kill it (see `McpConnection::kill_starting`).
 pub(crate) async fn start(
-    transport: &Transport,
+    config: &ServerConfig,
     events: &ServerEvents,
     log_path: &Path,
     starting_pid: &Mutex<Option<u32>>,
-) -> Result<Client, String> {
+) -> Result<Client, StartError> {
+    let transport = &config.transport;
     let target = transport.target();
     let handshake = |e: ClientInitializeError| {
         format!(
@@ -51,10 +66,9 @@ pub(crate) async fn start(
             cwd,
         } => {
             if !cwd.is_dir() {
-                return Err(format!(
-                    "the working directory {} does not exist",
-                    cwd.display()
-                ));
+                return Err(
+                    format!("the working directory {} does not exist", cwd.display()).into(),
+                );
             }
             let stderr = open_log(log_path);
             // rmcp kills a dropped child from a spawned task; if the runtime ends
@@ -74,36 +88,80 @@ pub(crate) async fn start(
                 owner.started(pid);
             }
             *starting_pid.lock().unwrap_or_else(PoisonError::into_inner) = child.id();
-            events.clone().serve(child).await.map_err(handshake)
+            Ok(events.clone().serve(child).await.map_err(handshake)?)
         }
         Transport::StreamableHttp { url, headers } => {
-            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-            let mut custom = HashMap::new();
-            for (name, value) in headers {
-                if name.eq_ignore_ascii_case("authorization")
-                    && let Some(token) = value.strip_prefix("Bearer ")
-                {
-                    config = config.auth_header(token.to_string());
-                    continue;
-                }
-                let (name, value) = header(name, value)?;
-                custom.insert(name, value);
-            }
-            let transport = StreamableHttpClientTransport::with_client(
-                same_origin_client()?,
-                config.custom_headers(custom),
-            );
-            events.clone().serve(transport).await.map_err(handshake)
+            start_http(config, url, headers, events, handshake).await
         }
         Transport::Sse { url, headers } => {
-            let transport = SseTransport::connect(url, headers).await?;
-            events.clone().serve(transport).await.map_err(handshake)
+            let auth = crate::oauth::kept_tokens(config).await?.map(Arc::new);
+            let transport = match SseTransport::connect(url, headers, auth).await {
+                Ok(transport) => transport,
+                Err(StartError::NeedsLogin(_)) if crate::oauth::applies(config) => {
+                    return Err(needs_login(config));
+                }
+                Err(StartError::NeedsLogin(why) | StartError::Failed(why)) => {
+                    return Err(StartError::Failed(why));
+                }
+            };
+            Ok(events.clone().serve(transport).await.map_err(handshake)?)
         }
         Transport::Sdk { server, channel } => {
             let transport = crate::sdk::SdkTransport::new(server, channel);
-            events.clone().serve(transport).await.map_err(handshake)
+            Ok(events.clone().serve(transport).await.map_err(handshake)?)
         }
     }
+}
+
+/// What a server that answered 401 wants, and what to run.
+fn needs_login(config: &ServerConfig) -> StartError {
+    StartError::NeedsLogin(format!(
+        "the server asks for an OAuth login: run `toolbelt mcp auth {}`",
+        config.alias
+    ))
+}
+
+/// A Streamable HTTP server: the configured headers (a `Bearer` one as rmcp's own
+/// token), and the kept OAuth tokens when OAuth applies (`oauth`). A 401 is
+/// "needs login" when OAuth applies, else a failure.
+async fn start_http(
+    config: &ServerConfig,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    events: &ServerEvents,
+    handshake: impl FnOnce(ClientInitializeError) -> String,
+) -> Result<Client, StartError> {
+    let mut settings = StreamableHttpClientTransportConfig::with_uri(url);
+    let mut custom = HashMap::new();
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("authorization")
+            && let Some(token) = value.strip_prefix("Bearer ")
+        {
+            settings = settings.auth_header(token.to_string());
+            continue;
+        }
+        let (name, value) = header(name, value)?;
+        custom.insert(name, value);
+    }
+    let http = same_origin_client()?;
+    let settings = settings.custom_headers(custom);
+    let started = match crate::oauth::authorized_client(config, http.clone()).await? {
+        Some(client) => {
+            let transport = StreamableHttpClientTransport::with_client(client, settings);
+            events.clone().serve(transport).await
+        }
+        None => {
+            let transport = StreamableHttpClientTransport::with_client(http, settings);
+            events.clone().serve(transport).await
+        }
+    };
+    started.map_err(|e| {
+        if crate::oauth::applies(config) && crate::oauth::asks_for_login(&e) {
+            needs_login(config)
+        } else {
+            StartError::Failed(handshake(e))
+        }
+    })
 }
 
 /// Bytes one start of a server adds to its log at most. A log that reached it is

@@ -1,6 +1,7 @@
 //! Where a server stands, as `toolbelt mcp list`, `/mcp` and stream-JSON's
-//! `mcp_server_status` show it: connecting, connected, failed with the reason, or
-//! failed and waiting for the session's next start (`background`).
+//! `mcp_server_status` show it: connecting, connected, failed with the reason, failed
+//! and waiting for the session's next start (`background`), or waiting for an OAuth
+//! login (`oauth`).
 
 use toolbelt_core::redact::redact;
 
@@ -14,6 +15,9 @@ pub enum ServerStatus {
     Connected,
     /// Why it is not usable.
     Failed(String),
+    /// It answered 401: it wants an OAuth login first (what to run). Not started again
+    /// until then.
+    NeedsLogin(String),
     /// The last start failed (why); the session starts it again `at` (see
     /// `background`: attempt `attempt` of `attempts`).
     Retrying {
@@ -34,6 +38,7 @@ impl std::fmt::Display for ServerStatus {
             ServerStatus::Connecting => f.write_str("connecting"),
             ServerStatus::Connected => f.write_str("connected"),
             ServerStatus::Failed(why) => write!(f, "failed: {why}"),
+            ServerStatus::NeedsLogin(hint) => write!(f, "needs login: {hint}"),
             ServerStatus::Retrying {
                 why,
                 attempt,

@@ -67,6 +67,7 @@ pub use error::{
 };
 pub use hooks::hook_listing;
 pub use mcp::connect as connect_mcp;
+pub use mcp::server_named as mcp_server_named;
 pub use model_slot::ModelSlot;
 pub use options::{
     AgentOptions, IgnoredFlag, McpOptions, Policy, Resume, SessionOptions, SettingSources, Warn,

@@ -66,6 +66,24 @@ pub(crate) async fn start(
     Ok(servers)
 }
 
+/// The configured server `alias` (as [`connect`] would connect it), for a login or a
+/// logout (`toolbelt mcp auth`, `toolbelt mcp logout`).
+pub fn server_named(
+    env: &ToolEnvironment,
+    options: &McpOptions,
+    alias: &str,
+) -> Result<ServerConfig, SetupError> {
+    let (servers, problems, _) = configured(env, options, &[], Vec::new())?;
+    if let Some(problem) = problems.iter().find(|p| p.alias == alias) {
+        return Err(SetupError(format!(
+            "MCP server \"{alias}\" cannot be used: {}",
+            problem.reason
+        )));
+    }
+    (servers.into_iter().find(|s| s.alias == alias))
+        .ok_or_else(|| SetupError(format!("no MCP server named \"{alias}\" is configured")))
+}
+
 /// The servers a prompt needs before it is sent (see [`toolbelt_mcp::servers_named`]).
 pub(crate) fn needed_servers(prompt: &str, aliases: &[String]) -> Vec<String> {
     toolbelt_mcp::servers_named(prompt, aliases)
@@ -124,9 +142,12 @@ fn configured(
         }
     }
     servers.extend(more);
-    // Every server is told the workspace's roots (`roots/list`).
+    // Every server is told the workspace's roots (`roots/list`); OAuth tokens are kept
+    // in the store.
+    let token_dir = crate::paths::toolbelt_home().join("mcp-oauth");
     for server in &mut servers {
         server.roots = env.roots.roots().to_vec();
+        server.oauth.store_dir = Some(token_dir.clone());
     }
     let project = env.roots.primary().unwrap_or(Path::new("/"));
     Ok((servers, problems, log_dir(project).join("mcp")))

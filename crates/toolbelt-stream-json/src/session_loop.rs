@@ -342,6 +342,7 @@ fn sdk_servers(
             description: None,
             // The session's roots are set with the other servers'.
             roots: Vec::new(),
+            oauth: Default::default(),
         });
     }
     Ok(servers)
@@ -641,12 +642,16 @@ fn prompt_text(value: Option<&Value>) -> Result<Option<String>, String> {
     Ok((!text.is_empty()).then_some(text))
 }
 
-/// A server in Claude's `mcp_status` shape (`connected`, `pending`, `failed` + `error`).
+/// A server in Claude's `mcp_status` shape (`connected`, `pending`, `needs-auth`,
+/// `failed` + `error`).
 fn claude_server(name: String, status: &ServerStatus) -> Value {
     match status {
         ServerStatus::Connected => json!({"name": name, "status": "connected"}),
         ServerStatus::Connecting => json!({"name": name, "status": "pending"}),
         ServerStatus::Failed(why) => json!({"name": name, "status": "failed", "error": why}),
+        ServerStatus::NeedsLogin(hint) => {
+            json!({"name": name, "status": "needs-auth", "error": hint})
+        }
         other => json!({"name": name, "status": "failed", "error": other.to_string()}),
     }
 }

@@ -83,6 +83,8 @@ impl InitInfo<'_> {
                     let status = match r.status {
                         toolbelt_mcp::ServerStatus::Connected => "connected".to_string(),
                         toolbelt_mcp::ServerStatus::Connecting => "pending".to_string(),
+                        // Claude Code's word for a server that wants an OAuth login.
+                        toolbelt_mcp::ServerStatus::NeedsLogin(_) => "needs-auth".to_string(),
                         _ => "failed".to_string(),
                     };
                     (r.alias, status)

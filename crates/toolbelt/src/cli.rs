@@ -483,6 +483,24 @@ pub enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Log in to a Streamable HTTP server that asks for OAuth: opens the authorization
+    /// page in the browser (or prints it), waits for its redirect to 127.0.0.1 and keeps
+    /// the tokens in toolbelt's store (~/.toolbelt/mcp-oauth, never the settings).
+    Auth {
+        /// The server's name in mcpServers.
+        name: String,
+        /// Print the URL only; open it yourself (on another machine, say).
+        #[arg(long)]
+        no_browser: bool,
+        /// How long to wait for the browser to come back, in seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+        timeout: u64,
+    },
+    /// Forget the OAuth tokens kept for a server.
+    Logout {
+        /// The server's name in mcpServers.
+        name: String,
+    },
     /// Serve toolbelt's tools to an MCP client, over stdio (default) or Streamable HTTP.
     /// The workspace is the client's roots when it offers them, else the current
     /// directory; settings, rules and approval mode are the agent's.

@@ -453,6 +453,36 @@ pub struct McpServerSettings {
     pub exclude_tools: Vec<String>,
     /// What the server is for, shown in listings.
     pub description: Option<String>,
+    /// How toolbelt logs in to an HTTP server that asks for OAuth (`oauth`); tokens
+    /// are never kept here, but in toolbelt's store.
+    pub oauth: McpOAuthSettings,
+}
+
+/// `mcpServers.<name>.oauth`: the OAuth client toolbelt is to the server's authorization
+/// server. Everything is optional: without a `clientId` toolbelt registers itself
+/// (dynamic client registration) or uses `clientMetadataUrl` where the server takes one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct McpOAuthSettings {
+    /// `false` turns OAuth off for the server (a 401 is then a failure, not a login to
+    /// do); default on.
+    pub enabled: Option<bool>,
+    /// A client id registered with the authorization server beforehand.
+    pub client_id: Option<String>,
+    /// The secret of that client, for a confidential one (values may use `$VAR`).
+    pub client_secret: Option<String>,
+    /// The HTTPS URL of a client ID metadata document, used as the client id where the
+    /// authorization server supports them.
+    pub client_metadata_url: Option<String>,
+    /// The scopes to ask for; default what the server names in its challenge or metadata.
+    pub scopes: Option<Vec<String>>,
+    /// The loopback port the login's redirect comes back to (a pre-registered client
+    /// may need a fixed one); default any free port.
+    pub redirect_port: Option<u16>,
+    /// The server and its authorization server may be on private addresses (a company
+    /// network): by default OAuth requests go only to public addresses, or to loopback
+    /// ones for a server on this machine.
+    pub allow_private_addresses: bool,
 }
 
 /// `mcp`: settings about MCP servers as a whole.

@@ -26,6 +26,8 @@ pub enum SlashCommand {
     Tools,
     /// `/mcp`: the MCP servers and their tools.
     Mcp,
+    /// `/mcp auth NAME`: an OAuth login to that server (`toolbelt mcp auth`).
+    McpAuth(String),
     /// `/hooks`: the hooks of the settings, as `toolbelt hooks list` shows them.
     Hooks,
     /// `/memory show` (also bare `/memory`): the context files loaded.
@@ -60,7 +62,11 @@ pub enum SlashCommand {
 pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("help", "", "show the commands and keys"),
     ("tools", "", "list the tools of this session"),
-    ("mcp", "", "show the MCP servers, their status and tools"),
+    (
+        "mcp",
+        "[auth NAME]",
+        "show the MCP servers, their status and tools, or log in to one (OAuth)",
+    ),
     (
         "memory",
         "show | add [--project] <text> | refresh",
@@ -146,7 +152,13 @@ pub fn parse(line: &str) -> Option<Result<SlashCommand, CommandError>> {
     Some(match name.to_ascii_lowercase().as_str() {
         "help" | "?" => no_args(SlashCommand::Help),
         "tools" => no_args(SlashCommand::Tools),
-        "mcp" => no_args(SlashCommand::Mcp),
+        "mcp" => match args.split_whitespace().collect::<Vec<_>>()[..] {
+            [] => Ok(SlashCommand::Mcp),
+            ["auth", name] => Ok(SlashCommand::McpAuth(name.to_string())),
+            _ => Err(CommandError::Usage(
+                "usage: /mcp, or /mcp auth NAME to log in to a server".to_string(),
+            )),
+        },
         "hooks" => no_args(SlashCommand::Hooks),
         "clear" => no_args(SlashCommand::Clear),
         "compress" => no_args(SlashCommand::Compress),

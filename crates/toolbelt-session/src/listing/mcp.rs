@@ -14,6 +14,7 @@ pub fn mcp_json(reports: &[ServerReport]) -> Value {
         .map(|r| {
             let (status, reason) = match &r.status {
                 ServerStatus::Failed(why) => ("failed", Some(why.clone())),
+                ServerStatus::NeedsLogin(hint) => ("needs-login", Some(hint.clone())),
                 // Why, and when the session starts it again.
                 ServerStatus::Retrying { .. } => {
                     let text = r.status.to_string();
@@ -28,6 +29,7 @@ pub fn mcp_json(reports: &[ServerReport]) -> Value {
                 "target": r.target,
                 "status": status,
                 "reason": reason,
+                "auth": r.auth.as_str(),
                 "counts": {
                     "tools": r.tools.len(),
                     "resources": r.resources,
@@ -67,10 +69,15 @@ pub fn mcp_text(reports: &[ServerReport]) -> String {
     out
 }
 
-/// `3 tools, 7 resources (2 templates), 4 prompts`.
+/// `3 tools, 7 resources (2 templates), 4 prompts`, and `, auth: oauth` (or `header`)
+/// when toolbelt sends credentials.
 pub(crate) fn counts(r: &ServerReport) -> String {
+    let auth = match r.auth {
+        toolbelt_mcp::AuthState::None => String::new(),
+        other => format!(", auth: {}", other.as_str()),
+    };
     format!(
-        "{} tools, {} resources ({} templates), {} prompts",
+        "{} tools, {} resources ({} templates), {} prompts{auth}",
         r.tools.len(),
         r.resources,
         r.resource_templates,

@@ -770,6 +770,38 @@ impl App {
         }
     }
 
+    /// `/mcp auth NAME`: the login runs on its own (the prompt stays usable); the URL
+    /// and the outcome are notices, and the server's tools join once it is up.
+    fn mcp_login(&mut self, name: String) {
+        let (tx, mcp) = (self.to_ui.clone(), self.mcp.clone());
+        tokio::spawn(async move {
+            let say = |text: String| drop(tx.send(UiMessage::Notice(text)));
+            let show = |url: &str| {
+                say(format!(
+                    "Open this URL to log in to MCP server \"{name}\":\n{url}"
+                ));
+                if let Err(e) = toolbelt_mcp::open_in_browser(url) {
+                    say(format!("{e}; open the URL yourself"));
+                }
+            };
+            let timeout = std::time::Duration::from_secs(300);
+            let outcome = mcp.log_in(&name, timeout, show).await;
+            let status = (mcp.connections().iter())
+                .find(|c| c.alias() == name)
+                .map(|c| c.status());
+            say(match (outcome, status) {
+                (Ok(_), Some(toolbelt_mcp::ServerStatus::Connected)) => format!(
+                    "Logged in to MCP server \"{name}\": it is connected, and its tools join at the next request."
+                ),
+                (Ok(_), status) => format!(
+                    "Logged in to MCP server \"{name}\"; it is not up: {}",
+                    status.map(|s| s.to_string()).unwrap_or_default()
+                ),
+                (Err(e), _) => format!("/mcp auth {name}: {e}"),
+            });
+        });
+    }
+
     fn slash(&mut self, command: SlashCommand) {
         let env = self.agent.scheduler().env().clone();
         let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -788,6 +820,7 @@ impl App {
                 let text = slash::mcp_text(&self.mcp.reports());
                 self.emit(view::note(&text, Color::Gray));
             }
+            SlashCommand::McpAuth(name) => self.mcp_login(name),
             SlashCommand::Hooks => self.emit(view::note(&slash::hooks_text(&env), Color::Gray)),
             SlashCommand::Model(name) => self.model_command(name),
             SlashCommand::MemoryShow => {

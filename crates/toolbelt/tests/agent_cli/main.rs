@@ -10,6 +10,7 @@ mod declared;
 mod hooks;
 mod interactive;
 mod mcp_interactive;
+mod mcp_oauth;
 mod monitor;
 mod one_scheduler;
 mod planning;

@@ -1,7 +1,8 @@
 #![allow(clippy::too_many_lines)]
 //! The binary with MCP servers and discovered tools: `toolbelt mcp list`, `tools list`,
-//! `tools call`, `--mcp-config`, `--allowed-mcp-server-names`, and the public reference
-//! server `@modelcontextprotocol/server-everything` when `scripts/setup.sh` installed it.
+//! `tools call`, `--mcp-config`, `--allowed-mcp-server-names`, the public reference
+//! server `@modelcontextprotocol/server-everything` when `scripts/setup.sh` installed it,
+//! and `mcp auth`/`mcp logout` against an OAuth-protected server (`oauth`).
 
 // Test helpers outside #[test] functions may unwrap: a failure there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod oauth;
 mod resources;
 mod slow_start;
 

@@ -22,6 +22,7 @@ fn commands_parse_with_their_arguments() {
     assert_eq!(ok("/help"), Help);
     assert_eq!(ok("  /tools  "), Tools);
     assert_eq!(ok("/mcp"), Mcp);
+    assert_eq!(ok("/mcp auth docs"), McpAuth("docs".into()));
     assert_eq!(ok("/memory"), MemoryShow);
     assert_eq!(ok("/memory show"), MemoryShow);
     assert_eq!(ok("/memory refresh"), MemoryRefresh);
@@ -81,6 +82,8 @@ fn prompts_are_not_commands_and_mistakes_say_what_to_type() {
     assert!(err("/approval-mode fast").contains("expected plan, default, auto-edit or yolo"));
     assert!(err("/memory add").starts_with("usage: /memory add"));
     assert!(err("/memory delete x").starts_with("usage: /memory show"));
+    assert!(err("/mcp auth").starts_with("usage: /mcp"));
+    assert!(err("/mcp login docs").starts_with("usage: /mcp"));
 }
 
 #[test]
@@ -164,6 +167,7 @@ fn mcp_servers_show_status_reason_and_tools() {
             resources: 2,
             resource_templates: 1,
             prompts: 3,
+            auth: toolbelt_mcp::AuthState::OAuth,
         },
         ServerReport {
             alias: "gone".into(),
@@ -174,11 +178,12 @@ fn mcp_servers_show_status_reason_and_tools() {
             resources: 0,
             resource_templates: 0,
             prompts: 0,
+            auth: toolbelt_mcp::AuthState::None,
         },
     ];
     assert_eq!(
         mcp_text(&reports),
-        "MCP servers:\n  docs (stdio docs-server --stdio): connected, 1 tools, 2 resources (1 templates), 3 prompts\n    mcp__docs__search  Searches the docs.\n  gone (http http://127.0.0.1:9/mcp): failed: connection refused\n"
+        "MCP servers:\n  docs (stdio docs-server --stdio): connected, 1 tools, 2 resources (1 templates), 3 prompts, auth: oauth\n    mcp__docs__search  Searches the docs.\n  gone (http http://127.0.0.1:9/mcp): failed: connection refused\n"
     );
 }
 
@@ -200,6 +205,7 @@ fn a_server_waiting_to_be_started_again_shows_why_and_when() {
         resources: 0,
         resource_templates: 0,
         prompts: 0,
+        auth: toolbelt_mcp::AuthState::None,
     };
     let text = mcp_text(std::slice::from_ref(&report));
     assert!(
@@ -316,4 +322,33 @@ async fn memory_add_answers_to_the_settings_rules_like_any_call() {
     let message = message.to_string();
     assert!(message.contains("denied"), "{message}");
     assert!(!project.join("QWEN.md").exists(), "it wrote the file");
+}
+
+/// A server that answered 401 (issue 46's OAuth): "needs login", with what to run, not
+/// "failed", in `/mcp` and `mcp list --json`.
+#[test]
+fn a_server_that_needs_a_login_says_so_and_what_to_run() {
+    let report = ServerReport {
+        alias: "linear".into(),
+        transport: "http".into(),
+        target: "https://mcp.example.com/mcp".into(),
+        status: ServerStatus::NeedsLogin("run `toolbelt mcp auth linear`".into()),
+        tools: Vec::new(),
+        resources: 0,
+        resource_templates: 0,
+        prompts: 0,
+        auth: toolbelt_mcp::AuthState::None,
+    };
+    let text = mcp_text(std::slice::from_ref(&report));
+    assert!(
+        text.contains(
+            "linear (http https://mcp.example.com/mcp): needs login: run `toolbelt mcp auth linear`"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("failed"), "{text}");
+    let json = crate::listing::mcp_json(&[report]);
+    assert_eq!(json[0]["status"], "needs-login");
+    assert_eq!(json[0]["reason"], "run `toolbelt mcp auth linear`");
+    assert_eq!(json[0]["auth"], "none");
 }
