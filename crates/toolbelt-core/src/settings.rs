@@ -52,9 +52,9 @@ pub(crate) use types::show_value;
 pub use types::{
     ApprovalModeSetting, CheckpointingSettings, ContextFileNames, ContextSettings, FileFiltering,
     FolderTrustSettings, GeneralSettings, GenerationConfig, LspServerSettings, LspSettings,
-    LspSocket, LspTransport, McpServerSettings, McpSettings, Millis, ModelCapabilities,
-    ModelProviderEntry, ModelSettings, PermissionSettings, SamplingParams, Sandbox,
-    SecuritySettings, ShellEnvironmentSettings, ShellLimits, ShellSettings, ToolsSettings,
+    LspSocket, LspTransport, McpSampling, McpServerSettings, McpSettings, Millis,
+    ModelCapabilities, ModelProviderEntry, ModelSettings, PermissionSettings, SamplingParams,
+    Sandbox, SecuritySettings, ShellEnvironmentSettings, ShellLimits, ShellSettings, ToolsSettings,
     WebFetchSettings, WebSearchKind, WebSearchProvider, WebSearchSettings, WorktreeSettings,
 };
 

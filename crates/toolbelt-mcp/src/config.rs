@@ -132,6 +132,12 @@ pub struct ServerConfig {
     /// The folders the server is told it works in (`roots/list`): the session's
     /// workspace roots; the project root until the session says otherwise.
     pub roots: Vec<PathBuf>,
+    /// Whether its sampling requests reach the model (`sampling`; see
+    /// [`toolbelt_core::settings::McpSampling`]).
+    pub sampling: toolbelt_core::settings::McpSampling,
+    /// Who answers its elicitation and sampling requests: the session's slot, empty
+    /// (refusing) until the session says otherwise.
+    pub asks: toolbelt_core::server_asks::ServerAskSlot,
 }
 
 impl ServerConfig {
@@ -188,6 +194,8 @@ impl ServerConfig {
             exclude_tools: entry.exclude_tools.clone(),
             description: entry.description.clone(),
             roots: vec![project_root.to_path_buf()],
+            sampling: entry.sampling,
+            asks: Default::default(),
         })
     }
 

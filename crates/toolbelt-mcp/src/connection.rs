@@ -108,7 +108,7 @@ impl McpConnection {
             .transport
             .register_secrets(toolbelt_core::redact::global());
         Arc::new(McpConnection {
-            events: ServerEvents::new(&config.alias, &config.roots, changes),
+            events: ServerEvents::new(&config, changes),
             log_path: log_dir.join(format!("{file_name}.log")),
             config,
             link: Mutex::new(Link::Down),

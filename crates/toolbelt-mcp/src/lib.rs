@@ -67,6 +67,7 @@ use futures::future::join_all;
 use tokio::sync::mpsc;
 use toolbelt_core::{Origin, ToolRegistry};
 
+mod asks;
 mod background;
 mod catalog;
 mod config;

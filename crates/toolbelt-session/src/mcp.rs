@@ -124,9 +124,11 @@ fn configured(
         }
     }
     servers.extend(more);
-    // Every server is told the workspace's roots (`roots/list`).
+    // Every server is told the workspace's roots (`roots/list`), and asks the session's
+    // person and model through its slot (elicitation, sampling).
     for server in &mut servers {
         server.roots = env.roots.roots().to_vec();
+        server.asks = env.server_asks.clone();
     }
     let project = env.roots.primary().unwrap_or(Path::new("/"));
     Ok((servers, problems, log_dir(project).join("mcp")))

@@ -216,6 +216,13 @@ async fn assemble(
         }
     });
     let approver = ClientApprover::new(control.clone(), emitter.clone(), timeout);
+    session
+        .env
+        .server_asks
+        .set_asker(Arc::new(crate::ClientServerAsker::new(
+            control.clone(),
+            timeout,
+        )));
     let setup = Setup {
         read_prompt: None,
         sink,
@@ -340,8 +347,10 @@ fn sdk_servers(
             include_tools: None,
             exclude_tools: Vec::new(),
             description: None,
-            // The session's roots are set with the other servers'.
+            // The session's roots and asks are set with the other servers'.
             roots: Vec::new(),
+            sampling: Default::default(),
+            asks: Default::default(),
         });
     }
     Ok(servers)

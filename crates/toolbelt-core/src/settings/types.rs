@@ -453,6 +453,24 @@ pub struct McpServerSettings {
     pub exclude_tools: Vec<String>,
     /// What the server is for, shown in listings.
     pub description: Option<String>,
+    /// Whether the server's sampling requests (`sampling/createMessage`) reach the
+    /// session's model: `ask` (default: the person approves each), `allow` (also in
+    /// headless runs, unasked) or `deny`. A workspace file of an untrusted folder
+    /// cannot set it (its `mcpServers` are ignored whole).
+    pub sampling: McpSampling,
+}
+
+/// `mcpServers.<alias>.sampling`: who lets a server's sampling request reach the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum McpSampling {
+    /// The person approves each request; refused where nobody can be asked.
+    #[default]
+    Ask,
+    /// Answered unasked, headless runs included.
+    Allow,
+    /// Always refused.
+    Deny,
 }
 
 /// `mcp`: settings about MCP servers as a whole.

@@ -94,6 +94,7 @@ fn request() -> ModelRequest {
             },
         ],
         tool_choice: None,
+        sampling: None,
     }
 }
 

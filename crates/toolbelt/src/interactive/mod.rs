@@ -266,9 +266,15 @@ struct App {
 
 impl App {
     fn new(p: Prepared, to_ui: mpsc::UnboundedSender<UiMessage>) -> Self {
-        p.agent.scheduler().env().ask_user.set(Arc::new(UiAsker {
+        let asker = Arc::new(UiAsker {
             to_ui: to_ui.clone(),
-        }));
+        });
+        let env = p.agent.scheduler().env();
+        env.ask_user.set(asker.clone());
+        // What MCP servers ask (elicitation, sampling) goes through the same dialog.
+        (env.server_asks).set_asker(Arc::new(toolbelt_session::kit::server_asks::DialogAsker(
+            asker,
+        )));
         let env = p.agent.scheduler().env().clone();
         let project = env.roots.primary().unwrap_or(&p.cwd).to_path_buf();
         let (history, warning) = InputHistory::open(&project);
