@@ -232,7 +232,7 @@ pub(crate) async fn sample(
     if policy == McpSampling::Deny {
         return Err(refused("its settings say \"sampling\": \"deny\""));
     }
-    let request = sampling_of(alias, params).map_err(|why| refused(&why))?;
+    let request = sampling_of(alias, params).map_err(|why: String| refused(&why))?;
     if policy == McpSampling::Ask {
         let Some(asker) = slot.asker() else {
             return Err(refused(
@@ -243,7 +243,7 @@ pub(crate) async fn sample(
             approval = asker.approve_sampling(&request, cancel) => approval,
             () = cancel.cancelled() => Err("the request was cancelled".to_string()),
         };
-        approval.map_err(|why| refused(&why))?;
+        approval.map_err(|why: String| refused(&why))?;
     }
     let Some(sampler) = slot.sampler() else {
         return Err(refused("this run has no model"));

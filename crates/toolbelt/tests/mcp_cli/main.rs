@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 mod resources;
+mod server_asks;
 mod slow_start;
 
 fn toolbelt() -> PathBuf {
