@@ -139,7 +139,7 @@ impl FormField {
     }
 
     /// Checks one value against the field.
-    pub fn check(&self, value: &Value) -> Result<(), String> {
+    pub fn check(&self, value: &Value) -> Result<(), FormError> {
         let name = self.label();
         match &self.kind {
             FieldKind::Text {
@@ -147,20 +147,18 @@ impl FormField {
                 min_length,
                 max_length,
             } => {
-                let text = value
-                    .as_str()
-                    .ok_or(format!("{name}: a text is expected"))?;
+                let text = value.as_str().ok_or(bad(name, "a text is expected"))?;
                 let count = text.chars().count() as u64;
                 if min_length.is_some_and(|min| count < min) {
-                    return Err(format!(
-                        "{name}: at least {} characters",
-                        min_length.unwrap_or(0)
+                    return Err(bad(
+                        name,
+                        format!("at least {} characters", min_length.unwrap_or(0)),
                     ));
                 }
                 if max_length.is_some_and(|max| count > max) {
-                    return Err(format!(
-                        "{name}: at most {} characters",
-                        max_length.unwrap_or(0)
+                    return Err(bad(
+                        name,
+                        format!("at most {} characters", max_length.unwrap_or(0)),
                     ));
                 }
                 check_format(name, format.as_deref(), text)
@@ -170,17 +168,18 @@ impl FormField {
                 minimum,
                 maximum,
             } => {
-                let n = value
-                    .as_f64()
-                    .ok_or(format!("{name}: a number is expected"))?;
+                let n = value.as_f64().ok_or(bad(name, "a number is expected"))?;
                 if *integer && n.fract().abs() > 0.0 {
-                    return Err(format!("{name}: a whole number is expected"));
+                    return Err(bad(name, "a whole number is expected"));
                 }
                 if minimum.is_some_and(|min| n < min) || maximum.is_some_and(|max| n > max) {
-                    return Err(format!(
-                        "{name}: between {} and {}",
-                        minimum.map_or("-∞".into(), |m| m.to_string()),
-                        maximum.map_or("∞".into(), |m| m.to_string())
+                    return Err(bad(
+                        name,
+                        format!(
+                            "between {} and {}",
+                            minimum.map_or("-∞".into(), |m| m.to_string()),
+                            maximum.map_or("∞".into(), |m| m.to_string())
+                        ),
                     ));
                 }
                 Ok(())
@@ -188,31 +187,29 @@ impl FormField {
             FieldKind::Boolean => value
                 .as_bool()
                 .map(|_| ())
-                .ok_or(format!("{name}: true or false is expected")),
+                .ok_or(bad(name, "true or false is expected")),
             FieldKind::Choice(options) => match value.as_str() {
                 Some(v) if options.iter().any(|o| o.value == v) => Ok(()),
-                _ => Err(format!("{name}: not one of the choices")),
+                _ => Err(bad(name, "not one of the choices")),
             },
             FieldKind::Choices {
                 options,
                 min_items,
                 max_items,
             } => {
-                let picked = value
-                    .as_array()
-                    .ok_or(format!("{name}: a list is expected"))?;
+                let picked = value.as_array().ok_or(bad(name, "a list is expected"))?;
                 let known = |v: &Value| {
                     v.as_str()
                         .is_some_and(|v| options.iter().any(|o| o.value == v))
                 };
                 if !picked.iter().all(known) {
-                    return Err(format!("{name}: not one of the choices"));
+                    return Err(bad(name, "not one of the choices"));
                 }
                 let count = picked.len() as u64;
                 if min_items.is_some_and(|min| count < min)
                     || max_items.is_some_and(|max| count > max)
                 {
-                    return Err(format!("{name}: a wrong number of choices"));
+                    return Err(bad(name, "a wrong number of choices"));
                 }
                 Ok(())
             }
@@ -221,24 +218,24 @@ impl FormField {
 
     /// The value a person typed, as this field takes it (`42` for a number, `yes` for a
     /// boolean, a choice's label or value, choices separated by commas).
-    pub fn parse_typed(&self, typed: &str) -> Result<Value, String> {
+    pub fn parse_typed(&self, typed: &str) -> Result<Value, FormError> {
         let typed = typed.trim();
-        let pick = |options: &[Choice], text: &str| -> Result<Value, String> {
+        let pick = |options: &[Choice], text: &str| -> Result<Value, FormError> {
             options
                 .iter()
                 .find(|o| o.value == text || o.label.eq_ignore_ascii_case(text))
                 .map(|o| Value::String(o.value.clone()))
-                .ok_or(format!("{}: not one of the choices", self.label()))
+                .ok_or(bad(self.label(), "not one of the choices"))
         };
         let value = match &self.kind {
             FieldKind::Text { .. } => Value::String(typed.to_string()),
             FieldKind::Number { .. } => serde_json::from_str::<serde_json::Number>(typed)
                 .map(Value::Number)
-                .map_err(|_| format!("{}: a number is expected", self.label()))?,
+                .map_err(|_| bad(self.label(), "a number is expected"))?,
             FieldKind::Boolean => match typed.to_ascii_lowercase().as_str() {
                 "yes" | "y" | "true" => Value::Bool(true),
                 "no" | "n" | "false" => Value::Bool(false),
-                _ => return Err(format!("{}: yes or no is expected", self.label())),
+                _ => return Err(bad(self.label(), "yes or no is expected")),
             },
             FieldKind::Choice(options) => pick(options, typed)?,
             FieldKind::Choices { options, .. } => Value::Array(
@@ -258,17 +255,17 @@ impl FormField {
 impl Form {
     /// Checks an answer: every required field present, every value as its field says,
     /// no key the form does not have.
-    pub fn check(&self, content: &Map<String, Value>) -> Result<(), String> {
+    pub fn check(&self, content: &Map<String, Value>) -> Result<(), FormError> {
         for key in content.keys() {
             if !self.fields.iter().any(|f| &f.name == key) {
-                return Err(format!("{key}: the form has no such field"));
+                return Err(FormError::UnknownField(key.clone()));
             }
         }
         for field in &self.fields {
             match content.get(&field.name) {
                 Some(value) => field.check(value)?,
                 None if field.required => {
-                    return Err(format!("{}: an answer is required", field.label()));
+                    return Err(FormError::Missing(field.label().to_string()));
                 }
                 None => {}
             }
@@ -277,9 +274,36 @@ impl Form {
     }
 }
 
+/// Why an answer does not fit its form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormError {
+    /// The answer has a key the form does not.
+    #[error("{0}: the form has no such field")]
+    UnknownField(String),
+    /// A required field has no answer.
+    #[error("{0}: an answer is required")]
+    Missing(String),
+    /// A value is not what its field takes.
+    #[error("{field}: {expected}")]
+    Invalid {
+        /// The field's label.
+        field: String,
+        /// What it takes.
+        expected: String,
+    },
+}
+
+fn bad(field: &str, expected: impl Into<String>) -> FormError {
+    FormError::Invalid {
+        field: field.to_string(),
+        expected: expected.into(),
+    }
+}
+
 /// The formats of the restricted schema, checked loosely: enough to catch a slip, not
 /// to prove an address exists.
-fn check_format(name: &str, format: Option<&str>, text: &str) -> Result<(), String> {
+fn check_format(name: &str, format: Option<&str>, text: &str) -> Result<(), FormError> {
     let fine = match format {
         Some("email") => text
             .split_once('@')
@@ -298,7 +322,10 @@ fn check_format(name: &str, format: Option<&str>, text: &str) -> Result<(), Stri
     if fine {
         Ok(())
     } else {
-        Err(format!("{name}: not a valid {}", format.unwrap_or("value")))
+        Err(bad(
+            name,
+            format!("not a valid {}", format.unwrap_or("value")),
+        ))
     }
 }
 

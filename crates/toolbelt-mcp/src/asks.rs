@@ -296,3 +296,6 @@ fn sampling_of(alias: &str, params: CreateMessageRequestParams) -> Result<Sampli
         temperature: params.temperature,
     })
 }
+
+#[cfg(test)]
+mod tests;

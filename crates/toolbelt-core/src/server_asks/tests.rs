@@ -92,7 +92,7 @@ fn a_complete_answer_passes_and_each_kind_of_mistake_is_named() {
             "not a valid date",
         ),
     ] {
-        let error = form.check(&content(bad.clone())).unwrap_err();
+        let error = form.check(&content(bad.clone())).unwrap_err().to_string();
         assert!(error.contains(says), "{bad}: {error}");
     }
 }

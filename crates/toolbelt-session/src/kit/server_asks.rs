@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
 use toolbelt_core::ask_user::{Answer, AskUser, Question, QuestionOption};
 use toolbelt_core::server_asks::{
-    ElicitationAnswer, ElicitationMode, ElicitationRequest, FieldKind, Form, FormField,
+    ElicitationAnswer, ElicitationMode, ElicitationRequest, FieldKind, Form, FormError, FormField,
     SamplingRequest, ServerAsker,
 };
 
@@ -164,9 +164,9 @@ impl DialogAsker {
             match content(form, &answers[1..]) {
                 Ok(content) => match form.check(&content) {
                     Ok(()) => return ElicitationAnswer::Accept(content),
-                    Err(why) => problem = Some(why),
+                    Err(why) => problem = Some(why.to_string()),
                 },
-                Err(why) => problem = Some(why),
+                Err(why) => problem = Some(why.to_string()),
             }
         }
         ElicitationAnswer::Cancel
@@ -203,7 +203,7 @@ fn field_question(field: &FormField) -> Question {
 }
 
 /// The answers as the form's content.
-fn content(form: &Form, answers: &[Answer]) -> Result<Map<String, Value>, String> {
+fn content(form: &Form, answers: &[Answer]) -> Result<Map<String, Value>, FormError> {
     let mut content = Map::new();
     for (field, answer) in form.fields.iter().zip(answers) {
         let value = match answer {
@@ -216,7 +216,7 @@ fn content(form: &Form, answers: &[Answer]) -> Result<Map<String, Value>, String
     Ok(content)
 }
 
-fn chosen(field: &FormField, labels: &[String]) -> Result<Value, String> {
+fn chosen(field: &FormField, labels: &[String]) -> Result<Value, FormError> {
     let value_of = |label: &String, choices: &[toolbelt_core::server_asks::Choice]| {
         choices
             .iter()
@@ -233,7 +233,10 @@ fn chosen(field: &FormField, labels: &[String]) -> Result<Value, String> {
             .map(Value::Array),
         _ => None,
     };
-    value.ok_or_else(|| format!("{}: not one of the choices", field.label()))
+    value.ok_or_else(|| FormError::Invalid {
+        field: field.label().to_string(),
+        expected: "not one of the choices".to_string(),
+    })
 }
 
 #[cfg(test)]
