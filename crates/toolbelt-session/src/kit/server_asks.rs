@@ -144,24 +144,27 @@ impl DialogAsker {
             if let Some(why) = &problem {
                 intro.push_str(&format!("\n\nThe last answer did not fit: {why}"));
             }
-            let mut asked = vec![question(
-                "MCP input",
-                intro,
-                vec![
-                    option(FILL_IN, "answer the questions that follow"),
-                    option(DECLINE, "tell the server no"),
-                ],
-                false,
-            )];
-            asked.extend(form.fields.iter().map(field_question));
+            let options = vec![
+                option(FILL_IN, "answer the questions that follow"),
+                option(DECLINE, "tell the server no"),
+            ];
+            // First whether to answer at all, then the fields: the dialog asks every
+            // question it is given.
+            match self
+                .0
+                .ask(&[question("MCP input", intro, options, false)], cancel)
+                .await
+            {
+                Ok(answers) if picked(&answers, 0) == Some(FILL_IN) => {}
+                Ok(_) => return ElicitationAnswer::Decline,
+                Err(_) => return ElicitationAnswer::Cancel,
+            }
+            let asked: Vec<Question> = form.fields.iter().map(field_question).collect();
             let answers = match self.0.ask(&asked, cancel).await {
                 Ok(answers) => answers,
                 Err(_) => return ElicitationAnswer::Cancel,
             };
-            if picked(&answers, 0) != Some(FILL_IN) {
-                return ElicitationAnswer::Decline;
-            }
-            match content(form, &answers[1..]) {
+            match content(form, &answers) {
                 Ok(content) => match form.check(&content) {
                     Ok(()) => return ElicitationAnswer::Accept(content),
                     Err(why) => problem = Some(why.to_string()),
