@@ -8,6 +8,10 @@
 //! resources. A server whose resource or prompt listing fails still serves its tools:
 //! the failure is a warning and the count is zero. Reads and `prompts/get` go to the
 //! server each time (rmcp caches what a server marks cacheable).
+//!
+//! A resource read from a server that offers subscriptions is subscribed to, once per
+//! listing (a server started again has forgotten): its `notifications/resources/updated`
+//! reach the model as a reminder at its next request ([`crate::McpServers::take_resource_updates`]).
 
 use std::sync::{Arc, PoisonError};
 
@@ -33,6 +37,10 @@ pub(crate) struct Catalog {
     pub(crate) resources: Vec<String>,
     pub(crate) templates: usize,
     pub(crate) prompts: Vec<McpPrompt>,
+    /// The server offers `resources/subscribe`.
+    pub(crate) subscribes: bool,
+    /// The URIs subscribed to since this listing.
+    pub(crate) subscribed: std::collections::HashSet<String>,
 }
 
 /// One prompt of a server, as `prompts/list` described it.
@@ -140,6 +148,11 @@ impl McpConnection {
         };
         catalog.offers_resources = offers_resources;
         catalog.offers_prompts = offers_prompts;
+        catalog.subscribes = capabilities
+            .as_ref()
+            .and_then(|c| c.resources.as_ref())
+            .and_then(|r| r.subscribe)
+            .unwrap_or(false);
         *self.catalog.lock().unwrap_or_else(PoisonError::into_inner) = catalog;
     }
 
@@ -202,10 +215,37 @@ impl McpConnection {
         cancel: &CancellationToken,
     ) -> Result<ReadResourceResult, String> {
         let params = ReadResourceRequestParams::new(uri);
-        self.ask("resources/read", cancel, |peer| async move {
-            peer.read_resource(params).await
-        })
-        .await
+        let read = self
+            .ask("resources/read", cancel, |peer| async move {
+                peer.read_resource(params).await
+            })
+            .await?;
+        self.subscribe(uri, cancel).await;
+        Ok(read)
+    }
+
+    /// `resources/subscribe` of `uri`, once, when the server offers it; a failure is
+    /// a warning (the read itself worked).
+    async fn subscribe(self: &Arc<Self>, uri: &str, cancel: &CancellationToken) {
+        let first = {
+            let mut catalog = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
+            catalog.subscribes && catalog.subscribed.insert(uri.to_string())
+        };
+        if !first {
+            return;
+        }
+        let params = rmcp::model::SubscribeRequestParams::new(uri);
+        #[allow(deprecated)]
+        let subscribed = self
+            .ask("resources/subscribe", cancel, |peer| async move {
+                peer.subscribe(params).await
+            })
+            .await;
+        if let Err(why) = subscribed {
+            tracing::warn!("{why}");
+            let mut catalog = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
+            catalog.subscribed.remove(uri);
+        }
     }
 
     /// `prompts/get` of `name` with `arguments`.

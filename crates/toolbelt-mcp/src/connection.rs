@@ -126,6 +126,11 @@ impl McpConnection {
         &self.config
     }
 
+    /// What the server tells us and asks (its [`ServerEvents`]).
+    pub(crate) fn events(&self) -> &ServerEvents {
+        &self.events
+    }
+
     /// The server's alias.
     pub fn alias(&self) -> &str {
         &self.config.alias

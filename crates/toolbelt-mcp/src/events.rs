@@ -7,7 +7,8 @@
 //! roots (`file://` URIs), so a server that scopes itself to its client's roots
 //! (server-filesystem does) stays in the workspace. Elicitation (form and URL) is
 //! declared always, sampling unless the server's settings say `"sampling": "deny"`;
-//! both are answered in `asks`.
+//! both are answered in `asks`. A subscribed resource's `notifications/resources/updated`
+//! is kept until the owner takes it (`take_updated`).
 
 // `roots` is deprecated by SEP-2577 (the 2026-07-28 revision drops it); servers of the
 // earlier revisions, which toolbelt speaks, still ask for it.
@@ -22,8 +23,9 @@ use rmcp::ErrorData;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ElicitationCapability, FormElicitationCapability,
-    Implementation, ListRootsResult, ProgressNotificationParam, ProgressToken, Root,
-    RootsCapabilities, SamplingCapability, UrlElicitationCapability,
+    Implementation, ListRootsResult, ProgressNotificationParam, ProgressToken,
+    ResourceUpdatedNotificationParam, Root, RootsCapabilities, SamplingCapability,
+    UrlElicitationCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::mpsc::UnboundedSender;
@@ -46,6 +48,8 @@ pub(crate) struct ServerEvents {
     asks: ServerAskSlot,
     /// The server's `sampling` setting.
     sampling: McpSampling,
+    /// URIs the server said changed (`notifications/resources/updated`), not yet taken.
+    updated: Arc<Mutex<Vec<String>>>,
 }
 
 impl ServerEvents {
@@ -57,7 +61,13 @@ impl ServerEvents {
             changes,
             asks: config.asks.clone(),
             sampling: config.sampling,
+            updated: Default::default(),
         }
+    }
+
+    /// The URIs updated since the last call, once each.
+    pub(crate) fn take_updated(&self) -> Vec<String> {
+        std::mem::take(&mut *self.updated.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     pub(crate) fn watch_progress(&self, token: ProgressToken, sink: OutputSink) {
@@ -91,6 +101,17 @@ impl ClientHandler for ServerEvents {
         // The receiver lives as long as the session; a closed channel only means nobody
         // refreshes any more.
         let _ = self.changes.send(self.alias.clone());
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let mut updated = self.updated.lock().unwrap_or_else(PoisonError::into_inner);
+        if !updated.contains(&params.uri) {
+            updated.push(params.uri);
+        }
     }
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {

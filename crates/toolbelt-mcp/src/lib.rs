@@ -349,6 +349,17 @@ impl McpServers {
         refreshed
     }
 
+    /// `(alias, uri)` of each subscribed resource a server said changed since the last
+    /// call (`notifications/resources/updated`), once each.
+    pub fn take_resource_updates(&self) -> Vec<(String, String)> {
+        (self.connections.iter())
+            .flat_map(|c| {
+                let alias = c.alias().to_string();
+                (c.events().take_updated().into_iter()).map(move |uri| (alias.clone(), uri))
+            })
+            .collect()
+    }
+
     /// Every server with its status and tools, in alias order, entries that could not be
     /// read included.
     pub fn reports(&self) -> Vec<ServerReport> {

@@ -514,6 +514,7 @@ fn finish_agent(
             notes: notes.clone(),
         }))
         .with_events(Arc::new(notes))
+        .with_events(Arc::new(crate::mcp::ResourceUpdates(mcp.clone())))
         .with_history(continued.map(|c| c.messages).unwrap_or_default())
         .with_background(background.clone());
     match log {

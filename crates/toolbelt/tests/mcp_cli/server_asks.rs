@@ -337,3 +337,55 @@ async fn a_stream_json_client_approves_one_sampling_request_and_denies_the_next(
     assert!(second.contains("not this time"), "{second}");
     assert!(model.violations().is_empty(), "{:?}", model.violations());
 }
+
+/// A resource the model read from a server that offers subscriptions is subscribed to;
+/// the server's `notifications/resources/updated` reaches the model as a reminder with
+/// its next request. server-everything sends one for each subscription at once when
+/// `toggle-subscriber-updates` starts its updates (and every 5 s after).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscribed_resource_that_changed_is_named_to_the_model() {
+    let Some(script) = super::resources::everything_or_skip() else {
+        return;
+    };
+    // The first request needs the server's resource tools.
+    let project = Project::new(json!({"mcp": {"waitAtStart": true}, "mcpServers": {
+        "everything": {"command": "node", "args": [script], "trust": true}
+    }}));
+    let uri = "demo://resource/dynamic/text/3";
+    let read = Reply::turn(ModelTurn {
+        tool_calls: vec![ToolCall {
+            id: "c0".into(),
+            name: "read_mcp_resource".into(),
+            arguments: json!({"server": "everything", "uri": uri}).to_string(),
+        }],
+        finish_reason: FinishReason::ToolCalls,
+        ..Default::default()
+    });
+    let model = FakeOpenAi::start(vec![
+        read,
+        call("c1", "toggle-subscriber-updates", json!({})),
+        call("c2", "echo", json!({"message": "again"})),
+        Reply::text("done"),
+    ])
+    .await
+    .unwrap();
+    let url = model.base_url();
+    let mut command = project.command(&["-p", "go", "--openai-base-url", &url, "-m", "fake"]);
+    let out = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("toolbelt hung")
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(model.violations().is_empty(), "{:?}", model.violations());
+    let reminder = format!("The MCP server \"everything\" says the resource {uri} changed");
+    let said = |r: &Recorded| {
+        (r.body["messages"].as_array().into_iter().flatten())
+            .any(|m| m["content"].as_str().is_some_and(|c| c.contains(&reminder)))
+    };
+    let requests = main_requests(&model);
+    assert_eq!(requests.len(), 4);
+    // Not before the server said so; said once it did (the notification comes before
+    // the toggle's result; the echo's round trip leaves its handler time to run).
+    assert!(!said(&requests[1]), "{}", requests[1].body);
+    assert!(said(&requests[3]), "{}", requests[3].body);
+}
