@@ -39,6 +39,8 @@ pub(crate) struct Catalog {
     pub(crate) prompts: Vec<McpPrompt>,
     /// The server offers `resources/subscribe`.
     pub(crate) subscribes: bool,
+    /// The server offers `completion/complete`.
+    pub(crate) completes: bool,
     /// The URIs subscribed to since this listing.
     pub(crate) subscribed: std::collections::HashSet<String>,
 }
@@ -148,6 +150,9 @@ impl McpConnection {
         };
         catalog.offers_resources = offers_resources;
         catalog.offers_prompts = offers_prompts;
+        catalog.completes = capabilities
+            .as_ref()
+            .is_some_and(|c| c.completions.is_some());
         catalog.subscribes = capabilities
             .as_ref()
             .and_then(|c| c.resources.as_ref())
@@ -246,6 +251,32 @@ impl McpConnection {
             let mut catalog = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
             catalog.subscribed.remove(uri);
         }
+    }
+
+    /// `completion/complete` of argument `argument` of prompt `prompt`, whose value is
+    /// typed up to `value`, with the other arguments typed so far; nothing when the
+    /// server offers no completions.
+    pub(crate) async fn complete_prompt_argument(
+        self: &Arc<Self>,
+        prompt: &str,
+        argument: &str,
+        value: &str,
+        typed: std::collections::HashMap<String, String>,
+    ) -> Result<Vec<String>, String> {
+        if !self.catalog().completes {
+            return Ok(Vec::new());
+        }
+        let mut context = rmcp::model::CompletionContext::new();
+        context.arguments = (!typed.is_empty()).then_some(typed);
+        let (prompt, argument, value) =
+            (prompt.to_string(), argument.to_string(), value.to_string());
+        let cancel = CancellationToken::new();
+        self.ask("completion/complete", &cancel, |peer| async move {
+            peer.complete_prompt_argument(prompt, argument, value, Some(context))
+                .await
+                .map(|info| info.values)
+        })
+        .await
     }
 
     /// `prompts/get` of `name` with `arguments`.

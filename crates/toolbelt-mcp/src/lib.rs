@@ -19,7 +19,8 @@
 //!
 //! Resources and prompts (`catalog`): when a server advertises resources, the built-in
 //! tools `list_mcp_resources` and `read_mcp_resource` are registered; a server's prompts
-//! become commands `/<alias>:<prompt> name=value` ([`McpServers::run_prompt_command`]).
+//! become commands `/<alias>:<prompt> name=value` ([`McpServers::run_prompt_command`]),
+//! whose arguments complete from the server (`complete`).
 //!
 //! Transports: stdio (rmcp's child-process transport; the server's stderr goes to a log
 //! file in the directory the caller names, never into answers, statuses or errors),
@@ -70,6 +71,7 @@ use toolbelt_core::{Origin, ToolRegistry};
 mod asks;
 mod background;
 mod catalog;
+mod complete;
 mod config;
 mod connection;
 mod content;

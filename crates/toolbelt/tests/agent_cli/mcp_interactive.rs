@@ -325,3 +325,48 @@ async fn a_servers_elicitation_and_sampling_request_are_asked_in_the_dialog() {
     let (code, screen) = pty.wait_exit_screen();
     assert_eq!(code, 0, "{screen}");
 }
+
+/// A prompt command's arguments complete as they are typed: the names of the arguments,
+/// then the values the server offers for one (`completion/complete`), narrowed by the
+/// arguments already typed (server-everything's `completable-prompt` offers the members
+/// of the department chosen).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_commands_arguments_complete_from_the_server() {
+    let Some(script) = server_everything() else {
+        return;
+    };
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![Reply::text("promoted")])
+        .await
+        .unwrap();
+    // The server's prompts are listed before the first frame.
+    w.write(
+        ".qwen/settings.json",
+        &json!({"mcp": {"waitAtStart": true}}).to_string(),
+    );
+    let pty = agent_with_everything(&w, &server, &script);
+    pty.send("/everything:compl");
+    pty.wait_for("/everything:completable-prompt");
+    pty.send(keys::TAB);
+    pty.wait_for("department=");
+    pty.send("department=Eng");
+    pty.wait_for("department=Engineering");
+    pty.send(keys::TAB);
+    pty.send("name=");
+    pty.wait_until("the members of Engineering", |s| {
+        s.contains("name=Alice") && s.contains("name=Charlie") && !s.contains("name=David")
+    });
+    pty.send(keys::TAB);
+    pty.send(keys::ENTER);
+    pty.wait_until("the answer", |s| {
+        s.contains("promoted") && !s.contains("esc to cancel")
+    });
+    let texts = last_user_texts(&server);
+    assert!(
+        texts[0].contains("Please promote Alice to the head of the Engineering team."),
+        "{texts:?}"
+    );
+    pty.send(keys::CTRL_D);
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 0, "{screen}");
+}
