@@ -90,7 +90,8 @@ fn elicitation_of(alias: &str, params: ElicitRequestParams) -> Result<Elicitatio
             elicitation_id,
             ..
         } => {
-            url_allowed(&url)?;
+            // What a browser would open: the URL as parsed (tabs and line breaks gone).
+            let url = url_allowed(&url)?;
             (
                 message,
                 ElicitationMode::Url {
@@ -197,8 +198,8 @@ fn choices(p: &Value) -> Option<Vec<Choice>> {
 }
 
 /// Only `https`, or `http` to this machine: a URL the person is sent to must not be
-/// readable or changeable on the way.
-pub(crate) fn url_allowed(url: &str) -> Result<(), String> {
+/// readable or changeable on the way. The URL as parsed.
+pub(crate) fn url_allowed(url: &str) -> Result<String, String> {
     let parsed = url::Url::parse(url).map_err(|_| format!("its URL {url:?} is not a URL"))?;
     let loopback = match parsed.host() {
         Some(url::Host::Domain(host)) => host.eq_ignore_ascii_case("localhost"),
@@ -207,8 +208,8 @@ pub(crate) fn url_allowed(url: &str) -> Result<(), String> {
         None => false,
     };
     match parsed.scheme() {
-        "https" if parsed.host().is_some() => Ok(()),
-        "http" if loopback => Ok(()),
+        "https" if parsed.host().is_some() => Ok(parsed.to_string()),
+        "http" if loopback => Ok(parsed.to_string()),
         _ => Err(format!(
             "its URL {url} is neither https nor http to this machine"
         )),

@@ -57,8 +57,10 @@ impl ServerAsker for DialogAsker {
                 ElicitationMode::Form(form) => self.form(request, form, cancel).await,
                 ElicitationMode::Url { url, .. } => {
                     let text = format!(
-                        "MCP server \"{}\" asks you to open a web page:\n\n{}\n\n{url}\n\ntoolbelt does not open it: open it yourself if you agree.",
-                        request.server, request.message
+                        "MCP server \"{}\" asks you to open a web page:\n\n{}\n\n{}\n\ntoolbelt does not open it: open it yourself if you agree.",
+                        request.server,
+                        shown(&request.message),
+                        shown(url)
                     );
                     let options = vec![
                         option("I will open it", "tell the server you agreed"),
@@ -111,13 +113,21 @@ pub fn sampling_text(request: &SamplingRequest) -> String {
         request.server, request.max_tokens
     );
     if let Some(system) = &request.system_prompt {
-        text.push_str(&format!("\nSystem: {system}"));
+        text.push_str(&format!("\nSystem: {}", shown(system)));
     }
     for m in &request.messages {
         let who = if m.assistant { "Assistant" } else { "User" };
-        text.push_str(&format!("\n{who}: {}", m.text));
+        text.push_str(&format!("\n{who}: {}", shown(&m.text)));
     }
     text
+}
+
+/// A server's text as the terminal may show it: control characters (escape sequences
+/// a server could use to redraw the screen) become `?`; line breaks stay.
+fn shown(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
+        .collect()
 }
 
 /// The single label picked for question `i`, if one was.
@@ -139,7 +149,8 @@ impl DialogAsker {
         for _ in 0..FORM_TRIES {
             let mut intro = format!(
                 "MCP server \"{}\" asks for input:\n\n{}",
-                request.server, request.message
+                request.server,
+                shown(&request.message)
             );
             if let Some(why) = &problem {
                 intro.push_str(&format!("\n\nThe last answer did not fit: {why}"));
@@ -158,6 +169,9 @@ impl DialogAsker {
                 Ok(answers) if picked(&answers, 0) == Some(FILL_IN) => {}
                 Ok(_) => return ElicitationAnswer::Decline,
                 Err(_) => return ElicitationAnswer::Cancel,
+            }
+            if form.fields.is_empty() {
+                return ElicitationAnswer::Accept(Map::new());
             }
             let asked: Vec<Question> = form.fields.iter().map(field_question).collect();
             let answers = match self.0.ask(&asked, cancel).await {
@@ -178,9 +192,9 @@ impl DialogAsker {
 
 /// One field as a question: its choices, yes/no, or typed text.
 fn field_question(field: &FormField) -> Question {
-    let mut text = field.label().to_string();
+    let mut text = shown(field.label());
     if let Some(description) = &field.description {
-        text.push_str(&format!(" ({description})"));
+        text.push_str(&format!(" ({})", shown(description)));
     }
     if let Some(default) = &field.default {
         text.push_str(&format!("\nDefault: {default}"));
@@ -188,12 +202,19 @@ fn field_question(field: &FormField) -> Question {
     let (mut options, multi) = match &field.kind {
         FieldKind::Boolean => (vec![option("Yes", ""), option("No", "")], false),
         FieldKind::Choice(choices) => (
-            choices.iter().map(|c| option(&c.label, "")).collect(),
+            choices
+                .iter()
+                .map(|c| option(&shown(&c.label), ""))
+                .collect(),
             false,
         ),
-        FieldKind::Choices { options, .. } => {
-            (options.iter().map(|c| option(&c.label, "")).collect(), true)
-        }
+        FieldKind::Choices { options, .. } => (
+            options
+                .iter()
+                .map(|c| option(&shown(&c.label), ""))
+                .collect(),
+            true,
+        ),
         _ => {
             text.push_str("\nType the answer.");
             (Vec::new(), false)
@@ -223,7 +244,7 @@ fn chosen(field: &FormField, labels: &[String]) -> Result<Value, FormError> {
     let value_of = |label: &String, choices: &[toolbelt_core::server_asks::Choice]| {
         choices
             .iter()
-            .find(|c| &c.label == label)
+            .find(|c| &shown(&c.label) == label)
             .map(|c| Value::String(c.value.clone()))
     };
     let value = match &field.kind {

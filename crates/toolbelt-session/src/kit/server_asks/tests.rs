@@ -158,3 +158,27 @@ async fn a_sampling_request_shows_what_the_model_gets_and_needs_an_approve() {
         assert!(text.contains(part), "{text}");
     }
 }
+
+#[tokio::test]
+async fn a_url_is_shown_never_opened_and_a_servers_escape_sequences_are_not_drawn() {
+    let person = scripted(vec![Ok(vec![chosen("I will open it")])]);
+    let asker = DialogAsker(person.clone());
+    let request = ElicitationRequest {
+        server: "everything".into(),
+        message: "Log in\u{1b}[2J please".into(),
+        mode: ElicitationMode::Url {
+            url: "https://example.org/login".into(),
+            elicitation_id: "e1".into(),
+        },
+    };
+    let answer = asker.elicit(&request, &CancellationToken::new()).await;
+    assert_eq!(answer, ElicitationAnswer::Accept(Map::new()));
+    let asked = person.asked.lock().unwrap();
+    let text = &asked[0][0].question;
+    assert!(text.contains("https://example.org/login"), "{text}");
+    assert!(text.contains("does not open it"), "{text}");
+    assert!(
+        text.contains("Log in?[2J please") && !text.contains('\u{1b}'),
+        "{text}"
+    );
+}
