@@ -49,12 +49,14 @@ pub use merge::merge_layers;
 pub use named_files::{ContextFileNamesByPlace, DEFAULT_CONTEXT_FILE_NAMES, NamedBy};
 pub use text::{SettingsTextError, parse_settings_text};
 pub(crate) use types::show_value;
+// Apart from the list below: what MCP servers may ask (issue 46).
+pub use types::McpSampling;
 pub use types::{
     ApprovalModeSetting, CheckpointingSettings, ContextFileNames, ContextSettings, FileFiltering,
     FolderTrustSettings, GeneralSettings, GenerationConfig, LspServerSettings, LspSettings,
-    LspSocket, LspTransport, McpSampling, McpServerSettings, McpSettings, Millis,
-    ModelCapabilities, ModelProviderEntry, ModelSettings, PermissionSettings, SamplingParams,
-    Sandbox, SecuritySettings, ShellEnvironmentSettings, ShellLimits, ShellSettings, ToolsSettings,
+    LspSocket, LspTransport, McpServerSettings, McpSettings, Millis, ModelCapabilities,
+    ModelProviderEntry, ModelSettings, PermissionSettings, SamplingParams, Sandbox,
+    SecuritySettings, ShellEnvironmentSettings, ShellLimits, ShellSettings, ToolsSettings,
     WebFetchSettings, WebSearchKind, WebSearchProvider, WebSearchSettings, WorktreeSettings,
 };
 

@@ -123,6 +123,12 @@ pub struct ServerConfig {
     /// The server's annotations are believed (`readOnlyHint` tools run unasked, as
     /// reads); its other tools still ask.
     pub trust_annotations: bool,
+    /// Whether its sampling requests reach the model (`sampling`; see
+    /// [`toolbelt_core::settings::McpSampling`]).
+    pub sampling: toolbelt_core::settings::McpSampling,
+    /// Who answers its elicitation and sampling requests: the session's slot, empty
+    /// (refusing) until the session says otherwise.
+    pub asks: toolbelt_core::server_asks::ServerAskSlot,
     /// Only these tools are offered (`includeTools`); all when `None`.
     pub include_tools: Option<Vec<String>>,
     /// These tools are never offered (`excludeTools`).
@@ -132,12 +138,6 @@ pub struct ServerConfig {
     /// The folders the server is told it works in (`roots/list`): the session's
     /// workspace roots; the project root until the session says otherwise.
     pub roots: Vec<PathBuf>,
-    /// Whether its sampling requests reach the model (`sampling`; see
-    /// [`toolbelt_core::settings::McpSampling`]).
-    pub sampling: toolbelt_core::settings::McpSampling,
-    /// Who answers its elicitation and sampling requests: the session's slot, empty
-    /// (refusing) until the session says otherwise.
-    pub asks: toolbelt_core::server_asks::ServerAskSlot,
 }
 
 impl ServerConfig {
@@ -190,12 +190,12 @@ impl ServerConfig {
             ),
             trust: entry.trust,
             trust_annotations: entry.trust_annotations,
+            sampling: entry.sampling,
+            asks: Default::default(),
             include_tools: entry.include_tools.clone(),
             exclude_tools: entry.exclude_tools.clone(),
             description: entry.description.clone(),
             roots: vec![project_root.to_path_buf()],
-            sampling: entry.sampling,
-            asks: Default::default(),
         })
     }
 

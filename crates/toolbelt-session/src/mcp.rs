@@ -125,13 +125,15 @@ fn configured(
         }
     }
     servers.extend(more);
-    // Every server is told the workspace's roots (`roots/list`), and asks the session's
-    // person and model through its slot (elicitation, sampling).
+    // Every server is told the workspace's roots (`roots/list`).
     for server in &mut servers {
         server.roots = env.roots.roots().to_vec();
-        server.asks = env.server_asks.clone();
     }
     let project = env.roots.primary().unwrap_or(Path::new("/"));
+    // What a server asks (elicitation, sampling) goes to the session's person and model.
+    for server in &mut servers {
+        server.asks = env.server_asks.clone();
+    }
     Ok((servers, problems, log_dir(project).join("mcp")))
 }
 

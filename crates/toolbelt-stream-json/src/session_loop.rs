@@ -344,13 +344,14 @@ fn sdk_servers(
             call_timeout: toolbelt_mcp::DEFAULT_CALL_TIMEOUT,
             trust: true,
             trust_annotations: true,
+            // The session's slot is set with the other servers'.
+            sampling: Default::default(),
+            asks: Default::default(),
             include_tools: None,
             exclude_tools: Vec::new(),
             description: None,
-            // The session's roots and asks are set with the other servers'.
+            // The session's roots are set with the other servers'.
             roots: Vec::new(),
-            sampling: Default::default(),
-            asks: Default::default(),
         });
     }
     Ok(servers)
