@@ -294,7 +294,8 @@ async fn claude_sdk_mcp_servers_delivered_in_initialize() {
 
 /// An MCP server's elicitation reaches the application's `onElicitation` (Claude's SDK
 /// reads toolbelt's `elicitation` control request as Claude Code's), and its answer
-/// reaches the server: server-everything's form, answered in the application.
+/// reaches the server: server-everything's form, answered in the application. Its
+/// sampling request, which Claude's SDK cannot approve, is refused with the reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_sdk_on_elicitation_answers_an_mcp_servers_form() {
     let Some(sdk) = sdk_dir() else { return };
@@ -308,6 +309,11 @@ async fn claude_sdk_on_elicitation_answers_an_mcp_servers_form() {
     let s = Sandbox::new();
     let server = FakeOpenAi::start(vec![
         call("c1", "mcp__ext__trigger-elicitation-request", json!({})),
+        call(
+            "c2",
+            "mcp__ext__trigger-sampling-request",
+            json!({"prompt": "hi", "maxTokens": 16}),
+        ),
         Reply::text("Answered."),
     ])
     .await
@@ -340,6 +346,13 @@ async fn claude_sdk_on_elicitation_answers_an_mcp_servers_form() {
             .contains("- Name: Ada Lovelace"),
         "{}",
         results[0]
+    );
+    // Claude's SDK has no sampling request: it answers toolbelt's `mcp_sampling` with an
+    // error, and the sampling is refused at once, with the reason, rather than hanging.
+    let refused = results[1]["content"].to_string();
+    assert!(
+        refused.contains("refused the sampling request") && refused.contains("Unsupported"),
+        "{refused}"
     );
     clean(&server);
 }
