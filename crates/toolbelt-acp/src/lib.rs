@@ -26,6 +26,7 @@
 
 mod client_fs;
 mod commands;
+mod elicit;
 mod live;
 mod permission;
 mod prompt;
@@ -240,6 +241,8 @@ impl Server {
             reads: c.fs.read_text_file,
             writes: c.fs.write_text_file,
             terminals: c.terminal,
+            elicit_form: c.elicitation.as_ref().is_some_and(|e| e.form.is_some()),
+            elicit_url: c.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
         });
         let live = Live::open(
             &self.peer,

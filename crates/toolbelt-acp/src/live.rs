@@ -63,12 +63,15 @@ pub(crate) struct Live {
     busy: tokio::sync::Mutex<()>,
 }
 
-/// What the editor offers (`clientCapabilities`): its files, its terminals.
+/// What the editor offers (`clientCapabilities`): its files, its terminals, the
+/// elicitation modes it shows.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Offers {
     pub reads: bool,
     pub writes: bool,
     pub terminals: bool,
+    pub elicit_form: bool,
+    pub elicit_url: bool,
 }
 
 /// How a session is opened: fresh, or a saved one continued.
@@ -109,6 +112,16 @@ impl Live {
             updates.clone(),
             opened.project(),
         ));
+        // What the session's MCP servers ask goes to the editor (`elicit`).
+        opened
+            .env
+            .server_asks
+            .set_asker(Arc::new(crate::elicit::EditorAsker {
+                peer: peer.clone(),
+                updates: updates.clone(),
+                form: offers.elicit_form,
+                url: offers.elicit_url,
+            }));
         let to = updates.clone();
         let sink: EventSink = Arc::new(move |event| to.event(&event));
         let setup = Setup {

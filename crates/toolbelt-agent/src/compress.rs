@@ -105,6 +105,7 @@ pub async fn compress(
         ],
         tools: Vec::new(),
         tool_choice: None,
+        sampling: None,
     };
     let turn = model.complete(&request, cancel).await?;
     let summary = turn.text.trim().to_string();

@@ -551,6 +551,7 @@ impl Agent {
             messages,
             tools: Vec::new(),
             tool_choice: None,
+            sampling: None,
         };
         let outcome = self.converse(&mut request, prompt, written, cancel).await;
         self.scheduler.end_turn();
@@ -891,6 +892,7 @@ impl toolbelt_core::AskOnce for ModelAsker {
                 ],
                 tools: Vec::new(),
                 tool_choice: None,
+                sampling: None,
             };
             match self.0.complete(&request, cancel).await {
                 Ok(turn) if !turn.text.trim().is_empty() => Ok(turn.text),

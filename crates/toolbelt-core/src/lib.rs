@@ -34,6 +34,7 @@ pub mod registry;
 pub mod result;
 pub mod rules;
 pub mod scheduler;
+pub mod server_asks;
 pub mod settings;
 pub mod store_files;
 pub mod tool;

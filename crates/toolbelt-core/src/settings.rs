@@ -49,6 +49,8 @@ pub use merge::merge_layers;
 pub use named_files::{ContextFileNamesByPlace, DEFAULT_CONTEXT_FILE_NAMES, NamedBy};
 pub use text::{SettingsTextError, parse_settings_text};
 pub(crate) use types::show_value;
+// Apart from the list below: what MCP servers may ask (issue 46).
+pub use types::McpSampling;
 pub use types::{
     ApprovalModeSetting, CheckpointingSettings, ContextFileNames, ContextSettings, FileFiltering,
     FolderTrustSettings, GeneralSettings, GenerationConfig, LspServerSettings, LspSettings,

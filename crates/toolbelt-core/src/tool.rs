@@ -278,6 +278,9 @@ pub struct ToolEnvironment {
     pub ask_once: AskOnceSlot,
     /// The person, for questions with choices (see [`crate::ask_user`]); empty headless.
     pub ask_user: crate::ask_user::QuestionSlot,
+    /// Who answers what MCP servers ask (elicitation, sampling); empty headless (see
+    /// [`crate::server_asks`]).
+    pub server_asks: crate::server_asks::ServerAskSlot,
     /// The person's home directory, where user-wide files live (`~/.qwen/QWEN.md` for
     /// `save_memory`). `None` unless the assembler sets it: a tool never reads `$HOME`
     /// itself, so an environment built by a test or an embedder cannot write to the real
@@ -304,6 +307,7 @@ impl ToolEnvironment {
             session_dir,
             ask_once: AskOnceSlot::default(),
             ask_user: crate::ask_user::QuestionSlot::default(),
+            server_asks: Default::default(),
             user_home: None,
             toolbelt_home: None,
             work_dir: WorkDirSlot::default(),

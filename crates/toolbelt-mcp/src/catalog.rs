@@ -8,6 +8,10 @@
 //! resources. A server whose resource or prompt listing fails still serves its tools:
 //! the failure is a warning and the count is zero. Reads and `prompts/get` go to the
 //! server each time (rmcp caches what a server marks cacheable).
+//!
+//! A resource read from a server that offers subscriptions is subscribed to, once per
+//! listing (a server started again has forgotten): its `notifications/resources/updated`
+//! reach the model as a reminder at its next request ([`crate::McpServers::take_resource_updates`]).
 
 use std::sync::{Arc, PoisonError};
 
@@ -33,6 +37,12 @@ pub(crate) struct Catalog {
     pub(crate) resources: Vec<String>,
     pub(crate) templates: usize,
     pub(crate) prompts: Vec<McpPrompt>,
+    /// The server offers `resources/subscribe`.
+    pub(crate) subscribes: bool,
+    /// The server offers `completion/complete`.
+    pub(crate) completes: bool,
+    /// The URIs subscribed to since this listing.
+    pub(crate) subscribed: std::collections::HashSet<String>,
 }
 
 /// One prompt of a server, as `prompts/list` described it.
@@ -140,6 +150,14 @@ impl McpConnection {
         };
         catalog.offers_resources = offers_resources;
         catalog.offers_prompts = offers_prompts;
+        catalog.completes = capabilities
+            .as_ref()
+            .is_some_and(|c| c.completions.is_some());
+        catalog.subscribes = capabilities
+            .as_ref()
+            .and_then(|c| c.resources.as_ref())
+            .and_then(|r| r.subscribe)
+            .unwrap_or(false);
         *self.catalog.lock().unwrap_or_else(PoisonError::into_inner) = catalog;
     }
 
@@ -202,8 +220,61 @@ impl McpConnection {
         cancel: &CancellationToken,
     ) -> Result<ReadResourceResult, String> {
         let params = ReadResourceRequestParams::new(uri);
-        self.ask("resources/read", cancel, |peer| async move {
-            peer.read_resource(params).await
+        let read = self
+            .ask("resources/read", cancel, |peer| async move {
+                peer.read_resource(params).await
+            })
+            .await?;
+        self.subscribe(uri, cancel).await;
+        Ok(read)
+    }
+
+    /// `resources/subscribe` of `uri`, once, when the server offers it; a failure is
+    /// a warning (the read itself worked).
+    async fn subscribe(self: &Arc<Self>, uri: &str, cancel: &CancellationToken) {
+        let first = {
+            let mut catalog = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
+            catalog.subscribes && catalog.subscribed.insert(uri.to_string())
+        };
+        if !first {
+            return;
+        }
+        let params = rmcp::model::SubscribeRequestParams::new(uri);
+        #[allow(deprecated)]
+        let subscribed = self
+            .ask("resources/subscribe", cancel, |peer| async move {
+                peer.subscribe(params).await
+            })
+            .await;
+        if let Err(why) = subscribed {
+            tracing::warn!("{why}");
+            let mut catalog = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
+            catalog.subscribed.remove(uri);
+        }
+    }
+
+    /// `completion/complete` of argument `argument` of prompt `prompt`, whose value is
+    /// typed up to `value`, with the other arguments typed so far; nothing when the
+    /// server offers no completions.
+    pub(crate) async fn complete_prompt_argument(
+        self: &Arc<Self>,
+        prompt: &str,
+        argument: &str,
+        value: &str,
+        typed: std::collections::HashMap<String, String>,
+    ) -> Result<Vec<String>, String> {
+        if !self.catalog().completes {
+            return Ok(Vec::new());
+        }
+        let mut context = rmcp::model::CompletionContext::new();
+        context.arguments = (!typed.is_empty()).then_some(typed);
+        let (prompt, argument, value) =
+            (prompt.to_string(), argument.to_string(), value.to_string());
+        let cancel = CancellationToken::new();
+        self.ask("completion/complete", &cancel, |peer| async move {
+            peer.complete_prompt_argument(prompt, argument, value, Some(context))
+                .await
+                .map(|info| info.values)
         })
         .await
     }

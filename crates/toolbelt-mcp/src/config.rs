@@ -123,6 +123,12 @@ pub struct ServerConfig {
     /// The server's annotations are believed (`readOnlyHint` tools run unasked, as
     /// reads); its other tools still ask.
     pub trust_annotations: bool,
+    /// Whether its sampling requests reach the model (`sampling`; see
+    /// [`toolbelt_core::settings::McpSampling`]).
+    pub sampling: toolbelt_core::settings::McpSampling,
+    /// Who answers its elicitation and sampling requests: the session's slot, empty
+    /// (refusing) until the session says otherwise.
+    pub asks: toolbelt_core::server_asks::ServerAskSlot,
     /// Only these tools are offered (`includeTools`); all when `None`.
     pub include_tools: Option<Vec<String>>,
     /// These tools are never offered (`excludeTools`).
@@ -186,6 +192,8 @@ impl ServerConfig {
             ),
             trust: entry.trust,
             trust_annotations: entry.trust_annotations,
+            sampling: entry.sampling,
+            asks: Default::default(),
             include_tools: entry.include_tools.clone(),
             exclude_tools: entry.exclude_tools.clone(),
             description: entry.description.clone(),

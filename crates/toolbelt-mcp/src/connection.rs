@@ -113,7 +113,7 @@ impl McpConnection {
             .oauth
             .register_secrets(toolbelt_core::redact::global());
         Arc::new(McpConnection {
-            events: ServerEvents::new(&config.alias, &config.roots, changes),
+            events: ServerEvents::new(&config, changes),
             log_path: log_dir.join(format!("{file_name}.log")),
             config,
             link: Mutex::new(Link::Down),
@@ -130,6 +130,11 @@ impl McpConnection {
     /// The configuration it was made from.
     pub fn config(&self) -> &ServerConfig {
         &self.config
+    }
+
+    /// What the server tells us and asks (its [`ServerEvents`]).
+    pub(crate) fn events(&self) -> &ServerEvents {
+        &self.events
     }
 
     /// The server's alias.

@@ -5,8 +5,10 @@
 //!
 //! And what a server may ask: `roots/list` is answered with the session's workspace
 //! roots (`file://` URIs), so a server that scopes itself to its client's roots
-//! (server-filesystem does) stays in the workspace. Sampling and elicitation are not
-//! offered: the client declares neither, so a server does not ask.
+//! (server-filesystem does) stays in the workspace. Elicitation (form and URL) is
+//! declared always, sampling unless the server's settings say `"sampling": "deny"`;
+//! both are answered in `asks`. A subscribed resource's `notifications/resources/updated`
+//! is kept until the owner takes it (`take_updated`).
 
 // `roots` is deprecated by SEP-2577 (the 2026-07-28 revision drops it); servers of the
 // earlier revisions, which toolbelt speaks, still ask for it.
@@ -19,12 +21,19 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::ClientHandler;
 use rmcp::ErrorData;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ListRootsResult, ProgressNotificationParam,
-    ProgressToken, Root, RootsCapabilities,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationCapability, FormElicitationCapability,
+    Implementation, ListRootsResult, ProgressNotificationParam, ProgressToken,
+    ResourceUpdatedNotificationParam, Root, RootsCapabilities, SamplingCapability,
+    UrlElicitationCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::mpsc::UnboundedSender;
 use toolbelt_core::OutputSink;
+use toolbelt_core::server_asks::ServerAskSlot;
+use toolbelt_core::settings::McpSampling;
+
+use crate::config::ServerConfig;
 
 #[derive(Clone)]
 pub(crate) struct ServerEvents {
@@ -35,16 +44,30 @@ pub(crate) struct ServerEvents {
     progress: Arc<Mutex<HashMap<ProgressToken, OutputSink>>>,
     /// Where "the tool list of `alias` changed" goes.
     changes: UnboundedSender<String>,
+    /// Who answers the server's elicitation and sampling requests.
+    asks: ServerAskSlot,
+    /// The server's `sampling` setting.
+    sampling: McpSampling,
+    /// URIs the server said changed (`notifications/resources/updated`), not yet taken.
+    updated: Arc<Mutex<Vec<String>>>,
 }
 
 impl ServerEvents {
-    pub(crate) fn new(alias: &str, roots: &[PathBuf], changes: UnboundedSender<String>) -> Self {
+    pub(crate) fn new(config: &ServerConfig, changes: UnboundedSender<String>) -> Self {
         ServerEvents {
-            alias: alias.to_string(),
-            roots: roots.into(),
+            alias: config.alias.clone(),
+            roots: config.roots.as_slice().into(),
             progress: Default::default(),
             changes,
+            asks: config.asks.clone(),
+            sampling: config.sampling,
+            updated: Default::default(),
         }
+    }
+
+    /// The URIs updated since the last call, once each.
+    pub(crate) fn take_updated(&self) -> Vec<String> {
+        std::mem::take(&mut *self.updated.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     pub(crate) fn watch_progress(&self, token: ProgressToken, sink: OutputSink) {
@@ -80,6 +103,17 @@ impl ClientHandler for ServerEvents {
         let _ = self.changes.send(self.alias.clone());
     }
 
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let mut updated = self.updated.lock().unwrap_or_else(PoisonError::into_inner);
+        if !updated.contains(&params.uri) {
+            updated.push(params.uri);
+        }
+    }
+
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.changes.send(self.alias.clone());
     }
@@ -95,8 +129,34 @@ impl ClientHandler for ServerEvents {
         Ok(ListRootsResult::new(root_list(&self.roots)))
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(crate::asks::elicit(&self.alias, &self.asks, request, &context.ct).await)
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        crate::asks::sample(&self.alias, self.sampling, &self.asks, params, &context.ct).await
+    }
+
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
+        // Declared whoever answers: a headless run declines (and says so in its log),
+        // which a server handles, where an undeclared capability hides its tools.
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::new().with_schema_validation(true))
+                .with_url(UrlElicitationCapability::new()),
+        );
+        if self.sampling != McpSampling::Deny {
+            capabilities.sampling = Some(SamplingCapability::default());
+        }
         // The roots are the session's: they do not change while it runs.
         let mut roots = RootsCapabilities::default();
         roots.list_changed = Some(false);

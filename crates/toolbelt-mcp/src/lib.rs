@@ -19,7 +19,8 @@
 //!
 //! Resources and prompts (`catalog`): when a server advertises resources, the built-in
 //! tools `list_mcp_resources` and `read_mcp_resource` are registered; a server's prompts
-//! become commands `/<alias>:<prompt> name=value` ([`McpServers::run_prompt_command`]).
+//! become commands `/<alias>:<prompt> name=value` ([`McpServers::run_prompt_command`]),
+//! whose arguments complete from the server (`complete`).
 //!
 //! Transports: stdio (rmcp's child-process transport; the server's stderr goes to a log
 //! file in the directory the caller names, never into answers, statuses or errors),
@@ -72,8 +73,10 @@ use futures::future::join_all;
 use tokio::sync::mpsc;
 use toolbelt_core::{Origin, ToolRegistry};
 
+mod asks;
 mod background;
 mod catalog;
+mod complete;
 mod config;
 mod connection;
 mod content;
@@ -355,6 +358,17 @@ impl McpServers {
             }
         }
         refreshed
+    }
+
+    /// `(alias, uri)` of each subscribed resource a server said changed since the last
+    /// call (`notifications/resources/updated`), once each.
+    pub fn take_resource_updates(&self) -> Vec<(String, String)> {
+        (self.connections.iter())
+            .flat_map(|c| {
+                let alias = c.alias().to_string();
+                (c.events().take_updated().into_iter()).map(move |uri| (alias.clone(), uri))
+            })
+            .collect()
     }
 
     /// Every server with its status and tools, in alias order, entries that could not be

@@ -86,7 +86,10 @@ impl McpServers {
             .cloned()
     }
 
-    fn find_prompt<'l>(&self, line: &'l str) -> Option<(Arc<McpConnection>, McpPrompt, &'l str)> {
+    pub(crate) fn find_prompt<'l>(
+        &self,
+        line: &'l str,
+    ) -> Option<(Arc<McpConnection>, McpPrompt, &'l str)> {
         let rest = line.trim_start().strip_prefix('/')?;
         let (command, args) = match rest.split_once(char::is_whitespace) {
             Some((command, args)) => (command, args.trim()),

@@ -171,7 +171,7 @@ impl GeminiModel {
         request: &ModelRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelTurn, AttemptError> {
-        let body = wire::request_body(request, &self.config.sampling);
+        let body = wire::request_body(request, &request.sampling_over(&self.config.sampling));
         let mut builder = self.endpoint.http.post(&self.endpoint.url).json(&body);
         if let Some(key) = &self.config.api_key {
             builder = match self.config.service {

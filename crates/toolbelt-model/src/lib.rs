@@ -212,6 +212,26 @@ pub struct ModelRequest {
     /// The tool the model must call in this request (`tool_choice` naming it), as VS
     /// Code's loop forces each `#reference`d tool once. `None`: the model chooses.
     pub tool_choice: Option<String>,
+    /// Sampling settings of this request alone, over the client's (an MCP server's
+    /// sampling request: its `maxTokens` and temperature). `None`: the client's.
+    pub sampling: Option<Sampling>,
+}
+
+impl ModelRequest {
+    /// The client's `base` settings with this request's own over them.
+    pub fn sampling_over(&self, base: &Sampling) -> Sampling {
+        let Some(own) = &self.sampling else {
+            return base.clone();
+        };
+        Sampling {
+            temperature: own.temperature.or(base.temperature),
+            top_p: own.top_p.or(base.top_p),
+            top_k: own.top_k.or(base.top_k),
+            max_tokens: own.max_tokens.or(base.max_tokens),
+            presence_penalty: own.presence_penalty.or(base.presence_penalty),
+            frequency_penalty: own.frequency_penalty.or(base.frequency_penalty),
+        }
+    }
 }
 
 /// Why the model stopped.

@@ -105,7 +105,7 @@ impl OpenAiClient {
             &self.config.model,
             request,
             self.config.stream,
-            &self.config.sampling,
+            &request.sampling_over(&self.config.sampling),
         );
         let mut builder = self.http.post(&self.url).json(&body);
         if let Some(key) = &self.config.api_key {

@@ -102,7 +102,7 @@ impl ResponsesModel {
         let body = wire::request_body(
             &self.config.model,
             self.config.reasoning_effort.as_deref(),
-            &self.config.sampling,
+            &request.sampling_over(&self.config.sampling),
             request,
         );
         let mut builder = self.endpoint.http.post(&self.endpoint.url).json(&body);

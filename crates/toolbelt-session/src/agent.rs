@@ -470,6 +470,9 @@ fn session_model(
     let model = Arc::new(ModelSlot::new(model));
     env.ask_once
         .set(Arc::new(toolbelt_agent::ModelAsker(model.clone())));
+    // MCP servers' sampling requests, once approved (`server_asks`).
+    env.server_asks
+        .set_sampler(Arc::new(crate::sampling::ModelSampler(model.clone())));
     let name = model.name().to_string();
     Ok((model, name, server))
 }
@@ -511,6 +514,7 @@ fn finish_agent(
             notes: notes.clone(),
         }))
         .with_events(Arc::new(notes))
+        .with_events(Arc::new(crate::mcp::ResourceUpdates(mcp.clone())))
         .with_history(continued.map(|c| c.messages).unwrap_or_default())
         .with_background(background.clone());
     match log {

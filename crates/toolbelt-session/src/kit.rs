@@ -15,6 +15,8 @@ pub mod lines;
 pub mod loop_cmd;
 // Issue 43: `/model`.
 pub mod model_switch;
+// Issue 46: what MCP servers ask (elicitation, sampling) in the question dialog.
+pub mod server_asks;
 pub mod slash;
 pub mod stats;
 // Issue 34: `/restore`, `/rewind`, `/diff`.

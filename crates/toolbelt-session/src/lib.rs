@@ -48,6 +48,7 @@ mod options;
 mod paths;
 mod protect;
 mod providers;
+mod sampling;
 pub mod sandbox;
 pub mod saved;
 mod serve;

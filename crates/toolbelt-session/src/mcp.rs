@@ -9,7 +9,8 @@
 //! in the client and whose tools the client expects in `system/init`; with
 //! `mcp.waitAtStart`, for every server. Listings
 //! (`toolbelt mcp list`, `tools list`) and `mcp serve` wait for every server
-//! ([`connect`]): what they show or offer is the servers' tools.
+//! ([`connect`]): what they show or offer is the servers' tools. A subscribed resource
+//! a server says changed is named to the model at its next request ([`ResourceUpdates`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -150,6 +151,10 @@ fn configured(
         server.oauth.store_dir = Some(token_dir.clone());
     }
     let project = env.roots.primary().unwrap_or(Path::new("/"));
+    // What a server asks (elicitation, sampling) goes to the session's person and model.
+    for server in &mut servers {
+        server.asks = env.server_asks.clone();
+    }
     Ok((servers, problems, log_dir(project).join("mcp")))
 }
 
@@ -248,6 +253,34 @@ impl TurnEvents for McpNotes {
         (!notes.is_empty()).then(|| notes.join("\n"))
     }
     /// Never: a note rides along with the next request, and is no reason for one.
+    fn waiting(&self) -> bool {
+        false
+    }
+    fn running(&self) -> bool {
+        false
+    }
+    fn watch(&self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// Reminders, at the model's next request, of subscribed MCP resources whose server
+/// said they changed (see `toolbelt_mcp`'s catalog): the model read them, and what it
+/// read may be stale.
+pub(crate) struct ResourceUpdates(pub(crate) Arc<McpServers>);
+
+impl TurnEvents for ResourceUpdates {
+    fn take(&self) -> Option<String> {
+        let notes: Vec<String> = (self.0.take_resource_updates().into_iter())
+            .map(|(alias, uri)| {
+                format!(
+                    "<system-reminder>The MCP server \"{alias}\" says the resource {uri} changed since it was read; read it again if its current content matters.</system-reminder>"
+                )
+            })
+            .collect();
+        (!notes.is_empty()).then(|| notes.join("\n"))
+    }
+    /// Never: a reminder rides along with the next request, and is no reason for one.
     fn waiting(&self) -> bool {
         false
     }

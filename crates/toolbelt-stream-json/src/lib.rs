@@ -19,7 +19,9 @@
 //!   the turn (tools are cancelled, each call still gets its one result, and the turn
 //!   ends with an `error_during_execution` result). When stdin closes, the waiting
 //!   turns still run, then toolbelt exits 0.
-//! - A call that needs approval is a `can_use_tool` request ([`ClientApprover`]).
+//! - A call that needs approval is a `can_use_tool` request ([`ClientApprover`]); what
+//!   an MCP server asks (elicitation, sampling) is an `elicitation` or `mcp_sampling`
+//!   request ([`ClientServerAsker`]).
 //! - `initialize.hooks` (Claude's shape or Qwen's) become callback hooks of the session's
 //!   hooks engine, each run a `hook_callback` request ([`HookCallbackCarrier`]).
 //! - Messages are written by [`Emitter`].
@@ -37,6 +39,7 @@ mod input;
 mod mcp_prompts;
 mod out;
 mod plugin;
+mod server_asks;
 mod session_loop;
 mod wire;
 
@@ -45,5 +48,6 @@ pub use control::{ControlChannel, ControlError, HookCallbackCarrier, SdkCarrier}
 pub use input::{Inbound, InputError, MAX_LINE_BYTES, parse_line};
 pub use out::on_closed_output;
 pub use plugin::add_plugin;
+pub use server_asks::ClientServerAsker;
 pub use session_loop::{StreamError, StreamOptions, run};
 pub use wire::{Emitter, InitInfo, OutputFormat, control_response, uuid, write_control};

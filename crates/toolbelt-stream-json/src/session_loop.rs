@@ -216,6 +216,13 @@ async fn assemble(
         }
     });
     let approver = ClientApprover::new(control.clone(), emitter.clone(), timeout);
+    session
+        .env
+        .server_asks
+        .set_asker(Arc::new(crate::ClientServerAsker::new(
+            control.clone(),
+            timeout,
+        )));
     let setup = Setup {
         read_prompt: None,
         sink,
@@ -337,6 +344,9 @@ fn sdk_servers(
             call_timeout: toolbelt_mcp::DEFAULT_CALL_TIMEOUT,
             trust: true,
             trust_annotations: true,
+            // The session's slot is set with the other servers'.
+            sampling: Default::default(),
+            asks: Default::default(),
             include_tools: None,
             exclude_tools: Vec::new(),
             description: None,

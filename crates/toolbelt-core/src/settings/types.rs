@@ -414,6 +414,19 @@ impl Default for FileFiltering {
     }
 }
 
+/// `mcpServers.<alias>.sampling`: who lets a server's sampling request reach the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum McpSampling {
+    /// The person approves each request; refused where nobody can be asked.
+    #[default]
+    Ask,
+    /// Answered unasked, headless runs included.
+    Allow,
+    /// Always refused.
+    Deny,
+}
+
 /// One entry of `mcpServers`: how to reach the server and how far to trust it. The
 /// transport is `httpUrl` if set, else `url`, else `command`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -447,6 +460,11 @@ pub struct McpServerSettings {
     /// without confirmation, as a read. Without this (or `trust`) annotations only
     /// inform the display, as the MCP specification says of untrusted servers.
     pub trust_annotations: bool,
+    /// Whether the server's sampling requests (`sampling/createMessage`) reach the
+    /// session's model: `ask` (default: the person approves each), `allow` (also in
+    /// headless runs, unasked) or `deny`. A workspace file of an untrusted folder
+    /// cannot set it (its `mcpServers` are ignored whole).
+    pub sampling: McpSampling,
     /// Only these tools of the server are registered; `None`: all. Entries may be `name(...)`.
     pub include_tools: Option<Vec<String>>,
     /// These tools of the server are not registered; wins over `include_tools`.

@@ -94,6 +94,7 @@ fn request() -> ModelRequest {
             },
         ],
         tool_choice: None,
+        sampling: None,
     }
 }
 
@@ -486,4 +487,26 @@ async fn cancelling_while_the_server_is_silent_stops_at_once() {
     .await
     .expect("cancel was not prompt");
     assert!(matches!(result, Err(ModelError::Cancelled)));
+}
+
+#[test]
+fn a_requests_own_sampling_goes_over_the_clients() {
+    let mut config = AnthropicConfig::new("http://x", "claude-test");
+    config.sampling = crate::Sampling {
+        temperature: Some(0.5),
+        top_k: Some(40),
+        max_tokens: Some(4000),
+        ..Default::default()
+    };
+    let mut req = request();
+    // An MCP server's sampling request: its limit and temperature, the client's others.
+    req.sampling = Some(crate::Sampling {
+        max_tokens: Some(100),
+        temperature: Some(0.7),
+        ..Default::default()
+    });
+    let body = serde_json::to_value(wire::request_body(&config, &req)).unwrap();
+    assert_eq!(body["max_tokens"], 100);
+    assert!((body["temperature"].as_f64().unwrap() - 0.7).abs() < 1e-9);
+    assert_eq!(body["top_k"], 40);
 }

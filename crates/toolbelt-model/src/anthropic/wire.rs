@@ -172,9 +172,10 @@ pub(super) fn request_body<'a>(config: &'a AnthropicConfig, request: &'a ModelRe
         .as_deref()
         .filter(|_| config.thinking_budget.is_none() && !request.tools.is_empty())
         .map(|name| ToolChoice { name });
+    let sampling = request.sampling_over(&config.sampling);
     Body {
         model: &config.model,
-        max_tokens: config.sampling.max_tokens.unwrap_or(config.max_tokens),
+        max_tokens: sampling.max_tokens.unwrap_or(config.max_tokens),
         stream: true,
         system,
         messages: messages(&request.messages),
@@ -183,9 +184,9 @@ pub(super) fn request_body<'a>(config: &'a AnthropicConfig, request: &'a ModelRe
         thinking: config
             .thinking_budget
             .map(|budget_tokens| Thinking { budget_tokens }),
-        temperature: config.sampling.temperature,
-        top_p: config.sampling.top_p,
-        top_k: config.sampling.top_k,
+        temperature: sampling.temperature,
+        top_p: sampling.top_p,
+        top_k: sampling.top_k,
     }
 }
 

@@ -169,6 +169,7 @@ async fn a_seven_call_session_with_retries_sends_every_signature_and_result_back
         ],
         tools: tools(),
         tool_choice: None,
+        sampling: None,
     };
     let turns = crate::test_support::drive(&m, &mut request).await;
     let calls: Vec<&str> = turns
@@ -239,6 +240,7 @@ async fn a_dropped_thought_signature_is_refused_loudly() {
         messages: vec![Message::user_text("go")],
         tools: tools(),
         tool_choice: None,
+        sampling: None,
     };
     let turn = m
         .complete(&request, &CancellationToken::new())
@@ -294,6 +296,7 @@ async fn finish_reasons_become_clear_outcomes() {
         messages: vec![Message::user_text("go")],
         tools: tools(),
         tool_choice: None,
+        sampling: None,
     };
     let mut outcomes = Vec::new();
     for _ in 0..3 {
@@ -517,6 +520,7 @@ async fn a_failed_result_is_an_error_response_and_images_follow_the_responses() 
         messages: vec![Message::user_text("look")],
         tools: tools(),
         tool_choice: None,
+        sampling: None,
     };
     let turn = m
         .complete(&request, &CancellationToken::new())

@@ -64,6 +64,7 @@ fn request() -> ModelRequest {
             parameters: json!({"type": "object"}),
         }],
         tool_choice: None,
+        sampling: None,
     }
 }
 

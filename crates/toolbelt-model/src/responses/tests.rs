@@ -138,6 +138,7 @@ async fn a_seven_call_session_with_retries_carries_every_reasoning_item_and_resu
         ],
         tools: tools(),
         tool_choice: None,
+        sampling: None,
     };
     let turns = drive(&m, &mut request).await;
     let calls: Vec<&str> = turns
@@ -248,6 +249,7 @@ async fn a_dropped_reasoning_item_is_refused_loudly() {
         messages: vec![Message::user_text("go")],
         tools: tools(),
         tool_choice: None,
+        sampling: None,
     };
     let turn = m
         .complete(&request, &CancellationToken::new())
@@ -349,6 +351,7 @@ async fn deltas_stream_and_a_retry_restarts_them() {
         messages: vec![Message::user_text("go")],
         tools: tools(),
         tool_choice: None,
+        sampling: None,
     };
     let sink = |d: StreamDelta| seen.lock().unwrap().push(d);
     let turn = m
@@ -420,6 +423,7 @@ fn the_request_is_stateless_with_reasoning_back_in_place_and_images_inline() {
         ],
         tools: tools(),
         tool_choice: Some("glob".into()),
+        sampling: None,
     };
     let body = wire::request_body(
         "gpt-fake",
@@ -467,6 +471,7 @@ async fn a_tools_images_go_inside_its_output_as_input_image_items() {
         messages: vec![Message::user_text("look")],
         tools: tools(),
         tool_choice: None,
+        sampling: None,
     };
     let turn = m
         .complete(&request, &CancellationToken::new())

@@ -102,6 +102,20 @@ impl Editor {
         ok.then_some((start, word))
     }
 
+    /// The text before the cursor.
+    pub fn before_cursor(&self) -> &str {
+        &self.text[..self.cursor]
+    }
+
+    /// The word that ends at the cursor (empty after a space) and where it starts.
+    pub fn last_word(&self) -> (usize, &str) {
+        let before = self.before_cursor();
+        let start = before
+            .rfind(|c: char| c.is_whitespace())
+            .map_or(0, |i| i + 1);
+        (start, &before[start..])
+    }
+
     /// Replaces `word` starting at `start` with `with`.
     pub fn complete(&mut self, start: usize, word_len: usize, with: &str) {
         let end = (start + word_len).min(self.text.len());

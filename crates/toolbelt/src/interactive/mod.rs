@@ -85,6 +85,9 @@ pub enum UiMessage {
     ),
     /// The workspace's file list for `@path` completion, built off the UI thread.
     Paths(PathIndex),
+    /// Completions of a prompt command's argument (the text before the cursor they
+    /// were asked for), from its MCP server.
+    PromptCompletions(String, Vec<String>),
     /// `/compress` finished: the new history, or why not.
     Compressed(Result<toolbelt_agent::compress::Compressed, String>),
     /// A warning to show (an `@path` that could not be read).
@@ -266,9 +269,15 @@ struct App {
 
 impl App {
     fn new(p: Prepared, to_ui: mpsc::UnboundedSender<UiMessage>) -> Self {
-        p.agent.scheduler().env().ask_user.set(Arc::new(UiAsker {
+        let asker = Arc::new(UiAsker {
             to_ui: to_ui.clone(),
-        }));
+        });
+        let env = p.agent.scheduler().env();
+        env.ask_user.set(asker.clone());
+        // What MCP servers ask (elicitation, sampling) goes through the same dialog.
+        (env.server_asks).set_asker(Arc::new(toolbelt_session::kit::server_asks::DialogAsker(
+            asker,
+        )));
         let env = p.agent.scheduler().env().clone();
         let project = env.roots.primary().unwrap_or(&p.cwd).to_path_buf();
         let (history, warning) = InputHistory::open(&project);
@@ -477,6 +486,13 @@ impl App {
                 // Keys typed before the list was ready get their completions now.
                 self.paths = Some(index);
                 self.update_completions();
+            }
+            UiMessage::PromptCompletions(typed, completions) => {
+                // Only if the person has not typed on since.
+                if self.editor.before_cursor() == typed {
+                    self.completions = completions.into_iter().take(5).collect();
+                    self.completion_selected = 0;
+                }
             }
             UiMessage::Approve(request, reply) => {
                 let dialog = Dialog::new(*request, reply);
@@ -924,6 +940,20 @@ impl App {
             }
             _ => Vec::new(),
         };
+        let typed = self.editor.before_cursor();
+        if self.completions.is_empty()
+            && typed.starts_with('/')
+            && typed.contains(char::is_whitespace)
+        {
+            // A prompt command's argument: its server completes it, off the UI thread.
+            let (mcp, tx, typed) = (self.mcp.clone(), self.to_ui.clone(), typed.to_string());
+            tokio::spawn(async move {
+                let completions = mcp.complete_prompt_argument(&typed).await;
+                if !completions.is_empty() {
+                    let _ = tx.send(UiMessage::PromptCompletions(typed, completions));
+                }
+            });
+        }
     }
 
     /// Tab: the highlighted completion replaces the word.
@@ -931,11 +961,20 @@ impl App {
         let Some(choice) = self.completions.get(self.completion_selected).cloned() else {
             return;
         };
-        if let Some((start, word)) = self.editor.completion_word() {
-            let len = word.len();
-            let tail = if choice.ends_with('/') { "" } else { " " };
-            self.editor.complete(start, len, &format!("{choice}{tail}"));
-        }
+        // A prompt argument's word is any word; the others start with `@`, `#`, `/`.
+        let (start, len) = match self.editor.completion_word() {
+            Some((start, word)) => (start, word.len()),
+            None => {
+                let (start, word) = self.editor.last_word();
+                (start, word.len())
+            }
+        };
+        let tail = if choice.ends_with('/') || choice.ends_with('=') {
+            ""
+        } else {
+            " "
+        };
+        self.editor.complete(start, len, &format!("{choice}{tail}"));
         self.update_completions();
     }
 

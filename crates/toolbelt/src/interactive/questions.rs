@@ -185,13 +185,12 @@ impl QuestionsDialog {
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect) {
         let Some(q) = self.question() else { return };
         let dim = Style::default().fg(Color::DarkGray);
-        let mut lines = vec![
-            Line::styled(
-                q.question.clone(),
-                Style::default().add_modifier(Modifier::BOLD),
-            ),
-            Line::default(),
-        ];
+        // A question may hold several lines (an MCP server's message, then a URL).
+        let bold = Style::default().add_modifier(Modifier::BOLD);
+        let mut lines: Vec<Line> = (q.question.lines())
+            .map(|l| Line::styled(l.to_string(), bold))
+            .collect();
+        lines.push(Line::default());
         for (i, o) in q.options.iter().enumerate() {
             let tick = match (q.multi_select, self.ticked.get(i).copied().unwrap_or(false)) {
                 (true, true) => "[x] ",

@@ -97,3 +97,57 @@ async fn the_editors_mcp_servers_join_that_session_only() {
         assert!(!shown.contains(echoed), "{shown}");
     }
 }
+
+/// An MCP server's elicitation during a call goes to an editor that offers form
+/// elicitation as `elicitation/create`, scoped to the session, and the editor's answer
+/// reaches the server (issue 46); server-everything is the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_servers_form_goes_to_the_editor_and_its_answer_to_the_server() {
+    let Some(sdk) = sdk_dir() else { return };
+    let everything = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../.cache/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    assert!(
+        everything.exists(),
+        "scripts/setup.sh installs server-everything"
+    );
+    let e = Editor::new(sdk);
+    let script = e.script(
+        "model.jsonl",
+        &[
+            call(
+                "c_ask",
+                "mcp__everything__trigger-elicitation-request",
+                json!({}),
+            ),
+            say("Done."),
+        ],
+    );
+    let servers = json!([
+        {"name": "everything", "command": "node", "args": [everything], "env": []},
+    ]);
+    let steps = json!([
+        {"op": "initialize", "elicitation": true},
+        {"op": "newSession", "as": "s", "mcpServers": servers},
+        {"op": "prompt", "text": "ask me"},
+    ]);
+    let answer = json!({"action": "accept", "content": {"name": "Ada Lovelace", "check": true}});
+    let seen = e
+        .drive(
+            &["--model-replay", &script],
+            &["allow_once"],
+            steps,
+            json!({"elicitation": answer}),
+        )
+        .await;
+    assert_eq!(seen.result(2)["stopReason"], "end_turn");
+    let session = seen.session("s");
+    let asked = &seen.raw["elicitations"];
+    assert_eq!(asked.as_array().map(Vec::len), Some(1), "{asked}");
+    assert_eq!(asked[0]["mode"], "form");
+    assert_eq!(asked[0]["sessionId"], session);
+    assert_eq!(asked[0]["requestedSchema"]["required"], json!(["name"]));
+    let (status, shown) = call_in(&seen, &session, "c_ask");
+    assert_eq!(status, "completed", "{shown}");
+    assert!(shown.contains("- Name: Ada Lovelace"), "{shown}");
+}

@@ -248,3 +248,125 @@ async fn esc_ends_the_wait_for_a_server_the_prompt_names() {
     let (code, screen) = pty.wait_exit_screen();
     assert_eq!(code, 0, "{screen}");
 }
+
+/// What a server asks during a call is asked in the terminal's question dialog (issue
+/// 46): server-everything's elicitation is declined there, and its sampling request,
+/// approved, is answered by the session's model, whose answer the server passes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_elicitation_and_sampling_request_are_asked_in_the_dialog() {
+    use toolbelt_model::{FinishReason, ModelTurn, ToolCall};
+    let Some(script) = server_everything() else {
+        return;
+    };
+    let call = |id: &str, tool: &str, arguments: serde_json::Value| {
+        Reply::turn(ModelTurn {
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: format!("mcp__everything__{tool}"),
+                arguments: arguments.to_string(),
+            }],
+            finish_reason: FinishReason::ToolCalls,
+            ..Default::default()
+        })
+    };
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![
+        call("c1", "trigger-elicitation-request", json!({})),
+        call(
+            "c2",
+            "trigger-sampling-request",
+            json!({"prompt": "ping", "maxTokens": 32}),
+        ),
+        Reply::text("all done"),
+    ])
+    .await
+    .unwrap();
+    let sampled = "You are a helpful test server.";
+    server.add_route(sampled, vec![Reply::text("pong from the model")]);
+    let url = server.base_url();
+    let servers =
+        json!({"mcpServers": {"everything": {"command": "node", "args": [script], "trust": true}}});
+    let servers = servers.to_string();
+    let args = [
+        "--openai-base-url",
+        &url,
+        "-m",
+        "fake-model",
+        "--mcp-config",
+        &servers,
+    ];
+    let pty = Pty::spawn(
+        std::path::Path::new(env!("CARGO_BIN_EXE_toolbelt")),
+        &w.ws(),
+        w.dir.path(),
+        &args,
+        &[],
+    );
+    pty.wait_for(" mode (shift+tab");
+    pty.line("ask the server");
+    pty.wait_for("\"everything\" asks for input");
+    pty.send("2");
+    pty.wait_for("asks the session's model to answer");
+    pty.send("1");
+    pty.wait_until("the answer", |s| {
+        s.contains("all done") && !s.contains("esc to cancel")
+    });
+    let results: Vec<String> = (server.requests().into_iter())
+        .filter(|r| r.route.is_none())
+        .flat_map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .collect();
+    let results = results.join("\n");
+    assert!(results.contains("User declined"), "{results}");
+    assert!(results.contains("pong from the model"), "{results}");
+    assert!(server.violations().is_empty(), "{:?}", server.violations());
+    pty.send(keys::CTRL_D);
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 0, "{screen}");
+}
+
+/// A prompt command's arguments complete as they are typed: the names of the arguments,
+/// then the values the server offers for one (`completion/complete`), narrowed by the
+/// arguments already typed (server-everything's `completable-prompt` offers the members
+/// of the department chosen).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_commands_arguments_complete_from_the_server() {
+    let Some(script) = server_everything() else {
+        return;
+    };
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![Reply::text("promoted")])
+        .await
+        .unwrap();
+    // The server's prompts are listed before the first frame.
+    w.write(
+        ".qwen/settings.json",
+        &json!({"mcp": {"waitAtStart": true}}).to_string(),
+    );
+    let pty = agent_with_everything(&w, &server, &script);
+    pty.send("/everything:compl");
+    pty.wait_for("/everything:completable-prompt");
+    pty.send(keys::TAB);
+    pty.wait_for("department=");
+    pty.send("department=Eng");
+    pty.wait_for("department=Engineering");
+    pty.send(keys::TAB);
+    pty.send("name=");
+    pty.wait_until("the members of Engineering", |s| {
+        s.contains("name=Alice") && s.contains("name=Charlie") && !s.contains("name=David")
+    });
+    pty.send(keys::TAB);
+    pty.send(keys::ENTER);
+    pty.wait_until("the answer", |s| {
+        s.contains("promoted") && !s.contains("esc to cancel")
+    });
+    let texts = last_user_texts(&server);
+    assert!(
+        texts[0].contains("Please promote Alice to the head of the Engineering team."),
+        "{texts:?}"
+    );
+    pty.send(keys::CTRL_D);
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 0, "{screen}");
+}

@@ -30,6 +30,7 @@ pub struct Pty {
 /// Keys as a terminal sends them.
 pub mod keys {
     pub const ENTER: &str = "\r";
+    pub const TAB: &str = "\t";
     pub const ESC: &str = "\x1b";
     pub const SHIFT_TAB: &str = "\x1b[Z";
     pub const CTRL_C: &str = "\x03";

@@ -291,3 +291,68 @@ async fn claude_sdk_mcp_servers_delivered_in_initialize() {
     );
     clean(&server);
 }
+
+/// An MCP server's elicitation reaches the application's `onElicitation` (Claude's SDK
+/// reads toolbelt's `elicitation` control request as Claude Code's), and its answer
+/// reaches the server: server-everything's form, answered in the application. Its
+/// sampling request, which Claude's SDK cannot approve, is refused with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_sdk_on_elicitation_answers_an_mcp_servers_form() {
+    let Some(sdk) = sdk_dir() else { return };
+    let everything = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../.cache/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    assert!(
+        everything.exists(),
+        "scripts/setup.sh installs server-everything"
+    );
+    let s = Sandbox::new();
+    let server = FakeOpenAi::start(vec![
+        call("c1", "mcp__ext__trigger-elicitation-request", json!({})),
+        call(
+            "c2",
+            "mcp__ext__trigger-sampling-request",
+            json!({"prompt": "hi", "maxTokens": 16}),
+        ),
+        Reply::text("Answered."),
+    ])
+    .await
+    .unwrap();
+    let c = s
+        .client(
+            &sdk,
+            &server,
+            json!({
+                "prompts": ["ask me"],
+                "options": {
+                    "permissionMode": "bypassPermissions",
+                    "allowDangerouslySkipPermissions": true,
+                    "mcpServers": {"ext": {"command": "node", "args": [everything, "stdio"]}},
+                },
+                "elicitation": {"action": "accept", "content": {"name": "Ada Lovelace"}},
+            }),
+        )
+        .await
+        .ok();
+    let elicited = &c.notes["elicited"];
+    assert_eq!(elicited.as_array().map(Vec::len), Some(1), "{elicited}");
+    assert_eq!(elicited[0]["serverName"], "ext");
+    assert_eq!(elicited[0]["mode"], "form");
+    assert_eq!(elicited[0]["requestedSchema"]["required"], json!(["name"]));
+    let results = c.tool_results();
+    assert!(
+        results[0]["content"]
+            .to_string()
+            .contains("- Name: Ada Lovelace"),
+        "{}",
+        results[0]
+    );
+    // Claude's SDK has no sampling request: it answers toolbelt's `mcp_sampling` with an
+    // error, and the sampling is refused at once, with the reason, rather than hanging.
+    let refused = results[1]["content"].to_string();
+    assert!(
+        refused.contains("refused the sampling request") && refused.contains("Unsupported"),
+        "{refused}"
+    );
+    clean(&server);
+}

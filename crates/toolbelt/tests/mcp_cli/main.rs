@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 mod oauth;
 mod resources;
+mod server_asks;
 mod slow_start;
 
 fn toolbelt() -> PathBuf {
