@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod everything_http;
 mod oauth;
 mod resources;
 mod server_asks;
