@@ -1,5 +1,12 @@
-//! Starting a server's transport and doing the `initialize` handshake, and saying in one
-//! line why that failed.
+//! Starting a server's transport and doing the handshake, and saying in one line why that
+//! failed.
+//!
+//! Which revision: a stdio or Streamable HTTP server is probed with `server/discover`
+//! (the 2026-07-28 revision, stateless: every later request carries the version and our
+//! capabilities in its `_meta`); a server that does not know the method gets the
+//! `initialize` handshake, and speaks whichever older revision it picks. Legacy SSE
+//! servers (2024-11-05) and SDK servers get `initialize` straight away. rmcp does the
+//! probe and the fallback ([`ClientLifecycleMode::Auto`]).
 //!
 //! rmcp's errors print the transport's Rust type and every wrapper
 //! (`Send message error Transport [rmcp::transport::worker::WorkerTransport<...>] error:
@@ -16,7 +23,8 @@ use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::service::{ClientInitializeError, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::model::ProtocolVersion;
+use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 
 use toolbelt_process::GroupCommand;
 use toolbelt_process::log::{CappedLog, copy_to_log};
@@ -88,7 +96,11 @@ pub(crate) async fn start(
                 owner.started(pid);
             }
             *starting_pid.lock().unwrap_or_else(PoisonError::into_inner) = child.id();
-            Ok(events.clone().serve(child).await.map_err(handshake)?)
+            Ok(events
+                .clone()
+                .serve_with_lifecycle(child, probe())
+                .await
+                .map_err(handshake)?)
         }
         Transport::StreamableHttp { url, headers } => {
             start_http(config, url, headers, events, handshake).await
@@ -104,12 +116,30 @@ pub(crate) async fn start(
                     return Err(StartError::Failed(why));
                 }
             };
-            Ok(events.clone().serve(transport).await.map_err(handshake)?)
+            Ok(events
+                .clone()
+                .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+                .await
+                .map_err(handshake)?)
         }
         Transport::Sdk { server, channel } => {
+            // The client of a stream-JSON session hosts these; they predate the probe.
             let transport = crate::sdk::SdkTransport::new(server, channel);
-            Ok(events.clone().serve(transport).await.map_err(handshake)?)
+            Ok(events
+                .clone()
+                .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+                .await
+                .map_err(handshake)?)
         }
+    }
+}
+
+/// `server/discover` for the 2026-07-28 revision, else `initialize` offering 2025-11-25
+/// (the server answers with the revision it speaks, older ones too).
+fn probe() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
     }
 }
 
@@ -148,11 +178,11 @@ async fn start_http(
     let started = match crate::oauth::authorized_client(config, http.clone()).await? {
         Some(client) => {
             let transport = StreamableHttpClientTransport::with_client(client, settings);
-            events.clone().serve(transport).await
+            events.clone().serve_with_lifecycle(transport, probe()).await
         }
         None => {
             let transport = StreamableHttpClientTransport::with_client(http, settings);
-            events.clone().serve(transport).await
+            events.clone().serve_with_lifecycle(transport, probe()).await
         }
     };
     started.map_err(|e| {
