@@ -269,6 +269,18 @@ impl McpConnection {
         }
     }
 
+    /// The protocol revision the live client speaks with the server (`2026-07-28`,
+    /// `2025-11-25`, ...), `None` when it is not connected.
+    pub fn protocol_version(&self) -> Option<String> {
+        match &*self.link() {
+            Link::Up(client) if !client.is_closed() => client
+                .peer()
+                .peer_info()
+                .map(|info| info.protocol_version.as_str().to_string()),
+            _ => None,
+        }
+    }
+
     /// Makes `client` the live one, unless the connection was closed meanwhile.
     fn install(&self, client: Client) -> Result<(), String> {
         let mut link = self.link();
@@ -328,6 +340,7 @@ impl McpConnection {
         self.needs_login.store(needs_login, Ordering::SeqCst);
         started.map_err(|e| match e {
             StartError::NeedsLogin(why) | StartError::Failed(why) => why,
+            StartError::OlderRevisions => "no protocol revision in common".into(),
         })
     }
 

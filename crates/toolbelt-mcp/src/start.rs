@@ -41,6 +41,10 @@ pub(crate) enum StartError {
     NeedsLogin(String),
     /// Anything else, why.
     Failed(String),
+    /// The server answered `server/discover` that it speaks only revisions with the
+    /// `initialize` handshake (as rmcp's servers restricted to them do): start again
+    /// with that handshake.
+    OlderRevisions,
 }
 
 impl From<String> for StartError {
@@ -58,13 +62,50 @@ pub(crate) async fn start(
     log_path: &Path,
     starting_pid: &Mutex<Option<u32>>,
 ) -> Result<Client, StartError> {
+    match start_as(config, events, log_path, starting_pid, probe()).await {
+        Err(StartError::OlderRevisions) => {
+            // The probed process is dropped (rmcp ends it); its group goes too.
+            let probed = starting_pid
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(pid) = probed {
+                toolbelt_process::signal_group(pid, rustix::process::Signal::KILL);
+            }
+            let initialize = ClientLifecycleMode::Initialize;
+            match start_as(config, events, log_path, starting_pid, initialize).await {
+                Err(StartError::OlderRevisions) => Err(StartError::Failed(
+                    "the server speaks no protocol revision toolbelt knows".into(),
+                )),
+                started => started,
+            }
+        }
+        started => started,
+    }
+}
+
+/// [`start`] with one way to begin the lifecycle for stdio and Streamable HTTP servers.
+async fn start_as(
+    config: &ServerConfig,
+    events: &ServerEvents,
+    log_path: &Path,
+    starting_pid: &Mutex<Option<u32>>,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Client, StartError> {
     let transport = &config.transport;
     let target = transport.target();
-    let handshake = |e: ClientInitializeError| {
-        format!(
+    let handshake = |e: ClientInitializeError| match &e {
+        ClientInitializeError::NoCompatibleProtocolVersion {
+            server_supported, ..
+        } if !server_supported.is_empty()
+            && server_supported.iter().all(ProtocolVersion::has_initialize) =>
+        {
+            StartError::OlderRevisions
+        }
+        _ => StartError::Failed(format!(
             "the MCP handshake with {target} failed: {}",
             init_error_text(&e)
-        )
+        )),
     };
     match transport {
         Transport::Stdio {
@@ -98,12 +139,12 @@ pub(crate) async fn start(
             *starting_pid.lock().unwrap_or_else(PoisonError::into_inner) = child.id();
             Ok(events
                 .clone()
-                .serve_with_lifecycle(child, probe())
+                .serve_with_lifecycle(child, lifecycle)
                 .await
                 .map_err(handshake)?)
         }
         Transport::StreamableHttp { url, headers } => {
-            start_http(config, url, headers, events, handshake).await
+            start_http(config, url, headers, events, lifecycle, handshake).await
         }
         Transport::Sse { url, headers } => {
             let auth = crate::oauth::kept_tokens(config).await?.map(Arc::new);
@@ -115,6 +156,7 @@ pub(crate) async fn start(
                 Err(StartError::NeedsLogin(why) | StartError::Failed(why)) => {
                     return Err(StartError::Failed(why));
                 }
+                Err(StartError::OlderRevisions) => return Err(StartError::OlderRevisions),
             };
             Ok(events
                 .clone()
@@ -159,7 +201,8 @@ async fn start_http(
     url: &str,
     headers: &BTreeMap<String, String>,
     events: &ServerEvents,
-    handshake: impl FnOnce(ClientInitializeError) -> String,
+    lifecycle: ClientLifecycleMode,
+    handshake: impl FnOnce(ClientInitializeError) -> StartError,
 ) -> Result<Client, StartError> {
     let mut settings = StreamableHttpClientTransportConfig::with_uri(url);
     let mut custom = HashMap::new();
@@ -178,18 +221,18 @@ async fn start_http(
     let started = match crate::oauth::authorized_client(config, http.clone()).await? {
         Some(client) => {
             let transport = StreamableHttpClientTransport::with_client(client, settings);
-            events.clone().serve_with_lifecycle(transport, probe()).await
+            events.clone().serve_with_lifecycle(transport, lifecycle).await
         }
         None => {
             let transport = StreamableHttpClientTransport::with_client(http, settings);
-            events.clone().serve_with_lifecycle(transport, probe()).await
+            events.clone().serve_with_lifecycle(transport, lifecycle).await
         }
     };
     started.map_err(|e| {
         if crate::oauth::applies(config) && crate::oauth::asks_for_login(&e) {
             needs_login(config)
         } else {
-            StartError::Failed(handshake(e))
+            handshake(e)
         }
     })
 }

@@ -13,8 +13,7 @@
 //! `protocol_error` (a JSON-RPC error), `sleep` (honours cancellation), `cancelled_count`,
 //! `crash` (exits mid-call), `progress`, `add_tool` (changes the tool list and says so),
 //! `read_status` (`readOnlyHint`), `pid`, `protocol` (the negotiated revision;
-//! `TESTSERVER_PROTOCOL` restricts the server to one; one older than 2026-07-28 also makes
-//! it answer `server/discover` as an older server does, "method not found"). `TESTSERVER_STDERR` is written to stderr at start, and
+//! `TESTSERVER_PROTOCOL` restricts the server to one). `TESTSERVER_STDERR` is written to stderr at start, and
 //! `TESTSERVER_STDERR_BYTES` that many bytes `e`.
 //!
 //! Misbehaving on purpose: `TESTSERVER_PID_FILE` names a file the server writes its pid
@@ -28,8 +27,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverRequestMethod,
-    DiscoverResult, ErrorData,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
     ProtocolVersion, ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
@@ -173,17 +171,6 @@ impl ServerHandler for TestServer {
             Some(version) => Cow::Owned(vec![version]),
             None => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
         }
-    }
-
-    async fn discover(
-        &self,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<DiscoverResult, ErrorData> {
-        let versions = self.supported_protocol_versions().into_owned();
-        if versions.iter().all(ProtocolVersion::has_initialize) {
-            return Err(ErrorData::method_not_found::<DiscoverRequestMethod>());
-        }
-        Ok(DiscoverResult::from_server_info(versions, self.get_info()))
     }
 
     async fn list_tools(
