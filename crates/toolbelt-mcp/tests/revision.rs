@@ -120,7 +120,12 @@ async fn a_2026_07_28_server_is_spoken_to_in_its_revision() {
 #[tokio::test]
 async fn the_roots_a_2026_07_28_server_asks_for_are_the_workspace() {
     let Some(f) = Fixture::new() else { return };
-    let (_servers, registry) = f.connect().await;
+    let (servers, registry) = f.connect().await;
+    // In this revision the server asks with an InputRequiredResult, not a request.
+    assert_eq!(
+        servers.connections()[0].protocol_version().as_deref(),
+        Some("2026-07-28")
+    );
     let r = f.call(&registry, "mcp__rev__workspace", json!({})).await;
     assert!(r.error.is_none(), "{r:?}");
     let uris: Vec<String> = [f.ws(), std::fs::canonicalize(f.ws()).unwrap()]
