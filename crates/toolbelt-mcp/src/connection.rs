@@ -28,8 +28,8 @@ use futures::future::{BoxFuture, Shared};
 use rmcp::{Peer, RoleClient, ServiceError};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::redact::redact;
 use toolbelt_core::Tool;
+use toolbelt_core::redact::redact;
 
 use crate::config::{ServerConfig, Transport};
 use crate::events::ServerEvents;

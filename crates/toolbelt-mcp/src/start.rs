@@ -20,10 +20,10 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientInitializeError, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::model::ProtocolVersion;
 use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 
 use toolbelt_process::GroupCommand;
@@ -221,11 +221,17 @@ async fn start_http(
     let started = match crate::oauth::authorized_client(config, http.clone()).await? {
         Some(client) => {
             let transport = StreamableHttpClientTransport::with_client(client, settings);
-            events.clone().serve_with_lifecycle(transport, lifecycle).await
+            events
+                .clone()
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
         }
         None => {
             let transport = StreamableHttpClientTransport::with_client(http, settings);
-            events.clone().serve_with_lifecycle(transport, lifecycle).await
+            events
+                .clone()
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
         }
     };
     started.map_err(|e| {

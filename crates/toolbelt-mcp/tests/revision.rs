@@ -60,8 +60,7 @@ impl Fixture {
 
     /// The fixture server over stdio, with its own HOME.
     async fn connect(&self) -> (McpServers, ToolRegistry) {
-        let script =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rev2026_server.py");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rev2026_server.py");
         let entry = McpServerSettings {
             command: Some(self.python.to_string_lossy().into_owned()),
             args: vec![script.to_string_lossy().into_owned()],

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    ClientResult, InputRequest, InputRequiredResult, InputResponses, NumberOrString,
-    ServerRequest, ServerResult,
+    ClientResult, InputRequest, InputRequiredResult, InputResponses, NumberOrString, ServerRequest,
+    ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{Peer, RoleClient, Service, ServiceError};
@@ -188,7 +188,6 @@ impl McpConnection {
         };
         ToolResult::err(kind, redact(&message))
     }
-
 }
 
 /// The answers to what an `InputRequiredResult` asks, by its keys, and the state to
@@ -212,7 +211,10 @@ async fn answer_input(
         let answer = answer_one(events, peer, &key, request).await?;
         responses.insert(key, answer);
     }
-    Ok(((!responses.is_empty()).then_some(responses), input.request_state))
+    Ok((
+        (!responses.is_empty()).then_some(responses),
+        input.request_state,
+    ))
 }
 
 /// One input request, put to the handler as the request an older revision would send.
@@ -226,7 +228,11 @@ async fn answer_one(
         InputRequest::ListRoots(r) => ServerRequest::ListRootsRequest(r),
         InputRequest::Elicitation(r) => ServerRequest::ElicitRequest(r),
         InputRequest::CreateMessage(r) => ServerRequest::CreateMessageRequest(r),
-        _ => return Err(format!("input \"{key}\" is of a kind toolbelt does not know")),
+        _ => {
+            return Err(format!(
+                "input \"{key}\" is of a kind toolbelt does not know"
+            ));
+        }
     };
     let context = RequestContext::new(NumberOrString::String(key.into()), peer.clone());
     let answered = events
