@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
 use toolbelt_core::settings::McpServerSettings;
 use toolbelt_core::{
     ExecContext, Settings, ToolEnvironment, ToolRegistry, ToolResult, WorkspaceRoots,
@@ -32,6 +33,10 @@ fn python() -> Option<PathBuf> {
     );
     eprintln!("skipped: {} is missing", python.display());
     None
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rev2026_server.py")
 }
 
 struct Fixture {
@@ -60,10 +65,9 @@ impl Fixture {
 
     /// The fixture server over stdio, with its own HOME.
     async fn connect(&self) -> (McpServers, ToolRegistry) {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rev2026_server.py");
         let entry = McpServerSettings {
             command: Some(self.python.to_string_lossy().into_owned()),
-            args: vec![script.to_string_lossy().into_owned()],
+            args: vec![script().to_string_lossy().into_owned()],
             env: [(
                 "HOME".to_string(),
                 self.dir.path().to_string_lossy().into_owned(),
@@ -71,6 +75,11 @@ impl Fixture {
             .into(),
             ..Default::default()
         };
+        self.connect_to(entry).await
+    }
+
+    /// The server of `entry` as "rev", connected.
+    async fn connect_to(&self, entry: McpServerSettings) -> (McpServers, ToolRegistry) {
         let config = ServerConfig::from_settings("rev", &entry, &self.ws()).unwrap();
         let log_dir = self.dir.path().join("session").join("mcp");
         let servers = McpServers::connect_all(vec![config], Vec::new(), &log_dir).await;
@@ -155,4 +164,41 @@ async fn a_tool_a_2026_07_28_server_adds_joins_through_subscriptions_listen() {
             .llm_text(),
         "I am late"
     );
+}
+
+#[tokio::test]
+async fn a_2026_07_28_server_over_streamable_http_is_spoken_to_in_its_revision() {
+    let Some(f) = Fixture::new() else { return };
+    let mut child = tokio::process::Command::new(&f.python)
+        .arg(script())
+        .arg("http")
+        .env("HOME", f.dir.path())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let url = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let entry = McpServerSettings {
+        http_url: Some(url),
+        ..Default::default()
+    };
+    let (servers, registry) = f.connect_to(entry).await;
+    assert_eq!(
+        servers.connections()[0].protocol_version().as_deref(),
+        Some("2026-07-28")
+    );
+    assert_eq!(
+        f.call(&registry, "mcp__rev__echo", json!({"message": "over http"}))
+            .await
+            .llm_text(),
+        "echo: over http"
+    );
+    let r = f.call(&registry, "mcp__rev__workspace", json!({})).await;
+    assert!(r.llm_text().starts_with("file://"), "{r:?}");
 }
