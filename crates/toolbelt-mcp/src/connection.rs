@@ -17,6 +17,8 @@
 mod call;
 mod listen;
 
+pub(crate) use call::MAX_INPUT_ROUNDS;
+
 use crate::error::McpError;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

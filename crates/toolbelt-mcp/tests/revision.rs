@@ -202,3 +202,16 @@ async fn a_2026_07_28_server_over_streamable_http_is_spoken_to_in_its_revision()
     let r = f.call(&registry, "mcp__rev__workspace", json!({})).await;
     assert!(r.llm_text().starts_with("file://"), "{r:?}");
 }
+
+#[tokio::test]
+async fn a_prompt_that_asks_for_the_roots_gets_the_workspace() {
+    let Some(f) = Fixture::new() else { return };
+    let (servers, _registry) = f.connect().await;
+    let text = servers
+        .run_prompt_command("/rev:review")
+        .await
+        .expect("a prompt command")
+        .unwrap();
+    let uri = url::Url::from_file_path(f.ws()).unwrap();
+    assert!(text.contains(&format!("Review {uri}")), "{text}");
+}

@@ -23,8 +23,8 @@ use toolbelt_core::{ErrorKind, ExecContext, ToolResult};
 use super::{Link, McpConnection, Unavailable, human_duration, service_error_text};
 use crate::events::ServerEvents;
 
-/// Input rounds one call may take: a server that keeps asking past this is looping.
-const MAX_INPUT_ROUNDS: u32 = 8;
+/// Input rounds one request may take: a server that keeps asking past this is looping.
+pub(crate) const MAX_INPUT_ROUNDS: u32 = 8;
 
 /// How one round of a call ended.
 enum Round {
@@ -60,7 +60,7 @@ impl McpConnection {
                 Round::Input(input) => input,
             };
             let answered = tokio::select! {
-                answered = answer_input(&self.events, &peer, input, round) => answered,
+                answered = self.answer_input(&peer, input, round) => answered,
                 _ = ctx.cancel.cancelled() => return self.cancelled(tool),
             };
             match answered {
@@ -188,11 +188,20 @@ impl McpConnection {
         };
         ToolResult::err(kind, redact(&message))
     }
+
+    /// The answers to what an `InputRequiredResult` asks, by its keys, and the state to
+    /// send back. A result that asks nothing and only carries state means "ask again
+    /// later": `round` paces that, as the revision asks, a little longer each time.
+    pub(crate) async fn answer_input(
+        &self,
+        peer: &Peer<RoleClient>,
+        input: InputRequiredResult,
+        round: u32,
+    ) -> Result<(Option<InputResponses>, Option<String>), String> {
+        answer_input(&self.events, peer, input, round).await
+    }
 }
 
-/// The answers to what an `InputRequiredResult` asks, by its keys, and the state to
-/// send back. A result that asks nothing and only carries state means "ask again
-/// later": `round` paces that, as the revision asks, a little longer each time.
 async fn answer_input(
     events: &ServerEvents,
     peer: &Peer<RoleClient>,
