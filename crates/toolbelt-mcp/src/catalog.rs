@@ -1,5 +1,5 @@
 //! What a server offers besides tools: its resources (and resource templates) and its
-//! prompts, as far as its `initialize` answer advertises them.
+//! prompts, as far as its `initialize` (or `server/discover`) answer advertises them.
 //!
 //! At connect (and after every `list_changed` of tools, resources or prompts) the
 //! connection counts the resources and templates and keeps the prompts with their
@@ -7,7 +7,8 @@
 //! slash commands, and the resource tools are offered only when some server advertises
 //! resources. A server whose resource or prompt listing fails still serves its tools:
 //! the failure is a warning and the count is zero. Reads and `prompts/get` go to the
-//! server each time (rmcp caches what a server marks cacheable).
+//! server each time (rmcp caches what a server marks cacheable); a 2026-07-28 server that
+//! needs input first gets it as for a tool call (`connection::call`).
 //!
 //! A resource read from a server that offers subscriptions is subscribed to, once per
 //! listing (a server started again has forgotten): its `notifications/resources/updated`
@@ -16,14 +17,17 @@
 use std::sync::{Arc, PoisonError};
 
 use rmcp::model::{
-    GetPromptRequestParams, GetPromptResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResult, Resource, ResourceTemplate,
+    ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceTemplate,
 };
-use rmcp::{Peer, RoleClient};
+use rmcp::{Peer, RoleClient, ServiceError};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::redact::redact;
 
-use crate::connection::{McpConnection, Unavailable, human_duration, service_error_text};
+use crate::connection::{
+    MAX_INPUT_ROUNDS, McpConnection, Unavailable, human_duration, service_error_text,
+};
 
 /// How long counting a server's resources and listing its prompts may take at connect.
 const CATALOG_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -219,10 +223,26 @@ impl McpConnection {
         uri: &str,
         cancel: &CancellationToken,
     ) -> Result<ReadResourceResult, String> {
-        let params = ReadResourceRequestParams::new(uri);
+        let mut params = ReadResourceRequestParams::new(uri);
+        let this = self.clone();
         let read = self
             .ask("resources/read", cancel, |peer| async move {
-                peer.read_resource(params).await
+                for round in 0..MAX_INPUT_ROUNDS {
+                    let input = match peer.read_resource_once(params.clone()).await? {
+                        ReadResourceResponse::InputRequired(input) => input,
+                        ReadResourceResponse::Complete(result) => return Ok(result),
+                        _ => return Err(ServiceError::UnexpectedResponse),
+                    };
+                    let (responses, state) = this
+                        .answer_input(&peer, input, round)
+                        .await
+                        .map_err(input_failed)?;
+                    params.input_responses = responses;
+                    params.request_state = state;
+                }
+                Err(ServiceError::InputRequiredRoundsExceeded {
+                    max_rounds: MAX_INPUT_ROUNDS as usize,
+                })
             })
             .await?;
         self.subscribe(uri, cancel).await;
@@ -285,10 +305,26 @@ impl McpConnection {
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<GetPromptResult, String> {
-        let params = GetPromptRequestParams::new(name).with_arguments(arguments);
+        let mut params = GetPromptRequestParams::new(name).with_arguments(arguments);
         let cancel = CancellationToken::new();
+        let this = self.clone();
         self.ask("prompts/get", &cancel, |peer| async move {
-            peer.get_prompt(params).await
+            for round in 0..MAX_INPUT_ROUNDS {
+                let input = match peer.get_prompt_once(params.clone()).await? {
+                    GetPromptResponse::InputRequired(input) => input,
+                    GetPromptResponse::Complete(result) => return Ok(result),
+                    _ => return Err(ServiceError::UnexpectedResponse),
+                };
+                let (responses, state) = this
+                    .answer_input(&peer, input, round)
+                    .await
+                    .map_err(input_failed)?;
+                params.input_responses = responses;
+                params.request_state = state;
+            }
+            Err(ServiceError::InputRequiredRoundsExceeded {
+                max_rounds: MAX_INPUT_ROUNDS as usize,
+            })
         })
         .await
     }
@@ -347,6 +383,14 @@ fn prompt(alias: &str, p: rmcp::model::Prompt) -> McpPrompt {
             })
             .collect(),
     }
+}
+
+/// Input a 2026-07-28 server asked for that could not be given, as the request's error.
+fn input_failed(why: String) -> ServiceError {
+    ServiceError::McpError(ErrorData::internal_error(
+        format!("the server asked for input that could not be given: {why}"),
+        None,
+    ))
 }
 
 fn warn_listing(alias: &str, method: &str, e: &rmcp::ServiceError) {

@@ -14,6 +14,11 @@
 //! with. Errors say where the log is. Every text that leaves is masked with
 //! [`toolbelt_core::redact`]. An outage is logged once, not on every call.
 
+mod call;
+mod listen;
+
+pub(crate) use call::MAX_INPUT_ROUNDS;
+
 use crate::error::McpError;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,16 +27,11 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, ServerResult,
-};
-use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient, ServiceError};
-use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
+use toolbelt_core::Tool;
 use toolbelt_core::redact::redact;
-use toolbelt_core::{ErrorKind, ExecContext, Tool, ToolResult};
 
 use crate::config::{ServerConfig, Transport};
 use crate::events::ServerEvents;
@@ -219,6 +219,7 @@ impl McpConnection {
             let client = self.start().await?;
             let peer = client.peer().clone();
             self.install(client)?;
+            self.listen_for_changes(&peer).await;
             self.list_and_store(&peer).await
         });
         let outcome = tokio::select! {
@@ -272,6 +273,18 @@ impl McpConnection {
             Link::Up(client) if !client.is_closed() => Ok(client.peer().clone()),
             Link::Closed => Err("the connection was closed".into()),
             _ => Err("the server closed the connection after the handshake".into()),
+        }
+    }
+
+    /// The protocol revision the live client speaks with the server (`2026-07-28`,
+    /// `2025-11-25`, ...), `None` when it is not connected.
+    pub fn protocol_version(&self) -> Option<String> {
+        match &*self.link() {
+            Link::Up(client) if !client.is_closed() => client
+                .peer()
+                .peer_info()
+                .map(|info| info.protocol_version.as_str().to_string()),
+            _ => None,
         }
     }
 
@@ -334,6 +347,7 @@ impl McpConnection {
         self.needs_login.store(needs_login, Ordering::SeqCst);
         started.map_err(|e| match e {
             StartError::NeedsLogin(why) | StartError::Failed(why) => why,
+            StartError::OlderRevisions => "no protocol revision in common".into(),
         })
     }
 
@@ -422,6 +436,7 @@ impl McpConnection {
                 Ok(client) => {
                     let peer = client.peer().clone();
                     self.install(client)?;
+                    self.listen_for_changes(&peer).await;
                     self.mark_connected();
                     return Ok(peer);
                 }
@@ -436,115 +451,6 @@ impl McpConnection {
         drop(link);
         self.mark_failed(&why);
         Err(redact(&self.with_log_hint(&why)))
-    }
-
-    /// Runs `tool` on the server: honours `ctx.cancel` (sends `notifications/cancelled`),
-    /// the call timeout, and passes progress notifications to `ctx.output`.
-    pub async fn call(self: &Arc<Self>, tool: &str, args: Value, ctx: ExecContext) -> ToolResult {
-        let alias = &self.config.alias;
-        let cancelled = || {
-            ToolResult::err(
-                ErrorKind::Cancelled,
-                format!("The call to MCP tool \"{tool}\" of server \"{alias}\" was cancelled."),
-            )
-        };
-        let peer = match self.peer(&ctx.cancel).await {
-            Ok(peer) => peer,
-            Err(Unavailable::Cancelled) => return cancelled(),
-            Err(Unavailable::Failed(why)) => {
-                return ToolResult::err(
-                    ErrorKind::McpToolError,
-                    redact(&format!("MCP server \"{alias}\" is not available: {why}")),
-                );
-            }
-        };
-        let arguments = match args {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-            CallToolRequestParams::new(tool.to_string()).with_arguments(arguments),
-        ));
-        let options = PeerRequestOptions::with_timeout(self.config.call_timeout);
-        let handle = match peer.send_request_with_option(request, options).await {
-            Ok(handle) => handle,
-            Err(e) => return self.failed_call(tool, e),
-        };
-        let id = handle.id.clone();
-        let token = handle.progress_token.clone();
-        self.events
-            .watch_progress(token.clone(), ctx.output.clone());
-        let outcome = tokio::select! {
-            response = handle.await_response() => Some(response),
-            _ = ctx.cancel.cancelled() => None,
-        };
-        self.events.unwatch_progress(&token);
-        match outcome {
-            None => {
-                let param =
-                    CancelledNotificationParam::new(Some(id), Some("cancelled by the user".into()));
-                // Best effort and bounded: a cancelled call ends now, not when a stuck
-                // server takes the notification.
-                let _ =
-                    tokio::time::timeout(Duration::from_millis(500), peer.notify_cancelled(param))
-                        .await;
-                cancelled()
-            }
-            Some(Ok(ServerResult::CallToolResult(result))) => {
-                crate::content::to_tool_result(alias, tool, result)
-            }
-            Some(Ok(_)) => ToolResult::err(
-                ErrorKind::McpToolError,
-                format!(
-                    "MCP tool \"{tool}\" of server \"{alias}\" answered with something other than a tool result (tasks and input requests are not supported)."
-                ),
-            ),
-            Some(Err(e)) => self.failed_call(tool, e),
-        }
-    }
-
-    fn failed_call(&self, tool: &str, error: ServiceError) -> ToolResult {
-        let alias = &self.config.alias;
-        let (kind, message) = match error {
-            ServiceError::McpError(e) => (
-                ErrorKind::McpToolError,
-                format!(
-                    "MCP tool \"{tool}\" of server \"{alias}\" failed: MCP error {}: {}",
-                    e.code.0, e.message
-                ),
-            ),
-            ServiceError::Timeout { timeout } => (
-                ErrorKind::Timeout,
-                format!(
-                    "MCP tool \"{tool}\" of server \"{alias}\" did not answer within {} (the server's `timeout` setting, in ms); the request was cancelled.",
-                    human_duration(timeout)
-                ),
-            ),
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                let mut link = self.link();
-                if matches!(*link, Link::Up(_)) {
-                    *link = Link::Down;
-                }
-                drop(link);
-                let why = "the server closed the connection during a call (it may have crashed); it will be restarted on next use";
-                self.mark_failed(why);
-                (
-                    ErrorKind::McpToolError,
-                    format!(
-                        "MCP tool \"{tool}\" of server \"{alias}\" failed: {}",
-                        self.with_log_hint(why)
-                    ),
-                )
-            }
-            other => (
-                ErrorKind::McpToolError,
-                format!(
-                    "MCP tool \"{tool}\" of server \"{alias}\" failed: {}",
-                    service_error_text(&other)
-                ),
-            ),
-        };
-        ToolResult::err(kind, redact(&message))
     }
 
     /// Why a start took too long, naming the setting.

@@ -80,6 +80,11 @@ impl ServerEvents {
         self.routes().remove(token);
     }
 
+    /// One of the server's lists changed (announced on a `subscriptions/listen` stream).
+    pub(crate) fn list_changed(&self) {
+        let _ = self.changes.send(self.alias.clone());
+    }
+
     fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, OutputSink>> {
         self.progress.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -149,6 +149,9 @@ pub struct ServerReport {
     pub prompts: usize,
     /// How toolbelt authenticates to it.
     pub auth: AuthState,
+    /// The protocol revision spoken with it (`2026-07-28`, `2025-11-25`, ...) while it is
+    /// connected.
+    pub protocol: Option<String>,
 }
 
 impl McpServers {
@@ -400,6 +403,7 @@ impl McpServers {
                     resource_templates,
                     prompts,
                     auth: AuthState::of(c.config()),
+                    protocol: c.protocol_version(),
                 }
             })
             .collect();
@@ -413,6 +417,7 @@ impl McpServers {
             resource_templates: 0,
             prompts: 0,
             auth: AuthState::None,
+            protocol: None,
         }));
         reports.sort_by(|a, b| a.alias.cmp(&b.alias));
         reports

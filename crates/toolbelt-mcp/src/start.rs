@@ -1,5 +1,12 @@
-//! Starting a server's transport and doing the `initialize` handshake, and saying in one
-//! line why that failed.
+//! Starting a server's transport and doing the handshake, and saying in one line why that
+//! failed.
+//!
+//! Which revision: a stdio or Streamable HTTP server is probed with `server/discover`
+//! (the 2026-07-28 revision, stateless: every later request carries the version and our
+//! capabilities in its `_meta`); a server that does not know the method gets the
+//! `initialize` handshake, and speaks whichever older revision it picks. Legacy SSE
+//! servers (2024-11-05) and SDK servers get `initialize` straight away. rmcp does the
+//! probe and the fallback ([`ClientLifecycleMode::Auto`]).
 //!
 //! rmcp's errors print the transport's Rust type and every wrapper
 //! (`Send message error Transport [rmcp::transport::worker::WorkerTransport<...>] error:
@@ -13,10 +20,11 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientInitializeError, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 
 use toolbelt_process::GroupCommand;
 use toolbelt_process::log::{CappedLog, copy_to_log};
@@ -33,6 +41,10 @@ pub(crate) enum StartError {
     NeedsLogin(String),
     /// Anything else, why.
     Failed(String),
+    /// The server answered `server/discover` that it speaks only revisions with the
+    /// `initialize` handshake (as rmcp's servers restricted to them do): start again
+    /// with that handshake.
+    OlderRevisions,
 }
 
 impl From<String> for StartError {
@@ -50,13 +62,50 @@ pub(crate) async fn start(
     log_path: &Path,
     starting_pid: &Mutex<Option<u32>>,
 ) -> Result<Client, StartError> {
+    match start_as(config, events, log_path, starting_pid, probe()).await {
+        Err(StartError::OlderRevisions) => {
+            // The probed process is dropped (rmcp ends it); its group goes too.
+            let probed = starting_pid
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(pid) = probed {
+                toolbelt_process::signal_group(pid, rustix::process::Signal::KILL);
+            }
+            let initialize = ClientLifecycleMode::Initialize;
+            match start_as(config, events, log_path, starting_pid, initialize).await {
+                Err(StartError::OlderRevisions) => Err(StartError::Failed(
+                    "the server speaks no protocol revision toolbelt knows".into(),
+                )),
+                started => started,
+            }
+        }
+        started => started,
+    }
+}
+
+/// [`start`] with one way to begin the lifecycle for stdio and Streamable HTTP servers.
+async fn start_as(
+    config: &ServerConfig,
+    events: &ServerEvents,
+    log_path: &Path,
+    starting_pid: &Mutex<Option<u32>>,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Client, StartError> {
     let transport = &config.transport;
     let target = transport.target();
-    let handshake = |e: ClientInitializeError| {
-        format!(
+    let handshake = |e: ClientInitializeError| match &e {
+        ClientInitializeError::NoCompatibleProtocolVersion {
+            server_supported, ..
+        } if !server_supported.is_empty()
+            && server_supported.iter().all(ProtocolVersion::has_initialize) =>
+        {
+            StartError::OlderRevisions
+        }
+        _ => StartError::Failed(format!(
             "the MCP handshake with {target} failed: {}",
             init_error_text(&e)
-        )
+        )),
     };
     match transport {
         Transport::Stdio {
@@ -88,10 +137,14 @@ pub(crate) async fn start(
                 owner.started(pid);
             }
             *starting_pid.lock().unwrap_or_else(PoisonError::into_inner) = child.id();
-            Ok(events.clone().serve(child).await.map_err(handshake)?)
+            Ok(events
+                .clone()
+                .serve_with_lifecycle(child, lifecycle)
+                .await
+                .map_err(handshake)?)
         }
         Transport::StreamableHttp { url, headers } => {
-            start_http(config, url, headers, events, handshake).await
+            start_http(config, url, headers, events, lifecycle, handshake).await
         }
         Transport::Sse { url, headers } => {
             let auth = crate::oauth::kept_tokens(config).await?.map(Arc::new);
@@ -103,13 +156,32 @@ pub(crate) async fn start(
                 Err(StartError::NeedsLogin(why) | StartError::Failed(why)) => {
                     return Err(StartError::Failed(why));
                 }
+                Err(StartError::OlderRevisions) => return Err(StartError::OlderRevisions),
             };
-            Ok(events.clone().serve(transport).await.map_err(handshake)?)
+            Ok(events
+                .clone()
+                .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+                .await
+                .map_err(handshake)?)
         }
         Transport::Sdk { server, channel } => {
+            // The client of a stream-JSON session hosts these; they predate the probe.
             let transport = crate::sdk::SdkTransport::new(server, channel);
-            Ok(events.clone().serve(transport).await.map_err(handshake)?)
+            Ok(events
+                .clone()
+                .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+                .await
+                .map_err(handshake)?)
         }
+    }
+}
+
+/// `server/discover` for the 2026-07-28 revision, else `initialize` offering 2025-11-25
+/// (the server answers with the revision it speaks, older ones too).
+fn probe() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
     }
 }
 
@@ -129,7 +201,8 @@ async fn start_http(
     url: &str,
     headers: &BTreeMap<String, String>,
     events: &ServerEvents,
-    handshake: impl FnOnce(ClientInitializeError) -> String,
+    lifecycle: ClientLifecycleMode,
+    handshake: impl FnOnce(ClientInitializeError) -> StartError,
 ) -> Result<Client, StartError> {
     let mut settings = StreamableHttpClientTransportConfig::with_uri(url);
     let mut custom = HashMap::new();
@@ -148,18 +221,24 @@ async fn start_http(
     let started = match crate::oauth::authorized_client(config, http.clone()).await? {
         Some(client) => {
             let transport = StreamableHttpClientTransport::with_client(client, settings);
-            events.clone().serve(transport).await
+            events
+                .clone()
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
         }
         None => {
             let transport = StreamableHttpClientTransport::with_client(http, settings);
-            events.clone().serve(transport).await
+            events
+                .clone()
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
         }
     };
     started.map_err(|e| {
         if crate::oauth::applies(config) && crate::oauth::asks_for_login(&e) {
             needs_login(config)
         } else {
-            StartError::Failed(handshake(e))
+            handshake(e)
         }
     })
 }

@@ -301,7 +301,14 @@ async fn tool_list_changes_update_the_registry() {
 #[tokio::test]
 async fn a_server_that_prints_garbage_on_stdout_still_connects() {
     let f = fixture();
-    let (servers, registry) = f.connect(vec![("g", stdio(&["garbage"]))]).await;
+    // An older revision: rmcp's own server, before the first request of the 2026-07-28
+    // revision, exits on the error answer rmcp's client sends to the JSON line that is
+    // not JSON-RPC (the client is fine; that server is strict).
+    let entry = McpServerSettings {
+        env: [("TESTSERVER_PROTOCOL".to_string(), "2025-11-25".to_string())].into(),
+        ..stdio(&["garbage"])
+    };
+    let (servers, registry) = f.connect(vec![("g", entry)]).await;
     assert_eq!(servers.connections()[0].status(), ServerStatus::Connected);
     assert_eq!(
         f.call(&registry, "mcp__g__echo", json!({"message": "ok"}))

@@ -30,6 +30,7 @@ pub fn mcp_json(reports: &[ServerReport]) -> Value {
                 "status": status,
                 "reason": reason,
                 "auth": r.auth.as_str(),
+                "protocol": r.protocol,
                 "counts": {
                     "tools": r.tools.len(),
                     "resources": r.resources,
@@ -69,15 +70,19 @@ pub fn mcp_text(reports: &[ServerReport]) -> String {
     out
 }
 
-/// `3 tools, 7 resources (2 templates), 4 prompts`, and `, auth: oauth` (or `header`)
-/// when toolbelt sends credentials.
+/// `3 tools, 7 resources (2 templates), 4 prompts`, `, auth: oauth` (or `header`)
+/// when toolbelt sends credentials, and `, protocol 2025-11-25` (the revision spoken).
 pub(crate) fn counts(r: &ServerReport) -> String {
     let auth = match r.auth {
         toolbelt_mcp::AuthState::None => String::new(),
         other => format!(", auth: {}", other.as_str()),
     };
+    let protocol = match &r.protocol {
+        Some(revision) => format!(", protocol {revision}"),
+        None => String::new(),
+    };
     format!(
-        "{} tools, {} resources ({} templates), {} prompts{auth}",
+        "{} tools, {} resources ({} templates), {} prompts{auth}{protocol}",
         r.tools.len(),
         r.resources,
         r.resource_templates,

@@ -191,6 +191,24 @@ fn mcp_list_json_has_status_reason_and_tools() {
     assert_eq!(tools, ["mcp__t__echo", "mcp__t__pid"]);
 }
 
+/// Each server is spoken to in the revision it picks: `server/discover` finds the
+/// 2026-07-28 revision, a server of an older one gets `initialize` (issue 46).
+#[test]
+fn mcp_list_shows_the_revision_each_server_speaks() {
+    let project = Project::new(json!({"mcpServers": {
+        "new": {"command": testserver()},
+        "old": {"command": testserver(), "env": {"TESTSERVER_PROTOCOL": "2025-06-18"}}
+    }}));
+    let out = project.run(&["mcp", "list", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let servers: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(servers[0]["protocol"], "2026-07-28", "{servers}");
+    assert_eq!(servers[1]["protocol"], "2025-06-18", "{servers}");
+    let text = stdout(&project.run(&["mcp", "list"]));
+    assert!(text.contains("prompts, protocol 2026-07-28\n"), "{text}");
+    assert!(text.contains("prompts, protocol 2025-06-18\n"), "{text}");
+}
+
 #[test]
 fn mcp_and_discovered_tools_are_listed_and_callable() {
     let project = Project::new(json!({}));

@@ -168,6 +168,7 @@ fn mcp_servers_show_status_reason_and_tools() {
             resource_templates: 1,
             prompts: 3,
             auth: toolbelt_mcp::AuthState::OAuth,
+            protocol: None,
         },
         ServerReport {
             alias: "gone".into(),
@@ -179,6 +180,7 @@ fn mcp_servers_show_status_reason_and_tools() {
             resource_templates: 0,
             prompts: 0,
             auth: toolbelt_mcp::AuthState::None,
+            protocol: None,
         },
     ];
     assert_eq!(
@@ -206,6 +208,7 @@ fn a_server_waiting_to_be_started_again_shows_why_and_when() {
         resource_templates: 0,
         prompts: 0,
         auth: toolbelt_mcp::AuthState::None,
+        protocol: None,
     };
     let text = mcp_text(std::slice::from_ref(&report));
     assert!(
@@ -338,6 +341,7 @@ fn a_server_that_needs_a_login_says_so_and_what_to_run() {
         resource_templates: 0,
         prompts: 0,
         auth: toolbelt_mcp::AuthState::None,
+        protocol: None,
     };
     let text = mcp_text(std::slice::from_ref(&report));
     assert!(
