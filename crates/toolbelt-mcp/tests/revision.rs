@@ -14,7 +14,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::server_asks::{
+    ElicitationAnswer, ElicitationMode, ElicitationRequest, SampledReply, SamplingRequest,
+    ServerAskSlot, ServerAsker, ServerSampler,
+};
 use toolbelt_core::settings::McpServerSettings;
+use toolbelt_core::tool::BoxFuture;
 use toolbelt_core::{
     ExecContext, Settings, ToolEnvironment, ToolRegistry, ToolResult, WorkspaceRoots,
 };
@@ -65,6 +71,11 @@ impl Fixture {
 
     /// The fixture server over stdio, with its own HOME.
     async fn connect(&self) -> (McpServers, ToolRegistry) {
+        self.connect_asking(ServerAskSlot::default()).await
+    }
+
+    /// [`Fixture::connect`], with `asks` answering what the server asks.
+    async fn connect_asking(&self, asks: ServerAskSlot) -> (McpServers, ToolRegistry) {
         let entry = McpServerSettings {
             command: Some(self.python.to_string_lossy().into_owned()),
             args: vec![script().to_string_lossy().into_owned()],
@@ -75,12 +86,21 @@ impl Fixture {
             .into(),
             ..Default::default()
         };
-        self.connect_to(entry).await
+        self.connect_with(entry, asks).await
     }
 
     /// The server of `entry` as "rev", connected.
     async fn connect_to(&self, entry: McpServerSettings) -> (McpServers, ToolRegistry) {
-        let config = ServerConfig::from_settings("rev", &entry, &self.ws()).unwrap();
+        self.connect_with(entry, ServerAskSlot::default()).await
+    }
+
+    async fn connect_with(
+        &self,
+        entry: McpServerSettings,
+        asks: ServerAskSlot,
+    ) -> (McpServers, ToolRegistry) {
+        let mut config = ServerConfig::from_settings("rev", &entry, &self.ws()).unwrap();
+        config.asks = asks;
         let log_dir = self.dir.path().join("session").join("mcp");
         let servers = McpServers::connect_all(vec![config], Vec::new(), &log_dir).await;
         assert_eq!(
@@ -214,4 +234,98 @@ async fn a_prompt_that_asks_for_the_roots_gets_the_workspace() {
         .unwrap();
     let uri = url::Url::from_file_path(f.ws()).unwrap();
     assert!(text.contains(&format!("Review {uri}")), "{text}");
+}
+
+/// A person who gives the name "Ada" to every form that asks for a name and approves
+/// every sampling request, and a model that answers with a fixed haiku; each keeps what
+/// it was asked.
+#[derive(Default)]
+struct Answering {
+    asked: std::sync::Mutex<Vec<String>>,
+}
+
+impl ServerAsker for Answering {
+    fn elicit<'a>(
+        &'a self,
+        request: &'a ElicitationRequest,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, ElicitationAnswer> {
+        Box::pin(async move {
+            self.asked.lock().unwrap().push(request.message.clone());
+            match &request.mode {
+                ElicitationMode::Form(form) if form.fields.iter().any(|f| f.name == "name") => {
+                    let mut content = serde_json::Map::new();
+                    content.insert("name".into(), json!("Ada"));
+                    ElicitationAnswer::Accept(content)
+                }
+                _ => ElicitationAnswer::Decline,
+            }
+        })
+    }
+
+    fn approve_sampling<'a>(
+        &'a self,
+        request: &'a SamplingRequest,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let system = request.system_prompt.clone().unwrap_or_default();
+            self.asked.lock().unwrap().push(system);
+            Ok(())
+        })
+    }
+}
+
+impl ServerSampler for Answering {
+    fn sample<'a>(
+        &'a self,
+        request: &'a SamplingRequest,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<SampledReply, String>> {
+        Box::pin(async move {
+            let asked = request.messages.first().map(|m| m.text.clone());
+            Ok(SampledReply {
+                text: format!("ferrous leaves fall ({})", asked.unwrap_or_default()),
+                model: "fake-model".into(),
+                truncated: false,
+            })
+        })
+    }
+}
+
+/// In this revision an elicitation and a sampling request come as InputRequiredResult
+/// rounds of the call: they reach the session's asker and model as a server's own
+/// requests do, and the answers go back with the retried call.
+#[tokio::test]
+async fn a_2026_07_28_servers_elicitation_and_sampling_rounds_are_answered() {
+    let Some(f) = Fixture::new() else { return };
+    let answering = Arc::new(Answering::default());
+    let asks = ServerAskSlot::default();
+    asks.set_asker(answering.clone());
+    asks.set_sampler(answering.clone());
+    let (servers, registry) = f.connect_asking(asks).await;
+    assert_eq!(
+        servers.connections()[0].protocol_version().as_deref(),
+        Some("2026-07-28")
+    );
+    let r = f.call(&registry, "mcp__rev__greet", json!({})).await;
+    assert_eq!(r.llm_text(), "Hello, Ada!", "{r:?}");
+    let r = f.call(&registry, "mcp__rev__haiku", json!({})).await;
+    assert_eq!(
+        r.llm_text(),
+        "fake-model: ferrous leaves fall (A haiku on rust)",
+        "{r:?}"
+    );
+    let asked = answering.asked.lock().unwrap().clone();
+    assert_eq!(asked, ["Who is asking?", "You write haiku."], "{asked:?}");
+}
+
+/// With nobody to ask (headless), the elicitation round is declined and the server
+/// hears it.
+#[tokio::test]
+async fn a_2026_07_28_servers_elicitation_round_is_declined_headless() {
+    let Some(f) = Fixture::new() else { return };
+    let (_servers, registry) = f.connect().await;
+    let r = f.call(&registry, "mcp__rev__greet", json!({})).await;
+    assert_eq!(r.llm_text(), "no name (decline)", "{r:?}");
 }

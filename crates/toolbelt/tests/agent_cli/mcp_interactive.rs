@@ -370,3 +370,39 @@ async fn a_prompt_commands_arguments_complete_from_the_server() {
     let (code, screen) = pty.wait_exit_screen();
     assert_eq!(code, 0, "{screen}");
 }
+
+/// `@` completes a server's resources (`@server:uri`) before files: the static documents
+/// of server-everything are offered as their name is typed, Tab takes the one
+/// selected, and the resource it names is attached to the prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_completes_a_servers_resources_and_the_chosen_one_is_attached() {
+    let Some(script) = server_everything() else {
+        return;
+    };
+    let w = Workspace::new();
+    let server = FakeOpenAi::start(vec![Reply::text("read the architecture")])
+        .await
+        .unwrap();
+    // The server's resources are listed before the first frame.
+    w.write(
+        ".qwen/settings.json",
+        &json!({"mcp": {"waitAtStart": true}}).to_string(),
+    );
+    let pty = agent_with_everything(&w, &server, &script);
+    pty.send("summarize @everything:demo://resource/static/document/arch");
+    pty.wait_for("@everything:demo://resource/static/document/architecture.md");
+    pty.send(keys::TAB);
+    pty.send(keys::ENTER);
+    pty.wait_until("the answer", |s| {
+        s.contains("read the architecture") && !s.contains("esc to cancel")
+    });
+    let texts = last_user_texts(&server);
+    let last = texts.last().unwrap();
+    assert!(
+        last.contains("--- everything:demo://resource/static/document/architecture.md ---"),
+        "{texts:?}"
+    );
+    pty.send(keys::CTRL_D);
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 0, "{screen}");
+}
