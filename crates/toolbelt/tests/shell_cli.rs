@@ -19,6 +19,7 @@ fn toolbelt(project: &Path, home: &Path, args: &[&str]) -> Output {
 fn toolbelt_with(project: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolbelt"))
         .args(args)
+        .env_remove("TOOLBELT_LOG")
         .envs(env.iter().copied())
         .current_dir(project)
         .env("HOME", home)
@@ -30,7 +31,6 @@ fn toolbelt_with(project: &Path, home: &Path, args: &[&str], env: &[(&str, &str)
             "TOOLBELT_SYSTEM_SETTINGS_PATH",
             home.join("no-system-settings.json"),
         )
-        .env_remove("TOOLBELT_LOG")
         .stdin(Stdio::null())
         .output()
         .unwrap()
@@ -359,4 +359,38 @@ fn an_unasked_commands_log_is_removed_with_the_session() {
     assert!(!unasked.exists(), "{} stayed", unasked.display());
     let approved = logged("seq 1 400000 && touch made", &["--yes"]);
     assert!(approved.exists(), "{} went", approved.display());
+}
+
+/// An unasked command is sealed in a PID namespace of its own: it does not start the
+/// holder of the namespace approved commands share (a fork, an `exec` of `cat` and its
+/// end, for nothing: issue 49). An approved command does.
+#[test]
+fn an_unasked_command_starts_no_holder_of_the_shared_namespace() {
+    let p = project(None);
+    // Whether the run of `command` started the holder (its debug line says so).
+    let holder_started = |command: &str, extra: &[&str]| {
+        let args = serde_json::json!({ "command": command }).to_string();
+        let mut all = vec!["tools", "call", "run_shell_command", args.as_str()];
+        all.extend_from_slice(extra);
+        let env = [
+            ("TOOLBELT_LOG", "toolbelt_process=debug"),
+            ("PLAIN_SETTING", "seen"),
+        ];
+        let out = toolbelt_with(&p.root, &p.home, &all, &env);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("seen"), "{}", text(&out.stdout));
+        text(&out.stderr).contains("started the holder of approved commands' PID namespace")
+    };
+    // `printenv` is read-only: it runs unasked, sealed.
+    assert!(
+        !holder_started("printenv PLAIN_SETTING", &[]),
+        "an unasked command started the holder"
+    );
+    // `tee` writes: it runs approved, in the shared namespace.
+    if toolbelt_process::isolate::processes_granted().is_ok() {
+        assert!(
+            holder_started("printenv PLAIN_SETTING | tee seen.txt", &["--yes"]),
+            "an approved command started no holder"
+        );
+    }
 }

@@ -148,6 +148,7 @@ fn start() -> io::Result<Holder> {
     MOUNT_NS.store(mount_ns.as_raw_fd(), Ordering::Release);
     let mut namespaces = vec![pid_ns, mount_ns];
     namespaces.extend(user_ns);
+    tracing::debug!("started the holder of approved commands' PID namespace (pid {init})");
     Ok(Holder {
         relay,
         stdin,

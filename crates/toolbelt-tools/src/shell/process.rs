@@ -107,8 +107,13 @@ pub(crate) fn spawn(
     // Approved commands share toolbelt's PID namespace, which the kernel ends with
     // toolbelt: a job kept past that end stays outside it, and the person's
     // `tools.shell.processNamespace: false` keeps every command outside it.
+    // A command nobody approved is sealed instead (below): asking for the shared
+    // namespace first would start its holder for nothing.
+    let sealed = sandbox
+        .as_ref()
+        .is_some_and(|s| s.confinement() == Confinement::ReadOnly);
     let kept = matches!(target, OutputTarget::KeptFile { .. });
-    if !kept && namespace {
+    if !kept && namespace && !sealed {
         cmd.isolation(Isolation::Processes);
     }
     let mut log_copied = None;
@@ -152,7 +157,7 @@ pub(crate) fn spawn(
     if let Some(sandbox) = sandbox {
         // A command nobody approved is also sealed off from the network and, through a
         // user namespace where toolbelt is unprivileged, from the machine's processes.
-        if sandbox.confinement() == Confinement::ReadOnly {
+        if sealed {
             cmd.isolation(Isolation::Sealed);
         }
         cmd.configure(|c| sandbox.install(c));
