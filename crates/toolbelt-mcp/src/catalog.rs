@@ -259,6 +259,8 @@ impl McpConnection {
         if !first {
             return;
         }
+        // Before the request: the server may say the resource changed at once.
+        self.events().subscribing(uri);
         let params = rmcp::model::SubscribeRequestParams::new(uri);
         #[allow(deprecated)]
         let subscribed = self
@@ -268,6 +270,7 @@ impl McpConnection {
             .await;
         if let Err(why) = subscribed {
             tracing::warn!("{why}");
+            self.events().unsubscribed(uri);
             let mut catalog = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
             catalog.subscribed.remove(uri);
         }

@@ -48,8 +48,12 @@ pub(crate) struct ServerEvents {
     asks: ServerAskSlot,
     /// The server's `sampling` setting.
     sampling: McpSampling,
-    /// URIs the server said changed (`notifications/resources/updated`), not yet taken.
+    /// URIs the server said changed (`notifications/resources/updated`), not yet taken:
+    /// only ones this client subscribed to, so a server cannot fill memory or the
+    /// model's next request with URIs of its own choosing.
     updated: Arc<Mutex<Vec<String>>>,
+    /// The URIs this client subscribed to (`resources/subscribe`).
+    subscribed: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
 impl ServerEvents {
@@ -62,7 +66,46 @@ impl ServerEvents {
             asks: config.asks.clone(),
             sampling: config.sampling,
             updated: Default::default(),
+            subscribed: Default::default(),
         }
+    }
+
+    /// Notes that `uri` is being subscribed to: its updates are kept from now on.
+    pub(crate) fn subscribing(&self, uri: &str) {
+        (self
+            .subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner))
+        .insert(uri.to_string());
+    }
+
+    /// Keeps `uri` for [`ServerEvents::take_updated`] when it was subscribed to.
+    fn keep_update(&self, uri: String) {
+        let subscribed = (self
+            .subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner))
+        .contains(&uri);
+        if !subscribed {
+            tracing::debug!(
+                "MCP server \"{}\": an update of a resource not subscribed to, ignored",
+                self.alias
+            );
+            return;
+        }
+        let mut updated = self.updated.lock().unwrap_or_else(PoisonError::into_inner);
+        if !updated.contains(&uri) {
+            updated.push(uri);
+        }
+    }
+
+    /// Forgets `uri` (its subscription failed).
+    pub(crate) fn unsubscribed(&self, uri: &str) {
+        (self
+            .subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner))
+        .remove(uri);
     }
 
     /// The URIs updated since the last call, once each.
@@ -113,10 +156,7 @@ impl ClientHandler for ServerEvents {
         params: ResourceUpdatedNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let mut updated = self.updated.lock().unwrap_or_else(PoisonError::into_inner);
-        if !updated.contains(&params.uri) {
-            updated.push(params.uri);
-        }
+        self.keep_update(params.uri);
     }
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -196,5 +236,35 @@ fn progress_line(p: &ProgressNotificationParam) -> String {
     match &p.message {
         Some(message) => format!("{amount} {message}\n"),
         None => format!("{amount}\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server's updates of resources this client did not subscribe to are dropped, so
+    /// it cannot fill memory or the model's next request with URIs of its choosing.
+    #[test]
+    fn only_updates_of_subscribed_resources_are_kept() {
+        let config = ServerConfig::from_settings(
+            "s",
+            &toolbelt_core::settings::McpServerSettings {
+                command: Some("true".into()),
+                ..Default::default()
+            },
+            std::path::Path::new("/"),
+        )
+        .unwrap();
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let events = ServerEvents::new(&config, tx);
+        events.subscribing("demo://a");
+        for uri in ["demo://a", "demo://injected", "demo://a", "demo://b"] {
+            events.keep_update(uri.to_string());
+        }
+        assert_eq!(events.take_updated(), ["demo://a"]);
+        events.unsubscribed("demo://a");
+        events.keep_update("demo://a".to_string());
+        assert!(events.take_updated().is_empty());
     }
 }
