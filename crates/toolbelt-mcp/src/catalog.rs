@@ -17,9 +17,9 @@
 use std::sync::{Arc, PoisonError};
 
 use rmcp::model::{
-    ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceTemplate,
+    ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult,
+    InputResponses, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceTemplate,
 };
 use rmcp::{Peer, RoleClient, ServiceError};
 use tokio_util::sync::CancellationToken;
@@ -223,26 +223,25 @@ impl McpConnection {
         uri: &str,
         cancel: &CancellationToken,
     ) -> Result<ReadResourceResult, String> {
-        let mut params = ReadResourceRequestParams::new(uri);
+        let params = ReadResourceRequestParams::new(uri);
         let this = self.clone();
         let read = self
             .ask("resources/read", cancel, |peer| async move {
-                for round in 0..MAX_INPUT_ROUNDS {
-                    let input = match peer.read_resource_once(params.clone()).await? {
-                        ReadResourceResponse::InputRequired(input) => input,
-                        ReadResourceResponse::Complete(result) => return Ok(result),
-                        _ => return Err(ServiceError::UnexpectedResponse),
-                    };
-                    let (responses, state) = this
-                        .answer_input(&peer, input, round)
-                        .await
-                        .map_err(input_failed)?;
+                let once = |params: ReadResourceRequestParams| {
+                    let peer = peer.clone();
+                    async move {
+                        match peer.read_resource_once(params).await? {
+                            ReadResourceResponse::InputRequired(input) => Ok(Err(input)),
+                            ReadResourceResponse::Complete(result) => Ok(Ok(result)),
+                            _ => Err(ServiceError::UnexpectedResponse),
+                        }
+                    }
+                };
+                let answered = |params: &mut ReadResourceRequestParams, (responses, state)| {
                     params.input_responses = responses;
                     params.request_state = state;
-                }
-                Err(ServiceError::InputRequiredRoundsExceeded {
-                    max_rounds: MAX_INPUT_ROUNDS as usize,
-                })
+                };
+                this.input_rounds(&peer, params, once, answered).await
             })
             .await?;
         self.subscribe(uri, cancel).await;
@@ -308,28 +307,54 @@ impl McpConnection {
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<GetPromptResult, String> {
-        let mut params = GetPromptRequestParams::new(name).with_arguments(arguments);
+        let params = GetPromptRequestParams::new(name).with_arguments(arguments);
         let cancel = CancellationToken::new();
         let this = self.clone();
         self.ask("prompts/get", &cancel, |peer| async move {
-            for round in 0..MAX_INPUT_ROUNDS {
-                let input = match peer.get_prompt_once(params.clone()).await? {
-                    GetPromptResponse::InputRequired(input) => input,
-                    GetPromptResponse::Complete(result) => return Ok(result),
-                    _ => return Err(ServiceError::UnexpectedResponse),
-                };
-                let (responses, state) = this
-                    .answer_input(&peer, input, round)
-                    .await
-                    .map_err(input_failed)?;
+            let once = |params: GetPromptRequestParams| {
+                let peer = peer.clone();
+                async move {
+                    match peer.get_prompt_once(params).await? {
+                        GetPromptResponse::InputRequired(input) => Ok(Err(input)),
+                        GetPromptResponse::Complete(result) => Ok(Ok(result)),
+                        _ => Err(ServiceError::UnexpectedResponse),
+                    }
+                }
+            };
+            let answered = |params: &mut GetPromptRequestParams, (responses, state)| {
                 params.input_responses = responses;
                 params.request_state = state;
-            }
-            Err(ServiceError::InputRequiredRoundsExceeded {
-                max_rounds: MAX_INPUT_ROUNDS as usize,
-            })
+            };
+            this.input_rounds(&peer, params, once, answered).await
         })
         .await
+    }
+
+    /// Sends a request (`once`) again with the answers to what the server asked for
+    /// (`answered` puts them in the request), until the server answers it or has asked
+    /// [`MAX_INPUT_ROUNDS`] times: a 2026-07-28 server's `InputRequiredResult`, as for a
+    /// tool call (`connection::call`).
+    async fn input_rounds<P: Clone, T, Fut>(
+        &self,
+        peer: &Peer<RoleClient>,
+        mut params: P,
+        once: impl Fn(P) -> Fut,
+        answered: impl Fn(&mut P, (Option<InputResponses>, Option<String>)),
+    ) -> Result<T, ServiceError>
+    where
+        Fut: std::future::Future<Output = Result<Result<T, InputRequiredResult>, ServiceError>>,
+    {
+        for round in 0..MAX_INPUT_ROUNDS {
+            let input = match once(params.clone()).await? {
+                Ok(result) => return Ok(result),
+                Err(input) => input,
+            };
+            let answers = (self.answer_input(peer, input, round).await).map_err(input_failed)?;
+            answered(&mut params, answers);
+        }
+        Err(ServiceError::InputRequiredRoundsExceeded {
+            max_rounds: MAX_INPUT_ROUNDS as usize,
+        })
     }
 
     /// Runs `request` on the live peer within the call timeout, or until `cancel`;
