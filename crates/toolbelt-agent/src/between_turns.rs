@@ -19,14 +19,23 @@ use crate::Agent;
 pub trait TurnEvents: Send + Sync {
     /// The events waiting, as one message; each is given once.
     fn take(&self) -> Option<String>;
-    /// Whether events wait to be taken.
-    fn waiting(&self) -> bool;
-    /// Whether more events may come (a monitor runs): the loop waits for them.
-    fn running(&self) -> bool;
+    /// Whether events wait to be taken. The default, never, is for notes that ride
+    /// along with the next request and are no reason for one.
+    fn waiting(&self) -> bool {
+        false
+    }
+    /// Whether more events may come (a monitor runs): the loop waits for them. Never,
+    /// by default.
+    fn running(&self) -> bool {
+        false
+    }
     /// Resolves when something may have changed since `take` or `running` was asked.
     /// Spurious wake-ups are fine; a missed one is not, so a source subscribes before
-    /// it answers [`TurnEvents::running`] (see [`TurnEvents::watch`]).
-    fn watch(&self) -> BoxFuture<'static, ()>;
+    /// it answers [`TurnEvents::running`] (see [`TurnEvents::watch`]). Never, by
+    /// default.
+    fn watch(&self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
+    }
 }
 
 impl Agent {

@@ -252,16 +252,6 @@ impl TurnEvents for McpNotes {
         let notes = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
         (!notes.is_empty()).then(|| notes.join("\n"))
     }
-    /// Never: a note rides along with the next request, and is no reason for one.
-    fn waiting(&self) -> bool {
-        false
-    }
-    fn running(&self) -> bool {
-        false
-    }
-    fn watch(&self) -> BoxFuture<'static, ()> {
-        Box::pin(std::future::pending())
-    }
 }
 
 /// Reminders, at the model's next request, of subscribed MCP resources whose server
@@ -279,16 +269,6 @@ impl TurnEvents for ResourceUpdates {
             })
             .collect();
         (!notes.is_empty()).then(|| notes.join("\n"))
-    }
-    /// Never: a reminder rides along with the next request, and is no reason for one.
-    fn waiting(&self) -> bool {
-        false
-    }
-    fn running(&self) -> bool {
-        false
-    }
-    fn watch(&self) -> BoxFuture<'static, ()> {
-        Box::pin(std::future::pending())
     }
 }
 
