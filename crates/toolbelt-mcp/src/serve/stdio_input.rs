@@ -81,6 +81,25 @@ impl Pending {
 
     /// A line passed on to rmcp.
     fn read(&self, line: &[u8]) {
+        // The common line, a request: only its id is needed here. Parsed whole, a line
+        // tries every kind of request in turn (rmcp's `ClientRequest` is untagged, and
+        // its last kind takes any method), building an error for each that does not
+        // fit: a tenth of a small call's time spent again after rmcp's own parse (issue
+        // 49). A request is what this probe reads: the version, an id and a method, as
+        // that last kind accepts them.
+        #[derive(serde::Deserialize)]
+        struct RequestProbe<'a> {
+            #[allow(dead_code)]
+            jsonrpc: rmcp::model::JsonRpcVersion2_0,
+            id: rmcp::model::RequestId,
+            #[serde(borrow)]
+            #[allow(dead_code)]
+            method: std::borrow::Cow<'a, str>,
+        }
+        if let Ok(request) = serde_json::from_slice::<RequestProbe>(line) {
+            self.state().open.insert(id_text(&request.id));
+            return;
+        }
         let Ok(message) = serde_json::from_slice::<ClientJsonRpcMessage>(line) else {
             return;
         };
