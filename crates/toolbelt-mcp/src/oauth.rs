@@ -253,8 +253,9 @@ pub fn open_in_browser(url: &str) -> Result<(), McpAuthError> {
         .stderr(std::process::Stdio::null())
         .spawn()
         .map_err(|e| McpAuthError::Flow(format!("cannot start {opener}: {e}")))?;
-    // Reaped beside the login, not waited for: the opener may stay until the browser
-    // closes.
+    // Not a `GroupCommand`: this is the person's own browser, opened at their command
+    // (`mcp auth`), and it must outlive toolbelt rather than be ended with it. Reaped
+    // beside the login, not waited for: the opener may stay until the browser closes.
     std::thread::spawn(move || child.wait());
     Ok(())
 }

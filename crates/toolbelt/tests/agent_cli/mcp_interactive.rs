@@ -63,6 +63,27 @@ fn agent_with_everything(w: &Workspace, server: &FakeOpenAi, script: &std::path:
     pty
 }
 
+/// [`agent_with_everything`] once the server's prompts and resources are listed (the
+/// first frame waits for them: `mcp.waitAtStart`).
+fn agent_with_everything_listed(
+    w: &Workspace,
+    server: &FakeOpenAi,
+    script: &std::path::Path,
+) -> Pty {
+    w.write(
+        ".qwen/settings.json",
+        &json!({"mcp": {"waitAtStart": true}}).to_string(),
+    );
+    agent_with_everything(w, server, script)
+}
+
+/// Ctrl-D, and the agent exits 0.
+fn quit(pty: Pty) {
+    pty.send(keys::CTRL_D);
+    let (code, screen) = pty.wait_exit_screen();
+    assert_eq!(code, 0, "{screen}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_prompt_runs_as_a_slash_command_and_a_resource_is_attached() {
     let Some(script) = server_everything() else {
@@ -96,9 +117,7 @@ async fn an_mcp_prompt_runs_as_a_slash_command_and_a_resource_is_attached() {
         last.contains("--- everything:demo://resource/dynamic/text/5 ---\nResource 5: This is a plaintext resource"),
         "{texts:?}"
     );
-    pty.send(keys::CTRL_D);
-    let (code, screen) = pty.wait_exit_screen();
-    assert_eq!(code, 0, "{screen}");
+    quit(pty);
 }
 
 /// The first prompt names a resource of a server still starting (the agent's first frame
@@ -123,9 +142,7 @@ async fn a_resource_of_a_server_still_starting_is_attached_once_it_is_up() {
         texts[0].contains("--- everything:demo://resource/dynamic/text/4 ---\nResource 4: This is a plaintext resource"),
         "{texts:?}"
     );
-    pty.send(keys::CTRL_D);
-    let (code, screen) = pty.wait_exit_screen();
-    assert_eq!(code, 0, "{screen}");
+    quit(pty);
 }
 
 /// The number before " resources" on the last `/mcp` screen.
@@ -195,9 +212,7 @@ async fn a_resource_added_during_a_run_is_counted_after_the_announcement() {
     // The last count on the screen is the second `/mcp`'s once it shows.
     let after = pty.wait_until("a higher count", |s| resource_count(s) == Some(before + 1));
     assert_eq!(resource_count(&after), Some(before + 1), "{after}");
-    pty.send(keys::CTRL_D);
-    let (code, screen) = pty.wait_exit_screen();
-    assert_eq!(code, 0, "{screen}");
+    quit(pty);
 }
 
 /// Waiting for a server the prompt names ends when the person cancels: Esc during a start
@@ -244,9 +259,7 @@ async fn esc_ends_the_wait_for_a_server_the_prompt_names() {
         s.matches("Request cancelled").count() == 2 && !s.contains("esc to cancel")
     });
     assert!(server.last_request().is_none(), "the model was asked");
-    pty.send(keys::CTRL_D);
-    let (code, screen) = pty.wait_exit_screen();
-    assert_eq!(code, 0, "{screen}");
+    quit(pty);
 }
 
 /// What a server asks during a call is asked in the terminal's question dialog (issue
@@ -321,9 +334,7 @@ async fn a_servers_elicitation_and_sampling_request_are_asked_in_the_dialog() {
     assert!(results.contains("User declined"), "{results}");
     assert!(results.contains("pong from the model"), "{results}");
     assert!(server.violations().is_empty(), "{:?}", server.violations());
-    pty.send(keys::CTRL_D);
-    let (code, screen) = pty.wait_exit_screen();
-    assert_eq!(code, 0, "{screen}");
+    quit(pty);
 }
 
 /// A prompt command's arguments complete as they are typed: the names of the arguments,
@@ -339,12 +350,7 @@ async fn a_prompt_commands_arguments_complete_from_the_server() {
     let server = FakeOpenAi::start(vec![Reply::text("promoted")])
         .await
         .unwrap();
-    // The server's prompts are listed before the first frame.
-    w.write(
-        ".qwen/settings.json",
-        &json!({"mcp": {"waitAtStart": true}}).to_string(),
-    );
-    let pty = agent_with_everything(&w, &server, &script);
+    let pty = agent_with_everything_listed(&w, &server, &script);
     pty.send("/everything:compl");
     pty.wait_for("/everything:completable-prompt");
     pty.send(keys::TAB);
@@ -366,9 +372,7 @@ async fn a_prompt_commands_arguments_complete_from_the_server() {
         texts[0].contains("Please promote Alice to the head of the Engineering team."),
         "{texts:?}"
     );
-    pty.send(keys::CTRL_D);
-    let (code, screen) = pty.wait_exit_screen();
-    assert_eq!(code, 0, "{screen}");
+    quit(pty);
 }
 
 /// `@` completes a server's resources (`@server:uri`) before files: the static documents
@@ -383,12 +387,7 @@ async fn at_completes_a_servers_resources_and_the_chosen_one_is_attached() {
     let server = FakeOpenAi::start(vec![Reply::text("read the architecture")])
         .await
         .unwrap();
-    // The server's resources are listed before the first frame.
-    w.write(
-        ".qwen/settings.json",
-        &json!({"mcp": {"waitAtStart": true}}).to_string(),
-    );
-    let pty = agent_with_everything(&w, &server, &script);
+    let pty = agent_with_everything_listed(&w, &server, &script);
     pty.send("summarize @everything:demo://resource/static/document/arch");
     pty.wait_for("@everything:demo://resource/static/document/architecture.md");
     pty.send(keys::TAB);
@@ -402,7 +401,5 @@ async fn at_completes_a_servers_resources_and_the_chosen_one_is_attached() {
         last.contains("--- everything:demo://resource/static/document/architecture.md ---"),
         "{texts:?}"
     );
-    pty.send(keys::CTRL_D);
-    let (code, screen) = pty.wait_exit_screen();
-    assert_eq!(code, 0, "{screen}");
+    quit(pty);
 }
