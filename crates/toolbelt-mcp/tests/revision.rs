@@ -329,3 +329,23 @@ async fn a_2026_07_28_servers_elicitation_round_is_declined_headless() {
     let r = f.call(&registry, "mcp__rev__greet", json!({})).await;
     assert_eq!(r.llm_text(), "no name (decline)", "{r:?}");
 }
+
+/// A round that asks for more inputs than a client answers at once (each may be a
+/// question to the person) fails the call with the reason, and asks nobody.
+#[tokio::test]
+async fn a_round_asking_for_too_many_inputs_at_once_is_refused() {
+    let Some(f) = Fixture::new() else { return };
+    let answering = Arc::new(Answering::default());
+    let asks = ServerAskSlot::default();
+    asks.set_asker(answering.clone());
+    let (_servers, registry) = f.connect_asking(asks).await;
+    let r = f.call(&registry, "mcp__rev__many_asks", json!({})).await;
+    assert!(r.error.is_some(), "{r:?}");
+    assert!(
+        r.llm_text()
+            .contains("asked for 9 inputs at once; toolbelt answers at most 8"),
+        "{}",
+        r.llm_text()
+    );
+    assert!(answering.asked.lock().unwrap().is_empty());
+}

@@ -25,6 +25,9 @@ use crate::events::ServerEvents;
 
 /// Input rounds one request may take: a server that keeps asking past this is looping.
 pub(crate) const MAX_INPUT_ROUNDS: u32 = 8;
+/// Inputs one round may ask for: each may be a question to the person, and a server
+/// asking for hundreds at once would hold them in dialogs.
+const MAX_INPUTS_PER_ROUND: usize = 8;
 
 /// How one round of a call ended.
 enum Round {
@@ -209,6 +212,12 @@ async fn answer_input(
     round: u32,
 ) -> Result<(Option<InputResponses>, Option<String>), String> {
     let requests = input.input_requests.unwrap_or_default();
+    if requests.len() > MAX_INPUTS_PER_ROUND {
+        return Err(format!(
+            "the server asked for {} inputs at once; toolbelt answers at most {MAX_INPUTS_PER_ROUND}",
+            requests.len()
+        ));
+    }
     if requests.is_empty() {
         if input.request_state.is_none() {
             return Err("the server asked for input but named none".into());
