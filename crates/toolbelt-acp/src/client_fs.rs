@@ -10,7 +10,7 @@ use std::sync::Arc;
 use agent_client_protocol_schema::v1::ReadTextFileResponse;
 use serde_json::json;
 use toolbelt_core::BoxFuture;
-use toolbelt_core::editor::EditorBuffers;
+use toolbelt_core::EditorBuffers;
 
 use crate::rpc::Peer;
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
-use toolbelt_core::server_asks::{
+use toolbelt_core::{
     ElicitationAnswer, ElicitationMode, ElicitationRequest, SamplingRequest, ServerAsker,
 };
 

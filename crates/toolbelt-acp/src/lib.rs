@@ -392,7 +392,7 @@ fn first_words(message: &toolbelt_model::Message) -> Option<String> {
         return None;
     };
     parts.iter().find_map(|p| match p {
-        toolbelt_model::UserPart::Text(t) if !toolbelt_core::hooks::is_context_block(t) => {
+        toolbelt_model::UserPart::Text(t) if !toolbelt_engine::hooks::is_context_block(t) => {
             Some(t.lines().next().unwrap_or("").chars().take(80).collect())
         }
         _ => None,

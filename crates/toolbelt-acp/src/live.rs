@@ -15,7 +15,7 @@ use agent_client_protocol_schema::v1::{
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{EventSink, StopReason};
-use toolbelt_core::scheduler::ApprovalMode;
+use toolbelt_config::ApprovalMode;
 use toolbelt_model::{FinishReason, Message, UserPart};
 use toolbelt_session::{
     AgentError, AgentOptions, Prepared, Resume, Session, SessionOptions, Setup,
@@ -389,7 +389,7 @@ impl Live {
                 Message::User(parts) => {
                     for part in parts {
                         if let UserPart::Text(text) = part
-                            && !toolbelt_core::hooks::is_context_block(text)
+                            && !toolbelt_engine::hooks::is_context_block(text)
                         {
                             let block = ContentBlock::Text(TextContent::new(text.clone()));
                             self.updates

@@ -24,9 +24,9 @@ use agent_client_protocol_schema::v1::{
     ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use serde_json::json;
-use toolbelt_core::rules::RuleVocabulary;
-use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver};
 use toolbelt_core::{BoxFuture, ConfirmationDetails, ConfirmationOutcome};
+use toolbelt_engine::rules::RuleVocabulary;
+use toolbelt_engine::{scheduler::Approval, scheduler::ApprovalRequest, scheduler::Approver};
 use toolbelt_tools::workspace_rules;
 
 use crate::rpc::Peer;

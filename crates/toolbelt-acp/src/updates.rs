@@ -19,8 +19,9 @@ use agent_client_protocol_schema::v1::{
 };
 use serde_json::Value;
 use toolbelt_agent::AgentEvent;
-use toolbelt_core::scheduler::{CallState, CompletedCall, SchedulerEvent};
-use toolbelt_core::{Display, Kind, ToolRegistry};
+use toolbelt_core::{Display, Kind};
+use toolbelt_engine::registry::ToolRegistry;
+use toolbelt_engine::{scheduler::CallState, scheduler::CompletedCall, scheduler::SchedulerEvent};
 use toolbelt_model::{FinishReason, StreamDelta};
 
 use crate::rpc::Peer;

@@ -11,18 +11,22 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolbelt_core::scheduler::{CallRules, Permissions};
+use toolbelt_engine::{scheduler::CallRules, scheduler::Permissions};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::Agent;
-use toolbelt_core::scheduler::{
-    Approval, ApprovalMode, ApprovalRequest, Approver, SchedulerConfig,
-};
+use toolbelt_config::ApprovalMode;
+use toolbelt_config::settings::Settings;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ConfirmationOutcome, Display, ErrorKind, ExecContext,
-    Invocation, Kind, Origin, PermissionSubject, Settings, Tool, ToolEnvironment, ToolError,
-    ToolRegistry, ToolResult, WorkspaceRoots,
+    Invocation, Kind, PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
+    WorkspaceRoots,
+};
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
+use toolbelt_engine::{
+    scheduler::Approval, scheduler::ApprovalRequest, scheduler::Approver,
+    scheduler::SchedulerConfig,
 };
 use toolbelt_model::{ReplayModel, UserPart, parse_script};
 
@@ -162,7 +166,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     let model = Arc::new(ReplayModel::new(&script, "replay"));
     let config = SchedulerConfig::new(CallRules::new(
-        Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+        Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
         ApprovalMode::Default,
         None,
         None,

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolbelt_agent::ToolIndex;
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, Origin, Tool, ToolError,
-    ToolRegistry, ToolResult,
+    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, Tool, ToolError, ToolResult,
 };
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
 
 struct GeneratedTool {
     name: String,

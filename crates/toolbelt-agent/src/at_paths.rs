@@ -21,8 +21,12 @@ use std::path::Path;
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::scheduler::{Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo};
-use toolbelt_core::{Part, ToolRegistry};
+use toolbelt_core::Part;
+use toolbelt_engine::registry::ToolRegistry;
+use toolbelt_engine::{
+    scheduler::Scheduler, scheduler::SchedulerConfig, scheduler::ToolCallRequest,
+    scheduler::TurnInfo,
+};
 use toolbelt_model::UserPart;
 
 /// What a prompt's references gave.

@@ -6,7 +6,7 @@
 //! requirement. The total is capped so a huge file cannot crowd out the conversation.
 //!
 //! The project's files (from the git root down) are read through
-//! [`toolbelt_core::project_file::read_in_project`]: a cloned repository's `QWEN.md`
+//! [`toolbelt_config::project_file::read_in_project`]: a cloned repository's `QWEN.md`
 //! that links to `~/.ssh/id_rsa` (or anywhere else outside the git root) is skipped
 //! with a warning rather than sent to the model. The global file is the person's own.
 //!
@@ -17,9 +17,9 @@
 
 use std::path::{Path, PathBuf};
 
-use toolbelt_core::Settings;
-use toolbelt_core::project_file::{self, ProjectFileError};
-use toolbelt_core::settings::ContextFileNamesByPlace;
+use toolbelt_config::settings::ContextFileNamesByPlace;
+use toolbelt_config::settings::Settings;
+use toolbelt_config::{project_file, project_file::ProjectFileError};
 /// Most bytes of context files put in the prompt.
 pub const MAX_CONTEXT_BYTES: usize = 200 * 1024;
 
@@ -192,7 +192,7 @@ mod tests {
     /// in `~/.qwen` are read only under the person's names.
     #[test]
     fn a_projects_names_never_read_the_persons_files() {
-        use toolbelt_core::settings::{SettingsPaths, WorkspaceTrust};
+        use toolbelt_config::{settings::SettingsPaths, settings::WorkspaceTrust};
         let home = tempfile::tempdir().unwrap();
         let repo = tempfile::tempdir().unwrap();
         let qwen = home.path().join(".qwen");
@@ -234,7 +234,7 @@ mod tests {
     /// person's folder: the project's names are not looked for there.
     #[test]
     fn a_projects_names_are_not_looked_for_above_its_folder() {
-        use toolbelt_core::settings::{SettingsPaths, WorkspaceTrust};
+        use toolbelt_config::{settings::SettingsPaths, settings::WorkspaceTrust};
         let home = tempfile::tempdir().unwrap();
         let clone = home.path().join("clone");
         std::fs::create_dir_all(home.path().join(".git")).unwrap();

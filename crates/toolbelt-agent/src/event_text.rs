@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use toolbelt_core::scheduler::SchedulerEvent;
+use toolbelt_engine::scheduler::SchedulerEvent;
 
 use crate::AgentEvent;
 

@@ -1,4 +1,4 @@
-//! The session's hooks at the agent's own steps (see `toolbelt_core::hooks`; the
+//! The session's hooks at the agent's own steps (see `toolbelt_engine::hooks`; the
 //! scheduler fires the tool events):
 //!
 //! - **UserPromptSubmit** before a prompt goes to the model: a block (`deny`) sends
@@ -27,8 +27,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
-use toolbelt_core::hooks::{
-    HookAgent, HookEvent, HookMessage, HookOutcome, HookRequest, HookRunner, context_block,
+use toolbelt_engine::{
+    hooks::HookAgent, hooks::HookEvent, hooks::HookMessage, hooks::HookOutcome, hooks::HookRequest,
+    hooks::HookRunner, hooks::context_block,
 };
 use toolbelt_model::{Message, ModelRequest, UserPart};
 

@@ -7,14 +7,19 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
-use toolbelt_core::scheduler::CallRules;
+use toolbelt_engine::scheduler::CallRules;
 
 use serde_json::{Value, json};
-use toolbelt_core::hooks::{HookDecision, HookEvent, HookOutcome, HookRequest, HookRunner};
-use toolbelt_core::scheduler::{ApprovalMode, Permissions};
+use toolbelt_config::ApprovalMode;
+use toolbelt_config::settings::Settings;
 use toolbelt_core::{
-    ConfirmationDetails, ExecContext, Invocation, Kind, Origin, Settings, Tool, ToolError,
-    ToolResult, WorkspaceRoots,
+    ConfirmationDetails, ExecContext, Invocation, Kind, Tool, ToolError, ToolResult, WorkspaceRoots,
+};
+use toolbelt_engine::registry::Origin;
+use toolbelt_engine::scheduler::Permissions;
+use toolbelt_engine::{
+    hooks::HookDecision, hooks::HookEvent, hooks::HookOutcome, hooks::HookRequest,
+    hooks::HookRunner,
 };
 use toolbelt_model::fake_server::{FakeOpenAi, Reply};
 use toolbelt_model::{OpenAiClient, OpenAiConfig, RetryPolicy};
@@ -166,7 +171,7 @@ impl World {
 
     fn agent(&self, model: Arc<dyn Model>, registry: ToolRegistry, max_turns: usize) -> Agent {
         let config = SchedulerConfig::new(CallRules::new(
-            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
             ApprovalMode::Yolo,
             Some(self.hooks.clone()),
             None,
@@ -436,7 +441,7 @@ async fn sub_agents_name_themselves_start_with_context_and_can_be_kept_going() {
         env: w.env.clone(),
         tools: tools(),
         rules: CallRules::new(
-            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
             ApprovalMode::Yolo,
             Some(w.hooks.clone()),
             None,

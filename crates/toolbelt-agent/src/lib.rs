@@ -22,12 +22,14 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::hooks::{HookMessage, HookRunner};
-use toolbelt_core::scheduler::{
-    CallState, CompletedCall, Scheduler, SchedulerConfig, SchedulerEvent, ToolCallRequest,
-    TurnInfo, text_for_model,
+use toolbelt_core::{BoxFuture, Display, Part, ToolEnvironment};
+use toolbelt_engine::registry::ToolRegistry;
+use toolbelt_engine::{hooks::HookMessage, hooks::HookRunner};
+use toolbelt_engine::{
+    scheduler::CallState, scheduler::CompletedCall, scheduler::Scheduler,
+    scheduler::SchedulerConfig, scheduler::SchedulerEvent, scheduler::ToolCallRequest,
+    scheduler::TurnInfo, scheduler::text_for_model,
 };
-use toolbelt_core::{BoxFuture, Display, Part, ToolEnvironment, ToolRegistry};
 use toolbelt_model::{
     FinishReason, Message, Model, ModelError, ModelRequest, ModelTurn, StreamDelta, ToolCall,
     ToolImage, ToolSpec, Usage, UserPart,
@@ -240,7 +242,7 @@ pub struct Agent {
     /// What SessionStart hooks left for the next prompt.
     pending: std::sync::Mutex<hooks::Pending>,
     /// The session's file checkpoints, told where each user turn starts (issue 34).
-    checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
+    checkpoints: Option<Arc<dyn toolbelt_engine::checkpoint::Checkpoints>>,
 }
 
 impl Agent {
@@ -478,7 +480,7 @@ impl Agent {
             );
         }
         // The model crate knows no core type: the declaration is copied field by field.
-        let spec = |d: toolbelt_core::registry::FunctionDeclaration| ToolSpec {
+        let spec = |d: toolbelt_engine::registry::FunctionDeclaration| ToolSpec {
             name: d.name,
             description: d.description,
             parameters: d.parameters,
@@ -520,7 +522,7 @@ impl Agent {
         written: &str,
         cancel: &CancellationToken,
     ) -> RunOutcome {
-        // A skill's grants last for one run (see `toolbelt_core::scheduler::TurnGrant`).
+        // A skill's grants last for one run (see `toolbelt_core::TurnGrant`).
         self.scheduler.end_turn();
         let prompt = match self.submit_prompt(prompt, cancel).await {
             Ok(prompt) => prompt,
@@ -539,7 +541,7 @@ impl Agent {
         };
         let history = self.history();
         if let Some(checkpoints) = &self.checkpoints {
-            checkpoints.begin_turn(toolbelt_core::checkpoint::TurnStart {
+            checkpoints.begin_turn(toolbelt_engine::checkpoint::TurnStart {
                 history_len: history.len(),
                 prompt: written.to_string(),
             });

@@ -6,7 +6,7 @@
 //! the reference too); a name that is neither a tool's reference name nor a tool set is
 //! plain text (`#123` in "fix #123" stays an issue number).
 
-use toolbelt_core::ToolRegistry;
+use toolbelt_engine::registry::ToolRegistry;
 
 /// The reference names in `text`, in order of first appearance, without duplicates.
 pub(crate) fn reference_names(text: &str) -> Vec<&str> {

@@ -2,14 +2,17 @@
 //! once, in order) and against the replay model.
 
 use std::sync::Mutex;
-use toolbelt_core::scheduler::{CallRules, Permissions};
+use toolbelt_engine::{scheduler::CallRules, scheduler::Permissions};
 
 use serde_json::{Value, json};
-use toolbelt_core::scheduler::{ApprovalMode, CallState};
+use toolbelt_config::ApprovalMode;
+use toolbelt_config::settings::Settings;
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, Origin, Settings, Tool,
-    ToolError, ToolResult, WorkspaceRoots,
+    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, Tool, ToolError, ToolResult,
+    WorkspaceRoots,
 };
+use toolbelt_engine::registry::Origin;
+use toolbelt_engine::scheduler::CallState;
 use toolbelt_model::fake_server::{FakeOpenAi, Reply};
 use toolbelt_model::{
     ModelTurn, OpenAiClient, OpenAiConfig, ReplayModel, RetryPolicy, parse_script,
@@ -141,7 +144,7 @@ fn turn(text: &str, calls: Vec<ToolCall>, tokens: u64) -> ModelTurn {
 
 fn agent(f: &Fixture, model: Arc<dyn Model>, max_turns: usize, sink: Option<EventSink>) -> Agent {
     let config = SchedulerConfig::new(CallRules::new(
-        Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+        Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
         ApprovalMode::Yolo,
         None,
         None,
@@ -457,7 +460,7 @@ async fn tools_that_change_during_a_run_are_used_and_declared() {
 }
 
 /// `note` with a reference name and a when clause that is false in the fixture.
-struct Referenced(TestTool, toolbelt_core::when::Expr);
+struct Referenced(TestTool, toolbelt_config::when::Expr);
 
 impl Tool for Referenced {
     fn name(&self) -> &str {
@@ -475,7 +478,7 @@ impl Tool for Referenced {
     fn parameter_schema(&self) -> &Value {
         self.0.parameter_schema()
     }
-    fn when_clause(&self) -> Option<&toolbelt_core::when::Expr> {
+    fn when_clause(&self) -> Option<&toolbelt_config::when::Expr> {
         Some(&self.1)
     }
     fn reference_name(&self) -> Option<&str> {
@@ -490,7 +493,7 @@ impl Tool for Referenced {
 async fn a_reference_declares_a_hidden_tool_and_forces_it_once() {
     let mut f = fixture();
     let mut registry = (*f.registry).clone();
-    let clause = toolbelt_core::when::parse("debugState == running").unwrap();
+    let clause = toolbelt_config::when::parse("debugState == running").unwrap();
     registry.register(
         Arc::new(Referenced(TestTool("note"), clause)),
         Origin::Declared,
@@ -658,7 +661,7 @@ async fn a_referenced_tool_is_declared_although_deferred() {
     for (tool, origin) in crate::tool_search::tests::mcp_tools(300) {
         registry.register(tool, origin);
     }
-    registry.add_tool_set(toolbelt_core::ToolSet {
+    registry.add_tool_set(toolbelt_engine::registry::ToolSet {
         name: "slackUsers".into(),
         description: "the Slack user tools".into(),
         tools: vec!["mcp__slack__list_user".into()],
@@ -695,7 +698,7 @@ fn the_built_ins_and_a_small_server_are_not_deferred() {
         .all()
         .map(crate::tool_search::declaration_bytes)
         .sum();
-    let defaults = toolbelt_core::settings::types::ToolSearchSettings::default();
+    let defaults = toolbelt_config::settings::types::ToolSearchSettings::default();
     assert!(
         !crate::tool_search::needs_deferral(&registry, &defaults, None),
         "{} tools, {bytes} bytes",

@@ -26,12 +26,12 @@ mod index;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use serde_json::{Value, json};
-use toolbelt_core::registry::FunctionDeclaration;
-use toolbelt_core::settings::types::ToolSearchSettings;
+use toolbelt_config::settings::types::ToolSearchSettings;
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, Origin, Registration, Tool,
-    ToolError, ToolRegistry, ToolResult,
+    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, Tool, ToolError, ToolResult,
 };
+use toolbelt_engine::registry::FunctionDeclaration;
+use toolbelt_engine::{registry::Origin, registry::Registration, registry::ToolRegistry};
 
 pub use index::ToolIndex;
 pub(crate) use index::{IndexedTool, QueryError, is_deferrable};

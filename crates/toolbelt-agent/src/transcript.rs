@@ -261,7 +261,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<LoadedSession, TranscriptError
             // The person's words: a SessionStart hook's context comes first in the
             // prompt, and would stand for the session in every listing.
             first_prompt = content.iter().find_map(|c| match c {
-                ContentRecord::Text(t) if !toolbelt_core::hooks::is_context_block(t) => {
+                ContentRecord::Text(t) if !toolbelt_engine::hooks::is_context_block(t) => {
                     t.lines().next().map(str::to_string)
                 }
                 _ => None,

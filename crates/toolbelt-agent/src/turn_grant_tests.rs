@@ -3,15 +3,19 @@
 //! again.
 
 use std::sync::Arc;
-use toolbelt_core::scheduler::{ApprovalMode, CallRules, Permissions};
+use toolbelt_config::ApprovalMode;
+use toolbelt_engine::{scheduler::CallRules, scheduler::Permissions};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::scheduler::{SchedulerConfig, TurnGrant};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::TurnGrant;
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, Origin, Settings, Tool,
-    ToolError, ToolResult, WorkspaceRoots,
+    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, Tool, ToolError, ToolResult,
+    WorkspaceRoots,
 };
+use toolbelt_engine::registry::Origin;
+use toolbelt_engine::scheduler::SchedulerConfig;
 use toolbelt_model::{FinishReason, ModelTurn, ReplayModel, ScriptTurn, ToolCall, UserPart};
 
 use crate::{Agent, ToolEnvironment, ToolRegistry};
@@ -112,7 +116,7 @@ async fn a_grant_ends_with_the_run_that_made_it() {
         Arc::new(registry),
         env,
         SchedulerConfig::new(CallRules::new(
-            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
             ApprovalMode::Default,
             None,
             None,

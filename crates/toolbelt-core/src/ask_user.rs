@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::tool::BoxFuture;
+use crate::BoxFuture;
 
 /// One question with its choices.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use crate::tool::BoxFuture;
+use crate::BoxFuture;
 
 /// What an editor holds of files.
 pub trait EditorBuffers: Send + Sync {

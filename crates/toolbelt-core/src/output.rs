@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::settings::Settings;
+use toolbelt_config::settings::Settings;
 
 /// Default character budget of one text part (Qwen Code's `truncateToolOutputThreshold`).
 pub const DEFAULT_MAX_CHARS: usize = 25_000;
@@ -138,11 +138,11 @@ impl OutputPolicy {
     }
 
     fn spill(&self, text: &str, label: &str) -> std::io::Result<PathBuf> {
-        crate::store_files::create_dir_all(&self.spill_dir)?;
+        toolbelt_config::store_files::create_dir_all(&self.spill_dir)?;
         let n = SPILL_COUNTER.fetch_add(1, Ordering::Relaxed);
         let name = format!("{}-{}-{n}.txt", safe_file_stem(label), std::process::id());
         let path = self.spill_dir.join(name);
-        crate::store_files::write(&path, text.as_bytes())?;
+        toolbelt_config::store_files::write(&path, text.as_bytes())?;
         Ok(path)
     }
 }

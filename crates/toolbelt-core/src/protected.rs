@@ -64,7 +64,7 @@ impl ProtectedPaths {
     /// and a reason. The path is resolved now (as far as it exists), so it is compared
     /// with the resolved paths of calls.
     pub fn add(&mut self, path: &Path, label: impl Into<String>, why: impl Into<String>) {
-        let real = crate::workspace::resolve_best_effort(path);
+        let real = crate::resolve_best_effort(path);
         let entry = (real, label.into(), why.into());
         if !self.extra.contains(&entry) {
             self.extra.push(entry);

@@ -3,7 +3,7 @@
 //!
 //! These are the domain shapes; the MCP crate turns the wire requests into them and the
 //! answers back. Two parties answer, each installed into the session's [`ServerAskSlot`]
-//! after the environment is built (like [`crate::ask_user::QuestionSlot`]):
+//! after the environment is built (like [`crate::QuestionSlot`]):
 //!
 //! - a [`ServerAsker`], by the front end that has a person (the terminal, a stream-JSON
 //!   client): it shows an elicitation and returns the person's answer, and approves or
@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::tool::BoxFuture;
+use crate::BoxFuture;
 
 /// A server asks the person for input.
 #[derive(Debug, Clone, PartialEq)]

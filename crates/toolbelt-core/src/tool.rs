@@ -15,11 +15,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::confirm::ConfirmationDetails;
-use crate::output::OutputPolicy;
-use crate::result::{ToolError, ToolResult};
-use crate::settings::Settings;
-use crate::workspace::WorkspaceRoots;
+use crate::ConfirmationDetails;
+use crate::OutputPolicy;
+use crate::WorkspaceRoots;
+use crate::{ToolError, ToolResult};
+use toolbelt_config::settings::Settings;
 
 /// A boxed, `Send` future: what the object-safe [`Tool`] and [`Invocation`] methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -277,10 +277,10 @@ pub struct ToolEnvironment {
     /// The model, as one question at a time (see [`AskOnce`]).
     pub ask_once: AskOnceSlot,
     /// The person, for questions with choices (see [`crate::ask_user`]); empty headless.
-    pub ask_user: crate::ask_user::QuestionSlot,
+    pub ask_user: crate::QuestionSlot,
     /// Who answers what MCP servers ask (elicitation, sampling); empty headless (see
     /// [`crate::server_asks`]).
-    pub server_asks: crate::server_asks::ServerAskSlot,
+    pub server_asks: crate::ServerAskSlot,
     /// The person's home directory, where user-wide files live (`~/.qwen/QWEN.md` for
     /// `save_memory`). `None` unless the assembler sets it: a tool never reads `$HOME`
     /// itself, so an environment built by a test or an embedder cannot write to the real
@@ -293,7 +293,7 @@ pub struct ToolEnvironment {
     /// Where the shell runs by default while the session is in a worktree.
     pub work_dir: WorkDirSlot,
     /// The editor the session runs in, if any ([`crate::editor`]).
-    pub editor: crate::editor::EditorSlot,
+    pub editor: crate::EditorSlot,
 }
 
 impl ToolEnvironment {
@@ -306,12 +306,12 @@ impl ToolEnvironment {
             settings,
             session_dir,
             ask_once: AskOnceSlot::default(),
-            ask_user: crate::ask_user::QuestionSlot::default(),
+            ask_user: crate::QuestionSlot::default(),
             server_asks: Default::default(),
             user_home: None,
             toolbelt_home: None,
             work_dir: WorkDirSlot::default(),
-            editor: crate::editor::EditorSlot::default(),
+            editor: crate::EditorSlot::default(),
         }
     }
 }
@@ -388,6 +388,16 @@ pub struct ToolFacts {
     pub asks_a_person: bool,
 }
 
+/// What a call allows for the rest of the turn once it is approved: a skill's
+/// `allowed-tools`, which the engine's scheduler adds to the turn's allow rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnGrant {
+    /// Who grants, for messages: `skill "release-notes"`.
+    pub source: String,
+    /// Allow rules, as `--allowed-tools` takes them (`run_shell_command(git *)`, `Read`).
+    pub rules: Vec<String>,
+}
+
 /// A tool: a declaration that builds validated calls.
 ///
 /// `build` receives arguments that already passed the JSON Schema (see
@@ -427,7 +437,7 @@ pub trait Tool: Send + Sync {
     /// VS Code's `when` clause: while it is false in the session's context the tool is
     /// not declared to the model and a call to it is refused as disabled (a `#reference`
     /// in the prompt still brings it in). `None`: always available.
-    fn when_clause(&self) -> Option<&crate::when::Expr> {
+    fn when_clause(&self) -> Option<&toolbelt_config::when::Expr> {
         None
     }
     /// The name a prompt uses to bring this tool into a request (`#name`), for tools
@@ -444,7 +454,7 @@ pub trait Tool: Send + Sync {
     }
     /// Other names permission rules may use for this tool (Claude Code's `Read`, `Bash`;
     /// Qwen Code's display names such as `ls`); one alias may name several tools. Only
-    /// a built-in's are believed (see [`ToolRegistry::rule_vocabulary`](crate::ToolRegistry::rule_vocabulary)).
+    /// a built-in's are believed (see the engine's `ToolRegistry::rule_vocabulary`).
     fn rule_aliases(&self) -> &[&'static str] {
         &[]
     }
@@ -458,7 +468,7 @@ pub trait Tool: Send + Sync {
     /// What the tool does to the paths it is given, for path rules: a rule on reading a
     /// path (`Read(//etc/**)`) covers every tool that reads. `None`: its path rules
     /// name it alone.
-    fn path_operation(&self) -> Option<crate::rules::PathOperation> {
+    fn path_operation(&self) -> Option<crate::PathOperation> {
         None
     }
     /// Whether the name is kept as Qwen Code spells it (models are trained on it) though
@@ -508,9 +518,9 @@ pub trait Invocation: Send + Sync {
         Box::pin(std::future::ready(()))
     }
     /// Calls this one allows without a question for the rest of the turn once it is
-    /// approved (a skill's `allowed-tools`; see [`crate::scheduler::grants`]). Believed
+    /// approved (a skill's `allowed-tools`; see the engine's `scheduler/grants.rs`). Believed
     /// only from built-in tools.
-    fn turn_grant(&self) -> Option<crate::scheduler::TurnGrant> {
+    fn turn_grant(&self) -> Option<crate::TurnGrant> {
         None
     }
     /// `None` when the call needs no approval by its nature; otherwise what to show.

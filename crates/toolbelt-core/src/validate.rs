@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use jsonschema::{Draft, Validator};
 use serde_json::{Map, Value};
 
-use crate::result::ToolError;
+use crate::ToolError;
 
 /// The largest integer every JSON implementation represents exactly (2^53-1, the
 /// `Number.MAX_SAFE_INTEGER` of JavaScript). Built-in tools use it as the `maximum` of

@@ -16,9 +16,9 @@
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::protected::{ProtectedPaths, Protection};
-use crate::result::{ErrorKind, ToolError};
-use crate::rules::{PathOperation, PathPolicy};
+use crate::{ErrorKind, ToolError};
+use crate::{PathOperation, PathPolicy};
+use crate::{ProtectedPaths, Protection};
 
 /// The directories tools may work in: the current directory, `--include-directories`
 /// and `context.includeDirectories`, each stored resolved (canonical).
@@ -167,7 +167,7 @@ impl WorkspaceRoots {
         let mut fresh = WorkspaceRoots::new([root])?;
         fresh.readable = self.readable.clone();
         fresh.readable_below = self.readable_below.clone();
-        fresh.policy = self.policy.relocated(crate::rules::Relocation {
+        fresh.policy = self.policy.relocated(crate::Relocation {
             from: checkout.to_path_buf(),
             to: root.to_path_buf(),
         });
@@ -375,7 +375,7 @@ pub fn normalize_lexically(path: &Path) -> PathBuf {
 
 /// `path` resolved as far as it can be; where it cannot (a dangling link, an unreadable
 /// directory), normalised lexically.
-pub(crate) fn resolve_best_effort(path: &Path) -> PathBuf {
+pub fn resolve_best_effort(path: &Path) -> PathBuf {
     resolve_real(path).unwrap_or_else(|_| normalize_lexically(path))
 }
 

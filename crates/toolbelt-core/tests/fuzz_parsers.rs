@@ -8,9 +8,10 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use toolbelt_core::settings::parse_settings_text;
-use toolbelt_core::validate::{SchemaValidator, parse_arguments};
-use toolbelt_core::{Settings, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_config::settings::parse_settings_text;
+use toolbelt_core::WorkspaceRoots;
+use toolbelt_core::{SchemaValidator, parse_arguments};
 
 fn arb_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![

@@ -17,8 +17,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolbelt_core::checkpoint::{CheckpointCall, Checkpoints};
-use toolbelt_core::{Kind, Settings, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{Kind, WorkspaceRoots};
+use toolbelt_engine::{checkpoint::CheckpointCall, checkpoint::Checkpoints};
 use toolbelt_history::{History, HistoryConfig, Phase};
 
 /// Text that compresses as source code does (about 3:1 with zstd).

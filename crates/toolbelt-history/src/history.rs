@@ -16,8 +16,12 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use toolbelt_core::checkpoint::{CheckpointCall, CheckpointError, Checkpoints, TurnStart};
-use toolbelt_core::{BoxFuture, Settings, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{BoxFuture, WorkspaceRoots};
+use toolbelt_engine::{
+    checkpoint::CheckpointCall, checkpoint::CheckpointError, checkpoint::Checkpoints,
+    checkpoint::TurnStart,
+};
 
 use crate::error::HistoryError;
 use crate::hash::ContentHash;

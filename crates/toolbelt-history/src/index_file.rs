@@ -337,8 +337,8 @@ pub(crate) fn read(store_dir: &Path) -> Option<IndexFile> {
 
 /// Writes the store's index file by rename (no `fsync`: it is a cache).
 pub(crate) fn write(store_dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    toolbelt_core::store_files::create_dir_all(store_dir)?;
-    toolbelt_core::store_files::write_atomic(&store_dir.join(FILE_NAME), bytes)
+    toolbelt_config::store_files::create_dir_all(store_dir)?;
+    toolbelt_config::store_files::write_atomic(&store_dir.join(FILE_NAME), bytes)
 }
 
 #[cfg(test)]

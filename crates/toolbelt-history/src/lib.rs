@@ -8,7 +8,7 @@
 //! Before every call that may change files (every kind that is not read-only, and
 //! `save_memory`), and again after it, the session's [`History`] records the
 //! workspace: the scheduler calls it through core's
-//! [`Checkpoints`](toolbelt_core::checkpoint::Checkpoints). What is recorded goes to a
+//! [`Checkpoints`](toolbelt_engine::checkpoint::Checkpoints). What is recorded goes to a
 //! content-addressed [`Store`] under the toolbelt home (`history/<project>/`, never the
 //! project's own `.git`): each file's content once, named by its BLAKE3 hash
 //! (`objects.rs`; large files in content-defined chunks, zstd-compressed), each

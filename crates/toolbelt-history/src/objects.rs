@@ -145,12 +145,12 @@ impl Objects {
         }
         let path = self.path(hash);
         let folder = path.parent().unwrap_or(&self.dir);
-        toolbelt_core::store_files::create_dir_all(folder)
+        toolbelt_config::store_files::create_dir_all(folder)
             .map_err(|e| StoreError::io(folder, e))?;
         let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let temp = folder.join(format!(".tmp-{}-{n}", std::process::id()));
         let result = (|| {
-            let mut file = toolbelt_core::store_files::create(&temp)?;
+            let mut file = toolbelt_config::store_files::create(&temp)?;
             file.write_all(MAGIC)?;
             file.write_all(&[kind])?;
             file.write_all(payload)?;

@@ -175,7 +175,7 @@ impl History {
         let roots = self.shared.config.roots.roots();
         only.iter()
             .map(|given| {
-                let path = toolbelt_core::workspace::normalize_lexically(given);
+                let path = toolbelt_core::normalize_lexically(given);
                 if roots.iter().any(|r| path.starts_with(r)) {
                     Ok(path)
                 } else {

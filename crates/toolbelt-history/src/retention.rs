@@ -61,7 +61,7 @@ impl Store {
             return Ok(SweepReport::default());
         }
         let lock_path = self.dir().join("lock");
-        let lock = toolbelt_core::store_files::create(&lock_path)
+        let lock = toolbelt_config::store_files::create(&lock_path)
             .map_err(|e| StoreError::io(&lock_path, e))?;
         if lock.try_lock().is_err() {
             return Ok(SweepReport::default());
@@ -86,7 +86,7 @@ impl Store {
         };
         self.remove_unmarked(&marked, now_ms, &mut report);
         self.objects.forget_known();
-        let _ = toolbelt_core::store_files::write(&stamp, now_ms.to_string().as_bytes());
+        let _ = toolbelt_config::store_files::write(&stamp, now_ms.to_string().as_bytes());
         Ok(report)
     }
 

@@ -28,7 +28,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
-use toolbelt_core::{Settings, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::WorkspaceRoots;
 
 use crate::history::RootIndex;
 use crate::index::{DirNode, DirStat, Node, join};

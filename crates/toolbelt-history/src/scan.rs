@@ -12,7 +12,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use toolbelt_core::{Settings, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::WorkspaceRoots;
 
 use crate::hash::ContentHash;
 use crate::index::{DirNode, Node, join, split_last};

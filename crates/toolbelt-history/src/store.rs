@@ -101,13 +101,13 @@ impl Store {
     /// Writes `record` (after every object it names); returns its file.
     pub(crate) fn write_record(&self, record: &Record) -> Result<PathBuf, StoreError> {
         let dir = self.records_dir();
-        toolbelt_core::store_files::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        toolbelt_config::store_files::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
         let path = dir.join(record.file_name());
         let n = RECORD_TEMP.fetch_add(1, Ordering::Relaxed);
         let temp = dir.join(format!(".tmp-{}-{n}", std::process::id()));
         let bytes = serde_json::to_vec(record)
             .map_err(|e| StoreError::io(&path, std::io::Error::other(e)))?;
-        let result = toolbelt_core::store_files::write(&temp, &bytes)
+        let result = toolbelt_config::store_files::write(&temp, &bytes)
             .and_then(|()| std::fs::rename(&temp, &path));
         if let Err(e) = result {
             let _ = std::fs::remove_file(&temp);

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use toolbelt_core::checkpoint::{CheckpointCall, Checkpoints, TurnStart};
-use toolbelt_core::{Kind, Settings, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{Kind, WorkspaceRoots};
+use toolbelt_engine::{checkpoint::CheckpointCall, checkpoint::Checkpoints, checkpoint::TurnStart};
 use toolbelt_history::{History, HistoryConfig, Phase, Store, render};
 
 struct Ws {

@@ -6,8 +6,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use toolbelt_core::checkpoint::{CheckpointCall, Checkpoints};
-use toolbelt_core::{Kind, Settings, WorkDirSlot, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{Kind, WorkDirSlot, WorkspaceRoots};
+use toolbelt_engine::{checkpoint::CheckpointCall, checkpoint::Checkpoints};
 use toolbelt_history::{History, HistoryConfig};
 
 fn call(id: &str) -> CheckpointCall {

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::hooks::{HookEvent, HookRequest, HookRunner};
-use toolbelt_core::settings::{HookLayer, Settings, SettingsLayer};
+use toolbelt_config::{settings::HookLayer, settings::Settings, settings::SettingsLayer};
+use toolbelt_engine::{hooks::HookEvent, hooks::HookRequest, hooks::HookRunner};
 use toolbelt_hooks::{HookConfig, HookEngine, SessionInfo};
 
 fn engine(hooks: Value, dir: &std::path::Path) -> HookEngine {

@@ -13,7 +13,7 @@
 //!   group's rewrite is its last one.
 
 use serde_json::Value;
-use toolbelt_core::hooks::{HookDecision, HookFailure, HookOutcome};
+use toolbelt_engine::{hooks::HookDecision, hooks::HookFailure, hooks::HookOutcome};
 
 use crate::output::Reply;
 

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use toolbelt_core::hooks::HookEvent;
-use toolbelt_core::settings::{HookLayer, Settings, SettingsLayer};
+use toolbelt_config::{settings::HookLayer, settings::Settings, settings::SettingsLayer};
+use toolbelt_engine::hooks::HookEvent;
 
 use crate::matcher::Matcher;
 

@@ -17,7 +17,10 @@ use std::sync::{Arc, RwLock};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
-use toolbelt_core::hooks::{HookDecision, HookEvent, HookOutcome, HookRequest, HookRunner};
+use toolbelt_engine::{
+    hooks::HookDecision, hooks::HookEvent, hooks::HookOutcome, hooks::HookRequest,
+    hooks::HookRunner,
+};
 use toolbelt_netguard::HostResolver;
 
 use crate::combine::{Ran, Unit, combine};

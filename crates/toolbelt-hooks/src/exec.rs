@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::hooks::HookEvent;
+use toolbelt_engine::hooks::HookEvent;
 
 use crate::config::{Executor, Hook};
 use crate::output::{Answer, decides};

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use serde_json::{Map, Value};
-use toolbelt_core::hooks::HookRequest;
+use toolbelt_engine::hooks::HookRequest;
 
 /// What the runner knows of its session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +76,7 @@ fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolbelt_core::hooks::{HookAgent, HookEvent};
+    use toolbelt_engine::{hooks::HookAgent, hooks::HookEvent};
 
     fn session() -> SessionInfo {
         SessionInfo {

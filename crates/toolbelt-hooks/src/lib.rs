@@ -5,9 +5,9 @@
 //!
 //! # Brief overview
 //!
-//! toolbelt-core says *when* (the [`HookRunner`](toolbelt_core::hooks::HookRunner)
+//! toolbelt-core says *when* (the [`HookRunner`](toolbelt_engine::hooks::HookRunner)
 //! contract: the scheduler and the agent ask it at each event and act on the combined
-//! [`HookOutcome`](toolbelt_core::hooks::HookOutcome)). This crate says *what runs and
+//! [`HookOutcome`](toolbelt_engine::hooks::HookOutcome)). This crate says *what runs and
 //! what it means*:
 //!
 //! - [`HookConfig`] reads `hooks` from every settings file (toolbelt's layers and Claude

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use toolbelt_core::settings::Settings;
+use toolbelt_config::settings::Settings;
 
 use crate::config::{ConfigError, HookOrigin, Skipped, parse_layer};
 

@@ -20,7 +20,7 @@
 //!   allow. Elsewhere it is a failure.
 
 use serde_json::{Map, Value};
-use toolbelt_core::hooks::{HookDecision, HookEvent};
+use toolbelt_engine::{hooks::HookDecision, hooks::HookEvent};
 
 /// What came back from one hook.
 #[derive(Debug, Clone, PartialEq)]

@@ -21,7 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolbelt_core::{ExecContext, Settings, Tool, ToolEnvironment, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ExecContext, Tool, ToolEnvironment, WorkspaceRoots};
 use toolbelt_lsp::{CheckedEdits, Servers};
 
 fn p50(mut v: Vec<Duration>) -> f64 {

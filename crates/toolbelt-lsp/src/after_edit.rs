@@ -93,7 +93,7 @@ impl Tool for CheckedEdits {
     fn can_update_output(&self) -> bool {
         self.inner.can_update_output()
     }
-    fn when_clause(&self) -> Option<&toolbelt_core::when::Expr> {
+    fn when_clause(&self) -> Option<&toolbelt_config::when::Expr> {
         self.inner.when_clause()
     }
     fn reference_name(&self) -> Option<&str> {
@@ -111,7 +111,7 @@ impl Tool for CheckedEdits {
     fn hook_aliases(&self) -> &[&'static str] {
         self.inner.hook_aliases()
     }
-    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+    fn path_operation(&self) -> Option<toolbelt_core::PathOperation> {
         self.inner.path_operation()
     }
     fn keeps_legacy_name(&self) -> bool {
@@ -154,7 +154,7 @@ impl Invocation for CheckedCall {
     fn prepare<'a>(&'a mut self, cancel: &'a CancellationToken) -> BoxFuture<'a, ()> {
         self.inner.prepare(cancel)
     }
-    fn turn_grant(&self) -> Option<toolbelt_core::scheduler::TurnGrant> {
+    fn turn_grant(&self) -> Option<toolbelt_core::TurnGrant> {
         self.inner.turn_grant()
     }
     fn confirmation(&self) -> BoxFuture<'_, Option<ConfirmationDetails>> {
@@ -308,8 +308,9 @@ async fn new_errors(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolbelt_core::rules::PathOperation;
-    use toolbelt_core::{Settings, WorkspaceRoots};
+    use toolbelt_config::settings::Settings;
+    use toolbelt_core::PathOperation;
+    use toolbelt_core::WorkspaceRoots;
 
     /// A tool that says everything the `Tool` trait lets a tool say about itself.
     struct Says(Value);

@@ -5,7 +5,7 @@
 //! The project's file is read only in a trusted folder: a server is a program toolbelt
 //! starts by itself, so a cloned repository must not be able to name one (the settings
 //! drop a workspace file's `lsp.servers` for the same reason, in
-//! `toolbelt_core::settings`). The user's file (`~/.qwen/.lsp.json`) is always read. A
+//! `toolbelt_config::settings`). The user's file (`~/.qwen/.lsp.json`) is always read. A
 //! bad file is an error that names the file and the key, so the person can fix it; it
 //! never silently drops a server.
 //!
@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
-use toolbelt_core::settings::{LspServerSettings, LspTransport, Millis};
-use toolbelt_core::{Settings, SettingsLayer};
+use toolbelt_config::{settings::LspServerSettings, settings::LspTransport, settings::Millis};
+use toolbelt_config::{settings::Settings, settings::SettingsLayer};
 
 /// Who wrote the file a server comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -318,7 +318,7 @@ fn check(
     let workspace_folder = match raw.workspace_folder {
         None => None,
         Some(w) => {
-            let p = toolbelt_core::workspace::normalize_lexically(&origin.base.join(&w));
+            let p = toolbelt_core::normalize_lexically(&origin.base.join(&w));
             // As Qwen Code requires: a server works inside the project, never on the
             // home or the whole disk.
             if !p.starts_with(origin.base) {

@@ -133,10 +133,10 @@ pub(crate) const MAX_DOCUMENT: u64 = 16 * 1024 * 1024;
 
 /// The text of a regular file of at most [`MAX_DOCUMENT`] bytes (also when it grows
 /// while read), opened without blocking on a FIFO (through core's one bounded reader,
-/// [`toolbelt_core::project_file::read_own`]): a multi-gigabyte file in the workspace is
+/// [`toolbelt_config::project_file::read_own`]): a multi-gigabyte file in the workspace is
 /// refused, not read whole into toolbelt and the server.
 pub(crate) fn read_document_now(path: &std::path::Path) -> Result<String, String> {
-    use toolbelt_core::project_file::{ProjectFileError, read_own};
+    use toolbelt_config::{project_file::ProjectFileError, project_file::read_own};
     let bytes = read_own(path, MAX_DOCUMENT).map_err(|e| match e {
         ProjectFileError::TooLarge { .. } => {
             format!("it is larger than {MAX_DOCUMENT} bytes (16 MiB)")

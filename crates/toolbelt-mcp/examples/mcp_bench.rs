@@ -7,8 +7,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use toolbelt_core::settings::McpServerSettings;
-use toolbelt_core::{ExecContext, Settings, ToolEnvironment, ToolRegistry, WorkspaceRoots};
+use toolbelt_config::settings::McpServerSettings;
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ExecContext, ToolEnvironment, WorkspaceRoots};
+use toolbelt_engine::registry::ToolRegistry;
 use toolbelt_mcp::{McpServers, ServerConfig};
 
 #[tokio::main]

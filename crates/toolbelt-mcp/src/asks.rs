@@ -21,11 +21,11 @@ use rmcp::model::{
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::server_asks::{
+use toolbelt_config::settings::McpSampling;
+use toolbelt_core::{
     Choice, ElicitationAnswer, ElicitationMode, ElicitationRequest, FieldKind, Form, FormField,
     SAMPLING_MAX_TOKENS, SampledMessage, SamplingRequest, ServerAskSlot,
 };
-use toolbelt_core::settings::McpSampling;
 
 /// Answers `elicitation/create` of server `alias`.
 pub(crate) async fn elicit(

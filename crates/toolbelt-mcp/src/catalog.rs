@@ -23,7 +23,7 @@ use rmcp::model::{
 };
 use rmcp::{Peer, RoleClient, ServiceError};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::redact::redact;
+use toolbelt_config::redact::redact;
 
 use crate::connection::{
     MAX_INPUT_ROUNDS, McpConnection, Unavailable, human_duration, service_error_text,

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
-use toolbelt_core::Settings;
-use toolbelt_core::redact::{self, Redactor};
-use toolbelt_core::settings::McpServerSettings;
+use toolbelt_config::settings::McpServerSettings;
+use toolbelt_config::settings::Settings;
+use toolbelt_config::{redact, redact::Redactor};
 
 /// Default time to start a server, finish the handshake and list its tools
 /// (`startupTimeout`).
@@ -124,11 +124,11 @@ pub struct ServerConfig {
     /// reads); its other tools still ask.
     pub trust_annotations: bool,
     /// Whether its sampling requests reach the model (`sampling`; see
-    /// [`toolbelt_core::settings::McpSampling`]).
-    pub sampling: toolbelt_core::settings::McpSampling,
+    /// [`toolbelt_config::settings::McpSampling`]).
+    pub sampling: toolbelt_config::settings::McpSampling,
     /// Who answers its elicitation and sampling requests: the session's slot, empty
     /// (refusing) until the session says otherwise.
-    pub asks: toolbelt_core::server_asks::ServerAskSlot,
+    pub asks: toolbelt_core::ServerAskSlot,
     /// Only these tools are offered (`includeTools`); all when `None`.
     pub include_tools: Option<Vec<String>>,
     /// These tools are never offered (`excludeTools`).
@@ -349,7 +349,7 @@ pub fn parse_mcp_config(arg: &str) -> Result<BTreeMap<String, McpServerSettings>
         (text, trimmed.to_string())
     };
     let value: Value =
-        toolbelt_core::settings::parse_settings_text(text.as_bytes()).map_err(|error| {
+        toolbelt_config::settings::parse_settings_text(text.as_bytes()).map_err(|error| {
             McpConfigError::Syntax {
                 origin: origin.clone(),
                 error,

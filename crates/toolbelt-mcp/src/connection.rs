@@ -12,7 +12,7 @@
 //! What a server writes to stderr goes to its log file and never into a status, an
 //! error or a result: it is the server's text, and may hold what it was configured
 //! with. Errors say where the log is. Every text that leaves is masked with
-//! [`toolbelt_core::redact`]. An outage is logged once, not on every call.
+//! [`toolbelt_config::redact`]. An outage is logged once, not on every call.
 
 mod call;
 mod listen;
@@ -30,8 +30,8 @@ use futures::future::{BoxFuture, Shared};
 use rmcp::{Peer, RoleClient, ServiceError};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
+use toolbelt_config::redact::redact;
 use toolbelt_core::Tool;
-use toolbelt_core::redact::redact;
 
 use crate::config::{ServerConfig, Transport};
 use crate::events::ServerEvents;
@@ -108,10 +108,10 @@ impl McpConnection {
             .collect();
         config
             .transport
-            .register_secrets(toolbelt_core::redact::global());
+            .register_secrets(toolbelt_config::redact::global());
         config
             .oauth
-            .register_secrets(toolbelt_core::redact::global());
+            .register_secrets(toolbelt_config::redact::global());
         Arc::new(McpConnection {
             events: ServerEvents::new(&config, changes),
             log_path: log_dir.join(format!("{file_name}.log")),

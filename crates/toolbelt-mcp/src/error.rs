@@ -2,7 +2,7 @@
 //! `--mcp-config` that cannot be read, [`McpError`] for a server that cannot be
 //! reached, listed or asked for a prompt. The texts are the ones the person reads.
 
-use toolbelt_core::settings::SettingsTextError;
+use toolbelt_config::settings::SettingsTextError;
 
 /// Why an `mcpServers` entry or a `--mcp-config` argument cannot be used.
 #[derive(Debug, thiserror::Error)]

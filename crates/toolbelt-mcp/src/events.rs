@@ -29,9 +29,9 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::mpsc::UnboundedSender;
+use toolbelt_config::settings::McpSampling;
 use toolbelt_core::OutputSink;
-use toolbelt_core::server_asks::ServerAskSlot;
-use toolbelt_core::settings::McpSampling;
+use toolbelt_core::ServerAskSlot;
 
 use crate::config::ServerConfig;
 
@@ -249,7 +249,7 @@ mod tests {
     fn only_updates_of_subscribed_resources_are_kept() {
         let config = ServerConfig::from_settings(
             "s",
-            &toolbelt_core::settings::McpServerSettings {
+            &toolbelt_config::settings::McpServerSettings {
                 command: Some("true".into()),
                 ..Default::default()
             },

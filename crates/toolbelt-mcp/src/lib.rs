@@ -36,7 +36,7 @@
 //! # Secrets
 //!
 //! Each [`ServerConfig`] registers its credentials (header values, URL user-info, secret
-//! `env` values and flags) with [`toolbelt_core::redact::global`] when its connection is
+//! `env` values and flags) with [`toolbelt_config::redact::global`] when its connection is
 //! made; every status, error and listing of this crate is masked with it.
 //!
 //! # Trust
@@ -71,7 +71,7 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use tokio::sync::mpsc;
-use toolbelt_core::{Origin, ToolRegistry};
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
 
 mod asks;
 mod background;
@@ -343,7 +343,7 @@ impl McpServers {
     /// arrived.
     pub fn server_of_tool_name(&self, name: &str) -> Option<&str> {
         self.connections.iter().map(|c| c.alias()).find(|alias| {
-            let prefix = toolbelt_core::registry::sanitize_tool_name(&format!("mcp__{alias}__"));
+            let prefix = toolbelt_engine::registry::sanitize_tool_name(&format!("mcp__{alias}__"));
             name.starts_with(&prefix)
         })
     }
@@ -411,7 +411,7 @@ impl McpServers {
             alias: p.alias.clone(),
             transport: "-".into(),
             target: String::new(),
-            status: ServerStatus::Failed(toolbelt_core::redact::redact(&p.reason)),
+            status: ServerStatus::Failed(toolbelt_config::redact::redact(&p.reason)),
             tools: Vec::new(),
             resources: 0,
             resource_templates: 0,
@@ -460,8 +460,8 @@ impl McpServers {
 
 /// What permission rules may call the resource tools, known before any server
 /// connects (the session's vocabulary is made before its registry).
-pub fn rule_vocabulary() -> toolbelt_core::rules::RuleVocabulary {
-    let mut vocabulary = toolbelt_core::rules::RuleVocabulary::default();
+pub fn rule_vocabulary() -> toolbelt_engine::rules::RuleVocabulary {
+    let mut vocabulary = toolbelt_engine::rules::RuleVocabulary::default();
     vocabulary.add(LIST_NAME, LIST_RULE_ALIASES, None);
     vocabulary.add(READ_NAME, READ_RULE_ALIASES, None);
     vocabulary
@@ -477,4 +477,4 @@ fn register_server(connection: &Arc<McpConnection>, registry: &mut ToolRegistry)
 }
 
 /// Convenience for callers that hold the extra servers of `--mcp-config` as a map.
-pub type ServerEntries = BTreeMap<String, toolbelt_core::settings::McpServerSettings>;
+pub type ServerEntries = BTreeMap<String, toolbelt_config::settings::McpServerSettings>;

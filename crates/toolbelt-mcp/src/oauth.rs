@@ -45,7 +45,7 @@ use rmcp::transport::auth::{
 };
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 use rmcp::transport::worker::WorkerQuitReason;
-use toolbelt_core::settings::McpOAuthSettings;
+use toolbelt_config::settings::McpOAuthSettings;
 
 use crate::config::{ServerConfig, Transport};
 use crate::error::McpAuthError;
@@ -99,7 +99,7 @@ impl OAuthConfig {
     }
 
     /// The client secret is masked wherever text leaves toolbelt.
-    pub(crate) fn register_secrets(&self, redactor: &toolbelt_core::redact::Redactor) {
+    pub(crate) fn register_secrets(&self, redactor: &toolbelt_config::redact::Redactor) {
         if let Some(secret) = &self.client_secret {
             redactor.add_secret(secret);
         }
@@ -182,7 +182,7 @@ pub async fn login(
     policy::check_endpoint("server", &url)?;
     config
         .oauth
-        .register_secrets(toolbelt_core::redact::global());
+        .register_secrets(toolbelt_config::redact::global());
     let mut manager = manager(&url, store.clone(), &config.oauth).await?;
     let metadata = discover(&manager).await?;
     manager.set_metadata(metadata);
@@ -310,7 +310,7 @@ pub(crate) async fn kept_tokens(
     }
     config
         .oauth
-        .register_secrets(toolbelt_core::redact::global());
+        .register_secrets(toolbelt_config::redact::global());
     let login_again =
         |why: String| format!("{why} (`toolbelt mcp auth {}` logs in again)", config.alias);
     let mut manager = manager(url, store, &config.oauth)
@@ -424,7 +424,7 @@ fn text(e: &AuthError) -> String {
     if chain.chars().count() > MAX_ERROR_CHARS {
         line.push_str("...");
     }
-    toolbelt_core::redact::redact(&line)
+    toolbelt_config::redact::redact(&line)
 }
 
 /// The longest error text shown.
@@ -437,7 +437,7 @@ mod tests {
     #[tokio::test]
     async fn no_login_to_a_server_reached_in_the_clear_over_a_network() {
         let dir = tempfile::tempdir().unwrap();
-        let entry = toolbelt_core::settings::McpServerSettings {
+        let entry = toolbelt_config::settings::McpServerSettings {
             http_url: Some("http://mcp.example.invalid/mcp".into()),
             ..Default::default()
         };

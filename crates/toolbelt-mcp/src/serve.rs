@@ -7,7 +7,7 @@
 //! module knows MCP. They meet at [`Workspaces`]: given the workspace roots (the
 //! client's `roots`, or none for the current directory) it opens a [`Toolset`]. Each
 //! connection is a [`ToolbeltServer`] (rmcp's `ServerHandler`) holding one
-//! [`Scheduler`](toolbelt_core::scheduler::Scheduler) per toolset, so a `tools/call` goes through exactly the flow of a model's
+//! [`Scheduler`](toolbelt_engine::scheduler::Scheduler) per toolset, so a `tools/call` goes through exactly the flow of a model's
 //! function call: lookup, argument checks, rules, approval mode, confirmation,
 //! execution, output limits. Results are mapped in `wire`.
 //!
@@ -80,8 +80,10 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, Subsc
 use serde_json::Value;
 use tokio::sync::{Mutex, watch};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::scheduler::{ApprovalMode, ToolCallRequest, TurnInfo};
-use toolbelt_core::{Kind, ToolEnvironment, ToolRegistry};
+use toolbelt_config::ApprovalMode;
+use toolbelt_core::{Kind, ToolEnvironment};
+use toolbelt_engine::registry::ToolRegistry;
+use toolbelt_engine::{scheduler::ToolCallRequest, scheduler::TurnInfo};
 
 use active::{Active, Asking, Opening, Roots};
 use approve::Remembered;
@@ -99,7 +101,7 @@ pub struct Toolset {
     /// in, its hooks (run around every call) and its file checkpoints (taken before
     /// every call that may change files; `toolbelt restore` undoes them): every
     /// connection's scheduler is made from them.
-    pub rules: toolbelt_core::scheduler::CallRules,
+    pub rules: toolbelt_engine::scheduler::CallRules,
     /// Problems met while assembling (a bad manifest, a rule that names no tool): sent
     /// to the client as `notifications/message` warnings.
     pub warnings: Vec<String>,
@@ -292,7 +294,7 @@ impl Connection {
     /// Sends `message` to the client as `notifications/message` when it wants `level`.
     async fn log(&self, peer: &Peer<RoleServer>, level: LoggingLevel, message: &str) {
         tracing::warn!("{message}");
-        let message = toolbelt_core::redact::redact(message);
+        let message = toolbelt_config::redact::redact(message);
         if level_rank(level) >= self.log_level.load(Ordering::SeqCst) {
             let _ = peer
                 .notify_logging_message(

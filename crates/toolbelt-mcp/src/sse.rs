@@ -162,7 +162,7 @@ async fn with_token(
     let token = auth
         .get_access_token()
         .await
-        .map_err(|e| toolbelt_core::redact::redact(&crate::start::error_chain(&e)))?;
+        .map_err(|e| toolbelt_config::redact::redact(&crate::start::error_chain(&e)))?;
     let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
         .map_err(|_| "the access token is not a valid header value".to_string())?;
     value.set_sensitive(true);

@@ -255,9 +255,9 @@ pub(crate) const SERVER_LOG_CAP: u64 = 16 << 20;
 /// output is dropped.
 fn open_log(log_path: &Path) -> Stdio {
     if let Some(dir) = log_path.parent() {
-        let _ = toolbelt_core::store_files::create_dir_all(dir);
+        let _ = toolbelt_config::store_files::create_dir_all(dir);
     }
-    let opened = toolbelt_core::store_files::open_options()
+    let opened = toolbelt_config::store_files::open_options()
         .create(true)
         .append(true)
         .open(log_path);
@@ -308,7 +308,7 @@ pub(crate) fn same_origin_client() -> Result<reqwest::Client, String> {
         if attempt.previous().len() > 10 {
             attempt.error("too many redirects")
         } else if first.is_some_and(|origin| origin != attempt.url().origin()) {
-            let to = toolbelt_core::redact::redact(attempt.url().as_str());
+            let to = toolbelt_config::redact::redact(attempt.url().as_str());
             attempt.error(format!(
                 "the server redirected to another origin ({to}); refused, since the configured headers would go there"
             ))

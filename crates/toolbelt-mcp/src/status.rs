@@ -3,7 +3,7 @@
 //! and waiting for the session's next start (`background`), or waiting for an OAuth
 //! login (`oauth`).
 
-use toolbelt_core::redact::redact;
+use toolbelt_config::redact::redact;
 
 /// Where a server stands.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,11 +16,11 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use toolbelt_core::registry::sanitize_tool_name;
 use toolbelt_core::{
     ConfirmationDetails, ExecContext, Invocation, Kind, PermissionSubject, Tool, ToolError,
     ToolResult,
 };
+use toolbelt_engine::registry::sanitize_tool_name;
 
 use crate::connection::McpConnection;
 

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use toolbelt_core::settings::McpServerSettings;
-use toolbelt_core::{
-    ErrorKind, ExecContext, Settings, ToolEnvironment, ToolRegistry, WorkspaceRoots,
-};
+use toolbelt_config::settings::McpServerSettings;
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ErrorKind, ExecContext, ToolEnvironment, WorkspaceRoots};
+use toolbelt_engine::registry::ToolRegistry;
 use toolbelt_mcp::{McpServers, ServerConfig, ServerStatus};
 
 fn testserver() -> PathBuf {

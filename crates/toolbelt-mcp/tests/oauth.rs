@@ -13,8 +13,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
-use toolbelt_core::ToolRegistry;
-use toolbelt_core::settings::McpServerSettings;
+use toolbelt_config::settings::McpServerSettings;
+use toolbelt_engine::registry::ToolRegistry;
 use toolbelt_mcp::{McpServers, ServerConfig, ServerStatus};
 
 /// The SDK's install, or `None` (skipped) outside CI when it is missing.

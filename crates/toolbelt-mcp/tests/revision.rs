@@ -15,15 +15,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::server_asks::{
+use toolbelt_config::settings::McpServerSettings;
+use toolbelt_config::settings::Settings;
+use toolbelt_core::BoxFuture;
+use toolbelt_core::{
     ElicitationAnswer, ElicitationMode, ElicitationRequest, SampledReply, SamplingRequest,
     ServerAskSlot, ServerAsker, ServerSampler,
 };
-use toolbelt_core::settings::McpServerSettings;
-use toolbelt_core::tool::BoxFuture;
-use toolbelt_core::{
-    ExecContext, Settings, ToolEnvironment, ToolRegistry, ToolResult, WorkspaceRoots,
-};
+use toolbelt_core::{ExecContext, ToolEnvironment, ToolResult, WorkspaceRoots};
+use toolbelt_engine::registry::ToolRegistry;
 use toolbelt_mcp::{McpServers, ServerConfig, ServerStatus};
 
 /// The virtualenv's Python with the SDK, or `None` (skipped) outside CI when missing.

@@ -12,11 +12,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
-use toolbelt_core::settings::McpServerSettings;
+use toolbelt_config::settings::McpServerSettings;
+use toolbelt_config::settings::Settings;
 use toolbelt_core::{
-    ConfirmationDetails, ErrorKind, ExecContext, Kind, Origin, OutputSink, Part, Settings,
-    ToolEnvironment, ToolRegistry, ToolResult, WorkspaceRoots,
+    ConfirmationDetails, ErrorKind, ExecContext, Kind, OutputSink, Part, ToolEnvironment,
+    ToolResult, WorkspaceRoots,
 };
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
 use toolbelt_mcp::{McpServers, ServerConfig, ServerStatus};
 
 fn testserver() -> PathBuf {
@@ -405,8 +407,8 @@ async fn long_names_are_cut_to_64_with_a_stable_hash() {
     let (_servers, registry) = f.connect(vec![(alias, stdio(&[]))]).await;
     let names: Vec<&str> = registry.all().map(|r| r.name.as_str()).collect();
     assert!(names.iter().all(|n| n.len() <= 64), "{names:?}");
-    let echo = toolbelt_core::registry::sanitize_tool_name(&format!("mcp__{alias}__echo"));
-    let sleep = toolbelt_core::registry::sanitize_tool_name(&format!("mcp__{alias}__sleep"));
+    let echo = toolbelt_engine::registry::sanitize_tool_name(&format!("mcp__{alias}__echo"));
+    let sleep = toolbelt_engine::registry::sanitize_tool_name(&format!("mcp__{alias}__sleep"));
     assert_ne!(echo, sleep);
     assert_eq!(
         f.call(&registry, &echo, json!({"message": "long"}))

@@ -10,8 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use toolbelt_core::settings::McpServerSettings;
-use toolbelt_core::{Tool, ToolRegistry};
+use toolbelt_config::settings::McpServerSettings;
+use toolbelt_core::Tool;
+use toolbelt_engine::registry::ToolRegistry;
 use toolbelt_mcp::{McpServers, ServerConfig, ServerStatus};
 
 fn testserver() -> PathBuf {

@@ -8,12 +8,13 @@
 //! auto-edit`.
 
 use std::path::Path;
-use toolbelt_core::scheduler::CallRules;
+use toolbelt_engine::scheduler::CallRules;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::scheduler::{
-    CompletedCall, NobodyToAsk, Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo,
+use toolbelt_engine::{
+    scheduler::CompletedCall, scheduler::NobodyToAsk, scheduler::Scheduler,
+    scheduler::SchedulerConfig, scheduler::ToolCallRequest, scheduler::TurnInfo,
 };
 use toolbelt_session::{Policy, Session, SessionOptions};
 

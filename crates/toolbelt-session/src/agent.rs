@@ -11,9 +11,14 @@ use toolbelt_agent::prompt::{PromptFacts, system_prompt};
 use toolbelt_agent::subagents::BackgroundTasks;
 use toolbelt_agent::transcript::{LoadedSession, SessionStore, SessionWriter};
 use toolbelt_agent::{Agent, EventSink, context_files};
-use toolbelt_core::hooks::HookRunner;
-use toolbelt_core::scheduler::{ApprovalMode, Approver, CallRules, Permissions, SchedulerConfig};
-use toolbelt_core::{RuleList, Settings, ToolEnvironment, ToolRegistry};
+use toolbelt_config::ApprovalMode;
+use toolbelt_config::settings::Settings;
+use toolbelt_core::ToolEnvironment;
+use toolbelt_engine::hooks::HookRunner;
+use toolbelt_engine::{registry::ToolRegistry, rules::RuleList};
+use toolbelt_engine::{
+    scheduler::Approver, scheduler::CallRules, scheduler::Permissions, scheduler::SchedulerConfig,
+};
 use toolbelt_model::{Model, RecordingModel, ReplayModel};
 
 use crate::dont_ask::DontAsk;
@@ -102,7 +107,7 @@ pub struct SystemPrompt {
     append: Option<String>,
     /// The context files' names (`context.fileName`) by where they may be read, and
     /// the home whose `.qwen` is looked in.
-    names: toolbelt_core::settings::ContextFileNamesByPlace,
+    names: toolbelt_config::settings::ContextFileNamesByPlace,
     home: Option<PathBuf>,
 }
 
@@ -160,7 +165,7 @@ impl Ruled {
     /// is made from it.
     fn call_rules(
         self,
-        checkpoints: Option<Arc<dyn toolbelt_core::checkpoint::Checkpoints>>,
+        checkpoints: Option<Arc<dyn toolbelt_engine::checkpoint::Checkpoints>>,
     ) -> (CallRules, ToolOffer) {
         let rules = CallRules::new(self.permissions, self.mode, self.hooks, checkpoints);
         (rules, self.offer)
@@ -304,7 +309,7 @@ impl Session {
             crate::worktree::write_sidecar(&store_dir, id, &worktrees, &warn);
         }
         if let Some(made) = fresh_worktree {
-            let event = toolbelt_core::hooks::HookEvent::WorktreeCreate;
+            let event = toolbelt_engine::hooks::HookEvent::WorktreeCreate;
             worktrees.announce(event, &made).await;
         }
         // SessionStart: what its hooks say goes with the first prompt.
@@ -553,7 +558,7 @@ fn make_system_prompt(
 
 /// `--core-tools` with the aliases rules know (Claude's `Read`, `Bash`, ...) as the tools
 /// they stand for.
-fn core_names(core: &[String], vocabulary: &toolbelt_core::rules::RuleVocabulary) -> Vec<String> {
+fn core_names(core: &[String], vocabulary: &toolbelt_engine::rules::RuleVocabulary) -> Vec<String> {
     core.iter()
         .flat_map(|name| match vocabulary.tools_of(name.trim()) {
             Some(tools) => tools.to_vec(),

@@ -7,7 +7,7 @@
 //! deny rule silently lost would run the session under weaker rules than the ones given.
 
 use serde_json::Value;
-use toolbelt_core::RuleList;
+use toolbelt_engine::rules::RuleList;
 
 /// The largest settings file read.
 const MAX_BYTES: u64 = 1 << 20;

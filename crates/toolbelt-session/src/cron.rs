@@ -9,7 +9,7 @@
 //! sets when recurring tasks expire (0: never). The schedule lives in the process and
 //! nothing is written to disk, unless the settings allow durable tasks
 //! (`experimental.cronDurable: true`; an untrusted folder's settings cannot, see
-//! `toolbelt_core::settings::untrusted`) and the person approves one (`cron_create`
+//! `toolbelt_config::settings::untrusted`) and the person approves one (`cron_create`
 //! with `durable` asks every time; `/loop` makes session tasks): durable tasks are kept
 //! beside the project's saved sessions, outside the workspace, with the session and
 //! project that made them, which the prompt names when it fires.
@@ -17,7 +17,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use toolbelt_core::{Origin, ToolEnvironment, ToolRegistry};
+use toolbelt_core::ToolEnvironment;
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
 use toolbelt_tools::cron::{
     CronTasks, CronTool, DEFAULT_MAX_AGE_DAYS, Fired, TaskOrigin, system_clock,
 };

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use toolbelt_core::BoxFuture;
-use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver};
+use toolbelt_engine::{scheduler::Approval, scheduler::ApprovalRequest, scheduler::Approver};
 
 /// What a call refused in `dontAsk` mode tells the model.
 pub const DONT_ASK_REFUSAL: &str = "The session is in dontAsk mode: a call that is not allowed beforehand (rules, --allowed-tools) is refused without asking.";

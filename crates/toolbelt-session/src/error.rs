@@ -101,7 +101,7 @@ pub enum FlagError {
 #[error("{error}\n  {expr}\n  {}^", " ".repeat(*column))]
 pub struct ClauseError {
     /// The parser's error.
-    pub error: toolbelt_core::when::WhenError,
+    pub error: toolbelt_config::when::WhenError,
     /// The clause as given.
     pub expr: String,
     /// The column (in characters) the error points at.
@@ -130,7 +130,7 @@ pub enum TrustChangeError {
     NoHome,
     /// The trusted-folders file cannot be read or written.
     #[error(transparent)]
-    File(#[from] toolbelt_core::trust::TrustError),
+    File(#[from] toolbelt_config::trust::TrustError),
 }
 
 /// Why `--resume` without an ID has nothing to list.

@@ -10,7 +10,8 @@
 
 use std::path::Path;
 
-use toolbelt_core::{Settings, SettingsPaths, WorkspaceRoots};
+use toolbelt_config::{settings::Settings, settings::SettingsPaths};
+use toolbelt_core::WorkspaceRoots;
 use toolbelt_hooks::{HookConfig, HookEngine, HookListing, SessionInfo};
 
 use crate::options::SessionOptions;
@@ -72,7 +73,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use serde_json::json;
-    use toolbelt_core::settings::{HookLayer, SettingsLayer};
+    use toolbelt_config::{settings::HookLayer, settings::SettingsLayer};
 
     use super::*;
     use crate::options::Warn;

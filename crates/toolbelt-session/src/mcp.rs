@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use toolbelt_agent::{ToolSource, TurnEvents};
-use toolbelt_core::{BoxFuture, Origin, ToolEnvironment, ToolRegistry};
+use toolbelt_core::{BoxFuture, ToolEnvironment};
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
 use toolbelt_mcp::{ConfigProblem, McpServers, ServerConfig};
 
 use crate::offer::ToolOffer;

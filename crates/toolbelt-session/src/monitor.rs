@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use toolbelt_agent::TurnEvents;
-use toolbelt_core::{BoxFuture, Origin, ToolEnvironment, ToolRegistry};
+use toolbelt_core::{BoxFuture, ToolEnvironment};
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
 use toolbelt_tools::{JobTable, Monitor, MonitorTable};
 
 /// A session's monitors as a source of events between turns.

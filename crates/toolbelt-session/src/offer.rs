@@ -7,8 +7,9 @@
 
 use std::sync::Arc;
 
-use toolbelt_core::rules::{Rule, RuleVocabulary};
-use toolbelt_core::{Settings, ToolRegistry};
+use toolbelt_config::settings::Settings;
+use toolbelt_engine::registry::ToolRegistry;
+use toolbelt_engine::{rules::Rule, rules::RuleVocabulary};
 
 use crate::options::{AgentOptions, Policy};
 

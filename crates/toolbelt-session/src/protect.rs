@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use toolbelt_core::{Settings, SettingsPaths, ToolEnvironment, WorkspaceRoots};
+use toolbelt_config::{settings::Settings, settings::SettingsPaths};
+use toolbelt_core::{ToolEnvironment, WorkspaceRoots};
 
 use crate::paths::{absolute, toolbelt_home};
 

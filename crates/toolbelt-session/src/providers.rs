@@ -19,8 +19,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolbelt_core::Settings;
-use toolbelt_core::settings::ModelProviderEntry;
+use toolbelt_config::settings::ModelProviderEntry;
+use toolbelt_config::settings::Settings;
 use toolbelt_model::{
     AnthropicClient, AnthropicConfig, GeminiConfig, GeminiModel, Model, OpenAiClient, OpenAiConfig,
     ResponsesConfig, ResponsesModel, RetryPolicy, Sampling,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
-use toolbelt_core::server_asks::{SampledReply, SamplingRequest, ServerSampler};
+use toolbelt_core::{SampledReply, SamplingRequest, ServerSampler};
 use toolbelt_model::{FinishReason, Message, Model, ModelRequest, Sampling};
 
 use crate::model_slot::ModelSlot;

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::json;
-use toolbelt_core::settings::Sandbox;
+use toolbelt_config::settings::Sandbox;
 use toolbelt_core::{ExecContext, Tool, ToolEnvironment, ToolResult};
 use toolbelt_tools::{RunShellCommand, SandboxSupport};
 

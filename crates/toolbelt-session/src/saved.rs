@@ -91,7 +91,9 @@ fn listing_line(store: &SessionStore, id: &str) -> String {
         .iter()
         .filter_map(|m| match m {
             toolbelt_model::Message::User(parts) => parts.iter().find_map(|p| match p {
-                toolbelt_model::UserPart::Text(t) if !toolbelt_core::hooks::is_context_block(t) => {
+                toolbelt_model::UserPart::Text(t)
+                    if !toolbelt_engine::hooks::is_context_block(t) =>
+                {
                     Some(t.clone())
                 }
                 _ => None,

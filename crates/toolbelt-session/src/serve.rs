@@ -21,8 +21,9 @@ use std::sync::Arc;
 
 use config_watch::ConfigWatch;
 use tokio::sync::{Mutex, watch};
-use toolbelt_core::scheduler::CallRules;
-use toolbelt_core::{BoxFuture, ToolRegistry};
+use toolbelt_core::BoxFuture;
+use toolbelt_engine::registry::ToolRegistry;
+use toolbelt_engine::scheduler::CallRules;
 use toolbelt_mcp::McpServers;
 use toolbelt_mcp::serve::{Toolset, Workspaces};
 
@@ -250,7 +251,7 @@ impl ServeWorkspaces {
             Arc::new(toolbelt_agent::subagents::TaskStop::shell_jobs(Arc::new(
                 jobs,
             ))),
-            toolbelt_core::Origin::BuiltIn,
+            toolbelt_engine::registry::Origin::BuiltIn,
         );
         ToolOffer::for_policy(&session.env.settings, &self.policy).apply(&mut session.registry);
         // Nothing here can answer the model's questions to a person (the client is the
@@ -266,7 +267,7 @@ impl ServeWorkspaces {
 /// the `when` clauses again with these keys.
 fn when_context(
     session: &Session,
-    mode: toolbelt_core::scheduler::ApprovalMode,
+    mode: toolbelt_config::ApprovalMode,
 ) -> toolbelt_mcp::serve::WhenContext {
     let keys_at_open = session.when_context(mode);
     // A `--context approvalMode=...` pair wins over the mode, as at open.

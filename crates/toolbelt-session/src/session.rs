@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use toolbelt_core::hooks::HookRunner;
-use toolbelt_core::rules::{PathPolicy, RuleVocabulary};
-use toolbelt_core::scheduler::{ApprovalMode, Permissions};
-use toolbelt_core::{
-    Origin, PermissionRules, RuleList, Settings, SettingsPaths, ToolEnvironment, ToolRegistry,
-    WorkspaceRoots,
+use toolbelt_config::ApprovalMode;
+use toolbelt_config::{settings::Settings, settings::SettingsPaths};
+use toolbelt_core::{ToolEnvironment, WorkspaceRoots};
+use toolbelt_engine::hooks::HookRunner;
+use toolbelt_engine::rules::RuleVocabulary;
+use toolbelt_engine::scheduler::Permissions;
+use toolbelt_engine::{
+    registry::Origin, registry::ToolRegistry, rules::PermissionRules, rules::RuleList,
 };
 use toolbelt_hooks::HookEngine;
 use toolbelt_mcp::McpServers;
@@ -109,7 +111,7 @@ impl Session {
         // A store an earlier toolbelt made readable to others is narrowed before
         // anything is added to it (issue 40).
         let home = crate::paths::toolbelt_home();
-        if let Err(e) = toolbelt_core::store_files::tighten(&home) {
+        if let Err(e) = toolbelt_config::store_files::tighten(&home) {
             tracing::warn!("cannot narrow the modes of {}: {e}", home.display());
         }
         let session_dir = session_dir(dir);
@@ -215,10 +217,13 @@ impl Session {
     }
 
     /// The when-clause context keys of this session in approval mode `mode`: see
-    /// [`toolbelt_core::when::session_context`], then the `--context` pairs (which win).
+    /// [`toolbelt_config::when::session_context`], then the `--context` pairs (which win).
     pub fn when_context(&self, mode: ApprovalMode) -> Map<String, Value> {
-        let mut keys =
-            toolbelt_core::when::session_context(&self.env.settings, self.env.roots.roots(), mode);
+        let mut keys = toolbelt_config::when::session_context(
+            &self.env.settings,
+            self.env.roots.roots(),
+            mode,
+        );
         keys.extend(self.context_overrides.clone());
         keys
     }
@@ -227,7 +232,7 @@ impl Session {
     /// the settings' approval mode; a clause that does not parse is an error of three
     /// lines, the last pointing at the place.
     pub fn when_verdict(&self, expr: &str) -> Result<bool, ClauseError> {
-        let clause = toolbelt_core::when::parse(expr).map_err(|error| {
+        let clause = toolbelt_config::when::parse(expr).map_err(|error| {
             let column = expr[..error.offset.min(expr.len())].chars().count();
             ClauseError {
                 error,
@@ -426,7 +431,7 @@ impl Grounds {
         }
         // Path rules name operations on paths: every file tool resolves and walks
         // through the roots, so they are applied there (see `rules/paths.rs`).
-        roots = roots.with_path_policy(PathPolicy::new(&rules));
+        roots = roots.with_path_policy(rules.path_policy());
         protect_configuration(&mut roots, &paths, &settings, cwd, &options.mcp.mcp_config);
         let hooks = crate::hooks::load(&settings, cwd, &mut roots, options, &mut warnings)?;
         // Skills are read once, here: a skill the model writes later grants nothing.
@@ -472,7 +477,7 @@ fn make_readable(roots: &mut WorkspaceRoots, skills: &Skills, session_dir: &Path
         }
     }
     // Both are in toolbelt's store: created for the user alone.
-    let private = toolbelt_core::store_files::create_dir_all;
+    let private = toolbelt_config::store_files::create_dir_all;
     if let Err(e) = private(session_dir).and_then(|()| roots.add_readable(session_dir)) {
         tracing::warn!("cannot create {}: {e}", session_dir.display());
     }

@@ -12,8 +12,9 @@ use toolbelt_agent::subagents::{
     AgentCatalog, AgentDirs, AgentTool, BackgroundTasks, ModelChooser, SendMessage, ShellJobs,
     SubagentRuntime, TaskStop,
 };
-use toolbelt_core::scheduler::CallRules;
-use toolbelt_core::{BoxFuture, Origin, ToolEnvironment, ToolRegistry};
+use toolbelt_core::{BoxFuture, ToolEnvironment};
+use toolbelt_engine::scheduler::CallRules;
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
 use toolbelt_model::Model;
 
 use crate::providers::ModelChoice;

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use toolbelt_core::trust::{TrustLevel, TrustedFolders};
+use toolbelt_config::{trust::TrustLevel, trust::TrustedFolders};
 
 use crate::error::TrustChangeError;
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolbelt_core::ToolEnvironment;
-use toolbelt_core::checkpoint::Checkpoints;
+use toolbelt_engine::checkpoint::Checkpoints;
 use toolbelt_history::{History, HistoryConfig, HistoryError, Store, render};
 
 use crate::paths::{absolute, history_dir, toolbelt_home};
@@ -111,8 +111,9 @@ impl OnFirstChange {
 impl Checkpoints for OnFirstChange {
     fn before_call<'a>(
         &'a self,
-        call: &'a toolbelt_core::checkpoint::CheckpointCall,
-    ) -> toolbelt_core::BoxFuture<'a, Result<(), toolbelt_core::checkpoint::CheckpointError>> {
+        call: &'a toolbelt_engine::checkpoint::CheckpointCall,
+    ) -> toolbelt_core::BoxFuture<'a, Result<(), toolbelt_engine::checkpoint::CheckpointError>>
+    {
         Box::pin(async move {
             if !History::covers(call) {
                 return Ok(());
@@ -126,7 +127,7 @@ impl Checkpoints for OnFirstChange {
 
     fn after_call<'a>(
         &'a self,
-        call: &'a toolbelt_core::checkpoint::CheckpointCall,
+        call: &'a toolbelt_engine::checkpoint::CheckpointCall,
     ) -> toolbelt_core::BoxFuture<'a, ()> {
         Box::pin(async move {
             if let Some(Some(history)) = self.history.get() {
@@ -135,7 +136,7 @@ impl Checkpoints for OnFirstChange {
         })
     }
 
-    fn begin_turn(&self, _turn: toolbelt_core::checkpoint::TurnStart) {}
+    fn begin_turn(&self, _turn: toolbelt_engine::checkpoint::TurnStart) {}
 }
 
 impl Session {
@@ -147,11 +148,14 @@ impl Session {
     /// can be asked, why.
     pub fn one_call_scheduler(
         &self,
-        approver: Option<Arc<dyn toolbelt_core::scheduler::Approver>>,
-        events: tokio::sync::mpsc::UnboundedSender<toolbelt_core::scheduler::SchedulerEvent>,
-        nobody_to_ask: toolbelt_core::scheduler::NobodyToAsk,
-    ) -> toolbelt_core::scheduler::Scheduler {
-        use toolbelt_core::scheduler::{CallRules, Permissions, Scheduler, SchedulerConfig};
+        approver: Option<Arc<dyn toolbelt_engine::scheduler::Approver>>,
+        events: tokio::sync::mpsc::UnboundedSender<toolbelt_engine::scheduler::SchedulerEvent>,
+        nobody_to_ask: toolbelt_engine::scheduler::NobodyToAsk,
+    ) -> toolbelt_engine::scheduler::Scheduler {
+        use toolbelt_engine::{
+            scheduler::CallRules, scheduler::Permissions, scheduler::Scheduler,
+            scheduler::SchedulerConfig,
+        };
         let rules = CallRules::new(
             Permissions::from_rules(self.rules.clone()),
             self.settings_mode(),

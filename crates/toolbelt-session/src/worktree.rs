@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolbelt_agent::subagents::{Isolated, WorktreeIsolation};
-use toolbelt_core::hooks::HookEvent;
 use toolbelt_core::{BoxFuture, ToolEnvironment, WorkDirSlot};
+use toolbelt_engine::hooks::HookEvent;
 use toolbelt_tools::worktree::{self, NameRequest, SessionWorktrees, Worktree};
 
 use crate::options::Warn;
@@ -82,7 +82,7 @@ pub(crate) struct Attached {
 impl Attached {
     /// Links and copies into a worktree made for this session, and pins its hooks
     /// (`toolbelt_tools::worktree::populate`); what was skipped is warned.
-    pub(crate) fn prepare(&self, settings: &toolbelt_core::Settings, warn: &Warn) {
+    pub(crate) fn prepare(&self, settings: &toolbelt_config::settings::Settings, warn: &Warn) {
         if let Some(w) = &self.fresh {
             let links = &settings.worktree.symlink_directories;
             for skipped in worktree::populate::populate(w, links) {
@@ -211,8 +211,8 @@ pub(crate) fn write_sidecar(store: &Path, id: &str, state: &SessionWorktrees, wa
     let written = serde_json::to_vec_pretty(&sidecar)
         .map_err(|e| e.to_string())
         .and_then(|bytes| {
-            toolbelt_core::store_files::create_dir_all(store).map_err(|e| e.to_string())?;
-            toolbelt_core::store_files::write_atomic(&file, &bytes).map_err(|e| e.to_string())
+            toolbelt_config::store_files::create_dir_all(store).map_err(|e| e.to_string())?;
+            toolbelt_config::store_files::write_atomic(&file, &bytes).map_err(|e| e.to_string())
         });
     if let Err(e) = written {
         warn.say(&format!("cannot write {}: {e}", file.display()));
@@ -367,13 +367,13 @@ impl WorktreeIsolation for SubagentWorktrees {
 
 /// From the top of the checkout the session works in (a worktree of its own too, for a
 /// `--worktree` session) to the sub-agent's worktree, both resolved as rules are.
-fn relocation(dir: &Path, made: &Worktree) -> toolbelt_core::rules::Relocation {
+fn relocation(dir: &Path, made: &Worktree) -> toolbelt_core::Relocation {
     let top = dir
         .ancestors()
         .find(|a| a.join(".git").exists())
         .unwrap_or(&made.repo);
     let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-    toolbelt_core::rules::Relocation {
+    toolbelt_core::Relocation {
         from: real(top),
         to: real(&made.path),
     }

@@ -15,7 +15,7 @@ use std::process::Command;
 
 use serde_json::json;
 use toolbelt_core::ErrorKind;
-use toolbelt_core::scheduler::CallState;
+use toolbelt_engine::scheduler::CallState;
 
 /// Set in the child: the workspace it works in.
 const CHILD_WORKSPACE: &str = "OPEN_SESSION_TEST_WORKSPACE";

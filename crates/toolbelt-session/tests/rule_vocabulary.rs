@@ -19,8 +19,9 @@ use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::json;
-use toolbelt_core::scheduler::CallState;
-use toolbelt_core::{Decision, ErrorKind, PermissionSubject};
+use toolbelt_core::{ErrorKind, PermissionSubject};
+use toolbelt_engine::rules::Decision;
+use toolbelt_engine::scheduler::CallState;
 use toolbelt_session::{AgentOptions, Session, SessionOptions, Setup};
 
 /// Set in the child: the workspace it works in.

@@ -15,8 +15,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver};
 use toolbelt_core::{BoxFuture, ConfirmationOutcome};
+use toolbelt_engine::{scheduler::Approval, scheduler::ApprovalRequest, scheduler::Approver};
 
 use crate::control::ControlChannel;
 use crate::wire::Emitter;

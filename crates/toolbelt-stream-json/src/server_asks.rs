@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
-use toolbelt_core::server_asks::{
+use toolbelt_core::{
     ElicitationAnswer, ElicitationMode, ElicitationRequest, SamplingRequest, ServerAsker,
 };
 

@@ -13,7 +13,7 @@ use tokio::io::{AsyncBufRead, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{AgentEvent, EventSink, RunOutcome};
-use toolbelt_core::scheduler::ApprovalMode;
+use toolbelt_config::ApprovalMode;
 use toolbelt_mcp::sdk::SdkChannel;
 use toolbelt_mcp::{ServerConfig, ServerStatus, Transport};
 use toolbelt_model::UserPart;

@@ -26,8 +26,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolbelt_agent::{AgentEvent, RunOutcome, StopReason};
-use toolbelt_core::scheduler::{CallState, CompletedCall, SchedulerEvent};
-use toolbelt_core::{Display, ErrorKind, HookMessage};
+use toolbelt_core::{Display, ErrorKind};
+use toolbelt_engine::hooks::HookMessage;
+use toolbelt_engine::{scheduler::CallState, scheduler::CompletedCall, scheduler::SchedulerEvent};
 use toolbelt_model::{StreamDelta, ToolCall, Usage};
 use toolbelt_session::Prepared;
 

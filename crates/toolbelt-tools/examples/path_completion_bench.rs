@@ -9,7 +9,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use toolbelt_core::{Settings, ToolEnvironment, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ToolEnvironment, WorkspaceRoots};
 use toolbelt_tools::completion::PathIndex;
 
 fn main() {

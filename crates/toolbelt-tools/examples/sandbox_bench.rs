@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolbelt_core::{ExecContext, Settings, Tool, ToolEnvironment, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ExecContext, Tool, ToolEnvironment, WorkspaceRoots};
 use toolbelt_tools::{RunShellCommand, SandboxSupport};
 
 /// CPU time of this process and its reaped children so far (`/proc/self/stat`: utime,

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use toolbelt_core::rules::PathOperation;
+use toolbelt_core::PathOperation;
 use toolbelt_core::{Tool, ToolEnvironment};
 
 /// One built-in tool as the session and the rules know it before any registry.
@@ -76,7 +76,7 @@ fn make_from(
 /// The words rules use for the tools `list` declares.
 pub(crate) fn add_rule_words(
     list: &[Builtin],
-    vocabulary: &mut toolbelt_core::rules::RuleVocabulary,
+    vocabulary: &mut toolbelt_engine::rules::RuleVocabulary,
 ) {
     for builtin in list {
         vocabulary.add(builtin.name, builtin.rule_aliases, builtin.path_operation);

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolbelt_core::rules::{PathOperation, RuleVocabulary};
+use toolbelt_core::PathOperation;
 use toolbelt_core::{Kind, Tool, ToolError};
+use toolbelt_engine::rules::RuleVocabulary;
 
 use super::{BUILTINS, Builtin, add_rule_words, make_from};
 use crate::test_support::fixture;

@@ -5,13 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
-use toolbelt_core::registry::ToolRegistry;
-use toolbelt_core::settings::Settings;
+use toolbelt_config::settings::Settings;
+use toolbelt_engine::registry::ToolRegistry;
 
 use crate::test_support::fixture_with;
 
 /// Files that still name tools. Empty: rules, plan mode and the lint learn every tool
-/// word from the tools (a [`toolbelt_core::rules::RuleVocabulary`]).
+/// word from the tools (a [`toolbelt_engine::rules::RuleVocabulary`]).
 const NOT_YET_FREE: &[&str] = &[];
 
 /// The built-in tools' names and the older names they answer to.
@@ -117,7 +117,7 @@ fn the_scan_sees_a_name_outside_tests_and_not_inside_them() {
 /// included, so the two cannot drift.
 #[test]
 fn the_static_vocabulary_is_what_the_registered_builtins_say() {
-    use toolbelt_core::rules::PathOperation;
+    use toolbelt_core::PathOperation;
     let settings: Settings = serde_json::from_value(serde_json::json!({
         "webSearch": {"provider": [{"type": "searxng", "baseUrl": "http://127.0.0.1:9"}]}
     }))
@@ -130,14 +130,14 @@ fn the_static_vocabulary_is_what_the_registered_builtins_say() {
     )));
     registry.register(
         std::sync::Arc::new(skills),
-        toolbelt_core::registry::Origin::BuiltIn,
+        toolbelt_engine::registry::Origin::BuiltIn,
     );
     // `monitor` is registered by sessions that deliver events between turns.
     let jobs = std::sync::Arc::new(crate::JobTable::new(true));
     let monitors = crate::MonitorTable::new(&jobs);
     registry.register(
         std::sync::Arc::new(crate::Monitor::new(f.env.clone(), jobs, monitors)),
-        toolbelt_core::registry::Origin::BuiltIn,
+        toolbelt_engine::registry::Origin::BuiltIn,
     );
     let registered = registry.rule_vocabulary();
     assert_eq!(crate::rule_vocabulary(), registered);
@@ -182,7 +182,7 @@ fn each_hook_alias_names_exactly_one_builtin() {
     let monitors = crate::MonitorTable::new(&jobs);
     registry.register(
         std::sync::Arc::new(crate::Monitor::new(f.env.clone(), jobs, monitors)),
-        toolbelt_core::registry::Origin::BuiltIn,
+        toolbelt_engine::registry::Origin::BuiltIn,
     );
     let mut named: std::collections::HashMap<String, Vec<String>> = Default::default();
     for r in registry.all() {

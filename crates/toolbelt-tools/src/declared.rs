@@ -31,9 +31,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolbelt_core::project_file;
-use toolbelt_core::registry::sanitize_tool_name;
-use toolbelt_core::{Origin, ToolEnvironment, ToolRegistry, ToolSet};
+use toolbelt_config::project_file;
+use toolbelt_core::ToolEnvironment;
+use toolbelt_engine::registry::sanitize_tool_name;
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry, registry::ToolSet};
 
 mod binding;
 mod input_schema;
@@ -293,7 +294,7 @@ fn folder_files(dir: &Path, scope: Scope) -> Vec<Source> {
 const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
 
 /// A manifest's JSON. `project`: the folder a workspace manifest must stay in (see
-/// [`toolbelt_core::project_file`]); `None` for the person's own files.
+/// [`toolbelt_config::project_file`]); `None` for the person's own files.
 fn read_json(path: &Path, project: Option<&Path>) -> Result<Value, String> {
     let bytes = match project {
         Some(project) => project_file::read_in_project(path, project, MAX_MANIFEST_BYTES),

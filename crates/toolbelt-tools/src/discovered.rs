@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use toolbelt_core::validate::describe_type;
+use toolbelt_core::describe_type;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind, Part, Tool,
     ToolEnvironment, ToolError, ToolResult,

@@ -86,8 +86,9 @@ mod tests {
     use std::path::PathBuf;
     use std::sync::Arc;
 
-    use toolbelt_core::editor::EditorBuffers;
-    use toolbelt_core::{BoxFuture, Settings, WorkspaceRoots};
+    use toolbelt_config::settings::Settings;
+    use toolbelt_core::EditorBuffers;
+    use toolbelt_core::{BoxFuture, WorkspaceRoots};
 
     use super::*;
 

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use toolbelt_core::hooks::HookEvent;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Tool,
     ToolEnvironment, ToolError, ToolResult,
 };
+use toolbelt_engine::hooks::HookEvent;
 
 use crate::worktree::{self, NameRequest, SessionWorktrees, Worktree, WorktreeError};
 

@@ -1,7 +1,7 @@
 //! `exit_plan_mode`: the model presents its plan and asks to leave plan mode.
 //!
 //! The question is the plan itself ([`ConfirmationDetails::Plan`]). What happens around
-//! it is the scheduler's (`toolbelt_core::scheduler`): in plan mode it asks the person;
+//! it is the scheduler's (`toolbelt_engine::scheduler`): in plan mode it asks the person;
 //! approval runs this tool and returns the session to the mode it had before plan mode
 //! (or auto-edit when the person picks "always"); a refusal tells the model to keep
 //! planning; with nobody to ask (headless) the plan is the session's answer and the run

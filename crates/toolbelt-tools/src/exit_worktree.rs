@@ -12,12 +12,12 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use toolbelt_core::ask_user::{Answer, Question, QuestionOption};
-use toolbelt_core::hooks::HookEvent;
+use toolbelt_core::{Answer, Question, QuestionOption};
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Tool,
     ToolEnvironment, ToolError, ToolResult,
 };
+use toolbelt_engine::hooks::HookEvent;
 
 use crate::worktree::removal;
 use crate::worktree::{SessionWorktrees, Worktree};

@@ -110,7 +110,7 @@ pub(crate) struct WritePolicy {
 }
 
 impl WritePolicy {
-    pub(crate) fn from_settings(settings: &toolbelt_core::Settings) -> WritePolicy {
+    pub(crate) fn from_settings(settings: &toolbelt_config::settings::Settings) -> WritePolicy {
         WritePolicy {
             overwrite_read_only: settings.tools.files.overwrite_read_only,
         }

@@ -77,8 +77,8 @@ pub(crate) const NAME: &str = "glob";
 /// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
 pub(crate) const RULE_ALIASES: &[&str] = &["Read", "Glob"];
 /// What it does to the paths it is given, for path rules.
-pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
-    Some(toolbelt_core::rules::PathOperation::Read);
+pub(crate) const PATH_OPERATION: Option<toolbelt_core::PathOperation> =
+    Some(toolbelt_core::PathOperation::Read);
 
 /// The tool as a built-in (see [`crate::builtin`]): its rule words and how a session
 /// makes it.
@@ -112,7 +112,7 @@ impl Tool for Glob {
     fn hook_aliases(&self) -> &[&'static str] {
         &["Glob"]
     }
-    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+    fn path_operation(&self) -> Option<toolbelt_core::PathOperation> {
         PATH_OPERATION
     }
     fn kind(&self) -> Kind {

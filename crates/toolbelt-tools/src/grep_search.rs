@@ -28,8 +28,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, PermissionSubject,
-    Tool, ToolEnvironment, ToolError, ToolResult, validate::MAX_SAFE_INTEGER,
+    BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, MAX_SAFE_INTEGER,
+    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
 use crate::listed_name::{escaped, escaped_relative};
@@ -98,8 +98,8 @@ pub(crate) const NAME: &str = "grep_search";
 /// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
 pub(crate) const RULE_ALIASES: &[&str] = &["Read", "Grep", "search_file_content"];
 /// What it does to the paths it is given, for path rules.
-pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
-    Some(toolbelt_core::rules::PathOperation::Read);
+pub(crate) const PATH_OPERATION: Option<toolbelt_core::PathOperation> =
+    Some(toolbelt_core::PathOperation::Read);
 
 /// The tool as a built-in (see [`crate::builtin`]): its rule words and how a session
 /// makes it.
@@ -130,7 +130,7 @@ impl Tool for GrepSearch {
     fn hook_aliases(&self) -> &[&'static str] {
         &["Grep", "search_file_content"]
     }
-    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+    fn path_operation(&self) -> Option<toolbelt_core::PathOperation> {
         PATH_OPERATION
     }
     fn kind(&self) -> Kind {

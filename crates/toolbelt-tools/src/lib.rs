@@ -15,7 +15,8 @@
 
 use std::sync::Arc;
 
-use toolbelt_core::{Origin, Tool, ToolEnvironment, ToolError, ToolRegistry};
+use toolbelt_core::{Tool, ToolEnvironment, ToolError};
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
 
 // The modules are the crate's own: an embedder gets the tools through [`builtin_tools`] /
 // [`register_builtins`], the tool types re-exported below, and [`discover`] for the

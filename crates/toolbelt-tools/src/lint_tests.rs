@@ -1,8 +1,8 @@
 //! The built-in tools pass `toolbelt tools lint` without a finding.
 
-use toolbelt_core::lint::lint_registry;
-use toolbelt_core::registry::ToolRegistry;
-use toolbelt_core::settings::Settings;
+use toolbelt_config::settings::Settings;
+use toolbelt_engine::lint::lint_registry;
+use toolbelt_engine::registry::ToolRegistry;
 
 use crate::test_support::fixture_with;
 

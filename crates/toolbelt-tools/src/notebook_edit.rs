@@ -98,8 +98,8 @@ pub(crate) const NAME: &str = "notebook_edit";
 /// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
 pub(crate) const RULE_ALIASES: &[&str] = &["NotebookEdit"];
 /// What it does to the paths it is given, for path rules.
-pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
-    Some(toolbelt_core::rules::PathOperation::Edit);
+pub(crate) const PATH_OPERATION: Option<toolbelt_core::PathOperation> =
+    Some(toolbelt_core::PathOperation::Edit);
 
 /// The tool as a built-in (see [`crate::builtin`]): its rule words and how a session
 /// makes it.
@@ -129,7 +129,7 @@ impl Tool for NotebookEdit {
     fn rule_aliases(&self) -> &[&'static str] {
         RULE_ALIASES
     }
-    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+    fn path_operation(&self) -> Option<toolbelt_core::PathOperation> {
         PATH_OPERATION
     }
     fn kind(&self) -> Kind {

@@ -6,7 +6,8 @@
 //! rule). Every file holds the word `needle`.
 
 use serde_json::json;
-use toolbelt_core::{ErrorKind, RuleList, ToolResult};
+use toolbelt_core::{ErrorKind, ToolResult};
+use toolbelt_engine::rules::RuleList;
 
 use crate::test_support::{Fixture, err_kind, fixture_with_rules};
 

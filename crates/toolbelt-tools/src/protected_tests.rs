@@ -5,11 +5,13 @@
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use toolbelt_config::ApprovalMode;
 use toolbelt_core::ErrorKind;
-use toolbelt_core::scheduler::{
-    ApprovalMode, CallState, CompletedCall, Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo,
+use toolbelt_engine::{scheduler::CallRules, scheduler::Permissions};
+use toolbelt_engine::{
+    scheduler::CallState, scheduler::CompletedCall, scheduler::Scheduler,
+    scheduler::SchedulerConfig, scheduler::ToolCallRequest, scheduler::TurnInfo,
 };
-use toolbelt_core::scheduler::{CallRules, Permissions};
 
 use crate::test_support::{Fixture, fixture};
 
@@ -20,7 +22,7 @@ async fn auto_edit(f: &Fixture, calls: &[(&str, Value)]) -> Vec<CompletedCall> {
     let s = Scheduler::new(
         f.env.clone(),
         SchedulerConfig::new(CallRules::new(
-            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
             ApprovalMode::AutoEdit,
             None,
             None,

@@ -21,8 +21,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind, Part,
-    PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult, validate::MAX_SAFE_INTEGER,
+    BoxFuture, ConfirmationDetails, Display, ErrorKind, ExecContext, Invocation, Kind,
+    MAX_SAFE_INTEGER, Part, PermissionSubject, Tool, ToolEnvironment, ToolError, ToolResult,
 };
 
 use crate::file_type::{self, FileType, SNIFF_LEN, TextEncoding};
@@ -84,8 +84,8 @@ pub(crate) const NAME: &str = "read_file";
 /// What permission rules may call it besides its name (see `crate::rule_vocabulary`).
 pub(crate) const RULE_ALIASES: &[&str] = &["Read"];
 /// What it does to the paths it is given, for path rules.
-pub(crate) const PATH_OPERATION: Option<toolbelt_core::rules::PathOperation> =
-    Some(toolbelt_core::rules::PathOperation::Read);
+pub(crate) const PATH_OPERATION: Option<toolbelt_core::PathOperation> =
+    Some(toolbelt_core::PathOperation::Read);
 
 /// The tool as a built-in (see [`crate::builtin`]): its rule words and how a session
 /// makes it.
@@ -114,7 +114,7 @@ impl Tool for ReadFile {
     fn rule_aliases(&self) -> &[&'static str] {
         RULE_ALIASES
     }
-    fn path_operation(&self) -> Option<toolbelt_core::rules::PathOperation> {
+    fn path_operation(&self) -> Option<toolbelt_core::PathOperation> {
         PATH_OPERATION
     }
     fn kind(&self) -> Kind {

@@ -5,7 +5,7 @@
 //! declarations ([`crate::builtin::BUILTINS`]), whose constants their `Tool` methods also
 //! return (one source); a test holds this to what a registry of every built-in says.
 
-use toolbelt_core::rules::RuleVocabulary;
+use toolbelt_engine::rules::RuleVocabulary;
 
 use crate::{shell, skills};
 

@@ -50,7 +50,7 @@ impl SaveMemory {
 
     /// The memory file's name: the first context file name for that place (a
     /// project's names for its own folder only, the person's for `~/.qwen`; see
-    /// [`toolbelt_core::Settings::context_file_names`]).
+    /// [`toolbelt_config::settings::Settings::context_file_names`]).
     fn file_name(&self, project: bool) -> String {
         let names = self.env.settings.context_file_names();
         let names = if project { names.project } else { names.own };

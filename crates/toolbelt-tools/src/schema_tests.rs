@@ -7,8 +7,8 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
-use toolbelt_core::Settings;
-use toolbelt_core::validate::SchemaValidator;
+use toolbelt_config::settings::Settings;
+use toolbelt_core::SchemaValidator;
 
 use crate::test_support::fixture_with;
 

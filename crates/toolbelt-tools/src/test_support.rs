@@ -5,11 +5,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolbelt_core::rules::PathPolicy;
+use toolbelt_config::settings::Settings;
 use toolbelt_core::{
-    ConfirmationDetails, ErrorKind, ExecContext, Invocation, OutputPolicy, PermissionRules,
-    RuleList, Settings, ToolEnvironment, ToolError, ToolRegistry, ToolResult, WorkspaceRoots,
+    ConfirmationDetails, ErrorKind, ExecContext, Invocation, OutputPolicy, ToolEnvironment,
+    ToolError, ToolResult, WorkspaceRoots,
 };
+use toolbelt_engine::{registry::ToolRegistry, rules::PermissionRules, rules::RuleList};
 
 pub(crate) struct Fixture {
     pub dir: tempfile::TempDir,
@@ -54,7 +55,7 @@ fn build(
     for (list, text) in rules {
         permission_rules.add(*list, text);
     }
-    let roots = roots.with_path_policy(PathPolicy::new(&permission_rules));
+    let roots = roots.with_path_policy(permission_rules.path_policy());
     let mut env = ToolEnvironment::new(roots, Arc::new(settings), dir.path().join("session"));
     env.output = OutputPolicy::new(max_chars, max_lines, dir.path().join("spill"));
     // The person's home is the fixture's too: `save_memory` with the global scope

@@ -206,8 +206,8 @@ impl Invocation for TodoCall {
             // The file is a convenience for people and tools outside the session; the
             // list itself travels in the result.
             if let Some(dir) = self.file.parent()
-                && let Err(e) = toolbelt_core::store_files::create_dir_all(dir).and_then(|()| {
-                    toolbelt_core::store_files::write(
+                && let Err(e) = toolbelt_config::store_files::create_dir_all(dir).and_then(|()| {
+                    toolbelt_config::store_files::write(
                         &self.file,
                         format!("{{\"todos\":{list}}}\n").as_bytes(),
                     )

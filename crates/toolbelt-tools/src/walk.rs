@@ -35,8 +35,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ignore::{DirEntry, WalkBuilder};
-use toolbelt_core::rules::PathPolicy;
-use toolbelt_core::settings::Settings;
+use toolbelt_config::settings::Settings;
+use toolbelt_core::PathPolicy;
 use toolbelt_core::{ToolError, WorkspaceRoots};
 
 /// The custom ignore file Qwen Code reads besides `.gitignore`.

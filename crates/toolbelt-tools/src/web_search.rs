@@ -15,10 +15,11 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use toolbelt_core::settings::{WebSearchKind, WebSearchProvider};
+use toolbelt_config::{redact, settings::Settings};
+use toolbelt_config::{settings::WebSearchKind, settings::WebSearchProvider};
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Settings, Tool,
-    ToolEnvironment, ToolError, ToolFacts, ToolResult, redact,
+    BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Tool,
+    ToolEnvironment, ToolError, ToolFacts, ToolResult,
 };
 
 mod providers;

@@ -1,14 +1,14 @@
 //! "Allow always for this workspace": the permission rule an approval stands for, and
 //! writing it into the project's `.qwen/settings.json` `permissions.allow`.
 //!
-//! The rule is written in the syntax [`toolbelt_core::rules`] reads back
+//! The rule is written in the syntax [`toolbelt_engine::rules`] reads back
 //! (`run_shell_command(git *)`, `edit`, `web_fetch(domain:example.com)`, `mcp__github`),
 //! and every rule made here is parsed again before it is offered, so a root command or
 //! host that would widen it (`*`, parentheses, spaces) gives no rule at all.
 //!
 //! The file is edited as JSONC through a concrete syntax tree (`jsonc-parser`), so the
 //! person's comments, order and indentation stay as they were; it is first read with the
-//! settings loader's own parser ([`toolbelt_core::settings::parse_settings_text`]): a
+//! settings loader's own parser ([`toolbelt_config::settings::parse_settings_text`]): a
 //! file the loader would refuse is refused here too, untouched, instead of being
 //! "repaired". The new text replaces the old through the shared atomic write
 //! (`atomic_write.rs`).
@@ -27,9 +27,10 @@ use std::path::{Path, PathBuf};
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstRootNode};
 use serde_json::Value;
-use toolbelt_core::rules::RuleVocabulary;
-use toolbelt_core::scheduler::ApprovalRequest;
-use toolbelt_core::{ConfirmationDetails, Rule, is_mcp_server_rule};
+use toolbelt_core::ConfirmationDetails;
+use toolbelt_engine::rules::RuleVocabulary;
+use toolbelt_engine::scheduler::ApprovalRequest;
+use toolbelt_engine::{rules::Rule, rules::is_mcp_server_rule};
 
 /// The workspace settings file, relative to the project root.
 pub const WORKSPACE_SETTINGS: &str = ".qwen/settings.json";
@@ -127,7 +128,7 @@ pub fn rules_for(
         ConfirmationDetails::Mcp { server, .. } => {
             let server_rule = format!(
                 "mcp__{}",
-                toolbelt_core::registry::sanitize_tool_name(server)
+                toolbelt_engine::registry::sanitize_tool_name(server)
             );
             if server_wide
                 && is_mcp_server_rule(&server_rule)
@@ -265,8 +266,8 @@ fn ensure_settings_dir(dir: &Path) -> Result<(), WorkspaceRulesError> {
 /// The rules `permissions.allow` of the settings `text` holds; `Err` says why the text
 /// is no settings file this can edit.
 fn allowed_now(text: &str) -> Result<Vec<String>, String> {
-    let value =
-        toolbelt_core::settings::parse_settings_text(text.as_bytes()).map_err(|e| e.to_string())?;
+    let value = toolbelt_config::settings::parse_settings_text(text.as_bytes())
+        .map_err(|e| e.to_string())?;
     let Value::Object(root) = &value else {
         return Err("the top level is not an object".into());
     };
@@ -303,7 +304,7 @@ fn with_rules(text: &str, added: &[String]) -> Result<String, String> {
     if !updated.ends_with('\n') {
         updated.push('\n');
     }
-    let check = toolbelt_core::settings::parse_settings_text(updated.as_bytes())
+    let check = toolbelt_config::settings::parse_settings_text(updated.as_bytes())
         .map_err(|e| format!("the edited text did not parse: {e}"))?;
     let written: Vec<&str> = check
         .pointer("/permissions/allow")

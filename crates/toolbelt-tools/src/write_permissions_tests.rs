@@ -6,7 +6,8 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use serde_json::json;
-use toolbelt_core::{ErrorKind, Settings};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::ErrorKind;
 
 use crate::test_support::{err_kind, fixture, fixture_with};
 

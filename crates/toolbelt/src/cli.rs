@@ -57,7 +57,7 @@ pub fn list_failure(e: &toolbelt_session::ListError) -> u8 {
 /// with a value it does not know is configuration, like bad settings (2); one that cannot
 /// be read or written, or no HOME, is toolbelt's own state (4).
 pub fn trust_failure(e: &toolbelt_session::TrustChangeError) -> u8 {
-    use toolbelt_core::trust::TrustError;
+    use toolbelt_config::trust::TrustError;
     use toolbelt_session::TrustChangeError;
     match e {
         TrustChangeError::CurrentDir(_)

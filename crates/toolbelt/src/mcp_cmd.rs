@@ -92,7 +92,7 @@ async fn auth(global: &GlobalArgs, name: &str, no_browser: bool, timeout: u64) -
         Err(e) => {
             eprintln!(
                 "toolbelt: {}",
-                toolbelt_core::redact::redact(&e.to_string())
+                toolbelt_config::redact::redact(&e.to_string())
             );
             EXIT_TOOL_ERROR
         }

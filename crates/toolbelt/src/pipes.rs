@@ -96,7 +96,7 @@ impl Write for LogWriter {
         // secrets the settings expanded and URL credentials are masked here, in the one
         // place every log line passes.
         let text = String::from_utf8_lossy(buf);
-        let masked = toolbelt_core::redact::redact(&text);
+        let masked = toolbelt_config::redact::redact(&text);
         match io::stderr().write_all(masked.as_bytes()) {
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
                 crate::ending::end_now(EXIT_BROKEN_PIPE)

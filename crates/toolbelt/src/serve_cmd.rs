@@ -83,7 +83,7 @@ fn http_options(addr: &str, args: &ServeArgs) -> Result<HttpOptions, String> {
         Some(name) => match std::env::var(name) {
             Ok(token) if !token.trim().is_empty() => {
                 // Never in a log line, an error or a message to a client.
-                toolbelt_core::redact::global().add_secret(token.trim());
+                toolbelt_config::redact::global().add_secret(token.trim());
                 Some(token.trim().to_string())
             }
             _ => {

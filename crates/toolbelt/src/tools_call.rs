@@ -1,4 +1,4 @@
-//! `toolbelt tools call NAME ARGS`: one call through the same [`Scheduler::run`](toolbelt_core::scheduler::Scheduler::run) as the
+//! `toolbelt tools call NAME ARGS`: one call through the same [`Scheduler::run`](toolbelt_engine::scheduler::Scheduler::run) as the
 //! agent, `mcp serve` and stream-json, so lookup, `when` clauses, validation, the
 //! permission rules (a declared tool answers to the rules of the built-in it runs too),
 //! protected configuration, confirmation and the output policy are decided in one place.
@@ -16,11 +16,12 @@ use std::sync::Arc;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::scheduler::{
-    Approval, ApprovalRequest, Approver, CallState, CompletedCall, NobodyToAsk, SchedulerEvent,
-    ToolCallRequest, TurnInfo,
-};
 use toolbelt_core::{ConfirmationOutcome, ErrorKind};
+use toolbelt_engine::{
+    scheduler::Approval, scheduler::ApprovalRequest, scheduler::Approver, scheduler::CallState,
+    scheduler::CompletedCall, scheduler::NobodyToAsk, scheduler::SchedulerEvent,
+    scheduler::ToolCallRequest, scheduler::TurnInfo,
+};
 
 use crate::cli::{EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_TOOL_ERROR, EXIT_USAGE};
 use crate::session::Session;

@@ -44,7 +44,7 @@ pub async fn run(global: &GlobalArgs, command: ToolsCommand) -> u8 {
 }
 
 fn lint(session: &Session, json: bool) -> u8 {
-    use toolbelt_core::lint::{Finding, Severity, lint_registry};
+    use toolbelt_engine::{lint::Finding, lint::Severity, lint::lint_registry};
     // What did not load is an error too: a manifest entry skipped at load would
     // otherwise vanish from the count ("0 errors" with tools missing).
     let mut findings: Vec<Finding> = session

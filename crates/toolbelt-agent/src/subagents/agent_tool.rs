@@ -34,13 +34,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::hooks::{HookAgent, HookRunner};
-use toolbelt_core::scheduler::{
-    ApprovalMode, Approver, CallRules, CallState, NobodyToAsk, Permissions, SchedulerConfig,
-};
+use toolbelt_config::ApprovalMode;
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Origin, Tool,
-    ToolEnvironment, ToolError, ToolRegistry, ToolResult,
+    BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Tool,
+    ToolEnvironment, ToolError, ToolResult,
+};
+use toolbelt_engine::{hooks::HookAgent, hooks::HookRunner};
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
+use toolbelt_engine::{
+    scheduler::Approver, scheduler::CallRules, scheduler::CallState, scheduler::NobodyToAsk,
+    scheduler::Permissions, scheduler::SchedulerConfig,
 };
 use toolbelt_model::{Model, UserPart};
 
@@ -166,8 +169,8 @@ const RULE_ALIASES: &[&str] = &["Task"];
 
 /// The agent tool's words for permission rules (its alias), for a session that parses
 /// rules before its registry exists; the tool's `rule_aliases` returns the same.
-pub fn rule_vocabulary() -> toolbelt_core::rules::RuleVocabulary {
-    let mut vocabulary = toolbelt_core::rules::RuleVocabulary::default();
+pub fn rule_vocabulary() -> toolbelt_engine::rules::RuleVocabulary {
+    let mut vocabulary = toolbelt_engine::rules::RuleVocabulary::default();
     vocabulary.add(AGENT_TOOL, RULE_ALIASES, None);
     vocabulary
 }
@@ -532,8 +535,8 @@ fn subagent_config(
             Arc::new(crate::hooks::InSubagent { inner, agent }) as Arc<dyn HookRunner>
         })
         .wrap_checkpoints(|c| {
-            Arc::new(toolbelt_core::checkpoint::CallsOnly(c))
-                as Arc<dyn toolbelt_core::checkpoint::Checkpoints>
+            Arc::new(toolbelt_engine::checkpoint::CallsOnly(c))
+                as Arc<dyn toolbelt_engine::checkpoint::Checkpoints>
         });
     let config = SchedulerConfig::new(rules).approver(if background {
         None

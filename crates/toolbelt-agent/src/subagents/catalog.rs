@@ -3,13 +3,13 @@
 //!
 //! A file that does not parse is a warning (file, line, key) and the others load; a
 //! name defined twice at one level keeps the first file in name order, with a warning.
-//! A project file is read through [`toolbelt_core::project_file::read_in_project`]: one
+//! A project file is read through [`toolbelt_config::project_file::read_in_project`]: one
 //! that leads out of the project (a link, a linked `agents` folder) is a warning and is
 //! not read.
 
 use std::path::{Path, PathBuf};
 
-use toolbelt_core::project_file;
+use toolbelt_config::project_file;
 
 use super::definition::{self, AgentDefinition, DefinitionError, Level, ToolAllow};
 

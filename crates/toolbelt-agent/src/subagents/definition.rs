@@ -27,11 +27,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 use serde_saphyr::Spanned;
+use toolbelt_config::ApprovalMode;
 use toolbelt_core::Kind;
-use toolbelt_core::rules::wildcard;
-use toolbelt_core::scheduler::ApprovalMode;
+use toolbelt_engine::rules::wildcard;
 
-use toolbelt_core::front_matter;
+use toolbelt_config::front_matter;
 
 /// Where a definition comes from; a higher level hides a lower one of the same name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

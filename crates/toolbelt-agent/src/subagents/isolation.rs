@@ -15,7 +15,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use toolbelt_core::{BoxFuture, Origin, Tool, ToolEnvironment, ToolRegistry};
+use toolbelt_core::{BoxFuture, Tool, ToolEnvironment};
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
 
 /// Makes a sub-agent's worktree; implemented by the session.
 pub trait WorktreeIsolation: Send + Sync {
@@ -34,7 +35,7 @@ pub struct Isolated {
     /// The session's checkout and the worktree: the session's permission rules name
     /// in the worktree the places they name in the checkout (the built-ins' path rules
     /// in `env` already do).
-    pub relocation: toolbelt_core::rules::Relocation,
+    pub relocation: toolbelt_core::Relocation,
     /// Tools the sub-agent loses: those that act on the session's own worktree
     /// (`enter_worktree`, `exit_worktree`), which would move the parent's shell.
     pub withheld: Vec<String>,

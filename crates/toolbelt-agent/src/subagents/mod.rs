@@ -5,7 +5,7 @@
 //!
 //! - `definition` parses one Markdown file (YAML front matter through `serde-saphyr`,
 //!   split and read by
-//!   [`toolbelt_core::front_matter`]) and holds the two rules a definition cannot bend: which
+//!   [`toolbelt_config::front_matter`]) and holds the two rules a definition cannot bend: which
 //!   tools it may have ([`AgentDefinition::allows`]) and that its approval mode only
 //!   narrows the parent's ([`narrowed_mode`]).
 //! - `catalog` loads the levels (project over user over built-ins); a broken file is

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use serde_json::Value;
-use toolbelt_core::{Origin, Registration, ToolRegistry};
+use toolbelt_engine::{registry::Origin, registry::Registration, registry::ToolRegistry};
 
 const K1: f32 = 1.2;
 const B: f32 = 0.75;

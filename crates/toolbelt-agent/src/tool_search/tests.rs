@@ -1,8 +1,9 @@
 //! Ranking, the declaration plan and the tool's own text.
 
 use proptest::prelude::*;
-use toolbelt_core::lint::lint_declaration;
-use toolbelt_core::{Settings, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::WorkspaceRoots;
+use toolbelt_engine::lint::lint_declaration;
 
 use super::*;
 use index::tokenize;

@@ -249,14 +249,14 @@ fn started_of(path: &Path) -> Option<String> {
 }
 
 fn create_private_dir(dir: &Path) -> Result<(), TranscriptError> {
-    toolbelt_core::store_files::create_dir_all(dir).map_err(|source| TranscriptError::Io {
+    toolbelt_config::store_files::create_dir_all(dir).map_err(|source| TranscriptError::Io {
         path: dir.to_path_buf(),
         source,
     })
 }
 
 fn open_new_private(path: &Path) -> std::io::Result<std::fs::File> {
-    toolbelt_core::store_files::open_options()
+    toolbelt_config::store_files::open_options()
         .write(true)
         .create_new(true)
         .open(path)

@@ -591,8 +591,8 @@ fn listings_show_the_persons_prompt_not_a_hooks_context() {
     let dir = tempfile::tempdir().unwrap();
     let store = SessionStore::new(dir.path().join("sessions/project"));
     let writer = store.create(header()).unwrap();
-    let context = toolbelt_core::hooks::context_block(
-        toolbelt_core::hooks::HookEvent::SessionStart,
+    let context = toolbelt_engine::hooks::context_block(
+        toolbelt_engine::hooks::HookEvent::SessionStart,
         &["abc123 last commit".to_string()],
     )
     .unwrap();

@@ -10,7 +10,7 @@
 //!
 //! The configuration is *read*, never run: git itself is not started (`git config`
 //! would follow the repository's own `include`s and could be made slow), and the files
-//! are read by [`crate::project_file::read_own`] (regular files, at most
+//! are read by [`toolbelt_config::project_file::read_own`] (regular files, at most
 //! [`MAX_CONFIG_BYTES`] each, no FIFO). Read are the repository's `config` and
 //! `config.worktree` and the person's global configuration (`~/.gitconfig`,
 //! `$XDG_CONFIG_HOME/git/config`), whose relative driver paths are relative to each
@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 
 use super::Protection;
-use crate::workspace::normalize_lexically;
+use crate::normalize_lexically;
 
 /// The most bytes of one configuration file that are read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -123,7 +123,7 @@ fn git_dir(top: &Path) -> Option<PathBuf> {
     if meta.is_dir() {
         return Some(dot_git);
     }
-    let bytes = crate::project_file::read_own(&dot_git, 4096).ok()?;
+    let bytes = toolbelt_config::project_file::read_own(&dot_git, 4096).ok()?;
     let text = String::from_utf8_lossy(&bytes);
     let target = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
     Some(top.join(target))
@@ -189,7 +189,7 @@ impl Config {
             config.read_file(&xdg.join("git/config"), home, 0);
         }
         // A linked work tree shares the main repository's `config` (`commondir`).
-        let common = crate::project_file::read_own(&git_dir.join("commondir"), 4096)
+        let common = toolbelt_config::project_file::read_own(&git_dir.join("commondir"), 4096)
             .ok()
             .map(|b| git_dir.join(String::from_utf8_lossy(&b).trim()))
             .unwrap_or_else(|| git_dir.to_path_buf());
@@ -203,7 +203,7 @@ impl Config {
         if depth > 4 || self.files >= MAX_CONFIG_FILES {
             return;
         }
-        let Ok(bytes) = crate::project_file::read_own(file, MAX_CONFIG_BYTES) else {
+        let Ok(bytes) = toolbelt_config::project_file::read_own(file, MAX_CONFIG_BYTES) else {
             return;
         };
         self.files += 1;

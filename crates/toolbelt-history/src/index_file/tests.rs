@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use toolbelt_core::{Settings, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::WorkspaceRoots;
 
 use super::*;
 use crate::history::{History, HistoryConfig};

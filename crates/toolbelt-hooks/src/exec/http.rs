@@ -121,8 +121,8 @@ impl HttpSender {
         })?;
         if let Some(patterns) = &self.allowed_urls {
             let listed = patterns.iter().any(|p| {
-                toolbelt_core::rules::wildcard(p, &written)
-                    || toolbelt_core::rules::wildcard(p, url.as_str())
+                toolbelt_engine::rules::wildcard(p, &written)
+                    || toolbelt_engine::rules::wildcard(p, url.as_str())
             });
             if !listed {
                 return Err(format!(

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
-use toolbelt_core::hooks::{HookDecision, HookEvent, HookRunner};
+use toolbelt_engine::{hooks::HookDecision, hooks::HookEvent, hooks::HookRunner};
 use toolbelt_hooks::{HookCallbacks, HookConfig, HookEngine};
 
 use crate::support::{Fixture, command_group, run, shell_call};
@@ -184,7 +184,7 @@ async fn on_failure_block_refuses_where_hooks_decide_and_a_huge_answer_refuses()
     // On Stop a block would keep the agent going: it stays a failure.
     let stop = engine
         .run(
-            toolbelt_core::hooks::HookRequest::new(HookEvent::Stop),
+            toolbelt_engine::hooks::HookRequest::new(HookEvent::Stop),
             CancellationToken::new(),
         )
         .await;

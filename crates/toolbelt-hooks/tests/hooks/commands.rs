@@ -4,13 +4,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::hooks::{HookDecision, HookEvent, HookRequest, HookRunner};
+use toolbelt_engine::{
+    hooks::HookDecision, hooks::HookEvent, hooks::HookRequest, hooks::HookRunner,
+};
 use toolbelt_process::procfs;
 
 use crate::support::{Fixture, command_group, run, shell_call};
 
 /// The outcome of one PreToolUse hook `command` for the shell call `call`.
-async fn pre_tool_use(f: &Fixture, command: &str, call: &str) -> toolbelt_core::hooks::HookOutcome {
+async fn pre_tool_use(
+    f: &Fixture,
+    command: &str,
+    call: &str,
+) -> toolbelt_engine::hooks::HookOutcome {
     f.user_hooks(json!({"PreToolUse": [command_group("Bash", command)]}));
     run(&f.engine(), shell_call(call)).await
 }

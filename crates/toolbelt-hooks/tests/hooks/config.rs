@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use toolbelt_core::settings::{HookLayer, Settings, SettingsLayer};
+use toolbelt_config::{settings::HookLayer, settings::Settings, settings::SettingsLayer};
 use toolbelt_hooks::HookConfig;
 
 use crate::support::{Fixture, command_group};

@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use serde_json::json;
-use toolbelt_core::hooks::{HookDecision, HookEvent, HookRequest};
+use toolbelt_engine::{hooks::HookDecision, hooks::HookEvent, hooks::HookRequest};
 use toolbelt_hooks::{HookConfig, HookEngine};
 use toolbelt_netguard::{BoxFuture, HostResolver};
 

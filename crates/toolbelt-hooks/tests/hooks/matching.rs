@@ -2,7 +2,7 @@
 //! events without matchers, and targets of the other events.
 
 use serde_json::json;
-use toolbelt_core::hooks::{HookEvent, HookRequest, HookRunner};
+use toolbelt_engine::{hooks::HookEvent, hooks::HookRequest, hooks::HookRunner};
 
 use crate::support::{Fixture, command_group, run};
 

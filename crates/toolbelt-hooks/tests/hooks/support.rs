@@ -8,8 +8,12 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::hooks::{HookEvent, HookOutcome, HookRequest, HookRunner};
-use toolbelt_core::settings::{Settings, SettingsLayer, SettingsPaths, WorkspaceTrust};
+use toolbelt_config::{
+    settings::Settings, settings::SettingsLayer, settings::SettingsPaths, settings::WorkspaceTrust,
+};
+use toolbelt_engine::{
+    hooks::HookEvent, hooks::HookOutcome, hooks::HookRequest, hooks::HookRunner,
+};
 use toolbelt_hooks::{HookConfig, HookEngine, SessionInfo};
 
 /// A home (`~/.qwen`, `~/.claude`) and a project (`.qwen`, `.claude`) of their own.

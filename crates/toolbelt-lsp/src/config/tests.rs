@@ -1,5 +1,5 @@
 use super::*;
-use toolbelt_core::Settings;
+use toolbelt_config::settings::Settings;
 
 fn parse_ok(text: &str) -> Vec<ServerConfig> {
     parse(text, Path::new("/p/.lsp.json"), Path::new("/p")).expect("parses")
@@ -280,12 +280,12 @@ fn servers_in_the_settings_load_between_the_files_and_name_their_file() {
         }}}"#,
     )
     .unwrap();
-    let paths = toolbelt_core::SettingsPaths {
+    let paths = toolbelt_config::settings::SettingsPaths {
         user: Some(home.join(".qwen/settings.json")),
         workspace: Some(project.join(".qwen/settings.json")),
         system: None,
         claude_hooks: Vec::new(),
-        trust: toolbelt_core::WorkspaceTrust::Trusted,
+        trust: toolbelt_config::settings::WorkspaceTrust::Trusted,
     };
     let settings = Settings::load(&paths).unwrap();
     let config = LspConfig::load(Some(&project), Some(&home), true, &settings);

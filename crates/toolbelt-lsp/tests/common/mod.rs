@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolbelt_core::{ExecContext, Settings, Tool, ToolEnvironment, ToolResult, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ExecContext, Tool, ToolEnvironment, ToolResult, WorkspaceRoots};
 use toolbelt_lsp::{LspTool, ServerConfig, Servers};
 
 pub struct Workspace {

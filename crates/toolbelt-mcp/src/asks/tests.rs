@@ -1,7 +1,7 @@
 //! Reading a server's form and URL.
 
 use serde_json::json;
-use toolbelt_core::server_asks::{Choice, FieldKind};
+use toolbelt_core::{Choice, FieldKind};
 
 use super::{form_of, url_allowed};
 

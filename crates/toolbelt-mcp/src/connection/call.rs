@@ -17,7 +17,7 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{Peer, RoleClient, Service, ServiceError};
 use serde_json::{Map, Value};
-use toolbelt_core::redact::redact;
+use toolbelt_config::redact::redact;
 use toolbelt_core::{ErrorKind, ExecContext, ToolResult};
 
 use super::{Link, McpConnection, Unavailable, human_duration, service_error_text};

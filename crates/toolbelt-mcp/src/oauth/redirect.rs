@@ -156,7 +156,7 @@ fn refusal_text(error: &str, description: &str) -> String {
         format!("{error}: {description}")
     };
     let text: String = text.chars().filter(|c| !c.is_control()).take(300).collect();
-    toolbelt_core::redact::redact(&text)
+    toolbelt_config::redact::redact(&text)
 }
 
 /// The request line and headers, up to the blank line; `None` past [`MAX_REQUEST`].

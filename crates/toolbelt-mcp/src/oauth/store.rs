@@ -110,10 +110,10 @@ impl CredentialStore for TokenFile {
         let bytes = serde_json::to_vec_pretty(&saved)
             .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
         if let Some(dir) = self.path.parent() {
-            toolbelt_core::store_files::create_dir_all(dir)
+            toolbelt_config::store_files::create_dir_all(dir)
                 .map_err(|e| store_error("create", dir, &e))?;
         }
-        toolbelt_core::store_files::write_atomic(&self.path, &bytes)
+        toolbelt_config::store_files::write_atomic(&self.path, &bytes)
             .map_err(|e| store_error("write", &self.path, &e))
     }
 
@@ -130,9 +130,9 @@ impl CredentialStore for TokenFile {
         let path = self.path.with_extension("lock");
         let locked = tokio::task::spawn_blocking(move || -> io::Result<std::fs::File> {
             if let Some(dir) = path.parent() {
-                toolbelt_core::store_files::create_dir_all(dir)?;
+                toolbelt_config::store_files::create_dir_all(dir)?;
             }
-            let file = toolbelt_core::store_files::open_options()
+            let file = toolbelt_config::store_files::open_options()
                 .create(true)
                 .truncate(false)
                 .write(true)
@@ -172,7 +172,7 @@ fn register_secrets(credentials: &StoredCredentials) {
     let Some(tokens) = &credentials.token_response else {
         return;
     };
-    let redactor = toolbelt_core::redact::global();
+    let redactor = toolbelt_config::redact::global();
     redactor.add_secret(tokens.access_token().secret());
     if let Some(refresh) = tokens.refresh_token() {
         redactor.add_secret(refresh.secret());
@@ -244,7 +244,7 @@ mod tests {
         let loaded = file.load().await.unwrap().unwrap();
         assert_eq!(loaded.client_id, "client-1");
         assert_eq!(
-            toolbelt_core::redact::redact("x access-token-0001 y"),
+            toolbelt_config::redact::redact("x access-token-0001 y"),
             "x *** y"
         );
 

@@ -11,10 +11,15 @@ use std::time::Duration;
 use rmcp::model::{ErrorData, LoggingLevel, Root, Tool};
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use tokio_util::sync::CancellationToken;
+use toolbelt_config::ApprovalMode;
 use toolbelt_core::BoxFuture;
-use toolbelt_core::hooks::{HookEvent, HookOutcome, HookRequest, HookRunner};
-use toolbelt_core::scheduler::{ApprovalMode, Approver, NobodyToAsk, Scheduler, SchedulerConfig};
-use toolbelt_core::{Registration, ToolRegistry};
+use toolbelt_engine::{
+    hooks::HookEvent, hooks::HookOutcome, hooks::HookRequest, hooks::HookRunner,
+};
+use toolbelt_engine::{registry::Registration, registry::ToolRegistry};
+use toolbelt_engine::{
+    scheduler::Approver, scheduler::NobodyToAsk, scheduler::Scheduler, scheduler::SchedulerConfig,
+};
 
 use super::approve::ElicitationApprover;
 use super::rounds::RoundsApprover;

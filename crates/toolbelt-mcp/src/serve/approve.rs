@@ -12,8 +12,11 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use rmcp::service::{Peer, RoleServer};
-use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver, Scheduler};
-use toolbelt_core::{ConfirmationDetails, ConfirmationOutcome, ToolRegistry};
+use toolbelt_core::{ConfirmationDetails, ConfirmationOutcome};
+use toolbelt_engine::registry::ToolRegistry;
+use toolbelt_engine::{
+    scheduler::Approval, scheduler::ApprovalRequest, scheduler::Approver, scheduler::Scheduler,
+};
 
 use super::turns::TurnWhileAsking;
 

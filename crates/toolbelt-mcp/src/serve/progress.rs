@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RoleServer};
 use tokio::sync::mpsc;
-use toolbelt_core::scheduler::SchedulerEvent;
+use toolbelt_engine::scheduler::SchedulerEvent;
 
 /// Shortest time between two notifications of one call.
 pub(super) const INTERVAL: Duration = Duration::from_millis(100);

@@ -48,7 +48,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::ConfirmationOutcome;
-use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver};
+use toolbelt_engine::{scheduler::Approval, scheduler::ApprovalRequest, scheduler::Approver};
 
 use super::approve::{ANSWER_TIMEOUT, Remembered, form};
 use super::progress::ProgressWatch;

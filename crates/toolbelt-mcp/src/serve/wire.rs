@@ -20,8 +20,9 @@ use rmcp::model::{
     CallToolResult, ContentBlock, JsonObject, MetaObject, ResourceContents, Tool, ToolAnnotations,
 };
 use serde_json::{Value, json};
-use toolbelt_core::scheduler::{CallState, CompletedCall};
-use toolbelt_core::{Display, Kind, Origin, Part, Registration, ToolFacts};
+use toolbelt_core::{Display, Kind, Part, ToolFacts};
+use toolbelt_engine::{registry::Origin, registry::Registration};
+use toolbelt_engine::{scheduler::CallState, scheduler::CompletedCall};
 
 /// The `_meta` key of a result that carries toolbelt's display (a diff, Markdown, the
 /// task list), as `{"type": "file_diff" | "markdown" | "todo_list" | "plan", ...}`.

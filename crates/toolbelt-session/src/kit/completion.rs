@@ -3,7 +3,7 @@
 //! like `@path` candidates (`toolbelt_tools::completion::score`). `@path` candidates
 //! come from `toolbelt_tools::completion::PathIndex`.
 
-use toolbelt_core::ToolRegistry;
+use toolbelt_engine::registry::ToolRegistry;
 use toolbelt_tools::completion::score;
 
 /// One `#name` candidate.
@@ -58,9 +58,9 @@ mod tests {
 
     use serde_json::{Value, json};
     use toolbelt_core::{
-        BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, Origin, Tool, ToolError,
-        ToolResult, ToolSet,
+        BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, Tool, ToolError, ToolResult,
     };
+    use toolbelt_engine::{registry::Origin, registry::ToolSet};
 
     use super::*;
 

@@ -105,7 +105,7 @@ impl InputHistory {
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        toolbelt_core::store_files::create_dir_all(dir)?;
+        toolbelt_config::store_files::create_dir_all(dir)?;
         let body = serde_json::to_vec(&Stored {
             entries: self.entries.clone(),
         })

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use toolbelt_core::Settings;
+use toolbelt_config::settings::Settings;
 
 use crate::AgentOptions;
 use crate::agent::Prepared;

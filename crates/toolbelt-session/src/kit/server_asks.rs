@@ -12,8 +12,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
-use toolbelt_core::ask_user::{Answer, AskUser, Question, QuestionOption};
-use toolbelt_core::server_asks::{
+use toolbelt_core::{Answer, AskUser, Question, QuestionOption};
+use toolbelt_core::{
     ElicitationAnswer, ElicitationMode, ElicitationRequest, FieldKind, Form, FormError, FormField,
     SamplingRequest, ServerAsker,
 };
@@ -241,7 +241,7 @@ fn content(form: &Form, answers: &[Answer]) -> Result<Map<String, Value>, FormEr
 }
 
 fn chosen(field: &FormField, labels: &[String]) -> Result<Value, FormError> {
-    let value_of = |label: &String, choices: &[toolbelt_core::server_asks::Choice]| {
+    let value_of = |label: &String, choices: &[toolbelt_core::Choice]| {
         choices
             .iter()
             .find(|c| &shown(&c.label) == label)

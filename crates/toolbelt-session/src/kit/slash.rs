@@ -10,11 +10,14 @@ use std::sync::Arc;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::context_files::ContextFile;
-use toolbelt_core::scheduler::{
-    Approval, ApprovalMode, ApprovalRequest, Approver, CallRules, Scheduler, SchedulerConfig,
-    ToolCallRequest, TurnInfo,
+use toolbelt_config::ApprovalMode;
+use toolbelt_core::{ConfirmationOutcome, Tool, ToolEnvironment};
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
+use toolbelt_engine::{
+    scheduler::Approval, scheduler::ApprovalRequest, scheduler::Approver, scheduler::CallRules,
+    scheduler::Scheduler, scheduler::SchedulerConfig, scheduler::ToolCallRequest,
+    scheduler::TurnInfo,
 };
-use toolbelt_core::{ConfirmationOutcome, Origin, Tool, ToolEnvironment, ToolRegistry};
 use toolbelt_mcp::{ServerReport, ServerStatus};
 
 /// A parsed slash command.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use toolbelt_agent::AgentEvent;
-use toolbelt_core::scheduler::{CallState, SchedulerEvent};
+use toolbelt_engine::{scheduler::CallState, scheduler::SchedulerEvent};
 use toolbelt_model::Usage;
 
 /// Counters of one session; the UI feeds every [`AgentEvent`] to [`SessionStats::observe`]
@@ -134,7 +134,7 @@ mod tests {
 
     use serde_json::Value;
     use toolbelt_core::ToolResult;
-    use toolbelt_core::scheduler::CompletedCall;
+    use toolbelt_engine::scheduler::CompletedCall;
     use toolbelt_model::FinishReason;
 
     use super::*;

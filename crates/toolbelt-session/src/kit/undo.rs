@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use toolbelt_agent::Agent;
 use toolbelt_core::ConfirmationDetails;
-use toolbelt_core::scheduler::{ApprovalRequest, Approver};
 use toolbelt_core::{ConfirmationOutcome, Kind};
+use toolbelt_engine::{scheduler::ApprovalRequest, scheduler::Approver};
 use toolbelt_history::{History, RestorePlan, render};
 
 /// A parsed `/restore`, `/rewind` or `/diff`.

@@ -5,7 +5,7 @@
 //! model's `exit_worktree` has guards no answer overrides.
 
 use toolbelt_core::ToolEnvironment;
-use toolbelt_core::ask_user::{Answer, Question, QuestionOption};
+use toolbelt_core::{Answer, Question, QuestionOption};
 use toolbelt_tools::worktree::{self, Worktree, removal};
 
 const KEEP: &str = "Keep";

@@ -5,8 +5,8 @@
 
 use std::fmt::Write;
 
-use toolbelt_core::ToolRegistry;
-use toolbelt_core::registry::Registration;
+use toolbelt_engine::registry::Registration;
+use toolbelt_engine::registry::ToolRegistry;
 
 use crate::offered::{CONDITIONAL, NOTE, condition};
 
@@ -14,7 +14,10 @@ const COLUMNS: usize = 6;
 
 /// The listing as text, a line per tool after a header; columns padded to their widest
 /// cell.
-pub fn tools_text(registry: &ToolRegistry, settings: &toolbelt_core::Settings) -> String {
+pub fn tools_text(
+    registry: &ToolRegistry,
+    settings: &toolbelt_config::settings::Settings,
+) -> String {
     let header = [
         "NAME",
         "KIND",

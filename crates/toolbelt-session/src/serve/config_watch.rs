@@ -39,8 +39,8 @@ use std::time::Duration;
 
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::{mpsc, watch};
-use toolbelt_core::trust::TrustedFolders;
-use toolbelt_core::{Settings, SettingsPaths};
+use toolbelt_config::trust::TrustedFolders;
+use toolbelt_config::{settings::Settings, settings::SettingsPaths};
 
 /// How long the watched places must be quiet before the tools are opened again: an
 /// editor's save is several events, a `git clone` of a project with `.qwen/` hundreds.

@@ -1,4 +1,4 @@
-use toolbelt_core::RuleList;
+use toolbelt_engine::rules::RuleList;
 
 use super::*;
 use crate::test_support::fixture_with_rules;

@@ -59,9 +59,9 @@ pub(super) fn save(path: &Path, tasks: &[CronTask]) -> std::io::Result<()> {
     }
     let bytes = serde_json::to_vec_pretty(&saved).map_err(std::io::Error::other)?;
     if let Some(dir) = path.parent() {
-        toolbelt_core::store_files::create_dir_all(dir)?;
+        toolbelt_config::store_files::create_dir_all(dir)?;
     }
-    toolbelt_core::store_files::write_atomic(path, &bytes)
+    toolbelt_config::store_files::write_atomic(path, &bytes)
 }
 
 /// The tasks saved at `path` as (id, expression, prompt, recurring, created), and a

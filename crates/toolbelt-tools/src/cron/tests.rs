@@ -1,7 +1,8 @@
 //! The cron tools and schedule on an injected clock: no test waits for a real minute.
 
 use std::sync::{Arc, Mutex};
-use toolbelt_core::scheduler::{ApprovalMode, CallRules, Permissions};
+use toolbelt_config::ApprovalMode;
+use toolbelt_engine::{scheduler::CallRules, scheduler::Permissions};
 
 use chrono::{DateTime, Duration, Local, TimeZone};
 use serde_json::json;
@@ -270,11 +271,11 @@ fn origin() -> TaskOrigin {
 #[derive(Default)]
 struct Yes(std::sync::atomic::AtomicUsize);
 
-impl toolbelt_core::scheduler::Approver for Yes {
+impl toolbelt_engine::scheduler::Approver for Yes {
     fn approve<'a>(
         &'a self,
-        _request: &'a toolbelt_core::scheduler::ApprovalRequest,
-    ) -> toolbelt_core::BoxFuture<'a, toolbelt_core::scheduler::Approval> {
+        _request: &'a toolbelt_engine::scheduler::ApprovalRequest,
+    ) -> toolbelt_core::BoxFuture<'a, toolbelt_engine::scheduler::Approval> {
         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Box::pin(async { toolbelt_core::ConfirmationOutcome::ProceedOnce.into() })
     }
@@ -286,18 +287,19 @@ async fn schedule(
     args: serde_json::Value,
     approver: Option<Arc<Yes>>,
 ) -> toolbelt_core::ToolResult {
-    use toolbelt_core::scheduler::{
-        Approver, Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo,
+    use toolbelt_engine::{
+        scheduler::Approver, scheduler::Scheduler, scheduler::SchedulerConfig,
+        scheduler::ToolCallRequest, scheduler::TurnInfo,
     };
     let f = fixture();
-    let mut registry = toolbelt_core::ToolRegistry::new();
+    let mut registry = toolbelt_engine::registry::ToolRegistry::new();
     for tool in CronTool::all(tasks) {
-        registry.register(Arc::new(tool), toolbelt_core::Origin::BuiltIn);
+        registry.register(Arc::new(tool), toolbelt_engine::registry::Origin::BuiltIn);
     }
     let scheduler = Scheduler::new(
         f.env.clone(),
         SchedulerConfig::new(CallRules::new(
-            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
             ApprovalMode::Default,
             None,
             None,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use toolbelt_core::Kind;
-use toolbelt_core::validate::describe_type;
+use toolbelt_core::describe_type;
 
 use super::manifest::string_field;
 

@@ -5,7 +5,7 @@
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, ValidationError};
 use serde_json::{Value, json};
-use toolbelt_core::validate::describe_type;
+use toolbelt_core::describe_type;
 
 use super::manifest::printable;
 

@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
-use toolbelt_core::validate::describe_type;
-use toolbelt_core::when;
+use toolbelt_config::when;
+use toolbelt_core::describe_type;
 
 use super::binding::{Binding, parse_binding};
 use super::input_schema::check_schema;

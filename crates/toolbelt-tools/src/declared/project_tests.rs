@@ -4,7 +4,7 @@
 use std::os::unix::fs::symlink;
 
 use serde_json::json;
-use toolbelt_core::Settings;
+use toolbelt_config::settings::Settings;
 
 use super::tests::{home, load, setup, write_json};
 

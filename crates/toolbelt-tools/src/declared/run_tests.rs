@@ -3,13 +3,15 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use toolbelt_core::scheduler::CallRules;
+use toolbelt_engine::scheduler::CallRules;
 
 use serde_json::{Value, json};
+use toolbelt_config::settings::Settings;
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Origin, Part,
-    Settings, Tool, ToolError, ToolRegistry, ToolResult,
+    BoxFuture, ConfirmationDetails, ErrorKind, ExecContext, Invocation, Kind, Part, Tool,
+    ToolError, ToolResult,
 };
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
 
 use super::tests::{builtins, load, setup, write_json};
 use super::*;
@@ -259,7 +261,7 @@ async fn a_failing_or_slow_prepare_falls_back_to_the_templates_then_the_generic_
         json!(["sh", "-c", "exec sleep 30"]),
     ] {
         let mut settings = Settings::default();
-        settings.tools.prepare_timeout = Some(toolbelt_core::settings::Millis(300));
+        settings.tools.prepare_timeout = Some(toolbelt_config::settings::Millis(300));
         let f = setup(settings);
         let registry = registry_with(
             &f,
@@ -281,7 +283,7 @@ async fn a_failing_or_slow_prepare_falls_back_to_the_templates_then_the_generic_
 
         let f = setup({
             let mut s = Settings::default();
-            s.tools.prepare_timeout = Some(toolbelt_core::settings::Millis(300));
+            s.tools.prepare_timeout = Some(toolbelt_config::settings::Millis(300));
             s
         });
         let registry = registry_with(
@@ -594,9 +596,11 @@ async fn a_cancelled_prepare_ends_its_command_and_keeps_the_templates() {
 /// mode refuses must not run it (it ran before the refusal once).
 #[tokio::test]
 async fn a_refused_call_runs_no_prepare_command() {
-    use toolbelt_core::RuleList;
-    use toolbelt_core::scheduler::{
-        ApprovalMode, Permissions, Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo,
+    use toolbelt_config::ApprovalMode;
+    use toolbelt_engine::rules::RuleList;
+    use toolbelt_engine::{
+        scheduler::Permissions, scheduler::Scheduler, scheduler::SchedulerConfig,
+        scheduler::ToolCallRequest, scheduler::TurnInfo,
     };
     let f = setup(Settings::default());
     let marker = f.ws().join("prepared");
@@ -613,7 +617,7 @@ async fn a_refused_call_runs_no_prepare_command() {
     let refusing = [
         SchedulerConfig::new(CallRules::new(denied, ApprovalMode::Yolo, None, None)),
         SchedulerConfig::new(CallRules::new(
-            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
             ApprovalMode::Plan,
             None,
             None,
@@ -639,7 +643,7 @@ async fn a_refused_call_runs_no_prepare_command() {
     let scheduler = Scheduler::new(
         f.env.clone(),
         SchedulerConfig::new(CallRules::new(
-            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
             ApprovalMode::Yolo,
             None,
             None,

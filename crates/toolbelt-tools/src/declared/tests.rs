@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use toolbelt_core::{Kind, Settings, ToolRegistry};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::Kind;
+use toolbelt_engine::registry::ToolRegistry;
 
 use super::*;
 use crate::test_support::{Fixture, fixture_with};
@@ -650,7 +652,7 @@ fn a_schema_that_does_not_compile_loads_and_lint_reports_it() {
     let mut registry = builtins(&f);
     let warnings = register_declared(&mut registry, load(&f));
     assert!(warnings.is_empty(), "{warnings:?}");
-    let findings = toolbelt_core::lint::lint_registry(&registry);
+    let findings = toolbelt_engine::lint::lint_registry(&registry);
     assert!(
         findings
             .iter()

@@ -17,10 +17,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use toolbelt_config::when;
 use toolbelt_core::{
-    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, PermissionSubject, Registration,
-    Tool, ToolEnvironment, ToolError, ToolResult, when,
+    BoxFuture, ConfirmationDetails, ExecContext, Invocation, Kind, PermissionSubject, Tool,
+    ToolEnvironment, ToolError, ToolResult,
 };
+use toolbelt_engine::registry::Registration;
 
 use super::binding::Binding;
 use super::manifest::{Scope, ToolEntry};

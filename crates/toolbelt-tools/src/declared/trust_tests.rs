@@ -3,16 +3,19 @@
 //! front end uses. One tool per binding kind, in a trusted and an untrusted folder.
 
 use std::sync::{Arc, Mutex};
-use toolbelt_core::scheduler::{CallRules, Permissions};
+use toolbelt_engine::{scheduler::CallRules, scheduler::Permissions};
 
 use serde_json::{Value, json};
-use toolbelt_core::scheduler::{
-    Approval, ApprovalMode, ApprovalRequest, Approver, Scheduler, SchedulerConfig, ToolCallRequest,
-    TurnInfo,
-};
+use toolbelt_config::ApprovalMode;
+use toolbelt_config::settings::Settings;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, ConfirmationOutcome, ErrorKind, ExecContext, Invocation, Kind,
-    Origin, Settings, Tool, ToolError, ToolRegistry, ToolResult,
+    Tool, ToolError, ToolResult,
+};
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
+use toolbelt_engine::{
+    scheduler::Approval, scheduler::ApprovalRequest, scheduler::Approver, scheduler::Scheduler,
+    scheduler::SchedulerConfig, scheduler::ToolCallRequest, scheduler::TurnInfo,
 };
 
 use super::tests::{builtins, load, setup, write_json};
@@ -127,7 +130,7 @@ async fn run_with(
     let scheduler = Scheduler::new(
         f.env.clone(),
         SchedulerConfig::new(CallRules::new(
-            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
             ApprovalMode::Default,
             None,
             None,
@@ -249,7 +252,7 @@ fn an_untrusted_folders_when_clause_may_not_read_env_or_config() {
 /// only; the person's own entries may name any folder.
 #[test]
 fn a_projects_manifest_entries_stay_inside_the_project() {
-    use toolbelt_core::settings::{SettingsPaths, WorkspaceTrust};
+    use toolbelt_config::{settings::SettingsPaths, settings::WorkspaceTrust};
     let f = setup(Settings::default());
     let outside = f.outside().join("tools");
     write_json(

@@ -14,8 +14,8 @@
 
 use std::path::Path;
 
+use toolbelt_config::settings::NamedBy;
 use toolbelt_core::ToolEnvironment;
-use toolbelt_core::settings::NamedBy;
 
 use super::binding::Target;
 use super::manifest::{Scope, ToolEntry};
@@ -25,7 +25,7 @@ use super::manifest::{Scope, ToolEntry};
 const PRIVATE_KEY_PREFIXES: [&str; 2] = ["env.", "config."];
 
 /// Why a `tools.manifests` entry is not read: a project's settings wrote it (see
-/// `toolbelt_core::settings::NamedBy`) and it leads out of the project. `None` when it
+/// `toolbelt_config::settings::NamedBy`) and it leads out of the project. `None` when it
 /// may be read (the person's own entries may name anything).
 pub(super) fn outside_the_naming_project(
     env: &ToolEnvironment,

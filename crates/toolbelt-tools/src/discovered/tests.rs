@@ -2,7 +2,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolbelt_core::{ExecContext, Origin, Settings, ToolEnvironment, ToolRegistry, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ExecContext, ToolEnvironment, WorkspaceRoots};
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
 
 use super::*;
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::ask_user::{Answer, AskUser, Question};
+use toolbelt_core::{Answer, AskUser, Question};
 use toolbelt_core::{BoxFuture, ErrorKind, ExecContext, Tool, ToolResult};
 
 use super::ExitWorktree;

@@ -3,7 +3,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
-use toolbelt_core::{ErrorKind, Settings};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::ErrorKind;
 
 use crate::test_support::{Fixture, err_kind, fixture, fixture_two_roots, fixture_with};
 

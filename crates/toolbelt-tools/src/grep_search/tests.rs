@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use toolbelt_core::{ErrorKind, ExecContext, Settings, Tool};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ErrorKind, ExecContext, Tool};
 
 use super::GrepSearch;
 use crate::test_support::{Fixture, err_kind, fixture, fixture_two_roots, fixture_with};

@@ -2,7 +2,8 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
 use serde_json::json;
-use toolbelt_core::{ErrorKind, Settings};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::ErrorKind;
 
 use crate::test_support::{err_kind, fixture, fixture_with};
 

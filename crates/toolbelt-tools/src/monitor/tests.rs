@@ -4,13 +4,16 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolbelt_core::scheduler::CallRules;
+use toolbelt_engine::scheduler::CallRules;
 
 use serde_json::{Value, json};
-use toolbelt_core::scheduler::{
-    ApprovalMode, Permissions, Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo,
+use toolbelt_config::ApprovalMode;
+use toolbelt_core::{Consent, ErrorKind, ExecContext};
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry, rules::RuleList};
+use toolbelt_engine::{
+    scheduler::Permissions, scheduler::Scheduler, scheduler::SchedulerConfig,
+    scheduler::ToolCallRequest, scheduler::TurnInfo,
 };
-use toolbelt_core::{Consent, ErrorKind, ExecContext, Origin, RuleList, ToolRegistry};
 
 use super::*;
 use crate::test_support::{Fixture, fixture};
@@ -287,7 +290,7 @@ async fn shell_deny_rules_and_plan_mode_hold_for_monitor() {
         assert_eq!(error.kind, ErrorKind::ExecutionDenied, "{rule}");
     }
     let plan = SchedulerConfig::new(CallRules::new(
-        Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+        Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
         ApprovalMode::Plan,
         None,
         None,
@@ -315,7 +318,7 @@ async fn shell_deny_rules_and_plan_mode_hold_for_monitor() {
     assert!(s.jobs.jobs().is_empty());
     // Allowed, it runs.
     let yolo = SchedulerConfig::new(CallRules::new(
-        Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+        Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
         ApprovalMode::Yolo,
         None,
         None,
@@ -355,7 +358,7 @@ fn the_derived_schemas_say_what_the_model_may_send() {
 #[tokio::test]
 async fn tools_core_restricts_monitor_as_it_restricts_the_shell() {
     let s = setup();
-    let settings: toolbelt_core::Settings =
+    let settings: toolbelt_config::settings::Settings =
         serde_json::from_value(json!({"tools": {"core": ["run_shell_command(echo)"]}})).unwrap();
     let restricted = || {
         SchedulerConfig::new(CallRules::new(

@@ -2,7 +2,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::json;
-use toolbelt_core::{ExecContext, OutputPolicy, Settings, ToolEnvironment, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ExecContext, OutputPolicy, ToolEnvironment, WorkspaceRoots};
 
 use super::*;
 
@@ -42,7 +43,7 @@ impl Fixture {
         p.to_str().unwrap().to_string()
     }
     fn build(&self, args: serde_json::Value) -> Result<Box<dyn Invocation>, ToolError> {
-        let mut registry = toolbelt_core::ToolRegistry::new();
+        let mut registry = toolbelt_engine::registry::ToolRegistry::new();
         crate::register_builtins(&mut registry, &self.env);
         registry.build("read_file", args).map(|(_, call)| call)
     }

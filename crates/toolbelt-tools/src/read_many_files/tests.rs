@@ -1,5 +1,6 @@
 use serde_json::json;
-use toolbelt_core::{ErrorKind, Part, Settings};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ErrorKind, Part};
 
 use crate::test_support::{Fixture, err_kind, fixture, fixture_with};
 

@@ -130,7 +130,7 @@ async fn facts_saved_side_by_side_are_all_kept() {
 #[tokio::test]
 async fn a_context_file_name_that_is_not_markdown_is_not_written_to() {
     for (name, expected) in [("settings.json", "QWEN.md"), ("AGENTS.md", "AGENTS.md")] {
-        let settings: toolbelt_core::Settings =
+        let settings: toolbelt_config::settings::Settings =
             serde_json::from_value(json!({"context": {"fileName": [name]}})).unwrap();
         let fx = crate::test_support::fixture_with(25_000, 1_000, settings);
         let home = fx.dir.path().join("home");
@@ -177,7 +177,7 @@ fn the_global_file_is_under_the_environments_home_never_home_itself() {
 /// a file the project picked in the person's folder.
 #[tokio::test]
 async fn a_projects_context_file_name_does_not_pick_the_global_file() {
-    use toolbelt_core::{Settings, SettingsPaths, WorkspaceTrust};
+    use toolbelt_config::{settings::Settings, settings::SettingsPaths, settings::WorkspaceTrust};
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("project");
     std::fs::create_dir_all(project.join(".qwen")).unwrap();

@@ -368,10 +368,10 @@ impl JobTable {
             return Ok(dir.clone());
         }
         let parent = connection_logs_dir(session_dir);
-        toolbelt_core::store_files::create_dir_all(&parent)?;
+        toolbelt_config::store_files::create_dir_all(&parent)?;
         std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o300))?;
         let dir = parent.join(uuid::Uuid::new_v4().simple().to_string());
-        toolbelt_core::store_files::create_dir(&dir)?;
+        toolbelt_config::store_files::create_dir(&dir)?;
         logs.insert(connection.to_string(), dir.clone());
         Ok(dir)
     }

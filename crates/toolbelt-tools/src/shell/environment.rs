@@ -22,7 +22,7 @@
 
 use std::ffi::OsStr;
 
-use toolbelt_core::rules::wildcard;
+use toolbelt_engine::rules::wildcard;
 
 /// Names that look like secrets, as globs (`*` any run of characters), matched against
 /// the upper-cased name. `*_AUTH*` covers `SSH_AUTH_SOCK` too: the agent socket signs

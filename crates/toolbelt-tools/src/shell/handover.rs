@@ -57,8 +57,8 @@ impl ShellCall {
             .log_dir(&self.env.session_dir, started_by)
             .map(|dir| dir.join(&log_name))
             .and_then(|path| {
-                toolbelt_core::store_files::create_dir_all(path.parent().unwrap_or(&path))?;
-                Ok((toolbelt_core::store_files::create(&path)?, path))
+                toolbelt_config::store_files::create_dir_all(path.parent().unwrap_or(&path))?;
+                Ok((toolbelt_config::store_files::create(&path)?, path))
             });
         let (file, log_path) = match created {
             Ok(created) => created,

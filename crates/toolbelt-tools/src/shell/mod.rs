@@ -445,7 +445,8 @@ impl ShellCall {
                 Err(e) => Err(e),
             };
         }
-        let wanted = self.env.settings.tools.sandbox == toolbelt_core::settings::Sandbox::Landlock;
+        let wanted =
+            self.env.settings.tools.sandbox == toolbelt_config::settings::Sandbox::Landlock;
         if !wanted {
             return Ok(None);
         }
@@ -484,8 +485,8 @@ impl ShellCall {
             .log_dir(&self.env.session_dir, &started_by)
             .map(|dir| dir.join(&log_name))
             .and_then(|path| {
-                toolbelt_core::store_files::create_dir_all(path.parent().unwrap_or(&path))?;
-                Ok((toolbelt_core::store_files::create(&path)?, path))
+                toolbelt_config::store_files::create_dir_all(path.parent().unwrap_or(&path))?;
+                Ok((toolbelt_config::store_files::create(&path)?, path))
             });
         let log_path = match &file {
             Ok((_, path)) => path.clone(),

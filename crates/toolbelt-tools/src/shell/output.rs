@@ -166,8 +166,8 @@ impl OutputCapture {
         let opened = self
             .log_path
             .parent()
-            .map_or(Ok(()), toolbelt_core::store_files::create_dir_all)
-            .and_then(|()| toolbelt_core::store_files::create(&self.log_path));
+            .map_or(Ok(()), toolbelt_config::store_files::create_dir_all)
+            .and_then(|()| toolbelt_config::store_files::create(&self.log_path));
         match opened {
             Ok(file) => {
                 if let Some(created) = self.on_log_created.take() {

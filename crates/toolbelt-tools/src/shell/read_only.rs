@@ -23,7 +23,7 @@
 //! through a redirection, no substitution runs an unknown command, and the line parsed
 //! cleanly: anything this module cannot vouch for goes to a person.
 
-use toolbelt_core::SYSTEM_BIN_DIRS;
+use toolbelt_engine::rules::SYSTEM_BIN_DIRS;
 
 use super::command_parse::word::{self, WordShape};
 use super::command_parse::{ParsedCommand, SimpleCommand};

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::json;
+use toolbelt_config::settings::Settings;
 use toolbelt_core::{
     ConfirmationDetails, ErrorKind, ExecContext, OutputPolicy, OutputSink, PermissionSubject,
-    Settings, ShellCommand, Tool, ToolEnvironment, ToolResult, WorkspaceRoots,
+    ShellCommand, Tool, ToolEnvironment, ToolResult, WorkspaceRoots,
 };
 
 use super::*;
@@ -648,7 +649,7 @@ async fn always_rules(f: &Fixture, command: &str) -> (Vec<String>, Vec<String>) 
     let ConfirmationDetails::Exec { root_commands, .. } = &details else {
         panic!("{details:?}");
     };
-    let request = toolbelt_core::scheduler::ApprovalRequest {
+    let request = toolbelt_engine::scheduler::ApprovalRequest {
         call_id: "1".into(),
         tool: "run_shell_command".into(),
         kind: toolbelt_core::Kind::Execute,

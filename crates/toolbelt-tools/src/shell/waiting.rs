@@ -25,7 +25,7 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use toolbelt_core::settings::ShellSettings;
+use toolbelt_config::settings::ShellSettings;
 
 use super::command_parse::ParsedCommand;
 use super::output::clean_text;

@@ -6,8 +6,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use toolbelt_core::front_matter::{self, Document, FrontMatterError, Spanned};
-use toolbelt_core::rules::Rule;
+use toolbelt_config::{
+    front_matter, front_matter::Document, front_matter::FrontMatterError, front_matter::Spanned,
+};
+use toolbelt_engine::rules::Rule;
 
 use super::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, MAX_SKILL_FILE_BYTES, Skill, SkillFolder};
 use crate::listed_name::escaped;

@@ -3,16 +3,19 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use toolbelt_core::scheduler::CallRules;
+use toolbelt_engine::scheduler::CallRules;
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::scheduler::{
-    ApprovalMode, Permissions, Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo,
+use toolbelt_config::ApprovalMode;
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ErrorKind, Tool, ToolEnvironment, WorkspaceRoots};
+use toolbelt_engine::{
+    registry::Origin, registry::ToolRegistry, rules::PermissionRules, rules::RuleList,
 };
-use toolbelt_core::{
-    ErrorKind, Origin, PermissionRules, RuleList, Settings, Tool, ToolEnvironment, ToolRegistry,
-    WorkspaceRoots,
+use toolbelt_engine::{
+    scheduler::Permissions, scheduler::Scheduler, scheduler::SchedulerConfig,
+    scheduler::ToolCallRequest, scheduler::TurnInfo,
 };
 
 use super::*;
@@ -601,7 +604,7 @@ async fn a_scheduler_without_turns_takes_no_grant() {
     let sch = Scheduler::new(
         s.env.clone(),
         SchedulerConfig::new(CallRules::new(
-            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
             ApprovalMode::Default,
             None,
             None,

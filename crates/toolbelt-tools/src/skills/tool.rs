@@ -1,6 +1,6 @@
 //! The `skill` tool: `{skill}` returns the skill's instructions and the paths of its
 //! other files; its `allowed-tools` are granted for the rest of the turn (see
-//! `toolbelt_core::scheduler::grants`).
+//! `toolbelt_engine::scheduler::grants`).
 //!
 //! The description lists every skill by name and description in an
 //! `<available_skills>` block, XML-escaped, as Qwen Code's does, so the model knows
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use toolbelt_core::scheduler::TurnGrant;
+use toolbelt_core::TurnGrant;
 use toolbelt_core::{
     BoxFuture, ConfirmationDetails, Display, ExecContext, Invocation, Kind, PermissionSubject,
     Tool, ToolError, ToolResult,

@@ -11,9 +11,8 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
-use toolbelt_core::{
-    ConfirmationDetails, ErrorKind, ExecContext, PermissionSubject, Settings, Tool,
-};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ConfirmationDetails, ErrorKind, ExecContext, PermissionSubject, Tool};
 
 use super::WebFetch;
 use crate::test_support::{Fixture, err_kind, fixture_with};

@@ -14,9 +14,8 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use toolbelt_core::{
-    ConfirmationDetails, ErrorKind, ExecContext, Kind, Settings, Tool, ToolResult,
-};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ConfirmationDetails, ErrorKind, ExecContext, Kind, Tool, ToolResult};
 
 use super::text::{decode_entities, one_line, strip_html};
 use super::{HttpOptions, WebSearch, providers, resolve_key, web_search_unavailable_reason};

@@ -1,8 +1,8 @@
 use super::*;
-use toolbelt_core::scheduler::Permissions;
-use toolbelt_core::{
-    Decision, Kind, PermissionSubject, Settings, SettingsPaths, ShellCommand, WorkspaceTrust,
-};
+use toolbelt_config::{settings::Settings, settings::SettingsPaths, settings::WorkspaceTrust};
+use toolbelt_core::{Kind, PermissionSubject, ShellCommand};
+use toolbelt_engine::rules::Decision;
+use toolbelt_engine::scheduler::Permissions;
 
 fn request(tool: &str, kind: Kind, details: ConfirmationDetails) -> ApprovalRequest {
     ApprovalRequest {
@@ -260,7 +260,7 @@ fn the_file_and_directory_are_created_and_rules_not_repeated() {
     .unwrap();
     allow_in_workspace(dir.path(), &["edit".to_string()]).unwrap();
     let v: Value =
-        toolbelt_core::settings::parse_settings_text(&std::fs::read(&out.path).unwrap()).unwrap();
+        toolbelt_config::settings::parse_settings_text(&std::fs::read(&out.path).unwrap()).unwrap();
     assert_eq!(
         v,
         serde_json::json!({"general": {"x": 1}, "permissions": {"deny": ["Bash(rm *)"], "allow": ["edit"]}})

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::hooks::{HookEvent, HookRequest, HookRunner};
+use toolbelt_engine::{hooks::HookEvent, hooks::HookRequest, hooks::HookRunner};
 
 use super::Worktree;
 

@@ -13,8 +13,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use tokio::sync::{mpsc, oneshot};
 use toolbelt_core::BoxFuture;
-use toolbelt_core::confirm::{ConfirmationDetails, ConfirmationOutcome};
-use toolbelt_core::scheduler::{Approval, ApprovalRequest, Approver};
+use toolbelt_core::{ConfirmationDetails, ConfirmationOutcome};
+use toolbelt_engine::{scheduler::Approval, scheduler::ApprovalRequest, scheduler::Approver};
 use toolbelt_tools::workspace_rules;
 
 use super::UiMessage;

@@ -4,7 +4,7 @@
 //!
 //! The agent is assembled exactly as the headless one (`Session::agent`: the same
 //! flags, settings, model client, tools and saved sessions), with two things plugged in:
-//! a [`dialog::UiApprover`] as the scheduler's [`Approver`](toolbelt_core::scheduler::Approver)
+//! a [`dialog::UiApprover`] as the scheduler's [`Approver`](toolbelt_engine::scheduler::Approver)
 //! and an event sink. Both only send [`UiMessage`]s to one channel; this module's loop is
 //! the only owner of the terminal and of the UI state.
 //!
@@ -39,7 +39,10 @@ use ratatui::{Terminal, TerminalOptions, Viewport};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{Agent, AgentEvent, EventSink, RunOutcome, StopReason, at_paths};
-use toolbelt_core::scheduler::{ApprovalMode, ApprovalRequest, CallState, SchedulerEvent};
+use toolbelt_config::ApprovalMode;
+use toolbelt_engine::{
+    scheduler::ApprovalRequest, scheduler::CallState, scheduler::SchedulerEvent,
+};
 use toolbelt_model::StreamDelta;
 
 use toolbelt_tools::workspace_rules;
@@ -80,7 +83,7 @@ pub enum UiMessage {
     Approve(Box<ApprovalRequest>, oneshot::Sender<Answer>),
     /// `ask_user_question`: the model's questions, and where the answers go.
     Ask(
-        Vec<toolbelt_core::ask_user::Question>,
+        Vec<toolbelt_core::Question>,
         oneshot::Sender<questions::Answers>,
     ),
     /// The workspace's file list for `@path` completion, built off the UI thread.

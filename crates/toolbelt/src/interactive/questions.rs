@@ -14,7 +14,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
-use toolbelt_core::ask_user::{Answer, AskUser, Question};
+use toolbelt_core::{Answer, AskUser, Question};
 
 use super::UiMessage;
 
@@ -251,7 +251,7 @@ impl QuestionsDialog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolbelt_core::ask_user::QuestionOption;
+    use toolbelt_core::QuestionOption;
 
     fn question(multi: bool) -> Question {
         Question {

@@ -8,8 +8,9 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use toolbelt_config::ApprovalMode;
 use toolbelt_core::Display;
-use toolbelt_core::scheduler::{ApprovalMode, CallState, CompletedCall};
+use toolbelt_engine::{scheduler::CallState, scheduler::CompletedCall};
 
 use super::markdown;
 

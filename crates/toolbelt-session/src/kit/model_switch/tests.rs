@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use toolbelt_core::Settings;
+use toolbelt_config::settings::Settings;
 
 use super::ModelSwitch;
 use crate::{AgentOptions, ModelSlot};

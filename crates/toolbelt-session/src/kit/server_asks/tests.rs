@@ -3,7 +3,7 @@
 use std::sync::Mutex;
 
 use serde_json::json;
-use toolbelt_core::server_asks::{Choice, SampledMessage};
+use toolbelt_core::{Choice, SampledMessage};
 
 use super::*;
 

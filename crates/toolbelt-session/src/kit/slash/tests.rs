@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use toolbelt_core::{Settings, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::WorkspaceRoots;
 
 use super::*;
 
@@ -45,7 +46,7 @@ fn commands_parse_with_their_arguments() {
     assert_eq!(ok("/approval-mode"), ApprovalMode(None));
     assert_eq!(
         ok("/approval-mode auto_edit"),
-        ApprovalMode(Some(toolbelt_core::scheduler::ApprovalMode::AutoEdit))
+        ApprovalMode(Some(toolbelt_config::ApprovalMode::AutoEdit))
     );
     assert_eq!(ok("/stats"), Stats);
     assert_eq!(ok("/quit"), Quit);
@@ -225,13 +226,13 @@ fn a_server_waiting_to_be_started_again_shows_why_and_when() {
 }
 
 /// The settings' rules alone, in the default mode, without hooks or checkpoints.
-fn settings_rules(env: &ToolEnvironment) -> toolbelt_core::scheduler::CallRules {
-    let permissions = toolbelt_core::scheduler::Permissions::from_settings(
+fn settings_rules(env: &ToolEnvironment) -> toolbelt_engine::scheduler::CallRules {
+    let permissions = toolbelt_engine::scheduler::Permissions::from_settings(
         &env.settings,
         &crate::rule_vocabulary(),
     );
-    let mode = toolbelt_core::scheduler::ApprovalMode::Default;
-    toolbelt_core::scheduler::CallRules::new(permissions, mode, None, None)
+    let mode = toolbelt_config::ApprovalMode::Default;
+    toolbelt_engine::scheduler::CallRules::new(permissions, mode, None, None)
 }
 
 /// The context files as the session loads them.

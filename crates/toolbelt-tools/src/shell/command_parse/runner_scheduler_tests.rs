@@ -3,10 +3,12 @@
 //! file; "always" for a git command does not cover git running code.
 
 use serde_json::json;
-use toolbelt_core::RuleList;
-use toolbelt_core::scheduler::CallRules;
-use toolbelt_core::scheduler::{
-    ApprovalMode, Permissions, Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo,
+use toolbelt_config::ApprovalMode;
+use toolbelt_engine::rules::RuleList;
+use toolbelt_engine::scheduler::CallRules;
+use toolbelt_engine::{
+    scheduler::Permissions, scheduler::Scheduler, scheduler::SchedulerConfig,
+    scheduler::ToolCallRequest, scheduler::TurnInfo,
 };
 
 use super::parse;
@@ -105,11 +107,11 @@ struct AlwaysThenRefuse {
     asked: std::sync::Mutex<Vec<String>>,
 }
 
-impl toolbelt_core::scheduler::Approver for AlwaysThenRefuse {
+impl toolbelt_engine::scheduler::Approver for AlwaysThenRefuse {
     fn approve<'a>(
         &'a self,
-        request: &'a toolbelt_core::scheduler::ApprovalRequest,
-    ) -> toolbelt_core::BoxFuture<'a, toolbelt_core::scheduler::Approval> {
+        request: &'a toolbelt_engine::scheduler::ApprovalRequest,
+    ) -> toolbelt_core::BoxFuture<'a, toolbelt_engine::scheduler::Approval> {
         let mut asked = self.asked.lock().unwrap();
         asked.push(request.description.clone());
         let outcome = if asked.len() == 1 {
@@ -139,7 +141,7 @@ async fn always_for_a_git_command_does_not_cover_git_running_code() {
     let scheduler = Scheduler::new(
         f.env.clone(),
         SchedulerConfig::new(CallRules::new(
-            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
             ApprovalMode::Default,
             None,
             None,

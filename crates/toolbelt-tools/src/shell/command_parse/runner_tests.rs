@@ -7,7 +7,8 @@
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
-use toolbelt_core::{Decision, PermissionRules, PermissionSubject, RuleList};
+use toolbelt_core::PermissionSubject;
+use toolbelt_engine::{rules::Decision, rules::PermissionRules, rules::RuleList};
 
 use super::parse;
 use super::runners::RUNNERS;

@@ -320,7 +320,9 @@ pub(crate) fn rule_root(command: &SimpleCommand) -> Option<String> {
         return None;
     }
     Some(match word.rsplit_once('/') {
-        Some((dir, base)) if toolbelt_core::SYSTEM_BIN_DIRS.contains(&dir) && !base.is_empty() => {
+        Some((dir, base))
+            if toolbelt_engine::rules::SYSTEM_BIN_DIRS.contains(&dir) && !base.is_empty() =>
+        {
             base.to_string()
         }
         _ => word.clone(),

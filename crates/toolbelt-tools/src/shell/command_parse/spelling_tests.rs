@@ -2,7 +2,8 @@
 //! writing or wrapping `rm` runs it; and the "always allow" root of a command names
 //! only that program, or nothing when a rule would approve everything.
 
-use toolbelt_core::{Decision, PermissionRules, PermissionSubject, RuleList};
+use toolbelt_core::PermissionSubject;
+use toolbelt_engine::{rules::Decision, rules::PermissionRules, rules::RuleList};
 
 use super::parse;
 use super::runs::rule_root;

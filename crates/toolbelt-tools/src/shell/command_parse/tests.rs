@@ -1,7 +1,8 @@
 //! Data-driven tests of the parser, the read-only set and the rules engine working
 //! together on real command lines: `check(input, expect)` tables, one line per case.
 
-use toolbelt_core::{Decision, PermissionRules, PermissionSubject, RuleList};
+use toolbelt_core::PermissionSubject;
+use toolbelt_engine::{rules::Decision, rules::PermissionRules, rules::RuleList};
 
 use super::*;
 use crate::shell::read_only::is_line_read_only;

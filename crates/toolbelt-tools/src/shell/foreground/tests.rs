@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use toolbelt_config::settings::Settings;
 use toolbelt_core::{
-    ErrorKind, ExecContext, OutputPolicy, OutputSink, Settings, Tool, ToolEnvironment, ToolResult,
+    ErrorKind, ExecContext, OutputPolicy, OutputSink, Tool, ToolEnvironment, ToolResult,
     WorkspaceRoots,
 };
 

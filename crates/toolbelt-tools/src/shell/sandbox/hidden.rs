@@ -32,8 +32,8 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use landlock::{AccessFs, BitFlags, PathBeneath, PathFd, RulesetCreated};
+use toolbelt_core::PathPolicy;
 use toolbelt_core::ToolEnvironment;
-use toolbelt_core::rules::PathPolicy;
 
 /// Credential files and directories, relative to the home, that toolbelt knows: its
 /// own keys, then the usual places of other tools' secrets. One table.

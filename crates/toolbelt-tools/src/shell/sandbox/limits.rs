@@ -12,7 +12,7 @@
 //! namespace's init ignores `SIGXCPU` and ends by the `SIGKILL`), and only ever lowered.
 
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-use toolbelt_core::settings::ShellLimits;
+use toolbelt_config::settings::ShellLimits;
 
 const MIB: u64 = 1024 * 1024;
 

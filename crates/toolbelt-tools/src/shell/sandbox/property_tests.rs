@@ -26,7 +26,8 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::json;
-use toolbelt_core::{ExecContext, Settings, Tool, ToolEnvironment, WorkspaceRoots};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ExecContext, Tool, ToolEnvironment, WorkspaceRoots};
 
 use super::property_grammar::command_line;
 use crate::shell::RunShellCommand;
@@ -181,15 +182,15 @@ fn world() -> World {
         std::fs::create_dir_all(root.join(file).parent().unwrap()).unwrap();
         std::fs::write(root.join(file), format!("{text}\n")).unwrap();
     }
-    let mut rules = toolbelt_core::PermissionRules::new(&crate::rule_vocabulary())
+    let mut rules = toolbelt_engine::rules::PermissionRules::new(&crate::rule_vocabulary())
         .with_base(&ws, Some(root.join("home")));
     rules.add(
-        toolbelt_core::RuleList::Deny,
+        toolbelt_engine::rules::RuleList::Deny,
         &format!("Read(/{}/denied/**)", root.display()),
     );
     let roots = WorkspaceRoots::new([&ws])
         .unwrap()
-        .with_path_policy(toolbelt_core::rules::PathPolicy::new(&rules));
+        .with_path_policy(rules.path_policy());
     let mut env = ToolEnvironment::new(
         roots,
         Arc::new(Settings::default()),

@@ -11,11 +11,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolbelt_core::rules::PathPolicy;
-use toolbelt_core::{
-    ExecContext, PermissionRules, RuleList, Settings, Tool, ToolEnvironment, ToolResult,
-    WorkspaceRoots,
-};
+use toolbelt_config::settings::Settings;
+use toolbelt_core::{ExecContext, Tool, ToolEnvironment, ToolResult, WorkspaceRoots};
+use toolbelt_engine::{rules::PermissionRules, rules::RuleList};
 
 use super::*;
 use crate::shell::RunShellCommand;
@@ -55,7 +53,7 @@ fn world(settings: Value, deny: &[&str]) -> World {
             &rule.replace("@ROOT", &root.to_string_lossy()),
         );
     }
-    let roots = roots.with_path_policy(PathPolicy::new(&rules));
+    let roots = roots.with_path_policy(rules.path_policy());
     let settings = Settings::from_value(settings).unwrap();
     let mut env = ToolEnvironment::new(roots, Arc::new(settings), root.join("store/tmp/proj"));
     env.user_home = Some(root.join("home"));

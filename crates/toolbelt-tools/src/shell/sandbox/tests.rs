@@ -8,14 +8,20 @@ use std::net::TcpListener;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolbelt_core::scheduler::{ApprovalMode, CallRules, Permissions};
+use toolbelt_config::ApprovalMode;
+use toolbelt_engine::{scheduler::CallRules, scheduler::Permissions};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::scheduler::{Scheduler, SchedulerConfig, ToolCallRequest, TurnInfo};
+use toolbelt_config::settings::Settings;
 use toolbelt_core::{
-    ConfirmationDetails, ErrorKind, ExecContext, Invocation, Origin, Settings, Tool,
-    ToolEnvironment, ToolRegistry, ToolResult, WorkspaceRoots,
+    ConfirmationDetails, ErrorKind, ExecContext, Invocation, Tool, ToolEnvironment, ToolResult,
+    WorkspaceRoots,
+};
+use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
+use toolbelt_engine::{
+    scheduler::Scheduler, scheduler::SchedulerConfig, scheduler::ToolCallRequest,
+    scheduler::TurnInfo,
 };
 
 use super::*;
@@ -317,7 +323,7 @@ async fn without_landlock_read_only_commands_ask() {
     let scheduler = Scheduler::new(
         f.env.clone(),
         SchedulerConfig::new(CallRules::new(
-            Permissions::new(&toolbelt_core::rules::RuleVocabulary::default()),
+            Permissions::new(&toolbelt_engine::rules::RuleVocabulary::default()),
             ApprovalMode::Default,
             None,
             None,
