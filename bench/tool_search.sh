@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p toolbelt-agent --example tool_search_bench
-cargo build --release -q -p toolbelt-core --example when_bench
+cargo build --release -q -p toolbelt-config --example when_bench
 echo "== tool_search: ${TOOLS:-2000} tools, ${QUERIES:-1000} queries"
 target/release/examples/tool_search_bench "${TOOLS:-2000}" "${QUERIES:-1000}"
 echo "== when-clauses: ${CLAUSES:-10000}"

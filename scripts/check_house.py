@@ -30,6 +30,12 @@
    comment may open a Rust code block (a bare or `rust` fence), which would never run;
    mark other blocks (`text`, `sh`, `json`) and put runnable examples in `examples/`.
 
+7. A small contract (issue 42): toolbelt-core, the tool contract, declares at most
+   CORE_PUB_LIMIT public items (`pub fn`, methods included, `struct`, `enum`, `trait`,
+   `type`, `const`, `static`, `mod`) in its non-test code. What is not the contract
+   belongs to toolbelt-engine (registry, rules, scheduler) or toolbelt-config (settings,
+   trust, when-clauses); that core depends on toolbelt-config alone is rule 2's graph.
+
 Run from the repository root: `python3 scripts/check_house.py`. Exit 1 with every
 finding listed, 0 when the house is in order.
 """
@@ -421,6 +427,34 @@ def check_string_errors(crates):
     return findings
 
 
+# At most this many public items in toolbelt-core (rule 7): core held 484 by this count
+# before the engine and the configuration left it, 156 after.
+CORE = "toolbelt-core"
+CORE_PUB_LIMIT = 220
+PUB_ITEM = re.compile(
+    r"^\s*pub (?:async |const |unsafe )*(fn|struct|enum|trait|type|const|static|mod)\b", re.M
+)
+
+
+def core_pub_items(crate_dir):
+    count = 0
+    for rel in crate_sources(crate_dir):
+        if rel.startswith("src/"):
+            count += len(PUB_ITEM.findall(non_test_code(os.path.join(crate_dir, rel))))
+    return count
+
+
+def check_core_surface(crates):
+    count = core_pub_items(crates[CORE])
+    print(f"{CORE}: {count} public items (at most {CORE_PUB_LIMIT})")
+    if count > CORE_PUB_LIMIT:
+        return [
+            f"crates/{CORE} declares {count} public items, more than {CORE_PUB_LIMIT}:"
+            " is the new item the tool contract, or the engine's or the configuration's?"
+        ]
+    return []
+
+
 def main():
     write = "--write-codemap" in sys.argv[1:]
     with open(os.path.join(ROOT, "ARCHITECTURE.md"), encoding="utf-8") as f:
@@ -432,6 +466,7 @@ def main():
     findings += check_one_constructor(crates)
     findings += check_string_errors(crates)
     findings += check_no_doctests(crates)
+    findings += check_core_surface(crates)
     for finding in findings:
         print(finding, file=sys.stderr)
     if findings:
@@ -440,7 +475,7 @@ def main():
     print(
         "check_house: the code map is current, ARCHITECTURE.md's sections and crate graph"
         " match the tree, the binary assembles no session, no public function returns a"
-        " String error, no doc tests"
+        " String error, no doc tests, the contract is small"
     )
     return 0
 

@@ -1,6 +1,6 @@
 //! The editor's files (`fs/read_text_file`), when it offers them: the file tools read
 //! the editor's text of a file, unsaved changes included, and refuse to change a file
-//! whose unsaved changes they would overwrite ([`toolbelt_core::editor`]). Writes stay
+//! whose unsaved changes they would overwrite ([`toolbelt_core::EditorBuffers`]). Writes stay
 //! toolbelt's own (confined to the workspace, atomic, checkpointed); an editor that
 //! offers `fs/write_text_file` is then given the new text (`updates.rs`).
 

@@ -1,6 +1,6 @@
 //! Files toolbelt reads *by itself* from a project: context files (`QWEN.md`,
 //! `AGENTS.md`), sub-agent definitions, declared-tool manifests, skills. No tool call
-//! names them, so no [`toolbelt_core::WorkspaceRoots::resolve`] checks them; this is their one
+//! names them, so no `WorkspaceRoots::resolve` (toolbelt-core) checks them; this is their one
 //! checkpoint instead.
 //!
 //! A cloned repository is not trusted to point anywhere: `QWEN.md -> ~/.ssh/id_rsa`

@@ -78,7 +78,7 @@ impl ConfirmationDetails {
     }
 
     /// The file the call changes, when it changes one: what the protected-path check
-    /// judges (see [`crate::protected`]).
+    /// judges (see [`crate::ProtectedPaths`]).
     pub fn changed_path(&self) -> Option<&Path> {
         match self {
             ConfirmationDetails::Edit { file_path, .. } => Some(file_path),

@@ -276,10 +276,10 @@ pub struct ToolEnvironment {
     pub session_dir: PathBuf,
     /// The model, as one question at a time (see [`AskOnce`]).
     pub ask_once: AskOnceSlot,
-    /// The person, for questions with choices (see [`crate::ask_user`]); empty headless.
+    /// The person, for questions with choices (see [`crate::AskUser`]); empty headless.
     pub ask_user: crate::QuestionSlot,
     /// Who answers what MCP servers ask (elicitation, sampling); empty headless (see
-    /// [`crate::server_asks`]).
+    /// [`crate::ServerAsker`]).
     pub server_asks: crate::ServerAskSlot,
     /// The person's home directory, where user-wide files live (`~/.qwen/QWEN.md` for
     /// `save_memory`). `None` unless the assembler sets it: a tool never reads `$HOME`
@@ -292,7 +292,7 @@ pub struct ToolEnvironment {
     pub toolbelt_home: Option<PathBuf>,
     /// Where the shell runs by default while the session is in a worktree.
     pub work_dir: WorkDirSlot,
-    /// The editor the session runs in, if any ([`crate::editor`]).
+    /// The editor the session runs in, if any ([`crate::EditorBuffers`]).
     pub editor: crate::EditorSlot,
 }
 
@@ -401,7 +401,7 @@ pub struct TurnGrant {
 /// A tool: a declaration that builds validated calls.
 ///
 /// `build` receives arguments that already passed the JSON Schema (see
-/// [`crate::validate`]); it does the checks a schema cannot express (absolute paths, the
+/// [`crate::SchemaValidator`]); it does the checks a schema cannot express (absolute paths, the
 /// workspace boundary, ranges that depend on each other) and returns an error message the
 /// model can act on.
 pub trait Tool: Send + Sync {

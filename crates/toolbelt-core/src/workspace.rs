@@ -188,7 +188,7 @@ impl WorkspaceRoots {
     }
 
     /// Why a change to `path` must be asked of the person, if it must (see
-    /// [`crate::protected`]). The path is judged as given (lexically normalised) and as
+    /// [`crate::ProtectedPaths`]). The path is judged as given (lexically normalised) and as
     /// resolved, so neither `..` nor a symbolic link leads around the check, also for a
     /// file that does not exist yet.
     pub fn protection(&self, path: &Path) -> Option<Protection> {

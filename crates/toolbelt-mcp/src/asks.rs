@@ -1,5 +1,5 @@
 //! What a server asks of the session (`elicitation/create`, `sampling/createMessage`):
-//! the wire requests as [`toolbelt_core::server_asks`] shapes, who answers them, and
+//! the wire requests as [`toolbelt_core::ServerAsker`] shapes, who answers them, and
 //! the answers back.
 //!
 //! Who answers is the session's [`ServerAskSlot`]: its asker (the front end's person)

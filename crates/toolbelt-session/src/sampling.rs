@@ -1,5 +1,5 @@
 //! The session's model as the answerer of MCP servers' sampling requests (see
-//! [`toolbelt_core::server_asks`]): a request the person approved (or the server's
+//! [`toolbelt_core::ServerAsker`]): a request the person approved (or the server's
 //! settings allow) goes to the model the session uses now, with the server's system
 //! prompt, its messages, its `maxTokens` (already capped) and temperature, and no tools.
 

@@ -1,4 +1,4 @@
-//! The file tools and the editor a session runs in ([`toolbelt_core::editor`]):
+//! The file tools and the editor a session runs in ([`toolbelt_core::EditorBuffers`]):
 //! `read_file` reads the editor's text of a file, unsaved changes included, and a change
 //! to a file is refused while the editor holds unsaved changes it would overwrite.
 

@@ -16,7 +16,7 @@
 //! 3. a call whose invocation asks no confirmation runs;
 //! 4. yolo approves everything; auto-edit approves edit confirmations; "always allow"
 //!    answers of this session approve what they cover. A change to protected
-//!    configuration (`.qwen`, `.agents`, `.git`, see [`toolbelt_core::protected`]) is approved
+//!    configuration (`.qwen`, `.agents`, `.git`, see [`toolbelt_core::ProtectedPaths`]) is approved
 //!    here only by yolo, and in step 1 only by an allow rule that names the file
 //!    (`scheduler/protect.rs`); its question offers no "always";
 //! 5. otherwise PermissionRequest hooks may answer in the person's place (not for

@@ -146,7 +146,7 @@ impl SchedulerConfig {
         self
     }
 
-    /// Whether a call's [`super::TurnGrant`] (a skill's `allowed-tools`) allows calls
+    /// Whether a call's [`toolbelt_core::TurnGrant`] (a skill's `allowed-tools`) allows calls
     /// until [`super::Scheduler::end_turn`]. Only an owner that ends turns should turn it
     /// on: the agent does; `toolbelt mcp serve` and `tools call` have no turns.
     #[must_use]

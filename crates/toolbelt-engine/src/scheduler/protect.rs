@@ -1,5 +1,5 @@
 //! Protected configuration in the approval decision (which paths, and why: see
-//! [`toolbelt_core::protected`]).
+//! [`toolbelt_core::ProtectedPaths`]).
 //!
 //! A change to a protected path (an edit confirmation whose file is one) is asked of the
 //! person. What still approves it without a question:
