@@ -24,7 +24,9 @@
    (`Option<Result<T, String>>`, `BoxFuture<'_, Result<T, String>>`), with the signature
    spread over lines as rustfmt writes it. An embedder cannot match a string: give the
    function a `thiserror` enum by cause, or make it `pub(crate)` when nothing outside
-   its crate calls it.
+   its crate calls it. The same holds for the methods of a `pub trait` (an embedder
+   implements them; `toolbelt_core::EmbedderError` carries its words) and for a
+   `pub type` alias.
 6. No doc tests: every library crate's `[lib]` sets `doctest = false` (rustdoc's doc-test
    pass would compile each crate once more in every test run, for nothing), so no doc
    comment may open a Rust code block (a bare or `rust` fence), which would never run;
@@ -405,6 +407,30 @@ def non_test_code(path):
     return "".join(kept)
 
 
+def string_error_items(text):
+    """(line, what) of each public function, public trait's method and public type alias
+    in `text` whose result is a `Result<_, String>`."""
+    found = []
+    for m in PUB_FN.finditer(text):
+        end = re.compile(r"[{;]").search(text, m.end())
+        signature = text[m.start() : end.start() if end else len(text)]
+        if string_errors(signature):
+            found.append((text.count("\n", 0, m.start()) + 1, f"`pub fn {m.group(1)}`"))
+    for m in re.finditer(r"^[ \t]*pub trait (\w+)[^{;]*\{", text, re.M):
+        end = balanced_end(text, m.end() - 1, "{", "}")
+        for f in re.finditer(r"\bfn (\w+)", text[m.end() : end]):
+            start = m.end() + f.start()
+            stop = re.compile(r"[{;]").search(text, start)
+            if string_errors(text[start : stop.start() if stop else end]):
+                found.append(
+                    (text.count("\n", 0, start) + 1, f"`{m.group(1)}::{f.group(1)}`")
+                )
+    for m in re.finditer(r"^[ \t]*pub type (\w+)[^=;]*=([^;]*);", text, re.M):
+        if string_errors("fn alias() -> " + m.group(2)):
+            found.append((text.count("\n", 0, m.start()) + 1, f"`pub type {m.group(1)}`"))
+    return found
+
+
 def check_string_errors(crates):
     findings = []
     for name, crate_dir in sorted(crates.items()):
@@ -414,16 +440,13 @@ def check_string_errors(crates):
             if not rel.startswith("src/"):
                 continue
             text = non_test_code(os.path.join(crate_dir, rel))
-            for m in PUB_FN.finditer(text):
-                end = re.compile(r"[{;]").search(text, m.end())
-                signature = text[m.start() : end.start() if end else len(text)]
-                if string_errors(signature):
-                    line = text.count("\n", 0, m.start()) + 1
-                    findings.append(
-                        f"crates/{name}/{rel}:{line}: `pub fn {m.group(1)}` returns a"
-                        " `Result<_, String>`: give it a thiserror enum by cause (or make it"
-                        " `pub(crate)` if nothing outside the crate calls it)"
-                    )
+            for line, what in string_error_items(text):
+                findings.append(
+                    f"crates/{name}/{rel}:{line}: {what} returns a `Result<_, String>`:"
+                    " give it a thiserror enum by cause (a trait an embedder implements:"
+                    " `toolbelt_core::EmbedderError`), or make it `pub(crate)` if nothing"
+                    " outside the crate uses it"
+                )
     return findings
 
 

@@ -85,9 +85,9 @@ impl ServerAsker for EditorAsker {
         &'a self,
         _request: &'a SamplingRequest,
         _cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), toolbelt_core::EmbedderError>> {
         Box::pin(async {
-            Err("ACP has no way to ask the person (\"sampling\": \"allow\" in the server's settings lets it run unasked)".to_string())
+            Err("ACP has no way to ask the person (\"sampling\": \"allow\" in the server's settings lets it run unasked)".into())
         })
     }
 }

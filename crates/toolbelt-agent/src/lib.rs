@@ -885,7 +885,7 @@ impl toolbelt_core::AskOnce for ModelAsker {
         instructions: &'a str,
         question: &'a str,
         cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<String, String>> {
+    ) -> BoxFuture<'a, Result<String, toolbelt_core::EmbedderError>> {
         Box::pin(async move {
             let request = ModelRequest {
                 messages: vec![
@@ -898,8 +898,8 @@ impl toolbelt_core::AskOnce for ModelAsker {
             };
             match self.0.complete(&request, cancel).await {
                 Ok(turn) if !turn.text.trim().is_empty() => Ok(turn.text),
-                Ok(_) => Err("the model gave an empty answer".to_string()),
-                Err(e) => Err(e.to_string()),
+                Ok(_) => Err("the model gave an empty answer".into()),
+                Err(e) => Err(e.to_string().into()),
             }
         })
     }

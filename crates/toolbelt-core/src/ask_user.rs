@@ -51,7 +51,7 @@ pub trait AskUser: Send + Sync {
         &'a self,
         questions: &'a [Question],
         cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Vec<Answer>, String>>;
+    ) -> BoxFuture<'a, Result<Vec<Answer>, crate::EmbedderError>>;
 }
 
 /// Where the session's [`AskUser`] is put once a display exists. Empty headless.

@@ -29,6 +29,7 @@
 mod ask_user;
 mod confirm;
 mod editor;
+mod embedder_error;
 mod output;
 mod paths;
 mod protected;
@@ -41,6 +42,7 @@ mod workspace;
 pub use ask_user::{Answer, AskUser, Question, QuestionOption, QuestionSlot};
 pub use confirm::{ConfirmationDetails, ConfirmationOutcome};
 pub use editor::{EditorBuffers, EditorSlot};
+pub use embedder_error::EmbedderError;
 pub use output::{
     DEFAULT_MAX_CHARS, DEFAULT_MAX_LINES, LimitedText, OutputPolicy, default_spill_dir,
     safe_file_stem,

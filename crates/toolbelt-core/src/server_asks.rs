@@ -392,7 +392,7 @@ pub trait ServerAsker: Send + Sync {
         &'a self,
         request: &'a SamplingRequest,
         cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<(), String>>;
+    ) -> BoxFuture<'a, Result<(), crate::EmbedderError>>;
 }
 
 /// The session's model, for sampling requests already approved.
@@ -402,7 +402,7 @@ pub trait ServerSampler: Send + Sync {
         &'a self,
         request: &'a SamplingRequest,
         cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<SampledReply, String>>;
+    ) -> BoxFuture<'a, Result<SampledReply, crate::EmbedderError>>;
 }
 
 #[derive(Default)]

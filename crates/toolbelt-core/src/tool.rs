@@ -207,7 +207,7 @@ pub trait AskOnce: Send + Sync {
         instructions: &'a str,
         question: &'a str,
         cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<String, String>>;
+    ) -> BoxFuture<'a, Result<String, crate::EmbedderError>>;
 }
 
 /// Where the session's [`AskOnce`] is put once the model exists (the environment is

@@ -242,9 +242,9 @@ pub(crate) async fn sample(
         };
         let approval = tokio::select! {
             approval = asker.approve_sampling(&request, cancel) => approval,
-            () = cancel.cancelled() => Err("the request was cancelled".to_string()),
+            () = cancel.cancelled() => Err("the request was cancelled".into()),
         };
-        approval.map_err(|why: String| refused(&why))?;
+        approval.map_err(|why| refused(why.message()))?;
     }
     let Some(sampler) = slot.sampler() else {
         return Err(refused("this run has no model"));

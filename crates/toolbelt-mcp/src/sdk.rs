@@ -31,7 +31,7 @@ pub trait SdkMcpChannel: Send + Sync {
         &self,
         server: &str,
         message: Value,
-    ) -> BoxFuture<'static, Result<Option<Value>, String>>;
+    ) -> BoxFuture<'static, Result<Option<Value>, toolbelt_core::EmbedderError>>;
 }
 
 impl std::fmt::Debug for dyn SdkMcpChannel {
@@ -107,7 +107,7 @@ impl Transport<RoleClient> for SdkTransport {
                 let response = match answer {
                     Ok(Some(response)) => response,
                     Ok(None) => error_for(&id, "the client answered without an MCP response"),
-                    Err(why) => error_for(&id, &why),
+                    Err(why) => error_for(&id, why.message()),
                 };
                 match serde_json::from_value::<ServerJsonRpcMessage>(response) {
                     Ok(message) => {

@@ -122,7 +122,7 @@ pub trait Workspaces: Send + Sync + 'static {
     fn open<'a>(
         &'a self,
         roots: Option<&'a [PathBuf]>,
-    ) -> BoxFuture<'a, Result<Arc<Toolset>, String>>;
+    ) -> BoxFuture<'a, Result<Arc<Toolset>, toolbelt_core::EmbedderError>>;
 
     /// A connection ended (not a stateless one): what its calls started in the
     /// background (their call ids begin with `calls`) is to end too. Nothing by default.

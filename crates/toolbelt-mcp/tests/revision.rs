@@ -267,7 +267,7 @@ impl ServerAsker for Answering {
         &'a self,
         request: &'a SamplingRequest,
         _cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), toolbelt_core::EmbedderError>> {
         Box::pin(async move {
             let system = request.system_prompt.clone().unwrap_or_default();
             self.asked.lock().unwrap().push(system);
@@ -281,7 +281,7 @@ impl ServerSampler for Answering {
         &'a self,
         request: &'a SamplingRequest,
         _cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<SampledReply, String>> {
+    ) -> BoxFuture<'a, Result<SampledReply, toolbelt_core::EmbedderError>> {
         Box::pin(async move {
             let asked = request.messages.first().map(|m| m.text.clone());
             Ok(SampledReply {

@@ -33,7 +33,7 @@ use crate::{saved, subagents};
 
 /// The first prompt, read once the saved session is known and before the extensions
 /// start (the headless agent reads its arguments and standard input).
-pub type ReadPrompt = Box<dyn FnOnce() -> Result<String, String> + Send>;
+pub type ReadPrompt = Box<dyn FnOnce() -> Result<String, toolbelt_core::EmbedderError> + Send>;
 
 /// What differs between the front ends that run the agent.
 pub struct Setup {
@@ -277,7 +277,7 @@ impl Session {
             ));
         }
         let prompt = match setup.read_prompt {
-            Some(read) => read().map_err(AgentError::Prompt)?,
+            Some(read) => read().map_err(|e| AgentError::Prompt(e.into()))?,
             None => String::new(),
         };
         // Discovered and MCP tools join the built-ins; MCP servers start in the background

@@ -20,7 +20,7 @@ impl ServerSampler for ModelSampler {
         &'a self,
         request: &'a SamplingRequest,
         cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<SampledReply, String>> {
+    ) -> BoxFuture<'a, Result<SampledReply, toolbelt_core::EmbedderError>> {
         Box::pin(async move {
             let asked = model_request(request);
             let turn = self

@@ -122,7 +122,7 @@ impl Workspaces for ServeWorkspaces {
     fn open<'a>(
         &'a self,
         roots: Option<&'a [PathBuf]>,
-    ) -> BoxFuture<'a, Result<Arc<Toolset>, String>> {
+    ) -> BoxFuture<'a, Result<Arc<Toolset>, toolbelt_core::EmbedderError>> {
         Box::pin(async move {
             let generation = *self.changes.borrow();
             let mut cache = self.cache.lock().await;

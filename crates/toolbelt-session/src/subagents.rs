@@ -36,7 +36,7 @@ pub(crate) struct Models {
 }
 
 impl ModelChooser for Models {
-    fn model(&self, name: Option<&str>) -> Result<Arc<dyn Model>, String> {
+    fn model(&self, name: Option<&str>) -> Result<Arc<dyn Model>, toolbelt_core::EmbedderError> {
         let (Some(name), Some(server)) = (name, &self.server) else {
             return Ok(self.parent.clone());
         };

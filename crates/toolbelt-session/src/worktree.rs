@@ -328,7 +328,7 @@ struct SubagentWorktrees {
 }
 
 impl WorktreeIsolation for SubagentWorktrees {
-    fn create(&self) -> BoxFuture<'_, Result<Isolated, String>> {
+    fn create(&self) -> BoxFuture<'_, Result<Isolated, toolbelt_core::EmbedderError>> {
         Box::pin(async move {
             let (dir, links) = (
                 self.dir.clone(),

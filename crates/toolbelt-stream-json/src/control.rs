@@ -129,7 +129,7 @@ impl SdkMcpChannel for SdkCarrier {
         &self,
         server: &str,
         message: Value,
-    ) -> BoxFuture<'static, Result<Option<Value>, String>> {
+    ) -> BoxFuture<'static, Result<Option<Value>, toolbelt_core::EmbedderError>> {
         let asking = self.0.request(json!({
             "subtype": "mcp_message", "server_name": server, "message": message,
         }));
@@ -155,7 +155,7 @@ impl HookCallbacks for HookCallbackCarrier {
         input: Value,
         tool_use_id: Option<String>,
         cancel: CancellationToken,
-    ) -> BoxFuture<'static, Result<Value, String>> {
+    ) -> BoxFuture<'static, Result<Value, toolbelt_core::EmbedderError>> {
         let asking = self.0.request(json!({
             "subtype": "hook_callback",
             "callback_id": callback_id,
@@ -164,9 +164,9 @@ impl HookCallbacks for HookCallbackCarrier {
         }));
         Box::pin(async move {
             tokio::select! {
-                answer = asking => answer.map_err(|e| e.to_string()),
+                answer = asking => answer.map_err(|e| e.to_string().into()),
                 // Dropping `asking` withdraws the request.
-                () = cancel.cancelled() => Err("cancelled".to_string()),
+                () = cancel.cancelled() => Err("cancelled".into()),
             }
         })
     }

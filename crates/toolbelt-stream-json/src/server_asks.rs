@@ -95,7 +95,7 @@ impl ServerAsker for ClientServerAsker {
         &'a self,
         request: &'a SamplingRequest,
         cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), toolbelt_core::EmbedderError>> {
         Box::pin(async move {
             let messages: Vec<Value> = (request.messages.iter())
                 .map(|m| json!({"role": if m.assistant { "assistant" } else { "user" }, "text": m.text}))
@@ -119,7 +119,7 @@ impl ServerAsker for ClientServerAsker {
                     .and_then(Value::as_str)
                     .filter(|m| !m.trim().is_empty())
                     .unwrap_or("the client denied it")
-                    .to_string()),
+                    .into()),
             }
         })
     }

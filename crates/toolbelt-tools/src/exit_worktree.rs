@@ -253,7 +253,7 @@ impl ExitCall {
         };
         let answers = tokio::select! {
             answers = asker.ask(std::slice::from_ref(&question), &ctx.cancel) => answers,
-            () = ctx.cancel.cancelled() => Err("cancelled".to_string()),
+            () = ctx.cancel.cancelled() => Err("cancelled".into()),
         };
         match answers.as_deref() {
             Ok([Answer::Chosen(picked)]) if picked.iter().any(|p| p == "Discard") => Ok(()),

@@ -59,7 +59,9 @@ pub async fn run(global: &GlobalArgs, args: AgentArgs) -> u8 {
     };
     let read_args = args.clone();
     let setup = Setup {
-        read_prompt: Some(Box::new(move || read_prompt(&read_args))),
+        read_prompt: Some(Box::new(move || {
+            read_prompt(&read_args).map_err(Into::into)
+        })),
         sink,
         approver: None,
     };

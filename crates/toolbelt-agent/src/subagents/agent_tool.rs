@@ -64,14 +64,14 @@ const DESCRIPTION_CHARS: usize = 600;
 /// The model of a sub-agent: the parent's, or the one its definition names.
 pub trait ModelChooser: Send + Sync {
     /// The model for a definition naming `name` (`None`: the parent's); `Err` says why it cannot be used.
-    fn model(&self, name: Option<&str>) -> Result<Arc<dyn Model>, String>;
+    fn model(&self, name: Option<&str>) -> Result<Arc<dyn Model>, toolbelt_core::EmbedderError>;
 }
 
 /// Always the same model (replay scripts, tests).
 pub struct SameModel(pub Arc<dyn Model>);
 
 impl ModelChooser for SameModel {
-    fn model(&self, _name: Option<&str>) -> Result<Arc<dyn Model>, String> {
+    fn model(&self, _name: Option<&str>) -> Result<Arc<dyn Model>, toolbelt_core::EmbedderError> {
         Ok(self.0.clone())
     }
 }
@@ -503,7 +503,7 @@ async fn isolate(call: &AgentCall) -> Result<Option<Isolated>, String> {
         return Ok(None);
     }
     match &call.runtime.isolation {
-        Some(isolation) => isolation.create().await.map(Some),
+        Some(isolation) => isolation.create().await.map(Some).map_err(String::from),
         None => {
             Err("isolation \"worktree\" needs a git repository, and this session is in none".into())
         }

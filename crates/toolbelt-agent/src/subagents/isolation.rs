@@ -21,7 +21,7 @@ use toolbelt_engine::{registry::Origin, registry::ToolRegistry};
 /// Makes a sub-agent's worktree; implemented by the session.
 pub trait WorktreeIsolation: Send + Sync {
     /// A new worktree and the tools that work in it, or why there is none.
-    fn create(&self) -> BoxFuture<'_, Result<Isolated, String>>;
+    fn create(&self) -> BoxFuture<'_, Result<Isolated, toolbelt_core::EmbedderError>>;
 }
 
 /// A sub-agent's worktree, while it runs.

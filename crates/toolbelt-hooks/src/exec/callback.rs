@@ -27,7 +27,7 @@ pub trait HookCallbacks: Send + Sync {
         input: Value,
         tool_use_id: Option<String>,
         cancel: CancellationToken,
-    ) -> BoxFuture<'static, Result<Value, String>>;
+    ) -> BoxFuture<'static, Result<Value, toolbelt_core::EmbedderError>>;
 }
 
 /// One callback run.

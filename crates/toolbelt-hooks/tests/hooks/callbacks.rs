@@ -29,7 +29,7 @@ impl HookCallbacks for Sdk {
         input: Value,
         tool_use_id: Option<String>,
         cancel: CancellationToken,
-    ) -> BoxFuture<'static, Result<Value, String>> {
+    ) -> BoxFuture<'static, Result<Value, toolbelt_core::EmbedderError>> {
         self.calls
             .lock()
             .unwrap()
@@ -145,7 +145,7 @@ impl HookCallbacks for Hostile {
         _input: Value,
         _tool_use_id: Option<String>,
         _cancel: CancellationToken,
-    ) -> BoxFuture<'static, Result<Value, String>> {
+    ) -> BoxFuture<'static, Result<Value, toolbelt_core::EmbedderError>> {
         let id = callback_id.to_string();
         Box::pin(async move {
             match id.as_str() {

@@ -134,7 +134,7 @@ impl Connection {
             .workspaces
             .open(roots.as_deref())
             .await
-            .map_err(|e| ErrorData::internal_error(e, None))?;
+            .map_err(|e| ErrorData::internal_error(String::from(e), None))?;
         for warning in &toolset.warnings {
             self.log(peer, LoggingLevel::Warning, warning).await;
         }

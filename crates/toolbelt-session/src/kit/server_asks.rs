@@ -84,7 +84,7 @@ impl ServerAsker for DialogAsker {
         &'a self,
         request: &'a SamplingRequest,
         cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), toolbelt_core::EmbedderError>> {
         Box::pin(async move {
             let options = vec![
                 option(APPROVE, "the session's model answers, with no tools"),
@@ -98,8 +98,8 @@ impl ServerAsker for DialogAsker {
             )];
             match self.0.ask(&asked, cancel).await {
                 Ok(answers) if picked(&answers, 0) == Some(APPROVE) => Ok(()),
-                Ok(_) => Err("the person refused it".to_string()),
-                Err(why) => Err(format!("the person was not asked to the end ({why})")),
+                Ok(_) => Err("the person refused it".into()),
+                Err(why) => Err(format!("the person was not asked to the end ({why})").into()),
             }
         })
     }

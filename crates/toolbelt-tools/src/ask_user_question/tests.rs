@@ -29,9 +29,9 @@ impl AskUser for Scripted {
         &'a self,
         questions: &'a [Question],
         _cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Vec<Answer>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<Answer>, toolbelt_core::EmbedderError>> {
         self.seen.lock().unwrap().extend(questions.iter().cloned());
-        Box::pin(std::future::ready(self.answers.clone()))
+        Box::pin(std::future::ready(self.answers.clone().map_err(Into::into)))
     }
 }
 
@@ -43,7 +43,7 @@ impl AskUser for Silent {
         &'a self,
         _questions: &'a [Question],
         _cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Vec<Answer>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<Answer>, toolbelt_core::EmbedderError>> {
         Box::pin(std::future::pending())
     }
 }

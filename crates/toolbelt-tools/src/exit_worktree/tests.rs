@@ -31,7 +31,7 @@ impl AskUser for Picks {
         &'a self,
         questions: &'a [Question],
         _cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Vec<Answer>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<Answer>, toolbelt_core::EmbedderError>> {
         self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let answers = questions
             .iter()

@@ -577,7 +577,7 @@ impl toolbelt_core::AskOnce for Echo {
         instructions: &'a str,
         question: &'a str,
         _cancel: &'a tokio_util::sync::CancellationToken,
-    ) -> toolbelt_core::BoxFuture<'a, Result<String, String>> {
+    ) -> toolbelt_core::BoxFuture<'a, Result<String, toolbelt_core::EmbedderError>> {
         *self.0.lock().unwrap() = Some((instructions.to_string(), question.to_string()));
         Box::pin(async { Ok("The answer is 42.".to_string()) })
     }

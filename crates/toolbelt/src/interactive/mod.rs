@@ -1142,7 +1142,8 @@ impl App {
         let tx = self.to_ui.clone();
         tokio::spawn(async move {
             let question = std::slice::from_ref(&ask.question);
-            let answers = asker.ask(question, &CancellationToken::new()).await;
+            let answers =
+                (asker.ask(question, &CancellationToken::new()).await).map_err(String::from);
             let done = tokio::task::spawn_blocking(move || ask.answer(answers)).await;
             if let Ok(Some(note)) = done {
                 let _ = tx.send(UiMessage::Quit(note));

@@ -19,7 +19,7 @@ use toolbelt_core::{Answer, AskUser, Question};
 use super::UiMessage;
 
 /// What the UI sends back: one answer per question, or why there is none.
-pub type Answers = Result<Vec<Answer>, String>;
+pub type Answers = Result<Vec<Answer>, toolbelt_core::EmbedderError>;
 
 pub struct UiAsker {
     pub to_ui: mpsc::UnboundedSender<UiMessage>,
@@ -38,11 +38,11 @@ impl AskUser for UiAsker {
                 .send(UiMessage::Ask(questions.to_vec(), tx))
                 .is_err()
             {
-                return Err("the terminal is gone".to_string());
+                return Err("the terminal is gone".into());
             }
             tokio::select! {
                 answer = rx => answer.unwrap_or_else(|_| Err("the person closed the questions".into())),
-                _ = cancel.cancelled() => Err("cancelled".to_string()),
+                _ = cancel.cancelled() => Err("cancelled".into()),
             }
         })
     }

@@ -18,10 +18,10 @@ impl AskUser for Scripted {
         &'a self,
         questions: &'a [Question],
         _cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Vec<Answer>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<Answer>, toolbelt_core::EmbedderError>> {
         self.asked.lock().unwrap().push(questions.to_vec());
         let next = self.answers.lock().unwrap().remove(0);
-        Box::pin(async move { next })
+        Box::pin(async move { next.map_err(Into::into) })
     }
 }
 
