@@ -9,6 +9,13 @@
 //! It sits below the tool contract (`toolbelt-core`) and the engine (`toolbelt-engine`):
 //! it knows neither tools nor rules, only the plain data both read, such as the
 //! [`ApprovalMode`] and the form of a rule's text ([`split_rule`]).
+//!
+//! The settings types of the tools (`tools.shell`, `tools.webFetch`, `lsp`, `mcpServers`,
+//! ...) live here too, in [`settings`], rather than beside each tool: a settings file is
+//! checked whole when it is read (an unknown key, a wrong type and a key an untrusted
+//! folder may not set are reported at start, with the file and the key), which needs
+//! every type below the loader; a tool reads its part typed through
+//! `ExecContext::settings`.
 
 #![warn(missing_docs, unreachable_pub)]
 
