@@ -219,7 +219,7 @@ impl DirNode {
     ) -> Result<Self, StoreError> {
         let text = objects.read_tree(hash)?;
         let entries = tree::parse(&text).map_err(|e| StoreError::Damaged {
-            path: objects.path(hash),
+            path: objects.location(hash),
             why: e.to_string(),
         })?;
         let mut dir = DirNode::new(mode);

@@ -1,6 +1,12 @@
 //! The objects of the store: file contents, chunks of large files and trees, each in a
-//! file named by its hash (`objects/ab/cdef…`), so a content stored once serves every
+//! file named by its hash (`objects/abcdef…`), so a content stored once serves every
 //! checkpoint that holds it.
+//!
+//! The folder is flat. Stores made before stop 58 kept each object in a two-character
+//! folder (`objects/ab/cdef…`), as git does; on this project's file system each such
+//! folder cost about 80 µs to make, which a fresh store paid for nearly every object (a
+//! store's first dozen objects made a dozen folders: about 1 ms of a short session).
+//! Objects of that layout are still found, read and swept; new ones go flat.
 //!
 //! An object file is `TB1`, a type byte and the payload: `r` raw bytes, `z` bytes
 //! compressed with zstd (level 3, kept only when smaller), `c` a chunk list, `t` a
@@ -19,9 +25,14 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::hash::ContentHash;
+
+/// Whether `path` is a regular file (not followed if a link).
+fn is_file(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+}
 
 /// Files larger than this are stored as chunks.
 pub(crate) const CHUNKED_OVER: usize = 256 * 1024;
@@ -82,6 +93,8 @@ pub(crate) struct Objects {
     /// Objects known to be in place (written or read by this process), so a checkpoint
     /// does not look for them again.
     known: Mutex<HashSet<ContentHash>>,
+    /// Whether this process made (or found) the folder, so a write does not ask again.
+    made: AtomicBool,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -91,6 +104,7 @@ impl Objects {
         Objects {
             dir,
             known: Mutex::new(HashSet::new()),
+            made: AtomicBool::new(false),
         }
     }
 
@@ -98,9 +112,27 @@ impl Objects {
         &self.dir
     }
 
+    /// Where the object named `hash` is written.
     pub(crate) fn path(&self, hash: &ContentHash) -> PathBuf {
+        self.dir.join(hash.to_hex())
+    }
+
+    /// Where a store made before stop 58 kept it (see the module documentation).
+    fn fanned_out(&self, hash: &ContentHash) -> PathBuf {
         let hex = hash.to_hex();
         self.dir.join(&hex[..2]).join(&hex[2..])
+    }
+
+    /// The object's file where it is, for messages: the older place when only that
+    /// holds it.
+    pub(crate) fn location(&self, hash: &ContentHash) -> PathBuf {
+        let flat = self.path(hash);
+        let older = self.fanned_out(hash);
+        if !is_file(&flat) && is_file(&older) {
+            older
+        } else {
+            flat
+        }
     }
 
     fn is_known(&self, hash: &ContentHash) -> bool {
@@ -125,7 +157,7 @@ impl Objects {
         if self.is_known(hash) {
             return true;
         }
-        let there = std::fs::symlink_metadata(self.path(hash)).is_ok_and(|m| m.is_file());
+        let there = is_file(&self.path(hash)) || is_file(&self.fanned_out(hash));
         if there {
             self.mark_known(*hash);
         }
@@ -144,13 +176,21 @@ impl Objects {
             return Ok(());
         }
         let path = self.path(hash);
-        let folder = path.parent().unwrap_or(&self.dir);
-        toolbelt_config::store_files::create_dir_all(folder)
-            .map_err(|e| StoreError::io(folder, e))?;
+        let folder = &self.dir;
+        if !self.made.load(Ordering::Relaxed) {
+            self.make_folder()?;
+        }
         let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let temp = folder.join(format!(".tmp-{}-{n}", std::process::id()));
         let result = (|| {
-            let mut file = toolbelt_config::store_files::create(&temp)?;
+            let mut file = match toolbelt_config::store_files::create(&temp) {
+                // The folder went since this process made it (removed by hand).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    self.make_folder().map_err(|_| e)?;
+                    toolbelt_config::store_files::create(&temp)?
+                }
+                other => other?,
+            };
             file.write_all(MAGIC)?;
             file.write_all(&[kind])?;
             file.write_all(payload)?;
@@ -163,6 +203,14 @@ impl Objects {
         }
         written.push(path);
         self.mark_known(*hash);
+        Ok(())
+    }
+
+    /// Makes the folder (and the store's above it) if it is not there.
+    fn make_folder(&self) -> Result<(), StoreError> {
+        toolbelt_config::store_files::create_dir_all(&self.dir)
+            .map_err(|e| StoreError::io(&self.dir, e))?;
+        self.made.store(true, Ordering::Relaxed);
         Ok(())
     }
 
@@ -229,8 +277,13 @@ impl Objects {
 
     /// An object's type byte and payload.
     fn read_raw(&self, hash: &ContentHash) -> Result<(u8, Vec<u8>, PathBuf), StoreError> {
-        let path = self.path(hash);
-        let bytes = match std::fs::read(&path) {
+        let mut path = self.path(hash);
+        let mut read = std::fs::read(&path);
+        if matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+            path = self.fanned_out(hash);
+            read = std::fs::read(&path);
+        }
+        let bytes = match read {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(StoreError::Missing(hash.to_hex()));

@@ -125,7 +125,7 @@ pub(crate) fn compare(
         };
         let text = objects.read_tree(h)?;
         let parsed = tree::parse(&text).map_err(|e| StoreError::Damaged {
-            path: objects.path(h),
+            path: objects.location(h),
             why: e.to_string(),
         })?;
         Ok(parsed.into_iter().map(|e| (e.name, e.leaf)).collect())

@@ -137,33 +137,53 @@ impl Store {
         now_ms: u64,
         report: &mut SweepReport,
     ) {
-        let Ok(folders) = std::fs::read_dir(self.objects.dir()) else {
+        let Ok(entries) = std::fs::read_dir(self.objects.dir()) else {
             return;
         };
-        for folder in folders.filter_map(Result::ok) {
-            let prefix = folder.file_name().to_string_lossy().into_owned();
-            let Ok(files) = std::fs::read_dir(folder.path()) else {
-                continue;
-            };
-            for file in files.filter_map(Result::ok) {
-                let name = file.file_name().to_string_lossy().into_owned();
-                let Ok(meta) = file.metadata() else {
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                // A fan-out folder of a store made before stop 58 (`objects.rs`).
+                let Ok(files) = std::fs::read_dir(entry.path()) else {
                     continue;
                 };
-                if now_ms.saturating_sub(modified_ms(&meta)) < GRACE_MS {
-                    continue;
+                for file in files.filter_map(Result::ok) {
+                    let rest = file.file_name().to_string_lossy().into_owned();
+                    let hash = ContentHash::from_hex(&format!("{name}{rest}"));
+                    remove_if_unmarked(&file, hash, &rest, marked, now_ms, report);
                 }
-                let unnamed = match ContentHash::from_hex(&format!("{prefix}{name}")) {
-                    Some(hash) => !marked.contains(&hash),
-                    None => name.starts_with(".tmp-"),
-                };
-                if unnamed && remove(&file.path()) {
-                    report.objects += 1;
-                    report.bytes += meta.len();
-                }
+            } else {
+                let hash = ContentHash::from_hex(&name);
+                remove_if_unmarked(&entry, hash, &name, marked, now_ms, report);
             }
         }
         remove_stale_temps(&self.records_dir(), now_ms);
+    }
+}
+
+/// Removes the object file `file` (named `hash`, or a temporary file when `None`) if no
+/// record names it and it is older than the grace.
+fn remove_if_unmarked(
+    file: &std::fs::DirEntry,
+    hash: Option<ContentHash>,
+    name: &str,
+    marked: &HashSet<ContentHash>,
+    now_ms: u64,
+    report: &mut SweepReport,
+) {
+    let Ok(meta) = file.metadata() else {
+        return;
+    };
+    if now_ms.saturating_sub(modified_ms(&meta)) < GRACE_MS {
+        return;
+    }
+    let unnamed = match hash {
+        Some(hash) => !marked.contains(&hash),
+        None => name.starts_with(".tmp-"),
+    };
+    if unnamed && remove(&file.path()) {
+        report.objects += 1;
+        report.bytes += meta.len();
     }
 }
 

@@ -2,7 +2,7 @@
 //! project's own `.git`.
 //!
 //! ```text
-//! objects/ab/cdef…                        contents, chunks and trees (objects.rs)
+//! objects/abcdef…                         contents, chunks and trees (objects.rs; older stores: objects/ab/cdef…)
 //! checkpoints/<time>-<id>-<b|a>.json      one record per checkpoint (record.rs)
 //! index                                   the last checkpoint's index, a cache (index_file.rs)
 //! swept                                   when the last retention sweep ran

@@ -409,6 +409,62 @@ async fn retention_removes_old_checkpoints_and_what_only_they_held() {
     assert!(!store.sweep(30, later, false).unwrap().ran);
 }
 
+/// The store's object files, and the folders among its entries.
+fn object_entries(store: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (mut files, mut folders) = (Vec::new(), Vec::new());
+    for entry in std::fs::read_dir(store.join("objects")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            folders.push(path);
+        } else {
+            files.push(path);
+        }
+    }
+    (files, folders)
+}
+
+#[tokio::test]
+async fn objects_are_written_flat_and_a_store_of_fan_out_folders_still_restores_and_sweeps() {
+    let ws = Ws::new();
+    ws.write("a.txt", b"first content", 0o644);
+    let h = ws.history(false, 1 << 20);
+    let id = around(&h, &call("c1", "edit", Kind::Edit), || {
+        ws.write("a.txt", b"second content", 0o644)
+    })
+    .await;
+    h.flush();
+    // Flat: no folder per object, each file named by its whole hash.
+    let (files, folders) = object_entries(&ws.store);
+    assert!(folders.is_empty(), "{folders:?}");
+    assert!(files.len() >= 3, "{files:?}");
+    // A store made before stop 58 kept each object in a two-character folder.
+    for file in &files {
+        let name = file.file_name().unwrap().to_str().unwrap().to_string();
+        assert_eq!(name.len(), 64, "{name}");
+        let folder = ws.store.join("objects").join(&name[..2]);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::rename(file, folder.join(&name[2..])).unwrap();
+    }
+    assert!(object_entries(&ws.store).0.is_empty());
+    // A new session reads them: the checkpoint restores the first content...
+    let old = ws.history(false, 1 << 20);
+    old.apply(&old.plan(&id, &[]).unwrap(), true).unwrap();
+    assert_eq!(ws.read("a.txt").unwrap().0, b"first content");
+    // ...and a sweep long after removes them from their folders.
+    let store = Store::open(ws.store.clone());
+    let later = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        + 31 * 24 * 3600 * 1000;
+    let swept = store.sweep(30, later, true).unwrap();
+    assert!(swept.objects >= files.len(), "{swept:?}");
+    for folder in object_entries(&ws.store).1 {
+        let left: Vec<_> = std::fs::read_dir(&folder).unwrap().collect();
+        assert!(left.is_empty(), "{folder:?}: {left:?}");
+    }
+}
+
 #[test]
 fn a_damaged_record_is_listed_as_damaged_and_the_rest_still_works() {
     let ws = Ws::new();
