@@ -106,7 +106,8 @@ impl Syncer {
 }
 
 /// The thread: collects files until [`QUIET`] passes without a new one ([`MOST`] after
-/// the first, a flush, or the store's end), then syncs them all.
+/// the first, or a flush), then syncs them all. At the store's end it leaves what it
+/// holds to the kernel.
 fn run(rx: &mpsc::Receiver<Job>, passes: &std::sync::atomic::AtomicUsize, hook: &QuietHook) {
     let sync_files = |files: &[PathBuf]| {
         if !files.is_empty() {
@@ -137,10 +138,11 @@ fn run(rx: &mpsc::Receiver<Job>, passes: &std::sync::atomic::AtomicUsize, hook: 
                 let _ = done.send(());
             }
             Err(RecvTimeoutError::Timeout) => sync_files(&std::mem::take(&mut held)),
-            Err(RecvTimeoutError::Disconnected) => {
-                sync_files(&held);
-                return;
-            }
+            // The store's end: usually the process's. What is held is left to the kernel's
+            // own write-back, as a process ending before the quiet period leaves it (see
+            // the module documentation): syncing here only raced the process's exit,
+            // which then waited for the `fsync` under way (issue 49).
+            Err(RecvTimeoutError::Disconnected) => return,
         }
     }
 }
@@ -174,6 +176,27 @@ fn sync_files(files: &[PathBuf]) {
 mod tests {
     use super::*;
     use std::sync::atomic::Ordering;
+
+    #[test]
+    fn the_store_ending_before_it_is_quiet_syncs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("object");
+        std::fs::write(&path, b"x").unwrap();
+        let (tx, rx) = mpsc::channel::<Job>();
+        let passes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let thread = std::thread::spawn({
+            let passes = passes.clone();
+            move || run(&rx, &passes, &QuietHook::default())
+        });
+        tx.send(Job::Files(vec![path])).unwrap();
+        drop(tx);
+        thread.join().unwrap();
+        assert_eq!(
+            passes.load(Ordering::SeqCst),
+            0,
+            "the end of the store (the process's, usually) waited for a sync"
+        );
+    }
 
     #[test]
     fn checkpoints_in_quick_succession_are_synced_in_one_pass_at_flush() {
