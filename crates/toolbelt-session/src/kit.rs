@@ -4,7 +4,7 @@
 //!
 //! The reusable parts live in the libraries: the "always allow" rule writer
 //! (`toolbelt_tools::workspace_rules`), `@path` completion (`toolbelt_tools::completion`),
-//! `ask_user_question` (`toolbelt_core::ask_user`) and `/compress`
+//! `ask_user_question` (`toolbelt_core::AskUser`) and `/compress`
 //! (`toolbelt_agent::compress`). `KIT_API.md` at the root lists the API.
 
 pub mod completion;

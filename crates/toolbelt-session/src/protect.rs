@@ -1,6 +1,6 @@
 //! What configures a session is protected configuration: a model that rewrote it would
 //! change the rules it runs under, or run its own code at the next start. The names
-//! `.qwen`, `.agents` and `.git` are protected by `toolbelt_core::protected`; this module
+//! `.qwen`, `.agents` and `.git` are protected by `toolbelt_core::ProtectedPaths`; this module
 //! adds the files a session's settings and flags name.
 
 use std::path::{Path, PathBuf};

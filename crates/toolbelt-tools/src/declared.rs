@@ -76,7 +76,7 @@ impl LoadedManifests {
     /// argument that names an existing file, relative to the project or to the
     /// manifest's folder): a model that rewrote one would run its own code at the next
     /// call, so the session protects them like the manifests (see
-    /// `toolbelt_core::protected`).
+    /// `toolbelt_core::ProtectedPaths`).
     pub fn command_files(&self) -> Vec<PathBuf> {
         let cwd = crate::discovered::project_root(&self.env);
         let mut files = Vec::new();

@@ -15,7 +15,7 @@
 //!   rule for git does not approve it;
 //! - everything else (`git status`, `git commit`) runs git alone: the programs the
 //!   repository's own configuration names (hooks, fsmonitor, drivers) are protected
-//!   configuration (`toolbelt_core::protected`), so the model cannot change them on a
+//!   configuration (`toolbelt_core::ProtectedPaths`), so the model cannot change them on a
 //!   general approval.
 
 use super::getopt::may_abbreviate;
