@@ -216,8 +216,10 @@ fn matches_subject(
         }
         PermissionSubject::Domain(host) => specifier::domain_matches(spec, host),
         PermissionSubject::None => false,
-        // A subject of a kind added to the contract later: no specifier speaks of it.
-        _ => false,
+        // A subject of a kind the contract gains later, before the rules learn it: deny
+        // and ask rules cover it and no allow rule approves it, the strictest answer (as
+        // for a command the shell tool could not read).
+        _ => purpose == CommandPurpose::Restrict,
     }
 }
 
