@@ -11,7 +11,8 @@
 //! [`Checkpoints`](toolbelt_engine::checkpoint::Checkpoints). What is recorded goes to a
 //! content-addressed [`Store`] under the toolbelt home (`history/<project>/`, never the
 //! project's own `.git`): each file's content once, named by its BLAKE3 hash
-//! (`objects.rs`; large files in content-defined chunks, zstd-compressed), each
+//! (`objects.rs`; large files in content-defined chunks, zstd-compressed; appended to
+//! one pack file per process, `pack.rs`), each
 //! directory as a tree of names, modes and hashes (`tree.rs`, its parser the front door
 //! for damaged files), and a small [`Record`] per checkpoint naming the call, turn and
 //! session (`record.rs`). Unchanged files and directories are shared by every
@@ -39,6 +40,7 @@ mod history;
 mod index;
 mod index_file;
 mod objects;
+mod pack;
 mod record;
 pub mod render;
 mod restore;

@@ -15,11 +15,15 @@
 //! chunks, so 100 edits of a 1 MiB file store about 100 chunks, not 100 MiB. Its object
 //! is then the list of its chunks (`c`).
 //!
-//! Every object is written whole to a temporary name in its folder and renamed into
-//! place, so a process killed at any moment leaves each object absent or complete (a
-//! leftover temporary file is removed by the sweep); the background syncer makes them
+//! New objects are not files of their own any more: each process appends the objects it
+//! writes to one pack (`crate::pack`), a file per process instead of an inode, temporary
+//! name and rename per object. Loose object files (the layout above) are still read, and
+//! the sweep writes the live objects of a pack it removes back as loose files, each
+//! written whole to a temporary name and renamed into place. A process killed at any
+//! moment leaves each object absent or complete; the background syncer makes them
 //! durable ([`crate::syncer`]). Every read checks the content against its name, so a
-//! damaged file is an error, never wrong bytes handed on; a decompression is bounded.
+//! damaged file or entry is an error, never wrong bytes handed on; a decompression is
+//! bounded.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -28,6 +32,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::hash::ContentHash;
+use crate::pack;
 
 /// Whether `path` is a regular file (not followed if a link).
 fn is_file(path: &Path) -> bool {
@@ -95,7 +100,22 @@ pub(crate) struct Objects {
     known: Mutex<HashSet<ContentHash>>,
     /// Whether this process made (or found) the folder, so a write does not ask again.
     made: AtomicBool,
+    /// This process's pack and the packs' entries it knows.
+    packs: Mutex<Packs>,
 }
+
+#[derive(Default)]
+struct Packs {
+    writer: Option<pack::Writer>,
+    index: pack::Index,
+}
+
+fn lock_packs(m: &Mutex<Packs>) -> std::sync::MutexGuard<'_, Packs> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// An object as read: its type byte, payload, and the file it came from.
+type Raw = (u8, Vec<u8>, PathBuf);
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -105,6 +125,7 @@ impl Objects {
             dir,
             known: Mutex::new(HashSet::new()),
             made: AtomicBool::new(false),
+            packs: Mutex::new(Packs::default()),
         }
     }
 
@@ -126,6 +147,9 @@ impl Objects {
     /// The object's file where it is, for messages: the older place when only that
     /// holds it.
     pub(crate) fn location(&self, hash: &ContentHash) -> PathBuf {
+        if let Some(e) = lock_packs(&self.packs).index.get(hash) {
+            return e.pack.to_path_buf();
+        }
         let flat = self.path(hash);
         let older = self.fanned_out(hash);
         if !is_file(&flat) && is_file(&older) {
@@ -150,6 +174,17 @@ impl Objects {
         if let Ok(mut k) = self.known.lock() {
             k.clear();
         }
+        let mut packs = lock_packs(&self.packs);
+        let own = packs.writer.as_ref().map(|w| w.path().to_path_buf());
+        packs.index.forget_others(own.as_deref());
+    }
+
+    /// This process's pack, if it has written one.
+    pub(crate) fn own_pack(&self) -> Option<PathBuf> {
+        lock_packs(&self.packs)
+            .writer
+            .as_ref()
+            .map(|w| w.path().to_path_buf())
     }
 
     /// Whether the object is in place.
@@ -157,14 +192,19 @@ impl Objects {
         if self.is_known(hash) {
             return true;
         }
-        let there = is_file(&self.path(hash)) || is_file(&self.fanned_out(hash));
+        // Packs are not read for this: an object in another process's pack that this one
+        // has not read is written again (a duplicate, never a loss).
+        let there = lock_packs(&self.packs).index.get(hash).is_some()
+            || is_file(&self.path(hash))
+            || is_file(&self.fanned_out(hash));
         if there {
             self.mark_known(*hash);
         }
         there
     }
 
-    /// Writes one object unless it is there; the new file's path goes to `written`.
+    /// Writes one object unless it is there: appended to this process's pack, whose path
+    /// goes to `written` (once per object written).
     fn put(
         &self,
         hash: &ContentHash,
@@ -175,22 +215,57 @@ impl Objects {
         if self.has(hash) {
             return Ok(());
         }
-        let path = self.path(hash);
-        let folder = &self.dir;
         if !self.made.load(Ordering::Relaxed) {
             self.make_folder()?;
         }
-        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let temp = folder.join(format!(".tmp-{}-{n}", std::process::id()));
-        let result = (|| {
-            let mut file = match toolbelt_config::store_files::create(&temp) {
+        let mut packs = lock_packs(&self.packs);
+        if packs.writer.is_none() {
+            let writer = match pack::Writer::create(&self.dir) {
                 // The folder went since this process made it (removed by hand).
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    self.make_folder().map_err(|_| e)?;
-                    toolbelt_config::store_files::create(&temp)?
+                    self.make_folder()?;
+                    pack::Writer::create(&self.dir)
                 }
-                other => other?,
-            };
+                other => other,
+            }
+            .map_err(|e| StoreError::io(&self.dir, e))?;
+            packs.writer = Some(writer);
+        }
+        let Some(writer) = packs.writer.as_mut() else {
+            return Err(StoreError::Missing(hash.to_hex()));
+        };
+        let path = writer.path().to_path_buf();
+        match writer.append(hash, kind, payload) {
+            Ok(entry) => packs.index.insert(*hash, entry),
+            Err(e) => {
+                // The next object starts another pack.
+                packs.writer = None;
+                return Err(StoreError::io(&path, e));
+            }
+        }
+        drop(packs);
+        written.push(path);
+        self.mark_known(*hash);
+        Ok(())
+    }
+
+    /// Writes one object as a file of its own unless one is there (the sweep, for the
+    /// live objects of a pack it removes); the new file's path goes to `written`.
+    pub(crate) fn put_loose(
+        &self,
+        hash: &ContentHash,
+        kind: u8,
+        payload: &[u8],
+        written: &mut Vec<PathBuf>,
+    ) -> Result<(), StoreError> {
+        let path = self.path(hash);
+        if is_file(&path) || is_file(&self.fanned_out(hash)) {
+            return Ok(());
+        }
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temp = self.dir.join(format!(".tmp-{}-{n}", std::process::id()));
+        let result = (|| {
+            let mut file = toolbelt_config::store_files::create(&temp)?;
             file.write_all(MAGIC)?;
             file.write_all(&[kind])?;
             file.write_all(payload)?;
@@ -202,7 +277,6 @@ impl Objects {
             return Err(StoreError::io(&path, e));
         }
         written.push(path);
-        self.mark_known(*hash);
         Ok(())
     }
 
@@ -276,7 +350,42 @@ impl Objects {
     }
 
     /// An object's type byte and payload.
-    fn read_raw(&self, hash: &ContentHash) -> Result<(u8, Vec<u8>, PathBuf), StoreError> {
+    fn read_raw(&self, hash: &ContentHash) -> Result<Raw, StoreError> {
+        if let Some(found) = self.read_packed(hash, false) {
+            return found;
+        }
+        match self.read_loose(hash) {
+            Err(StoreError::Missing(_)) => {}
+            other => return other,
+        }
+        // Packs written or grown since this process last read them.
+        self.read_packed(hash, true)
+            .unwrap_or_else(|| Err(StoreError::Missing(hash.to_hex())))
+    }
+
+    /// The object from a pack this process knows of (after reading what is new in the
+    /// packs, with `refresh`); `None` when no pack holds it.
+    fn read_packed(&self, hash: &ContentHash, refresh: bool) -> Option<Result<Raw, StoreError>> {
+        let mut packs = lock_packs(&self.packs);
+        if refresh {
+            packs.index.refresh(&self.dir);
+        }
+        let entry = packs.index.get(hash)?.clone();
+        drop(packs);
+        let path = entry.pack.to_path_buf();
+        match entry.read() {
+            Ok(payload) => Some(Ok((entry.kind, payload, path))),
+            // Swept since: its live objects are loose now.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                lock_packs(&self.packs).index.forget_pack(&path);
+                None
+            }
+            Err(e) => Some(Err(StoreError::io(&path, e))),
+        }
+    }
+
+    /// The object from its own file.
+    fn read_loose(&self, hash: &ContentHash) -> Result<Raw, StoreError> {
         let mut path = self.path(hash);
         let mut read = std::fs::read(&path);
         if matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::NotFound) {

@@ -2,8 +2,9 @@
 //! then every object no remaining record names (mark and sweep).
 //!
 //! The work is bounded: a session runs it in the background when it opens, at most once
-//! a day per project (the `swept` stamp), one process at a time (a lock file), and it
-//! gives up without removing anything when marking takes longer than [`MARK_BUDGET`].
+//! a day per project (the `swept` stamp) and only when some record has expired (a fresh
+//! store writes nothing for it), one process at a time (a lock file), and it gives up
+//! without removing anything when marking takes longer than [`MARK_BUDGET`].
 //! Objects younger than [`GRACE_MS`] are spared whatever happens: another session may
 //! have just written them for a record it has not written yet. Temporary files that a
 //! killed process left are removed after the same grace.
@@ -60,6 +61,13 @@ impl Store {
         if !self.dir().is_dir() {
             return Ok(SweepReport::default());
         }
+        let cutoff = now_ms.saturating_sub(days.saturating_mul(DAY_MS));
+        // Nothing has expired (a young or fresh store): no lock, no stamp, nothing
+        // written. Objects no record names (a session killed before its record) wait for
+        // the first sweep that removes a record.
+        if !force && self.record_files().iter().all(|f| f.time_ms >= cutoff) {
+            return Ok(SweepReport::default());
+        }
         let lock_path = self.dir().join("lock");
         let lock = toolbelt_config::store_files::create(&lock_path)
             .map_err(|e| StoreError::io(&lock_path, e))?;
@@ -70,7 +78,6 @@ impl Store {
             ran: true,
             ..SweepReport::default()
         };
-        let cutoff = now_ms.saturating_sub(days.saturating_mul(DAY_MS));
         let mut keep = Vec::new();
         for file in self.record_files() {
             if file.time_ms < cutoff {
@@ -142,7 +149,9 @@ impl Store {
         };
         for entry in entries.filter_map(Result::ok) {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if crate::pack::is_pack_name(&name) {
+                self.sweep_pack(&entry.path(), marked, now_ms, report);
+            } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 // A fan-out folder of a store made before stop 58 (`objects.rs`).
                 let Ok(files) = std::fs::read_dir(entry.path()) else {
                     continue;
@@ -158,6 +167,58 @@ impl Store {
             }
         }
         remove_stale_temps(&self.records_dir(), now_ms);
+    }
+
+    /// Removes a pack no process writes any more (its lock is free) and older than the
+    /// grace, after writing the objects of it that a record still names back as loose
+    /// files, made durable first. A pack whose live objects cannot all be written out
+    /// stays whole.
+    fn sweep_pack(
+        &self,
+        path: &Path,
+        marked: &HashSet<ContentHash>,
+        now_ms: u64,
+        report: &mut SweepReport,
+    ) {
+        if self.objects.own_pack().as_deref() == Some(path) {
+            return;
+        }
+        let Ok(file) = std::fs::File::open(path) else {
+            return;
+        };
+        let Ok(meta) = file.metadata() else {
+            return;
+        };
+        if file.try_lock().is_err() || now_ms.saturating_sub(modified_ms(&meta)) < GRACE_MS {
+            return;
+        }
+        let mut entries = Vec::new();
+        if crate::pack::scan(path, 0, |hash, e| entries.push((hash, e))).is_err() {
+            return;
+        }
+        let mut written = Vec::new();
+        let mut dead = (0, 0u64);
+        for (hash, entry) in &entries {
+            if !marked.contains(hash) {
+                dead = (dead.0 + 1, dead.1 + u64::from(entry.len));
+                continue;
+            }
+            let Ok(payload) = entry.read() else {
+                return;
+            };
+            if self
+                .objects
+                .put_loose(hash, entry.kind, &payload, &mut written)
+                .is_err()
+            {
+                return;
+            }
+        }
+        crate::syncer::sync_files(&written);
+        if remove(path) {
+            report.objects += dead.0;
+            report.bytes += dead.1;
+        }
     }
 }
 

@@ -2,16 +2,18 @@
 //! project's own `.git`.
 //!
 //! ```text
-//! objects/abcdef…                         contents, chunks and trees (objects.rs; older stores: objects/ab/cdef…)
+//! objects/pack-<time>-<pid>-<n>.tbp       contents, chunks and trees, one pack per process (pack.rs)
+//! objects/abcdef…                         the same, one file each (the sweep's; older stores: objects/ab/cdef…)
 //! checkpoints/<time>-<id>-<b|a>.json      one record per checkpoint (record.rs)
 //! index                                   the last checkpoint's index, a cache (index_file.rs)
 //! swept                                   when the last retention sweep ran
 //! ```
 //!
-//! Several sessions of one project may share it: objects are named by their content
-//! and written by rename (two writers write the same bytes), records have names of
-//! their own, and the sweep spares objects younger than an hour, which a running
-//! session may have written for a record it has not written yet.
+//! Several sessions of one project may share it: each process appends only to a pack of
+//! its own, which it holds locked (the sweep leaves it alone), loose objects are named
+//! by their content and written by rename (two writers write the same bytes), records
+//! have names of their own, and the sweep spares objects younger than an hour, which a
+//! running session may have written for a record it has not written yet.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

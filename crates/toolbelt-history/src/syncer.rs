@@ -147,15 +147,20 @@ fn run(rx: &mpsc::Receiver<Job>, passes: &std::sync::atomic::AtomicUsize, hook: 
     }
 }
 
-/// Syncs each file's data, then each directory once, in the order the files came: the
-/// objects' folders before the folder of the record that names them.
-fn sync_files(files: &[PathBuf]) {
+/// Syncs each file's data once, then each directory once, in the order the files came:
+/// the objects' pack and folders before the folder of the record that names them.
+pub(crate) fn sync_files(files: &[PathBuf]) {
     if files.is_empty() {
         return;
     }
     let mut seen = HashSet::new();
+    let mut synced = HashSet::new();
     let mut dirs = Vec::new();
     for path in files {
+        // A pack is named once per object appended to it.
+        if !synced.insert(path) {
+            continue;
+        }
         if let Ok(f) = std::fs::File::open(path) {
             let _ = f.sync_data();
         }

@@ -388,6 +388,8 @@ async fn retention_removes_old_checkpoints_and_what_only_they_held() {
     })
     .await;
     h.flush();
+    // The session has ended (a pack still written to is never swept).
+    drop(h);
     let store = Store::open(ws.store.clone());
     let records = store.checkpoints().len();
     assert_eq!(records, 1);
@@ -395,6 +397,10 @@ async fn retention_removes_old_checkpoints_and_what_only_they_held() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64;
+    // A store where nothing has expired: the daily sweep writes nothing, not even its
+    // lock and stamp (a fresh store's session pays nothing for it).
+    assert!(!store.sweep(30, now, false).unwrap().ran);
+    assert!(!ws.store.join("lock").exists() && !ws.store.join("swept").exists());
     // Within the period nothing goes.
     let kept = store.sweep(30, now, true).unwrap();
     assert!(kept.ran);
@@ -423,8 +429,33 @@ fn object_entries(store: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     (files, folders)
 }
 
+/// Each object of a pack file (`pack.rs`: `TBP1`, then hash, type byte, u32 length,
+/// payload): (hash in hex, type byte, payload).
+fn pack_entries(pack: &Path) -> Vec<(String, u8, Vec<u8>)> {
+    let bytes = std::fs::read(pack).unwrap();
+    let mut rest = bytes.strip_prefix(b"TBP1".as_slice()).unwrap();
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let hex: String = rest[..32].iter().map(|b| format!("{b:02x}")).collect();
+        let kind = rest[32];
+        let len = u32::from_le_bytes(rest[33..37].try_into().unwrap()) as usize;
+        out.push((hex, kind, rest[37..37 + len].to_vec()));
+        rest = &rest[37 + len..];
+    }
+    out
+}
+
+fn later_ms(days: u64) -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        + days * 24 * 3600 * 1000
+}
+
 #[tokio::test]
-async fn objects_are_written_flat_and_a_store_of_fan_out_folders_still_restores_and_sweeps() {
+async fn objects_go_to_one_pack_per_session_and_loose_objects_of_older_stores_still_restore_and_sweep()
+ {
     let ws = Ws::new();
     ws.write("a.txt", b"first content", 0o644);
     let h = ws.history(false, 1 << 20);
@@ -433,36 +464,130 @@ async fn objects_are_written_flat_and_a_store_of_fan_out_folders_still_restores_
     })
     .await;
     h.flush();
-    // Flat: no folder per object, each file named by its whole hash.
+    drop(h);
+    // One file for the session's objects, not one per object.
     let (files, folders) = object_entries(&ws.store);
     assert!(folders.is_empty(), "{folders:?}");
-    assert!(files.len() >= 3, "{files:?}");
-    // A store made before stop 58 kept each object in a two-character folder.
-    for file in &files {
-        let name = file.file_name().unwrap().to_str().unwrap().to_string();
-        assert_eq!(name.len(), 64, "{name}");
-        let folder = ws.store.join("objects").join(&name[..2]);
-        std::fs::create_dir_all(&folder).unwrap();
-        std::fs::rename(file, folder.join(&name[2..])).unwrap();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let name = files[0].file_name().unwrap().to_str().unwrap().to_string();
+    assert!(
+        name.starts_with("pack-") && name.ends_with(".tbp"),
+        "{name}"
+    );
+    let entries = pack_entries(&files[0]);
+    assert!(entries.len() >= 3, "two contents and a tree: {entries:?}");
+    // A store made before stop 58 kept each object in a two-character folder, one made
+    // before packs in a file of its own: half of each.
+    for (i, (hex, kind, payload)) in entries.iter().enumerate() {
+        let mut object = b"TB1".to_vec();
+        object.push(*kind);
+        object.extend_from_slice(payload);
+        let path = if i % 2 == 0 {
+            let folder = ws.store.join("objects").join(&hex[..2]);
+            std::fs::create_dir_all(&folder).unwrap();
+            folder.join(&hex[2..])
+        } else {
+            ws.store.join("objects").join(hex)
+        };
+        std::fs::write(path, object).unwrap();
     }
-    assert!(object_entries(&ws.store).0.is_empty());
+    std::fs::remove_file(&files[0]).unwrap();
     // A new session reads them: the checkpoint restores the first content...
     let old = ws.history(false, 1 << 20);
     old.apply(&old.plan(&id, &[]).unwrap(), true).unwrap();
     assert_eq!(ws.read("a.txt").unwrap().0, b"first content");
-    // ...and a sweep long after removes them from their folders.
+    drop(old);
+    // ...and a sweep long after removes them, from their folders too.
     let store = Store::open(ws.store.clone());
-    let later = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-        + 31 * 24 * 3600 * 1000;
-    let swept = store.sweep(30, later, true).unwrap();
-    assert!(swept.objects >= files.len(), "{swept:?}");
-    for folder in object_entries(&ws.store).1 {
+    let swept = store.sweep(30, later_ms(31), true).unwrap();
+    assert!(swept.objects >= entries.len(), "{swept:?}");
+    let (files, folders) = object_entries(&ws.store);
+    assert!(files.is_empty(), "{files:?}");
+    for folder in folders {
         let left: Vec<_> = std::fs::read_dir(&folder).unwrap().collect();
         assert!(left.is_empty(), "{folder:?}: {left:?}");
     }
+}
+
+/// A pack whose session's records are past the period but whose objects a later record
+/// still names: the sweep writes those out as loose files, then removes the pack, and
+/// the later checkpoint still restores. A pack a live session writes to is left alone.
+#[tokio::test]
+async fn the_sweep_keeps_what_later_records_name_of_a_removed_pack_and_spares_a_pack_in_use() {
+    let ws = Ws::new();
+    ws.write("a.txt", b"first content", 0o644);
+    let first = ws.history(false, 1 << 20);
+    around(&first, &call("c1", "edit", Kind::Edit), || {
+        ws.write("a.txt", b"second content", 0o644)
+    })
+    .await;
+    first.flush();
+    drop(first);
+    let (packs, _) = object_entries(&ws.store);
+    assert_eq!(packs.len(), 1);
+    // A later session names the second content and the tree, both in that pack.
+    let second = ws.history(false, 1 << 20);
+    let kept = second
+        .checkpoint_now(Phase::Before, "edit", "c2", None)
+        .unwrap();
+    // Its records are dated 31 days on, so a sweep then keeps them and not the first's.
+    let records = ws.store.join("checkpoints");
+    for entry in std::fs::read_dir(&records).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if name.contains(&kept.id[..10]) {
+            let (time, rest) = name.split_once('-').unwrap();
+            let moved: u64 = time.parse::<u64>().unwrap() + 31 * 24 * 3600 * 1000;
+            std::fs::rename(&path, records.join(format!("{moved:013}-{rest}"))).unwrap();
+        }
+    }
+    // The second session still runs: had it written objects, its pack would be spared.
+    let swept = Store::open(ws.store.clone())
+        .sweep(30, later_ms(31), true)
+        .unwrap();
+    assert_eq!(swept.records, 2, "the first session's before and after");
+    assert_eq!(
+        swept.objects, 2,
+        "the first content and the tree that held it: {swept:?}"
+    );
+    assert!(!packs[0].exists(), "the old pack is removed");
+    let (files, _) = object_entries(&ws.store);
+    let loose: Vec<_> = files
+        .iter()
+        .filter(|f| f.file_name().unwrap().len() == 64)
+        .collect();
+    assert!(
+        loose.len() >= 2,
+        "the second content and the tree: {files:?}"
+    );
+    // A write to a pack of a live session: the sweep leaves that pack alone.
+    ws.write("a.txt", b"third content", 0o644);
+    second
+        .checkpoint_now(Phase::After, "edit", "c2", None)
+        .unwrap();
+    second.flush();
+    let live = second.store().dir().join("objects");
+    let live_packs: Vec<_> = std::fs::read_dir(&live)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tbp"))
+        .collect();
+    assert_eq!(
+        live_packs.len(),
+        1,
+        "the live session's pack, spared by the first sweep too"
+    );
+    Store::open(ws.store.clone())
+        .sweep(400, later_ms(400), true)
+        .unwrap();
+    assert!(live_packs[0].exists(), "a pack in use is never swept");
+    // The kept checkpoint restores from the loose objects the sweep wrote.
+    drop(second);
+    let third = ws.history(false, 1 << 20);
+    third
+        .apply(&third.plan(&kept.id, &[]).unwrap(), true)
+        .unwrap();
+    assert_eq!(ws.read("a.txt").unwrap().0, b"second content");
 }
 
 #[test]

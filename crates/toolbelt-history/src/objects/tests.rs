@@ -42,19 +42,56 @@ fn a_damaged_object_is_an_error_not_wrong_bytes() {
     let (_dir, objects) = store();
     let mut written = Vec::new();
     let h = objects.put_content(b"the content", &mut written).unwrap();
-    let path = objects.path(&h);
-    let mut bytes = std::fs::read(&path).unwrap();
+    // In this process's pack, whose last bytes are the object's.
+    let pack = objects.own_pack().unwrap();
+    assert_eq!(written, vec![pack.clone()]);
+    let mut bytes = std::fs::read(&pack).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0x20;
-    std::fs::write(&path, &bytes).unwrap();
+    std::fs::write(&pack, &bytes).unwrap();
     let fresh = Objects::new(objects.dir().to_path_buf());
     let err = fresh.read_content(&h).unwrap_err();
     assert!(matches!(err, StoreError::Damaged { .. }), "{err}");
-    std::fs::remove_file(&path).unwrap();
+    assert_eq!(fresh.location(&h), pack);
+    std::fs::remove_file(&pack).unwrap();
     assert!(matches!(
         fresh.read_content(&h),
         Err(StoreError::Missing(_))
     ));
+    // A loose object (a store before packs, or one the sweep wrote out), the same.
+    let mut loose = Vec::new();
+    fresh
+        .put_loose(&h, b'r', b"the content", &mut loose)
+        .unwrap();
+    assert_eq!(loose, vec![objects.path(&h)]);
+    let again = Objects::new(objects.dir().to_path_buf());
+    assert_eq!(again.read_content(&h).unwrap(), b"the content");
+    let mut bytes = std::fs::read(&loose[0]).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x20;
+    std::fs::write(&loose[0], &bytes).unwrap();
+    let damaged = Objects::new(objects.dir().to_path_buf());
+    assert!(matches!(
+        damaged.read_content(&h),
+        Err(StoreError::Damaged { .. })
+    ));
+}
+
+/// A second process (here a second `Objects`) finds what the first appended to its
+/// pack after it last read it, and writes its own objects to a pack of its own.
+#[test]
+fn another_process_finds_objects_appended_to_a_pack_since_it_last_read_it() {
+    let (_dir, first) = store();
+    let mut written = Vec::new();
+    let a = first.put_content(b"one", &mut written).unwrap();
+    let second = Objects::new(first.dir().to_path_buf());
+    assert_eq!(second.read_content(&a).unwrap(), b"one");
+    let b = first.put_content(b"two", &mut written).unwrap();
+    assert_eq!(second.read_content(&b).unwrap(), b"two");
+    second.put_content(b"three", &mut written).unwrap();
+    assert_ne!(first.own_pack(), second.own_pack());
+    let packs = std::fs::read_dir(first.dir()).unwrap().count();
+    assert_eq!(packs, 2, "a pack per process, no file per object");
 }
 
 proptest! {
