@@ -610,6 +610,25 @@ fn count_omitted(dir: &DirNode, prefix: &[u8], names: &mut Vec<String>, count: &
     }
 }
 
+/// Runs a checkpoint's file-system work. On a multi-thread runtime it runs in place
+/// (`block_in_place`: the runtime gives this worker's other tasks to another thread), so
+/// the call does not wait for a blocking-pool thread to wake, which on the project's
+/// machine takes 50-150 µs, twice for every call a checkpoint covers (issue 49);
+/// elsewhere (a current-thread runtime, where that would panic) on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi {
+        Ok(tokio::task::block_in_place(work))
+    } else {
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
 impl Checkpoints for History {
     fn before_call<'a>(
         &'a self,
@@ -621,7 +640,7 @@ impl Checkpoints for History {
             }
             let shared = self.shared.clone();
             let (tool, call_id) = (call.tool.clone(), call.call_id.clone());
-            let taken = tokio::task::spawn_blocking(move || {
+            let taken = blocking(move || {
                 let record = shared.checkpoint(Phase::Before, &tool, &call_id, None, None, &[])?;
                 lock(&shared.state).calls.insert(call_id, record.id.clone());
                 Ok::<_, HistoryError>(())
@@ -629,7 +648,7 @@ impl Checkpoints for History {
             .await;
             match taken {
                 Ok(result) => result.map_err(|e| CheckpointError::Recorder(Box::new(e))),
-                Err(e) => Err(CheckpointError::Interrupted(e.to_string())),
+                Err(e) => Err(CheckpointError::Interrupted(e)),
             }
         })
     }
@@ -648,7 +667,7 @@ impl Checkpoints for History {
             } else {
                 Vec::new()
             };
-            let _ = tokio::task::spawn_blocking(move || {
+            let _ = blocking(move || {
                 let id = lock(&shared.state).calls.remove(&call_id);
                 // Without its "before", the call's result is still what toolbelt saw.
                 if let Err(e) = shared.checkpoint(Phase::After, &tool, &call_id, id, None, &named) {

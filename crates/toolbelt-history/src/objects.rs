@@ -102,6 +102,9 @@ pub(crate) struct Objects {
     made: AtomicBool,
     /// This process's pack and the packs' entries it knows.
     packs: Mutex<Packs>,
+    /// A compression context kept between pieces: making one cost more than compressing
+    /// a small file. A thread that finds it busy makes its own for the piece.
+    compressor: Mutex<Option<zstd::bulk::Compressor<'static>>>,
 }
 
 #[derive(Default)]
@@ -126,6 +129,7 @@ impl Objects {
             known: Mutex::new(HashSet::new()),
             made: AtomicBool::new(false),
             packs: Mutex::new(Packs::default()),
+            compressor: Mutex::new(None),
         }
     }
 
@@ -298,9 +302,23 @@ impl Objects {
         if self.has(hash) {
             return Ok(());
         }
-        match zstd::bulk::compress(bytes, 3) {
+        match self.compress(bytes) {
             Ok(z) if z.len() < bytes.len() => self.put(hash, b'z', &z, written),
             _ => self.put(hash, b'r', bytes, written),
+        }
+    }
+
+    /// `bytes` compressed with zstd at level 3.
+    fn compress(&self, bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+        let Ok(mut kept) = self.compressor.try_lock() else {
+            return zstd::bulk::compress(bytes, 3);
+        };
+        if kept.is_none() {
+            *kept = Some(zstd::bulk::Compressor::new(3)?);
+        }
+        match kept.as_mut() {
+            Some(c) => c.compress(bytes),
+            None => zstd::bulk::compress(bytes, 3),
         }
     }
 

@@ -51,11 +51,7 @@ impl Store {
     /// ages by (milliseconds since the epoch).
     pub fn sweep(&self, days: u64, now_ms: u64, force: bool) -> Result<SweepReport, StoreError> {
         let stamp = self.dir().join("swept");
-        let last: u64 = std::fs::read_to_string(&stamp)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or(0);
-        if !force && now_ms.saturating_sub(last) < DAY_MS {
+        if !force && !self.may_sweep(now_ms) {
             return Ok(SweepReport::default());
         }
         if !self.dir().is_dir() {
@@ -95,6 +91,17 @@ impl Store {
         self.objects.forget_known();
         let _ = toolbelt_config::store_files::write(&stamp, now_ms.to_string().as_bytes());
         Ok(report)
+    }
+
+    /// Whether a sweep without `force` may have work, by two cheap looks (no listing):
+    /// the last sweep is a day old, and the store holds records at all. A session asks
+    /// before it starts a thread for [`Store::sweep`].
+    pub fn may_sweep(&self, now_ms: u64) -> bool {
+        let last: u64 = std::fs::read_to_string(self.dir().join("swept"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0);
+        now_ms.saturating_sub(last) >= DAY_MS && self.records_dir().is_dir()
     }
 
     /// Every object the records name; `None` past the budget (or a record that

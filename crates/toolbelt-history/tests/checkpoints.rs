@@ -397,6 +397,13 @@ async fn retention_removes_old_checkpoints_and_what_only_they_held() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64;
+    // A session starts a thread for the sweep only where there may be work: records,
+    // and no sweep today.
+    assert!(
+        !Store::open(ws.store.join("none")).may_sweep(now),
+        "a fresh store"
+    );
+    assert!(store.may_sweep(now));
     // A store where nothing has expired: the daily sweep writes nothing, not even its
     // lock and stamp (a fresh store's session pays nothing for it).
     assert!(!store.sweep(30, now, false).unwrap().ran);
@@ -412,6 +419,7 @@ async fn retention_removes_old_checkpoints_and_what_only_they_held() {
     assert!(swept.objects >= 3, "{swept:?}");
     assert!(store.checkpoints().is_empty());
     // Without force, not again the same day.
+    assert!(!store.may_sweep(later));
     assert!(!store.sweep(30, later, false).unwrap().ran);
 }
 
@@ -745,4 +753,22 @@ async fn a_large_workspace_is_watched_from_its_first_walk_or_its_last_picture() 
         assert_eq!(ws.read("src/c.txt").unwrap().0, b"one\n");
         h.flush();
     }
+}
+
+/// The agent's runtime has a worker per core, where a checkpoint runs in place on the
+/// calling worker instead of on the blocking pool: the records are the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoints_on_a_multi_thread_runtime_restore_as_on_the_blocking_pool() {
+    let ws = Ws::new();
+    ws.write("a.txt", b"before", 0o644);
+    let h = ws.history(false, 1 << 20);
+    let id = around(&h, &call("c1", "run_shell_command", Kind::Execute), || {
+        ws.write("a.txt", b"after", 0o644);
+        ws.write("b.txt", b"new", 0o644);
+    })
+    .await;
+    assert_eq!(h.store().checkpoints().len(), 1);
+    h.apply(&h.plan(&id, &[]).unwrap(), false).unwrap();
+    assert_eq!(ws.read("a.txt").unwrap().0, b"before");
+    assert!(ws.read("b.txt").is_none());
 }

@@ -66,16 +66,19 @@ pub(crate) fn open(
     history.start();
     let days = u64::from(general.cleanup_period_days.unwrap_or(DEFAULT_CLEANUP_DAYS));
     let store = history.store().dir().to_path_buf();
-    let _ = std::thread::Builder::new()
-        .name("toolbelt-history-sweep".into())
-        .spawn(move || {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-            if let Err(e) = Store::open(store).sweep(days, now, false) {
-                tracing::debug!("checkpoint retention: {e}");
-            }
-        });
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    // A thread only when there may be work: not for a fresh store, nor on the same day.
+    if history.store().may_sweep(now) {
+        let _ = std::thread::Builder::new()
+            .name("toolbelt-history-sweep".into())
+            .spawn(move || {
+                if let Err(e) = Store::open(store).sweep(days, now, false) {
+                    tracing::debug!("checkpoint retention: {e}");
+                }
+            });
+    }
     let checkpoints = Arc::new(history.clone()) as Arc<dyn Checkpoints>;
     (Some(history), Some(checkpoints))
 }
