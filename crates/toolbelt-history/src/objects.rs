@@ -223,6 +223,16 @@ impl Objects {
             self.make_folder()?;
         }
         let mut packs = lock_packs(&self.packs);
+        if let Some(gone) = packs.writer.as_ref().filter(|w| w.is_gone()) {
+            // Removed by hand with what it held: a new pack, and what this process knew
+            // to be in the store is looked for again.
+            let gone = gone.path().to_path_buf();
+            packs.writer = None;
+            packs.index.forget_pack(&gone);
+            if let Ok(mut k) = self.known.lock() {
+                k.clear();
+            }
+        }
         if packs.writer.is_none() {
             let writer = match pack::Writer::create(&self.dir) {
                 // The folder went since this process made it (removed by hand).

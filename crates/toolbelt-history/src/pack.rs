@@ -101,6 +101,13 @@ impl Writer {
         &self.path
     }
 
+    /// Whether the pack was removed since it was made (by hand: the sweep leaves a
+    /// locked pack alone): what is appended then would be lost with it.
+    pub(crate) fn is_gone(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().map_or(true, |m| m.nlink() == 0)
+    }
+
     /// Appends one object; where it is.
     pub(crate) fn append(
         &mut self,

@@ -53,6 +53,8 @@ pub struct Store {
     pub(crate) objects: Objects,
     /// The time of the last record this process wrote or found (0: not looked yet).
     last_ms: AtomicU64,
+    /// Whether this process made (or found) the records' folder.
+    records_made: std::sync::atomic::AtomicBool,
 }
 
 static RECORD_TEMP: AtomicU64 = AtomicU64::new(0);
@@ -65,6 +67,7 @@ impl Store {
             dir,
             objects,
             last_ms: AtomicU64::new(0),
+            records_made: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -103,14 +106,29 @@ impl Store {
     /// Writes `record` (after every object it names); returns its file.
     pub(crate) fn write_record(&self, record: &Record) -> Result<PathBuf, StoreError> {
         let dir = self.records_dir();
-        toolbelt_config::store_files::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        let make = || {
+            toolbelt_config::store_files::create_dir_all(&dir)
+                .map_err(|e| StoreError::io(&dir, e))?;
+            self.records_made.store(true, Ordering::Relaxed);
+            Ok::<_, StoreError>(())
+        };
+        if !self.records_made.load(Ordering::Relaxed) {
+            make()?;
+        }
         let path = dir.join(record.file_name());
         let n = RECORD_TEMP.fetch_add(1, Ordering::Relaxed);
         let temp = dir.join(format!(".tmp-{}-{n}", std::process::id()));
         let bytes = serde_json::to_vec(record)
             .map_err(|e| StoreError::io(&path, std::io::Error::other(e)))?;
-        let result = toolbelt_config::store_files::write(&temp, &bytes)
-            .and_then(|()| std::fs::rename(&temp, &path));
+        let result = match toolbelt_config::store_files::write(&temp, &bytes) {
+            // The folder went since this process made it (removed by hand).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                make()?;
+                toolbelt_config::store_files::write(&temp, &bytes)
+            }
+            other => other,
+        }
+        .and_then(|()| std::fs::rename(&temp, &path));
         if let Err(e) = result {
             let _ = std::fs::remove_file(&temp);
             return Err(StoreError::io(&path, e));

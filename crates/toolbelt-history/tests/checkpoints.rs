@@ -772,3 +772,21 @@ async fn checkpoints_on_a_multi_thread_runtime_restore_as_on_the_blocking_pool()
     assert_eq!(ws.read("a.txt").unwrap().0, b"before");
     assert!(ws.read("b.txt").is_none());
 }
+
+/// The store's folders are made once per process; one removed by hand since (the
+/// records', the objects') is made again at the next checkpoint.
+#[test]
+fn a_store_folder_removed_by_hand_is_made_again() {
+    let ws = Ws::new();
+    ws.write("a.txt", b"one", 0o644);
+    let h = ws.history(false, 1 << 20);
+    h.checkpoint_now(Phase::Before, "edit", "c1", None).unwrap();
+    std::fs::remove_dir_all(ws.store.join("checkpoints")).unwrap();
+    std::fs::remove_dir_all(ws.store.join("objects")).unwrap();
+    ws.write("a.txt", b"two", 0o644);
+    let r = h.checkpoint_now(Phase::Before, "edit", "c2", None).unwrap();
+    assert_eq!(h.store().checkpoints().len(), 1);
+    ws.write("a.txt", b"three", 0o644);
+    h.apply(&h.plan(&r.id, &[]).unwrap(), true).unwrap();
+    assert_eq!(ws.read("a.txt").unwrap().0, b"two");
+}
