@@ -337,7 +337,20 @@ impl Invocation for ShellCall {
                 && (!read_only::uses_git(&self.parsed)
                     || repository_config_is_inert(&self.cwd).await);
             // A command that runs unasked runs confined; where it cannot be, it asks.
-            let unconfinable = self.unasked_confinement().err();
+            // Whether it can be matters only where a part could go unasked: a read-only
+            // line, or a read-only part whose approval it spares (below, `vouch`). Else
+            // the answer changes nothing here, and finding it out (once per process: a
+            // Landlock probe on a thread of its own, a seccomp program compiled) is left
+            // to the first command it matters for (issue 49: a third of a millisecond
+            // before the session's first command).
+            let matters = line_read_only
+                || (!self.parsed.writes_to_file
+                    && self.parsed.commands.iter().any(read_only::is_read_only));
+            let unconfinable = if matters {
+                self.unasked_confinement().err()
+            } else {
+                None
+            };
             let crowded =
                 self.background && self.jobs.running_unasked() >= background::MAX_UNASKED_JOBS;
             if inert && unconfinable.is_none() && !crowded {

@@ -404,3 +404,38 @@ fn this_machine_can_confine() {
     assert!(support.can_confine().is_ok(), "{support:?}");
     assert!(support.landlock_abi().unwrap() >= 6, "{support:?}");
 }
+
+/// Whether unasked commands can be confined is asked only where the answer changes the
+/// question (issue 49: the probe costs a thread and a seccomp compilation): a line that
+/// writes a file, or has no read-only part, asks the same with or without Landlock; a
+/// line with a read-only part names it only where it could not run unasked.
+#[tokio::test]
+async fn confinement_changes_the_question_only_where_a_part_could_go_unasked() {
+    async fn roots(f: &Fixture, command: &str) -> (String, Vec<String>) {
+        match f.build(command).confirmation().await {
+            Some(ConfirmationDetails::Exec {
+                title,
+                root_commands,
+                ..
+            }) => (title, root_commands),
+            other => panic!("{command}: {other:?}"),
+        }
+    }
+    let with = fixture(json!({}));
+    let without = fixture(json!({})).without_landlock();
+    for command in [
+        "wc -l a b > counts.txt",
+        "rm x && mv a b",
+        "ls > out.txt && rm y",
+    ] {
+        assert_eq!(
+            roots(&with, command).await,
+            roots(&without, command).await,
+            "{command}"
+        );
+    }
+    if SandboxSupport::detect().can_confine().is_ok() {
+        assert_eq!(roots(&with, "ls && rm x").await.1, ["rm"]);
+    }
+    assert_eq!(roots(&without, "ls && rm x").await.1, ["ls", "rm"]);
+}
