@@ -394,3 +394,64 @@ fn an_unasked_command_starts_no_holder_of_the_shared_namespace() {
         );
     }
 }
+
+/// toolbelt's end does not wait for the holder of the shared namespace (issue 49: the
+/// teardown of its relay, a fork of toolbelt, cost most of a millisecond at every end):
+/// the holder ends by itself when toolbelt does, its input pipe closed, as after a
+/// SIGKILL. What an approved command left in the namespace is still ended.
+#[test]
+fn the_holder_of_the_shared_namespace_ends_with_toolbelt_and_takes_what_it_holds() {
+    if toolbelt_process::isolate::processes_granted().is_err() {
+        return;
+    }
+    let p = project(None);
+    let token = format!("tb-left-{}", std::process::id());
+    // A daemon of its own session, named by `token` (`sh -c` keeps its `$0`).
+    let script = format!("setsid sh -c 'sleep 1000; :' {token} >/dev/null 2>&1 & echo started=$!");
+    let args = serde_json::json!({ "command": script }).to_string();
+    let all = ["tools", "call", "run_shell_command", args.as_str(), "--yes"];
+    let out = toolbelt_with(
+        &p.root,
+        &p.home,
+        &all,
+        &[("TOOLBELT_LOG", "toolbelt_process=debug")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("started="),
+        "{}",
+        text(&out.stdout)
+    );
+    let stderr = text(&out.stderr);
+    let holder: u32 = stderr
+        .split("PID namespace (pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let named = |token: &str| {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.parse::<u32>().is_ok())
+            })
+            .any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| c.windows(token.len()).any(|w| w == token.as_bytes()))
+            })
+    };
+    let alive = |pid: u32| toolbelt_process::procfs::stat(pid).is_some_and(|p| p.is_alive());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while alive(holder) || named(&token) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "after toolbelt ended: holder {holder} alive {}, daemon left {}",
+            alive(holder),
+            named(&token)
+        );
+        std::thread::yield_now();
+    }
+}
