@@ -397,6 +397,11 @@ impl Invocation for ShellCall {
             if nameless {
                 roots.clear();
             }
+            // It runs approved, if at all: in the shared namespace, whose holder starts
+            // now, beside the approval and the checkpoint.
+            if self.process_namespace() && !self.keeps_past_end() {
+                toolbelt_process::isolate::start_shared_early();
+            }
             Some(ConfirmationDetails::Exec {
                 title,
                 command: self.command.clone(),
@@ -473,6 +478,12 @@ impl ShellCall {
     /// What of toolbelt's environment the command gets (`tools.shell.environment`).
     fn environment(&self) -> environment::EnvironmentPolicy {
         environment::EnvironmentPolicy::new(&self.env.settings.tools.shell.environment.passthrough)
+    }
+
+    /// Whether this command, if it runs, outlives toolbelt (a background job the
+    /// settings keep past its end): it then stays outside the shared namespace.
+    fn keeps_past_end(&self) -> bool {
+        self.background && !self.jobs.kills_on_exit()
     }
 
     /// Whether approved commands join the shared PID namespace
