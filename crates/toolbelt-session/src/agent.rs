@@ -415,6 +415,7 @@ impl Session {
         offer.apply(&mut registry);
         let system_prompt = make_system_prompt(&options, &env, &registry, &cwd, mode);
         let prompt_text = system_prompt.text(mode);
+        registry.compile_builtin_schemas_in_background();
         let agent = Agent::new(
             model.clone(),
             Arc::new(registry),

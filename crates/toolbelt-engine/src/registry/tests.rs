@@ -347,3 +347,42 @@ fn tool_sets_keep_registered_members_and_resolve_as_references() {
     registry.remove_origin(&Origin::Declared);
     assert!(registry.tool_sets().is_empty());
 }
+
+/// The built-in tools' schemas are compiled on a thread of their own, ahead of the first
+/// call, and shared with copies of the registry; other tools' are not touched.
+#[test]
+fn built_in_schemas_compile_in_the_background_and_others_wait_for_a_call() {
+    let mut r = ToolRegistry::new();
+    r.register(fake("read_file"), Origin::BuiltIn);
+    r.register(fake("glob"), Origin::BuiltIn);
+    r.register(fake("from_a_manifest"), Origin::Declared);
+    let copy = r.clone();
+    r.compile_builtin_schemas_in_background();
+    let compiled = |name: &str| {
+        copy.get(name)
+            .unwrap()
+            .validator
+            .get()
+            .is_some_and(|v| v.compiled().is_ok())
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !(compiled("read_file") && compiled("glob")) {
+        assert!(std::time::Instant::now() < deadline, "not compiled");
+        std::thread::yield_now();
+    }
+    assert!(
+        copy.get("from_a_manifest")
+            .unwrap()
+            .validator
+            .get()
+            .is_none()
+    );
+    // A call still checks its arguments against the compiled schema.
+    let err = copy
+        .get("glob")
+        .unwrap()
+        .build(json!({"n": "x"}))
+        .err()
+        .unwrap();
+    assert!(err.message.contains("n"), "{err:?}");
+}
