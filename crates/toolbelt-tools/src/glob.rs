@@ -354,7 +354,7 @@ impl GlobCall {
                 cancel,
             };
             walk::walker(start, self.rules, &withheld)
-                .threads(walk::threads())
+                .threads(walk::threads_for(start))
                 .build_parallel()
                 .visit(&mut Visitors(shared));
         }

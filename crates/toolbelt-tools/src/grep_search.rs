@@ -496,7 +496,7 @@ impl GrepCall {
                 progress.search_file(&mut searcher(), &self.matcher, target);
             } else if meta.is_dir() {
                 walk::walker(target, self.rules, &withheld)
-                    .threads(walk::threads())
+                    .threads(walk::threads_for(target))
                     .build_parallel()
                     .visit(&mut Visitors {
                         progress: &progress,

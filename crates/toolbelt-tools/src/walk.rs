@@ -244,6 +244,50 @@ pub(crate) fn walker(root: &Path, rules: IgnoreRules, withheld: &Withheld) -> Wa
     }
 }
 
+/// Entries a tree may hold and still be walked on one thread ([`threads_for`]).
+const SMALL_TREE: usize = 256;
+/// Directories a tree may hold and still be walked on one thread: what bounds the count's
+/// cost on a tree of many small directories.
+const SMALL_TREE_DIRS: usize = 24;
+
+/// Threads for a parallel walk of `root`: one for a tree of at most [`SMALL_TREE`]
+/// entries, else one per core ([`threads`]). The count is a plain listing on this
+/// thread, without the rules (so it counts what they would skip too: a tree that is
+/// small only once ignored files are left out is walked on every core, as before), and
+/// not into `.git` or through links; it stops at either bound ([`SMALL_TREE_DIRS`]
+/// directories listed).
+///
+/// Why: `ignore`'s parallel walker lets a worker that finds no work sleep for a
+/// millisecond at a time, and the walk ends only when every worker has seen the end, so
+/// on a tree with little to do the walk took about 1.3 ms whatever its size; a glob or
+/// grep of a small project paid that at every call (issue 49). With one worker it ends
+/// as soon as its stack is empty. On a 15,000-file tree the count lists 24 directories
+/// before it gives up: a fraction of a millisecond of a grep's hundred.
+pub(crate) fn threads_for(root: &Path) -> usize {
+    let mut seen = 0usize;
+    let mut listed = 0usize;
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        listed += 1;
+        if listed > SMALL_TREE_DIRS {
+            return threads();
+        }
+        let Ok(read) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in read.flatten() {
+            seen += 1;
+            if seen > SMALL_TREE {
+                return threads();
+            }
+            if entry.file_type().is_ok_and(|t| t.is_dir()) && entry.file_name() != ".git" {
+                dirs.push(entry.path());
+            }
+        }
+    }
+    1
+}
+
 /// Threads for a parallel walk: one per core, as ripgrep does.
 pub(crate) fn threads() -> usize {
     std::thread::available_parallelism()
@@ -502,5 +546,32 @@ mod tests {
         assert_eq!(walked(&root), ["fine/.gitignore", "fine/a.txt"]);
         // At the start of the walk, nothing is walked.
         assert_eq!(walked(&root.join("zero")), Vec::<String>::new());
+    }
+
+    /// A small tree is walked on one thread, a large one (by entries, or by directories)
+    /// on every core; what is in `.git` does not count.
+    #[test]
+    fn small_trees_are_walked_on_one_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src/a")).unwrap();
+        std::fs::write(root.join("src/a/x.rs"), "x").unwrap();
+        std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+        for i in 0..400 {
+            std::fs::write(root.join(format!(".git/objects/{i}")), "o").unwrap();
+        }
+        assert_eq!(threads_for(root), 1);
+        let wide = root.join("wide");
+        std::fs::create_dir(&wide).unwrap();
+        for i in 0..SMALL_TREE {
+            std::fs::write(wide.join(format!("f{i}")), "f").unwrap();
+        }
+        assert_eq!(threads_for(root), threads());
+        assert_eq!(threads_for(&root.join("src")), 1);
+        let deep = root.join("deep");
+        for i in 0..=SMALL_TREE_DIRS {
+            std::fs::create_dir_all(deep.join(format!("d{i}"))).unwrap();
+        }
+        assert_eq!(threads_for(&deep), threads());
     }
 }
