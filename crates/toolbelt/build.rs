@@ -46,12 +46,6 @@ fn main() {
                 list.display()
             );
             println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
-            // The listed code starts on a 64 KB boundary, in memory and in the file: the
-            // kernel maps a file page's neighbours within 64 KB windows at each fault
-            // (fault-around), so where the listed code fell against those windows moved
-            // the session's peak RSS by up to 6 MiB from one build to the next (issue 49).
-            println!("cargo:rustc-link-arg-bins=-Wl,-z,max-page-size=65536");
-            println!("cargo:rustc-link-arg-bins=-Wl,-z,separate-loadable-segments");
         }
     }
 }
