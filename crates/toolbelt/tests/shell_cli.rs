@@ -401,7 +401,11 @@ fn an_unasked_command_starts_no_holder_of_the_shared_namespace() {
 /// SIGKILL. What an approved command left in the namespace is still ended.
 #[test]
 fn the_holder_of_the_shared_namespace_ends_with_toolbelt_and_takes_what_it_holds() {
-    if toolbelt_process::isolate::processes_granted().is_err() {
+    if let Err(why) = toolbelt_process::isolate::processes_granted() {
+        // CI runs as root, where the namespace is always granted: a skip there is a failure.
+        let ci_root = std::env::var_os("CI").is_some() && rustix::process::geteuid().is_root();
+        assert!(!ci_root, "CI runs as root, where {why:?} must not happen");
+        eprintln!("skipped: {why}");
         return;
     }
     let p = project(None);
