@@ -5,7 +5,9 @@
 //! under the same rules as when it was listed, so it is not listed again nor matched
 //! against the ignore and permission rules: only each of its files gets an lstat (by
 //! name, beside the directory's descriptor), and the few that changed are read. A
-//! directory that changed is listed again (what is new below it walked).
+//! directory that changed is listed again (what is new below it walked); when most of
+//! them changed (a tree made moments ago, whose directories are all too recent to
+//! trust), the root is walked once instead, since each listing is a walk of its own.
 //!
 //! What makes this safe:
 //!
@@ -217,10 +219,7 @@ fn changed_files(
     tree: &DirNode,
     dirs: &[Vec<u8>],
 ) -> Vec<(Vec<u8>, Vec<u8>, Leaf)> {
-    let threads = std::thread::available_parallelism()
-        .map(std::num::NonZeroUsize::get)
-        .unwrap_or(2)
-        .clamp(1, 8);
+    let threads = toolbelt_tools::cores().clamp(1, 8);
     let chunk = dirs.len().div_ceil(threads).max(16);
     let look = |part: &[Vec<u8>]| {
         let mut out = Vec::new();
@@ -268,6 +267,69 @@ fn changed_files(
     })
 }
 
+/// What a directory of the index is now, by its stat ([`Scan::revisit`]).
+enum Look {
+    /// Its stat or a rule file's cannot tell (unknown, changed too recently), or its
+    /// rule files changed: the whole root is walked.
+    Unknown,
+    /// No directory there now.
+    Gone,
+    /// Listed again.
+    Changed,
+    /// The same names under the same rules: only its files' stats are compared.
+    Settled,
+}
+
+/// [`Look`] of the index's directory `node` at `abs`, whose stat held from `since_ns`.
+fn look_at(abs: &Path, node: &DirNode, since_ns: i64, now_ns: i64) -> Look {
+    let Some(old) = node.stat else {
+        return Look::Unknown;
+    };
+    match dir_stat(abs, now_ns) {
+        None => Look::Gone,
+        Some((_, None)) => Look::Unknown,
+        Some((_, Some(now))) if now.rules != old.rules => Look::Unknown,
+        Some((mode, Some(now))) => {
+            let settled = old.mtime_ns.saturating_add(RACY_NS) < since_ns;
+            if settled && now == old && mode == node.mode {
+                Look::Settled
+            } else {
+                Look::Changed
+            }
+        }
+    }
+}
+
+/// [`Look`] of every directory of the index below `abs_root`, from its stat alone;
+/// `None` when one cannot tell, or the root is gone (the root is walked).
+fn look_at_all(
+    abs_root: &Path,
+    tree: &DirNode,
+    since_ns: i64,
+    now_ns: i64,
+) -> Option<std::collections::HashMap<Vec<u8>, Look>> {
+    let mut looks = std::collections::HashMap::new();
+    let mut stack: Vec<Vec<u8>> = vec![Vec::new()];
+    while let Some(dir) = stack.pop() {
+        let Some(node) = tree.dir(&dir) else {
+            continue;
+        };
+        let look = look_at(&abs_root.join(rel_path(&dir)), node, since_ns, now_ns);
+        match look {
+            Look::Unknown => return None,
+            Look::Gone if dir.is_empty() => return None,
+            _ => {}
+        }
+        for (name, child) in &node.children {
+            if matches!(child, Node::Dir(_)) {
+                stack.push(join(&dir, name));
+            }
+        }
+        looks.insert(dir, look);
+    }
+    Some(looks)
+}
+
 impl Scan<'_> {
     /// Brings a whole root up to date: by its directories' stats when it can (no
     /// inotify, and the rules outside its tree those of its index), else by a walk.
@@ -300,6 +362,20 @@ impl Scan<'_> {
         tree: &mut DirNode,
         since_ns: i64,
     ) -> Result<bool, ScanError> {
+        let Some(mut looks) = look_at_all(abs_root, tree, since_ns, self.now_ns) else {
+            return Ok(false);
+        };
+        // Each directory listed again is a walk with its own set-up (the ignore files of
+        // every parent up to `/`, git's configuration): when at least two and at least
+        // half of them must be, one walk of the root costs less and finds the same (a
+        // freshly made tree, where every directory is "racily clean", always does).
+        let again = looks
+            .values()
+            .filter(|l| !matches!(l, Look::Settled))
+            .count();
+        if again >= 2 && again * 2 >= looks.len() {
+            return Ok(false);
+        }
         let mut stack: Vec<Vec<u8>> = vec![Vec::new()];
         let mut replaced: Vec<Vec<u8>> = Vec::new();
         let mut settled_dirs: Vec<Vec<u8>> = Vec::new();
@@ -307,29 +383,21 @@ impl Scan<'_> {
             let Some(node) = tree.dir(&dir) else {
                 continue;
             };
-            let Some(old) = node.stat else {
-                return Ok(false);
-            };
-            let abs = abs_root.join(rel_path(&dir));
-            match dir_stat(&abs, self.now_ns) {
-                None if dir.is_empty() => return Ok(false),
-                None => {
+            // A directory the first pass did not see (none should come: one listed again
+            // has what is new below it walked whole) is looked at now.
+            let look = looks.remove(&dir).unwrap_or_else(|| {
+                look_at(&abs_root.join(rel_path(&dir)), node, since_ns, self.now_ns)
+            });
+            match look {
+                Look::Unknown => return Ok(false),
+                Look::Gone if dir.is_empty() => return Ok(false),
+                Look::Gone => {
                     // Gone: listing it again removes it from the tree.
                     self.relist(root, abs_root, tree, &dir, &mut replaced)?;
                     continue;
                 }
-                Some((_, None)) => return Ok(false),
-                Some((mode, Some(now))) => {
-                    if now.rules != old.rules {
-                        return Ok(false);
-                    }
-                    let settled = old.mtime_ns.saturating_add(RACY_NS) < since_ns;
-                    if settled && now == old && mode == node.mode {
-                        settled_dirs.push(dir.clone());
-                    } else {
-                        self.relist(root, abs_root, tree, &dir, &mut replaced)?;
-                    }
-                }
+                Look::Settled => settled_dirs.push(dir.clone()),
+                Look::Changed => self.relist(root, abs_root, tree, &dir, &mut replaced)?,
             }
             if let Some(node) = tree.dir(&dir) {
                 for (name, child) in &node.children {

@@ -61,6 +61,18 @@ pub(crate) struct Scan<'a> {
     pub(crate) parallel: bool,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Walks (each a walker's set-up) the scans on this thread made, for the tests.
+    pub(crate) static WALKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts a walk for the tests ([`WALKS`]).
+fn count_walk() {
+    #[cfg(test)]
+    WALKS.with(|w| w.set(w.get() + 1));
+}
+
 /// An entry of a walk: its path, its type as the listing says, and its lstat when the
 /// walk took it.
 struct Walked {
@@ -298,6 +310,7 @@ impl Scan<'_> {
         start: &Path,
         start_rel: &[u8],
     ) -> Result<Vec<Walked>, ScanError> {
+        count_walk();
         let (roots, settings, exclude) = (self.roots, self.settings, self.exclude);
         let limit = self.max_files.saturating_mul(2);
         let mut entries: Vec<Walked> = Vec::new();
@@ -435,6 +448,7 @@ impl Scan<'_> {
         let old: BTreeMap<Vec<u8>, Node> = node.children.clone();
         let old_mode = node.mode;
         let mut seen: BTreeMap<Vec<u8>, std::fs::FileType> = BTreeMap::new();
+        count_walk();
         self.withheld += toolbelt_tools::walk_workspace(
             self.roots,
             self.settings,

@@ -84,7 +84,8 @@ pub use shell::sandbox::{ConfineError, SandboxSupport};
 pub use shell::{RunShellCommand, sweep_unasked_logs};
 pub use todo_write::TodoWrite;
 pub use walk::{
-    DIRECTORY_RULE_FILES, WalkedEntry, walk_rule_files, walk_workspace, walk_workspace_parallel,
+    DIRECTORY_RULE_FILES, WalkedEntry, cores, walk_rule_files, walk_workspace,
+    walk_workspace_parallel,
 };
 pub use web_fetch::{WebFetch, html_to_markdown};
 pub use web_search::{

@@ -290,10 +290,17 @@ pub(crate) fn threads_for(root: &Path) -> usize {
 
 /// Threads for a parallel walk: one per core, as ripgrep does.
 pub(crate) fn threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        .min(12)
+    cores().min(12)
+}
+
+/// The cores this process may use, asked once: `available_parallelism` reads
+/// `/proc/self/cgroup` and the cgroup's CPU quota files at every call (three files
+/// opened and parsed), and the walks and the checkpoints ask at each of a session's
+/// calls (issue 49). A quota changed while toolbelt runs keeps the count it started
+/// with, as tokio's worker count does.
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
 }
 
 /// Whether a walked entry is a regular file (not a link, FIFO, socket or device).
@@ -462,6 +469,7 @@ pub fn walk_rule_files(start: &Path) -> Vec<PathBuf> {
     for dir in start.ancestors().skip(1) {
         files.extend(DIRECTORY_RULE_FILES.iter().map(|name| dir.join(name)));
     }
+    let git_config = files.len();
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
         files.push(home.join(".gitconfig"));
     }
@@ -477,8 +485,94 @@ pub fn walk_rule_files(start: &Path) -> Vec<PathBuf> {
         files.extend(std::env::var_os(var).map(PathBuf::from));
     }
     files.push(PathBuf::from("/etc/gitconfig"));
-    files.extend(ignore::gitignore::gitconfig_excludes_path());
+    files.extend(global_excludes_path(&files[git_config..]));
     files
+}
+
+/// The global excludes file git's configuration names (`core.excludesFile`, else git's
+/// default), as [`ignore::gitignore::gitconfig_excludes_path`] finds it, kept while the
+/// environment it reads and the stat of every configuration file it may read (`files`)
+/// stay the same. Finding it opens, reads and parses up to four files, and a checkpoint
+/// asks at each sync (issue 49).
+fn global_excludes_path(files: &[PathBuf]) -> Option<PathBuf> {
+    static MEMO: ExcludesMemo = std::sync::Mutex::new(None);
+    let env = [
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_SYSTEM",
+    ]
+    .iter()
+    .map(std::env::var_os)
+    .collect();
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(i64::MAX, |d| {
+            i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+        });
+    memoized(
+        &MEMO,
+        config_key(env, files, now_ns),
+        ignore::gitignore::gitconfig_excludes_path,
+    )
+}
+
+/// The environment variables and configuration files' stats (size, times, inode,
+/// device; `None` for a missing file) an excludes path was found with.
+type ConfigKey = (Vec<Option<std::ffi::OsString>>, Vec<Option<[i64; 5]>>);
+type ExcludesMemo = std::sync::Mutex<Option<(ConfigKey, Option<PathBuf>)>>;
+
+/// The key of `env` and `files` now; `None` when a file changed within two seconds of
+/// `now_ns` (git's "racily clean" rule: it may change again without its stat showing
+/// it). Links are followed, as the files are opened; the change time catches a rewrite
+/// that put the size and modification time back.
+fn config_key(
+    env: Vec<Option<std::ffi::OsString>>,
+    files: &[PathBuf],
+    now_ns: i64,
+) -> Option<ConfigKey> {
+    use std::os::unix::fs::MetadataExt;
+    let nanos = |s: i64, ns: i64| s.saturating_mul(1_000_000_000).saturating_add(ns);
+    let mut stats = Vec::with_capacity(files.len());
+    for file in files {
+        let stat = std::fs::metadata(file).ok().map(|m| {
+            [
+                i64::try_from(m.len()).unwrap_or(i64::MAX),
+                nanos(m.mtime(), m.mtime_nsec()),
+                nanos(m.ctime(), m.ctime_nsec()),
+                m.ino().cast_signed(),
+                m.dev().cast_signed(),
+            ]
+        });
+        if stat.is_some_and(|s| s[1].saturating_add(2_000_000_000) >= now_ns) {
+            return None;
+        }
+        stats.push(stat);
+    }
+    Some((env, stats))
+}
+
+/// What `find` gives, from `memo` when it was found under the same `key` (never kept
+/// without a key).
+fn memoized(
+    memo: &ExcludesMemo,
+    key: Option<ConfigKey>,
+    find: impl FnOnce() -> Option<PathBuf>,
+) -> Option<PathBuf> {
+    let Some(key) = key else {
+        return find();
+    };
+    let mut memo = memo
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((k, path)) = memo.as_ref()
+        && *k == key
+    {
+        return path.clone();
+    }
+    let path = find();
+    *memo = Some((key, path.clone()));
+    path
 }
 
 #[cfg(test)]
@@ -505,6 +599,68 @@ mod tests {
                 "{pattern}"
             );
         }
+    }
+
+    #[test]
+    fn the_global_excludes_path_is_found_again_when_gits_configuration_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("gitconfig");
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let write_aged = |text: &str| {
+            std::fs::write(&config, text).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&config)
+                .unwrap()
+                .set_modified(hour_ago)
+                .unwrap();
+        };
+        let now = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as i64
+        };
+        let env = || vec![Some(std::ffi::OsString::from("/home/a"))];
+        let files = [config.clone(), dir.path().join("missing")];
+        let memo: ExcludesMemo = std::sync::Mutex::new(None);
+        let found = |key, path: &str| {
+            let mut asked = false;
+            let got = memoized(&memo, key, || {
+                asked = true;
+                Some(PathBuf::from(path))
+            });
+            (got.unwrap().display().to_string(), asked)
+        };
+        write_aged("[core]\n\texcludesFile = /one\n");
+        let key = config_key(env(), &files, now());
+        assert!(key.is_some(), "an old file gives a key");
+        assert_eq!(found(key.clone(), "/one"), ("/one".into(), true));
+        assert_eq!(found(key, "/other"), ("/one".into(), false), "not kept");
+        // Rewritten, its modification time put back: the change time differs.
+        write_aged("[core]\n\texcludesFile = /two\n");
+        assert_eq!(
+            found(config_key(env(), &files, now()), "/two"),
+            ("/two".into(), true)
+        );
+        // Another HOME: found again.
+        let other_env = vec![Some(std::ffi::OsString::from("/home/b"))];
+        assert_eq!(
+            found(config_key(other_env, &files, now()), "/three"),
+            ("/three".into(), true)
+        );
+        // A file created where none was: found again.
+        std::fs::write(&files[1], "").unwrap();
+        assert!(
+            config_key(env(), &files, now()).is_none(),
+            "a file written just now gives no key"
+        );
+        assert_eq!(found(None, "/four"), ("/four".into(), true));
+        assert_eq!(
+            found(None, "/five"),
+            ("/five".into(), true),
+            "nothing kept without a key"
+        );
     }
 
     /// The relative paths of the files a walk of `root` reports.

@@ -244,6 +244,38 @@ fn a_linked_worktrees_excludes_file_is_watched_too() {
     );
 }
 
+/// The walks the next checkpoint of `h` makes, and its tree.
+fn walks_of(ws: &Ws, h: &History) -> (usize, String) {
+    crate::scan::WALKS.with(|w| w.set(0));
+    let tree = ws.checkpoint(h);
+    (crate::scan::WALKS.with(std::cell::Cell::get), tree)
+}
+
+#[test]
+fn a_session_lists_again_the_folders_that_changed_or_walks_once_when_most_did() {
+    let ws = Ws::new();
+    let h = ws.history_in(&ws.store);
+    ws.checkpoint(&h);
+    // One folder of four changed: it alone is listed again (one walk of it).
+    ws.write("a/new.txt", "new\n");
+    let (walks, tree) = walks_of(&ws, &h);
+    assert_eq!(tree, ws.truth(), "one folder changed: wrong checkpoint");
+    assert_eq!(walks, 1, "one folder changed");
+    // Three of four changed (`a` again, `b`, `b/c`): one walk of the root, not three.
+    ws.write("a/newer.txt", "newer\n");
+    ws.write("b/two.txt", "two\n");
+    ws.sh("rm b/c/w.log");
+    let (walks, tree) = walks_of(&ws, &h);
+    assert_eq!(tree, ws.truth(), "most folders changed: wrong checkpoint");
+    assert_eq!(walks, 1, "most folders changed");
+    // Nothing changed since, every folder old enough again: no walk at all.
+    ws.age();
+    ws.checkpoint(&h);
+    let (walks, tree) = walks_of(&ws, &h);
+    assert_eq!(tree, ws.truth(), "nothing changed: wrong checkpoint");
+    assert_eq!(walks, 0, "nothing changed");
+}
+
 #[test]
 fn a_damaged_or_stale_index_file_is_not_used_and_the_checkpoint_is_still_right() {
     let ws = Ws::new();
