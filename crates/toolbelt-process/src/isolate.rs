@@ -18,7 +18,9 @@
 //!    (and, unprivileged, user) namespaces every approved command shares (see
 //!    `isolate/shared.rs`: made once, ended by the
 //!    kernel with toolbelt) with `setns`, and forks the command inside them; the first
-//!    child stays outside as its relay (below);
+//!    child stays outside as its relay (below). Where toolbelt is privileged the command
+//!    is instead forked once, from a thread that joined them (`isolate/spawner.rs`):
+//!    nothing is left to join, and no relay is needed;
 //! 4. for [`Isolation::Sealed`] (the commands nobody approved): joins the network
 //!    namespace, with no interface up, that unasked commands share (`isolate/offline.rs`,
 //!    made once; through the user namespace that owns it where toolbelt is not
@@ -149,12 +151,15 @@ const USER: u8 = 4;
 const PROBE: u8 = 8;
 /// Join the PID and mount namespaces approved commands share ([`shared`]).
 const JOIN: u8 = 16;
+/// Started by the thread already in them ([`spawner`]): nothing to join.
+const JOINED: u8 = 32;
 
 /// `CAP_SYS_PTRACE` of `linux/capability.h` (the `libc` crate does not name it).
 const CAP_SYS_PTRACE: libc::c_ulong = 19;
 
 /// The one step installed on every command: see the module documentation.
-#[derive(Debug)]
+/// Cloned, it is the same step (one set of flags).
+#[derive(Debug, Clone)]
 pub(crate) struct IsolationStep {
     flags: Arc<AtomicU8>,
 }
@@ -195,7 +200,45 @@ impl IsolationStep {
     /// the shared namespace, whose holder exits at toolbelt's end and takes every
     /// process in it along. Such a child needs no guardian (`crate::guardian`).
     pub(crate) fn ends_with_toolbelt(&self) -> bool {
-        self.flags.load(Ordering::Relaxed) & JOIN != 0
+        self.flags.load(Ordering::Relaxed) & (JOIN | JOINED) != 0
+    }
+
+    /// Spawns `command` (carrying this step) with `spawn` on the thread already in the
+    /// shared namespace, when it is to join that namespace and such a thread is in it
+    /// (see [`spawner`]); else hands `command` back, to be spawned as usual. `dir_of`
+    /// first gives the command a working directory if it had none (the thread's is the
+    /// namespace's root), or says it cannot.
+    pub(crate) fn spawn_joined<C, T>(
+        &self,
+        mut command: C,
+        dir_of: impl FnOnce(&mut C) -> bool,
+        spawn: impl FnOnce(C) -> io::Result<T> + Send + 'static,
+    ) -> Result<io::Result<T>, C>
+    where
+        C: Send + 'static,
+        T: Send + 'static,
+    {
+        if self.flags.load(Ordering::Relaxed) & JOIN == 0
+            || !spawner::available()
+            || !dir_of(&mut command)
+        {
+            return Err(command);
+        }
+        let flags = Arc::clone(&self.flags);
+        spawner::run(move |inside| {
+            if !inside {
+                return Err(command);
+            }
+            flags.store(JOINED, Ordering::Relaxed);
+            let spawned = spawn(command);
+            flags.store(JOIN, Ordering::Relaxed);
+            Ok(spawned)
+        })
+        .unwrap_or_else(|| {
+            Ok(Err(io::Error::other(
+                "the thread that starts approved commands has ended",
+            )))
+        })
     }
 }
 
@@ -350,6 +393,9 @@ impl Plan {
             }
             cloexec_from(3);
             let flags = self.flags.load(Ordering::Relaxed);
+            if flags & JOINED != 0 {
+                return Ok(());
+            }
             if flags & JOIN != 0 {
                 return join();
             }
@@ -684,6 +730,7 @@ unsafe fn read_exact(fd: i32, buf: &mut [u8]) -> bool {
 
 mod offline;
 mod shared;
+mod spawner;
 pub(crate) use shared::holder_pids;
 pub use shared::{command_pid, end_shared_namespace, host_pid, host_pid_below, namespace_pid};
 

@@ -120,7 +120,13 @@ impl<'a> GroupCommand<'a> {
     pub fn spawn_std(mut self) -> io::Result<std::process::Child> {
         self.guard();
         self.command.env(OWNER_VAR, self.owner.marker());
-        let child = self.command.spawn()?;
+        let child = match self
+            .isolation
+            .spawn_joined(self.command, with_dir, |mut c| c.spawn())
+        {
+            Ok(spawned) => spawned?,
+            Err(mut command) => command.spawn()?,
+        };
         self.owner.started(child.id());
         Ok(child)
     }
@@ -129,11 +135,31 @@ impl<'a> GroupCommand<'a> {
     /// (its group is the caller's to end either way).
     pub fn spawn(self, kill_on_drop: bool) -> io::Result<tokio::process::Child> {
         let owner = self.owner;
+        let isolation = self.isolation.clone();
         let mut command = self.into_tokio(kill_on_drop);
-        let child = command.spawn()?;
-        // The command holds the parent's copies of pipe ends the caller passed as stdio;
-        // dropping it now lets a reader see end-of-file when the child is done.
-        drop(command);
+        // On the thread in the shared namespace (see `crate::isolate`), in this runtime.
+        let runtime = tokio::runtime::Handle::current();
+        let joined = isolation.spawn_joined(
+            command,
+            |c| with_dir(c.as_std_mut()),
+            move |mut c| {
+                let _entered = runtime.enter();
+                // Dropped here: see below.
+                c.spawn()
+            },
+        );
+        let child = match joined {
+            Ok(spawned) => spawned?,
+            Err(back) => {
+                command = back;
+                let child = command.spawn()?;
+                // The command holds the parent's copies of pipe ends the caller passed as
+                // stdio; dropping it now lets a reader see end-of-file when the child is
+                // done.
+                drop(command);
+                child
+            }
+        };
         let pid = child
             .id()
             .ok_or_else(|| io::Error::other("the child exited before its pid could be read"))?;
@@ -149,6 +175,22 @@ impl<'a> GroupCommand<'a> {
         let mut command = tokio::process::Command::from(self.command);
         command.kill_on_drop(kill_on_drop);
         command
+    }
+}
+
+/// Gives `command` toolbelt's working directory if it has none (for a start from the
+/// thread in the shared namespace, whose own is that namespace's root); false when it
+/// cannot be read.
+fn with_dir(command: &mut Command) -> bool {
+    if command.get_current_dir().is_some() {
+        return true;
+    }
+    match std::env::current_dir() {
+        Ok(dir) => {
+            command.current_dir(dir);
+            true
+        }
+        Err(_) => false,
     }
 }
 

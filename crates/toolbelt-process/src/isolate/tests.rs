@@ -134,6 +134,47 @@ fn a_command_sees_and_signals_only_its_own_namespace() {
     assert!(count <= 40, "{count} processes visible");
 }
 
+/// Where toolbelt is privileged an approved command starts from the thread that joined
+/// the shared namespace (`isolate/spawner.rs`): toolbelt's own child, forked once, with
+/// no relay between, in the holder's namespace, in toolbelt's working directory.
+#[test]
+fn an_approved_command_of_a_privileged_toolbelt_is_forked_once_into_the_namespace() {
+    if !granted(&support().processes) || !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let owner = Owner::new();
+    let mut command = GroupCommand::new("sh", &owner);
+    command
+        .args(["-c", "pwd; read -r _ || true"])
+        .isolation(Isolation::Processes)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut child = command.spawn_std().unwrap();
+    let pid = child.id();
+    let stat = procfs::stat(pid).unwrap();
+    assert_eq!(stat.ppid, std::process::id(), "a relay stands between");
+    assert_eq!(stat.pgid, pid, "it leads its own group");
+    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/pid")).unwrap();
+    assert_ne!(
+        ns(&pid.to_string()),
+        ns("self"),
+        "not in the shared namespace"
+    );
+    let [_, init] = shared::holder_pids().expect("a holder runs");
+    assert_eq!(
+        ns(&pid.to_string()),
+        ns(&init.to_string()),
+        "not the holder's namespace"
+    );
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        std::env::current_dir().unwrap().display().to_string()
+    );
+}
+
 #[test]
 fn approved_commands_share_one_namespace_and_see_each_other() {
     if !granted(&support().processes) {
