@@ -4,7 +4,8 @@
 //! not `kill` the dev server an earlier one started, and `$!` would name a process of
 //! another namespace. So approved commands join one namespace (with a mount namespace
 //! whose `/proc` shows only its processes), made once by a *holder*: `cat`
-//! started as PID 1 of a new PID namespace ([`super::Isolation`]'s per-command set-up),
+//! started as PID 1 of a new PID namespace ([`super::Isolation`]'s per-command set-up,
+//! or where toolbelt is privileged forked once from the spawner thread, `spawner.rs`),
 //! with SIGCHLD ignored so the kernel reaps the orphans it adopts, with an empty
 //! environment and with its standard input a pipe whose only writer is toolbelt.
 //!
@@ -99,6 +100,9 @@ pub(super) fn warn_cannot_start(e: &io::Error) {
 }
 
 fn start() -> io::Result<Holder> {
+    if super::spawner::available() {
+        return start_on_spawner();
+    }
     // `cat` reads its input until end-of-file and touches no signal (a shell would
     // install its own SIGCHLD handler and leave the orphans it adopts unreaped).
     let mut command = Command::new("cat");
@@ -126,6 +130,69 @@ fn start() -> io::Result<Holder> {
         .ok_or_else(|| io::Error::other("the holder has no input pipe"))?;
     let init = first_child(relay.id())
         .ok_or_else(|| io::Error::other("the holder's first process is not there"))?;
+    holder(relay, stdin, init, user)
+}
+
+/// Where toolbelt is privileged: `cat` forked once, from the thread that starts approved
+/// commands (`isolate/spawner.rs`), after that thread made a new mount namespace for
+/// itself and a new PID namespace for its next child. `cat` is PID 1 there and
+/// toolbelt's own child: no relay, no second copy of toolbelt. Before its `exec` it
+/// does what PID 1 of a namespace made per command does (`Plan::first`): dies with
+/// toolbelt's thread, keeps mounts from propagating out, mounts the namespace's `/proc`.
+fn start_on_spawner() -> io::Result<Holder> {
+    let mut command = Command::new("cat");
+    command
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // Session and descriptors as for every child; no namespace step (made here).
+    let _step = IsolationStep::install(&mut command);
+    // Safety: in PID 1 of the new namespace, before `exec`: plain system calls on
+    // constant strings. An ignored SIGCHLD survives `exec` and makes the kernel reap the
+    // orphans the holder adopts.
+    unsafe {
+        command.pre_exec(|| {
+            let mounted = libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0
+                && libc::mount(
+                    std::ptr::null(),
+                    c"/".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_SLAVE,
+                    std::ptr::null(),
+                ) == 0
+                && libc::mount(
+                    c"proc".as_ptr(),
+                    c"/proc".as_ptr(),
+                    c"proc".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    std::ptr::null(),
+                ) == 0;
+            if !mounted {
+                return Err(io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let spawned = super::spawner::on_thread(move || {
+        super::spawner::make_holder_namespaces()?;
+        command.spawn()
+    })
+    .unwrap_or_else(|| Err(io::Error::other("the spawner thread has ended")));
+    let mut cat = spawned?;
+    let stdin = cat
+        .stdin
+        .take()
+        .ok_or_else(|| io::Error::other("the holder has no input pipe"))?;
+    let init = cat.id();
+    holder(cat, stdin, init, 0)
+}
+
+/// The holder whose PID 1 is `init`, its namespaces opened for joining; `relay` is
+/// toolbelt's child (`init` itself where there is no relay).
+fn holder(mut relay: Child, stdin: ChildStdin, init: u32, user: u8) -> io::Result<Holder> {
     let open = |kind: &str| File::open(format!("/proc/{init}/ns/{kind}"));
     let opened = (|| {
         let user_ns = if user != 0 { Some(open("user")?) } else { None };

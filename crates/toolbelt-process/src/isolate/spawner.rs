@@ -17,6 +17,10 @@
 //! the holder, so with toolbelt. Its working directory is always set by the caller
 //! (this thread's is the namespace's root).
 //!
+//! The holder starts here too: the thread goes back to its own namespaces, makes a new
+//! mount namespace for itself and a new PID namespace for its next child, and forks
+//! `cat`, which is PID 1 there (again no relay, no second copy of toolbelt).
+//!
 //! A user namespace cannot be joined by one thread of a multi-threaded process, so where
 //! toolbelt is not privileged commands keep the relay ([`run`] says no). The thread joins
 //! a new holder's namespaces when one replaced the last (their descriptors are never
@@ -42,13 +46,33 @@ pub(super) fn available() -> bool {
 /// now (it may have failed to join: then `work` spawns nothing and hands the command
 /// back). `None` when the thread is not there (see [`available`]) or ended.
 pub(super) fn run<R: Send + 'static>(work: impl FnOnce(bool) -> R + Send + 'static) -> Option<R> {
+    on_thread(move || work(enter_shared()))
+}
+
+/// Runs `work` on the thread as it is (for the holder's start); `None` as for [`run`].
+pub(super) fn on_thread<R: Send + 'static>(work: impl FnOnce() -> R + Send + 'static) -> Option<R> {
     let tx = SPAWNER.get().and_then(Option::as_ref)?;
     let (back, answer) = mpsc::sync_channel(1);
-    tx.send(Box::new(move |joined| {
-        let _ = back.send(work(joined));
+    tx.send(Box::new(move |_| {
+        let _ = back.send(work());
     }))
     .ok()?;
     answer.recv().ok()
+}
+
+/// What the thread holds between jobs.
+struct Thread {
+    /// It has file-system attributes of its own (it may change mount namespace).
+    own_fs: bool,
+    /// The mount and PID namespace descriptors it joined last ([`join`]).
+    joined: (i32, i32),
+    /// Its own mount and PID namespaces as it started, to go back to before it makes
+    /// new ones for a holder ([`make_holder_namespaces`]).
+    home: Option<(std::fs::File, std::fs::File)>,
+}
+
+thread_local! {
+    static THREAD: std::cell::RefCell<Option<Thread>> = const { std::cell::RefCell::new(None) };
 }
 
 fn start() -> Option<mpsc::Sender<Job>> {
@@ -56,16 +80,66 @@ fn start() -> Option<mpsc::Sender<Job>> {
     std::thread::Builder::new()
         .name("toolbelt-spawner".into())
         .spawn(move || {
+            let home = (|| {
+                Some((
+                    std::fs::File::open("/proc/thread-self/ns/mnt").ok()?,
+                    std::fs::File::open("/proc/thread-self/ns/pid").ok()?,
+                ))
+            })();
             // Safety: a plain system call about this thread only.
             let own_fs = unsafe { libc::unshare(libc::CLONE_FS) } == 0;
-            let mut joined = (-1, -1);
+            THREAD.with(|t| {
+                *t.borrow_mut() = Some(Thread {
+                    own_fs,
+                    joined: (-1, -1),
+                    home,
+                });
+            });
             for job in jobs {
-                let inside = own_fs && join(&mut joined);
-                job(inside);
+                job(true);
             }
         })
         .ok()?;
     Some(tx)
+}
+
+/// On the thread: joins the shared namespace (see [`join`]); whether it is in it.
+fn enter_shared() -> bool {
+    THREAD.with(|t| {
+        t.borrow_mut()
+            .as_mut()
+            .is_some_and(|t| t.own_fs && join(&mut t.joined))
+    })
+}
+
+/// On the thread: makes a new mount namespace for it and a new PID namespace for the
+/// children it forks next, back from its own first (a PID namespace can be made only
+/// from the one the thread is in). The holder's `cat`, forked next, is PID 1 there.
+pub(super) fn make_holder_namespaces() -> std::io::Result<()> {
+    THREAD.with(|t| {
+        let mut t = t.borrow_mut();
+        let Some(t) = t.as_mut().filter(|t| t.own_fs) else {
+            return Err(std::io::Error::other("not the spawner thread"));
+        };
+        let Some((mnt, pid)) = &t.home else {
+            return Err(std::io::Error::other(
+                "the spawner's own namespaces are unknown",
+            ));
+        };
+        use std::os::fd::AsRawFd;
+        t.joined = (-1, -1);
+        // Safety: plain system calls about this thread, on descriptors it holds.
+        let ok = unsafe {
+            libc::setns(mnt.as_raw_fd(), libc::CLONE_NEWNS) == 0
+                && libc::setns(pid.as_raw_fd(), libc::CLONE_NEWPID) == 0
+                && libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWPID) == 0
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    })
 }
 
 /// Joins the holder's mount and PID namespaces unless `joined` (the descriptors last

@@ -136,7 +136,8 @@ fn a_command_sees_and_signals_only_its_own_namespace() {
 
 /// Where toolbelt is privileged an approved command starts from the thread that joined
 /// the shared namespace (`isolate/spawner.rs`): toolbelt's own child, forked once, with
-/// no relay between, in the holder's namespace, in toolbelt's working directory.
+/// no relay between, in the holder's namespace, in toolbelt's working directory; and the
+/// holder is started there, without a relay either.
 #[test]
 fn an_approved_command_of_a_privileged_toolbelt_is_forked_once_into_the_namespace() {
     if !granted(&support().processes) || !rustix::process::geteuid().is_root() {
@@ -160,7 +161,10 @@ fn an_approved_command_of_a_privileged_toolbelt_is_forked_once_into_the_namespac
         ns("self"),
         "not in the shared namespace"
     );
-    let [_, init] = shared::holder_pids().expect("a holder runs");
+    // The holder too: `cat` forked once from that thread, PID 1 and toolbelt's child.
+    let [relay, init] = shared::holder_pids().expect("a holder runs");
+    assert_eq!(relay, init, "the holder has a relay");
+    assert_eq!(procfs::stat(init).unwrap().ppid, std::process::id());
     assert_eq!(
         ns(&pid.to_string()),
         ns(&init.to_string()),
