@@ -15,7 +15,9 @@
 //! born in them, and is toolbelt's own child: it leads its own session and group as every
 //! child does, toolbelt sees and signals it directly, and the kernel still ends it with
 //! the holder, so with toolbelt. Its working directory is always set by the caller
-//! (this thread's is the namespace's root).
+//! (this thread's is the namespace's root). Its umask is the process's as the thread
+//! started (the thread's file-system attributes are its own from then on; toolbelt
+//! never changes its umask).
 //!
 //! The holder starts here too: the thread goes back to its own namespaces, makes a new
 //! mount namespace for itself and a new PID namespace for its next child, and forks
