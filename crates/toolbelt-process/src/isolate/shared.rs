@@ -285,9 +285,14 @@ pub fn host_pid_below(root: u32, ns_pid: u32) -> Option<u32> {
 }
 
 /// The id a command's own processes know it by: for a command started in the shared
-/// namespace, its shell's id there (`leader` is its relay, outside); else `leader` (a
-/// sealed command's id in its own namespace names nothing any other command can reach).
+/// namespace, its shell's id there (`leader` itself where it was forked into the
+/// namespace, `spawner.rs`; else its relay's child, `leader` being the relay, outside);
+/// else `leader` (a sealed command's id in its own namespace names nothing any other
+/// command can reach).
 pub fn command_pid(leader: u32) -> u32 {
+    if in_shared(leader) {
+        return namespace_pid(leader);
+    }
     let inner = std::fs::read_to_string(format!("/proc/{leader}/task/{leader}/children"))
         .ok()
         .and_then(|c| c.split_whitespace().next()?.parse::<u32>().ok());
