@@ -472,21 +472,7 @@ impl Plan {
         // Safety: plain system calls.
         unsafe {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            let mounted = libc::mount(
-                std::ptr::null(),
-                c"/".as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_SLAVE,
-                std::ptr::null(),
-            ) == 0
-                && libc::mount(
-                    c"proc".as_ptr(),
-                    c"/proc".as_ptr(),
-                    c"proc".as_ptr(),
-                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                    std::ptr::null(),
-                ) == 0;
-            if !mounted {
+            if !mount_own_proc() {
                 let errno = io::Error::last_os_error()
                     .raw_os_error()
                     .unwrap_or(libc::EPERM);
@@ -504,6 +490,32 @@ impl Plan {
             }
         }
         Ok(())
+    }
+}
+
+/// In PID 1 of a new PID and mount namespace: keeps mounts from propagating out and
+/// mounts the namespace's own `/proc`; false (errno set) when either is refused.
+///
+/// # Safety
+///
+/// Plain system calls on constant strings: callable after `fork`.
+pub(super) unsafe fn mount_own_proc() -> bool {
+    // Safety: see the function's.
+    unsafe {
+        libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_SLAVE,
+            std::ptr::null(),
+        ) == 0
+            && libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            ) == 0
     }
 }
 

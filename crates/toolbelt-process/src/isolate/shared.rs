@@ -99,12 +99,10 @@ pub(super) fn warn_cannot_start(e: &io::Error) {
     });
 }
 
-fn start() -> io::Result<Holder> {
-    if super::spawner::available() {
-        return start_on_spawner();
-    }
-    // `cat` reads its input until end-of-file and touches no signal (a shell would
-    // install its own SIGCHLD handler and leave the orphans it adopts unreaped).
+/// The holder's command: `cat` reads its input until end-of-file and touches no signal
+/// (a shell would install its own SIGCHLD handler and leave the orphans it adopts
+/// unreaped); an empty environment, input a pipe, nothing out.
+fn cat() -> Command {
     let mut command = Command::new("cat");
     command
         .env_clear()
@@ -112,6 +110,14 @@ fn start() -> io::Result<Holder> {
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    command
+}
+
+fn start() -> io::Result<Holder> {
+    if super::spawner::available() {
+        return start_on_spawner();
+    }
+    let mut command = cat();
     let step = IsolationStep::install(&mut command);
     let user = needs_user();
     step.flags.store(PID | user, Ordering::Relaxed);
@@ -140,13 +146,7 @@ fn start() -> io::Result<Holder> {
 /// does what PID 1 of a namespace made per command does (`Plan::first`): dies with
 /// toolbelt's thread, keeps mounts from propagating out, mounts the namespace's `/proc`.
 fn start_on_spawner() -> io::Result<Holder> {
-    let mut command = Command::new("cat");
-    command
-        .env_clear()
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    let mut command = cat();
     // Session and descriptors as for every child; no namespace step (made here).
     let _step = IsolationStep::install(&mut command);
     // Safety: in PID 1 of the new namespace, before `exec`: plain system calls on
@@ -154,21 +154,8 @@ fn start_on_spawner() -> io::Result<Holder> {
     // orphans the holder adopts.
     unsafe {
         command.pre_exec(|| {
-            let mounted = libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0
-                && libc::mount(
-                    std::ptr::null(),
-                    c"/".as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_REC | libc::MS_SLAVE,
-                    std::ptr::null(),
-                ) == 0
-                && libc::mount(
-                    c"proc".as_ptr(),
-                    c"/proc".as_ptr(),
-                    c"proc".as_ptr(),
-                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                    std::ptr::null(),
-                ) == 0;
+            let mounted =
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 && super::mount_own_proc();
             if !mounted {
                 return Err(io::Error::last_os_error());
             }
